@@ -1,0 +1,66 @@
+//! The runtime's built-in events: codes `0xFF00..=0xFFFF`, the same in every stream.
+//!
+//! They are not part of any events.def; their codes, formats and parameter names are fixed by
+//! the stream format's major version (docs/FORMAT.md, "Built-in events"). They are shown under
+//! the kind [`BUILTIN_KIND`](crate::schema::BUILTIN_KIND) and are recorded whatever the
+//! control mask says.
+
+use crate::letter::Letter;
+
+/// A built-in event type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Builtin {
+    /// Its name.
+    pub name: &'static str,
+    /// Its code.
+    pub code: u16,
+    /// Its parameters' types.
+    pub format: &'static [Letter],
+    /// Its parameters' names.
+    pub params: &'static [&'static str],
+}
+
+/// `Intern(id W, text S)`: interned string `id` stands for `text` from here on.
+pub const INTERN: u16 = 0xFF00;
+/// `Label(address A, id W)`: `address` is labelled with interned string `id`.
+pub const LABEL: u16 = 0xFF01;
+/// `ThreadName(thread W, name S)`: the thread with id `thread` is called `name`.
+pub const THREAD_NAME: u16 = 0xFF02;
+/// `Dropped(thread W, count W)`: `count` events of thread `thread` were lost here.
+pub const DROPPED: u16 = 0xFF03;
+/// `ClockSync(ticks W, wall_ns I)`: counter value `ticks` was wall time `wall_ns`
+/// (nanoseconds since the Unix epoch).
+pub const CLOCK_SYNC: u16 = 0xFF04;
+/// `TimeExtend(time W)`: the running time of this block becomes `time` (absolute ticks);
+/// written when a delta would not fit in 32 bits. The record's own delta field is 0.
+pub const TIME_EXTEND: u16 = 0xFF05;
+/// `Message(text S)`: a free-text message from the program.
+pub const MESSAGE: u16 = 0xFF06;
+
+use Letter::{Address, Signed, String as Str, Word};
+
+/// Every built-in event of this format version, by code.
+pub const ALL: &[Builtin] = &[
+    Builtin { name: "Intern", code: INTERN, format: &[Word, Str], params: &["id", "text"] },
+    Builtin { name: "Label", code: LABEL, format: &[Address, Word], params: &["address", "id"] },
+    Builtin { name: "ThreadName", code: THREAD_NAME, format: &[Word, Str], params: &["thread", "name"] },
+    Builtin { name: "Dropped", code: DROPPED, format: &[Word, Word], params: &["thread", "count"] },
+    Builtin { name: "ClockSync", code: CLOCK_SYNC, format: &[Word, Signed], params: &["ticks", "wall_ns"] },
+    Builtin { name: "TimeExtend", code: TIME_EXTEND, format: &[Word], params: &["time"] },
+    Builtin { name: "Message", code: MESSAGE, format: &[Str], params: &["text"] },
+];
+
+/// The built-in event with code `code`, if this format version defines one.
+pub fn by_code(code: u16) -> Option<&'static Builtin> {
+    ALL.iter().find(|b| b.code == code)
+}
+
+/// The built-in event named `name`.
+pub fn by_name(name: &str) -> Option<&'static Builtin> {
+    ALL.iter().find(|b| b.name == name)
+}
+
+/// The built-in events' names, comma-separated, for messages.
+pub fn names() -> String {
+    ALL.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,557 @@
+//! Turns statements into a [`Schema`], then holds it to [`Schema::check`].
+//!
+//! This module reads each argument for what its place asks (a name, a number, `TRUE` or
+//! `FALSE`, a format) and remembers where every item came from, so that each [`Problem`] of
+//! the check is reported at its token. The rules of the event set themselves (unique names
+//! and codes, code ranges, identifiers, counts) are the check's alone.
+
+use super::lex::{self, Token, TokenKind};
+use super::parse::{self, Keyword, Statement};
+use super::suggest::{closest, shown};
+use super::{Diag, Pos};
+use crate::letter::Letter;
+use crate::schema::{self, EventType, Kind, Place, Problem, Retired, Schema, Version};
+use std::collections::{HashMap, HashSet};
+
+/// Parses `source`; see [`super::parse`].
+pub(super) fn parse(source: &str) -> Result<Schema, Vec<Diag>> {
+    let mut diags = Vec::new();
+    let tokens = lex::lex(source, &mut diags);
+    let statements = parse::statements(&tokens, &mut diags);
+    let mut builder = Builder {
+        diags,
+        ..Builder::default()
+    };
+    for statement in &statements {
+        builder.statement(statement);
+    }
+    builder.finish()
+}
+
+const RELATION_HELP: &str =
+    "write RELATION(Name, code, TRUE|FALSE, Kind, Format[, parameter names...])";
+const FORMAT_HELP: &str = "write the format letters together, from P A W U I D B S, such as `PAW`, or 0 for no parameters";
+
+/// Where the items of the schema came from, index for index.
+#[derive(Default)]
+struct Places {
+    version: Option<Pos>,
+    kind_name: Vec<Pos>,
+    /// The description, or the name when there is none.
+    kind_doc: Vec<Pos>,
+    /// The `RELATION` keyword.
+    event_row: Vec<Pos>,
+    event_name: Vec<Pos>,
+    event_code: Vec<Pos>,
+    event_kind: Vec<Pos>,
+    event_format: Vec<Pos>,
+    /// Each parameter name; empty when the names are the defaults.
+    params: Vec<Vec<Pos>>,
+    retired_name: Vec<Pos>,
+    retired_code: Vec<Pos>,
+}
+
+impl Places {
+    fn of(&self, place: Place) -> Pos {
+        let at = |v: &[Pos], i: usize| v.get(i).copied().unwrap_or(Pos::START);
+        match place {
+            Place::Version => self.version.unwrap_or(Pos::START),
+            Place::KindName(i) => at(&self.kind_name, i),
+            Place::KindDoc(i) => at(&self.kind_doc, i),
+            Place::Event(i) => at(&self.event_row, i),
+            Place::EventName(i) => at(&self.event_name, i),
+            Place::EventCode(i) => at(&self.event_code, i),
+            Place::EventKind(i) => at(&self.event_kind, i),
+            Place::EventFormat(i) => at(&self.event_format, i),
+            Place::Param(i, j) => match self.params.get(i).and_then(|p| p.get(j)) {
+                Some(pos) => *pos,
+                None => at(&self.event_format, i),
+            },
+            Place::RetiredName(i) => at(&self.retired_name, i),
+            Place::RetiredCode(i) => at(&self.retired_code, i),
+        }
+    }
+}
+
+/// An event whose kind is resolved once every `KIND` line has been read.
+struct PendingKind<'a> {
+    /// The event's index in the schema.
+    event: usize,
+    /// The kind's name as written.
+    name: &'a str,
+}
+
+#[derive(Default)]
+struct Builder<'a> {
+    schema: Schema,
+    places: Places,
+    diags: Vec<Diag>,
+    /// Events whose kind is yet to be looked up.
+    pending: Vec<PendingKind<'a>>,
+    /// Events whose kind, format or some parameter name could not be read: the check's
+    /// problems about those parts would only repeat the error already given.
+    unknown_kind: HashSet<usize>,
+    bad_format: HashSet<usize>,
+    bad_count: HashSet<usize>,
+}
+
+impl<'a> Builder<'a> {
+    fn error(&mut self, pos: Pos, message: impl Into<String>, help: impl Into<String>) {
+        self.diags.push(Diag::new(pos, message, help));
+    }
+
+    fn statement(&mut self, statement: &Statement<'a>) {
+        match statement.keyword {
+            Keyword::Version => self.version(statement),
+            Keyword::Kind => self.kind(statement),
+            Keyword::Relation => self.relation(statement),
+            Keyword::Retired => self.retired(statement),
+        }
+    }
+
+    fn version(&mut self, statement: &Statement<'a>) {
+        if let Some(first) = self.places.version {
+            self.error(
+                statement.head.start,
+                "VERSION is given twice",
+                format!("keep one VERSION line; the first is on line {}", first.line),
+            );
+            return;
+        }
+        self.places.version = Some(statement.head.start);
+        let args = &statement.args;
+        let parts = ["major", "median", "minor"];
+        let numbers: Vec<Option<u16>> = args
+            .iter()
+            .zip(parts)
+            .map(|(arg, part)| self.number(arg, &format!("the {part} version"), "at most 65535"))
+            .collect();
+        if args.len() > 3 {
+            self.error(
+                args[3].start,
+                format!(
+                    "VERSION takes 3 numbers (major, median, minor), found {}",
+                    args.len()
+                ),
+                "write VERSION(major, median, minor), such as `VERSION(1, 0, 0)`",
+            );
+        } else if args.len() < 3 && !statement.broken {
+            self.error(
+                statement.close,
+                format!(
+                    "VERSION takes 3 numbers (major, median, minor), found {}; the {} version is missing",
+                    args.len(),
+                    parts[args.len()]
+                ),
+                "write VERSION(major, median, minor), such as `VERSION(1, 0, 0)`",
+            );
+        }
+        if let [Some(major), Some(median), Some(minor)] = numbers[..] {
+            self.schema.version = Version::new(major, median, minor);
+        }
+    }
+
+    fn kind(&mut self, statement: &Statement<'a>) {
+        let args = &statement.args;
+        let help = "write KIND(Name, \"description\"), or KIND(Name)";
+        let Some(name) = args.first() else {
+            if !statement.broken {
+                self.error(statement.close, "KIND needs a name", help);
+            }
+            return;
+        };
+        let name = self.name(
+            name,
+            "the kind's name",
+            "name kinds with identifiers such as `Arena`",
+        );
+        let doc = match args.get(1) {
+            Some(arg) => match &arg.kind {
+                TokenKind::Str { value, .. } => Some((value.clone(), arg.start)),
+                _ => {
+                    self.error(
+                        arg.start,
+                        format!(
+                            "expected the kind's description in double quotes, found {}",
+                            arg.describe()
+                        ),
+                        help,
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some(extra) = args.get(2) {
+            self.error(
+                extra.start,
+                format!(
+                    "KIND takes a name and a description, found {} arguments",
+                    args.len()
+                ),
+                help,
+            );
+        }
+        if let Some((name, name_pos)) = name {
+            let (doc, doc_pos) = doc.unwrap_or((String::new(), name_pos));
+            self.schema.kinds.push(Kind {
+                name: name.to_owned(),
+                doc,
+            });
+            self.places.kind_name.push(name_pos);
+            self.places.kind_doc.push(doc_pos);
+        }
+    }
+
+    fn relation(&mut self, statement: &Statement<'a>) {
+        let args = &statement.args;
+        if args.len() < 5 && !statement.broken {
+            let missing = ["name", "code", "always flag", "kind", "format"][args.len()];
+            self.error(
+                statement.close,
+                format!(
+                    "RELATION needs a name, code, always flag, kind and format, found {} arguments; the {missing} is missing",
+                    args.len()
+                ),
+                RELATION_HELP,
+            );
+        }
+        // Read every argument there is, so that each gets its errors, even when the row is
+        // incomplete and will not be an event.
+        let name = args.first().and_then(|a| {
+            self.name(
+                a,
+                "the event's name",
+                "name events with identifiers such as `ArenaCreate`",
+            )
+        });
+        let code = args.get(1).and_then(|a| self.code(a, "the event's code"));
+        let always = args.get(2).and_then(|a| self.always(a));
+        let kind = args.get(3).and_then(|a| self.kind_name(a));
+        let format = args.get(4).and_then(|a| self.format(a));
+        let names: Vec<Option<(&'a str, Pos)>> = args
+            .iter()
+            .skip(5)
+            .map(|a| {
+                self.name(
+                    a,
+                    "a parameter name",
+                    "name parameters with identifiers such as `size`",
+                )
+            })
+            .collect();
+        let (Some((name, name_pos)), Some((code, code_pos))) = (name, code) else {
+            return;
+        };
+        let (Some(kind_arg), Some(format_arg)) = (args.get(3), args.get(4)) else {
+            return;
+        };
+        let event = self.schema.events.len();
+        let all_names_read = names.iter().all(Option::is_some);
+        let (params, param_places): (Vec<String>, Vec<Pos>) = names
+            .into_iter()
+            .flatten()
+            .map(|(n, p)| (n.to_owned(), p))
+            .unzip();
+        // An unreadable format or parameter name has had its error: the check hears of the
+        // rest of the row, but not of the count of names, which would only repeat it.
+        if format.is_none() {
+            self.bad_format.insert(event);
+        }
+        if format.is_none() || !all_names_read {
+            self.bad_count.insert(event);
+        }
+        let format = format.unwrap_or_else(|| vec![Letter::Word; params.len()]);
+        let params = if param_places.is_empty() && all_names_read {
+            (0..format.len()).map(schema::default_param_name).collect()
+        } else {
+            params
+        };
+        match kind {
+            Some(kind_name) => self.pending.push(PendingKind {
+                event,
+                name: kind_name,
+            }),
+            None => {
+                self.unknown_kind.insert(event);
+            }
+        }
+        self.schema.events.push(EventType {
+            name: name.to_owned(),
+            code,
+            always: always.unwrap_or(false),
+            kind: 0,
+            format,
+            params,
+        });
+        self.places.event_row.push(statement.head.start);
+        self.places.event_name.push(name_pos);
+        self.places.event_code.push(code_pos);
+        self.places.event_kind.push(kind_arg.start);
+        self.places.event_format.push(format_arg.start);
+        self.places.params.push(param_places);
+    }
+
+    fn retired(&mut self, statement: &Statement<'a>) {
+        let args = &statement.args;
+        let help = "write RETIRED(Name, code)";
+        if args.len() < 2 && !statement.broken {
+            let missing = ["name", "code"][args.len()];
+            self.error(
+                statement.close,
+                format!(
+                    "RETIRED needs a name and a code, found {} arguments; the {missing} is missing",
+                    args.len()
+                ),
+                help,
+            );
+        }
+        let name = args.first().and_then(|a| {
+            self.name(
+                a,
+                "the retired event's name",
+                "write the name the event had",
+            )
+        });
+        let code = args
+            .get(1)
+            .and_then(|a| self.code(a, "the retired event's code"));
+        if let Some(extra) = args.get(2) {
+            self.error(
+                extra.start,
+                format!(
+                    "RETIRED takes a name and a code, found {} arguments",
+                    args.len()
+                ),
+                help,
+            );
+        }
+        if let (Some((name, name_pos)), Some((code, code_pos))) = (name, code) {
+            self.schema.retired.push(Retired {
+                name: name.to_owned(),
+                code,
+            });
+            self.places.retired_name.push(name_pos);
+            self.places.retired_code.push(code_pos);
+        }
+    }
+
+    /// A name: any word. Whether it is a valid identifier is the check's to say.
+    fn name(&mut self, arg: &Token<'a>, what: &str, help: &str) -> Option<(&'a str, Pos)> {
+        if arg.kind == TokenKind::Word {
+            return Some((arg.text, arg.start));
+        }
+        self.error(
+            arg.start,
+            format!("expected {what}, found {}", arg.describe()),
+            help,
+        );
+        None
+    }
+
+    fn code(&mut self, arg: &Token<'a>, what: &str) -> Option<(u16, Pos)> {
+        let code = self.number(arg, what, "event codes are 16-bit, in 0x0001..=0xFEFF")?;
+        Some((code, arg.start))
+    }
+
+    /// A 16-bit number, decimal or `0x` hexadecimal. `limit_help` says what fits.
+    fn number(&mut self, arg: &Token<'a>, what: &str, limit_help: &str) -> Option<u16> {
+        let text = arg.text;
+        let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            Some(hex) => (hex, 16),
+            None => (text, 10),
+        };
+        let well_formed = arg.kind == TokenKind::Number
+            && !digits.is_empty()
+            && digits.chars().all(|c| c.is_digit(radix));
+        if !well_formed {
+            let message = if arg.kind == TokenKind::Number {
+                format!("`{}` is not a number", shown(text))
+            } else {
+                format!("expected {what} (a number), found {}", arg.describe())
+            };
+            self.error(
+                arg.start,
+                message,
+                "write a decimal number such as 17 or a hexadecimal one such as 0x0011",
+            );
+            return None;
+        }
+        match u16::from_str_radix(digits, radix) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                self.error(
+                    arg.start,
+                    format!("{what} {} is too large for 16 bits", shown(text)),
+                    limit_help,
+                );
+                None
+            }
+        }
+    }
+
+    fn always(&mut self, arg: &Token<'a>) -> Option<bool> {
+        match arg.text {
+            "TRUE" if arg.kind == TokenKind::Word => return Some(true),
+            "FALSE" if arg.kind == TokenKind::Word => return Some(false),
+            _ => {}
+        }
+        let message = format!(
+            "the always flag must be TRUE or FALSE, found {}",
+            arg.describe()
+        );
+        let help =
+            if arg.text.eq_ignore_ascii_case("true") || arg.text.eq_ignore_ascii_case("false") {
+                format!("write {} (upper case)", arg.text.to_ascii_uppercase())
+            } else {
+                "write TRUE or FALSE: TRUE keeps the event in the `hot` variety".to_owned()
+            };
+        self.error(arg.start, message, help);
+        None
+    }
+
+    /// The kind argument of a row: its name, looked up once every kind is known.
+    fn kind_name(&mut self, arg: &Token<'a>) -> Option<&'a str> {
+        if arg.kind == TokenKind::Word {
+            return Some(arg.text);
+        }
+        self.error(
+            arg.start,
+            format!(
+                "expected the event's kind (a kind's name), found {}",
+                arg.describe()
+            ),
+            "write the name of a kind declared with KIND, such as `Arena`",
+        );
+        None
+    }
+
+    /// A format: letters written together, or `0`. Every bad letter is reported at its column.
+    fn format(&mut self, arg: &Token<'a>) -> Option<Vec<Letter>> {
+        match arg.kind {
+            TokenKind::Number if arg.text == "0" => return Some(Vec::new()),
+            TokenKind::Word => {}
+            _ => {
+                self.error(
+                    arg.start,
+                    format!("expected a format, found {}", arg.describe()),
+                    FORMAT_HELP,
+                );
+                return None;
+            }
+        }
+        let mut letters = Vec::new();
+        let mut good = true;
+        for (i, c) in arg.text.chars().enumerate() {
+            if let Some(letter) = Letter::from_char(c) {
+                letters.push(letter);
+                continue;
+            }
+            good = false;
+            let pos = arg.start.right(i);
+            if let Some(letter) = Letter::from_char(c.to_ascii_uppercase()) {
+                self.error(
+                    pos,
+                    format!("format letter `{c}` is lower case"),
+                    format!(
+                        "write `{}`: the letters are {}, upper case",
+                        letter.as_char(),
+                        Letter::SPELLED
+                    ),
+                );
+            } else {
+                let shown_c = if c.is_ascii_graphic() {
+                    format!("`{c}`")
+                } else {
+                    format!("U+{:04X}", u32::from(c))
+                };
+                let case = if c.is_lowercase() { ", upper case" } else { "" };
+                self.error(
+                    pos,
+                    format!("bad format letter {shown_c} in `{}`", shown(arg.text)),
+                    format!(
+                        "the letters are {}{case}; write 0 for no parameters",
+                        Letter::SPELLED
+                    ),
+                );
+            }
+        }
+        good.then_some(letters)
+    }
+
+    /// Resolves the kinds of events, runs the check and gathers every error.
+    fn finish(mut self) -> Result<Schema, Vec<Diag>> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut kinds: HashMap<&str, usize> = HashMap::new();
+        for (index, kind) in self.schema.kinds.iter().enumerate() {
+            kinds.entry(kind.name.as_str()).or_insert(index);
+        }
+        let mut resolved = Vec::new();
+        let mut unknown = Vec::new();
+        for PendingKind { event, name } in pending {
+            match kinds.get(name) {
+                Some(&index) => resolved.push((event, index)),
+                None => unknown.push((event, name)),
+            }
+        }
+        drop(kinds);
+        for (event, index) in resolved {
+            // More than 255 kinds: the check reports too many kinds already.
+            self.schema.events[event].kind = u8::try_from(index).unwrap_or(u8::MAX);
+        }
+        for (event, name) in unknown {
+            self.unknown_kind.insert(event);
+            let pos = self.places.event_kind[event];
+            // Past MAX_KINDS the check reports too many kinds; suggest among the valid ones only.
+            let declared = self
+                .schema
+                .kinds
+                .iter()
+                .take(schema::MAX_KINDS)
+                .map(|k| k.name.as_str());
+            let help = match closest(name, declared) {
+                Some(similar) => format!("did you mean `{similar}`?"),
+                None => format!("declare it with `KIND({}, \"...\")`", shown(name)),
+            };
+            self.error(pos, format!("unknown kind `{}`", shown(name)), help);
+        }
+        if self.places.version.is_none() {
+            self.error(
+                Pos::START,
+                "missing VERSION line",
+                "add `VERSION(1, 0, 0)` at the top",
+            );
+        }
+        if let Err(problems) = self.schema.check() {
+            for Problem {
+                place,
+                message,
+                help,
+            } in problems
+            {
+                if self.repeats_an_error(place) {
+                    continue;
+                }
+                let pos = self.places.of(place);
+                self.diags.push(Diag { pos, message, help });
+            }
+        }
+        if self.diags.is_empty() {
+            return Ok(self.schema);
+        }
+        // By position; errors at the same place keep the order they were found in.
+        self.diags.sort_by_key(|d| d.pos);
+        Err(self.diags)
+    }
+
+    /// Whether a problem is about a part of an event that could not be read, whose error
+    /// has been given already.
+    fn repeats_an_error(&self, place: Place) -> bool {
+        match place {
+            Place::EventKind(i) => self.unknown_kind.contains(&i),
+            Place::EventFormat(i) => self.bad_format.contains(&i),
+            Place::Event(i) => self.bad_count.contains(&i),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The language that event-macros, event-runtime and event-dump share: one grammar for
+//! events.def and one codec for the event stream.
+//!
+//! - [`def`] parses events.def into a [`Schema`] (reporting every error with file, line and
+//!   column) and renders a schema back to events.def text.
+//! - [`schema`] is the event set itself and its rules ([`Schema::check`]).
+//! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
+//! - [`decode`] reads a whole stream from untrusted input, block by block.
+//! - [`text`] renders decoded events as text.
+//!
+//! docs/FORMAT.md in the repository is the normative description of the stream format.
+//!
+//! # Example
+//!
+//! ```
+//! use event_format::decode::{Catalog, Decoder, Entry};
+//! use event_format::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let schema = event_format::def::parse(
+//!     "VERSION(1, 0, 0)\nKIND(Pool, \"pools\")\nRELATION(PoolInit, 0x0001, TRUE, Pool, WS, pool, class)\n",
+//!     "events.def",
+//! )?;
+//! let clock = Clock { source: ClockSource::Deterministic, ticks_per_second: 1_000_000_000,
+//!                     ref_ticks: 0, ref_wall_ns: 0, start_ticks: 0 };
+//! let header = Header::new(schema, 4096, clock, Producer::current(0));
+//! let mut stream = header.encode()?;
+//! let mut block = BlockWriter::new(Order::NATIVE, 4096, &BlockHeader { thread: 1, ..BlockHeader::default() });
+//! block.push(0x0001, 1500, &[Value::Word(7), Value::Str(Text::new("AMC"))])?;
+//! stream.extend(block.finish());
+//!
+//! let mut decoder = Decoder::new(&stream[..])?;
+//! let catalog = Catalog::new(&decoder.header().schema);
+//! let block = decoder.next_block().expect("one block")?;
+//! let Some(Entry::Event(event)) = block.entries(&catalog).next() else { panic!("one event") };
+//! let mut line = String::new();
+//! event_format::text::write_event(&mut line, &decoder.header().clock, &event)?;
+//! assert_eq!(line, "0.000001500 T1 Pool.PoolInit pool=7 class=\"AMC\"");
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod builtin;
+pub mod decode;
+pub mod def;
+pub mod letter;
+pub mod schema;
+pub mod testing;
+pub mod text;
+pub mod wire;
+
+pub use letter::Letter;
+pub use schema::{EventType, Kind, Retired, Schema, Version};

@@ -1,0 +1,348 @@
+//! The streaming decoder: untrusted bytes in, blocks and events out.
+//!
+//! It reads from any [`Read`], one block at a time, and never holds more than one block
+//! beyond what it hands out. A damaged block is reported as a [`BlockError`] and skipped; the
+//! blocks after it decode (blocks have a fixed size, so the next one is always found).
+//! Buffers grow only as bytes arrive, so a lying length field costs no memory the input does
+//! not back.
+//!
+//! ```
+//! use event_format::decode::{Catalog, Decoder, Entry};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let bytes = event_format::testing::sample_stream(event_format::wire::Order::Little);
+//! let mut decoder = Decoder::new(&bytes[..])?;
+//! let catalog = Catalog::new(&decoder.header().schema);
+//! let mut names = Vec::new();
+//! while let Some(block) = decoder.next_block() {
+//!     let block = block?; // or report the damaged block and go on
+//!     for entry in block.entries(&catalog) {
+//!         if let Entry::Event(event) = entry {
+//!             names.push(event.desc.name.clone());
+//!         }
+//!     }
+//! }
+//! assert!(names.contains(&"ArenaCreate".to_string()));
+//! # Ok(()) }
+//! ```
+
+use crate::builtin;
+use crate::letter::Letter;
+use crate::schema::{BUILTIN_KIND, Schema};
+use crate::wire::{
+    BLOCK_HEADER_LEN, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN, RecordError,
+    RecordIter, ValueIter, validate_args, verify_block,
+};
+use std::fmt;
+use std::io::{self, Read};
+
+/// How to decode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Read a stream whose median version is newer than this reader's.
+    pub force: bool,
+}
+
+/// A block that could not be decoded, and why. Decoding goes on with the next block, except
+/// after [`Damage::Truncated`] and [`Damage::Unreadable`], which end the stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockError {
+    /// The block's index in the stream, from 0.
+    pub index: u64,
+    /// The block's byte offset in the stream.
+    pub offset: u64,
+    /// What is wrong.
+    pub damage: Damage,
+}
+
+impl fmt::Display for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "block {} at offset {} skipped: {}", self.index, self.offset, self.damage)
+    }
+}
+
+impl std::error::Error for BlockError {}
+
+/// A block that passed its checks: its header and its records' bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The block's index in the stream, from 0.
+    pub index: u64,
+    /// The block's byte offset in the stream.
+    pub offset: u64,
+    /// Its header.
+    pub header: BlockHeader,
+    /// Its records area (`header.used` bytes).
+    pub records: Vec<u8>,
+    /// The stream's byte order.
+    pub order: Order,
+}
+
+impl Block {
+    /// Its records, delimited, with absolute times.
+    pub fn records(&self) -> RecordIter<'_> {
+        RecordIter::new(&self.records, self.order, self.header.base_time)
+    }
+
+    /// Its records, named and checked against `catalog`.
+    pub fn entries<'a>(&'a self, catalog: &'a Catalog) -> Entries<'a> {
+        Entries { records: self.records(), catalog, thread: self.header.thread, order: self.order }
+    }
+}
+
+/// Reads a stream: its header on creation, then one block per call.
+#[derive(Debug)]
+pub struct Decoder<R> {
+    reader: R,
+    header: Header,
+    header_len: u64,
+    /// Reused for every block; grows only as bytes arrive.
+    buf: Vec<u8>,
+    next_index: u64,
+    done: bool,
+}
+
+/// Below this many bytes, buffers grow by doubling what has arrived, not by whole reads.
+const FIRST_STEP: usize = 4096;
+
+/// Reads until `buf` holds `n` bytes or the input ends; returns how many it holds. The
+/// buffer grows at most to twice what has arrived (plus [`FIRST_STEP`]), whatever `n` says.
+fn read_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Result<usize> {
+    buf.clear();
+    while buf.len() < n {
+        let step = (n - buf.len()).min(buf.len().max(FIRST_STEP));
+        let start = buf.len();
+        buf.resize(start + step, 0);
+        let mut got = 0;
+        while got < step {
+            match reader.read(&mut buf[start + got..start + step]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    buf.truncate(start + got);
+                    return Err(e);
+                }
+            }
+        }
+        buf.truncate(start + got);
+        if got < step {
+            break;
+        }
+    }
+    Ok(buf.len())
+}
+
+impl<R: Read> Decoder<R> {
+    /// Reads the header, refusing another major version and a newer median.
+    pub fn new(reader: R) -> Result<Decoder<R>, HeaderError> {
+        Decoder::with_options(reader, DecodeOptions::default())
+    }
+
+    /// Reads the header with `options`.
+    pub fn with_options(mut reader: R, options: DecodeOptions) -> Result<Decoder<R>, HeaderError> {
+        let mut buf = Vec::new();
+        read_up_to(&mut reader, &mut buf, PREFIX_LEN)?;
+        let header_len = Header::prefix(&buf, options.force)?.header_len;
+        let mut rest = Vec::new();
+        // prefix() refused anything shorter than PREFIX_LEN, and header_len > PREFIX_LEN.
+        let need = header_len as usize - buf.len();
+        read_up_to(&mut reader, &mut rest, need)?;
+        buf.extend_from_slice(&rest);
+        let header = Header::decode(&buf, options.force)?;
+        Ok(Decoder { reader, header, header_len: u64::from(header_len), buf: rest, next_index: 0, done: false })
+    }
+
+    /// The stream's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The header's length: the offset of the first block.
+    pub fn header_len(&self) -> u64 {
+        self.header_len
+    }
+
+    /// The next block, `Some(Err)` for a damaged one (skipped), `None` at the end.
+    pub fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        if self.done {
+            return None;
+        }
+        let size = self.header.block_size as usize;
+        let index = self.next_index;
+        let offset = self.header_len + index * size as u64;
+        let err = |damage| Some(Err(BlockError { index, offset, damage }));
+        let have = match read_up_to(&mut self.reader, &mut self.buf, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.done = true;
+                return err(Damage::Unreadable(e.to_string()));
+            }
+        };
+        if have == 0 {
+            self.done = true;
+            return None;
+        }
+        self.next_index += 1;
+        if have < size {
+            self.done = true;
+            return err(Damage::Truncated { have, need: size });
+        }
+        match verify_block(self.header.order, &self.buf) {
+            Ok(header) => {
+                let used = &self.buf[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + header.used as usize];
+                Some(Ok(Block { index, offset, header, records: used.to_vec(), order: self.header.order }))
+            }
+            Err(damage) => err(damage),
+        }
+    }
+}
+
+impl<R: Read> Iterator for Decoder<R> {
+    type Item = Result<Block, BlockError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_block()
+    }
+}
+
+/// What a reader knows of one event code: from the stream's schema or the built-in events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Desc {
+    /// The event code.
+    pub code: u16,
+    /// The event's name.
+    pub name: String,
+    /// Its kind's name ([`BUILTIN_KIND`] for built-in events).
+    pub kind_name: String,
+    /// Its kind's index in the schema, `None` for built-in events.
+    pub kind: Option<u8>,
+    /// Its parameters' types.
+    pub format: Vec<Letter>,
+    /// Its parameters' names.
+    pub params: Vec<String>,
+}
+
+impl Desc {
+    /// Whether this is one of the runtime's built-in events.
+    pub fn is_builtin(&self) -> bool {
+        self.kind.is_none()
+    }
+}
+
+/// Every event code a stream can contain, with what it means: the embedded schema's events
+/// and the built-in events, looked up by code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Catalog {
+    /// Sorted by code.
+    descs: Vec<Desc>,
+}
+
+impl Catalog {
+    /// The catalog of `schema` plus the built-in events.
+    pub fn new(schema: &Schema) -> Catalog {
+        let mut descs: Vec<Desc> = schema
+            .events
+            .iter()
+            .map(|e| Desc {
+                code: e.code,
+                name: e.name.clone(),
+                kind_name: schema
+                    .kinds
+                    .get(usize::from(e.kind))
+                    .map_or_else(|| format!("Kind{}", e.kind), |k| k.name.clone()),
+                kind: Some(e.kind),
+                format: e.format.clone(),
+                params: e.params.clone(),
+            })
+            .chain(builtin::ALL.iter().map(|b| Desc {
+                code: b.code,
+                name: b.name.to_owned(),
+                kind_name: BUILTIN_KIND.to_owned(),
+                kind: None,
+                format: b.format.to_vec(),
+                params: b.params.iter().map(|p| (*p).to_owned()).collect(),
+            }))
+            .collect();
+        descs.sort_by_key(|d| d.code);
+        Catalog { descs }
+    }
+
+    /// What `code` means, if the stream's schema or the built-in events define it.
+    pub fn get(&self, code: u16) -> Option<&Desc> {
+        self.descs.binary_search_by_key(&code, |d| d.code).ok().map(|i| &self.descs[i])
+    }
+
+    /// Every code, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Desc> {
+        self.descs.iter()
+    }
+}
+
+/// A decoded event: what it is, when, on which thread, and its arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct Event<'a> {
+    /// What the code means.
+    pub desc: &'a Desc,
+    /// Its time in ticks.
+    pub time: u64,
+    /// The thread that recorded it.
+    pub thread: u64,
+    /// Its argument bytes, checked against its format.
+    pub args: &'a [u8],
+    /// The stream's byte order.
+    pub order: Order,
+}
+
+impl<'a> Event<'a> {
+    /// Its argument values, one per parameter.
+    pub fn values(&self) -> ValueIter<'a> {
+        ValueIter::new(&self.desc.format, self.args, self.order)
+    }
+}
+
+/// One record of a block, as a reader sees it.
+#[derive(Clone, Debug)]
+pub enum Entry<'a> {
+    /// A known event whose arguments match its format.
+    Event(Event<'a>),
+    /// A code that neither the schema nor this reader's built-in events define (a newer
+    /// minor version's, or a retired event's): skipped by its length.
+    Unknown {
+        /// The code.
+        code: u16,
+        /// Its time in ticks.
+        time: u64,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// A record that breaks the format. After [`RecordError::BadLength`] and
+    /// [`RecordError::Truncated`] the block has no more entries.
+    Bad(RecordError),
+}
+
+/// The entries of a block; see [`Block::entries`].
+#[derive(Clone, Debug)]
+pub struct Entries<'a> {
+    records: RecordIter<'a>,
+    catalog: &'a Catalog,
+    thread: u64,
+    order: Order,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        let record = match self.records.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Entry::Bad(e)),
+        };
+        let Some(desc) = self.catalog.get(record.code) else {
+            return Some(Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + 8 });
+        };
+        if let Err(why) = validate_args(&desc.format, record.args, self.order) {
+            return Some(Entry::Bad(RecordError::BadArguments { offset: record.offset, code: record.code, why }));
+        }
+        Some(Entry::Event(Event { desc, time: record.time, thread: self.thread, args: record.args, order: self.order }))
+    }
+}

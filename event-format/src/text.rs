@@ -1,0 +1,77 @@
+//! Text rendering of decoded events: the one way every tool writes a value.
+//!
+//! Pointers and addresses are hex, integers decimal, doubles in Rust's shortest round-trip
+//! form, strings quoted with escapes (invalid UTF-8 as `\xNN`) and `...` after the closing
+//! quote when the writer cut them.
+
+use crate::decode::Event;
+use crate::wire::{Clock, Text, Value};
+use std::fmt::{self, Write};
+
+/// Writes `text` quoted, escaping `"`, `\`, control characters and invalid UTF-8, and marks a
+/// cut string with `...` after the closing quote.
+pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
+    out.write_char('"')?;
+    for chunk in text.bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.write_str("\\\"")?,
+                '\\' => out.write_str("\\\\")?,
+                '\n' => out.write_str("\\n")?,
+                '\r' => out.write_str("\\r")?,
+                '\t' => out.write_str("\\t")?,
+                c if c.is_control() => write!(out, "\\u{{{:x}}}", c as u32)?,
+                c => out.write_char(c)?,
+            }
+        }
+        for b in chunk.invalid() {
+            write!(out, "\\x{b:02x}")?;
+        }
+    }
+    out.write_char('"')?;
+    if text.truncated {
+        out.write_str("...")?;
+    }
+    Ok(())
+}
+
+/// Writes one value as text.
+pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
+    match value {
+        Value::Pointer(v) | Value::Address(v) => write!(out, "{v:#x}"),
+        Value::Word(v) => write!(out, "{v}"),
+        Value::Unsigned(v) => write!(out, "{v}"),
+        Value::Signed(v) => write!(out, "{v}"),
+        Value::Double(v) => write!(out, "{v:?}"),
+        Value::Bool(v) => write!(out, "{v}"),
+        Value::Str(t) => write_text(out, t),
+    }
+}
+
+/// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
+/// in integers so that equal ticks always print equal text.
+pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::Result {
+    let delta = i128::from(ticks) - i128::from(clock.start_ticks);
+    let rate = i128::from(clock.ticks_per_second.max(1));
+    let sign = if delta < 0 { "-" } else { "" };
+    let delta = delta.abs();
+    let whole = delta / rate;
+    let nanos = (delta % rate) * 1_000_000_000 / rate;
+    write!(out, "{sign}{whole}.{nanos:09}")
+}
+
+/// Writes `event` as one line (without the newline): seconds since start, `T` and the
+/// thread id, `Kind.Name`, and `param=value` pairs.
+///
+/// ```text
+/// 0.000001200 T1 Arena.ArenaCreate arena=0x7f0000001000 base=0x7f0000000000 size=1048576
+/// ```
+pub fn write_event<W: Write>(out: &mut W, clock: &Clock, event: &Event<'_>) -> fmt::Result {
+    write_seconds(out, clock, event.time)?;
+    write!(out, " T{} {}.{}", event.thread, event.desc.kind_name, event.desc.name)?;
+    for (name, value) in event.desc.params.iter().zip(event.values()) {
+        write!(out, " {name}=")?;
+        write_value(out, &value)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! Blocks: fixed-size units of a stream, each with a header, records and padding
+//! (docs/FORMAT.md, "Blocks").
+
+use super::record::{Value, encode_value, fit_strings, record_len};
+use super::{BLOCK_HEADER_LEN, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
+use crate::builtin::TIME_EXTEND;
+use std::fmt;
+
+/// Offsets of the block header's fields.
+mod at {
+    pub(super) const SYNC: usize = 0;
+    pub(super) const FLAGS: usize = 4;
+    pub(super) const SEQUENCE: usize = 8;
+    pub(super) const THREAD: usize = 16;
+    pub(super) const BASE_TIME: usize = 24;
+    pub(super) const LOST: usize = 32;
+    pub(super) const USED: usize = 40;
+    pub(super) const CRC: usize = 44;
+}
+
+/// A block's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct BlockHeader {
+    /// Flags; format 1.0 defines none, and a reader skips a block with any set.
+    pub flags: u16,
+    /// The block's number among its thread's blocks, from 0, consecutive: a gap means
+    /// blocks were lost or overwritten.
+    pub sequence: u64,
+    /// The thread that wrote the block.
+    pub thread: u64,
+    /// The time the first record's delta counts from, in ticks.
+    pub base_time: u64,
+    /// Events of this thread lost between its previous block and this one.
+    pub lost: u64,
+    /// Bytes of records after the header; the rest of the block is padding.
+    pub used: u32,
+    /// CRC-32 of the header's first 44 bytes and the `used` bytes of records.
+    pub crc: u32,
+}
+
+impl BlockHeader {
+    /// Reads a block header from the first [`BLOCK_HEADER_LEN`] bytes of `b`, whatever they
+    /// hold; [`verify_block`] checks it.
+    pub fn read(order: Order, b: &[u8]) -> BlockHeader {
+        BlockHeader {
+            flags: order.u16(&b[at::FLAGS..]),
+            sequence: order.u64(&b[at::SEQUENCE..]),
+            thread: order.u64(&b[at::THREAD..]),
+            base_time: order.u64(&b[at::BASE_TIME..]),
+            lost: order.u64(&b[at::LOST..]),
+            used: order.u32(&b[at::USED..]),
+            crc: order.u32(&b[at::CRC..]),
+        }
+    }
+
+    /// Writes every field but `used` and `crc` (which [`seal_block`] writes) into the first
+    /// [`BLOCK_HEADER_LEN`] bytes of `b`, with the sync word and a zero reserved field.
+    pub fn write(&self, order: Order, b: &mut [u8]) {
+        order.put_u32(&mut b[at::SYNC..], BLOCK_SYNC);
+        order.put_u16(&mut b[at::FLAGS..], self.flags);
+        order.put_u16(&mut b[at::FLAGS + 2..], 0);
+        order.put_u64(&mut b[at::SEQUENCE..], self.sequence);
+        order.put_u64(&mut b[at::THREAD..], self.thread);
+        order.put_u64(&mut b[at::BASE_TIME..], self.base_time);
+        order.put_u64(&mut b[at::LOST..], self.lost);
+    }
+}
+
+fn block_crc(block: &[u8], used: usize) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&block[..at::CRC]);
+    hasher.update(&block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used]);
+    hasher.finalize()
+}
+
+/// Writes `used` and the CRC into a block whose header fields and first `used` bytes of
+/// records are written. The padding is left as it is (writers should zero it; readers ignore it).
+///
+/// # Panics
+/// If `block` is shorter than the header plus `used` bytes.
+pub fn seal_block(order: Order, block: &mut [u8], used: u32) {
+    order.put_u32(&mut block[at::USED..], used);
+    let crc = block_crc(block, used as usize);
+    order.put_u32(&mut block[at::CRC..], crc);
+}
+
+/// Why a block was skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// The block does not start with the sync word.
+    BadSync(u32),
+    /// The block has flags this reader does not know.
+    UnknownFlags(u16),
+    /// The `used` field is larger than the block.
+    UsedTooLarge(u32),
+    /// The CRC does not match the bytes.
+    CrcMismatch {
+        /// The CRC in the block header.
+        stored: u32,
+        /// The CRC of the block's bytes.
+        computed: u32,
+    },
+    /// The stream ends inside the block.
+    Truncated {
+        /// Bytes there are.
+        have: usize,
+        /// The block size.
+        need: usize,
+    },
+    /// Reading failed; decoding stops here.
+    Unreadable(String),
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Damage::BadSync(w) => write!(f, "no block sync word (found {w:08x}, expected {BLOCK_SYNC:08x})"),
+            Damage::UnknownFlags(flags) => {
+                write!(f, "unknown block flags {flags:#06x} (a newer format version wrote it)")
+            }
+            Damage::UsedTooLarge(n) => write!(f, "used length {n} is larger than the block"),
+            Damage::CrcMismatch { stored, computed } => {
+                write!(f, "checksum mismatch (stored {stored:08x}, computed {computed:08x})")
+            }
+            Damage::Truncated { have, need } => {
+                write!(f, "the stream ends inside the block ({have} of {need} bytes)")
+            }
+            Damage::Unreadable(e) => write!(f, "read error: {e}"),
+        }
+    }
+}
+
+/// Checks a whole block (`block.len()` is the block size): sync word, flags, used length and
+/// CRC. Returns its header when all hold.
+pub fn verify_block(order: Order, block: &[u8]) -> Result<BlockHeader, Damage> {
+    if block.len() < BLOCK_HEADER_LEN {
+        return Err(Damage::Truncated { have: block.len(), need: BLOCK_HEADER_LEN });
+    }
+    let sync = order.u32(&block[at::SYNC..]);
+    if sync != BLOCK_SYNC {
+        return Err(Damage::BadSync(sync));
+    }
+    let header = BlockHeader::read(order, block);
+    if header.used as usize > block.len() - BLOCK_HEADER_LEN {
+        return Err(Damage::UsedTooLarge(header.used));
+    }
+    let computed = block_crc(block, header.used as usize);
+    if computed != header.crc {
+        return Err(Damage::CrcMismatch { stored: header.crc, computed });
+    }
+    // Flags are covered by the CRC: checked after it, an unknown flag is a newer writer's,
+    // not a flipped bit.
+    if header.flags != 0 {
+        return Err(Damage::UnknownFlags(header.flags));
+    }
+    Ok(header)
+}
+
+/// Why [`BlockWriter::push`] wrote nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushError {
+    /// The record does not fit in the rest of this block: seal it and start another.
+    Full,
+    /// The code is `TimeExtend`'s, which the writer adds by itself.
+    ReservedCode,
+}
+
+impl fmt::Display for PushError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PushError::Full => write!(f, "the record does not fit in the rest of the block"),
+            PushError::ReservedCode => write!(f, "TimeExtend records are written by the block writer itself"),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+/// Builds one block in memory: the reference encoder, used by tests, tools and the
+/// runtime's slow paths.
+#[derive(Debug, Clone)]
+pub struct BlockWriter {
+    block: Vec<u8>,
+    order: Order,
+    /// End of the records written so far, in `BLOCK_HEADER_LEN..=block.len()`.
+    end: usize,
+    /// The time the next record's delta counts from.
+    time: u64,
+}
+
+impl BlockWriter {
+    /// An empty block of `block_size` bytes (zeroed) with `header`'s fields; its first
+    /// record's delta counts from `header.base_time`.
+    pub fn new(order: Order, block_size: u32, header: &BlockHeader) -> BlockWriter {
+        let mut block = vec![0; block_size as usize];
+        header.write(order, &mut block);
+        BlockWriter { block, order, end: BLOCK_HEADER_LEN, time: header.base_time }
+    }
+
+    /// The largest record this block size takes.
+    pub fn max_record_len(&self) -> usize {
+        (self.block.len() - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN)
+    }
+
+    /// Whether no record was written.
+    pub fn is_empty(&self) -> bool {
+        self.end == BLOCK_HEADER_LEN
+    }
+
+    /// Appends a record of `code` at `time` (absolute ticks) with `values`, preceded by a
+    /// `TimeExtend` record when the delta from the previous record is negative or does not
+    /// fit in 32 bits. Strings are cut as [`fit_strings`] says, with the whole block as the
+    /// limit, so a record that is refused here as [`PushError::Full`] fits in a new block
+    /// whose base time is `time`.
+    pub fn push(&mut self, code: u16, time: u64, values: &[Value<'_>]) -> Result<(), PushError> {
+        if code == TIME_EXTEND {
+            return Err(PushError::ReservedCode);
+        }
+        let mut values = values.to_vec();
+        fit_strings(&mut values, self.max_record_len());
+        let len = record_len(&values);
+        let delta = time.checked_sub(self.time).and_then(|d| u32::try_from(d).ok());
+        let extend = if delta.is_none() { RECORD_HEADER_LEN + 8 } else { 0 };
+        if self.end + extend + len > self.block.len() {
+            return Err(PushError::Full);
+        }
+        let mut out = Vec::with_capacity(extend + len);
+        let delta = match delta {
+            Some(d) => d,
+            None => {
+                self.put_record_header(&mut out, TIME_EXTEND, RECORD_HEADER_LEN + 8, 0);
+                encode_value(&Value::Word(time), self.order, &mut out);
+                0
+            }
+        };
+        self.put_record_header(&mut out, code, len, delta);
+        for v in &values {
+            encode_value(v, self.order, &mut out);
+        }
+        debug_assert_eq!(out.len(), extend + len);
+        self.block[self.end..self.end + out.len()].copy_from_slice(&out);
+        self.end += out.len();
+        self.time = time;
+        Ok(())
+    }
+
+    fn put_record_header(&self, out: &mut Vec<u8>, code: u16, len: usize, delta: u32) {
+        let mut b = [0u8; RECORD_HEADER_LEN];
+        self.order.put_u16(&mut b, code);
+        // len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
+        self.order.put_u16(&mut b[2..], len as u16);
+        self.order.put_u32(&mut b[4..], delta);
+        out.extend_from_slice(&b);
+    }
+
+    /// Seals the block (used length and CRC) and returns its bytes, `block_size` long.
+    pub fn finish(mut self) -> Vec<u8> {
+        let used = (self.end - BLOCK_HEADER_LEN) as u32;
+        seal_block(self.order, &mut self.block, used);
+        self.block
+    }
+}

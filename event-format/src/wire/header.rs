@@ -1,0 +1,540 @@
+//! The stream header: magic, byte order, versions, producer and clock facts, block size,
+//! the embedded schema and a CRC-32 (docs/FORMAT.md, "Header").
+
+use super::{
+    FORMAT_VERSION, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, Put, Take,
+};
+use crate::letter::Letter;
+use crate::schema::{EventType, Kind, Problem, Retired, Schema, Version};
+use std::fmt;
+use std::io;
+
+/// Length of the header's fixed part; the variable part starts here.
+pub(crate) const FIXED_LEN: usize = 80;
+/// Length of the prefix a reader needs to find the version, byte order and header length.
+pub(crate) const PREFIX_LEN: usize = 24;
+/// Bit 0 of an event's flags byte in the embedded schema: the `always` flag.
+const EVENT_ALWAYS: u8 = 1;
+
+/// Where the stream's timestamps come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClockSource {
+    /// A deterministic clock (tests): ticks are whatever the test chose.
+    Deterministic,
+    /// The monotonic clock of the operating system, in nanoseconds.
+    Monotonic,
+    /// The x86_64 invariant time-stamp counter.
+    Tsc,
+    /// A source a newer minor version defined; the rate still converts ticks to seconds.
+    Other(u8),
+}
+
+impl ClockSource {
+    /// The source's number in the header.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            ClockSource::Deterministic => 0,
+            ClockSource::Monotonic => 1,
+            ClockSource::Tsc => 2,
+            ClockSource::Other(b) => b,
+        }
+    }
+
+    /// The source for a number in the header.
+    pub fn from_byte(b: u8) -> ClockSource {
+        match b {
+            0 => ClockSource::Deterministic,
+            1 => ClockSource::Monotonic,
+            2 => ClockSource::Tsc,
+            b => ClockSource::Other(b),
+        }
+    }
+
+    /// The source's name, for messages and the dump.
+    pub fn name(self) -> String {
+        match self {
+            ClockSource::Deterministic => "deterministic".to_owned(),
+            ClockSource::Monotonic => "monotonic".to_owned(),
+            ClockSource::Tsc => "tsc".to_owned(),
+            ClockSource::Other(b) => format!("source {b}"),
+        }
+    }
+}
+
+/// Facts about the clock, so that a reader can turn ticks into seconds and wall time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Clock {
+    /// Where ticks come from.
+    pub source: ClockSource,
+    /// Ticks per second; never 0.
+    pub ticks_per_second: u64,
+    /// A counter value...
+    pub ref_ticks: u64,
+    /// ...and the wall time it was read at, in nanoseconds since the Unix epoch.
+    pub ref_wall_ns: i64,
+    /// The counter value when recording started: time zero of the dump.
+    pub start_ticks: u64,
+}
+
+impl Clock {
+    /// Seconds from the start of recording to `ticks` (negative before it).
+    pub fn seconds_since_start(&self, ticks: u64) -> f64 {
+        let delta = i128::from(ticks) - i128::from(self.start_ticks);
+        delta as f64 / self.ticks_per_second as f64
+    }
+
+    /// The wall time of `ticks`, in nanoseconds since the Unix epoch.
+    pub fn wall_ns(&self, ticks: u64) -> i128 {
+        let delta = i128::from(ticks) - i128::from(self.ref_ticks);
+        i128::from(self.ref_wall_ns) + delta * 1_000_000_000 / i128::from(self.ticks_per_second)
+    }
+}
+
+/// Facts about the program that wrote the stream.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Producer {
+    /// Size of a pointer in bytes (4 or 8).
+    pub pointer_width: u8,
+    /// The CPU architecture, as Rust names it (`x86_64`, `aarch64`, ...).
+    pub arch: String,
+    /// The operating system, as Rust names it (`linux`, `macos`, ...).
+    pub os: String,
+    /// The process id.
+    pub pid: u64,
+    /// The program's name.
+    pub program: String,
+    /// When recording started, in nanoseconds since the Unix epoch.
+    pub start_wall_ns: i64,
+}
+
+impl Producer {
+    /// Facts of the running program: this machine's pointer width, arch and OS, this process's
+    /// id and name, and `start_wall_ns` as given.
+    pub fn current(start_wall_ns: i64) -> Producer {
+        let program = std::env::args_os()
+            .next()
+            .map(|p| {
+                std::path::Path::new(&p)
+                    .file_name()
+                    .map_or_else(|| p.to_string_lossy().into_owned(), |n| n.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default();
+        Producer {
+            pointer_width: std::mem::size_of::<usize>() as u8,
+            arch: std::env::consts::ARCH.to_owned(),
+            os: std::env::consts::OS.to_owned(),
+            pid: u64::from(std::process::id()),
+            program,
+            start_wall_ns,
+        }
+    }
+}
+
+/// A stream's header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// The format version the stream was written in.
+    pub format: Version,
+    /// The byte order of every multi-byte field after the magic.
+    pub order: Order,
+    /// The size of every block, a power of two in `MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE`.
+    pub block_size: u32,
+    /// Who wrote the stream.
+    pub producer: Producer,
+    /// How to read its timestamps.
+    pub clock: Clock,
+    /// The event set, complete: a reader needs nothing else to decode the stream.
+    pub schema: Schema,
+    /// Bytes after the schema that a newer minor version added and this reader skipped.
+    pub skipped_bytes: u32,
+}
+
+/// The header fields a reader checks before anything else.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prefix {
+    pub(crate) order: Order,
+    pub(crate) format: Version,
+    pub(crate) header_len: u32,
+    pub(crate) block_size: u32,
+}
+
+/// Why a header could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodeError(pub String);
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot encode the stream header: {}", self.0)
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// Why a stream's header was refused. Each message is one line that says what is wrong and
+/// what to do.
+#[derive(Debug)]
+pub enum HeaderError {
+    /// Reading failed.
+    Io(io::Error),
+    /// The input does not start with [`MAGIC`].
+    NotAStream,
+    /// The input ends inside the header.
+    Truncated {
+        /// Bytes there are.
+        have: u64,
+        /// Bytes the header needs.
+        need: u64,
+    },
+    /// The byte-order mark is neither `FE FF` nor `FF FE`.
+    BadByteOrderMark([u8; 2]),
+    /// The stream's major version is not one this reader reads.
+    UnsupportedMajor(Version),
+    /// The stream's median version is newer than this reader's, and reading was not forced.
+    NewerMedian(Version),
+    /// The header length is out of range.
+    BadHeaderLength(u32),
+    /// The block size is not a power of two in range.
+    BadBlockSize(u32),
+    /// The header's CRC does not match its bytes.
+    CrcMismatch {
+        /// The CRC the header holds.
+        stored: u32,
+        /// The CRC of its bytes.
+        computed: u32,
+    },
+    /// A field is out of range or the header's parts do not add up.
+    Malformed(String),
+    /// The embedded schema breaks a rule of event sets.
+    BadSchema(Vec<Problem>),
+}
+
+impl fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeaderError::Io(e) => write!(f, "cannot read the stream: {e}"),
+            HeaderError::NotAStream => write!(
+                f,
+                "not an event stream: it does not start with the stream's magic bytes; check the file name"
+            ),
+            HeaderError::Truncated { have, need } => write!(
+                f,
+                "the stream ends inside its header ({have} of {need} bytes): the file is truncated or still being created"
+            ),
+            HeaderError::BadByteOrderMark(b) => write!(
+                f,
+                "bad byte-order mark {:02x} {:02x} (expected fe ff or ff fe): the header is damaged",
+                b[0], b[1]
+            ),
+            HeaderError::UnsupportedMajor(v) => write!(
+                f,
+                "stream format {v} is not supported: this reader reads format {}.x (up to {}.{}.x, and newer minors); use a reader built for format {}.x",
+                FORMAT_VERSION.major, FORMAT_VERSION.major, FORMAT_VERSION.median, v.major
+            ),
+            HeaderError::NewerMedian(v) => write!(
+                f,
+                "stream format {v} is newer than this reader's {FORMAT_VERSION} and may be misread; update the reader, or force it to read anyway (--force)"
+            ),
+            HeaderError::BadHeaderLength(n) => write!(
+                f,
+                "header length {n} is out of range ({}..={MAX_HEADER_LEN}): the header is damaged",
+                FIXED_LEN + 4
+            ),
+            HeaderError::BadBlockSize(n) => write!(
+                f,
+                "block size {n} is invalid: it must be a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}; the header is damaged"
+            ),
+            HeaderError::CrcMismatch { stored, computed } => write!(
+                f,
+                "header checksum mismatch (stored {stored:08x}, computed {computed:08x}): the header is damaged"
+            ),
+            HeaderError::Malformed(what) => write!(f, "malformed header: {what}"),
+            HeaderError::BadSchema(problems) => {
+                write!(f, "the embedded schema is invalid: {}", problems[0])?;
+                if problems.len() > 1 {
+                    write!(f, " (and {} more problems)", problems.len() - 1)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for HeaderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HeaderError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for HeaderError {
+    fn from(e: io::Error) -> HeaderError {
+        HeaderError::Io(e)
+    }
+}
+
+fn put_str(put: &mut Put<'_>, s: &str, what: &str) -> Result<(), EncodeError> {
+    let len = u16::try_from(s.len())
+        .map_err(|_| EncodeError(format!("{what} is {} bytes long, at most 65535 fit", s.len())))?;
+    put.u16(len);
+    put.bytes(s.as_bytes());
+    Ok(())
+}
+
+fn take_str(take: &mut Take<'_>, what: &str) -> Result<String, HeaderError> {
+    let malformed = || HeaderError::Malformed(format!("{what} runs past the end of the header"));
+    let len = take.u16().ok_or_else(malformed)?;
+    let bytes = take.bytes(usize::from(len)).ok_or_else(malformed)?;
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| HeaderError::Malformed(format!("{what} is not valid UTF-8")))
+}
+
+impl Header {
+    /// A header for a stream written now by this program, in this machine's byte order, with
+    /// the current format version.
+    pub fn new(schema: Schema, block_size: u32, clock: Clock, producer: Producer) -> Header {
+        Header {
+            format: FORMAT_VERSION,
+            order: Order::NATIVE,
+            block_size,
+            producer,
+            clock,
+            schema,
+            skipped_bytes: 0,
+        }
+    }
+
+    /// Encodes the header, `self.format` and `self.order` included. The schema must pass
+    /// [`Schema::check`]; strings must fit their 16-bit lengths.
+    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
+        if !self.block_size.is_power_of_two()
+            || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size)
+        {
+            return Err(EncodeError(format!(
+                "block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
+                self.block_size
+            )));
+        }
+        if self.clock.ticks_per_second == 0 {
+            return Err(EncodeError("the clock's rate is 0 ticks per second".to_owned()));
+        }
+        if let Err(problems) = self.schema.check() {
+            return Err(EncodeError(format!("the schema is invalid: {}", problems[0])));
+        }
+        let mut out = Vec::with_capacity(256);
+        let mut put = Put { out: &mut out, order: self.order };
+        put.bytes(&MAGIC);
+        put.u16(0xFEFF);
+        put.u16(self.format.major);
+        put.u16(self.format.median);
+        put.u16(self.format.minor);
+        put.u32(0); // header length, patched below
+        put.u32(self.block_size);
+        put.u16(self.schema.version.major);
+        put.u16(self.schema.version.median);
+        put.u16(self.schema.version.minor);
+        put.u8(self.producer.pointer_width);
+        put.u8(self.clock.source.to_byte());
+        put.u64(self.producer.pid);
+        put.u64(self.clock.ticks_per_second);
+        put.u64(self.clock.ref_ticks);
+        put.u64(self.clock.ref_wall_ns as u64);
+        put.u64(self.clock.start_ticks);
+        put.u64(self.producer.start_wall_ns as u64);
+        debug_assert_eq!(put.out.len(), FIXED_LEN);
+        put_str(&mut put, &self.producer.arch, "the architecture name")?;
+        put_str(&mut put, &self.producer.os, "the OS name")?;
+        put_str(&mut put, &self.producer.program, "the program name")?;
+        encode_schema(&mut put, &self.schema)?;
+        let len = out.len() + 4;
+        let len32 = u32::try_from(len)
+            .ok()
+            .filter(|&n| n <= MAX_HEADER_LEN)
+            .ok_or_else(|| EncodeError(format!("the header would be {len} bytes, more than {MAX_HEADER_LEN}")))?;
+        self.order.put_u32(&mut out[16..20], len32);
+        let crc = crc32fast::hash(&out);
+        Put { out: &mut out, order: self.order }.u32(crc);
+        Ok(out)
+    }
+
+    /// Checks the first [`PREFIX_LEN`] bytes: magic, byte order, version rules, lengths.
+    pub(crate) fn prefix(bytes: &[u8], force: bool) -> Result<Prefix, HeaderError> {
+        if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+            // A short input that is a prefix of the magic is a truncated stream, not a stranger.
+            if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
+                return Err(HeaderError::Truncated { have: bytes.len() as u64, need: PREFIX_LEN as u64 });
+            }
+            return Err(HeaderError::NotAStream);
+        }
+        if bytes.len() < PREFIX_LEN {
+            return Err(HeaderError::Truncated { have: bytes.len() as u64, need: PREFIX_LEN as u64 });
+        }
+        let order = match [bytes[8], bytes[9]] {
+            [0xFE, 0xFF] => Order::Big,
+            [0xFF, 0xFE] => Order::Little,
+            other => return Err(HeaderError::BadByteOrderMark(other)),
+        };
+        let format = Version::new(order.u16(&bytes[10..]), order.u16(&bytes[12..]), order.u16(&bytes[14..]));
+        if format.major != FORMAT_VERSION.major {
+            return Err(HeaderError::UnsupportedMajor(format));
+        }
+        if format.median > FORMAT_VERSION.median && !force {
+            return Err(HeaderError::NewerMedian(format));
+        }
+        let header_len = order.u32(&bytes[16..]);
+        if !(FIXED_LEN as u32 + 4..=MAX_HEADER_LEN).contains(&header_len) {
+            return Err(HeaderError::BadHeaderLength(header_len));
+        }
+        let block_size = order.u32(&bytes[20..]);
+        if !block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&block_size) {
+            return Err(HeaderError::BadBlockSize(block_size));
+        }
+        Ok(Prefix { order, format, header_len, block_size })
+    }
+
+    /// Decodes a whole header: `bytes` must be exactly the header (its length is in the
+    /// prefix; [`crate::decode::Decoder`] reads it from a stream). With `force`, a newer
+    /// median version is read too. Never panics, whatever the bytes.
+    pub fn decode(bytes: &[u8], force: bool) -> Result<Header, HeaderError> {
+        let prefix = Header::prefix(bytes, force)?;
+        let len = prefix.header_len as usize;
+        if bytes.len() < len {
+            return Err(HeaderError::Truncated { have: bytes.len() as u64, need: len as u64 });
+        }
+        let order = prefix.order;
+        let body = &bytes[..len - 4];
+        let stored = order.u32(&bytes[len - 4..]);
+        let computed = crc32fast::hash(body);
+        if stored != computed {
+            return Err(HeaderError::CrcMismatch { stored, computed });
+        }
+        let mut take = Take { rest: &body[PREFIX_LEN..], order };
+        let short = || HeaderError::Malformed("the fixed fields run past the header length".to_owned());
+        let u16f = |take: &mut Take<'_>| take.u16().ok_or_else(short);
+        let event_set = Version::new(u16f(&mut take)?, u16f(&mut take)?, u16f(&mut take)?);
+        let mut fixed = || -> Option<(u8, u8, [u64; 6])> {
+            let width = take.u8()?;
+            let source = take.u8()?;
+            let mut words = [0u64; 6];
+            for w in &mut words {
+                *w = take.u64()?;
+            }
+            Some((width, source, words))
+        };
+        let (pointer_width, source, [pid, rate, ref_ticks, ref_wall, start_ticks, start_wall]) =
+            fixed().ok_or_else(short)?;
+        if !matches!(pointer_width, 2 | 4 | 8 | 16) {
+            return Err(HeaderError::Malformed(format!("pointer width {pointer_width} bytes is not 2, 4, 8 or 16")));
+        }
+        if rate == 0 {
+            return Err(HeaderError::Malformed("the clock's rate is 0 ticks per second".to_owned()));
+        }
+        let arch = take_str(&mut take, "the architecture name")?;
+        let os = take_str(&mut take, "the OS name")?;
+        let program = take_str(&mut take, "the program name")?;
+        let mut schema = decode_schema(&mut take)?;
+        schema.version = event_set;
+        if let Err(problems) = schema.check() {
+            return Err(HeaderError::BadSchema(problems));
+        }
+        Ok(Header {
+            format: prefix.format,
+            order,
+            block_size: prefix.block_size,
+            producer: Producer { pointer_width, arch, os, pid, program, start_wall_ns: start_wall as i64 },
+            clock: Clock {
+                source: ClockSource::from_byte(source),
+                ticks_per_second: rate,
+                ref_ticks,
+                ref_wall_ns: ref_wall as i64,
+                start_ticks,
+            },
+            schema,
+            skipped_bytes: take.rest.len() as u32,
+        })
+    }
+
+    /// The encoded header's length in bytes; blocks start at this offset.
+    pub fn encoded_len(&self) -> Result<usize, EncodeError> {
+        self.encode().map(|b| b.len())
+    }
+}
+
+fn encode_schema(put: &mut Put<'_>, schema: &Schema) -> Result<(), EncodeError> {
+    let count = |n: usize, what: &str| {
+        u16::try_from(n).map_err(|_| EncodeError(format!("{n} {what} do not fit in a 16-bit count")))
+    };
+    put.u16(count(schema.kinds.len(), "kinds")?);
+    for kind in &schema.kinds {
+        put_str(put, &kind.name, "a kind name")?;
+        put_str(put, &kind.doc, "a kind description")?;
+    }
+    put.u16(count(schema.events.len(), "events")?);
+    for event in &schema.events {
+        put.u16(event.code);
+        put_str(put, &event.name, "an event name")?;
+        put.u8(if event.always { EVENT_ALWAYS } else { 0 });
+        put.u8(event.kind);
+        // Schema::check bounds the parameter count by MAX_PARAMS (64).
+        put.u8(event.format.len() as u8);
+        for letter in &event.format {
+            put.u8(letter.as_char() as u8);
+        }
+        for param in &event.params {
+            put_str(put, param, "a parameter name")?;
+        }
+    }
+    put.u16(count(schema.retired.len(), "retired events")?);
+    for retired in &schema.retired {
+        put.u16(retired.code);
+        put_str(put, &retired.name, "a retired event name")?;
+    }
+    Ok(())
+}
+
+fn decode_schema(take: &mut Take<'_>) -> Result<Schema, HeaderError> {
+    let short = |what: &str| HeaderError::Malformed(format!("the schema's {what} run past the end of the header"));
+    // Each count is checked against what remains before anything is reserved: a kind takes at
+    // least 4 bytes, an event 7, a retired event 4.
+    let bounded = |n: u16, min: usize, rest: usize| usize::from(n).min(rest / min);
+
+    let n = take.u16().ok_or_else(|| short("kinds"))?;
+    let mut kinds = Vec::with_capacity(bounded(n, 4, take.rest.len()));
+    for _ in 0..n {
+        let name = take_str(take, "kind name")?;
+        let doc = take_str(take, "kind description")?;
+        kinds.push(Kind { name, doc });
+    }
+    let n = take.u16().ok_or_else(|| short("events"))?;
+    let mut events = Vec::with_capacity(bounded(n, 7, take.rest.len()));
+    for _ in 0..n {
+        let code = take.u16().ok_or_else(|| short("events"))?;
+        let name = take_str(take, "event name")?;
+        let flags = take.u8().ok_or_else(|| short("events"))?;
+        let kind = take.u8().ok_or_else(|| short("events"))?;
+        let count = take.u8().ok_or_else(|| short("events"))?;
+        let letters = take.bytes(usize::from(count)).ok_or_else(|| short("events"))?;
+        let format = letters
+            .iter()
+            .map(|&b| {
+                Letter::from_char(char::from(b)).ok_or_else(|| {
+                    HeaderError::Malformed(format!("event `{name}` has format letter {:?}, not one of {}", char::from(b), Letter::SPELLED))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut params = Vec::with_capacity(format.len());
+        for _ in 0..count {
+            params.push(take_str(take, "parameter name")?);
+        }
+        events.push(EventType { name, code, always: flags & EVENT_ALWAYS != 0, kind, format, params });
+    }
+    let n = take.u16().ok_or_else(|| short("retired events"))?;
+    let mut retired = Vec::with_capacity(bounded(n, 4, take.rest.len()));
+    for _ in 0..n {
+        let code = take.u16().ok_or_else(|| short("retired events"))?;
+        let name = take_str(take, "retired event name")?;
+        retired.push(Retired { name, code });
+    }
+    Ok(Schema { version: Version::default(), kinds, events, retired })
+}

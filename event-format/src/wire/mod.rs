@@ -1,0 +1,198 @@
+//! Stream format v1: the bytes of the header, the blocks and the records.
+//!
+//! docs/FORMAT.md is the normative description; this module is its implementation. Every
+//! multi-byte integer is in the byte order the header's byte-order mark gives: a writer
+//! writes its own order ([`Order::NATIVE`]), a reader reads either.
+
+mod block;
+mod header;
+mod record;
+
+pub use block::{BlockHeader, BlockWriter, Damage, PushError, seal_block, verify_block};
+pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
+pub(crate) use header::PREFIX_LEN;
+pub use record::{RecordError, RecordIter, RawRecord, Text, Value, ValueIter, encode_value, fit_strings, record_len, validate_args};
+
+use crate::schema::Version;
+use byteorder::{BigEndian, ByteOrder, LittleEndian};
+
+/// The format version this crate writes, and the newest it reads without `force`.
+///
+/// What forces a bump (docs/FORMAT.md, "Versions"):
+/// - **major**: a change an older reader cannot detect or skip: the layout of the first
+///   16 header bytes, the block header, the record header, or the encoding of a letter.
+/// - **median**: a change an older reader can detect but may misread: a new block flag,
+///   a new meaning for an existing field. Older readers refuse it unless forced.
+/// - **minor**: an addition an older reader skips safely: a new built-in event code
+///   (skipped by its length), a new field at the end of the header's variable part.
+pub const FORMAT_VERSION: Version = Version::new(1, 0, 0);
+
+/// The 8 bytes every stream starts with. Like PNG's, they catch text-mode transfers:
+/// a high-bit byte, CR LF, Ctrl-Z and LF.
+pub const MAGIC: [u8; 8] = [0x89, b'E', b'V', b'T', b'\r', b'\n', 0x1A, b'\n'];
+
+/// The first word of every block header, in the stream's byte order.
+pub const BLOCK_SYNC: u32 = 0xEB10_C4ED;
+/// Size of a block header in bytes.
+pub const BLOCK_HEADER_LEN: usize = 48;
+/// Size of a record header (code, length, time delta) in bytes.
+pub const RECORD_HEADER_LEN: usize = 8;
+/// The smallest block size: big enough for the largest record without strings
+/// (64 parameters of 8 bytes) plus a time extension.
+pub const MIN_BLOCK_SIZE: u32 = 1 << 10;
+/// The largest block size.
+pub const MAX_BLOCK_SIZE: u32 = 1 << 24;
+/// The largest record: its length field is 16 bits.
+pub const MAX_RECORD_LEN: usize = u16::MAX as usize;
+/// The longest string a writer records, in bytes; longer strings are cut at a character
+/// boundary and marked truncated.
+pub const STRING_MAX: usize = 1024;
+/// The largest header a reader accepts, in bytes.
+pub const MAX_HEADER_LEN: u32 = 1 << 24;
+/// Bit 15 of a string's length prefix: the writer cut the string.
+pub const STRING_TRUNCATED: u16 = 0x8000;
+
+/// A byte order, as the header's byte-order mark gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Least significant byte first (x86_64, most aarch64).
+    Little,
+    /// Most significant byte first.
+    Big,
+}
+
+impl Order {
+    /// The order of the machine this code runs on.
+    #[cfg(target_endian = "little")]
+    pub const NATIVE: Order = Order::Little;
+    /// The order of the machine this code runs on.
+    #[cfg(target_endian = "big")]
+    pub const NATIVE: Order = Order::Big;
+
+    /// The order's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Little => "little-endian",
+            Order::Big => "big-endian",
+        }
+    }
+
+    /// Reads a `u16` from the first 2 bytes of `b`.
+    #[inline]
+    pub fn u16(self, b: &[u8]) -> u16 {
+        match self {
+            Order::Little => LittleEndian::read_u16(b),
+            Order::Big => BigEndian::read_u16(b),
+        }
+    }
+
+    /// Reads a `u32` from the first 4 bytes of `b`.
+    #[inline]
+    pub fn u32(self, b: &[u8]) -> u32 {
+        match self {
+            Order::Little => LittleEndian::read_u32(b),
+            Order::Big => BigEndian::read_u32(b),
+        }
+    }
+
+    /// Reads a `u64` from the first 8 bytes of `b`.
+    #[inline]
+    pub fn u64(self, b: &[u8]) -> u64 {
+        match self {
+            Order::Little => LittleEndian::read_u64(b),
+            Order::Big => BigEndian::read_u64(b),
+        }
+    }
+
+    /// Writes `v` into the first 2 bytes of `b`.
+    #[inline]
+    pub fn put_u16(self, b: &mut [u8], v: u16) {
+        match self {
+            Order::Little => LittleEndian::write_u16(b, v),
+            Order::Big => BigEndian::write_u16(b, v),
+        }
+    }
+
+    /// Writes `v` into the first 4 bytes of `b`.
+    #[inline]
+    pub fn put_u32(self, b: &mut [u8], v: u32) {
+        match self {
+            Order::Little => LittleEndian::write_u32(b, v),
+            Order::Big => BigEndian::write_u32(b, v),
+        }
+    }
+
+    /// Writes `v` into the first 8 bytes of `b`.
+    #[inline]
+    pub fn put_u64(self, b: &mut [u8], v: u64) {
+        match self {
+            Order::Little => LittleEndian::write_u64(b, v),
+            Order::Big => BigEndian::write_u64(b, v),
+        }
+    }
+}
+
+/// Appends integers to a byte vector in a given order: the encoders' helper.
+#[derive(Debug)]
+pub(crate) struct Put<'a> {
+    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) order: Order,
+}
+
+impl Put<'_> {
+    pub(crate) fn u8(&mut self, v: u8) {
+        self.out.push(v);
+    }
+    pub(crate) fn u16(&mut self, v: u16) {
+        let mut b = [0; 2];
+        self.order.put_u16(&mut b, v);
+        self.out.extend_from_slice(&b);
+    }
+    pub(crate) fn u32(&mut self, v: u32) {
+        let mut b = [0; 4];
+        self.order.put_u32(&mut b, v);
+        self.out.extend_from_slice(&b);
+    }
+    pub(crate) fn u64(&mut self, v: u64) {
+        let mut b = [0; 8];
+        self.order.put_u64(&mut b, v);
+        self.out.extend_from_slice(&b);
+    }
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        self.out.extend_from_slice(b);
+    }
+}
+
+/// Reads integers from a byte slice in a given order, checking every length against what
+/// remains: the decoders' helper. Every read returns `None` past the end.
+#[derive(Debug, Clone)]
+pub(crate) struct Take<'a> {
+    pub(crate) rest: &'a [u8],
+    pub(crate) order: Order,
+}
+
+impl<'a> Take<'a> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.rest.len() {
+            return None;
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Some(head)
+    }
+    pub(crate) fn u8(&mut self) -> Option<u8> {
+        self.bytes(1).map(|b| b[0])
+    }
+    pub(crate) fn u16(&mut self) -> Option<u16> {
+        let order = self.order;
+        self.bytes(2).map(|b| order.u16(b))
+    }
+    pub(crate) fn u32(&mut self) -> Option<u32> {
+        let order = self.order;
+        self.bytes(4).map(|b| order.u32(b))
+    }
+    pub(crate) fn u64(&mut self) -> Option<u64> {
+        let order = self.order;
+        self.bytes(8).map(|b| order.u64(b))
+    }
+}

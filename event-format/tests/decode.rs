@@ -1,0 +1,506 @@
+//! The streaming decoder on good, damaged, skewed and hostile input, and round trips of
+//! random schemas and events through the encoder and decoder in both byte orders.
+
+use event_format::decode::{BlockError, Catalog, DecodeOptions, Decoder, Entry};
+use event_format::schema::{EventType, Kind, Retired, Schema, Version};
+use event_format::testing::{sample_header, sample_stream};
+use event_format::wire::{
+    BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Damage, FORMAT_VERSION, Header, HeaderError,
+    MIN_BLOCK_SIZE, Order, RecordError, Text, Value,
+};
+use event_format::{Letter, text};
+use proptest::prelude::*;
+
+/// Everything a stream decodes to, as text: one line per event, unknown record or error.
+fn dump(bytes: &[u8], options: DecodeOptions) -> Result<String, HeaderError> {
+    let mut decoder = Decoder::with_options(bytes, options)?;
+    let header = decoder.header().clone();
+    let catalog = Catalog::new(&header.schema);
+    let mut out = String::new();
+    while let Some(block) = decoder.next_block() {
+        match block {
+            Err(e) => out.push_str(&format!("! {e}\n")),
+            Ok(block) => {
+                if block.header.lost > 0 {
+                    out.push_str(&format!("! {} events lost on thread {}\n", block.header.lost, block.header.thread));
+                }
+                for entry in block.entries(&catalog) {
+                    match entry {
+                        Entry::Event(event) => {
+                            text::write_event(&mut out, &header.clock, &event).unwrap();
+                            out.push('\n');
+                        }
+                        Entry::Unknown { code, len, .. } => out.push_str(&format!("? unknown code {code:#06x}, {len} bytes\n")),
+                        Entry::Bad(e) => out.push_str(&format!("! {e}\n")),
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn blocks_start(bytes: &[u8]) -> usize {
+    Decoder::new(bytes).expect("valid").header_len() as usize
+}
+
+#[test]
+fn both_byte_orders_decode_to_the_same_text() {
+    let le = dump(&sample_stream(Order::Little), DecodeOptions::default()).unwrap();
+    let be = dump(&sample_stream(Order::Big), DecodeOptions::default()).unwrap();
+    assert_eq!(le, be);
+    insta::assert_snapshot!("sample_stream_text", le);
+}
+
+#[test]
+fn the_sample_spans_several_blocks() {
+    let bytes = sample_stream(Order::Little);
+    let blocks = (bytes.len() - blocks_start(&bytes)) / MIN_BLOCK_SIZE as usize;
+    assert!(blocks >= 3, "thread 1 needs more than one block, thread 2 one: {blocks}");
+}
+
+#[test]
+fn a_damaged_block_is_reported_and_the_others_decode() {
+    let good = sample_stream(Order::Little);
+    let start = blocks_start(&good);
+    let size = MIN_BLOCK_SIZE as usize;
+    let mut bad = good.clone();
+    bad[start + size + BLOCK_HEADER_LEN + 20] ^= 0x40; // a record byte of block 1
+
+    let mut decoder = Decoder::new(&bad[..]).unwrap();
+    let mut good_decoder = Decoder::new(&good[..]).unwrap();
+    let mut index = 0;
+    while let Some(block) = decoder.next_block() {
+        let expected = good_decoder.next_block().expect("same number of blocks").expect("good");
+        if index == 1 {
+            let err = block.expect_err("block 1 is damaged");
+            assert_eq!(err.index, 1);
+            assert_eq!(err.offset, (start + size) as u64);
+            assert!(matches!(err.damage, Damage::CrcMismatch { .. }), "{err}");
+        } else {
+            assert_eq!(block.expect("undamaged blocks decode"), expected);
+        }
+        index += 1;
+    }
+    assert!(good_decoder.next_block().is_none());
+}
+
+#[test]
+fn a_bad_sync_word_is_reported() {
+    let mut bytes = sample_stream(Order::Big);
+    let start = blocks_start(&bytes);
+    bytes[start] = 0;
+    let err = Decoder::new(&bytes[..]).unwrap().next_block().unwrap().unwrap_err();
+    assert!(matches!(err.damage, Damage::BadSync(_)), "{err}");
+    assert_eq!(err.to_string(), format!("block 0 at offset {start} skipped: no block sync word (found 0010c4ed, expected eb10c4ed)"));
+}
+
+fn encode_with(version: Version) -> Vec<u8> {
+    let mut header = sample_header(Order::Little);
+    header.format = version;
+    let mut bytes = header.encode().unwrap();
+    let sample = sample_stream(Order::Little);
+    bytes.extend_from_slice(&sample[blocks_start(&sample)..]);
+    bytes
+}
+
+#[test]
+fn another_major_version_is_refused_with_the_versions_read() {
+    let err = Decoder::new(&encode_with(Version::new(2, 0, 0))[..]).unwrap_err();
+    assert!(matches!(err, HeaderError::UnsupportedMajor(v) if v == Version::new(2, 0, 0)));
+    assert_eq!(
+        err.to_string(),
+        "stream format 2.0.0 is not supported: this reader reads format 1.x (up to 1.0.x, and newer minors); use a reader built for format 2.x"
+    );
+    let older_major = encode_with(Version::new(0, 9, 0));
+    let forced = Decoder::with_options(&older_major[..], DecodeOptions { force: true });
+    assert!(matches!(forced, Err(HeaderError::UnsupportedMajor(_))), "force does not cross majors");
+}
+
+#[test]
+fn a_newer_median_is_refused_unless_forced() {
+    let newer = Version::new(FORMAT_VERSION.major, FORMAT_VERSION.median + 1, 0);
+    let bytes = encode_with(newer);
+    let err = Decoder::new(&bytes[..]).unwrap_err();
+    assert!(matches!(err, HeaderError::NewerMedian(v) if v == newer), "{err}");
+    assert!(err.to_string().contains("--force"), "{err}");
+    let forced = dump(&bytes, DecodeOptions { force: true }).expect("forced");
+    assert_eq!(forced, dump(&sample_stream(Order::Little), DecodeOptions::default()).unwrap());
+}
+
+#[test]
+fn a_newer_minor_is_read_and_its_extra_header_bytes_skipped() {
+    let newer = Version::new(FORMAT_VERSION.major, FORMAT_VERSION.median, FORMAT_VERSION.minor + 1);
+    let mut header = sample_header(Order::Little);
+    header.format = newer;
+    let mut bytes = header.encode().unwrap();
+    // A newer minor appends fields after the schema: insert 5 bytes before the CRC.
+    let crc_at = bytes.len() - 4;
+    bytes.truncate(crc_at);
+    bytes.extend_from_slice(&[1, 2, 3, 4, 5]);
+    let len = bytes.len() as u32 + 4;
+    bytes[16..20].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    let sample = sample_stream(Order::Little);
+    bytes.extend_from_slice(&sample[blocks_start(&sample)..]);
+
+    let decoder = Decoder::new(&bytes[..]).expect("a newer minor is read");
+    assert_eq!(decoder.header().format, newer);
+    assert_eq!(decoder.header().skipped_bytes, 5);
+    assert_eq!(dump(&bytes, DecodeOptions::default()).unwrap(), dump(&sample, DecodeOptions::default()).unwrap());
+}
+
+fn one_block(order: Order, build: impl FnOnce(&mut BlockWriter)) -> Vec<u8> {
+    let header = sample_header(order);
+    let mut bytes = header.encode().unwrap();
+    let mut block = BlockWriter::new(order, header.block_size, &BlockHeader { thread: 9, base_time: 1000, ..Default::default() });
+    build(&mut block);
+    bytes.extend(block.finish());
+    bytes
+}
+
+#[test]
+fn unknown_codes_are_skipped_by_length_and_counted() {
+    let bytes = one_block(Order::Little, |b| {
+        b.push(0x0004, 1000, &[]).unwrap();
+        b.push(0xFF7F, 1001, &[Value::Word(1), Value::Str(Text::new("future"))]).unwrap();
+        b.push(0x0005, 1002, &[Value::Word(2)]).unwrap(); // a retired code
+        b.push(0x0004, 1003, &[]).unwrap();
+    });
+    let text = dump(&bytes, DecodeOptions::default()).unwrap();
+    assert_eq!(
+        text,
+        "0.000000000 T9 Arena.Poll\n? unknown code 0xff7f, 24 bytes\n? unknown code 0x0005, 16 bytes\n0.000000003 T9 Arena.Poll\n"
+    );
+}
+
+#[test]
+fn arguments_that_do_not_match_the_format_are_reported_and_skipped() {
+    let bytes = one_block(Order::Little, |b| {
+        // ArenaCreate is PAW (24 bytes of arguments); give it one word.
+        b.push(0x0001, 1000, &[Value::Word(1)]).unwrap();
+        // PoolStats is PIDB; a U of 2 in the B's place puts byte 2 where a bool must be 0 or 1.
+        b.push(0x0003, 1001, &[Value::Pointer(1), Value::Signed(-1), Value::Double(0.5), Value::Unsigned(2)]).unwrap();
+        b.push(0x0004, 1002, &[]).unwrap();
+    });
+    let text = dump(&bytes, DecodeOptions::default()).unwrap();
+    assert_eq!(
+        text,
+        "! record at offset 0 (code 0x0001): the arguments run past the record; the record is skipped\n\
+         ! record at offset 16 (code 0x0003): a bool is neither 0 nor 1; the record is skipped\n\
+         0.000000002 T9 Arena.Poll\n"
+    );
+}
+
+#[test]
+fn a_bad_record_length_ends_the_block_and_keeps_what_came_before() {
+    let header = sample_header(Order::Little);
+    let mut bytes = header.encode().unwrap();
+    let mut block = BlockWriter::new(Order::Little, header.block_size, &BlockHeader { thread: 3, base_time: 1000, ..Default::default() });
+    block.push(0x0004, 1000, &[]).unwrap();
+    block.push(0x0004, 1001, &[]).unwrap();
+    let mut raw = block.finish();
+    // Make the second record's length 4 (below the 8-byte header), then re-seal so the CRC holds.
+    raw[BLOCK_HEADER_LEN + 8 + 2] = 4;
+    event_format::wire::seal_block(Order::Little, &mut raw, 16);
+    bytes.extend(raw);
+    let text = dump(&bytes, DecodeOptions::default()).unwrap();
+    assert_eq!(text, "0.000000000 T3 Arena.Poll\n! record at offset 8 (code 0x0004): length 4 is not in 8..=8; the rest of the block is skipped\n");
+}
+
+#[test]
+fn block_flags_from_a_newer_writer_skip_the_block() {
+    let header = sample_header(Order::Little);
+    let mut bytes = header.encode().unwrap();
+    let mut block = BlockWriter::new(Order::Little, header.block_size, &BlockHeader { flags: 1, thread: 3, ..Default::default() });
+    block.push(0x0004, 0, &[]).unwrap();
+    bytes.extend(block.finish());
+    let err: BlockError = Decoder::new(&bytes[..]).unwrap().next_block().unwrap().unwrap_err();
+    assert_eq!(err.damage, Damage::UnknownFlags(1));
+}
+
+#[test]
+fn every_truncation_is_reported_without_panic() {
+    let bytes = sample_stream(Order::Little);
+    let start = blocks_start(&bytes);
+    let size = MIN_BLOCK_SIZE as usize;
+    for cut in 0..bytes.len() {
+        let input = &bytes[..cut];
+        match Decoder::new(input) {
+            Err(HeaderError::Truncated { have, .. }) => {
+                assert!(cut < start, "cut at {cut}");
+                assert!(have <= cut as u64);
+            }
+            Err(e) => panic!("cut at {cut}: unexpected {e}"),
+            Ok(mut decoder) => {
+                assert!(cut >= start);
+                let whole = (cut - start) / size;
+                for i in 0..whole {
+                    assert!(decoder.next_block().unwrap().is_ok(), "cut at {cut}: block {i} is whole");
+                }
+                match decoder.next_block() {
+                    None => assert_eq!((cut - start) % size, 0),
+                    Some(Err(BlockError { damage: Damage::Truncated { have, need }, .. })) => {
+                        assert_eq!(have, (cut - start) % size);
+                        assert_eq!(need, size);
+                        assert!(decoder.next_block().is_none());
+                    }
+                    other => panic!("cut at {cut}: {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn not_a_stream_is_said_plainly() {
+    let err = Decoder::new(&b"hello, world; this is not a stream at all"[..]).unwrap_err();
+    assert!(matches!(err, HeaderError::NotAStream));
+    assert_eq!(err.to_string(), "not an event stream: it does not start with the stream's magic bytes; check the file name");
+    assert!(matches!(Decoder::new(&[][..]), Err(HeaderError::Truncated { have: 0, .. })));
+}
+
+#[test]
+fn a_damaged_header_is_refused_by_its_crc() {
+    let mut bytes = sample_stream(Order::Little);
+    bytes[100] ^= 1;
+    assert!(matches!(Decoder::new(&bytes[..]), Err(HeaderError::CrcMismatch { .. })));
+}
+
+#[test]
+fn a_hostile_block_size_is_refused() {
+    let mut bytes = sample_stream(Order::Little);
+    bytes[20..24].copy_from_slice(&(1u32 << 31).to_le_bytes());
+    let err = Decoder::new(&bytes[..]).unwrap_err();
+    assert_eq!(err.to_string(), "block size 2147483648 is invalid: it must be a power of two in 1024..=16777216; the header is damaged");
+}
+
+// ---- property tests ----
+
+fn ident() -> impl Strategy<Value = String> {
+    "[A-Z][a-zA-Z0-9_]{0,12}"
+}
+
+fn letter() -> impl Strategy<Value = Letter> {
+    prop::sample::select(Letter::ALL.to_vec())
+}
+
+prop_compose! {
+    fn schema()(
+        version in (any::<u16>(), any::<u16>(), any::<u16>()),
+        kind_names in prop::collection::btree_set(ident(), 1..8),
+        docs in prop::collection::vec(".{0,20}", 8),
+        rows in prop::collection::btree_map(1u16..=0xFEFF, (ident(), any::<bool>(), any::<u8>(), prop::collection::vec(letter(), 0..10)), 0..20),
+        retired_codes in prop::collection::btree_set(1u16..=0xFEFF, 0..3),
+    ) -> Schema {
+        let kinds: Vec<Kind> = kind_names.into_iter().filter(|k| k != "Builtin").zip(docs).map(|(name, doc)| Kind { name, doc }).collect();
+        let nkinds = kinds.len().max(1) as u8;
+        let mut seen = std::collections::BTreeSet::new();
+        let events = rows.into_iter().filter(|(_, (name, ..))| seen.insert(format!("E{name}"))).map(|(code, (name, always, kind, format))| EventType {
+            name: format!("E{name}"),
+            code,
+            always,
+            kind: kind % nkinds,
+            params: (0..format.len()).map(|i| format!("p{i}")).collect(),
+            format,
+        }).collect::<Vec<_>>();
+        let retired = retired_codes.into_iter().filter(|c| events.iter().all(|e| e.code != *c)).enumerate()
+            .map(|(i, code)| Retired { name: format!("Gone{i}"), code }).collect();
+        let kinds = if kinds.is_empty() { vec![Kind { name: "K".into(), doc: String::new() }] } else { kinds };
+        Schema { version: Version::new(version.0, version.1, version.2), kinds, events, retired }
+    }
+}
+
+fn value_for(letter: Letter) -> BoxedStrategy<OwnedValue> {
+    match letter {
+        Letter::Pointer => any::<u64>().prop_map(OwnedValue::Pointer).boxed(),
+        Letter::Address => any::<u64>().prop_map(OwnedValue::Address).boxed(),
+        Letter::Word => any::<u64>().prop_map(OwnedValue::Word).boxed(),
+        Letter::Unsigned => any::<u32>().prop_map(OwnedValue::Unsigned).boxed(),
+        Letter::Signed => any::<i64>().prop_map(OwnedValue::Signed).boxed(),
+        Letter::Double => any::<f64>().prop_map(|d| OwnedValue::Double(d.to_bits())).boxed(),
+        Letter::Bool => any::<bool>().prop_map(OwnedValue::Bool).boxed(),
+        Letter::String => ".{0,40}".prop_map(OwnedValue::Str).boxed(),
+    }
+}
+
+/// A value that owns its string, so strategies can produce it. Doubles are kept as bits so
+/// NaNs compare equal.
+#[derive(Clone, Debug, PartialEq)]
+enum OwnedValue {
+    Pointer(u64),
+    Address(u64),
+    Word(u64),
+    Unsigned(u32),
+    Signed(i64),
+    Double(u64),
+    Bool(bool),
+    Str(String),
+}
+
+impl OwnedValue {
+    fn borrow(&self) -> Value<'_> {
+        match self {
+            OwnedValue::Pointer(v) => Value::Pointer(*v),
+            OwnedValue::Address(v) => Value::Address(*v),
+            OwnedValue::Word(v) => Value::Word(*v),
+            OwnedValue::Unsigned(v) => Value::Unsigned(*v),
+            OwnedValue::Signed(v) => Value::Signed(*v),
+            OwnedValue::Double(v) => Value::Double(f64::from_bits(*v)),
+            OwnedValue::Bool(v) => Value::Bool(*v),
+            OwnedValue::Str(s) => Value::Str(Text::new(s)),
+        }
+    }
+
+    fn from_value(v: &Value<'_>) -> OwnedValue {
+        match *v {
+            Value::Pointer(v) => OwnedValue::Pointer(v),
+            Value::Address(v) => OwnedValue::Address(v),
+            Value::Word(v) => OwnedValue::Word(v),
+            Value::Unsigned(v) => OwnedValue::Unsigned(v),
+            Value::Signed(v) => OwnedValue::Signed(v),
+            Value::Double(v) => OwnedValue::Double(v.to_bits()),
+            Value::Bool(v) => OwnedValue::Bool(v),
+            Value::Str(t) => {
+                assert!(!t.truncated);
+                OwnedValue::Str(String::from_utf8(t.bytes.to_vec()).expect("UTF-8 in, UTF-8 out"))
+            }
+        }
+    }
+}
+
+prop_compose! {
+    fn schema_and_events()(schema in schema())(
+        events in prop::collection::vec(
+            (0..schema.events.len().max(1), any::<u32>(), any::<bool>()).prop_flat_map({
+                let schema = schema.clone();
+                move |(i, dt, big_gap)| {
+                    let format = schema.events.get(i).map(|e| e.format.clone()).unwrap_or_default();
+                    let values: Vec<BoxedStrategy<OwnedValue>> = format.into_iter().map(value_for).collect();
+                    (Just(i), Just(u64::from(dt % 5000) + if big_gap { 1 << 33 } else { 0 }), values)
+                }
+            }),
+            0..150,
+        ),
+        schema in Just(schema),
+        threads in 1u64..4,
+    ) -> (Schema, Vec<GenEvent>, u64) {
+        (schema, events, threads)
+    }
+}
+
+/// One event as a test generates it: (index into the schema's events, time step, values).
+type GenEvent = (usize, u64, Vec<OwnedValue>);
+/// One event as a thread recorded it: (code, absolute time, values).
+type Recorded = (u16, u64, Vec<OwnedValue>);
+
+/// Encodes `events` round-robin over `threads` threads, a block writer each, new blocks as
+/// they fill; returns the stream and, per thread, the events in order.
+fn encode_stream(order: Order, schema: &Schema, events: &[GenEvent], threads: u64) -> (Vec<u8>, Vec<Vec<Recorded>>) {
+    let mut header = sample_header(order);
+    header.schema = schema.clone();
+    let size = header.block_size;
+    let mut out = header.encode().expect("a valid schema encodes");
+    let mut writers: Vec<(BlockWriter, u64)> = (0..threads)
+        .map(|t| (BlockWriter::new(order, size, &BlockHeader { thread: t, base_time: 0, ..Default::default() }), 0))
+        .collect();
+    let mut expected = vec![Vec::new(); threads as usize];
+    let mut time = 0u64;
+    for (n, (i, dt, values)) in events.iter().enumerate() {
+        if schema.events.is_empty() {
+            break;
+        }
+        let t = n % threads as usize;
+        time += dt;
+        let code = schema.events[*i].code;
+        let borrowed: Vec<Value<'_>> = values.iter().map(OwnedValue::borrow).collect();
+        let (writer, seq) = &mut writers[t];
+        if writer.push(code, time, &borrowed).is_err() {
+            *seq += 1;
+            let next = BlockWriter::new(order, size, &BlockHeader { thread: t as u64, sequence: *seq, base_time: time, ..Default::default() });
+            out.extend(std::mem::replace(writer, next).finish());
+            writer.push(code, time, &borrowed).expect("fits an empty block");
+        }
+        expected[t].push((code, time, values.clone()));
+    }
+    for (writer, _) in writers {
+        out.extend(writer.finish());
+    }
+    (out, expected)
+}
+
+proptest! {
+    #[test]
+    fn random_schemas_round_trip_through_the_header(schema in schema(), big in any::<bool>()) {
+        prop_assume!(schema.check().is_ok());
+        let order = if big { Order::Big } else { Order::Little };
+        let mut header = sample_header(order);
+        header.schema = schema;
+        let bytes = header.encode().unwrap();
+        prop_assert_eq!(Header::decode(&bytes, false).unwrap(), header);
+    }
+
+    #[test]
+    fn random_events_round_trip_in_both_orders((schema, events, threads) in schema_and_events()) {
+        prop_assume!(schema.check().is_ok());
+        for order in [Order::Little, Order::Big] {
+            let (bytes, expected) = encode_stream(order, &schema, &events, threads);
+            let mut decoder = Decoder::new(&bytes[..]).unwrap();
+            let catalog = Catalog::new(&decoder.header().schema);
+            let mut got = vec![Vec::new(); threads as usize];
+            while let Some(block) = decoder.next_block() {
+                let block = block.unwrap();
+                for entry in block.entries(&catalog) {
+                    let Entry::Event(event) = entry else { panic!("{entry:?}") };
+                    let values: Vec<OwnedValue> = event.values().map(|v| OwnedValue::from_value(&v)).collect();
+                    got[event.thread as usize].push((event.desc.code, event.time, values));
+                }
+            }
+            prop_assert_eq!(&got, &expected);
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic_the_decoder(bytes in prop::collection::vec(any::<u8>(), 0..3000)) {
+        let _ = dump(&bytes, DecodeOptions { force: true });
+    }
+
+    #[test]
+    fn random_bytes_after_a_valid_header_never_panic(tail in prop::collection::vec(any::<u8>(), 0..5000)) {
+        let mut bytes = sample_header(Order::Big).encode().unwrap();
+        bytes.extend(tail);
+        prop_assert!(dump(&bytes, DecodeOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn bit_flips_cost_at_most_the_blocks_they_hit(flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..4)) {
+        let good = sample_stream(Order::Little);
+        let start = blocks_start(&good);
+        let size = MIN_BLOCK_SIZE as usize;
+        let mut bad = good.clone();
+        let mut hit = std::collections::BTreeSet::new();
+        for (at, bit) in &flips {
+            let i = start + at.index(good.len() - start);
+            bad[i] ^= 1 << bit;
+            hit.insert((i - start) / size);
+        }
+        let mut decoder = Decoder::new(&bad[..]).unwrap();
+        let mut reference = Decoder::new(&good[..]).unwrap();
+        let mut index = 0;
+        while let Some(block) = decoder.next_block() {
+            let expected = reference.next_block().unwrap().unwrap();
+            match block {
+                Ok(block) => prop_assert_eq!(block, expected),
+                Err(e) => prop_assert!(hit.contains(&index), "block {} reported damaged but not hit: {}", index, e),
+            }
+            index += 1;
+        }
+    }
+}
+
+#[test]
+fn record_errors_display_one_line() {
+    let e = RecordError::Truncated { offset: 3, remaining: 2 };
+    assert_eq!(e.to_string(), "record at offset 3: only 2 bytes left, less than a record header");
+}

@@ -1,0 +1,329 @@
+//! Byte-exact encoding: a header, a block and a record of every format letter, in both byte
+//! orders, against bytes written out by hand from docs/FORMAT.md.
+
+use event_format::builtin;
+use event_format::schema::{EventType, Kind, Retired, Schema, Version};
+use event_format::wire::{
+    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, Text, Value,
+};
+use event_format::Letter;
+
+/// Integers in a chosen byte order, written the plain way, independent of the crate's code.
+struct Bytes {
+    order: Order,
+    out: Vec<u8>,
+}
+
+impl Bytes {
+    fn new(order: Order) -> Bytes {
+        Bytes { order, out: Vec::new() }
+    }
+    fn raw(&mut self, b: &[u8]) -> &mut Self {
+        self.out.extend_from_slice(b);
+        self
+    }
+    fn u8(&mut self, v: u8) -> &mut Self {
+        self.raw(&[v])
+    }
+    fn u16(&mut self, v: u16) -> &mut Self {
+        match self.order {
+            Order::Little => self.raw(&v.to_le_bytes()),
+            Order::Big => self.raw(&v.to_be_bytes()),
+        }
+    }
+    fn u32(&mut self, v: u32) -> &mut Self {
+        match self.order {
+            Order::Little => self.raw(&v.to_le_bytes()),
+            Order::Big => self.raw(&v.to_be_bytes()),
+        }
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        match self.order {
+            Order::Little => self.raw(&v.to_le_bytes()),
+            Order::Big => self.raw(&v.to_be_bytes()),
+        }
+    }
+    fn str(&mut self, s: &str) -> &mut Self {
+        self.u16(s.len() as u16).raw(s.as_bytes())
+    }
+}
+
+fn tiny_schema() -> Schema {
+    Schema {
+        version: Version::new(1, 2, 3),
+        kinds: vec![Kind { name: "K".into(), doc: "d".into() }],
+        events: vec![EventType {
+            name: "E".into(),
+            code: 0x0001,
+            always: true,
+            kind: 0,
+            format: vec![Letter::Word, Letter::String],
+            params: vec!["a".into(), "b".into()],
+        }],
+        retired: vec![Retired { name: "R".into(), code: 0x0002 }],
+    }
+}
+
+fn tiny_header(order: Order) -> Header {
+    let clock = Clock {
+        source: ClockSource::Tsc,
+        ticks_per_second: 3_000_000_000,
+        ref_ticks: 0x1111,
+        ref_wall_ns: 0x2222,
+        start_ticks: 0x3333,
+    };
+    let producer = Producer {
+        pointer_width: 8,
+        arch: "x86_64".into(),
+        os: "linux".into(),
+        pid: 77,
+        program: "tour".into(),
+        start_wall_ns: 0x4444,
+    };
+    let mut header = Header::new(tiny_schema(), 4096, clock, producer);
+    header.order = order;
+    header
+}
+
+fn expected_header(order: Order) -> Vec<u8> {
+    let bom: [u8; 2] = match order {
+        Order::Little => [0xFF, 0xFE],
+        Order::Big => [0xFE, 0xFF],
+    };
+    let mut b = Bytes::new(order);
+    b.raw(&[0x89, b'E', b'V', b'T', 0x0D, 0x0A, 0x1A, 0x0A]) // magic
+        .raw(&bom)
+        .u16(1).u16(0).u16(0) // format 1.0.0
+        .u32(0) // header length, patched below
+        .u32(4096) // block size
+        .u16(1).u16(2).u16(3) // event set 1.2.3
+        .u8(8) // pointer width
+        .u8(2) // clock source: tsc
+        .u64(77) // pid
+        .u64(3_000_000_000)
+        .u64(0x1111)
+        .u64(0x2222)
+        .u64(0x3333)
+        .u64(0x4444);
+    assert_eq!(b.out.len(), 80, "the fixed part is 80 bytes");
+    b.str("x86_64").str("linux").str("tour");
+    // schema: kinds, events, retired
+    b.u16(1).str("K").str("d");
+    b.u16(1).u16(0x0001).str("E").u8(1).u8(0).u8(2).raw(b"WS").str("a").str("b");
+    b.u16(1).u16(0x0002).str("R");
+    let len = b.out.len() as u32 + 4;
+    let mut out = b.out;
+    let mut len_bytes = Bytes::new(order);
+    len_bytes.u32(len);
+    out[16..20].copy_from_slice(&len_bytes.out);
+    let crc = crc32fast::hash(&out);
+    let mut crc_bytes = Bytes::new(order);
+    crc_bytes.u32(crc);
+    out.extend_from_slice(&crc_bytes.out);
+    out
+}
+
+#[test]
+fn header_is_byte_exact_in_both_orders() {
+    for order in [Order::Little, Order::Big] {
+        let encoded = tiny_header(order).encode().expect("encodes");
+        assert_eq!(encoded, expected_header(order), "{order:?}");
+        let decoded = Header::decode(&encoded, false).expect("decodes");
+        assert_eq!(decoded, tiny_header(order));
+    }
+}
+
+#[test]
+fn little_endian_header_starts_as_documented() {
+    let encoded = tiny_header(Order::Little).encode().expect("encodes");
+    assert_eq!(
+        &encoded[..24],
+        &[
+            0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
+            0xFF, 0xFE, // byte-order mark, little-endian
+            0x01, 0x00, 0x00, 0x00, 0x00, 0x00, // format 1.0.0
+            0x8A, 0x00, 0x00, 0x00, // header length 138
+            0x00, 0x10, 0x00, 0x00, // block size 4096
+        ]
+    );
+}
+
+fn every_letter() -> Vec<Value<'static>> {
+    vec![
+        Value::Pointer(0x1122_3344_5566_7788),
+        Value::Address(0x10),
+        Value::Word(3),
+        Value::Unsigned(0xAABB_CCDD),
+        Value::Signed(-2),
+        Value::Double(1.5),
+        Value::Bool(true),
+        Value::Str(Text::new("h\u{e9}")),
+    ]
+}
+
+/// The record of `every_letter()` with code 0x0102 and delta 10, by hand.
+fn expected_record(order: Order) -> Vec<u8> {
+    let mut b = Bytes::new(order);
+    b.u16(0x0102).u16(58).u32(10);
+    match order {
+        Order::Little => b
+            .raw(&[0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11])
+            .raw(&[0x10, 0, 0, 0, 0, 0, 0, 0])
+            .raw(&[3, 0, 0, 0, 0, 0, 0, 0])
+            .raw(&[0xDD, 0xCC, 0xBB, 0xAA])
+            .raw(&[0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+            .raw(&[0, 0, 0, 0, 0, 0, 0xF8, 0x3F])
+            .raw(&[1])
+            .raw(&[3, 0, 0x68, 0xC3, 0xA9]),
+        Order::Big => b
+            .raw(&[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88])
+            .raw(&[0, 0, 0, 0, 0, 0, 0, 0x10])
+            .raw(&[0, 0, 0, 0, 0, 0, 0, 3])
+            .raw(&[0xAA, 0xBB, 0xCC, 0xDD])
+            .raw(&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE])
+            .raw(&[0x3F, 0xF8, 0, 0, 0, 0, 0, 0])
+            .raw(&[1])
+            .raw(&[0, 3, 0x68, 0xC3, 0xA9]),
+    };
+    b.out
+}
+
+/// A 1024-byte block: header fields, `records`, zero padding, with the CRC computed over
+/// bytes 0..44 and the records, as FORMAT.md says.
+fn expected_block(order: Order, records: &[u8]) -> Vec<u8> {
+    expected_block_sized(order, records, 1024)
+}
+
+fn expected_block_sized(order: Order, records: &[u8], size: usize) -> Vec<u8> {
+    let mut b = Bytes::new(order);
+    b.u32(0xEB10_C4ED) // sync
+        .u16(0) // flags
+        .u16(0) // reserved
+        .u64(2) // sequence
+        .u64(7) // thread
+        .u64(100) // base time
+        .u64(5) // lost
+        .u32(records.len() as u32); // used
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&b.out);
+    hasher.update(records);
+    b.u32(hasher.finalize()).raw(records);
+    let mut out = b.out;
+    out.resize(size, 0);
+    out
+}
+
+fn writer(order: Order) -> BlockWriter {
+    writer_sized(order, 1024)
+}
+
+fn writer_sized(order: Order, size: u32) -> BlockWriter {
+    BlockWriter::new(order, size, &BlockHeader { sequence: 2, thread: 7, base_time: 100, lost: 5, ..Default::default() })
+}
+
+#[test]
+fn block_with_a_record_of_every_letter_is_byte_exact() {
+    for order in [Order::Little, Order::Big] {
+        let mut block = writer(order);
+        block.push(0x0102, 110, &every_letter()).expect("fits");
+        assert_eq!(block.finish(), expected_block(order, &expected_record(order)), "{order:?}");
+    }
+}
+
+#[test]
+fn each_letter_alone_is_byte_exact() {
+    // (value, little-endian bytes)
+    let cases: Vec<(Value<'static>, Vec<u8>)> = vec![
+        (Value::Pointer(0xDEAD_BEEF), vec![0xEF, 0xBE, 0xAD, 0xDE, 0, 0, 0, 0]),
+        (Value::Address(u64::MAX), vec![0xFF; 8]),
+        (Value::Word(0x0102), vec![0x02, 0x01, 0, 0, 0, 0, 0, 0]),
+        (Value::Unsigned(7), vec![7, 0, 0, 0]),
+        (Value::Signed(i64::MIN), vec![0, 0, 0, 0, 0, 0, 0, 0x80]),
+        (Value::Double(-0.0), vec![0, 0, 0, 0, 0, 0, 0, 0x80]),
+        (Value::Bool(false), vec![0]),
+        (Value::Str(Text::new("")), vec![0, 0]),
+    ];
+    for (value, le) in cases {
+        for order in [Order::Little, Order::Big] {
+            let mut arg = le.clone();
+            if order == Order::Big {
+                match value {
+                    Value::Str(_) | Value::Bool(_) => {}
+                    _ => arg.reverse(),
+                }
+            }
+            let mut record = Bytes::new(order);
+            record.u16(0x0001).u16(8 + arg.len() as u16).u32(0).raw(&arg);
+            let mut block = writer(order);
+            block.push(0x0001, 100, &[value]).expect("fits");
+            assert_eq!(block.finish(), expected_block(order, &record.out), "{value:?} {order:?}");
+        }
+    }
+}
+
+#[test]
+fn a_long_gap_is_bridged_by_time_extend() {
+    for order in [Order::Little, Order::Big] {
+        let later = 105 + (1u64 << 32); // a delta of exactly 2^32 does not fit
+        let mut block = writer(order);
+        block.push(0x0001, 105, &[]).expect("fits");
+        block.push(0x0001, later, &[]).expect("fits");
+        let mut records = Bytes::new(order);
+        records.u16(0x0001).u16(8).u32(5);
+        records.u16(builtin::TIME_EXTEND).u16(16).u32(0).u64(later);
+        records.u16(0x0001).u16(8).u32(0);
+        assert_eq!(block.finish(), expected_block(order, &records.out), "{order:?}");
+    }
+}
+
+#[test]
+fn time_going_backwards_is_bridged_by_time_extend() {
+    let mut block = writer(Order::Little);
+    block.push(0x0001, 150, &[]).expect("fits");
+    block.push(0x0001, 120, &[]).expect("fits");
+    let mut records = Bytes::new(Order::Little);
+    records.u16(0x0001).u16(8).u32(50);
+    records.u16(builtin::TIME_EXTEND).u16(16).u32(0).u64(120);
+    records.u16(0x0001).u16(8).u32(0);
+    assert_eq!(block.finish(), expected_block(Order::Little, &records.out));
+}
+
+#[test]
+fn long_strings_are_cut_at_a_char_boundary_and_flagged() {
+    // 1023 ASCII bytes then a 2-byte character: cutting at STRING_MAX would split it.
+    let text = format!("{}\u{e9}tail", "x".repeat(STRING_MAX - 1));
+    let mut block = writer_sized(Order::Little, 4096);
+    block.push(0x0001, 100, &[Value::Str(Text::new(&text))]).expect("fits");
+    let mut records = Bytes::new(Order::Little);
+    records.u16(0x0001).u16(8 + 2 + 1023).u32(0).u16(0x8000 | 1023).raw(&text.as_bytes()[..1023]);
+    assert_eq!(block.finish(), expected_block_sized(Order::Little, &records.out, 4096));
+}
+
+#[test]
+fn strings_are_cut_to_fit_an_empty_block() {
+    // Two strings of STRING_MAX bytes cannot share a 1024-byte block: the last one is cut.
+    let a = "a".repeat(STRING_MAX);
+    let mut block = writer(Order::Little);
+    block.push(0x0001, 100, &[Value::Word(1), Value::Str(Text::new(&a)), Value::Str(Text::new(&a))]).expect("fits");
+    let bytes = block.finish();
+    let payload = 1024 - 48;
+    let used = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
+    assert_eq!(used, payload, "the record fills the block exactly");
+    // first string: 976 - 8 (record header) - 8 (word) - 2 - 2 (prefixes) = 956 bytes
+    let first_prefix = u16::from_le_bytes([bytes[64], bytes[65]]);
+    assert_eq!(first_prefix, 0x8000 | 956, "the first string is cut to what is left");
+    let second_at = 66 + 956;
+    assert_eq!(u16::from_le_bytes([bytes[second_at], bytes[second_at + 1]]), 0x8000, "the last one is cut to nothing");
+}
+
+#[test]
+fn a_full_block_refuses_and_a_fresh_one_takes_the_record() {
+    let mut block = writer(Order::Little);
+    let mut pushed = 0;
+    while block.push(0x0001, 100, &[Value::Word(pushed)]).is_ok() {
+        pushed += 1;
+    }
+    // (1024 - 48) / 16 records of 16 bytes fit.
+    assert_eq!(pushed, 61);
+    assert!(!block.is_empty());
+}

@@ -1,0 +1,196 @@
+//! Checked-in streams of format 1.0.0 (tests/data/v1.0.0): one little-endian, one
+//! big-endian, with the same events, must decode to the same text, and keep doing so in every
+//! later 1.x reader; a damaged copy loses exactly its damaged block.
+//!
+//! The streams are made by `generate` below from a frozen copy of events.def. Run with
+//! `UPDATE_FIXTURES=1` to write them again, only when a new format version is released (and
+//! then into a new directory: old streams stay as they are).
+
+use event_format::builtin;
+use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::wire::{
+    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value,
+};
+use event_format::{def, text};
+use std::path::PathBuf;
+
+const BLOCK_SIZE: u32 = 1024;
+/// The block of the little-endian stream that the damaged copy damages.
+const DAMAGED_BLOCK: usize = 1;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/v1.0.0").join(name)
+}
+
+/// The fixture's events: (thread, ticks, code, values). Every format letter, the built-in
+/// events, labels and interned strings, a drop, and a gap that needs TimeExtend.
+fn events() -> Vec<(u64, u64, u16, Vec<Value<'static>>)> {
+    let arena = 0x7f3a_0000_1000u64;
+    let mut ev = vec![
+        (1, 0, builtin::THREAD_NAME, vec![Value::Word(1), Value::Str(Text::new("main"))]),
+        (1, 10, 0x0001, vec![Value::Pointer(arena), Value::Address(0x7f3a_4000_0000), Value::Word(64 << 20)]),
+        (1, 12, builtin::INTERN, vec![Value::Word(1), Value::Str(Text::new("tour arena"))]),
+        (1, 12, builtin::LABEL, vec![Value::Address(arena), Value::Word(1)]),
+        (1, 20, 0x0010, vec![Value::Pointer(0x5500), Value::Pointer(arena), Value::Str(Text::new("small")), Value::Unsigned(16)]),
+        (2, 25, builtin::THREAD_NAME, vec![Value::Word(2), Value::Str(Text::new("worker-1"))]),
+        (2, 30, 0x0020, vec![Value::Pointer(0x6600), Value::Pointer(0x5500), Value::Address(0x7f3a_4000_0000), Value::Word(65536)]),
+        (1, 31, builtin::MESSAGE, vec![Value::Str(Text::new("line one\nline \"two\" \u{2603}"))]),
+    ];
+    for i in 0..60u64 {
+        let addr = 0x7f3a_4000_0000 + i * 48;
+        ev.push((2, 40 + i * 7, 0x0030, vec![Value::Pointer(0x5500), Value::Address(addr), Value::Word(48), Value::Unsigned((i % 5) as u32)]));
+        if i % 4 == 3 {
+            ev.push((2, 43 + i * 7, 0x0032, vec![Value::Pointer(0x5500), Value::Address(addr), Value::Word(48), Value::Word(96), Value::Bool(i % 8 == 3)]));
+        }
+        if i % 10 == 9 {
+            ev.push((1, 44 + i * 7, 0x0012, vec![Value::Pointer(0x5500), Value::Word(i * 48), Value::Word(i * 12), Value::Word(i * 36), Value::Double(i as f64 / 64.0)]));
+        }
+    }
+    ev.extend([
+        (1, 600, 0x0040, vec![Value::Pointer(0x5500), Value::Word(1), Value::Str(Text::new("pool full"))]),
+        (1, 610, 0x0041, vec![Value::Pointer(0x5500), Value::Word(1), Value::Word(60), Value::Double(0.25)]),
+        (1, 620, 0x0043, vec![Value::Pointer(0x5500), Value::Word(1), Value::Word(15), Value::Signed(-720)]),
+        (1, 630, 0x0044, vec![Value::Pointer(0x5500), Value::Word(1), Value::Bool(true)]),
+        (2, 700, builtin::DROPPED, vec![Value::Word(2), Value::Word(4)]),
+        (2, 701, 0x0033, vec![Value::Pointer(0x5500), Value::Word(1 << 40), Value::Str(Text::new("out of memory"))]),
+        (1, 800, builtin::CLOCK_SYNC, vec![Value::Word(800), Value::Signed(1_763_700_000_000_000_800)]),
+        // Ten seconds later at 1 GHz: more than 2^32 ticks.
+        (1, 10_000_000_800, 0x0050, vec![Value::Str(Text::new("shutdown")), Value::Word(9), Value::Signed(-1)]),
+        (1, 10_000_000_900, 0x0051, vec![Value::Bool(false), Value::Str(Text::new("leaks")), Value::Str(Text::new(""))]),
+        (1, 10_000_001_000, 0x0052, vec![]),
+        (1, 10_000_001_100, 0x0002, vec![Value::Pointer(arena), Value::Word(0)]),
+    ]);
+    ev
+}
+
+/// The fixture stream in `order`, made by the reference encoder.
+fn generate(order: Order) -> Vec<u8> {
+    let schema = match def::parse(&std::fs::read_to_string(data("events.def")).unwrap(), "events.def") {
+        Ok(schema) => schema,
+        Err(errors) => panic!("the frozen events.def parses:\n{errors}"),
+    };
+    let clock = Clock {
+        source: ClockSource::Monotonic,
+        ticks_per_second: 1_000_000_000,
+        ref_ticks: 0,
+        ref_wall_ns: 1_763_700_000_000_000_000,
+        start_ticks: 0,
+    };
+    let producer = Producer {
+        pointer_width: 8,
+        arch: "x86_64".into(),
+        os: "linux".into(),
+        pid: 31337,
+        program: "fixture".into(),
+        start_wall_ns: 1_763_700_000_000_000_000,
+    };
+    let mut header = Header::new(schema, BLOCK_SIZE, clock, producer);
+    header.order = order;
+    let mut out = header.encode().unwrap();
+    // Thread 2's second block says it follows 4 lost events, as a runtime would.
+    let mut writers: Vec<(u64, BlockWriter, u64)> = Vec::new();
+    for (thread, time, code, values) in events() {
+        let slot = match writers.iter().position(|(t, ..)| *t == thread) {
+            Some(i) => i,
+            None => {
+                writers.push((thread, BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, base_time: time, ..Default::default() }), 0));
+                writers.len() - 1
+            }
+        };
+        let (_, writer, seq) = &mut writers[slot];
+        let full = writer.push(code, time, &values).is_err();
+        let lost_here = thread == 2 && code == builtin::DROPPED;
+        if full || lost_here {
+            *seq += 1;
+            let lost = if lost_here { 4 } else { 0 };
+            let next = BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, sequence: *seq, base_time: time, lost, ..Default::default() });
+            let done = std::mem::replace(writer, next);
+            out.extend(done.finish());
+            writer.push(code, time, &values).expect("fits an empty block");
+        }
+    }
+    for (_, writer, _) in writers {
+        out.extend(writer.finish());
+    }
+    out
+}
+
+fn damage(mut stream: Vec<u8>) -> Vec<u8> {
+    let start = Decoder::new(&stream[..]).unwrap().header_len() as usize;
+    stream[start + DAMAGED_BLOCK * BLOCK_SIZE as usize + 100] ^= 0xFF;
+    stream
+}
+
+fn read(name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
+    let path = data(name);
+    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        std::fs::write(&path, make()).unwrap();
+    }
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The stream as text: one line per event, `!` lines for damage, `?` for unknown codes.
+fn dump(bytes: &[u8]) -> String {
+    let mut decoder = Decoder::new(bytes).unwrap();
+    let header = decoder.header().clone();
+    let catalog = Catalog::new(&header.schema);
+    let mut out = String::new();
+    for block in decoder.by_ref() {
+        match block {
+            Err(e) => out.push_str(&format!("! {e}\n")),
+            Ok(block) => {
+                if block.header.lost > 0 {
+                    out.push_str(&format!("! {} events lost on thread {} before block {}\n", block.header.lost, block.header.thread, block.index));
+                }
+                for entry in block.entries(&catalog) {
+                    match entry {
+                        Entry::Event(event) => {
+                            text::write_event(&mut out, &header.clock, &event).unwrap();
+                            out.push('\n');
+                        }
+                        other => out.push_str(&format!("? {other:?}\n")),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn little_and_big_endian_streams_decode_to_the_same_text() {
+    let le = read("tour-le.evt", || generate(Order::Little));
+    let be = read("tour-be.evt", || generate(Order::Big));
+    assert_ne!(le, be, "the two streams differ in byte order");
+    let text = dump(&le);
+    assert_eq!(text, dump(&be));
+    insta::assert_snapshot!("v1_0_0_text", text);
+}
+
+#[test]
+fn the_encoder_still_writes_the_checked_in_bytes() {
+    assert_eq!(read("tour-le.evt", || generate(Order::Little)), generate(Order::Little));
+    assert_eq!(read("tour-be.evt", || generate(Order::Big)), generate(Order::Big));
+}
+
+#[test]
+fn the_damaged_copy_loses_exactly_its_damaged_block() {
+    let good = read("tour-le.evt", || generate(Order::Little));
+    let bad = read("tour-le-damaged.evt", || damage(generate(Order::Little)));
+    assert_eq!(good.len(), bad.len());
+    let good_blocks: Vec<_> = Decoder::new(&good[..]).unwrap().collect();
+    let bad_blocks: Vec<_> = Decoder::new(&bad[..]).unwrap().collect();
+    assert_eq!(good_blocks.len(), bad_blocks.len());
+    assert!(good_blocks.len() >= 4, "the fixture has several blocks");
+    for (i, (g, b)) in good_blocks.into_iter().zip(bad_blocks).enumerate() {
+        let g = g.expect("every block of the good stream decodes");
+        if i == DAMAGED_BLOCK {
+            let err = b.expect_err("the damaged block is reported");
+            assert_eq!(err.index, DAMAGED_BLOCK as u64);
+            assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        } else {
+            assert_eq!(b.expect("undamaged blocks decode"), g);
+        }
+    }
+    insta::assert_snapshot!("v1_0_0_damaged_text", dump(&bad));
+}

@@ -51,7 +51,10 @@ fn events() -> Vec<(u64, u64, u16, Vec<Value<'static>>)> {
         (1, 610, 0x0041, vec![Value::Pointer(0x5500), Value::Word(1), Value::Word(60), Value::Double(0.25)]),
         (1, 620, 0x0043, vec![Value::Pointer(0x5500), Value::Word(1), Value::Word(15), Value::Signed(-720)]),
         (1, 630, 0x0044, vec![Value::Pointer(0x5500), Value::Word(1), Value::Bool(true)]),
-        (2, 700, builtin::DROPPED, vec![Value::Word(2), Value::Word(4)]),
+        // Thread 2's next block starts after 4 events it lost (its block header says so), and
+        // thread 1 reports 12 events of thread 3 that the writer discarded: a loss is counted
+        // in one place only.
+        (1, 699, builtin::DROPPED, vec![Value::Word(3), Value::Word(12)]),
         (2, 701, 0x0033, vec![Value::Pointer(0x5500), Value::Word(1 << 40), Value::Str(Text::new("out of memory"))]),
         (1, 800, builtin::CLOCK_SYNC, vec![Value::Word(800), Value::Signed(1_763_700_000_000_000_800)]),
         // Ten seconds later at 1 GHz: more than 2^32 ticks.
@@ -87,7 +90,6 @@ fn generate(order: Order) -> Vec<u8> {
     let mut header = Header::new(schema, BLOCK_SIZE, clock, producer);
     header.order = order;
     let mut out = header.encode().unwrap();
-    // Thread 2's second block says it follows 4 lost events, as a runtime would.
     let mut writers: Vec<(u64, BlockWriter, u64)> = Vec::new();
     for (thread, time, code, values) in events() {
         let slot = match writers.iter().position(|(t, ..)| *t == thread) {
@@ -98,11 +100,11 @@ fn generate(order: Order) -> Vec<u8> {
             }
         };
         let (_, writer, seq) = &mut writers[slot];
-        let full = writer.push(code, time, &values).is_err();
-        let lost_here = thread == 2 && code == builtin::DROPPED;
-        if full || lost_here {
+        // Thread 2 lost 4 events just before its AllocFail: they start a new block that says so.
+        let lost_before = thread == 2 && code == 0x0033;
+        if lost_before || writer.push(code, time, &values).is_err() {
             *seq += 1;
-            let lost = if lost_here { 4 } else { 0 };
+            let lost = if lost_before { 4 } else { 0 };
             let next = BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, sequence: *seq, base_time: time, lost, ..Default::default() });
             let done = std::mem::replace(writer, next);
             out.extend(done.finish());

@@ -26,7 +26,10 @@ pub const INTERN: u16 = 0xFF00;
 pub const LABEL: u16 = 0xFF01;
 /// `ThreadName(thread W, name S)`: the thread with id `thread` is called `name`.
 pub const THREAD_NAME: u16 = 0xFF02;
-/// `Dropped(thread W, count W)`: `count` events of thread `thread` were lost here.
+/// `Dropped(thread W, count W)`: `count` events of thread `thread` were lost here, in a way
+/// the thread's own blocks cannot show (e.g. the writer thread discarded a whole block). A
+/// loss is counted once: either in a block header's `lost` field or in a `Dropped` event,
+/// never both, so the events lost in a stream are the sum of both.
 pub const DROPPED: u16 = 0xFF03;
 /// `ClockSync(ticks W, wall_ns I)`: counter value `ticks` was wall time `wall_ns`
 /// (nanoseconds since the Unix epoch).

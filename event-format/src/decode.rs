@@ -142,7 +142,7 @@ impl<R: Read> Decoder<R> {
     pub fn with_options(mut reader: R, options: DecodeOptions) -> Result<Decoder<R>, HeaderError> {
         let mut buf = Vec::new();
         read_up_to(&mut reader, &mut buf, PREFIX_LEN)?;
-        let header_len = Header::prefix(&buf, options.force)?.header_len;
+        let header_len = Header::prefix(&buf)?.header_len;
         let mut rest = Vec::new();
         // prefix() refused anything shorter than PREFIX_LEN, and header_len > PREFIX_LEN.
         let need = header_len as usize - buf.len();

@@ -129,6 +129,13 @@ fn a_newer_median_is_refused_unless_forced() {
 }
 
 #[test]
+fn a_damaged_median_field_is_damage_not_a_newer_version() {
+    let mut bytes = sample_stream(Order::Little);
+    bytes[12] ^= 0x04; // the median version field, without fixing the CRC
+    assert!(matches!(Decoder::new(&bytes[..]), Err(HeaderError::CrcMismatch { .. })));
+}
+
+#[test]
 fn a_newer_minor_is_read_and_its_extra_header_bytes_skipped() {
     let newer = Version::new(FORMAT_VERSION.major, FORMAT_VERSION.median, FORMAT_VERSION.minor + 1);
     let mut header = sample_header(Order::Little);

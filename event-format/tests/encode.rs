@@ -327,3 +327,20 @@ fn a_full_block_refuses_and_a_fresh_one_takes_the_record() {
     assert_eq!(pushed, 61);
     assert!(!block.is_empty());
 }
+
+#[test]
+fn a_record_longer_than_any_block_is_refused_not_wrapped() {
+    // 10,000 words are 80,008 bytes: more than a 16-bit length can say.
+    let values = vec![Value::Word(1); 10_000];
+    let mut block = writer_sized(Order::Little, 1 << 24);
+    assert_eq!(block.push(0x0001, 100, &values), Err(event_format::wire::PushError::TooLarge));
+    assert!(block.is_empty(), "nothing was written");
+}
+
+#[test]
+fn a_header_the_decoder_would_refuse_is_not_encoded() {
+    let mut header = tiny_header(Order::Little);
+    header.producer.pointer_width = 3;
+    let err = header.encode().unwrap_err();
+    assert_eq!(err.to_string(), "cannot encode the stream header: pointer width 3 bytes is not 2, 4, 8 or 16");
+}

@@ -163,6 +163,9 @@ pub enum PushError {
     Full,
     /// The code is `TimeExtend`'s, which the writer adds by itself.
     ReservedCode,
+    /// The fixed-size arguments alone are longer than the largest record (65535 bytes, or
+    /// the block less its header): no block takes this record.
+    TooLarge,
 }
 
 impl fmt::Display for PushError {
@@ -170,6 +173,7 @@ impl fmt::Display for PushError {
         match self {
             PushError::Full => write!(f, "the record does not fit in the rest of the block"),
             PushError::ReservedCode => write!(f, "TimeExtend records are written by the block writer itself"),
+            PushError::TooLarge => write!(f, "the record's fixed-size arguments alone exceed the largest record"),
         }
     }
 }
@@ -217,7 +221,9 @@ impl BlockWriter {
             return Err(PushError::ReservedCode);
         }
         let mut values = values.to_vec();
-        fit_strings(&mut values, self.max_record_len());
+        if !fit_strings(&mut values, self.max_record_len()) {
+            return Err(PushError::TooLarge);
+        }
         let len = record_len(&values);
         let delta = time.checked_sub(self.time).and_then(|d| u32::try_from(d).ok());
         let extend = if delta.is_none() { RECORD_HEADER_LEN + 8 } else { 0 };
@@ -247,7 +253,7 @@ impl BlockWriter {
     fn put_record_header(&self, out: &mut Vec<u8>, code: u16, len: usize, delta: u32) {
         let mut b = [0u8; RECORD_HEADER_LEN];
         self.order.put_u16(&mut b, code);
-        // len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
+        // fit_strings made len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
         self.order.put_u16(&mut b[2..], len as u16);
         self.order.put_u32(&mut b[4..], delta);
         out.extend_from_slice(&b);

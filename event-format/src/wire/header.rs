@@ -13,6 +13,8 @@ use std::io;
 pub(crate) const FIXED_LEN: usize = 80;
 /// Length of the prefix a reader needs to find the version, byte order and header length.
 pub(crate) const PREFIX_LEN: usize = 24;
+/// The pointer widths, in bytes, a header may give.
+const POINTER_WIDTHS: [u8; 4] = [2, 4, 8, 16];
 /// Bit 0 of an event's flags byte in the embedded schema: the `always` flag.
 const EVENT_ALWAYS: u8 = 1;
 
@@ -319,6 +321,12 @@ impl Header {
         if self.clock.ticks_per_second == 0 {
             return Err(EncodeError("the clock's rate is 0 ticks per second".to_owned()));
         }
+        if !POINTER_WIDTHS.contains(&self.producer.pointer_width) {
+            return Err(EncodeError(format!(
+                "pointer width {} bytes is not 2, 4, 8 or 16",
+                self.producer.pointer_width
+            )));
+        }
         if let Err(problems) = self.schema.check() {
             return Err(EncodeError(format!("the schema is invalid: {}", problems[0])));
         }
@@ -358,8 +366,10 @@ impl Header {
         Ok(out)
     }
 
-    /// Checks the first [`PREFIX_LEN`] bytes: magic, byte order, version rules, lengths.
-    pub(crate) fn prefix(bytes: &[u8], force: bool) -> Result<Prefix, HeaderError> {
+    /// Checks the first [`PREFIX_LEN`] bytes: magic, byte order, major version, lengths. The
+    /// median rule waits for the CRC ([`Header::decode`]), so that a damaged median field is
+    /// reported as damage, not as a newer version.
+    pub(crate) fn prefix(bytes: &[u8]) -> Result<Prefix, HeaderError> {
         if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
             // A short input that is a prefix of the magic is a truncated stream, not a stranger.
             if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
@@ -376,11 +386,10 @@ impl Header {
             other => return Err(HeaderError::BadByteOrderMark(other)),
         };
         let format = Version::new(order.u16(&bytes[10..]), order.u16(&bytes[12..]), order.u16(&bytes[14..]));
+        // Another major may lay out everything after byte 16 differently: refuse it before
+        // reading further. (A flipped bit in the major field cannot be told from another major.)
         if format.major != FORMAT_VERSION.major {
             return Err(HeaderError::UnsupportedMajor(format));
-        }
-        if format.median > FORMAT_VERSION.median && !force {
-            return Err(HeaderError::NewerMedian(format));
         }
         let header_len = order.u32(&bytes[16..]);
         if !(FIXED_LEN as u32 + 4..=MAX_HEADER_LEN).contains(&header_len) {
@@ -397,7 +406,7 @@ impl Header {
     /// prefix; [`crate::decode::Decoder`] reads it from a stream). With `force`, a newer
     /// median version is read too. Never panics, whatever the bytes.
     pub fn decode(bytes: &[u8], force: bool) -> Result<Header, HeaderError> {
-        let prefix = Header::prefix(bytes, force)?;
+        let prefix = Header::prefix(bytes)?;
         let len = prefix.header_len as usize;
         if bytes.len() < len {
             return Err(HeaderError::Truncated { have: bytes.len() as u64, need: len as u64 });
@@ -408,6 +417,9 @@ impl Header {
         let computed = crc32fast::hash(body);
         if stored != computed {
             return Err(HeaderError::CrcMismatch { stored, computed });
+        }
+        if prefix.format.median > FORMAT_VERSION.median && !force {
+            return Err(HeaderError::NewerMedian(prefix.format));
         }
         let mut take = Take { rest: &body[PREFIX_LEN..], order };
         let short = || HeaderError::Malformed("the fixed fields run past the header length".to_owned());
@@ -424,7 +436,7 @@ impl Header {
         };
         let (pointer_width, source, [pid, rate, ref_ticks, ref_wall, start_ticks, start_wall]) =
             fixed().ok_or_else(short)?;
-        if !matches!(pointer_width, 2 | 4 | 8 | 16) {
+        if !POINTER_WIDTHS.contains(&pointer_width) {
             return Err(HeaderError::Malformed(format!("pointer width {pointer_width} bytes is not 2, 4, 8 or 16")));
         }
         if rate == 0 {

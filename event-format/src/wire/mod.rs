@@ -11,7 +11,7 @@ mod record;
 pub use block::{BlockHeader, BlockWriter, Damage, PushError, seal_block, verify_block};
 pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
 pub(crate) use header::PREFIX_LEN;
-pub use record::{RecordError, RecordIter, RawRecord, Text, Value, ValueIter, encode_value, fit_strings, record_len, validate_args};
+pub use record::{RecordError, RecordIter, RawRecord, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len, validate_args};
 
 use crate::schema::Version;
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
@@ -19,12 +19,16 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// The format version this crate writes, and the newest it reads without `force`.
 ///
 /// What forces a bump (docs/FORMAT.md, "Versions"):
-/// - **major**: a change an older reader cannot detect or skip: the layout of the first
-///   16 header bytes, the block header, the record header, or the encoding of a letter.
-/// - **median**: a change an older reader can detect but may misread: a new block flag,
-///   a new meaning for an existing field. Older readers refuse it unless forced.
-/// - **minor**: an addition an older reader skips safely: a new built-in event code
-///   (skipped by its length), a new field at the end of the header's variable part.
+/// - **major**: a change an older reader cannot detect or skip: the header's 80-byte fixed
+///   part (only its first 16 bytes, magic, byte-order mark and version, stay the same in
+///   every major), the block header, the record header, or the encoding of a letter or of
+///   a built-in event's existing arguments.
+/// - **median**: a change an older reader can detect but may misread: a new block flag, a
+///   new meaning for an existing field, a use for a reserved field. Older readers refuse it
+///   unless forced.
+/// - **minor**: an addition an older reader skips or tolerates safely: a new built-in event
+///   code (skipped by its length), arguments appended to a built-in event, a new clock
+///   source value, a new field at the end of the header's variable part.
 pub const FORMAT_VERSION: Version = Version::new(1, 0, 0);
 
 /// The 8 bytes every stream starts with. Like PNG's, they catch text-mode transfers:

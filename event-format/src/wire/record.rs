@@ -275,27 +275,52 @@ fn char_boundary(bytes: &[u8], limit: usize) -> usize {
     n
 }
 
-/// Cuts string values so that none is longer than [`STRING_MAX`] and the record is at most
-/// `max_len` bytes (and at most [`MAX_RECORD_LEN`]): strings are cut from the last one
-/// backwards, at character boundaries, and marked truncated. Returns `false` when even empty
-/// strings do not fit (the fixed arguments alone are too long), which no valid schema allows
-/// with a block of at least `MIN_BLOCK_SIZE` bytes.
-pub fn fit_strings(values: &mut [Value<'_>], max_len: usize) -> bool {
+/// A part of a record that [`fit`] can measure and, when it is a string, cut.
+trait Piece<'a> {
+    fn wire_len(&self) -> usize;
+    fn text_mut(&mut self) -> Option<&mut Text<'a>>;
+}
+
+impl<'a> Piece<'a> for Value<'a> {
+    fn wire_len(&self) -> usize {
+        Value::wire_len(self)
+    }
+    fn text_mut(&mut self) -> Option<&mut Text<'a>> {
+        match self {
+            Value::Str(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Piece<'a> for Text<'a> {
+    fn wire_len(&self) -> usize {
+        2 + self.bytes.len()
+    }
+    fn text_mut(&mut self) -> Option<&mut Text<'a>> {
+        Some(self)
+    }
+}
+
+/// The one truncation rule: every string to at most [`STRING_MAX`] bytes, then strings cut
+/// from the last one backwards until `base_len` plus the pieces fit in `max_len`.
+fn fit<'a, P: Piece<'a>>(pieces: &mut [P], base_len: usize, max_len: usize) -> bool {
     let max_len = max_len.min(MAX_RECORD_LEN);
-    for v in values.iter_mut() {
-        if let Value::Str(t) = v {
+    for p in pieces.iter_mut() {
+        if let Some(t) = p.text_mut() {
             if t.bytes.len() > STRING_MAX {
                 t.bytes = &t.bytes[..char_boundary(t.bytes, STRING_MAX)];
                 t.truncated = true;
             }
         }
     }
-    let mut excess = record_len(values).saturating_sub(max_len);
-    for v in values.iter_mut().rev() {
+    let total = base_len + pieces.iter().map(P::wire_len).sum::<usize>();
+    let mut excess = total.saturating_sub(max_len);
+    for p in pieces.iter_mut().rev() {
         if excess == 0 {
             break;
         }
-        if let Value::Str(t) = v {
+        if let Some(t) = p.text_mut() {
             let keep = char_boundary(t.bytes, t.bytes.len().saturating_sub(excess));
             excess = excess.saturating_sub(t.bytes.len() - keep);
             if keep < t.bytes.len() {
@@ -305,6 +330,21 @@ pub fn fit_strings(values: &mut [Value<'_>], max_len: usize) -> bool {
         }
     }
     excess == 0
+}
+
+/// Cuts string values so that none is longer than [`STRING_MAX`] and the record is at most
+/// `max_len` bytes (and at most [`MAX_RECORD_LEN`]): strings are cut from the last one
+/// backwards, at character boundaries, and marked truncated. Returns `false` when even empty
+/// strings do not fit (the fixed arguments alone are too long), which no valid schema allows
+/// with a block of at least `MIN_BLOCK_SIZE` bytes.
+pub fn fit_strings(values: &mut [Value<'_>], max_len: usize) -> bool {
+    fit(values, RECORD_HEADER_LEN, max_len)
+}
+
+/// [`fit_strings`] for a record whose header and fixed-size arguments take `base_len` bytes
+/// and whose string arguments are `texts`: the same rule, for writers that keep strings apart.
+pub fn fit_texts(texts: &mut [Text<'_>], base_len: usize, max_len: usize) -> bool {
+    fit(texts, base_len, max_len)
 }
 
 /// Appends `value`'s wire encoding to `out`. Strings must already be cut by [`fit_strings`]

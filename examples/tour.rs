@@ -190,7 +190,7 @@ impl<'a> Pool<'a> {
         let before = self.freed;
         let mut i = 0;
         while i < self.live.len() {
-            if rng.next() % 3 == 0 { self.free_one(log, i) } else { i += 1 }
+            if rng.next().is_multiple_of(3) { self.free_one(log, i) } else { i += 1 }
         }
         let reclaimed = self.freed - before;
         log.emit(r.code("SweepReclaim"), &[Value::Pointer(self.id), Value::Word(epoch), Value::Word(reclaimed), Value::Signed(self.live.len() as i64 - condemned as i64)]);
@@ -216,7 +216,7 @@ fn worker(recorder: Arc<Recorder>, arena: &Arena, index: u64) {
             }
             _ => {
                 if let Some(&addr) = pool.live.last() {
-                    let moved = rng.next() % 2 == 0;
+                    let moved = rng.next().is_multiple_of(2);
                     log.emit(r.code("ObjectResize"), &[Value::Pointer(pool.id), Value::Address(addr), Value::Word(pool.size as u64), Value::Word(pool.size as u64 * 2), Value::Bool(moved)]);
                 }
             }

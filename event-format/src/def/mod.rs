@@ -24,7 +24,9 @@ mod build;
 mod lex;
 mod parse;
 mod render;
-mod suggest;
+pub(crate) mod suggest;
+
+pub use suggest::closest;
 
 use crate::schema::Schema;
 use std::fmt;

@@ -18,7 +18,7 @@ const LONGEST_COMPARED: usize = 64;
 
 /// The candidate closest to `word` when it is close enough to be a likely typo: at most one
 /// edit per three characters (at least one), ignoring case. Ties go to the first candidate.
-pub(super) fn closest<'c>(
+pub fn closest<'c>(
     word: &str,
     candidates: impl IntoIterator<Item = &'c str>,
 ) -> Option<&'c str> {

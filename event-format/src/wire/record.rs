@@ -307,11 +307,11 @@ impl<'a> Piece<'a> for Text<'a> {
 fn fit<'a, P: Piece<'a>>(pieces: &mut [P], base_len: usize, max_len: usize) -> bool {
     let max_len = max_len.min(MAX_RECORD_LEN);
     for p in pieces.iter_mut() {
-        if let Some(t) = p.text_mut() {
-            if t.bytes.len() > STRING_MAX {
-                t.bytes = &t.bytes[..char_boundary(t.bytes, STRING_MAX)];
-                t.truncated = true;
-            }
+        if let Some(t) = p.text_mut()
+            && t.bytes.len() > STRING_MAX
+        {
+            t.bytes = &t.bytes[..char_boundary(t.bytes, STRING_MAX)];
+            t.truncated = true;
         }
     }
     let total = base_len + pieces.iter().map(P::wire_len).sum::<usize>();

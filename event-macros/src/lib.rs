@@ -1,0 +1,39 @@
+//! Proc-macros of event-runtime. Use them through `event_runtime`: `include_events!` reads
+//! events.def and generates the typed `event!` emitters; the `__`-prefixed macros are what
+//! `event!` expands to and are not a stable API.
+//!
+//! This file only dispatches: `input` parses invocations, `load` reads events.def, `expand`
+//! generates what `include_events!` gives, `emit` generates one `event!` call.
+
+mod emit;
+mod expand;
+mod input;
+mod load;
+
+use proc_macro::TokenStream;
+
+/// Reads events.def (the path is relative to the crate's Cargo.toml) and generates, where it
+/// is called: the `event!` macro and the module `events` (kinds, codes, version, event set).
+/// See `event_runtime` for the whole contract.
+#[proc_macro]
+pub fn include_events(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as input::Include);
+    match load::load(&input) {
+        Ok(loaded) => expand::include_events(&loaded).into(),
+        Err(e) => e.into_compile_error().into(),
+    }
+}
+
+#[doc(hidden)]
+#[proc_macro]
+pub fn __emit_event(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as input::Emit);
+    emit::emit(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+#[doc(hidden)]
+#[proc_macro]
+pub fn __unknown_event(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as input::Unknown);
+    emit::unknown(&input).into_compile_error().into()
+}

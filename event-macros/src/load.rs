@@ -1,0 +1,66 @@
+//! Reading events.def: the path, the file, the parse.
+
+use crate::input::Include;
+use event_format::schema::Schema;
+use std::path::PathBuf;
+
+/// An events.def, read and checked.
+pub(crate) struct Loaded {
+    /// The absolute path read.
+    pub(crate) path: PathBuf,
+    /// The path as written in the invocation.
+    pub(crate) written: String,
+    pub(crate) schema: Schema,
+}
+
+/// Where to look for `written`: relative to the crate's Cargo.toml first, then relative to
+/// the directory of the source file that calls the macro (a crate whose manifest lives
+/// elsewhere, such as one that a test harness generates, still finds a file beside its code).
+fn candidates(written: &str, span: proc_macro2::Span) -> Vec<PathBuf> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_default();
+    let mut paths = vec![manifest.join(written)];
+    if let Some(dir) = source_dir(span) {
+        paths.push(dir.join(written));
+    }
+    paths
+}
+
+fn source_dir(span: proc_macro2::Span) -> Option<PathBuf> {
+    // Only inside a real macro expansion is there a source file (not in unit tests).
+    if !proc_macro::is_available() {
+        return None;
+    }
+    span.unwrap().local_file()?.parent().map(PathBuf::from)
+}
+
+/// Reads and parses the events.def that `input` names, relative to the crate's Cargo.toml
+/// (or, failing that, to the calling source file). Every problem is an error at the path
+/// literal: a missing or unreadable file names the path tried; errors in the file are the
+/// parser's, with their lines and columns.
+pub(crate) fn load(input: &Include) -> syn::Result<Loaded> {
+    let written = input.path.value();
+    let candidates = candidates(&written, input.path.span());
+    let Some(path) = candidates.iter().find(|p| p.exists()).cloned() else {
+        let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+        return Err(syn::Error::new(
+            input.path.span(),
+            format!(
+                "cannot find events.def `{written}` (tried {}); the path is relative to the crate's Cargo.toml",
+                tried.join(" and ")
+            ),
+        ));
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        syn::Error::new(input.path.span(), format!("cannot read events.def at {}: {e}", path.display()))
+    })?;
+    let schema = event_format::def::parse(&text, &path.display().to_string()).map_err(|errors| {
+        let mut iter = errors.0.iter();
+        let first = iter.next().map_or_else(String::new, ToString::to_string);
+        let mut err = syn::Error::new(input.path.span(), format!("events.def has errors:\n{first}"));
+        for e in iter {
+            err.combine(syn::Error::new(input.path.span(), e.to_string()));
+        }
+        err
+    })?;
+    Ok(Loaded { path, written, schema })
+}

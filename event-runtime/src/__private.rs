@@ -1,0 +1,213 @@
+//! The bridge that generated code calls. **Not a stable API**: only `include_events!` and
+//! `event!` may use it, and it changes without notice.
+
+pub use crate::buffer::Cursor;
+pub use crate::recorder::EventSet;
+pub use event_format::schema::Version;
+pub use event_format::wire::Text;
+pub use event_macros::{__emit_event as emit_event, __unknown_event as unknown_event};
+
+/// Whether events whose `always` flag is FALSE are compiled in (neither `hot` nor `rash`).
+pub const COOL: bool = !cfg!(any(feature = "hot", feature = "rash"));
+/// Whether events whose `always` flag is TRUE are compiled in (not `rash`).
+pub const HOT: bool = !cfg!(feature = "rash");
+
+/// Whether the event with `code` is recorded now: one relaxed load and a bit test.
+#[inline(always)]
+pub fn enabled(code: u16) -> bool {
+    crate::control::enabled(code)
+}
+
+/// Records one event on this thread: `fixed` bytes of fixed-size arguments and the string
+/// arguments `strs`, all written by `fill`.
+#[inline(always)]
+pub fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    crate::buffer::emit(code, fixed, strs, fill)
+}
+
+/// A string argument.
+#[inline(always)]
+pub fn text(s: &str) -> Text<'_> {
+    Text::new(s)
+}
+
+/// Values accepted for a `P` (pointer) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for a `P` (pointer) parameter of an event",
+    label = "expected a pointer: `*const T`, `*mut T`, `&T` or `usize`",
+    note = "format letter P takes `*const T`, `*mut T`, `&T` or `usize`"
+)]
+pub trait ArgP {
+    /// The value on the wire.
+    fn arg_p(self) -> u64;
+}
+impl<T: ?Sized> ArgP for *const T {
+    #[inline(always)]
+    fn arg_p(self) -> u64 {
+        self.cast::<()>() as usize as u64
+    }
+}
+impl<T: ?Sized> ArgP for *mut T {
+    #[inline(always)]
+    fn arg_p(self) -> u64 {
+        self.cast::<()>() as usize as u64
+    }
+}
+impl<T: ?Sized> ArgP for &T {
+    #[inline(always)]
+    fn arg_p(self) -> u64 {
+        (self as *const T).cast::<()>() as usize as u64
+    }
+}
+impl ArgP for usize {
+    #[inline(always)]
+    fn arg_p(self) -> u64 {
+        self as u64
+    }
+}
+
+/// Values accepted for an `A` (address) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for an `A` (address) parameter of an event",
+    label = "expected an address: `usize`, `u64`, `*const T`, `*mut T` or `&T`",
+    note = "format letter A takes `usize`, `u64` or a pointer"
+)]
+pub trait ArgA {
+    /// The value on the wire.
+    fn arg_a(self) -> u64;
+}
+impl ArgA for u64 {
+    #[inline(always)]
+    fn arg_a(self) -> u64 {
+        self
+    }
+}
+impl<T: ArgP> ArgA for T {
+    #[inline(always)]
+    fn arg_a(self) -> u64 {
+        self.arg_p()
+    }
+}
+
+/// Values accepted for a `W` (word) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for a `W` (word) parameter of an event",
+    label = "expected `u64`, `usize`, `u32`, `u16` or `u8`",
+    note = "format letter W takes `u64`, `usize`, `u32`, `u16` or `u8`; convert other values explicitly"
+)]
+pub trait ArgW {
+    /// The value on the wire.
+    fn arg_w(self) -> u64;
+}
+macro_rules! word {
+    ($($t:ty),*) => {$(
+        impl ArgW for $t {
+            #[inline(always)]
+            fn arg_w(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+word!(u64, usize, u32, u16, u8);
+
+/// Values accepted for a `U` (unsigned 32-bit) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for a `U` (unsigned 32-bit) parameter of an event",
+    label = "expected `u32`, `u16` or `u8`",
+    note = "format letter U takes `u32`, `u16` or `u8`; use W for 64-bit values"
+)]
+pub trait ArgU {
+    /// The value on the wire.
+    fn arg_u(self) -> u32;
+}
+macro_rules! unsigned {
+    ($($t:ty),*) => {$(
+        impl ArgU for $t {
+            #[inline(always)]
+            fn arg_u(self) -> u32 {
+                u32::from(self)
+            }
+        }
+    )*};
+}
+unsigned!(u32, u16, u8);
+
+/// Values accepted for an `I` (signed) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for an `I` (signed integer) parameter of an event",
+    label = "expected `i64`, `i32`, `i16`, `i8` or `isize`",
+    note = "format letter I takes `i64`, `i32`, `i16`, `i8` or `isize`"
+)]
+pub trait ArgI {
+    /// The value on the wire.
+    fn arg_i(self) -> i64;
+}
+macro_rules! signed {
+    ($($t:ty),*) => {$(
+        impl ArgI for $t {
+            #[inline(always)]
+            fn arg_i(self) -> i64 {
+                self as i64
+            }
+        }
+    )*};
+}
+signed!(i64, i32, i16, i8, isize);
+
+/// Values accepted for a `D` (double) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for a `D` (double) parameter of an event",
+    label = "expected `f64` or `f32`",
+    note = "format letter D takes `f64` or `f32`"
+)]
+pub trait ArgD {
+    /// The value on the wire.
+    fn arg_d(self) -> f64;
+}
+impl ArgD for f64 {
+    #[inline(always)]
+    fn arg_d(self) -> f64 {
+        self
+    }
+}
+impl ArgD for f32 {
+    #[inline(always)]
+    fn arg_d(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+/// Values accepted for a `B` (bool) parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for a `B` (bool) parameter of an event",
+    label = "expected `bool`",
+    note = "format letter B takes `bool`"
+)]
+pub trait ArgB {
+    /// The value on the wire.
+    fn arg_b(self) -> bool;
+}
+impl ArgB for bool {
+    #[inline(always)]
+    fn arg_b(self) -> bool {
+        self
+    }
+}
+
+/// Values accepted for an `S` (string) parameter: anything `AsRef<str>`, by reference.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not accepted for an `S` (string) parameter of an event",
+    label = "expected a string: `&str`, `&String` or anything `AsRef<str>`",
+    note = "format letter S takes `&str`, `&String` or anything that implements `AsRef<str>`"
+)]
+pub trait ArgS {
+    /// The value on the wire.
+    fn arg_s(&self) -> &str;
+}
+impl<T: AsRef<str> + ?Sized> ArgS for T {
+    #[inline(always)]
+    fn arg_s(&self) -> &str {
+        self.as_ref()
+    }
+}

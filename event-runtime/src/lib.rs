@@ -1,0 +1,67 @@
+//! The event recorder: typed events from events.def, recorded into per-thread buffers and
+//! written as a self-describing stream.
+//!
+//! A program declares its events in events.def, includes them once, starts a recording and
+//! annotates its code:
+//!
+//! ```
+//! // Once, in the crate root; the path is relative to the crate's Cargo.toml.
+//! event_runtime::include_events!("../events.def");
+//!
+//! fn create_pool(pool: &u64) {
+//!     event!(PoolInit, pool, pool, "AMC", 16u32);
+//! }
+//!
+//! fn main() {
+//!     let recording = event_runtime::Recorder::new(&events::SET).start().unwrap();
+//!     create_pool(&7);
+//!     let stream = recording.stop();
+//!     assert!(stream.len() > 64 * 1024);
+//! }
+//! ```
+//!
+//! `include_events!` must be called in the crate root, once per program: the recorder holds
+//! one event set, and `event!` finds itself through the crate root.
+//!
+//! `include_events!` generates, where it is called: the `event!` macro, usable in every module
+//! of the crate after it, and a module `events` with the kind enum (`events::Kind`), the event
+//! codes (`events::code::Name`), the event set's version (`events::VERSION`) and the event set
+//! itself (`events::SET`), which the recorder writes into every stream's header.
+//!
+//! `event!(Name, args...)` takes the arguments in format order, with the Rust types of the
+//! format letters (P: pointers, `&T`, `usize`; A: addresses; W: `u64`..`u8`; U: `u32`..`u8`;
+//! I: signed; D: `f64`, `f32`; B: `bool`; S: anything `AsRef<str>`). Its arguments are
+//! evaluated only when the event is enabled; when it is not, the cost is one relaxed atomic
+//! load and a bit test.
+//!
+//! # Features
+//!
+//! - `hot`: compiles out every event whose `always` flag is FALSE.
+//! - `rash`: compiles out every event.
+//!
+//! A compiled-out event still type-checks its arguments but evaluates none of them and, in an
+//! optimised build, leaves no code.
+//!
+//! # Status
+//!
+//! This version records into memory ([`Recorder::memory`]). Policies, the file and ring-file
+//! sinks, environment configuration and crash handling are not built yet.
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+
+mod buffer;
+mod clock;
+pub mod control;
+mod recorder;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use event_format;
+pub use event_macros::include_events;
+pub use recorder::{EventSet, Recorder, Recording, StartError, lost_unattributed};
+
+/// Hands this thread's partial block on, so that what it recorded so far is in the stream.
+pub fn flush() {
+    buffer::flush_this_thread();
+}

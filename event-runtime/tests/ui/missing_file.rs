@@ -1,0 +1,3 @@
+event_runtime::include_events!("no-such-events.def");
+
+fn main() {}

@@ -1,0 +1,7 @@
+event_runtime::include_events!("events.def");
+
+fn main() {
+    let arena = 0u64;
+    event!(ArenaCreate, &arena, 0x1000usize);
+    event!(ArenaCreate, &arena, 0x1000usize, 4096u64, 7u64);
+}

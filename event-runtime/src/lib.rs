@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod annotate;
 mod buffer;
 mod clock;
 pub mod control;
@@ -57,6 +58,7 @@ mod recorder;
 #[doc(hidden)]
 pub mod __private;
 
+pub use annotate::{intern, label, message};
 pub use event_format;
 pub use event_macros::include_events;
 pub use recorder::{EventSet, Recorder, Recording, StartError, lost_unattributed};

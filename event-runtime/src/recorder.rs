@@ -5,8 +5,9 @@ use crate::clock::TimeSource;
 use crate::control;
 use event_format::schema::Schema;
 use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Producer};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An event set as `include_events!` embeds it: the events.def it was generated from,
@@ -67,10 +68,14 @@ pub(crate) struct Shared {
     /// The next thread id; ids start at 1.
     pub(crate) next_thread: AtomicU64,
     pub(crate) sink: Sink,
+    /// Interned strings and their ids, per recording.
+    pub(crate) interned: Mutex<HashMap<String, u64>>,
 }
 
 /// Bumped at every start and stop: a thread buffer of another generation is stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Whether a recording runs: the built-in events of `annotate` test it first.
+static RUNNING: AtomicBool = AtomicBool::new(false);
 static CURRENT: Mutex<Option<(u64, Arc<Shared>)>> = Mutex::new(None);
 /// Events that could not be attributed to any thread's block: emitted while the thread was
 /// exiting, re-entrantly, or as a recording stopped.
@@ -85,6 +90,12 @@ pub(crate) fn generation() -> u64 {
 
 pub(crate) fn current(generation: u64) -> Option<Arc<Shared>> {
     lock(&CURRENT).as_ref().filter(|(g, _)| *g == generation).map(|(_, s)| Arc::clone(s))
+}
+
+#[inline]
+pub(crate) fn is_running() -> bool {
+    // Relaxed: as for the enable bits, a late view records or skips an event or two.
+    RUNNING.load(Ordering::Relaxed)
 }
 
 #[cold]
@@ -187,6 +198,7 @@ impl Recorder {
             time,
             next_thread: AtomicU64::new(1),
             sink: Sink::Memory(Mutex::new(bytes)),
+            interned: Mutex::new(HashMap::new()),
         });
         let mut current = lock(&CURRENT);
         if current.is_some() {
@@ -195,6 +207,7 @@ impl Recorder {
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         *current = Some((generation, Arc::clone(&shared)));
         control::install(&schema, self.kinds);
+        RUNNING.store(true, Ordering::Relaxed);
         Ok(Recording { shared, generation, stopped: false })
     }
 }
@@ -237,6 +250,7 @@ impl Recording {
             return;
         }
         self.stopped = true;
+        RUNNING.store(false, Ordering::Relaxed);
         control::uninstall();
         buffer::detach_this_thread(self.generation);
         let mut current = lock(&CURRENT);

@@ -255,3 +255,26 @@ fn long_strings_are_cut_and_marked() {
     }
     assert!(found);
 }
+
+#[test]
+fn messages_interned_strings_and_labels() {
+    let _serial = serial();
+    assert_eq!(event_runtime::intern("idle"), 0, "no recording: nothing is interned");
+    event_runtime::message("not recorded");
+    // Every kind off: built-in events are recorded all the same.
+    let recording = Recorder::new(&events::SET).kinds(0).start().unwrap();
+    let a = event_runtime::intern("arena one");
+    let b = event_runtime::intern("arena two");
+    assert_eq!(event_runtime::intern("arena one"), a, "interning again gives the same id");
+    assert_ne!(a, b);
+    event_runtime::label(0x7000, "arena two");
+    event_runtime::message("hello \"world\"");
+    let got = user_events(&decode(&recording.stop()));
+    let expected: Vec<(String, Vec<String>)> = vec![
+        ("Intern".into(), vec![a.to_string(), "\"arena one\"".into()]),
+        ("Intern".into(), vec![b.to_string(), "\"arena two\"".into()]),
+        ("Label".into(), vec!["0x7000".into(), b.to_string()]),
+        ("Message".into(), vec!["\"hello \\\"world\\\"\"".into()]),
+    ];
+    assert_eq!(got, expected, "each string is recorded once");
+}

@@ -1,0 +1,49 @@
+//! Built-in events the program records by calling a function: messages, interned strings,
+//! labels (design.mps.telemetry `.sol.client`, `.sol.intern`). They are recorded whenever a
+//! recording runs, whatever the control mask says, and cost nothing when none runs.
+
+use crate::buffer;
+use crate::recorder;
+use event_format::builtin;
+use event_format::wire::Text;
+
+/// Records a free-text `Message` event on this thread.
+pub fn message(text: &str) {
+    if recorder::is_running() {
+        let strs = [Text::new(text)];
+        buffer::emit(builtin::MESSAGE, 0, &strs, |c| c.str(0));
+    }
+}
+
+/// The id of `text` in this recording's table of interned strings. The first time a string is
+/// interned, an `Intern` event records it; later calls return the same id and record nothing.
+/// Ids count from 1; 0 means no recording runs.
+pub fn intern(text: &str) -> u64 {
+    let Some(shared) = recorder::current(recorder::generation()) else {
+        return 0;
+    };
+    let mut table = shared.interned.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&id) = table.get(text) {
+        return id;
+    }
+    let id = table.len() as u64 + 1;
+    table.insert(text.to_owned(), id);
+    // Recorded while the table is locked, so that no other thread can use the id first.
+    let strs = [Text::new(text)];
+    buffer::emit(builtin::INTERN, 8, &strs, |c| {
+        c.u64(id);
+        c.str(0);
+    });
+    id
+}
+
+/// Labels `address` with `text` (interned): the dump shows the label beside the address.
+pub fn label(address: usize, text: &str) {
+    let id = intern(text);
+    if id != 0 {
+        buffer::emit(builtin::LABEL, 16, &[], |c| {
+            c.u64(address as u64);
+            c.u64(id);
+        });
+    }
+}

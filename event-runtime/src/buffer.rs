@@ -100,11 +100,13 @@ impl ThreadBuffer {
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
         let now = self.shared.time.now();
         let mut len = RECORD_HEADER_LEN + fixed;
+        let mut longest = 0;
         for s in strs {
             len += 2 + s.bytes.len();
+            longest = longest.max(s.bytes.len());
         }
         let max = (self.block.len() - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
-        if len > max || strs.iter().any(|s| s.bytes.len() > STRING_MAX) {
+        if len > max || longest > STRING_MAX {
             return self.write_cut(code, fixed, strs, fill);
         }
         let mut delta = now.wrapping_sub(self.time);
@@ -156,9 +158,10 @@ impl ThreadBuffer {
             let header = BlockHeader { flags: 0, sequence: self.sequence, thread: self.thread, base_time: self.base_time, lost: self.lost, used: 0, crc: 0 };
             header.write(Order::NATIVE, &mut self.block);
             seal_block(Order::NATIVE, &mut self.block, (self.end - BLOCK_HEADER_LEN) as u32);
-            let fresh = vec![0; self.block.len()];
-            let full = std::mem::replace(&mut self.block, fresh);
-            self.shared.sink.accept(&full);
+            self.shared.sink.accept(&self.block);
+            // The sink copied the block: reuse the buffer, zeroing only the records written, so
+            // that the next block's padding is zeros as FORMAT.md asks.
+            self.block[BLOCK_HEADER_LEN..self.end].fill(0);
             self.sequence += 1;
             self.lost = 0;
         }

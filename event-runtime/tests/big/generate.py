@@ -127,24 +127,8 @@ def rust_str(s):
         while '"' + hashes in s:
             hashes += "#"
         return "r" + hashes + '"' + s + '"' + hashes
-    out = ['"']
-    for c in s:
-        if c == '"':
-            out.append('\\"')
-        elif c == "\\":
-            out.append("\\\\")
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif is_control(c):
-            out.append("\\u{%x}" % ord(c))
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
+    # The dump's escapes are Rust's string-literal escapes.
+    return render_text(s)
 
 
 def f32(x):

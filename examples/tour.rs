@@ -204,7 +204,7 @@ fn main() {
     event!(ClientMark);
     event!(ArenaDestroy, arena.base() as usize, committed);
     let elapsed = began.elapsed();
-    let stream = recording.stop();
+    let stream = recording.stop().unwrap();
 
     let path = PathBuf::from(std::env::var_os("EVENT_FILE").unwrap_or_else(|| "target/tour.evt".into()));
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -7,6 +7,9 @@
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
 //! - [`text`] renders decoded events as text.
+//! - [`control`] is the grammar that chooses which events are recorded (`EVENT_CONTROL`, a
+//!   monitor's `event-dump control`): a text of kinds, events and globs, read into a
+//!   [`control::Selection`].
 //!
 //! docs/FORMAT.md in the repository is the normative description of the stream format.
 //!
@@ -42,9 +45,11 @@
 #![warn(missing_docs)]
 
 pub mod builtin;
+pub mod control;
 pub mod decode;
 pub mod def;
 pub mod letter;
+pub mod ring;
 pub mod schema;
 pub mod testing;
 pub mod text;

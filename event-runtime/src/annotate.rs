@@ -47,3 +47,12 @@ pub fn label(address: usize, text: &str) {
         });
     }
 }
+
+/// Records a `ClockSync` event: the clock's ticks now and the wall time, read together.
+pub(crate) fn clock_sync(time: &crate::clock::TimeSource) {
+    let (ticks, wall) = time.sync_pair();
+    buffer::emit(builtin::CLOCK_SYNC, 16, &[], |c| {
+        c.u64(ticks);
+        c.u64(wall as u64);
+    });
+}

@@ -1,37 +1,79 @@
 //! Per-thread buffers: each thread writes records into its own current block with plain
 //! stores, and hands the block on when it is full (design.mps.telemetry `.sol.block`).
 //!
-//! No lock and no atomic read-modify-write on the fast path: the thread-local block is reached
-//! through a `RefCell` whose borrow flag is a plain thread-local integer, and the recorder's
-//! generation is one relaxed load. A re-entrant emit (an event recorded while the thread is
-//! already recording one, e.g. from a signal handler) finds the cell borrowed and is counted
-//! as lost, never as a panic.
+//! No lock and no atomic read-modify-write on the fast path: the thread-local block is
+//! reached through a `RefCell` whose borrow flag is a plain thread-local integer, and the
+//! recorder's generation is one relaxed load. With a ring file, each record is committed
+//! with one release store (a plain store on x86_64). A re-entrant emit (an event recorded
+//! while the thread is already recording one, e.g. from a signal handler) finds the cell
+//! borrowed and is counted as lost, never as a panic.
+//!
+//! Where a thread's blocks live ([`Home`]) depends on the policy and sinks:
+//!
+//! | home | when | a full block |
+//! |------|------|--------------|
+//! | `Pool` | `switch` or `fill`, no ring file | queued to the writer thread; a free one is taken from the pool |
+//! | `Ring` | `ring`, no ring file | the next of the thread's ring, oldest overwritten; the sinks get the ring at stop |
+//! | `File` | a ring file | the next of the thread's slot in the file (`fill`: until the slot is full); with `switch` or `fill` and a stream sink, a copy is queued too |
+//!
+//! When no block can be had (the pool is dry, or `fill` has used its budget), the thread
+//! refuses events and counts them; the count is written as a `Dropped` event at the start
+//! of its next block, or reported by the recorder at stop. Nothing is lost silently.
 
+use crate::config::Policy;
+use crate::exchange::BlockBuf;
 use crate::recorder::{self, Shared};
+use crate::ringfile::Slot;
 use event_format::builtin;
 use event_format::wire::{
-    BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX,
-    STRING_TRUNCATED, Text, fit_texts, seal_block,
+    BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Text,
+    fit_texts, seal_block,
 };
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-/// A thread's current block.
+/// Where a thread's blocks live (see the module docs).
+#[derive(Debug)]
+enum Home {
+    /// One block at a time from the exchange's pool; `None` while the pool is dry.
+    Pool(Option<BlockBuf>),
+    /// A ring of blocks on the heap: `blocks × block_size` bytes.
+    Ring(BlockBuf),
+    /// A slot of the ring file.
+    File(Slot),
+}
+
+/// A thread's current block and what it knows of its history.
 #[derive(Debug)]
 pub(crate) struct ThreadBuffer {
     shared: Arc<Shared>,
     /// The recorder generation this buffer belongs to.
     generation: u64,
     thread: u64,
+    /// The current block's sequence number.
     sequence: u64,
-    /// Events this thread lost since its last block was handed on.
+    /// Events refused since the last block started; written as a `Dropped` record at the
+    /// start of the next block.
     lost: u64,
-    /// `block_size` bytes; the header is written when the block is sealed.
-    block: Vec<u8>,
-    /// End of the records, in `BLOCK_HEADER_LEN..=block.len()`.
+    /// Events refused in all, for the ring file's slot word.
+    refused: u64,
+    /// Records in the current block.
+    records: u64,
+    home: Home,
+    /// Blocks in the home ring (`Ring`, `File`); 1 for `Pool`.
+    ring_blocks: u64,
+    block_size: usize,
+    /// Whether there is a current block to write into.
+    writable: bool,
+    /// Whether this refusal episode has already waited for the writer (`wait` policy).
+    waited: bool,
+    /// This is the writer thread: its full blocks go straight to the sinks.
+    direct: bool,
+    /// End of the records in the current block, in `BLOCK_HEADER_LEN..=block_size`.
     end: usize,
-    /// The block's base time.
+    /// The current block's base time.
     base_time: u64,
     /// The time of the last record: the next delta counts from it.
     time: u64,
@@ -39,6 +81,18 @@ pub(crate) struct ThreadBuffer {
 
 thread_local! {
     static BUFFER: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
+    /// Set on the writer thread.
+    static IS_WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as the recorder's writer thread.
+pub(crate) fn mark_writer() {
+    IS_WRITER.with(|w| w.set(true));
+}
+
+/// Whether this thread is the recorder's writer thread.
+pub(crate) fn is_writer() -> bool {
+    IS_WRITER.try_with(std::cell::Cell::get).unwrap_or(false)
 }
 
 /// Writes the arguments of one record: a cursor over the reserved bytes.
@@ -80,11 +134,47 @@ impl Cursor<'_> {
 }
 
 impl ThreadBuffer {
-    fn new(shared: Arc<Shared>, generation: u64) -> ThreadBuffer {
+    /// A buffer for this thread in `shared`'s recording; `None` when the ring file has no
+    /// free slot for it.
+    fn new(shared: Arc<Shared>, generation: u64) -> Option<ThreadBuffer> {
         let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
+        let block_size = shared.block_size as usize;
+        let direct = IS_WRITER.with(std::cell::Cell::get);
+        let (home, ring_blocks) = if let Some(file) = &shared.ring_file {
+            let slot = file.claim(thread)?;
+            let blocks = u64::from(slot.blocks());
+            (Home::File(slot), blocks)
+        } else if shared.policy == Policy::Ring {
+            let blocks = u64::from(shared.heap_ring_blocks);
+            (Home::Ring(vec![0u8; blocks as usize * block_size].into_boxed_slice()), blocks)
+        } else if direct {
+            // The writer thread's own block does not come from the pool it empties.
+            (Home::Pool(Some(vec![0u8; block_size].into_boxed_slice())), 1)
+        } else {
+            (Home::Pool(shared.exchange.take(shared.wait)), 1)
+        };
         let now = shared.time.now();
-        let block = vec![0; shared.block_size as usize];
-        let mut buffer = ThreadBuffer { shared, generation, thread, sequence: 0, lost: 0, block, end: BLOCK_HEADER_LEN, base_time: now, time: now };
+        let mut buffer = ThreadBuffer {
+            shared,
+            generation,
+            thread,
+            sequence: 0,
+            lost: 0,
+            refused: 0,
+            records: 0,
+            home,
+            ring_blocks,
+            block_size,
+            writable: false,
+            waited: false,
+            direct,
+            end: BLOCK_HEADER_LEN,
+            base_time: now,
+            time: now,
+        };
+        if buffer.current().is_some() {
+            buffer.start_block(now);
+        }
         let current = std::thread::current();
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
         let strs = [Text::new(&name)];
@@ -92,7 +182,26 @@ impl ThreadBuffer {
             c.u64(thread);
             c.str(0);
         });
-        buffer
+        Some(buffer)
+    }
+
+    /// The current block, when there is one.
+    #[inline(always)]
+    fn current(&mut self) -> Option<&mut [u8]> {
+        let index = (self.sequence % self.ring_blocks) as usize;
+        match &mut self.home {
+            Home::Pool(block) => block.as_deref_mut(),
+            Home::Ring(blocks) => Some(&mut blocks[index * self.block_size..(index + 1) * self.block_size]),
+            Home::File(slot) => Some(slot.block_mut(index as u32)),
+        }
+    }
+
+    /// Makes the committed end of the current block visible to ring-file readers.
+    #[inline(always)]
+    fn commit(&self) {
+        if let Home::File(slot) = &self.home {
+            slot.commit(self.sequence, self.end);
+        }
     }
 
     /// Appends a record; hands the block on and starts another when it does not fit.
@@ -105,81 +214,293 @@ impl ThreadBuffer {
             len += 2 + s.bytes.len();
             longest = longest.max(s.bytes.len());
         }
-        let max = (self.block.len() - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
+        let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
         if len > max || longest > STRING_MAX {
             return self.write_cut(code, fixed, strs, fill);
         }
+        if !self.writable && !self.resume(now) {
+            return self.refuse();
+        }
         let mut delta = now.wrapping_sub(self.time);
         let extend = if now < self.time || delta > u64::from(u32::MAX) { RECORD_HEADER_LEN + 8 } else { 0 };
-        if self.end + extend + len > self.block.len() {
-            self.hand_on(now);
+        if self.end + extend + len > self.block_size {
+            // Twice at most: a fresh block may open with a `Dropped` record.
+            for _ in 0..2 {
+                if !self.hand_on(now) {
+                    return self.refuse();
+                }
+                if self.end + len <= self.block_size {
+                    break;
+                }
+            }
             delta = 0;
         } else if extend > 0 {
             let at = self.end;
-            self.header(at, builtin::TIME_EXTEND, RECORD_HEADER_LEN + 8, 0);
-            self.block[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + 8].copy_from_slice(&now.to_ne_bytes());
+            let block = self.current().expect("writable");
+            header(block, at, builtin::TIME_EXTEND, RECORD_HEADER_LEN + 8, 0);
+            block[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + 8].copy_from_slice(&now.to_ne_bytes());
             self.end += RECORD_HEADER_LEN + 8;
             delta = 0;
         }
         let at = self.end;
-        self.header(at, code, len, delta as u32);
-        let mut cursor = Cursor { out: &mut self.block[at + RECORD_HEADER_LEN..at + len], at: 0, strs };
+        let Some(block) = self.current() else { return self.refuse() };
+        header(block, at, code, len, delta as u32);
+        let mut cursor = Cursor { out: &mut block[at + RECORD_HEADER_LEN..at + len], at: 0, strs };
         fill(&mut cursor);
         debug_assert_eq!(cursor.at, len - RECORD_HEADER_LEN, "the fill wrote what the length says");
         self.end = at + len;
         self.time = now;
+        self.records += 1;
+        self.commit();
     }
 
     /// The slow path for records with strings too long for [`STRING_MAX`] or the block.
     #[cold]
     fn write_cut(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
         let mut cut = strs.to_vec();
-        let max = (self.block.len() - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
+        let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
         if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, max) {
             // No valid schema has fixed arguments longer than a minimal block.
-            self.lost += 1;
-            return;
+            return self.refuse();
         }
         self.write(code, fixed, &cut, fill);
     }
 
-    #[inline(always)]
-    fn header(&mut self, at: usize, code: u16, len: usize, delta: u32) {
-        let h = &mut self.block[at..at + RECORD_HEADER_LEN];
-        h[0..2].copy_from_slice(&code.to_ne_bytes());
-        h[2..4].copy_from_slice(&(len as u16).to_ne_bytes());
-        h[4..8].copy_from_slice(&delta.to_ne_bytes());
+    /// Counts an event that could not be recorded.
+    #[cold]
+    fn refuse(&mut self) {
+        self.lost += 1;
+        self.refused += 1;
+        if let Home::File(slot) = &self.home
+            && self.shared.policy == Policy::Fill
+        {
+            slot.set_refused(self.refused);
+        }
     }
 
-    /// Seals the current block, hands it to the sink, and starts an empty one at `now`.
+    /// Tries to get a block again after refusing events.
     #[cold]
-    fn hand_on(&mut self, now: u64) {
-        if self.end > BLOCK_HEADER_LEN {
-            let header = BlockHeader { flags: 0, sequence: self.sequence, thread: self.thread, base_time: self.base_time, lost: self.lost, used: 0, crc: 0 };
-            header.write(Order::NATIVE, &mut self.block);
-            seal_block(Order::NATIVE, &mut self.block, (self.end - BLOCK_HEADER_LEN) as u32);
-            self.shared.sink.accept(&self.block);
-            // The sink copied the block: reuse the buffer, zeroing only the records written, so
-            // that the next block's padding is zeros as FORMAT.md asks.
-            self.block[BLOCK_HEADER_LEN..self.end].fill(0);
-            self.sequence += 1;
-            self.lost = 0;
+    fn resume(&mut self, now: u64) -> bool {
+        let Home::Pool(slot) = &mut self.home else {
+            // A ring that `fill` filled stays full.
+            return false;
+        };
+        let wait = if self.waited { Duration::ZERO } else { self.shared.wait };
+        self.waited = true;
+        if wait.is_zero() && !self.shared.exchange.may_have_free() {
+            return false;
         }
+        match self.shared.exchange.take(wait) {
+            Some(block) => {
+                *slot = Some(block);
+                self.start_block(now);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts the current block at `now`: its header, and a `Dropped` record when events
+    /// were refused since the last one.
+    fn start_block(&mut self, now: u64) {
         self.end = BLOCK_HEADER_LEN;
         self.base_time = now;
         self.time = now;
+        self.records = 0;
+        self.writable = true;
+        self.waited = false;
+        // With a ring file, readers learn that this block is being rewritten before any of
+        // its bytes change (ringfile's module docs).
+        self.commit();
+        let block_header = BlockHeader {
+            flags: 0,
+            sequence: self.sequence,
+            thread: self.thread,
+            base_time: now,
+            lost: 0,
+            used: 0,
+            crc: 0,
+        };
+        let block = self.current().expect("a block to start");
+        block_header.write(Order::NATIVE, block);
+        if self.lost > 0 {
+            let (thread, lost) = (self.thread, std::mem::take(&mut self.lost));
+            let at = self.end;
+            let block = self.current().expect("a block to start");
+            header(block, at, builtin::DROPPED, RECORD_HEADER_LEN + 16, 0);
+            block[at + 8..at + 16].copy_from_slice(&thread.to_ne_bytes());
+            block[at + 16..at + 24].copy_from_slice(&lost.to_ne_bytes());
+            self.end += RECORD_HEADER_LEN + 16;
+            self.records += 1;
+            self.commit();
+        }
     }
 
-    fn flush(&mut self) {
-        let now = self.time;
-        self.hand_on(now);
+    /// Closes the current block: its used length, zeroed padding, and (in a ring file,
+    /// where readers check it) its CRC.
+    fn finish_block(&mut self) {
+        let end = self.end;
+        let in_file = matches!(self.home, Home::File(_));
+        let block = self.current().expect("a block to finish");
+        block[end..].fill(0);
+        let used = (end - BLOCK_HEADER_LEN) as u32;
+        if in_file {
+            seal_block(Order::NATIVE, block, used);
+        } else {
+            // The writer (or the stop) computes the CRC, off this thread's path.
+            Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
+        }
     }
+
+    /// Hands the current block on and starts the next. `false` when there is no next block:
+    /// the caller refuses the event.
+    #[cold]
+    fn hand_on(&mut self, now: u64) -> bool {
+        if !self.writable {
+            return false;
+        }
+        if self.end == BLOCK_HEADER_LEN {
+            self.start_block(now);
+            return true;
+        }
+        self.finish_block();
+        let shared = Arc::clone(&self.shared);
+        match &mut self.home {
+            Home::Pool(slot) => {
+                let full = slot.take().expect("writable");
+                if self.direct {
+                    *slot = Some(shared.write_now(full));
+                } else if shared.exchange.submit(full) {
+                    *slot = shared.exchange.take(shared.wait);
+                } else {
+                    // The recording stopped: the writer is gone.
+                    recorder::count_lost_unattributed(self.records);
+                }
+                self.sequence += 1;
+                if slot.is_none() {
+                    self.writable = false;
+                    self.waited = true;
+                    return false;
+                }
+            }
+            Home::Ring(_) => self.sequence += 1,
+            Home::File(_) => {
+                if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
+                    self.writable = false;
+                    return false;
+                }
+                if shared.streams_copies() {
+                    let (thread, records, direct) = (self.thread, self.records, self.direct);
+                    let block = self.current().expect("writable");
+                    shared.copy_to_streams(block, thread, records, direct);
+                }
+                self.sequence += 1;
+            }
+        }
+        self.start_block(now);
+        true
+    }
+
+    /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks:
+    /// only `Pool` blocks move.
+    fn flush(&mut self, exiting: bool) {
+        match &self.home {
+            Home::Pool(_) if self.writable && self.end > BLOCK_HEADER_LEN => {
+                if exiting {
+                    self.finish_block();
+                    let Home::Pool(slot) = &mut self.home else { unreachable!() };
+                    let full = slot.take().expect("writable");
+                    self.writable = false;
+                    if self.direct {
+                        self.shared.write_now(full);
+                    } else if !self.shared.exchange.submit(full) {
+                        recorder::count_lost_unattributed(self.records);
+                    }
+                } else {
+                    let now = self.time;
+                    self.hand_on(now);
+                }
+            }
+            Home::File(_) if self.writable && self.end > BLOCK_HEADER_LEN && exiting => {
+                // Sealed, so a reader finds a checked block; the position already covers it.
+                self.finish_block();
+            }
+            _ => {}
+        }
+    }
+
+    /// The last `n` events of this thread, decoded, oldest first.
+    fn last_events(&mut self, n: usize) -> Vec<String> {
+        let mut blocks = Vec::new();
+        let (sequence, end, ring) = (self.sequence, self.end, self.ring_blocks);
+        if ring > 1 && sequence > 0 && self.writable {
+            // The previous block of a ring is still there, finished.
+            self.sequence -= 1;
+            if let Some(b) = self.current() {
+                let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
+                if BLOCK_HEADER_LEN + used <= b.len() {
+                    blocks.push(b[..BLOCK_HEADER_LEN + used].to_vec());
+                }
+            }
+            self.sequence = sequence;
+        }
+        if self.writable
+            && let Some(b) = self.current()
+        {
+            blocks.push(b[..end].to_vec());
+        }
+        let mut lines = Vec::new();
+        let catalog = &self.shared.catalog;
+        for b in &blocks {
+            let header = BlockHeader::read(Order::NATIVE, b);
+            let block = event_format::decode::Block {
+                index: 0,
+                offset: 0,
+                header,
+                records: b[BLOCK_HEADER_LEN..].to_vec(),
+                order: Order::NATIVE,
+            };
+            for entry in block.entries(catalog) {
+                let mut line = String::new();
+                match entry {
+                    event_format::decode::Entry::Event(e) => {
+                        let _ = event_format::text::write_event(&mut line, &self.shared.clock, &e);
+                    }
+                    other => line = format!("{other:?}"),
+                }
+                lines.push(line);
+            }
+        }
+        let skip = lines.len().saturating_sub(n);
+        lines.split_off(skip)
+    }
+}
+
+#[inline(always)]
+fn header(block: &mut [u8], at: usize, code: u16, len: usize, delta: u32) {
+    let h = &mut block[at..at + RECORD_HEADER_LEN];
+    h[0..2].copy_from_slice(&code.to_ne_bytes());
+    h[2..4].copy_from_slice(&(len as u16).to_ne_bytes());
+    h[4..8].copy_from_slice(&delta.to_ne_bytes());
 }
 
 impl Drop for ThreadBuffer {
     fn drop(&mut self) {
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
-        self.flush();
+        self.flush(true);
+        if self.lost > 0 {
+            // Refused after the last block: the recorder reports them.
+            self.shared.report_dropped(self.thread, std::mem::take(&mut self.lost));
+        }
+        if let Home::Ring(blocks) = std::mem::replace(&mut self.home, Home::Pool(None)) {
+            let end = self.end;
+            self.shared.retire_ring(crate::recorder::RetiredRing {
+                blocks,
+                sequence: self.sequence,
+                end,
+                ring_blocks: self.ring_blocks,
+            });
+        }
     }
 }
 
@@ -189,7 +510,7 @@ impl Drop for ThreadBuffer {
 pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
     let done = BUFFER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
-            recorder::count_lost_unattributed();
+            recorder::count_lost_unattributed(1);
             return;
         };
         let current = recorder::generation();
@@ -200,7 +521,7 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
     });
     if done.is_err() {
         // The thread is exiting and its buffer is gone.
-        recorder::count_lost_unattributed();
+        recorder::count_lost_unattributed(1);
     }
 }
 
@@ -208,12 +529,10 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
 fn attach(slot: &mut Option<ThreadBuffer>, generation: u64, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;
-    match recorder::current(generation) {
-        Some(shared) => {
-            let buffer = slot.insert(ThreadBuffer::new(shared, generation));
-            buffer.write(code, fixed, strs, fill);
-        }
-        None => recorder::count_lost_unattributed(),
+    let buffer = recorder::current(generation).and_then(|shared| ThreadBuffer::new(shared, generation));
+    match buffer {
+        Some(buffer) => slot.insert(buffer).write(code, fixed, strs, fill),
+        None => recorder::count_lost_unattributed(1),
     }
 }
 
@@ -223,7 +542,7 @@ pub(crate) fn flush_this_thread() {
         if let Ok(mut slot) = cell.try_borrow_mut()
             && let Some(buffer) = slot.as_mut()
         {
-            buffer.flush();
+            buffer.flush(false);
         }
     });
 }
@@ -237,4 +556,39 @@ pub(crate) fn detach_this_thread(generation: u64) {
             *slot = None;
         }
     });
+}
+
+/// The last `n` events this thread recorded in the running recording, decoded; `None` when
+/// it has recorded none or is recording one now.
+pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
+    BUFFER
+        .try_with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let buffer = slot.as_mut().filter(|b| b.generation == recorder::generation())?;
+            Some(buffer.last_events(n))
+        })
+        .ok()
+        .flatten()
+}
+
+/// This thread's partial `Pool` block, finished, for a fatal signal's last write; the thread
+/// records nothing more. `None` when it has none or is recording now.
+#[cfg(unix)]
+pub(crate) fn take_block_for_signal() -> Option<BlockBuf> {
+    BUFFER
+        .try_with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let buffer = slot.as_mut()?;
+            if !buffer.writable || buffer.end == BLOCK_HEADER_LEN || !matches!(buffer.home, Home::Pool(_)) {
+                return None;
+            }
+            buffer.finish_block();
+            buffer.writable = false;
+            match &mut buffer.home {
+                Home::Pool(block) => block.take(),
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten()
 }

@@ -198,7 +198,7 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
     event!(ClientShrink, 930317992.882f64, 132376u32, false, 36u8);
     event!(ClientRelease, 1u16, 780184074886isize, 47u16);
     event!(ClientPoll, 0x7f00_009b_31e8usize, true, true);
-    let stream = recording.stop();
+    let stream = recording.stop().unwrap();
 
     let cell_at = at(cell.as_ptr() as usize);
     let cell8_at = at(cell.as_ptr() as usize + 8);

@@ -86,7 +86,7 @@ fn every_event_of_events_def_round_trips_with_its_values() {
     event!(ClientPhase, "run", 2u64, -1i32);
     event!(ClientCheck, true, "balance", "ok");
     event!(ClientMark);
-    let stream = recording.stop();
+    let stream = recording.stop().unwrap();
 
     let arena_at = format!("{:#x}", arena.as_ptr() as usize);
     let pool_at = format!("{:#x}", &pool as *const u64 as usize);
@@ -131,7 +131,7 @@ fn unsuffixed_literals_take_their_letters_types() {
     event!(ClientPhase, "literals", 5, -3);
     event!(SweepCondemn, 0x10, 2, 3, 1);
     event!(ObjectAlloc, 0x20, 0x30, 48, 7);
-    let got = user_events(&decode(&recording.stop()));
+    let got = user_events(&decode(&recording.stop().unwrap()));
     assert_eq!(got[0].1, strings(&["\"literals\"", "5", "-3"]));
     assert_eq!(got[1].1, strings(&["0x10", "2", "3", "1.0"]));
     assert_eq!(got[2].1, strings(&["0x20", "0x30", "48", "7"]));
@@ -154,7 +154,7 @@ fn arguments_are_evaluated_only_when_enabled() {
     event!(PoolFinish, 0usize, arg());
     event_runtime::control::set_event(events::code::PoolFinish, false);
     event!(PoolFinish, 0usize, arg()); // turned off by itself
-    let got = user_events(&decode(&recording.stop()));
+    let got = user_events(&decode(&recording.stop().unwrap()));
     assert_eq!(evaluated, 2, "only the two recorded events evaluated their arguments");
     assert_eq!(got.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["ArenaDestroy", "PoolFinish"]);
 }
@@ -212,7 +212,7 @@ fn every_event_of_every_thread_is_decoded_once_in_order() {
     for handle in joined {
         handle.join().unwrap();
     }
-    let seen = decode(&recording.stop());
+    let seen = decode(&recording.stop().unwrap());
     let mut per_thread: std::collections::BTreeMap<u64, (String, Vec<u64>)> = Default::default();
     for s in &seen {
         match s.name.as_str() {
@@ -237,7 +237,7 @@ fn long_strings_are_cut_and_marked() {
     let recording = Recorder::new(&events::SET).block_size(1024).start().unwrap();
     let long = "x".repeat(3000);
     event!(ClientCheck, true, &long, &long);
-    let stream = recording.stop();
+    let stream = recording.stop().unwrap();
     let mut decoder = Decoder::new(&stream[..]).unwrap();
     let catalog = Catalog::new(&decoder.header().schema);
     let mut found = false;
@@ -269,7 +269,7 @@ fn messages_interned_strings_and_labels() {
     assert_ne!(a, b);
     event_runtime::label(0x7000, "arena two");
     event_runtime::message("hello \"world\"");
-    let got = user_events(&decode(&recording.stop()));
+    let got = user_events(&decode(&recording.stop().unwrap()));
     let expected: Vec<(String, Vec<String>)> = vec![
         ("Intern".into(), vec![a.to_string(), "\"arena one\"".into()]),
         ("Intern".into(), vec![b.to_string(), "\"arena two\"".into()]),

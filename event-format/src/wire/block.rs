@@ -18,6 +18,20 @@ mod at {
     pub(super) const CRC: usize = 44;
 }
 
+/// Offset of the `used` field in a block header: a writer that builds a block in place
+/// stores it there before [`seal_block`] (or sets it and seals later, as
+/// [`seal_block_in_place`] does).
+pub const BLOCK_USED_AT: usize = at::USED;
+
+/// Seals a block whose `used` field is already written: computes and stores its CRC.
+///
+/// # Panics
+/// If `used` says more than the block holds.
+pub fn seal_block_in_place(order: Order, block: &mut [u8]) {
+    let used = order.u32(&block[at::USED..]);
+    seal_block(order, block, used);
+}
+
 /// A block's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct BlockHeader {

@@ -8,7 +8,7 @@ mod block;
 mod header;
 mod record;
 
-pub use block::{BlockHeader, BlockWriter, Damage, PushError, seal_block, verify_block};
+pub use block::{BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, seal_block, seal_block_in_place, verify_block};
 pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
 pub(crate) use header::PREFIX_LEN;
 pub use record::{RecordError, RecordIter, RawRecord, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len, validate_args};

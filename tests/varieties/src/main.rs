@@ -17,7 +17,7 @@ fn main() {
     };
     event!(ArenaCreate, { evaluated.push("ArenaCreate"); 0x1000usize }, 0x2000usize, 4096u64);
     event!(ObjectAlloc, { evaluated.push("ObjectAlloc"); 0x1000usize }, 0x3000usize, 48u64, 1u32);
-    let stream = recording.stop();
+    let stream = recording.stop().unwrap();
 
     let mut recorded = Vec::new();
     let mut decoder = Decoder::new(&stream[..]).expect("the recorder's stream decodes");

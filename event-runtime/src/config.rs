@@ -1,0 +1,225 @@
+//! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
+//! `EVENT_POLICY`, `EVENT_BUFSIZE`. A value that does not parse is an error naming the
+//! variable and what it accepts; it never silently records nothing.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a recording does when its buffers are full (DTrace's buffer policies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Streaming (the default): full blocks go to a writer thread that writes them to the
+    /// sinks. When it falls behind and the pool of blocks runs dry, new events are refused
+    /// and counted (or the recording thread waits, bounded, with [`Recorder::wait`]).
+    ///
+    /// [`Recorder::wait`]: crate::Recorder::wait
+    Switch,
+    /// Flight recorder: each thread keeps a ring of blocks, oldest overwritten; the sinks get
+    /// the rings when the recording stops. With a ring file, the rings are the file.
+    Ring,
+    /// Record until the buffer is full, then refuse and count every later event.
+    Fill,
+}
+
+impl Policy {
+    /// Its name, as `EVENT_POLICY` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Switch => "switch",
+            Policy::Ring => "ring",
+            Policy::Fill => "fill",
+        }
+    }
+}
+
+/// A setting from the environment that does not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable.
+    pub variable: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What is wrong and what it accepts.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={:?}: {}", self.variable, self.value, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The recorder's settings that the environment gives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Env {
+    pub(crate) file: Option<PathBuf>,
+    pub(crate) ring: Option<PathBuf>,
+    pub(crate) control: Option<String>,
+    pub(crate) policy: Option<(Policy, Duration)>,
+    pub(crate) bufsize: Option<u64>,
+}
+
+/// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(100);
+
+/// Reads the variables through `get` (the process environment, or a test's table).
+pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, ConfigError> {
+    let text = |variable: &'static str| -> Result<Option<String>, ConfigError> {
+        match get(variable) {
+            None => Ok(None),
+            Some(v) => match v.into_string() {
+                Ok(s) if s.trim().is_empty() => Err(ConfigError {
+                    variable,
+                    value: s,
+                    message: "is empty; set it to a value or unset it".into(),
+                }),
+                Ok(s) => Ok(Some(s)),
+                Err(v) => Err(ConfigError {
+                    variable,
+                    value: v.to_string_lossy().into_owned(),
+                    message: "is not valid UTF-8".into(),
+                }),
+            },
+        }
+    };
+    let path = |variable: &'static str| -> Result<Option<PathBuf>, ConfigError> {
+        match get(variable) {
+            Some(v) if v.is_empty() => Err(ConfigError {
+                variable,
+                value: String::new(),
+                message: "is empty; set it to a file path or unset it".into(),
+            }),
+            v => Ok(v.map(PathBuf::from)),
+        }
+    };
+    let mut env = Env { file: path("EVENT_FILE")?, ring: path("EVENT_RING")?, control: text("EVENT_CONTROL")?, ..Env::default() };
+    if let Some(v) = text("EVENT_POLICY")? {
+        env.policy = Some(parse_policy(&v).map_err(|message| ConfigError { variable: "EVENT_POLICY", value: v.clone(), message })?);
+    }
+    if let Some(v) = text("EVENT_BUFSIZE")? {
+        env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError { variable: "EVENT_BUFSIZE", value: v.clone(), message })?);
+    }
+    Ok(env)
+}
+
+/// The smallest buffer: a few blocks of the smallest size.
+pub(crate) const MIN_BUFSIZE: u64 = 4 << 10;
+/// The largest buffer.
+pub(crate) const MAX_BUFSIZE: u64 = 1 << 40;
+
+/// A size in bytes: digits with an optional `k`, `m` or `g` (powers of 1024, either case).
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let accepted = "write a number of bytes with an optional k, m or g suffix (powers of 1024), e.g. 16m";
+    let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&t[..t.len() - 1], 10),
+        Some(b'm') => (&t[..t.len() - 1], 20),
+        Some(b'g') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("not a size; {accepted}"));
+    }
+    let n: u64 = digits.parse().map_err(|_| format!("too large; {accepted}"))?;
+    let bytes = n.checked_mul(1 << shift).ok_or_else(|| format!("too large; {accepted}"))?;
+    if !(MIN_BUFSIZE..=MAX_BUFSIZE).contains(&bytes) {
+        return Err(format!("{bytes} bytes is out of range; the buffer size is 4k..=1024g"));
+    }
+    Ok(bytes)
+}
+
+/// A policy: `switch`, `ring`, `fill`, or `wait` / `wait=DURATION` (switch, waiting up to
+/// that long for the writer before refusing an event). Returns the wait, zero when none.
+pub(crate) fn parse_policy(text: &str) -> Result<(Policy, Duration), String> {
+    let accepted = "write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)";
+    match text.trim() {
+        "switch" => Ok((Policy::Switch, Duration::ZERO)),
+        "ring" => Ok((Policy::Ring, Duration::ZERO)),
+        "fill" => Ok((Policy::Fill, Duration::ZERO)),
+        "wait" => Ok((Policy::Switch, DEFAULT_WAIT)),
+        t => match t.strip_prefix("wait=") {
+            Some(d) => {
+                let wait = parse_duration(d).map_err(|why| format!("{why}; {accepted}"))?;
+                Ok((Policy::Switch, wait))
+            }
+            None => Err(format!("unknown policy; {accepted}")),
+        },
+    }
+}
+
+/// A duration: digits followed by `us`, `ms` or `s`, at most 60 s.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| format!("{text:?} is not a duration"))?;
+    let d = match unit {
+        "us" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        _ => return Err(format!("{text:?} needs a unit: us, ms or s")),
+    };
+    if d > Duration::from_secs(60) {
+        return Err(format!("{text:?} is longer than the longest wait, 60s"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> Result<Env, ConfigError> {
+        let table: HashMap<String, OsString> = vars.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
+        read_env(|k| table.get(k).cloned())
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        for bad in ["", "k", "12q", "-1", "1.5m", "99999999999999999999", "1k", "2000g"] {
+            assert!(parse_size(bad).is_err(), "{bad:?} is refused");
+        }
+    }
+
+    #[test]
+    fn policies() {
+        assert_eq!(parse_policy("switch"), Ok((Policy::Switch, Duration::ZERO)));
+        assert_eq!(parse_policy("ring"), Ok((Policy::Ring, Duration::ZERO)));
+        assert_eq!(parse_policy("fill"), Ok((Policy::Fill, Duration::ZERO)));
+        assert_eq!(parse_policy("wait"), Ok((Policy::Switch, DEFAULT_WAIT)));
+        assert_eq!(parse_policy("wait=250us"), Ok((Policy::Switch, Duration::from_micros(250))));
+        assert_eq!(parse_policy("wait=2s"), Ok((Policy::Switch, Duration::from_secs(2))));
+        for bad in ["Switch", "rings", "wait=", "wait=5", "wait=5h", "wait=61s"] {
+            assert!(parse_policy(bad).is_err(), "{bad:?} is refused");
+        }
+    }
+
+    #[test]
+    fn environment() {
+        let e = env(&[("EVENT_FILE", "a.evt"), ("EVENT_POLICY", "fill"), ("EVENT_BUFSIZE", "1m")]).unwrap();
+        assert_eq!(e.file, Some(PathBuf::from("a.evt")));
+        assert_eq!(e.policy, Some((Policy::Fill, Duration::ZERO)));
+        assert_eq!(e.bufsize, Some(1 << 20));
+        assert_eq!(env(&[]).unwrap(), Env::default());
+        let err = env(&[("EVENT_POLICY", "swtich")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "EVENT_POLICY=\"swtich\": unknown policy; write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)"
+        );
+        let err = env(&[("EVENT_BUFSIZE", "lots")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "EVENT_BUFSIZE=\"lots\": not a size; write a number of bytes with an optional k, m or g suffix (powers of 1024), e.g. 16m"
+        );
+        assert_eq!(env(&[("EVENT_FILE", "")]).unwrap_err().variable, "EVENT_FILE");
+        assert_eq!(env(&[("EVENT_CONTROL", " ")]).unwrap_err().variable, "EVENT_CONTROL");
+    }
+}

@@ -1,0 +1,192 @@
+//! Exit and crash: a panic hook that prints the panicking thread's last events (MPS
+//! `.sol.traceback`) and flushes, and a best-effort flush of the file sink on fatal signals.
+//! The ring file needs neither: every committed record is already in it.
+#![allow(unsafe_code)]
+
+use crate::buffer;
+use crate::recorder::{self, Shared};
+use std::sync::Once;
+use std::time::Duration;
+
+/// How many events the traceback shows.
+pub const TRACEBACK_EVENTS: usize = 16;
+
+static INSTALL: Once = Once::new();
+
+/// Installs the panic hook and the signal handlers, once per process.
+pub(crate) fn install(shared: &std::sync::Arc<Shared>) {
+    #[cfg(unix)]
+    signals::publish(shared);
+    #[cfg(not(unix))]
+    let _ = shared;
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            on_panic();
+        }));
+        #[cfg(unix)]
+        signals::install();
+    });
+}
+
+/// Forgets the recording that is stopping (the signal handlers must not reach it).
+pub(crate) fn uninstall() {
+    #[cfg(unix)]
+    signals::publish_none();
+}
+
+fn on_panic() {
+    if !recorder::is_running() {
+        return;
+    }
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("<unnamed>");
+    match buffer::last_events_of_this_thread(TRACEBACK_EVENTS) {
+        Some(lines) if !lines.is_empty() => {
+            let mut text = format!("event-runtime: the last {} events of thread '{name}' before it panicked:\n", lines.len());
+            for line in lines {
+                text.push_str("    ");
+                text.push_str(&line);
+                text.push('\n');
+            }
+            eprint!("{text}");
+        }
+        _ => eprintln!("event-runtime: thread '{name}' recorded no events before it panicked"),
+    }
+    // If the panic ends the process (panic = "abort", or the main thread), what this thread
+    // recorded is handed on and written first.
+    buffer::flush_this_thread();
+    if !buffer::is_writer()
+        && let Some(shared) = recorder::try_current()
+    {
+        shared.exchange.wait_drained(Duration::from_secs(1));
+    }
+}
+
+#[cfg(unix)]
+mod signals {
+    //! On a fatal signal, the blocks queued for the writer and this thread's partial block are
+    //! written to the event file with `write(2)`, then the signal takes its course. Best
+    //! effort: only locks that are free are taken (`try_lock`), nothing waits, and nothing
+    //! allocates but the queue's drain.
+    use super::*;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    /// The running recording, for the handler. Holds one strong count of the `Arc` while set.
+    static SHARED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+
+    const FATAL: [libc::c_int; 7] =
+        [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGTERM, libc::SIGINT];
+
+    /// The handlers that were installed before ours, by signal number.
+    static mut PREVIOUS: [Option<libc::sigaction>; 32] = [None; 32];
+
+    pub(super) fn publish(shared: &std::sync::Arc<Shared>) {
+        let raw = std::sync::Arc::into_raw(std::sync::Arc::clone(shared)).cast_mut();
+        let old = SHARED.swap(raw, Ordering::AcqRel);
+        release(old);
+    }
+
+    pub(super) fn publish_none() {
+        let old = SHARED.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        release(old);
+    }
+
+    fn release(old: *mut Shared) {
+        if !old.is_null() {
+            // SAFETY: `old` came from `Arc::into_raw` in `publish` and was swapped out, so this
+            // is the only place that gives its count back. A handler running on another thread
+            // at this instant could still be using it: a documented limit of best effort.
+            drop(unsafe { std::sync::Arc::from_raw(old) });
+        }
+    }
+
+    pub(super) fn install() {
+        for sig in FATAL {
+            // SAFETY: sigaction with a null new action only reads the current one into `old`.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+                continue;
+            }
+            // A handler the program (or std, for SIGSEGV/SIGBUS) installed is kept and called
+            // after ours; an ignored signal stays ignored.
+            if old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
+            // SAFETY: written once per signal, before our handler is installed for it; the
+            // handler only reads it.
+            unsafe { (*std::ptr::addr_of_mut!(PREVIOUS))[sig as usize] = Some(old) };
+            // SAFETY: a zeroed sigaction is a valid starting point; the fields set are the
+            // handler, an empty mask and flags that libc documents.
+            let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+            new.sa_sigaction = on_signal as *const () as usize;
+            new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            // SAFETY: `new` is a valid action whose handler is an `extern "C"` function of the
+            // SA_SIGINFO signature.
+            unsafe {
+                libc::sigemptyset(&mut new.sa_mask);
+                libc::sigaction(sig, &new, std::ptr::null_mut());
+            }
+        }
+    }
+
+    extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+        flush_for_signal();
+        // SAFETY: PREVIOUS is written before the handler is installed and never after.
+        let previous = unsafe { (*std::ptr::addr_of!(PREVIOUS)).get(sig as usize).copied().flatten() };
+        match previous {
+            Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
+                if old.sa_flags & libc::SA_SIGINFO != 0 {
+                    // SAFETY: the previous handler was installed with SA_SIGINFO, so it has
+                    // this signature; we pass it what the kernel passed us.
+                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                        unsafe { std::mem::transmute(old.sa_sigaction) };
+                    f(sig, info, context);
+                } else {
+                    // SAFETY: installed without SA_SIGINFO: the one-argument signature.
+                    let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(old.sa_sigaction) };
+                    f(sig);
+                }
+            }
+            _ => {
+                // SAFETY: restoring the default action and raising the signal again are
+                // async-signal-safe; the default action ends the process as it would have.
+                unsafe {
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::raise(sig);
+                }
+            }
+        }
+    }
+
+    fn flush_for_signal() {
+        let ptr = SHARED.load(Ordering::Acquire);
+        if ptr.is_null() {
+            return;
+        }
+        // SAFETY: non-null means `publish` holds a strong count for it (see `release`).
+        let shared = unsafe { &*ptr };
+        let Ok(sinks) = shared.sinks.try_lock() else { return };
+        let Some(fd) = sinks.raw_fd() else { return };
+        let mut blocks = shared.exchange.try_drain().unwrap_or_default();
+        if let Some(block) = buffer::take_block_for_signal() {
+            blocks.push(block);
+        }
+        for block in &mut blocks {
+            event_format::wire::seal_block_in_place(event_format::wire::Order::NATIVE, block);
+            let mut done = 0;
+            while done < block.len() {
+                // SAFETY: writes from a live buffer to a descriptor the sinks own.
+                let n = unsafe { libc::write(fd, block[done..].as_ptr().cast(), block.len() - done) };
+                if n <= 0 {
+                    break;
+                }
+                done += n as usize;
+            }
+        }
+        // Leaked on purpose: the process is going down, and freeing is not signal-safe.
+        std::mem::forget(blocks);
+        drop(sinks);
+    }
+}

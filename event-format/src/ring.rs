@@ -109,9 +109,14 @@ pub mod control_at {
     pub const REPLY: usize = 2064;
 }
 
+/// The owner word of a slot whose previous owner exited and that a new thread is taking
+/// over: readers treat the slot as empty for that instant.
+pub const RECLAIMING: u64 = u64::MAX;
+
 /// Byte offsets in a slot.
 pub mod slot_at {
-    /// `u64`, atomic: the id of the thread that owns the slot; 0 while unowned.
+    /// `u64`, atomic: the id of the thread that owns the slot; 0 while never used,
+    /// [`RECLAIMING`](super::RECLAIMING) while changing owner.
     pub const THREAD: usize = 0;
     /// `u64`, atomic: [`position`](super::position) of the block being written.
     pub const POSITION: usize = 8;
@@ -545,7 +550,7 @@ impl<R: ReadAt> RingReader<R> {
         let o = self.layout.order;
         let base = self.layout.slot(index);
         let thread = stable_u64(&self.source, o, base + slot_at::THREAD as u64)?;
-        if thread == 0 {
+        if thread == 0 || thread == RECLAIMING {
             return Ok(None);
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);

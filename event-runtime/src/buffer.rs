@@ -385,20 +385,27 @@ impl ThreadBuffer {
             }
             Home::Ring(_) => self.sequence += 1,
             Home::File(_) => {
+                if shared.streams_copies() {
+                    self.copy_to_streams();
+                }
                 if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
+                    // The slot is full: its last block stays, finished, and nothing follows.
                     self.writable = false;
                     return false;
-                }
-                if shared.streams_copies() {
-                    let (thread, records, direct) = (self.thread, self.records, self.direct);
-                    let block = self.current().expect("writable");
-                    shared.copy_to_streams(block, thread, records, direct);
                 }
                 self.sequence += 1;
             }
         }
         self.start_block(now);
         true
+    }
+
+    /// Queues a copy of the current (finished) block for the stream sinks.
+    fn copy_to_streams(&mut self) {
+        let (thread, records, direct) = (self.thread, self.records, self.direct);
+        let shared = Arc::clone(&self.shared);
+        let block = self.current().expect("a block to copy");
+        shared.copy_to_streams(block, thread, records, direct);
     }
 
     /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks:
@@ -421,9 +428,19 @@ impl ThreadBuffer {
                     self.hand_on(now);
                 }
             }
-            Home::File(_) if self.writable && self.end > BLOCK_HEADER_LEN && exiting => {
-                // Sealed, so a reader finds a checked block; the position already covers it.
-                self.finish_block();
+            Home::File(_) if self.writable && self.end > BLOCK_HEADER_LEN => {
+                let copies = self.shared.streams_copies();
+                if exiting {
+                    // Sealed, so a reader finds a checked block; the position already covers it.
+                    self.finish_block();
+                    if copies {
+                        self.copy_to_streams();
+                    }
+                    self.writable = false;
+                } else if copies {
+                    let now = self.time;
+                    self.hand_on(now);
+                }
             }
             _ => {}
         }

@@ -18,7 +18,7 @@
 #![allow(unsafe_code)]
 
 use event_format::ring::{
-    Layout, RING_VERSION, REPLY_MAX, REQUEST_MAX, STATE_CLOSED, STATE_RECORDING, at, control_at, position, slot_at,
+    Layout, RECLAIMING, RING_VERSION, REPLY_MAX, REQUEST_MAX, STATE_CLOSED, STATE_RECORDING, at, control_at, position, slot_at,
 };
 use event_format::wire::Order;
 use memmap2::MmapMut;
@@ -120,39 +120,49 @@ impl RingFile {
 
     /// Claims a free slot for `thread`: one never used, else one whose thread exited. The
     /// slot is the caller's alone until it is released (`Slot::drop`).
+    ///
+    /// A never-used slot is claimed by swapping its owner word from 0 to `thread`, which no
+    /// other claim can do twice. Reusing an exited thread's slot claims its `live` word
+    /// (0 to 1), then marks the owner [`RECLAIMING`] while the position is reset, so that
+    /// neither a reader nor a first-time claim pairs the new owner with the old position.
+    /// Each is one compare-exchange per thread, off the hot path.
     pub(crate) fn claim(self: &Arc<RingFile>, thread: u64) -> Option<Slot> {
         let slots = self.layout.slots;
+        let slot_word = |i: u32, field: usize| self.word(self.layout.slot(i) as usize + field);
+        let slot_live = |i: u32| self.word32(self.layout.slot(i) as usize + slot_at::LIVE);
         let mut pick = None;
-        for pass in 0..2 {
+        for i in 0..slots {
+            // Acquire/Release: our later writes to the slot follow the claim.
+            if slot_word(i, slot_at::THREAD).compare_exchange(0, thread, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                slot_live(i).store(1, Ordering::Release);
+                pick = Some(i);
+                break;
+            }
+        }
+        if pick.is_none() {
             for i in 0..slots {
-                let base = self.layout.slot(i) as usize;
-                let owner = self.word(base + slot_at::THREAD).load(Ordering::Relaxed);
-                let live = self.word32(base + slot_at::LIVE);
-                let free = if pass == 0 { owner == 0 } else { live.load(Ordering::Relaxed) == 0 };
-                // Acquire on success: the previous owner's writes (it released the slot with
-                // a release store) happen before ours. The compare-exchange is the claim: once
-                // per thread, off the hot path.
-                if free && live.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                let owner = slot_word(i, slot_at::THREAD).load(Ordering::Relaxed);
+                // Acquire on success: the exited owner's writes (released with `live = 0`)
+                // happen before ours.
+                if owner != 0
+                    && owner != RECLAIMING
+                    && slot_live(i).compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                {
+                    // Release each: a reader sees the owner word leave, the position reset,
+                    // then the new owner, in this order.
+                    slot_word(i, slot_at::THREAD).store(RECLAIMING, Ordering::Release);
+                    slot_word(i, slot_at::POSITION).store(position(0, 0), Ordering::Release);
+                    slot_word(i, slot_at::REFUSED).store(0, Ordering::Release);
+                    slot_word(i, slot_at::THREAD).store(thread, Ordering::Release);
                     pick = Some(i);
                     break;
                 }
-            }
-            if pick.is_some() {
-                break;
             }
         }
         let Some(index) = pick else {
             self.word(at::THREADS_WITHOUT_SLOT).fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let base = self.layout.slot(index) as usize;
-        // A reader must not pair the new owner with the old owner's position: the thread
-        // word goes to 0 first, then the position is reset, then the new owner is named,
-        // each with release ordering so a reader sees them in this order.
-        self.word(base + slot_at::THREAD).store(0, Ordering::Release);
-        self.word(base + slot_at::POSITION).store(position(0, 0), Ordering::Release);
-        self.word(base + slot_at::REFUSED).store(0, Ordering::Release);
-        self.word(base + slot_at::THREAD).store(thread, Ordering::Release);
         let block_size = self.layout.block_size as usize;
         let blocks = self.layout.blocks_per_slot as usize;
         let data = self.layout.block(index, 0) as usize;

@@ -85,7 +85,14 @@ impl Block {
 
     /// Its records, named and checked against `catalog`.
     pub fn entries<'a>(&'a self, catalog: &'a Catalog) -> Entries<'a> {
-        Entries { records: self.records(), catalog, thread: self.header.thread, order: self.order }
+        self.entries_from(catalog, 0)
+    }
+
+    /// Its entries from offset `from` of its records area on (records before it are still
+    /// read, for their times, but not yielded): what a ring file
+    /// [`Follower`](crate::ring::Follower) has not shown yet.
+    pub fn entries_from<'a>(&'a self, catalog: &'a Catalog, from: usize) -> Entries<'a> {
+        Entries { records: self.records(), catalog, thread: self.header.thread, order: self.order, from }
     }
 }
 
@@ -323,6 +330,8 @@ pub enum Entry<'a> {
 /// The entries of a block; see [`Block::entries`].
 #[derive(Clone, Debug)]
 pub struct Entries<'a> {
+    /// Records before this offset are skipped.
+    from: usize,
     records: RecordIter<'a>,
     catalog: &'a Catalog,
     thread: u64,
@@ -333,9 +342,12 @@ impl<'a> Iterator for Entries<'a> {
     type Item = Entry<'a>;
 
     fn next(&mut self) -> Option<Entry<'a>> {
-        let record = match self.records.next()? {
-            Ok(r) => r,
-            Err(e) => return Some(Entry::Bad(e)),
+        let record = loop {
+            match self.records.next()? {
+                Ok(r) if r.offset < self.from => {}
+                Ok(r) => break r,
+                Err(e) => return Some(Entry::Bad(e)),
+            }
         };
         let Some(desc) = self.catalog.get(record.code) else {
             return Some(Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + 8 });

@@ -66,10 +66,13 @@ fn on_panic() {
 
 #[cfg(unix)]
 mod signals {
-    //! On a fatal signal, the blocks queued for the writer and this thread's partial block are
-    //! written to the event file with `write(2)`, then the signal takes its course. Best
-    //! effort: only locks that are free are taken (`try_lock`), nothing waits, and nothing
-    //! allocates but the queue's drain.
+    //! On a fatal signal, this thread's partial block joins the writer's queue and the
+    //! handler waits (a second at most) for the writer thread to write the queue to the
+    //! event file; what is left is written with `write(2)`; then the signal takes its
+    //! course. Best effort: only locks that are free are taken (`try_lock`), and the wait is
+    //! `nanosleep`. Other threads' partial blocks are not reached. On SIGSEGV and SIGBUS
+    //! the handler runs on the thread's alternate signal stack and flushes only when that
+    //! stack is large enough (std's is not); a ring file needs no flush at all.
     use super::*;
     use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -121,7 +124,10 @@ mod signals {
             // handler, an empty mask and flags that libc documents.
             let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
             new.sa_sigaction = on_signal as *const () as usize;
-            new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            // SIGSEGV and SIGBUS may come from a stack overflow: they run on the thread's
+            // alternate signal stack, as std's own handler does (`enough_stack`).
+            let on_stack = if sig == libc::SIGSEGV || sig == libc::SIGBUS { libc::SA_ONSTACK } else { 0 };
+            new.sa_flags = libc::SA_SIGINFO | on_stack;
             // SAFETY: `new` is a valid action whose handler is an `extern "C"` function of the
             // SA_SIGINFO signature.
             unsafe {
@@ -160,19 +166,57 @@ mod signals {
         }
     }
 
+    /// Bytes of stack the last flush needs (sealing computes a CRC; an unoptimised build
+    /// needs far more than an optimised one).
+    const FLUSH_STACK: usize = 64 << 10;
+
+    /// Whether there is room on the stack to flush: always on a thread's own stack; on an
+    /// alternate signal stack (std's is a few KiB) only if it is large enough.
+    fn enough_stack() -> bool {
+        // SAFETY: a zeroed stack_t is valid; sigaltstack with a null new stack only reads.
+        let mut ss: libc::stack_t = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaltstack(std::ptr::null(), &mut ss) } != 0 {
+            return false;
+        }
+        if ss.ss_flags & libc::SS_ONSTACK == 0 {
+            return true;
+        }
+        let here = std::ptr::addr_of!(ss) as usize;
+        here.saturating_sub(ss.ss_sp as usize) >= FLUSH_STACK
+    }
+
     fn flush_for_signal() {
+        if !enough_stack() {
+            return;
+        }
         let ptr = SHARED.load(Ordering::Acquire);
         if ptr.is_null() {
             return;
         }
         // SAFETY: non-null means `publish` holds a strong count for it (see `release`).
         let shared = unsafe { &*ptr };
-        let Ok(sinks) = shared.sinks.try_lock() else { return };
-        let Some(fd) = sinks.raw_fd() else { return };
-        let mut blocks = shared.exchange.try_drain().unwrap_or_default();
-        if let Some(block) = buffer::take_block_for_signal() {
+        // This thread's partial block joins the queue, and the writer thread, still running,
+        // writes the queue out in order; this thread waits for it, a second at most.
+        let mut blocks = Vec::new();
+        if let Some(block) = buffer::take_block_for_signal()
+            && let Err(block) = shared.exchange.try_submit(block)
+        {
             blocks.push(block);
         }
+        if !buffer::is_writer() {
+            for _ in 0..100 {
+                if shared.exchange.try_drained() == Some(true) {
+                    break;
+                }
+                let pause = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+                // SAFETY: nanosleep is async-signal-safe; `pause` is a valid duration.
+                unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+            }
+        }
+        // What the writer did not write (it is stuck, or this is its thread) is written here.
+        let Ok(sinks) = shared.sinks.try_lock() else { return };
+        let Some(fd) = sinks.raw_fd() else { return };
+        blocks.extend(shared.exchange.try_drain().unwrap_or_default());
         for block in &mut blocks {
             event_format::wire::seal_block_in_place(event_format::wire::Order::NATIVE, block);
             let mut done = 0;

@@ -165,6 +165,26 @@ impl Exchange {
         self.to_threads.notify_all();
     }
 
+    /// Queues a full block without waiting for the lock (a fatal signal's last flush, which
+    /// must not wait on a lock the interrupted code may hold). Gives the block back when the
+    /// lock is held or the exchange closed.
+    pub(crate) fn try_submit(&self, block: BlockBuf) -> Result<(), BlockBuf> {
+        let Ok(mut s) = self.state.try_lock() else { return Err(block) };
+        if s.closed {
+            return Err(block);
+        }
+        s.full.push_back(block);
+        drop(s);
+        self.to_writer.notify_one();
+        Ok(())
+    }
+
+    /// Whether every submitted block is written; `None` when the lock is held.
+    pub(crate) fn try_drained(&self) -> Option<bool> {
+        let s = self.state.try_lock().ok()?;
+        Some(s.full.is_empty() && s.in_flight == 0)
+    }
+
     /// Queued blocks, taken without waiting (a fatal signal's last flush). `None` when the
     /// lock is held: the caller must not wait in a signal handler.
     pub(crate) fn try_drain(&self) -> Option<Vec<BlockBuf>> {

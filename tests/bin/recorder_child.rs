@@ -1,0 +1,113 @@
+//! A program that records, for the tests that need a process to kill, abort, panic or
+//! follow. `recorder-child MODE ARGS...`; settings not in the arguments come from the
+//! `EVENT_*` environment variables.
+//!
+//! - `ring PATH THREADS`: records numbered events into the ring file PATH from THREADS
+//!   threads, forever; prints `ready` once every thread has recorded.
+//! - `follow PATH THREADS N`: prints `ready` once recording, records N events per thread
+//!   from THREADS threads, then stops and exits.
+//! - `abort PATH N`: records N events to the event file PATH, then aborts.
+//! - `panic N`: records N events into memory, then panics.
+//! - `env`: starts recording as the environment says (`event_runtime::start`), records a
+//!   few events and stops; a bad setting is reported on stderr with exit code 2.
+
+event_runtime::include_events!("../events.def");
+
+use event_runtime::{Policy, Recorder};
+use std::io::Write;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_else(|| usage());
+    let number = |i: usize| arg(i).parse::<u64>().unwrap_or_else(|_| usage());
+    match arg(0).as_str() {
+        "ring" => {
+            let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
+            workers(number(2), u64::MAX, true);
+            drop(recording);
+        }
+        "follow" => {
+            let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
+            ready();
+            workers(number(2), number(3), false);
+            recording.stop().unwrap_or_else(|e| fail(&e));
+        }
+        "abort" => {
+            // Kept alive: the abort comes while it records.
+            let _recording = Recorder::new(&events::SET).file(arg(1)).block_size(4096).start().unwrap_or_else(|e| fail(&e));
+            for i in 0..number(2) {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            std::process::abort();
+        }
+        "panic" => {
+            let _recording = Recorder::new(&events::SET).memory().start().unwrap_or_else(|e| fail(&e));
+            for i in 0..number(1) {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            panic!("the child panics on purpose");
+        }
+        "env" => {
+            let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
+            for i in 0..1000u64 {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            recording.stop().unwrap_or_else(|e| fail(&e));
+            println!("ok");
+        }
+        _ => usage(),
+    }
+}
+
+fn ring_recorder(path: &str, threads: u64) -> Recorder {
+    Recorder::new(&events::SET)
+        .ring_file(path)
+        .policy(Policy::Ring)
+        .block_size(4096)
+        .ring_threads(threads as u32 + 1)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+}
+
+/// Runs `threads` workers recording `n` numbered events each; with `announce`, prints
+/// `ready` once every worker has recorded its first event.
+fn workers(threads: u64, n: u64, announce: bool) {
+    let started = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let handles: Vec<_> = (0..threads)
+        .map(|w| {
+            let started = std::sync::Arc::clone(&started);
+            std::thread::spawn(move || {
+                for i in 0..n {
+                    event!(ArenaDestroy, w as usize, i);
+                    if i == 0 {
+                        started.fetch_add(1, std::sync::atomic::Ordering::Release);
+                    }
+                }
+            })
+        })
+        .collect();
+    if announce {
+        while started.load(std::sync::atomic::Ordering::Acquire) < threads {
+            std::thread::yield_now();
+        }
+        ready();
+    }
+    for h in handles {
+        h.join().expect("a worker finishes");
+    }
+}
+
+fn ready() {
+    println!("ready");
+    std::io::stdout().flush().expect("stdout");
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ! {
+    eprintln!("error: {e}");
+    std::process::exit(2)
+}
+
+fn usage() -> ! {
+    eprintln!("usage: recorder-child ring PATH THREADS | follow PATH THREADS N | abort PATH N | panic N | env");
+    std::process::exit(2)
+}

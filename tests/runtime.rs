@@ -1,0 +1,218 @@
+//! The recorder in a process of its own (`recorder-child`): killed with SIGKILL while it
+//! writes a ring file, aborted with an event file, panicking (the traceback), followed live,
+//! and started with bad environment settings.
+
+use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::ring::{FollowItem, Follower, RingReader, RingStream, STATE_CLOSED, STATE_RECORDING};
+use event_format::wire::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
+/// `ArenaDestroy`'s code in events.def: the children record `ArenaDestroy(worker, i)`.
+const NUMBERED: u16 = 0x0002;
+
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runtime-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn child(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(CHILD);
+    c.args(args);
+    for var in ["EVENT_FILE", "EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {
+        c.env_remove(var);
+    }
+    c.envs(env.iter().copied());
+    c
+}
+
+/// Starts a child and waits for its `ready` line.
+fn start_ready(mut c: Command) -> Child {
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the child starts recording");
+    child
+}
+
+/// Per worker, the numbers decoded from `stream`, in order; panics on any damage.
+fn numbers(stream: &[u8]) -> BTreeMap<u64, Vec<u64>> {
+    let mut decoder = Decoder::new(stream).expect("a valid header");
+    let catalog = Catalog::new(&decoder.header().schema);
+    let mut out: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    while let Some(block) = decoder.next_block() {
+        let block = block.expect("no damaged block");
+        for entry in block.entries(&catalog) {
+            match entry {
+                Entry::Event(e) if e.desc.code == NUMBERED => {
+                    let v: Vec<Value<'_>> = e.values().collect();
+                    let (Value::Pointer(w), Value::Word(i)) = (&v[0], &v[1]) else { panic!("{v:?}") };
+                    out.entry(*w).or_default().push(*i);
+                }
+                Entry::Event(_) => {}
+                other => panic!("a damaged record: {other:?}"),
+            }
+        }
+    }
+    out
+}
+
+fn read_ring(path: &Path) -> (Vec<u8>, event_format::ring::RingSummary) {
+    let reader = RingReader::open(std::fs::File::open(path).unwrap(), Default::default()).unwrap();
+    let mut stream = RingStream::new(reader);
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    (bytes, stream.summary().clone())
+}
+
+/// A small deterministic sequence of pauses, different on each run of the suite.
+fn pauses(n: usize) -> Vec<u64> {
+    let mut x = u64::from(std::process::id()) ^ 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % 40
+        })
+        .collect()
+}
+
+#[test]
+fn a_ring_file_survives_sigkill_with_every_committed_event() {
+    let d = dir("sigkill");
+    for (round, pause) in pauses(20).into_iter().enumerate() {
+        let path = d.join(format!("kill-{round}.ring"));
+        let mut c = start_ready(child(&["ring", path.to_str().unwrap(), "3"], &[("EVENT_BUFSIZE", "512k")]));
+        std::thread::sleep(Duration::from_millis(pause));
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+        let (stream, summary) = read_ring(&path);
+        assert_eq!(summary.state, STATE_RECORDING, "round {round}: killed, never closed");
+        assert!(summary.damaged.is_empty(), "round {round}: no damaged block: {:?}", summary.damaged);
+        let by_worker = numbers(&stream);
+        assert!(!by_worker.is_empty(), "round {round}: events were committed before the kill");
+        for (w, ns) in &by_worker {
+            assert!(ns.windows(2).all(|p| p[1] == p[0] + 1), "round {round}, worker {w}: a gap-free run of events");
+            if summary.overwritten_blocks == 0 {
+                assert_eq!(ns[0], 0, "round {round}, worker {w}: nothing overwritten, so it starts at 0");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_aborted_program_leaves_its_events_in_the_event_file() {
+    let d = dir("abort");
+    let path = d.join("abort.evt");
+    let out = child(&["abort", path.to_str().unwrap(), "10000"], &[]).output().unwrap();
+    assert!(!out.status.success(), "the child aborts");
+    let by_worker = numbers(&std::fs::read(&path).unwrap());
+    assert_eq!(by_worker.get(&0).map(Vec::len), Some(10_000), "every event, the partial block included");
+    assert!(by_worker[&0].windows(2).all(|p| p[1] == p[0] + 1));
+}
+
+#[test]
+fn a_panic_prints_the_last_events_of_the_panicking_thread() {
+    let out = child(&["panic", "500"], &[]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the child panics on purpose"), "the panic message comes first: {stderr}");
+    let head = format!("event-runtime: the last {} events of thread 'main' before it panicked:", event_runtime::TRACEBACK_EVENTS);
+    let at = stderr.find(&head).unwrap_or_else(|| panic!("a traceback in: {stderr}"));
+    let lines: Vec<&str> = stderr[at..].lines().skip(1).take(event_runtime::TRACEBACK_EVENTS).collect();
+    for (k, line) in lines.iter().enumerate() {
+        let i = 500 - event_runtime::TRACEBACK_EVENTS + k;
+        assert!(line.contains("Arena.ArenaDestroy") && line.ends_with(&format!("committed={i}")), "line {k}: {line}");
+    }
+}
+
+#[test]
+fn a_follower_sees_every_event_in_order_or_the_overwrites() {
+    let d = dir("follow");
+    // A ring too small for the run (overwrites) and one large enough (every event).
+    for (bufsize, must_see_all) in [("64k", false), ("64m", true)] {
+        let path = d.join(format!("follow-{bufsize}.ring"));
+        let n = 100_000u64;
+        let mut c = start_ready(child(&["follow", path.to_str().unwrap(), "2", &n.to_string()], &[("EVENT_BUFSIZE", bufsize)]));
+        let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
+        let catalog = Catalog::new(&reader.header().schema);
+        let mut follower = Follower::new(reader);
+        let mut next: BTreeMap<u64, u64> = BTreeMap::new(); // thread -> next number expected
+        let mut overwritten: BTreeMap<u64, bool> = BTreeMap::new(); // an overwrite not yet accounted
+        let mut seen = 0u64;
+        let mut overwrites = 0u64;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let closed = follower.reader().status().unwrap().state == STATE_CLOSED;
+            for item in follower.poll().unwrap() {
+                match item {
+                    FollowItem::Records { block, from, .. } => {
+                        for entry in block.entries_from(&catalog, from) {
+                            let Entry::Event(e) = entry else { panic!("damaged: {entry:?}") };
+                            if e.desc.code != NUMBERED {
+                                continue;
+                            }
+                            let Some(i) = e.values().nth(1).and_then(|v| if let Value::Word(i) = v { Some(i) } else { None }) else {
+                                panic!("a numbered event")
+                            };
+                            let expected = next.entry(e.thread).or_insert(0);
+                            if i != *expected {
+                                assert!(overwritten.remove(&e.thread).is_some(), "thread {}: {i} after {expected} with no overwrite reported", e.thread);
+                            }
+                            *expected = i + 1;
+                            seen += 1;
+                        }
+                    }
+                    FollowItem::Overwritten { thread, blocks } => {
+                        assert!(blocks > 0);
+                        overwritten.insert(thread, true);
+                        overwrites += blocks;
+                    }
+                    FollowItem::Damaged { thread, sequence, why } => panic!("thread {thread} block {sequence}: {why}"),
+                }
+            }
+            if closed {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the child finishes within a minute");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(c.wait().unwrap().success());
+        if must_see_all {
+            assert_eq!(seen, 2 * n, "a ring large enough: every event seen once");
+            assert_eq!(overwrites, 0);
+        } else {
+            assert!(seen > 0 && seen <= 2 * n);
+            assert_eq!(next.values().copied().collect::<Vec<_>>(), vec![n, n], "each thread's last event is seen");
+        }
+    }
+}
+
+#[test]
+fn bad_settings_are_one_clear_line_and_a_failure() {
+    let d = dir("env");
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (&[("EVENT_POLICY", "swtich")], "error: EVENT_POLICY=\"swtich\": unknown policy; write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)"),
+        (&[("EVENT_BUFSIZE", "12q")], "error: EVENT_BUFSIZE=\"12q\": not a size; write a number of bytes with an optional k, m or g suffix (powers of 1024), e.g. 16m"),
+        (&[("EVENT_CONTROL", "Pol")], "error: EVENT_CONTROL=\"Pol\": unknown kind \"Pol\" at column 1 (did you mean \"Pool\"?)"),
+        (&[("EVENT_RING", "/nonexistent/dir/x.ring")], "error: cannot create the ring file /nonexistent/dir/x.ring: "),
+    ];
+    for (env, expected) in cases {
+        let out = child(&["env"], env).current_dir(&d).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{env:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.starts_with(expected), "{env:?}: {stderr}");
+    }
+    // With no sink named, the stream goes to `<program>.evt`.
+    let out = child(&["env"], &[("EVENT_CONTROL", "Arena")]).current_dir(&d).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let by_worker = numbers(&std::fs::read(d.join("recorder-child.evt")).unwrap());
+    assert_eq!(by_worker[&0].len(), 1000);
+}

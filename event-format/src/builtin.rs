@@ -26,10 +26,12 @@ pub const INTERN: u16 = 0xFF00;
 pub const LABEL: u16 = 0xFF01;
 /// `ThreadName(thread W, name S)`: the thread with id `thread` is called `name`.
 pub const THREAD_NAME: u16 = 0xFF02;
-/// `Dropped(thread W, count W)`: `count` events of thread `thread` were lost here, in a way
-/// the thread's own blocks cannot show (e.g. the writer thread discarded a whole block). A
-/// loss is counted once: either in a block header's `lost` field or in a `Dropped` event,
-/// never both, so the events lost in a stream are the sum of both.
+/// `Dropped(thread W, count W)`: `count` events of thread `thread` (0: of no thread) were
+/// lost before this point. A thread writes its own refusals this way at the start of its
+/// next block; the recorder writes, in blocks of thread 0, the losses no block of the thread
+/// can carry. A loss is counted once: in a `Dropped` event or in a block header's `lost`
+/// field, never both, so the events lost in a stream are the sum of both
+/// (docs/FORMAT.md, "Counting losses").
 pub const DROPPED: u16 = 0xFF03;
 /// `ClockSync(ticks W, wall_ns I)`: counter value `ticks` was wall time `wall_ns`
 /// (nanoseconds since the Unix epoch).

@@ -88,6 +88,9 @@ pub mod at {
     pub const LOST: usize = 80;
     /// `u64`, atomic: threads that found every slot taken and recorded nothing.
     pub const THREADS_WITHOUT_SLOT: usize = 88;
+    /// `u64`, atomic: slots taken over from exited threads; each discarded what was left of
+    /// its previous thread's ring.
+    pub const SLOTS_REUSED: usize = 96;
 }
 
 /// Byte offsets in the control page (page 1).
@@ -428,6 +431,8 @@ pub struct Status {
     pub lost: u64,
     /// Threads that found no free slot.
     pub threads_without_slot: u64,
+    /// Slots taken over from exited threads (their remaining blocks discarded).
+    pub slots_reused: u64,
 }
 
 /// What [`RingReader::read_slot`] found in one slot.
@@ -501,6 +506,13 @@ impl<R: ReadAt> RingReader<R> {
         let mut header_bytes = vec![0u8; layout.header_len as usize];
         source.read_exact_at(&mut header_bytes, layout.stream_header())?;
         let header = Header::decode(&header_bytes, options.force).map_err(RingError::Stream)?;
+        let declared = Header::prefix(&header_bytes).map_err(RingError::Stream)?.header_len;
+        if declared != layout.header_len {
+            return Err(RingError::BadHeader(format!(
+                "the stream header says it is {declared} bytes long, the ring file {}",
+                layout.header_len
+            )));
+        }
         if header.block_size != layout.block_size || header.order != layout.order {
             return Err(RingError::BadHeader(format!(
                 "the stream header says {} blocks of {} bytes, the ring file {} blocks of {} bytes",
@@ -542,6 +554,7 @@ impl<R: ReadAt> RingReader<R> {
             heartbeat_ns: stable_u64(&self.source, o, at::HEARTBEAT_NS as u64)?,
             lost: stable_u64(&self.source, o, at::LOST as u64)?,
             threads_without_slot: stable_u64(&self.source, o, at::THREADS_WITHOUT_SLOT as u64)?,
+            slots_reused: stable_u64(&self.source, o, at::SLOTS_REUSED as u64)?,
         })
     }
 
@@ -655,6 +668,10 @@ pub struct RingSummary {
     pub refused: u64,
     /// Events no slot holds.
     pub lost: u64,
+    /// Threads that found no free slot.
+    pub threads_without_slot: u64,
+    /// Slots taken over from exited threads (their remaining blocks discarded).
+    pub slots_reused: u64,
     /// The file's state when it was read.
     pub state: u32,
 }
@@ -725,6 +742,8 @@ impl<R: ReadAt> RingStream<R> {
             let status = self.reader.status()?;
             self.summary.state = status.state;
             self.summary.lost = status.lost;
+            self.summary.threads_without_slot = status.threads_without_slot;
+            self.summary.slots_reused = status.slots_reused;
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
             }

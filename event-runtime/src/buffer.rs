@@ -71,6 +71,9 @@ pub(crate) struct ThreadBuffer {
     waited: bool,
     /// This is the writer thread: its full blocks go straight to the sinks.
     direct: bool,
+    /// The ring file had no free slot for this thread: it records nothing, and counts what
+    /// it refuses as unattributed (the file's `lost` word).
+    slotless: bool,
     /// End of the records in the current block, in `BLOCK_HEADER_LEN..=block_size`.
     end: usize,
     /// The current block's base time.
@@ -134,16 +137,23 @@ impl Cursor<'_> {
 }
 
 impl ThreadBuffer {
-    /// A buffer for this thread in `shared`'s recording; `None` when the ring file has no
-    /// free slot for it.
-    fn new(shared: Arc<Shared>, generation: u64) -> Option<ThreadBuffer> {
+    /// A buffer for this thread in `shared`'s recording.
+    fn new(shared: Arc<Shared>, generation: u64) -> ThreadBuffer {
         let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
         let block_size = shared.block_size as usize;
         let direct = IS_WRITER.with(std::cell::Cell::get);
+        let mut slotless = false;
         let (home, ring_blocks) = if let Some(file) = &shared.ring_file {
-            let slot = file.claim(thread)?;
-            let blocks = u64::from(slot.blocks());
-            (Home::File(slot), blocks)
+            match file.claim(thread) {
+                Some(slot) => {
+                    let blocks = u64::from(slot.blocks());
+                    (Home::File(slot), blocks)
+                }
+                None => {
+                    slotless = true;
+                    (Home::Pool(None), 1)
+                }
+            }
         } else if shared.policy == Policy::Ring {
             let blocks = u64::from(shared.heap_ring_blocks);
             (Home::Ring(vec![0u8; blocks as usize * block_size].into_boxed_slice()), blocks)
@@ -168,6 +178,7 @@ impl ThreadBuffer {
             writable: false,
             waited: false,
             direct,
+            slotless,
             end: BLOCK_HEADER_LEN,
             base_time: now,
             time: now,
@@ -182,7 +193,7 @@ impl ThreadBuffer {
             c.u64(thread);
             c.str(0);
         });
-        Some(buffer)
+        buffer
     }
 
     /// The current block, when there is one.
@@ -269,6 +280,10 @@ impl ThreadBuffer {
     /// Counts an event that could not be recorded.
     #[cold]
     fn refuse(&mut self) {
+        if self.slotless {
+            recorder::count_lost_unattributed(1);
+            return;
+        }
         self.lost += 1;
         self.refused += 1;
         if let Home::File(slot) = &self.home
@@ -281,6 +296,9 @@ impl ThreadBuffer {
     /// Tries to get a block again after refusing events.
     #[cold]
     fn resume(&mut self, now: u64) -> bool {
+        if self.slotless {
+            return false;
+        }
         let Home::Pool(slot) = &mut self.home else {
             // A ring that `fill` filled stays full.
             return false;
@@ -310,8 +328,10 @@ impl ThreadBuffer {
         self.writable = true;
         self.waited = false;
         // With a ring file, readers learn that this block is being rewritten before any of
-        // its bytes change (ringfile's module docs).
+        // its bytes change (ringfile's module docs): the release fence keeps the header
+        // stores below from becoming visible before the position (free on x86_64).
         self.commit();
+        std::sync::atomic::fence(Ordering::Release);
         let block_header = BlockHeader {
             flags: 0,
             sequence: self.sequence,
@@ -546,7 +566,7 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
 fn attach(slot: &mut Option<ThreadBuffer>, generation: u64, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;
-    let buffer = recorder::current(generation).and_then(|shared| ThreadBuffer::new(shared, generation));
+    let buffer = recorder::current(generation).map(|shared| ThreadBuffer::new(shared, generation));
     match buffer {
         Some(buffer) => slot.insert(buffer).write(code, fixed, strs, fill),
         None => recorder::count_lost_unattributed(1),

@@ -774,8 +774,9 @@ impl Recording {
         let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
         match &shared.ring_file {
             Some(ring) if !shared.streaming => {
-                // The copy of the ring file carries its own loss report (RingStream).
-                shared.write_reports(&[]);
+                // The copy of the ring file carries its own loss report (RingStream's block of
+                // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
+                // thread without a slot counts its events as unattributed (the file's `lost`).
                 if !lock(&shared.sinks).is_empty()
                     && let Err(e) = shared.write_ring_file(ring)
                 {

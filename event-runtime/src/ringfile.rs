@@ -76,7 +76,6 @@ impl RingFile {
         map[h..h + header.len()].copy_from_slice(header);
         let base = map.as_mut_ptr();
         let ring = RingFile { map, base, layout, path: path.to_owned(), _file: file };
-        ring.word(at::PID).store(std::process::id().into(), Ordering::Relaxed);
         ring.heartbeat();
         // Release: a reader that sees RECORDING sees the header written above.
         ring.word32(at::STATE).store(STATE_RECORDING, Ordering::Release);
@@ -118,51 +117,16 @@ impl RingFile {
         let _ = self.map.flush_async();
     }
 
-    /// Claims a free slot for `thread`: one never used, else one whose thread exited. The
-    /// slot is the caller's alone until it is released (`Slot::drop`).
-    ///
-    /// A never-used slot is claimed by swapping its owner word from 0 to `thread`, which no
-    /// other claim can do twice. Reusing an exited thread's slot claims its `live` word
-    /// (0 to 1), then marks the owner [`RECLAIMING`] while the position is reset, so that
-    /// neither a reader nor a first-time claim pairs the new owner with the old position.
-    /// Each is one compare-exchange per thread, off the hot path.
+    /// Claims a free slot for `thread` ([`claim_slot`]). The slot is the caller's alone until
+    /// it is released (`Slot::drop`).
     pub(crate) fn claim(self: &Arc<RingFile>, thread: u64) -> Option<Slot> {
-        let slots = self.layout.slots;
-        let slot_word = |i: u32, field: usize| self.word(self.layout.slot(i) as usize + field);
-        let slot_live = |i: u32| self.word32(self.layout.slot(i) as usize + slot_at::LIVE);
-        let mut pick = None;
-        for i in 0..slots {
-            // Acquire/Release: our later writes to the slot follow the claim.
-            if slot_word(i, slot_at::THREAD).compare_exchange(0, thread, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                slot_live(i).store(1, Ordering::Release);
-                pick = Some(i);
-                break;
-            }
-        }
-        if pick.is_none() {
-            for i in 0..slots {
-                let owner = slot_word(i, slot_at::THREAD).load(Ordering::Relaxed);
-                // Acquire on success: the exited owner's writes (released with `live = 0`)
-                // happen before ours.
-                if owner != 0
-                    && owner != RECLAIMING
-                    && slot_live(i).compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
-                {
-                    // Release each: a reader sees the owner word leave, the position reset,
-                    // then the new owner, in this order.
-                    slot_word(i, slot_at::THREAD).store(RECLAIMING, Ordering::Release);
-                    slot_word(i, slot_at::POSITION).store(position(0, 0), Ordering::Release);
-                    slot_word(i, slot_at::REFUSED).store(0, Ordering::Release);
-                    slot_word(i, slot_at::THREAD).store(thread, Ordering::Release);
-                    pick = Some(i);
-                    break;
-                }
-            }
-        }
-        let Some(index) = pick else {
+        let Some((index, reused)) = claim_slot(&**self, thread) else {
             self.word(at::THREADS_WITHOUT_SLOT).fetch_add(1, Ordering::Relaxed);
             return None;
         };
+        if reused {
+            self.word(at::SLOTS_REUSED).fetch_add(1, Ordering::Relaxed);
+        }
         let block_size = self.layout.block_size as usize;
         let blocks = self.layout.blocks_per_slot as usize;
         let data = self.layout.block(index, 0) as usize;
@@ -198,7 +162,11 @@ impl RingFile {
     /// Answers request `seq`.
     pub(crate) fn reply(&self, seq: u64, ok: bool, text: &str) {
         let page = self.layout.control() as usize;
-        let bytes = &text.as_bytes()[..text.len().min(REPLY_MAX)];
+        let mut len = text.len().min(REPLY_MAX);
+        while !text.is_char_boundary(len) {
+            len -= 1;
+        }
+        let bytes = &text.as_bytes()[..len];
         for (i, &b) in bytes.iter().enumerate() {
             self.set_byte(page + control_at::REPLY + i, b);
         }
@@ -220,6 +188,104 @@ impl RingFile {
         // SAFETY: as for `byte`.
         unsafe { std::sync::atomic::AtomicU8::from_ptr(self.base.add(offset)) }.store(v, Ordering::Relaxed);
     }
+}
+
+/// An atomic word, as the claim protocol uses it: std's in the ring file, loom's in the
+/// models.
+pub(crate) trait Word<T> {
+    fn load(&self, order: Ordering) -> T;
+    fn store(&self, value: T, order: Ordering);
+    fn compare_exchange(&self, current: T, new: T, success: Ordering, failure: Ordering) -> Result<T, T>;
+}
+
+macro_rules! word {
+    ($atomic:ty, $t:ty) => {
+        impl Word<$t> for $atomic {
+            fn load(&self, order: Ordering) -> $t {
+                <$atomic>::load(self, order)
+            }
+            fn store(&self, value: $t, order: Ordering) {
+                <$atomic>::store(self, value, order)
+            }
+            fn compare_exchange(&self, current: $t, new: $t, success: Ordering, failure: Ordering) -> Result<$t, $t> {
+                <$atomic>::compare_exchange(self, current, new, success, failure)
+            }
+        }
+    };
+}
+word!(AtomicU64, u64);
+word!(AtomicU32, u32);
+#[cfg(loom)]
+word!(loom::sync::atomic::AtomicU64, u64);
+#[cfg(loom)]
+word!(loom::sync::atomic::AtomicU32, u32);
+
+/// The slot table's words that a claim works on.
+pub(crate) trait SlotTable {
+    type W64: Word<u64>;
+    type W32: Word<u32>;
+    fn slots(&self) -> u32;
+    fn owner(&self, slot: u32) -> &Self::W64;
+    fn live(&self, slot: u32) -> &Self::W32;
+    fn position(&self, slot: u32) -> &Self::W64;
+    fn refused(&self, slot: u32) -> &Self::W64;
+}
+
+impl SlotTable for RingFile {
+    type W64 = AtomicU64;
+    type W32 = AtomicU32;
+    fn slots(&self) -> u32 {
+        self.layout.slots
+    }
+    fn owner(&self, slot: u32) -> &AtomicU64 {
+        self.word(self.layout.slot(slot) as usize + slot_at::THREAD)
+    }
+    fn live(&self, slot: u32) -> &AtomicU32 {
+        self.word32(self.layout.slot(slot) as usize + slot_at::LIVE)
+    }
+    fn position(&self, slot: u32) -> &AtomicU64 {
+        self.word(self.layout.slot(slot) as usize + slot_at::POSITION)
+    }
+    fn refused(&self, slot: u32) -> &AtomicU64 {
+        self.word(self.layout.slot(slot) as usize + slot_at::REFUSED)
+    }
+}
+
+/// Claims a slot of `table` for `thread`: a never-used one, else one whose thread exited.
+/// Returns its index and whether it was reused.
+///
+/// A never-used slot's owner word goes 0 -> [`RECLAIMING`] by compare-exchange (no other
+/// claim can do that twice), then `live` becomes 1, then the owner is named: a reuse, which
+/// needs a named owner and `live == 0`, never sees this slot free. Reusing an exited
+/// thread's slot claims its `live` word (0 to 1), then marks the owner `RECLAIMING` while
+/// the position is reset, so that no reader pairs the new owner with the old position.
+/// Each is one compare-exchange per thread, off the hot path.
+pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, bool)> {
+    for i in 0..table.slots() {
+        if table.owner(i).compare_exchange(0, RECLAIMING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            // Release: a reuse that sees the owner named sees `live == 1` (see above).
+            table.live(i).store(1, Ordering::Release);
+            table.owner(i).store(thread, Ordering::Release);
+            return Some((i, false));
+        }
+    }
+    for i in 0..table.slots() {
+        // Acquire: an owner named after `live` was set shows `live == 1`.
+        let owner = table.owner(i).load(Ordering::Acquire);
+        // Acquire on success: the exited owner's writes (released with `live = 0`) happen
+        // before ours.
+        if owner != 0 && owner != RECLAIMING && table.live(i).compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            // Release each: a reader sees the owner leave, the position reset, then the new
+            // owner, in this order.
+            table.owner(i).store(RECLAIMING, Ordering::Release);
+            table.position(i).store(position(0, 0), Ordering::Release);
+            table.refused(i).store(0, Ordering::Release);
+            table.owner(i).store(thread, Ordering::Release);
+            return Some((i, true));
+        }
+    }
+    None
 }
 
 /// One thread's slot: its ring of blocks in the file. Owned by that thread alone.
@@ -274,5 +340,179 @@ impl Drop for Slot {
         // The thread is done with the slot: its blocks stay for readers until another thread
         // claims it. Release: that thread's claim (acquire) comes after our last writes.
         self.file.word32(self.file.layout.slot(self.index) as usize + slot_at::LIVE).store(0, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! The ring file's protocols under loom: the slot claim (the real `claim_slot`, on loom's
+    //! atomics), and the commit protocol (the writer's order of stores against the reader's
+    //! copy-and-validate, on a model of one slot whose bytes are loom atomics).
+    use super::*;
+    use event_format::ring::split_position;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicU32 as LoomU32, AtomicU64 as LoomU64, fence};
+    use loom::thread;
+
+    struct Table {
+        owner: Vec<LoomU64>,
+        live: Vec<LoomU32>,
+        position: Vec<LoomU64>,
+        refused: Vec<LoomU64>,
+        /// Who holds each slot now, per the claims: the exclusivity checked.
+        holder: Vec<LoomU64>,
+        /// Whether each slot was ever claimed: a claim that says "fresh" must find it unused,
+        /// or the previous thread's blocks would be discarded uncounted.
+        ever: Vec<LoomU64>,
+    }
+
+    impl SlotTable for Table {
+        type W64 = LoomU64;
+        type W32 = LoomU32;
+        fn slots(&self) -> u32 {
+            self.owner.len() as u32
+        }
+        fn owner(&self, slot: u32) -> &LoomU64 {
+            &self.owner[slot as usize]
+        }
+        fn live(&self, slot: u32) -> &LoomU32 {
+            &self.live[slot as usize]
+        }
+        fn position(&self, slot: u32) -> &LoomU64 {
+            &self.position[slot as usize]
+        }
+        fn refused(&self, slot: u32) -> &LoomU64 {
+            &self.refused[slot as usize]
+        }
+    }
+
+    fn table(slots: usize) -> Table {
+        let words = |n| (0..n).map(|_| LoomU64::new(0)).collect::<Vec<_>>();
+        Table {
+            owner: words(slots),
+            live: (0..slots).map(|_| LoomU32::new(0)).collect(),
+            position: words(slots),
+            refused: words(slots),
+            holder: words(slots),
+            ever: words(slots),
+        }
+    }
+
+    /// Claims, holds the slot for a moment, and exits (as a thread's `Slot::drop` does).
+    fn claim_hold_exit(t: &Table, thread: u64) {
+        if let Some((i, reused)) = claim_slot(t, thread) {
+            let used = t.ever[i as usize].swap(1, Ordering::AcqRel);
+            assert!(reused || used == 0, "slot {i}: claimed as fresh by thread {thread} after another used it");
+            let before = t.holder[i as usize].swap(thread, Ordering::AcqRel);
+            assert_eq!(before, 0, "slot {i}: thread {thread} claimed it while thread {before} held it");
+            thread::yield_now();
+            t.holder[i as usize].store(0, Ordering::Release);
+            t.live[i as usize].store(0, Ordering::Release);
+        }
+    }
+
+    #[test]
+    fn loom_no_two_threads_hold_one_slot() {
+        // One slot, three threads that come and go: the race that once gave two threads one
+        // slot (a claim descheduled between its check and its compare-exchange).
+        loom::model(|| {
+            let t = Arc::new(table(1));
+            let others: Vec<_> = (1..=2u64)
+                .map(|id| {
+                    let t = Arc::clone(&t);
+                    thread::spawn(move || claim_hold_exit(&t, id))
+                })
+                .collect();
+            claim_hold_exit(&t, 3);
+            for h in others {
+                h.join().unwrap();
+            }
+        });
+    }
+
+    #[test]
+    fn loom_two_slots_two_threads_each_get_one() {
+        loom::model(|| {
+            let t = Arc::new(table(2));
+            let other = {
+                let t = Arc::clone(&t);
+                thread::spawn(move || claim_slot(&*t, 1))
+            };
+            let mine = claim_slot(&*t, 2);
+            let theirs = other.join().unwrap();
+            let (Some((a, false)), Some((b, false))) = (mine, theirs) else { panic!("both claim a fresh slot") };
+            assert_ne!(a, b);
+        });
+    }
+
+    /// Blocks in the model ring, records per block.
+    const K: u64 = 2;
+    const R: u64 = 2;
+
+    /// One slot: K blocks of (header word, R record words) and a position.
+    struct Ring {
+        position: LoomU64,
+        words: Vec<LoomU64>,
+    }
+
+    fn at(seq: u64, word: u64) -> usize {
+        ((seq % K) * (R + 1) + word) as usize
+    }
+
+    /// The writer as `buffer` orders it: each block starts with `position = (seq, 0)`, a
+    /// release fence, then the header; each record is stored, then committed with release.
+    fn write(ring: &Ring, blocks: u64) {
+        for seq in 0..blocks {
+            ring.position.store(position(seq, 0), Ordering::Release);
+            fence(Ordering::Release);
+            ring.words[at(seq, 0)].store(seq, Ordering::Relaxed);
+            for r in 0..R {
+                ring.words[at(seq, 1 + r)].store(seq * R + r, Ordering::Relaxed);
+                ring.position.store(position(seq, r as u32 + 1), Ordering::Release);
+            }
+        }
+    }
+
+    /// The reader as `RingReader::read_slot` does it: acquire the position, copy the blocks
+    /// in the window, fence, re-read the position, keep only the blocks not reused since.
+    /// Returns the (sequence, records) it kept.
+    fn read(ring: &Ring) -> Vec<(u64, Vec<u64>)> {
+        let (seq, end) = split_position(ring.position.load(Ordering::Acquire));
+        let (seq, end) = (u64::from(seq), u64::from(end));
+        let mut copies = Vec::new();
+        for s in (seq + 1).saturating_sub(K)..=seq {
+            let n = if s == seq { end } else { R };
+            let header = ring.words[at(s, 0)].load(Ordering::Relaxed);
+            let records: Vec<u64> = (0..n).map(|r| ring.words[at(s, 1 + r)].load(Ordering::Relaxed)).collect();
+            copies.push((s, header, records));
+        }
+        fence(Ordering::Acquire);
+        let (after, _) = split_position(ring.position.load(Ordering::Acquire));
+        let first_kept = (u64::from(after) + 1).saturating_sub(K);
+        copies
+            .into_iter()
+            .filter(|(s, _, records)| *s >= first_kept && !records.is_empty())
+            .map(|(s, header, records)| {
+                assert_eq!(header, s, "block {s}'s header is its own, not a reused block's");
+                (s, records)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loom_a_reader_keeps_only_whole_committed_records() {
+        loom::model(|| {
+            let ring = Arc::new(Ring { position: LoomU64::new(position(0, 0)), words: (0..K * (R + 1)).map(|_| LoomU64::new(u64::MAX)).collect() });
+            let writer = {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || write(&ring, 3))
+            };
+            for (s, records) in read(&ring) {
+                for (r, value) in records.into_iter().enumerate() {
+                    assert_eq!(value, s * R + r as u64, "block {s} record {r} is the one committed");
+                }
+            }
+            writer.join().unwrap();
+        });
     }
 }

@@ -362,3 +362,41 @@ fn threads_that_come_and_go_each_get_a_slot_of_their_own() {
         assert_exact(&tally(&bytes), 3, 2_000);
     }
 }
+
+#[test]
+fn a_thread_without_a_slot_is_counted_not_lost_silently() {
+    let _serial = serial();
+    let dir = tempdir("ring-no-slot");
+    let path = dir.join("trace.ring");
+    let n = 1_000u64;
+    let recording =
+        Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).ring_threads(1).start().unwrap();
+    // Both threads hold their first event's slot (or lack of one) until both have one.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let handles: Vec<_> = (0..2u64)
+        .map(|w| {
+            let barrier = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                event!(ArenaDestroy, w as usize, 0u64);
+                barrier.wait();
+                for i in 1..n {
+                    event!(ArenaDestroy, w as usize, i);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    recording.stop().unwrap();
+    let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
+    let mut stream = RingStream::new(reader);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut stream, &mut bytes).unwrap();
+    let summary = stream.summary().clone();
+    assert_eq!((summary.threads, summary.threads_without_slot, summary.slots_reused), (1, 1, 0));
+    let t = tally(&bytes);
+    assert_eq!(t.numbers.len(), 1, "one thread recorded");
+    assert_eq!(t.numbers.values().next().unwrap().len() as u64, n);
+    assert_eq!(t.unattributed, n + 1, "the other's events and its ThreadName are counted as lost");
+}

@@ -8,6 +8,7 @@ event_runtime::include_events!("../events.def");
 
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::text;
+use event_format::wire::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -167,7 +168,17 @@ fn worker(arena: &Arena, index: u64) {
 }
 
 fn main() {
-    let recording = match event_runtime::Recorder::new(&events::SET).start() {
+    // The trace goes to target/tour.evt unless EVENT_FILE says otherwise; every other
+    // EVENT_* variable applies too (README, "Configuration").
+    let path = PathBuf::from(std::env::var_os("EVENT_FILE").unwrap_or_else(|| "target/tour.evt".into()));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let recording = match event_runtime::Recorder::new(&events::SET).file(&path).from_env() {
+        Ok(recorder) => recorder.start(),
+        Err(e) => Err(e.into()),
+    };
+    let recording = match recording {
         Ok(r) => r,
         Err(e) => {
             eprintln!("tour: {e}");
@@ -204,14 +215,8 @@ fn main() {
     event!(ClientMark);
     event!(ArenaDestroy, arena.base() as usize, committed);
     let elapsed = began.elapsed();
-    let stream = recording.stop().unwrap();
-
-    let path = PathBuf::from(std::env::var_os("EVENT_FILE").unwrap_or_else(|| "target/tour.evt".into()));
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(&path, &stream) {
-        eprintln!("tour: cannot write {}: {e}; set EVENT_FILE to a writable path", path.display());
+    if let Err(e) = recording.stop() {
+        eprintln!("tour: {e}");
         std::process::exit(1);
     }
     show(&path, elapsed);
@@ -241,7 +246,10 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     let mut per_event: BTreeMap<String, u64> = BTreeMap::new();
     let mut per_kind: BTreeMap<String, u64> = BTreeMap::new();
     let mut per_thread: BTreeMap<u64, u64> = BTreeMap::new();
-    let (mut blocks, mut damaged, mut events, mut record_bytes) = (0u64, 0u64, 0u64, 0u64);
+    let (mut blocks, mut damaged, mut events, mut record_bytes, mut lost) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    // Per thread: lowest and highest block sequence number, and blocks seen: what is
+    // missing below or between them was overwritten (ring policy) or dropped.
+    let mut sequences: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
     while let Some(block) = decoder.next_block() {
         let block = match block {
@@ -253,9 +261,15 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
             }
         };
         blocks += 1;
+        let seen = sequences.entry(block.header.thread).or_insert((u64::MAX, 0, 0));
+        *seen = (seen.0.min(block.header.sequence), seen.1.max(block.header.sequence), seen.2 + 1);
         record_bytes += u64::from(block.header.used);
+        lost += block.header.lost;
         for entry in block.entries(&catalog) {
             let Entry::Event(event) = entry else { continue };
+            if event.desc.code == event_format::builtin::DROPPED {
+                lost += event.values().nth(1).map_or(0, |v| if let Value::Word(n) = v { n } else { 0 });
+            }
             events += 1;
             first = first.min(event.time);
             last = last.max(event.time);
@@ -292,9 +306,16 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     }
     println!("\nEvents per thread: {}", per_thread.iter().map(|(t, n)| format!("T{t}={n}")).collect::<Vec<_>>().join(" "));
     let span = header.clock.seconds_since_start(last) - header.clock.seconds_since_start(first.min(last));
-    println!("Time span {:.6} s, {:.1} bytes per event in records, {damaged} damaged blocks.", span, record_bytes as f64 / events.max(1) as f64);
+    let missing: u64 = sequences.values().map(|&(lo, hi, n)| lo + (hi - lo + 1 - n)).sum();
+    println!(
+        "Time span {:.6} s, {:.1} bytes per event in records, {lost} events lost, {missing} blocks overwritten or missing, {damaged} damaged blocks.",
+        span,
+        record_bytes as f64 / events.max(1) as f64
+    );
     println!("\nExplore further:");
     println!("  docs/FORMAT.md            how every byte of {} is laid out", path.display());
     println!("  events.def                the event relation this trace embeds");
-    println!("  cargo test --workspace    the format's tests, including checked-in streams in both byte orders");
+    println!("  EVENT_CONTROL='Pool Seg' cargo run --release --example tour    record only two kinds");
+    println!("  EVENT_POLICY=ring EVENT_BUFSIZE=1m cargo run --release --example tour    a flight recorder: the latest events");
+    println!("  EVENT_RING=target/tour.ring cargo run --release --example tour    also a crash-proof ring file");
 }

@@ -341,7 +341,7 @@ pub trait ReadAt {
     /// Fills `buf` from `offset`; an error if the source ends first.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// The source's length in bytes.
-    fn len(&self) -> io::Result<u64>;
+    fn size(&self) -> io::Result<u64>;
 }
 
 impl ReadAt for [u8] {
@@ -355,7 +355,7 @@ impl ReadAt for [u8] {
             None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end")),
         }
     }
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(<[u8]>::len(self) as u64)
     }
 }
@@ -364,7 +364,7 @@ impl ReadAt for Vec<u8> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.as_slice().read_exact_at(buf, offset)
     }
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.as_slice().len() as u64)
     }
 }
@@ -389,7 +389,7 @@ impl ReadAt for std::fs::File {
             Ok(())
         }
     }
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
 }
@@ -398,8 +398,8 @@ impl<T: ReadAt + ?Sized> ReadAt for &T {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         (**self).read_exact_at(buf, offset)
     }
-    fn len(&self) -> io::Result<u64> {
-        (**self).len()
+    fn size(&self) -> io::Result<u64> {
+        (**self).size()
     }
 }
 
@@ -492,7 +492,7 @@ fn read_u32<R: ReadAt + ?Sized>(source: &R, order: Order, offset: u64) -> io::Re
 impl<R: ReadAt> RingReader<R> {
     /// Opens a ring file: checks its header, its length and the stream header inside.
     pub fn open(source: R, options: DecodeOptions) -> Result<RingReader<R>, RingError> {
-        let len = source.len()?;
+        let len = source.size()?;
         let mut page = vec![0u8; (at::CRC + 4).min(len as usize)];
         source.read_exact_at(&mut page, 0)?;
         let layout = Layout::decode(&page, options.force)?;

@@ -35,7 +35,7 @@ fn rdtsc() -> u64 {
 }
 
 /// Whether the CPU's TSC runs at a constant rate in every state.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 fn tsc_is_invariant() -> bool {
     let max_extended = std::arch::x86_64::__cpuid(0x8000_0000).eax;
     max_extended >= 0x8000_0007 && std::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
@@ -52,7 +52,8 @@ impl TimeSource {
 
     /// The best clock here: the invariant TSC, calibrated, or the monotonic clock.
     pub(crate) fn best() -> TimeSource {
-        #[cfg(target_arch = "x86_64")]
+        // Miri runs no CPUID or RDTSC.
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
         if tsc_is_invariant()
             && let Some(hz) = calibrate()
         {
@@ -107,7 +108,7 @@ pub(crate) fn wall_ns() -> i64 {
 /// The TSC's rate: counter ticks over a short interval of the monotonic clock. Each end is
 /// the tightest of a few paired readings, so a preemption between the two reads costs
 /// accuracy in one sample only.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 fn calibrate() -> Option<u64> {
     fn pair() -> (u64, Instant) {
         let mut best: Option<(u64, u64, Instant)> = None;

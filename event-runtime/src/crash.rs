@@ -107,8 +107,9 @@ mod signals {
 
     pub(super) fn install() {
         for sig in FATAL {
-            // SAFETY: sigaction with a null new action only reads the current one into `old`.
+            // SAFETY: a zeroed sigaction is a valid value to be overwritten.
             let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: with a null new action, sigaction only reads the current one into `old`.
             if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
                 continue;
             }
@@ -173,8 +174,9 @@ mod signals {
     /// Whether there is room on the stack to flush: always on a thread's own stack; on an
     /// alternate signal stack (std's is a few KiB) only if it is large enough.
     fn enough_stack() -> bool {
-        // SAFETY: a zeroed stack_t is valid; sigaltstack with a null new stack only reads.
+        // SAFETY: a zeroed stack_t is a valid value to be overwritten.
         let mut ss: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: with a null new stack, sigaltstack only reads the current one into `ss`.
         if unsafe { libc::sigaltstack(std::ptr::null(), &mut ss) } != 0 {
             return false;
         }

@@ -31,14 +31,36 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// A ring file, mapped.
 #[derive(Debug)]
 pub(crate) struct RingFile {
-    /// The mapping; never touched through a reference after creation (see the module docs).
-    map: MmapMut,
-    /// Its base address, in `map`.
+    /// Where the bytes are; never touched through a reference after creation (see the
+    /// module docs).
+    memory: Memory,
+    /// Their base address, in `memory`.
     base: *mut u8,
+    /// Their length.
+    len: usize,
     layout: Layout,
     path: PathBuf,
-    /// The file, kept open so its length cannot change under the mapping through us.
-    _file: File,
+}
+
+/// The bytes of a ring file.
+#[derive(Debug)]
+enum Memory {
+    /// The file, mapped; the file is kept open so its length cannot change through us.
+    Mapped { map: MmapMut, _file: File },
+    /// On the heap, for tests that cannot map a file (Miri): `words` u64s from `ptr`, owned.
+    #[cfg(test)]
+    Heap { ptr: *mut u64, words: usize },
+}
+
+#[cfg(test)]
+impl Drop for Memory {
+    fn drop(&mut self) {
+        if let Memory::Heap { ptr, words } = *self {
+            // SAFETY: `ptr` and `words` came from `Box::into_raw` of a boxed slice of that
+            // length in `RingFile::in_memory`, and are freed only here.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, words)) });
+        }
+    }
 }
 
 // SAFETY: the mapping is only accessed through atomics (the live words and positions) and
@@ -71,15 +93,45 @@ impl RingFile {
         // mapping's life; other processes may read and write it (that is its purpose), which
         // is why every access after this function goes through atomics or claimed slots.
         let mut map = unsafe { MmapMut::map_mut(&file)? };
-        map[..layout.encode().len()].copy_from_slice(&layout.encode());
+        let (base, len) = (map.as_mut_ptr(), map.len());
+        Ok(RingFile::init(Memory::Mapped { map, _file: file }, base, len, layout, header, path))
+    }
+
+    /// A ring file on the heap, for tests that cannot map a file (Miri).
+    #[cfg(test)]
+    pub(crate) fn in_memory(mut layout: Layout, header: &[u8]) -> RingFile {
+        layout.version = RING_VERSION;
+        layout.order = Order::NATIVE;
+        layout.header_len = header.len() as u32;
+        layout.check().expect("a valid layout");
+        let words = (layout.file_len() as usize).div_ceil(8);
+        let ptr = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
+        RingFile::init(Memory::Heap { ptr, words }, ptr.cast(), words * 8, layout, header, Path::new(""))
+    }
+
+    /// Writes the fixed part of page 0 and the stream header into zeroed memory, then marks
+    /// the file recording.
+    fn init(memory: Memory, base: *mut u8, len: usize, layout: Layout, header: &[u8], path: &Path) -> RingFile {
+        let fixed = layout.encode();
         let h = layout.stream_header() as usize;
-        map[h..h + header.len()].copy_from_slice(header);
-        let base = map.as_mut_ptr();
-        let ring = RingFile { map, base, layout, path: path.to_owned(), _file: file };
+        assert!(len as u64 >= layout.file_len() && h + header.len() <= len, "the memory holds the layout");
+        // SAFETY: in bounds (asserted), and nobody else can see this memory yet: these plain
+        // writes happen before the release store of STATE below that publishes them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(fixed.as_ptr(), base, fixed.len());
+            std::ptr::copy_nonoverlapping(header.as_ptr(), base.add(h), header.len());
+        }
+        let ring = RingFile { memory, base, len, layout, path: path.to_owned() };
         ring.heartbeat();
         // Release: a reader that sees RECORDING sees the header written above.
         ring.word32(at::STATE).store(STATE_RECORDING, Ordering::Release);
-        Ok(ring)
+        ring
+    }
+
+    /// A copy of the bytes as they are now (tests read it back with `RingReader`).
+    #[cfg(test)]
+    pub(crate) fn snapshot(&self) -> Vec<u8> {
+        (0..self.len).map(|i| self.byte(i)).collect()
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -88,14 +140,14 @@ impl RingFile {
 
     /// The 64-bit word at `offset`.
     fn word(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.map.len(), "a word in the file");
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len, "a word in the file");
         // SAFETY: in bounds and aligned (the mapping is page-aligned; asserted above), and
         // only ever accessed atomically, by us and by other processes.
         unsafe { AtomicU64::from_ptr(self.base.add(offset).cast()) }
     }
 
     fn word32(&self, offset: usize) -> &AtomicU32 {
-        assert!(offset % 4 == 0 && offset + 4 <= self.map.len(), "a word in the file");
+        assert!(offset.is_multiple_of(4) && offset + 4 <= self.len, "a word in the file");
         // SAFETY: as for `word`.
         unsafe { AtomicU32::from_ptr(self.base.add(offset).cast()) }
     }
@@ -114,7 +166,10 @@ impl RingFile {
     /// Marks the recording closed cleanly, and writes the mapping back.
     pub(crate) fn close(&self) {
         self.word32(at::STATE).store(STATE_CLOSED, Ordering::Release);
-        let _ = self.map.flush_async();
+        #[allow(irrefutable_let_patterns)] // Memory::Heap exists in tests only
+        if let Memory::Mapped { map, .. } = &self.memory {
+            let _ = map.flush_async();
+        }
     }
 
     /// Claims a free slot for `thread` ([`claim_slot`]). The slot is the caller's alone until
@@ -130,7 +185,7 @@ impl RingFile {
         let block_size = self.layout.block_size as usize;
         let blocks = self.layout.blocks_per_slot as usize;
         let data = self.layout.block(index, 0) as usize;
-        assert!(data + blocks * block_size <= self.map.len(), "the slot's blocks lie in the file");
+        assert!(data + blocks * block_size <= self.len, "the slot's blocks lie in the file");
         Some(Slot {
             // SAFETY: in bounds, asserted above.
             data: unsafe { self.base.add(data) },
@@ -177,14 +232,14 @@ impl RingFile {
     }
 
     fn byte(&self, offset: usize) -> u8 {
-        assert!(offset < self.map.len(), "a byte in the file");
+        assert!(offset < self.len, "a byte in the file");
         // SAFETY: in bounds; the control page's text is shared with the monitor process, so it
         // is read atomically, byte by byte (a request is rare and short).
         unsafe { std::sync::atomic::AtomicU8::from_ptr(self.base.add(offset)) }.load(Ordering::Relaxed)
     }
 
     fn set_byte(&self, offset: usize, v: u8) {
-        assert!(offset < self.map.len(), "a byte in the file");
+        assert!(offset < self.len, "a byte in the file");
         // SAFETY: as for `byte`.
         unsafe { std::sync::atomic::AtomicU8::from_ptr(self.base.add(offset)) }.store(v, Ordering::Relaxed);
     }
@@ -340,6 +395,80 @@ impl Drop for Slot {
         // The thread is done with the slot: its blocks stay for readers until another thread
         // claims it. Release: that thread's claim (acquire) comes after our last writes.
         self.file.word32(self.file.layout.slot(self.index) as usize + slot_at::LIVE).store(0, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! The slots in memory, written by several threads and read back: run under Miri
+    //! (`cargo +nightly miri test -p event-runtime --lib`), which checks the raw pointers,
+    //! the atomics made from them and the slices handed to threads.
+    use super::*;
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::ring::{RingReader, RingStream};
+    use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Value};
+
+    #[test]
+    fn threads_write_their_slots_and_a_reader_finds_every_record() {
+        let header = event_format::testing::sample_header(Order::NATIVE);
+        let header_bytes = header.encode().unwrap();
+        let layout = Layout {
+            order: Order::NATIVE,
+            version: RING_VERSION,
+            block_size: 1024,
+            slots: 3,
+            blocks_per_slot: 4,
+            header_len: 0,
+            pid: 1,
+            created_ns: 0,
+        };
+        let ring = Arc::new(RingFile::in_memory(layout, &header_bytes));
+        let code = header.schema.events[0].code;
+        let per_thread = if cfg!(miri) { 30 } else { 300 };
+        let threads: Vec<_> = (1..=3u64)
+            .map(|thread| {
+                let ring = Arc::clone(&ring);
+                std::thread::spawn(move || {
+                    let mut slot = ring.claim(thread).expect("a slot each");
+                    let (mut sequence, mut i) = (0u64, 0u64);
+                    while i < per_thread {
+                        // Fill one block as the thread buffers do: commit after each record.
+                        slot.commit(sequence, BLOCK_HEADER_LEN);
+                        let head = BlockHeader { sequence, thread, ..BlockHeader::default() };
+                        let mut writer = BlockWriter::new(Order::NATIVE, 1024, &head);
+                        while i < per_thread && writer.push(code, i, &[Value::Pointer(thread), Value::Address(i), Value::Word(i)]).is_ok() {
+                            i += 1;
+                        }
+                        let bytes = writer.finish();
+                        let used = Order::NATIVE.u32(&bytes[event_format::wire::BLOCK_USED_AT..]) as usize;
+                        let block = slot.block_mut((sequence % 4) as u32);
+                        block.copy_from_slice(&bytes);
+                        slot.commit(sequence, BLOCK_HEADER_LEN + used);
+                        sequence += 1;
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(ring.claim(4).is_some(), "an exited thread's slot is reused");
+        let bytes = ring.snapshot();
+        let mut stream = Vec::new();
+        std::io::Read::read_to_end(&mut RingStream::new(RingReader::open(bytes, Default::default()).unwrap()), &mut stream)
+            .unwrap();
+        let mut decoder = Decoder::new(&stream[..]).unwrap();
+        let catalog = Catalog::new(&decoder.header().schema);
+        let mut count = 0;
+        while let Some(block) = decoder.next_block() {
+            for entry in block.unwrap().entries(&catalog) {
+                assert!(matches!(entry, Entry::Event(_)), "{entry:?}");
+                count += 1;
+            }
+        }
+        // 30 records of 32 bytes fill a 1 KiB block. Two slots keep their rings (the newest 4
+        // blocks); the third was reused by thread 4, which recorded nothing.
+        assert_eq!(count, 2 * per_thread.min(4 * 30));
     }
 }
 

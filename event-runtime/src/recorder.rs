@@ -639,15 +639,15 @@ impl Recorder {
         drop(current);
         control::install(&schema, selection);
         RUNNING.store(true, Ordering::Relaxed);
-        let writer = {
+        let mut recording = Recording { shared: Arc::clone(&shared), generation, writer: None, stopped: false };
+        let writer = std::thread::Builder::new().name("event-writer".into()).spawn({
             let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("event-writer".into())
-                .spawn(move || writer_main(&shared, generation))
-                .map_err(|error| StartError::Io { what: "writer thread", path: PathBuf::new(), error })?
-        };
+            move || writer_main(&shared, generation)
+        });
+        // Without its writer the recording cannot run: dropping it undoes the start.
+        recording.writer = Some(writer.map_err(|error| StartError::Io { what: "writer thread", path: PathBuf::new(), error })?);
         crate::crash::install(&shared);
-        Ok(Recording { shared, generation, writer: Some(writer), stopped: false })
+        Ok(recording)
     }
 }
 

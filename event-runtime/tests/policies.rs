@@ -400,3 +400,32 @@ fn a_thread_without_a_slot_is_counted_not_lost_silently() {
     assert_eq!(t.numbers.values().next().unwrap().len() as u64, n);
     assert_eq!(t.unattributed, n + 1, "the other's events and its ThreadName are counted as lost");
 }
+
+#[test]
+fn the_writer_records_clock_sync_events_as_the_run_goes_on() {
+    let _serial = serial();
+    let recording = Recorder::new(&events::SET).memory().start().unwrap();
+    std::thread::sleep(Duration::from_millis(1300));
+    let stream = recording.stop().unwrap();
+    let mut decoder = Decoder::new(&stream[..]).unwrap();
+    let clock = decoder.header().clock;
+    let catalog = Catalog::new(&decoder.header().schema);
+    let mut syncs = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        for entry in block.unwrap().entries(&catalog) {
+            if let Entry::Event(e) = entry
+                && e.desc.code == builtin::CLOCK_SYNC
+            {
+                let v: Vec<Value<'_>> = e.values().collect();
+                let (Value::Word(ticks), Value::Signed(wall)) = (&v[0], &v[1]) else { panic!("{v:?}") };
+                syncs.push((*ticks, *wall));
+            }
+        }
+    }
+    assert!(!syncs.is_empty(), "one ClockSync a second");
+    for (ticks, wall) in syncs {
+        // The pair agrees with the header's rate and reference to within a millisecond.
+        let predicted = clock.wall_ns(ticks);
+        assert!((predicted - i128::from(wall)).abs() < 1_000_000, "{predicted} vs {wall}");
+    }
+}

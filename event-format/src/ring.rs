@@ -905,3 +905,46 @@ impl<R: ReadAt> Follower<R> {
         Ok(out)
     }
 }
+
+/// Sends a control request to the program writing the ring file `file` (opened for reading
+/// and writing) and waits up to `timeout` for its answer: whether it applied the request,
+/// and its reply (the selection now, or why it refused). The request is `text` in the
+/// `EVENT_CONTROL` grammar, applied to the program's running selection. One monitor at a
+/// time: two at once may see each other's replies.
+#[cfg(unix)]
+pub fn send_request(file: &std::fs::File, text: &str, timeout: std::time::Duration) -> Result<(bool, String), RingError> {
+    use std::os::unix::fs::FileExt;
+    if text.len() > REQUEST_MAX {
+        return Err(RingError::BadHeader(format!("the request is {} bytes; the most is {REQUEST_MAX}", text.len())));
+    }
+    let reader = RingReader::open(file, DecodeOptions::default())?;
+    let (o, base) = (reader.layout.order, reader.layout.control());
+    if reader.status()?.state != STATE_RECORDING {
+        return Err(RingError::BadHeader("its program is not recording any more (the file is closed)".into()));
+    }
+    let seq = stable_u64(file, o, base + control_at::REQUEST_SEQ as u64)? + 1;
+    file.write_all_at(text.as_bytes(), base + control_at::REQUEST as u64)?;
+    let mut b = [0u8; 8];
+    o.put_u32(&mut b, text.len() as u32);
+    file.write_all_at(&b[..4], base + control_at::REQUEST_LEN as u64)?;
+    // Release: the program that sees the new sequence number sees the text.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    o.put_u64(&mut b, seq);
+    file.write_all_at(&b, base + control_at::REQUEST_SEQ as u64)?;
+    let deadline = std::time::Instant::now() + timeout;
+    while stable_u64(file, o, base + control_at::ACK_SEQ as u64)? != seq {
+        if std::time::Instant::now() >= deadline {
+            return Err(RingError::Io(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the program did not answer within {} ms; is it still running?", timeout.as_millis()),
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    let status = read_u32(file, o, base + control_at::STATUS as u64)?;
+    let len = (read_u32(file, o, base + control_at::REPLY_LEN as u64)? as usize).min(REPLY_MAX);
+    let mut reply = vec![0u8; len];
+    ReadAt::read_exact_at(file, &mut reply, base + control_at::REPLY as u64)?;
+    Ok((status == 0, String::from_utf8_lossy(&reply).into_owned()))
+}

@@ -1,0 +1,1659 @@
+//! `--filter EXPR`: ftrace's filter language, comparisons of an event's fields joined with
+//! `&&`, `||`, `!` and parentheses.
+//!
+//! ```text
+//! expr    := or
+//! or      := and ( "||" and )*
+//! and     := unary ( "&&" unary )*
+//! unary   := "!" unary | "(" expr ")" | compare
+//! compare := FIELD OP VALUE
+//! OP      := "==" | "!=" | "<" | "<=" | ">" | ">=" | "~" | "!~"
+//! VALUE   := number | "string" | word
+//! ```
+//!
+//! Reading:
+//! - `!` binds tightest, then `&&`, then `||`: `!a == 1 || b == 2 && c == 3` is
+//!   `(!(a == 1)) || ((b == 2) && (c == 3))`. Parentheses group; whitespace is free.
+//! - A FIELD is one of the built-ins `time` (seconds since the start, a float), `thread`,
+//!   `code` (integers), `name` (the event's name), `kind` (its kind's name), or a parameter
+//!   name the caller passes to [`Filter::parse`]. Any other name is an error that lists the
+//!   fields and suggests the closest.
+//! - A number is a decimal integer (`42`, `-7`), a hexadecimal one (`0x1f`, `-0x10`) or a
+//!   float (`1.5`, `-.5`, `2e-3`, `1E+6`). A word that starts like a number (a digit, or `-`
+//!   or `.` before a digit) must be one: `0xZZ` and `1.2.3` are errors; quote them to mean
+//!   text.
+//! - A string is double-quoted, with the escapes `\"`, `\\`, `\n` and `\t`. A bare word
+//!   (letters, digits and `_ . * ? - :`) is a string too: `name == PoolInit`.
+//! - `~` and `!~` match a glob: `*` stands for any run of characters, `?` for one character;
+//!   there is no escape. Their value must be a string or a word, never a number.
+//! - Nesting of `(` and `!` is limited to 255 levels, so that no input can exhaust the stack;
+//!   parsing takes time linear in the length of the expression.
+//!
+//! Matching:
+//! - **A comparison of a field the event does not have is false**, whatever the operator:
+//!   `x != 1` and `x !~ "a*"` are false for an event without `x`, and `!(x == 1)` is true.
+//! - So is a comparison across types, because different events may give one name different
+//!   types: a string field with a number, a numeric field with a string that is not a number.
+//!   A string that reads as a number (`"0x10"`, `"1.5"`) compares with a numeric field as
+//!   that number.
+//! - Numbers compare exactly as `i128` when both sides are integers, as `f64` otherwise
+//!   (IEEE rules: a NaN field is `!=` to everything and nothing else).
+//! - Strings: `==` and `!=` exact, `<`, `<=`, `>`, `>=` lexicographic by code point, `~` a
+//!   glob match over the whole string, `!~` its negation.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+
+/// The fields every event has, whatever the caller passes to [`Filter::parse`].
+pub(crate) const BUILTIN_FIELDS: [&str; 5] = ["time", "thread", "code", "name", "kind"];
+
+/// The deepest nesting of `(` and `!` a filter may have.
+const MAX_NESTING: usize = 255;
+
+/// The longest piece of the user's text a message repeats, in characters.
+const SHOWN_MAX: usize = 40;
+
+/// The operators, as messages list them.
+const OPERATORS: &str = "==, !=, <, <=, >, >=, ~ and !~";
+
+/// A parsed `--filter` expression: [`Filter::parse`] it once, then ask [`Filter::matches`]
+/// of each event. Its `Display` writes it back with every grouping in parentheses.
+#[derive(Debug, Clone)]
+pub(crate) struct Filter {
+    root: Node,
+}
+
+/// The value of one field of one event, as a [`Fields`] implementation gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FieldValue<'a> {
+    /// Any integer: pointers, addresses, words, signed and unsigned, booleans (0 or 1).
+    Int(i128),
+    /// A double; `time` is one too.
+    Float(f64),
+    /// Text: `name`, `kind` and string parameters.
+    Str(Cow<'a, str>),
+}
+
+/// An event as a filter sees it: its fields by name.
+pub(crate) trait Fields {
+    /// The value of `field` in this event, or `None` when the event has no such field (a
+    /// comparison of it is then false).
+    fn get(&self, field: &str) -> Option<FieldValue<'_>>;
+}
+
+/// Why an expression is not a filter, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FilterError {
+    /// The column of the offending token, 1-based, in characters: one past the last token
+    /// when something is missing at the end.
+    pub(crate) column: usize,
+    /// What is wrong and what would be right, one line.
+    pub(crate) message: String,
+}
+
+impl FilterError {
+    /// Three lines (no final line break): `error: bad filter: {message}`, then `expr`
+    /// indented by 4, then a caret `^` under [`column`](FilterError::column), same indent.
+    /// Control characters in `expr` (a tab, a line break) show as one space each so that
+    /// the caret stays under its character.
+    pub(crate) fn render(&self, expr: &str) -> String {
+        let line: String = expr.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let pad = " ".repeat(self.column.saturating_sub(1));
+        format!("error: bad filter: {}\n    {line}\n    {pad}^", self.message)
+    }
+}
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "column {}: {}", self.column, self.message)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+impl Filter {
+    /// Parses `expr` (see the [module documentation](self) for the language). `fields` are
+    /// the parameter names the log's events have (repeats are fine); the built-ins
+    /// [`BUILTIN_FIELDS`] are always known. Never panics; linear time.
+    ///
+    /// ```ignore
+    /// // event-dump is a binary, so this runs as the unit test `tests::doc_example`.
+    /// use std::borrow::Cow;
+    ///
+    /// struct Alloc;
+    /// impl Fields for Alloc {
+    ///     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+    ///         match field {
+    ///             "name" => Some(FieldValue::Str(Cow::Borrowed("PoolAlloc"))),
+    ///             "size" => Some(FieldValue::Int(8192)),
+    ///             _ => None,
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let filter = Filter::parse(r#"size >= 0x1000 && name ~ "Pool*""#, &["pool", "size"]).unwrap();
+    /// assert!(filter.matches(&Alloc));
+    /// // A field the event lacks makes its comparison false.
+    /// assert!(!Filter::parse("pool == 1", &["pool"]).unwrap().matches(&Alloc));
+    ///
+    /// let err = Filter::parse("size = 4096", &["size"]).unwrap_err();
+    /// assert_eq!(
+    ///     err.render("size = 4096"),
+    ///     "error: bad filter: unknown operator `=`; did you mean `==`?\n    size = 4096\n         ^",
+    /// );
+    /// ```
+    pub(crate) fn parse(expr: &str, fields: &[&str]) -> Result<Filter, FilterError> {
+        let mut parser = Parser::new(expr, fields);
+        if matches!(parser.peek()?.tok, Tok::End) {
+            return Err(error(
+                1,
+                "empty filter: write a condition such as `name == PoolInit` or `size >= 4096`",
+            ));
+        }
+        let root = parser.or("at the start")?;
+        let token = parser.bump()?;
+        match token.tok {
+            Tok::End => Ok(Filter { root }),
+            Tok::RParen => Err(error(
+                token.column,
+                "unmatched `)`: no `(` opens it; remove it or add a `(` before",
+            )),
+            _ => Err(expected_join(&token, false)),
+        }
+    }
+
+    /// Whether `event` is selected. A comparison of a field `event` does not have, or of a
+    /// value of another type, is false; see the [module documentation](self).
+    pub(crate) fn matches(&self, event: &dyn Fields) -> bool {
+        self.root.matches(event)
+    }
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.root.write(f, false)
+    }
+}
+
+/// A parsed expression. `&&` and `||` chains are flat lists, so that only `(` and `!` nest.
+#[derive(Debug, Clone)]
+enum Node {
+    Or(Vec<Node>),
+    And(Vec<Node>),
+    Not(Box<Node>),
+    Compare(Compare),
+}
+
+impl Node {
+    /// Recursion is as deep as the nesting of `(` and `!`, which [`MAX_NESTING`] bounds.
+    fn matches(&self, event: &dyn Fields) -> bool {
+        match self {
+            Node::Or(terms) => terms.iter().any(|t| t.matches(event)),
+            Node::And(terms) => terms.iter().all(|t| t.matches(event)),
+            Node::Not(inner) => !inner.matches(event),
+            Node::Compare(compare) => compare.matches(event),
+        }
+    }
+
+    /// Writes the node; a nested `&&` or `||` chain in parentheses.
+    fn write(&self, f: &mut fmt::Formatter<'_>, nested: bool) -> fmt::Result {
+        let (terms, join) = match self {
+            Node::Or(terms) => (terms, " || "),
+            Node::And(terms) => (terms, " && "),
+            Node::Not(inner) => {
+                return match **inner {
+                    Node::Not(_) => {
+                        f.write_str("!")?;
+                        inner.write(f, true)
+                    }
+                    _ => {
+                        f.write_str("!(")?;
+                        inner.write(f, false)?;
+                        f.write_str(")")
+                    }
+                };
+            }
+            Node::Compare(c) => return write!(f, "{} {} {}", c.field, c.op, c.value),
+        };
+        if nested {
+            f.write_str("(")?;
+        }
+        for (i, term) in terms.iter().enumerate() {
+            if i > 0 {
+                f.write_str(join)?;
+            }
+            term.write(f, true)?;
+        }
+        if nested {
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}
+
+/// `FIELD OP VALUE`.
+#[derive(Debug, Clone)]
+struct Compare {
+    field: String,
+    op: Op,
+    value: Value,
+}
+
+impl Compare {
+    fn matches(&self, event: &dyn Fields) -> bool {
+        let Some(field) = event.get(&self.field) else {
+            return false;
+        };
+        match (&field, &self.value) {
+            (FieldValue::Str(s), Value::Text { text, .. }) => compare_strings(self.op, s, text),
+            (FieldValue::Str(_), Value::Num(_)) => false,
+            (FieldValue::Int(i), value) => {
+                value.number().is_some_and(|n| compare_numbers(self.op, Num::Int(*i), n))
+            }
+            (FieldValue::Float(x), value) => {
+                value.number().is_some_and(|n| compare_numbers(self.op, Num::Float(*x), n))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Glob,
+    NotGlob,
+}
+
+impl Op {
+    fn from_text(text: &str) -> Option<Op> {
+        Some(match text {
+            "==" => Op::Eq,
+            "!=" => Op::Ne,
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "~" => Op::Glob,
+            "!~" => Op::NotGlob,
+            _ => return None,
+        })
+    }
+
+    fn text(self) -> &'static str {
+        match self {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Glob => "~",
+            Op::NotGlob => "!~",
+        }
+    }
+
+    /// Whether the operator holds between two values that compare as `order`.
+    fn holds(self, order: Ordering) -> bool {
+        match self {
+            Op::Eq => order.is_eq(),
+            Op::Ne => order.is_ne(),
+            Op::Lt => order.is_lt(),
+            Op::Le => order.is_le(),
+            Op::Gt => order.is_gt(),
+            Op::Ge => order.is_ge(),
+            Op::Glob | Op::NotGlob => false,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    fn to_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(x) => x,
+        }
+    }
+}
+
+/// The right-hand side of a comparison.
+#[derive(Debug, Clone)]
+enum Value {
+    /// A number as written.
+    Num(Num),
+    /// A string or a bare word, with the number it reads as, if any.
+    Text { text: String, num: Option<Num> },
+}
+
+impl Value {
+    fn text(text: String) -> Value {
+        let num = parse_number(&text).ok();
+        Value::Text { text, num }
+    }
+
+    /// The value as a number: for a numeric field.
+    fn number(&self) -> Option<Num> {
+        match self {
+            Value::Num(n) => Some(*n),
+            Value::Text { num, .. } => *num,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Num(Num::Int(i)) => write!(f, "{i}"),
+            // Debug keeps a `.0` or an exponent, so the float reads back as a float.
+            Value::Num(Num::Float(x)) => write!(f, "{x:?}"),
+            Value::Text { text, .. } => {
+                f.write_str("\"")?;
+                for c in text.chars() {
+                    match c {
+                        '"' => f.write_str("\\\"")?,
+                        '\\' => f.write_str("\\\\")?,
+                        '\n' => f.write_str("\\n")?,
+                        '\t' => f.write_str("\\t")?,
+                        c => write!(f, "{c}")?,
+                    }
+                }
+                f.write_str("\"")
+            }
+        }
+    }
+}
+
+fn compare_numbers(op: Op, a: Num, b: Num) -> bool {
+    if let (Num::Int(a), Num::Int(b)) = (a, b) {
+        return op.holds(a.cmp(&b));
+    }
+    let (a, b) = (a.to_f64(), b.to_f64());
+    match op {
+        Op::Eq => a == b,
+        Op::Ne => a != b,
+        Op::Lt => a < b,
+        Op::Le => a <= b,
+        Op::Gt => a > b,
+        Op::Ge => a >= b,
+        Op::Glob | Op::NotGlob => false,
+    }
+}
+
+fn compare_strings(op: Op, field: &str, value: &str) -> bool {
+    match op {
+        Op::Glob => glob_matches(value, field),
+        Op::NotGlob => !glob_matches(value, field),
+        _ => op.holds(field.cmp(value)),
+    }
+}
+
+/// Whether all of `text` matches `pattern`: `*` matches any run of characters, `?` exactly
+/// one, anything else itself. Iterative, in time proportional to the product of the lengths
+/// at worst.
+fn glob_matches(pattern: &str, text: &str) -> bool {
+    // Byte offsets, always on character boundaries.
+    let (mut p, mut t) = (0, 0);
+    // After the last `*` seen: where its pattern continues, and where in `text` its run ends.
+    let mut star: Option<(usize, usize)> = None;
+    while let Some(c) = text[t..].chars().next() {
+        match pattern[p..].chars().next() {
+            Some('*') => {
+                p += 1;
+                star = Some((p, t));
+            }
+            Some(q) if q == '?' || q == c => {
+                p += q.len_utf8();
+                t += c.len_utf8();
+            }
+            _ => {
+                // Give the last `*` one more character, and try again from there.
+                let Some((sp, st)) = star else { return false };
+                let Some(skipped) = text[st..].chars().next() else { return false };
+                p = sp;
+                t = st + skipped.len_utf8();
+                star = Some((sp, t));
+            }
+        }
+    }
+    pattern[p..].chars().all(|c| c == '*')
+}
+
+/// Why a word that looks like a number is not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NumberError {
+    /// `0x` without hexadecimal digits after it.
+    Hex,
+    /// Neither an integer nor a float.
+    Syntax,
+    /// Too large for an `i128` or an `f64`.
+    Range,
+}
+
+impl NumberError {
+    fn message(self, word: &str) -> String {
+        let word = shown(word);
+        match self {
+            NumberError::Hex => format!(
+                "bad number `{word}`: after `0x` come hexadecimal digits (0-9, a-f); to mean text, quote it: \"{word}\""
+            ),
+            NumberError::Syntax => format!(
+                "bad number `{word}`: write an integer (42, -7, 0x1f) or a float (1.5, 2e-3); to mean text, quote it: \"{word}\""
+            ),
+            NumberError::Range => format!(
+                "number `{word}` is out of range: an integer must fit in 128 bits, a float in an f64"
+            ),
+        }
+    }
+}
+
+/// Whether `word` starts like a number: a digit, or `-` or `.` (or `-.`) before one.
+fn looks_numeric(word: &str) -> bool {
+    let unsigned = word.strip_prefix('-').unwrap_or(word);
+    let digits = unsigned.strip_prefix('.').unwrap_or(unsigned);
+    digits.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Reads a whole number: `-`?, then `0x` and hex digits, decimal digits, or a float.
+fn parse_number(word: &str) -> Result<Num, NumberError> {
+    let (negative, unsigned) = match word.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, word),
+    };
+    let hex = unsigned.strip_prefix("0x").or_else(|| unsigned.strip_prefix("0X"));
+    let magnitude = match hex {
+        Some(digits) if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            return Err(NumberError::Hex);
+        }
+        Some(digits) => u128::from_str_radix(digits, 16).map_err(|_| NumberError::Range)?,
+        None if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) => {
+            unsigned.parse::<u128>().map_err(|_| NumberError::Range)?
+        }
+        None if is_float(unsigned) => {
+            let x: f64 = word.parse().map_err(|_| NumberError::Syntax)?;
+            return if x.is_finite() { Ok(Num::Float(x)) } else { Err(NumberError::Range) };
+        }
+        None => return Err(NumberError::Syntax),
+    };
+    let value = if negative && magnitude == 1 << 127 {
+        i128::MIN
+    } else {
+        let value = i128::try_from(magnitude).map_err(|_| NumberError::Range)?;
+        if negative { -value } else { value }
+    };
+    Ok(Num::Int(value))
+}
+
+/// Whether `text` is `digits [. digits] [e|E [+|-] digits]` or `. digits [...]`: a float
+/// without its sign, in the form Rust's `f64::from_str` reads too.
+fn is_float(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits_from =
+        |i: usize| b[i.min(b.len())..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let whole = digits_from(0);
+    let mut i = whole;
+    let mut fraction = 0;
+    if b.get(i) == Some(&b'.') {
+        fraction = digits_from(i + 1);
+        i += 1 + fraction;
+    }
+    if whole + fraction == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exponent = digits_from(i);
+        if exponent == 0 {
+            return false;
+        }
+        i += exponent;
+    }
+    i == b.len()
+}
+
+/// `text` as a message repeats it: cut short when long.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn error(column: usize, message: impl Into<String>) -> FilterError {
+    FilterError { column, message: message.into() }
+}
+
+#[derive(Debug)]
+enum Tok<'a> {
+    /// The end of the expression.
+    End,
+    LParen,
+    RParen,
+    /// `!` not followed by `=` or `~`.
+    Not,
+    AndAnd,
+    OrOr,
+    /// A run of `= < > ~ !` (starting with `!` only as `!=` or `!~`): an operator, or not.
+    Op(&'a str),
+    /// A bare word: a field name, a number or a string.
+    Word(&'a str),
+    /// A double-quoted string, unescaped.
+    Str(String),
+}
+
+#[derive(Debug)]
+struct Token<'a> {
+    tok: Tok<'a>,
+    /// Where it starts; for [`Tok::End`], just after the last token.
+    column: usize,
+}
+
+/// How a token is named in "found ..." messages.
+fn describe(tok: &Tok<'_>) -> String {
+    match tok {
+        Tok::End => "the end of the filter".to_owned(),
+        Tok::LParen => "`(`".to_owned(),
+        Tok::RParen => "`)`".to_owned(),
+        Tok::Not => "`!`".to_owned(),
+        Tok::AndAnd => "`&&`".to_owned(),
+        Tok::OrOr => "`||`".to_owned(),
+        Tok::Op(text) | Tok::Word(text) => format!("`{}`", shown(text)),
+        Tok::Str(_) => "a string".to_owned(),
+    }
+}
+
+/// The error for `token` where a condition has ended and `&&`, `||` (or, `in_parens`, `)`)
+/// must follow.
+fn expected_join(token: &Token<'_>, in_parens: bool) -> FilterError {
+    let wanted = if in_parens { "`&&`, `||` or `)`" } else { "`&&` or `||`" };
+    let hint = match token.tok {
+        Tok::Word("and" | "AND") => "; write `&&` for and",
+        Tok::Word("or" | "OR") => "; write `||` for or",
+        _ => "",
+    };
+    let found = describe(&token.tok);
+    error(token.column, format!("expected {wanted} after a condition, found {found}{hint}"))
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '.' | '*' | '?' | '-' | ':')
+}
+
+fn is_operator_char(c: char) -> bool {
+    matches!(c, '=' | '<' | '>' | '~' | '!')
+}
+
+/// Cuts the expression into tokens, one at a time, as the parser asks.
+struct Lexer<'a> {
+    text: &'a str,
+    /// The byte offset of the next character.
+    at: usize,
+    /// Its column.
+    column: usize,
+    /// The column just after the last token.
+    end_column: usize,
+}
+
+impl<'a> Lexer<'a> {
+    fn peek_char(&self) -> Option<char> {
+        self.text[self.at..].chars().next()
+    }
+
+    fn bump_char(&mut self) -> Option<char> {
+        let c = self.peek_char()?;
+        self.at += c.len_utf8();
+        self.column += 1;
+        Some(c)
+    }
+
+    fn next(&mut self) -> Result<Token<'a>, FilterError> {
+        while self.peek_char().is_some_and(char::is_whitespace) {
+            self.bump_char();
+        }
+        let (start, column) = (self.at, self.column);
+        let Some(c) = self.bump_char() else {
+            return Ok(Token { tok: Tok::End, column: self.end_column });
+        };
+        let tok = match c {
+            '(' => Tok::LParen,
+            ')' => Tok::RParen,
+            '&' | '|' if self.peek_char() == Some(c) => {
+                self.bump_char();
+                if c == '&' { Tok::AndAnd } else { Tok::OrOr }
+            }
+            '&' | '|' => {
+                return Err(error(
+                    column,
+                    format!("`{c}` alone is not an operator; did you mean `{c}{c}`?"),
+                ));
+            }
+            '!' if !matches!(self.peek_char(), Some('=' | '~')) => Tok::Not,
+            c if is_operator_char(c) => {
+                while self.peek_char().is_some_and(is_operator_char) {
+                    self.bump_char();
+                }
+                Tok::Op(&self.text[start..self.at])
+            }
+            '"' => Tok::Str(self.string(column)?),
+            '\'' => {
+                return Err(error(column, "strings take double quotes, as in \"text\", not `'`"));
+            }
+            c if is_word_char(c) => {
+                self.word(start, c);
+                Tok::Word(&self.text[start..self.at])
+            }
+            c => {
+                return Err(error(
+                    column,
+                    format!(
+                        "unexpected character `{}`; a filter is conditions FIELD OP VALUE joined by `&&`, `||`, `!` and parentheses",
+                        c.escape_debug()
+                    ),
+                ));
+            }
+        };
+        self.end_column = self.column;
+        Ok(Token { tok, column })
+    }
+
+    /// The rest of a word that started with `first` at `start`. A `+` belongs to it after
+    /// the `e` of a number's exponent (`1e+6`).
+    fn word(&mut self, start: usize, first: char) {
+        let mut last = first;
+        loop {
+            match self.peek_char() {
+                Some(c) if is_word_char(c) => {}
+                Some('+')
+                    if matches!(last, 'e' | 'E') && looks_numeric(&self.text[start..self.at]) => {}
+                _ => return,
+            }
+            if let Some(c) = self.bump_char() {
+                last = c;
+            }
+        }
+    }
+
+    /// The rest of a string whose `"` is at column `open`, unescaped.
+    fn string(&mut self, open: usize) -> Result<String, FilterError> {
+        let unterminated = || error(open, "unterminated string: add a closing `\"`");
+        let mut out = String::new();
+        loop {
+            let column = self.column;
+            match self.bump_char().ok_or_else(unterminated)? {
+                '"' => return Ok(out),
+                '\\' => match self.bump_char().ok_or_else(unterminated)? {
+                    '"' => out.push('"'),
+                    '\\' => out.push('\\'),
+                    'n' => out.push('\n'),
+                    't' => out.push('\t'),
+                    c => {
+                        return Err(error(
+                            column,
+                            format!(
+                                "unknown escape `\\{}` in a string; the escapes are \\\", \\\\, \\n and \\t",
+                                c.escape_debug()
+                            ),
+                        ));
+                    }
+                },
+                c => out.push(c),
+            }
+        }
+    }
+}
+
+/// A recursive descent over the grammar, with one token of lookahead.
+struct Parser<'a, 'f> {
+    lexer: Lexer<'a>,
+    peeked: Option<Token<'a>>,
+    /// The caller's field names, sorted, without repeats or built-ins.
+    fields: Vec<&'f str>,
+    /// How many `(` and `!` enclose the token being read.
+    depth: usize,
+}
+
+impl<'a, 'f> Parser<'a, 'f> {
+    fn new(text: &'a str, fields: &[&'f str]) -> Parser<'a, 'f> {
+        let mut fields: Vec<&str> =
+            fields.iter().copied().filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
+        fields.sort_unstable();
+        fields.dedup();
+        Parser {
+            lexer: Lexer { text, at: 0, column: 1, end_column: 1 },
+            peeked: None,
+            fields,
+            depth: 0,
+        }
+    }
+
+    fn peek(&mut self) -> Result<&Token<'a>, FilterError> {
+        let token = match self.peeked.take() {
+            Some(token) => token,
+            None => self.lexer.next()?,
+        };
+        Ok(self.peeked.insert(token))
+    }
+
+    fn bump(&mut self) -> Result<Token<'a>, FilterError> {
+        match self.peeked.take() {
+            Some(token) => Ok(token),
+            None => self.lexer.next(),
+        }
+    }
+
+    /// `or := and ( "||" and )*`; `after` says where it starts, for messages.
+    fn or(&mut self, after: &str) -> Result<Node, FilterError> {
+        let first = self.and(after)?;
+        if !matches!(self.peek()?.tok, Tok::OrOr) {
+            return Ok(first);
+        }
+        let mut terms = vec![first];
+        while matches!(self.peek()?.tok, Tok::OrOr) {
+            self.bump()?;
+            terms.push(self.and("after `||`")?);
+        }
+        Ok(Node::Or(terms))
+    }
+
+    /// `and := unary ( "&&" unary )*`.
+    fn and(&mut self, after: &str) -> Result<Node, FilterError> {
+        let first = self.unary(after)?;
+        if !matches!(self.peek()?.tok, Tok::AndAnd) {
+            return Ok(first);
+        }
+        let mut terms = vec![first];
+        while matches!(self.peek()?.tok, Tok::AndAnd) {
+            self.bump()?;
+            terms.push(self.unary("after `&&`")?);
+        }
+        Ok(Node::And(terms))
+    }
+
+    /// `unary := "!" unary | "(" expr ")" | compare`.
+    fn unary(&mut self, after: &str) -> Result<Node, FilterError> {
+        let token = self.bump()?;
+        let column = token.column;
+        match token.tok {
+            Tok::Not => {
+                self.enter(column)?;
+                let inner = self.unary("after `!`")?;
+                self.depth -= 1;
+                Ok(Node::Not(Box::new(inner)))
+            }
+            Tok::LParen => {
+                self.enter(column)?;
+                let next = self.peek()?;
+                if matches!(next.tok, Tok::RParen) {
+                    return Err(error(
+                        next.column,
+                        "empty parentheses: put a condition between `(` and `)`",
+                    ));
+                }
+                let inner = self.or("after `(`")?;
+                let close = self.bump()?;
+                match close.tok {
+                    Tok::RParen => {}
+                    Tok::End => {
+                        return Err(error(column, "unclosed `(`: add a `)` to close it"));
+                    }
+                    _ => return Err(expected_join(&close, true)),
+                }
+                self.depth -= 1;
+                Ok(inner)
+            }
+            Tok::Word(word) => self.compare(word, column),
+            Tok::Str(_) => Err(error(
+                column,
+                "expected a field name, found a string; field names are not quoted",
+            )),
+            Tok::Op(op) => Err(error(
+                column,
+                format!(
+                    "expected a field name before `{}`; a condition is FIELD OP VALUE",
+                    shown(op)
+                ),
+            )),
+            Tok::End | Tok::RParen | Tok::AndAnd | Tok::OrOr => Err(error(
+                column,
+                format!("expected a condition {after}, found {}", describe(&token.tok)),
+            )),
+        }
+    }
+
+    /// One more level of `(` or `!`, at `column`.
+    fn enter(&mut self, column: usize) -> Result<(), FilterError> {
+        if self.depth >= MAX_NESTING {
+            return Err(error(
+                column,
+                format!(
+                    "nested too deeply: at most {MAX_NESTING} levels of `(` and `!`; simplify the filter"
+                ),
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// `compare := FIELD OP VALUE`, after the field `word` at `column`.
+    fn compare(&mut self, word: &str, column: usize) -> Result<Node, FilterError> {
+        if looks_numeric(word) {
+            return Err(error(
+                column,
+                format!(
+                    "expected a field name, found the number `{}`; a condition is FIELD OP VALUE, as in `size > 4096`",
+                    shown(word)
+                ),
+            ));
+        }
+        if !BUILTIN_FIELDS.contains(&word) && self.fields.binary_search(&word).is_err() {
+            return Err(error(column, self.unknown_field(word)));
+        }
+
+        let token = self.bump()?;
+        let op = match token.tok {
+            Tok::Op(text) => match Op::from_text(text) {
+                Some(op) => op,
+                None => return Err(error(token.column, unknown_operator(text))),
+            },
+            _ => {
+                return Err(error(
+                    token.column,
+                    format!(
+                        "expected an operator after `{}`, found {}; the operators are {OPERATORS}",
+                        shown(word),
+                        describe(&token.tok)
+                    ),
+                ));
+            }
+        };
+
+        let token = self.bump()?;
+        let value = match token.tok {
+            Tok::Word(number) if looks_numeric(number) => {
+                if matches!(op, Op::Glob | Op::NotGlob) {
+                    let number = shown(number);
+                    return Err(error(
+                        token.column,
+                        format!(
+                            "`{op}` matches text against a glob, and `{number}` is a number; quote it (\"{number}\") or compare with `==`"
+                        ),
+                    ));
+                }
+                Value::Num(
+                    parse_number(number).map_err(|e| error(token.column, e.message(number)))?,
+                )
+            }
+            Tok::Word(text) => Value::text(text.to_owned()),
+            Tok::Str(text) => Value::text(text),
+            Tok::End => {
+                return Err(error(
+                    token.column,
+                    format!("missing value after `{op}`: write a number, a \"string\" or a word"),
+                ));
+            }
+            _ => {
+                return Err(error(
+                    token.column,
+                    format!(
+                        "expected a value after `{op}`, found {}; write a number, a \"string\" or a word",
+                        describe(&token.tok)
+                    ),
+                ));
+            }
+        };
+        Ok(Node::Compare(Compare { field: word.to_owned(), op, value }))
+    }
+
+    /// The message for an unknown field: a suggestion, and the fields there are.
+    fn unknown_field(&self, word: &str) -> String {
+        let mut builtins = BUILTIN_FIELDS;
+        builtins.sort_unstable();
+        let all: Vec<&str> = builtins.iter().copied().chain(self.fields.iter().copied()).collect();
+        let hint = match (event_format::def::closest(word, all.iter().copied()), word) {
+            (Some(near), _) => format!("did you mean `{}`?", near.escape_debug()),
+            (None, "not" | "NOT") => "to negate a condition, write `!`;".to_owned(),
+            (None, _) => String::new(),
+        };
+        let word = shown(word);
+        // Escaped, so that names from a damaged log cannot break the line.
+        let all: Vec<String> = all.iter().map(|f| f.escape_debug().to_string()).collect();
+        let all = all.join(", ");
+        if hint.is_empty() {
+            format!("unknown field `{word}`; the fields are {all}")
+        } else {
+            format!("unknown field `{word}`; {hint} the fields are {all}")
+        }
+    }
+}
+
+/// The message for an operator that is not one of [`OPERATORS`].
+fn unknown_operator(text: &str) -> String {
+    let meant = match text {
+        "=" | "===" => Some("=="),
+        "=<" => Some("<="),
+        "=>" => Some(">="),
+        "<>" | "=!" | "!==" => Some("!="),
+        "=~" | "~=" | "==~" => Some("~"),
+        "~!" | "!=~" => Some("!~"),
+        _ => None,
+    };
+    match meant {
+        Some(meant) => format!("unknown operator `{text}`; did you mean `{meant}`?"),
+        None => format!("unknown operator `{}`; the operators are {OPERATORS}", shown(text)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// The parameter names of a small schema.
+    const FIELDS: &[&str] = &["a", "b", "c", "size", "arena", "class", "ratio", "size", "label"];
+
+    /// An event: its fields in a map.
+    #[derive(Debug, Default)]
+    struct Event(HashMap<&'static str, FieldValue<'static>>);
+
+    impl Fields for Event {
+        fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+            self.0.get(field).cloned()
+        }
+    }
+
+    fn int(v: i128) -> FieldValue<'static> {
+        FieldValue::Int(v)
+    }
+
+    fn float(v: f64) -> FieldValue<'static> {
+        FieldValue::Float(v)
+    }
+
+    fn string(v: &'static str) -> FieldValue<'static> {
+        FieldValue::Str(Cow::Borrowed(v))
+    }
+
+    fn event(fields: &[(&'static str, FieldValue<'static>)]) -> Event {
+        Event(fields.iter().cloned().collect())
+    }
+
+    fn parse(expr: &str) -> Filter {
+        Filter::parse(expr, FIELDS).unwrap_or_else(|e| panic!("{}", e.render(expr)))
+    }
+
+    fn matches(expr: &str, event: &Event) -> bool {
+        parse(expr).matches(event)
+    }
+
+    fn parse_error(expr: &str) -> FilterError {
+        match Filter::parse(expr, FIELDS) {
+            Ok(filter) => panic!("`{expr}` parsed as `{filter}`"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn doc_example() {
+        struct Alloc;
+        impl Fields for Alloc {
+            fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+                match field {
+                    "name" => Some(FieldValue::Str(Cow::Borrowed("PoolAlloc"))),
+                    "size" => Some(FieldValue::Int(8192)),
+                    _ => None,
+                }
+            }
+        }
+
+        let filter =
+            Filter::parse(r#"size >= 0x1000 && name ~ "Pool*""#, &["pool", "size"]).unwrap();
+        assert!(filter.matches(&Alloc));
+        // A field the event lacks makes its comparison false.
+        assert!(!Filter::parse("pool == 1", &["pool"]).unwrap().matches(&Alloc));
+
+        let err = Filter::parse("size = 4096", &["size"]).unwrap_err();
+        assert_eq!(
+            err.render("size = 4096"),
+            "error: bad filter: unknown operator `=`; did you mean `==`?\n    size = 4096\n         ^",
+        );
+    }
+
+    #[test]
+    fn precedence_shows_in_the_canonical_form() {
+        let cases = [
+            ("a == 1 || b == 2 && c == 3", "a == 1 || (b == 2 && c == 3)"),
+            ("a == 1 && b == 2 || c == 3", "(a == 1 && b == 2) || c == 3"),
+            ("a == 1 && b == 2 && c == 3", "a == 1 && b == 2 && c == 3"),
+            ("a == 1 || b == 2 || c == 3", "a == 1 || b == 2 || c == 3"),
+            ("(a == 1 || b == 2) && c == 3", "(a == 1 || b == 2) && c == 3"),
+            ("a == 1 || (b == 2 || c == 3)", "a == 1 || (b == 2 || c == 3)"),
+            ("!a == 1 && b == 2", "!(a == 1) && b == 2"),
+            ("!(a == 1 && b == 2)", "!(a == 1 && b == 2)"),
+            ("!!a == 1", "!!(a == 1)"),
+            ("! ! ( ( a == 1 ) )", "!!(a == 1)"),
+            ("((((a == 1))))", "a == 1"),
+            ("a==1||b==2&&!c==3", "a == 1 || (b == 2 && !(c == 3))"),
+            (
+                "time>1.5&&thread==0x10||name~\"Pool*\"",
+                "(time > 1.5 && thread == 16) || name ~ \"Pool*\"",
+            ),
+            (
+                r#"name == PoolInit && class != "a \"q\" \\ \n\t" && size <= -7"#,
+                r#"name == "PoolInit" && class != "a \"q\" \\ \n\t" && size <= -7"#,
+            ),
+            (
+                "ratio >= 2e-3 || ratio < -.5 || ratio > 1E+6",
+                "ratio >= 0.002 || ratio < -0.5 || ratio > 1000000.0",
+            ),
+        ];
+        for (expr, canonical) in cases {
+            let filter = parse(expr);
+            assert_eq!(filter.to_string(), canonical, "{expr}");
+            // The canonical form reads back as itself.
+            assert_eq!(parse(canonical).to_string(), canonical, "{expr}");
+        }
+    }
+
+    /// Every assignment of true and false to `a`, `b`, `c` (as `x == 1`).
+    fn truth_table(expr: &str, expected: impl Fn(bool, bool, bool) -> bool) {
+        let filter = parse(expr);
+        for bits in 0..8 {
+            let (a, b, c) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
+            let e = event(&[
+                ("a", int(i128::from(a))),
+                ("b", int(i128::from(b))),
+                ("c", int(i128::from(c))),
+            ]);
+            assert_eq!(filter.matches(&e), expected(a, b, c), "{expr} with a={a} b={b} c={c}");
+        }
+    }
+
+    #[test]
+    fn precedence_and_associativity() {
+        truth_table("a == 1 || b == 1 && c == 1", |a, b, c| a || (b && c));
+        truth_table("a == 1 && b == 1 || c == 1", |a, b, c| (a && b) || c);
+        truth_table("(a == 1 || b == 1) && c == 1", |a, b, c| (a || b) && c);
+        truth_table("a == 1 && (b == 1 || c == 1)", |a, b, c| a && (b || c));
+        truth_table("!a == 1 && b == 1", |a, b, _| !a && b);
+        truth_table("!a == 1 || b == 1", |a, b, _| !a || b);
+        truth_table("!(a == 1 || b == 1)", |a, b, _| !(a || b));
+        truth_table("!!a == 1", |a, _, _| a);
+        truth_table("!!!a == 1", |a, _, _| !a);
+        truth_table("a == 1 || b == 1 || c == 1", |a, b, c| a || b || c);
+        truth_table("a == 1 && b == 1 && c == 1", |a, b, c| a && b && c);
+        truth_table("a == 1 && !b == 1 || !c == 1 && a == 0", |a, b, c| (a && !b) || (!c && !a));
+        truth_table("a != 1 || b == 1 && !(c == 1 && b == 1)", |a, b, c| !a || (b && !c));
+    }
+
+    #[test]
+    fn integers() {
+        let e = event(&[("size", int(4096)), ("a", int(-3))]);
+        for (expr, expected) in [
+            ("size == 4096", true),
+            ("size != 4096", false),
+            ("size < 4096", false),
+            ("size <= 4096", true),
+            ("size > 4095", true),
+            ("size >= 4097", false),
+            ("size == 0x1000", true),
+            ("size == 0X1000", true),
+            ("size < 0xFFFF", true),
+            ("a == -3", true),
+            ("a < -2", true),
+            ("a > -0x4", true),
+            ("a<-2", true),
+            ("a == 3", false),
+            ("size == 4096.0", true),
+            ("size < 4096.5", true),
+            ("size > 4.096e3", false),
+            ("size == 00004096", true),
+        ] {
+            assert_eq!(matches(expr, &e), expected, "{expr}");
+        }
+    }
+
+    #[test]
+    fn integers_compare_exactly() {
+        // 2^60 + 1 is not a double: as doubles the two would be equal.
+        let e =
+            event(&[("size", int((1 << 60) + 1)), ("a", int(i128::MIN)), ("b", int(i128::MAX))]);
+        assert!(!matches("size == 1152921504606846976", &e));
+        assert!(matches("size > 1152921504606846976", &e));
+        assert!(matches("size == 1152921504606846977", &e));
+        assert!(matches("a == -170141183460469231731687303715884105728", &e));
+        assert!(matches("a == -0x80000000000000000000000000000000", &e));
+        assert!(matches("b == 170141183460469231731687303715884105727", &e));
+        assert!(matches("b == 0x7fffffffffffffffffffffffffffffff", &e));
+        // u64::MAX, as an address would be.
+        let e = event(&[("arena", int(i128::from(u64::MAX)))]);
+        assert!(matches("arena == 0xffffffffffffffff", &e));
+        assert!(matches("arena == 18446744073709551615", &e));
+    }
+
+    #[test]
+    fn floats() {
+        let e = event(&[("time", float(1.5)), ("ratio", float(-0.002))]);
+        for (expr, expected) in [
+            ("time == 1.5", true),
+            ("time != 1.5", false),
+            ("time > 1", true),
+            ("time < 2", true),
+            ("time >= 1.5", true),
+            ("time <= 1.4999", false),
+            ("time == 15e-1", true),
+            ("time == .15e1", true),
+            ("time == 1.", false),
+            ("ratio == -2e-3", true),
+            ("ratio < 0", true),
+            ("ratio > -0.0021", true),
+            ("ratio >= -0x1", true),
+        ] {
+            assert_eq!(matches(expr, &e), expected, "{expr}");
+        }
+        // NaN: unequal to everything, comparable with nothing.
+        let e = event(&[("ratio", float(f64::NAN))]);
+        assert!(matches("ratio != 0", &e));
+        for expr in ["ratio == 0", "ratio < 0", "ratio <= 0", "ratio > 0", "ratio >= 0"] {
+            assert!(!matches(expr, &e), "{expr}");
+        }
+        assert!(matches("ratio == -0.0", &event(&[("ratio", float(0.0))])));
+    }
+
+    #[test]
+    fn strings() {
+        let e = event(&[("name", string("PoolInit")), ("class", string("a \"b\"\\\n\tc"))]);
+        for (expr, expected) in [
+            ("name == PoolInit", true),
+            ("name == \"PoolInit\"", true),
+            ("name == poolinit", false),
+            ("name != PoolInit", false),
+            ("name != Pool", true),
+            ("name < PoolInits", true),
+            ("name < Pool", false),
+            ("name > Pool", true),
+            ("name >= PoolInit", true),
+            ("name <= PoolInit", true),
+            ("name > Q", false),
+            ("name < a", true),
+            (r#"class == "a \"b\"\\\n\tc""#, true),
+            (r#"class == "a \"b\"\\\n\tC""#, false),
+        ] {
+            assert_eq!(matches(expr, &e), expected, "{expr}");
+        }
+        let e = event(&[("label", string("größe")), ("kind", string("a:b-c.d"))]);
+        assert!(matches("label == größe", &e));
+        assert!(matches("label == \"größe\"", &e));
+        assert!(matches("kind == a:b-c.d", &e));
+    }
+
+    #[test]
+    fn globs() {
+        let e = event(&[
+            ("name", string("PoolAlloc")),
+            ("label", string("größe")),
+            ("class", string("")),
+        ]);
+        for (expr, expected) in [
+            ("name ~ Pool*", true),
+            ("name ~ \"Pool*\"", true),
+            ("name ~ *Alloc", true),
+            ("name ~ *ool*", true),
+            ("name ~ *", true),
+            ("name ~ Pool", false),
+            ("name ~ P?olAlloc", true),
+            ("name ~ P?lAlloc", false),
+            ("name ~ ?????????", true),
+            ("name ~ ??????????", false),
+            ("name ~ P*l*c", true),
+            ("name ~ P*l*x", false),
+            ("name ~ pool*", false),
+            ("name !~ Pool*", false),
+            ("name !~ Seg*", true),
+            ("name ~ **Pool**", true),
+            ("label ~ gr?ße", true),
+            ("label ~ ?????", true),
+            ("label ~ *ß*", true),
+            ("class ~ *", true),
+            ("class ~ ?", false),
+            ("class ~ \"\"", true),
+            ("class !~ ?*", true),
+        ] {
+            assert_eq!(matches(expr, &e), expected, "{expr}");
+        }
+    }
+
+    #[test]
+    fn glob_matching_is_not_exponential() {
+        let text = "a".repeat(2000);
+        let pattern = format!("{}b", "*a".repeat(50));
+        assert!(!glob_matches(&pattern, &text));
+        assert!(glob_matches(&format!("{}*", "*a".repeat(50)), &text));
+    }
+
+    #[test]
+    fn missing_fields_make_comparisons_false() {
+        let e = event(&[("size", int(1))]);
+        for op in ["==", "!=", "<", "<=", ">", ">="] {
+            assert!(!matches(&format!("a {op} 1"), &e), "{op}");
+            assert!(!matches(&format!("name {op} x"), &e), "{op}");
+            // ... so their negation is true.
+            assert!(matches(&format!("!(a {op} 1)"), &e), "{op}");
+        }
+        assert!(!matches("name ~ *", &e));
+        assert!(!matches("name !~ x", &e));
+        assert!(matches("!(name ~ *)", &e));
+        assert!(matches("a == 1 || size == 1", &e));
+        assert!(!matches("a == 1 && size == 1", &e));
+    }
+
+    #[test]
+    fn type_mismatches_make_comparisons_false() {
+        let e = event(&[("name", string("12")), ("size", int(12)), ("ratio", float(0.5))]);
+        // A string field with a number: false, even when the text is the number's.
+        for op in ["==", "!=", "<", "<=", ">", ">="] {
+            assert!(!matches(&format!("name {op} 12"), &e), "{op}");
+            assert!(!matches(&format!("size {op} twelve"), &e), "{op}");
+            assert!(!matches(&format!("ratio {op} \"half\""), &e), "{op}");
+        }
+        // Text with a string field, of course, compares as text.
+        assert!(matches("name == \"12\"", &e));
+        assert!(matches("name < \"9\"", &e));
+        // A numeric field with a string that reads as a number: as that number.
+        assert!(matches("size == \"12\"", &e));
+        assert!(matches("size == \"0xc\"", &e));
+        assert!(matches("size < \"12.5\"", &e));
+        assert!(matches("ratio == \"5e-1\"", &e));
+        assert!(!matches("size == \" 12\"", &e));
+        // Globs never match numbers.
+        assert!(!matches("size ~ \"1*\"", &e));
+        assert!(!matches("size !~ \"1*\"", &e));
+        assert!(!matches("size ~ \"12\"", &e));
+        assert!(!matches("size ~ *", &e));
+    }
+
+    #[test]
+    fn fields_are_known_by_name() {
+        // Built-ins are known without being passed; repeats and built-ins among the
+        // parameter names are harmless.
+        for name in BUILTIN_FIELDS {
+            assert!(Filter::parse(&format!("{name} == 1"), &[]).is_ok(), "{name}");
+        }
+        assert!(Filter::parse("x == 1", &["x", "x", "name", "x"]).is_ok());
+        assert!(Filter::parse("X == 1", &["x"]).is_err());
+    }
+
+    #[test]
+    fn numbers() {
+        let ok = [
+            ("0", Num::Int(0)),
+            ("-0", Num::Int(0)),
+            ("42", Num::Int(42)),
+            ("-7", Num::Int(-7)),
+            ("0x1f", Num::Int(31)),
+            ("0X1F", Num::Int(31)),
+            ("-0x10", Num::Int(-16)),
+            ("1.5", Num::Float(1.5)),
+            ("1.", Num::Float(1.0)),
+            (".5", Num::Float(0.5)),
+            ("-.5", Num::Float(-0.5)),
+            ("2e-3", Num::Float(0.002)),
+            ("2E+3", Num::Float(2000.0)),
+            ("1e3", Num::Float(1000.0)),
+            ("1.5e3", Num::Float(1500.0)),
+        ];
+        for (text, num) in ok {
+            assert_eq!(parse_number(text), Ok(num), "{text}");
+        }
+        let bad = [
+            ("", NumberError::Syntax),
+            ("-", NumberError::Syntax),
+            (".", NumberError::Syntax),
+            ("0x", NumberError::Hex),
+            ("0xZZ", NumberError::Hex),
+            ("0x1.5", NumberError::Hex),
+            ("1e", NumberError::Syntax),
+            ("1e+", NumberError::Syntax),
+            ("1.2.3", NumberError::Syntax),
+            ("12ab", NumberError::Syntax),
+            ("inf", NumberError::Syntax),
+            ("nan", NumberError::Syntax),
+            ("--1", NumberError::Syntax),
+            ("1_000", NumberError::Syntax),
+            ("1e999", NumberError::Range),
+            ("170141183460469231731687303715884105728", NumberError::Range),
+            ("-170141183460469231731687303715884105729", NumberError::Range),
+            ("0x100000000000000000000000000000000", NumberError::Range),
+        ];
+        for (text, err) in bad {
+            assert_eq!(parse_number(text), Err(err), "{text}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = |n: usize| format!("{}a == 1{}", "(".repeat(n), ")".repeat(n));
+        assert!(Filter::parse(&deep(MAX_NESTING), FIELDS).is_ok());
+        let err = parse_error(&deep(MAX_NESTING + 1));
+        assert_eq!(err.column, MAX_NESTING + 1);
+        assert!(err.message.starts_with("nested too deeply"), "{}", err.message);
+
+        let nots = |n: usize| format!("{}a == 1", "!".repeat(n));
+        // An odd number of `!`.
+        assert!(!parse(&nots(MAX_NESTING)).matches(&event(&[("a", int(1))])));
+        assert_eq!(parse_error(&nots(MAX_NESTING + 1)).column, MAX_NESTING + 1);
+        let mixed = "!(".repeat(200);
+        assert_eq!(parse_error(&mixed).column, 2 * 128);
+
+        // Hostile input: far deeper than any stack would take.
+        for hostile in ["(".repeat(1_000_000), "!".repeat(1_000_000), "!(".repeat(500_000)] {
+            assert_eq!(parse_error(&hostile).column, MAX_NESTING + 1);
+        }
+    }
+
+    #[test]
+    fn long_chains_are_flat() {
+        let n = 100_000;
+        let chain = vec!["a == 1"; n].join(" && ");
+        assert!(parse(&chain).matches(&event(&[("a", int(1))])));
+        let chain = vec!["a == 1"; n].join(" || ");
+        assert!(!parse(&chain).matches(&event(&[("a", int(2))])));
+        let mixed: String =
+            (0..n).map(|i| if i % 2 == 0 { "a == 1 && " } else { "b == 1 || " }).collect();
+        assert!(parse(&format!("{mixed}c == 1")).matches(&event(&[("c", int(1))])));
+    }
+
+    #[test]
+    fn errors_point_at_their_token() {
+        let cases = [
+            ("sise > 1", 1),
+            ("a == 1 && sise > 1", 11),
+            ("a = 1", 3),
+            ("a ==", 5),
+            ("a ==   ", 5),
+            ("  a == \"x", 8),
+            ("(a == 1", 1),
+            ("a == 1)", 7),
+            ("a == 1 b", 8),
+            ("", 1),
+            ("   ", 1),
+            ("a == 1 & b == 1", 8),
+            ("name ~ 1", 8),
+            ("a == 0xZZ", 6),
+            ("größe == 1", 1),
+            ("name == größe && sïze > 1", 18),
+            ("name == \"größe\" && a = 1", 22),
+        ];
+        for (expr, column) in cases {
+            let err = parse_error(expr);
+            assert_eq!(err.column, column, "{expr}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn errors_render_with_a_caret() {
+        let max_nesting =
+            format!("{}a == 1{}", "(".repeat(MAX_NESTING + 1), ")".repeat(MAX_NESTING + 1));
+        let long_field = format!("{} == 1", "x".repeat(60));
+        let cases: Vec<(&str, &str)> = vec![
+            // Fields.
+            ("unknown_field", "sise > 4096"),
+            ("unknown_field_case", "Name == PoolInit"),
+            ("unknown_field_no_suggestion", "colour == red"),
+            ("unknown_field_after_others", "size > 1 && clas == \"x\""),
+            ("unknown_field_long", &long_field),
+            ("unknown_field_not", "not a == 1"),
+            ("field_is_a_number", "1 == a"),
+            ("field_is_a_string", "\"name\" == PoolInit"),
+            ("field_missing_before_operator", "== 1"),
+            // Operators.
+            ("operator_single_equals", "a = 1"),
+            ("operator_reversed", "a =< 1"),
+            ("operator_angle_brackets", "a <> 1"),
+            ("operator_perl_match", "name =~ \"Pool*\""),
+            ("operator_unknown", "a << 1"),
+            ("operator_missing", "a 1"),
+            ("operator_missing_at_end", "size"),
+            ("ampersand_alone", "a == 1 & b == 2"),
+            ("pipe_alone", "a == 1 | b == 2"),
+            // Values.
+            ("value_missing", "a =="),
+            ("value_missing_trailing_space", "a ==   "),
+            ("value_missing_before_and", "a == && b == 1"),
+            ("value_missing_before_paren", "(a == )"),
+            ("glob_with_number", "size ~ 12"),
+            ("not_glob_with_hex", "name !~ 0x1f"),
+            ("bad_hex", "a == 0xZZ"),
+            ("bad_number", "a == 12ab"),
+            ("bad_float", "ratio > 1.5.2"),
+            ("integer_out_of_range", "a == 0x100000000000000000000000000000000"),
+            ("float_out_of_range", "ratio < 1e999"),
+            // Strings.
+            ("unterminated_string", "name == \"Pool && b == 1"),
+            ("unterminated_after_backslash", "name == \"Pool\\"),
+            ("bad_escape", "name == \"a\\qb\""),
+            ("single_quotes", "name == 'Pool'"),
+            // Parentheses.
+            ("unclosed_paren", "(a == 1 || (b == 2)"),
+            ("unclosed_inner_paren", "(a == 1) && (b == 2 || (c == 3)"),
+            ("unmatched_close", "a == 1)"),
+            ("unmatched_close_later", "(a == 1)) && b == 2"),
+            ("empty_parens", "a == 1 || ()"),
+            ("paren_then_junk", "(a == 1 b == 2)"),
+            ("open_paren_at_end", "a == 1 && ("),
+            // Joining.
+            ("trailing_input", "a == 1 b == 2"),
+            ("word_and", "a == 1 and b == 2"),
+            ("dangling_and", "a == 1 &&"),
+            ("dangling_or", "a == 1 ||  "),
+            ("leading_and", "&& a == 1"),
+            ("double_and", "a == 1 && && b == 1"),
+            ("not_at_end", "a == 1 && !"),
+            // Everything else.
+            ("empty", ""),
+            ("blank", "   "),
+            ("unexpected_character", "a == 1; b == 2"),
+            ("control_character", "a == 1 \u{0}"),
+            ("tab_keeps_the_caret_aligned", "a\t==\t1\t)"),
+            ("columns_count_characters", "name == \"größe\" && a = 1"),
+            ("nested_too_deeply", &max_nesting),
+        ];
+        for (name, expr) in cases {
+            let err = parse_error(expr);
+            insta::assert_snapshot!(name, err.render(expr));
+        }
+    }
+
+    /// A little xorshift generator: the fuzzing below needs no dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// What must hold of any input: no panic; an error has a one-line message and a column
+    /// within the input (or just after it); a filter reads back from its canonical form and
+    /// can match any event.
+    fn check(expr: &str, events: &[Event]) {
+        match Filter::parse(expr, FIELDS) {
+            Err(e) => {
+                let chars = expr.chars().count();
+                assert!((1..=chars + 1).contains(&e.column), "{expr:?}: {e:?}");
+                assert!(!e.message.is_empty() && !e.message.contains('\n'), "{expr:?}: {e:?}");
+                assert_eq!(e.render(expr).lines().count(), 3, "{expr:?}: {e:?}");
+            }
+            Ok(filter) => {
+                let canonical = filter.to_string();
+                let again = Filter::parse(&canonical, FIELDS)
+                    .unwrap_or_else(|e| panic!("{expr:?} -> {canonical:?}: {e:?}"));
+                assert_eq!(again.to_string(), canonical, "{expr:?}");
+                for e in events {
+                    assert_eq!(filter.matches(e), again.matches(e), "{expr:?}");
+                }
+            }
+        }
+    }
+
+    fn fuzz_events() -> Vec<Event> {
+        vec![
+            event(&[]),
+            event(&[("a", int(1)), ("b", int(0)), ("c", int(-1)), ("name", string("PoolInit"))]),
+            event(&[("a", float(1.0)), ("size", float(f64::NAN)), ("class", string("1"))]),
+            event(&[("a", string("1")), ("b", string("")), ("label", string("größe*?"))]),
+        ]
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics() {
+        let alphabet: Vec<char> =
+            "ab size name ()!&|=<>~\"\\'-.:*?_0x1eE+9;\t\n\u{0}é€𝄞".chars().collect();
+        let events = fuzz_events();
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let len = rng.below(24);
+            let expr: String = (0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            check(&expr, &events);
+        }
+    }
+
+    #[test]
+    fn grammar_soup_never_panics() {
+        let tokens = [
+            "a",
+            "b",
+            "size",
+            "name",
+            "time",
+            "sise",
+            "(",
+            ")",
+            "!",
+            "&&",
+            "||",
+            "&",
+            "|",
+            "==",
+            "!=",
+            "<",
+            "<=",
+            ">",
+            ">=",
+            "~",
+            "!~",
+            "=",
+            "=<",
+            "<>",
+            "1",
+            "-1",
+            "0x1f",
+            "0xZZ",
+            "1.5",
+            "2e-3",
+            "1e999",
+            "Pool*",
+            "?",
+            "\"x\"",
+            "\"a\\\"b\"",
+            "\"",
+            "'",
+            "\\",
+            ";",
+            " ",
+            "größe",
+        ];
+        let events = fuzz_events();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut parsed = 0;
+        for _ in 0..50_000 {
+            let len = rng.below(12);
+            let picked: Vec<&str> = (0..len).map(|_| tokens[rng.below(tokens.len())]).collect();
+            let glue = if rng.below(2) == 0 { " " } else { "" };
+            let expr = picked.join(glue);
+            parsed += usize::from(Filter::parse(&expr, FIELDS).is_ok());
+            check(&expr, &events);
+        }
+        // The soup makes some valid filters too, whose canonical forms were checked.
+        assert!(parsed > 20, "{parsed}");
+    }
+
+    /// A random valid filter, `depth` levels deep at most.
+    fn valid_filter(rng: &mut Rng, depth: usize, out: &mut String) {
+        let space =
+            |rng: &mut Rng, out: &mut String| out.push_str(["", " ", "  ", "\t"][rng.below(4)]);
+        match if depth == 0 { 0 } else { rng.below(5) } {
+            0 | 1 => {
+                let field = ["a", "b", "size", "name", "time", "label"][rng.below(6)];
+                let op = ["==", "!=", "<", "<=", ">", ">=", "~", "!~"][rng.below(8)];
+                let value = if op.contains('~') {
+                    ["*", "P*", "\"?\"", "a", "\"x y\"", "größe*"][rng.below(6)]
+                } else {
+                    ["1", "-1", "0x1f", "1.5", "-2e-3", "PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""]
+                        [rng.below(9)]
+                };
+                out.push_str(field);
+                space(rng, out);
+                out.push_str(op);
+                space(rng, out);
+                out.push_str(value);
+            }
+            2 => {
+                out.push('!');
+                space(rng, out);
+                valid_filter(rng, depth - 1, out);
+            }
+            3 => {
+                out.push('(');
+                space(rng, out);
+                valid_filter(rng, depth - 1, out);
+                space(rng, out);
+                out.push(')');
+            }
+            _ => {
+                valid_filter(rng, depth - 1, out);
+                space(rng, out);
+                out.push_str(if rng.below(2) == 0 { "&&" } else { "||" });
+                space(rng, out);
+                valid_filter(rng, depth - 1, out);
+            }
+        }
+    }
+
+    #[test]
+    fn valid_filters_read_back_from_their_canonical_form() {
+        let events = fuzz_events();
+        let mut rng = Rng(0xd1b5_4a32_d192_ed03);
+        for _ in 0..5_000 {
+            let mut expr = String::new();
+            valid_filter(&mut rng, 6, &mut expr);
+            assert!(Filter::parse(&expr, FIELDS).is_ok(), "{expr:?}");
+            check(&expr, &events);
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! One line per event: text, JSON or CSV, with labels beside addresses and interned ids
+//! resolved (MPS eventtxt's `["label"]`).
+
+use crate::filter::{FieldValue, Fields};
+use event_format::builtin;
+use event_format::decode::Event;
+use event_format::text::{write_seconds, write_text, write_value};
+use event_format::wire::{Clock, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// `0.000001500 T1 Pool.PoolInit pool=0x7 class="AMC"`
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+    /// Comma-separated, with a header line.
+    Csv,
+}
+
+/// What the log said so far about strings and addresses, per log.
+#[derive(Debug, Default)]
+pub(crate) struct Annotations {
+    /// (log, interned id) -> string.
+    interned: HashMap<(usize, u64), String>,
+    /// (log, address) -> interned id of its label.
+    labels: HashMap<(usize, u64), u64>,
+}
+
+impl Annotations {
+    /// Learns from an `Intern` or `Label` event.
+    pub(crate) fn learn(&mut self, file: usize, event: &Event<'_>) {
+        match event.desc.code {
+            builtin::INTERN => {
+                let mut values = event.values();
+                if let (Some(Value::Word(id)), Some(Value::Str(text))) = (values.next(), values.next()) {
+                    self.interned.insert((file, id), String::from_utf8_lossy(text.bytes).into_owned());
+                }
+            }
+            builtin::LABEL => {
+                let mut values = event.values();
+                if let (Some(Value::Address(address)), Some(Value::Word(id))) = (values.next(), values.next()) {
+                    self.labels.insert((file, address), id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn label(&self, file: usize, address: u64) -> Option<&str> {
+        let id = self.labels.get(&(file, address))?;
+        self.interned.get(&(file, *id)).map(String::as_str)
+    }
+
+    fn interned(&self, file: usize, id: u64) -> Option<&str> {
+        self.interned.get(&(file, id)).map(String::as_str)
+    }
+}
+
+/// How lines are written.
+#[derive(Debug)]
+pub(crate) struct Renderer {
+    pub(crate) format: Format,
+    pub(crate) raw_ticks: bool,
+    pub(crate) labels: bool,
+    /// Thread names are prefixed by the producer's pid when several logs are merged.
+    pub(crate) pids: Option<Vec<u64>>,
+}
+
+impl Renderer {
+    /// The header line, if the format has one.
+    pub(crate) fn header(&self) -> Option<&'static str> {
+        (self.format == Format::Csv).then_some("time,thread,kind,event,arguments")
+    }
+
+    fn thread(&self, file: usize, thread: u64) -> String {
+        match &self.pids {
+            Some(pids) => format!("{}:T{thread}", pids[file]),
+            None => format!("T{thread}"),
+        }
+    }
+
+    fn time(&self, out: &mut String, clock: &Clock, ticks: u64) {
+        if self.raw_ticks {
+            let _ = write!(out, "{ticks}");
+        } else {
+            let _ = write_seconds(out, clock, ticks);
+        }
+    }
+
+    /// One value as text, with its label or interned string when one applies.
+    fn value(&self, out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>, index: usize, value: &Value<'_>) {
+        let _ = write_value(out, value);
+        if !self.labels {
+            return;
+        }
+        let extra = match value {
+            Value::Pointer(a) | Value::Address(a) => ann.label(file, *a),
+            // Label's `id` names an interned string.
+            Value::Word(id) if event.desc.code == builtin::LABEL && index == 1 => ann.interned(file, *id),
+            _ => None,
+        };
+        if let Some(text) = extra {
+            out.push('[');
+            let _ = write_text(out, &event_format::wire::Text::new(text));
+            out.push(']');
+        }
+    }
+
+    /// Writes `event` of log `file` as one line, without the newline.
+    pub(crate) fn line(&self, out: &mut String, ann: &Annotations, file: usize, clock: &Clock, event: &Event<'_>) {
+        match self.format {
+            Format::Text => {
+                self.time(out, clock, event.time);
+                let _ = write!(out, " {} {}.{}", self.thread(file, event.thread), event.desc.kind_name, event.desc.name);
+                for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
+                    let _ = write!(out, " {name}=");
+                    self.value(out, ann, file, event, i, &value);
+                }
+            }
+            Format::Csv => {
+                self.time(out, clock, event.time);
+                let _ = write!(out, ",{},{},{},", self.thread(file, event.thread), event.desc.kind_name, event.desc.name);
+                let mut args = String::new();
+                for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
+                    if i > 0 {
+                        args.push(' ');
+                    }
+                    let _ = write!(args, "{name}=");
+                    self.value(&mut args, ann, file, event, i, &value);
+                }
+                csv_field(out, &args);
+            }
+            Format::Json => {
+                out.push_str("{\"time\":");
+                if self.raw_ticks {
+                    let _ = write!(out, "{}", event.time);
+                } else {
+                    let _ = write_seconds(out, clock, event.time);
+                }
+                out.push_str(",\"thread\":");
+                json_string(out, &self.thread(file, event.thread));
+                out.push_str(",\"kind\":");
+                json_string(out, &event.desc.kind_name);
+                out.push_str(",\"event\":");
+                json_string(out, &event.desc.name);
+                out.push_str(",\"args\":{");
+                let mut labels = Vec::new();
+                for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    json_string(out, name);
+                    out.push(':');
+                    match value {
+                        Value::Pointer(v) | Value::Address(v) => {
+                            json_string(out, &format!("{v:#x}"));
+                            if let Some(l) = self.labels.then(|| ann.label(file, v)).flatten() {
+                                labels.push((name, l.to_owned()));
+                            }
+                        }
+                        Value::Word(v) => {
+                            let _ = write!(out, "{v}");
+                            if event.desc.code == builtin::LABEL && i == 1
+                                && let Some(s) = ann.interned(file, v)
+                            {
+                                labels.push((name, s.to_owned()));
+                            }
+                        }
+                        Value::Unsigned(v) => {
+                            let _ = write!(out, "{v}");
+                        }
+                        Value::Signed(v) => {
+                            let _ = write!(out, "{v}");
+                        }
+                        Value::Double(v) if v.is_finite() => {
+                            let _ = write!(out, "{v:?}");
+                        }
+                        Value::Double(v) => json_string(out, &format!("{v:?}")),
+                        Value::Bool(v) => {
+                            let _ = write!(out, "{v}");
+                        }
+                        Value::Str(t) => json_string(out, &String::from_utf8_lossy(t.bytes)),
+                    }
+                }
+                out.push('}');
+                if !labels.is_empty() {
+                    out.push_str(",\"labels\":{");
+                    for (i, (name, l)) in labels.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        json_string(out, name);
+                        out.push(':');
+                        json_string(out, l);
+                    }
+                    out.push('}');
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+/// Writes `s` as a JSON string.
+pub(crate) fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes `s` as a CSV field, quoted when it must be.
+fn csv_field(out: &mut String, s: &str) {
+    if s.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&s.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(s);
+    }
+}
+
+/// An event as the filter sees it.
+pub(crate) struct EventFields<'a> {
+    pub(crate) event: &'a Event<'a>,
+    pub(crate) clock: &'a Clock,
+}
+
+impl Fields for EventFields<'_> {
+    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+        let e = self.event;
+        match field {
+            "time" => return Some(FieldValue::Float(self.clock.seconds_since_start(e.time))),
+            "thread" => return Some(FieldValue::Int(i128::from(e.thread))),
+            "code" => return Some(FieldValue::Int(i128::from(e.desc.code))),
+            "name" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.name))),
+            "kind" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.kind_name))),
+            _ => {}
+        }
+        let i = e.desc.params.iter().position(|p| p == field)?;
+        Some(match e.values().nth(i)? {
+            Value::Pointer(v) | Value::Address(v) | Value::Word(v) => FieldValue::Int(i128::from(v)),
+            Value::Unsigned(v) => FieldValue::Int(i128::from(v)),
+            Value::Signed(v) => FieldValue::Int(i128::from(v)),
+            Value::Double(v) => FieldValue::Float(v),
+            Value::Bool(v) => FieldValue::Int(i128::from(v)),
+            Value::Str(t) => FieldValue::Str(String::from_utf8_lossy(t.bytes)),
+        })
+    }
+}

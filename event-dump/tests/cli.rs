@@ -1,0 +1,308 @@
+//! event-dump as a user runs it, on logs this test records with the deterministic clock:
+//! every subcommand's output (insta snapshots), labels, interned strings, drops, a damaged
+//! block, the checked-in logs of both byte orders, follow and control on a live ring file,
+//! and the one-line errors.
+
+event_runtime::include_events!("../events.def");
+
+use event_runtime::{Policy, Recorder};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
+
+/// One recording per process at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(DUMP).args(args).output().unwrap()
+}
+
+/// stdout, with what differs from run to run replaced: the log's path, the producer's pid
+/// and program name (this test binary's, which has a hash in it).
+fn clean(text: &str, log: &str) -> String {
+    let pid = std::process::id().to_string();
+    let program = std::env::current_exe().unwrap().file_stem().unwrap().to_string_lossy().into_owned();
+    text.replace(log, "LOG").replace(&program, "[program]").replace(&pid, "[pid]")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A log of the tour's kinds on two threads, one after the other, with a label, an interned
+/// string, a message, and every letter; deterministic, so its dump is too.
+fn sample_log(name: &str) -> PathBuf {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let path = dir().join(name);
+    let recording = Recorder::new(&events::SET).file(&path).block_size(1024).deterministic_clock().start().unwrap();
+    let arena = 0x7f00_0000_1000usize;
+    event_runtime::label(arena, "main arena");
+    event!(ArenaCreate, arena, arena, 1u64 << 20);
+    event_runtime::message("two \"workers\"\n");
+    for w in 0..2u64 {
+        std::thread::Builder::new()
+            .name(format!("worker-{w}"))
+            .spawn(move || {
+                event!(PoolInit, 0x1000 + w as usize, arena, "AMC", 16u32);
+                for i in 0..30u64 {
+                    event!(ObjectAlloc, 0x1000 + w as usize, 0x2000 + i as usize, 16 * i, 3u32);
+                }
+                event!(SweepReclaim, 0x1000 + w as usize, 1u64, 480u64, -5);
+                event!(ClientCheck, true, "balance", "ok");
+                event!(ArenaPoll, arena, 4096u64, 0.25);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    event!(ArenaDestroy, arena, 0u64);
+    recording.stop().unwrap();
+    path
+}
+
+/// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks.
+fn dropping_log() -> PathBuf {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let path = dir().join("drops.evt");
+    let recording = Recorder::new(&events::SET)
+        .file(&path)
+        .policy(Policy::Fill)
+        .block_size(1024)
+        .buffer_size(4096)
+        .deterministic_clock()
+        .start()
+        .unwrap();
+    for i in 0..500u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
+    }
+    recording.stop().unwrap();
+    path
+}
+
+#[test]
+fn print_text_json_csv() {
+    let log = sample_log("print.evt");
+    let log = log.to_str().unwrap();
+    let text = run(&[log]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    insta::assert_snapshot!("print_text", stdout(&text));
+    assert_eq!(stdout(&run(&["print", log])), stdout(&text), "print is the default");
+    insta::assert_snapshot!("print_json", stdout(&run(&["print", log, "--format", "json", "--limit", "6"])));
+    insta::assert_snapshot!("print_csv", stdout(&run(&["print", log, "--format", "csv", "--limit", "6"])));
+    insta::assert_snapshot!("print_raw_ticks_no_labels", stdout(&run(&["print", log, "--raw-ticks", "--no-labels", "--limit", "5"])));
+}
+
+#[test]
+fn print_selects() {
+    let log = sample_log("select.evt");
+    let log = log.to_str().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("kind", &["--kind", "Pool,Sw*"]),
+        ("event", &["--event", "Arena.*,ClientCheck"]),
+        ("thread", &["--thread", "3", "--limit", "3"]),
+        ("since_until", &["--since", "0.000000040", "--until", "0.000000044"]),
+        ("filter", &["--filter", "(size >= 400 && size < 464) || name ~ \"Sweep*\" || !(thread != 1)"]),
+    ];
+    for (name, args) in cases {
+        let mut all = vec!["print", log];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        insta::assert_snapshot!(format!("select_{name}"), stdout(&out));
+    }
+}
+
+#[test]
+fn bad_selections_are_one_clear_line() {
+    let log = sample_log("bad-select.evt");
+    let log = log.to_str().unwrap();
+    let mut errors = String::new();
+    for args in [
+        &["--filter", "size >= 4096 && nme == x"][..],
+        &["--filter", "size => 4"],
+        &["--kind", "Pol"],
+        &["--event", "PoolInt"],
+        &["--thread", "main"],
+    ] {
+        let mut all = vec![log];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        errors.push_str(&format!("$ event-dump LOG {}\n{}\n", args.join(" "), stderr(&out)));
+    }
+    insta::assert_snapshot!(errors);
+}
+
+#[test]
+fn stats_and_check() {
+    let log = sample_log("stats.evt");
+    let log = log.to_str().unwrap();
+    let stats = run(&["stats", log]);
+    assert!(stats.status.success());
+    insta::assert_snapshot!("stats", clean(&stdout(&stats), log));
+    let check = run(&["check", log]);
+    assert_eq!(check.status.code(), Some(0), "a whole log: {}", stdout(&check));
+    insta::assert_snapshot!("check_whole", clean(&stdout(&check), log));
+}
+
+#[test]
+fn drops_are_reported_by_stats_check_and_print() {
+    let log = dropping_log();
+    let log = log.to_str().unwrap();
+    insta::assert_snapshot!("stats_drops", clean(&stdout(&run(&["stats", log])), log));
+    let check = run(&["check", log]);
+    assert_eq!(check.status.code(), Some(1), "drops make a log not whole");
+    insta::assert_snapshot!("check_drops", clean(&stdout(&check), log));
+    insta::assert_snapshot!("print_drops", stdout(&run(&["print", log, "--event", "Dropped"])));
+}
+
+#[test]
+fn a_damaged_block_costs_only_itself() {
+    let log = sample_log("damaged.evt");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let header_len = event_format::decode::Decoder::new(&bytes[..]).unwrap().header_len() as usize;
+    bytes[header_len + 1024 + 100] ^= 0x40; // a record byte of the second block
+    let damaged = dir().join("damaged-flipped.evt");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let d = damaged.to_str().unwrap();
+    let check = run(&["check", d]);
+    assert_eq!(check.status.code(), Some(1));
+    insta::assert_snapshot!("check_damaged", clean(&stdout(&check), d));
+    let print = run(&["print", d]);
+    assert!(print.status.success());
+    insta::assert_snapshot!("print_damaged_stderr", clean(&stderr(&print), d));
+    let whole = stdout(&run(&[log.to_str().unwrap()])).lines().count();
+    let kept = stdout(&print).lines().count();
+    assert!(kept > 0 && kept < whole, "the other blocks still print: {kept} of {whole}");
+}
+
+#[test]
+fn schema_and_against() {
+    let log = sample_log("schema.evt");
+    let log = log.to_str().unwrap();
+    let schema = run(&["schema", log]);
+    assert!(schema.status.success());
+    let def = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")).unwrap();
+    let parsed = event_format::def::parse(&def, "events.def").unwrap();
+    assert_eq!(event_format::def::parse(&stdout(&schema), "dumped").unwrap(), parsed, "the dump is the relation");
+    let same = run(&["schema", log, "--against", concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")]);
+    assert_eq!(same.status.code(), Some(0));
+    insta::assert_snapshot!("schema_against_same", stdout(&same));
+    let changed = dir().join("changed.def");
+    let text = def
+        .replace("VERSION(1, 0, 0)", "VERSION(1, 1, 0)")
+        .replace("RELATION(ClientMark,      0x0052, TRUE,   Client, 0)", "RELATION(ClientMark,      0x0052, TRUE,   Client, W, n)\nRELATION(ClientNote, 0x0053, TRUE, Client, S, text)");
+    std::fs::write(&changed, text).unwrap();
+    let differs = run(&["schema", log, "--against", changed.to_str().unwrap()]);
+    insta::assert_snapshot!("schema_against_changed", stdout(&differs));
+}
+
+#[test]
+fn checked_in_logs_of_both_byte_orders_print_the_same() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/v1.0.0");
+    let le = run(&[&format!("{data}/tour-le.evt")]);
+    let be = run(&[&format!("{data}/tour-be.evt")]);
+    assert!(le.status.success() && be.status.success());
+    assert_eq!(stdout(&le), stdout(&be));
+    insta::assert_snapshot!("fixture_print", stdout(&le));
+}
+
+#[test]
+fn unreadable_logs_are_one_line_and_exit_1() {
+    let d = dir();
+    let not_a_log = d.join("not-a-log.txt");
+    std::fs::write(&not_a_log, "hello, world\n").unwrap();
+    let truncated = d.join("truncated.evt");
+    let sample = std::fs::read(sample_log("to-truncate.evt")).unwrap();
+    std::fs::write(&truncated, &sample[..40]).unwrap();
+    let major = d.join("major.evt");
+    let mut newer = sample.clone();
+    newer[10] = 9; // the format's major version, in the fixed part
+    std::fs::write(&major, &newer).unwrap();
+    let mut report = String::new();
+    for (name, path) in [
+        ("not a log", not_a_log.clone()),
+        ("truncated", truncated),
+        ("missing", d.join("missing.evt")),
+        ("a directory", d.clone()),
+        ("another major", major),
+    ] {
+        for cmd in ["print", "stats", "check", "schema"] {
+            let out = run(&[cmd, path.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(1), "{name} {cmd}");
+            let err = stderr(&out);
+            assert_eq!(err.lines().count(), 1, "{name} {cmd}: one line: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+            if cmd == "print" {
+                report.push_str(&format!("{name}: {}", err.replace(path.to_str().unwrap(), "PATH")));
+            }
+        }
+    }
+    insta::assert_snapshot!(report);
+    let usage = run(&["print"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn every_subcommand_has_help_with_an_example() {
+    for cmd in ["print", "stats", "schema", "check", "follow", "control"] {
+        let out = run(&[cmd, "--help"]);
+        assert!(out.status.success());
+        assert!(stdout(&out).contains("Example"), "{cmd} --help shows an example");
+    }
+}
+
+#[test]
+fn follow_and_control_a_running_program() {
+    let stream_log = sample_log("not-ring.evt");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let ring = dir().join("live.ring");
+    let recording = Recorder::new(&events::SET).ring_file(&ring).policy(Policy::Ring).start().unwrap();
+    let follower = Command::new(DUMP)
+        .args(["follow", ring.to_str().unwrap(), "--kind", "Object", "--interval", "5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for i in 0..100u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
+    }
+    // The selection changes through the ring file: Object off, then on again.
+    let off = run(&["control", ring.to_str().unwrap(), "--disable", "Object"]);
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert!(stdout(&off).starts_with("now recording: Arena Pool Seg Sweep Client"), "{}", stdout(&off));
+    assert!(!event_runtime::control::is_enabled(events::code::ObjectFree));
+    event!(ObjectFree, 0x1000usize, 0xdead_usize, 0u64); // not recorded
+    let refused = run(&["control", ring.to_str().unwrap(), "--enable", "Objet"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("did you mean \"Object\""), "{}", stderr(&refused));
+    let on = run(&["control", ring.to_str().unwrap(), "--enable", "Object"]);
+    assert!(on.status.success());
+    for i in 100..200u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    recording.stop().unwrap();
+    let out = follower.wait_with_output().unwrap();
+    assert!(out.status.success(), "follow ends when the program stops: {}", stderr(&out));
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 200, "every Object event, once: {lines:?}");
+    for (i, line) in lines.iter().enumerate() {
+        assert!(line.ends_with(&format!("size={i}")), "in order: {line}");
+    }
+    let not_ring = run(&["control", stream_log.to_str().unwrap(), "--disable", "Object"]);
+    assert_eq!(not_ring.status.code(), Some(1));
+    assert!(stderr(&not_ring).contains("not a ring file"), "{}", stderr(&not_ring));
+}

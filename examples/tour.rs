@@ -312,9 +312,13 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
         span,
         record_bytes as f64 / events.max(1) as f64
     );
+    let p = path.display();
     println!("\nExplore further:");
-    println!("  docs/FORMAT.md            how every byte of {} is laid out", path.display());
-    println!("  events.def                the event relation this trace embeds");
+    println!("  cargo run -p event-dump -- {p} --limit 40                 every event, threads merged by time");
+    println!("  cargo run -p event-dump -- stats {p}                      counts per event, kind and thread");
+    println!("  cargo run -p event-dump -- print {p} --filter 'size >= 512 && name == ObjectAlloc' --limit 5");
+    println!("  cargo run -p event-dump -- check {p}                      exit code 0 only when the trace is whole");
+    println!("  docs/FORMAT.md            how every byte of {p} is laid out");
     println!("  EVENT_CONTROL='Pool Seg' cargo run --release --example tour    record only two kinds");
     println!("  EVENT_POLICY=ring EVENT_BUFSIZE=1m cargo run --release --example tour    a flight recorder: the latest events");
     println!("  EVENT_RING=target/tour.ring cargo run --release --example tour    also a crash-proof ring file");

@@ -306,3 +306,28 @@ fn follow_and_control_a_running_program() {
     assert_eq!(not_ring.status.code(), Some(1));
     assert!(stderr(&not_ring).contains("not a ring file"), "{}", stderr(&not_ring));
 }
+
+#[test]
+fn several_logs_merge_on_wall_clock_time() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/v1.0.0");
+    let (le, be) = (format!("{data}/tour-le.evt"), format!("{data}/tour-be.evt"));
+    let one = stdout(&run(&[&le])).lines().count();
+    let both = run(&[&le, &be, "--format", "csv"]);
+    assert!(both.status.success(), "{}", stderr(&both));
+    let lines: Vec<String> = stdout(&both).lines().skip(1).map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2 * one, "every event of both logs");
+    // Merged on wall-clock time: times never go back, and each thread is named with its
+    // producer's pid.
+    let times: Vec<f64> = lines.iter().map(|l| l.split(',').next().unwrap().parse().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order");
+    assert!(lines.iter().all(|l| l.split(',').nth(1).unwrap().contains(":T")), "pid:thread");
+    // The two logs hold the same events, so each line (without its log) comes twice.
+    let mut merged: Vec<String> = lines.iter().map(|l| l.replacen(":T", "T", 1)).collect();
+    let mut single: Vec<String> = stdout(&run(&[&le, "--format", "csv"])).lines().skip(1).flat_map(|l| {
+        let pid_line = l.replacen(",T", ",31337T", 1);
+        [pid_line.clone(), pid_line]
+    }).collect();
+    merged.sort();
+    single.sort();
+    assert_eq!(merged, single);
+}

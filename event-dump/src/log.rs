@@ -5,7 +5,7 @@ use event_format::ring::{self, RingReader, RingStream};
 use event_format::wire::{Header, HeaderError};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -68,12 +68,13 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
     if meta.is_dir() {
         return Err(DumpError::new(format!("{shown}: is a directory; give a log file")));
     }
-    let mut file = File::open(path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e))))?;
+    let cannot_open = |e: io::Error| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e)));
+    let mut file = File::open(path).map_err(cannot_open)?;
     let mut magic = [0u8; 8];
     let got = read_up_to(&mut file, &mut magic).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let options = DecodeOptions { force };
     if ring::is_ring(&magic[..got]) {
-        let file = File::open(path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e))))?;
+        // The ring reader reads at positions: where the magic left the file does not matter.
         let reader = RingReader::open(file, options).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
         let summary: RingSummary = Arc::new(Mutex::new(None));
         let stream = SummarisedRing { stream: RingStream::new(reader), summary: Arc::clone(&summary) };
@@ -81,7 +82,7 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
         let catalog = Catalog::new(&decoder.header().schema);
         return Ok(Log { path: path.to_owned(), decoder, catalog, len: meta.len(), ring: Some(summary) });
     }
-    let file = File::open(path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e))))?;
+    file.seek(SeekFrom::Start(0)).map_err(cannot_open)?;
     let reader: Box<dyn Read> = Box::new(BufReader::with_capacity(1 << 20, file));
     let decoder = Decoder::with_options(reader, options).map_err(|e| header_error(path, &e))?;
     let catalog = Catalog::new(&decoder.header().schema);

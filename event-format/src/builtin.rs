@@ -69,3 +69,35 @@ pub fn by_name(name: &str) -> Option<&'static Builtin> {
 pub fn names() -> String {
     ALL.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
 }
+
+/// Blocks of thread 0 that report `losses`, each `(thread, count)`, as `Dropped` events at
+/// `time`, numbered from `first_sequence`: how a recorder (or a ring-file reader) reports the
+/// losses that no block of the thread itself can carry (docs/FORMAT.md, "Counting losses").
+/// Empty when there is nothing to report.
+pub fn dropped_report(
+    order: crate::wire::Order,
+    block_size: u32,
+    first_sequence: u64,
+    time: u64,
+    losses: &[(u64, u64)],
+) -> Vec<Vec<u8>> {
+    use crate::wire::{BlockHeader, BlockWriter, Value};
+    let mut blocks = Vec::new();
+    if losses.is_empty() {
+        return blocks;
+    }
+    let mut header = BlockHeader { thread: 0, sequence: first_sequence, base_time: time, ..BlockHeader::default() };
+    let mut writer = BlockWriter::new(order, block_size, &header);
+    for &(thread, count) in losses {
+        let values = [Value::Word(thread), Value::Word(count)];
+        if writer.push(DROPPED, time, &values).is_err() {
+            blocks.push(writer.finish());
+            header.sequence += 1;
+            writer = BlockWriter::new(order, block_size, &header);
+            // A 24-byte record always fits an empty block (1 KiB at least).
+            let _ = writer.push(DROPPED, time, &values);
+        }
+    }
+    blocks.push(writer.finish());
+    blocks
+}

@@ -747,21 +747,7 @@ impl<R: ReadAt> RingStream<R> {
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
             }
-            if !self.drops.is_empty() {
-                let mut header = BlockHeader { thread: 0, base_time: self.last_time, ..BlockHeader::default() };
-                let mut writer = crate::wire::BlockWriter::new(layout.order, layout.block_size, &header);
-                for &(thread, count) in &self.drops {
-                    let values = [crate::wire::Value::Word(thread), crate::wire::Value::Word(count)];
-                    if writer.push(crate::builtin::DROPPED, self.last_time, &values).is_err() {
-                        self.pending.push_back(writer.finish());
-                        header.sequence += 1;
-                        writer = crate::wire::BlockWriter::new(layout.order, layout.block_size, &header);
-                        // A fresh block takes a 24-byte record.
-                        let _ = writer.push(crate::builtin::DROPPED, self.last_time, &values);
-                    }
-                }
-                self.pending.push_back(writer.finish());
-            }
+            self.pending.extend(crate::builtin::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops));
         }
         Ok(())
     }

@@ -64,6 +64,9 @@ pub(crate) struct ThreadBuffer {
     home: Home,
     /// Blocks in the home ring (`Ring`, `File`); 1 for `Pool`.
     ring_blocks: u64,
+    /// The current block's place in the home ring: `sequence % ring_blocks`, kept so that
+    /// the emit path does no division.
+    index: usize,
     block_size: usize,
     /// Whether there is a current block to write into.
     writable: bool,
@@ -174,6 +177,7 @@ impl ThreadBuffer {
             records: 0,
             home,
             ring_blocks,
+            index: 0,
             block_size,
             writable: false,
             waited: false,
@@ -199,7 +203,12 @@ impl ThreadBuffer {
     /// The current block, when there is one.
     #[inline(always)]
     fn current(&mut self) -> Option<&mut [u8]> {
-        let index = (self.sequence % self.ring_blocks) as usize;
+        self.block_at(self.index)
+    }
+
+    /// Block `index` of the home ring (the pool block, for `Pool`).
+    #[inline(always)]
+    fn block_at(&mut self, index: usize) -> Option<&mut [u8]> {
         match &mut self.home {
             Home::Pool(block) => block.as_deref_mut(),
             Home::Ring(blocks) => Some(&mut blocks[index * self.block_size..(index + 1) * self.block_size]),
@@ -321,6 +330,7 @@ impl ThreadBuffer {
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
     /// were refused since the last one.
     fn start_block(&mut self, now: u64) {
+        self.index = (self.sequence % self.ring_blocks) as usize;
         self.end = BLOCK_HEADER_LEN;
         self.base_time = now;
         self.time = now;
@@ -469,17 +479,16 @@ impl ThreadBuffer {
     /// The last `n` events of this thread, decoded, oldest first.
     fn last_events(&mut self, n: usize) -> Vec<String> {
         let mut blocks = Vec::new();
-        let (sequence, end, ring) = (self.sequence, self.end, self.ring_blocks);
-        if ring > 1 && sequence > 0 && self.writable {
+        let (end, ring) = (self.end, self.ring_blocks);
+        if ring > 1 && self.sequence > 0 && self.writable {
             // The previous block of a ring is still there, finished.
-            self.sequence -= 1;
-            if let Some(b) = self.current() {
+            let previous = ((self.sequence - 1) % ring) as usize;
+            if let Some(b) = self.block_at(previous) {
                 let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
                 if BLOCK_HEADER_LEN + used <= b.len() {
                     blocks.push(b[..BLOCK_HEADER_LEN + used].to_vec());
                 }
             }
-            self.sequence = sequence;
         }
         if self.writable
             && let Some(b) = self.current()

@@ -12,8 +12,7 @@ use event_format::decode::Catalog;
 use event_format::ring::{Layout, RingReader, RingStream};
 use event_format::schema::Schema;
 use event_format::wire::{
-    BLOCK_HEADER_LEN, BLOCK_USED_AT, BlockHeader, BlockWriter, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order,
-    Producer, Value, seal_block_in_place,
+    BLOCK_HEADER_LEN, BLOCK_USED_AT, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, seal_block_in_place,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -210,20 +209,11 @@ impl Shared {
         }
         let time = self.time.now();
         let mut sinks = lock(&self.sinks);
-        let mut header = BlockHeader { thread: 0, sequence: sinks.recorder_sequence, base_time: time, ..BlockHeader::default() };
-        let mut writer = BlockWriter::new(Order::NATIVE, self.block_size, &header);
-        for (thread, count) in reports {
-            let values = [Value::Word(thread), Value::Word(count)];
-            if writer.push(builtin::DROPPED, time, &values).is_err() {
-                sinks.write(&writer.finish());
-                header.sequence += 1;
-                writer = BlockWriter::new(Order::NATIVE, self.block_size, &header);
-                // A 24-byte record always fits an empty block.
-                let _ = writer.push(builtin::DROPPED, time, &values);
-            }
+        let blocks = builtin::dropped_report(Order::NATIVE, self.block_size, sinks.recorder_sequence, time, &reports);
+        sinks.recorder_sequence += blocks.len() as u64;
+        for block in &blocks {
+            sinks.write(block);
         }
-        sinks.write(&writer.finish());
-        sinks.recorder_sequence = header.sequence + 1;
     }
 
     /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.

@@ -363,11 +363,12 @@ impl Slot {
         self.blocks as u32
     }
 
-    /// Block `index` of the ring, to write.
+    /// Block `index` (below [`blocks`](Self::blocks)) of the ring, to write.
     #[inline(always)]
     pub(crate) fn block_mut(&mut self, index: u32) -> &mut [u8] {
-        let index = index as usize % self.blocks;
-        // SAFETY: in bounds (checked at claim); the slot was claimed by this thread alone, and
+        let index = index as usize;
+        assert!(index < self.blocks, "block {index} of a ring of {}", self.blocks);
+        // SAFETY: in bounds (the index by the assertion, the ring at claim); the slot was claimed by this thread alone, and
         // `&mut self` keeps this the only slice into it. Other processes read these bytes
         // concurrently; they validate what they read against `position` (module docs).
         unsafe { std::slice::from_raw_parts_mut(self.data.add(index * self.block_size), self.block_size) }

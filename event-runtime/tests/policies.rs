@@ -244,9 +244,7 @@ fn a_ring_file_holds_every_committed_event_after_stop() {
     let recording = Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
     run_workers(3, 10_000);
     assert!(recording.stop().unwrap().is_empty(), "no memory sink");
-    let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
-    let mut stream = Vec::new();
-    std::io::Read::read_to_end(&mut RingStream::new(reader), &mut stream).unwrap();
+    let (stream, _) = read_ring(&path);
     assert_exact(&tally(&stream), 3, 10_000);
     #[cfg(unix)]
     {
@@ -271,9 +269,7 @@ fn fill_in_a_ring_file_reports_what_its_slots_refused() {
         .unwrap();
     run_workers(2, 20_000);
     let memory = recording.stop().unwrap();
-    let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
-    let mut stream = Vec::new();
-    std::io::Read::read_to_end(&mut RingStream::new(reader), &mut stream).unwrap();
+    let (stream, _) = read_ring(&path);
     // The ring file and the stream copy both account for every event.
     for s in [&stream, &memory] {
         let t = tally(s);
@@ -300,42 +296,19 @@ fn a_monitor_changes_the_selection_through_the_ring_file() {
     drop(recording);
 }
 
-/// Writes a control request into the ring file's control page, as `event-dump control` does,
-/// and waits for the program's reply.
+/// Sends a control request through the ring file, as `event-dump control` does.
 fn request(path: &std::path::Path, text: &str) -> (bool, String) {
-    use event_format::ring::{Layout, control_at};
-    use std::os::unix::fs::FileExt;
     let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
-    let mut page = vec![0u8; 64];
-    file.read_exact_at(&mut page, 0).unwrap();
-    let layout = Layout::decode(&page, false).unwrap();
-    let o = layout.order;
-    let base = layout.control();
-    let read_u64 = |at: usize| {
-        let mut b = [0u8; 8];
-        file.read_exact_at(&mut b, base + at as u64).unwrap();
-        o.u64(&b)
-    };
-    let seq = read_u64(control_at::REQUEST_SEQ) + 1;
-    file.write_all_at(text.as_bytes(), base + control_at::REQUEST as u64).unwrap();
-    let mut b = [0u8; 8];
-    o.put_u32(&mut b, text.len() as u32);
-    file.write_all_at(&b[..4], base + control_at::REQUEST_LEN as u64).unwrap();
-    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-    o.put_u64(&mut b, seq);
-    file.write_all_at(&b, base + control_at::REQUEST_SEQ as u64).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while read_u64(control_at::ACK_SEQ) != seq {
-        assert!(std::time::Instant::now() < deadline, "the program answers within 10 s");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut b = [0u8; 4];
-    file.read_exact_at(&mut b, base + control_at::STATUS as u64).unwrap();
-    let ok = o.u32(&b) == 0;
-    file.read_exact_at(&mut b, base + control_at::REPLY_LEN as u64).unwrap();
-    let mut reply = vec![0u8; o.u32(&b) as usize];
-    file.read_exact_at(&mut reply, base + control_at::REPLY as u64).unwrap();
-    (ok, String::from_utf8(reply).unwrap())
+    event_format::ring::send_request(&file, text, Duration::from_secs(10)).unwrap()
+}
+
+/// A ring file read as a stream, and what the reader found.
+fn read_ring(path: &std::path::Path) -> (Vec<u8>, event_format::ring::RingSummary) {
+    let reader = RingReader::open(std::fs::File::open(path).unwrap(), Default::default()).unwrap();
+    let mut stream = RingStream::new(reader);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut stream, &mut bytes).unwrap();
+    (bytes, stream.summary().clone())
 }
 
 fn tempdir(name: &str) -> std::path::PathBuf {
@@ -354,11 +327,8 @@ fn threads_that_come_and_go_each_get_a_slot_of_their_own() {
         let recording = Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
         run_workers(3, 2_000);
         recording.stop().unwrap();
-        let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
-        let mut stream = RingStream::new(reader);
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut stream, &mut bytes).unwrap();
-        assert_eq!(stream.summary().threads, 3);
+        let (bytes, summary) = read_ring(&path);
+        assert_eq!(summary.threads, 3);
         assert_exact(&tally(&bytes), 3, 2_000);
     }
 }
@@ -389,11 +359,7 @@ fn a_thread_without_a_slot_is_counted_not_lost_silently() {
         h.join().unwrap();
     }
     recording.stop().unwrap();
-    let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
-    let mut stream = RingStream::new(reader);
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut stream, &mut bytes).unwrap();
-    let summary = stream.summary().clone();
+    let (bytes, summary) = read_ring(&path);
     assert_eq!((summary.threads, summary.threads_without_slot, summary.slots_reused), (1, 1, 0));
     let t = tally(&bytes);
     assert_eq!(t.numbers.len(), 1, "one thread recorded");

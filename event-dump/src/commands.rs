@@ -133,7 +133,7 @@ impl Selection {
     }
 }
 
-fn open_all(paths: &[std::path::PathBuf], force: bool) -> Result<Vec<Log>> {
+pub(crate) fn open_all(paths: &[std::path::PathBuf], force: bool) -> Result<Vec<Log>> {
     paths.iter().map(|p| log::open(p, force)).collect()
 }
 

@@ -46,7 +46,7 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// The fields every event has, whatever the caller passes to [`Filter::parse`].
-pub(crate) const BUILTIN_FIELDS: [&str; 5] = ["time", "thread", "code", "name", "kind"];
+pub const BUILTIN_FIELDS: [&str; 5] = ["time", "thread", "code", "name", "kind"];
 
 /// The deepest nesting of `(` and `!` a filter may have.
 const MAX_NESTING: usize = 255;
@@ -60,13 +60,13 @@ const OPERATORS: &str = "==, !=, <, <=, >, >=, ~ and !~";
 /// A parsed `--filter` expression: [`Filter::parse`] it once, then ask [`Filter::matches`]
 /// of each event. Its `Display` writes it back with every grouping in parentheses.
 #[derive(Debug, Clone)]
-pub(crate) struct Filter {
+pub struct Filter {
     root: Node,
 }
 
 /// The value of one field of one event, as a [`Fields`] implementation gives it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum FieldValue<'a> {
+pub enum FieldValue<'a> {
     /// Any integer: pointers, addresses, words, signed and unsigned, booleans (0 or 1).
     Int(i128),
     /// A double; `time` is one too.
@@ -76,7 +76,7 @@ pub(crate) enum FieldValue<'a> {
 }
 
 /// An event as a filter sees it: its fields by name.
-pub(crate) trait Fields {
+pub trait Fields {
     /// The value of `field` in this event, or `None` when the event has no such field (a
     /// comparison of it is then false).
     fn get(&self, field: &str) -> Option<FieldValue<'_>>;
@@ -84,12 +84,12 @@ pub(crate) trait Fields {
 
 /// Why an expression is not a filter, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FilterError {
+pub struct FilterError {
     /// The column of the offending token, 1-based, in characters: one past the last token
     /// when something is missing at the end.
-    pub(crate) column: usize,
+    pub column: usize,
     /// What is wrong and what would be right, one line.
-    pub(crate) message: String,
+    pub message: String,
 }
 
 impl FilterError {
@@ -97,7 +97,7 @@ impl FilterError {
     /// indented by 4, then a caret `^` under [`column`](FilterError::column), same indent.
     /// Control characters in `expr` (a tab, a line break) show as one space each so that
     /// the caret stays under its character.
-    pub(crate) fn render(&self, expr: &str) -> String {
+    pub fn render(&self, expr: &str) -> String {
         let line: String = expr.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
         let pad = " ".repeat(self.column.saturating_sub(1));
         format!("error: bad filter: {}\n    {line}\n    {pad}^", self.message)
@@ -117,8 +117,8 @@ impl Filter {
     /// the parameter names the log's events have (repeats are fine); the built-ins
     /// [`BUILTIN_FIELDS`] are always known. Never panics; linear time.
     ///
-    /// ```ignore
-    /// // event-dump is a binary, so this runs as the unit test `tests::doc_example`.
+    /// ```
+    /// use event_dump::filter::{FieldValue, Fields, Filter};
     /// use std::borrow::Cow;
     ///
     /// struct Alloc;
@@ -143,7 +143,7 @@ impl Filter {
     ///     "error: bad filter: unknown operator `=`; did you mean `==`?\n    size = 4096\n         ^",
     /// );
     /// ```
-    pub(crate) fn parse(expr: &str, fields: &[&str]) -> Result<Filter, FilterError> {
+    pub fn parse(expr: &str, fields: &[&str]) -> Result<Filter, FilterError> {
         let mut parser = Parser::new(expr, fields);
         if matches!(parser.peek()?.tok, Tok::End) {
             return Err(error(
@@ -165,7 +165,7 @@ impl Filter {
 
     /// Whether `event` is selected. A comparison of a field `event` does not have, or of a
     /// value of another type, is false; see the [module documentation](self).
-    pub(crate) fn matches(&self, event: &dyn Fields) -> bool {
+    pub fn matches(&self, event: &dyn Fields) -> bool {
         self.root.matches(event)
     }
 }

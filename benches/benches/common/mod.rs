@@ -1,0 +1,273 @@
+//! The cases both bench targets measure, each `fn(n) -> Duration` for `n` events, and the
+//! baselines and peers beside them. `compare` runs them side by side; `emit` runs them under
+//! criterion. The bench target includes `bench.def` at its root, before this module.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A case: its name and how to run `n` events of it.
+pub struct Case {
+    pub name: &'static str,
+    pub run: fn(u64) -> Duration,
+}
+
+// ---- baselines ---------------------------------------------------------------------------
+
+/// An empty loop: the floor of a compiled-out event.
+pub fn empty_loop(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        black_box(i);
+    }
+    start.elapsed()
+}
+
+static MASK: AtomicU64 = AtomicU64::new(0);
+
+/// A loop with one relaxed load and a bit test: the floor of a disabled event.
+pub fn relaxed_load_loop(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        if MASK.load(Ordering::Relaxed) & 2 != 0 {
+            black_box(i);
+        }
+        black_box(i);
+    }
+    start.elapsed()
+}
+
+/// The cycle counter, as the recorder reads it where it is invariant.
+#[inline(always)]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        use std::sync::OnceLock;
+        static START: OnceLock<Instant> = OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// What a perfect tracer costs: read the cycle counter and store a record of the same size
+/// as the recorder's (8-byte header of code, length and time delta, then `WORDS` words) into
+/// a preallocated buffer, wrapping around.
+pub fn floor<const WORDS: usize>(n: u64) -> Duration {
+    let len = 8 + 8 * WORDS;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0;
+    let mut last = ticks();
+    let start = Instant::now();
+    for i in 0..n {
+        let now = ticks();
+        if at + len > buf.len() {
+            at = 0;
+            black_box(&mut buf);
+        }
+        let record = &mut buf[at..at + len];
+        record[..2].copy_from_slice(&3u16.to_ne_bytes());
+        record[2..4].copy_from_slice(&(len as u16).to_ne_bytes());
+        record[4..8].copy_from_slice(&(now.wrapping_sub(last) as u32).to_ne_bytes());
+        for w in 0..WORDS {
+            record[8 + 8 * w..16 + 8 * w].copy_from_slice(&(i + w as u64).to_ne_bytes());
+        }
+        last = now;
+        at += len;
+    }
+    black_box(&buf);
+    start.elapsed()
+}
+
+// ---- this recorder -----------------------------------------------------------------------
+
+/// Starts the recording the recorder's cases run under: the `ring` policy (each thread
+/// overwrites its own ring of blocks in memory, so no writer thread and no file is
+/// involved: what is measured is the cost to the recording thread), kind `Off` turned off.
+pub fn start_ring() -> event_runtime::Recording {
+    event_runtime::Recorder::new(&crate::events::SET)
+        .policy(event_runtime::Policy::Ring)
+        .buffer_size(64 << 20)
+        .control("all -Off")
+        .start()
+        .expect("the benchmark recording starts")
+}
+
+pub fn word0(n: u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..n {
+        event!(Word0);
+    }
+    start.elapsed()
+}
+
+pub fn word1(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        event!(Word1, black_box(i));
+    }
+    start.elapsed()
+}
+
+pub fn word3(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        event!(Word3, black_box(i), i + 1, i + 2);
+    }
+    start.elapsed()
+}
+
+pub fn word6(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        event!(Word6, black_box(i), i + 1, i + 2, i + 3, i + 4, i + 5);
+    }
+    start.elapsed()
+}
+
+pub fn text16(n: u64) -> Duration {
+    let text = black_box("sixteen bytes!!!");
+    let start = Instant::now();
+    for _ in 0..n {
+        event!(Text, text);
+    }
+    start.elapsed()
+}
+
+/// An event of a kind that is turned off.
+pub fn disabled(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        event!(OffWord3, black_box(i), i + 1, i + 2);
+        black_box(i);
+    }
+    start.elapsed()
+}
+
+/// `Word3` in the `rash` variety: compiled out (only in a build with `--features rash`).
+pub fn compiled_out(n: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        event!(Word3, black_box(i), i + 1, i + 2);
+        black_box(i);
+    }
+    start.elapsed()
+}
+
+// ---- tracing -----------------------------------------------------------------------------
+
+pub mod peers {
+    use super::ticks;
+    use std::cell::RefCell;
+    use std::fmt;
+    use std::hint::black_box;
+    use std::time::{Duration, Instant};
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// A subscriber that is interested in everything and does nothing with it: tracing's
+    /// own dispatch cost. It reads no clock and records nothing.
+    pub struct Null;
+
+    impl Subscriber for Null {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            black_box(event);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    thread_local! {
+        /// The binary subscriber's per-thread buffer, preallocated, and where it writes.
+        static BUFFER: RefCell<(Vec<u8>, usize)> = RefCell::new((vec![0u8; 64 << 10], 0));
+    }
+
+    /// A subscriber that does what this recorder does, the fair comparison: reads the cycle
+    /// counter and writes a record (a callsite id, the timestamp and every integer field, in
+    /// binary) into a preallocated per-thread buffer.
+    pub struct Binary;
+
+    struct Fields<'a> {
+        buf: &'a mut [u8],
+        at: usize,
+    }
+
+    impl Visit for Fields<'_> {
+        fn record_u64(&mut self, _: &Field, value: u64) {
+            if self.at + 8 <= self.buf.len() {
+                self.buf[self.at..self.at + 8].copy_from_slice(&value.to_ne_bytes());
+                self.at += 8;
+            }
+        }
+        fn record_i64(&mut self, field: &Field, value: i64) {
+            self.record_u64(field, value as u64);
+        }
+        fn record_debug(&mut self, _: &Field, _: &dyn fmt::Debug) {}
+    }
+
+    impl Subscriber for Binary {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let now = ticks();
+            BUFFER.with(|b| {
+                let mut b = b.borrow_mut();
+                let (buf, at) = &mut *b;
+                // The record: callsite (8), time (8), fields (8 each); at most 64 bytes here.
+                if *at + 64 > buf.len() {
+                    *at = 0;
+                }
+                let id = event.metadata() as *const Metadata<'_> as usize as u64;
+                buf[*at..*at + 8].copy_from_slice(&id.to_ne_bytes());
+                buf[*at + 8..*at + 16].copy_from_slice(&now.to_ne_bytes());
+                let mut fields = Fields { buf: &mut buf[*at + 16..*at + 64], at: 0 };
+                event.record(&mut fields);
+                *at += 16 + fields.at;
+            });
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    /// `tracing::info!` with 3 integer fields, under whatever subscriber is the default.
+    pub fn info3(n: u64) -> Duration {
+        let start = Instant::now();
+        for i in 0..n {
+            tracing::info!(a = black_box(i), b = i + 1, c = i + 2);
+        }
+        start.elapsed()
+    }
+
+    /// Runs `f` with `subscriber` as this thread's default.
+    pub fn under<S: Subscriber + Send + Sync + 'static>(subscriber: S, f: impl FnOnce() -> Duration) -> Duration {
+        tracing::subscriber::with_default(subscriber, f)
+    }
+
+    pub fn null(n: u64) -> Duration {
+        under(Null, || info3(n))
+    }
+
+    pub fn binary(n: u64) -> Duration {
+        under(Binary, || info3(n))
+    }
+}

@@ -1,5 +1,5 @@
 //! A bridge from the [`tracing`](https://docs.rs/tracing) crate: a
-//! [`Layer`](tracing_subscriber::Layer) that records tracing's events and span entries and
+//! [`Layer`] that records tracing's events and span entries and
 //! exits as built-in events of the stream (feature `tracing`).
 //!
 //! A program already instrumented with `tracing` adds three lines: the layer on a
@@ -102,6 +102,10 @@ struct Scratch {
 }
 
 impl Scratch {
+    const fn new() -> Scratch {
+        Scratch { text: String::new(), fields: String::new(), text_cut: false, fields_cut: false }
+    }
+
     fn clear(&mut self) {
         self.text.clear();
         self.fields.clear();
@@ -115,7 +119,7 @@ impl Scratch {
 const KEEP_CAPACITY: usize = 4 * STRING_MAX;
 
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
 }
 
 /// Runs `f` with this thread's cleared scratch buffers, or with fresh ones when they are in

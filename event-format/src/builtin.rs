@@ -41,8 +41,20 @@ pub const CLOCK_SYNC: u16 = 0xFF04;
 pub const TIME_EXTEND: u16 = 0xFF05;
 /// `Message(text S)`: a free-text message from the program.
 pub const MESSAGE: u16 = 0xFF06;
+/// `TraceEvent(level U, target S, text S)` (since format 1.1): an event of the `tracing`
+/// crate. `level` is 1 = ERROR, 2 = WARN, 3 = INFO, 4 = DEBUG, 5 = TRACE (see
+/// [`trace_level_name`]); `target` is the event's target (by default its module path);
+/// `text` is its `message` field followed by its other fields as ` key=value`.
+pub const TRACE_EVENT: u16 = 0xFF07;
+/// `SpanEnter(span W, name S, fields S)` (since format 1.1): the thread entered the `tracing`
+/// span with id `span`, named `name`, whose fields recorded so far are `fields`
+/// (`key=value` separated by spaces; possibly empty). An id is unique among the spans that
+/// exist at the same time; `tracing` may reuse the id of a closed span.
+pub const SPAN_ENTER: u16 = 0xFF08;
+/// `SpanExit(span W, name S)` (since format 1.1): the thread left the `tracing` span `span`.
+pub const SPAN_EXIT: u16 = 0xFF09;
 
-use Letter::{Address, Signed, String as Str, Word};
+use Letter::{Address, Signed, String as Str, Unsigned, Word};
 
 /// Every built-in event of this format version, by code.
 pub const ALL: &[Builtin] = &[
@@ -53,7 +65,23 @@ pub const ALL: &[Builtin] = &[
     Builtin { name: "ClockSync", code: CLOCK_SYNC, format: &[Word, Signed], params: &["ticks", "wall_ns"] },
     Builtin { name: "TimeExtend", code: TIME_EXTEND, format: &[Word], params: &["time"] },
     Builtin { name: "Message", code: MESSAGE, format: &[Str], params: &["text"] },
+    Builtin { name: "TraceEvent", code: TRACE_EVENT, format: &[Unsigned, Str, Str], params: &["level", "target", "text"] },
+    Builtin { name: "SpanEnter", code: SPAN_ENTER, format: &[Word, Str, Str], params: &["span", "name", "fields"] },
+    Builtin { name: "SpanExit", code: SPAN_EXIT, format: &[Word, Str], params: &["span", "name"] },
 ];
+
+/// The name of a `TraceEvent`'s `level` (`1` is `"ERROR"` .. `5` is `"TRACE"`), `None` for
+/// a value outside `1..=5`.
+pub fn trace_level_name(level: u32) -> Option<&'static str> {
+    match level {
+        1 => Some("ERROR"),
+        2 => Some("WARN"),
+        3 => Some("INFO"),
+        4 => Some("DEBUG"),
+        5 => Some("TRACE"),
+        _ => None,
+    }
+}
 
 /// The built-in event with code `code`, if this format version defines one.
 pub fn by_code(code: u16) -> Option<&'static Builtin> {

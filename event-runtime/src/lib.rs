@@ -48,6 +48,9 @@
 //!
 //! - `hot`: compiles out every event whose `always` flag is FALSE.
 //! - `rash`: compiles out every event.
+//! - `tracing` (off by default): the module `tracing_bridge`, with `EventLayer`, a
+//!   `tracing_subscriber` layer that records the `tracing` crate's events and spans, and
+//!   `EVENTS`, an event set for programs that use only `tracing`.
 //!
 //! A compiled-out event still type-checks its arguments but evaluates none of them and, in an
 //! optimised build, leaves no code.
@@ -73,6 +76,8 @@ mod exchange;
 mod recorder;
 mod ringfile;
 mod sync;
+#[cfg(feature = "tracing")]
+pub mod tracing_bridge;
 
 #[doc(hidden)]
 pub mod __private;

@@ -1,0 +1,227 @@
+#![cfg(feature = "tracing")]
+#![deny(warnings)]
+//! The `tracing` bridge (feature `tracing`): tracing events and span entries and exits
+//! recorded through `EventLayer` and decoded with event-format, with their levels, targets,
+//! texts, span ids, names, fields and nesting, on two threads; nothing recorded while no
+//! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set.
+//!
+//! A process has one recording at a time, so the tests take turns (`serial`).
+
+use event_format::builtin;
+use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::wire::{STRING_MAX, Value};
+use event_runtime::Recorder;
+use event_runtime::tracing_bridge::{EVENTS, EventLayer};
+use std::sync::{Arc, Barrier, Mutex};
+use tracing::Dispatch;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn dispatch() -> Dispatch {
+    Dispatch::new(tracing_subscriber::registry().with(EventLayer::new()))
+}
+
+/// A decoded tracing record.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Event { level: u32, target: String, text: String },
+    Enter { span: u64, name: String, fields: String },
+    Exit { span: u64, name: String },
+}
+
+/// The tracing records of `stream`, per thread in recording order, and the strings that were
+/// flagged as cut.
+fn decode(stream: &[u8]) -> (Vec<(u64, Seen)>, Vec<String>) {
+    let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
+    let catalog = Catalog::new(&decoder.header().schema);
+    let mut seen = Vec::new();
+    let mut cut = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        let block = block.expect("no damaged block");
+        for entry in block.entries(&catalog) {
+            let Entry::Event(event) = entry else { panic!("unexpected {entry:?}") };
+            let values: Vec<Value<'_>> = event.values().collect();
+            let s = |i: usize| match values[i] {
+                Value::Str(t) => String::from_utf8(t.bytes.to_vec()).expect("UTF-8"),
+                other => panic!("not a string: {other:?}"),
+            };
+            let w = |i: usize| match values[i] {
+                Value::Word(w) => w,
+                other => panic!("not a word: {other:?}"),
+            };
+            for v in &values {
+                if let Value::Str(t) = v
+                    && t.truncated
+                {
+                    cut.push(String::from_utf8(t.bytes.to_vec()).expect("UTF-8"));
+                }
+            }
+            let record = match event.desc.code {
+                builtin::TRACE_EVENT => {
+                    let Value::Unsigned(level) = values[0] else { panic!("level is U") };
+                    Seen::Event { level, target: s(1), text: s(2) }
+                }
+                builtin::SPAN_ENTER => Seen::Enter { span: w(0), name: s(1), fields: s(2) },
+                builtin::SPAN_EXIT => Seen::Exit { span: w(0), name: s(1) },
+                builtin::THREAD_NAME => continue,
+                other => panic!("unexpected event {other:#x} {}", event.desc.name),
+            };
+            seen.push((event.thread, record));
+        }
+    }
+    (seen, cut)
+}
+
+fn event(level: u32, text: &str) -> Seen {
+    Seen::Event { level, target: module_path!().to_owned(), text: text.to_owned() }
+}
+
+/// What one worker records: two nested spans, events at every level.
+fn work(n: u64, both_inside: &Barrier) {
+    let outer = tracing::info_span!("outer", worker = n);
+    let _outer = outer.enter();
+    tracing::error!(code = 7, "failed {}", n);
+    {
+        let inner = tracing::debug_span!("inner", step = "load", r#type = tracing::field::Empty);
+        inner.record("type", tracing::field::debug('x'));
+        let _inner = inner.enter();
+        // Both threads are inside both spans here: their ids are live at once.
+        both_inside.wait();
+        tracing::warn!(path = "/tmp/a b", ok = true, "slow");
+        tracing::trace!(n, ratio = 0.5);
+    }
+    tracing::info!(message = "done");
+    tracing::debug!("quoted \"text\" stays as written");
+}
+
+#[test]
+fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
+    let _serial = serial();
+    let dispatch = dispatch();
+    let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+    let both_inside = Arc::new(Barrier::new(2));
+    let workers: Vec<_> = (1..=2u64)
+        .map(|n| {
+            let dispatch = dispatch.clone();
+            let both_inside = Arc::clone(&both_inside);
+            std::thread::spawn(move || tracing::dispatcher::with_default(&dispatch, || work(n, &both_inside)))
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let (seen, cut) = decode(&recording.stop().expect("stops"));
+    assert!(cut.is_empty());
+
+    let mut threads: Vec<u64> = seen.iter().map(|(t, _)| *t).collect();
+    threads.dedup();
+    threads.sort_unstable();
+    threads.dedup();
+    assert_eq!(threads.len(), 2, "two threads recorded: {seen:?}");
+    let mut spans = Vec::new();
+    for thread in threads {
+        let got: Vec<Seen> = seen.iter().filter(|(t, _)| *t == thread).map(|(_, s)| s.clone()).collect();
+        let Seen::Enter { span: outer, fields, .. } = &got[0] else { panic!("enters first: {got:?}") };
+        let n: u64 = fields.strip_prefix("worker=").and_then(|n| n.parse().ok()).expect("worker=N");
+        let Seen::Enter { span: inner, .. } = &got[2] else { panic!("enters inner third: {got:?}") };
+        let (outer, inner) = (*outer, *inner);
+        let expected = vec![
+            Seen::Enter { span: outer, name: "outer".into(), fields: format!("worker={n}") },
+            event(1, &format!("failed {n} code=7")),
+            Seen::Enter { span: inner, name: "inner".into(), fields: "step=\"load\" type='x'".into() },
+            event(2, "slow path=\"/tmp/a b\" ok=true"),
+            event(5, &format!("n={n} ratio=0.5")),
+            Seen::Exit { span: inner, name: "inner".into() },
+            event(3, "done"),
+            event(4, "quoted \"text\" stays as written"),
+            Seen::Exit { span: outer, name: "outer".into() },
+        ];
+        assert_eq!(got, expected, "thread {thread}");
+        spans.extend([outer, inner]);
+    }
+    spans.sort_unstable();
+    spans.dedup();
+    assert_eq!(spans.len(), 4, "spans alive at once have distinct ids");
+}
+
+#[test]
+fn nothing_is_recorded_while_no_recording_runs() {
+    let _serial = serial();
+    tracing::dispatcher::with_default(&dispatch(), || {
+        let before = tracing::info_span!("before", early = 1);
+        tracing::info!("not recorded");
+        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        before.in_scope(|| tracing::info!(late = 2, "recorded"));
+        let (seen, _) = decode(&recording.stop().expect("stops"));
+        tracing::error!("not recorded either");
+        let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
+        let id = before.id().expect("enabled").into_u64();
+        assert_eq!(
+            got,
+            vec![
+                // Created before the recording: its fields were not kept.
+                Seen::Enter { span: id, name: "before".into(), fields: String::new() },
+                event(3, "recorded late=2"),
+                Seen::Exit { span: id, name: "before".into() },
+            ]
+        );
+    });
+}
+
+#[test]
+fn a_long_text_is_cut_and_flagged() {
+    let _serial = serial();
+    tracing::dispatcher::with_default(&dispatch(), || {
+        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let long = "é".repeat(STRING_MAX);
+        tracing::info!(extra = 1, "{long}");
+        tracing::info_span!("wide", value = long.as_str()).in_scope(|| {});
+        let (seen, cut) = decode(&recording.stop().expect("stops"));
+        assert_eq!(cut.len(), 2, "the event's text and the span's fields are flagged: {seen:?}");
+        for text in &cut {
+            assert!(text.len() <= STRING_MAX && text.len() > STRING_MAX - 4, "cut near the maximum: {}", text.len());
+        }
+        assert!(cut[0].chars().all(|c| c == 'é'), "the message comes first");
+        assert!(cut[1].starts_with("value=\"éé"));
+    });
+}
+
+/// A value whose formatting logs a tracing event itself.
+struct Chatty;
+
+impl std::fmt::Debug for Chatty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        tracing::warn!("formatting");
+        f.write_str("chatty")
+    }
+}
+
+#[test]
+fn a_field_that_logs_while_formatted_does_not_disturb_the_event() {
+    let _serial = serial();
+    tracing::dispatcher::with_default(&dispatch(), || {
+        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        tracing::info!(value = ?Chatty, "outer");
+        let (seen, _) = decode(&recording.stop().expect("stops"));
+        let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
+        // tracing-core itself does not dispatch an event raised inside a subscriber's
+        // callback; the outer event must still come out whole, without a panic.
+        assert_eq!(got, vec![event(3, "outer value=chatty")]);
+    });
+}
+
+#[test]
+fn an_empty_event_set_writes_a_stream_that_decodes() {
+    let _serial = serial();
+    let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+    let stream = recording.stop().expect("stops");
+    let decoder = Decoder::new(stream.as_slice()).expect("header decodes");
+    let schema = &decoder.header().schema;
+    assert!(schema.kinds.is_empty() && schema.events.is_empty());
+    assert_eq!(schema, &EVENTS.schema().expect("parses"));
+}

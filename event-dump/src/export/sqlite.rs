@@ -88,6 +88,9 @@ const LAYOUT_VERSION: i64 = 1;
 /// The columns before the parameters in every event table.
 const FIXED_COLUMNS: [&str; 4] = ["log", "time", "seconds", "thread"];
 
+/// What to do about a log that disagrees with the database.
+const ELSEWHERE: &str = "; export this log into another database (-o another.db)";
+
 /// How long to wait for another program that holds the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -159,7 +162,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCo
     let mut stdout = io::stdout().lock();
     for s in &summaries {
         if !s.problems.is_empty() {
-            eprintln!("event-dump: {}: {} skipped; everything else was exported (`event-dump check` tells more)", s.path, s.problems.join(", "));
+            eprintln!("event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them", s.path, s.problems.join(", "), s.path);
         }
         let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
     }
@@ -208,8 +211,9 @@ impl DbErrors<'_> {
         DumpError::new(format!("{out}: {e}{hint}; nothing was written"))
     }
 
-    fn refuse(&self, what: String) -> DumpError {
-        DumpError::new(format!("{what}; nothing was written to {}", self.0.display()))
+    /// A refusal: `what` is wrong, then what to do, if anything.
+    fn refuse(&self, what: String, fix: &str) -> DumpError {
+        DumpError::new(format!("{what}; nothing was written{fix}"))
     }
 }
 
@@ -331,15 +335,12 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
         .map(|(bit, k)| (k.name.as_str(), k.doc.as_str(), Some(bit as i64)))
         .chain(std::iter::once((BUILTIN_KIND, "the runtime's built-in events", None)));
     for (name, doc, bit) in kinds {
+        let out = db.0.display();
         match glue.kinds.get(name) {
             Some(known) if *known == bit => {}
             Some(known) => {
                 let shown = |b: &Option<i64>| b.map_or_else(|| "none".to_owned(), |b| b.to_string());
-                return Err(db.refuse(format!(
-                    "{path}: kind {name} is bit {} in this log but bit {} in the database (from an earlier log); export this log into another database",
-                    shown(&bit),
-                    shown(known)
-                )));
+                return Err(db.refuse(format!("{path}: kind {name} is bit {} in this log but bit {} in {out}", shown(&bit), shown(known)), ELSEWHERE));
             }
             None => {
                 tx.execute("INSERT INTO event_kind (name, description, bit) VALUES (?1, ?2, ?3)", (name, doc, bit)).map_err(sql)?;
@@ -350,23 +351,20 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
     for desc in log.catalog.iter() {
         let row = TypeRow { code: desc.code, kind: desc.kind_name.clone(), format: letter::format_string(&desc.format), params: desc.params.clone() };
         if let Some(known) = glue.types.get(&desc.name) {
-            if let Some(why) = disagreement(&desc.name, known, &row) {
-                return Err(db.refuse(format!("{path}: {why}; export this log into another database")));
+            if let Some(why) = disagreement(&desc.name, known, &row, &db.0.display().to_string()) {
+                return Err(db.refuse(format!("{path}: {why}"), ELSEWHERE));
             }
             continue;
         }
         // Codes and table names must stay unique too (SQLite ignores case in table names).
         if let Some((other, _)) = glue.types.iter().find(|(_, t)| t.code == desc.code) {
-            return Err(db.refuse(format!(
-                "{path}: code {:#06x} is {} in this log but {other} in the database (from an earlier log); export this log into another database",
-                desc.code, desc.name
-            )));
+            return Err(db.refuse(format!("{path}: code {:#06x} is {} in this log but {other} in {}", desc.code, desc.name, db.0.display()), ELSEWHERE));
         }
         if let Some(other) = glue.types.keys().find(|n| n.eq_ignore_ascii_case(&desc.name)) {
-            return Err(db.refuse(format!(
-                "{path}: event {} and the database's {other} differ only in case, and SQLite table names ignore case; export this log into another database",
-                desc.name
-            )));
+            return Err(db.refuse(
+                format!("{path}: event {} and event {other} of {} differ only in case, which SQLite's table names ignore", desc.name, db.0.display()),
+                ELSEWHERE,
+            ));
         }
         add_type(tx, desc, schema_always(log, desc), &row).map_err(sql)?;
         glue.types.insert(desc.name.clone(), row);
@@ -375,8 +373,8 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
 }
 
 /// Why `new` cannot share the tables of `known`, both event type `name`, if it cannot.
-fn disagreement(name: &str, known: &TypeRow, new: &TypeRow) -> Option<String> {
-    let earlier = "in the database (from an earlier log)";
+fn disagreement(name: &str, known: &TypeRow, new: &TypeRow, out: &str) -> Option<String> {
+    let earlier = format!("in {out}");
     if known.format != new.format {
         return Some(format!("event {name} has format {} in this log but {} {earlier}", new.format, known.format));
     }
@@ -483,7 +481,7 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
         .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
         .map_err(sql)?;
     if let Some((serial, path, imported)) = earlier {
-        return Err(db.refuse(format!("{shown}: already imported as log {serial} ({path}, at {imported})")));
+        return Err(db.refuse(format!("{shown}: already imported into {} as log {serial} ({path}, at {imported})", db.0.display()), ""));
     }
     register(tx, glue, log, db)?;
     let path = std::fs::canonicalize(&log.path).unwrap_or_else(|_| log.path.clone());
@@ -593,4 +591,22 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
     }
     progress.finish();
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_columns_never_collide_as_sqlite_compares_names() {
+        let params: Vec<String> = ["Thread", "x", "X", "x_", "count"].map(str::to_owned).to_vec();
+        assert_eq!(param_columns(&params), ["Thread_", "x", "X_", "x__", "count"]);
+    }
+
+    #[test]
+    fn words_keep_their_bits() {
+        assert_eq!(bits(u64::MAX), -1);
+        assert_eq!(bits(1 << 63), i64::MIN);
+        assert_eq!(bits(42), 42);
+    }
 }

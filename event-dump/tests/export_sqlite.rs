@@ -377,6 +377,44 @@ fn a_damaged_log_exports_its_whole_blocks_and_says_so() {
     assert!(blocks > 0);
 }
 
+/// `stats`' count of blocks missing from `log`.
+fn stats_missing_blocks(log: &Path) -> i64 {
+    let stats = String::from_utf8(run(&["stats", log.to_str().unwrap()]).stdout).unwrap();
+    let line = stats.lines().find(|l| l.contains("blocks missing")).unwrap();
+    line.split(", ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn blocks_a_ring_overwrote_are_counted_as_stats_counts_them() {
+    let log = {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let path = dir().join("ring-policy.evt");
+        let recording = Recorder::new(&events::SET)
+            .file(&path)
+            .policy(Policy::Ring)
+            .block_size(1024)
+            .buffer_size(4096)
+            .deterministic_clock()
+            .start()
+            .unwrap();
+        for i in 0..500u64 {
+            event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
+        }
+        recording.stop().unwrap();
+        path
+    };
+    let stats_missing = stats_missing_blocks(&log);
+    assert!(stats_missing > 0, "the ring kept only its latest blocks");
+    let db_path = fresh_db("ring-policy.db");
+    let out = export(&db_path, &[&log]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "missing blocks are no damage");
+    let db = Connection::open(&db_path).unwrap();
+    let missing: i64 = db.query_row("SELECT missing_blocks FROM event_log", [], |r| r.get(0)).unwrap();
+    assert_eq!(missing, stats_missing);
+    assert_eq!(rows_per_event(&db, 1), stats_per_event(&log));
+}
+
 #[test]
 fn bad_outputs_are_one_line_and_exit_1() {
     let log = sample_log("bad-out.evt", 1);

@@ -18,7 +18,7 @@
 //!              event_set_version TEXT, clock TEXT, ticks_per_second INTEGER,
 //!              start_ticks INTEGER, imported TEXT, events INTEGER, blocks INTEGER,
 //!              damaged_blocks INTEGER, bad_records INTEGER, unknown_records INTEGER,
-//!              lost_events INTEGER, truncated_strings INTEGER)
+//!              lost_events INTEGER, missing_blocks INTEGER, truncated_strings INTEGER)
 //! EVENT_<Name> (log INTEGER, time INTEGER, seconds REAL, thread INTEGER, <param> <type>, ...)
 //! ```
 //!
@@ -37,6 +37,11 @@
 //!   ignores case) by `log`, `time`, `seconds`, `thread` or an earlier parameter: then `_` is
 //!   appended until it is free (the built-in `Dropped(thread, count)` has columns `thread_`
 //!   and `count`). `event_param.column_name` says which.
+//! - `event_log`'s counts are those of `event-dump stats`: `events` (rows), `blocks` (whole
+//!   blocks), `damaged_blocks`, `bad_records` and `unknown_records` (skipped), `lost_events`
+//!   (from `Dropped` events and block headers), `missing_blocks` (gaps in a thread's block
+//!   sequence numbers: overwritten by a ring, dropped, or damaged). `start` and `imported` are
+//!   UTC, ISO 8601.
 //! - Rows are in the order the log holds them, block by block: `ORDER BY time` for time
 //!   order. There are no indexes; create those the queries need.
 //!
@@ -140,6 +145,7 @@ CREATE TABLE IF NOT EXISTS event_log (
     bad_records       INTEGER NOT NULL DEFAULT 0,
     unknown_records   INTEGER NOT NULL DEFAULT 0,
     lost_events       INTEGER NOT NULL DEFAULT 0,
+    missing_blocks    INTEGER NOT NULL DEFAULT 0,
     truncated_strings INTEGER NOT NULL DEFAULT 0
 );
 "#;
@@ -467,6 +473,8 @@ struct Counts {
     bad: u64,
     unknown: u64,
     lost: u64,
+    /// Gaps in the threads' block sequence numbers: blocks overwritten, dropped or damaged.
+    missing: u64,
     truncated: u64,
 }
 
@@ -511,8 +519,18 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
     let counts = insert_events(tx, log, serial).map_err(sql)?;
     tx.execute(
         "UPDATE event_log SET events = ?1, blocks = ?2, damaged_blocks = ?3, bad_records = ?4, unknown_records = ?5, \
-         lost_events = ?6, truncated_strings = ?7 WHERE serial = ?8",
-        (bits(counts.events), bits(counts.blocks), bits(counts.damaged), bits(counts.bad), bits(counts.unknown), bits(counts.lost), bits(counts.truncated), serial),
+         lost_events = ?6, missing_blocks = ?7, truncated_strings = ?8 WHERE serial = ?9",
+        (
+            bits(counts.events),
+            bits(counts.blocks),
+            bits(counts.damaged),
+            bits(counts.bad),
+            bits(counts.unknown),
+            bits(counts.lost),
+            bits(counts.missing),
+            bits(counts.truncated),
+            serial,
+        ),
     )
     .map_err(sql)?;
     let mut problems = Vec::new();
@@ -534,6 +552,8 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
     let clock = log.header().clock;
     let block_size = u64::from(log.header().block_size);
     let mut progress = Progress::new(&format!("exporting {}", log.path.display()), log.len);
+    // Thread -> its blocks' sequence numbers: 8 bytes a block, for the gaps.
+    let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
     while let Some(block) = log.decoder.next_block() {
         let block = match block {
             Ok(b) => b,
@@ -545,6 +565,7 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
         progress.update(block.offset + block_size);
         counts.blocks += 1;
         counts.lost += block.header.lost;
+        sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         for entry in block.entries(&log.catalog) {
             let event = match entry {
                 Entry::Event(e) => e,
@@ -590,6 +611,12 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
         }
     }
     progress.finish();
+    for mut s in sequences.into_values() {
+        s.sort_unstable();
+        s.dedup();
+        // Sequences run from 0 in each thread: those below the highest seen that are not here.
+        counts.missing += s.last().map_or(0, |last| last.saturating_add(1).saturating_sub(s.len() as u64));
+    }
     Ok(counts)
 }
 

@@ -1,9 +1,639 @@
-//! Placeholder: the sqlite export is being written (issue 6); it refuses until then.
+//! `export --to sqlite`: logs into an SQLite database, in the shape of MPS's mpseventsql.
+//!
+//! One table per event type, with one typed column per parameter, and four tables that
+//! describe them: the kinds, the event types, their parameters and the logs imported. Several
+//! logs go into one database, in one run or in several; each event row names its log.
+//!
+//! # Schema
+//!
+//! ```sql
+//! event_kind  (name TEXT PRIMARY KEY, description TEXT, bit INTEGER)   -- bit NULL for Builtin
+//! event_type  (name TEXT PRIMARY KEY, code INTEGER UNIQUE, always INTEGER, kind TEXT,
+//!              format TEXT, table_name TEXT)                           -- format as events.def: PAW, 0
+//! event_param (event TEXT, position INTEGER, name TEXT, letter TEXT, sql_type TEXT,
+//!              column_name TEXT, PRIMARY KEY (event, position))
+//! event_log   (serial INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT, size INTEGER,
+//!              identity TEXT UNIQUE, program TEXT, pid INTEGER, arch TEXT, os TEXT,
+//!              start_wall_ns INTEGER, start TEXT, format_version TEXT,
+//!              event_set_version TEXT, clock TEXT, ticks_per_second INTEGER,
+//!              start_ticks INTEGER, imported TEXT, events INTEGER, blocks INTEGER,
+//!              damaged_blocks INTEGER, bad_records INTEGER, unknown_records INTEGER,
+//!              lost_events INTEGER, missing_blocks INTEGER, truncated_strings INTEGER)
+//! EVENT_<Name> (log INTEGER, time INTEGER, seconds REAL, thread INTEGER, <param> <type>, ...)
+//! ```
+//!
+//! - Every event type of every imported log has a table, empty or not, the built-in events
+//!   (`Dropped`, `ThreadName`, `Message`, ...) too, under the kind `Builtin`.
+//! - `log` is the row's `event_log.serial`; `time` its clock ticks; `seconds` the seconds since
+//!   its log's start, as `print` shows them; `thread` the thread that recorded it.
+//! - Parameters: `P A W U I B` are INTEGER (a bool is 0 or 1), `D` is REAL, `S` is TEXT.
+//!   SQLite's integers are signed 64-bit: a `P`, `A` or `W` value above `i64::MAX` is stored
+//!   as its two's-complement bit pattern, a negative number (`printf('%x', col)` shows it in
+//!   hex as recorded; `col & 0xffff` works on the bits). Ticks and thread ids likewise. A NaN
+//!   double becomes NULL (SQLite has no NaN). A string that is not UTF-8 is stored with
+//!   U+FFFD in place of the bad bytes; strings the writer cut are counted in
+//!   `event_log.truncated_strings`.
+//! - A parameter is stored in the column of its name, unless that name is taken (SQLite
+//!   ignores case) by `log`, `time`, `seconds`, `thread` or an earlier parameter: then `_` is
+//!   appended until it is free (the built-in `Dropped(thread, count)` has columns `thread_`
+//!   and `count`). `event_param.column_name` says which.
+//! - `event_log`'s counts are those of `event-dump stats`: `events` (rows), `blocks` (whole
+//!   blocks), `damaged_blocks`, `bad_records` and `unknown_records` (skipped), `lost_events`
+//!   (from `Dropped` events and block headers), `missing_blocks` (gaps in a thread's block
+//!   sequence numbers: overwritten by a ring, dropped, or damaged). `start` and `imported` are
+//!   UTC, ISO 8601.
+//! - Rows are in the order the log holds them, block by block: `ORDER BY time` for time
+//!   order. There are no indexes; create those the queries need.
+//!
+//! # Several logs, one database
+//!
+//! The tables describe one meaning per event name. What decides what a row means must agree
+//! between every log in a database: a kind's bit; an event type's code, kind, format and
+//! parameter names (what `event-dump schema --against` calls a change of meaning). A log that
+//! disagrees is refused with one line naming the event and both values; export it into
+//! another database. What only describes (a kind's description, an event's `always` flag) is
+//! kept from the first log that brought it.
+//!
+//! A log is identified by its content: a 64-bit FNV-1a digest of all its bytes, with its size
+//! (`event_log.identity`). Importing a log whose identity is already there is refused; a log
+//! that has grown since (a stream still being written, a ring file still recording) is new
+//! content and imports as a new log, with the events it had before imported a second time.
+//!
+//! # Transactions
+//!
+//! A run is one transaction: either every log given is imported, or, on any error (a
+//! duplicate, a disagreement, a full disk), the database is left as it was and a database file
+//! the run created is removed. Damaged blocks, bad records and records of unknown codes do not
+//! fail an import: they are skipped, counted in `event_log`, and reported in one line on
+//! stderr per log, like `print` does.
 
 use crate::log::{DumpError, Log};
+use crate::progress::Progress;
+use event_format::builtin;
+use event_format::decode::{Desc, Entry};
+use event_format::letter::{self, Letter};
+use event_format::schema::BUILTIN_KIND;
+use event_format::wire::Value;
+use rusqlite::{Connection, ErrorCode, Statement, Transaction, TransactionBehavior};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
-pub(crate) fn export(_logs: &mut [Log], _out: &Path) -> Result<ExitCode, DumpError> {
-    Err(DumpError::new("export --to sqlite: not available in this build yet"))
+type Result<T> = std::result::Result<T, DumpError>;
+
+/// `PRAGMA application_id` of a database this exporter writes ("EvDB").
+const APPLICATION_ID: i64 = 0x4576_4442;
+
+/// `PRAGMA user_version`: the version of the table layout above. A change of the layout that
+/// an older exporter would misread bumps it; an exporter refuses a database of a newer one.
+const LAYOUT_VERSION: i64 = 1;
+
+/// The columns before the parameters in every event table.
+const FIXED_COLUMNS: [&str; 4] = ["log", "time", "seconds", "thread"];
+
+/// What to do about a log that disagrees with the database.
+const ELSEWHERE: &str = "; export this log into another database (-o another.db)";
+
+/// How long to wait for another program that holds the database.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+const GLUE_TABLES: &str = r#"
+CREATE TABLE IF NOT EXISTS event_kind (
+    name        TEXT PRIMARY KEY,
+    description TEXT NOT NULL,
+    bit         INTEGER
+);
+CREATE TABLE IF NOT EXISTS event_type (
+    name       TEXT PRIMARY KEY,
+    code       INTEGER NOT NULL UNIQUE,
+    always     INTEGER NOT NULL,
+    kind       TEXT NOT NULL REFERENCES event_kind(name),
+    format     TEXT NOT NULL,
+    table_name TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS event_param (
+    event       TEXT NOT NULL REFERENCES event_type(name),
+    position    INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    letter      TEXT NOT NULL,
+    sql_type    TEXT NOT NULL,
+    column_name TEXT NOT NULL,
+    PRIMARY KEY (event, position)
+);
+CREATE TABLE IF NOT EXISTS event_log (
+    serial            INTEGER PRIMARY KEY AUTOINCREMENT,
+    path              TEXT NOT NULL,
+    size              INTEGER NOT NULL,
+    identity          TEXT NOT NULL UNIQUE,
+    program           TEXT NOT NULL,
+    pid               INTEGER NOT NULL,
+    arch              TEXT NOT NULL,
+    os                TEXT NOT NULL,
+    start_wall_ns     INTEGER NOT NULL,
+    start             TEXT NOT NULL,
+    format_version    TEXT NOT NULL,
+    event_set_version TEXT NOT NULL,
+    clock             TEXT NOT NULL,
+    ticks_per_second  INTEGER NOT NULL,
+    start_ticks       INTEGER NOT NULL,
+    imported          TEXT NOT NULL,
+    events            INTEGER NOT NULL DEFAULT 0,
+    blocks            INTEGER NOT NULL DEFAULT 0,
+    damaged_blocks    INTEGER NOT NULL DEFAULT 0,
+    bad_records       INTEGER NOT NULL DEFAULT 0,
+    unknown_records   INTEGER NOT NULL DEFAULT 0,
+    lost_events       INTEGER NOT NULL DEFAULT 0,
+    missing_blocks    INTEGER NOT NULL DEFAULT 0,
+    truncated_strings INTEGER NOT NULL DEFAULT 0
+);
+"#;
+
+/// Exports `logs` into the database `out` (created when missing), all or nothing.
+pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCode, DumpError> {
+    if out.is_dir() {
+        return Err(DumpError::new(format!("{}: is a directory; give the database file to write, e.g. -o logs.db", out.display())));
+    }
+    let existed = out.exists();
+    let result = export_into(logs, out);
+    if result.is_err() && !existed {
+        // The run created the file and the transaction rolled back: leave nothing behind.
+        let _ = std::fs::remove_file(out);
+        let mut journal = out.as_os_str().to_owned();
+        journal.push("-journal");
+        let _ = std::fs::remove_file(journal);
+    }
+    let summaries = result?;
+    let mut stdout = io::stdout().lock();
+    for s in &summaries {
+        if !s.problems.is_empty() {
+            eprintln!("event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them", s.path, s.problems.join(", "), s.path);
+        }
+        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What was imported from one log.
+struct Summary {
+    path: String,
+    serial: i64,
+    events: u64,
+    /// "1 damaged block", "2 bad records"...: what was skipped, when anything was.
+    problems: Vec<String>,
+}
+
+fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Summary>> {
+    let db = DbErrors(out);
+    let mut conn = Connection::open(out).map_err(|e| db.error(&e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| db.error(&e))?;
+    // The transaction's pages stay in memory longer before they spill to the file.
+    conn.pragma_update(None, "cache_size", -65_536i64).map_err(|e| db.error(&e))?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| db.error(&e))?;
+    prepare(&tx, &db)?;
+    let mut glue = Glue::load(&tx).map_err(|e| db.error(&e))?;
+    let mut summaries = Vec::new();
+    for log in logs.iter_mut() {
+        summaries.push(import(&tx, &mut glue, log, &db)?);
+    }
+    tx.commit().map_err(|e| db.error(&e))?;
+    Ok(summaries)
+}
+
+/// Turns SQLite's errors into one line that names the database and says what to do.
+struct DbErrors<'a>(&'a Path);
+
+impl DbErrors<'_> {
+    fn error(&self, e: &rusqlite::Error) -> DumpError {
+        let out = self.0.display();
+        let hint = match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => return DumpError::new(format!("{out}: not an SQLite database; give another -o path")),
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => "; another program is using the database: try again when it is done",
+            Some(ErrorCode::DiskFull) => "; free some space and run again",
+            Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => "; give a path you can write",
+            _ => "",
+        };
+        DumpError::new(format!("{out}: {e}{hint}; nothing was written"))
+    }
+
+    /// A refusal: `what` is wrong, then what to do, if anything.
+    fn refuse(&self, what: String, fix: &str) -> DumpError {
+        DumpError::new(format!("{what}; nothing was written{fix}"))
+    }
+}
+
+/// Checks that the database is empty or one this exporter wrote, and creates the glue tables.
+fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
+    let sql = |e: rusqlite::Error| db.error(&e);
+    let app: i64 = tx.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(sql)?;
+    let layout: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(sql)?;
+    let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(sql)?;
+    let out = db.0.display();
+    if app != APPLICATION_ID {
+        if tables > 0 {
+            return Err(DumpError::new(format!("{out}: an SQLite database that event-dump did not write; give a new -o path")));
+        }
+        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(sql)?;
+        tx.pragma_update(None, "user_version", LAYOUT_VERSION).map_err(sql)?;
+    } else if layout > LAYOUT_VERSION {
+        return Err(DumpError::new(format!(
+            "{out}: written by a newer event-dump (table layout {layout}, this one writes {LAYOUT_VERSION}); use that event-dump or give a new -o path"
+        )));
+    }
+    tx.execute_batch(GLUE_TABLES).map_err(sql)
+}
+
+/// SQLite's type for a parameter of `letter`.
+fn sql_type(letter: Letter) -> &'static str {
+    match letter {
+        Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed | Letter::Bool => "INTEGER",
+        Letter::Double => "REAL",
+        Letter::String => "TEXT",
+    }
+}
+
+/// `name` as an SQL identifier, quoted.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The table of event type `name`.
+fn table_name(name: &str) -> String {
+    format!("EVENT_{name}")
+}
+
+/// The columns of parameters `params`: their names, made distinct (as SQLite compares them,
+/// ignoring ASCII case) from the fixed columns and from each other by appending `_`.
+fn param_columns(params: &[String]) -> Vec<String> {
+    let mut taken: Vec<String> = FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).collect();
+    params
+        .iter()
+        .map(|p| {
+            let mut column = p.clone();
+            while taken.iter().any(|t| t.eq_ignore_ascii_case(&column)) {
+                column.push('_');
+            }
+            taken.push(column.clone());
+            column
+        })
+        .collect()
+}
+
+/// An event type as the glue tables hold it: what must agree between logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct TypeRow {
+    code: u16,
+    kind: String,
+    format: String,
+    /// Parameter names, in order.
+    params: Vec<String>,
+}
+
+/// What the database's glue tables hold, kept in step as logs add to them.
+struct Glue {
+    /// Kind name -> bit (`None` for Builtin).
+    kinds: HashMap<String, Option<i64>>,
+    /// Event name -> its row.
+    types: HashMap<String, TypeRow>,
+}
+
+impl Glue {
+    fn load(tx: &Transaction<'_>) -> rusqlite::Result<Glue> {
+        let mut kinds = HashMap::new();
+        let mut stmt = tx.prepare("SELECT name, bit FROM event_kind")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            kinds.insert(row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?);
+        }
+        let mut types = HashMap::new();
+        let mut stmt = tx.prepare("SELECT name, code, kind, format FROM event_type")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let code: i64 = row.get(1)?;
+            let name: String = row.get(0)?;
+            // A code out of range is no code a log can have: it agrees with none.
+            let code = u16::try_from(code).unwrap_or(0);
+            types.insert(name, TypeRow { code, kind: row.get(2)?, format: row.get(3)?, params: Vec::new() });
+        }
+        let mut stmt = tx.prepare("SELECT event, name FROM event_param ORDER BY event, position")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let event: String = row.get(0)?;
+            if let Some(t) = types.get_mut(&event) {
+                t.params.push(row.get(1)?);
+            }
+        }
+        Ok(Glue { kinds, types })
+    }
+}
+
+/// Adds `log`'s kinds and event types to the glue tables (and creates their tables), or
+/// refuses when they disagree with what the database holds.
+fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>) -> Result<()> {
+    let sql = |e: rusqlite::Error| db.error(&e);
+    let path = log.path.display();
+    let schema = &log.header().schema;
+    let kinds = schema
+        .kinds
+        .iter()
+        .enumerate()
+        .map(|(bit, k)| (k.name.as_str(), k.doc.as_str(), Some(bit as i64)))
+        .chain(std::iter::once((BUILTIN_KIND, "the runtime's built-in events", None)));
+    for (name, doc, bit) in kinds {
+        let out = db.0.display();
+        match glue.kinds.get(name) {
+            Some(known) if *known == bit => {}
+            Some(known) => {
+                let shown = |b: &Option<i64>| b.map_or_else(|| "none".to_owned(), |b| b.to_string());
+                return Err(db.refuse(format!("{path}: kind {name} is bit {} in this log but bit {} in {out}", shown(&bit), shown(known)), ELSEWHERE));
+            }
+            None => {
+                tx.execute("INSERT INTO event_kind (name, description, bit) VALUES (?1, ?2, ?3)", (name, doc, bit)).map_err(sql)?;
+                glue.kinds.insert(name.to_owned(), bit);
+            }
+        }
+    }
+    for desc in log.catalog.iter() {
+        let row = TypeRow { code: desc.code, kind: desc.kind_name.clone(), format: letter::format_string(&desc.format), params: desc.params.clone() };
+        if let Some(known) = glue.types.get(&desc.name) {
+            if let Some(why) = disagreement(&desc.name, known, &row, &db.0.display().to_string()) {
+                return Err(db.refuse(format!("{path}: {why}"), ELSEWHERE));
+            }
+            continue;
+        }
+        // Codes and table names must stay unique too (SQLite ignores case in table names).
+        if let Some((other, _)) = glue.types.iter().find(|(_, t)| t.code == desc.code) {
+            return Err(db.refuse(format!("{path}: code {:#06x} is {} in this log but {other} in {}", desc.code, desc.name, db.0.display()), ELSEWHERE));
+        }
+        if let Some(other) = glue.types.keys().find(|n| n.eq_ignore_ascii_case(&desc.name)) {
+            return Err(db.refuse(
+                format!("{path}: event {} and event {other} of {} differ only in case, which SQLite's table names ignore", desc.name, db.0.display()),
+                ELSEWHERE,
+            ));
+        }
+        add_type(tx, desc, schema_always(log, desc), &row).map_err(sql)?;
+        glue.types.insert(desc.name.clone(), row);
+    }
+    Ok(())
+}
+
+/// Why `new` cannot share the tables of `known`, both event type `name`, if it cannot.
+fn disagreement(name: &str, known: &TypeRow, new: &TypeRow, out: &str) -> Option<String> {
+    let earlier = format!("in {out}");
+    if known.format != new.format {
+        return Some(format!("event {name} has format {} in this log but {} {earlier}", new.format, known.format));
+    }
+    if known.params != new.params {
+        return Some(format!("event {name} has parameters ({}) in this log but ({}) {earlier}", new.params.join(", "), known.params.join(", ")));
+    }
+    if known.code != new.code {
+        return Some(format!("event {name} has code {:#06x} in this log but {:#06x} {earlier}", new.code, known.code));
+    }
+    if known.kind != new.kind {
+        return Some(format!("event {name} is of kind {} in this log but {} {earlier}", new.kind, known.kind));
+    }
+    None
+}
+
+/// The `always` flag of `desc`: TRUE for built-in events, which are recorded whatever the
+/// control mask says.
+fn schema_always(log: &Log, desc: &Desc) -> bool {
+    desc.is_builtin() || log.header().schema.events.iter().any(|e| e.code == desc.code && e.always)
+}
+
+/// Inserts the glue rows of a new event type and creates its table.
+fn add_type(tx: &Transaction<'_>, desc: &Desc, always: bool, row: &TypeRow) -> rusqlite::Result<()> {
+    let table = table_name(&desc.name);
+    tx.execute(
+        "INSERT INTO event_type (name, code, always, kind, format, table_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        (&desc.name, desc.code, always, &row.kind, &row.format, &table),
+    )?;
+    let columns = param_columns(&desc.params);
+    let mut create = format!(
+        "CREATE TABLE IF NOT EXISTS {} (log INTEGER NOT NULL REFERENCES event_log(serial), time INTEGER NOT NULL, seconds REAL NOT NULL, thread INTEGER NOT NULL",
+        quoted(&table)
+    );
+    let mut insert = tx.prepare(
+        "INSERT INTO event_param (event, position, name, letter, sql_type, column_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (i, ((name, letter), column)) in desc.params.iter().zip(&desc.format).zip(&columns).enumerate() {
+        let ty = sql_type(*letter);
+        // A NaN double is stored as NULL; every other value is there.
+        let null = if *letter == Letter::Double { "" } else { " NOT NULL" };
+        create.push_str(&format!(", {} {ty}{null}", quoted(column)));
+        insert.execute((&desc.name, i as i64, name, letter.as_char().to_string(), ty, column))?;
+    }
+    create.push(')');
+    tx.execute_batch(&create)
+}
+
+/// The INSERT of a row of event type `desc`.
+fn insert_sql(desc: &Desc) -> String {
+    let columns = param_columns(&desc.params);
+    let names: Vec<String> = FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).chain(columns.iter().map(|c| quoted(c))).collect();
+    let marks: Vec<String> = (1..=names.len()).map(|i| format!("?{i}")).collect();
+    format!("INSERT INTO {} ({}) VALUES ({})", quoted(&table_name(&desc.name)), names.join(", "), marks.join(", "))
+}
+
+/// A 64-bit value as SQLite stores it: its two's-complement bit pattern.
+fn bits(value: u64) -> i64 {
+    i64::from_ne_bytes(value.to_ne_bytes())
+}
+
+/// The log's identity: its size and a 64-bit FNV-1a digest of all its bytes,
+/// `size:digest` with the digest in hex.
+fn identity(path: &Path) -> io::Result<String> {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut hash, mut size) = (OFFSET, 0u64);
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        for &b in &buf[..n] {
+            hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+        }
+        size += n as u64;
+    }
+    Ok(format!("{size}:{hash:016x}"))
+}
+
+/// What an import counts.
+#[derive(Default)]
+struct Counts {
+    events: u64,
+    blocks: u64,
+    damaged: u64,
+    bad: u64,
+    unknown: u64,
+    lost: u64,
+    /// Gaps in the threads' block sequence numbers: blocks overwritten, dropped or damaged.
+    missing: u64,
+    truncated: u64,
+}
+
+/// Imports one log: registers it and its event types, then inserts its events.
+fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_>) -> Result<Summary> {
+    let sql = |e: rusqlite::Error| db.error(&e);
+    let shown = log.path.display().to_string();
+    let identity = identity(&log.path).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+    let earlier: Option<(i64, String, String)> = tx
+        .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map(Some)
+        .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
+        .map_err(sql)?;
+    if let Some((serial, path, imported)) = earlier {
+        return Err(db.refuse(format!("{shown}: already imported into {} as log {serial} ({path}, at {imported})", db.0.display()), ""));
+    }
+    register(tx, glue, log, db)?;
+    let path = std::fs::canonicalize(&log.path).unwrap_or_else(|_| log.path.clone());
+    let header = log.header().clone();
+    tx.execute(
+        "INSERT INTO event_log (path, size, identity, program, pid, arch, os, start_wall_ns, start, format_version, event_set_version, \
+         clock, ticks_per_second, start_ticks, imported) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         strftime('%Y-%m-%dT%H:%M:%fZ', ?8 / 1e9, 'unixepoch'), ?9, ?10, ?11, ?12, ?13, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+        (
+            path.display().to_string(),
+            bits(log.len),
+            &identity,
+            &header.producer.program,
+            bits(header.producer.pid),
+            &header.producer.arch,
+            &header.producer.os,
+            header.producer.start_wall_ns,
+            header.format.to_string(),
+            header.schema.version.to_string(),
+            header.clock.source.name(),
+            bits(header.clock.ticks_per_second),
+            bits(header.clock.start_ticks),
+        ),
+    )
+    .map_err(sql)?;
+    let serial = tx.last_insert_rowid();
+    let counts = insert_events(tx, log, serial).map_err(sql)?;
+    tx.execute(
+        "UPDATE event_log SET events = ?1, blocks = ?2, damaged_blocks = ?3, bad_records = ?4, unknown_records = ?5, \
+         lost_events = ?6, missing_blocks = ?7, truncated_strings = ?8 WHERE serial = ?9",
+        (
+            bits(counts.events),
+            bits(counts.blocks),
+            bits(counts.damaged),
+            bits(counts.bad),
+            bits(counts.unknown),
+            bits(counts.lost),
+            bits(counts.missing),
+            bits(counts.truncated),
+            serial,
+        ),
+    )
+    .map_err(sql)?;
+    let mut problems = Vec::new();
+    let mut note = |n: u64, one: &str, many: &str| {
+        if n > 0 {
+            problems.push(format!("{n} {}", if n == 1 { one } else { many }));
+        }
+    };
+    note(counts.damaged, "damaged block", "damaged blocks");
+    note(counts.bad, "bad record", "bad records");
+    note(counts.unknown, "record of an unknown code", "records of unknown codes");
+    Ok(Summary { path: shown, serial, events: counts.events, problems })
+}
+
+/// Inserts every event of `log` as a row of log `serial`, block by block.
+fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::Result<Counts> {
+    let mut counts = Counts::default();
+    let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
+    let clock = log.header().clock;
+    let block_size = u64::from(log.header().block_size);
+    let mut progress = Progress::new(&format!("exporting {}", log.path.display()), log.len);
+    // Thread -> its blocks' sequence numbers: 8 bytes a block, for the gaps.
+    let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
+    while let Some(block) = log.decoder.next_block() {
+        let block = match block {
+            Ok(b) => b,
+            Err(_) => {
+                counts.damaged += 1;
+                continue;
+            }
+        };
+        progress.update(block.offset + block_size);
+        counts.blocks += 1;
+        counts.lost += block.header.lost;
+        sequences.entry(block.header.thread).or_default().push(block.header.sequence);
+        for entry in block.entries(&log.catalog) {
+            let event = match entry {
+                Entry::Event(e) => e,
+                Entry::Unknown { .. } => {
+                    counts.unknown += 1;
+                    continue;
+                }
+                Entry::Bad(_) => {
+                    counts.bad += 1;
+                    continue;
+                }
+            };
+            let stmt = match statements.entry(event.desc.code) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(tx.prepare(&insert_sql(event.desc))?),
+            };
+            stmt.raw_bind_parameter(1, serial)?;
+            stmt.raw_bind_parameter(2, bits(event.time))?;
+            stmt.raw_bind_parameter(3, clock.seconds_since_start(event.time))?;
+            stmt.raw_bind_parameter(4, bits(event.thread))?;
+            for (i, value) in event.values().enumerate() {
+                let at = FIXED_COLUMNS.len() + 1 + i;
+                match value {
+                    Value::Pointer(v) | Value::Address(v) | Value::Word(v) => stmt.raw_bind_parameter(at, bits(v))?,
+                    Value::Unsigned(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
+                    Value::Signed(v) => stmt.raw_bind_parameter(at, v)?,
+                    Value::Double(v) => stmt.raw_bind_parameter(at, v)?,
+                    Value::Bool(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
+                    Value::Str(text) => {
+                        counts.truncated += u64::from(text.truncated);
+                        stmt.raw_bind_parameter(at, String::from_utf8_lossy(text.bytes))?;
+                    }
+                }
+            }
+            stmt.raw_execute()?;
+            counts.events += 1;
+            if event.desc.code == builtin::DROPPED {
+                let mut v = event.values();
+                if let (Some(_), Some(Value::Word(n))) = (v.next(), v.next()) {
+                    counts.lost += n;
+                }
+            }
+        }
+    }
+    progress.finish();
+    for mut s in sequences.into_values() {
+        s.sort_unstable();
+        s.dedup();
+        // Sequences run from 0 in each thread: those below the highest seen that are not here.
+        counts.missing += s.last().map_or(0, |last| last.saturating_add(1).saturating_sub(s.len() as u64));
+    }
+    Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_columns_never_collide_as_sqlite_compares_names() {
+        let params: Vec<String> = ["Thread", "x", "X", "x_", "count"].map(str::to_owned).to_vec();
+        assert_eq!(param_columns(&params), ["Thread_", "x", "X_", "x__", "count"]);
+    }
+
+    #[test]
+    fn words_keep_their_bits() {
+        assert_eq!(bits(u64::MAX), -1);
+        assert_eq!(bits(1 << 63), i64::MIN);
+        assert_eq!(bits(42), 42);
+    }
 }

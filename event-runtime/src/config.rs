@@ -1,5 +1,5 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
-//! `EVENT_POLICY`, `EVENT_BUFSIZE`. A value that does not parse is an error naming the
+//! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_PACK`. A value that does not parse is an error naming the
 //! variable and what it accepts; it never silently records nothing.
 
 use std::ffi::OsString;
@@ -61,6 +61,7 @@ pub(crate) struct Env {
     pub(crate) control: Option<String>,
     pub(crate) policy: Option<(Policy, Duration)>,
     pub(crate) bufsize: Option<u64>,
+    pub(crate) pack: Option<bool>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -102,6 +103,15 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
     }
     if let Some(v) = text("EVENT_BUFSIZE")? {
         env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError { variable: "EVENT_BUFSIZE", value: v.clone(), message })?);
+    }
+    if let Some(v) = text("EVENT_PACK")? {
+        env.pack = Some(match v.as_str() {
+            "on" | "1" | "yes" => true,
+            "off" | "0" | "no" => false,
+            _ => {
+                return Err(ConfigError { variable: "EVENT_PACK", value: v.clone(), message: "not a choice; write on or off".to_owned() });
+            }
+        });
     }
     Ok(env)
 }
@@ -208,6 +218,9 @@ mod tests {
         assert_eq!(e.file, Some(PathBuf::from("a.evt")));
         assert_eq!(e.policy, Some((Policy::Fill, Duration::ZERO)));
         assert_eq!(e.bufsize, Some(1 << 20));
+        assert_eq!(env(&[("EVENT_PACK", "off")]).unwrap().pack, Some(false));
+        assert_eq!(env(&[("EVENT_PACK", "on")]).unwrap().pack, Some(true));
+        assert_eq!(env(&[("EVENT_PACK", "maybe")]).unwrap_err().to_string(), "EVENT_PACK=\"maybe\": not a choice; write on or off");
         assert_eq!(env(&[]).unwrap(), Env::default());
         let err = env(&[("EVENT_POLICY", "swtich")]).unwrap_err();
         assert_eq!(

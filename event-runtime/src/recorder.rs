@@ -469,7 +469,8 @@ impl Recorder {
     }
 
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
-    /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE` (README, "Configuration").
+    /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_PACK` (README,
+    /// "Configuration").
     pub fn from_env(self) -> Result<Recorder, ConfigError> {
         self.with_env(|k| std::env::var_os(k))
     }
@@ -491,6 +492,9 @@ impl Recorder {
         }
         if let Some(size) = env.bufsize {
             self.buffer_size = size;
+        }
+        if let Some(pack) = env.pack {
+            self.pack = pack;
         }
         Ok(self)
     }

@@ -136,6 +136,16 @@ pub(crate) fn dropping_log(path: &Path) {
     recording.stop().unwrap();
 }
 
+/// A log of `n` `ObjectAlloc` events on one thread.
+pub(crate) fn many_events_log(path: &Path, n: u64) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new(&crate::events::SET).file(path).deterministic_clock().start().unwrap();
+    for i in 0..n {
+        event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, i, 3u32);
+    }
+    recording.stop().unwrap();
+}
+
 /// The events.def of [`handmade_log`].
 pub(crate) const HANDMADE_DEF: &str = r#"VERSION(1, 0, 0)
 KIND(Trace, "spans and values")

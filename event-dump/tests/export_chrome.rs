@@ -250,6 +250,15 @@ fn spans_unknown_codes_and_damage() {
     assert_eq!(one[1]["ts"].as_f64(), Some(0.003), "10 ticks at 3 GHz: 3 ns, truncated as print does");
     assert_eq!(one[2]["ts"].as_f64(), Some(1_000_000.0));
     assert_eq!(names(&trace, "thread_name")[&(4242, 2)], "io");
+    // `a` exits while `b` (entered inside it) is open: `b` ends with it, marked unended,
+    // and `b`'s own exit, with nothing open, stays an instant.
+    let two: Vec<String> = all[&(4242, 2)]
+        .iter()
+        .filter(|e| e["name"] != "Poll")
+        .map(|e| format!("{} {} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap(), ts_ns(e)))
+        .collect();
+    assert_eq!(two, ["i ThreadName 0", "B a 0", "B b 1", "E b 16", "E a 16", "i SpanExit 20"]);
+    assert_eq!(all[&(4242, 2)].iter().find(|e| e["ph"] == "E").unwrap()["args"]["unended"], true);
 
     // A damaged block costs its events only.
     let damaged = d.join("damaged.evt");

@@ -461,6 +461,6 @@ mod tests {
         write_us(&mut s, ns_since_start(&clock, 3_000 + 3_000_000_004));
         s.push(' ');
         write_us(&mut s, ns_since_start(&clock, 0));
-        assert_eq!(s, "1000001.001 -1.000");
+        assert_eq!(s, "1000000.001 -1.000", "1 s + 1.33 ns, and 1 µs before the start");
     }
 }

@@ -173,7 +173,8 @@ pub(crate) fn handmade_clock() -> Clock {
 /// A stream written here, in `order`, with [`HANDMADE_DEF`]: on thread 1, spans (`outer`
 /// around `inner`, then an exit of a span never entered), `Every` with extreme values
 /// (u64::MAX, i64::MIN, NaN, -inf, a string with a NUL and a byte that is not UTF-8) and a
-/// record of [`UNKNOWN_CODE`]; on thread 2 (named `io`), `Poll`s in a second block.
+/// record of [`UNKNOWN_CODE`]; on thread 2 (named `io`), in a second block, spans `a` and
+/// `b` that overlap without nesting, then `Poll`s.
 pub(crate) fn handmade_log(path: &Path, order: Order) {
     let schema = event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap();
     let producer = Producer {
@@ -232,6 +233,11 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
     bytes.extend(one.finish());
     let mut two = BlockWriter::new(order, 1024, &BlockHeader { thread: 2, base_time: t0, ..Default::default() });
     two.push(event_format::builtin::THREAD_NAME, t0 + 1, &[Value::Word(2), s("io")]).unwrap();
+    // Spans that overlap without nesting: `a` exits while `b`, entered inside it, is open.
+    two.push(0x0100, t0 + 2, &[Value::Word(10), s("a"), s("")]).unwrap();
+    two.push(0x0100, t0 + 4, &[Value::Word(11), s("b"), s("")]).unwrap();
+    two.push(0x0101, t0 + 50, &[Value::Word(10), s("a")]).unwrap();
+    two.push(0x0101, t0 + 60, &[Value::Word(11), s("b")]).unwrap();
     for i in 0..5u64 {
         two.push(0x0103, t0 + 100 + i * 1_000_000_000, &[]).unwrap();
     }

@@ -174,7 +174,7 @@ fn a_log_exports_event_for_event_as_print_shows_it() {
     let open = &unended[0];
     assert_eq!((open["ph"].as_str(), open["name"].as_str()), (Some("E"), Some("Sweep")));
     let main = &tracks[&(open["pid"].as_u64().unwrap(), open["tid"].as_u64().unwrap())];
-    let last = main.iter().filter(|e| e["args"]["unended"] != json!(true)).next_back().unwrap();
+    let last = main.iter().rfind(|e| e["args"]["unended"] != json!(true)).unwrap();
     assert_eq!(last["name"], "ArenaDestroy");
     assert_eq!(ts_ns(open), ts_ns(last));
 

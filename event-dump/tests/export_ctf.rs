@@ -284,3 +284,16 @@ fn the_output_directory_and_the_logs_are_checked() {
     assert!(!trace.join("thread-77").exists(), "the earlier export's streams are gone");
     assert!(trace.join("thread-1").exists() && trace.join("thread-2").exists());
 }
+
+#[test]
+fn a_thread_that_goes_back_in_time_is_exported_in_time_order() {
+    let d = dir("ctf-backwards");
+    let log = d.join("back.evt");
+    backwards_log(&log);
+    let trace = d.join("trace");
+    assert_eq!(export(&log, &trace), "", "the merge puts the thread's events in time order");
+    if babeltrace_available() {
+        let clock = handmade_clock();
+        check(&babeltrace(&trace), &print_json(&[log.to_str().unwrap()]), clock.wall_ns(clock.start_ticks), 1);
+    }
+}

@@ -21,9 +21,10 @@
 //!   double; `B` 8-bit unsigned (0 or 1); `S` a null-terminated UTF-8 `string`: bytes that are
 //!   not UTF-8 and NUL bytes inside the text become U+FFFD, and a string the writer cut is
 //!   exported as it was recorded (CTF has no mark for it).
-//! - **Time order.** A CTF stream must not go back in time; an event recorded earlier than
-//!   the one before it on its thread (possible only in a damaged or hand-made log) gets its
-//!   predecessor's timestamp, and the export says how many did.
+//! - **Time order.** A CTF stream must not go back in time. The merge hands each thread's
+//!   events on in time order whenever the log's disorder fits in its window; an event that
+//!   still comes earlier than the one before it on its thread (a damaged or hand-made log
+//!   beyond the window) gets its predecessor's timestamp, and the export says how many did.
 //!
 //! `DIR` is created when missing; an existing `DIR` must be empty or hold an earlier CTF
 //! export (`metadata` and `thread-*` only), which is replaced.
@@ -73,10 +74,11 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
     });
     match result {
         Ok(skipped) => {
-            let extra: Vec<String> = (trace.clamped > 0)
-                .then(|| format!("{} events earlier than their thread's previous event were given its time", trace.clamped))
-                .into_iter()
-                .collect();
+            let extra: Vec<String> = match trace.clamped {
+                0 => Vec::new(),
+                1 => vec!["1 event earlier than its thread's previous event was given that event's time".to_owned()],
+                n => vec![format!("{n} events earlier than their thread's previous event were given that event's time")],
+            };
             skipped.report("ctf", &extra);
             Ok(ExitCode::SUCCESS)
         }
@@ -416,4 +418,30 @@ fn event_class(m: &mut String, desc: &Desc) {
         let _ = writeln!(m, "\t\t{} {name};", tsdl_type(*letter));
     }
     m.push_str("\t};\n};\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_earlier_than_its_predecessor_gets_its_time() {
+        let dir = std::env::temp_dir().join(format!("ctf-clamp-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let desc = Desc { code: 0x10, name: "Tick".into(), kind_name: "K".into(), kind: Some(0), format: vec![], params: vec![] };
+        let mut trace = Trace { dir: dir.clone(), order: Order::Little, streams: BTreeMap::new(), buffered: 0, clamped: 0, builtins_seen: BTreeSet::new(), scratch: Vec::new() };
+        for time in [100, 50, 200] {
+            trace.add(&Event { desc: &desc, time, thread: 3, args: &[], order: Order::Little }).unwrap();
+        }
+        trace.flush_all().unwrap();
+        assert_eq!(trace.clamped, 1);
+        let bytes = fs::read(dir.join("thread-3")).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+        // One packet: begin 100, end 200; events of 10 bytes (id, timestamp) after the prefix.
+        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+        assert_eq!((u64_at(8), u64_at(16)), (100, 200));
+        assert_eq!(bytes.len(), PACKET_PREFIX_LEN + 3 * 10);
+        let times: Vec<u64> = (0..3).map(|i| u64_at(PACKET_PREFIX_LEN + i * 10 + 2)).collect();
+        assert_eq!(times, [100, 100, 200]);
+    }
 }

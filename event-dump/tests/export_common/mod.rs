@@ -245,6 +245,22 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// A stream of [`HANDMADE_DEF`] whose thread 1 goes back in time: `Poll` at start + 100,
+/// + 50 (earlier), + 200 ticks.
+pub(crate) fn backwards_log(path: &Path) {
+    let schema = event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap();
+    let producer = Producer { pointer_width: 8, arch: "x86_64".into(), os: "linux".into(), pid: 7, program: "back".into(), start_wall_ns: 0 };
+    let header = Header::new(schema, 1024, handmade_clock(), producer);
+    let mut bytes = header.encode().unwrap();
+    let t0 = handmade_clock().start_ticks;
+    let mut block = BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    for dt in [100, 50, 200] {
+        block.push(0x0103, t0 + dt, &[]).unwrap();
+    }
+    bytes.extend(block.finish());
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// A copy of the log at `from` with a byte of its block `block` (0 first) flipped.
 pub(crate) fn damaged_copy(from: &Path, to: &Path, block: usize) {
     let mut bytes = std::fs::read(from).unwrap();

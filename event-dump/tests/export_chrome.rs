@@ -217,6 +217,22 @@ fn two_logs_are_two_processes_on_one_time_line() {
 }
 
 #[test]
+fn logs_started_at_different_times_share_the_wall_clock_time_line() {
+    let d = dir("chrome-wall");
+    let (first, later) = (d.join("first.evt"), d.join("later.evt"));
+    handmade_log(&first, event_format::wire::Order::Little);
+    backwards_log(&later, 1_500_000);
+    let trace = export(&[first.to_str().unwrap(), later.to_str().unwrap()], &d.join("wall.json"));
+    let tracks = tracks(&trace);
+    // The first log's times are its own, since it started first.
+    assert_eq!(tracks[&(4242, 2)][0]["ts"].as_f64(), Some(0.0), "{:?}", tracks[&(4242, 2)][0]);
+    // The later log's: 1.5 ms later, plus its own time since its start (50 ticks at 3 GHz,
+    // then 100 and 200: its events in time order).
+    let later: Vec<f64> = tracks[&(7, 1)].iter().map(|e| e["ts"].as_f64().unwrap()).collect();
+    assert_eq!(later, [1500.016, 1500.033, 1500.066]);
+}
+
+#[test]
 fn spans_unknown_codes_and_damage() {
     let d = dir("chrome-handmade");
     let log = d.join("handmade.evt");

@@ -289,7 +289,7 @@ fn the_output_directory_and_the_logs_are_checked() {
 fn a_thread_that_goes_back_in_time_is_exported_in_time_order() {
     let d = dir("ctf-backwards");
     let log = d.join("back.evt");
-    backwards_log(&log);
+    backwards_log(&log, 0);
     let trace = d.join("trace");
     assert_eq!(export(&log, &trace), "", "the merge puts the thread's events in time order");
     if babeltrace_available() {

@@ -246,11 +246,13 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
 }
 
 /// A stream of [`HANDMADE_DEF`] whose thread 1 goes back in time: `Poll` at start + 100,
-/// + 50 (earlier), + 200 ticks.
-pub(crate) fn backwards_log(path: &Path) {
+/// + 50 (earlier), + 200 ticks. Its clock is [`handmade_clock`]'s, started `later_ns` later
+/// on the wall clock.
+pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
     let schema = event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap();
     let producer = Producer { pointer_width: 8, arch: "x86_64".into(), os: "linux".into(), pid: 7, program: "back".into(), start_wall_ns: 0 };
-    let header = Header::new(schema, 1024, handmade_clock(), producer);
+    let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
+    let header = Header::new(schema, 1024, clock, producer);
     let mut bytes = header.encode().unwrap();
     let t0 = handmade_clock().start_ticks;
     let mut block = BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });

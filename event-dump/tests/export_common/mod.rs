@@ -146,14 +146,26 @@ pub(crate) fn many_events_log(path: &Path, n: u64) {
     recording.stop().unwrap();
 }
 
-/// The events.def of [`handmade_log`].
+/// The events.def of [`handmade_log`], without the spans (see [`handmade_schema`]).
 pub(crate) const HANDMADE_DEF: &str = r#"VERSION(1, 0, 0)
 KIND(Trace, "spans and values")
-RELATION(SpanEnter, 0x0100, TRUE, Trace, WSS, span, name, fields)
-RELATION(SpanExit, 0x0101, TRUE, Trace, WS, span, name)
 RELATION(Every, 0x0102, TRUE, Trace, PAWUIDBS, p, a, w, u, i, d, b, s)
 RELATION(Poll, 0x0103, TRUE, Trace, 0)
 "#;
+
+/// The schema of [`handmade_log`] and the codes of `SpanEnter(span W, name S, fields S)`
+/// and `SpanExit(span W, name S)`: the runtime's built-in events where this format version
+/// has them, else events of the schema (the exporters match spans by name and format).
+pub(crate) fn handmade_schema() -> (event_format::schema::Schema, u16, u16) {
+    use event_format::builtin::by_name;
+    if let (Some(enter), Some(exit)) = (by_name("SpanEnter"), by_name("SpanExit")) {
+        return (event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap(), enter.code, exit.code);
+    }
+    let def = format!(
+        "{HANDMADE_DEF}RELATION(SpanEnter, 0x0100, TRUE, Trace, WSS, span, name, fields)\nRELATION(SpanExit, 0x0101, TRUE, Trace, WS, span, name)\n"
+    );
+    (event_format::def::parse(&def, "handmade.def").unwrap(), 0x0100, 0x0101)
+}
 
 /// The code in [`handmade_log`] that its schema does not know.
 pub(crate) const UNKNOWN_CODE: u16 = 0x0200;
@@ -176,7 +188,7 @@ pub(crate) fn handmade_clock() -> Clock {
 /// record of [`UNKNOWN_CODE`]; on thread 2 (named `io`), in a second block, spans `a` and
 /// `b` that overlap without nesting, then `Poll`s.
 pub(crate) fn handmade_log(path: &Path, order: Order) {
-    let schema = event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap();
+    let (schema, enter, exit) = handmade_schema();
     let producer = Producer {
         pointer_width: 8,
         arch: "x86_64".to_owned(),
@@ -192,7 +204,7 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
     let s = |text: &'static str| Value::Str(Text::new(text));
     let mut one = BlockWriter::new(order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
     let rows: Vec<(u16, u64, Vec<Value<'_>>)> = vec![
-        (0x0100, t0 + 3, vec![Value::Word(1), s("outer"), s("")]),
+        (enter, t0 + 3, vec![Value::Word(1), s("outer"), s("")]),
         (
             0x0102,
             t0 + 10,
@@ -207,7 +219,7 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
                 Value::Str(Text { bytes: b"nul\0here \xff \"q\" \\", truncated: false }),
             ],
         ),
-        (0x0100, t0 + 3_000_000_001, vec![Value::Word(2), s("inner"), s("k=v")]),
+        (enter, t0 + 3_000_000_001, vec![Value::Word(2), s("inner"), s("k=v")]),
         (UNKNOWN_CODE, t0 + 3_000_000_002, vec![]),
         (
             0x0102,
@@ -223,9 +235,9 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
                 s("é"),
             ],
         ),
-        (0x0101, t0 + 3_000_000_007, vec![Value::Word(2), s("inner")]),
-        (0x0101, t0 + 6_000_000_000, vec![Value::Word(1), s("outer")]),
-        (0x0101, t0 + 6_000_000_300, vec![Value::Word(99), s("nobody")]),
+        (exit, t0 + 3_000_000_007, vec![Value::Word(2), s("inner")]),
+        (exit, t0 + 6_000_000_000, vec![Value::Word(1), s("outer")]),
+        (exit, t0 + 6_000_000_300, vec![Value::Word(99), s("nobody")]),
     ];
     for (code, time, values) in &rows {
         one.push(*code, *time, values).unwrap();
@@ -234,10 +246,10 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
     let mut two = BlockWriter::new(order, 1024, &BlockHeader { thread: 2, base_time: t0, ..Default::default() });
     two.push(event_format::builtin::THREAD_NAME, t0 + 1, &[Value::Word(2), s("io")]).unwrap();
     // Spans that overlap without nesting: `a` exits while `b`, entered inside it, is open.
-    two.push(0x0100, t0 + 2, &[Value::Word(10), s("a"), s("")]).unwrap();
-    two.push(0x0100, t0 + 4, &[Value::Word(11), s("b"), s("")]).unwrap();
-    two.push(0x0101, t0 + 50, &[Value::Word(10), s("a")]).unwrap();
-    two.push(0x0101, t0 + 60, &[Value::Word(11), s("b")]).unwrap();
+    two.push(enter, t0 + 2, &[Value::Word(10), s("a"), s("")]).unwrap();
+    two.push(enter, t0 + 4, &[Value::Word(11), s("b"), s("")]).unwrap();
+    two.push(exit, t0 + 50, &[Value::Word(10), s("a")]).unwrap();
+    two.push(exit, t0 + 60, &[Value::Word(11), s("b")]).unwrap();
     for i in 0..5u64 {
         two.push(0x0103, t0 + 100 + i * 1_000_000_000, &[]).unwrap();
     }
@@ -245,11 +257,11 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// A stream of [`HANDMADE_DEF`] whose thread 1 goes back in time: `Poll` at start + 100,
-/// + 50 (earlier), + 200 ticks. Its clock is [`handmade_clock`]'s, started `later_ns` later
-/// on the wall clock.
+/// A stream of [`HANDMADE_DEF`] whose thread 1 goes back in time: `Poll` 100 ticks after
+/// the start, then 50 (earlier), then 200. Its clock is [`handmade_clock`]'s, started
+/// `later_ns` later on the wall clock.
 pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
-    let schema = event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap();
+    let (schema, _, _) = handmade_schema();
     let producer = Producer { pointer_width: 8, arch: "x86_64".into(), os: "linux".into(), pid: 7, program: "back".into(), start_wall_ns: 0 };
     let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
     let header = Header::new(schema, 1024, clock, producer);

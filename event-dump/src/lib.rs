@@ -52,7 +52,7 @@ enum Command {
     #[command(after_help = "Example:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool")]
     Follow(FollowArgs),
     /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, or CTF.
-    #[command(after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf")]
+    #[command(after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread.")]
     Export(ExportArgs),
     /// Changes what a running program records, through its ring file.
     #[command(after_help = "Examples:\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'")]
@@ -150,7 +150,8 @@ struct ExportArgs {
     /// The format to write.
     #[arg(long, value_enum)]
     to: export::Target,
-    /// Logs to export (`sqlite` takes several; `chrome` merges several, one process each).
+    /// Logs to export (`sqlite` takes several; `chrome` merges several, one process each;
+    /// `ctf` takes one).
     #[arg(value_name = "LOG", required = true)]
     logs: Vec<PathBuf>,
     /// Where to write: a file (`chrome`, `sqlite`) or a directory (`ctf`).

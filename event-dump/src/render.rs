@@ -51,12 +51,14 @@ impl Annotations {
         }
     }
 
-    fn label(&self, file: usize, address: u64) -> Option<&str> {
+    /// The label of `address` in log `file`, if the log gave it one.
+    pub(crate) fn label(&self, file: usize, address: u64) -> Option<&str> {
         let id = self.labels.get(&(file, address))?;
         self.interned.get(&(file, *id)).map(String::as_str)
     }
 
-    fn interned(&self, file: usize, id: u64) -> Option<&str> {
+    /// The text of interned string `id` in log `file`, if the log gave it.
+    pub(crate) fn interned(&self, file: usize, id: u64) -> Option<&str> {
         self.interned.get(&(file, id)).map(String::as_str)
     }
 }

@@ -3,6 +3,11 @@
 //! - [`chrome`]: Chrome trace-event JSON, which Perfetto's UI and chrome://tracing open.
 //! - [`sqlite`]: a database in the shape of MPS's mpseventsql.
 //! - [`ctf`]: a CTF 1.8 trace that babeltrace2 reads.
+//!
+//! The exporters read the logs through the merge (bounded memory, threads and logs in time
+//! order) and write as they read. What they cannot export (damaged blocks, bad records,
+//! unknown codes) they count and report in one line on stderr; the export still completes
+//! and exits 0, as `print` does (`event-dump check` tells the details).
 
 mod chrome;
 mod ctf;
@@ -11,6 +16,7 @@ mod sqlite;
 use crate::ExportArgs;
 use crate::commands::open_all;
 use crate::log::DumpError;
+use crate::merge::Item;
 use std::process::ExitCode;
 
 /// The formats `export` writes.
@@ -30,5 +36,45 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         Target::Chrome => chrome::export(&mut logs, &args.out),
         Target::Sqlite => sqlite::export(&mut logs, &args.out),
         Target::Ctf => ctf::export(&mut logs, &args.out),
+    }
+}
+
+/// What an export could not carry over, counted as it reads.
+#[derive(Debug, Default)]
+struct Skipped {
+    damaged_blocks: u64,
+    bad_records: u64,
+    unknown_records: u64,
+}
+
+impl Skipped {
+    /// Counts `item` when it is not an event; `true` when it was one of those.
+    fn count(&mut self, item: &Item<'_>) -> bool {
+        match item {
+            Item::Event { .. } => return false,
+            Item::Unknown { .. } => self.unknown_records += 1,
+            Item::Bad { .. } => self.bad_records += 1,
+            Item::Damaged { .. } => self.damaged_blocks += 1,
+        }
+        true
+    }
+
+    /// The one line that says what was skipped, if anything was; `extra` adds the exporter's
+    /// own notes.
+    fn report(&self, format: &str, extra: &[String]) {
+        let mut parts = Vec::new();
+        let mut part = |n: u64, one: &str, many: &str| {
+            if n > 0 {
+                parts.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        };
+        part(self.damaged_blocks, "damaged block", "damaged blocks");
+        part(self.bad_records, "bad record", "bad records");
+        part(self.unknown_records, "record of an unknown code", "records of unknown codes");
+        let skipped = (!parts.is_empty()).then(|| format!("skipped {}", parts.join(", ")));
+        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).collect();
+        if !all.is_empty() {
+            eprintln!("event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)", all.join("; "));
+        }
     }
 }

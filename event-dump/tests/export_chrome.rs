@@ -1,0 +1,313 @@
+//! `export --to chrome` as a user runs it: the JSON parses, and holds every event of
+//! `print --format json` on its thread's track with the same name, kind, time and
+//! arguments; tracks and processes are named; Begin/End pairs and spans are slices; what
+//! cannot be exported is reported and the rest still is; errors are one line.
+
+event_runtime::include_events!("../events.def");
+
+mod export_common;
+
+use export_common::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Exports `logs` to `out` and parses the trace.
+fn export(logs: &[&str], out: &Path) -> Value {
+    let mut args = vec!["export", "--to", "chrome"];
+    args.extend_from_slice(logs);
+    args.extend_from_slice(&["-o", out.to_str().unwrap()]);
+    let run = run(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let text = std::fs::read_to_string(out).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not valid JSON: {e}"))
+}
+
+fn events(trace: &Value) -> &Vec<Value> {
+    trace["traceEvents"].as_array().expect("traceEvents is an array")
+}
+
+/// The non-metadata events per (pid, tid), in file order.
+fn tracks(trace: &Value) -> BTreeMap<(u64, u64), Vec<Value>> {
+    let mut tracks: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
+    for e in events(trace).iter().filter(|e| e["ph"] != "M") {
+        tracks.entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap())).or_default().push(e.clone());
+    }
+    tracks
+}
+
+/// `metadata[name]` per (pid, tid).
+fn names(trace: &Value, what: &str) -> BTreeMap<(u64, u64), String> {
+    events(trace)
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == what)
+        .map(|e| ((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()), e["args"]["name"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// `ts` in nanoseconds.
+fn ts_ns(e: &Value) -> i128 {
+    (e["ts"].as_f64().unwrap() * 1000.0).round() as i128
+}
+
+/// Whether the exported `args` say what `print --format json` says: the same values,
+/// integers a double cannot hold as decimal strings, labels under `"<param> (label)"`.
+fn check_args(exported: &Value, printed: &Printed) -> Result<(), String> {
+    let args = exported.as_object().ok_or("args is not an object")?;
+    for (name, value) in &printed.args {
+        let big = match value {
+            Value::Number(n) => n.as_u64().map(|u| u > MAX_SAFE_INTEGER).or(n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER)).unwrap_or(false),
+            _ => false,
+        };
+        let expected = if big { Value::String(value.to_string()) } else { value.clone() };
+        if args.get(name) != Some(&expected) {
+            return Err(format!("{name}: exported {:?}, printed {value}", args.get(name)));
+        }
+    }
+    for (name, label) in &printed.labels {
+        let key = format!("{name} (label)");
+        if args.get(&key) != Some(label) {
+            return Err(format!("{key}: exported {:?}, printed {label}", args.get(&key)));
+        }
+    }
+    if args.len() != printed.args.len() + printed.labels.len() {
+        return Err(format!("exported {} args, printed {} and {} labels", args.len(), printed.args.len(), printed.labels.len()));
+    }
+    Ok(())
+}
+
+/// Each exported event of each track is the printed event of its thread at the same
+/// place: same name (`Foo` of a slice for `FooBegin`/`FooEnd`), kind, time and arguments.
+/// Only the tracks of process `pid` are compared, with `printed` of its log alone. Slices
+/// left open at the end (`"unended":true`) are left out of the comparison and returned.
+fn compare(trace: &Value, pid: u64, printed: &[Printed]) -> Vec<Value> {
+    let mut unended = Vec::new();
+    let mut per_thread: BTreeMap<String, Vec<&Printed>> = BTreeMap::new();
+    for p in printed {
+        per_thread.entry(p.thread.clone()).or_default().push(p);
+    }
+    let tracks: BTreeMap<u64, Vec<Value>> = tracks(trace).into_iter().filter(|(k, _)| k.0 == pid).map(|(k, v)| (k.1, v)).collect();
+    assert_eq!(tracks.len(), per_thread.len(), "one track per thread");
+    for (tid, exported) in &tracks {
+        let thread = format!("T{tid}");
+        let printed = per_thread.get(&thread).unwrap_or_else(|| panic!("{thread}: printed no events"));
+        let exported: Vec<&Value> = exported
+            .iter()
+            .filter(|e| {
+                let open = e["args"]["unended"] == json!(true);
+                if open {
+                    unended.push((*e).clone());
+                }
+                !open
+            })
+            .collect();
+        assert_eq!(exported.len(), printed.len(), "{thread}: as many events as print shows");
+        for (e, p) in exported.iter().zip(printed) {
+            let name = e["name"].as_str().unwrap();
+            let expected = match e["ph"].as_str().unwrap() {
+                "B" => format!("{name}Begin"),
+                "E" => format!("{name}End"),
+                "i" => {
+                    assert_eq!(e["s"], "t", "{e}: a thread-scoped instant");
+                    name.to_owned()
+                }
+                ph => panic!("unexpected phase {ph}: {e}"),
+            };
+            assert_eq!(expected, p.event, "{thread}: {e}");
+            assert_eq!(e["cat"], p.kind.as_str(), "{e}");
+            assert_eq!(ts_ns(e), p.ns, "{e}: time of {p:?}");
+            if let Err(why) = check_args(&e["args"], p) {
+                panic!("{thread}: {e}: {why}");
+            }
+        }
+    }
+    unended
+}
+
+#[test]
+fn a_log_exports_event_for_event_as_print_shows_it() {
+    let d = dir("chrome-sample");
+    let log = d.join("sample.evt");
+    sample_log(&log);
+    let log = log.to_str().unwrap();
+    let trace = export(&[log], &d.join("trace.json"));
+    assert_eq!(trace["displayTimeUnit"], "ns");
+    let printed = print_json(&[log]);
+    let pid = u64::from(std::process::id());
+    let unended = compare(&trace, pid, &printed);
+
+    // The process is named by its program and pid.
+    let processes = names(&trace, "process_name");
+    assert_eq!(processes.len(), 1);
+    let (&(p, _), name) = processes.iter().next().unwrap();
+    assert_eq!(p, pid);
+    assert!(name.ends_with(&format!(" (pid {pid})")), "{name}");
+
+    // Every track is named: by the log's ThreadName, or T<n>.
+    let threads = names(&trace, "thread_name");
+    let tracks = tracks(&trace);
+    for &(p, tid) in tracks.keys() {
+        let given = printed.iter().find(|e| e.event == "ThreadName" && e.args["thread"] == json!(tid)).map(|e| e.args["name"].as_str().unwrap().to_owned());
+        assert_eq!(threads.get(&(p, tid)), Some(&given.unwrap_or(format!("T{tid}"))));
+    }
+    let worker = |n: &str| threads.iter().find(|(_, name)| name.as_str() == n).map(|(k, _)| tracks[k].clone()).unwrap();
+
+    // Begin/End pairs are nested B/E slices named Sweep; an End without a Begin stays
+    // visible as an instant.
+    let phases = |track: &[Value]| -> Vec<String> {
+        track.iter().filter(|e| e["name"].as_str().unwrap().starts_with("Sweep")).map(|e| format!("{} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap())).collect()
+    };
+    let expected = ["B Sweep", "B Sweep", "i SweepReclaim", "E Sweep", "E Sweep"];
+    assert_eq!(phases(&worker("worker-0")), expected);
+    let w1 = worker("worker-1");
+    assert_eq!(phases(&w1)[0], "i SweepEnd", "an End with nothing open is an instant");
+    assert_eq!(phases(&w1)[1..], expected);
+    let unmatched = w1.iter().find(|e| e["name"] == "SweepEnd").unwrap();
+    assert_eq!(unmatched["args"]["complete"], false, "an unmatched End keeps its args");
+    let begin = w1.iter().find(|e| e["ph"] == "B").unwrap();
+    assert_eq!(begin["args"]["why"], "pool \"full\"", "a Begin carries its args");
+
+    // A Begin never ended is closed at its thread's last event.
+    assert_eq!(unended.len(), 1, "{unended:?}");
+    let open = &unended[0];
+    assert_eq!((open["ph"].as_str(), open["name"].as_str()), (Some("E"), Some("Sweep")));
+    let main = &tracks[&(open["pid"].as_u64().unwrap(), open["tid"].as_u64().unwrap())];
+    let last = main.iter().rfind(|e| e["args"]["unended"] != json!(true)).unwrap();
+    assert_eq!(last["name"], "ArenaDestroy");
+    assert_eq!(ts_ns(open), ts_ns(last));
+
+    // Values a double cannot hold keep every digit, as strings.
+    let find = |name: &str| events(&trace).iter().find(|e| e["name"] == name).unwrap().clone();
+    assert_eq!(find("ArenaPoll")["args"]["committed"], "18446744073709551615");
+    assert_eq!(find("ClientPhase")["args"]["step"], "9007199254740993");
+    assert_eq!(find("ClientPhase")["args"]["delta"], "-9223372036854775808");
+    assert_eq!(find("ArenaCreate")["args"]["arena (label)"], "main \"arena\"");
+    assert_eq!(find("Message")["args"]["text"], "two \"workers\"\n\tand a tab");
+}
+
+#[test]
+fn two_logs_are_two_processes_on_one_time_line() {
+    let d = dir("chrome-two");
+    let (a, b) = (d.join("a.evt"), d.join("b.evt"));
+    sample_log(&a);
+    dropping_log(&b);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let trace = export(&[a, b], &d.join("two.json"));
+    let processes = names(&trace, "process_name");
+    assert_eq!(processes.len(), 2, "{processes:?}");
+    let pids: Vec<u64> = processes.keys().map(|k| k.0).collect();
+    assert_ne!(pids[0], pids[1], "two logs of one pid still give two processes");
+    let real = std::process::id();
+    assert!(processes.values().all(|n| n.ends_with(&format!("(pid {real})"))), "names keep the real pid: {processes:?}");
+    // The first log keeps its pid, the second gets the next free one; each process holds
+    // its log's events. Both logs' deterministic clocks start at wall time 0, so each
+    // log's times are print's.
+    assert_eq!(pids, [u64::from(real), u64::from(real) + 1]);
+    assert_eq!(compare(&trace, pids[0], &print_json(&[a])).len(), 1, "the sample's unended slice");
+    let printed_b = print_json(&[b]);
+    assert!(compare(&trace, pids[1], &printed_b).is_empty());
+    let threads = |p: &[Printed]| p.iter().map(|e| e.thread.clone()).collect::<std::collections::BTreeSet<_>>().len();
+    assert_eq!(tracks(&trace).len(), threads(&print_json(&[a])) + threads(&printed_b));
+    // Losses are events like any other.
+    let dropped = events(&trace).iter().filter(|e| e["name"] == "Dropped").count();
+    assert!(dropped > 0);
+    assert_eq!(dropped, printed_b.iter().filter(|p| p.event == "Dropped").count());
+}
+
+#[test]
+fn logs_started_at_different_times_share_the_wall_clock_time_line() {
+    let d = dir("chrome-wall");
+    let (first, later) = (d.join("first.evt"), d.join("later.evt"));
+    handmade_log(&first, event_format::wire::Order::Little);
+    backwards_log(&later, 1_500_000);
+    let trace = export(&[first.to_str().unwrap(), later.to_str().unwrap()], &d.join("wall.json"));
+    let tracks = tracks(&trace);
+    // The first log's times are its own, since it started first.
+    assert_eq!(tracks[&(4242, 2)][0]["ts"].as_f64(), Some(0.0), "{:?}", tracks[&(4242, 2)][0]);
+    // The later log's: 1.5 ms later, plus its own time since its start (50 ticks at 3 GHz,
+    // then 100 and 200: its events in time order).
+    let later: Vec<f64> = tracks[&(7, 1)].iter().map(|e| e["ts"].as_f64().unwrap()).collect();
+    assert_eq!(later, [1500.016, 1500.033, 1500.066]);
+}
+
+#[test]
+fn spans_unknown_codes_and_damage() {
+    let d = dir("chrome-handmade");
+    let log = d.join("handmade.evt");
+    handmade_log(&log, event_format::wire::Order::Big);
+    let out = d.join("handmade.json");
+    let run = run(&["export", "--to", "chrome", log.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let err = stderr(&run);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("skipped 1 record of an unknown code"), "{err}");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let printed = print_json(&[log.to_str().unwrap()]);
+    // compare() maps B/E to FooBegin/FooEnd: spans are checked here instead.
+    let all = tracks(&trace);
+    let one = &all[&(4242, 1)];
+    let shape: Vec<String> = one.iter().map(|e| format!("{} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap())).collect();
+    assert_eq!(shape, ["B outer", "i Every", "B inner", "i Every", "E inner", "E outer", "i SpanExit"]);
+    let on_one: Vec<&Printed> = printed.iter().filter(|p| p.thread == "T1").collect();
+    assert_eq!(on_one.len(), one.len());
+    for (e, p) in one.iter().zip(&on_one) {
+        assert_eq!(ts_ns(e), p.ns, "{e}");
+        check_args(&e["args"], p).unwrap_or_else(|why| panic!("{e}: {why}"));
+    }
+    let every = &one[1]["args"];
+    assert_eq!(every["p"], "0xffffffffffffffff");
+    assert_eq!(every["w"], "18446744073709551615");
+    assert_eq!(every["u"], json!(u32::MAX));
+    assert_eq!(every["i"], "-9223372036854775808");
+    assert_eq!(every["d"], "NaN");
+    assert_eq!(every["s"], "nul\u{0}here \u{FFFD} \"q\" \\");
+    assert_eq!(one[1]["ts"].as_f64(), Some(0.003), "10 ticks at 3 GHz: 3 ns, truncated as print does");
+    assert_eq!(one[2]["ts"].as_f64(), Some(1_000_000.0));
+    assert_eq!(names(&trace, "thread_name")[&(4242, 2)], "io");
+    // `a` exits while `b` (entered inside it) is open: `b` ends with it, marked unended,
+    // and `b`'s own exit, with nothing open, stays an instant.
+    let two: Vec<String> = all[&(4242, 2)]
+        .iter()
+        .filter(|e| e["name"] != "Poll")
+        .map(|e| format!("{} {} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap(), ts_ns(e)))
+        .collect();
+    assert_eq!(two, ["i ThreadName 0", "B a 0", "B b 1", "E b 16", "E a 16", "i SpanExit 20"]);
+    assert_eq!(all[&(4242, 2)].iter().find(|e| e["ph"] == "E").unwrap()["args"]["unended"], true);
+
+    // A damaged block costs its events only.
+    let damaged = d.join("damaged.evt");
+    damaged_copy(&log, &damaged, 1);
+    let out = d.join("damaged.json");
+    let run = export_common::run(&["export", "--to", "chrome", damaged.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(0));
+    assert!(stderr(&run).contains("skipped 1 damaged block, 1 record of an unknown code"), "{}", stderr(&run));
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(tracks(&trace).keys().copied().collect::<Vec<_>>(), [(4242, 1)], "thread 2's block is lost, thread 1's is whole");
+}
+
+#[test]
+fn errors_are_one_line_and_leave_no_file() {
+    let d = dir("chrome-errors");
+    let log = d.join("ok.evt");
+    handmade_log(&log, event_format::wire::Order::Little);
+    let out = d.join("never.json");
+    let cases: [(&str, Vec<String>); 3] = [
+        ("missing log", vec![d.join("missing.evt").display().to_string(), "-o".into(), out.display().to_string()]),
+        ("not a log", vec![concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml").into(), "-o".into(), out.display().to_string()]),
+        ("out is a directory", vec![log.display().to_string(), "-o".into(), d.display().to_string()]),
+    ];
+    for (what, args) in cases {
+        let mut all = vec!["export".to_owned(), "--to".into(), "chrome".into()];
+        all.extend(args);
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let run = run(&all);
+        assert_eq!(run.status.code(), Some(1), "{what}");
+        let err = stderr(&run);
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(err.starts_with("event-dump: ") && !err.contains("panicked"), "{what}: {err}");
+    }
+    assert!(!out.exists());
+    assert!(std::fs::read_dir(&d).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".partial")));
+}

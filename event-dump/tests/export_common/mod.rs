@@ -1,0 +1,285 @@
+//! What the export tests share: logs recorded here (deterministic clock) or written byte by
+//! byte (a schema of our own, unknown codes, extreme values), running event-dump, and
+//! `print --format json` read back as the reference the exports are checked against.
+
+#![allow(dead_code)]
+
+use event_format::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value};
+use event_runtime::{Policy, Recorder};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+pub(crate) const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
+
+/// One recording per process at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub(crate) fn dir(test: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub(crate) fn run(args: &[&str]) -> Output {
+    Command::new(DUMP).args(args).output().unwrap()
+}
+
+pub(crate) fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub(crate) fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Seconds as `print` writes them (`-`? digits `.` 9 digits) in nanoseconds, exactly.
+pub(crate) fn seconds_to_ns(text: &str) -> i128 {
+    let (sign, text) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text),
+    };
+    let (whole, frac) = text.split_once('.').unwrap();
+    assert_eq!(frac.len(), 9, "{text}");
+    sign * (whole.parse::<i128>().unwrap() * 1_000_000_000 + frac.parse::<i128>().unwrap())
+}
+
+/// One line of `print --format json`.
+#[derive(Debug, Clone)]
+pub(crate) struct Printed {
+    /// Its time since the start, in ns (exact, from the text).
+    pub(crate) ns: i128,
+    /// `T3`, or `pid:T3` when several logs are printed.
+    pub(crate) thread: String,
+    pub(crate) kind: String,
+    pub(crate) event: String,
+    pub(crate) args: serde_json::Map<String, serde_json::Value>,
+    pub(crate) labels: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `print --format json` of `logs`, parsed.
+pub(crate) fn print_json(logs: &[&str]) -> Vec<Printed> {
+    let mut args = vec!["print"];
+    args.extend_from_slice(logs);
+    args.extend_from_slice(&["--format", "json"]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|line| {
+            let time = line.strip_prefix("{\"time\":").unwrap().split(',').next().unwrap();
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let object = |key: &str| v.get(key).and_then(|a| a.as_object()).cloned().unwrap_or_default();
+            Printed {
+                ns: seconds_to_ns(time),
+                thread: v["thread"].as_str().unwrap().to_owned(),
+                kind: v["kind"].as_str().unwrap().to_owned(),
+                event: v["event"].as_str().unwrap().to_owned(),
+                args: object("args"),
+                labels: object("labels"),
+            }
+        })
+        .collect()
+}
+
+/// A log of the tour's kinds: the main thread and two named workers one after the other;
+/// labels, an interned string, a message, every letter, a word and a signed integer too
+/// large for a double, and slices: `SweepBegin`/`SweepEnd` pairs nested on each worker, an
+/// unmatched `SweepEnd` on worker-1, and a `SweepBegin` on the main thread never ended.
+pub(crate) fn sample_log(path: &Path) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let arena = 0x7f00_0000_1000usize;
+    event_runtime::label(arena, "main \"arena\"");
+    event!(ArenaCreate, arena, arena, 1u64 << 20);
+    event_runtime::message("two \"workers\"\n\tand a tab");
+    for w in 0..2u64 {
+        std::thread::Builder::new()
+            .name(format!("worker-{w}"))
+            .spawn(move || {
+                let pool = 0x1000 + w as usize;
+                if w == 1 {
+                    event!(SweepEnd, pool, 0u64, false); // nothing began: an instant
+                }
+                event!(PoolInit, pool, arena, "AMC", 16u32);
+                event!(SweepBegin, pool, 1u64, "pool \"full\"");
+                for i in 0..12u64 {
+                    event!(ObjectAlloc, pool, 0x2000 + i as usize, 16 * i, 3u32);
+                }
+                event!(SweepBegin, pool, 2u64, "nested");
+                event!(SweepReclaim, pool, 2u64, 480u64, -5);
+                event!(SweepEnd, pool, 2u64, true);
+                event!(SweepEnd, pool, 1u64, true);
+                event!(ClientCheck, true, "balance", "ok");
+                event!(ArenaPoll, arena, u64::MAX, 0.25);
+                event!(ClientPhase, "φ", 9_007_199_254_740_993u64, i64::MIN);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    event!(SweepBegin, 0x1000usize, 3u64, "never ends");
+    event!(ClientMark);
+    event!(ArenaDestroy, arena, 0u64);
+    recording.stop().unwrap();
+}
+
+/// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks, so
+/// it holds `Dropped` events.
+pub(crate) fn dropping_log(path: &Path) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording =
+        Recorder::new(&crate::events::SET).file(path).policy(Policy::Fill).block_size(1024).buffer_size(4096).deterministic_clock().start().unwrap();
+    for i in 0..500u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
+    }
+    recording.stop().unwrap();
+}
+
+/// A log of `n` `ObjectAlloc` events on one thread.
+pub(crate) fn many_events_log(path: &Path, n: u64) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new(&crate::events::SET).file(path).deterministic_clock().start().unwrap();
+    for i in 0..n {
+        event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, i, 3u32);
+    }
+    recording.stop().unwrap();
+}
+
+/// The events.def of [`handmade_log`], without the spans (see [`handmade_schema`]).
+pub(crate) const HANDMADE_DEF: &str = r#"VERSION(1, 0, 0)
+KIND(Trace, "spans and values")
+RELATION(Every, 0x0102, TRUE, Trace, PAWUIDBS, p, a, w, u, i, d, b, s)
+RELATION(Poll, 0x0103, TRUE, Trace, 0)
+"#;
+
+/// The schema of [`handmade_log`] and the codes of `SpanEnter(span W, name S, fields S)`
+/// and `SpanExit(span W, name S)`: the runtime's built-in events where this format version
+/// has them, else events of the schema (the exporters match spans by name and format).
+pub(crate) fn handmade_schema() -> (event_format::schema::Schema, u16, u16) {
+    use event_format::builtin::by_name;
+    if let (Some(enter), Some(exit)) = (by_name("SpanEnter"), by_name("SpanExit")) {
+        return (event_format::def::parse(HANDMADE_DEF, "handmade.def").unwrap(), enter.code, exit.code);
+    }
+    let def = format!(
+        "{HANDMADE_DEF}RELATION(SpanEnter, 0x0100, TRUE, Trace, WSS, span, name, fields)\nRELATION(SpanExit, 0x0101, TRUE, Trace, WS, span, name)\n"
+    );
+    (event_format::def::parse(&def, "handmade.def").unwrap(), 0x0100, 0x0101)
+}
+
+/// The code in [`handmade_log`] that its schema does not know.
+pub(crate) const UNKNOWN_CODE: u16 = 0x0200;
+
+/// The clock of [`handmade_log`]: a 3 GHz counter whose tick 5e9 was 1700000000.123456789 s
+/// after the epoch; recording started at tick 6e9.
+pub(crate) fn handmade_clock() -> Clock {
+    Clock {
+        source: ClockSource::Tsc,
+        ticks_per_second: 3_000_000_000,
+        ref_ticks: 5_000_000_000,
+        ref_wall_ns: 1_700_000_000_123_456_789,
+        start_ticks: 6_000_000_000,
+    }
+}
+
+/// A stream written here, in `order`, with [`HANDMADE_DEF`]: on thread 1, spans (`outer`
+/// around `inner`, then an exit of a span never entered), `Every` with extreme values
+/// (u64::MAX, i64::MIN, NaN, -inf, a string with a NUL and a byte that is not UTF-8) and a
+/// record of [`UNKNOWN_CODE`]; on thread 2 (named `io`), in a second block, spans `a` and
+/// `b` that overlap without nesting, then `Poll`s.
+pub(crate) fn handmade_log(path: &Path, order: Order) {
+    let (schema, enter, exit) = handmade_schema();
+    let producer = Producer {
+        pointer_width: 8,
+        arch: "x86_64".to_owned(),
+        os: "linux".to_owned(),
+        pid: 4242,
+        program: "handmade".to_owned(),
+        start_wall_ns: 1_700_000_000_456_790_122,
+    };
+    let mut header = Header::new(schema, 1024, handmade_clock(), producer);
+    header.order = order;
+    let mut bytes = header.encode().unwrap();
+    let t0 = 6_000_000_000u64;
+    let s = |text: &'static str| Value::Str(Text::new(text));
+    let mut one = BlockWriter::new(order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    let rows: Vec<(u16, u64, Vec<Value<'_>>)> = vec![
+        (enter, t0 + 3, vec![Value::Word(1), s("outer"), s("")]),
+        (
+            0x0102,
+            t0 + 10,
+            vec![
+                Value::Pointer(u64::MAX),
+                Value::Address(0x10),
+                Value::Word(u64::MAX),
+                Value::Unsigned(u32::MAX),
+                Value::Signed(i64::MIN),
+                Value::Double(f64::NAN),
+                Value::Bool(true),
+                Value::Str(Text { bytes: b"nul\0here \xff \"q\" \\", truncated: false }),
+            ],
+        ),
+        (enter, t0 + 3_000_000_001, vec![Value::Word(2), s("inner"), s("k=v")]),
+        (UNKNOWN_CODE, t0 + 3_000_000_002, vec![]),
+        (
+            0x0102,
+            t0 + 3_000_000_005,
+            vec![
+                Value::Pointer(0),
+                Value::Address(0),
+                Value::Word(0),
+                Value::Unsigned(0),
+                Value::Signed(-7),
+                Value::Double(f64::NEG_INFINITY),
+                Value::Bool(false),
+                s("é"),
+            ],
+        ),
+        (exit, t0 + 3_000_000_007, vec![Value::Word(2), s("inner")]),
+        (exit, t0 + 6_000_000_000, vec![Value::Word(1), s("outer")]),
+        (exit, t0 + 6_000_000_300, vec![Value::Word(99), s("nobody")]),
+    ];
+    for (code, time, values) in &rows {
+        one.push(*code, *time, values).unwrap();
+    }
+    bytes.extend(one.finish());
+    let mut two = BlockWriter::new(order, 1024, &BlockHeader { thread: 2, base_time: t0, ..Default::default() });
+    two.push(event_format::builtin::THREAD_NAME, t0 + 1, &[Value::Word(2), s("io")]).unwrap();
+    // Spans that overlap without nesting: `a` exits while `b`, entered inside it, is open.
+    two.push(enter, t0 + 2, &[Value::Word(10), s("a"), s("")]).unwrap();
+    two.push(enter, t0 + 4, &[Value::Word(11), s("b"), s("")]).unwrap();
+    two.push(exit, t0 + 50, &[Value::Word(10), s("a")]).unwrap();
+    two.push(exit, t0 + 60, &[Value::Word(11), s("b")]).unwrap();
+    for i in 0..5u64 {
+        two.push(0x0103, t0 + 100 + i * 1_000_000_000, &[]).unwrap();
+    }
+    bytes.extend(two.finish());
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A stream of [`HANDMADE_DEF`] whose thread 1 goes back in time: `Poll` 100 ticks after
+/// the start, then 50 (earlier), then 200. Its clock is [`handmade_clock`]'s, started
+/// `later_ns` later on the wall clock.
+pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
+    let (schema, _, _) = handmade_schema();
+    let producer = Producer { pointer_width: 8, arch: "x86_64".into(), os: "linux".into(), pid: 7, program: "back".into(), start_wall_ns: 0 };
+    let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
+    let header = Header::new(schema, 1024, clock, producer);
+    let mut bytes = header.encode().unwrap();
+    let t0 = handmade_clock().start_ticks;
+    let mut block = BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    for dt in [100, 50, 200] {
+        block.push(0x0103, t0 + dt, &[]).unwrap();
+    }
+    bytes.extend(block.finish());
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A copy of the log at `from` with a byte of its block `block` (0 first) flipped.
+pub(crate) fn damaged_copy(from: &Path, to: &Path, block: usize) {
+    let mut bytes = std::fs::read(from).unwrap();
+    let header_len = event_format::decode::Decoder::new(&bytes[..]).unwrap().header_len() as usize;
+    let block_size = 1024;
+    bytes[header_len + block * block_size + 60] ^= 0x40;
+    std::fs::write(to, bytes).unwrap();
+}

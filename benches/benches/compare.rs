@@ -1,2 +1,482 @@
-//! Placeholder, replaced below.
-fn main() {}
+//! The side-by-side comparison (scripts/bench runs it): every case and its baselines in the
+//! same process, interleaved round by round so that a noisy neighbour slows all of them
+//! alike; every figure is the median of the rounds, every ratio is of two medians of the
+//! same run. Prints markdown tables for BENCHMARKS.md.
+//!
+//! `cargo bench -p event-benches --bench compare -- [--quick] [--skip-stream] [--skip-dump]`;
+//! with `--features rash`, only the compiled-out case and its baseline.
+
+event_runtime::include_events!("bench.def");
+
+mod common;
+
+use common::{Case, peers};
+use std::hint::black_box;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// How each case is sampled.
+struct Plan {
+    rounds: usize,
+    /// The time one sample of one case should take.
+    sample: Duration,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+/// Events per sample so that one sample of `run` takes about `plan.sample`.
+fn calibrate(run: fn(u64) -> Duration, plan: &Plan) -> u64 {
+    let mut n = 1000u64;
+    loop {
+        let t = run(n);
+        if t >= plan.sample / 4 || n >= 1 << 34 {
+            let per = t.as_secs_f64() / n as f64;
+            return ((plan.sample.as_secs_f64() / per.max(1e-12)) as u64).max(1000);
+        }
+        n *= 4;
+    }
+}
+
+/// Nanoseconds per event of each case: medians (and min, max) over the rounds.
+fn measure(cases: &[Case], plan: &Plan) -> Vec<(f64, f64, f64)> {
+    let sizes: Vec<u64> = cases.iter().map(|c| calibrate(c.run, plan)).collect();
+    let mut samples = vec![Vec::new(); cases.len()];
+    for _ in 0..plan.rounds {
+        for (i, case) in cases.iter().enumerate() {
+            let t = (case.run)(sizes[i]);
+            samples[i].push(t.as_nanos() as f64 / sizes[i] as f64);
+        }
+    }
+    samples
+        .iter_mut()
+        .map(|s| {
+            let lo = s.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = s.iter().copied().fold(0.0, f64::max);
+            (median(s), lo, hi)
+        })
+        .collect()
+}
+
+fn table(cases: &[Case], figures: &[(f64, f64, f64)]) {
+    println!("| case | ns/event (median) | min .. max | events/s (median) |");
+    println!("|---|---:|---:|---:|");
+    for (case, &(m, lo, hi)) in cases.iter().zip(figures) {
+        println!("| {} | {m:.2} | {lo:.2} .. {hi:.2} | {:.1} M |", case.name, 1e3 / m);
+    }
+    println!();
+}
+
+fn ratio_line(what: &str, a: f64, b: f64, target: &str) {
+    println!("| {what} | {:.2} | {target} |", a / b);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let plan = if quick {
+        Plan { rounds: 5, sample: Duration::from_millis(10) }
+    } else {
+        Plan { rounds: 11, sample: Duration::from_millis(30) }
+    };
+    println!("# event-benches compare ({} rounds per case, ~{} ms per sample)\n", plan.rounds, plan.sample.as_millis());
+    if cfg!(feature = "rash") {
+        rash(&plan);
+        return;
+    }
+    micro(&plan);
+    if !args.iter().any(|a| a == "--skip-stream") {
+        streaming(quick);
+    }
+    if !args.iter().any(|a| a == "--skip-dump") {
+        dumper(quick);
+    }
+    memory();
+}
+
+/// The compiled-out case: the `rash` variety leaves nothing of `event!`.
+fn rash(plan: &Plan) {
+    let _recording = common::start_ring();
+    let cases = [
+        Case { name: "empty loop", run: common::empty_loop },
+        Case { name: "compiled-out event (rash), 3 words", run: common::compiled_out },
+    ];
+    let f = measure(&cases, plan);
+    println!("## The `rash` variety\n");
+    table(&cases, &f);
+    println!("| ratio | value | target |\n|---|---:|---|");
+    ratio_line("compiled out / empty loop", f[1].0, f[0].0, "= 1");
+    println!();
+}
+
+/// Cost to the recording thread, one thread and two.
+fn micro(plan: &Plan) {
+    let recording = common::start_ring();
+    let cases = [
+        Case { name: "empty loop", run: common::empty_loop },
+        Case { name: "relaxed-load loop", run: common::relaxed_load_loop },
+        Case { name: "floor: cycle counter + store, 0 words", run: common::floor::<0> },
+        Case { name: "floor: cycle counter + store, 1 word", run: common::floor::<1> },
+        Case { name: "floor: cycle counter + store, 3 words", run: common::floor::<3> },
+        Case { name: "floor: cycle counter + store, 6 words", run: common::floor::<6> },
+        Case { name: "event!, 0 words", run: common::word0 },
+        Case { name: "event!, 1 word", run: common::word1 },
+        Case { name: "event!, 3 words", run: common::word3 },
+        Case { name: "event!, 6 words", run: common::word6 },
+        Case { name: "event!, 16-byte string", run: common::text16 },
+        Case { name: "event!, disabled kind", run: common::disabled },
+        Case { name: "tracing info!, 3 fields, null subscriber", run: peers::null },
+        Case { name: "tracing info!, 3 fields, binary subscriber", run: peers::binary },
+    ];
+    let f = measure(&cases, plan);
+    println!("## One thread (ring policy: the recording thread's cost, no writer)\n");
+    table(&cases, &f);
+    println!("| ratio (same run) | value | target |\n|---|---:|---|");
+    for (k, (floor, event)) in [(0, (2, 6)), (1, (3, 7)), (3, (4, 8)), (6, (5, 9))] {
+        let target = if k == 3 { "≤ 1.3" } else { "" };
+        ratio_line(&format!("event!, {k} words / floor, {k} words"), f[event].0, f[floor].0, target);
+    }
+    ratio_line("event!, disabled kind / relaxed-load loop", f[11].0, f[1].0, "≤ 1.5");
+    ratio_line("tracing, binary subscriber / event!, 3 words", f[13].0, f[8].0, "> 1");
+    ratio_line("tracing, null subscriber / event!, 3 words (context, not a target)", f[12].0, f[8].0, "");
+    println!();
+
+    // Two threads at once, each its own rate, against one thread alone; the floor's own
+    // two-thread ratio shows what the machine (two cores, shared) allows.
+    let mut one = Vec::new();
+    let mut two = Vec::new();
+    let mut floor_one = Vec::new();
+    let mut floor_two = Vec::new();
+    let n = calibrate(common::word3, plan);
+    let nf = calibrate(common::floor::<3>, plan);
+    for _ in 0..plan.rounds {
+        one.push(common::word3(n).as_nanos() as f64 / n as f64);
+        two.extend(concurrently(2, common::word3, n).into_iter().map(|t| t.as_nanos() as f64 / n as f64));
+        floor_one.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
+        floor_two.extend(concurrently(2, common::floor::<3>, nf).into_iter().map(|t| t.as_nanos() as f64 / nf as f64));
+    }
+    let (one, two, floor_one, floor_two) = (median(&mut one), median(&mut two), median(&mut floor_one), median(&mut floor_two));
+    println!("## Two threads at once (each thread's rate)\n");
+    println!("| case | 1 thread, ns/event | 2 threads, ns/event per thread | per-thread rate, 2 threads / 1 | target |");
+    println!("|---|---:|---:|---:|---|");
+    println!("| event!, 3 words | {one:.2} | {two:.2} | {:.2} | ≥ 0.9 |", one / two);
+    println!("| floor, 3 words (what the machine allows) | {floor_one:.2} | {floor_two:.2} | {:.2} | |", floor_one / floor_two);
+    println!();
+    drop(recording);
+}
+
+/// Runs `run(n)` on `threads` threads started together; each thread's time.
+fn concurrently(threads: usize, run: fn(u64) -> Duration, n: u64) -> Vec<Duration> {
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                let t = run(n);
+                event_runtime::flush();
+                t
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("a benchmark thread panicked")).collect()
+}
+
+fn out_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&dir).expect("target/bench can be created");
+    dir
+}
+
+/// Events recorded and lost in a stream: (events of the `Bench` kind, events lost).
+fn census(path: &Path) -> (u64, u64) {
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::Value;
+    let file = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).expect("the stream exists"));
+    let mut decoder = Decoder::new(file).expect("the stream has a header");
+    let catalog = Catalog::new(&decoder.header().schema);
+    let (mut events, mut lost) = (0, 0);
+    while let Some(block) = decoder.next_block() {
+        let Ok(block) = block else { continue };
+        lost += block.header.lost;
+        for entry in block.entries(&catalog) {
+            if let Entry::Event(e) = entry {
+                if e.desc.code == event_format::builtin::DROPPED {
+                    if let Some(Value::Word(n)) = e.values().nth(1) {
+                        lost += n;
+                    }
+                } else if !e.desc.is_builtin() {
+                    events += 1;
+                }
+            }
+        }
+    }
+    (events, lost)
+}
+
+/// The `switch` policy streaming to a file with the default buffer size: 10 s at 20 million
+/// events/s (paced), and 10 s as fast as one thread goes; and tracing-appender beside it.
+fn streaming(quick: bool) {
+    let secs = if quick { 2 } else { 10 };
+    println!("## Streaming to a file (`switch`, default 16 MiB buffer, 64 KiB blocks)\n");
+    println!("| run | events recorded | events lost | share lost | events/s | file bytes/event |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (label, pace) in [("paced at 20 M events/s", Some(20_000_000u64)), ("one thread, unpaced", None)] {
+        let path = out_dir().join("stream.evt");
+        let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("the stream recording starts");
+        let (n, elapsed) = stream_for(Duration::from_secs(secs), pace);
+        event_runtime::flush();
+        recording.stop().expect("the stream is written");
+        let (events, lost) = census(&path);
+        let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+        assert_eq!(events + lost, n, "every event is recorded or counted as lost");
+        println!(
+            "| {label}, {secs} s | {events} | {lost} | {:.4} % | {:.1} M | {:.1} |",
+            100.0 * lost as f64 / n as f64,
+            n as f64 / elapsed.as_secs_f64() / 1e6,
+            bytes as f64 / events.max(1) as f64
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+    println!();
+    appender(quick);
+}
+
+/// Records `Word3` for `time`, at `pace` events/s (in 1 ms bursts) or as fast as it goes.
+fn stream_for(time: Duration, pace: Option<u64>) -> (u64, Duration) {
+    let start = Instant::now();
+    let mut n = 0u64;
+    let burst = pace.map_or(10_000, |p| p / 1000);
+    let mut next = start;
+    while start.elapsed() < time {
+        for _ in 0..burst {
+            event!(Word3, black_box(n), n + 1, n + 2);
+            n += 1;
+        }
+        if pace.is_some() {
+            next += Duration::from_millis(1);
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    (n, start.elapsed())
+}
+
+/// tracing with tracing-appender's non-blocking file writer and the fmt layer, lossless and
+/// lossy (its default), against this recorder streaming `Word3` to a file.
+fn appender(quick: bool) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let n: u64 = if quick { 200_000 } else { 1_000_000 };
+    let rounds = if quick { 3 } else { 5 };
+    let mut ours = Vec::new();
+    let mut results: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![("lossless", Vec::new(), Vec::new()), ("lossy (default)", Vec::new(), Vec::new())];
+    for _ in 0..rounds {
+        let path = out_dir().join("ours.evt");
+        let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("starts");
+        let t = common::word3(n);
+        event_runtime::flush();
+        recording.stop().expect("written");
+        let (events, lost) = census(&path);
+        assert_eq!(events + lost, n);
+        ours.push(t.as_nanos() as f64 / n as f64);
+        for (mode, times, lost_shares) in results.iter_mut() {
+            let dir = out_dir().join("appender");
+            let _ = std::fs::remove_dir_all(&dir);
+            let file_appender = tracing_appender::rolling::never(&dir, "log.txt");
+            let lossy = *mode != "lossless";
+            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default().lossy(lossy).finish(file_appender);
+            let subscriber = tracing_subscriber::registry().with(tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false));
+            let t = peers::under(subscriber, || peers::info3(n));
+            drop(guard); // flushes what was queued
+            let lines = std::fs::File::open(dir.join("log.txt")).map_or(0, |f| std::io::BufReader::new(f).lines().count() as u64);
+            times.push(t.as_nanos() as f64 / n as f64);
+            lost_shares.push(100.0 * (n - lines.min(n)) as f64 / n as f64);
+        }
+    }
+    let ours = median(&mut ours);
+    println!("## Against tracing-appender (non-blocking file writer, fmt layer), {n} events, median of {rounds}\n");
+    println!("| case | ns/event | lines lost | ratio to event! → file |");
+    println!("|---|---:|---:|---:|");
+    println!("| event!, 3 words, `switch` → file | {ours:.1} | 0 % (counted if any) | 1.00 |");
+    for (mode, times, lost) in results.iter_mut() {
+        let t = median(times);
+        println!("| tracing info!, 3 fields → tracing-appender, {mode} | {t:.1} | {:.2} % | {:.1} |", median(lost), t / ours);
+    }
+    println!("\nTarget: tracing-appender lossless at least 10 times slower than event! → file.\n");
+}
+
+/// Peak resident memory of a finished child, in bytes.
+#[cfg(unix)]
+fn run_measured(cmd: &mut Command) -> (Duration, u64, bool) {
+    let start = Instant::now();
+    let child = cmd.stdout(std::process::Stdio::null()).spawn().expect("the dumper starts");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet reaped; status and usage are valid pointers.
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let elapsed = start.elapsed();
+    std::mem::forget(child); // reaped by wait4
+    let ok = got == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    (elapsed, usage.ru_maxrss as u64 * 1024, ok)
+}
+
+/// Writes a log of `n` events: the tour's mix of sizes, on 2 threads.
+fn write_log(path: &Path, n: u64, pack: bool) {
+    let recording = event_runtime::Recorder::new(&events::SET)
+        .file(path)
+        .pack(pack)
+        .policy(event_runtime::Policy::Switch)
+        .wait(Duration::from_secs(1))
+        .start()
+        .expect("the log's recording starts");
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            s.spawn(move || {
+                for i in 0..n / 2 {
+                    match i % 4 {
+                        0 => event!(Word1, i),
+                        1 => event!(Word3, i, t, i * 8),
+                        2 => event!(Word6, i, t, i, 1, 2, 3),
+                        _ => event!(Text, "sixteen bytes!!!"),
+                    }
+                }
+                event_runtime::flush();
+            });
+        }
+    });
+    recording.stop().expect("the log is written");
+}
+
+/// The dumper's throughput and memory.
+fn dumper(quick: bool) {
+    let dump = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/event-dump");
+    if !dump.exists() {
+        println!("## The dumper\n\nskipped: build it first (`cargo build --release -p event-dump`; scripts/bench does)\n");
+        return;
+    }
+    let n: u64 = if quick { 1_000_000 } else { 10_000_000 };
+    let packed = out_dir().join("dump-packed.evt");
+    let whole = out_dir().join("dump-whole.evt");
+    write_log(&packed, n, true);
+    write_log(&whole, n, false);
+    let runs = if quick { 1 } else { 3 };
+    println!("## The dumper on a log of {n} events (median of {runs} runs; print to /dev/null)\n");
+    println!("| command | log | file MB | s | file MB/s | events/s | peak RSS MB |");
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    for (log, label) in [(&whole, "whole blocks"), (&packed, "packed")] {
+        let mb = std::fs::metadata(log).map_or(0, |m| m.len()) as f64 / 1e6;
+        for sub in ["check", "stats", "print"] {
+            let mut times = Vec::new();
+            let mut rss = 0;
+            for _ in 0..runs {
+                let (t, peak, ok) = run_measured(Command::new(&dump).arg(sub).arg(log));
+                assert!(ok || sub == "check", "event-dump {sub} failed");
+                times.push(t.as_secs_f64());
+                rss = rss.max(peak);
+            }
+            let t = median(&mut times);
+            println!("| {sub} | {label} | {mb:.0} | {t:.2} | {:.0} | {:.2} M | {:.1} |", mb / t, n as f64 / t / 1e6, rss as f64 / 1e6);
+        }
+    }
+    println!();
+    // Memory must not grow with the log: `check` and `print` on 1 GB of whole blocks, and on a
+    // tenth of it.
+    let big = out_dir().join("dump-1g.evt");
+    let events_per_gb = 1_000_000_000 / 34;
+    let sizes: &[(u64, &str)] = if quick { &[(events_per_gb / 100, "10 MB"), (events_per_gb / 10, "100 MB")] } else { &[(events_per_gb / 10, "100 MB"), (events_per_gb, "1 GB")] };
+    println!("| command | log | file MB | s | peak RSS MB |\n|---|---|---:|---:|---:|");
+    for &(events, label) in sizes {
+        write_log(&big, events, false);
+        let mb = std::fs::metadata(&big).map_or(0, |m| m.len()) as f64 / 1e6;
+        for sub in ["check", "print"] {
+            let (t, peak, _) = run_measured(Command::new(&dump).arg(sub).arg(&big));
+            println!("| {sub} | ~{label} | {mb:.0} | {:.2} | {:.1} |", t.as_secs_f64(), peak as f64 / 1e6);
+        }
+    }
+    println!();
+    for p in [&packed, &whole, &big] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// Resident memory of this process, from /proc (Linux), in bytes.
+fn rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+/// The recorder's memory: at start, and for each thread that records.
+fn memory() {
+    let Some(before) = rss() else {
+        println!("## Memory\n\nskipped: no /proc/self/status\n");
+        return;
+    };
+    let path = out_dir().join("memory.evt");
+    let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("starts");
+    let started = rss().unwrap_or(before);
+    let threads = 8u64;
+    let barrier = Arc::new(Barrier::new(threads as usize + 1));
+    let release = Arc::new(Barrier::new(threads as usize + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (barrier, release) = (Arc::clone(&barrier), Arc::clone(&release));
+            std::thread::spawn(move || {
+                for i in 0..100_000u64 {
+                    event!(Word3, i, i, i);
+                }
+                barrier.wait();
+                release.wait();
+            })
+        })
+        .collect();
+    barrier.wait();
+    let recording_threads = rss().unwrap_or(started);
+    // The same threads without recording, for the cost of a thread itself.
+    release.wait();
+    for h in handles {
+        let _ = h.join();
+    }
+    recording.stop().expect("written");
+    let _ = std::fs::remove_file(&path);
+    let barrier = Arc::new(Barrier::new(threads as usize + 1));
+    let release = Arc::new(Barrier::new(threads as usize + 1));
+    let base = rss().unwrap_or(before);
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (barrier, release) = (Arc::clone(&barrier), Arc::clone(&release));
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                for i in 0..100_000u64 {
+                    x = black_box(x + i);
+                }
+                barrier.wait();
+                release.wait();
+            })
+        })
+        .collect();
+    barrier.wait();
+    let plain_threads = rss().unwrap_or(base);
+    release.wait();
+    for h in handles {
+        let _ = h.join();
+    }
+    println!("## Memory of the recorder (`switch`, default 16 MiB pool of 64 KiB blocks; resident, from /proc)\n");
+    println!("| what | MB |\n|---|---:|");
+    println!("| the recording started (pool allocated, pages untouched until used) | {:.1} |", (started as f64 - before as f64) / 1e6);
+    println!(
+        "| per recording thread, beyond a thread that does not record ({threads} threads) | {:.2} |",
+        ((recording_threads as f64 - started as f64) - (plain_threads as f64 - base as f64)) / threads as f64 / 1e6
+    );
+    println!();
+    let _ = std::io::stdout().flush();
+}

@@ -252,6 +252,8 @@ struct Census {
 
 fn census(log: &mut Log) -> Census {
     let mut c = Census::default();
+    // Counted by code and by block while reading (no allocation per event), named at the end.
+    let mut per_code = vec![0u64; 1 << 16];
     let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
     while let Some(block) = log.decoder.next_block() {
         let block = match block {
@@ -272,15 +274,14 @@ fn census(log: &mut Log) -> Census {
         if block.header.lost > 0 {
             *c.lost.entry(block.header.thread).or_default() += block.header.lost;
         }
+        let mut in_block = 0u64;
         for entry in block.entries(&log.catalog) {
             match entry {
                 event_format::decode::Entry::Event(e) => {
-                    c.events += 1;
+                    in_block += 1;
                     c.first = Some(c.first.map_or(e.time, |f| f.min(e.time)));
                     c.last = c.last.max(e.time);
-                    *c.per_event.entry(format!("{}.{}", e.desc.kind_name, e.desc.name)).or_default() += 1;
-                    *c.per_kind.entry(e.desc.kind_name.clone()).or_default() += 1;
-                    *c.per_thread.entry(e.thread).or_default() += 1;
+                    per_code[usize::from(e.desc.code)] += 1;
                     match e.desc.code {
                         builtin::DROPPED => {
                             let mut v = e.values();
@@ -301,6 +302,17 @@ fn census(log: &mut Log) -> Census {
                 event_format::decode::Entry::Bad(e) => c.bad.push(format!("thread {}, block {}: {e}", block.header.thread, block.header.sequence)),
             }
         }
+        if in_block > 0 {
+            c.events += in_block;
+            *c.per_thread.entry(block.header.thread).or_default() += in_block;
+        }
+    }
+    for desc in log.catalog.iter() {
+        let n = per_code[usize::from(desc.code)];
+        if n > 0 {
+            c.per_event.insert(format!("{}.{}", desc.kind_name, desc.name), n);
+            *c.per_kind.entry(desc.kind_name.clone()).or_default() += n;
+        }
     }
     c
 }
@@ -316,7 +328,7 @@ fn gaps(sequences: &[u64]) -> Vec<(u64, u64)> {
         if n > expect {
             out.push((expect, n - expect));
         }
-        expect = n + 1;
+        expect = n.saturating_add(1);
     }
     out
 }

@@ -9,7 +9,7 @@
 
 use crate::log::{DumpError, Log};
 use event_format::decode::{Block, BlockError, Event};
-use event_format::wire::{RECORD_HEADER_LEN, RecordError, validate_args};
+use event_format::wire::{RECORD_HEADER_LEN, RecordError, RecordIter, validate_args};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
@@ -32,17 +32,40 @@ pub(crate) enum Item<'a> {
 struct Held {
     block: Block,
     file: usize,
+    /// Where its next record starts, and the time its delta counts from.
+    pos: usize,
+    time: u64,
     /// Its records not yet emitted.
     remaining: usize,
+    /// For a block whose times go backwards (a clock stepped back): its records as (time,
+    /// offset), sorted, emitted by index instead of in place.
+    sorted: Option<Vec<(u64, usize)>>,
+}
+
+impl Held {
+    /// Its next record: (offset, time); `None` when all are emitted.
+    fn peek(&self) -> Option<(usize, u64)> {
+        if self.remaining == 0 {
+            return None;
+        }
+        if let Some(sorted) = &self.sorted {
+            let &(time, offset) = sorted.get(sorted.len() - self.remaining)?;
+            return Some((offset, time));
+        }
+        let record = RecordIter::new(&self.block.records[self.pos..], self.block.order, self.time).next()?.ok()?;
+        Some((self.pos + record.offset, record.time))
+    }
 }
 
 /// Merges the events of `logs` and hands each to `visit`, until it breaks or all are done.
+///
+/// Each held block is a cursor over its records (they are in time order within the block),
+/// and the heap holds one entry per block: memory is the records' bytes and a few words per
+/// block, whatever the number of records.
 pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> ControlFlow<()>) -> Result<(), DumpError> {
     let several = logs.len() > 1;
     let mut held: Vec<Option<Held>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
-    // (key, file, thread, block sequence, offset, time, slot): key is ticks for one log,
-    // wall-clock nanoseconds for several.
     let mut heap: Heap = BinaryHeap::new();
     let mut held_bytes = 0usize;
     let mut done = vec![false; logs.len()];
@@ -58,52 +81,73 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
             }
             Some(Ok(block)) => {
                 let clock = logs[f].header().clock;
-                let slot = free.pop().unwrap_or_else(|| {
-                    held.push(None);
-                    held.len() - 1
-                });
                 let mut count = 0;
+                let mut error = None;
+                let (mut previous, mut backwards) = (0, false);
                 for record in block.records() {
-                    let Ok(record) = record else {
+                    match record {
+                        Ok(record) => {
+                            let key = if several { clock.wall_ns(record.time) } else { i128::from(record.time) };
+                            last_key[f] = last_key[f].max(key);
+                            count += 1;
+                            backwards |= record.time < previous;
+                            previous = record.time;
+                        }
                         // A record that breaks the format ends the block's records; it is
-                        // reported in order after the records before it.
-                        break;
-                    };
-                    let key = if several { clock.wall_ns(record.time) } else { i128::from(record.time) };
-                    heap.push(Reverse((key, f, block.header.thread, block.header.sequence, record.offset, record.time, slot)));
-                    last_key[f] = last_key[f].max(key);
-                    count += 1;
+                        // reported right away.
+                        Err(e) => {
+                            error = Some(e);
+                            break;
+                        }
+                    }
                 }
-                // A record error (after the good ones) is reported right away.
-                if let Some(Err(error)) = block.records().find(Result::is_err)
+                if let Some(error) = error
                     && visit(Item::Bad { file: f, thread: block.header.thread, error }).is_break()
                 {
                     return Ok(());
                 }
                 if count == 0 {
-                    free.push(slot);
                     continue;
                 }
+                let slot = free.pop().unwrap_or_else(|| {
+                    held.push(None);
+                    held.len() - 1
+                });
                 held_bytes += block.records.len();
-                held[slot] = Some(Held { block, file: f, remaining: count });
+                let sorted = backwards.then(|| {
+                    let mut v: Vec<(u64, usize)> = block.records().map_while(Result::ok).map(|r| (r.time, r.offset)).collect();
+                    v.sort_unstable();
+                    v
+                });
+                let h = Held { time: block.header.base_time, block, file: f, pos: 0, remaining: count, sorted };
+                push(&mut heap, &h, slot, several.then_some(&clock));
+                held[slot] = Some(h);
             }
         }
         while held_bytes > WINDOW_BYTES {
-            if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, &mut visit).is_break() {
+            if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
                 return Ok(());
             }
         }
     }
     while !heap.is_empty() {
-        if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, &mut visit).is_break() {
+        if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
             return Ok(());
         }
     }
     Ok(())
 }
 
-/// Pending records: (key, log, thread, block sequence, offset, time, slot of its block).
-type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, usize, u64, usize)>>;
+/// Held blocks by their next record: (key, log, thread, block sequence, offset, slot); key
+/// is ticks for one log, wall-clock nanoseconds for several.
+type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, usize, usize)>>;
+
+fn push(heap: &mut Heap, h: &Held, slot: usize, wall: Option<&event_format::wire::Clock>) {
+    if let Some((offset, time)) = h.peek() {
+        let key = wall.map_or(i128::from(time), |clock| clock.wall_ns(time));
+        heap.push(Reverse((key, h.file, h.block.header.thread, h.block.header.sequence, offset, slot)));
+    }
+}
 
 fn emit_one(
     logs: &[Log],
@@ -111,17 +155,18 @@ fn emit_one(
     held: &mut [Option<Held>],
     free: &mut Vec<usize>,
     held_bytes: &mut usize,
+    several: bool,
     visit: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let Some(Reverse((_, file, thread, _, offset, time, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
+    let Some(Reverse((_, file, thread, _, _, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
+    let Some(h) = held[slot].as_mut() else { return ControlFlow::Continue(()) };
+    let Some((offset, time)) = h.peek() else { return ControlFlow::Continue(()) };
+    // peek() found a whole record at `offset` (the block's records were delimited on entry).
+    let o = h.block.order;
+    let rest = &h.block.records[offset..];
+    let (code, len) = (o.u16(rest), usize::from(o.u16(&rest[2..])));
+    let args = &rest[RECORD_HEADER_LEN..len];
     let flow = {
-        let Some(h) = held[slot].as_ref() else { return ControlFlow::Continue(()) };
-        let block = &h.block;
-        let o = block.order;
-        let rest = &block.records[offset..];
-        let code = o.u16(rest);
-        let len = usize::from(o.u16(&rest[2..]));
-        let args = &rest[RECORD_HEADER_LEN..len];
         let log = &logs[h.file];
         match log.catalog.get(code) {
             None => visit(Item::Unknown { file, code }),
@@ -131,13 +176,16 @@ fn emit_one(
             },
         }
     };
-    if let Some(h) = held[slot].as_mut() {
-        h.remaining -= 1;
-        if h.remaining == 0 {
-            *held_bytes -= h.block.records.len();
-            held[slot] = None;
-            free.push(slot);
-        }
+    h.pos = offset + RECORD_HEADER_LEN + args.len();
+    h.time = time;
+    h.remaining -= 1;
+    if h.remaining == 0 {
+        *held_bytes -= h.block.records.len();
+        held[slot] = None;
+        free.push(slot);
+    } else {
+        let clock = logs[file].header().clock;
+        push(heap, h, slot, several.then_some(&clock));
     }
     flow
 }

@@ -225,7 +225,7 @@ fn typed_columns_hold_the_values() {
         .query_row("SELECT program, format_version, event_set_version, identity, events FROM event_log", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
         .unwrap();
     assert!(std::env::current_exe().unwrap().to_string_lossy().contains(&program), "{program}");
-    assert_eq!((format.as_str(), set.as_str()), ("1.0.0", "1.0.0"));
+    assert_eq!((format, set.as_str()), (event_format::wire::FORMAT_VERSION.to_string(), "1.0.0"));
     assert!(identity.starts_with(&format!("{}:", std::fs::metadata(&log).unwrap().len())), "{identity}");
     assert_eq!(events, stats_per_event(&log).values().sum::<i64>());
 }

@@ -139,7 +139,7 @@ pub(crate) fn open_all(paths: &[std::path::PathBuf], force: bool) -> Result<Vec<
 
 /// Writes a line to stdout; `Break` when stdout is closed (`| head`).
 fn out_line(out: &mut impl Write, line: &str) -> Result<ControlFlow<()>> {
-    match writeln!(out, "{line}") {
+    match out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")) {
         Ok(()) => Ok(ControlFlow::Continue(())),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ControlFlow::Break(())),
         Err(e) => Err(DumpError::new(format!("cannot write the output: {e}"))),

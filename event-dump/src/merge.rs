@@ -40,6 +40,8 @@ struct Held {
     /// For a block whose times go backwards (a clock stepped back): its records as (time,
     /// offset), sorted, emitted by index instead of in place.
     sorted: Option<Vec<(u64, usize)>>,
+    /// What `peek` gave when the block was last pushed on the heap.
+    next: Option<(usize, u64)>,
 }
 
 impl Held {
@@ -119,8 +121,8 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                     v.sort_unstable();
                     v
                 });
-                let h = Held { time: block.header.base_time, block, file: f, pos: 0, remaining: count, sorted };
-                push(&mut heap, &h, slot, several.then_some(&clock));
+                let mut h = Held { time: block.header.base_time, block, file: f, pos: 0, remaining: count, sorted, next: None };
+                push(&mut heap, &mut h, slot, several.then_some(&clock));
                 held[slot] = Some(h);
             }
         }
@@ -142,8 +144,9 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
 /// is ticks for one log, wall-clock nanoseconds for several.
 type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, usize, usize)>>;
 
-fn push(heap: &mut Heap, h: &Held, slot: usize, wall: Option<&event_format::wire::Clock>) {
-    if let Some((offset, time)) = h.peek() {
+fn push(heap: &mut Heap, h: &mut Held, slot: usize, wall: Option<&event_format::wire::Clock>) {
+    h.next = h.peek();
+    if let Some((offset, time)) = h.next {
         let key = wall.map_or(i128::from(time), |clock| clock.wall_ns(time));
         heap.push(Reverse((key, h.file, h.block.header.thread, h.block.header.sequence, offset, slot)));
     }
@@ -160,7 +163,7 @@ fn emit_one(
 ) -> ControlFlow<()> {
     let Some(Reverse((_, file, thread, _, _, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
     let Some(h) = held[slot].as_mut() else { return ControlFlow::Continue(()) };
-    let Some((offset, time)) = h.peek() else { return ControlFlow::Continue(()) };
+    let Some((offset, time)) = h.next else { return ControlFlow::Continue(()) };
     // peek() found a whole record at `offset` (the block's records were delimited on entry).
     let o = h.block.order;
     let rest = &h.block.records[offset..];

@@ -9,6 +9,32 @@ use event_format::wire::{Clock, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiplicative hash (FxHash's) for the label tables, which are looked up for every
+/// address printed: keys are a log's own addresses and ids, so no hash flooding to fear
+/// from anyone but the log's author, who could only slow their own dump.
+#[derive(Default, Clone, Copy)]
+struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type Fast = BuildHasherDefault<FastHasher>;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -26,9 +52,9 @@ pub(crate) enum Format {
 #[derive(Debug, Default)]
 pub(crate) struct Annotations {
     /// (log, interned id) -> string.
-    interned: HashMap<(usize, u64), String>,
+    interned: HashMap<(usize, u64), String, Fast>,
     /// (log, address) -> interned id of its label.
-    labels: HashMap<(usize, u64), u64>,
+    labels: HashMap<(usize, u64), u64, Fast>,
 }
 
 impl Annotations {
@@ -53,6 +79,9 @@ impl Annotations {
 
     /// The label of `address` in log `file`, if the log gave it one.
     pub(crate) fn label(&self, file: usize, address: u64) -> Option<&str> {
+        if self.labels.is_empty() {
+            return None;
+        }
         let id = self.labels.get(&(file, address))?;
         self.interned.get(&(file, *id)).map(String::as_str)
     }
@@ -79,11 +108,11 @@ impl Renderer {
         (self.format == Format::Csv).then_some("time,thread,kind,event,arguments")
     }
 
-    fn thread(&self, file: usize, thread: u64) -> String {
-        match &self.pids {
-            Some(pids) => format!("{}:T{thread}", pids[file]),
-            None => format!("T{thread}"),
-        }
+    fn thread(&self, out: &mut String, file: usize, thread: u64) {
+        let _ = match &self.pids {
+            Some(pids) => write!(out, "{}:T{thread}", pids[file]),
+            None => write!(out, "T{thread}"),
+        };
     }
 
     fn time(&self, out: &mut String, clock: &Clock, ticks: u64) {
@@ -118,15 +147,24 @@ impl Renderer {
         match self.format {
             Format::Text => {
                 self.time(out, clock, event.time);
-                let _ = write!(out, " {} {}.{}", self.thread(file, event.thread), event.desc.kind_name, event.desc.name);
+                out.push(' ');
+                self.thread(out, file, event.thread);
+                out.push(' ');
+                out.push_str(&event.desc.kind_name);
+                out.push('.');
+                out.push_str(&event.desc.name);
                 for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
-                    let _ = write!(out, " {name}=");
+                    out.push(' ');
+                    out.push_str(name);
+                    out.push('=');
                     self.value(out, ann, file, event, i, &value);
                 }
             }
             Format::Csv => {
                 self.time(out, clock, event.time);
-                let _ = write!(out, ",{},{},{},", self.thread(file, event.thread), event.desc.kind_name, event.desc.name);
+                out.push(',');
+                self.thread(out, file, event.thread);
+                let _ = write!(out, ",{},{},", event.desc.kind_name, event.desc.name);
                 let mut args = String::new();
                 for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
                     if i > 0 {
@@ -145,7 +183,9 @@ impl Renderer {
                     let _ = write_seconds(out, clock, event.time);
                 }
                 out.push_str(",\"thread\":");
-                json_string(out, &self.thread(file, event.thread));
+                let mut thread = String::new();
+                self.thread(&mut thread, file, event.thread);
+                json_string(out, &thread);
                 out.push_str(",\"kind\":");
                 json_string(out, &event.desc.kind_name);
                 out.push_str(",\"event\":");

@@ -51,6 +51,13 @@ pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
 /// in integers so that equal ticks always print equal text.
 pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::Result {
+    let rate = clock.ticks_per_second.max(1);
+    // The common case in 64-bit arithmetic (a dump prints millions of times): no time before
+    // the start, and a rate below 18 GHz, so that a remainder times 10^9 fits.
+    if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
+        let delta = ticks - clock.start_ticks;
+        return write!(out, "{}.{:09}", delta / rate, (delta % rate) * 1_000_000_000 / rate);
+    }
     let delta = i128::from(ticks) - i128::from(clock.start_ticks);
     let rate = i128::from(clock.ticks_per_second.max(1));
     let sign = if delta < 0 { "-" } else { "" };
@@ -74,4 +81,34 @@ pub fn write_event<W: Write>(out: &mut W, clock: &Clock, event: &Event<'_>) -> f
         write_value(out, &value)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_seconds;
+    use crate::wire::{Clock, ClockSource};
+
+    fn seconds(rate: u64, start: u64, ticks: u64) -> String {
+        let clock = Clock { source: ClockSource::Tsc, ticks_per_second: rate, ref_ticks: 0, ref_wall_ns: 0, start_ticks: start };
+        let mut s = String::new();
+        write_seconds(&mut s, &clock, ticks).unwrap();
+        s
+    }
+
+    #[test]
+    fn seconds_are_exact_on_both_paths() {
+        // 64-bit path.
+        assert_eq!(seconds(3_000_000_000, 1000, 1000 + 4_500_000_001), "1.500000000");
+        assert_eq!(seconds(1_000_000_000, 0, u64::MAX), "18446744073.709551615");
+        assert_eq!(seconds(2_400_000_000, 7, 7 + 2_400_000_000 * 3 + 1_200_000_000), "3.500000000");
+        // Before the start, and an absurd rate: the 128-bit path.
+        assert_eq!(seconds(1_000_000_000, 1_000, 500), "-0.000000500");
+        assert_eq!(seconds(u64::MAX, 0, u64::MAX - 1), "0.999999999");
+        // Both paths agree where both apply.
+        for (rate, start, ticks) in [(3_000_000_007u64, 11u64, 987_654_321_987u64), (1, 0, 5), (999_999_999, 1, 1_999_999_999)] {
+            let delta = i128::from(ticks) - i128::from(start);
+            let r = i128::from(rate);
+            assert_eq!(seconds(rate, start, ticks), format!("{}.{:09}", delta / r, (delta % r) * 1_000_000_000 / r));
+        }
+    }
 }

@@ -240,9 +240,20 @@ impl Schema {
     /// Checks every rule of the event set. Returns all the problems found, in the order of
     /// the items they concern, or `Ok(())` when there are none.
     pub fn check(&self) -> Result<(), Vec<Problem>> {
+        self.check_with(true)
+    }
+
+    /// Checks the rules a reader needs of a stream's embedded schema: every rule but the
+    /// names reserved for built-in events, which a later format version may add (an older
+    /// writer's event may bear a name a newer reader reserves; codes tell them apart).
+    pub fn check_as_read(&self) -> Result<(), Vec<Problem>> {
+        self.check_with(false)
+    }
+
+    fn check_with(&self, reserved_names: bool) -> Result<(), Vec<Problem>> {
         let mut problems = Vec::new();
         self.check_kinds(&mut problems);
-        self.check_names_and_codes(&mut problems);
+        self.check_names_and_codes(&mut problems, reserved_names);
         self.check_rows(&mut problems);
         if problems.is_empty() { Ok(()) } else { Err(problems) }
     }
@@ -299,7 +310,7 @@ impl Schema {
         }
     }
 
-    fn check_names_and_codes(&self, problems: &mut Vec<Problem>) {
+    fn check_names_and_codes(&self, problems: &mut Vec<Problem>, reserved_names: bool) {
         // Events and retired events share one space of names and one of codes.
         let names: Vec<(&str, u16, Place, Place)> = self
             .events
@@ -334,7 +345,7 @@ impl Schema {
                     message: format!("bad event name: {why}"),
                     help: "name events with identifiers such as `ArenaCreate`".to_owned(),
                 });
-            } else if builtin::by_name(name).is_some() {
+            } else if reserved_names && builtin::by_name(name).is_some() {
                 problems.push(Problem {
                     place: name_place,
                     message: format!("event name `{name}` is reserved for a built-in event of the runtime"),

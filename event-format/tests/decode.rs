@@ -512,3 +512,20 @@ fn record_errors_display_one_line() {
     let e = RecordError::Truncated { offset: 3, remaining: 2 };
     assert_eq!(e.to_string(), "record at offset 3: only 2 bytes left, less than a record header");
 }
+
+#[test]
+fn an_older_stream_may_name_an_event_like_a_later_built_in() {
+    // Format 1.0 had no `SpanEnter` built-in: a 1.0 writer's event could bear the name. A
+    // writer today refuses it (Schema::check), but a reader reads it (codes tell them apart).
+    let mut header = sample_header(Order::Little);
+    header.schema.events[0].name = "SpanEntex".to_owned();
+    let mut bytes = header.encode().unwrap();
+    let at = bytes.windows(9).position(|w| w == b"SpanEntex").unwrap();
+    bytes[at + 8] = b'r';
+    let len = bytes.len();
+    let crc = crc32fast::hash(&bytes[..len - 4]);
+    bytes[len - 4..].copy_from_slice(&crc.to_le_bytes());
+    let decoder = Decoder::new(&bytes[..]).expect("a reader does not reserve names");
+    assert_eq!(decoder.header().schema.events[0].name, "SpanEnter");
+    assert!(decoder.header().schema.check().is_err(), "a writer would refuse it");
+}

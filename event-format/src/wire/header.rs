@@ -447,7 +447,7 @@ impl Header {
         let program = take_str(&mut take, "the program name")?;
         let mut schema = decode_schema(&mut take)?;
         schema.version = event_set;
-        if let Err(problems) = schema.check() {
+        if let Err(problems) = schema.check_as_read() {
             return Err(HeaderError::BadSchema(problems));
         }
         Ok(Header {

@@ -247,6 +247,7 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     let mut per_kind: BTreeMap<String, u64> = BTreeMap::new();
     let mut per_thread: BTreeMap<u64, u64> = BTreeMap::new();
     let (mut blocks, mut damaged, mut events, mut record_bytes, mut lost) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut packed, mut stored_bytes) = (0u64, 0u64);
     // Per thread: lowest and highest block sequence number, and blocks seen: what is
     // missing below or between them was overwritten (ring policy) or dropped.
     let mut sequences: BTreeMap<u64, (u64, u64, u64)> = BTreeMap::new();
@@ -263,7 +264,11 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
         blocks += 1;
         let seen = sequences.entry(block.header.thread).or_insert((u64::MAX, 0, 0));
         *seen = (seen.0.min(block.header.sequence), seen.1.max(block.header.sequence), seen.2 + 1);
-        record_bytes += u64::from(block.header.used);
+        record_bytes += block.records.len() as u64;
+        stored_bytes += block.stored_len;
+        if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
+            packed += 1;
+        }
         lost += block.header.lost;
         for entry in block.entries(&catalog) {
             let Entry::Event(event) = entry else { continue };
@@ -288,7 +293,14 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     }
     let lines = lines.into_sorted_vec();
     println!("The tour ran an arena allocator on {WORKERS} threads for {:.1} ms and recorded {events} events.", elapsed.as_secs_f64() * 1e3);
-    println!("Trace: {} ({} bytes, format {}, {} blocks of {} bytes, {} byte order)\n", path.display(), header.block_size as u64 * blocks, header.format, blocks, header.block_size, header.order.name());
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    println!(
+        "Trace: {} ({size} bytes, format {}, {blocks} blocks of {} bytes, {packed} of them packed, {} byte order)\n",
+        path.display(),
+        header.format,
+        header.block_size,
+        header.order.name()
+    );
     println!("The first events, threads merged by time (seconds since start, thread, Kind.Event, parameters):");
     for (_, line) in &lines {
         println!("  {line}");
@@ -308,9 +320,10 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     let span = header.clock.seconds_since_start(last) - header.clock.seconds_since_start(first.min(last));
     let missing: u64 = sequences.values().map(|&(lo, hi, n)| lo + (hi - lo + 1 - n)).sum();
     println!(
-        "Time span {:.6} s, {:.1} bytes per event in records, {lost} events lost, {missing} blocks overwritten or missing, {damaged} damaged blocks.",
+        "Time span {:.6} s, {:.1} bytes per event in records, {:.1} in the file, {lost} events lost, {missing} blocks overwritten or missing, {damaged} damaged blocks.",
         span,
-        record_bytes as f64 / events.max(1) as f64
+        record_bytes as f64 / events.max(1) as f64,
+        stored_bytes as f64 / events.max(1) as f64
     );
     let p = path.display();
     println!("\nExplore further:");

@@ -209,12 +209,15 @@ fn hostile_run(what: &str, args: &[String], input_len: u64, header_len: u64) -> 
 
 /// Writes `bytes` to a file named `name` and runs every subcommand on it.
 fn every_command(name: &str, bytes: &[u8]) -> BTreeMap<String, Run> {
-    let path = dir().join(name);
+    // Tests run in parallel: each input gets a file of its own.
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = format!("{}-{name}", COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let path = dir().join(&name);
     std::fs::write(&path, bytes).unwrap();
     let out = dir().join(format!("{name}.out"));
     let mut runs = BTreeMap::new();
     for args in commands(path.to_str().unwrap(), out.to_str().unwrap()) {
-        let r = hostile_run(name, &args, bytes.len() as u64, claimed_header_len(bytes));
+        let r = hostile_run(&name, &args, bytes.len() as u64, claimed_header_len(bytes));
         runs.insert(command_name(&args), r);
     }
     runs
@@ -222,27 +225,35 @@ fn every_command(name: &str, bytes: &[u8]) -> BTreeMap<String, Run> {
 
 /// A stream of two threads, 150 events each over several 1 KiB blocks, no labels or interned
 /// strings (so that each line's text does not depend on other blocks); deterministic.
-fn sample_log() -> Vec<u8> {
-    static LOG: OnceLock<Vec<u8>> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let path = dir().join("sample.evt");
-        let recording = Recorder::new(&events::SET).file(&path).block_size(1024).deterministic_clock().start().unwrap();
-        let work = |base: u64| {
-            for i in 0..150u64 {
-                if i % 10 == 0 {
-                    event!(AllocFail, 0x1000usize, base + i, "out of \"memory\"");
-                } else {
-                    event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, base + i, 3u32);
+/// `packed`: the writer packs its blocks (format 1.1), else every block is whole.
+fn sample_log(packed: bool) -> Vec<u8> {
+    static LOGS: [OnceLock<Vec<u8>>; 2] = [OnceLock::new(), OnceLock::new()];
+    LOGS[usize::from(packed)]
+        .get_or_init(|| {
+            let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+            let path = dir().join(format!("sample-{packed}.evt"));
+            let recording = Recorder::new(&events::SET)
+                .file(&path)
+                .block_size(1024)
+                .pack(packed)
+                .deterministic_clock()
+                .start()
+                .unwrap();
+            let work = |base: u64| {
+                for i in 0..150u64 {
+                    if i % 10 == 0 {
+                        event!(AllocFail, 0x1000usize, base + i, "out of \"memory\"");
+                    } else {
+                        event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, base + i, 3u32);
+                    }
                 }
-            }
-        };
-        work(0);
-        std::thread::spawn(move || work(1000)).join().unwrap();
-        recording.stop().unwrap();
-        std::fs::read(&path).unwrap()
-    })
-    .clone()
+            };
+            work(0);
+            std::thread::spawn(move || work(1000)).join().unwrap();
+            recording.stop().unwrap();
+            std::fs::read(&path).unwrap()
+        })
+        .clone()
 }
 
 /// A small ring file whose program has stopped (state closed), with overwritten blocks.
@@ -269,23 +280,35 @@ fn tiny_ring() -> PathBuf {
     .clone()
 }
 
-/// Facts of a good stream, from the library: header length, block size, events per block.
+/// Facts of a good stream, from the library: header length, block size, and each block's
+/// offset, length in the stream and events.
 struct Shape {
     header_len: usize,
     block_size: usize,
+    offsets: Vec<usize>,
+    lens: Vec<usize>,
     events: Vec<usize>,
+}
+
+impl Shape {
+    /// The block that byte `at` (past the header) belongs to.
+    fn block_at(&self, at: usize) -> usize {
+        self.offsets.iter().rposition(|&o| o <= at).unwrap()
+    }
 }
 
 fn shape(bytes: &[u8]) -> Shape {
     let mut decoder = Decoder::new(bytes).unwrap();
     let catalog = Catalog::new(&decoder.header().schema);
     let (header_len, block_size) = (decoder.header_len() as usize, decoder.header().block_size as usize);
-    let mut events = Vec::new();
+    let mut s = Shape { header_len, block_size, offsets: Vec::new(), lens: Vec::new(), events: Vec::new() };
     while let Some(block) = decoder.next_block() {
         let block = block.unwrap();
-        events.push(block.entries(&catalog).filter(|e| matches!(e, Entry::Event(_))).count());
+        s.offsets.push(block.offset as usize);
+        s.lens.push(block.stored_len as usize);
+        s.events.push(block.entries(&catalog).filter(|e| matches!(e, Entry::Event(_))).count());
     }
-    Shape { header_len, block_size, events }
+    s
 }
 
 fn lines(text: &str) -> Vec<String> {
@@ -316,7 +339,7 @@ fn random_bytes_are_refused_in_one_line() {
         seed ^= seed << 17;
         seed
     };
-    let good = sample_log();
+    let good = sample_log(false);
     let header_len = shape(&good).header_len;
     for (i, len) in [0usize, 1, 7, 24, 83, 4096, 100 << 10].into_iter().enumerate() {
         let random: Vec<u8> = (0..len).map(|_| next() as u8).collect();
@@ -325,45 +348,50 @@ fn random_bytes_are_refused_in_one_line() {
             assert_eq!(r.code, Some(1), "random bytes {len}: {name} refuses them");
             assert_eq!(r.stderr.lines().count(), 1, "random bytes {len}: {name}: {}", r.stderr);
         }
-        // A good header, then random blocks: each is reported, none printed.
+        // A good header, then random blocks: reported (the reader looks for the next sync
+        // word after a damaged block, so random bytes give one report or a few), none printed.
         let mut mixed = good[..header_len].to_vec();
         mixed.extend_from_slice(&random);
         let runs = every_command(&format!("random-blocks-{i}.evt"), &mixed);
         assert_eq!(runs["print text"].stdout, "", "random blocks hold no event");
         let blocks = len.div_ceil(1024);
-        assert_eq!(runs["print text"].stderr.lines().count(), blocks, "one message per random block: {}", runs["print text"].stderr);
+        let reports = runs["print text"].stderr.lines().count();
+        assert!(reports <= blocks && (reports > 0) == (blocks > 0), "{blocks} random blocks: {}", runs["print text"].stderr);
         assert_eq!(runs["check"].code, Some(if blocks == 0 { 0 } else { 1 }));
     }
 }
 
 #[test]
 fn truncation_at_every_block_boundary_and_inside_records_keeps_the_blocks_before() {
-    let good = sample_log();
-    let whole = whole_lines(&good);
-    let s = shape(&good);
-    assert!(s.events.len() >= 6, "the sample spans several blocks: {:?}", s.events);
-    // Inside the header: refused, one line.
-    for cut in [0, 5, 8, 23, 24, 80, s.header_len - 1] {
-        let runs = every_command(&format!("cut-header-{cut}.evt"), &good[..cut]);
-        for (name, r) in &runs {
-            assert_eq!(r.code, Some(1), "cut at {cut}: {name}");
+    for packed in [false, true] {
+        let good = sample_log(packed);
+        let whole = whole_lines(&good);
+        let s = shape(&good);
+        assert!(s.events.len() >= 6, "the sample spans several blocks: {:?}", s.events);
+        assert_eq!(s.lens.iter().any(|&l| l < s.block_size), packed, "packed blocks are shorter: {:?}", s.lens);
+        // Inside the header: refused, one line.
+        for cut in [0, 5, 8, 23, 24, 80, s.header_len - 1] {
+            let runs = every_command(&format!("cut-header-{cut}.evt"), &good[..cut]);
+            for (name, r) in &runs {
+                assert_eq!(r.code, Some(1), "cut at {cut}: {name}");
+            }
+            assert!(runs["print text"].stderr.contains("truncated") || runs["print text"].stderr.contains("ends inside"), "{}", runs["print text"].stderr);
         }
-        assert!(runs["print text"].stderr.contains("truncated") || runs["print text"].stderr.contains("ends inside"), "{}", runs["print text"].stderr);
-    }
-    for k in 0..=s.events.len() {
-        let boundary = s.header_len + k * s.block_size;
-        let before: usize = s.events[..k].iter().sum();
-        // At the boundary: a shorter, whole log.
-        let runs = every_command(&format!("cut-{k}.evt"), &good[..boundary]);
-        assert_eq!(printed_subset("cut at a boundary", &runs, &whole), before, "blocks before a cut at block {k} all print");
-        assert_eq!(runs["print text"].stderr, "", "a cut at a block boundary is a shorter log");
-        // Mid-record, and one byte short of the boundary: the last block is reported.
-        if k < s.events.len() {
-            for inside in [BLOCK_HEADER_LEN + 13, s.block_size - 1] {
-                let runs = every_command(&format!("cut-{k}-{inside}.evt"), &good[..boundary + inside]);
-                assert_eq!(printed_subset("cut inside a block", &runs, &whole), before, "cut inside block {k}");
-                assert!(runs["print text"].stderr.contains("ends inside the block"), "{}", runs["print text"].stderr);
-                assert_eq!(runs["check"].code, Some(1), "a cut log is not whole");
+        for k in 0..=s.events.len() {
+            let boundary = s.offsets.get(k).copied().unwrap_or(good.len());
+            let before: usize = s.events[..k].iter().sum();
+            // At the boundary: a shorter, whole log.
+            let runs = every_command(&format!("cut-{k}.evt"), &good[..boundary]);
+            assert_eq!(printed_subset("cut at a boundary", &runs, &whole), before, "blocks before a cut at block {k} all print");
+            assert_eq!(runs["print text"].stderr, "", "a cut at a block boundary is a shorter log");
+            // Mid-record, and one byte short of the next block: the last block is reported.
+            if k < s.events.len() {
+                for inside in [BLOCK_HEADER_LEN + 13, s.lens[k] - 1] {
+                    let runs = every_command(&format!("cut-{k}-{inside}.evt"), &good[..boundary + inside]);
+                    assert_eq!(printed_subset("cut inside a block", &runs, &whole), before, "cut inside block {k}");
+                    assert!(runs["print text"].stderr.contains("ends inside the block"), "{}", runs["print text"].stderr);
+                    assert_eq!(runs["check"].code, Some(1), "a cut log is not whole");
+                }
             }
         }
     }
@@ -371,49 +399,50 @@ fn truncation_at_every_block_boundary_and_inside_records_keeps_the_blocks_before
 
 #[test]
 fn a_bit_flip_costs_its_block_only() {
-    let good = sample_log();
-    let whole = whole_lines(&good);
-    let s = shape(&good);
-    let total: usize = s.events.iter().sum();
-    let mut flipped_blocks = 0;
-    // Many positions: every header byte region, and in every block its header, its records
-    // and its padding.
-    let mut positions: Vec<usize> = (0..s.header_len).step_by(7).collect();
-    for b in 0..s.events.len() {
-        let start = s.header_len + b * s.block_size;
-        positions.extend([start, start + 5, start + 17, start + 41, start + 46, start + 60, start + 333, start + s.block_size - 1]);
-    }
-    for (n, &at) in positions.iter().enumerate() {
-        let mut bytes = good.clone();
-        bytes[at] ^= 1 << (n % 8);
-        let runs = every_command(&format!("flip-{at}.evt"), &bytes);
-        if at < s.header_len {
-            for (name, r) in &runs {
-                assert_eq!(r.code, Some(1), "a flip in the header at {at}: {name} refuses the log");
+    for packed in [false, true] {
+        let good = sample_log(packed);
+        let whole = whole_lines(&good);
+        let s = shape(&good);
+        let total: usize = s.events.iter().sum();
+        let mut flipped_blocks = 0;
+        // Many positions: every header byte region, and in every block its header, its
+        // records and its padding.
+        let mut positions: Vec<usize> = (0..s.header_len).step_by(7).collect();
+        for (&start, &len) in s.offsets.iter().zip(&s.lens) {
+            positions.extend([0, 5, 17, 41, 46, 60, 333, len - 1].into_iter().filter(|&p| p < len).map(|p| start + p));
+        }
+        for (n, &at) in positions.iter().enumerate() {
+            let mut bytes = good.clone();
+            bytes[at] ^= 1 << (n % 8);
+            let runs = every_command(&format!("flip-{packed}-{at}.evt"), &bytes);
+            if at < s.header_len {
+                for (name, r) in &runs {
+                    assert_eq!(r.code, Some(1), "a flip in the header at {at}: {name} refuses the log");
+                }
+                continue;
             }
-            continue;
+            let block = s.block_at(at);
+            let printed = printed_subset("bit flip", &runs, &whole);
+            assert!(
+                printed >= total - s.events[block] && printed <= total,
+                "a flip at {at} in block {block} costs at most its {} events: {printed} of {total} printed",
+                s.events[block]
+            );
+            if printed < total {
+                flipped_blocks += 1;
+                assert_eq!(runs["check"].code, Some(1), "check sees the damage at {at}");
+                assert!(runs["print text"].stderr.contains(&format!("block {block} ")), "the damaged block is named: {}", runs["print text"].stderr);
+            }
         }
-        let block = (at - s.header_len) / s.block_size;
-        let printed = printed_subset("bit flip", &runs, &whole);
-        assert!(
-            printed >= total - s.events[block] && printed <= total,
-            "a flip at {at} in block {block} costs at most its {} events: {printed} of {total} printed",
-            s.events[block]
-        );
-        if printed < total {
-            flipped_blocks += 1;
-            assert_eq!(runs["check"].code, Some(1), "check sees the damage at {at}");
-            assert!(runs["print text"].stderr.contains(&format!("block {block} ")), "the damaged block is named: {}", runs["print text"].stderr);
-        }
+        assert!(flipped_blocks >= s.events.len(), "flips in headers and records damage blocks");
     }
-    assert!(flipped_blocks >= s.events.len(), "flips in headers and records damage blocks");
 }
 
 /// `bytes` with block `block` of the stream changed by `edit` (given the records area)
 /// and resealed, so that the CRC passes and the lie is in the fields themselves.
 fn edit_block(bytes: &[u8], s: &Shape, block: usize, edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     let mut bytes = bytes.to_vec();
-    let start = s.header_len + block * s.block_size;
+    let start = s.offsets[block];
     let b = &mut bytes[start..start + s.block_size];
     let order = Order::NATIVE;
     let used = order.u32(&b[BLOCK_USED_AT..]);
@@ -435,12 +464,12 @@ fn record_offsets(records: &[u8]) -> Vec<usize> {
 
 #[test]
 fn lying_record_and_string_lengths_cost_what_they_cover() {
-    let good = sample_log();
+    let good = sample_log(false);
     let whole = whole_lines(&good);
     let s = shape(&good);
     let total: usize = s.events.iter().sum();
     let block = 2;
-    let start = s.header_len + block * s.block_size;
+    let start = s.offsets[block];
     let used = Order::NATIVE.u32(&good[start + BLOCK_USED_AT..]) as usize;
     let offsets = record_offsets(&good[start + BLOCK_HEADER_LEN..start + BLOCK_HEADER_LEN + used]);
     assert_eq!(offsets.len(), s.events[block]);
@@ -480,13 +509,13 @@ fn lying_record_and_string_lengths_cost_what_they_cover() {
 
 #[test]
 fn lying_counters_in_blocks_do_not_wrap() {
-    let good = sample_log();
+    let good = sample_log(false);
     let s = shape(&good);
     // Every block claims u64::MAX lost events and the largest sequence number: the sums
     // saturate instead of wrapping (or panicking), and check still reports.
     let mut bytes = good.clone();
     for block in 0..s.events.len() {
-        let start = s.header_len + block * s.block_size;
+        let start = s.offsets[block];
         let b = &mut bytes[start..start + s.block_size];
         let mut header = BlockHeader::read(Order::NATIVE, b);
         header.lost = u64::MAX;
@@ -509,7 +538,7 @@ fn reseal_header(bytes: &mut [u8], header_len: usize) {
 
 #[test]
 fn lying_header_sizes_cost_no_memory() {
-    let good = sample_log();
+    let good = sample_log(false);
     let s = shape(&good);
     // Blocks of 2^31 bytes: refused before anything is read.
     let mut bytes = good.clone();
@@ -707,7 +736,8 @@ fn write_fuzz_seeds() {
     let small = big_schema_stream(3, 2);
     std::fs::write(seeds.join("sample-le.evt"), event_format::testing::sample_stream(Order::Little)).unwrap();
     std::fs::write(seeds.join("sample-be.evt"), event_format::testing::sample_stream(Order::Big)).unwrap();
-    std::fs::write(seeds.join("recorded.evt"), sample_log()).unwrap();
+    std::fs::write(seeds.join("recorded.evt"), sample_log(false)).unwrap();
+    std::fs::write(seeds.join("recorded-packed.evt"), sample_log(true)).unwrap();
     std::fs::write(seeds.join("small-schema.evt"), small).unwrap();
     std::fs::write(seeds.join("tiny.ring"), std::fs::read(tiny_ring()).unwrap()).unwrap();
 }

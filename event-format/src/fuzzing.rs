@@ -208,16 +208,24 @@ fn repair_stream(data: &mut [u8]) -> bool {
     true
 }
 
-/// Reseals every whole block in `data` that has a sync word and a `used` that fits.
+/// Reseals every block in `data` (whole, or packed and shorter) that has a sync word at a
+/// multiple of 8 and a `used` that fits.
 fn repair_blocks(data: &mut [u8], order: Order, block_size: usize) {
-    for block in data.chunks_exact_mut(block_size) {
-        if order.u32(block) != BLOCK_SYNC {
+    let mut at = 0;
+    while at + BLOCK_HEADER_LEN <= data.len() {
+        if order.u32(&data[at..]) != BLOCK_SYNC {
+            at += 8;
             continue;
         }
-        let used = order.u32(&block[crate::wire::BLOCK_USED_AT..]);
-        if used as usize <= block_size - BLOCK_HEADER_LEN {
-            seal_block(order, block, used);
+        let used = order.u32(&data[at + crate::wire::BLOCK_USED_AT..]);
+        let packed = order.u16(&data[at + 4..]) & crate::wire::BLOCK_PACKED != 0;
+        let len = if packed { crate::wire::packed_len(used) } else { block_size };
+        if used as usize > block_size - BLOCK_HEADER_LEN || at + len > data.len() {
+            at += 8;
+            continue;
         }
+        seal_block(order, &mut data[at..at + len], used);
+        at += len;
     }
 }
 

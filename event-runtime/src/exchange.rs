@@ -80,6 +80,11 @@ impl Exchange {
         self.free_hint.load(Ordering::Relaxed) > 0
     }
 
+    /// Free blocks, as last seen (see `free_hint`).
+    pub(crate) fn free_hint(&self) -> usize {
+        self.free_hint.load(Ordering::Relaxed)
+    }
+
     /// Takes a free block; when there is none, waits for one up to `wait` (zero: not at all).
     pub(crate) fn take(&self, wait: Duration) -> Option<BlockBuf> {
         let mut s = lock(&self.state);

@@ -85,6 +85,7 @@ fn run(args: &[&str]) -> Run {
 /// longer than a minute is a hang: it is killed and reported as signal 9. Without the
 /// variables it does nothing.
 #[test]
+#[allow(clippy::zombie_processes, reason = "wait4 reaps the child: std's wait would lose its rusage")]
 fn launcher() {
     let (Ok(spec), Ok(d)) = (std::env::var(LAUNCH), std::env::var(LAUNCH_DIR)) else { return };
     let d = PathBuf::from(d);

@@ -102,6 +102,7 @@ fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
     let header = decoder.header().clone();
     header_round_trip(&header);
     let catalog = Catalog::new(&header.schema);
+    let block_size = header.block_size as usize;
     let mut line = String::new();
     while let Some(block) = decoder.next_block() {
         let block = match block {
@@ -112,7 +113,11 @@ fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
             }
         };
         tally.blocks += 1;
-        assert_eq!(block.records.len(), block.header.used as usize, "a block's records are not `used` bytes");
+        if block.header.flags & crate::wire::BLOCK_PACKED == 0 {
+            assert_eq!(block.records.len(), block.header.used as usize, "a whole block's records are not `used` bytes");
+        } else {
+            assert!(block.records.len() <= block_size - BLOCK_HEADER_LEN, "a packed block unpacked past the block size");
+        }
         for entry in block.entries(&catalog) {
             match entry {
                 Entry::Event(event) => {

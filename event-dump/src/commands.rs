@@ -272,7 +272,7 @@ fn census(log: &mut Log) -> Census {
         c.record_bytes += block.records.len() as u64;
         c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         if block.header.lost > 0 {
-            *c.lost.entry(block.header.thread).or_default() += block.header.lost;
+            add_lost(&mut c.lost, block.header.thread, block.header.lost);
         }
         let mut in_block = 0u64;
         for entry in block.entries(&log.catalog) {
@@ -286,7 +286,7 @@ fn census(log: &mut Log) -> Census {
                         builtin::DROPPED => {
                             let mut v = e.values();
                             if let (Some(Value::Word(t)), Some(Value::Word(n))) = (v.next(), v.next()) {
-                                *c.lost.entry(t).or_default() += n;
+                                add_lost(&mut c.lost, t, n);
                             }
                         }
                         builtin::THREAD_NAME => {
@@ -328,9 +328,23 @@ fn gaps(sequences: &[u64]) -> Vec<(u64, u64)> {
         if n > expect {
             out.push((expect, n - expect));
         }
-        expect = n.saturating_add(1);
+        // A block numbered u64::MAX (a hostile one) is the last there can be.
+        let Some(next) = n.checked_add(1) else { break };
+        expect = next;
     }
     out
+}
+
+/// Adds `n` lost events to `thread`'s count. Counts come from the log, which may lie: they
+/// saturate at u64::MAX rather than wrap round to a small number (or panic).
+fn add_lost(lost: &mut BTreeMap<u64, u64>, thread: u64, n: u64) {
+    let count = lost.entry(thread).or_default();
+    *count = count.saturating_add(n);
+}
+
+/// The sum of `counts`, saturating at u64::MAX: counts from a log may lie.
+fn saturating_sum(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
 }
 
 fn seconds(clock: &Clock, from: u64, to: u64) -> f64 {
@@ -359,8 +373,8 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
         let per_event_bytes = if c.events > 0 { c.record_bytes as f64 / c.events as f64 } else { 0.0 };
         let file_bytes = if c.events > 0 { c.stored_bytes as f64 / c.events as f64 } else { 0.0 };
         let _ = writeln!(text, "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {} blocks packed)", c.packed, c.blocks);
-        let lost: u64 = c.lost.values().sum();
-        let gaps: u64 = c.sequences.values().map(|s| gaps(s).iter().map(|g| g.1).sum::<u64>()).sum();
+        let lost = saturating_sum(c.lost.values().copied());
+        let gaps = saturating_sum(c.sequences.values().flat_map(|s| gaps(s)).map(|g| g.1));
         let _ = writeln!(
             text,
             "  {lost} events lost, {gaps} blocks missing (overwritten or dropped), {} damaged blocks, {} bad records, {} records of unknown codes",

@@ -11,6 +11,8 @@
 mod commands;
 mod export;
 pub mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 mod log;
 mod merge;
 mod progress;

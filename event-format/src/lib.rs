@@ -48,6 +48,8 @@ pub mod builtin;
 pub mod control;
 pub mod decode;
 pub mod def;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod letter;
 pub mod ring;
 pub mod schema;

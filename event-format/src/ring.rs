@@ -725,7 +725,8 @@ impl<R: ReadAt> RingStream<R> {
             let Some(slot) = found.slot else { continue };
             self.summary.threads += 1;
             self.summary.overwritten_blocks += found.first_sequence;
-            self.summary.refused += slot.refused;
+            // The counts come from the file, which may lie: saturate rather than wrap.
+            self.summary.refused = self.summary.refused.saturating_add(slot.refused);
             if slot.refused > 0 {
                 self.drops.push((slot.thread, slot.refused));
             }
@@ -818,8 +819,9 @@ pub enum FollowItem {
 #[derive(Clone, Copy, Debug, Default)]
 struct Cursor {
     thread: u64,
-    /// The sequence of the next block to read.
-    next: u32,
+    /// The sequence of the next block to read: at most 2^32, one past the largest sequence
+    /// a position can hold (a file that claims block 2^32 − 1 has nothing after it).
+    next: u64,
     /// Bytes of block `next`'s records already yielded.
     shown: usize,
 }
@@ -854,28 +856,36 @@ impl<R: ReadAt> Follower<R> {
             if cursor.thread != slot.thread {
                 *cursor = Cursor { thread: slot.thread, next: 0, shown: 0 };
             }
-            if slot.sequence < cursor.next || (slot.sequence == cursor.next && slot.end as usize <= BLOCK_HEADER_LEN + cursor.shown) {
+            let sequence = u64::from(slot.sequence);
+            if sequence < cursor.next || (sequence == cursor.next && slot.end as usize <= BLOCK_HEADER_LEN + cursor.shown) {
                 continue; // nothing new
             }
-            let found = self.reader.read_slot(index, cursor.next)?;
+            // cursor.next <= sequence, a u32.
+            let found = self.reader.read_slot(index, cursor.next as u32)?;
             let Some(now) = found.slot else { continue };
             if now.thread != cursor.thread {
                 continue; // changed owner meanwhile: the next poll starts it afresh
             }
-            if found.first_sequence > u64::from(cursor.next) {
-                out.push(FollowItem::Overwritten { thread: now.thread, blocks: found.first_sequence - u64::from(cursor.next) });
-                cursor.next = found.first_sequence as u32;
+            if found.first_sequence > cursor.next {
+                out.push(FollowItem::Overwritten { thread: now.thread, blocks: found.first_sequence - cursor.next });
+                cursor.next = found.first_sequence;
                 cursor.shown = 0;
             }
-            for (sequence, why) in found.damaged {
-                out.push(FollowItem::Damaged { thread: now.thread, sequence, why });
-                if sequence as u32 >= cursor.next {
-                    cursor.next = sequence as u32 + 1;
-                    cursor.shown = 0;
+            // Damaged blocks and good ones in sequence order, so that moving the cursor past
+            // a damaged block never skips a good block before it.
+            let mut damaged = found.damaged.into_iter().peekable();
+            let mut skip_damaged = |cursor: &mut Cursor, out: &mut Vec<FollowItem>, before: u64| {
+                while let Some((sequence, why)) = damaged.next_if(|(s, _)| *s < before) {
+                    out.push(FollowItem::Damaged { thread: now.thread, sequence, why });
+                    if sequence >= cursor.next {
+                        cursor.next = sequence + 1;
+                        cursor.shown = 0;
+                    }
                 }
-            }
+            };
             for block in found.blocks {
-                let seq = block.index as u32;
+                let seq = block.index;
+                skip_damaged(cursor, &mut out, seq);
                 if seq < cursor.next {
                     continue;
                 }
@@ -892,6 +902,7 @@ impl<R: ReadAt> Follower<R> {
                     out.push(FollowItem::Records { slot: index, block, from });
                 }
             }
+            skip_damaged(cursor, &mut out, u64::MAX);
         }
         Ok(out)
     }

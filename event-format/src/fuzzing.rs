@@ -1,0 +1,243 @@
+//! The bodies of the fuzz targets in `fuzz/` (cargo-fuzz, its own workspace), here so that
+//! the normal test suite replays every corpus file through exactly the code the fuzzers run
+//! (`tests/fuzz_corpus.rs`). Not a stable API: for the fuzzers and the tests only.
+//!
+//! Each function takes arbitrary bytes and panics only when an invariant of the reader is
+//! broken (a round trip that does not hold, a count that disagrees); anything a hostile
+//! input can cause must end in an error value instead.
+
+use crate::decode::{Catalog, DecodeOptions, Decoder, Entry};
+use crate::ring::{self, Follower, RingReader, RingStream};
+use crate::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
+use std::io::{self, Read};
+
+/// `def_parse`: the events.def parser on `data` as UTF-8 (or, when it is not UTF-8, its lossy
+/// conversion). When it parses, the schema rendered back to events.def text must parse to
+/// the same schema; when it does not, every error must render as one line.
+pub fn fuzz_def(data: &[u8]) {
+    match std::str::from_utf8(data) {
+        Ok(text) => def_round_trip(text),
+        Err(_) => def_round_trip(&String::from_utf8_lossy(data)),
+    }
+}
+
+fn def_round_trip(text: &str) {
+    match crate::def::parse(text, "fuzz.def") {
+        Ok(schema) => {
+            assert!(schema.check().is_ok(), "the parser returned a schema that breaks the rules");
+            let rendered = crate::def::render(&schema);
+            match crate::def::parse(&rendered, "rendered.def") {
+                Ok(again) => assert_eq!(again, schema, "render then parse changed the schema:\n{rendered}"),
+                Err(e) => panic!("a rendered schema does not parse: {e}\n{rendered}"),
+            }
+        }
+        Err(errors) => {
+            assert!(!errors.0.is_empty(), "an error without a message");
+            for e in &errors.0 {
+                assert!(!e.to_string().contains('\n'), "a multi-line error: {e}");
+            }
+        }
+    }
+}
+
+/// `decode_stream`: `data` read as a stream and as a ring file (a stream reader refuses a
+/// ring file and the other way round, so one of them stops at once), each as it is and
+/// again with its CRCs repaired, so that the fuzzer gets past the checksums to the fields
+/// behind them. Every block, every entry and every value is decoded and rendered as text;
+/// a stream is read twice, whole and in short reads, and both must give the same result.
+pub fn fuzz_decode(data: &[u8]) {
+    decode_both(data);
+    let mut repaired = data.to_vec();
+    if repair_crcs(&mut repaired) {
+        decode_both(&repaired);
+    }
+}
+
+fn decode_both(data: &[u8]) {
+    let whole = decode_stream(data, DecodeOptions::default());
+    // The same bytes in short reads of 1 to 8 bytes must decode the same.
+    let step = data.first().map_or(1, |b| usize::from(b % 8) + 1);
+    let chunked = decode_stream(Chunked { data, step }, DecodeOptions::default());
+    assert_eq!(whole, chunked, "short reads changed what was decoded");
+    decode_stream(data, DecodeOptions { force: true });
+    decode_ring(data);
+}
+
+/// What a decode found, to compare two reads of the same bytes.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tally {
+    header: Option<String>,
+    blocks: u64,
+    damaged: Vec<String>,
+    events: u64,
+    unknown: u64,
+    bad: Vec<String>,
+    text_len: usize,
+}
+
+/// A reader that hands out at most `step` bytes per call.
+struct Chunked<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl Read for Chunked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
+    let mut tally = Tally::default();
+    let mut decoder = match Decoder::with_options(reader, options) {
+        Ok(d) => d,
+        Err(e) => {
+            tally.header = Some(e.to_string());
+            return tally;
+        }
+    };
+    let header = decoder.header().clone();
+    header_round_trip(&header);
+    let catalog = Catalog::new(&header.schema);
+    let block_size = header.block_size as usize;
+    let mut line = String::new();
+    while let Some(block) = decoder.next_block() {
+        let block = match block {
+            Ok(b) => b,
+            Err(e) => {
+                tally.damaged.push(e.to_string());
+                continue;
+            }
+        };
+        tally.blocks += 1;
+        if block.header.flags & crate::wire::BLOCK_PACKED == 0 {
+            assert_eq!(block.records.len(), block.header.used as usize, "a whole block's records are not `used` bytes");
+        } else {
+            assert!(block.records.len() <= block_size - BLOCK_HEADER_LEN, "a packed block unpacked past the block size");
+        }
+        for entry in block.entries(&catalog) {
+            match entry {
+                Entry::Event(event) => {
+                    tally.events += 1;
+                    assert_eq!(event.values().count(), event.desc.format.len(), "a checked event lacks values");
+                    line.clear();
+                    // Writing to a String cannot fail.
+                    let _ = crate::text::write_event(&mut line, &header.clock, &event);
+                    let _ = header.clock.wall_ns(event.time);
+                    let _ = header.clock.seconds_since_start(event.time);
+                    tally.text_len += line.len();
+                }
+                Entry::Unknown { .. } => tally.unknown += 1,
+                Entry::Bad(e) => tally.bad.push(e.to_string()),
+            }
+        }
+    }
+    tally
+}
+
+/// A decoded header encodes, and the encoding decodes to the same header.
+fn header_round_trip(header: &Header) {
+    let bytes = match header.encode() {
+        Ok(b) => b,
+        Err(e) => panic!("a header the decoder accepted does not encode: {e}"),
+    };
+    match Header::decode(&bytes, true) {
+        Ok(again) => assert_eq!(again, Header { skipped_bytes: 0, ..header.clone() }, "a header's round trip changed it"),
+        Err(e) => panic!("a re-encoded header does not decode: {e}"),
+    }
+}
+
+fn decode_ring(data: &[u8]) {
+    let options = DecodeOptions::default();
+    let Ok(reader) = RingReader::open(data, options) else { return };
+    let stream = RingStream::new(reader);
+    let tally = decode_stream(stream, options);
+    assert!(tally.header.is_none(), "the stream of an accepted ring file has a bad header: {:?}", tally.header);
+    if let Ok(reader) = RingReader::open(data, options) {
+        let mut follower = Follower::new(reader);
+        // The file does not change: a second poll finds nothing new.
+        let _ = follower.poll();
+        if let Ok(again) = follower.poll() {
+            assert!(
+                !again.iter().any(|item| matches!(item, ring::FollowItem::Records { .. })),
+                "a second poll of an unchanged ring file yielded records again"
+            );
+        }
+    }
+}
+
+/// Rewrites the CRCs of whatever in `data` looks like a stream header and blocks, or a
+/// ring file's page 0, stream header and blocks. Returns whether anything was rewritten.
+fn repair_crcs(data: &mut [u8]) -> bool {
+    if data.starts_with(&MAGIC) {
+        return repair_stream(data);
+    }
+    if !data.starts_with(&ring::RING_MAGIC) || data.len() < ring::at::CRC + 4 {
+        return false;
+    }
+    let Some(order) = order_at(data, ring::at::ORDER) else { return false };
+    let crc = crc32fast::hash(&data[..ring::at::CRC]);
+    order.put_u32(&mut data[ring::at::CRC..], crc);
+    let Ok(layout) = ring::Layout::decode(&data[..ring::at::CRC + 4], true) else { return true };
+    let Ok(end) = usize::try_from(layout.file_len()) else { return true };
+    if end > data.len() {
+        return true;
+    }
+    let start = layout.stream_header() as usize;
+    let header_end = start + layout.header_len as usize;
+    if header_end <= data.len() && data[start..].starts_with(&MAGIC) {
+        repair_stream(&mut data[start..header_end]);
+    }
+    let data_start = layout.data() as usize;
+    repair_blocks(&mut data[data_start..end], order, layout.block_size as usize);
+    true
+}
+
+/// Repairs the header CRC of the stream `data` starts with, then its blocks. Returns whether
+/// it found a header to repair.
+fn repair_stream(data: &mut [u8]) -> bool {
+    let Some(order) = order_at(data, 8) else { return false };
+    let (Some(len), Some(size)) = (data.get(16..20), data.get(20..24)) else { return false };
+    let (header_len, block_size) = (order.u32(len) as usize, order.u32(size) as usize);
+    if !(84..=data.len()).contains(&header_len) {
+        return false;
+    }
+    let crc = crc32fast::hash(&data[..header_len - 4]);
+    order.put_u32(&mut data[header_len - 4..], crc);
+    if block_size.is_power_of_two() && block_size >= BLOCK_HEADER_LEN {
+        repair_blocks(&mut data[header_len..], order, block_size);
+    }
+    true
+}
+
+/// Reseals every block in `data` (whole, or packed and shorter) that has a sync word at a
+/// multiple of 8 and a `used` that fits.
+fn repair_blocks(data: &mut [u8], order: Order, block_size: usize) {
+    let mut at = 0;
+    while at + BLOCK_HEADER_LEN <= data.len() {
+        if order.u32(&data[at..]) != BLOCK_SYNC {
+            at += 8;
+            continue;
+        }
+        let used = order.u32(&data[at + crate::wire::BLOCK_USED_AT..]);
+        let packed = order.u16(&data[at + 4..]) & crate::wire::BLOCK_PACKED != 0;
+        let len = if packed { crate::wire::packed_len(used) } else { block_size };
+        if used as usize > block_size - BLOCK_HEADER_LEN || at + len > data.len() {
+            at += 8;
+            continue;
+        }
+        seal_block(order, &mut data[at..at + len], used);
+        at += len;
+    }
+}
+
+fn order_at(data: &[u8], at: usize) -> Option<Order> {
+    match data.get(at..at + 2)? {
+        [0xFF, 0xFE] => Some(Order::Little),
+        [0xFE, 0xFF] => Some(Order::Big),
+        _ => None,
+    }
+}

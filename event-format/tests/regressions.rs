@@ -1,0 +1,80 @@
+//! Regression tests for what fuzzing and the hostile-log tests found in the readers: each
+//! builds the smallest input that broke a reader and checks what it does now.
+
+use event_format::decode::DecodeOptions;
+use event_format::ring::{self, FollowItem, Follower, Layout, RingReader, RingStream};
+use event_format::testing::sample_header;
+use event_format::wire::{BlockHeader, BlockWriter, Order, Value};
+use std::io::Read;
+
+const BLOCK: u32 = 1024;
+
+/// A closed ring file of one slot of 2 blocks, owned by thread 1: block `sequences[i]` at
+/// ring index `sequences[i] % 2`, each with one `Poll` event; the slot's position is
+/// `position` and its `refused` count `refused`; page 0's `lost` is `lost`.
+fn ring_file(slots: u32, sequences: &[u64], position: u64, refused: u64, lost: u64) -> Vec<u8> {
+    let o = Order::NATIVE;
+    let header = sample_header(o).encode().unwrap();
+    let layout = Layout {
+        order: o,
+        version: ring::RING_VERSION,
+        block_size: BLOCK,
+        slots,
+        blocks_per_slot: 2,
+        header_len: header.len() as u32,
+        pid: 1,
+        created_ns: 0,
+    };
+    let mut file = vec![0u8; layout.file_len() as usize];
+    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
+    o.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
+    o.put_u64(&mut file[ring::at::LOST..], lost);
+    let at = layout.stream_header() as usize;
+    file[at..at + header.len()].copy_from_slice(&header);
+    for slot in 0..slots {
+        let s = layout.slot(slot) as usize;
+        o.put_u64(&mut file[s + ring::slot_at::THREAD..], u64::from(slot) + 1);
+        o.put_u64(&mut file[s + ring::slot_at::POSITION..], position);
+        o.put_u64(&mut file[s + ring::slot_at::REFUSED..], refused);
+        for &sequence in sequences {
+            let mut w = BlockWriter::new(o, BLOCK, &BlockHeader { thread: u64::from(slot) + 1, sequence, base_time: 1000, ..Default::default() });
+            w.push(0x0004, 1000 + sequence % 1000, &[] as &[Value<'_>]).unwrap();
+            let b = layout.block(slot, (sequence % 2) as u32) as usize;
+            file[b..b + BLOCK as usize].copy_from_slice(&w.finish());
+        }
+    }
+    file
+}
+
+/// A ring file whose slot claims the largest sequence a position holds, 2^32 − 1, with a
+/// block being written that is not that block: the follower reported it as damaged and then
+/// computed the next sequence as 2^32 in 32 bits (a panic in debug builds, a wrap to 0 and
+/// every block shown again in release builds).
+#[test]
+fn a_follower_at_the_last_sequence_neither_wraps_nor_repeats() {
+    let last = u64::from(u32::MAX);
+    // Block 2^32 − 2 is sealed at ring index 0; index 1 holds block 1, not 2^32 − 1.
+    let file = ring_file(1, &[last - 1, 1], ring::position(last, 48 + 8), 0, 0);
+    let mut follower = Follower::new(RingReader::open(&file[..], DecodeOptions::default()).unwrap());
+    let first = follower.poll().unwrap();
+    let records = first.iter().filter(|i| matches!(i, FollowItem::Records { .. })).count();
+    let damaged: Vec<u64> = first.iter().filter_map(|i| match i {
+        FollowItem::Damaged { sequence, .. } => Some(*sequence),
+        _ => None,
+    }).collect();
+    assert_eq!(records, 1, "the sealed block 2^32 - 2 is shown: {first:?}");
+    assert_eq!(damaged, [last], "the block being written is not block 2^32 - 1: {first:?}");
+    assert!(follower.poll().unwrap().is_empty(), "nothing new: nothing shown again");
+}
+
+/// Slots whose `refused` counts (and page 0's `lost`) are u64::MAX: the ring summary added
+/// them in 64 bits (a panic in debug builds, a small wrong number in release builds).
+#[test]
+fn lying_refused_counts_saturate() {
+    let file = ring_file(2, &[0], ring::position(0, 48 + 8), u64::MAX, u64::MAX);
+    let mut stream = RingStream::new(RingReader::open(&file[..], DecodeOptions::default()).unwrap());
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    assert_eq!(stream.summary().refused, u64::MAX);
+    assert_eq!(stream.summary().lost, u64::MAX);
+}

@@ -138,8 +138,14 @@ fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
     tally
 }
 
-/// A decoded header encodes, and the encoding decodes to the same header.
+/// A decoded header encodes, and the encoding decodes to the same header; unless its schema
+/// names an event like a built-in, which a reader accepts (an older writer's name) and a
+/// writer refuses.
 fn header_round_trip(header: &Header) {
+    if header.schema.check().is_err() {
+        assert!(header.encode().is_err(), "a writer refuses what Schema::check refuses");
+        return;
+    }
     let bytes = match header.encode() {
         Ok(b) => b,
         Err(e) => panic!("a header the decoder accepted does not encode: {e}"),

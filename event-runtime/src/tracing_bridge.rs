@@ -20,7 +20,19 @@
 //!     let stream = recording.stop()?;
 //!     // The stream holds a SpanEnter (span "request", fields `id=7`), a TraceEvent (level 2,
 //!     // text `slow reply user="ada"`) and a SpanExit; `event-dump print` shows them.
-//!     assert!(stream.len() > 64 * 1024);
+//!     use event_runtime::event_format::decode::{Catalog, Decoder, Entry};
+//!     let mut decoder = Decoder::new(&stream[..])?;
+//!     let catalog = Catalog::new(&decoder.header().schema);
+//!     let mut names = Vec::new();
+//!     while let Some(block) = decoder.next_block() {
+//!         for entry in block?.entries(&catalog) {
+//!             if let Entry::Event(e) = entry {
+//!                 names.push(e.desc.name.clone());
+//!             }
+//!         }
+//!     }
+//!     names.retain(|n| n != "ThreadName");
+//!     assert_eq!(names, ["SpanEnter", "TraceEvent", "SpanExit"]);
 //!     Ok(())
 //! }
 //! ```

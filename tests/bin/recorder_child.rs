@@ -2,9 +2,10 @@
 //! follow. `recorder-child MODE ARGS...`; settings not in the arguments come from the
 //! `EVENT_*` environment variables.
 //!
-//! - `ring PATH THREADS`: records numbered events into the ring file PATH from THREADS
-//!   threads (`worker-0`, ...), forever; prints `ready` once every thread has recorded.
-//! - `panic-ring PATH THREADS DELAY_MS VICTIM`: as `ring`; DELAY_MS after `ready`, worker
+//! - `ring PATH THREADS [BURST]`: records numbered events into the ring file PATH from
+//!   THREADS threads (`worker-0`, ...), forever; prints `ready` once every thread has
+//!   recorded. With BURST, each worker sleeps a millisecond after every BURST events.
+//! - `panic-ring PATH THREADS DELAY_MS VICTIM [BURST]`: as `ring`; DELAY_MS after `ready`, worker
 //!   VICTIM prints `panic after N events` (it recorded events 0..N) and panics; the main
 //!   thread sees it and panics in turn, which drops (closes) the recording on its way out,
 //!   while the other workers still record.
@@ -27,21 +28,22 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_else(|| usage());
     let number = |i: usize| arg(i).parse::<u64>().unwrap_or_else(|_| usage());
+    let burst = |i: usize| args.get(i).map(|_| number(i).max(1));
     match arg(0).as_str() {
         "ring" => {
             let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
-            workers(number(2), u64::MAX, true);
+            workers(number(2), u64::MAX, true, burst(3));
             drop(recording);
         }
         "panic-ring" => {
             let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
-            panic_ring(number(2), Duration::from_millis(number(3)), number(4));
+            panic_ring(number(2), Duration::from_millis(number(3)), number(4), burst(5));
             drop(recording);
         }
         "follow" => {
             let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
             ready();
-            workers(number(2), number(3), false);
+            workers(number(2), number(3), false, None);
             recording.stop().unwrap_or_else(|e| fail(&e));
         }
         "abort" => {
@@ -83,7 +85,7 @@ fn ring_recorder(path: &str, threads: u64) -> Recorder {
 
 /// Runs `threads` workers recording `n` numbered events each; with `announce`, prints
 /// `ready` once every worker has recorded its first event.
-fn workers(threads: u64, n: u64, announce: bool) {
+fn workers(threads: u64, n: u64, announce: bool, burst: Option<u64>) {
     let started = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = (0..threads)
         .map(|w| {
@@ -94,6 +96,7 @@ fn workers(threads: u64, n: u64, announce: bool) {
                     if i == 0 {
                         started.fetch_add(1, Ordering::Release);
                     }
+                    pace(i, burst);
                 }
             })
         })
@@ -108,7 +111,7 @@ fn workers(threads: u64, n: u64, announce: bool) {
 
 /// Runs `threads` workers recording numbered events until worker `victim` panics, `delay`
 /// after every worker has started; then panics on this thread too, with the victim's payload.
-fn panic_ring(threads: u64, delay: Duration, victim: u64) {
+fn panic_ring(threads: u64, delay: Duration, victim: u64, burst: Option<u64>) {
     // When the victim panics; set once every worker has started.
     static DEADLINE: OnceLock<Instant> = OnceLock::new();
     let started = Arc::new(AtomicU64::new(0));
@@ -127,6 +130,7 @@ fn panic_ring(threads: u64, delay: Duration, victim: u64) {
                     if i == 0 {
                         started.fetch_add(1, Ordering::Release);
                     }
+                    pace(i, burst);
                 }
             })
         })
@@ -140,6 +144,15 @@ fn panic_ring(threads: u64, delay: Duration, victim: u64) {
             }
             return;
         }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// With a burst length, sleeps a millisecond after every `burst` events.
+fn pace(i: u64, burst: Option<u64>) {
+    if let Some(b) = burst
+        && i % b == b - 1
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -167,6 +180,6 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: recorder-child ring PATH THREADS | panic-ring PATH THREADS DELAY_MS VICTIM | follow PATH THREADS N | abort PATH N | panic N | env");
+    eprintln!("usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env");
     std::process::exit(2)
 }

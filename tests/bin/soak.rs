@@ -124,6 +124,8 @@ mod soak {
         delay_ms: u64,
         /// The panicking worker; for an abort, which of the threads gets the signal.
         victim: u64,
+        /// Full speed, or a millisecond's sleep after every `burst` events.
+        burst: Option<u64>,
     }
 
     fn plan(seed: u64, round: u64) -> Plan {
@@ -138,7 +140,9 @@ mod soak {
             _ => rng.below(300),
         };
         let victim = rng.below(64);
-        Plan { ending, threads, ring_kib, delay_ms, victim }
+        // Half the rounds at full speed (rings overwritten within milliseconds), half paced.
+        let burst = [None, None, None, Some(10), Some(100), Some(1000)][rng.below(6) as usize];
+        Plan { ending, threads, ring_kib, delay_ms, victim, burst }
     }
 
     /// What a round that passed found.
@@ -186,10 +190,11 @@ mod soak {
             let ring = dir.join(format!("round-{round}.ring"));
             let started = Instant::now();
             let what = format!(
-                "{:<5} {} thread{}, ring {:>5}k, after {:>3} ms",
+                "{:<5} {} thread{}, {:<10} ring {:>5}k, after {:>3} ms",
                 format!("{:?}", p.ending).to_lowercase(),
                 p.threads,
                 if p.threads == 1 { " " } else { "s" },
+                p.burst.map_or("full speed".to_owned(), |b| format!("bursts {b}")) + ",",
                 p.ring_kib,
                 p.delay_ms
             );
@@ -283,10 +288,12 @@ mod soak {
         let ring = ring.to_str().ok_or("the ring file's path is not UTF-8")?;
         let threads = p.threads.to_string();
         let (delay, victim) = (p.delay_ms.to_string(), (p.victim % p.threads).to_string());
-        let args: Vec<&str> = match p.ending {
+        let mut args: Vec<&str> = match p.ending {
             Ending::Panic => vec!["panic-ring", ring, &threads, &delay, &victim],
             Ending::Kill | Ending::Abort => vec!["ring", ring, &threads],
         };
+        let burst = p.burst.map(|b| b.to_string());
+        args.extend(burst.as_deref());
         let mut c = Command::new(child);
         c.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for var in ["EVENT_FILE", "EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {

@@ -1,15 +1,17 @@
-//! Checked-in streams of format 1.0.0 (tests/data/v1.0.0): one little-endian, one
-//! big-endian, with the same events, must decode to the same text, and keep doing so in every
-//! later 1.x reader; a damaged copy loses exactly its damaged block.
+//! Checked-in streams of every released format version (tests/data/vX.Y.Z): one
+//! little-endian, one big-endian, with the same events, must decode to the same text, and
+//! keep doing so in every later 1.x reader; a damaged copy loses exactly its damaged block.
+//! The streams of every version hold the same events, so they decode to the same text.
 //!
-//! The streams are made by `generate` below from a frozen copy of events.def. Run with
-//! `UPDATE_FIXTURES=1` to write them again, only when a new format version is released (and
-//! then into a new directory: old streams stay as they are).
+//! The streams of the current version are made by `generate` below from a frozen copy of
+//! events.def (since 1.1, every other block packed). Run with `UPDATE_FIXTURES=1` to write
+//! them, once, when a new format version is released, into a new directory: the streams of
+//! older versions stay as they are.
 
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value,
+    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, Text, Value, pack_block,
 };
 use event_format::{def, text};
 use std::path::PathBuf;
@@ -18,8 +20,20 @@ const BLOCK_SIZE: u32 = 1024;
 /// The block of the little-endian stream that the damaged copy damages.
 const DAMAGED_BLOCK: usize = 1;
 
+/// Older released versions: their streams are read, never written again.
+const OLDER: &[&str] = &["v1.0.0"];
+
+/// The current version's directory.
+fn current() -> String {
+    format!("v{FORMAT_VERSION}")
+}
+
+fn data_of(version: &str, name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(version).join(name)
+}
+
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/v1.0.0").join(name)
+    data_of(&current(), name)
 }
 
 /// The fixture's events: (thread, ticks, code, values). Every format letter, the built-in
@@ -107,28 +121,58 @@ fn generate(order: Order) -> Vec<u8> {
             let lost = if lost_before { 4 } else { 0 };
             let next = BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, sequence: *seq, base_time: time, lost, ..Default::default() });
             let done = std::mem::replace(writer, next);
-            out.extend(done.finish());
+            emit(&mut out, done.finish(), order);
             writer.push(code, time, &values).expect("fits an empty block");
         }
     }
     for (_, writer, _) in writers {
-        out.extend(writer.finish());
+        emit(&mut out, writer.finish(), order);
     }
     out
 }
 
+/// Appends a finished block: packed when it is an odd-numbered block of the stream.
+fn emit(out: &mut Vec<u8>, block: Vec<u8>, order: Order) {
+    let count = EMITTED.with(|c| c.replace(c.get() + 1));
+    if count % 2 == 1 {
+        assert!(pack_block(order, &block, out), "fixture blocks are worth packing");
+    } else {
+        out.extend(block);
+    }
+}
+
+thread_local! {
+    /// Blocks `emit` has written to the stream being generated.
+    static EMITTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The fixture stream of the current version in `order`.
+fn generate_current(order: Order) -> Vec<u8> {
+    EMITTED.with(|c| c.set(0));
+    generate(order)
+}
+
+/// Flips a byte in the middle of block [`DAMAGED_BLOCK`].
 fn damage(mut stream: Vec<u8>) -> Vec<u8> {
-    let start = Decoder::new(&stream[..]).unwrap().header_len() as usize;
-    stream[start + DAMAGED_BLOCK * BLOCK_SIZE as usize + 100] ^= 0xFF;
+    let block = Decoder::new(&stream[..]).unwrap().nth(DAMAGED_BLOCK).unwrap().unwrap();
+    stream[block.offset as usize + 60] ^= 0xFF;
     stream
 }
 
-fn read(name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
-    let path = data(name);
-    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+/// A checked-in stream of `version`; of the current version, written first by `make` when
+/// `UPDATE_FIXTURES` is set.
+fn read_of(version: &str, name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
+    let path = data_of(version, name);
+    if version == current() && std::env::var_os("UPDATE_FIXTURES").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::copy(data_of(OLDER[0], "events.def"), data("events.def")).unwrap();
         std::fs::write(&path, make()).unwrap();
     }
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (a new format version needs its fixtures: UPDATE_FIXTURES=1)", path.display()))
+}
+
+fn read(name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
+    read_of(&current(), name, make)
 }
 
 /// The stream as text: one line per event, `!` lines for damage, `?` for unknown codes.
@@ -159,40 +203,64 @@ fn dump(bytes: &[u8]) -> String {
     out
 }
 
+/// Every version's directory, oldest first, the current one last.
+fn versions() -> Vec<String> {
+    OLDER.iter().map(|v| (*v).to_owned()).chain([current()]).collect()
+}
+
 #[test]
 fn little_and_big_endian_streams_decode_to_the_same_text() {
-    let le = read("tour-le.evt", || generate(Order::Little));
-    let be = read("tour-be.evt", || generate(Order::Big));
-    assert_ne!(le, be, "the two streams differ in byte order");
-    let text = dump(&le);
-    assert_eq!(text, dump(&be));
-    insta::assert_snapshot!("v1_0_0_text", text);
+    let mut texts = Vec::new();
+    for version in versions() {
+        let le = read_of(&version, "tour-le.evt", || generate_current(Order::Little));
+        let be = read_of(&version, "tour-be.evt", || generate_current(Order::Big));
+        assert_ne!(le, be, "{version}: the two streams differ in byte order");
+        let text = dump(&le);
+        assert_eq!(text, dump(&be), "{version}");
+        texts.push((version, text));
+    }
+    // The versions' streams hold the same events, written differently.
+    for (version, text) in &texts[1..] {
+        assert_eq!(text, &texts[0].1, "{version} decodes as {} does", texts[0].0);
+    }
+    insta::assert_snapshot!("v1_0_0_text", &texts[0].1);
+}
+
+#[test]
+fn the_current_version_has_packed_and_whole_blocks() {
+    let le = read("tour-le.evt", || generate_current(Order::Little));
+    let blocks: Vec<_> = Decoder::new(&le[..]).unwrap().map(|b| b.unwrap()).collect();
+    let packed = blocks.iter().filter(|b| b.header.flags & event_format::wire::BLOCK_PACKED != 0).count();
+    assert!(packed > 0 && packed < blocks.len(), "{packed} of {} packed", blocks.len());
 }
 
 #[test]
 fn the_encoder_still_writes_the_checked_in_bytes() {
-    assert_eq!(read("tour-le.evt", || generate(Order::Little)), generate(Order::Little));
-    assert_eq!(read("tour-be.evt", || generate(Order::Big)), generate(Order::Big));
+    assert_eq!(read("tour-le.evt", || generate_current(Order::Little)), generate_current(Order::Little));
+    assert_eq!(read("tour-be.evt", || generate_current(Order::Big)), generate_current(Order::Big));
 }
 
 #[test]
 fn the_damaged_copy_loses_exactly_its_damaged_block() {
-    let good = read("tour-le.evt", || generate(Order::Little));
-    let bad = read("tour-le-damaged.evt", || damage(generate(Order::Little)));
-    assert_eq!(good.len(), bad.len());
-    let good_blocks: Vec<_> = Decoder::new(&good[..]).unwrap().collect();
-    let bad_blocks: Vec<_> = Decoder::new(&bad[..]).unwrap().collect();
-    assert_eq!(good_blocks.len(), bad_blocks.len());
-    assert!(good_blocks.len() >= 4, "the fixture has several blocks");
-    for (i, (g, b)) in good_blocks.into_iter().zip(bad_blocks).enumerate() {
-        let g = g.expect("every block of the good stream decodes");
-        if i == DAMAGED_BLOCK {
-            let err = b.expect_err("the damaged block is reported");
-            assert_eq!(err.index, DAMAGED_BLOCK as u64);
-            assert!(err.to_string().contains("checksum mismatch"), "{err}");
-        } else {
-            assert_eq!(b.expect("undamaged blocks decode"), g);
+    for version in versions() {
+        let good = read_of(&version, "tour-le.evt", || generate_current(Order::Little));
+        let bad = read_of(&version, "tour-le-damaged.evt", || damage(generate_current(Order::Little)));
+        assert_eq!(good.len(), bad.len());
+        let good_blocks: Vec<_> = Decoder::new(&good[..]).unwrap().collect();
+        let bad_blocks: Vec<_> = Decoder::new(&bad[..]).unwrap().collect();
+        assert_eq!(good_blocks.len(), bad_blocks.len(), "{version}");
+        assert!(good_blocks.len() >= 4, "the fixture has several blocks");
+        for (i, (g, b)) in good_blocks.into_iter().zip(bad_blocks).enumerate() {
+            let g = g.expect("every block of the good stream decodes");
+            if i == DAMAGED_BLOCK {
+                let err = b.expect_err("the damaged block is reported");
+                assert_eq!(err.index, DAMAGED_BLOCK as u64);
+                assert!(err.to_string().contains("checksum mismatch"), "{err}");
+            } else {
+                assert_eq!(b.expect("undamaged blocks decode"), g);
+            }
         }
+        let name = format!("{}_damaged_text", version.replace('.', "_"));
+        insta::assert_snapshot!(name, dump(&bad));
     }
-    insta::assert_snapshot!("v1_0_0_damaged_text", dump(&bad));
 }

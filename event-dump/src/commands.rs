@@ -229,6 +229,10 @@ pub(crate) fn print(args: &PrintArgs) -> Result<ExitCode> {
 #[derive(Default)]
 struct Census {
     blocks: u64,
+    /// Blocks that were packed in the stream.
+    packed: u64,
+    /// Bytes the blocks take in the stream.
+    stored_bytes: u64,
     record_bytes: u64,
     events: u64,
     per_event: BTreeMap<String, u64>,
@@ -249,7 +253,6 @@ struct Census {
 fn census(log: &mut Log) -> Census {
     let mut c = Census::default();
     let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
-    let block_size = u64::from(log.header().block_size);
     while let Some(block) = log.decoder.next_block() {
         let block = match block {
             Ok(b) => b,
@@ -258,8 +261,12 @@ fn census(log: &mut Log) -> Census {
                 continue;
             }
         };
-        progress.update(block.offset + block_size);
+        progress.update(block.offset + block.stored_len);
         c.blocks += 1;
+        c.stored_bytes += block.stored_len;
+        if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
+            c.packed += 1;
+        }
         c.record_bytes += block.records.len() as u64;
         c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         if block.header.lost > 0 {
@@ -338,8 +345,8 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
         let rate = if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
         let _ = writeln!(text, "  {} events in {} blocks over {span:.9} s ({rate})", c.events, c.blocks);
         let per_event_bytes = if c.events > 0 { c.record_bytes as f64 / c.events as f64 } else { 0.0 };
-        let file_bytes = if c.events > 0 { (c.blocks * u64::from(h.block_size)) as f64 / c.events as f64 } else { 0.0 };
-        let _ = writeln!(text, "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks");
+        let file_bytes = if c.events > 0 { c.stored_bytes as f64 / c.events as f64 } else { 0.0 };
+        let _ = writeln!(text, "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {} blocks packed)", c.packed, c.blocks);
         let lost: u64 = c.lost.values().sum();
         let gaps: u64 = c.sequences.values().map(|s| gaps(s).iter().map(|g| g.1).sum::<u64>()).sum();
         let _ = writeln!(

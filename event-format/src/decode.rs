@@ -29,8 +29,9 @@ use crate::builtin;
 use crate::letter::Letter;
 use crate::schema::{BUILTIN_KIND, Schema};
 use crate::wire::{
-    BLOCK_HEADER_LEN, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN, RecordError,
-    RecordIter, ValueIter, validate_args, verify_block,
+    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order,
+    PREFIX_LEN, RecordError, RecordIter, ValueIter, packed_len, unpack_records, validate_args,
+    verify_block,
 };
 use std::fmt;
 use std::io::{self, Read};
@@ -42,8 +43,8 @@ pub struct DecodeOptions {
     pub force: bool,
 }
 
-/// A block that could not be decoded, and why. Decoding goes on with the next block, except
-/// after [`Damage::Truncated`] and [`Damage::Unreadable`], which end the stream.
+/// A block that could not be decoded, and why. Decoding goes on with the next block found
+/// (the next sync word), except after [`Damage::Unreadable`], which ends the stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockError {
     /// The block's index in the stream, from 0.
@@ -71,10 +72,12 @@ pub struct Block {
     pub offset: u64,
     /// Its header.
     pub header: BlockHeader,
-    /// Its records area (`header.used` bytes).
+    /// Its records area (`header.used` bytes, or for a packed block, what they unpack to).
     pub records: Vec<u8>,
     /// The stream's byte order.
     pub order: Order,
+    /// The bytes the block takes in the stream: the block size, or less for a packed block.
+    pub stored_len: u64,
 }
 
 impl Block {
@@ -102,8 +105,16 @@ pub struct Decoder<R> {
     reader: R,
     header: Header,
     header_len: u64,
-    /// Reused for every block; grows only as bytes arrive.
+    /// Bytes read and not yet consumed are `buf[pos..]`; it grows only as bytes arrive, and
+    /// holds at most a block and a read step.
     buf: Vec<u8>,
+    pos: usize,
+    /// The stream offset of `buf[pos]`.
+    offset: u64,
+    /// The reader has ended.
+    eof: bool,
+    /// The last block was damaged: look for the next sync word before reading on.
+    resync: bool,
     next_index: u64,
     done: bool,
 }
@@ -115,6 +126,13 @@ const FIRST_STEP: usize = 4096;
 /// buffer grows at most to twice what has arrived (plus [`FIRST_STEP`]), whatever `n` says.
 fn read_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Result<usize> {
     buf.clear();
+    append_up_to(reader, buf, n)?;
+    Ok(buf.len())
+}
+
+/// Appends to `buf` until it holds `n` bytes or the input ends; returns whether the input
+/// ended. Grows as [`read_up_to`] does.
+fn append_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Result<bool> {
     while buf.len() < n {
         let step = (n - buf.len()).min(buf.len().max(FIRST_STEP));
         let start = buf.len();
@@ -133,10 +151,10 @@ fn read_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Resul
         }
         buf.truncate(start + got);
         if got < step {
-            break;
+            return Ok(true);
         }
     }
-    Ok(buf.len())
+    Ok(false)
 }
 
 impl<R: Read> Decoder<R> {
@@ -156,7 +174,19 @@ impl<R: Read> Decoder<R> {
         read_up_to(&mut reader, &mut rest, need)?;
         buf.extend_from_slice(&rest);
         let header = Header::decode(&buf, options.force)?;
-        Ok(Decoder { reader, header, header_len: u64::from(header_len), buf: rest, next_index: 0, done: false })
+        rest.clear();
+        Ok(Decoder {
+            reader,
+            header,
+            header_len: u64::from(header_len),
+            buf: rest,
+            pos: 0,
+            offset: u64::from(header_len),
+            eof: false,
+            resync: false,
+            next_index: 0,
+            done: false,
+        })
     }
 
     /// The stream's header.
@@ -169,38 +199,116 @@ impl<R: Read> Decoder<R> {
         self.header_len
     }
 
+    /// Makes `n` bytes available at `pos` if the input has them; returns how many are.
+    fn fill(&mut self, n: usize) -> io::Result<usize> {
+        if self.buf.len() - self.pos < n && !self.eof {
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            self.eof = append_up_to(&mut self.reader, &mut self.buf, n)?;
+        }
+        Ok(self.buf.len() - self.pos)
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+        self.offset += n as u64;
+    }
+
+    /// After a damaged block: skips to the next sync word at a block boundary (blocks start
+    /// at the header's length plus a multiple of 8), or to the end.
+    fn skip_to_sync(&mut self) -> io::Result<()> {
+        let order = self.header.order;
+        loop {
+            let have = self.fill(FIRST_STEP)?;
+            let mut at = 0;
+            while at + 4 <= have {
+                if order.u32(&self.buf[self.pos + at..]) == BLOCK_SYNC {
+                    self.consume(at);
+                    return Ok(());
+                }
+                at += 8;
+            }
+            if self.eof {
+                self.consume(have);
+                return Ok(());
+            }
+            self.consume(at);
+        }
+    }
+
     /// The next block, `Some(Err)` for a damaged one (skipped), `None` at the end.
+    ///
+    /// A damaged block is skipped by looking for the next sync word, so that one damaged
+    /// block costs that block, whether blocks are whole or packed.
     pub fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         if self.done {
             return None;
         }
-        let size = self.header.block_size as usize;
-        let index = self.next_index;
-        let offset = self.header_len + index * size as u64;
-        let err = |damage| Some(Err(BlockError { index, offset, damage }));
-        let have = match read_up_to(&mut self.reader, &mut self.buf, size) {
-            Ok(n) => n,
+        match self.read_block() {
+            Ok(Some(Ok(block))) => Some(Ok(block)),
+            Ok(Some(Err(error))) => {
+                self.resync = true;
+                Some(Err(error))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
             Err(e) => {
                 self.done = true;
-                return err(Damage::Unreadable(e.to_string()));
+                Some(Err(BlockError { index: self.next_index, offset: self.offset, damage: Damage::Unreadable(e.to_string()) }))
             }
-        };
+        }
+    }
+
+    fn read_block(&mut self) -> io::Result<Option<Result<Block, BlockError>>> {
+        let size = self.header.block_size as usize;
+        let order = self.header.order;
+        if self.resync {
+            self.resync = false;
+            // The damaged block's first word was a sync word or is not a block: skip it.
+            if self.fill(8)? >= 8 {
+                self.consume(8);
+            } else {
+                let have = self.buf.len() - self.pos;
+                self.consume(have);
+            }
+            self.skip_to_sync()?;
+        }
+        let (index, offset) = (self.next_index, self.offset);
+        let have = self.fill(BLOCK_HEADER_LEN)?;
         if have == 0 {
-            self.done = true;
-            return None;
+            return Ok(None);
         }
         self.next_index += 1;
-        if have < size {
-            self.done = true;
-            return err(Damage::Truncated { have, need: size });
+        let damaged = |damage| Ok(Some(Err(BlockError { index, offset, damage })));
+        if have < BLOCK_HEADER_LEN {
+            return damaged(Damage::Truncated { have, need: size });
         }
-        match verify_block(self.header.order, &self.buf) {
-            Ok(header) => {
-                let used = &self.buf[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + header.used as usize];
-                Some(Ok(Block { index, offset, header, records: used.to_vec(), order: self.header.order }))
+        let head = BlockHeader::read(order, &self.buf[self.pos..]);
+        let packed = head.flags & BLOCK_PACKED != 0;
+        let len = if packed && (head.used as usize) <= size - BLOCK_HEADER_LEN { packed_len(head.used) } else { size };
+        let have = self.fill(len)?;
+        if have < len {
+            return damaged(Damage::Truncated { have, need: len });
+        }
+        let header = match verify_block(order, &self.buf[self.pos..self.pos + len]) {
+            Ok(header) => header,
+            Err(damage) => return damaged(damage),
+        };
+        let body = &self.buf[self.pos + BLOCK_HEADER_LEN..self.pos + BLOCK_HEADER_LEN + header.used as usize];
+        let records = if packed {
+            match unpack_records(body, self.header.block_size) {
+                Ok(records) => records,
+                Err(damage) => return damaged(damage),
             }
-            Err(damage) => err(damage),
-        }
+        } else {
+            body.to_vec()
+        };
+        self.consume(len);
+        Ok(Some(Ok(Block { index, offset, header, records, order, stored_len: len as u64 })))
     }
 }
 

@@ -26,7 +26,7 @@
 use crate::decode::{Block, DecodeOptions};
 use crate::schema::Version;
 use crate::wire::{
-    BLOCK_HEADER_LEN, BLOCK_SYNC, BlockHeader, Header, HeaderError, MAX_BLOCK_SIZE, MAX_HEADER_LEN,
+    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Header, HeaderError, MAX_BLOCK_SIZE, MAX_HEADER_LEN,
     MIN_BLOCK_SIZE, Order, seal_block, verify_block,
 };
 use std::fmt;
@@ -613,6 +613,10 @@ impl<R: ReadAt> RingReader<R> {
                 };
                 match checked {
                     Ok(None) => {}
+                    // Ring-file slots are never packed (they have a fixed size).
+                    Ok(Some(header)) if header.flags & BLOCK_PACKED != 0 => {
+                        out.damaged.push((u64::from(seq), "a packed block in a ring file".to_owned()));
+                    }
                     Ok(Some(header)) => {
                         if seq == before.sequence {
                             out.partial = Some(u64::from(seq));
@@ -624,6 +628,7 @@ impl<R: ReadAt> RingReader<R> {
                             header,
                             records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
                             order: self.layout.order,
+                            stored_len: bytes.len() as u64,
                         });
                     }
                     Err(why) => out.damaged.push((u64::from(seq), why)),

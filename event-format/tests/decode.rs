@@ -110,7 +110,7 @@ fn another_major_version_is_refused_with_the_versions_read() {
     assert!(matches!(err, HeaderError::UnsupportedMajor(v) if v == Version::new(2, 0, 0)));
     assert_eq!(
         err.to_string(),
-        "stream format 2.0.0 is not supported: this reader reads format 1.x (up to 1.0.x, and newer minors); use a reader built for format 2.x"
+        "stream format 2.0.0 is not supported: this reader reads format 1.x (up to 1.1.x, and newer minors); use a reader built for format 2.x"
     );
     let older_major = encode_with(Version::new(0, 9, 0));
     let forced = Decoder::with_options(&older_major[..], DecodeOptions { force: true });
@@ -220,11 +220,12 @@ fn a_bad_record_length_ends_the_block_and_keeps_what_came_before() {
 fn block_flags_from_a_newer_writer_skip_the_block() {
     let header = sample_header(Order::Little);
     let mut bytes = header.encode().unwrap();
-    let mut block = BlockWriter::new(Order::Little, header.block_size, &BlockHeader { flags: 1, thread: 3, ..Default::default() });
+    // Flag 0x0002 is not defined (0x0001 is BLOCK_PACKED, since 1.1).
+    let mut block = BlockWriter::new(Order::Little, header.block_size, &BlockHeader { flags: 2, thread: 3, ..Default::default() });
     block.push(0x0004, 0, &[]).unwrap();
     bytes.extend(block.finish());
     let err: BlockError = Decoder::new(&bytes[..]).unwrap().next_block().unwrap().unwrap_err();
-    assert_eq!(err.damage, Damage::UnknownFlags(1));
+    assert_eq!(err.damage, Damage::UnknownFlags(2));
 }
 
 #[test]

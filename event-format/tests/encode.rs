@@ -93,7 +93,7 @@ fn expected_header(order: Order) -> Vec<u8> {
     let mut b = Bytes::new(order);
     b.raw(&[0x89, b'E', b'V', b'T', 0x0D, 0x0A, 0x1A, 0x0A]) // magic
         .raw(&bom)
-        .u16(1).u16(0).u16(0) // format 1.0.0
+        .u16(1).u16(1).u16(0) // format 1.1.0
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(1).u16(2).u16(3) // event set 1.2.3
@@ -141,7 +141,7 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x01, 0x00, 0x00, 0x00, 0x00, 0x00, // format 1.0.0
+            0x01, 0x00, 0x01, 0x00, 0x00, 0x00, // format 1.1.0
             0x8A, 0x00, 0x00, 0x00, // header length 138
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]

@@ -505,6 +505,7 @@ impl ThreadBuffer {
                 header,
                 records: b[BLOCK_HEADER_LEN..].to_vec(),
                 order: Order::NATIVE,
+                stored_len: b.len() as u64,
             };
             for entry in block.entries(catalog) {
                 let mut line = String::new();

@@ -16,7 +16,17 @@
 //!     let recording = event_runtime::Recorder::new(&events::SET).start().unwrap();
 //!     create_pool(&7);
 //!     let stream = recording.stop().unwrap();
-//!     assert!(stream.len() > 64 * 1024);
+//!
+//!     // The stream names its events: any reader decodes it.
+//!     use event_runtime::event_format::decode::{Catalog, Decoder, Entry};
+//!     let mut decoder = Decoder::new(&stream[..]).unwrap();
+//!     let catalog = Catalog::new(&decoder.header().schema);
+//!     let block = decoder.next_block().unwrap().unwrap();
+//!     let names: Vec<String> = block
+//!         .entries(&catalog)
+//!         .filter_map(|e| match e { Entry::Event(e) => Some(e.desc.name.clone()), _ => None })
+//!         .collect();
+//!     assert!(names.contains(&"PoolInit".to_string()));
 //! }
 //! ```
 //!

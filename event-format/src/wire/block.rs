@@ -2,7 +2,7 @@
 //! (docs/FORMAT.md, "Blocks").
 
 use super::record::{Value, encode_value, fit_strings, record_len};
-use super::{BLOCK_HEADER_LEN, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
+use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
 use crate::builtin::TIME_EXTEND;
 use std::fmt;
 
@@ -35,7 +35,8 @@ pub fn seal_block_in_place(order: Order, block: &mut [u8]) {
 /// A block's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct BlockHeader {
-    /// Flags; format 1.0 defines none, and a reader skips a block with any set.
+    /// Flags: [`BLOCK_PACKED`](super::BLOCK_PACKED) (since 1.1); a reader skips a block with
+    /// a flag it does not know.
     pub flags: u16,
     /// The block's number among its thread's blocks, from 0, consecutive: a gap means
     /// blocks were lost or overwritten.
@@ -46,7 +47,8 @@ pub struct BlockHeader {
     pub base_time: u64,
     /// Events of this thread lost between its previous block and this one.
     pub lost: u64,
-    /// Bytes of records after the header; the rest of the block is padding.
+    /// Bytes of records after the header; the rest of the block is padding. In a packed
+    /// block, the bytes of the compressed records.
     pub used: u32,
     /// CRC-32 of the header's first 44 bytes and the `used` bytes of records.
     pub crc: u32,
@@ -105,6 +107,8 @@ pub enum Damage {
     BadSync(u32),
     /// The block has flags this reader does not know.
     UnknownFlags(u16),
+    /// A packed block whose compressed records do not decompress into a block.
+    BadPacking(String),
     /// The `used` field is larger than the block.
     UsedTooLarge(u32),
     /// The CRC does not match the bytes.
@@ -132,6 +136,7 @@ impl fmt::Display for Damage {
             Damage::UnknownFlags(flags) => {
                 write!(f, "unknown block flags {flags:#06x} (a newer format version wrote it)")
             }
+            Damage::BadPacking(why) => write!(f, "packed records do not decompress: {why}"),
             Damage::UsedTooLarge(n) => write!(f, "used length {n} is larger than the block"),
             Damage::CrcMismatch { stored, computed } => {
                 write!(f, "checksum mismatch (stored {stored:08x}, computed {computed:08x})")
@@ -144,8 +149,9 @@ impl fmt::Display for Damage {
     }
 }
 
-/// Checks a whole block (`block.len()` is the block size): sync word, flags, used length and
-/// CRC. Returns its header when all hold.
+/// Checks a whole block (`block.len()` is the block size, or for a packed block at least
+/// its header plus `used` bytes): sync word, flags, used length and CRC. Returns its header
+/// when all hold. A packed block's records are then [`unpack_records`].
 pub fn verify_block(order: Order, block: &[u8]) -> Result<BlockHeader, Damage> {
     if block.len() < BLOCK_HEADER_LEN {
         return Err(Damage::Truncated { have: block.len(), need: BLOCK_HEADER_LEN });
@@ -164,10 +170,65 @@ pub fn verify_block(order: Order, block: &[u8]) -> Result<BlockHeader, Damage> {
     }
     // Flags are covered by the CRC: checked after it, an unknown flag is a newer writer's,
     // not a flipped bit.
-    if header.flags != 0 {
+    if header.flags & !BLOCK_PACKED != 0 {
         return Err(Damage::UnknownFlags(header.flags));
     }
     Ok(header)
+}
+
+/// The bytes a packed block with `used` bytes of compressed records takes in a stream: its
+/// header and the records, rounded up to a multiple of 8.
+pub fn packed_len(used: u32) -> usize {
+    (BLOCK_HEADER_LEN + used as usize).next_multiple_of(8)
+}
+
+/// Packs a sealed, unpacked block: appends to `out` the packed block (header with
+/// [`BLOCK_PACKED`] set, `used` and CRC of the compressed records, zero padding to a
+/// multiple of 8) and returns true, when that is smaller than the block; else appends
+/// nothing and returns false. Writers pack blocks only in streams, never in a ring file,
+/// whose slots have a fixed size.
+pub fn pack_block(order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
+    let used = order.u32(&block[at::USED..]) as usize;
+    let records = &block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used];
+    let start = out.len();
+    out.extend_from_slice(&block[..BLOCK_HEADER_LEN]);
+    out.resize(start + BLOCK_HEADER_LEN + lz4_flex::block::get_maximum_output_size(used), 0);
+    let packed = match lz4_flex::block::compress_into(records, &mut out[start + BLOCK_HEADER_LEN..]) {
+        Ok(n) => n,
+        Err(_) => {
+            out.truncate(start);
+            return false;
+        }
+    };
+    let len = packed_len(packed as u32);
+    if len >= block.len() {
+        out.truncate(start);
+        return false;
+    }
+    out.truncate(start + BLOCK_HEADER_LEN + packed);
+    out.resize(start + len, 0);
+    let flags = order.u16(&block[at::FLAGS..]) | BLOCK_PACKED;
+    let packed_block = &mut out[start..];
+    order.put_u16(&mut packed_block[at::FLAGS..], flags);
+    seal_block(order, packed_block, packed as u32);
+    true
+}
+
+/// The records of a verified packed block (`packed` is its compressed records area) in a
+/// stream of blocks of `block_size` bytes: at most `block_size - 48` bytes, or
+/// [`Damage::BadPacking`]. Allocates no more than the compressed bytes can expand to.
+pub fn unpack_records(packed: &[u8], block_size: u32) -> Result<Vec<u8>, Damage> {
+    let limit = (block_size as usize).saturating_sub(BLOCK_HEADER_LEN);
+    // LZ4 expands at most 255 times (plus a few bytes): a lying block size costs nothing.
+    let room = limit.min(packed.len().saturating_mul(255).saturating_add(16));
+    let mut records = vec![0u8; room];
+    match lz4_flex::block::decompress_into(packed, &mut records) {
+        Ok(n) => {
+            records.truncate(n);
+            Ok(records)
+        }
+        Err(e) => Err(Damage::BadPacking(e.to_string())),
+    }
 }
 
 /// Why [`BlockWriter::push`] wrote nothing.

@@ -8,7 +8,10 @@ mod block;
 mod header;
 mod record;
 
-pub use block::{BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, seal_block, seal_block_in_place, verify_block};
+pub use block::{
+    BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, pack_block, packed_len, seal_block,
+    seal_block_in_place, unpack_records, verify_block,
+};
 pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
 pub(crate) use header::PREFIX_LEN;
 pub use record::{RecordError, RecordIter, RawRecord, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len, validate_args};
@@ -29,7 +32,10 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// - **minor**: an addition an older reader skips or tolerates safely: a new built-in event
 ///   code (skipped by its length), arguments appended to a built-in event, a new clock
 ///   source value, a new field at the end of the header's variable part.
-pub const FORMAT_VERSION: Version = Version::new(1, 0, 0);
+///
+/// History (docs/FORMAT.md, "Versions"): 1.0.0 the first; 1.1.0 packed blocks
+/// ([`BLOCK_PACKED`], a median change: a 1.0 reader cannot find the block after one).
+pub const FORMAT_VERSION: Version = Version::new(1, 1, 0);
 
 /// The 8 bytes every stream starts with. Like PNG's, they catch text-mode transfers:
 /// a high-bit byte, CR LF, Ctrl-Z and LF.
@@ -37,6 +43,10 @@ pub const MAGIC: [u8; 8] = [0x89, b'E', b'V', b'T', b'\r', b'\n', 0x1A, b'\n'];
 
 /// The first word of every block header, in the stream's byte order.
 pub const BLOCK_SYNC: u32 = 0xEB10_C4ED;
+/// Block flag (since 1.1): the records area is compressed (the LZ4 block format) and the
+/// block takes only its header plus `used` bytes rounded up to a multiple of 8 in the
+/// stream, not the whole block size (docs/FORMAT.md, "Packed blocks").
+pub const BLOCK_PACKED: u16 = 0x0001;
 /// Size of a block header in bytes.
 pub const BLOCK_HEADER_LEN: usize = 48;
 /// Size of a record header (code, length, time delta) in bytes.

@@ -18,8 +18,18 @@ fn dir() -> PathBuf {
     d
 }
 
+/// A child process, killed when dropped (so that a failed assertion leaves none running).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A `recorder-child` recording into `ring`, paced, started and ready.
-fn recording(mode: &[&str]) -> Child {
+fn recording(mode: &[&str]) -> Running {
     let mut c = Command::new(CHILD)
         .args(mode)
         .env_remove("EVENT_CONTROL")
@@ -33,7 +43,7 @@ fn recording(mode: &[&str]) -> Child {
     let mut line = String::new();
     BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready");
-    c
+    Running(c)
 }
 
 fn control(path: &Path) -> Output {
@@ -51,7 +61,8 @@ fn with_layout_version(bytes: &[u8], major: u16, median: u16) -> Vec<u8> {
     out
 }
 
-/// `bytes` with the embedded stream header's format major replaced (its CRC fixed).
+/// `bytes` with the embedded stream header's format version replaced by `major`.0.0 (its
+/// CRC fixed).
 fn with_stream_major(bytes: &[u8], major: u16) -> Vec<u8> {
     let layout = Layout::decode(bytes, false).unwrap();
     let (at, len) = (layout.stream_header() as usize, layout.header_len as usize);
@@ -59,6 +70,8 @@ fn with_stream_major(bytes: &[u8], major: u16) -> Vec<u8> {
     let header = &mut out[at..at + len];
     let o = layout.order;
     o.put_u16(&mut header[10..], major);
+    o.put_u16(&mut header[12..], 0);
+    o.put_u16(&mut header[14..], 0);
     let crc = crc32fast::hash(&header[..len - 4]);
     o.put_u32(&mut header[len - 4..], crc);
     out
@@ -68,7 +81,7 @@ fn with_stream_major(bytes: &[u8], major: u16) -> Vec<u8> {
 fn control_refuses_what_is_not_a_live_ring_file_of_a_version_it_reads() {
     let d = dir();
     let live = d.join("live.ring");
-    let mut child = recording(&["ring", live.to_str().unwrap(), "1", "100"]);
+    let _child = recording(&["ring", live.to_str().unwrap(), "1", "100"]);
     let ring = std::fs::read(&live).unwrap();
     let mut random = vec![0u8; 1 << 16];
     let mut x = 0x2545_F491_4F6C_DD1Du64;
@@ -97,15 +110,24 @@ fn control_refuses_what_is_not_a_live_ring_file_of_a_version_it_reads() {
         assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
         assert_eq!(&std::fs::read(&path).unwrap(), bytes, "{name}: the file is left as it was");
-        report.push_str(&format!("{name}: {}", stderr.replace(path.to_str().unwrap(), "PATH")));
+        // Versions by what they are, so that the snapshot outlives a version bump.
+        let (f, r) = (event_format::wire::FORMAT_VERSION, v);
+        let stderr = stderr
+            .replace(path.to_str().unwrap(), "PATH")
+            .replace(&format!("{}.{}.x", f.major, f.median), "STREAM_MAJOR.STREAM_MEDIAN.x")
+            .replace(&format!("format {}.x", f.major), "format STREAM_MAJOR.x")
+            .replace(&format!("format {}.x", f.major + 1), "format STREAM_MAJOR+1.x")
+            .replace(&format!("format {}.0.0", f.major + 1), "format STREAM_MAJOR+1.0.0")
+            .replace(&format!("it reads {}.{}.x", r.major, r.median), "it reads RING_MAJOR.RING_MEDIAN.x")
+            .replace(&format!("layout {}.0.0", r.major + 1), "layout RING_MAJOR+1.0.0")
+            .replace(&format!("layout {}.{}.0", r.major, r.median + 1), "layout RING_MAJOR.RING_MEDIAN+1.0");
+        report.push_str(&format!("{name}: {stderr}"));
     }
     insta::assert_snapshot!(report);
     // The live ring file itself is accepted: the refusals above are not the test's doing.
     let out = control(&live);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("now recording: "));
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]
@@ -114,7 +136,7 @@ fn control_refuses_a_closed_ring_file_and_gives_up_on_a_dead_program() {
     // Closed: the program stopped its recording and exited.
     let closed = d.join("closed.ring");
     let mut c = recording(&["follow", closed.to_str().unwrap(), "1", "100"]);
-    assert!(c.wait().unwrap().success());
+    assert!(c.0.wait().unwrap().success());
     let before = std::fs::read(&closed).unwrap();
     let out = control(&closed);
     assert_eq!(out.status.code(), Some(1));
@@ -123,9 +145,7 @@ fn control_refuses_a_closed_ring_file_and_gives_up_on_a_dead_program() {
     assert_eq!(std::fs::read(&closed).unwrap(), before, "a closed file is left as it was");
     // Dead: killed while recording; nobody answers, and control says so within its timeout.
     let dead = d.join("dead.ring");
-    let mut c = recording(&["ring", dead.to_str().unwrap(), "1", "100"]);
-    c.kill().unwrap();
-    c.wait().unwrap();
+    drop(recording(&["ring", dead.to_str().unwrap(), "1", "100"])); // SIGKILL
     assert!(RingReader::open(std::fs::File::open(&dead).unwrap(), Default::default()).is_ok());
     let out = control(&dead);
     assert_eq!(out.status.code(), Some(1));

@@ -202,10 +202,11 @@ mod soak {
                 Ok(out) => {
                     let s = &out.check.summary;
                     println!(
-                        "round {round:>4} {what}: {:>9} events, {:>5} blocks overwritten ({} threads), {}, check exit {} [{:.2} s]",
+                        "round {round:>4} {what}: {:>9} events, {:>5} blocks overwritten ({} threads), {} lost, {}, check exit {} [{:.2} s]",
                         out.check.numbered.numbered_events(),
                         s.overwritten_blocks,
                         out.check.threads_overwritten(),
+                        s.lost,
                         state_name(s.state),
                         out.dump_check_exit,
                         started.elapsed().as_secs_f64()
@@ -428,7 +429,8 @@ mod soak {
         if stderr.contains("panicked") {
             return Err(format!("event-dump {} panicked: {stderr}", args.join(" ")));
         }
-        Ok((code, String::from_utf8_lossy(&out.stdout).into_owned()))
+        // What it said on stderr goes with its output, for the failure message.
+        Ok((code, format!("{}{stderr}", String::from_utf8_lossy(&out.stdout))))
     }
 
     /// `event-dump check` and `stats` say what the checks found; returns `check`'s exit code.
@@ -438,7 +440,7 @@ mod soak {
         let disagree = |what: &str, output: &str| Err(format!("event-dump {what}; it printed:\n{output}"));
 
         let (check_code, out) = run_dump(dump, &["check", path])?;
-        let expected_code = i32::from(s.overwritten_blocks > 0);
+        let expected_code = i32::from(s.overwritten_blocks > 0 || s.lost > 0);
         if check_code != expected_code {
             return disagree(&format!("check exited {check_code}, expected {expected_code}"), &out);
         }
@@ -448,8 +450,13 @@ mod soak {
         }
         let problems: Vec<&str> = out.lines().skip(1).map(str::trim).filter(|l| !l.starts_with("whole") && !l.starts_with("NOT whole")).collect();
         let gaps = problems.iter().filter(|l| l.starts_with("gap: thread ")).count();
-        if gaps != check.threads_overwritten() || problems.len() != gaps {
-            return disagree(&format!("check should report a gap for each of {} threads overwritten, and nothing else", check.threads_overwritten()), &out);
+        let lost = format!("lost: no thread: {} events", s.lost);
+        let expected_problems = gaps + usize::from(s.lost > 0);
+        if gaps != check.threads_overwritten() || problems.len() != expected_problems || (s.lost > 0 && !problems.contains(&lost.as_str())) {
+            return disagree(
+                &format!("check should report a gap for each of {} threads overwritten, {} lost events, and nothing else", check.threads_overwritten(), s.lost),
+                &out,
+            );
         }
 
         let (code, out) = run_dump(dump, &["stats", path])?;
@@ -461,8 +468,8 @@ mod soak {
         if counts.get(1) != Some(&n.blocks) {
             return disagree(&format!("stats should count {} events in {} blocks", n.events, n.blocks), &out);
         }
-        if line("0 events lost,") != [0, s.overwritten_blocks, 0, 0, 0] {
-            return disagree(&format!("stats should count 0 lost, {} blocks missing and nothing damaged", s.overwritten_blocks), &out);
+        if line(&format!("{} events lost,", s.lost)) != [s.lost, s.overwritten_blocks, 0, 0, 0] {
+            return disagree(&format!("stats should count {} lost, {} blocks missing and nothing damaged", s.lost, s.overwritten_blocks), &out);
         }
         let state = match s.state {
             STATE_CLOSED => "ring file: closed;",

@@ -1,19 +1,19 @@
-//! The recorder in a process of its own (`recorder-child`): killed with SIGKILL while it
-//! writes a ring file, aborted with an event file, panicking (the traceback), followed live,
-//! and started with bad environment settings.
+//! The recorder in a process of its own (`recorder-child`): killed with SIGKILL, aborted
+//! and panicking while it writes a ring file (checked by `event_tests::check_ring`, which the
+//! crash soak `bin/soak.rs` runs many more times), aborted with an event file, panicking
+//! (the traceback), followed live, and started with bad environment settings.
 
-use event_format::decode::{Catalog, Decoder, Entry};
-use event_format::ring::{FollowItem, Follower, RingReader, RingStream, STATE_CLOSED, STATE_RECORDING};
+use event_format::decode::{Catalog, Entry};
+use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED, STATE_RECORDING};
 use event_format::wire::Value;
+use event_tests::{NUMBERED, check_ring};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
-/// `ArenaDestroy`'s code in events.def: the children record `ArenaDestroy(worker, i)`.
-const NUMBERED: u16 = 0x0002;
 
 fn dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runtime-{name}-{}", std::process::id()));
@@ -33,7 +33,7 @@ fn child(args: &[&str], env: &[(&str, &str)]) -> Command {
 
 /// Starts a child and waits for its `ready` line.
 fn start_ready(mut c: Command) -> Child {
-    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready", "the child starts recording");
@@ -42,32 +42,7 @@ fn start_ready(mut c: Command) -> Child {
 
 /// Per worker, the numbers decoded from `stream`, in order; panics on any damage.
 fn numbers(stream: &[u8]) -> BTreeMap<u64, Vec<u64>> {
-    let mut decoder = Decoder::new(stream).expect("a valid header");
-    let catalog = Catalog::new(&decoder.header().schema);
-    let mut out: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    while let Some(block) = decoder.next_block() {
-        let block = block.expect("no damaged block");
-        for entry in block.entries(&catalog) {
-            match entry {
-                Entry::Event(e) if e.desc.code == NUMBERED => {
-                    let v: Vec<Value<'_>> = e.values().collect();
-                    let (Value::Pointer(w), Value::Word(i)) = (&v[0], &v[1]) else { panic!("{v:?}") };
-                    out.entry(*w).or_default().push(*i);
-                }
-                Entry::Event(_) => {}
-                other => panic!("a damaged record: {other:?}"),
-            }
-        }
-    }
-    out
-}
-
-fn read_ring(path: &Path) -> (Vec<u8>, event_format::ring::RingSummary) {
-    let reader = RingReader::open(std::fs::File::open(path).unwrap(), Default::default()).unwrap();
-    let mut stream = RingStream::new(reader);
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).unwrap();
-    (bytes, stream.summary().clone())
+    event_tests::numbered(stream).unwrap_or_else(|e| panic!("{e}")).by_worker
 }
 
 /// A small deterministic sequence of pauses, different on each run of the suite.
@@ -92,18 +67,74 @@ fn a_ring_file_survives_sigkill_with_every_committed_event() {
         std::thread::sleep(Duration::from_millis(pause));
         c.kill().unwrap(); // SIGKILL
         c.wait().unwrap();
-        let (stream, summary) = read_ring(&path);
-        assert_eq!(summary.state, STATE_RECORDING, "round {round}: killed, never closed");
-        assert!(summary.damaged.is_empty(), "round {round}: no damaged block: {:?}", summary.damaged);
-        let by_worker = numbers(&stream);
-        assert!(!by_worker.is_empty(), "round {round}: events were committed before the kill");
-        for (w, ns) in &by_worker {
-            assert!(ns.windows(2).all(|p| p[1] == p[0] + 1), "round {round}, worker {w}: a gap-free run of events");
-            if summary.overwritten_blocks == 0 {
-                assert_eq!(ns[0], 0, "round {round}, worker {w}: nothing overwritten, so it starts at 0");
-            }
-        }
+        // Killed, never closed; every worker's events a gap-free run, from 0 unless overwritten.
+        check_ring(&path, STATE_RECORDING, 3).unwrap_or_else(|e| panic!("round {round}: {e}"));
     }
+}
+
+#[test]
+fn a_ring_file_survives_an_abort_on_a_recording_thread() {
+    let d = dir("abort-ring");
+    for (round, pause) in pauses(4).into_iter().enumerate() {
+        let path = d.join(format!("abort-{round}.ring"));
+        let mut c = start_ready(child(&["ring", path.to_str().unwrap(), "3"], &[("EVENT_BUFSIZE", "1m")]));
+        std::thread::sleep(Duration::from_millis(pause));
+        // `kill -ABRT`: the runtime's handler runs, finds no event-file block to write, and
+        // lets the signal take its course.
+        let sent = std::process::Command::new("kill").args(["-ABRT", &c.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let status = c.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(6), "round {round}: ended by SIGABRT");
+        check_ring(&path, STATE_RECORDING, 3).unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+}
+
+#[test]
+fn a_ring_file_keeps_a_panicking_workers_events_up_to_its_last() {
+    let d = dir("panic-ring");
+    for (round, pause) in pauses(3).into_iter().enumerate() {
+        let path = d.join(format!("panic-{round}.ring"));
+        let victim = round as u64 % 3;
+        let mut c = child(&["panic-ring", path.to_str().unwrap(), "3", &pause.to_string(), &victim.to_string()], &[("EVENT_BUFSIZE", "1m")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()) // the panic and its traceback (tested above)
+            .spawn()
+            .unwrap();
+        // One reader for both lines: `ready`, then what the victim recorded.
+        let lines: Vec<String> = BufReader::new(c.stdout.take().unwrap()).lines().map(Result::unwrap).collect();
+        assert_eq!(lines.len(), 2, "round {round}: {lines:?}");
+        assert_eq!(lines[0], "ready");
+        let recorded: u64 = lines[1].strip_prefix("panic after ").and_then(|l| l.strip_suffix(" events")).unwrap().parse().unwrap();
+        let status = c.wait().unwrap();
+        assert_eq!(status.code(), Some(101), "round {round}: the panic reaches the main thread");
+        // The main thread's unwinding drops the recording, which closes the file.
+        let found = check_ring(&path, STATE_CLOSED, 3).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(found.numbered.by_worker[&victim].last(), Some(&(recorded - 1)), "round {round}: the victim's last event is in the file");
+    }
+}
+
+#[test]
+fn the_crash_check_reports_a_wrong_state_a_missing_worker_and_a_damaged_block() {
+    let d = dir("check-fails");
+    let path = d.join("whole.ring");
+    let mut c = start_ready(child(&["ring", path.to_str().unwrap(), "2"], &[("EVENT_BUFSIZE", "16m")]));
+    std::thread::sleep(Duration::from_millis(20));
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let whole = check_ring(&path, STATE_RECORDING, 2).unwrap();
+    assert_eq!(whole.summary.overwritten_blocks, 0, "a ring large enough for 20 ms");
+    assert!(check_ring(&path, STATE_CLOSED, 2).unwrap_err().contains("state is recording, expected closed"));
+    assert!(check_ring(&path, STATE_RECORDING, 3).unwrap_err().contains("worker 2: no event"));
+    // A flipped bit in the sync word of block 0 of the first slot, sealed or being written
+    // (the reader needs the file's layout to find it).
+    let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
+    let at = reader.layout().block(0, 0) as usize;
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[at] ^= 0x40;
+    let damaged = d.join("damaged.ring");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let why = check_ring(&damaged, STATE_RECORDING, 2).unwrap_err();
+    assert!(why.contains("damaged blocks"), "{why}");
 }
 
 #[test]

@@ -2,8 +2,13 @@
 //! follow. `recorder-child MODE ARGS...`; settings not in the arguments come from the
 //! `EVENT_*` environment variables.
 //!
-//! - `ring PATH THREADS`: records numbered events into the ring file PATH from THREADS
-//!   threads, forever; prints `ready` once every thread has recorded.
+//! - `ring PATH THREADS [BURST]`: records numbered events into the ring file PATH from
+//!   THREADS threads (`worker-0`, ...), forever; prints `ready` once every thread has
+//!   recorded. With BURST, each worker sleeps a millisecond after every BURST events.
+//! - `panic-ring PATH THREADS DELAY_MS VICTIM [BURST]`: as `ring`; DELAY_MS after `ready`, worker
+//!   VICTIM prints `panic after N events` (it recorded events 0..N) and panics; the main
+//!   thread sees it and panics in turn, which drops (closes) the recording on its way out,
+//!   while the other workers still record.
 //! - `follow PATH THREADS N`: prints `ready` once recording, records N events per thread
 //!   from THREADS threads, then stops and exits.
 //! - `abort PATH N`: records N events to the event file PATH, then aborts.
@@ -15,21 +20,30 @@ event_runtime::include_events!("../events.def");
 
 use event_runtime::{Policy, Recorder};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_else(|| usage());
     let number = |i: usize| arg(i).parse::<u64>().unwrap_or_else(|_| usage());
+    let burst = |i: usize| args.get(i).map(|_| number(i).max(1));
     match arg(0).as_str() {
         "ring" => {
             let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
-            workers(number(2), u64::MAX, true);
+            workers(number(2), u64::MAX, true, burst(3));
+            drop(recording);
+        }
+        "panic-ring" => {
+            let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
+            panic_ring(number(2), Duration::from_millis(number(3)), number(4), burst(5));
             drop(recording);
         }
         "follow" => {
             let recording = ring_recorder(&arg(1), number(2)).start().unwrap_or_else(|e| fail(&e));
             ready();
-            workers(number(2), number(3), false);
+            workers(number(2), number(3), false, None);
             recording.stop().unwrap_or_else(|e| fail(&e));
         }
         "abort" => {
@@ -71,30 +85,88 @@ fn ring_recorder(path: &str, threads: u64) -> Recorder {
 
 /// Runs `threads` workers recording `n` numbered events each; with `announce`, prints
 /// `ready` once every worker has recorded its first event.
-fn workers(threads: u64, n: u64, announce: bool) {
-    let started = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+fn workers(threads: u64, n: u64, announce: bool, burst: Option<u64>) {
+    let started = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = (0..threads)
         .map(|w| {
-            let started = std::sync::Arc::clone(&started);
-            std::thread::spawn(move || {
+            let started = Arc::clone(&started);
+            spawn_worker(w, move || {
                 for i in 0..n {
                     event!(ArenaDestroy, w as usize, i);
                     if i == 0 {
-                        started.fetch_add(1, std::sync::atomic::Ordering::Release);
+                        started.fetch_add(1, Ordering::Release);
                     }
+                    pace(i, burst);
                 }
             })
         })
         .collect();
     if announce {
-        while started.load(std::sync::atomic::Ordering::Acquire) < threads {
-            std::thread::yield_now();
-        }
-        ready();
+        wait_started(&started, threads);
     }
     for h in handles {
         h.join().expect("a worker finishes");
     }
+}
+
+/// Runs `threads` workers recording numbered events until worker `victim` panics, `delay`
+/// after every worker has started; then panics on this thread too, with the victim's payload.
+fn panic_ring(threads: u64, delay: Duration, victim: u64, burst: Option<u64>) {
+    // When the victim panics; set once every worker has started.
+    static DEADLINE: OnceLock<Instant> = OnceLock::new();
+    let started = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..threads)
+        .map(|w| {
+            let started = Arc::clone(&started);
+            spawn_worker(w, move || {
+                for i in 0u64.. {
+                    // Looked at every 64 events: reading the clock costs more than an event.
+                    if w == victim && i % 64 == 0 && DEADLINE.get().is_some_and(|d| Instant::now() >= *d) {
+                        println!("panic after {i} events");
+                        let _ = std::io::stdout().flush();
+                        panic!("worker {w} panics on purpose after {i} events");
+                    }
+                    event!(ArenaDestroy, w as usize, i);
+                    if i == 0 {
+                        started.fetch_add(1, Ordering::Release);
+                    }
+                    pace(i, burst);
+                }
+            })
+        })
+        .collect();
+    wait_started(&started, threads);
+    let _ = DEADLINE.set(Instant::now() + delay);
+    loop {
+        if let Some(h) = handles.iter().position(std::thread::JoinHandle::is_finished) {
+            if let Err(payload) = handles.into_iter().nth(h).map_or(Ok(()), std::thread::JoinHandle::join) {
+                std::panic::resume_unwind(payload);
+            }
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// With a burst length, sleeps a millisecond after every `burst` events.
+fn pace(i: u64, burst: Option<u64>) {
+    if let Some(b) = burst
+        && i % b == b - 1
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn spawn_worker(w: u64, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new().name(format!("worker-{w}")).spawn(f).unwrap_or_else(|e| fail(&e))
+}
+
+/// Prints `ready` once `threads` workers have started.
+fn wait_started(started: &AtomicU64, threads: u64) {
+    while started.load(Ordering::Acquire) < threads {
+        std::thread::yield_now();
+    }
+    ready();
 }
 
 fn ready() {
@@ -108,6 +180,6 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: recorder-child ring PATH THREADS | follow PATH THREADS N | abort PATH N | panic N | env");
+    eprintln!("usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env");
     std::process::exit(2)
 }

@@ -691,11 +691,21 @@ impl Recorder {
 }
 
 /// Creates `path` for writing, truncated, readable and writable by its owner only.
+/// Creates (or truncates) the event file, readable and writable by its owner only: a new
+/// file is created 0600, an existing one is set to 0600, and a symbolic link at the path is
+/// refused (O_NOFOLLOW), so that a trace is never written where someone else pointed it.
 fn create_private(path: &Path) -> io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        let file = options.open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+    #[cfg(not(unix))]
     options.open(path)
 }
 

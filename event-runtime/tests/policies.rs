@@ -395,3 +395,23 @@ fn the_writer_records_clock_sync_events_as_the_run_goes_on() {
         assert!((predicted - i128::from(wall)).abs() < 1_000_000, "{predicted} vs {wall}");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn an_existing_event_file_becomes_private_and_a_symlink_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let _serial = serial();
+    let dir = tempdir("private-file");
+    let path = dir.join("trace.evt");
+    std::fs::write(&path, b"old").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let recording = Recorder::new(&events::SET).file(&path).start().unwrap();
+    recording.stop().unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "owner only, though it existed");
+    let target = dir.join("elsewhere.evt");
+    let link = dir.join("link.evt");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let err = Recorder::new(&events::SET).file(&link).start().unwrap_err();
+    assert!(err.to_string().contains("link.evt"), "{err}");
+    assert!(!target.exists(), "nothing written through the link");
+}

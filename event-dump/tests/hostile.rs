@@ -727,18 +727,33 @@ fn ring_files_with_lying_counts_and_positions() {
     }
 }
 
-/// Writes the fuzzers' seed inputs (`fuzz/seeds/decode_stream`): the logs these tests build
-/// from. Run by hand: `cargo test -p event-dump --test hostile -- --ignored write_fuzz_seeds`.
+/// The fuzzers' seed inputs (`fuzz/seeds/decode_stream`): the logs these tests build from.
+/// With `UPDATE_FUZZ_SEEDS=1` it writes them; otherwise it checks that every seed is still
+/// a log this reader opens, so that a format change cannot leave the fuzzer stale seeds.
 #[test]
-#[ignore = "writes files into fuzz/seeds; run by hand"]
-fn write_fuzz_seeds() {
+fn fuzz_seeds_are_current_logs() {
     let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/decode_stream");
-    std::fs::create_dir_all(&seeds).unwrap();
-    let small = big_schema_stream(3, 2);
-    std::fs::write(seeds.join("sample-le.evt"), event_format::testing::sample_stream(Order::Little)).unwrap();
-    std::fs::write(seeds.join("sample-be.evt"), event_format::testing::sample_stream(Order::Big)).unwrap();
-    std::fs::write(seeds.join("recorded.evt"), sample_log(false)).unwrap();
-    std::fs::write(seeds.join("recorded-packed.evt"), sample_log(true)).unwrap();
-    std::fs::write(seeds.join("small-schema.evt"), small).unwrap();
-    std::fs::write(seeds.join("tiny.ring"), std::fs::read(tiny_ring()).unwrap()).unwrap();
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("sample-le.evt", event_format::testing::sample_stream(Order::Little)),
+        ("sample-be.evt", event_format::testing::sample_stream(Order::Big)),
+        ("recorded.evt", sample_log(false)),
+        ("recorded-packed.evt", sample_log(true)),
+        ("small-schema.evt", big_schema_stream(3, 2)),
+        ("tiny.ring", std::fs::read(tiny_ring()).unwrap()),
+    ];
+    if std::env::var_os("UPDATE_FUZZ_SEEDS").is_some() {
+        std::fs::create_dir_all(&seeds).unwrap();
+        for (name, bytes) in &files {
+            std::fs::write(seeds.join(name), bytes).unwrap();
+        }
+    }
+    for (name, _) in &files {
+        let path = seeds.join(name);
+        let out = run(&["stats", path.to_str().unwrap()]);
+        assert!(
+            out.code == Some(0),
+            "{name}: a seed the reader refuses (rewrite them: UPDATE_FUZZ_SEEDS=1 cargo test -p event-dump --test hostile fuzz_seeds): {}",
+            out.stderr
+        );
+    }
 }

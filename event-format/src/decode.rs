@@ -346,10 +346,23 @@ impl Desc {
 
 /// Every event code a stream can contain, with what it means: the embedded schema's events
 /// and the built-in events, looked up by code.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Catalog {
     /// Sorted by code.
     descs: Vec<Desc>,
+    /// For each code below its length, its index in `descs` plus one, or 0: a reader looks up
+    /// every record. It covers the schema's codes when they are dense enough (its length is
+    /// at most 16 entries per event, so it costs what the schema costs); other codes are
+    /// searched in `descs`.
+    index: Vec<u16>,
+    /// The same for the built-in codes, `0xFF00 + i` at `i`.
+    builtin_index: Vec<u16>,
+}
+
+impl fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Catalog").field("descs", &self.descs).finish_non_exhaustive()
+    }
 }
 
 impl Catalog {
@@ -379,12 +392,39 @@ impl Catalog {
             }))
             .collect();
         descs.sort_by_key(|d| d.code);
-        Catalog { descs }
+        descs.dedup_by_key(|d| d.code);
+        let user_end = descs.iter().filter(|d| d.kind.is_some()).map(|d| usize::from(d.code) + 1).max().unwrap_or(0);
+        let dense = user_end <= 16 * descs.len() + 64;
+        let mut index = vec![0u16; if dense { user_end } else { 0 }];
+        let mut builtin_index = vec![0u16; 256];
+        for (i, d) in descs.iter().enumerate() {
+            // i + 1 fits in u16 unless nearly every code is defined; a code left at 0 is
+            // found by the search in `get`.
+            let slot = u16::try_from(i + 1).unwrap_or(0);
+            let code = usize::from(d.code);
+            if code < index.len() {
+                index[code] = slot;
+            } else if code >= 0xFF00 {
+                builtin_index[code - 0xFF00] = slot;
+            }
+        }
+        Catalog { descs, index, builtin_index }
     }
 
     /// What `code` means, if the stream's schema or the built-in events define it.
     pub fn get(&self, code: u16) -> Option<&Desc> {
-        self.descs.binary_search_by_key(&code, |d| d.code).ok().map(|i| &self.descs[i])
+        let c = usize::from(code);
+        let slot = if c < self.index.len() {
+            self.index[c]
+        } else if c >= 0xFF00 {
+            self.builtin_index[c - 0xFF00]
+        } else {
+            0
+        };
+        match slot {
+            0 => self.descs.binary_search_by_key(&code, |d| d.code).ok().map(|i| &self.descs[i]),
+            i => self.descs.get(usize::from(i) - 1),
+        }
     }
 
     /// Every code, in order.

@@ -38,14 +38,58 @@ pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
 /// Writes one value as text.
 pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
     match value {
-        Value::Pointer(v) | Value::Address(v) => write!(out, "{v:#x}"),
-        Value::Word(v) => write!(out, "{v}"),
-        Value::Unsigned(v) => write!(out, "{v}"),
-        Value::Signed(v) => write!(out, "{v}"),
+        Value::Pointer(v) | Value::Address(v) => write_hex(out, *v),
+        Value::Word(v) => write_decimal(out, *v),
+        Value::Unsigned(v) => write_decimal(out, u64::from(*v)),
+        Value::Signed(v) => {
+            if *v < 0 {
+                out.write_char('-')?;
+            }
+            write_decimal(out, v.unsigned_abs())
+        }
         Value::Double(v) => write!(out, "{v:?}"),
         Value::Bool(v) => write!(out, "{v}"),
         Value::Str(t) => write_text(out, t),
     }
+}
+
+/// Writes `v` as `{v:#x}` does, without the formatting machinery (a dump writes millions).
+fn write_hex<W: Write>(out: &mut W, v: u64) -> fmt::Result {
+    let mut buf = [0u8; 18];
+    let mut at = buf.len();
+    let mut v = v;
+    loop {
+        at -= 1;
+        buf[at] = b"0123456789abcdef"[(v & 0xf) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    at -= 2;
+    buf[at..at + 2].copy_from_slice(b"0x");
+    ascii(out, &buf[at..])
+}
+
+/// Writes ASCII digits one character each: cheaper than checking them as UTF-8.
+fn ascii<W: Write>(out: &mut W, digits: &[u8]) -> fmt::Result {
+    digits.iter().try_for_each(|&b| out.write_char(char::from(b)))
+}
+
+/// Writes `v` as `{v}` does, without the formatting machinery.
+fn write_decimal<W: Write>(out: &mut W, v: u64) -> fmt::Result {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut v = v;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    ascii(out, &buf[at..])
 }
 
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
@@ -56,7 +100,15 @@ pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::R
     // the start, and a rate below 18 GHz, so that a remainder times 10^9 fits.
     if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
         let delta = ticks - clock.start_ticks;
-        return write!(out, "{}.{:09}", delta / rate, (delta % rate) * 1_000_000_000 / rate);
+        write_decimal(out, delta / rate)?;
+        let nanos = (delta % rate) * 1_000_000_000 / rate;
+        let mut buf = *b".000000000";
+        let mut n = nanos;
+        for digit in buf[1..].iter_mut().rev() {
+            *digit = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        return ascii(out, &buf);
     }
     let delta = i128::from(ticks) - i128::from(clock.start_ticks);
     let rate = i128::from(clock.ticks_per_second.max(1));
@@ -93,6 +145,23 @@ mod tests {
         let mut s = String::new();
         write_seconds(&mut s, &clock, ticks).unwrap();
         s
+    }
+
+    #[test]
+    fn numbers_are_written_as_format_writes_them() {
+        use super::{write_decimal, write_hex};
+        for v in [0u64, 1, 9, 10, 15, 16, 255, 4096, 0x7f3a_4000_0000, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let (mut hex, mut dec) = (String::new(), String::new());
+            write_hex(&mut hex, v).unwrap();
+            write_decimal(&mut dec, v).unwrap();
+            assert_eq!(hex, format!("{v:#x}"));
+            assert_eq!(dec, format!("{v}"));
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX, -720] {
+            let mut s = String::new();
+            super::write_value(&mut s, &crate::wire::Value::Signed(v)).unwrap();
+            assert_eq!(s, format!("{v}"));
+        }
     }
 
     #[test]

@@ -293,7 +293,7 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     }
     let lines = lines.into_sorted_vec();
     println!("The tour ran an arena allocator on {WORKERS} threads for {:.1} ms and recorded {events} events.", elapsed.as_secs_f64() * 1e3);
-    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
     println!(
         "Trace: {} ({size} bytes, format {}, {blocks} blocks of {} bytes, {packed} of them packed, {} byte order)\n",
         path.display(),

@@ -12,7 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 fn cases(c: &mut Criterion) {
     let _recording = common::start_ring();
     let mut group = c.benchmark_group("per event");
-    let cases: &[(&str, fn(u64) -> std::time::Duration)] = &[
+    let cases: &[(&str, common::Run)] = &[
         ("empty loop", common::empty_loop),
         ("relaxed load loop", common::relaxed_load_loop),
         ("floor, 3 words", common::floor::<3>),

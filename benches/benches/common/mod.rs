@@ -8,10 +8,13 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// How to run `n` events of a case: its time.
+pub type Run = fn(u64) -> Duration;
+
 /// A case: its name and how to run `n` events of it.
 pub struct Case {
     pub name: &'static str,
-    pub run: fn(u64) -> Duration,
+    pub run: Run,
 }
 
 // ---- baselines ---------------------------------------------------------------------------

@@ -110,10 +110,7 @@ fn io_reason(e: &io::Error) -> String {
     }
 }
 
+/// The header's error names the way out itself (a newer median: `--force`).
 fn header_error(path: &Path, e: &HeaderError) -> DumpError {
-    let hint = match e {
-        HeaderError::NewerMedian(_) => "; pass --force to try anyway",
-        _ => "",
-    };
-    DumpError::new(format!("{}: {e}{hint}", path.display()))
+    DumpError::new(format!("{}: {e}", path.display()))
 }

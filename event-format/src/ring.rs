@@ -203,7 +203,7 @@ impl fmt::Display for RingError {
         match self {
             RingError::Io(e) => write!(f, "cannot read the ring file: {e}"),
             RingError::NotARing => {
-                write!(f, "not a ring file (no ring magic); a stream file is read with `event-dump print`, not as a ring")
+                write!(f, "not a ring file (no ring magic); if it is an event stream, read it with `event-dump print`")
             }
             RingError::Truncated { have, need } => write!(
                 f,

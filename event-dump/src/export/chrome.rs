@@ -26,8 +26,7 @@
 
 use super::Skipped;
 use crate::log::{DumpError, Log};
-use crate::merge::{self, Item};
-use crate::progress::Progress;
+use crate::merge::Item;
 use crate::render::{Annotations, json_string};
 use event_format::builtin;
 use event_format::decode::Event;
@@ -37,7 +36,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -207,6 +205,26 @@ fn head(line: &mut String, name: &str, cat: &str, ph: &str, ns: i128, pid: u64, 
     let _ = write!(line, ",\"pid\":{pid},\"tid\":{tid},\"args\":");
 }
 
+/// Writes one event line: its head as `ph`, named `name`, with the event's parameters as args.
+#[allow(clippy::too_many_arguments, reason = "the fields of one trace event")]
+fn event_line<W: Write>(
+    events: &mut Events<W>,
+    name: &str,
+    cat: &str,
+    ph: &str,
+    at: (i128, u64, u64),
+    ann: &Annotations,
+    file: usize,
+    event: &Event<'_>,
+) -> io::Result<()> {
+    let (ns, pid, tid) = at;
+    let line = events.begin();
+    head(line, name, cat, ph, ns, pid, tid);
+    write_args(line, ann, file, event);
+    line.push('}');
+    events.end()
+}
+
 /// A metadata event (`process_name`, `thread_name`).
 fn metadata(line: &mut String, what: &str, pid: u64, tid: u64, name: &str) {
     let _ = write!(line, "{{\"name\":\"{what}\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":");
@@ -301,23 +319,15 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
         events.end()?;
     }
 
-    let total: u64 = logs.iter().map(|l| l.len).sum();
-    let mut progress = Progress::new("exporting", total);
-    let mut seen = 0u64;
     let mut ann = Annotations::default();
     let mut skipped = Skipped::default();
     let mut tracks: BTreeMap<(usize, u64), Track> = BTreeMap::new();
     let mut names: BTreeMap<(usize, u64), String> = BTreeMap::new();
-    let mut failure: Option<io::Error> = None;
-    let merged = merge::merge(logs, |item| {
-        seen += 1;
-        if seen.is_multiple_of(1 << 16) {
-            progress.update(seen * 32);
-        }
+    super::merge_all(logs, |item| {
         if skipped.count(&item) {
-            return ControlFlow::Continue(());
+            return Ok(());
         }
-        let Item::Event { file, event } = item else { return ControlFlow::Continue(()) };
+        let Item::Event { file, event } = item else { return Ok(()) };
         ann.learn(file, &event);
         if event.desc.code == builtin::THREAD_NAME {
             let mut values = event.values();
@@ -330,65 +340,32 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
         let track = tracks.entry((file, event.thread)).or_default();
         track.last_ns = ns;
         let cat = event.desc.kind_name.as_str();
-        let written = (|| -> io::Result<()> {
-            match role(&event) {
-                Role::Begin { key, name } => {
-                    let line = events.begin();
-                    head(line, &name, cat, "B", ns, pid, tid);
-                    write_args(line, &ann, file, &event);
-                    line.push('}');
-                    events.end()?;
-                    track.open.push(Open { key, name, cat: cat.to_owned() });
-                }
-                Role::End { key } => match track.open.iter().rposition(|o| o.key == key) {
-                    Some(at) => {
-                        // Slices opened inside this one and still open end with it.
-                        while track.open.len() > at + 1 {
-                            if let Some(inner) = track.open.pop() {
-                                head(events.begin(), &inner.name, &inner.cat, "E", ns, pid, tid);
-                                events.line.push_str("{\"unended\":true}}");
-                                events.end()?;
-                            }
-                        }
-                        if let Some(open) = track.open.pop() {
-                            let line = events.begin();
-                            head(line, &open.name, &open.cat, "E", ns, pid, tid);
-                            write_args(line, &ann, file, &event);
-                            line.push('}');
+        let at = (ns, pid, tid);
+        match role(&event) {
+            Role::Begin { key, name } => {
+                event_line(&mut events, &name, cat, "B", at, &ann, file, &event)?;
+                track.open.push(Open { key, name, cat: cat.to_owned() });
+            }
+            Role::End { key } => match track.open.iter().rposition(|o| o.key == key) {
+                Some(at_open) => {
+                    // Slices opened inside this one and still open end with it.
+                    while track.open.len() > at_open + 1 {
+                        if let Some(inner) = track.open.pop() {
+                            head(events.begin(), &inner.name, &inner.cat, "E", ns, pid, tid);
+                            events.line.push_str("{\"unended\":true}}");
                             events.end()?;
                         }
                     }
-                    None => {
-                        let line = events.begin();
-                        head(line, &event.desc.name, cat, "i", ns, pid, tid);
-                        write_args(line, &ann, file, &event);
-                        line.push('}');
-                        events.end()?;
+                    if let Some(open) = track.open.pop() {
+                        event_line(&mut events, &open.name, &open.cat, "E", at, &ann, file, &event)?;
                     }
-                },
-                Role::Instant => {
-                    let line = events.begin();
-                    head(line, &event.desc.name, cat, "i", ns, pid, tid);
-                    write_args(line, &ann, file, &event);
-                    line.push('}');
-                    events.end()?;
                 }
-            }
-            Ok(())
-        })();
-        match written {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                failure = Some(e);
-                ControlFlow::Break(())
-            }
+                None => event_line(&mut events, &event.desc.name, cat, "i", at, &ann, file, &event)?,
+            },
+            Role::Instant => event_line(&mut events, &event.desc.name, cat, "i", at, &ann, file, &event)?,
         }
-    });
-    progress.finish();
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    merged.map_err(|e| io::Error::other(e.0))?;
+        Ok(())
+    })?;
 
     for (&(file, thread), track) in &mut tracks {
         while let Some(open) = track.open.pop() {

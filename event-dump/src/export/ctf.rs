@@ -31,8 +31,7 @@
 
 use super::Skipped;
 use crate::log::{DumpError, Log};
-use crate::merge::{self, Item};
-use crate::progress::Progress;
+use crate::merge::Item;
 use event_format::decode::{Desc, Event};
 use event_format::letter::Letter;
 use event_format::wire::{ClockSource, Header, Order, Value};
@@ -40,7 +39,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -282,32 +280,16 @@ fn write_packet(order: Order, stream: &mut Stream) -> io::Result<()> {
 
 /// Reads the log through the merge and adds each event to its thread's stream.
 fn read_into(log: &mut Log, trace: &mut Trace) -> io::Result<Skipped> {
-    let mut progress = Progress::new("exporting", log.len);
-    let mut seen = 0u64;
     let mut skipped = Skipped::default();
-    let mut failure = None;
-    let merged = merge::merge(std::slice::from_mut(log), |item| {
-        seen += 1;
-        if seen.is_multiple_of(1 << 16) {
-            progress.update(seen * 32);
-        }
+    super::merge_all(std::slice::from_mut(log), |item| {
         if skipped.count(&item) {
-            return ControlFlow::Continue(());
+            return Ok(());
         }
-        let Item::Event { event, .. } = item else { return ControlFlow::Continue(()) };
-        match trace.add(&event) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                failure = Some(e);
-                ControlFlow::Break(())
-            }
+        match item {
+            Item::Event { event, .. } => trace.add(&event),
+            _ => Ok(()),
         }
-    });
-    progress.finish();
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    merged.map_err(|e| io::Error::other(e.0))?;
+    })?;
     Ok(skipped)
 }
 

@@ -16,8 +16,38 @@ mod sqlite;
 use crate::ExportArgs;
 use crate::commands::open_all;
 use crate::log::DumpError;
-use crate::merge::Item;
+use crate::log::Log;
+use crate::merge::{self, Item};
+use crate::progress::Progress;
+use std::io;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
+
+/// Reads `logs` through the merge into `write`, with progress on stderr (on a terminal, for
+/// big logs); the first error `write` returns stops the reading and is returned.
+fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>) -> io::Result<()> {
+    let mut progress = Progress::new("exporting", logs.iter().map(|l| l.len).sum());
+    let mut seen = 0u64;
+    let mut failure = None;
+    let merged = merge::merge(logs, |item| {
+        seen += 1;
+        if seen.is_multiple_of(1 << 16) {
+            progress.update(seen * 32);
+        }
+        match write(item) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    progress.finish();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    merged.map_err(|e| io::Error::other(e.0))
+}
 
 /// The formats `export` writes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

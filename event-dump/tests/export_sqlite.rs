@@ -5,18 +5,15 @@
 
 event_runtime::include_events!("../events.def");
 
+mod export_common;
+
 use event_format::wire::{BlockHeader, BlockWriter, Header, Value};
 use event_runtime::{Policy, Recorder};
+use export_common::{SERIAL, run, small_buffer_log, stderr};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
-
-const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
-
-/// One recording per process at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+use std::process::Output;
 
 /// A string with quotes, a backslash, a newline and characters outside ASCII.
 const AWKWARD: &str = "it's \"quoted\" \\ and\nünïcødé ✓ 🦀";
@@ -24,17 +21,7 @@ const AWKWARD: &str = "it's \"quoted\" \\ and\nünïcødé ✓ 🦀";
 const BIG: u64 = u64::MAX - 41;
 
 fn dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("export-sqlite-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(DUMP).args(args).output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    export_common::dir("export-sqlite")
 }
 
 fn export(db: &Path, logs: &[&Path]) -> Output {
@@ -85,20 +72,8 @@ fn sample_log(name: &str, workers: u64) -> PathBuf {
 
 /// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks.
 fn dropping_log() -> PathBuf {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let path = dir().join("drops.evt");
-    let recording = Recorder::new(&events::SET)
-        .file(&path)
-        .policy(Policy::Fill)
-        .block_size(1024)
-        .buffer_size(4096)
-        .deterministic_clock()
-        .start()
-        .unwrap();
-    for i in 0..500u64 {
-        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
-    }
-    recording.stop().unwrap();
+    small_buffer_log(&path, Policy::Fill);
     path
 }
 
@@ -386,23 +361,8 @@ fn stats_missing_blocks(log: &Path) -> i64 {
 
 #[test]
 fn blocks_a_ring_overwrote_are_counted_as_stats_counts_them() {
-    let log = {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let path = dir().join("ring-policy.evt");
-        let recording = Recorder::new(&events::SET)
-            .file(&path)
-            .policy(Policy::Ring)
-            .block_size(1024)
-            .buffer_size(4096)
-            .deterministic_clock()
-            .start()
-            .unwrap();
-        for i in 0..500u64 {
-            event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
-        }
-        recording.stop().unwrap();
-        path
-    };
+    let log = dir().join("ring-policy.evt");
+    small_buffer_log(&log, Policy::Ring);
     let stats_missing = stats_missing_blocks(&log);
     assert!(stats_missing > 0, "the ring kept only its latest blocks");
     let db_path = fresh_db("ring-policy.db");

@@ -12,8 +12,8 @@ use std::sync::Mutex;
 
 pub(crate) const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
 
-/// One recording per process at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// One recording per process at a time: every test that records takes it.
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
 pub(crate) fn dir(test: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{test}-{}", std::process::id()));
@@ -127,9 +127,15 @@ pub(crate) fn sample_log(path: &Path) {
 /// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks, so
 /// it holds `Dropped` events.
 pub(crate) fn dropping_log(path: &Path) {
+    small_buffer_log(path, Policy::Fill);
+}
+
+/// 500 `ObjectFree` events of one thread under `policy` with four 1 KiB blocks: `fill`
+/// refuses most of them, `ring` overwrites most of its blocks.
+pub(crate) fn small_buffer_log(path: &Path, policy: Policy) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let recording =
-        Recorder::new(&crate::events::SET).file(path).policy(Policy::Fill).block_size(1024).buffer_size(4096).deterministic_clock().start().unwrap();
+        Recorder::new(&crate::events::SET).file(path).policy(policy).block_size(1024).buffer_size(4096).deterministic_clock().start().unwrap();
     for i in 0..500u64 {
         event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
     }

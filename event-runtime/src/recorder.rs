@@ -102,17 +102,14 @@ impl Sinks {
     /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
     /// packing, and the writer is keeping up (`hurry` false).
     fn write_block(&mut self, block: &[u8], hurry: bool) {
-        if self.pack && !hurry {
-            let mut packed = std::mem::take(&mut self.packed);
-            packed.clear();
-            if pack_block(Order::NATIVE, block, &mut packed) {
-                self.write(&packed);
-                self.packed = packed;
-                return;
-            }
-            self.packed = packed;
+        if !self.pack || hurry {
+            return self.write(block);
         }
-        self.write(block);
+        // Taken out and put back: `write` borrows the whole of `self`.
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        self.write(if pack_block(Order::NATIVE, block, &mut packed) { &packed } else { block });
+        self.packed = packed;
     }
 
     /// The file sink's descriptor, for a fatal signal's last write.

@@ -133,7 +133,17 @@ impl<'a> Pool<'a> {
 fn worker(arena: &Arena, index: u64) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (index + 1));
     let class = ["small", "medium", "large", "huge"][index as usize % 4];
-    let mut pool = Pool { arena, id: 0x1000 + index, size: [16, 48, 128, 512][index as usize % 4], segments: Vec::new(), free: Vec::new(), live: Vec::new(), next: 0, allocated: 0, freed: 0 };
+    let mut pool = Pool {
+        arena,
+        id: 0x1000 + index,
+        size: [16, 48, 128, 512][index as usize % 4],
+        segments: Vec::new(),
+        free: Vec::new(),
+        live: Vec::new(),
+        next: 0,
+        allocated: 0,
+        freed: 0,
+    };
     event_runtime::label(pool.id as usize, &format!("{class} pool"));
     event!(PoolInit, pool.id as usize, arena.base() as usize, class, pool.size as u32);
     event!(ClientPhase, "churn", index, 0);
@@ -185,7 +195,10 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let arena = Arena { memory: vec![0u8; SEGMENTS * SEGMENT_SIZE].into_boxed_slice(), free_segments: Mutex::new((0..SEGMENTS).rev().collect()) };
+    let arena = Arena {
+        memory: vec![0u8; SEGMENTS * SEGMENT_SIZE].into_boxed_slice(),
+        free_segments: Mutex::new((0..SEGMENTS).rev().collect()),
+    };
     let began = Instant::now();
     event_runtime::label(arena.base() as usize, "the tour's arena");
     event!(ArenaCreate, arena.base() as usize, arena.base(), arena.memory.len() as u64);
@@ -292,7 +305,10 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
         }
     }
     let lines = lines.into_sorted_vec();
-    println!("The tour ran an arena allocator on {WORKERS} threads for {:.1} ms and recorded {events} events.", elapsed.as_secs_f64() * 1e3);
+    println!(
+        "The tour ran an arena allocator on {WORKERS} threads for {:.1} ms and recorded {events} events.",
+        elapsed.as_secs_f64() * 1e3
+    );
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     println!(
         "Trace: {} ({size} bytes, format {}, {blocks} blocks of {} bytes, {packed} of them packed, {} byte order)\n",
@@ -316,7 +332,10 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     for (name, n) in top.iter().take(6) {
         println!("  {name:<22} {n:>9}");
     }
-    println!("\nEvents per thread: {}", per_thread.iter().map(|(t, n)| format!("T{t}={n}")).collect::<Vec<_>>().join(" "));
+    println!(
+        "\nEvents per thread: {}",
+        per_thread.iter().map(|(t, n)| format!("T{t}={n}")).collect::<Vec<_>>().join(" ")
+    );
     let span = header.clock.seconds_since_start(last) - header.clock.seconds_since_start(first.min(last));
     let missing: u64 = sequences.values().map(|&(lo, hi, n)| lo + (hi - lo + 1 - n)).sum();
     println!(
@@ -333,6 +352,8 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     println!("  cargo run -p event-dump -- check {p}                      exit code 0 only when the trace is whole");
     println!("  docs/FORMAT.md            how every byte of {p} is laid out");
     println!("  EVENT_CONTROL='Pool Seg' cargo run --release --example tour    record only two kinds");
-    println!("  EVENT_POLICY=ring EVENT_BUFSIZE=1m cargo run --release --example tour    a flight recorder: the latest events");
+    println!(
+        "  EVENT_POLICY=ring EVENT_BUFSIZE=1m cargo run --release --example tour    a flight recorder: the latest events"
+    );
     println!("  EVENT_RING=target/tour.ring cargo run --release --example tour    also a crash-proof ring file");
 }

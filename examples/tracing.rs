@@ -13,7 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The three lines a tracing user adds: the layer, the subscriber, the recording.
     let subscriber = tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new());
     tracing::subscriber::set_global_default(subscriber)?;
-    let recording = event_runtime::Recorder::new(&event_runtime::tracing_bridge::EVENTS).file(&path).from_env()?.start()?;
+    let recording =
+        event_runtime::Recorder::new(&event_runtime::tracing_bridge::EVENTS).file(&path).from_env()?.start()?;
 
     // The program, instrumented as usual.
     tracing::info!(orders = 3, "shop open");
@@ -34,7 +35,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!("shop closed");
 
     recording.stop()?;
-    eprintln!("recorded {}; read it with `cargo run -p event-dump -- {}`", path.to_string_lossy(), path.to_string_lossy());
+    eprintln!(
+        "recorded {}; read it with `cargo run -p event-dump -- {}`",
+        path.to_string_lossy(),
+        path.to_string_lossy()
+    );
     Ok(())
 }
 

@@ -45,19 +45,56 @@ fn events() -> Vec<(u64, u64, u16, Vec<Value<'static>>)> {
         (1, 10, 0x0001, vec![Value::Pointer(arena), Value::Address(0x7f3a_4000_0000), Value::Word(64 << 20)]),
         (1, 12, builtin::INTERN, vec![Value::Word(1), Value::Str(Text::new("tour arena"))]),
         (1, 12, builtin::LABEL, vec![Value::Address(arena), Value::Word(1)]),
-        (1, 20, 0x0010, vec![Value::Pointer(0x5500), Value::Pointer(arena), Value::Str(Text::new("small")), Value::Unsigned(16)]),
+        (
+            1,
+            20,
+            0x0010,
+            vec![Value::Pointer(0x5500), Value::Pointer(arena), Value::Str(Text::new("small")), Value::Unsigned(16)],
+        ),
         (2, 25, builtin::THREAD_NAME, vec![Value::Word(2), Value::Str(Text::new("worker-1"))]),
-        (2, 30, 0x0020, vec![Value::Pointer(0x6600), Value::Pointer(0x5500), Value::Address(0x7f3a_4000_0000), Value::Word(65536)]),
+        (
+            2,
+            30,
+            0x0020,
+            vec![Value::Pointer(0x6600), Value::Pointer(0x5500), Value::Address(0x7f3a_4000_0000), Value::Word(65536)],
+        ),
         (1, 31, builtin::MESSAGE, vec![Value::Str(Text::new("line one\nline \"two\" \u{2603}"))]),
     ];
     for i in 0..60u64 {
         let addr = 0x7f3a_4000_0000 + i * 48;
-        ev.push((2, 40 + i * 7, 0x0030, vec![Value::Pointer(0x5500), Value::Address(addr), Value::Word(48), Value::Unsigned((i % 5) as u32)]));
+        ev.push((
+            2,
+            40 + i * 7,
+            0x0030,
+            vec![Value::Pointer(0x5500), Value::Address(addr), Value::Word(48), Value::Unsigned((i % 5) as u32)],
+        ));
         if i % 4 == 3 {
-            ev.push((2, 43 + i * 7, 0x0032, vec![Value::Pointer(0x5500), Value::Address(addr), Value::Word(48), Value::Word(96), Value::Bool(i % 8 == 3)]));
+            ev.push((
+                2,
+                43 + i * 7,
+                0x0032,
+                vec![
+                    Value::Pointer(0x5500),
+                    Value::Address(addr),
+                    Value::Word(48),
+                    Value::Word(96),
+                    Value::Bool(i % 8 == 3),
+                ],
+            ));
         }
         if i % 10 == 9 {
-            ev.push((1, 44 + i * 7, 0x0012, vec![Value::Pointer(0x5500), Value::Word(i * 48), Value::Word(i * 12), Value::Word(i * 36), Value::Double(i as f64 / 64.0)]));
+            ev.push((
+                1,
+                44 + i * 7,
+                0x0012,
+                vec![
+                    Value::Pointer(0x5500),
+                    Value::Word(i * 48),
+                    Value::Word(i * 12),
+                    Value::Word(i * 36),
+                    Value::Double(i as f64 / 64.0),
+                ],
+            ));
         }
     }
     ev.extend([
@@ -73,7 +110,12 @@ fn events() -> Vec<(u64, u64, u16, Vec<Value<'static>>)> {
         (1, 800, builtin::CLOCK_SYNC, vec![Value::Word(800), Value::Signed(1_763_700_000_000_000_800)]),
         // Ten seconds later at 1 GHz: more than 2^32 ticks.
         (1, 10_000_000_800, 0x0050, vec![Value::Str(Text::new("shutdown")), Value::Word(9), Value::Signed(-1)]),
-        (1, 10_000_000_900, 0x0051, vec![Value::Bool(false), Value::Str(Text::new("leaks")), Value::Str(Text::new(""))]),
+        (
+            1,
+            10_000_000_900,
+            0x0051,
+            vec![Value::Bool(false), Value::Str(Text::new("leaks")), Value::Str(Text::new(""))],
+        ),
         (1, 10_000_001_000, 0x0052, vec![]),
         (1, 10_000_001_100, 0x0002, vec![Value::Pointer(arena), Value::Word(0)]),
     ]);
@@ -109,7 +151,11 @@ fn generate(order: Order) -> Vec<u8> {
         let slot = match writers.iter().position(|(t, ..)| *t == thread) {
             Some(i) => i,
             None => {
-                writers.push((thread, BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, base_time: time, ..Default::default() }), 0));
+                writers.push((
+                    thread,
+                    BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, base_time: time, ..Default::default() }),
+                    0,
+                ));
                 writers.len() - 1
             }
         };
@@ -119,7 +165,11 @@ fn generate(order: Order) -> Vec<u8> {
         if lost_before || writer.push(code, time, &values).is_err() {
             *seq += 1;
             let lost = if lost_before { 4 } else { 0 };
-            let next = BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, sequence: *seq, base_time: time, lost, ..Default::default() });
+            let next = BlockWriter::new(
+                order,
+                BLOCK_SIZE,
+                &BlockHeader { thread, sequence: *seq, base_time: time, lost, ..Default::default() },
+            );
             let done = std::mem::replace(writer, next);
             emit(&mut out, done.finish(), order);
             writer.push(code, time, &values).expect("fits an empty block");
@@ -168,7 +218,9 @@ fn read_of(version: &str, name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8>
         std::fs::copy(data_of(OLDER[0], "events.def"), data("events.def")).unwrap();
         std::fs::write(&path, make()).unwrap();
     }
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (a new format version needs its fixtures: UPDATE_FIXTURES=1)", path.display()))
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!("{}: {e} (a new format version needs its fixtures: UPDATE_FIXTURES=1)", path.display())
+    })
 }
 
 fn read(name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
@@ -186,7 +238,10 @@ fn dump(bytes: &[u8]) -> String {
             Err(e) => out.push_str(&format!("! {e}\n")),
             Ok(block) => {
                 if block.header.lost > 0 {
-                    out.push_str(&format!("! {} events lost on thread {} before block {}\n", block.header.lost, block.header.thread, block.index));
+                    out.push_str(&format!(
+                        "! {} events lost on thread {} before block {}\n",
+                        block.header.lost, block.header.thread, block.index
+                    ));
                 }
                 for entry in block.entries(&catalog) {
                     match entry {

@@ -60,7 +60,9 @@ pub fn numbered(stream: &[u8]) -> Result<Numbered, String> {
         for entry in block.entries(&catalog) {
             let event = match entry {
                 Entry::Event(e) => e,
-                other => return Err(format!("thread {thread}, block {sequence}: a record that does not decode: {other:?}")),
+                other => {
+                    return Err(format!("thread {thread}, block {sequence}: a record that does not decode: {other:?}"));
+                }
             };
             out.events += 1;
             if event.desc.code != NUMBERED {
@@ -138,7 +140,10 @@ pub fn check_ring(path: &Path, state: u32, workers: u64) -> Result<RingCheck, St
         return Err(format!("the file's state is {}, expected {}", state_name(summary.state), state_name(state)));
     }
     if let Some((slot, sequence, why)) = summary.damaged.first() {
-        return Err(format!("{} damaged blocks; the first: slot {slot}, block {sequence}: {why}", summary.damaged.len()));
+        return Err(format!(
+            "{} damaged blocks; the first: slot {slot}, block {sequence}: {why}",
+            summary.damaged.len()
+        ));
     }
     let numbered = numbered(&stream)?;
     for w in 0..workers {
@@ -153,10 +158,15 @@ pub fn check_ring(path: &Path, state: u32, workers: u64) -> Result<RingCheck, St
         match (ns[0] == 0, first_block == 0) {
             (true, true) | (false, false) => {}
             (false, true) => {
-                return Err(format!("worker {w}: starts at event {} though block 0 of its thread {thread} is in the file", ns[0]));
+                return Err(format!(
+                    "worker {w}: starts at event {} though block 0 of its thread {thread} is in the file",
+                    ns[0]
+                ));
             }
             (true, false) => {
-                return Err(format!("worker {w}: starts at event 0 though its thread {thread} starts at block {first_block}"));
+                return Err(format!(
+                    "worker {w}: starts at event 0 though its thread {thread} starts at block {first_block}"
+                ));
             }
         }
     }

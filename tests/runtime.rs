@@ -95,21 +95,29 @@ fn a_ring_file_keeps_a_panicking_workers_events_up_to_its_last() {
     for (round, pause) in pauses(3).into_iter().enumerate() {
         let path = d.join(format!("panic-{round}.ring"));
         let victim = round as u64 % 3;
-        let mut c = child(&["panic-ring", path.to_str().unwrap(), "3", &pause.to_string(), &victim.to_string()], &[("EVENT_BUFSIZE", "1m")])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()) // the panic and its traceback (tested above)
-            .spawn()
-            .unwrap();
+        let mut c = child(
+            &["panic-ring", path.to_str().unwrap(), "3", &pause.to_string(), &victim.to_string()],
+            &[("EVENT_BUFSIZE", "1m")],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null()) // the panic and its traceback (tested above)
+        .spawn()
+        .unwrap();
         // One reader for both lines: `ready`, then what the victim recorded.
         let lines: Vec<String> = BufReader::new(c.stdout.take().unwrap()).lines().map(Result::unwrap).collect();
         assert_eq!(lines.len(), 2, "round {round}: {lines:?}");
         assert_eq!(lines[0], "ready");
-        let recorded: u64 = lines[1].strip_prefix("panic after ").and_then(|l| l.strip_suffix(" events")).unwrap().parse().unwrap();
+        let recorded: u64 =
+            lines[1].strip_prefix("panic after ").and_then(|l| l.strip_suffix(" events")).unwrap().parse().unwrap();
         let status = c.wait().unwrap();
         assert_eq!(status.code(), Some(101), "round {round}: the panic reaches the main thread");
         // The main thread's unwinding drops the recording, which closes the file.
         let found = check_ring(&path, STATE_CLOSED, 3).unwrap_or_else(|e| panic!("round {round}: {e}"));
-        assert_eq!(found.numbered.by_worker[&victim].last(), Some(&(recorded - 1)), "round {round}: the victim's last event is in the file");
+        assert_eq!(
+            found.numbered.by_worker[&victim].last(),
+            Some(&(recorded - 1)),
+            "round {round}: the victim's last event is in the file"
+        );
     }
 }
 
@@ -154,7 +162,10 @@ fn a_panic_prints_the_last_events_of_the_panicking_thread() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the child panics on purpose"), "the panic message comes first: {stderr}");
-    let head = format!("event-runtime: the last {} events of thread 'main' before it panicked:", event_runtime::TRACEBACK_EVENTS);
+    let head = format!(
+        "event-runtime: the last {} events of thread 'main' before it panicked:",
+        event_runtime::TRACEBACK_EVENTS
+    );
     let at = stderr.find(&head).unwrap_or_else(|| panic!("a traceback in: {stderr}"));
     let lines: Vec<&str> = stderr[at..].lines().skip(1).take(event_runtime::TRACEBACK_EVENTS).collect();
     for (k, line) in lines.iter().enumerate() {
@@ -170,7 +181,8 @@ fn a_follower_sees_every_event_in_order_or_the_overwrites() {
     for (bufsize, must_see_all) in [("64k", false), ("64m", true)] {
         let path = d.join(format!("follow-{bufsize}.ring"));
         let n = 100_000u64;
-        let mut c = start_ready(child(&["follow", path.to_str().unwrap(), "2", &n.to_string()], &[("EVENT_BUFSIZE", bufsize)]));
+        let mut c =
+            start_ready(child(&["follow", path.to_str().unwrap(), "2", &n.to_string()], &[("EVENT_BUFSIZE", bufsize)]));
         let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
         let catalog = Catalog::new(&reader.header().schema);
         let mut follower = Follower::new(reader);
@@ -189,12 +201,18 @@ fn a_follower_sees_every_event_in_order_or_the_overwrites() {
                             if e.desc.code != NUMBERED {
                                 continue;
                             }
-                            let Some(i) = e.values().nth(1).and_then(|v| if let Value::Word(i) = v { Some(i) } else { None }) else {
+                            let Some(i) =
+                                e.values().nth(1).and_then(|v| if let Value::Word(i) = v { Some(i) } else { None })
+                            else {
                                 panic!("a numbered event")
                             };
                             let expected = next.entry(e.thread).or_insert(0);
                             if i != *expected {
-                                assert!(overwritten.remove(&e.thread).is_some(), "thread {}: {i} after {expected} with no overwrite reported", e.thread);
+                                assert!(
+                                    overwritten.remove(&e.thread).is_some(),
+                                    "thread {}: {i} after {expected} with no overwrite reported",
+                                    e.thread
+                                );
                             }
                             *expected = i + 1;
                             seen += 1;
@@ -229,9 +247,18 @@ fn a_follower_sees_every_event_in_order_or_the_overwrites() {
 fn bad_settings_are_one_clear_line_and_a_failure() {
     let d = dir("env");
     let cases: &[(&[(&str, &str)], &str)] = &[
-        (&[("EVENT_POLICY", "swtich")], "error: EVENT_POLICY=\"swtich\": unknown policy; write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)"),
-        (&[("EVENT_BUFSIZE", "12q")], "error: EVENT_BUFSIZE=\"12q\": not a size; write a number of bytes with an optional k, m or g suffix (powers of 1024), e.g. 16m"),
-        (&[("EVENT_CONTROL", "Pol")], "error: EVENT_CONTROL=\"Pol\": unknown kind \"Pol\" at column 1 (did you mean \"Pool\"?)"),
+        (
+            &[("EVENT_POLICY", "swtich")],
+            "error: EVENT_POLICY=\"swtich\": unknown policy; write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)",
+        ),
+        (
+            &[("EVENT_BUFSIZE", "12q")],
+            "error: EVENT_BUFSIZE=\"12q\": not a size; write a number of bytes with an optional k, m or g suffix (powers of 1024), e.g. 16m",
+        ),
+        (
+            &[("EVENT_CONTROL", "Pol")],
+            "error: EVENT_CONTROL=\"Pol\": unknown kind \"Pol\" at column 1 (did you mean \"Pool\"?)",
+        ),
         (&[("EVENT_RING", "/nonexistent/dir/x.ring")], "error: cannot create the ring file /nonexistent/dir/x.ring: "),
     ];
     for (env, expected) in cases {

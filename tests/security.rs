@@ -47,7 +47,10 @@ fn recording(mode: &[&str]) -> Running {
 }
 
 fn control(path: &Path) -> Output {
-    Command::new(DUMP).args(["control", path.to_str().unwrap(), "--disable", "Object", "--timeout", "300"]).output().unwrap()
+    Command::new(DUMP)
+        .args(["control", path.to_str().unwrap(), "--disable", "Object", "--timeout", "300"])
+        .output()
+        .unwrap()
 }
 
 /// `bytes` with the ring layout's version replaced (its checksum fixed).
@@ -99,7 +102,10 @@ fn control_refuses_what_is_not_a_live_ring_file_of_a_version_it_reads() {
         ("an empty file", Vec::new()),
         ("a ring file of another major layout", with_layout_version(&ring, v.major + 1, 0)),
         ("a ring file of a newer median layout", with_layout_version(&ring, v.major, v.median + 1)),
-        ("a ring file holding a stream of another major", with_stream_major(&ring, event_format::wire::FORMAT_VERSION.major + 1)),
+        (
+            "a ring file holding a stream of another major",
+            with_stream_major(&ring, event_format::wire::FORMAT_VERSION.major + 1),
+        ),
     ];
     let mut report = String::new();
     for (name, bytes) in &cases {

@@ -10,7 +10,8 @@ use std::process::Command;
 
 fn run_variety(features: &[&str]) -> String {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from).join("varieties");
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from).join("varieties");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command.current_dir(&root).args(["run", "--quiet", "--package", "event-varieties", "--target-dir"]).arg(&target);

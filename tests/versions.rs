@@ -87,7 +87,11 @@ fn unknown_block(stream: &[u8]) -> Vec<u8> {
     }
     // A second after the base log's last event, so that they print last.
     let time = time + 1_000_000_000;
-    let mut w = BlockWriter::new(order_of(stream), block_size, &BlockHeader { thread: 1, sequence, base_time: time, ..Default::default() });
+    let mut w = BlockWriter::new(
+        order_of(stream),
+        block_size,
+        &BlockHeader { thread: 1, sequence, base_time: time, ..Default::default() },
+    );
     // ArenaDestroy(arena, committed): code 0x0002, format PW in every events.def of 1.x.
     w.push(0x0002, time, &[Value::Pointer(0x7f3a_0000_1000), Value::Word(1)]).expect("fits");
     w.push(UNKNOWN_CODE, time + 10, &[Value::Word(42), Value::Str(Text::new("from a newer minor"))]).expect("fits");
@@ -101,7 +105,8 @@ fn unknown_block(stream: &[u8]) -> Vec<u8> {
 fn log(name: &str, version: Version) -> String {
     let path = skew(name);
     if std::env::var_os("UPDATE_FIXTURES").is_some() {
-        let base = std::fs::read(base_path()).unwrap_or_else(|e| panic!("{}: {e}; the current version's fixtures come first", base_path().display()));
+        let base = std::fs::read(base_path())
+            .unwrap_or_else(|e| panic!("{}: {e}; the current version's fixtures come first", base_path().display()));
         let mut bytes = with_version(&base, version);
         if version == newer_minor() {
             bytes.extend(unknown_block(&base));
@@ -109,10 +114,15 @@ fn log(name: &str, version: Version) -> String {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, bytes).unwrap();
     }
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (make it: UPDATE_FIXTURES=1 cargo test -p event-tests --test versions)", path.display()));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!("{}: {e} (make it: UPDATE_FIXTURES=1 cargo test -p event-tests --test versions)", path.display())
+    });
     let o = order_of(&bytes);
     let claimed = Version::new(o.u16(&bytes[10..]), o.u16(&bytes[12..]), o.u16(&bytes[14..]));
-    assert_eq!(claimed, version, "{name} was made for another reader version; make it again: UPDATE_FIXTURES=1 cargo test -p event-tests --test versions");
+    assert_eq!(
+        claimed, version,
+        "{name} was made for another reader version; make it again: UPDATE_FIXTURES=1 cargo test -p event-tests --test versions"
+    );
     path.to_str().unwrap().to_owned()
 }
 
@@ -147,14 +157,24 @@ fn a_newer_minor_is_read_and_its_unknown_record_skipped_and_counted() {
     let (lines, base_lines) = (text(&print.stdout), text(&dump(&["print", base]).stdout));
     assert_eq!(
         text(&print.stderr),
-        format!("event-dump: {path}: 1 records of unknown code {UNKNOWN_CODE:#06x} skipped (a newer event set or format wrote them)\n")
+        format!(
+            "event-dump: {path}: 1 records of unknown code {UNKNOWN_CODE:#06x} skipped (a newer event set or format wrote them)\n"
+        )
     );
     // Every event of the base log, then the two known events around the unknown record.
     let lines: Vec<&str> = lines.lines().collect();
     assert_eq!(lines.len(), base_lines.lines().count() + 2, "{lines:#?}");
     assert_eq!(lines[..lines.len() - 2], base_lines.lines().collect::<Vec<_>>()[..]);
-    assert!(lines[lines.len() - 2].ends_with("Arena.ArenaDestroy arena=0x7f3a00001000[\"tour arena\"] committed=1"), "{}", lines[lines.len() - 2]);
-    assert!(lines[lines.len() - 1].ends_with("Arena.ArenaDestroy arena=0x7f3a00001000[\"tour arena\"] committed=2"), "{}", lines[lines.len() - 1]);
+    assert!(
+        lines[lines.len() - 2].ends_with("Arena.ArenaDestroy arena=0x7f3a00001000[\"tour arena\"] committed=1"),
+        "{}",
+        lines[lines.len() - 2]
+    );
+    assert!(
+        lines[lines.len() - 1].ends_with("Arena.ArenaDestroy arena=0x7f3a00001000[\"tour arena\"] committed=2"),
+        "{}",
+        lines[lines.len() - 1]
+    );
 
     let stats = dump(&["stats", &path]);
     assert!(stats.status.success(), "{}", text(&stats.stderr));
@@ -166,7 +186,10 @@ fn a_newer_minor_is_read_and_its_unknown_record_skipped_and_counted() {
     let check_text = named(&text(&check.stdout), &path);
     assert_eq!(check.status.code(), Some(1), "not whole: {check_text}");
     assert!(check_text.contains(&format!("unknown code {UNKNOWN_CODE:#06x}: 1 records skipped")), "{check_text}");
-    insta::assert_snapshot!("newer_minor_stats_and_check", format!("$ event-dump stats LOG\n{stats}\n$ event-dump check LOG\n{check_text}"));
+    insta::assert_snapshot!(
+        "newer_minor_stats_and_check",
+        format!("$ event-dump stats LOG\n{stats}\n$ event-dump check LOG\n{check_text}")
+    );
 }
 
 #[test]
@@ -179,7 +202,10 @@ fn a_newer_median_is_refused_unless_forced() {
         assert_eq!(out.status.code(), Some(1), "{cmd}");
         let err = text(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{cmd}: one line: {err}");
-        assert!(err.contains(&newer_median().to_string()) && err.contains(&FORMAT_VERSION.to_string()), "{cmd}: both versions: {err}");
+        assert!(
+            err.contains(&newer_median().to_string()) && err.contains(&FORMAT_VERSION.to_string()),
+            "{cmd}: both versions: {err}"
+        );
         assert!(err.contains("--force"), "{err}");
         report.push_str(&format!("{cmd}: {}", named(&err, &path)));
     }
@@ -209,7 +235,10 @@ fn another_major_is_refused_even_forced() {
             let err = text(&out.stderr);
             assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
             assert!(err.contains(&other_major().to_string()), "{args:?}: names the log's version: {err}");
-            assert!(err.contains(&format!("reads format {}.x", FORMAT_VERSION.major)), "{args:?}: names what it reads: {err}");
+            assert!(
+                err.contains(&format!("reads format {}.x", FORMAT_VERSION.major)),
+                "{args:?}: names what it reads: {err}"
+            );
             report.push_str(&format!("{}: {}", args.join(" ").replace(&path, "LOG"), named(&err, &path)));
         }
     }

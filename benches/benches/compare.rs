@@ -161,12 +161,18 @@ fn micro(plan: &Plan) {
         floor_one.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
         floor_two.extend(concurrently(2, common::floor::<3>, nf).into_iter().map(|t| t.as_nanos() as f64 / nf as f64));
     }
-    let (one, two, floor_one, floor_two) = (median(&mut one), median(&mut two), median(&mut floor_one), median(&mut floor_two));
+    let (one, two, floor_one, floor_two) =
+        (median(&mut one), median(&mut two), median(&mut floor_one), median(&mut floor_two));
     println!("## Two threads at once (each thread's rate)\n");
-    println!("| case | 1 thread, ns/event | 2 threads, ns/event per thread | per-thread rate, 2 threads / 1 | target |");
+    println!(
+        "| case | 1 thread, ns/event | 2 threads, ns/event per thread | per-thread rate, 2 threads / 1 | target |"
+    );
     println!("|---|---:|---:|---:|---|");
     println!("| event!, 3 words | {one:.2} | {two:.2} | {:.2} | ≥ 0.9 |", one / two);
-    println!("| floor, 3 words (what the machine allows) | {floor_one:.2} | {floor_two:.2} | {:.2} | |", floor_one / floor_two);
+    println!(
+        "| floor, 3 words (what the machine allows) | {floor_one:.2} | {floor_two:.2} | {:.2} | |",
+        floor_one / floor_two
+    );
     println!();
     drop(recording);
 }
@@ -229,7 +235,8 @@ fn streaming(quick: bool) {
     println!("|---|---:|---:|---:|---:|---:|");
     for (label, pace) in [("paced at 20 M events/s", Some(20_000_000u64)), ("one thread, unpaced", None)] {
         let path = out_dir().join("stream.evt");
-        let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("the stream recording starts");
+        let recording =
+            event_runtime::Recorder::new(&events::SET).file(&path).start().expect("the stream recording starts");
         let (n, elapsed) = stream_for(Duration::from_secs(secs), pace);
         event_runtime::flush();
         recording.stop().expect("the stream is written");
@@ -276,7 +283,8 @@ fn appender(quick: bool) {
     let n: u64 = if quick { 200_000 } else { 1_000_000 };
     let rounds = if quick { 3 } else { 5 };
     let mut ours = Vec::new();
-    let mut results: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![("lossless", Vec::new(), Vec::new()), ("lossy (default)", Vec::new(), Vec::new())];
+    let mut results: Vec<(&str, Vec<f64>, Vec<f64>)> =
+        vec![("lossless", Vec::new(), Vec::new()), ("lossy (default)", Vec::new(), Vec::new())];
     for _ in 0..rounds {
         let path = out_dir().join("ours.evt");
         let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("starts");
@@ -291,11 +299,14 @@ fn appender(quick: bool) {
             let _ = std::fs::remove_dir_all(&dir);
             let file_appender = tracing_appender::rolling::never(&dir, "log.txt");
             let lossy = *mode != "lossless";
-            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default().lossy(lossy).finish(file_appender);
-            let subscriber = tracing_subscriber::registry().with(tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false));
+            let (writer, guard) =
+                tracing_appender::non_blocking::NonBlockingBuilder::default().lossy(lossy).finish(file_appender);
+            let subscriber = tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false));
             let t = peers::under(subscriber, || peers::info3(n));
             drop(guard); // flushes what was queued
-            let lines = std::fs::File::open(dir.join("log.txt")).map_or(0, |f| std::io::BufReader::new(f).lines().count() as u64);
+            let lines = std::fs::File::open(dir.join("log.txt"))
+                .map_or(0, |f| std::io::BufReader::new(f).lines().count() as u64);
             times.push(t.as_nanos() as f64 / n as f64);
             lost_shares.push(100.0 * (n - lines.min(n)) as f64 / n as f64);
         }
@@ -307,7 +318,11 @@ fn appender(quick: bool) {
     println!("| event!, 3 words, `switch` → file | {ours:.1} | 0 % (counted if any) | 1.00 |");
     for (mode, times, lost) in results.iter_mut() {
         let t = median(times);
-        println!("| tracing info!, 3 fields → tracing-appender, {mode} | {t:.1} | {:.2} % | {:.1} |", median(lost), t / ours);
+        println!(
+            "| tracing info!, 3 fields → tracing-appender, {mode} | {t:.1} | {:.2} % | {:.1} |",
+            median(lost),
+            t / ours
+        );
     }
     println!("\nTarget: tracing-appender lossless at least 10 times slower than event! → file.\n");
 }
@@ -360,7 +375,9 @@ fn write_log(path: &Path, n: u64, pack: bool) {
 fn dumper(quick: bool) {
     let dump = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/event-dump");
     if !dump.exists() {
-        println!("## The dumper\n\nskipped: build it first (`cargo build --release -p event-dump`; scripts/bench does)\n");
+        println!(
+            "## The dumper\n\nskipped: build it first (`cargo build --release -p event-dump`; scripts/bench does)\n"
+        );
         return;
     }
     let n: u64 = if quick { 1_000_000 } else { 10_000_000 };
@@ -384,7 +401,12 @@ fn dumper(quick: bool) {
                 rss = rss.max(peak);
             }
             let t = median(&mut times);
-            println!("| {sub} | {label} | {mb:.0} | {t:.2} | {:.0} | {:.2} M | {:.1} |", mb / t, n as f64 / t / 1e6, rss as f64 / 1e6);
+            println!(
+                "| {sub} | {label} | {mb:.0} | {t:.2} | {:.0} | {:.2} M | {:.1} |",
+                mb / t,
+                n as f64 / t / 1e6,
+                rss as f64 / 1e6
+            );
         }
     }
     println!();
@@ -392,7 +414,11 @@ fn dumper(quick: bool) {
     // tenth of it.
     let big = out_dir().join("dump-1g.evt");
     let events_per_gb = 1_000_000_000 / 34;
-    let sizes: &[(u64, &str)] = if quick { &[(events_per_gb / 100, "10 MB"), (events_per_gb / 10, "100 MB")] } else { &[(events_per_gb / 10, "100 MB"), (events_per_gb, "1 GB")] };
+    let sizes: &[(u64, &str)] = if quick {
+        &[(events_per_gb / 100, "10 MB"), (events_per_gb / 10, "100 MB")]
+    } else {
+        &[(events_per_gb / 10, "100 MB"), (events_per_gb, "1 GB")]
+    };
     println!("| command | log | file MB | s | peak RSS MB |\n|---|---|---:|---:|---:|");
     for &(events, label) in sizes {
         write_log(&big, events, false);
@@ -472,7 +498,10 @@ fn memory() {
     }
     println!("## Memory of the recorder (`switch`, default 16 MiB pool of 64 KiB blocks; resident, from /proc)\n");
     println!("| what | MB |\n|---|---:|");
-    println!("| the recording started (pool allocated, pages untouched until used) | {:.1} |", (started as f64 - before as f64) / 1e6);
+    println!(
+        "| the recording started (pool allocated, pages untouched until used) | {:.1} |",
+        (started as f64 - before as f64) / 1e6
+    );
     println!(
         "| per recording thread, beyond a thread that does not record ({threads} threads) | {:.2} |",
         ((recording_threads as f64 - started as f64) - (plain_threads as f64 - base as f64)) / threads as f64 / 1e6

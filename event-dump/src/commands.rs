@@ -55,26 +55,40 @@ struct Selection {
 
 impl Selection {
     fn new(select: &Select, schemas: &[&Schema]) -> Result<Selection> {
-        let list = |s: &Option<String>| s.as_ref().map(|s| s.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect::<Vec<_>>());
+        let list = |s: &Option<String>| {
+            s.as_ref().map(|s| s.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect::<Vec<_>>())
+        };
         let kinds = list(&select.kind);
         if let Some(kinds) = &kinds {
             for k in kinds {
-                let known = schemas.iter().any(|s| s.kinds.iter().any(|kind| glob(k, &kind.name))) || glob(k, "Builtin");
+                let known =
+                    schemas.iter().any(|s| s.kinds.iter().any(|kind| glob(k, &kind.name))) || glob(k, "Builtin");
                 if !known {
                     let names: Vec<&str> = schemas[0].kinds.iter().map(|k| k.name.as_str()).collect();
-                    let hint = event_format::def::closest(k, names.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
-                    return Err(DumpError::new(format!("--kind {k}: no such kind in the log{hint}; its kinds are {}, Builtin", names.join(", "))));
+                    let hint = event_format::def::closest(k, names.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
+                    return Err(DumpError::new(format!(
+                        "--kind {k}: no such kind in the log{hint}; its kinds are {}, Builtin",
+                        names.join(", ")
+                    )));
                 }
             }
         }
         let events = list(&select.event);
         if let Some(events) = &events {
             for e in events {
-                let known = schemas.iter().any(|s| s.events.iter().any(|ev| glob(e, &ev.name) || glob(e, &format!("{}.{}", s.kinds[ev.kind as usize].name, ev.name))))
-                    || builtin::ALL.iter().any(|b| glob(e, b.name) || glob(e, &format!("Builtin.{}", b.name)));
+                let known =
+                    schemas.iter().any(|s| {
+                        s.events.iter().any(|ev| {
+                            glob(e, &ev.name) || glob(e, &format!("{}.{}", s.kinds[ev.kind as usize].name, ev.name))
+                        })
+                    }) || builtin::ALL.iter().any(|b| glob(e, b.name) || glob(e, &format!("Builtin.{}", b.name)));
                 if !known {
                     let names: Vec<&str> = schemas[0].events.iter().map(|e| e.name.as_str()).collect();
-                    let hint = event_format::def::closest(e, names.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+                    let hint = event_format::def::closest(e, names.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
                     return Err(DumpError::new(format!("--event {e}: no such event in the log{hint}")));
                 }
             }
@@ -83,7 +97,11 @@ impl Selection {
             None => None,
             Some(ids) => Some(
                 ids.iter()
-                    .map(|t| t.trim_start_matches('T').parse::<u64>().map_err(|_| DumpError::new(format!("--thread {t}: not a thread id; write numbers such as 1,3"))))
+                    .map(|t| {
+                        t.trim_start_matches('T').parse::<u64>().map_err(|_| {
+                            DumpError::new(format!("--thread {t}: not a thread id; write numbers such as 1,3"))
+                        })
+                    })
                     .collect::<Result<BTreeSet<u64>>>()?,
             ),
         };
@@ -100,7 +118,10 @@ impl Selection {
                     fields.extend(b.params.iter().map(|p| (*p).to_owned()));
                 }
                 let names: Vec<&str> = fields.iter().map(String::as_str).collect();
-                Some(Filter::parse(expr, &names).map_err(|e| DumpError::new(e.render(expr).replacen("error: ", "", 1)))?)
+                Some(
+                    Filter::parse(expr, &names)
+                        .map_err(|e| DumpError::new(e.render(expr).replacen("error: ", "", 1)))?,
+                )
             }
         };
         Ok(Selection { kinds, events, threads, since: select.since, until: select.until, filter })
@@ -113,7 +134,9 @@ impl Selection {
             return false;
         }
         if let Some(events) = &self.events
-            && !events.iter().any(|g| glob(g, &event.desc.name) || glob(g, &format!("{}.{}", event.desc.kind_name, event.desc.name)))
+            && !events
+                .iter()
+                .any(|g| glob(g, &event.desc.name) || glob(g, &format!("{}.{}", event.desc.kind_name, event.desc.name)))
         {
             return false;
         }
@@ -217,7 +240,10 @@ pub(crate) fn print(args: &PrintArgs) -> Result<ExitCode> {
     }
     let _ = out.flush();
     for ((file, code), n) in &unknown {
-        problems.push(format!("{}: {n} records of unknown code {code:#06x} skipped (a newer event set or format wrote them)", paths[*file]));
+        problems.push(format!(
+            "{}: {n} records of unknown code {code:#06x} skipped (a newer event set or format wrote them)",
+            paths[*file]
+        ));
     }
     for p in &problems {
         eprintln!("event-dump: {p}");
@@ -299,7 +325,9 @@ fn census(log: &mut Log) -> Census {
                     }
                 }
                 event_format::decode::Entry::Unknown { code, .. } => *c.unknown.entry(code).or_default() += 1,
-                event_format::decode::Entry::Bad(e) => c.bad.push(format!("thread {}, block {}: {e}", block.header.thread, block.header.sequence)),
+                event_format::decode::Entry::Bad(e) => {
+                    c.bad.push(format!("thread {}, block {}: {e}", block.header.thread, block.header.sequence))
+                }
             }
         }
         if in_block > 0 {
@@ -365,14 +393,33 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
         let _ = writeln!(
             text,
             "  format {}, {}, blocks of {} bytes; {} (pid {}, {} {}); clock {} at {} ticks/s",
-            h.format, h.order.name(), h.block_size, h.producer.program, h.producer.pid, h.producer.arch, h.producer.os, h.clock.source.name(), h.clock.ticks_per_second
+            h.format,
+            h.order.name(),
+            h.block_size,
+            h.producer.program,
+            h.producer.pid,
+            h.producer.arch,
+            h.producer.os,
+            h.clock.source.name(),
+            h.clock.ticks_per_second
         );
-        let _ = writeln!(text, "  event set {}: {} kinds, {} events", h.schema.version, h.schema.kinds.len(), h.schema.events.len());
-        let rate = if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
+        let _ = writeln!(
+            text,
+            "  event set {}: {} kinds, {} events",
+            h.schema.version,
+            h.schema.kinds.len(),
+            h.schema.events.len()
+        );
+        let rate =
+            if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
         let _ = writeln!(text, "  {} events in {} blocks over {span:.9} s ({rate})", c.events, c.blocks);
         let per_event_bytes = if c.events > 0 { c.record_bytes as f64 / c.events as f64 } else { 0.0 };
         let file_bytes = if c.events > 0 { c.stored_bytes as f64 / c.events as f64 } else { 0.0 };
-        let _ = writeln!(text, "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {} blocks packed)", c.packed, c.blocks);
+        let _ = writeln!(
+            text,
+            "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {} blocks packed)",
+            c.packed, c.blocks
+        );
         let lost = saturating_sum(c.lost.values().copied());
         let gaps = saturating_sum(c.sequences.values().flat_map(|s| gaps(s)).map(|g| g.1));
         let _ = writeln!(
@@ -453,7 +500,9 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             problems.push(format!("lost: {who}: {n} events"));
         }
         for (code, n) in &c.unknown {
-            problems.push(format!("unknown code {code:#06x}: {n} records skipped (a newer event set or format wrote them)"));
+            problems.push(format!(
+                "unknown code {code:#06x}: {n} records skipped (a newer event set or format wrote them)"
+            ));
         }
         let _ = writeln!(text, "{}: {} blocks, {} events", log.path.display(), c.blocks, c.events);
         for p in &problems {
@@ -478,15 +527,19 @@ pub(crate) fn schema(args: &SchemaArgs) -> Result<ExitCode> {
         write_all(&event_format::def::render(&schema))?;
         return Ok(ExitCode::SUCCESS);
     };
-    let text = std::fs::read_to_string(against).map_err(|e| DumpError::new(format!("{}: cannot read: {e}", against.display())))?;
-    let def = event_format::def::parse(&text, &against.display().to_string()).map_err(|e| DumpError::new(e.to_string().lines().next().unwrap_or("").to_owned()))?;
+    let text = std::fs::read_to_string(against)
+        .map_err(|e| DumpError::new(format!("{}: cannot read: {e}", against.display())))?;
+    let def = event_format::def::parse(&text, &against.display().to_string())
+        .map_err(|e| DumpError::new(e.to_string().lines().next().unwrap_or("").to_owned()))?;
     let mut out = String::new();
     let (changes, additions) = diff(&schema, &def);
     let (lv, dv) = (schema.version, def.version);
     let verdict = if lv.major != dv.major {
         format!("incompatible: the log's event set is {lv}, events.def is {dv}: another major version")
     } else if !changes.is_empty() {
-        format!("incompatible: events with the same code mean different things (the log's event set is {lv}, events.def is {dv}; such a change needs a new major version)")
+        format!(
+            "incompatible: events with the same code mean different things (the log's event set is {lv}, events.def is {dv}; such a change needs a new major version)"
+        )
     } else if lv.median != dv.median {
         format!("not compatible without care: the log's event set is {lv}, events.def is {dv}: another median version")
     } else if lv == dv && !additions.is_empty() {
@@ -531,15 +584,26 @@ fn diff(log: &Schema, def: &Schema) -> (Vec<String>, Vec<String>) {
                 if d.name != e.name {
                     out.push(format!("code {:#06x} is {} in the log, {} in events.def", e.code, e.name, d.name));
                 }
-                let (lf, df) = (event_format::letter::format_string(&e.format), event_format::letter::format_string(&d.format));
+                let (lf, df) =
+                    (event_format::letter::format_string(&e.format), event_format::letter::format_string(&d.format));
                 if lf != df {
                     out.push(format!("event {} has format {lf} in the log, {df} in events.def", e.name));
                 }
                 if kind(log, e.kind) != kind(def, d.kind) {
-                    out.push(format!("event {} is of kind {} in the log, {} in events.def", e.name, kind(log, e.kind), kind(def, d.kind)));
+                    out.push(format!(
+                        "event {} is of kind {} in the log, {} in events.def",
+                        e.name,
+                        kind(log, e.kind),
+                        kind(def, d.kind)
+                    ));
                 }
                 if e.params != d.params {
-                    out.push(format!("event {} has parameters ({}) in the log, ({}) in events.def", e.name, e.params.join(", "), d.params.join(", ")));
+                    out.push(format!(
+                        "event {} has parameters ({}) in the log, ({}) in events.def",
+                        e.name,
+                        e.params.join(", "),
+                        d.params.join(", ")
+                    ));
                 }
             }
         }
@@ -602,7 +666,9 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
         }
         if ended {
             if status.state != STATE_CLOSED {
-                eprintln!("event-dump: the program (pid {pid}) ended without closing its ring file; everything it committed was shown");
+                eprintln!(
+                    "event-dump: the program (pid {pid}) ended without closing its ring file; everything it committed was shown"
+                );
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -624,7 +690,9 @@ fn writer_alive(pid: u64, heartbeat_ns: u64) -> bool {
 pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
     let shown = args.ring.display().to_string();
     if args.enable.is_empty() && args.disable.is_empty() {
-        return Err(DumpError::new("nothing to change; give --enable ITEMS and/or --disable ITEMS (e.g. --disable Object)"));
+        return Err(DumpError::new(
+            "nothing to change; give --enable ITEMS and/or --disable ITEMS (e.g. --disable Object)",
+        ));
     }
     let mut items: Vec<String> = Vec::new();
     for e in &args.enable {
@@ -635,7 +703,9 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
     }
     let text = items.join(" ");
     let file = std::fs::OpenOptions::new().read(true).write(true).open(&args.ring).map_err(|e| {
-        DumpError::new(format!("{shown}: cannot open for writing: {e}; only the ring file's owner can change what its program records"))
+        DumpError::new(format!(
+            "{shown}: cannot open for writing: {e}; only the ring file's owner can change what its program records"
+        ))
     })?;
     let began = Instant::now();
     #[cfg(unix)]

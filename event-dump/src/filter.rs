@@ -146,19 +146,13 @@ impl Filter {
     pub fn parse(expr: &str, fields: &[&str]) -> Result<Filter, FilterError> {
         let mut parser = Parser::new(expr, fields);
         if matches!(parser.peek()?.tok, Tok::End) {
-            return Err(error(
-                1,
-                "empty filter: write a condition such as `name == PoolInit` or `size >= 4096`",
-            ));
+            return Err(error(1, "empty filter: write a condition such as `name == PoolInit` or `size >= 4096`"));
         }
         let root = parser.or("at the start")?;
         let token = parser.bump()?;
         match token.tok {
             Tok::End => Ok(Filter { root }),
-            Tok::RParen => Err(error(
-                token.column,
-                "unmatched `)`: no `(` opens it; remove it or add a `(` before",
-            )),
+            Tok::RParen => Err(error(token.column, "unmatched `)`: no `(` opens it; remove it or add a `(` before")),
             _ => Err(expected_join(&token, false)),
         }
     }
@@ -248,9 +242,7 @@ impl Compare {
         match (&field, &self.value) {
             (FieldValue::Str(s), Value::Text { text, .. }) => compare_strings(self.op, s, text),
             (FieldValue::Str(_), Value::Num(_)) => false,
-            (FieldValue::Int(i), value) => {
-                value.number().is_some_and(|n| compare_numbers(self.op, Num::Int(*i), n))
-            }
+            (FieldValue::Int(i), value) => value.number().is_some_and(|n| compare_numbers(self.op, Num::Int(*i), n)),
             (FieldValue::Float(x), value) => {
                 value.number().is_some_and(|n| compare_numbers(self.op, Num::Float(*x), n))
             }
@@ -456,9 +448,9 @@ impl NumberError {
             NumberError::Syntax => format!(
                 "bad number `{word}`: write an integer (42, -7, 0x1f) or a float (1.5, 2e-3); to mean text, quote it: \"{word}\""
             ),
-            NumberError::Range => format!(
-                "number `{word}` is out of range: an integer must fit in 128 bits, a float in an f64"
-            ),
+            NumberError::Range => {
+                format!("number `{word}` is out of range: an integer must fit in 128 bits, a float in an f64")
+            }
         }
     }
 }
@@ -504,8 +496,7 @@ fn parse_number(word: &str) -> Result<Num, NumberError> {
 /// without its sign, in the form Rust's `f64::from_str` reads too.
 fn is_float(text: &str) -> bool {
     let b = text.as_bytes();
-    let digits_from =
-        |i: usize| b[i.min(b.len())..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let digits_from = |i: usize| b[i.min(b.len())..].iter().take_while(|c| c.is_ascii_digit()).count();
     let whole = digits_from(0);
     let mut i = whole;
     let mut fraction = 0;
@@ -641,10 +632,7 @@ impl<'a> Lexer<'a> {
                 if c == '&' { Tok::AndAnd } else { Tok::OrOr }
             }
             '&' | '|' => {
-                return Err(error(
-                    column,
-                    format!("`{c}` alone is not an operator; did you mean `{c}{c}`?"),
-                ));
+                return Err(error(column, format!("`{c}` alone is not an operator; did you mean `{c}{c}`?")));
             }
             '!' if !matches!(self.peek_char(), Some('=' | '~')) => Tok::Not,
             c if is_operator_char(c) => {
@@ -682,8 +670,7 @@ impl<'a> Lexer<'a> {
         loop {
             match self.peek_char() {
                 Some(c) if is_word_char(c) => {}
-                Some('+')
-                    if matches!(last, 'e' | 'E') && looks_numeric(&self.text[start..self.at]) => {}
+                Some('+') if matches!(last, 'e' | 'E') && looks_numeric(&self.text[start..self.at]) => {}
                 _ => return,
             }
             if let Some(c) = self.bump_char() {
@@ -733,16 +720,10 @@ struct Parser<'a, 'f> {
 
 impl<'a, 'f> Parser<'a, 'f> {
     fn new(text: &'a str, fields: &[&'f str]) -> Parser<'a, 'f> {
-        let mut fields: Vec<&str> =
-            fields.iter().copied().filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
+        let mut fields: Vec<&str> = fields.iter().copied().filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
         fields.sort_unstable();
         fields.dedup();
-        Parser {
-            lexer: Lexer { text, at: 0, column: 1, end_column: 1 },
-            peeked: None,
-            fields,
-            depth: 0,
-        }
+        Parser { lexer: Lexer { text, at: 0, column: 1, end_column: 1 }, peeked: None, fields, depth: 0 }
     }
 
     fn peek(&mut self) -> Result<&Token<'a>, FilterError> {
@@ -803,10 +784,7 @@ impl<'a, 'f> Parser<'a, 'f> {
                 self.enter(column)?;
                 let next = self.peek()?;
                 if matches!(next.tok, Tok::RParen) {
-                    return Err(error(
-                        next.column,
-                        "empty parentheses: put a condition between `(` and `)`",
-                    ));
+                    return Err(error(next.column, "empty parentheses: put a condition between `(` and `)`"));
                 }
                 let inner = self.or("after `(`")?;
                 let close = self.bump()?;
@@ -821,21 +799,14 @@ impl<'a, 'f> Parser<'a, 'f> {
                 Ok(inner)
             }
             Tok::Word(word) => self.compare(word, column),
-            Tok::Str(_) => Err(error(
-                column,
-                "expected a field name, found a string; field names are not quoted",
-            )),
+            Tok::Str(_) => Err(error(column, "expected a field name, found a string; field names are not quoted")),
             Tok::Op(op) => Err(error(
                 column,
-                format!(
-                    "expected a field name before `{}`; a condition is FIELD OP VALUE",
-                    shown(op)
-                ),
+                format!("expected a field name before `{}`; a condition is FIELD OP VALUE", shown(op)),
             )),
-            Tok::End | Tok::RParen | Tok::AndAnd | Tok::OrOr => Err(error(
-                column,
-                format!("expected a condition {after}, found {}", describe(&token.tok)),
-            )),
+            Tok::End | Tok::RParen | Tok::AndAnd | Tok::OrOr => {
+                Err(error(column, format!("expected a condition {after}, found {}", describe(&token.tok))))
+            }
         }
     }
 
@@ -844,9 +815,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         if self.depth >= MAX_NESTING {
             return Err(error(
                 column,
-                format!(
-                    "nested too deeply: at most {MAX_NESTING} levels of `(` and `!`; simplify the filter"
-                ),
+                format!("nested too deeply: at most {MAX_NESTING} levels of `(` and `!`; simplify the filter"),
             ));
         }
         self.depth += 1;
@@ -898,9 +867,7 @@ impl<'a, 'f> Parser<'a, 'f> {
                         ),
                     ));
                 }
-                Value::Num(
-                    parse_number(number).map_err(|e| error(token.column, e.message(number)))?,
-                )
+                Value::Num(parse_number(number).map_err(|e| error(token.column, e.message(number)))?)
             }
             Tok::Word(text) => Value::text(text.to_owned()),
             Tok::Str(text) => Value::text(text),
@@ -1024,8 +991,7 @@ mod tests {
             }
         }
 
-        let filter =
-            Filter::parse(r#"size >= 0x1000 && name ~ "Pool*""#, &["pool", "size"]).unwrap();
+        let filter = Filter::parse(r#"size >= 0x1000 && name ~ "Pool*""#, &["pool", "size"]).unwrap();
         assert!(filter.matches(&Alloc));
         // A field the event lacks makes its comparison false.
         assert!(!Filter::parse("pool == 1", &["pool"]).unwrap().matches(&Alloc));
@@ -1052,18 +1018,12 @@ mod tests {
             ("! ! ( ( a == 1 ) )", "!!(a == 1)"),
             ("((((a == 1))))", "a == 1"),
             ("a==1||b==2&&!c==3", "a == 1 || (b == 2 && !(c == 3))"),
-            (
-                "time>1.5&&thread==0x10||name~\"Pool*\"",
-                "(time > 1.5 && thread == 16) || name ~ \"Pool*\"",
-            ),
+            ("time>1.5&&thread==0x10||name~\"Pool*\"", "(time > 1.5 && thread == 16) || name ~ \"Pool*\""),
             (
                 r#"name == PoolInit && class != "a \"q\" \\ \n\t" && size <= -7"#,
                 r#"name == "PoolInit" && class != "a \"q\" \\ \n\t" && size <= -7"#,
             ),
-            (
-                "ratio >= 2e-3 || ratio < -.5 || ratio > 1E+6",
-                "ratio >= 0.002 || ratio < -0.5 || ratio > 1000000.0",
-            ),
+            ("ratio >= 2e-3 || ratio < -.5 || ratio > 1E+6", "ratio >= 0.002 || ratio < -0.5 || ratio > 1000000.0"),
         ];
         for (expr, canonical) in cases {
             let filter = parse(expr);
@@ -1078,11 +1038,7 @@ mod tests {
         let filter = parse(expr);
         for bits in 0..8 {
             let (a, b, c) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
-            let e = event(&[
-                ("a", int(i128::from(a))),
-                ("b", int(i128::from(b))),
-                ("c", int(i128::from(c))),
-            ]);
+            let e = event(&[("a", int(i128::from(a))), ("b", int(i128::from(b))), ("c", int(i128::from(c)))]);
             assert_eq!(filter.matches(&e), expected(a, b, c), "{expr} with a={a} b={b} c={c}");
         }
     }
@@ -1134,8 +1090,7 @@ mod tests {
     #[test]
     fn integers_compare_exactly() {
         // 2^60 + 1 is not a double: as doubles the two would be equal.
-        let e =
-            event(&[("size", int((1 << 60) + 1)), ("a", int(i128::MIN)), ("b", int(i128::MAX))]);
+        let e = event(&[("size", int((1 << 60) + 1)), ("a", int(i128::MIN)), ("b", int(i128::MAX))]);
         assert!(!matches("size == 1152921504606846976", &e));
         assert!(matches("size > 1152921504606846976", &e));
         assert!(matches("size == 1152921504606846977", &e));
@@ -1207,11 +1162,7 @@ mod tests {
 
     #[test]
     fn globs() {
-        let e = event(&[
-            ("name", string("PoolAlloc")),
-            ("label", string("größe")),
-            ("class", string("")),
-        ]);
+        let e = event(&[("name", string("PoolAlloc")), ("label", string("größe")), ("class", string(""))]);
         for (expr, expected) in [
             ("name ~ Pool*", true),
             ("name ~ \"Pool*\"", true),
@@ -1376,8 +1327,7 @@ mod tests {
         assert!(parse(&chain).matches(&event(&[("a", int(1))])));
         let chain = vec!["a == 1"; n].join(" || ");
         assert!(!parse(&chain).matches(&event(&[("a", int(2))])));
-        let mixed: String =
-            (0..n).map(|i| if i % 2 == 0 { "a == 1 && " } else { "b == 1 || " }).collect();
+        let mixed: String = (0..n).map(|i| if i % 2 == 0 { "a == 1 && " } else { "b == 1 || " }).collect();
         assert!(parse(&format!("{mixed}c == 1")).matches(&event(&[("c", int(1))])));
     }
 
@@ -1410,8 +1360,7 @@ mod tests {
 
     #[test]
     fn errors_render_with_a_caret() {
-        let max_nesting =
-            format!("{}a == 1{}", "(".repeat(MAX_NESTING + 1), ")".repeat(MAX_NESTING + 1));
+        let max_nesting = format!("{}a == 1{}", "(".repeat(MAX_NESTING + 1), ")".repeat(MAX_NESTING + 1));
         let long_field = format!("{} == 1", "x".repeat(60));
         let cases: Vec<(&str, &str)> = vec![
             // Fields.
@@ -1511,8 +1460,8 @@ mod tests {
             }
             Ok(filter) => {
                 let canonical = filter.to_string();
-                let again = Filter::parse(&canonical, FIELDS)
-                    .unwrap_or_else(|e| panic!("{expr:?} -> {canonical:?}: {e:?}"));
+                let again =
+                    Filter::parse(&canonical, FIELDS).unwrap_or_else(|e| panic!("{expr:?} -> {canonical:?}: {e:?}"));
                 assert_eq!(again.to_string(), canonical, "{expr:?}");
                 for e in events {
                     assert_eq!(filter.matches(e), again.matches(e), "{expr:?}");
@@ -1532,8 +1481,7 @@ mod tests {
 
     #[test]
     fn arbitrary_text_never_panics() {
-        let alphabet: Vec<char> =
-            "ab size name ()!&|=<>~\"\\'-.:*?_0x1eE+9;\t\n\u{0}é€𝄞".chars().collect();
+        let alphabet: Vec<char> = "ab size name ()!&|=<>~\"\\'-.:*?_0x1eE+9;\t\n\u{0}é€𝄞".chars().collect();
         let events = fuzz_events();
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..20_000 {
@@ -1605,8 +1553,7 @@ mod tests {
 
     /// A random valid filter, `depth` levels deep at most.
     fn valid_filter(rng: &mut Rng, depth: usize, out: &mut String) {
-        let space =
-            |rng: &mut Rng, out: &mut String| out.push_str(["", " ", "  ", "\t"][rng.below(4)]);
+        let space = |rng: &mut Rng, out: &mut String| out.push_str(["", " ", "  ", "\t"][rng.below(4)]);
         match if depth == 0 { 0 } else { rng.below(5) } {
             0 | 1 => {
                 let field = ["a", "b", "size", "name", "time", "label"][rng.below(6)];
@@ -1614,8 +1561,7 @@ mod tests {
                 let value = if op.contains('~') {
                     ["*", "P*", "\"?\"", "a", "\"x y\"", "größe*"][rng.below(6)]
                 } else {
-                    ["1", "-1", "0x1f", "1.5", "-2e-3", "PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""]
-                        [rng.below(9)]
+                    ["1", "-1", "0x1f", "1.5", "-2e-3", "PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""][rng.below(9)]
                 };
                 out.push_str(field);
                 space(rng, out);

@@ -40,7 +40,11 @@ pub fn fuzz_filter(data: &[u8]) {
             match Filter::parse(&shown, &FIELDS) {
                 Ok(again) => {
                     assert_eq!(again.to_string(), shown, "Display then parse changed the filter `{expr}`");
-                    assert_eq!(again.matches(&Sample), filter.matches(&Sample), "`{shown}` selects otherwise than `{expr}`");
+                    assert_eq!(
+                        again.matches(&Sample),
+                        filter.matches(&Sample),
+                        "`{shown}` selects otherwise than `{expr}`"
+                    );
                 }
                 Err(e) => panic!("the Display `{shown}` of `{expr}` does not parse: {e}"),
             }

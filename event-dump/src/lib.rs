@@ -26,7 +26,9 @@ use std::process::ExitCode;
 /// Reads event logs: streams written by event-runtime and its ring files.
 #[derive(Parser, Debug)]
 #[command(name = "event-dump", version, about, args_conflicts_with_subcommands = true)]
-#[command(after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs")]
+#[command(
+    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -37,13 +39,17 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// One line per event, threads (and logs) merged by time (the default).
-    #[command(after_help = "Examples:\n  event-dump print trace.evt --kind Pool,Seg --limit 20\n  event-dump print trace.evt --filter 'size >= 4096 && name ~ \"Object*\"'\n  event-dump print a.evt b.evt --format json     two processes, merged on wall-clock time")]
+    #[command(
+        after_help = "Examples:\n  event-dump print trace.evt --kind Pool,Seg --limit 20\n  event-dump print trace.evt --filter 'size >= 4096 && name ~ \"Object*\"'\n  event-dump print a.evt b.evt --format json     two processes, merged on wall-clock time"
+    )]
     Print(PrintArgs),
     /// Counts per event, kind and thread; time span, rates, bytes per event, losses.
     #[command(after_help = "Example:\n  event-dump stats trace.evt")]
     Stats(LogsArgs),
     /// The embedded schema as events.def text; with --against, how it differs.
-    #[command(after_help = "Examples:\n  event-dump schema trace.evt > events.def\n  event-dump schema trace.evt --against events.def")]
+    #[command(
+        after_help = "Examples:\n  event-dump schema trace.evt > events.def\n  event-dump schema trace.evt --against events.def"
+    )]
     Schema(SchemaArgs),
     /// Integrity: damaged blocks, sequence gaps, drops, unknown codes. Exit code 0 only
     /// when the log is whole.
@@ -54,10 +60,14 @@ enum Command {
     #[command(after_help = "Example:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool")]
     Follow(FollowArgs),
     /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, or CTF.
-    #[command(after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread.")]
+    #[command(
+        after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread."
+    )]
     Export(ExportArgs),
     /// Changes what a running program records, through its ring file.
-    #[command(after_help = "Examples:\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'")]
+    #[command(
+        after_help = "Examples:\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
+    )]
     Control(ControlArgs),
 }
 

@@ -64,7 +64,8 @@ impl Read for SummarisedRing {
 /// Opens `path`: a stream, or a ring file (recognised by its magic).
 pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e))))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e))))?;
     if meta.is_dir() {
         return Err(DumpError::new(format!("{shown}: is a directory; give a log file")));
     }
@@ -78,7 +79,8 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
         let reader = RingReader::open(file, options).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
         let summary: RingSummary = Arc::new(Mutex::new(None));
         let stream = SummarisedRing { stream: RingStream::new(reader), summary: Arc::clone(&summary) };
-        let decoder = Decoder::with_options(Box::new(stream) as Box<dyn Read>, options).map_err(|e| header_error(path, &e))?;
+        let decoder =
+            Decoder::with_options(Box::new(stream) as Box<dyn Read>, options).map_err(|e| header_error(path, &e))?;
         let catalog = Catalog::new(&decoder.header().schema);
         return Ok(Log { path: path.to_owned(), decoder, catalog, len: meta.len(), ring: Some(summary) });
     }

@@ -117,11 +117,13 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                 });
                 held_bytes += block.records.len();
                 let sorted = backwards.then(|| {
-                    let mut v: Vec<(u64, usize)> = block.records().map_while(Result::ok).map(|r| (r.time, r.offset)).collect();
+                    let mut v: Vec<(u64, usize)> =
+                        block.records().map_while(Result::ok).map(|r| (r.time, r.offset)).collect();
                     v.sort_unstable();
                     v
                 });
-                let mut h = Held { time: block.header.base_time, block, file: f, pos: 0, remaining: count, sorted, next: None };
+                let mut h =
+                    Held { time: block.header.base_time, block, file: f, pos: 0, remaining: count, sorted, next: None };
                 push(&mut heap, &mut h, slot, several.then_some(&clock));
                 held[slot] = Some(h);
             }

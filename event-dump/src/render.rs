@@ -124,7 +124,15 @@ impl Renderer {
     }
 
     /// One value as text, with its label or interned string when one applies.
-    fn value(&self, out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>, index: usize, value: &Value<'_>) {
+    fn value(
+        &self,
+        out: &mut String,
+        ann: &Annotations,
+        file: usize,
+        event: &Event<'_>,
+        index: usize,
+        value: &Value<'_>,
+    ) {
         let _ = write_value(out, value);
         if !self.labels {
             return;
@@ -207,7 +215,8 @@ impl Renderer {
                         }
                         Value::Word(v) => {
                             let _ = write!(out, "{v}");
-                            if event.desc.code == builtin::LABEL && i == 1
+                            if event.desc.code == builtin::LABEL
+                                && i == 1
                                 && let Some(s) = ann.interned(file, v)
                             {
                                 labels.push((name, s.to_owned()));

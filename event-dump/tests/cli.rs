@@ -103,7 +103,10 @@ fn print_text_json_csv() {
     assert_eq!(stdout(&run(&["print", log])), stdout(&text), "print is the default");
     insta::assert_snapshot!("print_json", stdout(&run(&["print", log, "--format", "json", "--limit", "6"])));
     insta::assert_snapshot!("print_csv", stdout(&run(&["print", log, "--format", "csv", "--limit", "6"])));
-    insta::assert_snapshot!("print_raw_ticks_no_labels", stdout(&run(&["print", log, "--raw-ticks", "--no-labels", "--limit", "5"])));
+    insta::assert_snapshot!(
+        "print_raw_ticks_no_labels",
+        stdout(&run(&["print", log, "--raw-ticks", "--no-labels", "--limit", "5"]))
+    );
 }
 
 #[test]
@@ -203,9 +206,10 @@ fn schema_and_against() {
     assert_eq!(same.status.code(), Some(0));
     insta::assert_snapshot!("schema_against_same", stdout(&same));
     let changed = dir().join("changed.def");
-    let text = def
-        .replace("VERSION(1, 0, 0)", "VERSION(1, 1, 0)")
-        .replace("RELATION(ClientMark,      0x0052, TRUE,   Client, 0)", "RELATION(ClientMark,      0x0052, TRUE,   Client, W, n)\nRELATION(ClientNote, 0x0053, TRUE, Client, S, text)");
+    let text = def.replace("VERSION(1, 0, 0)", "VERSION(1, 1, 0)").replace(
+        "RELATION(ClientMark,      0x0052, TRUE,   Client, 0)",
+        "RELATION(ClientMark,      0x0052, TRUE,   Client, W, n)\nRELATION(ClientNote, 0x0053, TRUE, Client, S, text)",
+    );
     std::fs::write(&changed, text).unwrap();
     let differs = run(&["schema", log, "--against", changed.to_str().unwrap()]);
     insta::assert_snapshot!("schema_against_changed", stdout(&differs));
@@ -325,10 +329,14 @@ fn several_logs_merge_on_wall_clock_time() {
     assert!(lines.iter().all(|l| l.split(',').nth(1).unwrap().contains(":T")), "pid:thread");
     // The two logs hold the same events, so each line (without its log) comes twice.
     let mut merged: Vec<String> = lines.iter().map(|l| l.replacen(":T", "T", 1)).collect();
-    let mut single: Vec<String> = stdout(&run(&[&le, "--format", "csv"])).lines().skip(1).flat_map(|l| {
-        let pid_line = l.replacen(",T", ",31337T", 1);
-        [pid_line.clone(), pid_line]
-    }).collect();
+    let mut single: Vec<String> = stdout(&run(&[&le, "--format", "csv"]))
+        .lines()
+        .skip(1)
+        .flat_map(|l| {
+            let pid_line = l.replacen(",T", ",31337T", 1);
+            [pid_line.clone(), pid_line]
+        })
+        .collect();
     merged.sort();
     single.sort();
     assert_eq!(merged, single);

@@ -43,7 +43,9 @@ fn names(trace: &Value, what: &str) -> BTreeMap<(u64, u64), String> {
     events(trace)
         .iter()
         .filter(|e| e["ph"] == "M" && e["name"] == what)
-        .map(|e| ((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()), e["args"]["name"].as_str().unwrap().to_owned()))
+        .map(|e| {
+            ((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()), e["args"]["name"].as_str().unwrap().to_owned())
+        })
         .collect()
 }
 
@@ -58,7 +60,11 @@ fn check_args(exported: &Value, printed: &Printed) -> Result<(), String> {
     let args = exported.as_object().ok_or("args is not an object")?;
     for (name, value) in &printed.args {
         let big = match value {
-            Value::Number(n) => n.as_u64().map(|u| u > MAX_SAFE_INTEGER).or(n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER)).unwrap_or(false),
+            Value::Number(n) => n
+                .as_u64()
+                .map(|u| u > MAX_SAFE_INTEGER)
+                .or(n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER))
+                .unwrap_or(false),
             _ => false,
         };
         let expected = if big { Value::String(value.to_string()) } else { value.clone() };
@@ -73,7 +79,12 @@ fn check_args(exported: &Value, printed: &Printed) -> Result<(), String> {
         }
     }
     if args.len() != printed.args.len() + printed.labels.len() {
-        return Err(format!("exported {} args, printed {} and {} labels", args.len(), printed.args.len(), printed.labels.len()));
+        return Err(format!(
+            "exported {} args, printed {} and {} labels",
+            args.len(),
+            printed.args.len(),
+            printed.labels.len()
+        ));
     }
     Ok(())
 }
@@ -88,7 +99,8 @@ fn compare(trace: &Value, pid: u64, printed: &[Printed]) -> Vec<Value> {
     for p in printed {
         per_thread.entry(p.thread.clone()).or_default().push(p);
     }
-    let tracks: BTreeMap<u64, Vec<Value>> = tracks(trace).into_iter().filter(|(k, _)| k.0 == pid).map(|(k, v)| (k.1, v)).collect();
+    let tracks: BTreeMap<u64, Vec<Value>> =
+        tracks(trace).into_iter().filter(|(k, _)| k.0 == pid).map(|(k, v)| (k.1, v)).collect();
     assert_eq!(tracks.len(), per_thread.len(), "one track per thread");
     for (tid, exported) in &tracks {
         let thread = format!("T{tid}");
@@ -149,7 +161,10 @@ fn a_log_exports_event_for_event_as_print_shows_it() {
     let threads = names(&trace, "thread_name");
     let tracks = tracks(&trace);
     for &(p, tid) in tracks.keys() {
-        let given = printed.iter().find(|e| e.event == "ThreadName" && e.args["thread"] == json!(tid)).map(|e| e.args["name"].as_str().unwrap().to_owned());
+        let given = printed
+            .iter()
+            .find(|e| e.event == "ThreadName" && e.args["thread"] == json!(tid))
+            .map(|e| e.args["name"].as_str().unwrap().to_owned());
         assert_eq!(threads.get(&(p, tid)), Some(&given.unwrap_or(format!("T{tid}"))));
     }
     let worker = |n: &str| threads.iter().find(|(_, name)| name.as_str() == n).map(|(k, _)| tracks[k].clone()).unwrap();
@@ -157,7 +172,11 @@ fn a_log_exports_event_for_event_as_print_shows_it() {
     // Begin/End pairs are nested B/E slices named Sweep; an End without a Begin stays
     // visible as an instant.
     let phases = |track: &[Value]| -> Vec<String> {
-        track.iter().filter(|e| e["name"].as_str().unwrap().starts_with("Sweep")).map(|e| format!("{} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap())).collect()
+        track
+            .iter()
+            .filter(|e| e["name"].as_str().unwrap().starts_with("Sweep"))
+            .map(|e| format!("{} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap()))
+            .collect()
     };
     let expected = ["B Sweep", "B Sweep", "i SweepReclaim", "E Sweep", "E Sweep"];
     assert_eq!(phases(&worker("worker-0")), expected);
@@ -200,7 +219,10 @@ fn two_logs_are_two_processes_on_one_time_line() {
     let pids: Vec<u64> = processes.keys().map(|k| k.0).collect();
     assert_ne!(pids[0], pids[1], "two logs of one pid still give two processes");
     let real = std::process::id();
-    assert!(processes.values().all(|n| n.ends_with(&format!("(pid {real})"))), "names keep the real pid: {processes:?}");
+    assert!(
+        processes.values().all(|n| n.ends_with(&format!("(pid {real})"))),
+        "names keep the real pid: {processes:?}"
+    );
     // The first log keeps its pid, the second gets the next free one; each process holds
     // its log's events. Both logs' deterministic clocks start at wall time 0, so each
     // log's times are print's.
@@ -248,7 +270,8 @@ fn spans_unknown_codes_and_damage() {
     // compare() maps B/E to FooBegin/FooEnd: spans are checked here instead.
     let all = tracks(&trace);
     let one = &all[&(4242, 1)];
-    let shape: Vec<String> = one.iter().map(|e| format!("{} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap())).collect();
+    let shape: Vec<String> =
+        one.iter().map(|e| format!("{} {}", e["ph"].as_str().unwrap(), e["name"].as_str().unwrap())).collect();
     assert_eq!(shape, ["B outer", "i Every", "B inner", "i Every", "E inner", "E outer", "i SpanExit"]);
     let on_one: Vec<&Printed> = printed.iter().filter(|p| p.thread == "T1").collect();
     assert_eq!(on_one.len(), one.len());
@@ -284,7 +307,11 @@ fn spans_unknown_codes_and_damage() {
     assert_eq!(run.status.code(), Some(0));
     assert!(stderr(&run).contains("skipped 1 damaged block, 1 record of an unknown code"), "{}", stderr(&run));
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(tracks(&trace).keys().copied().collect::<Vec<_>>(), [(4242, 1)], "thread 2's block is lost, thread 1's is whole");
+    assert_eq!(
+        tracks(&trace).keys().copied().collect::<Vec<_>>(),
+        [(4242, 1)],
+        "thread 2's block is lost, thread 1's is whole"
+    );
 }
 
 #[test]
@@ -295,7 +322,10 @@ fn errors_are_one_line_and_leave_no_file() {
     let out = d.join("never.json");
     let cases: [(&str, Vec<String>); 3] = [
         ("missing log", vec![d.join("missing.evt").display().to_string(), "-o".into(), out.display().to_string()]),
-        ("not a log", vec![concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml").into(), "-o".into(), out.display().to_string()]),
+        (
+            "not a log",
+            vec![concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml").into(), "-o".into(), out.display().to_string()],
+        ),
         ("out is a directory", vec![log.display().to_string(), "-o".into(), d.display().to_string()]),
     ];
     for (what, args) in cases {

@@ -106,9 +106,11 @@ fn parse_line(line: &str) -> Line {
     let (_, rest) = rest.split_once(") ").unwrap();
     let (name, rest) = rest.split_once(": ").unwrap();
     let (context, rest) = parse_struct(rest);
-    let (fields, rest) = parse_struct(rest.strip_prefix(", ").unwrap_or_else(|| panic!("fields after the context: {line}")));
+    let (fields, rest) =
+        parse_struct(rest.strip_prefix(", ").unwrap_or_else(|| panic!("fields after the context: {line}")));
     assert!(rest.is_empty(), "{line}");
-    let context = context.into_iter().map(|(n, v)| (n, if let Field::Token(t) = v { t } else { panic!("{line}") })).collect();
+    let context =
+        context.into_iter().map(|(n, v)| (n, if let Field::Token(t) = v { t } else { panic!("{line}") })).collect();
     Line { ns: seconds_to_ns(time), name: name.to_owned(), context, fields }
 }
 
@@ -128,7 +130,9 @@ fn same_value(field: &Field, printed: &Value) -> bool {
         (Field::Token(t), Value::Bool(b)) => t == if *b { "1" } else { "0" },
         (Field::Token(t), Value::String(p)) if p.starts_with("0x") => t.to_lowercase() == *p,
         // Doubles: babeltrace shows 6 significant digits (%g); NaN and infinities by name.
-        (Field::Token(t), Value::String(p)) => t.parse::<f64>().ok().zip(p.parse::<f64>().ok()).is_some_and(|(a, b)| (a.is_nan() && b.is_nan()) || a == b),
+        (Field::Token(t), Value::String(p)) => {
+            t.parse::<f64>().ok().zip(p.parse::<f64>().ok()).is_some_and(|(a, b)| (a.is_nan() && b.is_nan()) || a == b)
+        }
         (Field::Token(t), Value::Number(n)) if n.is_f64() => {
             let (Ok(a), Some(b)) = (t.parse::<f64>(), n.as_f64()) else { return false };
             a == b || (a - b).abs() <= 1e-5 * b.abs()
@@ -149,7 +153,8 @@ fn check(lines: &[Line], printed: &[Printed], start_wall_ns: i128, tolerance_ns:
         assert!((line.ns - expected).abs() <= tolerance_ns, "{line:?}: time {} ns, print says {expected}", line.ns);
         assert_eq!(line.fields.len(), p.args.len(), "{line:?} {p:?}");
         for (name, field) in &line.fields {
-            let pvalue = p.args.get(name).unwrap_or_else(|| panic!("{}.{name}: print has no such argument: {p:?}", line.name));
+            let pvalue =
+                p.args.get(name).unwrap_or_else(|| panic!("{}.{name}: print has no such argument: {p:?}", line.name));
             assert!(same_value(field, pvalue), "{}.{name}: babeltrace shows {field:?}, print {pvalue}", line.name);
         }
     }
@@ -171,7 +176,8 @@ fn babeltrace_reads_every_event_as_print_shows_it() {
     // The deterministic clock's tick 0 is the epoch, at 1 GHz: exact.
     check(&babeltrace(&trace), &printed, 0, 0);
     // One stream file per thread.
-    let mut files: Vec<String> = std::fs::read_dir(&trace).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut files: Vec<String> =
+        std::fs::read_dir(&trace).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     files.sort();
     let mut threads: Vec<String> = printed.iter().map(|p| format!("thread-{}", &p.thread[1..])).collect();
     threads.push("metadata".to_owned());
@@ -214,7 +220,11 @@ fn a_handmade_log_in_both_byte_orders_with_extreme_values() {
         assert_eq!(field("p"), &Field::Token("0xFFFFFFFFFFFFFFFF".to_owned()));
         assert_eq!(field("w"), &Field::Token(u64::MAX.to_string()));
         assert_eq!(field("i"), &Field::Token(i64::MIN.to_string()));
-        assert_eq!(field("s"), &Field::Str("nul\u{FFFD}here \u{FFFD} \"q\" \\".to_owned()), "a NUL does not end the string");
+        assert_eq!(
+            field("s"),
+            &Field::Str("nul\u{FFFD}here \u{FFFD} \"q\" \\".to_owned()),
+            "a NUL does not end the string"
+        );
         // Absolute time: tick 6e9 + 10 is 1700000000.123456789 s + (1e9 + 10) / 3 ns.
         assert_eq!(every.ns, 1_700_000_000_456_790_125);
     }

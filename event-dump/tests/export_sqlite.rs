@@ -95,11 +95,19 @@ fn stats_per_event(log: &Path) -> BTreeMap<String, i64> {
 
 /// Rows per event table of log `serial`, for every event type in the database.
 fn rows_per_event(db: &Connection, serial: i64) -> BTreeMap<String, i64> {
-    let names: Vec<String> = db.prepare("SELECT name FROM event_type").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let names: Vec<String> = db
+        .prepare("SELECT name FROM event_type")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     names
         .into_iter()
         .map(|n| {
-            let count: i64 = db.query_row(&format!("SELECT count(*) FROM \"EVENT_{n}\" WHERE log = ?1"), [serial], |r| r.get(0)).unwrap();
+            let count: i64 = db
+                .query_row(&format!("SELECT count(*) FROM \"EVENT_{n}\" WHERE log = ?1"), [serial], |r| r.get(0))
+                .unwrap();
             (n, count)
         })
         .filter(|(_, c)| *c > 0)
@@ -125,10 +133,16 @@ fn row_counts_per_event_table_equal_stats() {
     let types: i64 = db.query_row("SELECT count(*) FROM event_type", [], |r| r.get(0)).unwrap();
     let schema = event_format::def::parse(include_str!("../../events.def"), "events.def").unwrap();
     assert_eq!(types as usize, schema.events.len() + event_format::builtin::ALL.len());
-    let dropped_kind: String = db.query_row("SELECT kind FROM event_type WHERE name = 'Dropped'", [], |r| r.get(0)).unwrap();
+    let dropped_kind: String =
+        db.query_row("SELECT kind FROM event_type WHERE name = 'Dropped'", [], |r| r.get(0)).unwrap();
     assert_eq!(dropped_kind, "Builtin");
-    let kinds: Vec<(String, Option<i64>)> =
-        db.prepare("SELECT name, bit FROM event_kind ORDER BY bit").unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    let kinds: Vec<(String, Option<i64>)> = db
+        .prepare("SELECT name, bit FROM event_kind ORDER BY bit")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(kinds[0], ("Builtin".to_owned(), None));
     assert_eq!(kinds[1], ("Arena".to_owned(), Some(0)));
     assert_eq!(kinds.len(), schema.kinds.len() + 1);
@@ -145,59 +159,104 @@ fn typed_columns_hold_the_values() {
     let db = Connection::open(&db_path).unwrap();
 
     // W above i64::MAX: the two's-complement bit pattern; printf('%x') shows it as recorded.
-    let (size, size_type, hex): (i64, String, String) =
-        db.query_row("SELECT size, typeof(size), printf('%x', size) FROM EVENT_ArenaCreate", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    let (size, size_type, hex): (i64, String, String) = db
+        .query_row("SELECT size, typeof(size), printf('%x', size) FROM EVENT_ArenaCreate", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
     assert_eq!((size as u64, size_type.as_str(), hex), (BIG, "integer", format!("{BIG:x}")));
-    let (arena, base): (i64, i64) = db.query_row("SELECT arena, base FROM EVENT_ArenaCreate", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let (arena, base): (i64, i64) =
+        db.query_row("SELECT arena, base FROM EVENT_ArenaCreate", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     assert_eq!((arena, base), (0x7f00_0000_1000, 0x7f00_0000_1000));
     let max: i64 = db.query_row("SELECT size FROM EVENT_AllocFail", [], |r| r.get(0)).unwrap();
     assert_eq!(max, -1, "u64::MAX is all ones");
 
     // S: TEXT, byte for byte, quotes and all.
     let (detail, detail_type, ok, ok_type): (String, String, i64, String) = db
-        .query_row("SELECT detail, typeof(detail), ok, typeof(ok) FROM EVENT_ClientCheck", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .query_row("SELECT detail, typeof(detail), ok, typeof(ok) FROM EVENT_ClientCheck", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .unwrap();
     assert_eq!((detail.as_str(), detail_type.as_str(), ok, ok_type.as_str()), (AWKWARD, "text", 1, "integer"));
-    let found: i64 = db.query_row("SELECT count(*) FROM EVENT_AllocFail WHERE reason = ?1", [AWKWARD], |r| r.get(0)).unwrap();
+    let found: i64 =
+        db.query_row("SELECT count(*) FROM EVENT_AllocFail WHERE reason = ?1", [AWKWARD], |r| r.get(0)).unwrap();
     assert_eq!(found, 1);
 
     // D: REAL; I: negative INTEGER; U: INTEGER.
-    let (load, load_type): (f64, String) = db.query_row("SELECT load, typeof(load) FROM EVENT_ArenaPoll", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let (load, load_type): (f64, String) =
+        db.query_row("SELECT load, typeof(load) FROM EVENT_ArenaPoll", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     assert_eq!((load, load_type.as_str()), (0.25, "real"));
     let balance: i64 = db.query_row("SELECT balance FROM EVENT_SweepReclaim", [], |r| r.get(0)).unwrap();
     assert_eq!(balance, -5);
-    let classes: Vec<i64> = db.prepare("SELECT DISTINCT class FROM EVENT_ObjectAlloc").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let classes: Vec<i64> = db
+        .prepare("SELECT DISTINCT class FROM EVENT_ObjectAlloc")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(classes, [3]);
     let sizes: i64 = db.query_row("SELECT sum(size) FROM EVENT_ObjectAlloc", [], |r| r.get(0)).unwrap();
     assert_eq!(sizes, (0..30).map(|i| 16 * i).sum::<i64>());
 
     // The declared types and event_param agree with the format letters.
-    let declared: Vec<(String, String)> =
-        db.prepare("SELECT name, type FROM pragma_table_info('EVENT_ArenaPoll')").unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
-    let want = [("log", "INTEGER"), ("time", "INTEGER"), ("seconds", "REAL"), ("thread", "INTEGER"), ("arena", "INTEGER"), ("committed", "INTEGER"), ("load", "REAL")];
+    let declared: Vec<(String, String)> = db
+        .prepare("SELECT name, type FROM pragma_table_info('EVENT_ArenaPoll')")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let want = [
+        ("log", "INTEGER"),
+        ("time", "INTEGER"),
+        ("seconds", "REAL"),
+        ("thread", "INTEGER"),
+        ("arena", "INTEGER"),
+        ("committed", "INTEGER"),
+        ("load", "REAL"),
+    ];
     assert_eq!(declared, want.map(|(a, b)| (a.to_owned(), b.to_owned())));
     let params: Vec<(i64, String, String, String)> = db
-        .prepare("SELECT position, name, letter, sql_type FROM event_param WHERE event = 'ClientCheck' ORDER BY position")
+        .prepare(
+            "SELECT position, name, letter, sql_type FROM event_param WHERE event = 'ClientCheck' ORDER BY position",
+        )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(params, [(0, "ok".into(), "B".into(), "INTEGER".into()), (1, "what".into(), "S".into(), "TEXT".into()), (2, "detail".into(), "S".into(), "TEXT".into())]);
+    assert_eq!(
+        params,
+        [
+            (0, "ok".into(), "B".into(), "INTEGER".into()),
+            (1, "what".into(), "S".into(), "TEXT".into()),
+            (2, "detail".into(), "S".into(), "TEXT".into())
+        ]
+    );
 
     // time is ticks; seconds are what print shows; thread is the recording thread.
     let print = run(&["print", log.to_str().unwrap(), "--event", "SweepReclaim", "--format", "csv"]);
     let line = String::from_utf8_lossy(&print.stdout).lines().nth(1).unwrap().to_owned();
-    let (time, seconds, thread): (i64, f64, i64) = db.query_row("SELECT time, seconds, thread FROM EVENT_SweepReclaim", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    let (time, seconds, thread): (i64, f64, i64) = db
+        .query_row("SELECT time, seconds, thread FROM EVENT_SweepReclaim", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
     let mut fields = line.split(',');
     assert_eq!(fields.next().unwrap(), format!("{seconds:.9}"), "{line}");
     assert_eq!(fields.next().unwrap(), format!("T{thread}"), "{line}");
     let raw = run(&["print", log.to_str().unwrap(), "--event", "SweepReclaim", "--raw-ticks"]);
-    assert!(String::from_utf8_lossy(&raw.stdout).starts_with(&format!("{time} ")), "ticks as print --raw-ticks shows them");
+    assert!(
+        String::from_utf8_lossy(&raw.stdout).starts_with(&format!("{time} ")),
+        "ticks as print --raw-ticks shows them"
+    );
 
     // The log's facts.
     let (program, format, set, identity, events): (String, String, String, String, i64) = db
-        .query_row("SELECT program, format_version, event_set_version, identity, events FROM event_log", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .query_row("SELECT program, format_version, event_set_version, identity, events FROM event_log", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
         .unwrap();
     assert!(std::env::current_exe().unwrap().to_string_lossy().contains(&program), "{program}");
     assert_eq!((format, set.as_str()), (event_format::wire::FORMAT_VERSION.to_string(), "1.0.0"));
@@ -220,7 +279,10 @@ fn reimport_is_refused_and_changes_nothing() {
     assert_eq!(again.status.code(), Some(1));
     let err = stderr(&again);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("already imported into") && err.contains("as log 1") && err.contains("nothing was written"), "{err}");
+    assert!(
+        err.contains("already imported into") && err.contains("as log 1") && err.contains("nothing was written"),
+        "{err}"
+    );
     assert!(again.stdout.is_empty());
     assert_eq!(bytes(&db), before, "the database is unchanged");
 
@@ -256,42 +318,67 @@ fn several_logs_side_by_side() {
     let out = export(&db_path, &[&c]);
     assert!(out.status.success(), "a second run adds to the database: {}", stderr(&out));
     let db = Connection::open(&db_path).unwrap();
-    let logs: Vec<(i64, String)> =
-        db.prepare("SELECT serial, path FROM event_log ORDER BY serial").unwrap().query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
-    let names: Vec<(i64, String)> = logs.iter().map(|(s, p)| (*s, Path::new(p).file_name().unwrap().to_string_lossy().into_owned())).collect();
+    let logs: Vec<(i64, String)> = db
+        .prepare("SELECT serial, path FROM event_log ORDER BY serial")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let names: Vec<(i64, String)> =
+        logs.iter().map(|(s, p)| (*s, Path::new(p).file_name().unwrap().to_string_lossy().into_owned())).collect();
     assert_eq!(names, [(1, "side-a.evt".to_owned()), (2, "side-b.evt".to_owned()), (3, "drops.evt".to_owned())]);
     for (serial, log) in [(1, &a), (2, &b), (3, &c)] {
-        assert_eq!(rows_per_event(&db, serial), stats_per_event(log), "log {serial}: each row is attributed to its log");
+        assert_eq!(
+            rows_per_event(&db, serial),
+            stats_per_event(log),
+            "log {serial}: each row is attributed to its log"
+        );
     }
-    let unattributed: i64 = db.query_row("SELECT count(*) FROM EVENT_ObjectAlloc WHERE log NOT IN (SELECT serial FROM event_log)", [], |r| r.get(0)).unwrap();
+    let unattributed: i64 = db
+        .query_row("SELECT count(*) FROM EVENT_ObjectAlloc WHERE log NOT IN (SELECT serial FROM event_log)", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
     assert_eq!(unattributed, 0);
 
     // Dropped events are rows like any other; the parameter `thread` has column `thread_`.
     let (lost, dropped): (i64, i64) = db
-        .query_row("SELECT lost_events, (SELECT sum(count) FROM EVENT_Dropped WHERE log = 3) FROM event_log WHERE serial = 3", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(
+            "SELECT lost_events, (SELECT sum(count) FROM EVENT_Dropped WHERE log = 3) FROM event_log WHERE serial = 3",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     let stats = String::from_utf8(run(&["stats", c.to_str().unwrap()]).stdout).unwrap();
-    let stats_lost: i64 = stats.lines().find(|l| l.contains("events lost")).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    let stats_lost: i64 =
+        stats.lines().find(|l| l.contains("events lost")).unwrap().split_whitespace().next().unwrap().parse().unwrap();
     assert!(stats_lost > 0, "the log drops: {stats}");
     assert_eq!(lost, stats_lost, "event_log counts losses as stats does");
     assert!(dropped > 0 && dropped <= lost, "{dropped} of {lost}");
-    let column: String = db.query_row("SELECT column_name FROM event_param WHERE event = 'Dropped' AND name = 'thread'", [], |r| r.get(0)).unwrap();
+    let column: String = db
+        .query_row("SELECT column_name FROM event_param WHERE event = 'Dropped' AND name = 'thread'", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(column, "thread_");
     // The recorder (thread 0) reports the losses of thread 1, which refused events.
-    let (reporter, victim): (i64, i64) = db.query_row("SELECT thread, thread_ FROM EVENT_Dropped WHERE log = 3", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let (reporter, victim): (i64, i64) = db
+        .query_row("SELECT thread, thread_ FROM EVENT_Dropped WHERE log = 3", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
     assert_eq!((reporter, victim), (0, 1));
 }
 
 /// A stream with events.def's schema, except that `ObjectAlloc` has another format: one
 /// block, one ObjectAlloc.
 fn disagreeing_log() -> PathBuf {
-    let def = include_str!("../../events.def").replace("Object, PAWU,    pool, addr, size, class", "Object, PAWW,    pool, addr, size, class");
+    let def = include_str!("../../events.def")
+        .replace("Object, PAWU,    pool, addr, size, class", "Object, PAWW,    pool, addr, size, class");
     assert!(def.contains("PAWW"), "the relation changed");
     let schema = event_format::def::parse(&def, "changed.def").unwrap();
     let mut header = event_format::testing::sample_header(event_format::wire::Order::Little);
     header = Header::new(schema, 1024, header.clock, header.producer);
     let mut bytes = header.encode().unwrap();
-    let mut block = BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: 1000, ..Default::default() });
+    let mut block =
+        BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: 1000, ..Default::default() });
     block.push(0x0030, 1001, &[Value::Pointer(1), Value::Address(2), Value::Word(3), Value::Word(4)]).unwrap();
     bytes.extend(block.finish());
     let path = dir().join("changed.evt");
@@ -308,7 +395,8 @@ fn disagreeing_relations_are_refused() {
     let out = export(&alone, &[&changed]);
     assert!(out.status.success(), "{}", stderr(&out));
     let db = Connection::open(&alone).unwrap();
-    let format: String = db.query_row("SELECT format FROM event_type WHERE name = 'ObjectAlloc'", [], |r| r.get(0)).unwrap();
+    let format: String =
+        db.query_row("SELECT format FROM event_type WHERE name = 'ObjectAlloc'", [], |r| r.get(0)).unwrap();
     assert_eq!(format, "PAWW");
 
     // Beside a log that says ObjectAlloc is PAWU: refused, in either order, nothing written.
@@ -319,7 +407,10 @@ fn disagreeing_relations_are_refused() {
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&format!("event ObjectAlloc has format PAWW in this log but PAWU in {}", db.display())), "{err}");
+    assert!(
+        err.contains(&format!("event ObjectAlloc has format PAWW in this log but PAWU in {}", db.display())),
+        "{err}"
+    );
     assert_eq!(bytes(&db), before);
     let both = fresh_db("agree-both.db");
     let out = export(&both, &[&changed, &log]);
@@ -343,8 +434,11 @@ fn a_damaged_log_exports_its_whole_blocks_and_says_so() {
     assert_eq!(err.lines().count(), 1, "one summary line: {err}");
     assert!(err.contains("1 damaged block skipped"), "{err}");
     let db = Connection::open(&db_path).unwrap();
-    let (events, damaged_blocks, blocks): (i64, i64, i64) =
-        db.query_row("SELECT events, damaged_blocks, blocks FROM event_log", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    let (events, damaged_blocks, blocks): (i64, i64, i64) = db
+        .query_row("SELECT events, damaged_blocks, blocks FROM event_log", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
     assert_eq!(damaged_blocks, 1);
     let whole: i64 = stats_per_event(&log).values().sum();
     assert!(events > 0 && events < whole, "the other blocks are there: {events} of {whole}");
@@ -385,7 +479,9 @@ fn bad_outputs_are_one_line_and_exit_1() {
     Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);").unwrap();
     let foreign_before = bytes(&foreign);
     let text_before = bytes(&text);
-    for (out, says) in [(d.clone(), "is a directory"), (text.clone(), "not an SQLite database"), (foreign.clone(), "did not write")] {
+    for (out, says) in
+        [(d.clone(), "is a directory"), (text.clone(), "not an SQLite database"), (foreign.clone(), "did not write")]
+    {
         let result = export(&out, &[&log]);
         assert_eq!(result.status.code(), Some(1), "{}", out.display());
         let err = stderr(&result);

@@ -155,7 +155,8 @@ fn baselines() -> &'static BTreeMap<String, u64> {
         let out = dir().join("baseline-out");
         let mut base = BTreeMap::new();
         for args in commands(tiny.to_str().unwrap(), out.to_str().unwrap()) {
-            let args = if args[0] == "follow" { vec!["follow".to_owned(), ring.to_str().unwrap().to_owned()] } else { args };
+            let args =
+                if args[0] == "follow" { vec!["follow".to_owned(), ring.to_str().unwrap().to_owned()] } else { args };
             let argv: Vec<&str> = args.iter().map(String::as_str).collect();
             let r = run(&argv);
             base.insert(command_name(&args), r.peak_kib);
@@ -191,7 +192,10 @@ fn hostile_run(what: &str, args: &[String], input_len: u64, header_len: u64) -> 
     assert!(matches!(r.code, Some(0 | 1)), "{ctx}: exit code {:?}\n{}", r.code, r.stderr);
     assert!(!r.stderr.contains("panicked"), "{ctx}: panicked\n{}", r.stderr);
     for line in r.stderr.lines() {
-        assert!(line.starts_with("event-dump: ") && line.len() > 14, "{ctx}: a message that is not one clear line: {line:?}");
+        assert!(
+            line.starts_with("event-dump: ") && line.len() > 14,
+            "{ctx}: a message that is not one clear line: {line:?}"
+        );
     }
     if r.code == Some(1) && r.stdout.is_empty() {
         assert!(!r.stderr.is_empty(), "{ctx}: failed without saying why");
@@ -357,7 +361,11 @@ fn random_bytes_are_refused_in_one_line() {
         assert_eq!(runs["print text"].stdout, "", "random blocks hold no event");
         let blocks = len.div_ceil(1024);
         let reports = runs["print text"].stderr.lines().count();
-        assert!(reports <= blocks && (reports > 0) == (blocks > 0), "{blocks} random blocks: {}", runs["print text"].stderr);
+        assert!(
+            reports <= blocks && (reports > 0) == (blocks > 0),
+            "{blocks} random blocks: {}",
+            runs["print text"].stderr
+        );
         assert_eq!(runs["check"].code, Some(if blocks == 0 { 0 } else { 1 }));
     }
 }
@@ -376,21 +384,33 @@ fn truncation_at_every_block_boundary_and_inside_records_keeps_the_blocks_before
             for (name, r) in &runs {
                 assert_eq!(r.code, Some(1), "cut at {cut}: {name}");
             }
-            assert!(runs["print text"].stderr.contains("truncated") || runs["print text"].stderr.contains("ends inside"), "{}", runs["print text"].stderr);
+            assert!(
+                runs["print text"].stderr.contains("truncated") || runs["print text"].stderr.contains("ends inside"),
+                "{}",
+                runs["print text"].stderr
+            );
         }
         for k in 0..=s.events.len() {
             let boundary = s.offsets.get(k).copied().unwrap_or(good.len());
             let before: usize = s.events[..k].iter().sum();
             // At the boundary: a shorter, whole log.
             let runs = every_command(&format!("cut-{k}.evt"), &good[..boundary]);
-            assert_eq!(printed_subset("cut at a boundary", &runs, &whole), before, "blocks before a cut at block {k} all print");
+            assert_eq!(
+                printed_subset("cut at a boundary", &runs, &whole),
+                before,
+                "blocks before a cut at block {k} all print"
+            );
             assert_eq!(runs["print text"].stderr, "", "a cut at a block boundary is a shorter log");
             // Mid-record, and one byte short of the next block: the last block is reported.
             if k < s.events.len() {
                 for inside in [BLOCK_HEADER_LEN + 13, s.lens[k] - 1] {
                     let runs = every_command(&format!("cut-{k}-{inside}.evt"), &good[..boundary + inside]);
                     assert_eq!(printed_subset("cut inside a block", &runs, &whole), before, "cut inside block {k}");
-                    assert!(runs["print text"].stderr.contains("ends inside the block"), "{}", runs["print text"].stderr);
+                    assert!(
+                        runs["print text"].stderr.contains("ends inside the block"),
+                        "{}",
+                        runs["print text"].stderr
+                    );
                     assert_eq!(runs["check"].code, Some(1), "a cut log is not whole");
                 }
             }
@@ -432,7 +452,11 @@ fn a_bit_flip_costs_its_block_only() {
             if printed < total {
                 flipped_blocks += 1;
                 assert_eq!(runs["check"].code, Some(1), "check sees the damage at {at}");
-                assert!(runs["print text"].stderr.contains(&format!("block {block} ")), "the damaged block is named: {}", runs["print text"].stderr);
+                assert!(
+                    runs["print text"].stderr.contains(&format!("block {block} ")),
+                    "the damaged block is named: {}",
+                    runs["print text"].stderr
+                );
             }
         }
         assert!(flipped_blocks >= s.events.len(), "flips in headers and records damage blocks");
@@ -492,11 +516,16 @@ fn lying_record_and_string_lengths_cost_what_they_cover() {
 
     // A string whose length runs past its record (and past the block): that record only.
     let code = |at: usize| Order::NATIVE.u16(&good[start + BLOCK_HEADER_LEN + at..]);
-    let with_string = *offsets.iter().find(|&&at| code(at) == events::code::AllocFail).expect("an AllocFail in the block");
+    let with_string =
+        *offsets.iter().find(|&&at| code(at) == events::code::AllocFail).expect("an AllocFail in the block");
     for prefix in [0x7FFFu16, 0xFFFF, 1000] {
         let bytes = edit_block(&good, &s, block, |r| Order::NATIVE.put_u16(&mut r[with_string + 8 + 16..], prefix));
         let runs = every_command(&format!("string-{prefix}.evt"), &bytes);
-        assert_eq!(printed_subset("string past the block", &runs, &whole), total - 1, "only the record with the string is lost");
+        assert_eq!(
+            printed_subset("string past the block", &runs, &whole),
+            total - 1,
+            "only the record with the string is lost"
+        );
         assert!(runs["print text"].stderr.contains("runs past the record"), "{}", runs["print text"].stderr);
         assert_eq!(runs["check"].code, Some(1));
     }
@@ -604,7 +633,11 @@ fn big_schema_stream(events: u32, blocks: usize) -> Vec<u8> {
     h.extend_from_slice(&[0; 4]);
     reseal_header(&mut h, len);
     for b in 0..blocks {
-        let mut w = BlockWriter::new(o, 1024, &BlockHeader { thread: 1, sequence: b as u64, base_time: 1000, ..Default::default() });
+        let mut w = BlockWriter::new(
+            o,
+            1024,
+            &BlockHeader { thread: 1, sequence: b as u64, base_time: 1000, ..Default::default() },
+        );
         for code in (1..=events.min(0xFEFF)).step_by(1000) {
             w.push(code as u16, 1000 + u64::from(code), &[] as &[Value<'_>]).unwrap();
         }

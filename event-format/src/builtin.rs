@@ -65,7 +65,12 @@ pub const ALL: &[Builtin] = &[
     Builtin { name: "ClockSync", code: CLOCK_SYNC, format: &[Word, Signed], params: &["ticks", "wall_ns"] },
     Builtin { name: "TimeExtend", code: TIME_EXTEND, format: &[Word], params: &["time"] },
     Builtin { name: "Message", code: MESSAGE, format: &[Str], params: &["text"] },
-    Builtin { name: "TraceEvent", code: TRACE_EVENT, format: &[Unsigned, Str, Str], params: &["level", "target", "text"] },
+    Builtin {
+        name: "TraceEvent",
+        code: TRACE_EVENT,
+        format: &[Unsigned, Str, Str],
+        params: &["level", "target", "text"],
+    },
     Builtin { name: "SpanEnter", code: SPAN_ENTER, format: &[Word, Str, Str], params: &["span", "name", "fields"] },
     Builtin { name: "SpanExit", code: SPAN_EXIT, format: &[Word, Str], params: &["span", "name"] },
 ];

@@ -192,10 +192,7 @@ pub fn parse(text: &str, schema: &Schema) -> Result<Vec<Item>, ControlError> {
             ),
         });
     }
-    tokens
-        .into_iter()
-        .map(|(column, text)| Reader { schema, item: text, column }.read())
-        .collect()
+    tokens.into_iter().map(|(column, text)| Reader { schema, item: text, column }.read()).collect()
 }
 
 /// Gives a control text its start-up meaning (`EVENT_CONTROL`): when the first item is a
@@ -349,11 +346,7 @@ fn quoted(text: &str) -> String {
 /// list stays on one line.
 fn list<'n>(names: impl IntoIterator<Item = &'n str>) -> String {
     let names: Vec<&str> = names.into_iter().collect();
-    let mut out: Vec<String> = names
-        .iter()
-        .take(LISTED_MAX)
-        .map(|n| n.escape_debug().to_string())
-        .collect();
+    let mut out: Vec<String> = names.iter().take(LISTED_MAX).map(|n| n.escape_debug().to_string()).collect();
     if names.len() > LISTED_MAX {
         out.push(format!("and {} more", names.len() - LISTED_MAX));
     }
@@ -427,11 +420,7 @@ impl Reader<'_> {
 
     /// `"part" in "item" at column N`, or `"item" at column N` when the part is the item.
     fn part_at(&self, part: &str) -> String {
-        if part == self.item {
-            self.at()
-        } else {
-            format!("{} in {}", quoted(part), self.at())
-        }
+        if part == self.item { self.at() } else { format!("{} in {}", quoted(part), self.at()) }
     }
 
     fn done(&self, removal: bool, action: Action) -> Result<Item, ControlError> {
@@ -510,7 +499,10 @@ impl Reader<'_> {
             let bit = 63 - beyond.leading_zeros();
             let why = match kinds {
                 0 => "but no kinds are declared; write 0 or \"none\"".to_owned(),
-                1 => format!("but there is only 1 kind ({}); write a mask of at most 0x1", list(self.schema.kinds.iter().map(|k| k.name.as_str()))),
+                1 => format!(
+                    "but there is only 1 kind ({}); write a mask of at most 0x1",
+                    list(self.schema.kinds.iter().map(|k| k.name.as_str()))
+                ),
                 n => format!(
                     "but there are only {n} kinds ({}); write a mask of at most 0x{declared:X}",
                     list(self.schema.kinds.iter().map(|k| k.name.as_str()))
@@ -545,23 +537,14 @@ impl Reader<'_> {
 
     /// The kinds that `pattern` matches, by index.
     fn kinds_matching(&self, pattern: &str) -> Vec<usize> {
-        self.schema
-            .kinds
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| name_matches(pattern, &k.name))
-            .map(|(i, _)| i)
-            .collect()
+        self.schema.kinds.iter().enumerate().filter(|(_, k)| name_matches(pattern, &k.name)).map(|(i, _)| i).collect()
     }
 
     /// `Kind:Event`, either side a glob.
     fn kind_event(&self, removal: bool, kind: &str, event: &str) -> Result<Item, ControlError> {
         let sign = if removal { "-" } else { "" };
         if event.contains(':') {
-            return Err(self.error(format!(
-                "{} has more than one ':'; write one Kind:Event per item",
-                self.at()
-            )));
+            return Err(self.error(format!("{} has more than one ':'; write one Kind:Event per item", self.at())));
         }
         if kind.is_empty() && event.is_empty() {
             return Err(self.error(format!(
@@ -626,8 +609,7 @@ impl Reader<'_> {
         } else {
             format!("of kinds {kind_names}")
         };
-        let candidates: Vec<&str> =
-            self.schema.events.iter().filter(in_kinds).map(|e| e.name.as_str()).collect();
+        let candidates: Vec<&str> = self.schema.events.iter().filter(in_kinds).map(|e| e.name.as_str()).collect();
         let elsewhere = (!is_glob(event)).then(|| self.schema.event(event)).flatten();
         let help = if let Some(found) = elsewhere {
             let kind_name = self.schema.kinds.get(usize::from(found.kind)).map_or("?", |k| k.name.as_str());
@@ -666,32 +648,19 @@ impl Reader<'_> {
         let kinds = self.kinds_matching(word);
         if !kinds.is_empty() {
             let mask = kinds.iter().fold(0, |mask, &i| mask | kind_bit(i));
-            let codes = self
-                .schema
-                .events
-                .iter()
-                .filter(|e| kinds.contains(&usize::from(e.kind)))
-                .map(|e| e.code)
-                .collect();
+            let codes =
+                self.schema.events.iter().filter(|e| kinds.contains(&usize::from(e.kind))).map(|e| e.code).collect();
             return self.done(removal, Action::Kinds { mask, on: !removal, codes });
         }
-        let codes: Vec<u16> = self
-            .schema
-            .events
-            .iter()
-            .filter(|e| name_matches(word, &e.name))
-            .map(|e| e.code)
-            .collect();
+        let codes: Vec<u16> =
+            self.schema.events.iter().filter(|e| name_matches(word, &e.name)).map(|e| e.code).collect();
         if !codes.is_empty() {
             return self.done(removal, Action::Events { codes, on: !removal });
         }
         let sign = if removal { "-" } else { "" };
         let kinds = kind_list(self.schema);
         if is_glob(word) {
-            return Err(self.error(format!(
-                "{} matches no kind and no event; {kinds}",
-                self.part_at(word)
-            )));
+            return Err(self.error(format!("{} matches no kind and no event; {kinds}", self.part_at(word))));
         }
         if let Some(near) = closest(word, self.schema.kinds.iter().map(|k| k.name.as_str())) {
             return Err(self.error(format!(
@@ -782,10 +751,7 @@ RELATION(ClientPhase,  0x0050, TRUE,  Client, SWI, phase, step, delta)
 
     fn names(selection: &Selection) -> Vec<String> {
         let schema = schema();
-        selection
-            .enabled_codes(&schema)
-            .map(|c| schema.event_by_code(c).unwrap().name.clone())
-            .collect()
+        selection.enabled_codes(&schema).map(|c| schema.event_by_code(c).unwrap().name.clone()).collect()
     }
 
     mod selection {
@@ -1019,10 +985,7 @@ RELATION(ClientPhase,  0x0050, TRUE,  Client, SWI, phase, step, delta)
 
         #[test]
         fn unknown_events() {
-            assert_eq!(
-                message("PolInit"),
-                "unknown event \"PolInit\" at column 1 (did you mean \"PoolInit\"?)"
-            );
+            assert_eq!(message("PolInit"), "unknown event \"PolInit\" at column 1 (did you mean \"PoolInit\"?)");
             assert_eq!(
                 message("Pool:Nope"),
                 "\"Pool:Nope\" at column 1 matches no event of kind Pool; its events are PoolInit, PoolFinish, PoolStats"
@@ -1299,10 +1262,7 @@ RELATION(ClientPhase,  0x0050, TRUE,  Client, SWI, phase, step, delta)
             assert_eq!(d(&Selection::all(&schema)), "all");
             assert_eq!(d(&sel(u64::MAX, &[])), "all");
             assert_eq!(d(&sel(POOL | ARENA, &[])), "Arena Pool");
-            assert_eq!(
-                d(&sel(ARENA | POOL, &[(0x10, false), (0x22, true)])),
-                "Arena Pool -Pool:PoolInit Seg:SegSplit"
-            );
+            assert_eq!(d(&sel(ARENA | POOL, &[(0x10, false), (0x22, true)])), "Arena Pool -Pool:PoolInit Seg:SegSplit");
             assert_eq!(d(&sel(0, &[(0x10, true)])), "none Pool:PoolInit");
             assert_eq!(d(&sel(0, &[(0x10, false)])), "none -Pool:PoolInit");
             assert_eq!(d(&sel(ALL, &[(0x10, false)])), "all -Pool:PoolInit");
@@ -1331,9 +1291,7 @@ RELATION(ClientPhase,  0x0050, TRUE,  Client, SWI, phase, step, delta)
     /// The schemas the properties are checked on.
     fn schemas() -> Vec<Schema> {
         let many = (0..64).map(|i| format!("KIND(K{i})\n")).collect::<String>();
-        let many_events = (0..64)
-            .map(|i| format!("RELATION(E{i}, {}, TRUE, K{i}, 0)\n", i + 1))
-            .collect::<String>();
+        let many_events = (0..64).map(|i| format!("RELATION(E{i}, {}, TRUE, K{i}, 0)\n", i + 1)).collect::<String>();
         vec![
             schema(),
             crate::testing::sample_schema(),
@@ -1358,15 +1316,20 @@ RELATION(ClientPhase,  0x0050, TRUE,  Client, SWI, phase, step, delta)
         };
         (any::<u64>(), prop::bool::weighted(0.2), prop::bool::weighted(0.2), overrides).prop_map(
             move |(kinds, all, none, overrides)| {
-                let kinds = if all { declared } else if none { 0 } else { kinds & declared };
+                let kinds = if all {
+                    declared
+                } else if none {
+                    0
+                } else {
+                    kinds & declared
+                };
                 Selection { kinds, overrides }
             },
         )
     }
 
     fn schema_and_selection() -> impl Strategy<Value = (Schema, Selection)> {
-        prop::sample::select(schemas())
-            .prop_flat_map(|schema| (Just(schema.clone()), selection_of(&schema)))
+        prop::sample::select(schemas()).prop_flat_map(|schema| (Just(schema.clone()), selection_of(&schema)))
     }
 
     /// Pieces of control texts, right and wrong.
@@ -1374,9 +1337,38 @@ RELATION(ClientPhase,  0x0050, TRUE,  Client, SWI, phase, step, delta)
         prop_oneof![
             Just(String::new()),
             prop::sample::select(vec![
-                "Arena", "Pool", "Seg", "Empty", "PoolInit", "SegSplit", "Pol", "all", "none",
-                "Builtin", "Intern", "*", "?", "Po*", "*Init", "-", ":", ",", " ", "\t", "0x",
-                "0", "5", "127", "128", ".", "é", "\u{3000}", "ArenaCreate", "Poll", "K1", "E63",
+                "Arena",
+                "Pool",
+                "Seg",
+                "Empty",
+                "PoolInit",
+                "SegSplit",
+                "Pol",
+                "all",
+                "none",
+                "Builtin",
+                "Intern",
+                "*",
+                "?",
+                "Po*",
+                "*Init",
+                "-",
+                ":",
+                ",",
+                " ",
+                "\t",
+                "0x",
+                "0",
+                "5",
+                "127",
+                "128",
+                ".",
+                "é",
+                "\u{3000}",
+                "ArenaCreate",
+                "Poll",
+                "K1",
+                "E63",
             ])
             .prop_map(str::to_owned),
             "[-*?:.,A-Za-z0-9 ]{1,6}",

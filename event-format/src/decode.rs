@@ -29,9 +29,8 @@ use crate::builtin;
 use crate::letter::Letter;
 use crate::schema::{BUILTIN_KIND, Schema};
 use crate::wire::{
-    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order,
-    PREFIX_LEN, RecordError, RecordIter, ValueIter, packed_len, unpack_records, validate_args,
-    verify_block,
+    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
+    RecordError, RecordIter, ValueIter, packed_len, unpack_records, validate_args, verify_block,
 };
 use std::fmt;
 use std::io::{self, Read};
@@ -258,7 +257,11 @@ impl<R: Read> Decoder<R> {
             }
             Err(e) => {
                 self.done = true;
-                Some(Err(BlockError { index: self.next_index, offset: self.offset, damage: Damage::Unreadable(e.to_string()) }))
+                Some(Err(BlockError {
+                    index: self.next_index,
+                    offset: self.offset,
+                    damage: Damage::Unreadable(e.to_string()),
+                }))
             }
         }
     }

@@ -116,7 +116,10 @@ fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
         if block.header.flags & crate::wire::BLOCK_PACKED == 0 {
             assert_eq!(block.records.len(), block.header.used as usize, "a whole block's records are not `used` bytes");
         } else {
-            assert!(block.records.len() <= block_size - BLOCK_HEADER_LEN, "a packed block unpacked past the block size");
+            assert!(
+                block.records.len() <= block_size - BLOCK_HEADER_LEN,
+                "a packed block unpacked past the block size"
+            );
         }
         for entry in block.entries(&catalog) {
             match entry {
@@ -151,7 +154,9 @@ fn header_round_trip(header: &Header) {
         Err(e) => panic!("a header the decoder accepted does not encode: {e}"),
     };
     match Header::decode(&bytes, true) {
-        Ok(again) => assert_eq!(again, Header { skipped_bytes: 0, ..header.clone() }, "a header's round trip changed it"),
+        Ok(again) => {
+            assert_eq!(again, Header { skipped_bytes: 0, ..header.clone() }, "a header's round trip changed it")
+        }
         Err(e) => panic!("a re-encoded header does not decode: {e}"),
     }
 }

@@ -89,9 +89,7 @@ impl Letter {
     /// string, whose size depends on its length (2 bytes of prefix plus the text).
     pub fn fixed_size(self) -> Option<usize> {
         match self {
-            Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed | Letter::Double => {
-                Some(8)
-            }
+            Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed | Letter::Double => Some(8),
             Letter::Unsigned => Some(4),
             Letter::Bool => Some(1),
             Letter::String => None,
@@ -113,9 +111,5 @@ impl fmt::Display for Letter {
 
 /// Formats a list of letters as events.def writes it: `PAW`, or `0` when empty.
 pub fn format_string(letters: &[Letter]) -> String {
-    if letters.is_empty() {
-        "0".to_owned()
-    } else {
-        letters.iter().map(|l| l.as_char()).collect()
-    }
+    if letters.is_empty() { "0".to_owned() } else { letters.iter().map(|l| l.as_char()).collect() }
 }

@@ -205,17 +205,18 @@ impl fmt::Display for RingError {
             RingError::NotARing => {
                 write!(f, "not a ring file (no ring magic); if it is an event stream, read it with `event-dump print`")
             }
-            RingError::Truncated { have, need } => write!(
-                f,
-                "the ring file is truncated ({have} of {need} bytes); it was cut after its writer created it"
-            ),
+            RingError::Truncated { have, need } => {
+                write!(f, "the ring file is truncated ({have} of {need} bytes); it was cut after its writer created it")
+            }
             RingError::BadHeader(why) => write!(f, "the ring file's header is damaged: {why}"),
             RingError::Version(v) => write!(
                 f,
                 "ring file layout {v} is not readable by this reader (it reads {}.{}.x); install a matching event-dump",
                 RING_VERSION.major, RING_VERSION.median
             ),
-            RingError::Creating => write!(f, "the ring file is still being created by its program; try again in a moment"),
+            RingError::Creating => {
+                write!(f, "the ring file is still being created by its program; try again in a moment")
+            }
             RingError::Stream(e) => write!(f, "the ring file's stream header: {e}"),
         }
     }
@@ -268,7 +269,10 @@ impl Layout {
     /// Checks the geometry: block size, slot and block counts, header length.
     pub fn check(&self) -> Result<(), String> {
         if !self.block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
-            return Err(format!("block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}", self.block_size));
+            return Err(format!(
+                "block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
+                self.block_size
+            ));
         }
         if !(1..=MAX_SLOTS).contains(&self.slots) {
             return Err(format!("{} slots is not in 1..={MAX_SLOTS}", self.slots));
@@ -317,7 +321,8 @@ impl Layout {
         if crc != o.u32(&b[at::CRC..]) {
             return Err(RingError::BadHeader("checksum mismatch".into()));
         }
-        let version = Version::new(o.u16(&b[at::VERSION..]), o.u16(&b[at::VERSION + 2..]), o.u16(&b[at::VERSION + 4..]));
+        let version =
+            Version::new(o.u16(&b[at::VERSION..]), o.u16(&b[at::VERSION + 2..]), o.u16(&b[at::VERSION + 4..]));
         if version.major != RING_VERSION.major || (version.median > RING_VERSION.median && !force) {
             return Err(RingError::Version(version));
         }
@@ -601,7 +606,11 @@ impl<R: ReadAt> RingReader<R> {
             }
             // Blocks the writer may have reused while they were copied are not trusted.
             let first_kept = after.sequence.saturating_sub(k - 1);
-            let mut out = SlotBlocks { slot: Some(after), first_sequence: u64::from(first_kept.max(oldest)), ..SlotBlocks::default() };
+            let mut out = SlotBlocks {
+                slot: Some(after),
+                first_sequence: u64::from(first_kept.max(oldest)),
+                ..SlotBlocks::default()
+            };
             for (seq, mut bytes, len) in raw {
                 if seq < first_kept {
                     continue;
@@ -703,7 +712,16 @@ impl<R: ReadAt> RingStream<R> {
         let header = reader.header_bytes.clone();
         let mut pending = std::collections::VecDeque::new();
         pending.push_back(header);
-        RingStream { reader, next_slot: 0, pending, at: 0, summary: RingSummary::default(), drops: Vec::new(), last_time: 0, finished: false }
+        RingStream {
+            reader,
+            next_slot: 0,
+            pending,
+            at: 0,
+            summary: RingSummary::default(),
+            drops: Vec::new(),
+            last_time: 0,
+            finished: false,
+        }
     }
 
     /// What was found so far; complete once the stream has been read to its end.
@@ -753,7 +771,13 @@ impl<R: ReadAt> RingStream<R> {
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
             }
-            self.pending.extend(crate::builtin::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops));
+            self.pending.extend(crate::builtin::dropped_report(
+                layout.order,
+                layout.block_size,
+                0,
+                self.last_time,
+                &self.drops,
+            ));
         }
         Ok(())
     }
@@ -857,7 +881,9 @@ impl<R: ReadAt> Follower<R> {
                 *cursor = Cursor { thread: slot.thread, next: 0, shown: 0 };
             }
             let sequence = u64::from(slot.sequence);
-            if sequence < cursor.next || (sequence == cursor.next && slot.end as usize <= BLOCK_HEADER_LEN + cursor.shown) {
+            if sequence < cursor.next
+                || (sequence == cursor.next && slot.end as usize <= BLOCK_HEADER_LEN + cursor.shown)
+            {
                 continue; // nothing new
             }
             // cursor.next <= sequence, a u32.
@@ -914,7 +940,11 @@ impl<R: ReadAt> Follower<R> {
 /// `EVENT_CONTROL` grammar, applied to the program's running selection. One monitor at a
 /// time: two at once may see each other's replies.
 #[cfg(unix)]
-pub fn send_request(file: &std::fs::File, text: &str, timeout: std::time::Duration) -> Result<(bool, String), RingError> {
+pub fn send_request(
+    file: &std::fs::File,
+    text: &str,
+    timeout: std::time::Duration,
+) -> Result<(bool, String), RingError> {
     use std::os::unix::fs::FileExt;
     if text.len() > REQUEST_MAX {
         return Err(RingError::BadHeader(format!("the request is {} bytes; the most is {REQUEST_MAX}", text.len())));

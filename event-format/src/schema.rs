@@ -156,11 +156,10 @@ fn plural(n: usize, noun: &str) -> String {
 /// Rust's keywords (strict and reserved, 2015 to 2024): not allowed as names, because the
 /// macro turns names into Rust identifiers.
 const RUST_KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
-    "extern", "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod",
-    "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super",
-    "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become", "box",
-    "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
+    "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self",
+    "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract",
+    "become", "box", "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
 ];
 
 /// Why `name` is not a valid identifier for events.def, or `None` when it is one.
@@ -173,9 +172,7 @@ pub fn identifier_problem(name: &str) -> Option<String> {
         return Some("a name cannot be empty".to_owned());
     };
     if !(first.is_ascii_alphabetic() || first == '_') {
-        return Some(format!(
-            "`{name}` is not an identifier: it must start with an ASCII letter or `_`"
-        ));
+        return Some(format!("`{name}` is not an identifier: it must start with an ASCII letter or `_`"));
     }
     if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
         return Some(format!(
@@ -189,10 +186,7 @@ pub fn identifier_problem(name: &str) -> Option<String> {
         return Some(format!("`{name}` is a Rust keyword and cannot be a name"));
     }
     if name.len() > MAX_NAME_LEN {
-        return Some(format!(
-            "a name is {} bytes long, more than the {MAX_NAME_LEN} allowed",
-            name.len()
-        ));
+        return Some(format!("a name is {} bytes long, more than the {MAX_NAME_LEN} allowed", name.len()));
     }
     None
 }
@@ -216,12 +210,8 @@ impl Schema {
     /// The lowest code in `FIRST_USER_CODE..=LAST_USER_CODE` that no event or retired
     /// event uses, if any is left.
     pub fn next_free_code(&self) -> Option<u16> {
-        let mut used: Vec<u16> = self
-            .events
-            .iter()
-            .map(|e| e.code)
-            .chain(self.retired.iter().map(|r| r.code))
-            .collect();
+        let mut used: Vec<u16> =
+            self.events.iter().map(|e| e.code).chain(self.retired.iter().map(|r| r.code)).collect();
         used.sort_unstable();
         used.dedup();
         let mut candidate = FIRST_USER_CODE;
@@ -278,10 +268,7 @@ impl Schema {
             if let Some(&j) = first.get(kind.name.as_str()) {
                 problems.push(Problem {
                     place: Place::KindName(i),
-                    message: format!(
-                        "kind `{}` is declared twice (its first KIND line gives it bit {j})",
-                        kind.name
-                    ),
+                    message: format!("kind `{}` is declared twice (its first KIND line gives it bit {j})", kind.name),
                     help: "remove one of the declarations or rename this kind".to_owned(),
                 });
             } else {
@@ -317,22 +304,21 @@ impl Schema {
             .iter()
             .enumerate()
             .map(|(i, e)| (e.name.as_str(), e.code, Place::EventName(i), Place::EventCode(i)))
-            .chain(self.retired.iter().enumerate().map(|(i, r)| {
-                (r.name.as_str(), r.code, Place::RetiredName(i), Place::RetiredCode(i))
-            }))
+            .chain(
+                self.retired
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.name.as_str(), r.code, Place::RetiredName(i), Place::RetiredCode(i))),
+            )
             .collect();
-        let mut by_code: Vec<(u16, usize)> =
-            names.iter().enumerate().map(|(n, item)| (item.1, n)).collect();
+        let mut by_code: Vec<(u16, usize)> = names.iter().enumerate().map(|(n, item)| (item.1, n)).collect();
         by_code.sort_unstable();
-        let mut by_name: Vec<(&str, usize)> =
-            names.iter().enumerate().map(|(n, item)| (item.0, n)).collect();
+        let mut by_name: Vec<(&str, usize)> = names.iter().enumerate().map(|(n, item)| (item.0, n)).collect();
         by_name.sort_unstable();
-        let first_with = |sorted: &[(u16, usize)], code: u16| -> usize {
-            sorted[sorted.partition_point(|(c, _)| *c < code)].1
-        };
-        let first_named = |sorted: &[(&str, usize)], name: &str| -> usize {
-            sorted[sorted.partition_point(|(s, _)| *s < name)].1
-        };
+        let first_with =
+            |sorted: &[(u16, usize)], code: u16| -> usize { sorted[sorted.partition_point(|(c, _)| *c < code)].1 };
+        let first_named =
+            |sorted: &[(&str, usize)], name: &str| -> usize { sorted[sorted.partition_point(|(s, _)| *s < name)].1 };
         let free = self.next_free_code();
         let free_hint = match free {
             Some(code) => format!("give it an unused code, such as 0x{code:04X}"),

@@ -4,9 +4,7 @@
 
 use crate::builtin;
 use crate::schema::Schema;
-use crate::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, Header, MIN_BLOCK_SIZE, Order, Producer, Text, Value,
-};
+use crate::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, MIN_BLOCK_SIZE, Order, Producer, Text, Value};
 
 /// The sample's events.def text.
 pub const SAMPLE_DEF: &str = r#"VERSION(1, 2, 3)
@@ -63,36 +61,59 @@ pub fn sample_stream(order: Order) -> Vec<u8> {
     let mut push = |block: &mut BlockWriter, out: &mut Vec<u8>, code, time, values: &[Value<'_>]| {
         if block.push(code, time, values).is_err() {
             sequence += 1;
-            let next = BlockWriter::new(order, size, &BlockHeader { thread: 1, sequence, base_time: time, ..Default::default() });
+            let next = BlockWriter::new(
+                order,
+                size,
+                &BlockHeader { thread: 1, sequence, base_time: time, ..Default::default() },
+            );
             out.extend(std::mem::replace(block, next).finish());
             assert!(block.push(code, time, values).is_ok(), "a sample record fits an empty block");
         }
     };
     push(&mut thread1, &mut out, builtin::THREAD_NAME, 1000, &[Value::Word(1), Value::Str(Text::new("main"))]);
-    push(&mut thread1, &mut out, 0x0001, 1200, &[Value::Pointer(0x7f00_0000_1000), Value::Address(0x7f00_0000_0000), Value::Word(1 << 20)]);
+    push(
+        &mut thread1,
+        &mut out,
+        0x0001,
+        1200,
+        &[Value::Pointer(0x7f00_0000_1000), Value::Address(0x7f00_0000_0000), Value::Word(1 << 20)],
+    );
     push(&mut thread1, &mut out, builtin::INTERN, 1300, &[Value::Word(1), Value::Str(Text::new("the arena"))]);
     push(&mut thread1, &mut out, builtin::LABEL, 1300, &[Value::Address(0x7f00_0000_1000), Value::Word(1)]);
     for i in 0..40u32 {
         let t = 2000 + u64::from(i) * 250;
-        push(&mut thread1, &mut out, 0x0002, t, &[
-            Value::Pointer(0x5000 + u64::from(i) * 0x40),
-            Value::Pointer(0x7f00_0000_1000),
-            Value::Str(Text::new(if i % 2 == 0 { "AMC \"mobile\"" } else { "MVFF\tfirst-fit" })),
-            Value::Unsigned(8 << (i % 4)),
-        ]);
-        push(&mut thread1, &mut out, 0x0003, t + 100, &[
-            Value::Pointer(0x5000 + u64::from(i) * 0x40),
-            Value::Signed(i64::from(i) - 20),
-            Value::Double(f64::from(i) / 8.0),
-            Value::Bool(i % 3 == 0),
-        ]);
+        push(
+            &mut thread1,
+            &mut out,
+            0x0002,
+            t,
+            &[
+                Value::Pointer(0x5000 + u64::from(i) * 0x40),
+                Value::Pointer(0x7f00_0000_1000),
+                Value::Str(Text::new(if i % 2 == 0 { "AMC \"mobile\"" } else { "MVFF\tfirst-fit" })),
+                Value::Unsigned(8 << (i % 4)),
+            ],
+        );
+        push(
+            &mut thread1,
+            &mut out,
+            0x0003,
+            t + 100,
+            &[
+                Value::Pointer(0x5000 + u64::from(i) * 0x40),
+                Value::Signed(i64::from(i) - 20),
+                Value::Double(f64::from(i) / 8.0),
+                Value::Bool(i % 3 == 0),
+            ],
+        );
     }
     // A gap longer than 2^32 ticks: the writer adds a TimeExtend record.
     push(&mut thread1, &mut out, 0x0004, 20_000_000_000, &[]);
     push(&mut thread1, &mut out, builtin::MESSAGE, 20_000_000_500, &[Value::Str(Text::new("done, caf\u{e9}"))]);
     out.extend(thread1.finish());
 
-    let mut thread2 = BlockWriter::new(order, size, &BlockHeader { thread: 2, base_time: 1500, lost: 3, ..Default::default() });
+    let mut thread2 =
+        BlockWriter::new(order, size, &BlockHeader { thread: 2, base_time: 1500, lost: 3, ..Default::default() });
     for (code, time, values) in [
         (builtin::THREAD_NAME, 1500, vec![Value::Word(2), Value::Str(Text::new("worker"))]),
         (builtin::DROPPED, 1500, vec![Value::Word(2), Value::Word(3)]),

@@ -141,7 +141,13 @@ mod tests {
     use crate::wire::{Clock, ClockSource};
 
     fn seconds(rate: u64, start: u64, ticks: u64) -> String {
-        let clock = Clock { source: ClockSource::Tsc, ticks_per_second: rate, ref_ticks: 0, ref_wall_ns: 0, start_ticks: start };
+        let clock = Clock {
+            source: ClockSource::Tsc,
+            ticks_per_second: rate,
+            ref_ticks: 0,
+            ref_wall_ns: 0,
+            start_ticks: start,
+        };
         let mut s = String::new();
         write_seconds(&mut s, &clock, ticks).unwrap();
         s
@@ -174,7 +180,9 @@ mod tests {
         assert_eq!(seconds(1_000_000_000, 1_000, 500), "-0.000000500");
         assert_eq!(seconds(u64::MAX, 0, u64::MAX - 1), "0.999999999");
         // Both paths agree where both apply.
-        for (rate, start, ticks) in [(3_000_000_007u64, 11u64, 987_654_321_987u64), (1, 0, 5), (999_999_999, 1, 1_999_999_999)] {
+        for (rate, start, ticks) in
+            [(3_000_000_007u64, 11u64, 987_654_321_987u64), (1, 0, 5), (999_999_999, 1, 1_999_999_999)]
+        {
             let delta = i128::from(ticks) - i128::from(start);
             let r = i128::from(rate);
             assert_eq!(seconds(rate, start, ticks), format!("{}.{:09}", delta / r, (delta % r) * 1_000_000_000 / r));

@@ -5,8 +5,8 @@ use event_format::decode::{BlockError, Catalog, DecodeOptions, Decoder, Entry};
 use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::testing::{sample_header, sample_stream};
 use event_format::wire::{
-    BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Damage, FORMAT_VERSION, Header, HeaderError,
-    MIN_BLOCK_SIZE, Order, RecordError, Text, Value,
+    BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Damage, FORMAT_VERSION, Header, HeaderError, MIN_BLOCK_SIZE, Order,
+    RecordError, Text, Value,
 };
 use event_format::{Letter, text};
 use proptest::prelude::*;
@@ -30,7 +30,9 @@ fn dump(bytes: &[u8], options: DecodeOptions) -> Result<String, HeaderError> {
                             text::write_event(&mut out, &header.clock, &event).unwrap();
                             out.push('\n');
                         }
-                        Entry::Unknown { code, len, .. } => out.push_str(&format!("? unknown code {code:#06x}, {len} bytes\n")),
+                        Entry::Unknown { code, len, .. } => {
+                            out.push_str(&format!("? unknown code {code:#06x}, {len} bytes\n"))
+                        }
                         Entry::Bad(e) => out.push_str(&format!("! {e}\n")),
                     }
                 }
@@ -92,7 +94,10 @@ fn a_bad_sync_word_is_reported() {
     bytes[start] = 0;
     let err = Decoder::new(&bytes[..]).unwrap().next_block().unwrap().unwrap_err();
     assert!(matches!(err.damage, Damage::BadSync(_)), "{err}");
-    assert_eq!(err.to_string(), format!("block 0 at offset {start} skipped: no block sync word (found 0010c4ed, expected eb10c4ed)"));
+    assert_eq!(
+        err.to_string(),
+        format!("block 0 at offset {start} skipped: no block sync word (found 0010c4ed, expected eb10c4ed)")
+    );
 }
 
 fn encode_with(version: Version) -> Vec<u8> {
@@ -161,7 +166,8 @@ fn a_newer_minor_is_read_and_its_extra_header_bytes_skipped() {
 fn one_block(order: Order, build: impl FnOnce(&mut BlockWriter)) -> Vec<u8> {
     let header = sample_header(order);
     let mut bytes = header.encode().unwrap();
-    let mut block = BlockWriter::new(order, header.block_size, &BlockHeader { thread: 9, base_time: 1000, ..Default::default() });
+    let mut block =
+        BlockWriter::new(order, header.block_size, &BlockHeader { thread: 9, base_time: 1000, ..Default::default() });
     build(&mut block);
     bytes.extend(block.finish());
     bytes
@@ -204,7 +210,11 @@ fn arguments_that_do_not_match_the_format_are_reported_and_skipped() {
 fn a_bad_record_length_ends_the_block_and_keeps_what_came_before() {
     let header = sample_header(Order::Little);
     let mut bytes = header.encode().unwrap();
-    let mut block = BlockWriter::new(Order::Little, header.block_size, &BlockHeader { thread: 3, base_time: 1000, ..Default::default() });
+    let mut block = BlockWriter::new(
+        Order::Little,
+        header.block_size,
+        &BlockHeader { thread: 3, base_time: 1000, ..Default::default() },
+    );
     block.push(0x0004, 1000, &[]).unwrap();
     block.push(0x0004, 1001, &[]).unwrap();
     let mut raw = block.finish();
@@ -213,7 +223,10 @@ fn a_bad_record_length_ends_the_block_and_keeps_what_came_before() {
     event_format::wire::seal_block(Order::Little, &mut raw, 16);
     bytes.extend(raw);
     let text = dump(&bytes, DecodeOptions::default()).unwrap();
-    assert_eq!(text, "0.000000000 T3 Arena.Poll\n! record at offset 8 (code 0x0004): length 4 is not in 8..=8; the rest of the block is skipped\n");
+    assert_eq!(
+        text,
+        "0.000000000 T3 Arena.Poll\n! record at offset 8 (code 0x0004): length 4 is not in 8..=8; the rest of the block is skipped\n"
+    );
 }
 
 #[test]
@@ -221,7 +234,8 @@ fn block_flags_from_a_newer_writer_skip_the_block() {
     let header = sample_header(Order::Little);
     let mut bytes = header.encode().unwrap();
     // Flag 0x0002 is not defined (0x0001 is BLOCK_PACKED, since 1.1).
-    let mut block = BlockWriter::new(Order::Little, header.block_size, &BlockHeader { flags: 2, thread: 3, ..Default::default() });
+    let mut block =
+        BlockWriter::new(Order::Little, header.block_size, &BlockHeader { flags: 2, thread: 3, ..Default::default() });
     block.push(0x0004, 0, &[]).unwrap();
     bytes.extend(block.finish());
     let err: BlockError = Decoder::new(&bytes[..]).unwrap().next_block().unwrap().unwrap_err();
@@ -265,7 +279,10 @@ fn every_truncation_is_reported_without_panic() {
 fn not_a_stream_is_said_plainly() {
     let err = Decoder::new(&b"hello, world; this is not a stream at all"[..]).unwrap_err();
     assert!(matches!(err, HeaderError::NotAStream));
-    assert_eq!(err.to_string(), "not an event stream: it does not start with the stream's magic bytes; check the file name");
+    assert_eq!(
+        err.to_string(),
+        "not an event stream: it does not start with the stream's magic bytes; check the file name"
+    );
     assert!(matches!(Decoder::new(&[][..]), Err(HeaderError::Truncated { have: 0, .. })));
 }
 
@@ -281,7 +298,10 @@ fn a_hostile_block_size_is_refused() {
     let mut bytes = sample_stream(Order::Little);
     bytes[20..24].copy_from_slice(&(1u32 << 31).to_le_bytes());
     let err = Decoder::new(&bytes[..]).unwrap_err();
-    assert_eq!(err.to_string(), "block size 2147483648 is invalid: it must be a power of two in 1024..=16777216; the header is damaged");
+    assert_eq!(
+        err.to_string(),
+        "block size 2147483648 is invalid: it must be a power of two in 1024..=16777216; the header is damaged"
+    );
 }
 
 // ---- property tests ----
@@ -426,7 +446,11 @@ fn encode_stream(order: Order, schema: &Schema, events: &[GenEvent], threads: u6
         let (writer, seq) = &mut writers[t];
         if writer.push(code, time, &borrowed).is_err() {
             *seq += 1;
-            let next = BlockWriter::new(order, size, &BlockHeader { thread: t as u64, sequence: *seq, base_time: time, ..Default::default() });
+            let next = BlockWriter::new(
+                order,
+                size,
+                &BlockHeader { thread: t as u64, sequence: *seq, base_time: time, ..Default::default() },
+            );
             out.extend(std::mem::replace(writer, next).finish());
             writer.push(code, time, &borrowed).expect("fits an empty block");
         }

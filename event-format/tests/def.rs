@@ -49,18 +49,9 @@ RETIRED(Older,7)
         let expected = Schema {
             version: Version::new(2, 16, 7),
             kinds: vec![
-                Kind {
-                    name: "Arena".into(),
-                    doc: "per \"arena\",\\ global\n\tand more".into(),
-                },
-                Kind {
-                    name: "Pool".into(),
-                    doc: "".into(),
-                },
-                Kind {
-                    name: "Spaced".into(),
-                    doc: "".into(),
-                },
+                Kind { name: "Arena".into(), doc: "per \"arena\",\\ global\n\tand more".into() },
+                Kind { name: "Pool".into(), doc: "".into() },
+                Kind { name: "Spaced".into(), doc: "".into() },
             ],
             events: vec![
                 EventType {
@@ -84,36 +75,15 @@ RETIRED(Older,7)
                     code: 0xAB,
                     always: true,
                     kind: 1,
-                    format: vec![
-                        Pointer, Address, Word, Unsigned, Signed, Double, Bool, String,
-                    ],
+                    format: vec![Pointer, Address, Word, Unsigned, Signed, Double, Bool, String],
                     params: names(&["p", "a", "w", "u", "i", "d", "b", "s"]),
                 },
-                EventType {
-                    name: "Poll".into(),
-                    code: 0xFEFF,
-                    always: false,
-                    kind: 0,
-                    format: vec![],
-                    params: vec![],
-                },
+                EventType { name: "Poll".into(), code: 0xFEFF, always: false, kind: 0, format: vec![], params: vec![] },
             ],
-            retired: vec![
-                Retired {
-                    name: "OldThing".into(),
-                    code: 5,
-                },
-                Retired {
-                    name: "Older".into(),
-                    code: 7,
-                },
-            ],
+            retired: vec![Retired { name: "OldThing".into(), code: 5 }, Retired { name: "Older".into(), code: 7 }],
         };
         assert_eq!(schema, expected);
-        assert_eq!(
-            def::parse(&def::render(&schema), "rendered").unwrap(),
-            schema
-        );
+        assert_eq!(def::parse(&def::render(&schema), "rendered").unwrap(), schema);
     }
 
     #[test]
@@ -141,10 +111,7 @@ RETIRED(Older,7)
         let source = std::fs::read_to_string(path).unwrap();
         let schema = def::parse(&source, path).unwrap_or_else(|e| panic!("{e}"));
         assert!(!schema.events.is_empty());
-        assert_eq!(
-            def::parse(&def::render(&schema), "rendered").unwrap(),
-            schema
-        );
+        assert_eq!(def::parse(&def::render(&schema), "rendered").unwrap(), schema);
     }
 }
 
@@ -182,70 +149,49 @@ mod bad {
     fn duplicate_name() {
         check(
             "duplicate_name",
-            &format!(
-                "{HEAD}RELATION(A, 1, TRUE, Arena, 0)\nRELATION(A, 2, TRUE, Pool, 0)\nRETIRED(A, 3)\n"
-            ),
+            &format!("{HEAD}RELATION(A, 1, TRUE, Arena, 0)\nRELATION(A, 2, TRUE, Pool, 0)\nRETIRED(A, 3)\n"),
         );
     }
 
     #[test]
     fn unknown_kind() {
-        check(
-            "unknown_kind",
-            &format!("{HEAD}RELATION(A, 1, TRUE, Pol, 0)\nRELATION(B, 2, TRUE, Segment, 0)\n"),
-        );
+        check("unknown_kind", &format!("{HEAD}RELATION(A, 1, TRUE, Pol, 0)\nRELATION(B, 2, TRUE, Segment, 0)\n"));
     }
 
     #[test]
     fn unknown_kind_still_checks_the_row() {
         check(
             "unknown_kind_still_checks_the_row",
-            &format!(
-                "{HEAD}RELATION(A, 1, TRUE, Arena, 0)\nRELATION(A, 1, TRUE, Pol, PXW, a, type, c)\n"
-            ),
+            &format!("{HEAD}RELATION(A, 1, TRUE, Arena, 0)\nRELATION(A, 1, TRUE, Pol, PXW, a, type, c)\n"),
         );
     }
 
     #[test]
     fn bad_letter() {
-        check(
-            "bad_letter",
-            &format!("{HEAD}RELATION(A, 1, TRUE, Arena, PAXW)\n"),
-        );
+        check("bad_letter", &format!("{HEAD}RELATION(A, 1, TRUE, Arena, PAXW)\n"));
     }
 
     #[test]
     fn lower_case_letter() {
-        check(
-            "lower_case_letter",
-            &format!("{HEAD}RELATION(A, 1, TRUE, Arena, Paw)\n"),
-        );
+        check("lower_case_letter", &format!("{HEAD}RELATION(A, 1, TRUE, Arena, Paw)\n"));
     }
 
     #[test]
     fn wrong_name_count() {
         check(
             "wrong_name_count",
-            &format!(
-                "{HEAD}RELATION(A, 1, TRUE, Arena, PAW, arena, base)\nRELATION(B, 2, TRUE, Arena, 0, x)\n"
-            ),
+            &format!("{HEAD}RELATION(A, 1, TRUE, Arena, PAW, arena, base)\nRELATION(B, 2, TRUE, Arena, 0, x)\n"),
         );
     }
 
     #[test]
     fn reserved_code() {
-        check(
-            "reserved_code",
-            &format!("{HEAD}RELATION(A, 0xFF00, TRUE, Arena, 0)\n"),
-        );
+        check("reserved_code", &format!("{HEAD}RELATION(A, 0xFF00, TRUE, Arena, 0)\n"));
     }
 
     #[test]
     fn code_zero() {
-        check(
-            "code_zero",
-            &format!("{HEAD}RELATION(A, 0, TRUE, Arena, 0)\n"),
-        );
+        check("code_zero", &format!("{HEAD}RELATION(A, 0, TRUE, Arena, 0)\n"));
     }
 
     #[test]
@@ -258,18 +204,12 @@ mod bad {
 
     #[test]
     fn not_numbers() {
-        check(
-            "not_numbers",
-            "VERSION(1, 0x, 1_000)\nKIND(Arena)\nRELATION(A, x1, TRUE, Arena, 0)\n",
-        );
+        check("not_numbers", "VERSION(1, 0x, 1_000)\nKIND(Arena)\nRELATION(A, x1, TRUE, Arena, 0)\n");
     }
 
     #[test]
     fn missing_version() {
-        check(
-            "missing_version",
-            "# no version\nKIND(Arena)\nRELATION(A, 1, TRUE, Arena, 0)\n",
-        );
+        check("missing_version", "# no version\nKIND(Arena)\nRELATION(A, 1, TRUE, Arena, 0)\n");
     }
 
     #[test]
@@ -279,19 +219,14 @@ mod bad {
 
     #[test]
     fn duplicate_version() {
-        check(
-            "duplicate_version",
-            "VERSION(1, 0, 0)\nKIND(Arena)\nVERSION(1, 1, 0)\n",
-        );
+        check("duplicate_version", "VERSION(1, 0, 0)\nKIND(Arena)\nVERSION(1, 1, 0)\n");
     }
 
     #[test]
     fn unknown_keyword() {
         check(
             "unknown_keyword",
-            &format!(
-                "{HEAD}RELATOIN(A, 1, TRUE, Arena, 0)\nkind(Seg)\nEVENT(B, 2)\nRETIRED(C, 3)\n"
-            ),
+            &format!("{HEAD}RELATOIN(A, 1, TRUE, Arena, 0)\nkind(Seg)\nEVENT(B, 2)\nRETIRED(C, 3)\n"),
         );
     }
 
@@ -317,9 +252,7 @@ mod bad {
     fn keyword_as_param_name() {
         check(
             "keyword_as_param_name",
-            &format!(
-                "{HEAD}RELATION(A, 1, TRUE, Arena, PW, type, self)\nRELATION(fn, 2, TRUE, Arena, 0)\n"
-            ),
+            &format!("{HEAD}RELATION(A, 1, TRUE, Arena, PW, type, self)\nRELATION(fn, 2, TRUE, Arena, 0)\n"),
         );
     }
 
@@ -381,7 +314,8 @@ mod recovery {
 
     #[test]
     fn columns_count_characters() {
-        let source = "VERSION(1, 0, 0)\nKIND(\u{e9}\u{e9}\u{e9}, \"\u{e9}\") KIND(Arena)\nRELATION(A, 1, TRUE, Arena, Px)\n";
+        let source =
+            "VERSION(1, 0, 0)\nKIND(\u{e9}\u{e9}\u{e9}, \"\u{e9}\") KIND(Arena)\nRELATION(A, 1, TRUE, Arena, Px)\n";
         let errors = errors(source).0;
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert_eq!((errors[0].line, errors[0].column), (2, 6));
@@ -390,19 +324,11 @@ mod recovery {
 
     #[test]
     fn display() {
-        let error = DefError {
-            file: "a/events.def".into(),
-            line: 3,
-            column: 7,
-            message: "what".into(),
-            help: "how".into(),
-        };
+        let error =
+            DefError { file: "a/events.def".into(), line: 3, column: 7, message: "what".into(), help: "how".into() };
         assert_eq!(error.to_string(), "a/events.def:3:7: what; how");
         let errors = DefErrors(vec![error.clone(), error]);
-        assert_eq!(
-            errors.to_string(),
-            "a/events.def:3:7: what; how\na/events.def:3:7: what; how"
-        );
+        assert_eq!(errors.to_string(), "a/events.def:3:7: what; how\na/events.def:3:7: what; how");
     }
 
     #[test]
@@ -430,18 +356,9 @@ mod render {
         let schema = Schema {
             version: Version::new(1, 2, 3),
             kinds: vec![
-                Kind {
-                    name: "Arena".into(),
-                    doc: "per arena".into(),
-                },
-                Kind {
-                    name: "Pool".into(),
-                    doc: "say \"hi\"\\\n\tthere".into(),
-                },
-                Kind {
-                    name: "Bare".into(),
-                    doc: "".into(),
-                },
+                Kind { name: "Arena".into(), doc: "per arena".into() },
+                Kind { name: "Pool".into(), doc: "say \"hi\"\\\n\tthere".into() },
+                Kind { name: "Bare".into(), doc: "".into() },
             ],
             events: vec![
                 EventType {
@@ -460,24 +377,11 @@ mod render {
                     format: vec![Letter::Pointer, Letter::Unsigned],
                     params: names(&["f0", "f1"]),
                 },
-                EventType {
-                    name: "Poll".into(),
-                    code: 0xFEFF,
-                    always: true,
-                    kind: 2,
-                    format: vec![],
-                    params: vec![],
-                },
+                EventType { name: "Poll".into(), code: 0xFEFF, always: true, kind: 2, format: vec![], params: vec![] },
             ],
             retired: vec![
-                Retired {
-                    name: "OldThing".into(),
-                    code: 5,
-                },
-                Retired {
-                    name: "Ancient".into(),
-                    code: 0x1234,
-                },
+                Retired { name: "OldThing".into(), code: 5 },
+                Retired { name: "Ancient".into(), code: 0x1234 },
             ],
         };
         let text = def::render(&schema);
@@ -488,10 +392,7 @@ mod render {
     #[test]
     fn empty_schema() {
         let text = def::render(&Schema::default());
-        assert_eq!(
-            text,
-            "# The event set, version 0.0.0. Written by event-format.\nVERSION(0, 0, 0)\n"
-        );
+        assert_eq!(text, "# The event set, version 0.0.0. Written by event-format.\nVERSION(0, 0, 0)\n");
         assert_eq!(def::parse(&text, "rendered").unwrap(), Schema::default());
     }
 }
@@ -557,27 +458,17 @@ mod props {
         )
             .prop_map(|(version, raw_kinds, raw_events, raw_retired)| {
                 let mut kind_names = HashSet::new();
-                let kinds: Vec<Kind> = raw_kinds
-                    .into_iter()
-                    .map(|(name, doc)| Kind {
-                        name: fresh(name, &mut kind_names),
-                        doc,
-                    })
-                    .collect();
+                let kinds: Vec<Kind> =
+                    raw_kinds.into_iter().map(|(name, doc)| Kind { name: fresh(name, &mut kind_names), doc }).collect();
                 let (mut taken, mut codes) = (HashSet::new(), HashSet::new());
                 let events = raw_events
                     .into_iter()
                     .map(|(name, code, always, kind, format, params)| {
                         let params = match params {
-                            None => (0..format.len())
-                                .map(event_format::schema::default_param_name)
-                                .collect(),
+                            None => (0..format.len()).map(event_format::schema::default_param_name).collect(),
                             Some(raw) => {
                                 let mut seen = HashSet::new();
-                                raw.into_iter()
-                                    .take(format.len())
-                                    .map(|p| fresh(p, &mut seen))
-                                    .collect()
+                                raw.into_iter().take(format.len()).map(|p| fresh(p, &mut seen)).collect()
                             }
                         };
                         EventType {
@@ -592,17 +483,9 @@ mod props {
                     .collect();
                 let retired = raw_retired
                     .into_iter()
-                    .map(|(name, code)| Retired {
-                        name: fresh(name, &mut taken),
-                        code: fresh_code(code, &mut codes),
-                    })
+                    .map(|(name, code)| Retired { name: fresh(name, &mut taken), code: fresh_code(code, &mut codes) })
                     .collect();
-                Schema {
-                    version: Version::new(version.0, version.1, version.2),
-                    kinds,
-                    events,
-                    retired,
-                }
+                Schema { version: Version::new(version.0, version.1, version.2), kinds, events, retired }
             })
     }
 
@@ -611,10 +494,7 @@ mod props {
         match def::parse(source, "fuzz.def") {
             Ok(schema) => {
                 assert_eq!(schema.check(), Ok(()));
-                assert_eq!(
-                    def::parse(&def::render(&schema), "rendered").as_ref(),
-                    Ok(&schema)
-                );
+                assert_eq!(def::parse(&def::render(&schema), "rendered").as_ref(), Ok(&schema));
             }
             Err(DefErrors(errors)) => {
                 assert!(!errors.is_empty());

@@ -1,12 +1,12 @@
 //! Byte-exact encoding: a header, a block and a record of every format letter, in both byte
 //! orders, against bytes written out by hand from docs/FORMAT.md.
 
+use event_format::Letter;
 use event_format::builtin;
 use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::wire::{
     BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, Text, Value,
 };
-use event_format::Letter;
 
 /// Integers in a chosen byte order, written the plain way, independent of the crate's code.
 struct Bytes {
@@ -93,10 +93,14 @@ fn expected_header(order: Order) -> Vec<u8> {
     let mut b = Bytes::new(order);
     b.raw(&[0x89, b'E', b'V', b'T', 0x0D, 0x0A, 0x1A, 0x0A]) // magic
         .raw(&bom)
-        .u16(1).u16(1).u16(0) // format 1.1.0
+        .u16(1)
+        .u16(1)
+        .u16(0) // format 1.1.0
         .u32(0) // header length, patched below
         .u32(4096) // block size
-        .u16(1).u16(2).u16(3) // event set 1.2.3
+        .u16(1)
+        .u16(2)
+        .u16(3) // event set 1.2.3
         .u8(8) // pointer width
         .u8(2) // clock source: tsc
         .u64(77) // pid
@@ -218,7 +222,11 @@ fn writer(order: Order) -> BlockWriter {
 }
 
 fn writer_sized(order: Order, size: u32) -> BlockWriter {
-    BlockWriter::new(order, size, &BlockHeader { sequence: 2, thread: 7, base_time: 100, lost: 5, ..Default::default() })
+    BlockWriter::new(
+        order,
+        size,
+        &BlockHeader { sequence: 2, thread: 7, base_time: 100, lost: 5, ..Default::default() },
+    )
 }
 
 #[test]

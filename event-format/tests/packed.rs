@@ -4,10 +4,10 @@
 
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::testing::sample_stream;
+use event_format::text;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BlockHeader, BlockWriter, Damage, Order, Value, pack_block, packed_len, seal_block,
 };
-use event_format::text;
 
 /// The sample stream's header bytes and its blocks.
 fn sample(order: Order) -> (Vec<u8>, Vec<Vec<u8>>, u32) {
@@ -95,7 +95,8 @@ fn a_block_not_worth_packing_is_left_as_it_is() {
             char::from(b'!' + (x % 90) as u8)
         })
         .collect();
-    let values = [Value::Pointer(1), Value::Pointer(2), Value::Str(event_format::wire::Text::new(&noise)), Value::Unsigned(3)];
+    let values =
+        [Value::Pointer(1), Value::Pointer(2), Value::Str(event_format::wire::Text::new(&noise)), Value::Unsigned(3)];
     writer.push(0x0002, 0, &values).unwrap();
     let block = writer.finish();
     let mut out = vec![1, 2, 3];

@@ -37,7 +37,11 @@ fn ring_file(slots: u32, sequences: &[u64], position: u64, refused: u64, lost: u
         o.put_u64(&mut file[s + ring::slot_at::POSITION..], position);
         o.put_u64(&mut file[s + ring::slot_at::REFUSED..], refused);
         for &sequence in sequences {
-            let mut w = BlockWriter::new(o, BLOCK, &BlockHeader { thread: u64::from(slot) + 1, sequence, base_time: 1000, ..Default::default() });
+            let mut w = BlockWriter::new(
+                o,
+                BLOCK,
+                &BlockHeader { thread: u64::from(slot) + 1, sequence, base_time: 1000, ..Default::default() },
+            );
             w.push(0x0004, 1000 + sequence % 1000, &[] as &[Value<'_>]).unwrap();
             let b = layout.block(slot, (sequence % 2) as u32) as usize;
             file[b..b + BLOCK as usize].copy_from_slice(&w.finish());
@@ -58,10 +62,13 @@ fn a_follower_at_the_last_sequence_neither_wraps_nor_repeats() {
     let mut follower = Follower::new(RingReader::open(&file[..], DecodeOptions::default()).unwrap());
     let first = follower.poll().unwrap();
     let records = first.iter().filter(|i| matches!(i, FollowItem::Records { .. })).count();
-    let damaged: Vec<u64> = first.iter().filter_map(|i| match i {
-        FollowItem::Damaged { sequence, .. } => Some(*sequence),
-        _ => None,
-    }).collect();
+    let damaged: Vec<u64> = first
+        .iter()
+        .filter_map(|i| match i {
+            FollowItem::Damaged { sequence, .. } => Some(*sequence),
+            _ => None,
+        })
+        .collect();
     assert_eq!(records, 1, "the sealed block 2^32 - 2 is shown: {first:?}");
     assert_eq!(damaged, [last], "the block being written is not block 2^32 - 1: {first:?}");
     assert!(follower.poll().unwrap().is_empty(), "nothing new: nothing shown again");

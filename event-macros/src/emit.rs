@@ -26,7 +26,11 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
     let params: Vec<String> = input.params.iter().map(ToString::to_string).collect();
     let describe = || {
         let list = if params.is_empty() { String::new() } else { format!(": {}", params.join(", ")) };
-        format!("event `{name}` has format {format} ({} argument{}{list})", letters.len(), if letters.len() == 1 { "" } else { "s" })
+        format!(
+            "event `{name}` has format {format} ({} argument{}{list})",
+            letters.len(),
+            if letters.len() == 1 { "" } else { "s" }
+        )
     };
     if let Some(span) = input.missing_comma {
         return Err(syn::Error::new(span, format!("expected `,` after the event name; {}", describe())));
@@ -113,7 +117,9 @@ fn suffixed(arg: &Expr, letter: Letter) -> Expr {
             Some(lit) => Expr::Lit(ExprLit { lit, attrs: attrs.clone() }),
             None => arg.clone(),
         },
-        Expr::Unary(ExprUnary { op: UnOp::Neg(neg), expr, attrs }) if matches!(letter, Letter::Signed | Letter::Double) => {
+        Expr::Unary(ExprUnary { op: UnOp::Neg(neg), expr, attrs })
+            if matches!(letter, Letter::Signed | Letter::Double) =>
+        {
             match &**expr {
                 Expr::Lit(ExprLit { lit: Lit::Int(lit), attrs: inner }) => match with_suffix(lit) {
                     Some(lit) => Expr::Unary(ExprUnary {
@@ -147,10 +153,9 @@ mod tests {
 
     #[test]
     fn expansion_of_one_call() {
-        let input: Emit = syn::parse_str(
-            r#"PoolInit 16 "PSUD" [pool class align load] COOL ; , &pool, format!("{}", 1), 16, -1"#,
-        )
-        .unwrap();
+        let input: Emit =
+            syn::parse_str(r#"PoolInit 16 "PSUD" [pool class align load] COOL ; , &pool, format!("{}", 1), 16, -1"#)
+                .unwrap();
         let body = emit(&input).unwrap();
         let file: syn::File = syn::parse2(quote!(fn call_site() { #body })).unwrap();
         insta::assert_snapshot!(prettyplease::unparse(&file));

@@ -26,7 +26,13 @@ fn module(schema: &Schema, path: &str, written: &str) -> TokenStream {
         .kinds
         .iter()
         .enumerate()
-        .map(|(i, k)| if k.doc.is_empty() { format!("Kind `{}`: bit {i} of the control mask.", k.name) } else { format!("{} (bit {i} of the control mask)", k.doc) })
+        .map(|(i, k)| {
+            if k.doc.is_empty() {
+                format!("Kind `{}`: bit {i} of the control mask.", k.name)
+            } else {
+                format!("{} (bit {i} of the control mask)", k.doc)
+            }
+        })
         .collect();
     let kind_names: Vec<&str> = schema.kinds.iter().map(|k| k.name.as_str()).collect();
     let kind_bits = (0..schema.kinds.len()).map(|i| Literal::u8_unsuffixed(i as u8));

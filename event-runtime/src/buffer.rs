@@ -573,7 +573,14 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
 }
 
 #[cold]
-fn attach(slot: &mut Option<ThreadBuffer>, generation: u64, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+fn attach(
+    slot: &mut Option<ThreadBuffer>,
+    generation: u64,
+    code: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut Cursor<'_>),
+) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;
     let buffer = recorder::current(generation).map(|shared| ThreadBuffer::new(shared, generation));

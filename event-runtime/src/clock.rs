@@ -88,15 +88,27 @@ impl TimeSource {
     pub(crate) fn facts(&self) -> Clock {
         let (ref_ticks, wall) = self.sync_pair();
         match self {
-            TimeSource::Monotonic { .. } => {
-                Clock { source: ClockSource::Monotonic, ticks_per_second: 1_000_000_000, ref_ticks, ref_wall_ns: wall, start_ticks: ref_ticks }
-            }
-            TimeSource::Tsc { hz } => {
-                Clock { source: ClockSource::Tsc, ticks_per_second: *hz, ref_ticks, ref_wall_ns: wall, start_ticks: ref_ticks }
-            }
-            TimeSource::Deterministic { .. } => {
-                Clock { source: ClockSource::Deterministic, ticks_per_second: 1_000_000_000, ref_ticks: 0, ref_wall_ns: 0, start_ticks: 0 }
-            }
+            TimeSource::Monotonic { .. } => Clock {
+                source: ClockSource::Monotonic,
+                ticks_per_second: 1_000_000_000,
+                ref_ticks,
+                ref_wall_ns: wall,
+                start_ticks: ref_ticks,
+            },
+            TimeSource::Tsc { hz } => Clock {
+                source: ClockSource::Tsc,
+                ticks_per_second: *hz,
+                ref_ticks,
+                ref_wall_ns: wall,
+                start_ticks: ref_ticks,
+            },
+            TimeSource::Deterministic { .. } => Clock {
+                source: ClockSource::Deterministic,
+                ticks_per_second: 1_000_000_000,
+                ref_ticks: 0,
+                ref_wall_ns: 0,
+                start_ticks: 0,
+            },
         }
     }
 }
@@ -148,7 +160,10 @@ mod tests {
         let elapsed = start.elapsed().as_secs_f64();
         let measured = (b - a) as f64 / facts.ticks_per_second as f64;
         // Generous: a loaded machine may preempt between the readings.
-        assert!((measured - elapsed).abs() < 0.02 + elapsed * 0.05, "{measured} s by the clock, {elapsed} s by Instant");
+        assert!(
+            (measured - elapsed).abs() < 0.02 + elapsed * 0.05,
+            "{measured} s by the clock, {elapsed} s by Instant"
+        );
     }
 
     #[test]

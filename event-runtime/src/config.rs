@@ -73,11 +73,9 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
         match get(variable) {
             None => Ok(None),
             Some(v) => match v.into_string() {
-                Ok(s) if s.trim().is_empty() => Err(ConfigError {
-                    variable,
-                    value: s,
-                    message: "is empty; set it to a value or unset it".into(),
-                }),
+                Ok(s) if s.trim().is_empty() => {
+                    Err(ConfigError { variable, value: s, message: "is empty; set it to a value or unset it".into() })
+                }
                 Ok(s) => Ok(Some(s)),
                 Err(v) => Err(ConfigError {
                     variable,
@@ -97,19 +95,32 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             v => Ok(v.map(PathBuf::from)),
         }
     };
-    let mut env = Env { file: path("EVENT_FILE")?, ring: path("EVENT_RING")?, control: text("EVENT_CONTROL")?, ..Env::default() };
+    let mut env =
+        Env { file: path("EVENT_FILE")?, ring: path("EVENT_RING")?, control: text("EVENT_CONTROL")?, ..Env::default() };
     if let Some(v) = text("EVENT_POLICY")? {
-        env.policy = Some(parse_policy(&v).map_err(|message| ConfigError { variable: "EVENT_POLICY", value: v.clone(), message })?);
+        env.policy = Some(parse_policy(&v).map_err(|message| ConfigError {
+            variable: "EVENT_POLICY",
+            value: v.clone(),
+            message,
+        })?);
     }
     if let Some(v) = text("EVENT_BUFSIZE")? {
-        env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError { variable: "EVENT_BUFSIZE", value: v.clone(), message })?);
+        env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError {
+            variable: "EVENT_BUFSIZE",
+            value: v.clone(),
+            message,
+        })?);
     }
     if let Some(v) = text("EVENT_PACK")? {
         env.pack = Some(match v.as_str() {
             "on" | "1" | "yes" => true,
             "off" | "0" | "no" => false,
             _ => {
-                return Err(ConfigError { variable: "EVENT_PACK", value: v.clone(), message: "not a choice; write on or off".to_owned() });
+                return Err(ConfigError {
+                    variable: "EVENT_PACK",
+                    value: v.clone(),
+                    message: "not a choice; write on or off".to_owned(),
+                });
             }
         });
     }
@@ -220,7 +231,10 @@ mod tests {
         assert_eq!(e.bufsize, Some(1 << 20));
         assert_eq!(env(&[("EVENT_PACK", "off")]).unwrap().pack, Some(false));
         assert_eq!(env(&[("EVENT_PACK", "on")]).unwrap().pack, Some(true));
-        assert_eq!(env(&[("EVENT_PACK", "maybe")]).unwrap_err().to_string(), "EVENT_PACK=\"maybe\": not a choice; write on or off");
+        assert_eq!(
+            env(&[("EVENT_PACK", "maybe")]).unwrap_err().to_string(),
+            "EVENT_PACK=\"maybe\": not a choice; write on or off"
+        );
         assert_eq!(env(&[]).unwrap(), Env::default());
         let err = env(&[("EVENT_POLICY", "swtich")]).unwrap_err();
         assert_eq!(

@@ -29,10 +29,8 @@ struct State {
     selection: Selection,
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
-    schema: None,
-    selection: Selection { kinds: 0, overrides: std::collections::BTreeMap::new() },
-});
+static STATE: Mutex<State> =
+    Mutex::new(State { schema: None, selection: Selection { kinds: 0, overrides: std::collections::BTreeMap::new() } });
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     // The state is plain data whose every update is complete before the lock is released;
@@ -57,9 +55,7 @@ fn publish(state: &State) {
 pub(crate) fn enabled(code: u16) -> bool {
     // Codes above LAST_USER_CODE are never passed here (the macro only emits user codes);
     // `get` keeps a stray one from panicking.
-    ENABLED
-        .get(usize::from(code >> 6))
-        .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (code & 63)) != 0)
+    ENABLED.get(usize::from(code >> 6)).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (code & 63)) != 0)
 }
 
 pub(crate) fn install(schema: &Schema, selection: Selection) {
@@ -158,7 +154,11 @@ pub fn set_selection(selection: Selection) -> Selection {
 pub fn apply(text: &str) -> Result<String, ControlError> {
     let mut s = state();
     let Some(schema) = &s.schema else {
-        return Err(ControlError { item: String::new(), column: 1, message: "no recording runs; start one first".into() });
+        return Err(ControlError {
+            item: String::new(),
+            column: 1,
+            message: "no recording runs; start one first".into(),
+        });
     };
     let items = event_format::control::parse(text, schema)?;
     let schema = schema.clone();

@@ -44,7 +44,8 @@ fn on_panic() {
     let name = thread.name().unwrap_or("<unnamed>");
     match buffer::last_events_of_this_thread(TRACEBACK_EVENTS) {
         Some(lines) if !lines.is_empty() => {
-            let mut text = format!("event-runtime: the last {} events of thread '{name}' before it panicked:\n", lines.len());
+            let mut text =
+                format!("event-runtime: the last {} events of thread '{name}' before it panicked:\n", lines.len());
             for line in lines {
                 text.push_str("    ");
                 text.push_str(&line);

@@ -83,13 +83,13 @@ pub mod tracing_bridge;
 pub mod __private;
 
 pub use annotate::{intern, label, message};
-pub use event_format;
-pub use event_macros::include_events;
 pub use config::{ConfigError, Policy};
 pub use crash::TRACEBACK_EVENTS;
+pub use event_format;
+pub use event_macros::include_events;
 pub use recorder::{
-    DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, EventSet, Recorder, Recording, StartError, lost_unattributed,
-    start,
+    DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, EventSet, Recorder, Recording, StartError,
+    lost_unattributed, start,
 };
 
 /// Hands this thread's partial block on, so that what it recorded so far is in the stream.

@@ -12,7 +12,8 @@ use event_format::decode::Catalog;
 use event_format::ring::{Layout, RingReader, RingStream};
 use event_format::schema::Schema;
 use event_format::wire::{
-    BLOCK_HEADER_LEN, BLOCK_USED_AT, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, pack_block, seal_block_in_place,
+    BLOCK_HEADER_LEN, BLOCK_USED_AT, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, pack_block,
+    seal_block_in_place,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -89,7 +90,10 @@ impl Sinks {
         }
         if let Some((path, file)) = &mut self.file {
             if let Err(e) = file.write_all(bytes) {
-                let message = format!("writing the event file {} failed: {e}; the rest of the trace is not in it", path.display());
+                let message = format!(
+                    "writing the event file {} failed: {e}; the rest of the trace is not in it",
+                    path.display()
+                );
                 eprintln!("event-runtime: {message}");
                 self.failed = Some(message);
                 self.file = None;
@@ -271,7 +275,8 @@ impl Shared {
     /// Under `ring` with a ring file: the file's blocks to the stream sinks.
     fn write_ring_file(&self, ring: &RingFile) -> io::Result<()> {
         let file = File::open(ring.path())?;
-        let reader = RingReader::open(file, event_format::decode::DecodeOptions::default()).map_err(io::Error::other)?;
+        let reader =
+            RingReader::open(file, event_format::decode::DecodeOptions::default()).map_err(io::Error::other)?;
         let skip = reader.header_bytes().len();
         let mut stream = RingStream::new(reader);
         let mut header = vec![0u8; skip];
@@ -368,10 +373,18 @@ pub enum StartError {
 impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StartError::AlreadyRunning => write!(f, "a recording is already running in this process; stop it before starting another"),
-            StartError::BadBlockSize(n) => write!(f, "block size {n} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}; choose one such as 65536"),
+            StartError::AlreadyRunning => {
+                write!(f, "a recording is already running in this process; stop it before starting another")
+            }
+            StartError::BadBlockSize(n) => write!(
+                f,
+                "block size {n} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}; choose one such as 65536"
+            ),
             StartError::BadBufferSize { buffer, block } => {
-                write!(f, "buffer size {buffer} holds fewer than 4 blocks of {block} bytes; raise EVENT_BUFSIZE or lower the block size")
+                write!(
+                    f,
+                    "buffer size {buffer} holds fewer than 4 blocks of {block} bytes; raise EVENT_BUFSIZE or lower the block size"
+                )
             }
             StartError::BadEventSet(why) => write!(f, "the event set cannot be recorded: {why}"),
             StartError::Config(e) => write!(f, "{e}"),
@@ -597,7 +610,11 @@ impl Recorder {
             SelectionChoice::All => Selection::all(&schema),
             SelectionChoice::Mask(mask) => Selection { kinds: *mask, overrides: Default::default() },
             SelectionChoice::Text(text) => event_format::control::from_env_text(text, &schema).map_err(|e| {
-                StartError::Config(ConfigError { variable: "EVENT_CONTROL", value: text.clone(), message: e.to_string() })
+                StartError::Config(ConfigError {
+                    variable: "EVENT_CONTROL",
+                    value: text.clone(),
+                    message: e.to_string(),
+                })
             })?,
         };
         let time = match self.clock {
@@ -618,14 +635,19 @@ impl Recorder {
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
         let mut sinks = Sinks { memory: memory.then(Vec::new), pack: self.pack, ..Sinks::default() };
         if let Some(path) = &self.file {
-            let file = create_private(path).map_err(|error| StartError::Io { what: "event file", path: path.clone(), error })?;
+            let file = create_private(path).map_err(|error| StartError::Io {
+                what: "event file",
+                path: path.clone(),
+                error,
+            })?;
             sinks.file = Some((path.clone(), file));
         }
         sinks.write(&header_bytes);
         let ring_file = match &self.ring {
             Some(path) => {
                 let slots = self.ring_threads;
-                let per_slot = (blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
+                let per_slot =
+                    (blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
                 let layout = Layout {
                     order: Order::NATIVE,
                     version: event_format::ring::RING_VERSION,
@@ -636,8 +658,11 @@ impl Recorder {
                     pid: u64::from(std::process::id()),
                     created_ns: clock::wall_ns(),
                 };
-                let ring = RingFile::create(path, layout, &header_bytes)
-                    .map_err(|error| StartError::Io { what: "ring file", path: path.clone(), error })?;
+                let ring = RingFile::create(path, layout, &header_bytes).map_err(|error| StartError::Io {
+                    what: "ring file",
+                    path: path.clone(),
+                    error,
+                })?;
                 Some(Arc::new(ring))
             }
             None => None,
@@ -681,7 +706,8 @@ impl Recorder {
             move || writer_main(&shared, generation)
         });
         // Without its writer the recording cannot run: dropping it undoes the start.
-        recording.writer = Some(writer.map_err(|error| StartError::Io { what: "writer thread", path: PathBuf::new(), error })?);
+        recording.writer =
+            Some(writer.map_err(|error| StartError::Io { what: "writer thread", path: PathBuf::new(), error })?);
         crate::crash::install(&shared);
         Ok(recording)
     }

@@ -18,7 +18,8 @@
 #![allow(unsafe_code)]
 
 use event_format::ring::{
-    Layout, RECLAIMING, RING_VERSION, REPLY_MAX, REQUEST_MAX, STATE_CLOSED, STATE_RECORDING, at, control_at, position, slot_at,
+    Layout, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at, control_at, position,
+    slot_at,
 };
 use event_format::wire::Order;
 use memmap2::MmapMut;
@@ -329,7 +330,9 @@ pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, b
         let owner = table.owner(i).load(Ordering::Acquire);
         // Acquire on success: the exited owner's writes (released with `live = 0`) happen
         // before ours.
-        if owner != 0 && owner != RECLAIMING && table.live(i).compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        if owner != 0
+            && owner != RECLAIMING
+            && table.live(i).compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
         {
             // Release each: a reader sees the owner leave, the position reset, then the new
             // owner, in this order.
@@ -437,7 +440,11 @@ mod tests {
                         slot.commit(sequence, BLOCK_HEADER_LEN);
                         let head = BlockHeader { sequence, thread, ..BlockHeader::default() };
                         let mut writer = BlockWriter::new(Order::NATIVE, 1024, &head);
-                        while i < per_thread && writer.push(code, i, &[Value::Pointer(thread), Value::Address(i), Value::Word(i)]).is_ok() {
+                        while i < per_thread
+                            && writer
+                                .push(code, i, &[Value::Pointer(thread), Value::Address(i), Value::Word(i)])
+                                .is_ok()
+                        {
                             i += 1;
                         }
                         let bytes = writer.finish();
@@ -456,8 +463,11 @@ mod tests {
         assert!(ring.claim(4).is_some(), "an exited thread's slot is reused");
         let bytes = ring.snapshot();
         let mut stream = Vec::new();
-        std::io::Read::read_to_end(&mut RingStream::new(RingReader::open(bytes, Default::default()).unwrap()), &mut stream)
-            .unwrap();
+        std::io::Read::read_to_end(
+            &mut RingStream::new(RingReader::open(bytes, Default::default()).unwrap()),
+            &mut stream,
+        )
+        .unwrap();
         let mut decoder = Decoder::new(&stream[..]).unwrap();
         let catalog = Catalog::new(&decoder.header().schema);
         let mut count = 0;
@@ -632,7 +642,10 @@ mod loom_tests {
     #[test]
     fn loom_a_reader_keeps_only_whole_committed_records() {
         loom::model(|| {
-            let ring = Arc::new(Ring { position: LoomU64::new(position(0, 0)), words: (0..K * (R + 1)).map(|_| LoomU64::new(u64::MAX)).collect() });
+            let ring = Arc::new(Ring {
+                position: LoomU64::new(position(0, 0)),
+                words: (0..K * (R + 1)).map(|_| LoomU64::new(u64::MAX)).collect(),
+            });
             let writer = {
                 let ring = Arc::clone(&ring);
                 thread::spawn(move || write(&ring, 3))

@@ -72,8 +72,10 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// An event set with no user events, for a program that records only through `tracing`:
 /// `Recorder::new(&EVENTS)`. Its streams hold the built-in events alone.
-pub static EVENTS: EventSet =
-    EventSet::__new("# The event set, version 1.0.0. Written by event-format.\nVERSION(1, 0, 0)\n", "<tracing_bridge::EVENTS>");
+pub static EVENTS: EventSet = EventSet::__new(
+    "# The event set, version 1.0.0. Written by event-format.\nVERSION(1, 0, 0)\n",
+    "<tracing_bridge::EVENTS>",
+);
 
 /// A [`Layer`] that records `tracing` events and span entries and exits into the running
 /// recording (see the [module docs](self)).

@@ -86,7 +86,9 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
     let s0 = String::from(r#"back\slash, and \n is not a newline"#);
     let s1 = String::from("carriage\rreturn");
     let s2 = String::from("{braces} and 'single' quotes");
-    let s3 = String::from("which keep still which anchor which the which to the client needs which short hands while buffers buffers segments while buffers client segments to buffers that needs still anchor keep the the buffers and short hands segments allocation while reclaims fast scans and carve segments hands anchor while still the fast buffers to anchor whatever objects the that and the allocation arena needs reclaims whatever into pools the fixes and arena arena fast reclaims carve them collector and the condemns which path fast objects scans keep path path scans while and hands still the and the hands hands client still anchor reclaims reclaims hands scans client into path carve the condemns the reclaims carve pools");
+    let s3 = String::from(
+        "which keep still which anchor which the which to the client needs which short hands while buffers buffers segments while buffers client segments to buffers that needs still anchor keep the the buffers and short hands segments allocation while reclaims fast scans and carve segments hands anchor while still the fast buffers to anchor whatever objects the that and the allocation arena needs reclaims whatever into pools the fixes and arena arena fast reclaims carve them collector and the condemns which path fast objects scans keep path path scans while and hands still the and the hands hands client still anchor reclaims reclaims hands scans client into path carve the condemns the reclaims carve pools",
+    );
     let s4 = String::from("allocation-short-arena-fixes 355");
     let s5 = String::from("whatever-the-condemns-into 193");
     let s6 = String::from("anchor 978");
@@ -103,25 +105,136 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
 
     let recording = Recorder::new(&events::SET).deterministic_clock().block_size(4096).start().unwrap();
     event!(ArenaCopy, "");
-    event!(ArenaCondemn, std::borrow::Cow::Borrowed("keep-collector-roots-buffers 152"), Box::<str>::from("which-roots-them 7"), "whatever-anchor-the-reclaims 945", Box::<str>::from("fixes-arena 938"));
-    event!(ArenaDecommit, 59178438u32, 180u8, -9i16, std::ptr::without_provenance::<u8>(0x4000), 2427u32, 0x5500_01bf_f958u64, "héllo wörld".to_string(), 895545556236026555isize, 3533u32);
+    event!(
+        ArenaCondemn,
+        std::borrow::Cow::Borrowed("keep-collector-roots-buffers 152"),
+        Box::<str>::from("which-roots-them 7"),
+        "whatever-anchor-the-reclaims 945",
+        Box::<str>::from("fixes-arena 938")
+    );
+    event!(
+        ArenaDecommit,
+        59178438u32,
+        180u8,
+        -9i16,
+        std::ptr::without_provenance::<u8>(0x4000),
+        2427u32,
+        0x5500_01bf_f958u64,
+        "héllo wörld".to_string(),
+        895545556236026555isize,
+        3533u32
+    );
     event!(ArenaFlip);
-    event!(ArenaGrow, word > 1, String::from("arena-buffers 511"), -732950827.841f64, Box::<str>::from("anchor 500"), -65i16);
+    event!(
+        ArenaGrow,
+        word > 1,
+        String::from("arena-buffers 511"),
+        -732950827.841f64,
+        Box::<str>::from("anchor 500"),
+        -65i16
+    );
     event!(ArenaRelease, 311261u32, -166560723.791f64);
-    event!(ArenaFill, 754565669.02f64, 56u16, 0xe9b_09ccu64, 0x5500_074c_f9d8usize, "into-collector 246".to_owned(), 0x7f00_003b_7280usize, -181276737.871f64);
-    event!(ArenaFree, true, String::from(r#"say "hi""#), 0x7f00_1436_0460usize, 766u32, String::from("short-and 536"), -3904i32);
+    event!(
+        ArenaFill,
+        754565669.02f64,
+        56u16,
+        0xe9b_09ccu64,
+        0x5500_074c_f9d8usize,
+        "into-collector 246".to_owned(),
+        0x7f00_003b_7280usize,
+        -181276737.871f64
+    );
+    event!(
+        ArenaFree,
+        true,
+        String::from(r#"say "hi""#),
+        0x7f00_1436_0460usize,
+        766u32,
+        String::from("short-and 536"),
+        -3904i32
+    );
     event!(ArenaShrink, 0x7f00_dce1_ea90usize);
     event!(ArenaTrim, "line one\nline two", 999978u32, "arena-to-that 330");
     event!(ArenaScan, f64::MAX, -78i8, -83626978i32, 1341u16);
-    event!(ArenaCheck, u8::MAX, 602975010.112f64, u32::MAX, -84597594.33f64, String::from("arena-pools-into-buffers 20"), 17101195u32, 0x5500_01a6_6c40u64);
+    event!(
+        ArenaCheck,
+        u8::MAX,
+        602975010.112f64,
+        u32::MAX,
+        -84597594.33f64,
+        String::from("arena-pools-into-buffers 20"),
+        17101195u32,
+        0x5500_01a6_6c40u64
+    );
     event!(PoolCondemn, 0x3d6_6e10usize, 0x5500_0008_0d10usize, 64i8, true);
     event!(PoolNote, 0u64, "condemns the still arena condemns and short which to the and carve and while fixes the which the the the and needs needs hands roots reclaims fixes the the which carve and and condemns that carve and the while arena objects keep into to fast and carve into the them allocation while path while pools them condemns anchor them reclaims to keep into short collector still into scans pools path to arena buffers arena to anchor hands objects hands allocation pools condemns and buffers pools fixes collector".to_owned(), 0x367_0cb0u64, 615276.25f32, "and-carve 159", -6439291i32, -2.75f32, "objects-while-collector-client 144".to_string());
-    event!(PoolDestroy, &word, 23u8, 5014u16, 0x7f00_0211_58e0usize, 14i8, 46460u16, String::from("the 691"), 809064887.052f64, 0x7f00_25e2_a010usize, 170114726u32, Box::<str>::from("日本語のテキスト"), -17477i32);
-    event!(PoolFail, 3893u16, String::from("the-reclaims 983"), u8::MAX, 0x9u8, -595157040.916f64, 0x7f00_be5b_5900usize, 0x40, 1757028493u32);
-    event!(PoolShrink, 884903810u32, 5900106998usize, false, 22u16, 0x5df_9c98usize, "the-arena-whatever-hands 784", 0x7f00_07dd_c068u64, &cell[32]);
+    event!(
+        PoolDestroy,
+        &word,
+        23u8,
+        5014u16,
+        0x7f00_0211_58e0usize,
+        14i8,
+        46460u16,
+        String::from("the 691"),
+        809064887.052f64,
+        0x7f00_25e2_a010usize,
+        170114726u32,
+        Box::<str>::from("日本語のテキスト"),
+        -17477i32
+    );
+    event!(
+        PoolFail,
+        3893u16,
+        String::from("the-reclaims 983"),
+        u8::MAX,
+        0x9u8,
+        -595157040.916f64,
+        0x7f00_be5b_5900usize,
+        0x40,
+        1757028493u32
+    );
+    event!(
+        PoolShrink,
+        884903810u32,
+        5900106998usize,
+        false,
+        22u16,
+        0x5df_9c98usize,
+        "the-arena-whatever-hands 784",
+        0x7f00_07dd_c068u64,
+        &cell[32]
+    );
     event!(PoolExtend, i8::MIN, 0x3d2_86c8usize, String::from("condemns-objects-allocation-short 44"));
-    event!(PoolEnd, 0x5500_00c2_44d8usize, true, 438933666.676f64, -638905956.432f64, -13372904572i64, -440635523835570328isize, false, 3377u32, false, "the 855", &s11);
-    event!(PoolDecommit, "anchor-fast-pools 655", -1517i16, 0x7f00_1cce_5960usize, true, 0x7f00_102e_0250usize, &s9, true, 0x7f00_fc01_3440usize, false, 7u8, 375437539isize, 0x5500_021e_8cc0u64);
+    event!(
+        PoolEnd,
+        0x5500_00c2_44d8usize,
+        true,
+        438933666.676f64,
+        -638905956.432f64,
+        -13372904572i64,
+        -440635523835570328isize,
+        false,
+        3377u32,
+        false,
+        "the 855",
+        &s11
+    );
+    event!(
+        PoolDecommit,
+        "anchor-fast-pools 655",
+        -1517i16,
+        0x7f00_1cce_5960usize,
+        true,
+        0x7f00_102e_0250usize,
+        &s9,
+        true,
+        0x7f00_fc01_3440usize,
+        false,
+        7u8,
+        375437539isize,
+        0x5500_021e_8cc0u64
+    );
     event!(PoolMark, true, 0x5500_04b8_17e8u64, 0x7f00_7ddd_b870usize, -1.5e300f64, 0x7f00_8dc6_3120usize);
     event!(PoolBegin, true, 537128i32, 0x7f00_652d_25c0usize, -21083i32, 116u8);
     event!(PoolCopy);
@@ -129,68 +242,350 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
     event!(SegFinish, 0x7f00_055a_5af8usize, 221322562.438f64, 9u32, 13368133969337usize, 0i64);
     event!(SegTrim, f32::MAX, 0x7f00_06c5_3c78u64, -911105408.999f64, true, -0.0f64);
     event!(SegSignal, true, 5e-324f64, false, 0x378_a468usize, 0x5500_0271_29b0usize, 1usize << 40, &s0);
-    event!(SegDestroy, 29759822u32, -191055541.306f64, -652331003.988f64, false, true, 42, "path-scans 661".to_string(), false, 0x7f00_476d_30a0usize);
-    event!(SegMerge, 968879u32, -377450744127116148i64, table.contains(&1), 24i8, 557647814.368f64, 0x160u16, 0x7f00_04a6_0790u64, &s6);
-    event!(SegGrow, 0x1f_5957_cc23_7580u64, 0x2_887cu32, 0x5500_0681_9bd8usize, 0x7f00_83ce_5ef0usize, 0x7f00_5fea_97f0usize);
+    event!(
+        SegDestroy,
+        29759822u32,
+        -191055541.306f64,
+        -652331003.988f64,
+        false,
+        true,
+        42,
+        "path-scans 661".to_string(),
+        false,
+        0x7f00_476d_30a0usize
+    );
+    event!(
+        SegMerge,
+        968879u32,
+        -377450744127116148i64,
+        table.contains(&1),
+        24i8,
+        557647814.368f64,
+        0x160u16,
+        0x7f00_04a6_0790u64,
+        &s6
+    );
+    event!(
+        SegGrow,
+        0x1f_5957_cc23_7580u64,
+        0x2_887cu32,
+        0x5500_0681_9bd8usize,
+        0x7f00_83ce_5ef0usize,
+        0x7f00_5fea_97f0usize
+    );
     event!(SegSplit, usize::MAX, 0x1b6_eac0usize, u64::MAX, 0x7f00_2118_c2c0usize);
     event!(SegReserve, true, 308765446.995f64, false, -344117372.42f64);
     event!(SegFix, 0u32, 3u16);
     event!(SegFlip, 31855962i32, true, 2008i64, -58i16, 19811458usize, 0x7fff_ffff_f000, -903i16);
     event!(SegNote, -336290383.398f64, 0x7f00_0267_bab0usize, std::borrow::Cow::Borrowed("the-keep-needs 342"), &s8);
-    event!(SegRelease, -7, -1697i64, "the 378", 0x7f00_ab39_93a0usize, true, -883996493.293f64, true, 5isize, 0.5f32, -32i16);
-    event!(ObjectFlip, -263841435.292f64, 0x8u8, 45705317927844552u64, &s14, true, std::borrow::Cow::Borrowed("reclaims 821"), 0x7f00_e3b6_aee0usize, -20isize, -3, 0xe2u16, u16::MAX, &s1, 0x5500_06fa_da28usize);
-    event!(ObjectFlush, "roots 947".to_string(), 0x7f00_515d_ed30usize, 0x3d9_2c78usize, 909019060658u64, 61010u16, -25i16, -797698871.978f64, true, 0u8, 0x5500_057a_6868u64, 0x7f00_1a65_dac0usize, -405isize, -623862580.989f64, "while-anchor 721");
-    event!(ObjectCheck, true, 2558u16, 22u16, String::from("all at once: \"q\" \\ \n \t \r é 中"), Box::<str>::from("short-reclaims 654"), false, false);
+    event!(
+        SegRelease,
+        -7,
+        -1697i64,
+        "the 378",
+        0x7f00_ab39_93a0usize,
+        true,
+        -883996493.293f64,
+        true,
+        5isize,
+        0.5f32,
+        -32i16
+    );
+    event!(
+        ObjectFlip,
+        -263841435.292f64,
+        0x8u8,
+        45705317927844552u64,
+        &s14,
+        true,
+        std::borrow::Cow::Borrowed("reclaims 821"),
+        0x7f00_e3b6_aee0usize,
+        -20isize,
+        -3,
+        0xe2u16,
+        u16::MAX,
+        &s1,
+        0x5500_06fa_da28usize
+    );
+    event!(
+        ObjectFlush,
+        "roots 947".to_string(),
+        0x7f00_515d_ed30usize,
+        0x3d9_2c78usize,
+        909019060658u64,
+        61010u16,
+        -25i16,
+        -797698871.978f64,
+        true,
+        0u8,
+        0x5500_057a_6868u64,
+        0x7f00_1a65_dac0usize,
+        -405isize,
+        -623862580.989f64,
+        "while-anchor 721"
+    );
+    event!(
+        ObjectCheck,
+        true,
+        2558u16,
+        22u16,
+        String::from("all at once: \"q\" \\ \n \t \r é 中"),
+        Box::<str>::from("short-reclaims 654"),
+        false,
+        false
+    );
     event!(ObjectMove, 0x5500_02ee_8ee0u64, 0x7f00_f469_3b80usize, true, 260308u32);
     event!(ObjectCondemn, -367isize);
     event!(ObjectLock, 80u8, 0x7f00_9c8e_f6d0usize, 98u16);
     event!(ObjectDecommit, -771647544.41f64, 51u8, -263099593.414f64);
     event!(ObjectAlloc, -296955552.012f64, true);
-    event!(ObjectCreate, 0x7f00_03ae_9c80usize, false, true, std::ptr::without_provenance_mut::<u16>(0xdead_beef), 137u16, 629887687.223f64, 92u16);
+    event!(
+        ObjectCreate,
+        0x7f00_03ae_9c80usize,
+        false,
+        true,
+        std::ptr::without_provenance_mut::<u16>(0xdead_beef),
+        137u16,
+        629887687.223f64,
+        92u16
+    );
     event!(ObjectFix, 9962u64, false, &s15);
-    event!(ObjectWait, 0x7f00_bb94_8010usize, std::borrow::Cow::Borrowed("that 607"), 7, std::borrow::Cow::Borrowed("into 848"));
+    event!(
+        ObjectWait,
+        0x7f00_bb94_8010usize,
+        std::borrow::Cow::Borrowed("that 607"),
+        7,
+        std::borrow::Cow::Borrowed("into 848")
+    );
     event!(ObjectUnlock, 269841u32, 23768u32, -2i8);
     event!(TraceScan, 0x7f00_5e66_3f10usize, false, 1e16f64, 689342510.043f64);
     event!(TraceDecommit, table.as_ptr(), true);
-    event!(TraceCondemn, 5u8, 0x7f00_0181_ea18usize, 0x5d6_1570usize, 537211012.087f64, true, 0x272_1276_bee7_464cu64, 3575i64, 454u16, 917219990222660u64, -925757464.176f64, false, f64::NEG_INFINITY);
-    event!(TraceFill, -70399668.946f64, 17429u32, true, -970832503.069f64, &s4, 341710429.864f64, "collector 693", -18i16, 37850750u32, 0x7f00_0374_2320usize, 1u8);
-    event!(TraceResize, u16::MAX, -29i16, 359908580721u64, 61u16, 0x30f3_010fusize, 0x7f00_58cb_24a0usize, 700867u32, 0x5500_00a0_93c0u64, 417034509.474f64, i64::MAX, &s16);
+    event!(
+        TraceCondemn,
+        5u8,
+        0x7f00_0181_ea18usize,
+        0x5d6_1570usize,
+        537211012.087f64,
+        true,
+        0x272_1276_bee7_464cu64,
+        3575i64,
+        454u16,
+        917219990222660u64,
+        -925757464.176f64,
+        false,
+        f64::NEG_INFINITY
+    );
+    event!(
+        TraceFill,
+        -70399668.946f64,
+        17429u32,
+        true,
+        -970832503.069f64,
+        &s4,
+        341710429.864f64,
+        "collector 693",
+        -18i16,
+        37850750u32,
+        0x7f00_0374_2320usize,
+        1u8
+    );
+    event!(
+        TraceResize,
+        u16::MAX,
+        -29i16,
+        359908580721u64,
+        61u16,
+        0x30f3_010fusize,
+        0x7f00_58cb_24a0usize,
+        700867u32,
+        0x5500_00a0_93c0u64,
+        417034509.474f64,
+        i64::MAX,
+        &s16
+    );
     event!(TraceInit, 0x7f00_db8a_4a40usize, 0x1eusize, u32::MAX, 346476872.522f64, 26i16);
     event!(TraceCheck, 0x547_db80u64, "path 987");
     event!(TraceWalk, 656217889.343f64, 253u16);
     event!(TraceShrink, cell.as_ptr().wrapping_add(8), true, 656463139u32, &s5);
     event!(TraceCopy, -9021641097074i64, std::borrow::Cow::Borrowed("and-and 7"), 4606696182542644523i64);
     event!(TraceFlip, 923432428.252f64);
-    event!(TraceFinish, 0x12a_3360u64, 0x5500_0596_0be8usize, 22228i16, String::from("anchor-that 395"), &s10, true, -3470i16, f64::EPSILON);
-    event!(RootFree, 13971935774678usize, 0x7f00_0487_b7a8u64, 4029u32, 911770427.547f64, -37333755027419538isize, "client-collector-to 808".to_string(), 979u16, "segments-roots-needs-whatever 865", 37u16);
-    event!(RootUnpin, 0x788_d030usize, false, true, false, 162i16, true, 0x7f00_b29b_4b50usize, 263749608.399f64, -151921596.531f64, 0x7f00_01d8_cdf0usize, 165318393u32, 0x5500_073d_ba20u64, &raw mut slot);
-    event!(RootPhase, 1585630217446i64, -997536117.863f64, false, 184u8, &s13, false, 227u8, true, 0x7f00_082c_de70usize);
+    event!(
+        TraceFinish,
+        0x12a_3360u64,
+        0x5500_0596_0be8usize,
+        22228i16,
+        String::from("anchor-that 395"),
+        &s10,
+        true,
+        -3470i16,
+        f64::EPSILON
+    );
+    event!(
+        RootFree,
+        13971935774678usize,
+        0x7f00_0487_b7a8u64,
+        4029u32,
+        911770427.547f64,
+        -37333755027419538isize,
+        "client-collector-to 808".to_string(),
+        979u16,
+        "segments-roots-needs-whatever 865",
+        37u16
+    );
+    event!(
+        RootUnpin,
+        0x788_d030usize,
+        false,
+        true,
+        false,
+        162i16,
+        true,
+        0x7f00_b29b_4b50usize,
+        263749608.399f64,
+        -151921596.531f64,
+        0x7f00_01d8_cdf0usize,
+        165318393u32,
+        0x5500_073d_ba20u64,
+        &raw mut slot
+    );
+    event!(
+        RootPhase,
+        1585630217446i64,
+        -997536117.863f64,
+        false,
+        184u8,
+        &s13,
+        false,
+        227u8,
+        true,
+        0x7f00_082c_de70usize
+    );
     event!(RootWait, 14u8, 3u8, true, true, Box::<str>::from("objects 248"), 0x7f00_b1d5_8240usize, 3i8);
     event!(RootScan, 0x5500_000d_dbb0u64, 0x5500_049e_d420u64, 77, 348928308.635f64);
     event!(RootDestroy, 0x22a1_7555u32, 0x7f00_d89b_2d60usize, 0x7f00_059c_2f00usize);
-    event!(RootPoll, -199137621.967f64, &s7, -212349819i64, "to-condemns-the-client 793".to_string(), "\u{1}bell\u{7} and \u{7f} delete", true, 13037i64, 228603563.448f64, 0x7f00_265f_6d30usize, 0x347_fcb0u32, false, "and-the-keep-still 666", 0x7f00_076f_8278u64);
+    event!(
+        RootPoll,
+        -199137621.967f64,
+        &s7,
+        -212349819i64,
+        "to-condemns-the-client 793".to_string(),
+        "\u{1}bell\u{7} and \u{7f} delete",
+        true,
+        13037i64,
+        228603563.448f64,
+        0x7f00_265f_6d30usize,
+        0x347_fcb0u32,
+        false,
+        "and-the-keep-still 666",
+        0x7f00_076f_8278u64
+    );
     event!(RootFix, true, 135575507400737usize, -42774151.288f64);
     event!(RootFinish, 32490u32, 11u16, 0x7f00_05a1_57f0u64, -14i16);
     event!(RootRelease, 873i64, true, i32::MIN, 4793u32);
     event!(RootFlip, 0.0f64, 0x7f00_a936_a330usize, true);
-    event!(RootCreate, 0x7f00_a29f_ca40usize, 0x7f00_cfa1_8620usize, "to-the-pools-keep 646", 0x7f00_0e01_46e0usize, 0x5500_0019_5e50u64, 0x7f00_e021_f000usize, 0x7f00_02f3_8b78usize);
+    event!(
+        RootCreate,
+        0x7f00_a29f_ca40usize,
+        0x7f00_cfa1_8620usize,
+        "to-the-pools-keep 646",
+        0x7f00_0e01_46e0usize,
+        0x5500_0019_5e50u64,
+        0x7f00_e021_f000usize,
+        0x7f00_02f3_8b78usize
+    );
     event!(BufferCreate, 0x1f7_d9f8usize, std::ptr::null::<u8>(), "reclaims-pools-the-allocation 558".to_string());
-    event!(BufferShrink, 218840440115u64, 12u8, -12215874isize, "the-that-hands 804".to_owned(), 911664557199568761isize, 858850743.986f64, 132780435u32, 92244269168468639usize, true, 0xcu8, 0x79c_3fa0usize, true);
+    event!(
+        BufferShrink,
+        218840440115u64,
+        12u8,
+        -12215874isize,
+        "the-that-hands 804".to_owned(),
+        911664557199568761isize,
+        858850743.986f64,
+        132780435u32,
+        92244269168468639usize,
+        true,
+        0xcu8,
+        0x79c_3fa0usize,
+        true
+    );
     event!(BufferCommit, 10939u16, 0x7f00_01fa_69b0u64, 362232.0f32, i64::MIN, "tab\tseparated\tcolumns".to_owned());
-    event!(BufferWait, f64::MIN_POSITIVE, 0x7f00_64b0_5ff0usize, -324966647.754f64, 114u8, 2771u32, 0x51d_4148usize, -2.5, 5u8, 2u8, 7591812u32, isize::MIN + 1);
+    event!(
+        BufferWait,
+        f64::MIN_POSITIVE,
+        0x7f00_64b0_5ff0usize,
+        -324966647.754f64,
+        114u8,
+        2771u32,
+        0x51d_4148usize,
+        -2.5,
+        5u8,
+        2u8,
+        7591812u32,
+        isize::MIN + 1
+    );
     event!(BufferMark, true);
-    event!(BufferFail, f64::INFINITY, "the 381".to_owned(), 30u8, "scans-to 934".to_owned(), -42isize, 0x7f00_069e_9648usize);
+    event!(
+        BufferFail,
+        f64::INFINITY,
+        "the 381".to_owned(),
+        30u8,
+        "scans-to 934".to_owned(),
+        -42isize,
+        0x7f00_069e_9648usize
+    );
     event!(BufferPhase, true, -592323isize, 560u32);
     event!(BufferFree, 0xfe4usize, 1.25f32, 122i16, -113i16, 4254953622u64);
     event!(BufferRelease, 16408730u64, 0xafu8, -10588i16, true, 233u32);
     event!(BufferFlip, 249u8, 0x7f00_07b8_84b8usize, &s12, 0x5500_04e6_8d28u64, 468481704739139664i64);
     event!(BufferCondemn, 118usize, boxed.as_ref(), -1i8, 0x7f00_1865_9e20usize, 34107666472usize);
-    event!(BufferDecommit, 55isize, "needs-condemns-the 279".to_owned(), "segments 220".to_owned(), 0x7f00_cd98_19b0usize, false, 0x5500_05de_5838usize, 0x7f00_a8bb_3df0usize, 0x311_5428u64, 129u64, 0x5500_070a_32b0usize, false, -669537578.371f64, 0x5500_0409_bd60u64, false);
+    event!(
+        BufferDecommit,
+        55isize,
+        "needs-condemns-the 279".to_owned(),
+        "segments 220".to_owned(),
+        0x7f00_cd98_19b0usize,
+        false,
+        0x5500_05de_5838usize,
+        0x7f00_a8bb_3df0usize,
+        0x311_5428u64,
+        129u64,
+        0x5500_070a_32b0usize,
+        false,
+        -669537578.371f64,
+        0x5500_0409_bd60u64,
+        false
+    );
     event!(ClientEnd);
     event!(ClientUnpin, 176584686.596f64, 146510.75f32, false, u64::MAX, &s2);
-    event!(ClientFix, 0x7f00_d5dc_7cb0usize, 620225126.881f64, 1037922i32, 47u8, -26414106.967f64, 6u8, 731340382.36f64, 462983201.052f64, 63u16);
-    event!(ClientFlip, -944466483.718f64, Box::<str>::from("allocation still allocation while pools allocation scans the and into still segments roots still pools while reclaims needs the condemns client which fast whatever collector and the them pools collector segments segments segments buffers into roots the allocation segments and short scans buffers them which and path condemns condemns collector the which reclaims that allocation anchor pools the short needs the into whatever that segments and the them to them condemns segments condemns the the segments hands carve path client path needs anchor the client segments scans short reclaims whatever them segments whatever fixes the short whatever reclaims roots whatever allocation short fixes still pools segments scans still whatever reclaims the reclaims the needs the allocation hands whatever and fixes and and collector arena needs collector collector objects carve anchor while pools which still the carve the roots buffers segments arena needs collector roots roots buffers while whatever client"), 876536349.93f64);
-    event!(ClientBegin, std::borrow::Cow::Borrowed("crab 🦀 and ß"), "scans which to roots into needs condemns short keep condemns pools anchor segments path buffers them reclaims and scans buffers segments arena still pools still and the while objects path keep pools roots arena while to needs fixes that needs collector and anchor to segments and keep the still which", 0x7f00_067e_4758usize, std::borrow::Cow::Borrowed("buffers 142"), &cell);
+    event!(
+        ClientFix,
+        0x7f00_d5dc_7cb0usize,
+        620225126.881f64,
+        1037922i32,
+        47u8,
+        -26414106.967f64,
+        6u8,
+        731340382.36f64,
+        462983201.052f64,
+        63u16
+    );
+    event!(
+        ClientFlip,
+        -944466483.718f64,
+        Box::<str>::from(
+            "allocation still allocation while pools allocation scans the and into still segments roots still pools while reclaims needs the condemns client which fast whatever collector and the them pools collector segments segments segments buffers into roots the allocation segments and short scans buffers them which and path condemns condemns collector the which reclaims that allocation anchor pools the short needs the into whatever that segments and the them to them condemns segments condemns the the segments hands carve path client path needs anchor the client segments scans short reclaims whatever them segments whatever fixes the short whatever reclaims roots whatever allocation short fixes still pools segments scans still whatever reclaims the reclaims the needs the allocation hands whatever and fixes and and collector arena needs collector collector objects carve anchor while pools which still the carve the roots buffers segments arena needs collector roots roots buffers while whatever client"
+        ),
+        876536349.93f64
+    );
+    event!(
+        ClientBegin,
+        std::borrow::Cow::Borrowed("crab 🦀 and ß"),
+        "scans which to roots into needs condemns short keep condemns pools anchor segments path buffers them reclaims and scans buffers segments arena still pools still and the while objects path keep pools roots arena while to needs fixes that needs collector and anchor to segments and keep the still which",
+        0x7f00_067e_4758usize,
+        std::borrow::Cow::Borrowed("buffers 142"),
+        &cell
+    );
     event!(ClientDecommit, &s3, 53537u32, 45u8, text.as_str());
     event!(ClientInit, 1e-7f64, 425418u32, Box::<str>::from("whatever-reclaims-fast-the 214"), &table[3]);
     event!(ClientLock, -562790599504352186i64, 10534537973547937usize);
@@ -211,44 +606,281 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
     let boxed_at = at(std::ptr::from_ref(boxed.as_ref()) as usize);
     let expected: Vec<(&str, Vec<String>)> = vec![
         ("ArenaCopy", strings(&[r#""""#])),
-        ("ArenaCondemn", strings(&[r#""keep-collector-roots-buffers 152""#, r#""which-roots-them 7""#, r#""whatever-anchor-the-reclaims 945""#, r#""fixes-arena 938""#])),
-        ("ArenaDecommit", strings(&["59178438", "180", "-9", "0x4000", "2427", "0x550001bff958", r#""héllo wörld""#, "895545556236026555", "3533"])),
+        (
+            "ArenaCondemn",
+            strings(&[
+                r#""keep-collector-roots-buffers 152""#,
+                r#""which-roots-them 7""#,
+                r#""whatever-anchor-the-reclaims 945""#,
+                r#""fixes-arena 938""#,
+            ]),
+        ),
+        (
+            "ArenaDecommit",
+            strings(&[
+                "59178438",
+                "180",
+                "-9",
+                "0x4000",
+                "2427",
+                "0x550001bff958",
+                r#""héllo wörld""#,
+                "895545556236026555",
+                "3533",
+            ]),
+        ),
         ("ArenaFlip", strings(&[])),
         ("ArenaGrow", strings(&["true", r#""arena-buffers 511""#, "-732950827.841", r#""anchor 500""#, "-65"])),
         ("ArenaRelease", strings(&["311261", "-166560723.791"])),
-        ("ArenaFill", strings(&["754565669.02", "56", "245041612", "0x5500074cf9d8", r#""into-collector 246""#, "0x7f00003b7280", "-181276737.871"])),
+        (
+            "ArenaFill",
+            strings(&[
+                "754565669.02",
+                "56",
+                "245041612",
+                "0x5500074cf9d8",
+                r#""into-collector 246""#,
+                "0x7f00003b7280",
+                "-181276737.871",
+            ]),
+        ),
         ("ArenaFree", strings(&["true", r#""say \"hi\"""#, "0x7f0014360460", "766", r#""short-and 536""#, "-3904"])),
         ("ArenaShrink", strings(&["0x7f00dce1ea90"])),
         ("ArenaTrim", strings(&[r#""line one\nline two""#, "999978", r#""arena-to-that 330""#])),
         ("ArenaScan", strings(&["1.7976931348623157e308", "-78", "-83626978", "1341"])),
-        ("ArenaCheck", strings(&["255", "602975010.112", "4294967295", "-84597594.33", r#""arena-pools-into-buffers 20""#, "17101195", "0x550001a66c40"])),
+        (
+            "ArenaCheck",
+            strings(&[
+                "255",
+                "602975010.112",
+                "4294967295",
+                "-84597594.33",
+                r#""arena-pools-into-buffers 20""#,
+                "17101195",
+                "0x550001a66c40",
+            ]),
+        ),
         ("PoolCondemn", strings(&["0x3d66e10", "0x550000080d10", "64", "true"])),
-        ("PoolNote", strings(&["0x0", r#""condemns the still arena condemns and short which to the and carve and while fixes the which the the the and needs needs hands roots reclaims fixes the the which carve and and condemns that carve and the while arena objects keep into to fast and carve into the them allocation while path while pools them condemns anchor them reclaims to keep into short collector still into scans pools path to arena buffers arena to anchor hands objects hands allocation pools condemns and buffers pools fixes collector""#, "0x3670cb0", "615276.25", r#""and-carve 159""#, "-6439291", "-2.75", r#""objects-while-collector-client 144""#])),
-        ("PoolDestroy", strings(&[&word_at, "23", "5014", "0x7f00021158e0", "14", "46460", r#""the 691""#, "809064887.052", "0x7f0025e2a010", "170114726", r#""日本語のテキスト""#, "-17477"])),
-        ("PoolFail", strings(&["3893", r#""the-reclaims 983""#, "255", "9", "-595157040.916", "0x7f00be5b5900", "0x40", "1757028493"])),
-        ("PoolShrink", strings(&["884903810", "5900106998", "false", "22", "0x5df9c98", r#""the-arena-whatever-hands 784""#, "0x7f0007ddc068", &cell32_at])),
+        (
+            "PoolNote",
+            strings(&[
+                "0x0",
+                r#""condemns the still arena condemns and short which to the and carve and while fixes the which the the the and needs needs hands roots reclaims fixes the the which carve and and condemns that carve and the while arena objects keep into to fast and carve into the them allocation while path while pools them condemns anchor them reclaims to keep into short collector still into scans pools path to arena buffers arena to anchor hands objects hands allocation pools condemns and buffers pools fixes collector""#,
+                "0x3670cb0",
+                "615276.25",
+                r#""and-carve 159""#,
+                "-6439291",
+                "-2.75",
+                r#""objects-while-collector-client 144""#,
+            ]),
+        ),
+        (
+            "PoolDestroy",
+            strings(&[
+                &word_at,
+                "23",
+                "5014",
+                "0x7f00021158e0",
+                "14",
+                "46460",
+                r#""the 691""#,
+                "809064887.052",
+                "0x7f0025e2a010",
+                "170114726",
+                r#""日本語のテキスト""#,
+                "-17477",
+            ]),
+        ),
+        (
+            "PoolFail",
+            strings(&[
+                "3893",
+                r#""the-reclaims 983""#,
+                "255",
+                "9",
+                "-595157040.916",
+                "0x7f00be5b5900",
+                "0x40",
+                "1757028493",
+            ]),
+        ),
+        (
+            "PoolShrink",
+            strings(&[
+                "884903810",
+                "5900106998",
+                "false",
+                "22",
+                "0x5df9c98",
+                r#""the-arena-whatever-hands 784""#,
+                "0x7f0007ddc068",
+                &cell32_at,
+            ]),
+        ),
         ("PoolExtend", strings(&["-128", "0x3d286c8", r#""condemns-objects-allocation-short 44""#])),
-        ("PoolEnd", strings(&["0x550000c244d8", "true", "438933666.676", "-638905956.432", "-13372904572", "-440635523835570328", "false", "3377", "false", r#""the 855""#, r#""to 137""#])),
-        ("PoolDecommit", strings(&[r#""anchor-fast-pools 655""#, "-1517", "0x7f001cce5960", "true", "0x7f00102e0250", r#""scans-path-whatever-segments 632""#, "true", "0x7f00fc013440", "false", "7", "375437539", "0x5500021e8cc0"])),
+        (
+            "PoolEnd",
+            strings(&[
+                "0x550000c244d8",
+                "true",
+                "438933666.676",
+                "-638905956.432",
+                "-13372904572",
+                "-440635523835570328",
+                "false",
+                "3377",
+                "false",
+                r#""the 855""#,
+                r#""to 137""#,
+            ]),
+        ),
+        (
+            "PoolDecommit",
+            strings(&[
+                r#""anchor-fast-pools 655""#,
+                "-1517",
+                "0x7f001cce5960",
+                "true",
+                "0x7f00102e0250",
+                r#""scans-path-whatever-segments 632""#,
+                "true",
+                "0x7f00fc013440",
+                "false",
+                "7",
+                "375437539",
+                "0x5500021e8cc0",
+            ]),
+        ),
         ("PoolMark", strings(&["true", "0x550004b817e8", "0x7f007dddb870", "-1.5e300", "0x7f008dc63120"])),
         ("PoolBegin", strings(&["true", "537128", "0x7f00652d25c0", "-21083", "116"])),
         ("PoolCopy", strings(&[])),
-        ("PoolStats", strings(&[r#""anchor-the-them 293""#, r#""reclaims short still reclaims scans allocation collector them fast segments to which buffers objects anchor the whatever fixes client hands whatever the that still whatever the fixes anchor reclaims and to pools the client needs the needs objects which the keep short fixes path still scans collector scans fixes needs segments short collector collector path pools fast to pools the keep whatever while hands roots needs which the and the carve fast keep condemns and which short carve anchor fast the into short collector while while roots segments allocation reclaims allocation short the the into the and buffers condemns into buffers segments path fixes short reclaims reclaims arena whatever the reclaims whatever reclaims the short hands the scans collector client reclaims anchor pools allocation and pools whatever the reclaims fast reclaims condemns into into to fast needs objects into whatever""#, "32767"])),
+        (
+            "PoolStats",
+            strings(&[
+                r#""anchor-the-them 293""#,
+                r#""reclaims short still reclaims scans allocation collector them fast segments to which buffers objects anchor the whatever fixes client hands whatever the that still whatever the fixes anchor reclaims and to pools the client needs the needs objects which the keep short fixes path still scans collector scans fixes needs segments short collector collector path pools fast to pools the keep whatever while hands roots needs which the and the carve fast keep condemns and which short carve anchor fast the into short collector while while roots segments allocation reclaims allocation short the the into the and buffers condemns into buffers segments path fixes short reclaims reclaims arena whatever the reclaims whatever reclaims the short hands the scans collector client reclaims anchor pools allocation and pools whatever the reclaims fast reclaims condemns into into to fast needs objects into whatever""#,
+                "32767",
+            ]),
+        ),
         ("SegFinish", strings(&["0x7f00055a5af8", "221322562.438", "9", "13368133969337", "0"])),
         ("SegTrim", strings(&["3.4028234663852886e38", "0x7f0006c53c78", "-911105408.999", "true", "-0.0"])),
-        ("SegSignal", strings(&["true", "5e-324", "false", "0x378a468", "0x5500027129b0", "1099511627776", r#""back\\slash, and \\n is not a newline""#])),
-        ("SegDestroy", strings(&["29759822", "-191055541.306", "-652331003.988", "false", "true", "42", r#""path-scans 661""#, "false", "0x7f00476d30a0"])),
-        ("SegMerge", strings(&["968879", "-377450744127116148", "false", "24", "557647814.368", "352", "0x7f0004a60790", r#""anchor 978""#])),
+        (
+            "SegSignal",
+            strings(&[
+                "true",
+                "5e-324",
+                "false",
+                "0x378a468",
+                "0x5500027129b0",
+                "1099511627776",
+                r#""back\\slash, and \\n is not a newline""#,
+            ]),
+        ),
+        (
+            "SegDestroy",
+            strings(&[
+                "29759822",
+                "-191055541.306",
+                "-652331003.988",
+                "false",
+                "true",
+                "42",
+                r#""path-scans 661""#,
+                "false",
+                "0x7f00476d30a0",
+            ]),
+        ),
+        (
+            "SegMerge",
+            strings(&[
+                "968879",
+                "-377450744127116148",
+                "false",
+                "24",
+                "557647814.368",
+                "352",
+                "0x7f0004a60790",
+                r#""anchor 978""#,
+            ]),
+        ),
         ("SegGrow", strings(&["8823957899933056", "166012", "0x550006819bd8", "0x7f0083ce5ef0", "0x7f005fea97f0"])),
         ("SegSplit", strings(&["0xffffffffffffffff", "0x1b6eac0", "0xffffffffffffffff", "0x7f002118c2c0"])),
         ("SegReserve", strings(&["true", "308765446.995", "false", "-344117372.42"])),
         ("SegFix", strings(&["0", "3"])),
         ("SegFlip", strings(&["31855962", "true", "2008", "-58", "19811458", "0x7ffffffff000", "-903"])),
-        ("SegNote", strings(&["-336290383.398", "0x7f000267bab0", r#""the-keep-needs 342""#, r#""the-into-segments-roots 898""#])),
-        ("SegRelease", strings(&["-7", "-1697", r#""the 378""#, "0x7f00ab3993a0", "true", "-883996493.293", "true", "5", "0.5", "-32"])),
-        ("ObjectFlip", strings(&["-263841435.292", "8", "45705317927844552", r#""them-short-which-anchor 377""#, "true", r#""reclaims 821""#, "0x7f00e3b6aee0", "-20", "-3.0", "226", "65535", r#""carriage\rreturn""#, "0x550006fada28"])),
-        ("ObjectFlush", strings(&[r#""roots 947""#, "0x7f00515ded30", "0x3d92c78", "909019060658", "61010", "-25", "-797698871.978", "true", "0", "0x5500057a6868", "0x7f001a65dac0", "-405", "-623862580.989", r#""while-anchor 721""#])),
-        ("ObjectCheck", strings(&["true", "2558", "22", r#""all at once: \"q\" \\ \n \t \r é 中""#, r#""short-reclaims 654""#, "false", "false"])),
+        (
+            "SegNote",
+            strings(&[
+                "-336290383.398",
+                "0x7f000267bab0",
+                r#""the-keep-needs 342""#,
+                r#""the-into-segments-roots 898""#,
+            ]),
+        ),
+        (
+            "SegRelease",
+            strings(&[
+                "-7",
+                "-1697",
+                r#""the 378""#,
+                "0x7f00ab3993a0",
+                "true",
+                "-883996493.293",
+                "true",
+                "5",
+                "0.5",
+                "-32",
+            ]),
+        ),
+        (
+            "ObjectFlip",
+            strings(&[
+                "-263841435.292",
+                "8",
+                "45705317927844552",
+                r#""them-short-which-anchor 377""#,
+                "true",
+                r#""reclaims 821""#,
+                "0x7f00e3b6aee0",
+                "-20",
+                "-3.0",
+                "226",
+                "65535",
+                r#""carriage\rreturn""#,
+                "0x550006fada28",
+            ]),
+        ),
+        (
+            "ObjectFlush",
+            strings(&[
+                r#""roots 947""#,
+                "0x7f00515ded30",
+                "0x3d92c78",
+                "909019060658",
+                "61010",
+                "-25",
+                "-797698871.978",
+                "true",
+                "0",
+                "0x5500057a6868",
+                "0x7f001a65dac0",
+                "-405",
+                "-623862580.989",
+                r#""while-anchor 721""#,
+            ]),
+        ),
+        (
+            "ObjectCheck",
+            strings(&[
+                "true",
+                "2558",
+                "22",
+                r#""all at once: \"q\" \\ \n \t \r é 中""#,
+                r#""short-reclaims 654""#,
+                "false",
+                "false",
+            ]),
+        ),
         ("ObjectMove", strings(&["0x550002ee8ee0", "0x7f00f4693b80", "true", "260308"])),
         ("ObjectCondemn", strings(&["-367"])),
         ("ObjectLock", strings(&["80", "0x7f009c8ef6d0", "98"])),
@@ -260,32 +892,195 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
         ("ObjectUnlock", strings(&["269841", "23768", "-2"])),
         ("TraceScan", strings(&["0x7f005e663f10", "false", "1e16", "689342510.043"])),
         ("TraceDecommit", strings(&[&table_at, "true"])),
-        ("TraceCondemn", strings(&["5", "0x7f000181ea18", "0x5d61570", "537211012.087", "true", "176223636639139404", "3575", "454", "917219990222660", "-925757464.176", "false", "-inf"])),
-        ("TraceFill", strings(&["-70399668.946", "17429", "true", "-970832503.069", r#""allocation-short-arena-fixes 355""#, "341710429.864", r#""collector 693""#, "-18", "37850750", "0x7f0003742320", "1"])),
-        ("TraceResize", strings(&["65535", "-29", "359908580721", "61", "821231887", "0x7f0058cb24a0", "700867", "0x550000a093c0", "417034509.474", "9223372036854775807", r#""still-the 428""#])),
+        (
+            "TraceCondemn",
+            strings(&[
+                "5",
+                "0x7f000181ea18",
+                "0x5d61570",
+                "537211012.087",
+                "true",
+                "176223636639139404",
+                "3575",
+                "454",
+                "917219990222660",
+                "-925757464.176",
+                "false",
+                "-inf",
+            ]),
+        ),
+        (
+            "TraceFill",
+            strings(&[
+                "-70399668.946",
+                "17429",
+                "true",
+                "-970832503.069",
+                r#""allocation-short-arena-fixes 355""#,
+                "341710429.864",
+                r#""collector 693""#,
+                "-18",
+                "37850750",
+                "0x7f0003742320",
+                "1",
+            ]),
+        ),
+        (
+            "TraceResize",
+            strings(&[
+                "65535",
+                "-29",
+                "359908580721",
+                "61",
+                "821231887",
+                "0x7f0058cb24a0",
+                "700867",
+                "0x550000a093c0",
+                "417034509.474",
+                "9223372036854775807",
+                r#""still-the 428""#,
+            ]),
+        ),
         ("TraceInit", strings(&["0x7f00db8a4a40", "30", "4294967295", "346476872.522", "26"])),
         ("TraceCheck", strings(&["0x547db80", r#""path 987""#])),
         ("TraceWalk", strings(&["656217889.343", "253"])),
         ("TraceShrink", strings(&[&cell8_at, "true", "656463139", r#""whatever-the-condemns-into 193""#])),
         ("TraceCopy", strings(&["-9021641097074", r#""and-and 7""#, "4606696182542644523"])),
         ("TraceFlip", strings(&["923432428.252"])),
-        ("TraceFinish", strings(&["0x12a3360", "0x550005960be8", "22228", r#""anchor-that 395""#, r#""keep-them-pools-whatever 665""#, "true", "-3470", "2.220446049250313e-16"])),
-        ("RootFree", strings(&["13971935774678", "0x7f000487b7a8", "4029", "911770427.547", "-37333755027419538", r#""client-collector-to 808""#, "979", r#""segments-roots-needs-whatever 865""#, "37"])),
-        ("RootUnpin", strings(&["0x788d030", "false", "true", "false", "162", "true", "0x7f00b29b4b50", "263749608.399", "-151921596.531", "0x7f0001d8cdf0", "165318393", "0x5500073dba20", &slot_at])),
-        ("RootPhase", strings(&["1585630217446", "-997536117.863", "false", "184", r#""and-objects-fast 262""#, "false", "227", "true", "0x7f00082cde70"])),
+        (
+            "TraceFinish",
+            strings(&[
+                "0x12a3360",
+                "0x550005960be8",
+                "22228",
+                r#""anchor-that 395""#,
+                r#""keep-them-pools-whatever 665""#,
+                "true",
+                "-3470",
+                "2.220446049250313e-16",
+            ]),
+        ),
+        (
+            "RootFree",
+            strings(&[
+                "13971935774678",
+                "0x7f000487b7a8",
+                "4029",
+                "911770427.547",
+                "-37333755027419538",
+                r#""client-collector-to 808""#,
+                "979",
+                r#""segments-roots-needs-whatever 865""#,
+                "37",
+            ]),
+        ),
+        (
+            "RootUnpin",
+            strings(&[
+                "0x788d030",
+                "false",
+                "true",
+                "false",
+                "162",
+                "true",
+                "0x7f00b29b4b50",
+                "263749608.399",
+                "-151921596.531",
+                "0x7f0001d8cdf0",
+                "165318393",
+                "0x5500073dba20",
+                &slot_at,
+            ]),
+        ),
+        (
+            "RootPhase",
+            strings(&[
+                "1585630217446",
+                "-997536117.863",
+                "false",
+                "184",
+                r#""and-objects-fast 262""#,
+                "false",
+                "227",
+                "true",
+                "0x7f00082cde70",
+            ]),
+        ),
         ("RootWait", strings(&["14", "3", "true", "true", r#""objects 248""#, "0x7f00b1d58240", "3"])),
         ("RootScan", strings(&["0x5500000ddbb0", "0x5500049ed420", "77", "348928308.635"])),
         ("RootDestroy", strings(&["581006677", "0x7f00d89b2d60", "0x7f00059c2f00"])),
-        ("RootPoll", strings(&["-199137621.967", r#""client 890""#, "-212349819", r#""to-condemns-the-client 793""#, r#""\u{1}bell\u{7} and \u{7f} delete""#, "true", "13037", "228603563.448", "0x7f00265f6d30", "55049392", "false", r#""and-the-keep-still 666""#, "0x7f00076f8278"])),
+        (
+            "RootPoll",
+            strings(&[
+                "-199137621.967",
+                r#""client 890""#,
+                "-212349819",
+                r#""to-condemns-the-client 793""#,
+                r#""\u{1}bell\u{7} and \u{7f} delete""#,
+                "true",
+                "13037",
+                "228603563.448",
+                "0x7f00265f6d30",
+                "55049392",
+                "false",
+                r#""and-the-keep-still 666""#,
+                "0x7f00076f8278",
+            ]),
+        ),
         ("RootFix", strings(&["true", "135575507400737", "-42774151.288"])),
         ("RootFinish", strings(&["32490", "11", "0x7f0005a157f0", "-14"])),
         ("RootRelease", strings(&["873", "true", "-2147483648", "4793"])),
         ("RootFlip", strings(&["0.0", "0x7f00a936a330", "true"])),
-        ("RootCreate", strings(&["0x7f00a29fca40", "0x7f00cfa18620", r#""to-the-pools-keep 646""#, "0x7f000e0146e0", "0x550000195e50", "0x7f00e021f000", "0x7f0002f38b78"])),
+        (
+            "RootCreate",
+            strings(&[
+                "0x7f00a29fca40",
+                "0x7f00cfa18620",
+                r#""to-the-pools-keep 646""#,
+                "0x7f000e0146e0",
+                "0x550000195e50",
+                "0x7f00e021f000",
+                "0x7f0002f38b78",
+            ]),
+        ),
         ("BufferCreate", strings(&["0x1f7d9f8", "0x0", r#""reclaims-pools-the-allocation 558""#])),
-        ("BufferShrink", strings(&["218840440115", "12", "-12215874", r#""the-that-hands 804""#, "911664557199568761", "858850743.986", "132780435", "92244269168468639", "true", "12", "0x79c3fa0", "true"])),
-        ("BufferCommit", strings(&["10939", "0x7f0001fa69b0", "362232.0", "-9223372036854775808", r#""tab\tseparated\tcolumns""#])),
-        ("BufferWait", strings(&["2.2250738585072014e-308", "0x7f0064b05ff0", "-324966647.754", "114", "2771", "0x51d4148", "-2.5", "5", "2", "7591812", "-9223372036854775807"])),
+        (
+            "BufferShrink",
+            strings(&[
+                "218840440115",
+                "12",
+                "-12215874",
+                r#""the-that-hands 804""#,
+                "911664557199568761",
+                "858850743.986",
+                "132780435",
+                "92244269168468639",
+                "true",
+                "12",
+                "0x79c3fa0",
+                "true",
+            ]),
+        ),
+        (
+            "BufferCommit",
+            strings(&["10939", "0x7f0001fa69b0", "362232.0", "-9223372036854775808", r#""tab\tseparated\tcolumns""#]),
+        ),
+        (
+            "BufferWait",
+            strings(&[
+                "2.2250738585072014e-308",
+                "0x7f0064b05ff0",
+                "-324966647.754",
+                "114",
+                "2771",
+                "0x51d4148",
+                "-2.5",
+                "5",
+                "2",
+                "7591812",
+                "-9223372036854775807",
+            ]),
+        ),
         ("BufferMark", strings(&["true"])),
         ("BufferFail", strings(&["inf", r#""the 381""#, "30", r#""scans-to 934""#, "-42", "0x7f00069e9648"])),
         ("BufferPhase", strings(&["true", "-592323", "560"])),
@@ -293,13 +1088,77 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
         ("BufferRelease", strings(&["16408730", "175", "-10588", "true", "233"])),
         ("BufferFlip", strings(&["249", "0x7f0007b884b8", r#""the-them 94""#, "0x550004e68d28", "468481704739139664"])),
         ("BufferCondemn", strings(&["118", &boxed_at, "-1", "0x7f0018659e20", "34107666472"])),
-        ("BufferDecommit", strings(&["55", r#""needs-condemns-the 279""#, r#""segments 220""#, "0x7f00cd9819b0", "false", "0x550005de5838", "0x7f00a8bb3df0", "0x3115428", "129", "0x5500070a32b0", "false", "-669537578.371", "0x55000409bd60", "false"])),
+        (
+            "BufferDecommit",
+            strings(&[
+                "55",
+                r#""needs-condemns-the 279""#,
+                r#""segments 220""#,
+                "0x7f00cd9819b0",
+                "false",
+                "0x550005de5838",
+                "0x7f00a8bb3df0",
+                "0x3115428",
+                "129",
+                "0x5500070a32b0",
+                "false",
+                "-669537578.371",
+                "0x55000409bd60",
+                "false",
+            ]),
+        ),
         ("ClientEnd", strings(&[])),
-        ("ClientUnpin", strings(&["176584686.596", "146510.75", "false", "18446744073709551615", r#""{braces} and 'single' quotes""#])),
-        ("ClientFix", strings(&["0x7f00d5dc7cb0", "620225126.881", "1037922", "47", "-26414106.967", "6", "731340382.36", "462983201.052", "63"])),
-        ("ClientFlip", strings(&["-944466483.718", r#""allocation still allocation while pools allocation scans the and into still segments roots still pools while reclaims needs the condemns client which fast whatever collector and the them pools collector segments segments segments buffers into roots the allocation segments and short scans buffers them which and path condemns condemns collector the which reclaims that allocation anchor pools the short needs the into whatever that segments and the them to them condemns segments condemns the the segments hands carve path client path needs anchor the client segments scans short reclaims whatever them segments whatever fixes the short whatever reclaims roots whatever allocation short fixes still pools segments scans still whatever reclaims the reclaims the needs the allocation hands whatever and fixes and and collector arena needs collector collector objects carve anchor while pools which still the carve the roots buffers segments arena needs collector roots roots buffers while whatever client""#, "876536349.93"])),
-        ("ClientBegin", strings(&[r#""crab 🦀 and ß""#, r#""scans which to roots into needs condemns short keep condemns pools anchor segments path buffers them reclaims and scans buffers segments arena still pools still and the while objects path keep pools roots arena while to needs fixes that needs collector and anchor to segments and keep the still which""#, "0x7f00067e4758", r#""buffers 142""#, &cell_at])),
-        ("ClientDecommit", strings(&[r#""which keep still which anchor which the which to the client needs which short hands while buffers buffers segments while buffers client segments to buffers that needs still anchor keep the the buffers and short hands segments allocation while reclaims fast scans and carve segments hands anchor while still the fast buffers to anchor whatever objects the that and the allocation arena needs reclaims whatever into pools the fixes and arena arena fast reclaims carve them collector and the condemns which path fast objects scans keep path path scans while and hands still the and the hands hands client still anchor reclaims reclaims hands scans client into path carve the condemns the reclaims carve pools""#, "53537", "45", &text_at])),
+        (
+            "ClientUnpin",
+            strings(&[
+                "176584686.596",
+                "146510.75",
+                "false",
+                "18446744073709551615",
+                r#""{braces} and 'single' quotes""#,
+            ]),
+        ),
+        (
+            "ClientFix",
+            strings(&[
+                "0x7f00d5dc7cb0",
+                "620225126.881",
+                "1037922",
+                "47",
+                "-26414106.967",
+                "6",
+                "731340382.36",
+                "462983201.052",
+                "63",
+            ]),
+        ),
+        (
+            "ClientFlip",
+            strings(&[
+                "-944466483.718",
+                r#""allocation still allocation while pools allocation scans the and into still segments roots still pools while reclaims needs the condemns client which fast whatever collector and the them pools collector segments segments segments buffers into roots the allocation segments and short scans buffers them which and path condemns condemns collector the which reclaims that allocation anchor pools the short needs the into whatever that segments and the them to them condemns segments condemns the the segments hands carve path client path needs anchor the client segments scans short reclaims whatever them segments whatever fixes the short whatever reclaims roots whatever allocation short fixes still pools segments scans still whatever reclaims the reclaims the needs the allocation hands whatever and fixes and and collector arena needs collector collector objects carve anchor while pools which still the carve the roots buffers segments arena needs collector roots roots buffers while whatever client""#,
+                "876536349.93",
+            ]),
+        ),
+        (
+            "ClientBegin",
+            strings(&[
+                r#""crab 🦀 and ß""#,
+                r#""scans which to roots into needs condemns short keep condemns pools anchor segments path buffers them reclaims and scans buffers segments arena still pools still and the while objects path keep pools roots arena while to needs fixes that needs collector and anchor to segments and keep the still which""#,
+                "0x7f00067e4758",
+                r#""buffers 142""#,
+                &cell_at,
+            ]),
+        ),
+        (
+            "ClientDecommit",
+            strings(&[
+                r#""which keep still which anchor which the which to the client needs which short hands while buffers buffers segments while buffers client segments to buffers that needs still anchor keep the the buffers and short hands segments allocation while reclaims fast scans and carve segments hands anchor while still the fast buffers to anchor whatever objects the that and the allocation arena needs reclaims whatever into pools the fixes and arena arena fast reclaims carve them collector and the condemns which path fast objects scans keep path path scans while and hands still the and the hands hands client still anchor reclaims reclaims hands scans client into path carve the condemns the reclaims carve pools""#,
+                "53537",
+                "45",
+                &text_at,
+            ]),
+        ),
         ("ClientInit", strings(&["1e-7", "425418", r#""whatever-reclaims-fast-the 214""#, &table3_at])),
         ("ClientLock", strings(&["-562790599504352186", "10534537973547937"])),
         ("ClientCopy", strings(&["8994080196743683127", "-5", "0x7f000b268240", "91255.25"])),

@@ -177,8 +177,13 @@ fn wait_policy_waits_for_the_writer_instead_of_dropping() {
 fn fill_stops_when_the_budget_is_spent_and_counts_the_rest() {
     let _serial = serial();
     let (workers, n) = (2, 20_000);
-    let recording =
-        Recorder::new(&events::SET).memory().policy(Policy::Fill).block_size(1024).buffer_size(8 * 1024).start().unwrap();
+    let recording = Recorder::new(&events::SET)
+        .memory()
+        .policy(Policy::Fill)
+        .block_size(1024)
+        .buffer_size(8 * 1024)
+        .start()
+        .unwrap();
     run_workers(workers, n);
     let t = tally(&recording.stop().unwrap());
     assert_exact(&t, workers, n);
@@ -223,7 +228,8 @@ fn a_file_and_memory_get_the_same_stream() {
     let _serial = serial();
     let dir = tempdir("file-and-memory");
     let path = dir.join("trace.evt");
-    let recording = Recorder::new(&events::SET).memory().file(&path).block_size(4096).deterministic_clock().start().unwrap();
+    let recording =
+        Recorder::new(&events::SET).memory().file(&path).block_size(4096).deterministic_clock().start().unwrap();
     run_workers(2, 5_000);
     let memory = recording.stop().unwrap();
     let file = std::fs::read(&path).unwrap();
@@ -324,7 +330,8 @@ fn threads_that_come_and_go_each_get_a_slot_of_their_own() {
     let dir = tempdir("ring-slots");
     let path = dir.join("trace.ring");
     for _ in 0..20 {
-        let recording = Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
+        let recording =
+            Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
         run_workers(3, 2_000);
         recording.stop().unwrap();
         let (bytes, summary) = read_ring(&path);
@@ -339,8 +346,13 @@ fn a_thread_without_a_slot_is_counted_not_lost_silently() {
     let dir = tempdir("ring-no-slot");
     let path = dir.join("trace.ring");
     let n = 1_000u64;
-    let recording =
-        Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).ring_threads(1).start().unwrap();
+    let recording = Recorder::new(&events::SET)
+        .ring_file(&path)
+        .policy(Policy::Ring)
+        .block_size(4096)
+        .ring_threads(1)
+        .start()
+        .unwrap();
     // Both threads hold their first event's slot (or lack of one) until both have one.
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
     let handles: Vec<_> = (0..2u64)

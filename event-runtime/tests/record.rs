@@ -281,7 +281,8 @@ fn messages_interned_strings_and_labels() {
 
 /// The stream of 20 000 numbered events from this thread, with packing on or off.
 fn numbered(pack: bool) -> Vec<u8> {
-    let recording = Recorder::new(&events::SET).memory().block_size(4096).deterministic_clock().pack(pack).start().unwrap();
+    let recording =
+        Recorder::new(&events::SET).memory().block_size(4096).deterministic_clock().pack(pack).start().unwrap();
     for i in 0..20_000u64 {
         event!(ArenaDestroy, 0x1000usize, i);
     }
@@ -299,7 +300,10 @@ fn packed_streams_hold_the_same_events_in_less_space() {
     };
     assert!(flags(&whole).iter().all(|&f| f == 0), "pack(false) writes whole blocks");
     let packed_flags = flags(&packed);
-    assert!(packed_flags.iter().all(|&f| f == event_format::wire::BLOCK_PACKED), "an idle writer packs every block: {packed_flags:?}");
+    assert!(
+        packed_flags.iter().all(|&f| f == event_format::wire::BLOCK_PACKED),
+        "an idle writer packs every block: {packed_flags:?}"
+    );
     assert_eq!(decode(&packed), decode(&whole));
     assert_eq!(decode(&whole).iter().filter(|s| s.name == "ArenaDestroy").count(), 20_000);
     assert!(packed.len() * 3 < whole.len(), "{} bytes packed, {} whole", packed.len(), whole.len());

@@ -48,7 +48,8 @@ fn main() {
         }
         "abort" => {
             // Kept alive: the abort comes while it records.
-            let _recording = Recorder::new(&events::SET).file(arg(1)).block_size(4096).start().unwrap_or_else(|e| fail(&e));
+            let _recording =
+                Recorder::new(&events::SET).file(arg(1)).block_size(4096).start().unwrap_or_else(|e| fail(&e));
             for i in 0..number(2) {
                 event!(ArenaDestroy, 0usize, i);
             }
@@ -180,6 +181,8 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env");
+    eprintln!(
+        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env"
+    );
     std::process::exit(2)
 }

@@ -57,13 +57,15 @@ mod soak {
     }
 
     fn options() -> Result<Options, String> {
-        let mut o = Options { count: 100, seed: clock_seed(), round: None, bin_dir: PathBuf::new(), dir: None, keep: false };
+        let mut o =
+            Options { count: 100, seed: clock_seed(), round: None, bin_dir: PathBuf::new(), dir: None, keep: false };
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
         o.bin_dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value; {USAGE}"));
-            let number = |name: &str, v: String| v.parse::<u64>().map_err(|_| format!("{name} {v}: not a number; {USAGE}"));
+            let number =
+                |name: &str, v: String| v.parse::<u64>().map_err(|_| format!("{name} {v}: not a number; {USAGE}"));
             match arg.as_str() {
                 "--count" => o.count = number("--count", value("--count")?)?,
                 "--seed" => o.seed = number("--seed", value("--seed")?)?,
@@ -82,7 +84,8 @@ mod soak {
     }
 
     fn clock_seed() -> u64 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         splitmix(nanos ^ u64::from(std::process::id()).rotate_left(32)) % 1_000_000_000
     }
 
@@ -171,7 +174,8 @@ mod soak {
             }
         }
         let made_dir = o.dir.is_none();
-        let dir = o.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("event-soak-{}", std::process::id())));
+        let dir =
+            o.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("event-soak-{}", std::process::id())));
         if let Err(e) = std::fs::create_dir_all(&dir) {
             eprintln!("soak: cannot create {}: {e}", dir.display());
             return ExitCode::from(2);
@@ -181,7 +185,13 @@ mod soak {
             Some(r) => vec![r],
             None => (0..o.count).collect(),
         };
-        println!("soak: seed {} (replay a round with --seed {} --round R); {} rounds; ring files in {}", o.seed, o.seed, rounds.len(), dir.display());
+        println!(
+            "soak: seed {} (replay a round with --seed {} --round R); {} rounds; ring files in {}",
+            o.seed,
+            o.seed,
+            rounds.len(),
+            dir.display()
+        );
         let began = Instant::now();
         let (mut events, mut overwritten, mut whole) = (0u64, 0u64, 0u64);
         let mut by_ending = [0u64; 3];
@@ -254,7 +264,9 @@ mod soak {
         fn line(&self, within: Duration, what: &str) -> Result<String, String> {
             match self.lines.recv_timeout(within) {
                 Ok(line) => Ok(line),
-                Err(mpsc::RecvTimeoutError::Timeout) => Err(format!("no {what} from the child within {} s", within.as_secs())),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    Err(format!("no {what} from the child within {} s", within.as_secs()))
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => Err(format!("the child ended before its {what}")),
             }
         }
@@ -390,8 +402,14 @@ mod soak {
                 let tid = tids[(k % tids.len() as u64) as usize];
                 // SAFETY: tgkill takes plain integers; a thread that has gone meanwhile makes it
                 // fail with ESRCH, which is reported.
-                let r = unsafe { libc::syscall(libc::SYS_tgkill, pid as libc::c_long, tid as libc::c_long, sig as libc::c_long) };
-                return if r == 0 { Ok(()) } else { Err(format!("tgkill({pid}, {tid}, {sig}): {}", std::io::Error::last_os_error())) };
+                let r = unsafe {
+                    libc::syscall(libc::SYS_tgkill, pid as libc::c_long, tid as libc::c_long, sig as libc::c_long)
+                };
+                return if r == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("tgkill({pid}, {tid}, {sig}): {}", std::io::Error::last_os_error()))
+                };
             }
         }
         let _ = thread;
@@ -405,10 +423,14 @@ mod soak {
     fn check_panic(check: &RingCheck, victim: u64, recorded: u64, stderr: &str) -> Result<(), String> {
         let last = check.numbered.by_worker.get(&victim).and_then(|n| n.last()).copied();
         if last != recorded.checked_sub(1) {
-            return Err(format!("worker {victim} recorded events 0..{recorded} before it panicked, but the file's last is {last:?}"));
+            return Err(format!(
+                "worker {victim} recorded events 0..{recorded} before it panicked, but the file's last is {last:?}"
+            ));
         }
         let head = format!("events of thread 'worker-{victim}' before it panicked:");
-        let at = stderr.find(&head).ok_or_else(|| format!("no traceback of worker-{victim} on stderr: {}", stderr.trim()))?;
+        let at = stderr
+            .find(&head)
+            .ok_or_else(|| format!("no traceback of worker-{victim} on stderr: {}", stderr.trim()))?;
         let traceback: Vec<&str> = stderr[at..].lines().skip(1).take_while(|l| l.starts_with("    ")).collect();
         let expected = format!("committed={}", recorded - 1);
         match traceback.last() {
@@ -419,7 +441,9 @@ mod soak {
 
     /// The integers among a line's words (punctuation around them ignored).
     fn integers(line: &str) -> Vec<u64> {
-        line.split_whitespace().filter_map(|w| w.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok().filter(|_| !w.contains('.'))).collect()
+        line.split_whitespace()
+            .filter_map(|w| w.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok().filter(|_| !w.contains('.')))
+            .collect()
     }
 
     fn run_dump(dump: &Path, args: &[&str]) -> Result<(i32, String), String> {
@@ -448,13 +472,25 @@ mod soak {
         if integers(first) != [n.blocks, n.events] {
             return disagree(&format!("check counts differ from {} blocks, {} events", n.blocks, n.events), &out);
         }
-        let problems: Vec<&str> = out.lines().skip(1).map(str::trim).filter(|l| !l.starts_with("whole") && !l.starts_with("NOT whole")).collect();
+        let problems: Vec<&str> = out
+            .lines()
+            .skip(1)
+            .map(str::trim)
+            .filter(|l| !l.starts_with("whole") && !l.starts_with("NOT whole"))
+            .collect();
         let gaps = problems.iter().filter(|l| l.starts_with("gap: thread ")).count();
         let lost = format!("lost: no thread: {} events", s.lost);
         let expected_problems = gaps + usize::from(s.lost > 0);
-        if gaps != check.threads_overwritten() || problems.len() != expected_problems || (s.lost > 0 && !problems.contains(&lost.as_str())) {
+        if gaps != check.threads_overwritten()
+            || problems.len() != expected_problems
+            || (s.lost > 0 && !problems.contains(&lost.as_str()))
+        {
             return disagree(
-                &format!("check should report a gap for each of {} threads overwritten, {} lost events, and nothing else", check.threads_overwritten(), s.lost),
+                &format!(
+                    "check should report a gap for each of {} threads overwritten, {} lost events, and nothing else",
+                    check.threads_overwritten(),
+                    s.lost
+                ),
                 &out,
             );
         }
@@ -463,20 +499,33 @@ mod soak {
         if code != 0 {
             return disagree(&format!("stats exited {code}"), &out);
         }
-        let line = |start: &str| out.lines().map(str::trim).find(|l| l.starts_with(start)).map(integers).unwrap_or_default();
+        let line =
+            |start: &str| out.lines().map(str::trim).find(|l| l.starts_with(start)).map(integers).unwrap_or_default();
         let counts = line(&format!("{} events in", n.events));
         if counts.get(1) != Some(&n.blocks) {
             return disagree(&format!("stats should count {} events in {} blocks", n.events, n.blocks), &out);
         }
         if line(&format!("{} events lost,", s.lost)) != [s.lost, s.overwritten_blocks, 0, 0, 0] {
-            return disagree(&format!("stats should count {} lost, {} blocks missing and nothing damaged", s.lost, s.overwritten_blocks), &out);
+            return disagree(
+                &format!(
+                    "stats should count {} lost, {} blocks missing and nothing damaged",
+                    s.lost, s.overwritten_blocks
+                ),
+                &out,
+            );
         }
         let state = match s.state {
             STATE_CLOSED => "ring file: closed;",
             _ => "ring file: recording",
         };
         if line(state) != [s.threads, s.overwritten_blocks, 0, 0] {
-            return disagree(&format!("stats should say `{state}` with {} threads and {} overwritten blocks", s.threads, s.overwritten_blocks), &out);
+            return disagree(
+                &format!(
+                    "stats should say `{state}` with {} threads and {} overwritten blocks",
+                    s.threads, s.overwritten_blocks
+                ),
+                &out,
+            );
         }
         if line("Arena.ArenaDestroy").first() != Some(&n.numbered_events()) {
             return disagree(&format!("stats should count {} Arena.ArenaDestroy events", n.numbered_events()), &out);

@@ -46,10 +46,13 @@ const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError> {
     let shown = out.display().to_string();
     if out.is_dir() {
-        return Err(DumpError::new(format!("{shown}: is a directory; give a file name for the trace, such as trace.json")));
+        return Err(DumpError::new(format!(
+            "{shown}: is a directory; give a file name for the trace, such as trace.json"
+        )));
     }
     let partial = partial_path(out)?;
-    let file = File::create(&partial).map_err(|e| DumpError::new(format!("{}: cannot create: {e}", partial.display())))?;
+    let file =
+        File::create(&partial).map_err(|e| DumpError::new(format!("{}: cannot create: {e}", partial.display())))?;
     let result = write_trace(logs, BufWriter::with_capacity(1 << 16, file));
     match result {
         Ok(skipped) => {
@@ -137,7 +140,9 @@ fn role(event: &Event<'_>) -> Role {
     let is_span = format.len() >= 2 && format[0] == Letter::Word && format[1] == Letter::String;
     if is_span && (name == "SpanEnter" || name == "SpanExit") {
         let mut values = event.values();
-        let (Some(Value::Word(span)), Some(Value::Str(text))) = (values.next(), values.next()) else { return Role::Instant };
+        let (Some(Value::Word(span)), Some(Value::Str(text))) = (values.next(), values.next()) else {
+            return Role::Instant;
+        };
         return if name == "SpanEnter" {
             Role::Begin { key: SliceKey::Span(span), name: String::from_utf8_lossy(text.bytes).into_owned() }
         } else {
@@ -297,7 +302,8 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
     // Several logs share one time line: the wall clock, from the earliest start.
     let starts: Vec<i128> = clocks.iter().map(|c| c.wall_ns(c.start_ticks)).collect();
     let earliest = starts.iter().copied().min().unwrap_or(0);
-    let offsets: Vec<i128> = if logs.len() > 1 { starts.iter().map(|s| s - earliest).collect() } else { vec![0; logs.len()] };
+    let offsets: Vec<i128> =
+        if logs.len() > 1 { starts.iter().map(|s| s - earliest).collect() } else { vec![0; logs.len()] };
 
     let mut events = Events { out, first: true, line: String::new() };
     events.out.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":")?;
@@ -410,7 +416,10 @@ mod tests {
     fn roles_by_name() {
         let role_of = |d: &Desc, args: &[u8]| role(&Event { desc: d, time: 0, thread: 1, args, order: Order::Little });
         let named = |s: &str| SliceKey::Named(s.to_owned());
-        assert_eq!(role_of(&desc("SweepBegin", false, &[]), &[]), Role::Begin { key: named("Sweep"), name: "Sweep".to_owned() });
+        assert_eq!(
+            role_of(&desc("SweepBegin", false, &[]), &[]),
+            Role::Begin { key: named("Sweep"), name: "Sweep".to_owned() }
+        );
         assert_eq!(role_of(&desc("SweepEnd", false, &[]), &[]), Role::End { key: named("Sweep") });
         assert_eq!(role_of(&desc("Begin", false, &[]), &[]), Role::Instant, "no name before Begin");
         assert_eq!(role_of(&desc("End", false, &[]), &[]), Role::Instant);

@@ -55,7 +55,9 @@ const METADATA_MAGIC: &str = "/* CTF 1.8 */";
 
 pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError> {
     if logs.len() != 1 {
-        return Err(DumpError::new("export --to ctf takes one log (a CTF trace has one clock); export each log to a directory of its own"));
+        return Err(DumpError::new(
+            "export --to ctf takes one log (a CTF trace has one clock); export each log to a directory of its own",
+        ));
     }
     let shown = out.display().to_string();
     prepare_dir(out)?;
@@ -63,7 +65,15 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
     let clock = clock_offset(&header).ok_or_else(|| {
         DumpError::new(format!("{}: its clock facts put the trace's origin out of CTF's range; the log's header is unusual, see `event-dump stats`", logs[0].path.display()))
     })?;
-    let mut trace = Trace { dir: out.to_owned(), order: header.order, streams: BTreeMap::new(), buffered: 0, clamped: 0, builtins_seen: BTreeSet::new(), scratch: Vec::new() };
+    let mut trace = Trace {
+        dir: out.to_owned(),
+        order: header.order,
+        streams: BTreeMap::new(),
+        buffered: 0,
+        clamped: 0,
+        builtins_seen: BTreeSet::new(),
+        scratch: Vec::new(),
+    };
     let result = read_into(&mut logs[0], &mut trace).and_then(|skipped| {
         trace.flush_all()?;
         let metadata = metadata(&header, &logs[0].catalog, &trace.builtins_seen, clock);
@@ -75,7 +85,9 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
             let extra: Vec<String> = match trace.clamped {
                 0 => Vec::new(),
                 1 => vec!["1 event earlier than its thread's previous event was given that event's time".to_owned()],
-                n => vec![format!("{n} events earlier than their thread's previous event were given that event's time")],
+                n => {
+                    vec![format!("{n} events earlier than their thread's previous event were given that event's time")]
+                }
             };
             skipped.report("ctf", &extra);
             Ok(ExitCode::SUCCESS)
@@ -95,10 +107,13 @@ fn prepare_dir(dir: &Path) -> Result<(), DumpError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return fs::create_dir_all(dir).map_err(|e| DumpError::new(format!("{shown}: cannot create the directory: {e}")));
+            return fs::create_dir_all(dir)
+                .map_err(|e| DumpError::new(format!("{shown}: cannot create the directory: {e}")));
         }
         Err(_) if dir.exists() && !dir.is_dir() => {
-            return Err(DumpError::new(format!("{shown}: is not a directory; a CTF trace is a directory: give a new directory's name")));
+            return Err(DumpError::new(format!(
+                "{shown}: is not a directory; a CTF trace is a directory: give a new directory's name"
+            )));
         }
         Err(e) => return Err(DumpError::new(format!("{shown}: cannot read the directory: {e}"))),
     };
@@ -108,17 +123,22 @@ fn prepare_dir(dir: &Path) -> Result<(), DumpError> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().is_ok_and(|t| t.is_file());
         if !is_file || (name != "metadata" && !name.starts_with("thread-")) {
-            return Err(DumpError::new(format!("{shown}: is not empty (it holds `{name}`); give a new directory, or an earlier CTF export to replace")));
+            return Err(DumpError::new(format!(
+                "{shown}: is not empty (it holds `{name}`); give a new directory, or an earlier CTF export to replace"
+            )));
         }
         ours.push(entry.path());
     }
     if !ours.is_empty() {
         let metadata = fs::read(dir.join("metadata")).unwrap_or_default();
         if !metadata.starts_with(METADATA_MAGIC.as_bytes()) {
-            return Err(DumpError::new(format!("{shown}: is not empty and is not an earlier CTF export; give a new directory")));
+            return Err(DumpError::new(format!(
+                "{shown}: is not empty and is not an earlier CTF export; give a new directory"
+            )));
         }
         for path in ours {
-            fs::remove_file(&path).map_err(|e| DumpError::new(format!("{}: cannot remove the earlier export: {e}", path.display())))?;
+            fs::remove_file(&path)
+                .map_err(|e| DumpError::new(format!("{}: cannot remove the earlier export: {e}", path.display())))?;
         }
     }
     Ok(())
@@ -326,7 +346,12 @@ fn tsdl_type(letter: Letter) -> &'static str {
 
 /// The metadata text: types, trace, environment, clock, stream and one event class per
 /// event of the schema and per built-in event in `builtins`.
-fn metadata(header: &Header, catalog: &event_format::decode::Catalog, builtins: &BTreeSet<u16>, (offset_s, offset): (i64, u64)) -> String {
+fn metadata(
+    header: &Header,
+    catalog: &event_format::decode::Catalog,
+    builtins: &BTreeSet<u16>,
+    (offset_s, offset): (i64, u64),
+) -> String {
     let mut m = String::new();
     let producer = &header.producer;
     let clock = &header.clock;
@@ -335,7 +360,12 @@ fn metadata(header: &Header, catalog: &event_format::decode::Catalog, builtins: 
         Order::Big => "be",
     };
     let _ = writeln!(m, "{METADATA_MAGIC}");
-    let _ = writeln!(m, "/* Written by event-dump {} from an event stream of format {}. */", env!("CARGO_PKG_VERSION"), header.format);
+    let _ = writeln!(
+        m,
+        "/* Written by event-dump {} from an event stream of format {}. */",
+        env!("CARGO_PKG_VERSION"),
+        header.format
+    );
     m.push_str(concat!(
         "\n",
         "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n",
@@ -360,7 +390,12 @@ fn metadata(header: &Header, catalog: &event_format::decode::Catalog, builtins: 
         }
     }
     let _ = writeln!(m, "\tarch = {};\n\tos = {};", tsdl_string(&producer.arch), tsdl_string(&producer.os));
-    let _ = writeln!(m, "\tevent_set = \"{}\";\n\tclock_source = {};\n}};\n", header.schema.version, tsdl_string(&clock.source.name()));
+    let _ = writeln!(
+        m,
+        "\tevent_set = \"{}\";\n\tclock_source = {};\n}};\n",
+        header.schema.version,
+        tsdl_string(&clock.source.name())
+    );
     let absolute = !matches!(clock.source, ClockSource::Deterministic);
     let _ = writeln!(
         m,
@@ -368,7 +403,9 @@ fn metadata(header: &Header, catalog: &event_format::decode::Catalog, builtins: 
         tsdl_string(&format!("the producer's {} clock", clock.source.name())),
         clock.ticks_per_second.max(1)
     );
-    m.push_str("typealias integer { size = 64; align = 8; signed = false; map = clock.event_clock.value; } := clock64_t;\n\n");
+    m.push_str(
+        "typealias integer { size = 64; align = 8; signed = false; map = clock.event_clock.value; } := clock64_t;\n\n",
+    );
     m.push_str(concat!(
         "stream {\n",
         "\tid = 0;\n",
@@ -392,7 +429,11 @@ fn metadata(header: &Header, catalog: &event_format::decode::Catalog, builtins: 
 }
 
 fn event_class(m: &mut String, desc: &Desc) {
-    let _ = write!(m, "\nevent {{\n\tname = \"{}:{}\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n", desc.kind_name, desc.name, desc.code);
+    let _ = write!(
+        m,
+        "\nevent {{\n\tname = \"{}:{}\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n",
+        desc.kind_name, desc.name, desc.code
+    );
     let mut names = BTreeSet::new();
     for (i, (letter, param)) in desc.format.iter().zip(&desc.params).enumerate() {
         // A parameter name used twice (the schema forbids it) still makes a valid struct.
@@ -410,8 +451,23 @@ mod tests {
     fn an_event_earlier_than_its_predecessor_gets_its_time() {
         let dir = std::env::temp_dir().join(format!("ctf-clamp-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let desc = Desc { code: 0x10, name: "Tick".into(), kind_name: "K".into(), kind: Some(0), format: vec![], params: vec![] };
-        let mut trace = Trace { dir: dir.clone(), order: Order::Little, streams: BTreeMap::new(), buffered: 0, clamped: 0, builtins_seen: BTreeSet::new(), scratch: Vec::new() };
+        let desc = Desc {
+            code: 0x10,
+            name: "Tick".into(),
+            kind_name: "K".into(),
+            kind: Some(0),
+            format: vec![],
+            params: vec![],
+        };
+        let mut trace = Trace {
+            dir: dir.clone(),
+            order: Order::Little,
+            streams: BTreeMap::new(),
+            buffered: 0,
+            clamped: 0,
+            builtins_seen: BTreeSet::new(),
+            scratch: Vec::new(),
+        };
         for time in [100, 50, 200] {
             trace.add(&Event { desc: &desc, time, thread: 3, args: &[], order: Order::Little }).unwrap();
         }

@@ -104,7 +104,10 @@ impl Skipped {
         let skipped = (!parts.is_empty()).then(|| format!("skipped {}", parts.join(", ")));
         let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).collect();
         if !all.is_empty() {
-            eprintln!("event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)", all.join("; "));
+            eprintln!(
+                "event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)",
+                all.join("; ")
+            );
         }
     }
 }

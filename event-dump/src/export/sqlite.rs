@@ -153,7 +153,10 @@ CREATE TABLE IF NOT EXISTS event_log (
 /// Exports `logs` into the database `out` (created when missing), all or nothing.
 pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCode, DumpError> {
     if out.is_dir() {
-        return Err(DumpError::new(format!("{}: is a directory; give the database file to write, e.g. -o logs.db", out.display())));
+        return Err(DumpError::new(format!(
+            "{}: is a directory; give the database file to write, e.g. -o logs.db",
+            out.display()
+        )));
     }
     let existed = out.exists();
     let result = export_into(logs, out);
@@ -168,7 +171,12 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCo
     let mut stdout = io::stdout().lock();
     for s in &summaries {
         if !s.problems.is_empty() {
-            eprintln!("event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them", s.path, s.problems.join(", "), s.path);
+            eprintln!(
+                "event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them",
+                s.path,
+                s.problems.join(", "),
+                s.path
+            );
         }
         let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
     }
@@ -208,10 +216,16 @@ impl DbErrors<'_> {
     fn error(&self, e: &rusqlite::Error) -> DumpError {
         let out = self.0.display();
         let hint = match e.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase) => return DumpError::new(format!("{out}: not an SQLite database; give another -o path")),
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => "; another program is using the database: try again when it is done",
+            Some(ErrorCode::NotADatabase) => {
+                return DumpError::new(format!("{out}: not an SQLite database; give another -o path"));
+            }
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                "; another program is using the database: try again when it is done"
+            }
             Some(ErrorCode::DiskFull) => "; free some space and run again",
-            Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => "; give a path you can write",
+            Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+                "; give a path you can write"
+            }
             _ => "",
         };
         DumpError::new(format!("{out}: {e}{hint}; nothing was written"))
@@ -232,7 +246,9 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
     let out = db.0.display();
     if app != APPLICATION_ID {
         if tables > 0 {
-            return Err(DumpError::new(format!("{out}: an SQLite database that event-dump did not write; give a new -o path")));
+            return Err(DumpError::new(format!(
+                "{out}: an SQLite database that event-dump did not write; give a new -o path"
+            )));
         }
         tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(sql)?;
         tx.pragma_update(None, "user_version", LAYOUT_VERSION).map_err(sql)?;
@@ -247,7 +263,9 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
 /// SQLite's type for a parameter of `letter`.
 fn sql_type(letter: Letter) -> &'static str {
     match letter {
-        Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed | Letter::Bool => "INTEGER",
+        Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed | Letter::Bool => {
+            "INTEGER"
+        }
         Letter::Double => "REAL",
         Letter::String => "TEXT",
     }
@@ -346,16 +364,25 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
             Some(known) if *known == bit => {}
             Some(known) => {
                 let shown = |b: &Option<i64>| b.map_or_else(|| "none".to_owned(), |b| b.to_string());
-                return Err(db.refuse(format!("{path}: kind {name} is bit {} in this log but bit {} in {out}", shown(&bit), shown(known)), ELSEWHERE));
+                return Err(db.refuse(
+                    format!("{path}: kind {name} is bit {} in this log but bit {} in {out}", shown(&bit), shown(known)),
+                    ELSEWHERE,
+                ));
             }
             None => {
-                tx.execute("INSERT INTO event_kind (name, description, bit) VALUES (?1, ?2, ?3)", (name, doc, bit)).map_err(sql)?;
+                tx.execute("INSERT INTO event_kind (name, description, bit) VALUES (?1, ?2, ?3)", (name, doc, bit))
+                    .map_err(sql)?;
                 glue.kinds.insert(name.to_owned(), bit);
             }
         }
     }
     for desc in log.catalog.iter() {
-        let row = TypeRow { code: desc.code, kind: desc.kind_name.clone(), format: letter::format_string(&desc.format), params: desc.params.clone() };
+        let row = TypeRow {
+            code: desc.code,
+            kind: desc.kind_name.clone(),
+            format: letter::format_string(&desc.format),
+            params: desc.params.clone(),
+        };
         if let Some(known) = glue.types.get(&desc.name) {
             if let Some(why) = disagreement(&desc.name, known, &row, &db.0.display().to_string()) {
                 return Err(db.refuse(format!("{path}: {why}"), ELSEWHERE));
@@ -364,11 +391,23 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
         }
         // Codes and table names must stay unique too (SQLite ignores case in table names).
         if let Some((other, _)) = glue.types.iter().find(|(_, t)| t.code == desc.code) {
-            return Err(db.refuse(format!("{path}: code {:#06x} is {} in this log but {other} in {}", desc.code, desc.name, db.0.display()), ELSEWHERE));
+            return Err(db.refuse(
+                format!(
+                    "{path}: code {:#06x} is {} in this log but {other} in {}",
+                    desc.code,
+                    desc.name,
+                    db.0.display()
+                ),
+                ELSEWHERE,
+            ));
         }
         if let Some(other) = glue.types.keys().find(|n| n.eq_ignore_ascii_case(&desc.name)) {
             return Err(db.refuse(
-                format!("{path}: event {} and event {other} of {} differ only in case, which SQLite's table names ignore", desc.name, db.0.display()),
+                format!(
+                    "{path}: event {} and event {other} of {} differ only in case, which SQLite's table names ignore",
+                    desc.name,
+                    db.0.display()
+                ),
                 ELSEWHERE,
             ));
         }
@@ -385,7 +424,11 @@ fn disagreement(name: &str, known: &TypeRow, new: &TypeRow, out: &str) -> Option
         return Some(format!("event {name} has format {} in this log but {} {earlier}", new.format, known.format));
     }
     if known.params != new.params {
-        return Some(format!("event {name} has parameters ({}) in this log but ({}) {earlier}", new.params.join(", "), known.params.join(", ")));
+        return Some(format!(
+            "event {name} has parameters ({}) in this log but ({}) {earlier}",
+            new.params.join(", "),
+            known.params.join(", ")
+        ));
     }
     if known.code != new.code {
         return Some(format!("event {name} has code {:#06x} in this log but {:#06x} {earlier}", new.code, known.code));
@@ -431,7 +474,8 @@ fn add_type(tx: &Transaction<'_>, desc: &Desc, always: bool, row: &TypeRow) -> r
 /// The INSERT of a row of event type `desc`.
 fn insert_sql(desc: &Desc) -> String {
     let columns = param_columns(&desc.params);
-    let names: Vec<String> = FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).chain(columns.iter().map(|c| quoted(c))).collect();
+    let names: Vec<String> =
+        FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).chain(columns.iter().map(|c| quoted(c))).collect();
     let marks: Vec<String> = (1..=names.len()).map(|i| format!("?{i}")).collect();
     format!("INSERT INTO {} ({}) VALUES ({})", quoted(&table_name(&desc.name)), names.join(", "), marks.join(", "))
 }
@@ -484,12 +528,17 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
     let shown = log.path.display().to_string();
     let identity = identity(&log.path).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let earlier: Option<(i64, String, String)> = tx
-        .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .map(Some)
         .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
         .map_err(sql)?;
     if let Some((serial, path, imported)) = earlier {
-        return Err(db.refuse(format!("{shown}: already imported into {} as log {serial} ({path}, at {imported})", db.0.display()), ""));
+        return Err(db.refuse(
+            format!("{shown}: already imported into {} as log {serial} ({path}, at {imported})", db.0.display()),
+            "",
+        ));
     }
     register(tx, glue, log, db)?;
     let path = std::fs::canonicalize(&log.path).unwrap_or_else(|_| log.path.clone());

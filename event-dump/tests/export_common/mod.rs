@@ -88,7 +88,8 @@ pub(crate) fn print_json(logs: &[&str]) -> Vec<Printed> {
 /// unmatched `SweepEnd` on worker-1, and a `SweepBegin` on the main thread never ended.
 pub(crate) fn sample_log(path: &Path) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording = Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let recording =
+        Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
     let arena = 0x7f00_0000_1000usize;
     event_runtime::label(arena, "main \"arena\"");
     event!(ArenaCreate, arena, arena, 1u64 << 20);
@@ -134,8 +135,14 @@ pub(crate) fn dropping_log(path: &Path) {
 /// refuses most of them, `ring` overwrites most of its blocks.
 pub(crate) fn small_buffer_log(path: &Path, policy: Policy) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording =
-        Recorder::new(&crate::events::SET).file(path).policy(policy).block_size(1024).buffer_size(4096).deterministic_clock().start().unwrap();
+    let recording = Recorder::new(&crate::events::SET)
+        .file(path)
+        .policy(policy)
+        .block_size(1024)
+        .buffer_size(4096)
+        .deterministic_clock()
+        .start()
+        .unwrap();
     for i in 0..500u64 {
         event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
     }
@@ -268,12 +275,20 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
 /// `later_ns` later on the wall clock.
 pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
     let (schema, _, _) = handmade_schema();
-    let producer = Producer { pointer_width: 8, arch: "x86_64".into(), os: "linux".into(), pid: 7, program: "back".into(), start_wall_ns: 0 };
+    let producer = Producer {
+        pointer_width: 8,
+        arch: "x86_64".into(),
+        os: "linux".into(),
+        pid: 7,
+        program: "back".into(),
+        start_wall_ns: 0,
+    };
     let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
     let header = Header::new(schema, 1024, clock, producer);
     let mut bytes = header.encode().unwrap();
     let t0 = handmade_clock().start_ticks;
-    let mut block = BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    let mut block =
+        BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
     for dt in [100, 50, 200] {
         block.push(0x0103, t0 + dt, &[]).unwrap();
     }

@@ -18,19 +18,16 @@ pub(super) fn parse(source: &str) -> Result<Schema, Vec<Diag>> {
     let mut diags = Vec::new();
     let tokens = lex::lex(source, &mut diags);
     let statements = parse::statements(&tokens, &mut diags);
-    let mut builder = Builder {
-        diags,
-        ..Builder::default()
-    };
+    let mut builder = Builder { diags, ..Builder::default() };
     for statement in &statements {
         builder.statement(statement);
     }
     builder.finish()
 }
 
-const RELATION_HELP: &str =
-    "write RELATION(Name, code, TRUE|FALSE, Kind, Format[, parameter names...])";
-const FORMAT_HELP: &str = "write the format letters together, from P A W U I D B S, such as `PAW`, or 0 for no parameters";
+const RELATION_HELP: &str = "write RELATION(Name, code, TRUE|FALSE, Kind, Format[, parameter names...])";
+const FORMAT_HELP: &str =
+    "write the format letters together, from P A W U I D B S, such as `PAW`, or 0 for no parameters";
 
 /// Where the items of the schema came from, index for index.
 #[derive(Default)]
@@ -129,10 +126,7 @@ impl<'a> Builder<'a> {
         if args.len() > 3 {
             self.error(
                 args[3].start,
-                format!(
-                    "VERSION takes 3 numbers (major, median, minor), found {}",
-                    args.len()
-                ),
+                format!("VERSION takes 3 numbers (major, median, minor), found {}", args.len()),
                 "write VERSION(major, median, minor), such as `VERSION(1, 0, 0)`",
             );
         } else if args.len() < 3 && !statement.broken {
@@ -160,21 +154,14 @@ impl<'a> Builder<'a> {
             }
             return;
         };
-        let name = self.name(
-            name,
-            "the kind's name",
-            "name kinds with identifiers such as `Arena`",
-        );
+        let name = self.name(name, "the kind's name", "name kinds with identifiers such as `Arena`");
         let doc = match args.get(1) {
             Some(arg) => match &arg.kind {
                 TokenKind::Str { value, .. } => Some((value.clone(), arg.start)),
                 _ => {
                     self.error(
                         arg.start,
-                        format!(
-                            "expected the kind's description in double quotes, found {}",
-                            arg.describe()
-                        ),
+                        format!("expected the kind's description in double quotes, found {}", arg.describe()),
                         help,
                     );
                     None
@@ -185,19 +172,13 @@ impl<'a> Builder<'a> {
         if let Some(extra) = args.get(2) {
             self.error(
                 extra.start,
-                format!(
-                    "KIND takes a name and a description, found {} arguments",
-                    args.len()
-                ),
+                format!("KIND takes a name and a description, found {} arguments", args.len()),
                 help,
             );
         }
         if let Some((name, name_pos)) = name {
             let (doc, doc_pos) = doc.unwrap_or((String::new(), name_pos));
-            self.schema.kinds.push(Kind {
-                name: name.to_owned(),
-                doc,
-            });
+            self.schema.kinds.push(Kind { name: name.to_owned(), doc });
             self.places.kind_name.push(name_pos);
             self.places.kind_doc.push(doc_pos);
         }
@@ -218,13 +199,9 @@ impl<'a> Builder<'a> {
         }
         // Read every argument there is, so that each gets its errors, even when the row is
         // incomplete and will not be an event.
-        let name = args.first().and_then(|a| {
-            self.name(
-                a,
-                "the event's name",
-                "name events with identifiers such as `ArenaCreate`",
-            )
-        });
+        let name = args
+            .first()
+            .and_then(|a| self.name(a, "the event's name", "name events with identifiers such as `ArenaCreate`"));
         let code = args.get(1).and_then(|a| self.code(a, "the event's code"));
         let always = args.get(2).and_then(|a| self.always(a));
         let kind = args.get(3).and_then(|a| self.kind_name(a));
@@ -232,13 +209,7 @@ impl<'a> Builder<'a> {
         let names: Vec<Option<(&'a str, Pos)>> = args
             .iter()
             .skip(5)
-            .map(|a| {
-                self.name(
-                    a,
-                    "a parameter name",
-                    "name parameters with identifiers such as `size`",
-                )
-            })
+            .map(|a| self.name(a, "a parameter name", "name parameters with identifiers such as `size`"))
             .collect();
         let (Some((name, name_pos)), Some((code, code_pos))) = (name, code) else {
             return;
@@ -248,11 +219,8 @@ impl<'a> Builder<'a> {
         };
         let event = self.schema.events.len();
         let all_names_read = names.iter().all(Option::is_some);
-        let (params, param_places): (Vec<String>, Vec<Pos>) = names
-            .into_iter()
-            .flatten()
-            .map(|(n, p)| (n.to_owned(), p))
-            .unzip();
+        let (params, param_places): (Vec<String>, Vec<Pos>) =
+            names.into_iter().flatten().map(|(n, p)| (n.to_owned(), p)).unzip();
         // An unreadable format or parameter name has had its error: the check hears of the
         // rest of the row, but not of the count of names, which would only repeat it.
         if format.is_none() {
@@ -268,10 +236,7 @@ impl<'a> Builder<'a> {
             params
         };
         match kind {
-            Some(kind_name) => self.pending.push(PendingKind {
-                event,
-                name: kind_name,
-            }),
+            Some(kind_name) => self.pending.push(PendingKind { event, name: kind_name }),
             None => {
                 self.unknown_kind.insert(event);
             }
@@ -299,38 +264,17 @@ impl<'a> Builder<'a> {
             let missing = ["name", "code"][args.len()];
             self.error(
                 statement.close,
-                format!(
-                    "RETIRED needs a name and a code, found {} arguments; the {missing} is missing",
-                    args.len()
-                ),
+                format!("RETIRED needs a name and a code, found {} arguments; the {missing} is missing", args.len()),
                 help,
             );
         }
-        let name = args.first().and_then(|a| {
-            self.name(
-                a,
-                "the retired event's name",
-                "write the name the event had",
-            )
-        });
-        let code = args
-            .get(1)
-            .and_then(|a| self.code(a, "the retired event's code"));
+        let name = args.first().and_then(|a| self.name(a, "the retired event's name", "write the name the event had"));
+        let code = args.get(1).and_then(|a| self.code(a, "the retired event's code"));
         if let Some(extra) = args.get(2) {
-            self.error(
-                extra.start,
-                format!(
-                    "RETIRED takes a name and a code, found {} arguments",
-                    args.len()
-                ),
-                help,
-            );
+            self.error(extra.start, format!("RETIRED takes a name and a code, found {} arguments", args.len()), help);
         }
         if let (Some((name, name_pos)), Some((code, code_pos))) = (name, code) {
-            self.schema.retired.push(Retired {
-                name: name.to_owned(),
-                code,
-            });
+            self.schema.retired.push(Retired { name: name.to_owned(), code });
             self.places.retired_name.push(name_pos);
             self.places.retired_code.push(code_pos);
         }
@@ -341,11 +285,7 @@ impl<'a> Builder<'a> {
         if arg.kind == TokenKind::Word {
             return Some((arg.text, arg.start));
         }
-        self.error(
-            arg.start,
-            format!("expected {what}, found {}", arg.describe()),
-            help,
-        );
+        self.error(arg.start, format!("expected {what}, found {}", arg.describe()), help);
         None
     }
 
@@ -361,30 +301,21 @@ impl<'a> Builder<'a> {
             Some(hex) => (hex, 16),
             None => (text, 10),
         };
-        let well_formed = arg.kind == TokenKind::Number
-            && !digits.is_empty()
-            && digits.chars().all(|c| c.is_digit(radix));
+        let well_formed =
+            arg.kind == TokenKind::Number && !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
         if !well_formed {
             let message = if arg.kind == TokenKind::Number {
                 format!("`{}` is not a number", shown(text))
             } else {
                 format!("expected {what} (a number), found {}", arg.describe())
             };
-            self.error(
-                arg.start,
-                message,
-                "write a decimal number such as 17 or a hexadecimal one such as 0x0011",
-            );
+            self.error(arg.start, message, "write a decimal number such as 17 or a hexadecimal one such as 0x0011");
             return None;
         }
         match u16::from_str_radix(digits, radix) {
             Ok(n) => Some(n),
             Err(_) => {
-                self.error(
-                    arg.start,
-                    format!("{what} {} is too large for 16 bits", shown(text)),
-                    limit_help,
-                );
+                self.error(arg.start, format!("{what} {} is too large for 16 bits", shown(text)), limit_help);
                 None
             }
         }
@@ -396,16 +327,12 @@ impl<'a> Builder<'a> {
             "FALSE" if arg.kind == TokenKind::Word => return Some(false),
             _ => {}
         }
-        let message = format!(
-            "the always flag must be TRUE or FALSE, found {}",
-            arg.describe()
-        );
-        let help =
-            if arg.text.eq_ignore_ascii_case("true") || arg.text.eq_ignore_ascii_case("false") {
-                format!("write {} (upper case)", arg.text.to_ascii_uppercase())
-            } else {
-                "write TRUE or FALSE: TRUE keeps the event in the `hot` variety".to_owned()
-            };
+        let message = format!("the always flag must be TRUE or FALSE, found {}", arg.describe());
+        let help = if arg.text.eq_ignore_ascii_case("true") || arg.text.eq_ignore_ascii_case("false") {
+            format!("write {} (upper case)", arg.text.to_ascii_uppercase())
+        } else {
+            "write TRUE or FALSE: TRUE keeps the event in the `hot` variety".to_owned()
+        };
         self.error(arg.start, message, help);
         None
     }
@@ -417,10 +344,7 @@ impl<'a> Builder<'a> {
         }
         self.error(
             arg.start,
-            format!(
-                "expected the event's kind (a kind's name), found {}",
-                arg.describe()
-            ),
+            format!("expected the event's kind (a kind's name), found {}", arg.describe()),
             "write the name of a kind declared with KIND, such as `Arena`",
         );
         None
@@ -432,11 +356,7 @@ impl<'a> Builder<'a> {
             TokenKind::Number if arg.text == "0" => return Some(Vec::new()),
             TokenKind::Word => {}
             _ => {
-                self.error(
-                    arg.start,
-                    format!("expected a format, found {}", arg.describe()),
-                    FORMAT_HELP,
-                );
+                self.error(arg.start, format!("expected a format, found {}", arg.describe()), FORMAT_HELP);
                 return None;
             }
         }
@@ -453,26 +373,15 @@ impl<'a> Builder<'a> {
                 self.error(
                     pos,
                     format!("format letter `{c}` is lower case"),
-                    format!(
-                        "write `{}`: the letters are {}, upper case",
-                        letter.as_char(),
-                        Letter::SPELLED
-                    ),
+                    format!("write `{}`: the letters are {}, upper case", letter.as_char(), Letter::SPELLED),
                 );
             } else {
-                let shown_c = if c.is_ascii_graphic() {
-                    format!("`{c}`")
-                } else {
-                    format!("U+{:04X}", u32::from(c))
-                };
+                let shown_c = if c.is_ascii_graphic() { format!("`{c}`") } else { format!("U+{:04X}", u32::from(c)) };
                 let case = if c.is_lowercase() { ", upper case" } else { "" };
                 self.error(
                     pos,
                     format!("bad format letter {shown_c} in `{}`", shown(arg.text)),
-                    format!(
-                        "the letters are {}{case}; write 0 for no parameters",
-                        Letter::SPELLED
-                    ),
+                    format!("the letters are {}{case}; write 0 for no parameters", Letter::SPELLED),
                 );
             }
         }
@@ -503,12 +412,7 @@ impl<'a> Builder<'a> {
             self.unknown_kind.insert(event);
             let pos = self.places.event_kind[event];
             // Past MAX_KINDS the check reports too many kinds; suggest among the valid ones only.
-            let declared = self
-                .schema
-                .kinds
-                .iter()
-                .take(schema::MAX_KINDS)
-                .map(|k| k.name.as_str());
+            let declared = self.schema.kinds.iter().take(schema::MAX_KINDS).map(|k| k.name.as_str());
             let help = match closest(name, declared) {
                 Some(similar) => format!("did you mean `{similar}`?"),
                 None => format!("declare it with `KIND({}, \"...\")`", shown(name)),
@@ -516,19 +420,10 @@ impl<'a> Builder<'a> {
             self.error(pos, format!("unknown kind `{}`", shown(name)), help);
         }
         if self.places.version.is_none() {
-            self.error(
-                Pos::START,
-                "missing VERSION line",
-                "add `VERSION(1, 0, 0)` at the top",
-            );
+            self.error(Pos::START, "missing VERSION line", "add `VERSION(1, 0, 0)` at the top");
         }
         if let Err(problems) = self.schema.check() {
-            for Problem {
-                place,
-                message,
-                help,
-            } in problems
-            {
+            for Problem { place, message, help } in problems {
                 if self.repeats_an_error(place) {
                     continue;
                 }

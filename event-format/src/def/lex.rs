@@ -53,14 +53,7 @@ impl Token<'_> {
 
 /// Splits `src` into tokens, reporting lexical errors into `diags`.
 pub(super) fn lex<'a>(src: &'a str, diags: &mut Vec<Diag>) -> Vec<Token<'a>> {
-    let mut lexer = Lexer {
-        src,
-        at: 0,
-        pos: Pos::START,
-        last_line: 0,
-        tokens: Vec::new(),
-        diags,
-    };
+    let mut lexer = Lexer { src, at: 0, pos: Pos::START, last_line: 0, tokens: Vec::new(), diags };
     // A byte-order mark some editors write: not part of the text, not counted as a column.
     if src.starts_with('\u{feff}') {
         lexer.at = '\u{feff}'.len_utf8();
@@ -104,10 +97,7 @@ impl<'a> Lexer<'a, '_> {
         let c = self.peek()?;
         self.at += c.len_utf8();
         if c == '\n' {
-            self.pos = Pos {
-                line: self.pos.line.saturating_add(1),
-                column: 1,
-            };
+            self.pos = Pos { line: self.pos.line.saturating_add(1), column: 1 };
         } else {
             self.pos = self.pos.right(1);
         }
@@ -123,13 +113,7 @@ impl<'a> Lexer<'a, '_> {
     fn push(&mut self, kind: TokenKind, from: usize, start: Pos) {
         let first_on_line = self.last_line != start.line;
         self.last_line = start.line;
-        self.tokens.push(Token {
-            kind,
-            text: &self.src[from..self.at],
-            start,
-            end: self.pos,
-            first_on_line,
-        });
+        self.tokens.push(Token { kind, text: &self.src[from..self.at], start, end: self.pos, first_on_line });
     }
 
     fn run(&mut self) {
@@ -140,11 +124,7 @@ impl<'a> Lexer<'a, '_> {
             } else if c == '#' {
                 self.bump_while(|c| c != '\n');
             } else if self.src[self.at..].starts_with("//") {
-                self.diags.push(Diag::new(
-                    start,
-                    "comments start with `#`, not `//`",
-                    "write `#` instead of `//`",
-                ));
+                self.diags.push(Diag::new(start, "comments start with `#`, not `//`", "write `#` instead of `//`"));
                 self.bump_while(|c| c != '\n');
             } else if c == '\''
                 && self.src[self.at + 1..]
@@ -162,14 +142,7 @@ impl<'a> Lexer<'a, '_> {
                 self.bump_while(|c| c != '\'');
                 let value = self.src[value_from..self.at].to_owned();
                 self.bump();
-                self.push(
-                    TokenKind::Str {
-                        value,
-                        closed: true,
-                    },
-                    from,
-                    start,
-                );
+                self.push(TokenKind::Str { value, closed: true }, from, start);
             } else if starts_word(c) {
                 self.bump_while(continues_word);
                 self.push(TokenKind::Word, from, start);
@@ -245,11 +218,7 @@ impl<'a> Lexer<'a, '_> {
 
 /// A character as messages show it: itself when it is visible ASCII, else its code point.
 fn shown_char(c: char) -> String {
-    if c.is_ascii_graphic() {
-        c.to_string()
-    } else {
-        format!("U+{:04X}", u32::from(c))
-    }
+    if c.is_ascii_graphic() { c.to_string() } else { format!("U+{:04X}", u32::from(c)) }
 }
 
 fn unexpected(c: char, pos: Pos) -> Diag {
@@ -260,9 +229,7 @@ fn unexpected(c: char, pos: Pos) -> Diag {
     };
     let help = match c {
         ';' => "statements need no `;`: remove it",
-        '-' | '+' => {
-            "numbers are written without a sign: decimal such as 17 or hexadecimal such as 0x0011"
-        }
+        '-' | '+' => "numbers are written without a sign: decimal such as 17 or hexadecimal such as 0x0011",
         '[' | ']' | '{' | '}' => "arguments go in round parentheses: `KIND(Name, \"...\")`",
         '\'' => "strings are written in double quotes",
         _ => {

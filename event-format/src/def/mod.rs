@@ -88,11 +88,7 @@ pub struct DefError {
 
 impl fmt::Display for DefError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}; {}",
-            self.file, self.line, self.column, self.message, self.help
-        )
+        write!(f, "{}:{}:{}: {}; {}", self.file, self.line, self.column, self.message, self.help)
     }
 }
 
@@ -132,10 +128,7 @@ impl Pos {
     /// The position `n` characters to the right on the same line.
     fn right(self, n: usize) -> Pos {
         let n = u32::try_from(n).unwrap_or(u32::MAX);
-        Pos {
-            line: self.line,
-            column: self.column.saturating_add(n),
-        }
+        Pos { line: self.line, column: self.column.saturating_add(n) }
     }
 }
 
@@ -149,10 +142,6 @@ struct Diag {
 
 impl Diag {
     fn new(pos: Pos, message: impl Into<String>, help: impl Into<String>) -> Diag {
-        Diag {
-            pos,
-            message: message.into(),
-            help: help.into(),
-        }
+        Diag { pos, message: message.into(), help: help.into() }
     }
 }

@@ -27,10 +27,7 @@ impl Keyword {
     ];
 
     fn from_word(word: &str) -> Option<Keyword> {
-        Keyword::ALL
-            .iter()
-            .find(|(w, _)| *w == word)
-            .map(|(_, k)| *k)
+        Keyword::ALL.iter().find(|(w, _)| *w == word).map(|(_, k)| *k)
     }
 }
 
@@ -50,12 +47,7 @@ pub(super) struct Statement<'a> {
 
 /// Reads the statements of `tokens`, reporting syntax errors into `diags`.
 pub(super) fn statements<'a>(tokens: &[Token<'a>], diags: &mut Vec<Diag>) -> Vec<Statement<'a>> {
-    let mut parser = Parser {
-        tokens,
-        at: 0,
-        diags,
-        statements: Vec::new(),
-    };
+    let mut parser = Parser { tokens, at: 0, diags, statements: Vec::new() };
     parser.run();
     parser.statements
 }
@@ -84,23 +76,13 @@ impl<'a> Parser<'_, 'a, '_> {
     /// followed by `(`. Recovery stops there; parameter names on a continuation line are
     /// never followed by `(`.
     fn starts_line_statement(&self, i: usize) -> bool {
-        let starts = self
-            .tokens
-            .get(i)
-            .is_some_and(|t| t.first_on_line && t.kind == TokenKind::Word);
-        starts
-            && self
-                .tokens
-                .get(i + 1)
-                .is_some_and(|t| t.kind == TokenKind::Open)
+        let starts = self.tokens.get(i).is_some_and(|t| t.first_on_line && t.kind == TokenKind::Word);
+        starts && self.tokens.get(i + 1).is_some_and(|t| t.kind == TokenKind::Open)
     }
 
     /// Where a missing token belongs: just after the last token read, or at the start.
     fn after_last(&self) -> Pos {
-        self.at
-            .checked_sub(1)
-            .and_then(|i| self.tokens.get(i))
-            .map_or(Pos::START, |t| t.end)
+        self.at.checked_sub(1).and_then(|i| self.tokens.get(i)).map_or(Pos::START, |t| t.end)
     }
 
     /// Skips at least one token, then up to the next line that starts a statement.
@@ -138,11 +120,7 @@ impl<'a> Parser<'_, 'a, '_> {
             match token.kind {
                 TokenKind::Word => self.statement(token),
                 TokenKind::Close => {
-                    self.error(
-                        token.start,
-                        "unexpected `)`",
-                        "remove it: it closes nothing",
-                    );
+                    self.error(token.start, "unexpected `)`", "remove it: it closes nothing");
                     self.at += 1;
                 }
                 _ => {
@@ -159,10 +137,7 @@ impl<'a> Parser<'_, 'a, '_> {
 
     /// Reads a statement from its keyword, `head`, the next token.
     fn statement(&mut self, head: Token<'a>) {
-        let has_open = self
-            .tokens
-            .get(self.at + 1)
-            .is_some_and(|t| t.kind == TokenKind::Open);
+        let has_open = self.tokens.get(self.at + 1).is_some_and(|t| t.kind == TokenKind::Open);
         let Some(keyword) = Keyword::from_word(head.text) else {
             self.unknown_keyword(&head);
             if has_open {
@@ -174,23 +149,13 @@ impl<'a> Parser<'_, 'a, '_> {
             return;
         };
         if !has_open {
-            self.error(
-                head.end,
-                format!("expected `(` after `{}`", head.text),
-                format!("write `{}(...)`", head.text),
-            );
+            self.error(head.end, format!("expected `(` after `{}`", head.text), format!("write `{}(...)`", head.text));
             self.skip_to_next_statement();
             return;
         }
         self.at += 2;
         let (args, close, broken) = self.arguments(&head);
-        self.statements.push(Statement {
-            keyword,
-            head,
-            args,
-            close,
-            broken,
-        });
+        self.statements.push(Statement { keyword, head, args, close, broken });
     }
 
     fn unknown_keyword(&mut self, head: &Token<'a>) {
@@ -202,11 +167,7 @@ impl<'a> Parser<'_, 'a, '_> {
             Some(k) => format!("did you mean `{k}`?"),
             None => "the keywords are VERSION, KIND, RELATION and RETIRED".to_owned(),
         };
-        self.error(
-            head.start,
-            format!("unknown keyword `{}`", shown(head.text)),
-            help,
-        );
+        self.error(head.start, format!("unknown keyword `{}`", shown(head.text)), help);
     }
 
     /// Reads an argument list after its `(`, through its `)`.
@@ -263,9 +224,7 @@ impl<'a> Parser<'_, 'a, '_> {
         let Some(next) = self.peek() else { return };
         match next.kind {
             TokenKind::Comma => self.at += 1,
-            TokenKind::Word | TokenKind::Number | TokenKind::Str { .. }
-                if !self.starts_line_statement(self.at) =>
-            {
+            TokenKind::Word | TokenKind::Number | TokenKind::Str { .. } if !self.starts_line_statement(self.at) => {
                 let message = format!("missing `,` before {}", next.describe());
                 let pos = self.after_last();
                 self.error(pos, message, "separate the arguments with `,`");
@@ -282,10 +241,7 @@ impl<'a> Parser<'_, 'a, '_> {
         }
         self.error(
             pos,
-            format!(
-                "missing `)` to close `{}(` of line {}",
-                head.text, head.start.line
-            ),
+            format!("missing `)` to close `{}(` of line {}", head.text, head.start.line),
             "end the statement with `)`",
         );
     }

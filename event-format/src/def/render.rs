@@ -34,11 +34,7 @@ use std::fmt::Write as _;
 /// ```
 pub fn render(schema: &Schema) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# The event set, version {}. Written by event-format.",
-        schema.version
-    );
+    let _ = writeln!(out, "# The event set, version {}. Written by event-format.", schema.version);
     let v = schema.version;
     let _ = writeln!(out, "VERSION({}, {}, {})", v.major, v.median, v.minor);
     if !schema.kinds.is_empty() {
@@ -51,11 +47,7 @@ pub fn render(schema: &Schema) -> String {
     }
     if !schema.retired.is_empty() {
         out.push('\n');
-        let rows: Vec<Vec<String>> = schema
-            .retired
-            .iter()
-            .map(|r| vec![r.name.clone(), code(r.code)])
-            .collect();
+        let rows: Vec<Vec<String>> = schema.retired.iter().map(|r| vec![r.name.clone(), code(r.code)]).collect();
         let widths = column_widths(&rows, &[]);
         write_rows(&mut out, "RETIRED(", &rows, &widths);
     }
@@ -79,14 +71,7 @@ fn render_kinds(schema: &Schema, out: &mut String) {
 }
 
 /// The names of the columns of `RELATION` rows, for the comment above them.
-const COLUMNS: [&str; 6] = [
-    "name",
-    "code",
-    "always",
-    "kind",
-    "format",
-    "parameter names",
-];
+const COLUMNS: [&str; 6] = ["name", "code", "always", "kind", "format", "parameter names"];
 /// The columns that line up: all but the parameter names.
 const ALIGNED: usize = 5;
 
@@ -101,13 +86,7 @@ fn render_events(schema: &Schema, out: &mut String) {
                 None => format!("UndeclaredKind{}", e.kind),
             };
             let always = if e.always { "TRUE" } else { "FALSE" };
-            let mut row = vec![
-                e.name.clone(),
-                code(e.code),
-                always.to_owned(),
-                kind,
-                letter::format_string(&e.format),
-            ];
+            let mut row = vec![e.name.clone(), code(e.code), always.to_owned(), kind, letter::format_string(&e.format)];
             if !has_default_names(e) {
                 row.extend(e.params.iter().cloned());
             }
@@ -115,11 +94,7 @@ fn render_events(schema: &Schema, out: &mut String) {
         })
         .collect();
     let named = rows.iter().any(|r| r.len() > ALIGNED);
-    let header = if named {
-        &COLUMNS[..]
-    } else {
-        &COLUMNS[..ALIGNED]
-    };
+    let header = if named { &COLUMNS[..] } else { &COLUMNS[..ALIGNED] };
     let mins: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     let widths = column_widths(&rows, &mins);
     // A comment that names the columns, each word over its column.
@@ -138,11 +113,7 @@ fn render_events(schema: &Schema, out: &mut String) {
 /// Whether an event's parameter names are `f0`, `f1`, ... and can be left out.
 fn has_default_names(event: &EventType) -> bool {
     event.params.len() == event.format.len()
-        && event
-            .params
-            .iter()
-            .enumerate()
-            .all(|(i, p)| *p == schema::default_param_name(i))
+        && event.params.iter().enumerate().all(|(i, p)| *p == schema::default_param_name(i))
 }
 
 /// The width of each of the first [`ALIGNED`] columns, comma included: its widest cell that a
@@ -150,12 +121,7 @@ fn has_default_names(event: &EventType) -> bool {
 fn column_widths(rows: &[Vec<String>], mins: &[usize]) -> Vec<usize> {
     (0..ALIGNED)
         .map(|i| {
-            let widest = rows
-                .iter()
-                .filter(|r| i + 1 < r.len())
-                .map(|r| r[i].chars().count() + 1)
-                .max()
-                .unwrap_or(0);
+            let widest = rows.iter().filter(|r| i + 1 < r.len()).map(|r| r[i].chars().count() + 1).max().unwrap_or(0);
             widest.max(mins.get(i).copied().unwrap_or(0))
         })
         .collect()

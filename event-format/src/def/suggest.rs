@@ -18,10 +18,7 @@ const LONGEST_COMPARED: usize = 64;
 
 /// The candidate closest to `word` when it is close enough to be a likely typo: at most one
 /// edit per three characters (at least one), ignoring case. Ties go to the first candidate.
-pub fn closest<'c>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'c str>,
-) -> Option<&'c str> {
+pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let word: Vec<char> = word.chars().flat_map(char::to_lowercase).collect();
     if word.len() > LONGEST_COMPARED {
         return None;
@@ -69,10 +66,7 @@ mod tests {
     use super::*;
 
     fn d(a: &str, b: &str) -> usize {
-        distance(
-            &a.chars().collect::<Vec<_>>(),
-            &b.chars().collect::<Vec<_>>(),
-        )
+        distance(&a.chars().collect::<Vec<_>>(), &b.chars().collect::<Vec<_>>())
     }
 
     #[test]

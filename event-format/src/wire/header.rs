@@ -1,9 +1,7 @@
 //! The stream header: magic, byte order, versions, producer and clock facts, block size,
 //! the embedded schema and a CRC-32 (docs/FORMAT.md, "Header").
 
-use super::{
-    FORMAT_VERSION, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, Put, Take,
-};
+use super::{FORMAT_VERSION, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, Put, Take};
 use crate::letter::Letter;
 use crate::schema::{EventType, Kind, Problem, Retired, Schema, Version};
 use std::fmt;
@@ -214,10 +212,9 @@ impl fmt::Display for HeaderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HeaderError::Io(e) => write!(f, "cannot read the stream: {e}"),
-            HeaderError::NotAStream => write!(
-                f,
-                "not an event stream: it does not start with the stream's magic bytes; check the file name"
-            ),
+            HeaderError::NotAStream => {
+                write!(f, "not an event stream: it does not start with the stream's magic bytes; check the file name")
+            }
             HeaderError::Truncated { have, need } => write!(
                 f,
                 "the stream ends inside its header ({have} of {need} bytes): the file is truncated or still being created"
@@ -288,31 +285,20 @@ fn take_str(take: &mut Take<'_>, what: &str) -> Result<String, HeaderError> {
     let malformed = || HeaderError::Malformed(format!("{what} runs past the end of the header"));
     let len = take.u16().ok_or_else(malformed)?;
     let bytes = take.bytes(usize::from(len)).ok_or_else(malformed)?;
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| HeaderError::Malformed(format!("{what} is not valid UTF-8")))
+    String::from_utf8(bytes.to_vec()).map_err(|_| HeaderError::Malformed(format!("{what} is not valid UTF-8")))
 }
 
 impl Header {
     /// A header for a stream written now by this program, in this machine's byte order, with
     /// the current format version.
     pub fn new(schema: Schema, block_size: u32, clock: Clock, producer: Producer) -> Header {
-        Header {
-            format: FORMAT_VERSION,
-            order: Order::NATIVE,
-            block_size,
-            producer,
-            clock,
-            schema,
-            skipped_bytes: 0,
-        }
+        Header { format: FORMAT_VERSION, order: Order::NATIVE, block_size, producer, clock, schema, skipped_bytes: 0 }
     }
 
     /// Encodes the header, `self.format` and `self.order` included. The schema must pass
     /// [`Schema::check`]; strings must fit their 16-bit lengths.
     pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        if !self.block_size.is_power_of_two()
-            || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size)
-        {
+        if !self.block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
             return Err(EncodeError(format!(
                 "block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
                 self.block_size
@@ -531,7 +517,11 @@ fn decode_schema(take: &mut Take<'_>) -> Result<Schema, HeaderError> {
             .iter()
             .map(|&b| {
                 Letter::from_char(char::from(b)).ok_or_else(|| {
-                    HeaderError::Malformed(format!("event `{name}` has format letter {:?}, not one of {}", char::from(b), Letter::SPELLED))
+                    HeaderError::Malformed(format!(
+                        "event `{name}` has format letter {:?}, not one of {}",
+                        char::from(b),
+                        Letter::SPELLED
+                    ))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -12,9 +12,12 @@ pub use block::{
     BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, pack_block, packed_len, seal_block,
     seal_block_in_place, unpack_records, verify_block,
 };
-pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
 pub(crate) use header::PREFIX_LEN;
-pub use record::{RecordError, RecordIter, RawRecord, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len, validate_args};
+pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
+pub use record::{
+    RawRecord, RecordError, RecordIter, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
+    validate_args,
+};
 
 use crate::schema::Version;
 use byteorder::{BigEndian, ByteOrder, LittleEndian};

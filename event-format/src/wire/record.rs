@@ -105,10 +105,9 @@ pub enum RecordError {
 impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecordError::Truncated { offset, remaining } => write!(
-                f,
-                "record at offset {offset}: only {remaining} bytes left, less than a record header"
-            ),
+            RecordError::Truncated { offset, remaining } => {
+                write!(f, "record at offset {offset}: only {remaining} bytes left, less than a record header")
+            }
             RecordError::BadLength { offset, code, length, remaining } => write!(
                 f,
                 "record at offset {offset} (code {code:#06x}): length {length} is not in 8..={remaining}; the rest of the block is skipped"
@@ -203,8 +202,7 @@ pub fn validate_args(format: &[Letter], args: &[u8], order: Order) -> Result<(),
         match letter {
             Letter::String => {
                 let prefix = take.u16().ok_or("a string's length runs past the record")?;
-                take.bytes(usize::from(prefix & !STRING_TRUNCATED))
-                    .ok_or("a string runs past the record")?;
+                take.bytes(usize::from(prefix & !STRING_TRUNCATED)).ok_or("a string runs past the record")?;
             }
             Letter::Bool => {
                 let b = take.u8().ok_or("the arguments run past the record")?;

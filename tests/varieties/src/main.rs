@@ -15,8 +15,25 @@ fn main() {
             std::process::exit(1);
         }
     };
-    event!(ArenaCreate, { evaluated.push("ArenaCreate"); 0x1000usize }, 0x2000usize, 4096u64);
-    event!(ObjectAlloc, { evaluated.push("ObjectAlloc"); 0x1000usize }, 0x3000usize, 48u64, 1u32);
+    event!(
+        ArenaCreate,
+        {
+            evaluated.push("ArenaCreate");
+            0x1000usize
+        },
+        0x2000usize,
+        4096u64
+    );
+    event!(
+        ObjectAlloc,
+        {
+            evaluated.push("ObjectAlloc");
+            0x1000usize
+        },
+        0x3000usize,
+        48u64,
+        1u32
+    );
     let stream = recording.stop().unwrap();
 
     let mut recorded = Vec::new();

@@ -6,190 +6,31 @@
 //! for `check`, that is not whole), 2 for a command line that does not parse.
 //!
 //! The binary is [`run`]; the library exists for it, and exposes the [`filter`] language for
-//! the fuzz targets. It is not a stable API.
+//! the fuzz targets and [`send_request`] (a ring file's control request) for the runtime's
+//! tests. It is not a stable API.
+//!
+//! Modules, each standing on those after it: [`run`] wires the command line (`cli`) to the
+//! subcommands (`commands`, `export`); they read logs through `merge` (several logs and
+//! threads in time order) and `log` (a stream or a ring file, as blocks), and write with
+//! `render` and `json`.
 
+mod cli;
 mod commands;
 mod export;
 pub mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
+mod json;
 mod log;
 mod merge;
 mod progress;
 mod render;
 
-use clap::{Args, Parser, Subcommand};
-use render::Format;
-use std::path::PathBuf;
+pub use commands::control::{ControlError, send_request};
+
+use clap::Parser;
+use cli::{Cli, Command};
 use std::process::ExitCode;
-
-/// Reads event logs: streams written by event-runtime and its ring files.
-#[derive(Parser, Debug)]
-#[command(name = "event-dump", version, about, args_conflicts_with_subcommands = true)]
-#[command(
-    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-    #[command(flatten)]
-    print: PrintArgs,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// One line per event, threads (and logs) merged by time (the default).
-    #[command(
-        after_help = "Examples:\n  event-dump print trace.evt --kind Pool,Seg --limit 20\n  event-dump print trace.evt --filter 'size >= 4096 && name ~ \"Object*\"'\n  event-dump print a.evt b.evt --format json     two processes, merged on wall-clock time"
-    )]
-    Print(PrintArgs),
-    /// Counts per event, kind and thread; time span, rates, bytes per event, losses.
-    #[command(after_help = "Example:\n  event-dump stats trace.evt")]
-    Stats(LogsArgs),
-    /// The embedded schema as events.def text; with --against, how it differs.
-    #[command(
-        after_help = "Examples:\n  event-dump schema trace.evt > events.def\n  event-dump schema trace.evt --against events.def"
-    )]
-    Schema(SchemaArgs),
-    /// Integrity: damaged blocks, sequence gaps, drops, unknown codes. Exit code 0 only
-    /// when the log is whole.
-    #[command(after_help = "Example:\n  event-dump check trace.evt && echo whole")]
-    Check(LogsArgs),
-    /// Prints a running program's events from its ring file as they are committed
-    /// (like ftrace's trace_pipe); ends when the program stops.
-    #[command(after_help = "Example:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool")]
-    Follow(FollowArgs),
-    /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, or CTF.
-    #[command(
-        after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread."
-    )]
-    Export(ExportArgs),
-    /// Changes what a running program records, through its ring file.
-    #[command(
-        after_help = "Examples:\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
-    )]
-    Control(ControlArgs),
-}
-
-/// Which events to show.
-#[derive(Args, Debug, Default, Clone)]
-struct Select {
-    /// Only these kinds (comma-separated names or globs).
-    #[arg(long, value_name = "KINDS")]
-    kind: Option<String>,
-    /// Only these events (comma-separated names or globs, `Name` or `Kind.Name`).
-    #[arg(long, value_name = "GLOBS")]
-    event: Option<String>,
-    /// Only these threads (comma-separated ids).
-    #[arg(long, value_name = "IDS")]
-    thread: Option<String>,
-    /// Only events at or after this time (seconds since the start).
-    #[arg(long, value_name = "SECONDS")]
-    since: Option<f64>,
-    /// Only events before this time (seconds since the start).
-    #[arg(long, value_name = "SECONDS")]
-    until: Option<f64>,
-    /// Only events the expression selects (ftrace's filter language:
-    /// `field op value`, `&&`, `||`, `!`, parentheses).
-    #[arg(long, value_name = "EXPR")]
-    filter: Option<String>,
-}
-
-#[derive(Args, Debug, Default)]
-struct PrintArgs {
-    /// Logs to read: streams or ring files.
-    #[arg(value_name = "LOG")]
-    logs: Vec<PathBuf>,
-    #[command(flatten)]
-    select: Select,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
-    /// Stop after this many events.
-    #[arg(long, value_name = "N")]
-    limit: Option<u64>,
-    /// Times in raw clock ticks instead of seconds.
-    #[arg(long)]
-    raw_ticks: bool,
-    /// Do not show labels beside addresses.
-    #[arg(long)]
-    no_labels: bool,
-    /// Read a log whose median version is newer than this reader's.
-    #[arg(long)]
-    force: bool,
-}
-
-#[derive(Args, Debug)]
-struct LogsArgs {
-    /// Logs to read.
-    #[arg(value_name = "LOG", required = true)]
-    logs: Vec<PathBuf>,
-    /// Read a log whose median version is newer than this reader's.
-    #[arg(long)]
-    force: bool,
-}
-
-#[derive(Args, Debug)]
-struct SchemaArgs {
-    /// The log.
-    #[arg(value_name = "LOG")]
-    log: PathBuf,
-    /// An events.def to compare with: what differs, and whether they are compatible.
-    #[arg(long, value_name = "EVENTS_DEF")]
-    against: Option<PathBuf>,
-    /// Read a log whose median version is newer than this reader's.
-    #[arg(long)]
-    force: bool,
-}
-
-#[derive(Args, Debug)]
-struct FollowArgs {
-    /// The running program's ring file.
-    #[arg(value_name = "RINGFILE")]
-    ring: PathBuf,
-    #[command(flatten)]
-    select: Select,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
-    /// How often to look for new events, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 50)]
-    interval: u64,
-}
-
-#[derive(Args, Debug)]
-struct ExportArgs {
-    /// The format to write.
-    #[arg(long, value_enum)]
-    to: export::Target,
-    /// Logs to export (`sqlite` takes several; `chrome` merges several, one process each;
-    /// `ctf` takes one).
-    #[arg(value_name = "LOG", required = true)]
-    logs: Vec<PathBuf>,
-    /// Where to write: a file (`chrome`, `sqlite`) or a directory (`ctf`).
-    #[arg(short, long, value_name = "OUT")]
-    out: PathBuf,
-    /// Read a log whose median version is newer than this reader's.
-    #[arg(long)]
-    force: bool,
-}
-
-#[derive(Args, Debug)]
-struct ControlArgs {
-    /// The running program's ring file.
-    #[arg(value_name = "RINGFILE")]
-    ring: PathBuf,
-    /// Kinds or events to record from now on (EVENT_CONTROL grammar: `Pool`, `Seg:SegAlloc`,
-    /// globs; comma-separated).
-    #[arg(long, value_name = "ITEMS")]
-    enable: Vec<String>,
-    /// Kinds or events to stop recording.
-    #[arg(long, value_name = "ITEMS")]
-    disable: Vec<String>,
-    /// How long to wait for the program's answer, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
-    timeout: u64,
-}
 
 /// Runs `event-dump` on the process's arguments; what `main` does.
 pub fn run() -> ExitCode {
@@ -207,21 +48,21 @@ pub fn run() -> ExitCode {
                 eprintln!("event-dump: no log given; try `event-dump LOG` or `event-dump --help`");
                 return ExitCode::from(2);
             }
-            commands::print(&cli.print)
+            commands::print::print(&cli.print)
         }
         Some(Command::Print(args)) => {
             if args.logs.is_empty() {
                 eprintln!("event-dump: no log given; try `event-dump print LOG`");
                 return ExitCode::from(2);
             }
-            commands::print(&args)
+            commands::print::print(&args)
         }
-        Some(Command::Stats(args)) => commands::stats(&args),
-        Some(Command::Schema(args)) => commands::schema(&args),
-        Some(Command::Check(args)) => commands::check(&args),
-        Some(Command::Follow(args)) => commands::follow(&args),
+        Some(Command::Stats(args)) => commands::census::stats(&args),
+        Some(Command::Schema(args)) => commands::schema::schema(&args),
+        Some(Command::Check(args)) => commands::census::check(&args),
+        Some(Command::Follow(args)) => commands::follow::follow(&args),
         Some(Command::Export(args)) => export::export(&args),
-        Some(Command::Control(args)) => commands::control(&args),
+        Some(Command::Control(args)) => commands::control::control(&args),
     };
     match result {
         Ok(code) => code,

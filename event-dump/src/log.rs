@@ -1,13 +1,14 @@
-//! Opening a log: an event stream, or a ring file read as one.
+//! Opening a log: an event stream or a ring file, recognised by its magic, and read as a
+//! [`BlockSource`] either way: a ring file's blocks come straight from the ring reader, never
+//! re-encoded as a stream.
 
-use event_format::decode::{Catalog, DecodeOptions, Decoder};
-use event_format::ring::{self, RingReader, RingStream};
+use event_format::decode::{BlockSource, Catalog, DecodeOptions, Decoder};
+use event_format::ring::{self, RingBlocks, RingReader, RingSummary};
 use event_format::wire::{Header, HeaderError};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 /// What went wrong, as the one line the user sees; the exit code is 1.
 #[derive(Debug)]
@@ -25,40 +26,51 @@ impl DumpError {
     }
 }
 
-/// A ring file's summary, filled in as its stream is read.
-pub(crate) type RingSummary = Arc<Mutex<Option<ring::RingSummary>>>;
+/// Where an open log's blocks come from.
+enum Source {
+    /// An event stream, decoded as it is read.
+    Stream(Decoder<BufReader<File>>),
+    /// A ring file, read slot by slot: its blocks as the ring reader checked them.
+    Ring(RingBlocks<File>),
+}
 
 /// An open log.
 pub(crate) struct Log {
     pub(crate) path: PathBuf,
-    pub(crate) decoder: Decoder<Box<dyn Read>>,
+    source: Source,
     pub(crate) catalog: Catalog,
     /// Its length in bytes (for progress).
     pub(crate) len: u64,
-    /// Set when the log is a ring file: what the ring reader found, once read.
-    pub(crate) ring: Option<RingSummary>,
 }
 
 impl Log {
-    pub(crate) fn header(&self) -> &Header {
-        self.decoder.header()
-    }
-}
-
-/// A ring file's stream that records the reader's summary when it ends.
-struct SummarisedRing {
-    stream: RingStream<File>,
-    summary: RingSummary,
-}
-
-impl Read for SummarisedRing {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.stream.read(buf)?;
-        if n == 0 {
-            *self.summary.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.stream.summary().clone());
+    /// Its blocks: the one way every reader reads a log, stream or ring file.
+    pub(crate) fn blocks(&mut self) -> &mut dyn BlockSource {
+        match &mut self.source {
+            Source::Stream(decoder) => decoder,
+            Source::Ring(ring) => ring,
         }
-        Ok(n)
     }
+
+    pub(crate) fn header(&self) -> &Header {
+        match &self.source {
+            Source::Stream(decoder) => decoder.header(),
+            Source::Ring(ring) => ring.header(),
+        }
+    }
+
+    /// For a ring file, what the ring reader found: complete once every block was read.
+    pub(crate) fn ring_summary(&self) -> Option<&RingSummary> {
+        match &self.source {
+            Source::Stream(_) => None,
+            Source::Ring(ring) => Some(ring.summary()),
+        }
+    }
+}
+
+/// Opens every log of `paths`; the first that cannot be opened is the error.
+pub(crate) fn open_all(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
+    paths.iter().map(|p| open(p, force)).collect()
 }
 
 /// Opens `path`: a stream, or a ring file (recognised by its magic).
@@ -77,18 +89,15 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
     if ring::is_ring(&magic[..got]) {
         // The ring reader reads at positions: where the magic left the file does not matter.
         let reader = RingReader::open(file, options).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
-        let summary: RingSummary = Arc::new(Mutex::new(None));
-        let stream = SummarisedRing { stream: RingStream::new(reader), summary: Arc::clone(&summary) };
-        let decoder =
-            Decoder::with_options(Box::new(stream) as Box<dyn Read>, options).map_err(|e| header_error(path, &e))?;
-        let catalog = Catalog::new(&decoder.header().schema);
-        return Ok(Log { path: path.to_owned(), decoder, catalog, len: meta.len(), ring: Some(summary) });
+        let catalog = Catalog::new(&reader.header().schema);
+        let source = Source::Ring(RingBlocks::new(reader));
+        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len() });
     }
     file.seek(SeekFrom::Start(0)).map_err(cannot_open)?;
-    let reader: Box<dyn Read> = Box::new(BufReader::with_capacity(1 << 20, file));
-    let decoder = Decoder::with_options(reader, options).map_err(|e| header_error(path, &e))?;
+    let decoder =
+        Decoder::with_options(BufReader::with_capacity(1 << 20, file), options).map_err(|e| header_error(path, &e))?;
     let catalog = Catalog::new(&decoder.header().schema);
-    Ok(Log { path: path.to_owned(), decoder, catalog, len: meta.len(), ring: None })
+    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len: meta.len() })
 }
 
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {

@@ -6,10 +6,17 @@
 //! earliest event whenever the window is full, and everything at the end: the order is exact
 //! whenever the log's disorder fits in the window (a whole default ring does), and memory
 //! never grows with the log. Several logs (several processes) merge on wall-clock time.
+//!
+//! Records are delimited by the one walk docs/FORMAT.md defines ([`RecordIter`]) and named by
+//! the catalog ([`Catalog::entry`](event_format::decode::Catalog::entry)), as every reader
+//! does: a bad record is reported and skipped by its length, and the block goes on. A block's
+//! records are walked once on entry (to count them and report what breaks the format) and
+//! then resumed record by record: the walk restarts at any record boundary given the running
+//! time there.
 
 use crate::log::{DumpError, Log};
-use event_format::decode::{Block, BlockError, Event};
-use event_format::wire::{RECORD_HEADER_LEN, RecordError, RecordIter, validate_args};
+use event_format::decode::{Block, BlockError, Entry, Event};
+use event_format::wire::{RecordError, RecordIter};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
@@ -45,7 +52,8 @@ struct Held {
 }
 
 impl Held {
-    /// Its next record: (offset, time); `None` when all are emitted.
+    /// Its next record: (offset, time); `None` when all are emitted. Records that break the
+    /// format were reported when the block came in and are passed over.
     fn peek(&self) -> Option<(usize, u64)> {
         if self.remaining == 0 {
             return None;
@@ -54,7 +62,8 @@ impl Held {
             let &(time, offset) = sorted.get(sorted.len() - self.remaining)?;
             return Some((offset, time));
         }
-        let record = RecordIter::new(&self.block.records[self.pos..], self.block.order, self.time).next()?.ok()?;
+        let record =
+            RecordIter::new(&self.block.records[self.pos..], self.block.order, self.time).find_map(Result::ok)?;
         Some((self.pos + record.offset, record.time))
     }
 }
@@ -74,7 +83,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     let mut last_key = vec![i128::MIN; logs.len()];
     // Read from the log that is furthest behind.
     while let Some(f) = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f]) {
-        match logs[f].decoder.next_block() {
+        match logs[f].blocks().next_block() {
             None => done[f] = true,
             Some(Err(error)) => {
                 if visit(Item::Damaged { file: f, error }).is_break() {
@@ -84,7 +93,6 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
             Some(Ok(block)) => {
                 let clock = logs[f].header().clock;
                 let mut count = 0;
-                let mut error = None;
                 let (mut previous, mut backwards) = (0, false);
                 for record in block.records() {
                     match record {
@@ -95,18 +103,14 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                             backwards |= record.time < previous;
                             previous = record.time;
                         }
-                        // A record that breaks the format ends the block's records; it is
-                        // reported right away.
-                        Err(e) => {
-                            error = Some(e);
-                            break;
+                        // A record that cannot be delimited or timed is reported right away
+                        // (not in time order); the walk goes on where the format says it can.
+                        Err(error) => {
+                            if visit(Item::Bad { file: f, thread: block.header.thread, error }).is_break() {
+                                return Ok(());
+                            }
                         }
                     }
-                }
-                if let Some(error) = error
-                    && visit(Item::Bad { file: f, thread: block.header.thread, error }).is_break()
-                {
-                    return Ok(());
                 }
                 if count == 0 {
                     continue;
@@ -118,7 +122,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                 held_bytes += block.records.len();
                 let sorted = backwards.then(|| {
                     let mut v: Vec<(u64, usize)> =
-                        block.records().map_while(Result::ok).map(|r| (r.time, r.offset)).collect();
+                        block.records().filter_map(Result::ok).map(|r| (r.time, r.offset)).collect();
                     v.sort_unstable();
                     v
                 });
@@ -166,22 +170,20 @@ fn emit_one(
     let Some(Reverse((_, file, thread, _, _, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
     let Some(h) = held[slot].as_mut() else { return ControlFlow::Continue(()) };
     let Some((offset, time)) = h.next else { return ControlFlow::Continue(()) };
-    // peek() found a whole record at `offset` (the block's records were delimited on entry).
-    let o = h.block.order;
-    let rest = &h.block.records[offset..];
-    let (code, len) = (o.u16(rest), usize::from(o.u16(&rest[2..])));
-    let args = &rest[RECORD_HEADER_LEN..len];
-    let flow = {
-        let log = &logs[h.file];
-        match log.catalog.get(code) {
-            None => visit(Item::Unknown { file, code }),
-            Some(desc) => match validate_args(&desc.format, args, o) {
-                Ok(()) => visit(Item::Event { file, event: Event { desc, time, thread, args, order: o } }),
-                Err(why) => visit(Item::Bad { file, thread, error: RecordError::BadArguments { offset, code, why } }),
-            },
-        }
+    // peek() found a whole record at `offset` (not a TimeExtend, which is never yielded): the
+    // walk started there yields it first. Its time is peek's, which counted from the block's
+    // start.
+    let Some(Ok(mut record)) = RecordIter::new(&h.block.records[offset..], h.block.order, 0).next() else {
+        return ControlFlow::Continue(());
     };
-    h.pos = offset + RECORD_HEADER_LEN + args.len();
+    (record.offset, record.time) = (offset, time);
+    let end = offset + event_format::wire::RECORD_HEADER_LEN + record.args.len();
+    let flow = match logs[h.file].catalog.entry(record, thread, h.block.order) {
+        Entry::Event(event) => visit(Item::Event { file, event }),
+        Entry::Unknown { code, .. } => visit(Item::Unknown { file, code }),
+        Entry::Bad(error) => visit(Item::Bad { file, thread, error }),
+    };
+    h.pos = end;
     h.time = time;
     h.remaining -= 1;
     if h.remaining == 0 {

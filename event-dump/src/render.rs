@@ -2,6 +2,7 @@
 //! resolved (MPS eventtxt's `["label"]`).
 
 use crate::filter::{FieldValue, Fields};
+use crate::json;
 use event_format::builtin;
 use event_format::decode::Event;
 use event_format::text::{write_seconds, write_text, write_value};
@@ -193,49 +194,32 @@ impl Renderer {
                 out.push_str(",\"thread\":");
                 let mut thread = String::new();
                 self.thread(&mut thread, file, event.thread);
-                json_string(out, &thread);
+                json::string(out, &thread);
                 out.push_str(",\"kind\":");
-                json_string(out, &event.desc.kind_name);
+                json::string(out, &event.desc.kind_name);
                 out.push_str(",\"event\":");
-                json_string(out, &event.desc.name);
+                json::string(out, &event.desc.name);
                 out.push_str(",\"args\":{");
                 let mut labels = Vec::new();
                 for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
                     if i > 0 {
                         out.push(',');
                     }
-                    json_string(out, name);
+                    json::string(out, name);
                     out.push(':');
+                    json::value(out, &value);
                     match value {
                         Value::Pointer(v) | Value::Address(v) => {
-                            json_string(out, &format!("{v:#x}"));
                             if let Some(l) = self.labels.then(|| ann.label(file, v)).flatten() {
                                 labels.push((name, l.to_owned()));
                             }
                         }
-                        Value::Word(v) => {
-                            let _ = write!(out, "{v}");
-                            if event.desc.code == builtin::LABEL
-                                && i == 1
-                                && let Some(s) = ann.interned(file, v)
-                            {
+                        Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => {
+                            if let Some(s) = ann.interned(file, v) {
                                 labels.push((name, s.to_owned()));
                             }
                         }
-                        Value::Unsigned(v) => {
-                            let _ = write!(out, "{v}");
-                        }
-                        Value::Signed(v) => {
-                            let _ = write!(out, "{v}");
-                        }
-                        Value::Double(v) if v.is_finite() => {
-                            let _ = write!(out, "{v:?}");
-                        }
-                        Value::Double(v) => json_string(out, &format!("{v:?}")),
-                        Value::Bool(v) => {
-                            let _ = write!(out, "{v}");
-                        }
-                        Value::Str(t) => json_string(out, &String::from_utf8_lossy(t.bytes)),
+                        _ => {}
                     }
                 }
                 out.push('}');
@@ -245,9 +229,9 @@ impl Renderer {
                         if i > 0 {
                             out.push(',');
                         }
-                        json_string(out, name);
+                        json::string(out, name);
                         out.push(':');
-                        json_string(out, l);
+                        json::string(out, l);
                     }
                     out.push('}');
                 }
@@ -255,25 +239,6 @@ impl Renderer {
             }
         }
     }
-}
-
-/// Writes `s` as a JSON string.
-pub(crate) fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Writes `s` as a CSV field, quoted when it must be.

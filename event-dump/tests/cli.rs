@@ -5,6 +5,8 @@
 
 event_runtime::include_events!("../events.def");
 
+mod common;
+
 use event_runtime::{Policy, Recorder};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -340,4 +342,59 @@ fn several_logs_merge_on_wall_clock_time() {
     merged.sort();
     single.sort();
     assert_eq!(merged, single);
+}
+
+/// A record that breaks the format costs only itself (docs/FORMAT.md, "Delimiting records"):
+/// after a `TimeExtend` without its time and an `Every` with a bool of 2, every reader goes
+/// on with the block's next record, and all of them count the same events and bad records:
+/// `print` (text and JSON), `stats`, `check`, the three exports, and a ring file holding the
+/// same block read by `print`, `stats` and `follow`. Both byte orders.
+#[test]
+fn a_bad_record_costs_only_itself_in_every_reader() {
+    use event_format::wire::Order;
+    let polls = |text: &str| text.lines().filter(|l| l.contains("Trace.Poll") || l.contains("\"Poll\"")).count();
+    let bad = |text: &str| text.lines().filter(|l| l.contains("needs an 8-byte time") || l.contains("bool")).count();
+    for order in [Order::Little, Order::Big] {
+        let d = dir();
+        let log = d.join(format!("bad-records-{order:?}.evt"));
+        common::damaged_records_log(&log, order);
+        let l = log.to_str().unwrap();
+        // Four Polls of thread 1 after the first bad record, one of thread 2.
+        let print = run(&["print", l]);
+        assert!(print.status.success(), "{}", stderr(&print));
+        assert_eq!(polls(&stdout(&print)), 5, "{order:?}: {}", stdout(&print));
+        assert_eq!(bad(&stderr(&print)), 2, "{order:?}: {}", stderr(&print));
+        let json = run(&["print", l, "--format", "json"]);
+        assert_eq!(polls(&stdout(&json)), 5, "{order:?}: {}", stdout(&json));
+        let stats = stdout(&run(&["stats", l]));
+        assert!(stats.contains("5 events in 2 blocks"), "{order:?}: {stats}");
+        assert!(stats.contains("2 bad records"), "{order:?}: {stats}");
+        let check = stdout(&run(&["check", l]));
+        assert!(check.contains("2 blocks, 5 events"), "{order:?}: {check}");
+        assert_eq!(check.lines().filter(|l| l.contains("bad record:")).count(), 2, "{order:?}: {check}");
+        for (to, out) in [("chrome", "bad.json"), ("sqlite", "bad.db"), ("ctf", "bad-ctf")] {
+            let out = d.join(format!("{order:?}-{out}"));
+            let _ = std::fs::remove_file(&out);
+            let _ = std::fs::remove_dir_all(&out);
+            let export = run(&["export", "--to", to, l, "-o", out.to_str().unwrap()]);
+            assert!(export.status.success(), "{to}: {}", stderr(&export));
+            assert!(stderr(&export).contains("2 bad records"), "{order:?} {to}: {}", stderr(&export));
+            if to == "chrome" {
+                let trace = std::fs::read_to_string(&out).unwrap();
+                assert_eq!(trace.matches("\"name\":\"Poll\"").count(), 5, "{order:?}: {trace}");
+            }
+        }
+        let ring = d.join(format!("bad-records-{order:?}.ring"));
+        common::damaged_records_ring(&ring, order);
+        let r = ring.to_str().unwrap();
+        let print = run(&["print", r]);
+        assert_eq!(polls(&stdout(&print)), 4, "{order:?} ring: {}", stdout(&print));
+        assert_eq!(bad(&stderr(&print)), 2, "{order:?} ring: {}", stderr(&print));
+        let stats = stdout(&run(&["stats", r]));
+        assert!(stats.contains("4 events in 1 blocks") && stats.contains("2 bad records"), "{order:?}: {stats}");
+        let follow = run(&["follow", r]);
+        assert!(follow.status.success(), "{}", stderr(&follow));
+        assert_eq!(polls(&stdout(&follow)), 4, "{order:?} follow: {}", stdout(&follow));
+        assert_eq!(bad(&stderr(&follow)), 2, "{order:?} follow: {}", stderr(&follow));
+    }
 }

@@ -5,9 +5,9 @@
 
 event_runtime::include_events!("../events.def");
 
-mod export_common;
+mod common;
 
-use export_common::*;
+use common::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -303,7 +303,7 @@ fn spans_unknown_codes_and_damage() {
     let damaged = d.join("damaged.evt");
     damaged_copy(&log, &damaged, 1);
     let out = d.join("damaged.json");
-    let run = export_common::run(&["export", "--to", "chrome", damaged.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let run = common::run(&["export", "--to", "chrome", damaged.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(0));
     assert!(stderr(&run).contains("skipped 1 damaged block, 1 record of an unknown code"), "{}", stderr(&run));
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();

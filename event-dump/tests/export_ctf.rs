@@ -8,10 +8,10 @@
 
 event_runtime::include_events!("../events.def");
 
-mod export_common;
+mod common;
 
+use common::*;
 use event_format::wire::Order;
-use export_common::*;
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;

@@ -5,11 +5,11 @@
 
 event_runtime::include_events!("../events.def");
 
-mod export_common;
+mod common;
 
+use common::{SERIAL, run, small_buffer_log, stderr};
 use event_format::wire::{BlockHeader, BlockWriter, Header, Value};
 use event_runtime::{Policy, Recorder};
-use export_common::{SERIAL, run, small_buffer_log, stderr};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ const AWKWARD: &str = "it's \"quoted\" \\ and\nünïcødé ✓ 🦀";
 const BIG: u64 = u64::MAX - 41;
 
 fn dir() -> PathBuf {
-    export_common::dir("export-sqlite")
+    common::dir("export-sqlite")
 }
 
 fn export(db: &Path, logs: &[&Path]) -> Output {

@@ -1,6 +1,6 @@
 //! The streaming decoder: untrusted bytes in, blocks and events out.
 //!
-//! It reads from any [`Read`], one block at a time, and never holds more than one block
+//! [`Decoder`] reads from any [`Read`], one block at a time, and never holds more than one block
 //! beyond what it hands out. A damaged block is reported as a [`BlockError`] and skipped; the
 //! blocks after it decode (blocks have a fixed size, so the next one is always found).
 //! Buffers grow only as bytes arrive, so a lying length field costs no memory the input does
@@ -30,7 +30,8 @@ use crate::letter::Letter;
 use crate::schema::{BUILTIN_KIND, Schema};
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
-    RecordError, RecordIter, ValueIter, packed_len, unpack_records, validate_args, verify_block,
+    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, ValueIter, packed_len, unpack_records, validate_args,
+    verify_block,
 };
 use std::fmt;
 use std::io::{self, Read};
@@ -315,6 +316,39 @@ impl<R: Read> Decoder<R> {
     }
 }
 
+/// Where a reader gets blocks from: a stream ([`Decoder`]) or a ring file
+/// ([`RingBlocks`](crate::ring::RingBlocks)). A reader that walks blocks through this trait
+/// reads both the same way, and a ring file's blocks are never re-encoded as a stream to be
+/// decoded again.
+pub trait BlockSource {
+    /// The stream header the blocks are read by: schema, clock, byte order, block size.
+    fn header(&self) -> &Header;
+
+    /// The next block, `Some(Err)` for a damaged one (skipped; the blocks after it still
+    /// come), `None` at the end.
+    fn next_block(&mut self) -> Option<Result<Block, BlockError>>;
+}
+
+impl<R: Read> BlockSource for Decoder<R> {
+    fn header(&self) -> &Header {
+        Decoder::header(self)
+    }
+
+    fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        Decoder::next_block(self)
+    }
+}
+
+impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
+    fn header(&self) -> &Header {
+        (**self).header()
+    }
+
+    fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        (**self).next_block()
+    }
+}
+
 impl<R: Read> Iterator for Decoder<R> {
     type Item = Result<Block, BlockError>;
 
@@ -430,6 +464,20 @@ impl Catalog {
         }
     }
 
+    /// What a record delimited by [`RecordIter`] is, read by this catalog: an event whose
+    /// arguments match its format, an unknown code, or a record with bad arguments (docs/FORMAT.md,
+    /// "Checking arguments"). Every reader classifies records with this, whichever order it
+    /// walks them in.
+    pub fn entry<'a>(&'a self, record: RawRecord<'a>, thread: u64, order: Order) -> Entry<'a> {
+        let Some(desc) = self.get(record.code) else {
+            return Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + RECORD_HEADER_LEN };
+        };
+        match validate_args(&desc.format, record.args, order) {
+            Ok(()) => Entry::Event(Event { desc, time: record.time, thread, args: record.args, order }),
+            Err(why) => Entry::Bad(RecordError::BadArguments { offset: record.offset, code: record.code, why }),
+        }
+    }
+
     /// Every code, in order.
     pub fn iter(&self) -> impl Iterator<Item = &Desc> {
         self.descs.iter()
@@ -474,7 +522,9 @@ pub enum Entry<'a> {
         len: usize,
     },
     /// A record that breaks the format. After [`RecordError::BadLength`] and
-    /// [`RecordError::Truncated`] the block has no more entries.
+    /// [`RecordError::Truncated`] the block has no more entries; after
+    /// [`RecordError::BadArguments`] (a `TimeExtend` without its time included) the next
+    /// record follows.
     Bad(RecordError),
 }
 
@@ -497,15 +547,15 @@ impl<'a> Iterator for Entries<'a> {
             match self.records.next()? {
                 Ok(r) if r.offset < self.from => {}
                 Ok(r) => break r,
+                // A record before `from` was reported with the entries before it.
+                Err(
+                    RecordError::Truncated { offset, .. }
+                    | RecordError::BadLength { offset, .. }
+                    | RecordError::BadArguments { offset, .. },
+                ) if offset < self.from => {}
                 Err(e) => return Some(Entry::Bad(e)),
             }
         };
-        let Some(desc) = self.catalog.get(record.code) else {
-            return Some(Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + 8 });
-        };
-        if let Err(why) = validate_args(&desc.format, record.args, self.order) {
-            return Some(Entry::Bad(RecordError::BadArguments { offset: record.offset, code: record.code, why }));
-        }
-        Some(Entry::Event(Event { desc, time: record.time, thread: self.thread, args: record.args, order: self.order }))
+        Some(self.catalog.entry(record, self.thread, self.order))
     }
 }

@@ -6,8 +6,8 @@
 //! broken (a round trip that does not hold, a count that disagrees); anything a hostile
 //! input can cause must end in an error value instead.
 
-use crate::decode::{Catalog, DecodeOptions, Decoder, Entry};
-use crate::ring::{self, Follower, RingReader, RingStream};
+use crate::decode::{BlockSource, Catalog, DecodeOptions, Decoder, Entry};
+use crate::ring::{self, Follower, RingBlocks, RingReader, RingStream};
 use crate::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
 use std::io::{self, Read};
 
@@ -99,12 +99,19 @@ fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
             return tally;
         }
     };
-    let header = decoder.header().clone();
-    header_round_trip(&header);
+    header_round_trip(decoder.header());
+    tally_blocks(&mut decoder, &mut tally);
+    tally
+}
+
+/// Walks every block of `source` and every record of each, checking what must hold of
+/// blocks and events that passed their checks.
+fn tally_blocks<S: BlockSource>(source: &mut S, tally: &mut Tally) {
+    let header = source.header().clone();
     let catalog = Catalog::new(&header.schema);
     let block_size = header.block_size as usize;
     let mut line = String::new();
-    while let Some(block) = decoder.next_block() {
+    while let Some(block) = source.next_block() {
         let block = match block {
             Ok(b) => b,
             Err(e) => {
@@ -138,7 +145,6 @@ fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
             }
         }
     }
-    tally
 }
 
 /// A decoded header encodes, and the encoding decodes to the same header; unless its schema
@@ -167,6 +173,17 @@ fn decode_ring(data: &[u8]) {
     let stream = RingStream::new(reader);
     let tally = decode_stream(stream, options);
     assert!(tally.header.is_none(), "the stream of an accepted ring file has a bad header: {:?}", tally.header);
+    // The dumper reads the blocks directly; the stream the runtime copies must hold the same.
+    if let Ok(reader) = RingReader::open(data, options) {
+        let mut blocks = RingBlocks::new(reader);
+        let mut direct = Tally::default();
+        tally_blocks(&mut blocks, &mut direct);
+        assert_eq!(
+            (direct.blocks, direct.events, direct.unknown, direct.bad.len()),
+            (tally.blocks, tally.events, tally.unknown, tally.bad.len()),
+            "a ring file's blocks and its stream disagree"
+        );
+    }
     if let Ok(reader) = RingReader::open(data, options) {
         let mut follower = Follower::new(reader);
         // The file does not change: a second poll finds nothing new.

@@ -85,3 +85,40 @@ fn lying_refused_counts_saturate() {
     assert_eq!(stream.summary().refused, u64::MAX);
     assert_eq!(stream.summary().lost, u64::MAX);
 }
+
+/// A block whose second record is a `TimeExtend` without its time: the walk reports it and
+/// goes on (docs/FORMAT.md, "Delimiting records"), and a follower that resumes past it
+/// (`entries_from`) did report it again at every poll.
+#[test]
+fn a_bad_record_is_skipped_once_and_not_repeated_when_resuming() {
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::{BLOCK_HEADER_LEN, seal_block};
+    for o in [Order::Little, Order::Big] {
+        let header = sample_header(o);
+        let mut stream = header.encode().unwrap();
+        let mut w = BlockWriter::new(o, BLOCK, &BlockHeader { thread: 1, base_time: 1000, ..Default::default() });
+        for t in 1001..=1004 {
+            w.push(0x0004, t, &[] as &[Value<'_>]).unwrap();
+        }
+        let mut block = w.finish();
+        o.put_u16(&mut block[BLOCK_HEADER_LEN + 8..], event_format::builtin::TIME_EXTEND);
+        let used = BlockHeader::read(o, &block).used;
+        seal_block(o, &mut block, used);
+        stream.extend(block);
+        let mut decoder = Decoder::new(&stream[..]).unwrap();
+        let catalog = Catalog::new(&decoder.header().schema);
+        let block = decoder.next_block().unwrap().unwrap();
+        let kinds = |from| {
+            block
+                .entries_from(&catalog, from)
+                .map(|e| match e {
+                    Entry::Event(e) => format!("event at {}", e.time),
+                    Entry::Bad(_) => "bad".to_owned(),
+                    Entry::Unknown { .. } => "unknown".to_owned(),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kinds(0), ["event at 1001", "bad", "event at 1003", "event at 1004"], "{o:?}");
+        assert_eq!(kinds(16), ["event at 1003", "event at 1004"], "{o:?}: resumed past the bad record");
+    }
+}

@@ -15,6 +15,8 @@
 //! release ordering, and only then overwrites the oldest block of its ring: a reader that
 //! copied a block checks `position` again afterwards and drops the copy if the writer may
 //! have reused that block meanwhile (`RingReader::read_slot`).
+//! The whole argument, the reader's side and the page cache included, is written once in
+//! [`event_format::ring`]'s module docs ("Memory").
 #![allow(unsafe_code)]
 
 use event_format::ring::{

@@ -305,7 +305,7 @@ fn a_monitor_changes_the_selection_through_the_ring_file() {
 /// Sends a control request through the ring file, as `event-dump control` does.
 fn request(path: &std::path::Path, text: &str) -> (bool, String) {
     let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
-    event_format::ring::send_request(&file, text, Duration::from_secs(10)).unwrap()
+    event_dump::send_request(&file, text, Duration::from_secs(10)).unwrap()
 }
 
 /// A ring file read as a stream, and what the reader found.

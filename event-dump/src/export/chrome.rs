@@ -25,9 +25,10 @@
 //!   time: `ts` counts from the start of the log that started first.
 
 use super::Skipped;
+use crate::json;
 use crate::log::{DumpError, Log};
 use crate::merge::Item;
-use crate::render::{Annotations, json_string};
+use crate::render::Annotations;
 use event_format::builtin;
 use event_format::decode::Event;
 use event_format::letter::Letter;
@@ -38,10 +39,6 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Integers beyond this (in magnitude) are not exact as IEEE doubles, which is what most
-/// JSON readers make of numbers: they are written as strings.
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError> {
     let shown = out.display().to_string();
@@ -198,9 +195,9 @@ impl<W: Write> Events<W> {
 /// The fields every event line has, up to `args` (which the caller writes).
 fn head(line: &mut String, name: &str, cat: &str, ph: &str, ns: i128, pid: u64, tid: u64) {
     line.push_str("{\"name\":");
-    json_string(line, name);
+    json::string(line, name);
     line.push_str(",\"cat\":");
-    json_string(line, cat);
+    json::string(line, cat);
     let _ = write!(line, ",\"ph\":\"{ph}\",");
     if ph == "i" {
         line.push_str("\"s\":\"t\",");
@@ -233,63 +230,31 @@ fn event_line<W: Write>(
 /// A metadata event (`process_name`, `thread_name`).
 fn metadata(line: &mut String, what: &str, pid: u64, tid: u64, name: &str) {
     let _ = write!(line, "{{\"name\":\"{what}\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":");
-    json_string(line, name);
+    json::string(line, name);
     line.push_str("}}");
 }
 
-fn unsigned(out: &mut String, v: u64) {
-    if v <= MAX_SAFE_INTEGER {
-        let _ = write!(out, "{v}");
-    } else {
-        let _ = write!(out, "\"{v}\"");
-    }
-}
-
-/// The event's parameters as a JSON object, as `print --format json` writes them except
-/// that integers a double cannot hold are strings and labels are beside their address.
+/// The event's parameters as a JSON object, each value as `print --format json` writes it
+/// ([`json::value`]), with labels beside their address (`"name (label)"`).
 fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>) {
     out.push('{');
     for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
         if i > 0 {
             out.push(',');
         }
-        json_string(out, name);
+        json::string(out, name);
         out.push(':');
-        let mut label = None;
-        match value {
-            Value::Pointer(v) | Value::Address(v) => {
-                let _ = write!(out, "\"{v:#x}\"");
-                label = ann.label(file, v);
-            }
-            Value::Word(v) => {
-                unsigned(out, v);
-                if event.desc.code == builtin::LABEL && i == 1 {
-                    label = ann.interned(file, v);
-                }
-            }
-            Value::Unsigned(v) => {
-                let _ = write!(out, "{v}");
-            }
-            Value::Signed(v) if v.unsigned_abs() <= MAX_SAFE_INTEGER => {
-                let _ = write!(out, "{v}");
-            }
-            Value::Signed(v) => {
-                let _ = write!(out, "\"{v}\"");
-            }
-            Value::Double(v) if v.is_finite() => {
-                let _ = write!(out, "{v:?}");
-            }
-            Value::Double(v) => json_string(out, &format!("{v:?}")),
-            Value::Bool(v) => {
-                let _ = write!(out, "{v}");
-            }
-            Value::Str(t) => json_string(out, &String::from_utf8_lossy(t.bytes)),
-        }
+        json::value(out, &value);
+        let label = match value {
+            Value::Pointer(v) | Value::Address(v) => ann.label(file, v),
+            Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, v),
+            _ => None,
+        };
         if let Some(label) = label {
             out.push(',');
-            json_string(out, &format!("{name} (label)"));
+            json::string(out, &format!("{name} (label)"));
             out.push(':');
-            json_string(out, label);
+            json::string(out, label);
         }
     }
     out.push('}');
@@ -308,13 +273,13 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
     let mut events = Events { out, first: true, line: String::new() };
     events.out.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":")?;
     let mut text = String::new();
-    json_string(&mut text, &format!("event-dump {}", env!("CARGO_PKG_VERSION")));
+    json::string(&mut text, &format!("event-dump {}", env!("CARGO_PKG_VERSION")));
     text.push_str(",\"logs\":[");
     for (i, log) in logs.iter().enumerate() {
         if i > 0 {
             text.push(',');
         }
-        json_string(&mut text, &log.path.display().to_string());
+        json::string(&mut text, &log.path.display().to_string());
     }
     text.push_str("]},\"traceEvents\":[");
     events.out.write_all(text.as_bytes())?;

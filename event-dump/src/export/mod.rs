@@ -13,10 +13,8 @@ mod chrome;
 mod ctf;
 mod sqlite;
 
-use crate::ExportArgs;
-use crate::commands::open_all;
-use crate::log::DumpError;
-use crate::log::Log;
+use crate::cli::{ExportArgs, Target};
+use crate::log::{DumpError, Log, open_all};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
 use std::io;
@@ -47,17 +45,6 @@ fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>
         return Err(e);
     }
     merged.map_err(|e| io::Error::other(e.0))
-}
-
-/// The formats `export` writes.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// Chrome trace-event JSON (Perfetto's UI, chrome://tracing).
-    Chrome,
-    /// SQLite, one table per event type (MPS mpseventsql's shape).
-    Sqlite,
-    /// CTF 1.8 (babeltrace2, Trace Compass).
-    Ctf,
 }
 
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {

@@ -603,7 +603,7 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
     let mut progress = Progress::new(&format!("exporting {}", log.path.display()), log.len);
     // Thread -> its blocks' sequence numbers: 8 bytes a block, for the gaps.
     let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
-    while let Some(block) = log.decoder.next_block() {
+    while let Some(block) = log.blocks().next_block() {
         let block = match block {
             Ok(b) => b,
             Err(_) => {

@@ -1,4 +1,4 @@
-//! What the export tests share: logs recorded here (deterministic clock) or written byte by
+//! What the event-dump tests share: logs recorded here (deterministic clock) or written byte by
 //! byte (a schema of our own, unknown codes, extreme values), running event-dump, and
 //! `print --format json` read back as the reference the exports are checked against.
 
@@ -303,4 +303,102 @@ pub(crate) fn damaged_copy(from: &Path, to: &Path, block: usize) {
     let block_size = 1024;
     bytes[header_len + block * block_size + 60] ^= 0x40;
     std::fs::write(to, bytes).unwrap();
+}
+
+/// The thread 1 block of [`damaged_records_log`] and [`damaged_records_ring`], in `order`:
+/// `Poll` at t0 + 1, then a `TimeExtend` with no argument bytes (delta 1, so the running time
+/// is t0 + 2), `Poll` at t0 + 3, an `Every` whose bool byte is 2 (t0 + 4), and `Poll` at t0 + 5
+/// and t0 + 6. docs/FORMAT.md: both bad records are reported and skipped by their length, and
+/// the four `Poll`s are events.
+pub(crate) fn damaged_records_block(order: Order, sequence: u64) -> Vec<u8> {
+    let t0 = handmade_clock().start_ticks;
+    let header = BlockHeader { thread: 1, sequence, base_time: t0, ..Default::default() };
+    let mut w = BlockWriter::new(order, 1024, &header);
+    let every = [
+        Value::Pointer(1),
+        Value::Address(2),
+        Value::Word(3),
+        Value::Unsigned(4),
+        Value::Signed(5),
+        Value::Double(6.0),
+        Value::Bool(true),
+        Value::Str(Text::new("x")),
+    ];
+    for (code, dt) in [(0x0103, 1), (0x0103, 2), (0x0103, 3)] {
+        w.push(code, t0 + dt, &[]).unwrap();
+    }
+    w.push(0x0102, t0 + 4, &every).unwrap();
+    for dt in [5, 6] {
+        w.push(0x0103, t0 + dt, &[]).unwrap();
+    }
+    let mut block = w.finish();
+    let records = event_format::wire::BLOCK_HEADER_LEN;
+    // The second record (8 bytes, no arguments) becomes a TimeExtend without its time.
+    order.put_u16(&mut block[records + 8..], event_format::builtin::TIME_EXTEND);
+    // The `Every` record is the fourth: its bool follows P, A, W (8 each), U (4), I, D (8 each).
+    block[records + 3 * 8 + 8 + 44] = 2;
+    let used = BlockHeader::read(order, &block).used;
+    event_format::wire::seal_block(order, &mut block, used);
+    block
+}
+
+/// A stream of [`HANDMADE_DEF`] in `order` whose one block has two bad records between good
+/// ones ([`damaged_records_block`]), then a whole block of thread 2 with one `Poll`.
+pub(crate) fn damaged_records_log(path: &Path, order: Order) {
+    let (schema, _, _) = handmade_schema();
+    let mut header = Header::new(schema, 1024, handmade_clock(), handmade_producer());
+    header.order = order;
+    let mut bytes = header.encode().unwrap();
+    bytes.extend(damaged_records_block(order, 0));
+    let t0 = handmade_clock().start_ticks;
+    let mut two = BlockWriter::new(order, 1024, &BlockHeader { thread: 2, base_time: t0, ..Default::default() });
+    two.push(0x0103, t0 + 7, &[]).unwrap();
+    bytes.extend(two.finish());
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The producer of the handmade logs.
+pub(crate) fn handmade_producer() -> Producer {
+    Producer {
+        pointer_width: 8,
+        arch: "x86_64".to_owned(),
+        os: "linux".to_owned(),
+        pid: 4242,
+        program: "handmade".to_owned(),
+        start_wall_ns: 1_700_000_000_456_790_122,
+    }
+}
+
+/// A closed ring file in `order` (one slot of 2 blocks, thread 1) whose block 0 is
+/// [`damaged_records_block`]: what `print` and `follow` read from a ring file.
+pub(crate) fn damaged_records_ring(path: &Path, order: Order) {
+    use event_format::ring::{self, Layout};
+    let (schema, _, _) = handmade_schema();
+    let mut header = Header::new(schema, 1024, handmade_clock(), handmade_producer());
+    header.order = order;
+    let header = header.encode().unwrap();
+    let layout = Layout {
+        order,
+        version: ring::RING_VERSION,
+        block_size: 1024,
+        slots: 1,
+        blocks_per_slot: 2,
+        header_len: header.len() as u32,
+        pid: 4242,
+        created_ns: 0,
+    };
+    let mut file = vec![0u8; layout.file_len() as usize];
+    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
+    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
+    let at = layout.stream_header() as usize;
+    file[at..at + header.len()].copy_from_slice(&header);
+    let slot = layout.slot(0) as usize;
+    order.put_u64(&mut file[slot + ring::slot_at::THREAD..], 1);
+    let block = damaged_records_block(order, 0);
+    let end = event_format::wire::BLOCK_HEADER_LEN as u32 + BlockHeader::read(order, &block).used;
+    // Block 0 is the one being written, committed up to its end.
+    order.put_u64(&mut file[slot + ring::slot_at::POSITION..], ring::position(0, end));
+    let b = layout.block(0, 0) as usize;
+    file[b..b + 1024].copy_from_slice(&block);
+    std::fs::write(path, file).unwrap();
 }

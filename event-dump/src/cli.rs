@@ -1,0 +1,185 @@
+//! The command line: what each subcommand takes, its help and its examples (clap's derive).
+//! Nothing here reads a log; [`crate::run`] hands each parsed command to its module.
+
+use crate::render::Format;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Reads event logs: streams written by event-runtime and its ring files.
+#[derive(Parser, Debug)]
+#[command(name = "event-dump", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+    #[command(flatten)]
+    pub(crate) print: PrintArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// One line per event, threads (and logs) merged by time (the default).
+    #[command(
+        after_help = "Examples:\n  event-dump print trace.evt --kind Pool,Seg --limit 20\n  event-dump print trace.evt --filter 'size >= 4096 && name ~ \"Object*\"'\n  event-dump print a.evt b.evt --format json     two processes, merged on wall-clock time"
+    )]
+    Print(PrintArgs),
+    /// Counts per event, kind and thread; time span, rates, bytes per event, losses.
+    #[command(after_help = "Example:\n  event-dump stats trace.evt")]
+    Stats(LogsArgs),
+    /// The embedded schema as events.def text; with --against, how it differs.
+    #[command(
+        after_help = "Examples:\n  event-dump schema trace.evt > events.def\n  event-dump schema trace.evt --against events.def"
+    )]
+    Schema(SchemaArgs),
+    /// Integrity: damaged blocks, sequence gaps, drops, unknown codes. Exit code 0 only
+    /// when the log is whole.
+    #[command(after_help = "Example:\n  event-dump check trace.evt && echo whole")]
+    Check(LogsArgs),
+    /// Prints a running program's events from its ring file as they are committed
+    /// (like ftrace's trace_pipe); ends when the program stops.
+    #[command(after_help = "Example:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool")]
+    Follow(FollowArgs),
+    /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, or CTF.
+    #[command(
+        after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread."
+    )]
+    Export(ExportArgs),
+    /// Changes what a running program records, through its ring file.
+    #[command(
+        after_help = "Examples:\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
+    )]
+    Control(ControlArgs),
+}
+
+/// Which events to show.
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct Select {
+    /// Only these kinds (comma-separated names or globs).
+    #[arg(long, value_name = "KINDS")]
+    pub(crate) kind: Option<String>,
+    /// Only these events (comma-separated names or globs, `Name` or `Kind.Name`).
+    #[arg(long, value_name = "GLOBS")]
+    pub(crate) event: Option<String>,
+    /// Only these threads (comma-separated ids).
+    #[arg(long, value_name = "IDS")]
+    pub(crate) thread: Option<String>,
+    /// Only events at or after this time (seconds since the start).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) since: Option<f64>,
+    /// Only events before this time (seconds since the start).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) until: Option<f64>,
+    /// Only events the expression selects (ftrace's filter language:
+    /// `field op value`, `&&`, `||`, `!`, parentheses).
+    #[arg(long, value_name = "EXPR")]
+    pub(crate) filter: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
+pub(crate) struct PrintArgs {
+    /// Logs to read: streams or ring files.
+    #[arg(value_name = "LOG")]
+    pub(crate) logs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// Stop after this many events.
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<u64>,
+    /// Times in raw clock ticks instead of seconds.
+    #[arg(long)]
+    pub(crate) raw_ticks: bool,
+    /// Do not show labels beside addresses.
+    #[arg(long)]
+    pub(crate) no_labels: bool,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LogsArgs {
+    /// Logs to read.
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SchemaArgs {
+    /// The log.
+    #[arg(value_name = "LOG")]
+    pub(crate) log: PathBuf,
+    /// An events.def to compare with: what differs, and whether they are compatible.
+    #[arg(long, value_name = "EVENTS_DEF")]
+    pub(crate) against: Option<PathBuf>,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct FollowArgs {
+    /// The running program's ring file.
+    #[arg(value_name = "RINGFILE")]
+    pub(crate) ring: PathBuf,
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// How often to look for new events, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    pub(crate) interval: u64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ExportArgs {
+    /// The format to write.
+    #[arg(long, value_enum)]
+    pub(crate) to: Target,
+    /// Logs to export (`sqlite` takes several; `chrome` merges several, one process each;
+    /// `ctf` takes one).
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// Where to write: a file (`chrome`, `sqlite`) or a directory (`ctf`).
+    #[arg(short, long, value_name = "OUT")]
+    pub(crate) out: PathBuf,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ControlArgs {
+    /// The running program's ring file.
+    #[arg(value_name = "RINGFILE")]
+    pub(crate) ring: PathBuf,
+    /// Kinds or events to record from now on (EVENT_CONTROL grammar: `Pool`, `Seg:SegAlloc`,
+    /// globs; comma-separated).
+    #[arg(long, value_name = "ITEMS")]
+    pub(crate) enable: Vec<String>,
+    /// Kinds or events to stop recording.
+    #[arg(long, value_name = "ITEMS")]
+    pub(crate) disable: Vec<String>,
+    /// How long to wait for the program's answer, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub(crate) timeout: u64,
+}
+
+/// The formats `export` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Chrome trace-event JSON (Perfetto's UI, chrome://tracing).
+    Chrome,
+    /// SQLite, one table per event type (MPS mpseventsql's shape).
+    Sqlite,
+    /// CTF 1.8 (babeltrace2, Trace Compass).
+    Ctf,
+}

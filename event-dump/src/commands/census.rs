@@ -1,0 +1,277 @@
+//! `stats` and `check`: one pass over each log that counts what it holds (a census) and
+//! what is wrong with it, then one report per log.
+
+use super::{Result, write_all};
+use crate::cli::LogsArgs;
+use crate::log::{Log, open_all};
+use crate::progress::Progress;
+use event_format::builtin;
+use event_format::decode::Entry;
+use event_format::ring::{self, STATE_CLOSED};
+use event_format::wire::{Clock, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+/// What one log holds, for `stats` and `check`.
+#[derive(Default)]
+struct Census {
+    blocks: u64,
+    /// Blocks that were packed in the stream.
+    packed: u64,
+    /// Bytes the blocks take in the stream.
+    stored_bytes: u64,
+    record_bytes: u64,
+    events: u64,
+    per_event: BTreeMap<String, u64>,
+    per_kind: BTreeMap<String, u64>,
+    per_thread: BTreeMap<u64, u64>,
+    names: BTreeMap<u64, String>,
+    first: Option<u64>,
+    last: u64,
+    /// thread -> events lost (Dropped events, block `lost` fields).
+    lost: BTreeMap<u64, u64>,
+    damaged: Vec<String>,
+    bad: Vec<String>,
+    unknown: BTreeMap<u16, u64>,
+    /// thread -> block sequence numbers seen.
+    sequences: BTreeMap<u64, Vec<u64>>,
+}
+
+fn census(log: &mut Log) -> Census {
+    let mut c = Census::default();
+    // Counted by code and by block while reading (no allocation per event), named at the end.
+    let mut per_code = vec![0u64; 1 << 16];
+    let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
+    while let Some(block) = log.blocks().next_block() {
+        let block = match block {
+            Ok(b) => b,
+            Err(e) => {
+                c.damaged.push(e.to_string());
+                continue;
+            }
+        };
+        progress.update(block.offset + block.stored_len);
+        c.blocks += 1;
+        c.stored_bytes += block.stored_len;
+        if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
+            c.packed += 1;
+        }
+        c.record_bytes += block.records.len() as u64;
+        c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
+        if block.header.lost > 0 {
+            add_lost(&mut c.lost, block.header.thread, block.header.lost);
+        }
+        let mut in_block = 0u64;
+        for entry in block.entries(&log.catalog) {
+            match entry {
+                Entry::Event(e) => {
+                    in_block += 1;
+                    c.first = Some(c.first.map_or(e.time, |f| f.min(e.time)));
+                    c.last = c.last.max(e.time);
+                    per_code[usize::from(e.desc.code)] += 1;
+                    match e.desc.code {
+                        builtin::DROPPED => {
+                            let mut v = e.values();
+                            if let (Some(Value::Word(t)), Some(Value::Word(n))) = (v.next(), v.next()) {
+                                add_lost(&mut c.lost, t, n);
+                            }
+                        }
+                        builtin::THREAD_NAME => {
+                            let mut v = e.values();
+                            if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
+                                c.names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Entry::Unknown { code, .. } => *c.unknown.entry(code).or_default() += 1,
+                Entry::Bad(e) => {
+                    c.bad.push(format!("thread {}, block {}: {e}", block.header.thread, block.header.sequence))
+                }
+            }
+        }
+        if in_block > 0 {
+            c.events += in_block;
+            *c.per_thread.entry(block.header.thread).or_default() += in_block;
+        }
+    }
+    for desc in log.catalog.iter() {
+        let n = per_code[usize::from(desc.code)];
+        if n > 0 {
+            c.per_event.insert(format!("{}.{}", desc.kind_name, desc.name), n);
+            *c.per_kind.entry(desc.kind_name.clone()).or_default() += n;
+        }
+    }
+    c
+}
+
+/// Gaps in a thread's block sequence numbers: (first missing, count).
+fn gaps(sequences: &[u64]) -> Vec<(u64, u64)> {
+    let mut s = sequences.to_vec();
+    s.sort_unstable();
+    s.dedup();
+    let mut out = Vec::new();
+    let mut expect = 0;
+    for n in s {
+        if n > expect {
+            out.push((expect, n - expect));
+        }
+        // A block numbered u64::MAX (a hostile one) is the last there can be.
+        let Some(next) = n.checked_add(1) else { break };
+        expect = next;
+    }
+    out
+}
+
+/// Adds `n` lost events to `thread`'s count. Counts come from the log, which may lie: they
+/// saturate at u64::MAX rather than wrap round to a small number (or panic).
+fn add_lost(lost: &mut BTreeMap<u64, u64>, thread: u64, n: u64) {
+    let count = lost.entry(thread).or_default();
+    *count = count.saturating_add(n);
+}
+
+/// The sum of `counts`, saturating at u64::MAX: counts from a log may lie.
+fn saturating_sum(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
+}
+
+fn seconds(clock: &Clock, from: u64, to: u64) -> f64 {
+    (clock.seconds_since_start(to) - clock.seconds_since_start(from)).max(0.0)
+}
+
+/// `stats`: what each log holds.
+pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
+    let mut logs = open_all(&args.logs, args.force)?;
+    let mut text = String::new();
+    for (i, log) in logs.iter_mut().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        let c = census(log);
+        let h = log.header().clone();
+        let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
+        let _ = writeln!(text, "log {}", log.path.display());
+        let _ = writeln!(
+            text,
+            "  format {}, {}, blocks of {} bytes; {} (pid {}, {} {}); clock {} at {} ticks/s",
+            h.format,
+            h.order.name(),
+            h.block_size,
+            h.producer.program,
+            h.producer.pid,
+            h.producer.arch,
+            h.producer.os,
+            h.clock.source.name(),
+            h.clock.ticks_per_second
+        );
+        let _ = writeln!(
+            text,
+            "  event set {}: {} kinds, {} events",
+            h.schema.version,
+            h.schema.kinds.len(),
+            h.schema.events.len()
+        );
+        let rate =
+            if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
+        let _ = writeln!(text, "  {} events in {} blocks over {span:.9} s ({rate})", c.events, c.blocks);
+        let per_event_bytes = if c.events > 0 { c.record_bytes as f64 / c.events as f64 } else { 0.0 };
+        let file_bytes = if c.events > 0 { c.stored_bytes as f64 / c.events as f64 } else { 0.0 };
+        let _ = writeln!(
+            text,
+            "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {} blocks packed)",
+            c.packed, c.blocks
+        );
+        let lost = saturating_sum(c.lost.values().copied());
+        let gaps = saturating_sum(c.sequences.values().flat_map(|s| gaps(s)).map(|g| g.1));
+        let _ = writeln!(
+            text,
+            "  {lost} events lost, {gaps} blocks missing (overwritten or dropped), {} damaged blocks, {} bad records, {} records of unknown codes",
+            c.damaged.len(),
+            c.bad.len(),
+            c.unknown.values().sum::<u64>()
+        );
+        if let Some(summary) = log.ring_summary() {
+            let state = match summary.state {
+                ring::STATE_RECORDING => "recording (or its program died)",
+                STATE_CLOSED => "closed",
+                _ => "unknown",
+            };
+            let _ = writeln!(
+                text,
+                "  ring file: {state}; {} threads, {} overwritten blocks, {} threads without a slot, {} slots reused",
+                summary.threads, summary.overwritten_blocks, summary.threads_without_slot, summary.slots_reused
+            );
+        }
+        let _ = writeln!(text, "  per kind:");
+        for (k, n) in &c.per_kind {
+            let _ = writeln!(text, "    {k:<24} {n:>12}");
+        }
+        let _ = writeln!(text, "  per event:");
+        let mut events: Vec<_> = c.per_event.iter().collect();
+        events.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (e, n) in events {
+            let _ = writeln!(text, "    {e:<24} {n:>12}");
+        }
+        let _ = writeln!(text, "  per thread:");
+        for (t, n) in &c.per_thread {
+            let name = c.names.get(t).map(|n| format!(" ({n})")).unwrap_or_default();
+            let lost = c.lost.get(t).map(|l| format!(", {l} lost")).unwrap_or_default();
+            let _ = writeln!(text, "    T{t}{name:<20} {n:>12}{lost}");
+        }
+        for (t, l) in &c.lost {
+            if !c.per_thread.contains_key(t) {
+                let who = if *t == 0 { "no thread".to_owned() } else { format!("T{t}") };
+                let _ = writeln!(text, "    {who}: {l} lost");
+            }
+        }
+    }
+    write_all(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `check`: what is wrong with each log; exit code 1 unless every log is whole.
+pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
+    let mut logs = open_all(&args.logs, args.force)?;
+    let mut text = String::new();
+    let mut whole = true;
+    for log in &mut logs {
+        let c = census(log);
+        let mut problems = Vec::new();
+        for d in &c.damaged {
+            problems.push(format!("damaged: {d}"));
+        }
+        for b in &c.bad {
+            problems.push(format!("bad record: {b}"));
+        }
+        for (t, seqs) in &c.sequences {
+            for (first, n) in gaps(seqs) {
+                let what = if n == 1 { format!("block {first}") } else { format!("blocks {first}..{}", first + n - 1) };
+                problems.push(format!("gap: thread {t}: {what} missing (overwritten, dropped or damaged)"));
+            }
+        }
+        for (t, n) in &c.lost {
+            let who = if *t == 0 { "no thread".to_owned() } else { format!("thread {t}") };
+            problems.push(format!("lost: {who}: {n} events"));
+        }
+        for (code, n) in &c.unknown {
+            problems.push(format!(
+                "unknown code {code:#06x}: {n} records skipped (a newer event set or format wrote them)"
+            ));
+        }
+        let _ = writeln!(text, "{}: {} blocks, {} events", log.path.display(), c.blocks, c.events);
+        for p in &problems {
+            let _ = writeln!(text, "  {p}");
+        }
+        if problems.is_empty() {
+            let _ = writeln!(text, "  whole");
+        } else {
+            whole = false;
+            let n = problems.len();
+            let _ = writeln!(text, "  NOT whole: {n} problem{}", if n == 1 { "" } else { "s" });
+        }
+    }
+    write_all(&text)?;
+    Ok(if whole { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

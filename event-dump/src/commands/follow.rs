@@ -1,0 +1,102 @@
+//! `follow`: a running program's events from its ring file as they are committed (ftrace's
+//! `trace_pipe`), until the program stops or dies.
+
+use super::{Result, Selection, out_line};
+use crate::cli::FollowArgs;
+use crate::log::DumpError;
+use crate::render::{Annotations, Renderer};
+use event_format::decode::{Catalog, Entry};
+use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `follow`: prints what the ring file's program commits, until it stops.
+pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
+    let shown = args.ring.display().to_string();
+    let file = std::fs::File::open(&args.ring).map_err(|e| DumpError::new(format!("{shown}: cannot open: {e}")))?;
+    let reader = RingReader::open(file, Default::default()).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
+    let header = reader.header().clone();
+    let pid = reader.layout().pid;
+    let catalog = Catalog::new(&header.schema);
+    let selection = Selection::new(&args.select, &[&header.schema])?;
+    let renderer = Renderer { format: args.format, raw_ticks: false, labels: true, pids: None };
+    let mut follower = Follower::new(reader);
+    let mut ann = Annotations::default();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if let Some(h) = renderer.header() {
+        let _ = out_line(&mut out, h)?;
+    }
+    let mut line = String::new();
+    // Records of codes this reader does not know, by code: reported when following ends.
+    let mut unknown: BTreeMap<u16, u64> = BTreeMap::new();
+    let report_unknown = |unknown: &BTreeMap<u16, u64>| {
+        for (code, n) in unknown {
+            eprintln!(
+                "event-dump: {shown}: {n} records of unknown code {code:#06x} skipped (a newer event set or format wrote them)"
+            );
+        }
+    };
+    loop {
+        let status = follower.reader().status().map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
+        let ended = status.state == STATE_CLOSED || !writer_alive(pid, status.heartbeat_ns);
+        let items = follower.poll().map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
+        for item in items {
+            match item {
+                FollowItem::Records { block, from, .. } => {
+                    for entry in block.entries_from(&catalog, from) {
+                        match entry {
+                            Entry::Event(event) => {
+                                ann.learn(0, &event);
+                                if selection.keeps(&event, &header.clock) {
+                                    line.clear();
+                                    renderer.line(&mut line, &ann, 0, &header.clock, &event);
+                                    if out_line(&mut out, &line)?.is_break() {
+                                        return Ok(ExitCode::SUCCESS);
+                                    }
+                                }
+                            }
+                            Entry::Unknown { code, .. } => *unknown.entry(code).or_insert(0u64) += 1,
+                            Entry::Bad(error) => {
+                                let (thread, sequence) = (block.header.thread, block.header.sequence);
+                                eprintln!("event-dump: thread {thread}, block {sequence}: {error}");
+                            }
+                        }
+                    }
+                }
+                FollowItem::Overwritten { thread, blocks } => {
+                    eprintln!("event-dump: thread {thread}: {blocks} blocks overwritten before they could be read");
+                }
+                FollowItem::Damaged { thread, sequence, why } => {
+                    eprintln!("event-dump: thread {thread}, block {sequence}: {why}");
+                }
+            }
+        }
+        if out.flush().is_err() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if ended {
+            report_unknown(&unknown);
+            if status.state != STATE_CLOSED {
+                eprintln!(
+                    "event-dump: the program (pid {pid}) ended without closing its ring file; everything it committed was shown"
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        std::thread::sleep(Duration::from_millis(args.interval.max(1)));
+    }
+}
+
+/// Whether the ring file's writer still runs: its process exists (where that can be
+/// asked) and its heartbeat is recent.
+fn writer_alive(pid: u64, heartbeat_ns: u64) -> bool {
+    let proc = std::path::Path::new("/proc");
+    if proc.is_dir() {
+        return proc.join(pid.to_string()).exists();
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    now.saturating_sub(heartbeat_ns) < 5_000_000_000
+}

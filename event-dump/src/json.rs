@@ -1,0 +1,85 @@
+//! JSON text, written by hand (no serializer dependency): one rule for strings and one for
+//! argument values, used by `print --format json` and the Chrome export alike.
+
+use event_format::wire::Value;
+use std::fmt::Write as _;
+
+/// The largest integer every JSON reader holds exactly: most parse numbers as IEEE doubles,
+/// which hold every integer up to 2^53 and lose precision beyond.
+pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Writes `s` as a JSON string.
+pub(crate) fn string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes an argument's value as JSON: pointers and addresses as hex strings; integers as
+/// numbers while a double holds them exactly ([`MAX_SAFE_INTEGER`]), as decimal strings
+/// beyond; finite doubles as numbers, NaN and infinities as strings (`"NaN"`, `"-inf"`);
+/// bools as `true`/`false`; strings escaped (bytes that are not UTF-8 replaced).
+pub(crate) fn value(out: &mut String, value: &Value<'_>) {
+    match *value {
+        Value::Pointer(v) | Value::Address(v) => {
+            let _ = write!(out, "\"{v:#x}\"");
+        }
+        Value::Word(v) if v <= MAX_SAFE_INTEGER => {
+            let _ = write!(out, "{v}");
+        }
+        Value::Word(v) => {
+            let _ = write!(out, "\"{v}\"");
+        }
+        Value::Unsigned(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Value::Signed(v) if v.unsigned_abs() <= MAX_SAFE_INTEGER => {
+            let _ = write!(out, "{v}");
+        }
+        Value::Signed(v) => {
+            let _ = write!(out, "\"{v}\"");
+        }
+        Value::Double(v) if v.is_finite() => {
+            let _ = write!(out, "{v:?}");
+        }
+        Value::Double(v) => string(out, &format!("{v:?}")),
+        Value::Bool(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Value::Str(t) => string(out, &String::from_utf8_lossy(t.bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_a_double_cannot_hold_are_strings() {
+        let json = |v: Value<'_>| {
+            let mut s = String::new();
+            value(&mut s, &v);
+            s
+        };
+        assert_eq!(json(Value::Word(MAX_SAFE_INTEGER)), "9007199254740991");
+        assert_eq!(json(Value::Word(MAX_SAFE_INTEGER + 2)), "\"9007199254740993\"");
+        assert_eq!(json(Value::Word(u64::MAX)), "\"18446744073709551615\"");
+        assert_eq!(json(Value::Signed(-(MAX_SAFE_INTEGER as i64))), "-9007199254740991");
+        assert_eq!(json(Value::Signed(i64::MIN)), "\"-9223372036854775808\"");
+        assert_eq!(json(Value::Pointer(0x10)), "\"0x10\"");
+        assert_eq!(json(Value::Double(f64::NAN)), "\"NaN\"");
+        assert_eq!(json(Value::Double(0.25)), "0.25");
+    }
+}

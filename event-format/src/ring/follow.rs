@@ -1,0 +1,131 @@
+//! Following a ring file while its program writes it (docs/FORMAT.md, "Following a ring
+//! file"): each poll yields what was committed since the last, once.
+
+use super::read::{ReadAt, RingReader};
+use crate::decode::Block;
+use crate::wire::BLOCK_HEADER_LEN;
+use std::io;
+
+/// What [`Follower::poll`] found.
+#[derive(Clone, Debug)]
+pub enum FollowItem {
+    /// New records of a block: those at offsets `from..` of its records area.
+    Records {
+        /// The slot.
+        slot: u32,
+        /// The block, checked (sealed by the reader when it is being written).
+        block: Block,
+        /// Offset in `block.records` of the first record not yet yielded.
+        from: usize,
+    },
+    /// Blocks of a thread overwritten before the follower could read them.
+    Overwritten {
+        /// The thread.
+        thread: u64,
+        /// How many blocks.
+        blocks: u64,
+    },
+    /// A block that failed its checks.
+    Damaged {
+        /// The thread.
+        thread: u64,
+        /// The block's sequence number.
+        sequence: u64,
+        /// Why.
+        why: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor {
+    thread: u64,
+    /// The sequence of the next block to read: at most 2^32, one past the largest sequence
+    /// a position can hold (a file that claims block 2^32 − 1 has nothing after it).
+    next: u64,
+    /// Bytes of block `next`'s records already yielded.
+    shown: usize,
+}
+
+/// Follows a ring file while its program writes it, like ftrace's `trace_pipe`: each
+/// [`poll`](Follower::poll) yields what was committed since the last, in order per thread,
+/// and reports what the writer overwrote before it could be read.
+#[derive(Debug)]
+pub struct Follower<R> {
+    reader: RingReader<R>,
+    cursors: Vec<Cursor>,
+}
+
+impl<R: ReadAt> Follower<R> {
+    /// Follows from the oldest block still in the file.
+    pub fn new(reader: RingReader<R>) -> Follower<R> {
+        let slots = reader.layout().slots as usize;
+        Follower { reader, cursors: vec![Cursor::default(); slots] }
+    }
+
+    /// The reader.
+    pub fn reader(&self) -> &RingReader<R> {
+        &self.reader
+    }
+
+    /// What was committed since the last poll.
+    pub fn poll(&mut self) -> io::Result<Vec<FollowItem>> {
+        let mut out = Vec::new();
+        for index in 0..self.reader.layout().slots {
+            let Some(slot) = self.reader.slot(index)? else { continue };
+            let cursor = &mut self.cursors[index as usize];
+            if cursor.thread != slot.thread {
+                *cursor = Cursor { thread: slot.thread, next: 0, shown: 0 };
+            }
+            let sequence = u64::from(slot.sequence);
+            if sequence < cursor.next
+                || (sequence == cursor.next && slot.end as usize <= BLOCK_HEADER_LEN + cursor.shown)
+            {
+                continue; // nothing new
+            }
+            // cursor.next <= sequence, a u32.
+            let found = self.reader.read_slot(index, cursor.next as u32)?;
+            let Some(now) = found.slot else { continue };
+            if now.thread != cursor.thread {
+                continue; // changed owner meanwhile: the next poll starts it afresh
+            }
+            if found.first_sequence > cursor.next {
+                out.push(FollowItem::Overwritten { thread: now.thread, blocks: found.first_sequence - cursor.next });
+                cursor.next = found.first_sequence;
+                cursor.shown = 0;
+            }
+            // Damaged blocks and good ones in sequence order, so that moving the cursor past
+            // a damaged block never skips a good block before it.
+            let mut damaged = found.damaged.into_iter().peekable();
+            let mut skip_damaged = |cursor: &mut Cursor, out: &mut Vec<FollowItem>, before: u64| {
+                while let Some((sequence, why)) = damaged.next_if(|(s, _)| *s < before) {
+                    out.push(FollowItem::Damaged { thread: now.thread, sequence, why });
+                    if sequence >= cursor.next {
+                        cursor.next = sequence + 1;
+                        cursor.shown = 0;
+                    }
+                }
+            };
+            for block in found.blocks {
+                let seq = block.index;
+                skip_damaged(cursor, &mut out, seq);
+                if seq < cursor.next {
+                    continue;
+                }
+                let from = if seq == cursor.next { cursor.shown } else { 0 };
+                let len = block.records.len();
+                if Some(block.index) == found.partial {
+                    cursor.next = seq;
+                    cursor.shown = len;
+                } else {
+                    cursor.next = seq + 1;
+                    cursor.shown = 0;
+                }
+                if len > from {
+                    out.push(FollowItem::Records { slot: index, block, from });
+                }
+            }
+            skip_damaged(cursor, &mut out, u64::MAX);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,322 @@
+//! Where everything is in a ring file: page 0's fixed part and live words, the control
+//! page, the slot table and the data area (docs/FORMAT.md, "Ring layout"), and the checks
+//! a reader makes before it trusts a file's geometry.
+
+use crate::schema::Version;
+use crate::wire::{HeaderError, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order};
+use std::fmt;
+use std::io;
+
+/// The 8 bytes every ring file starts with (a stream's magic with `R` for `T`).
+pub const RING_MAGIC: [u8; 8] = [0x89, b'E', b'V', b'R', b'\r', b'\n', 0x1A, b'\n'];
+
+/// The ring file layout version this crate writes and reads. Its rules are the stream's:
+/// another major is refused; a newer median is refused unless forced; a newer minor is read.
+///
+/// What forces a bump: **major**, a change of any offset or field size below; **median**, a
+/// new meaning for a field; **minor**, a use for a reserved byte that an older reader may
+/// ignore.
+pub const RING_VERSION: Version = Version::new(1, 0, 0);
+
+/// The unit of the layout: the header, control page and tables start on multiples of it.
+pub const PAGE: u64 = 4096;
+/// Bytes per slot in the slot table: one cache line, so threads do not share one.
+pub const SLOT_LEN: u64 = 64;
+/// The most slots a ring file may have.
+pub const MAX_SLOTS: u32 = 1 << 16;
+/// The most blocks per slot.
+pub const MAX_BLOCKS_PER_SLOT: u32 = 1 << 20;
+/// The longest control request, in bytes.
+pub const REQUEST_MAX: usize = 2032;
+/// The longest control reply, in bytes.
+pub const REPLY_MAX: usize = 1024;
+
+/// Byte offsets in page 0. The fixed part (`..CRC + 4`) is written once, before `STATE`
+/// becomes [`STATE_RECORDING`]; the words from `STATE` on change while the program runs.
+pub mod at {
+    /// `[u8; 8]`: [`RING_MAGIC`](crate::ring::RING_MAGIC).
+    pub const MAGIC: usize = 0;
+    /// `u16`: `0xFEFF` in the writer's byte order.
+    pub const ORDER: usize = 8;
+    /// `3 × u16`: the layout version, major, median, minor.
+    pub const VERSION: usize = 10;
+    /// `u32`: bytes per block.
+    pub const BLOCK_SIZE: usize = 16;
+    /// `u32`: slots in the slot table.
+    pub const SLOTS: usize = 20;
+    /// `u32`: blocks per slot.
+    pub const BLOCKS_PER_SLOT: usize = 24;
+    /// `u32`: bytes of the stream header at page 2.
+    pub const HEADER_LEN: usize = 28;
+    /// `u64`: the writing process's id.
+    pub const PID: usize = 32;
+    /// `i64`: when the file was created, nanoseconds since the Unix epoch.
+    pub const CREATED_NS: usize = 40;
+    /// `u32`: CRC-32 of bytes `0..48`.
+    pub const CRC: usize = 48;
+    /// `u32`, atomic: [`STATE_CREATING`](crate::ring::STATE_CREATING), `RECORDING` or `CLOSED`.
+    pub const STATE: usize = 64;
+    /// `u64`, atomic: wall time of the writer's last sign of life, ns since the epoch.
+    pub const HEARTBEAT_NS: usize = 72;
+    /// `u64`, atomic: events the writer could not attribute to any slot (no free slot, a
+    /// thread exiting, an event recorded from inside the recording of another).
+    pub const LOST: usize = 80;
+    /// `u64`, atomic: threads that found every slot taken and recorded nothing.
+    pub const THREADS_WITHOUT_SLOT: usize = 88;
+    /// `u64`, atomic: slots taken over from exited threads; each discarded what was left of
+    /// its previous thread's ring.
+    pub const SLOTS_REUSED: usize = 96;
+}
+
+/// Byte offsets in the control page (page 1).
+pub mod control_at {
+    /// `u64`, atomic: bumped by a monitor after it wrote a request.
+    pub const REQUEST_SEQ: usize = 0;
+    /// `u32`: bytes of the request text.
+    pub const REQUEST_LEN: usize = 8;
+    /// The request text, UTF-8, [`REQUEST_MAX`](crate::ring::REQUEST_MAX) bytes at most: the
+    /// `EVENT_CONTROL` grammar, applied to the running selection.
+    pub const REQUEST: usize = 16;
+    /// `u64`, atomic: the last request sequence the program answered.
+    pub const ACK_SEQ: usize = 2048;
+    /// `u32`: 0 when the request was applied, 1 when it was refused.
+    pub const STATUS: usize = 2056;
+    /// `u32`: bytes of the reply text.
+    pub const REPLY_LEN: usize = 2060;
+    /// The reply text, UTF-8: the selection now, or why the request was refused.
+    pub const REPLY: usize = 2064;
+}
+
+/// The owner word of a slot whose previous owner exited and that a new thread is taking
+/// over: readers treat the slot as empty for that instant.
+pub const RECLAIMING: u64 = u64::MAX;
+
+/// Byte offsets in a slot.
+pub mod slot_at {
+    /// `u64`, atomic: the id of the thread that owns the slot; 0 while never used,
+    /// [`RECLAIMING`](crate::ring::RECLAIMING) while changing owner.
+    pub const THREAD: usize = 0;
+    /// `u64`, atomic: [`position`](crate::ring::position) of the block being written.
+    pub const POSITION: usize = 8;
+    /// `u32`, atomic: 1 while the owning thread runs.
+    pub const LIVE: usize = 16;
+    /// `u64`, atomic: events the owner refused because its ring was full (`fill` policy).
+    pub const REFUSED: usize = 24;
+}
+
+/// `STATE` while the writer fills in the file: readers wait or refuse.
+pub const STATE_CREATING: u32 = 0;
+/// `STATE` while the program records.
+pub const STATE_RECORDING: u32 = 1;
+/// `STATE` after the program stopped recording cleanly.
+pub const STATE_CLOSED: u32 = 2;
+
+/// Packs a slot's position: the low 32 bits of the current block's sequence number and the
+/// end of its committed records (`BLOCK_HEADER_LEN..=block_size`).
+#[inline]
+pub const fn position(sequence: u64, end: u32) -> u64 {
+    (sequence << 32) | end as u64
+}
+
+/// Unpacks a slot's position into (sequence mod 2^32, end).
+#[inline]
+pub const fn split_position(position: u64) -> (u32, u32) {
+    ((position >> 32) as u32, position as u32)
+}
+
+const fn align_up(n: u64) -> u64 {
+    n.div_ceil(PAGE) * PAGE
+}
+
+/// The geometry of a ring file: where everything is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The writer's byte order, for every field of the file.
+    pub order: Order,
+    /// The layout version.
+    pub version: Version,
+    /// Bytes per block.
+    pub block_size: u32,
+    /// Slots (threads that can record at once).
+    pub slots: u32,
+    /// Blocks in each slot's ring.
+    pub blocks_per_slot: u32,
+    /// Bytes of the stream header at page 2.
+    pub header_len: u32,
+    /// The writing process's id.
+    pub pid: u64,
+    /// When the file was created, nanoseconds since the Unix epoch.
+    pub created_ns: i64,
+}
+
+/// Why a ring file cannot be read (or written).
+#[derive(Debug)]
+pub enum RingError {
+    /// Reading failed.
+    Io(io::Error),
+    /// The file does not start with [`RING_MAGIC`].
+    NotARing,
+    /// The file is shorter than its layout says.
+    Truncated {
+        /// Bytes there are.
+        have: u64,
+        /// Bytes the layout needs.
+        need: u64,
+    },
+    /// The fixed part of the file header fails its checks.
+    BadHeader(String),
+    /// The layout's major version is not one this reader reads, or its median is newer.
+    Version(Version),
+    /// The writer has not finished creating the file.
+    Creating,
+    /// The embedded stream header is refused.
+    Stream(HeaderError),
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::Io(e) => write!(f, "cannot read the ring file: {e}"),
+            RingError::NotARing => {
+                write!(f, "not a ring file (no ring magic); if it is an event stream, read it with `event-dump print`")
+            }
+            RingError::Truncated { have, need } => {
+                write!(f, "the ring file is truncated ({have} of {need} bytes); it was cut after its writer created it")
+            }
+            RingError::BadHeader(why) => write!(f, "the ring file's header is damaged: {why}"),
+            RingError::Version(v) => write!(
+                f,
+                "ring file layout {v} is not readable by this reader (it reads {}.{}.x); install a matching event-dump",
+                RING_VERSION.major, RING_VERSION.median
+            ),
+            RingError::Creating => {
+                write!(f, "the ring file is still being created by its program; try again in a moment")
+            }
+            RingError::Stream(e) => write!(f, "the ring file's stream header: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+impl From<io::Error> for RingError {
+    fn from(e: io::Error) -> RingError {
+        RingError::Io(e)
+    }
+}
+
+impl Layout {
+    /// Offset of the control page.
+    pub const fn control(&self) -> u64 {
+        PAGE
+    }
+
+    /// Offset of the stream header.
+    pub const fn stream_header(&self) -> u64 {
+        2 * PAGE
+    }
+
+    /// Offset of the slot table.
+    pub const fn slot_table(&self) -> u64 {
+        align_up(2 * PAGE + self.header_len as u64)
+    }
+
+    /// Offset of slot `i`.
+    pub const fn slot(&self, i: u32) -> u64 {
+        self.slot_table() + i as u64 * SLOT_LEN
+    }
+
+    /// Offset of the data area.
+    pub const fn data(&self) -> u64 {
+        align_up(self.slot_table() + self.slots as u64 * SLOT_LEN)
+    }
+
+    /// Offset of block `index` of slot `slot`.
+    pub const fn block(&self, slot: u32, index: u32) -> u64 {
+        self.data() + (slot as u64 * self.blocks_per_slot as u64 + index as u64) * self.block_size as u64
+    }
+
+    /// The whole file's length.
+    pub const fn file_len(&self) -> u64 {
+        self.data() + self.slots as u64 * self.blocks_per_slot as u64 * self.block_size as u64
+    }
+
+    /// Checks the geometry: block size, slot and block counts, header length.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
+            return Err(format!(
+                "block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
+                self.block_size
+            ));
+        }
+        if !(1..=MAX_SLOTS).contains(&self.slots) {
+            return Err(format!("{} slots is not in 1..={MAX_SLOTS}", self.slots));
+        }
+        if !(2..=MAX_BLOCKS_PER_SLOT).contains(&self.blocks_per_slot) {
+            return Err(format!("{} blocks per slot is not in 2..={MAX_BLOCKS_PER_SLOT}", self.blocks_per_slot));
+        }
+        if self.header_len == 0 || self.header_len > MAX_HEADER_LEN {
+            return Err(format!("stream header length {} is not in 1..={MAX_HEADER_LEN}", self.header_len));
+        }
+        Ok(())
+    }
+
+    /// The fixed part of page 0 (`0..52`), with its CRC.
+    pub fn encode(&self) -> [u8; at::CRC + 4] {
+        let mut b = [0u8; at::CRC + 4];
+        let o = self.order;
+        b[at::MAGIC..at::MAGIC + 8].copy_from_slice(&RING_MAGIC);
+        o.put_u16(&mut b[at::ORDER..], 0xFEFF);
+        o.put_u16(&mut b[at::VERSION..], self.version.major);
+        o.put_u16(&mut b[at::VERSION + 2..], self.version.median);
+        o.put_u16(&mut b[at::VERSION + 4..], self.version.minor);
+        o.put_u32(&mut b[at::BLOCK_SIZE..], self.block_size);
+        o.put_u32(&mut b[at::SLOTS..], self.slots);
+        o.put_u32(&mut b[at::BLOCKS_PER_SLOT..], self.blocks_per_slot);
+        o.put_u32(&mut b[at::HEADER_LEN..], self.header_len);
+        o.put_u64(&mut b[at::PID..], self.pid);
+        o.put_u64(&mut b[at::CREATED_NS..], self.created_ns as u64);
+        let crc = crc32fast::hash(&b[..at::CRC]);
+        o.put_u32(&mut b[at::CRC..], crc);
+        b
+    }
+
+    /// Reads and checks the fixed part of page 0. `force` reads a newer median version.
+    pub fn decode(b: &[u8], force: bool) -> Result<Layout, RingError> {
+        if b.len() < at::CRC + 4 || b[..8] != RING_MAGIC {
+            return Err(RingError::NotARing);
+        }
+        let order = match [b[at::ORDER], b[at::ORDER + 1]] {
+            [0xFF, 0xFE] => Order::Little,
+            [0xFE, 0xFF] => Order::Big,
+            other => return Err(RingError::BadHeader(format!("byte-order mark {:02x} {:02x}", other[0], other[1]))),
+        };
+        let o = order;
+        let crc = crc32fast::hash(&b[..at::CRC]);
+        if crc != o.u32(&b[at::CRC..]) {
+            return Err(RingError::BadHeader("checksum mismatch".into()));
+        }
+        let version =
+            Version::new(o.u16(&b[at::VERSION..]), o.u16(&b[at::VERSION + 2..]), o.u16(&b[at::VERSION + 4..]));
+        if version.major != RING_VERSION.major || (version.median > RING_VERSION.median && !force) {
+            return Err(RingError::Version(version));
+        }
+        let layout = Layout {
+            order,
+            version,
+            block_size: o.u32(&b[at::BLOCK_SIZE..]),
+            slots: o.u32(&b[at::SLOTS..]),
+            blocks_per_slot: o.u32(&b[at::BLOCKS_PER_SLOT..]),
+            header_len: o.u32(&b[at::HEADER_LEN..]),
+            pid: o.u64(&b[at::PID..]),
+            created_ns: o.u64(&b[at::CREATED_NS..]) as i64,
+        };
+        layout.check().map_err(RingError::BadHeader)?;
+        Ok(layout)
+    }
+}
+
+/// Whether `bytes` start like a ring file (its magic).
+pub fn is_ring(bytes: &[u8]) -> bool {
+    bytes.starts_with(&RING_MAGIC)
+}

@@ -1,6 +1,6 @@
 //! Control: which events are recorded, by kind and by event (design.mps.telemetry `.control`).
 //!
-//! The hot path reads one bit per event code from [`ENABLED`]: one relaxed atomic load and a
+//! The hot path reads one bit per event code from `ENABLED`: one relaxed atomic load and a
 //! bit test. Those bits are the [`CodeSet`] that the running [`Selection`] (a kind mask and
 //! per-event overrides) compiles to against the schema being recorded
 //! ([`Selection::compile`]); changing the selection compiles it again and copies the bits,

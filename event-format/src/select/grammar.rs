@@ -20,13 +20,13 @@ pub struct Item {
     /// characters from the start of the text.
     pub column: usize,
     /// Whether it was written with a `-` (a removal). At start-up, a text whose first item
-    /// is a removal starts from every kind ([`from_env_text`]).
+    /// is a removal starts from every kind ([`from_env_text`](super::from_env_text)).
     pub removal: bool,
-    /// What it does to a [`Selection`].
+    /// What it does to a [`Selection`](super::Selection).
     pub action: Action,
 }
 
-/// What an [`Item`] does to a [`Selection`].
+/// What an [`Item`] does to a [`Selection`](super::Selection).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// The kind mask becomes this mask and every override is cleared: a number, `all`,
@@ -78,7 +78,7 @@ impl fmt::Display for SelectError {
 impl std::error::Error for SelectError {}
 
 /// Reads a control text: its items, resolved against `schema` (names to kind bits and
-/// event codes), to be applied to a selection with [`Selection::apply`].
+/// event codes), to be applied to a selection with [`Selection::apply`](super::Selection::apply).
 ///
 /// The first wrong item is an error; so is a text with no items, and a name or glob that
 /// matches nothing.

@@ -56,11 +56,13 @@ pub(crate) enum Command {
 /// Which events to show.
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct Select {
-    /// Only these kinds (comma-separated names or globs).
-    #[arg(long, value_name = "KINDS")]
+    /// Only these kinds: names or globs, comma-separated (`Pool,Se*`); `-Kind` leaves one out,
+    /// `Kind:Event` adds events (EVENT_CONTROL's language).
+    #[arg(long, value_name = "KINDS", allow_hyphen_values = true)]
     pub(crate) kind: Option<String>,
-    /// Only these events (comma-separated names or globs, `Name` or `Kind.Name`).
-    #[arg(long, value_name = "GLOBS")]
+    /// Only these events: names or globs, comma-separated, as `Name`, `Kind:Name` or `Kind.Name`;
+    /// `-` before one leaves it out (`-Object:*`).
+    #[arg(long, value_name = "GLOBS", allow_hyphen_values = true)]
     pub(crate) event: Option<String>,
     /// Only these threads (comma-separated ids).
     #[arg(long, value_name = "IDS")]

@@ -397,34 +397,9 @@ fn compare_strings(op: Op, field: &str, value: &str) -> bool {
 }
 
 /// Whether all of `text` matches `pattern`: `*` matches any run of characters, `?` exactly
-/// one, anything else itself. Iterative, in time proportional to the product of the lengths
-/// at worst.
+/// one, anything else itself: the selection language's glob ([`event_format::select::glob`]).
 fn glob_matches(pattern: &str, text: &str) -> bool {
-    // Byte offsets, always on character boundaries.
-    let (mut p, mut t) = (0, 0);
-    // After the last `*` seen: where its pattern continues, and where in `text` its run ends.
-    let mut star: Option<(usize, usize)> = None;
-    while let Some(c) = text[t..].chars().next() {
-        match pattern[p..].chars().next() {
-            Some('*') => {
-                p += 1;
-                star = Some((p, t));
-            }
-            Some(q) if q == '?' || q == c => {
-                p += q.len_utf8();
-                t += c.len_utf8();
-            }
-            _ => {
-                // Give the last `*` one more character, and try again from there.
-                let Some((sp, st)) = star else { return false };
-                let Some(skipped) = text[st..].chars().next() else { return false };
-                p = sp;
-                t = st + skipped.len_utf8();
-                star = Some((sp, t));
-            }
-        }
-    }
-    pattern[p..].chars().all(|c| c == '*')
+    event_format::select::glob::matches(pattern, text)
 }
 
 /// Why a word that looks like a number is not one.

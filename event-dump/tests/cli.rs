@@ -398,3 +398,92 @@ fn a_bad_record_costs_only_itself_in_every_reader() {
         assert_eq!(bad(&stderr(&follow)), 2, "{order:?} follow: {}", stderr(&follow));
     }
 }
+
+/// The lines of `print LOG ARGS...`, which must succeed.
+fn printed(log: &str, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["print", log];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    stdout(&out).lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn kind_and_event_take_the_selection_language_and_the_old_spellings() {
+    let log = sample_log("spellings.evt");
+    let log = log.to_str().unwrap();
+    let every = printed(log, &[]);
+    let of_kind = |kind: &str| -> Vec<String> {
+        every
+            .iter()
+            .filter(|l| l.split(' ').nth(2).is_some_and(|n| n.starts_with(&format!("{kind}."))))
+            .cloned()
+            .collect()
+    };
+    // `Kind.Name` (as lines print it) and `Kind:Name` (as EVENT_CONTROL writes it) agree.
+    let old = printed(log, &["--event", "Arena.*,ClientCheck"]);
+    assert!(!old.is_empty());
+    assert_eq!(printed(log, &["--event", "Arena:*,ClientCheck"]), old);
+    assert_eq!(printed(log, &["--event", "Arena.*"]), of_kind("Arena"));
+    // A bare word is a kind for --kind, an event for --event; either takes Kind:Event.
+    let pools = of_kind("Pool");
+    assert!(!pools.is_empty());
+    for args in [
+        &["--kind", "Pool"][..],
+        &["--kind", "Pool:*"],
+        &["--event", "Pool:*"],
+        &["--event", "Pool.*"],
+        &["--kind", "Po?l"],
+    ] {
+        assert_eq!(printed(log, args), pools, "{args:?}");
+    }
+    assert_eq!(printed(log, &["--event", "PoolInit"]), pools, "PoolInit is the only Pool event of the log");
+    // `-` leaves out; a list that starts with one starts from every event.
+    let no_objects: Vec<String> = every.iter().filter(|l| !of_kind("Object").contains(l)).cloned().collect();
+    assert!(no_objects.len() < every.len());
+    assert_eq!(printed(log, &["--kind", "-Object"]), no_objects);
+    assert_eq!(printed(log, &["--event", "-Object:*"]), no_objects);
+    assert_eq!(printed(log, &["--kind", "Pool,Object,-Object"]), pools);
+    assert_eq!(printed(log, &["--event", "*,-ObjectAlloc"]), no_objects);
+    // Built-in events can be named; --kind and --event together keep what both choose.
+    assert_eq!(printed(log, &["--kind", "Builtin"]), of_kind("Builtin"));
+    assert_eq!(
+        printed(log, &["--kind", "Builtin", "--event", "Message"]),
+        printed(log, &["--event", "Builtin.Message"])
+    );
+    assert_eq!(printed(log, &["--kind", "Arena,Pool", "--event", "*Init,*Create"]).len(), pools.len() + 1);
+}
+
+#[test]
+fn bad_kind_and_event_items_are_one_clear_line() {
+    let log = sample_log("bad-spellings.evt");
+    let log = log.to_str().unwrap();
+    for (args, expected) in [
+        (
+            &["--kind", "Pool,-"][..],
+            "event-dump: --kind Pool,-: \"-\" at column 6 removes nothing; write a kind or an event right after the '-', such as \"-Kind\" or \"-Kind:Event\"\n",
+        ),
+        (
+            &["--event", "Pool:PoolInit:x"],
+            "event-dump: --event Pool:PoolInit:x: \"Pool:PoolInit:x\" at column 1 has more than one ':'; write one Kind:Event per item\n",
+        ),
+        (
+            &["--kind", "Arena,-Pol"],
+            "event-dump: --kind -Pol: no such kind in the log (did you mean `Pool`?); its kinds are Arena, Pool, Seg, Object, Sweep, Client, Builtin\n",
+        ),
+        (
+            &["--event", "Pool.PoolInt"],
+            "event-dump: --event Pool.PoolInt: no such event in the log (did you mean `PoolInit`?)\n",
+        ),
+        (&["--kind", "Seg:Nope"], "event-dump: --kind Seg:Nope: no such event in the log\n"),
+    ] {
+        let mut all = vec!["print", log];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out), expected, "{args:?}");
+    }
+    // What the event set declares is no error, even when the log has none of those events.
+    assert!(printed(log, &["--kind", "Seg"]).is_empty());
+    assert!(printed(log, &["--event", "Seg:SegSplit"]).is_empty());
+}

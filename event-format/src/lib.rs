@@ -7,9 +7,10 @@
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
 //! - [`text`] renders decoded events as text.
-//! - [`control`] is the grammar that chooses which events are recorded (`EVENT_CONTROL`, a
-//!   monitor's `event-dump control`): a text of kinds, events and globs, read into a
-//!   [`control::Selection`].
+//! - [`select`] is the one language that chooses events (`EVENT_CONTROL`, a monitor's
+//!   `event-dump control`, event-dump's `--kind` and `--event`): a text of kinds, events and
+//!   globs, read into a [`select::Selection`] or [`select::Patterns`] and compiled per schema
+//!   to a [`select::CodeSet`], one bit per event code.
 //!
 //! docs/FORMAT.md in the repository is the normative description of the stream format.
 //!
@@ -45,7 +46,6 @@
 #![warn(missing_docs)]
 
 pub mod builtin;
-pub mod control;
 pub mod decode;
 pub mod def;
 #[doc(hidden)]
@@ -53,6 +53,7 @@ pub mod fuzzing;
 pub mod letter;
 pub mod ring;
 pub mod schema;
+pub mod select;
 pub mod testing;
 pub mod text;
 pub mod wire;

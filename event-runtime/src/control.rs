@@ -1,24 +1,34 @@
 //! Control: which events are recorded, by kind and by event (design.mps.telemetry `.control`).
 //!
-//! The hot path reads one bit per event code from [`ENABLED`]: one relaxed atomic load and a
-//! bit test. That bit is derived from a [`Selection`]: the kind mask and per-event
-//! overrides. Changing the selection recomputes the bits under a lock, off the hot path.
+//! The hot path reads one bit per event code from `ENABLED`: one relaxed atomic load and a
+//! bit test. Those bits are the [`CodeSet`] that the running [`Selection`] (a kind mask and
+//! per-event overrides) compiles to against the schema being recorded
+//! ([`Selection::compile`]); changing the selection compiles it again and copies the bits,
+//! under a lock, off the hot path.
 //!
 //! Relaxed loads suffice: an enable bit only decides whether to record; a thread that sees a
 //! change a little late records (or skips) a few events more, and nothing else depends on it.
 //!
-//! The selection can be set from code (these functions), from the environment at start-up
-//! (`EVENT_CONTROL`), and from another process through the ring file (`event-dump control`);
-//! the last two use [`event_format::control`]'s grammar, as does [`apply`].
+//! The selection is set in one language ([`event_format::select`]) wherever it comes from:
+//! the environment at start-up (`EVENT_CONTROL`), [`apply`] in the program, and another
+//! process through the ring file (`event-dump control`). The whole API:
+//!
+//! - [`apply`] changes the selection by a text (`"Pool -Pool:PoolInit"`), [`describe`]
+//!   writes it as one;
+//! - [`selection`] and [`set_selection`] read and replace it as data, for programs that
+//!   compute kind masks (`events::Kind::Pool.mask()`) or per-event overrides;
+//! - [`is_enabled`] says whether an event is recorded now.
 
-pub use event_format::control::{ControlError, Selection};
 use event_format::schema::{LAST_USER_CODE, Schema};
+use event_format::select::CodeSet;
+pub use event_format::select::{SelectError, Selection};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const WORDS: usize = (LAST_USER_CODE as usize >> 6) + 1;
 
-/// One bit per user event code: set when the event is recorded now.
+/// One bit per user event code: set when the event is recorded now. The first [`WORDS`]
+/// words of the running selection's [`CodeSet`] (user codes end there).
 pub(crate) static ENABLED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 
 /// What the enable bits are derived from.
@@ -38,14 +48,13 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Compiles the selection against the schema and copies the bits into [`ENABLED`].
 fn publish(state: &State) {
-    let mut words = [0u64; WORDS];
-    if let Some(schema) = &state.schema {
-        for code in state.selection.enabled_codes(schema) {
-            words[usize::from(code >> 6)] |= 1 << (code & 63);
-        }
-    }
-    for (word, bits) in ENABLED.iter().zip(words) {
+    let codes = match &state.schema {
+        Some(schema) => state.selection.compile(schema),
+        None => CodeSet::new(),
+    };
+    for (word, &bits) in ENABLED.iter().zip(codes.words()) {
         word.store(bits, Ordering::Relaxed);
     }
 }
@@ -71,62 +80,23 @@ pub(crate) fn uninstall() {
     publish(&s);
 }
 
-/// The kind mask: bit `i` is on when kind `i` (in events.def order) is recorded.
-pub fn kinds() -> u64 {
-    state().selection.kinds
-}
-
-/// Sets the kind mask (per-event overrides stay); returns the previous mask.
-pub fn set_kinds(mask: u64) -> u64 {
-    let mut s = state();
-    let old = std::mem::replace(&mut s.selection.kinds, mask);
-    publish(&s);
-    old
-}
-
-/// Turns on the kinds in `mask` (and leaves the others as they are); returns the previous mask.
-pub fn enable_kinds(mask: u64) -> u64 {
-    let mut s = state();
-    let old = s.selection.kinds;
-    s.selection.kinds |= mask;
-    publish(&s);
-    old
-}
-
-/// Turns off the kinds in `mask`; returns the previous mask.
-pub fn disable_kinds(mask: u64) -> u64 {
-    let mut s = state();
-    let old = s.selection.kinds;
-    s.selection.kinds &= !mask;
-    publish(&s);
-    old
-}
-
-/// Turns one event on or off, whatever its kind says.
-pub fn set_event(code: u16, on: bool) {
-    let mut s = state();
-    s.selection.overrides.insert(code, on);
-    publish(&s);
-}
-
-/// Lets one event follow its kind again (undoes [`set_event`]).
-pub fn reset_event(code: u16) {
-    let mut s = state();
-    s.selection.overrides.remove(&code);
-    publish(&s);
-}
-
 /// Whether the event with `code` is recorded now.
 pub fn is_enabled(code: u16) -> bool {
     enabled(code)
 }
 
-/// The whole selection: kind mask and per-event overrides.
+/// The running selection: kind mask (bit `i` records kind `i` of events.def) and per-event
+/// overrides.
 pub fn selection() -> Selection {
     state().selection.clone()
 }
 
-/// Replaces the whole selection; returns the previous one.
+/// Replaces the whole selection; returns the previous one. With no recording running, the
+/// selection is kept for nothing: the next recording starts from its own (`Recorder::kinds`,
+/// `Recorder::control`, `EVENT_CONTROL`).
+///
+/// Kind masks are data here: `set_selection(Selection { kinds: mask, ..selection() })`
+/// records the kinds of `mask` and keeps the per-event overrides.
 pub fn set_selection(selection: Selection) -> Selection {
     let mut s = state();
     let old = std::mem::replace(&mut s.selection, selection);
@@ -151,25 +121,25 @@ pub fn set_selection(selection: Selection) -> Selection {
 ///     recording.stop().unwrap();
 /// }
 /// ```
-pub fn apply(text: &str) -> Result<String, ControlError> {
-    let mut s = state();
-    let Some(schema) = &s.schema else {
-        return Err(ControlError {
+pub fn apply(text: &str) -> Result<String, SelectError> {
+    let mut guard = state();
+    let State { schema, selection } = &mut *guard;
+    let Some(schema) = schema else {
+        return Err(SelectError {
             item: String::new(),
             column: 1,
             message: "no recording runs; start one first".into(),
         });
     };
-    let items = event_format::control::parse(text, schema)?;
-    let schema = schema.clone();
-    s.selection.apply(&items);
-    publish(&s);
-    Ok(event_format::control::describe(&s.selection, &schema))
+    selection.apply(&event_format::select::parse(text, schema)?);
+    let now = event_format::select::describe(selection, schema);
+    publish(&guard);
+    Ok(now)
 }
 
 /// The running selection described in the `EVENT_CONTROL` grammar; `None` when no recording
 /// runs.
 pub fn describe() -> Option<String> {
     let s = state();
-    s.schema.as_ref().map(|schema| event_format::control::describe(&s.selection, schema))
+    s.schema.as_ref().map(|schema| event_format::select::describe(&s.selection, schema))
 }

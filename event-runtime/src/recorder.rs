@@ -7,10 +7,10 @@ use crate::control;
 use crate::exchange::{Batch, BlockBuf, Exchange};
 use crate::ringfile::RingFile;
 use event_format::builtin;
-use event_format::control::Selection;
 use event_format::decode::Catalog;
 use event_format::ring::{Layout, RingReader, RingStream};
 use event_format::schema::Schema;
+use event_format::select::Selection;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BLOCK_USED_AT, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, pack_block,
     seal_block_in_place,
@@ -609,7 +609,7 @@ impl Recorder {
         let selection = match &self.selection {
             SelectionChoice::All => Selection::all(&schema),
             SelectionChoice::Mask(mask) => Selection { kinds: *mask, overrides: Default::default() },
-            SelectionChoice::Text(text) => event_format::control::from_env_text(text, &schema).map_err(|e| {
+            SelectionChoice::Text(text) => event_format::select::from_env_text(text, &schema).map_err(|e| {
                 StartError::Config(ConfigError {
                     variable: "EVENT_CONTROL",
                     value: text.clone(),

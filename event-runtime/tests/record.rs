@@ -150,9 +150,9 @@ fn arguments_are_evaluated_only_when_enabled() {
     let recording = Recorder::new(&events::SET).kinds(events::Kind::Arena.mask()).start().unwrap();
     event!(PoolFinish, 0usize, arg()); // kind Pool is off
     event!(ArenaDestroy, 0usize, arg()); // kind Arena is on
-    event_runtime::control::enable_kinds(events::Kind::Pool.mask());
+    event_runtime::control::apply("Pool").unwrap();
     event!(PoolFinish, 0usize, arg());
-    event_runtime::control::set_event(events::code::PoolFinish, false);
+    event_runtime::control::apply("-Pool:PoolFinish").unwrap();
     event!(PoolFinish, 0usize, arg()); // turned off by itself
     let got = user_events(&decode(&recording.stop().unwrap()));
     assert_eq!(evaluated, 2, "only the two recorded events evaluated their arguments");
@@ -163,17 +163,22 @@ fn arguments_are_evaluated_only_when_enabled() {
 fn control_reads_back_what_was_set() {
     let _serial = serial();
     let recording = Recorder::new(&events::SET).kinds(0).start().unwrap();
-    use event_runtime::control;
+    use event_runtime::control::{self, Selection};
     use events::Kind;
-    assert_eq!(control::kinds(), 0);
+    assert_eq!(control::selection().kinds, 0);
+    assert_eq!(control::describe().as_deref(), Some("none"));
     assert!(!control::is_enabled(events::code::SegAlloc));
-    control::enable_kinds(Kind::Seg.mask() | Kind::Pool.mask());
-    assert_eq!(control::kinds(), Kind::Seg.mask() | Kind::Pool.mask());
+    // A program that computes kind masks sets them as data.
+    let mask = Kind::Seg.mask() | Kind::Pool.mask();
+    control::set_selection(Selection { kinds: control::selection().kinds | mask, ..control::selection() });
+    assert_eq!(control::selection().kinds, Kind::Seg.mask() | Kind::Pool.mask());
     assert!(control::is_enabled(events::code::SegAlloc));
     assert!(!control::is_enabled(events::code::ArenaCreate));
-    control::disable_kinds(Kind::Pool.mask());
-    assert_eq!(control::set_kinds(u64::MAX), Kind::Seg.mask());
+    assert_eq!(control::apply("-Pool").unwrap(), "Seg");
+    let all = Selection { kinds: u64::MAX, ..Selection::none() };
+    assert_eq!(control::set_selection(all).kinds, Kind::Seg.mask());
     assert!(control::is_enabled(events::code::ArenaCreate));
+    assert_eq!(control::describe().as_deref(), Some("all"));
     drop(recording);
     assert!(!control::is_enabled(events::code::ArenaCreate), "nothing is enabled once stopped");
     assert_eq!(Kind::ALL.len(), 6);

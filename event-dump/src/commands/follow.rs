@@ -50,7 +50,7 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
                         match entry {
                             Entry::Event(event) => {
                                 ann.learn(0, &event);
-                                if selection.keeps(&event, &header.clock) {
+                                if selection.keeps(0, &event, &header.clock) {
                                     line.clear();
                                     renderer.line(&mut line, &ann, 0, &header.clock, &event);
                                     if out_line(&mut out, &line)?.is_break() {

@@ -18,8 +18,10 @@ use crate::filter::Filter;
 use crate::log::DumpError;
 use crate::render::EventFields;
 use event_format::builtin;
+use event_format::decode::Catalog;
 use event_format::decode::Event;
-use event_format::schema::Schema;
+use event_format::schema::{BUILTIN_KIND, Schema};
+use event_format::select::{CodeSet, Patterns, Word, glob};
 use event_format::wire::Clock;
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -27,37 +29,59 @@ use std::ops::ControlFlow;
 
 type Result<T> = std::result::Result<T, DumpError>;
 
-/// Matches `text` against a glob with `*` and `?`.
-pub(crate) fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 /// The selection of `print` and `follow`, compiled against the logs' schemas.
 pub(crate) struct Selection {
-    kinds: Option<Vec<String>>,
-    events: Option<Vec<String>>,
+    /// For each log, the codes that `--kind` and `--event` choose (both, when both are
+    /// given), compiled once against its schema; `None` when neither is given.
+    codes: Option<Vec<CodeSet>>,
     threads: Option<BTreeSet<u64>>,
     since: Option<f64>,
     until: Option<f64>,
     filter: Option<Filter>,
+}
+
+/// `--kind` or `--event` read in the selection language (a bare word is a kind or an
+/// event), each item checked against every log: an item that no log has is an error.
+fn patterns(value: &Option<String>, word: Word, catalogs: &[Catalog], schemas: &[&Schema]) -> Result<Option<Patterns>> {
+    let Some(value) = value else { return Ok(None) };
+    let flag = match word {
+        Word::Kind => "--kind",
+        Word::Event => "--event",
+    };
+    let patterns = Patterns::parse(value, word).map_err(|e| DumpError::new(format!("{flag} {value}: {e}")))?;
+    for p in patterns.items() {
+        let known = match (&p.kind, &p.event) {
+            // A kind alone: a kind of some log, even one without events, or the built-ins'.
+            (Some(kind), None) => {
+                schemas.iter().any(|s| s.kinds.iter().any(|k| glob::matches(kind, &k.name)))
+                    || glob::matches(kind, BUILTIN_KIND)
+            }
+            _ => catalogs.iter().any(|c| c.iter().any(|d| p.matches(&d.kind_name, &d.name))),
+        };
+        if known {
+            continue;
+        }
+        let text = &p.text;
+        if let (Some(kind), None) = (&p.kind, &p.event) {
+            let names: Vec<&str> = schemas[0].kinds.iter().map(|k| k.name.as_str()).collect();
+            let hint = event_format::def::closest(kind, names.iter().copied())
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(DumpError::new(format!(
+                "{flag} {text}: no such kind in the log{hint}; its kinds are {}, Builtin",
+                names.join(", ")
+            )));
+        }
+        let names: Vec<&str> = schemas[0].events.iter().map(|e| e.name.as_str()).collect();
+        let hint = p
+            .event
+            .as_deref()
+            .and_then(|e| event_format::def::closest(e, names.iter().copied()))
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        return Err(DumpError::new(format!("{flag} {text}: no such event in the log{hint}")));
+    }
+    Ok(Some(patterns))
 }
 
 impl Selection {
@@ -65,41 +89,23 @@ impl Selection {
         let list = |s: &Option<String>| {
             s.as_ref().map(|s| s.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect::<Vec<_>>())
         };
-        let kinds = list(&select.kind);
-        if let Some(kinds) = &kinds {
-            for k in kinds {
-                let known =
-                    schemas.iter().any(|s| s.kinds.iter().any(|kind| glob(k, &kind.name))) || glob(k, "Builtin");
-                if !known {
-                    let names: Vec<&str> = schemas[0].kinds.iter().map(|k| k.name.as_str()).collect();
-                    let hint = event_format::def::closest(k, names.iter().copied())
-                        .map(|c| format!(" (did you mean `{c}`?)"))
-                        .unwrap_or_default();
-                    return Err(DumpError::new(format!(
-                        "--kind {k}: no such kind in the log{hint}; its kinds are {}, Builtin",
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
-        let events = list(&select.event);
-        if let Some(events) = &events {
-            for e in events {
-                let known =
-                    schemas.iter().any(|s| {
-                        s.events.iter().any(|ev| {
-                            glob(e, &ev.name) || glob(e, &format!("{}.{}", s.kinds[ev.kind as usize].name, ev.name))
-                        })
-                    }) || builtin::ALL.iter().any(|b| glob(e, b.name) || glob(e, &format!("Builtin.{}", b.name)));
-                if !known {
-                    let names: Vec<&str> = schemas[0].events.iter().map(|e| e.name.as_str()).collect();
-                    let hint = event_format::def::closest(e, names.iter().copied())
-                        .map(|c| format!(" (did you mean `{c}`?)"))
-                        .unwrap_or_default();
-                    return Err(DumpError::new(format!("--event {e}: no such event in the log{hint}")));
-                }
-            }
-        }
+        let catalogs: Vec<Catalog> = schemas.iter().map(|s| Catalog::new(s)).collect();
+        let kinds = patterns(&select.kind, Word::Kind, &catalogs, schemas)?;
+        let events = patterns(&select.event, Word::Event, &catalogs, schemas)?;
+        let codes = (kinds.is_some() || events.is_some()).then(|| {
+            catalogs
+                .iter()
+                .map(|catalog| {
+                    let descs = || catalog.iter().map(|d| (d.code, d.kind_name.as_str(), d.name.as_str()));
+                    let mut chosen = kinds.iter().chain(&events).map(|patterns| patterns.compile(descs()));
+                    let mut codes = chosen.next().unwrap_or_default();
+                    for other in chosen {
+                        codes.intersect(&other);
+                    }
+                    codes
+                })
+                .collect()
+        });
         let threads = match list(&select.thread) {
             None => None,
             Some(ids) => Some(
@@ -131,19 +137,13 @@ impl Selection {
                 )
             }
         };
-        Ok(Selection { kinds, events, threads, since: select.since, until: select.until, filter })
+        Ok(Selection { codes, threads, since: select.since, until: select.until, filter })
     }
 
-    pub(crate) fn keeps(&self, event: &Event<'_>, clock: &Clock) -> bool {
-        if let Some(kinds) = &self.kinds
-            && !kinds.iter().any(|k| glob(k, &event.desc.kind_name))
-        {
-            return false;
-        }
-        if let Some(events) = &self.events
-            && !events
-                .iter()
-                .any(|g| glob(g, &event.desc.name) || glob(g, &format!("{}.{}", event.desc.kind_name, event.desc.name)))
+    /// Whether `event`, of log `file`, is shown.
+    pub(crate) fn keeps(&self, file: usize, event: &Event<'_>, clock: &Clock) -> bool {
+        if let Some(codes) = &self.codes
+            && !codes[file].contains(event.desc.code)
         {
             return false;
         }

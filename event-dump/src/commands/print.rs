@@ -49,7 +49,7 @@ pub(crate) fn print(args: &PrintArgs) -> Result<ExitCode> {
         match item {
             Item::Event { file, event } => {
                 ann.learn(file, &event);
-                if !selection.keeps(&event, &clocks[file]) {
+                if !selection.keeps(file, &event, &clocks[file]) {
                     return ControlFlow::Continue(());
                 }
                 if args.limit.is_some_and(|l| shown >= l) {

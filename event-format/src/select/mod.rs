@@ -1,0 +1,64 @@
+//! The selection language: which events a program records and which a reader shows.
+//!
+//! One language serves the environment variable `EVENT_CONTROL`, read at start-up, the
+//! runtime's `control::apply`, a monitor process that changes a running program's choice
+//! (`event-dump control`), in the spirit of the Memory Pool System's
+//! `MPS_TELEMETRY_CONTROL`, and event-dump's `--kind` and `--event`. A text is read once and
+//! compiled once per schema to a [`CodeSet`], one bit per event code, so that the question
+//! asked for every event ("is this one chosen?") is one index and one bit test.
+//!
+//! A text is a list of items separated by whitespace and/or commas:
+//!
+//! | item | meaning |
+//! |---|---|
+//! | `5`, `0x5` | the kind mask becomes this number; every override is cleared |
+//! | `all`, `none` | every kind, no kind; every override is cleared |
+//! | `Pool`, `Po*`, `?ool` | these kinds are recorded; their events' overrides are cleared |
+//! | `Pool:PoolInit`, `Pool:*Init`, `*:*Begin` | these events are recorded, whatever their kind |
+//! | `PoolInit`, `*Init` | a word that names no kind but names events: as `*:PoolInit` |
+//! | `-` before any of these | removes instead: kinds off, events never recorded, `-all` is `none` |
+//!
+//! In a glob ([`glob`]), `*` matches any run of characters and `?` exactly one. Names are
+//! case-sensitive. `all` and `none` are keywords wherever they stand alone, even when a kind
+//! has that name. Built-in events (kind `Builtin`) are always recorded and cannot be named.
+//!
+//! Items apply left to right, so the last one wins: `Pool -Pool:PoolInit` records every
+//! Pool event but PoolInit, and `-Pool:PoolInit Pool` records every Pool event.
+//!
+//! A recorder's side: [`parse`] resolves a text against a schema into [`Item`]s, which
+//! [`Selection::apply`] applies to a current selection (what a monitor does).
+//! [`from_env_text`] gives a text its start-up meaning, [`describe`] writes a selection back
+//! as a text that reads back to it, and [`Selection::compile`] makes its [`CodeSet`].
+//!
+//! A reader's side: [`Patterns`] are the same items without numbers and keywords, where the
+//! built-in events can be named, a bare word names what the option says ([`Word`]), and
+//! `Kind.Event` (as event-dump prints an event) is read as `Kind:Event`;
+//! [`Patterns::compile`] makes a log's [`CodeSet`].
+//!
+//! Every error is a [`SelectError`]: one line naming the item, its column and what to write
+//! instead. No input makes these functions panic.
+//!
+//! ```
+//! use event_format::select;
+//!
+//! let schema = event_format::testing::sample_schema();
+//! let selection = select::from_env_text("all -Pool:PoolInit", &schema)?;
+//! let codes = selection.compile(&schema);
+//! assert!(!codes.contains(schema.event("PoolInit").unwrap().code));
+//! assert!(codes.contains(schema.event("PoolStats").unwrap().code));
+//! assert_eq!(select::describe(&selection, &schema), "all -Pool:PoolInit");
+//! # Ok::<(), select::SelectError>(())
+//! ```
+
+mod codes;
+pub mod glob;
+mod grammar;
+mod pattern;
+mod selection;
+#[cfg(test)]
+mod tests;
+
+pub use codes::{CodeSet, WORDS};
+pub use grammar::{Action, Item, SelectError, parse};
+pub use pattern::{Pattern, Patterns, Word};
+pub use selection::{Selection, describe, from_env_text};

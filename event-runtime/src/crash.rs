@@ -4,7 +4,7 @@
 #![allow(unsafe_code)]
 
 use crate::buffer;
-use crate::recorder::{self, Shared};
+use crate::session::{self, Shared};
 use std::sync::Once;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub(crate) fn uninstall() {
 }
 
 fn on_panic() {
-    if !recorder::is_running() {
+    if !session::is_running() {
         return;
     }
     let thread = std::thread::current();
@@ -59,7 +59,7 @@ fn on_panic() {
     // recorded is handed on and written first.
     buffer::flush_this_thread();
     if !buffer::is_writer()
-        && let Some(shared) = recorder::try_current()
+        && let Some(shared) = session::try_current()
     {
         shared.exchange.wait_drained(Duration::from_secs(1));
     }

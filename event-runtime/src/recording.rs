@@ -110,13 +110,12 @@ impl Drop for Recording {
 
 /// Flushes what this thread recorded: hands its partial block on and waits (up to a second)
 /// until the writer thread has written every block handed on so far, so that the recording's
-/// sinks (the event file, [`Recording::bytes`]) hold it. Any thread may call it; without a
-/// running recording it does nothing.
+/// sinks (the event file, [`Recording::bytes`]) hold it. Any thread may call it; when no
+/// recording runs it waits for nothing. Under `ring` a flush moves no block: the blocks
+/// stay in their rings (a ring file holds every record as soon as it is recorded).
 ///
 /// A thread that ends inside `std::thread::scope` calls it last: the scope can return before
-/// the thread's thread-local destructor has handed its block on. (A ring file needs no flush
-/// for a crash: every record is in it as soon as it is recorded; a flush still hands the
-/// block to the stream sinks that copy it.)
+/// the thread's thread-local destructor has handed its block on.
 pub fn flush() {
     buffer::flush_this_thread();
     if buffer::is_writer() {

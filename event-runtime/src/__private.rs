@@ -2,7 +2,7 @@
 //! `event!` may use it, and it changes without notice.
 
 pub use crate::buffer::Cursor;
-pub use crate::recorder::EventSet;
+pub use crate::event_set::EventSet;
 pub use event_format::schema::Version;
 pub use event_format::wire::Text;
 pub use event_macros::{__emit_event as emit_event, __unknown_event as unknown_event};

@@ -3,13 +3,13 @@
 //! recording runs, whatever the control mask says, and cost nothing when none runs.
 
 use crate::buffer;
-use crate::recorder;
+use crate::session;
 use event_format::builtin;
 use event_format::wire::Text;
 
 /// Records a free-text `Message` event on this thread.
 pub fn message(text: &str) {
-    if recorder::is_running() {
+    if session::is_running() {
         let strs = [Text::new(text)];
         buffer::emit(builtin::MESSAGE, 0, &strs, |c| c.str(0));
     }
@@ -19,7 +19,7 @@ pub fn message(text: &str) {
 /// interned, an `Intern` event records it; later calls return the same id and record nothing.
 /// Ids count from 1; 0 means no recording runs.
 pub fn intern(text: &str) -> u64 {
-    let Some(shared) = recorder::current(recorder::generation()) else {
+    let Some(shared) = session::current(session::generation()) else {
         return 0;
     };
     let mut table = shared.interned.lock().unwrap_or_else(|p| p.into_inner());

@@ -22,8 +22,8 @@
 
 use crate::config::Policy;
 use crate::exchange::BlockBuf;
-use crate::recorder::{self, Shared};
 use crate::ringfile::Slot;
+use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Text,
@@ -290,7 +290,7 @@ impl ThreadBuffer {
     #[cold]
     fn refuse(&mut self) {
         if self.slotless {
-            recorder::count_lost_unattributed(1);
+            session::count_lost_unattributed(1);
             return;
         }
         self.lost += 1;
@@ -404,7 +404,7 @@ impl ThreadBuffer {
                     *slot = shared.exchange.take(shared.wait);
                 } else {
                     // The recording stopped: the writer is gone.
-                    recorder::count_lost_unattributed(self.records);
+                    session::count_lost_unattributed(self.records);
                 }
                 self.sequence += 1;
                 if slot.is_none() {
@@ -451,7 +451,7 @@ impl ThreadBuffer {
                     if self.direct {
                         self.shared.write_now(full);
                     } else if !self.shared.exchange.submit(full) {
-                        recorder::count_lost_unattributed(self.records);
+                        session::count_lost_unattributed(self.records);
                     }
                 } else {
                     let now = self.time;
@@ -541,7 +541,7 @@ impl Drop for ThreadBuffer {
         }
         if let Home::Ring(blocks) = std::mem::replace(&mut self.home, Home::Pool(None)) {
             let end = self.end;
-            self.shared.retire_ring(crate::recorder::RetiredRing {
+            self.shared.retire_ring(crate::session::RetiredRing {
                 blocks,
                 sequence: self.sequence,
                 end,
@@ -557,10 +557,10 @@ impl Drop for ThreadBuffer {
 pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
     let done = BUFFER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
-            recorder::count_lost_unattributed(1);
+            session::count_lost_unattributed(1);
             return;
         };
-        let current = recorder::generation();
+        let current = session::generation();
         match slot.as_mut() {
             Some(buffer) if buffer.generation == current => buffer.write(code, fixed, strs, fill),
             _ => attach(&mut slot, current, code, fixed, strs, fill),
@@ -568,7 +568,7 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
     });
     if done.is_err() {
         // The thread is exiting and its buffer is gone.
-        recorder::count_lost_unattributed(1);
+        session::count_lost_unattributed(1);
     }
 }
 
@@ -583,10 +583,10 @@ fn attach(
 ) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;
-    let buffer = recorder::current(generation).map(|shared| ThreadBuffer::new(shared, generation));
+    let buffer = session::current(generation).map(|shared| ThreadBuffer::new(shared, generation));
     match buffer {
         Some(buffer) => slot.insert(buffer).write(code, fixed, strs, fill),
-        None => recorder::count_lost_unattributed(1),
+        None => session::count_lost_unattributed(1),
     }
 }
 
@@ -618,7 +618,7 @@ pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
     BUFFER
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
-            let buffer = slot.as_mut().filter(|b| b.generation == recorder::generation())?;
+            let buffer = slot.as_mut().filter(|b| b.generation == session::generation())?;
             Some(buffer.last_events(n))
         })
         .ok()

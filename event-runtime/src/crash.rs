@@ -4,7 +4,7 @@
 #![allow(unsafe_code)]
 
 use crate::buffer;
-use crate::recorder::{self, Shared};
+use crate::session::{self, Shared};
 use std::sync::Once;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub(crate) fn uninstall() {
 }
 
 fn on_panic() {
-    if !recorder::is_running() {
+    if !session::is_running() {
         return;
     }
     let thread = std::thread::current();
@@ -59,7 +59,7 @@ fn on_panic() {
     // recorded is handed on and written first.
     buffer::flush_this_thread();
     if !buffer::is_writer()
-        && let Some(shared) = recorder::try_current()
+        && let Some(shared) = session::try_current()
     {
         shared.exchange.wait_drained(Duration::from_secs(1));
     }
@@ -75,6 +75,7 @@ mod signals {
     //! the handler runs on the thread's alternate signal stack and flushes only when that
     //! stack is large enough (std's is not); a ring file needs no flush at all.
     use super::*;
+    use std::sync::OnceLock;
     use std::sync::atomic::{AtomicPtr, Ordering};
 
     /// The running recording, for the handler. Holds one strong count of the `Arc` while set.
@@ -83,8 +84,14 @@ mod signals {
     const FATAL: [libc::c_int; 7] =
         [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGTERM, libc::SIGINT];
 
-    /// The handlers that were installed before ours, by signal number.
-    static mut PREVIOUS: [Option<libc::sigaction>; 32] = [None; 32];
+    /// The handlers that were installed before ours, by signal number (`None`: the default
+    /// action, or a signal we leave alone). Set once, before the first of our handlers is
+    /// installed, and never changed: a handler that runs finds it set.
+    ///
+    /// A `OnceLock`, not a `static mut`: reading it in the handler is one acquire load of its
+    /// state and a shared reference, with no lock and no allocation, so it is
+    /// async-signal-safe, and no code can write it while a handler reads it.
+    static PREVIOUS: OnceLock<[Option<libc::sigaction>; 32]> = OnceLock::new();
 
     pub(super) fn publish(shared: &std::sync::Arc<Shared>) {
         let raw = std::sync::Arc::into_raw(std::sync::Arc::clone(shared)).cast_mut();
@@ -107,6 +114,7 @@ mod signals {
     }
 
     pub(super) fn install() {
+        let mut previous = [None; 32];
         for sig in FATAL {
             // SAFETY: a zeroed sigaction is a valid value to be overwritten.
             let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -119,9 +127,14 @@ mod signals {
             if old.sa_sigaction == libc::SIG_IGN {
                 continue;
             }
-            // SAFETY: written once per signal, before our handler is installed for it; the
-            // handler only reads it.
-            unsafe { (*std::ptr::addr_of_mut!(PREVIOUS))[sig as usize] = Some(old) };
+            previous[sig as usize] = Some(old);
+        }
+        // Published before any handler of ours is installed (`install` runs once per process).
+        let previous = PREVIOUS.get_or_init(|| previous);
+        for sig in FATAL {
+            if previous[sig as usize].is_none() {
+                continue;
+            }
             // SAFETY: a zeroed sigaction is a valid starting point; the fields set are the
             // handler, an empty mask and flags that libc documents.
             let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -141,8 +154,9 @@ mod signals {
 
     extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
         flush_for_signal();
-        // SAFETY: PREVIOUS is written before the handler is installed and never after.
-        let previous = unsafe { (*std::ptr::addr_of!(PREVIOUS)).get(sig as usize).copied().flatten() };
+        // Async-signal-safe: an acquire load and a copy (see `PREVIOUS`); set before this
+        // handler was installed.
+        let previous = PREVIOUS.get().and_then(|p| p.get(sig as usize).copied().flatten());
         match previous {
             Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
                 if old.sa_flags & libc::SA_SIGINFO != 0 {

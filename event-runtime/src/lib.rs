@@ -44,6 +44,22 @@
 //! evaluated only when the event is enabled; when it is not, the cost is one relaxed atomic
 //! load and a bit test.
 //!
+//! # The API
+//!
+//! - Start: [`Recorder`] configures a recording (sinks, policy, sizes, clock, what to record)
+//!   and [`Recorder::start`] starts it. [`start`] is a shortcut for a program configured by
+//!   the environment alone (`EVENT_*`), writing `<program>.evt` when no sink is named.
+//! - Run: [`Recording`] is the running recording; [`Recording::stop`] (or dropping it) ends
+//!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
+//!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
+//!   built-in events; [`control`] changes what is recorded while it runs.
+//! - Read: [`event_format`] is the stream's codec, re-exported for programs that decode what
+//!   they recorded.
+//! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`] and
+//!   the `DEFAULT_*` sizes.
+//!
+//! The module `__private` is the generated code's bridge and is not an API.
+//!
 //! # Features
 //!
 //! - `hot`: compiles out every event whose `always` flag is FALSE.
@@ -57,10 +73,12 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in three named modules: `ringfile` (the memory-mapped
-//! ring file, whose blocks the thread buffers reach through `ringfile::Slot`), `clock`
-//! (reading the TSC) and `crash` (signal handlers). Each block carries a `// SAFETY:`
-//! comment; the protocols are checked with loom and Miri (README, "Contributing").
+//! The crate denies `unsafe` except in exactly three modules, each of which says so with
+//! `#![allow(unsafe_code)]`: `ringfile` (the memory-mapped ring file; the thread buffers
+//! reach its blocks only through the safe methods of `ringfile::Slot`), `clock` (reading the
+//! TSC) and `crash` (installing signal handlers and the last `write(2)` of a fatal signal).
+//! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
+//! (README, "Contributing").
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -72,12 +90,17 @@ mod clock;
 mod config;
 pub mod control;
 mod crash;
+mod event_set;
 mod exchange;
 mod recorder;
+mod recording;
 mod ringfile;
+mod session;
+mod sink;
 mod sync;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
+mod writer;
 
 #[doc(hidden)]
 pub mod __private;
@@ -85,14 +108,18 @@ pub mod __private;
 pub use annotate::{intern, label, message};
 pub use config::{ConfigError, Policy};
 pub use crash::TRACEBACK_EVENTS;
-pub use event_format;
 pub use event_macros::include_events;
-pub use recorder::{
-    DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, EventSet, Recorder, Recording, StartError,
-    lost_unattributed, start,
-};
+pub use event_set::EventSet;
+pub use recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start};
+pub use recording::{Recording, flush};
+pub use session::lost_unattributed;
 
-/// Hands this thread's partial block on, so that what it recorded so far is in the stream.
-pub fn flush() {
-    buffer::flush_this_thread();
-}
+/// The stream's codec, for readers: the `event-format` crate, re-exported whole so that a
+/// program that reads what it recorded (a memory sink's stream, [`Recording::bytes`]) needs
+/// no other dependency. Start at [`event_format::decode`]; [`event_format::text`] renders an
+/// event as `event-dump` prints it.
+///
+/// It is re-exported whole because a decoded stream's types (its header, values, schema,
+/// clock) are the codec's own, spread over its modules. Recording needs none of it: the
+/// recorder's API is the items above.
+pub use event_format;

@@ -1,345 +1,32 @@
-//! Starting and stopping a recording, its sinks, and the writer thread.
+//! Configuring and starting a recording: the [`Recorder`] builder, the settings it reads
+//! from the environment, [`StartError`], and [`start`], the shortcut that configures from the
+//! environment alone.
+//!
+//! The start checks every setting before it touches a file, claims the process's recorder
+//! (`session::claim`), creates the sinks, makes the session's shared state current, and hands
+//! over to the [`Recording`], which owns the writer thread and the stop.
 
-use crate::buffer;
 use crate::clock::{self, TimeSource};
 use crate::config::{self, ConfigError, Policy};
 use crate::control;
-use crate::exchange::{Batch, BlockBuf, Exchange};
+use crate::crash;
+use crate::event_set::EventSet;
+use crate::exchange::Exchange;
+use crate::recording::Recording;
 use crate::ringfile::RingFile;
-use event_format::builtin;
+use crate::session::{self, Shared};
+use crate::sink::{self, Sinks};
 use event_format::decode::Catalog;
-use event_format::ring::{Layout, RingReader, RingStream};
-use event_format::schema::Schema;
+use event_format::ring::Layout;
 use event_format::select::Selection;
-use event_format::wire::{
-    BLOCK_HEADER_LEN, BLOCK_USED_AT, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, pack_block,
-    seal_block_in_place,
-};
+use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer};
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::File;
-use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-/// An event set as `include_events!` embeds it: the events.def it was generated from,
-/// rendered canonically. Made by the macro; read by the recorder.
-#[derive(Debug)]
-pub struct EventSet {
-    def: &'static str,
-    path: &'static str,
-}
-
-impl EventSet {
-    #[doc(hidden)]
-    pub const fn __new(def: &'static str, path: &'static str) -> EventSet {
-        EventSet { def, path }
-    }
-
-    /// The event set as events.def text (canonical rendering of the file it came from).
-    pub fn def(&self) -> &'static str {
-        self.def
-    }
-
-    /// The path of the events.def it was generated from.
-    pub fn path(&self) -> &'static str {
-        self.path
-    }
-
-    /// The schema. The macro checked the text when it embedded it, so this parses.
-    pub fn schema(&self) -> Result<Schema, event_format::def::DefErrors> {
-        event_format::def::parse(self.def, self.path)
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every update under these locks is complete before it is released; a panic elsewhere
-    // leaves no half state.
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The stream sinks: where sealed blocks are written, in order.
-#[derive(Debug, Default)]
-pub(crate) struct Sinks {
-    file: Option<(PathBuf, File)>,
-    memory: Option<Vec<u8>>,
-    /// The first write error; the file sink is given up after it.
-    failed: Option<String>,
-    /// Blocks the file sink could not write.
-    unwritten: u64,
-    /// The next sequence number of the recorder's own blocks (thread 0).
-    recorder_sequence: u64,
-    /// Pack blocks before writing them (docs/FORMAT.md, "Packed blocks").
-    pack: bool,
-    /// Where a block is packed; reused.
-    packed: Vec<u8>,
-}
-
-impl Sinks {
-    fn is_empty(&self) -> bool {
-        self.file.is_none() && self.memory.is_none()
-    }
-
-    /// Writes one sealed block (or the header) to every sink.
-    fn write(&mut self, bytes: &[u8]) {
-        if let Some(memory) = &mut self.memory {
-            memory.extend_from_slice(bytes);
-        }
-        if let Some((path, file)) = &mut self.file {
-            if let Err(e) = file.write_all(bytes) {
-                let message = format!(
-                    "writing the event file {} failed: {e}; the rest of the trace is not in it",
-                    path.display()
-                );
-                eprintln!("event-runtime: {message}");
-                self.failed = Some(message);
-                self.file = None;
-            }
-        } else if self.failed.is_some() {
-            self.unwritten += 1;
-        }
-    }
-
-    /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
-    /// packing, and the writer is keeping up (`hurry` false).
-    fn write_block(&mut self, block: &[u8], hurry: bool) {
-        if !self.pack || hurry {
-            return self.write(block);
-        }
-        // Taken out and put back: `write` borrows the whole of `self`.
-        let mut packed = std::mem::take(&mut self.packed);
-        packed.clear();
-        self.write(if pack_block(Order::NATIVE, block, &mut packed) { &packed } else { block });
-        self.packed = packed;
-    }
-
-    /// The file sink's descriptor, for a fatal signal's last write.
-    #[cfg(unix)]
-    pub(crate) fn raw_fd(&self) -> Option<i32> {
-        use std::os::fd::AsRawFd;
-        self.file.as_ref().map(|(_, f)| f.as_raw_fd())
-    }
-}
-
-/// A thread's heap ring, handed to the recorder when its thread exits (`ring` policy).
-#[derive(Debug)]
-pub(crate) struct RetiredRing {
-    pub(crate) blocks: BlockBuf,
-    /// The sequence number of the block being written.
-    pub(crate) sequence: u64,
-    /// The end of its records.
-    pub(crate) end: usize,
-    pub(crate) ring_blocks: u64,
-}
-
-/// What every thread buffer of one recording shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) block_size: u32,
-    pub(crate) time: TimeSource,
-    pub(crate) clock: event_format::wire::Clock,
-    pub(crate) catalog: Catalog,
-    /// The next thread id; ids start at 1 (0 is the recorder's own reports).
-    pub(crate) next_thread: AtomicU64,
-    pub(crate) policy: Policy,
-    /// How long a thread waits for a free block before refusing events (`wait`).
-    pub(crate) wait: Duration,
-    /// The pool and queue between threads and the writer (no blocks under `ring`).
-    pub(crate) exchange: Exchange,
-    pub(crate) ring_file: Option<Arc<RingFile>>,
-    /// Blocks per thread ring on the heap (`ring` policy without a ring file).
-    pub(crate) heap_ring_blocks: u32,
-    pub(crate) sinks: Mutex<Sinks>,
-    /// Interned strings and their ids, per recording.
-    pub(crate) interned: Mutex<HashMap<String, u64>>,
-    /// Rings of exited threads, written to the sinks at stop.
-    retired: Mutex<Vec<RetiredRing>>,
-    /// Losses for the recorder to report in its own `Dropped` events: (thread, count).
-    reports: Mutex<Vec<(u64, u64)>>,
-    /// The unattributed-loss counter when the recording started.
-    lost_base: u64,
-    /// Whether the stream sinks get blocks as they fill (`switch`, `fill`), not only at stop.
-    streaming: bool,
-    /// The blocks in the pool (0 without one).
-    pool_blocks: usize,
-}
-
-impl Shared {
-    /// Whether threads with a ring-file slot also queue a copy of each full block for the
-    /// stream sinks.
-    pub(crate) fn streams_copies(&self) -> bool {
-        self.ring_file.is_some() && self.streaming
-    }
-
-    /// Queues a copy of a full block for the stream sinks; when no pool block is free, the
-    /// streams miss it and the recorder reports its `records` events as dropped there.
-    pub(crate) fn copy_to_streams(&self, block: &[u8], thread: u64, records: u64, direct: bool) {
-        if direct {
-            let mut copy = block.to_vec();
-            seal_block_in_place(Order::NATIVE, &mut copy);
-            lock(&self.sinks).write_block(&copy, false);
-            return;
-        }
-        match self.exchange.take(self.wait) {
-            Some(mut copy) => {
-                copy.copy_from_slice(block);
-                if !self.exchange.submit(copy) {
-                    count_lost_unattributed(records);
-                }
-            }
-            None => self.report_dropped(thread, records),
-        }
-    }
-
-    /// Writes the writer thread's own full block now, and returns it for reuse.
-    pub(crate) fn write_now(&self, mut block: BlockBuf) -> BlockBuf {
-        seal_block_in_place(Order::NATIVE, &mut block);
-        lock(&self.sinks).write_block(&block, false);
-        block
-    }
-
-    /// `count` events of `thread` were lost where its own blocks cannot say so.
-    pub(crate) fn report_dropped(&self, thread: u64, count: u64) {
-        if count > 0 {
-            lock(&self.reports).push((thread, count));
-        }
-    }
-
-    pub(crate) fn retire_ring(&self, ring: RetiredRing) {
-        lock(&self.retired).push(ring);
-    }
-
-    /// Writes queued blocks to the sinks (the writer thread).
-    /// Writes a batch of full blocks and gives them back to the pool, a few at a time so
-    /// that threads waiting for a block get one early.
-    fn write_batch(&self, blocks: Vec<BlockBuf>) {
-        const GIVE_BACK_EVERY: usize = 8;
-        let mut written = Vec::with_capacity(GIVE_BACK_EVERY);
-        for mut block in blocks {
-            seal_block_in_place(Order::NATIVE, &mut block);
-            // Packing costs the writer about 0.1 ms per 64 KiB block (LZ4 at 600-900 MB/s on
-            // the tour's trace): when fewer than a quarter of the pool's blocks are free, the
-            // program is outrunning the writer, and blocks go as they are, so that no event
-            // is dropped for the sake of size.
-            let hurry = self.exchange.free_hint() < self.pool_blocks / 4;
-            lock(&self.sinks).write_block(&block, hurry);
-            written.push(block);
-            if written.len() == GIVE_BACK_EVERY {
-                self.exchange.give_back(std::mem::replace(&mut written, Vec::with_capacity(GIVE_BACK_EVERY)));
-            }
-        }
-        self.exchange.give_back(written);
-    }
-
-    /// Writes the recorder's reports (`Dropped` events of thread 0), if any, in one block.
-    fn write_reports(&self, extra: &[(u64, u64)]) {
-        let mut reports = std::mem::take(&mut *lock(&self.reports));
-        reports.extend_from_slice(extra);
-        if reports.is_empty() {
-            return;
-        }
-        let time = self.time.now();
-        let mut sinks = lock(&self.sinks);
-        let blocks = builtin::dropped_report(Order::NATIVE, self.block_size, sinks.recorder_sequence, time, &reports);
-        sinks.recorder_sequence += blocks.len() as u64;
-        for block in &blocks {
-            sinks.write_block(block, false);
-        }
-    }
-
-    /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.
-    fn write_rings(&self) {
-        let bs = self.block_size as usize;
-        let rings = std::mem::take(&mut *lock(&self.retired));
-        let mut sinks = lock(&self.sinks);
-        for mut ring in rings {
-            let first = (ring.sequence + 1).saturating_sub(ring.ring_blocks);
-            for seq in first..=ring.sequence {
-                let index = (seq % ring.ring_blocks) as usize;
-                let block = &mut ring.blocks[index * bs..(index + 1) * bs];
-                if seq == ring.sequence {
-                    if ring.end <= BLOCK_HEADER_LEN {
-                        continue;
-                    }
-                    Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (ring.end - BLOCK_HEADER_LEN) as u32);
-                }
-                seal_block_in_place(Order::NATIVE, block);
-                sinks.write_block(block, false);
-            }
-        }
-    }
-
-    /// Under `ring` with a ring file: the file's blocks to the stream sinks.
-    fn write_ring_file(&self, ring: &RingFile) -> io::Result<()> {
-        let file = File::open(ring.path())?;
-        let reader =
-            RingReader::open(file, event_format::decode::DecodeOptions::default()).map_err(io::Error::other)?;
-        let skip = reader.header_bytes().len();
-        let mut stream = RingStream::new(reader);
-        let mut header = vec![0u8; skip];
-        stream.read_exact(&mut header)?;
-        let mut block = vec![0u8; self.block_size as usize];
-        let mut sinks = lock(&self.sinks);
-        loop {
-            match stream.read_exact(&mut block) {
-                Ok(()) => sinks.write_block(&block, false),
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Events lost unattributed during this recording.
-    fn lost_here(&self) -> u64 {
-        LOST_UNATTRIBUTED.load(Ordering::Relaxed).saturating_sub(self.lost_base)
-    }
-}
-
-/// Bumped at every start and stop: a thread buffer of another generation is stale.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-/// Whether a recording runs: the built-in events of `annotate` test it first.
-static RUNNING: AtomicBool = AtomicBool::new(false);
-static CURRENT: Mutex<Option<(u64, Arc<Shared>)>> = Mutex::new(None);
-/// Events that could not be attributed to any thread's block: emitted while the thread was
-/// exiting, re-entrantly, with no ring-file slot free, or as a recording stopped.
-static LOST_UNATTRIBUTED: AtomicU64 = AtomicU64::new(0);
-
-#[inline(always)]
-pub(crate) fn generation() -> u64 {
-    // Relaxed: a thread that sees a stale generation for a moment records into the previous
-    // recording's buffer, which is flushed when it notices; nothing else is ordered by it.
-    GENERATION.load(Ordering::Relaxed)
-}
-
-pub(crate) fn current(generation: u64) -> Option<Arc<Shared>> {
-    lock(&CURRENT).as_ref().filter(|(g, _)| *g == generation).map(|(_, s)| Arc::clone(s))
-}
-
-/// The running recording's shared state, if any (`try_lock`: safe to call from a panic hook).
-pub(crate) fn try_current() -> Option<Arc<Shared>> {
-    CURRENT.try_lock().ok()?.as_ref().map(|(_, s)| Arc::clone(s))
-}
-
-#[inline]
-pub(crate) fn is_running() -> bool {
-    // Relaxed: as for the enable bits, a late view records or skips an event or two.
-    RUNNING.load(Ordering::Relaxed)
-}
-
-#[cold]
-pub(crate) fn count_lost_unattributed(n: u64) {
-    LOST_UNATTRIBUTED.fetch_add(n, Ordering::Relaxed);
-}
-
-/// Events emitted while no thread buffer could take them (a thread exiting, an event recorded
-/// from inside the recording of another, a race with stop), over the process's life. Each
-/// recording also reports its share in its stream, as `Dropped` events of thread 0.
-pub fn lost_unattributed() -> u64 {
-    LOST_UNATTRIBUTED.load(Ordering::Relaxed)
-}
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Why a recording could not start. Its message is one line: what is wrong, what to do.
 #[derive(Debug)]
@@ -425,6 +112,8 @@ enum ClockChoice {
 /// ```
 ///
 /// Every setting can also come from the environment ([`from_env`](Recorder::from_env)).
+/// [`start`](crate::start) is the shortcut for a recording configured by the environment
+/// alone.
 #[derive(Debug)]
 #[must_use = "a Recorder does nothing until started"]
 pub struct Recorder {
@@ -628,20 +317,22 @@ impl Recorder {
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
 
         // Claim the process's recorder before touching any file.
-        let mut current = lock(&CURRENT);
-        if current.is_some() {
+        let Some(vacancy) = session::claim() else {
             return Err(StartError::AlreadyRunning);
-        }
+        };
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
-        let mut sinks = Sinks { memory: memory.then(Vec::new), pack: self.pack, ..Sinks::default() };
-        if let Some(path) = &self.file {
-            let file = create_private(path).map_err(|error| StartError::Io {
-                what: "event file",
-                path: path.clone(),
-                error,
-            })?;
-            sinks.file = Some((path.clone(), file));
-        }
+        let file = match &self.file {
+            Some(path) => {
+                let file = sink::create_private(path).map_err(|error| StartError::Io {
+                    what: "event file",
+                    path: path.clone(),
+                    error,
+                })?;
+                Some((path.clone(), file))
+            }
+            None => None,
+        };
+        let mut sinks = Sinks::new(file, memory, self.pack);
         sinks.write(&header_bytes);
         let ring_file = match &self.ring {
             Some(path) => {
@@ -691,193 +382,30 @@ impl Recorder {
             interned: Mutex::new(HashMap::new()),
             retired: Mutex::new(Vec::new()),
             reports: Mutex::new(Vec::new()),
-            lost_base: LOST_UNATTRIBUTED.load(Ordering::Relaxed),
+            lost_base: session::lost_unattributed(),
             streaming,
             pool_blocks: if pooled { blocks as usize } else { 0 },
         });
-        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-        *current = Some((generation, Arc::clone(&shared)));
-        drop(current);
+        let generation = vacancy.fill(&shared);
         control::install(&schema, selection);
-        RUNNING.store(true, Ordering::Relaxed);
-        let mut recording = Recording { shared: Arc::clone(&shared), generation, writer: None, stopped: false };
-        let writer = std::thread::Builder::new().name("event-writer".into()).spawn({
-            let shared = Arc::clone(&shared);
-            move || writer_main(&shared, generation)
-        });
-        // Without its writer the recording cannot run: dropping it undoes the start.
-        recording.writer =
-            Some(writer.map_err(|error| StartError::Io { what: "writer thread", path: PathBuf::new(), error })?);
-        crate::crash::install(&shared);
+        session::set_running(true);
+        let recording = Recording::begin(Arc::clone(&shared), generation).map_err(|error| StartError::Io {
+            what: "writer thread",
+            path: PathBuf::new(),
+            error,
+        })?;
+        crash::install(&shared);
         Ok(recording)
     }
 }
 
-/// Creates `path` for writing, truncated, readable and writable by its owner only.
-/// Creates (or truncates) the event file, readable and writable by its owner only: a new
-/// file is created 0600, an existing one is set to 0600, and a symbolic link at the path is
-/// refused (O_NOFOLLOW), so that a trace is never written where someone else pointed it.
-fn create_private(path: &Path) -> io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-        let file = options.open(path)?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        Ok(file)
-    }
-    #[cfg(not(unix))]
-    options.open(path)
-}
-
-/// How often the writer thread looks at the ring file's control page and heartbeat.
-const SERVICE_PERIOD: Duration = Duration::from_millis(20);
-/// How often the writer thread records a `ClockSync` event.
-const CLOCK_SYNC_PERIOD: Duration = Duration::from_secs(1);
-
-/// The writer thread: writes full blocks to the sinks, reports losses, and serves the ring
-/// file (heartbeat, control requests) and the clock (`ClockSync`).
-fn writer_main(shared: &Arc<Shared>, generation: u64) {
-    buffer::mark_writer();
-    let mut last_sync = Instant::now();
-    loop {
-        let batch = shared.exchange.next_batch(SERVICE_PERIOD);
-        let closed = matches!(batch, Batch::Closed);
-        if let Batch::Blocks(blocks) = batch {
-            shared.write_batch(blocks);
-        }
-        if shared.streaming {
-            shared.write_reports(&[]);
-        }
-        if let Some(ring) = &shared.ring_file {
-            ring.heartbeat();
-            ring.set_lost(shared.lost_here());
-            if let Some((seq, text)) = ring.request() {
-                match control::apply(&text) {
-                    Ok(now) => ring.reply(seq, true, &now),
-                    Err(e) => ring.reply(seq, false, &e.to_string()),
-                }
-            }
-        }
-        if !shared.time.is_deterministic() && is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
-            last_sync = Instant::now();
-            crate::annotate::clock_sync(&shared.time);
-        }
-        if closed {
-            break;
-        }
-    }
-    // The writer's own block (its ClockSync events) goes to the sinks before it ends.
-    buffer::detach_this_thread(generation);
-}
-
-/// A running recording. Dropping it stops it.
-///
-/// Other threads hand their partial blocks on when they exit, from a thread-local destructor.
-/// To include their last events, join them with [`JoinHandle::join`](std::thread::JoinHandle::join)
-/// (which waits for those destructors) or have them call [`flush`](crate::flush) before
-/// [`stop`](Recording::stop). `std::thread::scope` is not enough on its own: it can return
-/// before its threads' thread-local destructors have run.
-#[derive(Debug)]
-pub struct Recording {
-    shared: Arc<Shared>,
-    generation: u64,
-    writer: Option<JoinHandle<()>>,
-    stopped: bool,
-}
-
-impl Recording {
-    /// Hands this thread's partial block on and waits (up to a second) until the writer has
-    /// written every block handed on so far: what was recorded is then in the sinks.
-    pub fn flush(&self) {
-        buffer::flush_this_thread();
-        self.shared.exchange.wait_drained(Duration::from_secs(1));
-        if let Some((_, file)) = &lock(&self.shared.sinks).file {
-            let _ = (&*file).flush();
-        }
-    }
-
-    /// The memory sink's stream so far: the header and every block written. Empty without
-    /// a memory sink. Under `switch` and `fill`, call [`flush`](Self::flush) first to include
-    /// this thread's partial block.
-    pub fn bytes(&self) -> Vec<u8> {
-        lock(&self.shared.sinks).memory.clone().unwrap_or_default()
-    }
-
-    /// Stops recording and returns the memory sink's stream (empty without one). Errors
-    /// when a sink could not be written.
-    pub fn stop(mut self) -> io::Result<Vec<u8>> {
-        self.end();
-        let mut sinks = lock(&self.shared.sinks);
-        match sinks.failed.take() {
-            Some(message) => Err(io::Error::other(message)),
-            None => Ok(sinks.memory.take().unwrap_or_default()),
-        }
-    }
-
-    fn end(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        crate::crash::uninstall();
-        RUNNING.store(false, Ordering::Relaxed);
-        control::uninstall();
-        buffer::detach_this_thread(self.generation);
-        self.shared.exchange.close();
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
-        }
-        {
-            let mut current = lock(&CURRENT);
-            if current.as_ref().is_some_and(|(g, _)| *g == self.generation) {
-                *current = None;
-            }
-            GENERATION.fetch_add(1, Ordering::Relaxed);
-        }
-        let shared = &self.shared;
-        let lost = shared.lost_here();
-        if let Some(ring) = &shared.ring_file {
-            ring.set_lost(lost);
-        }
-        let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
-        match &shared.ring_file {
-            Some(ring) if !shared.streaming => {
-                // The copy of the ring file carries its own loss report (RingStream's block of
-                // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
-                // thread without a slot counts its events as unattributed (the file's `lost`).
-                if !lock(&shared.sinks).is_empty()
-                    && let Err(e) = shared.write_ring_file(ring)
-                {
-                    lock(&shared.sinks).failed = Some(format!("copying the ring file to the sinks failed: {e}"));
-                }
-            }
-            _ => {
-                shared.write_rings();
-                shared.write_reports(unattributed);
-            }
-        }
-        if let Some(ring) = &shared.ring_file {
-            ring.close();
-        }
-        if let Some((_, file)) = &lock(&shared.sinks).file {
-            let _ = (&*file).flush();
-        }
-    }
-}
-
-impl Drop for Recording {
-    fn drop(&mut self) {
-        self.end();
-    }
-}
-
-/// Starts recording `events` as the environment says (`EVENT_FILE`, `EVENT_RING`,
-/// `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`; README, "Configuration"). Without
-/// `EVENT_FILE` or `EVENT_RING`, the stream goes to `<program>.evt` in the current directory.
-/// Keep the returned [`Recording`]: dropping it stops the recording and flushes it.
+/// Starts recording `events` as the environment says: a shortcut for
+/// `Recorder::new(events).from_env()?.start()` (the `EVENT_*` variables; README,
+/// "Configuration"), except that when the environment names no sink (neither `EVENT_FILE` nor
+/// `EVENT_RING`) the stream goes to the file `<program>.evt` in the current directory instead
+/// of memory. It is what a program that is configured from outside wants; use [`Recorder`] to
+/// set anything from code. Keep the returned [`Recording`]: dropping it stops the recording
+/// and flushes it.
 ///
 /// ```no_run
 /// event_runtime::include_events!("../events.def");
@@ -896,6 +424,7 @@ pub fn start(events: &'static EventSet) -> Result<Recording, StartError> {
     recorder.start()
 }
 
+/// Where [`start`] writes when the environment names no sink: `<program>.evt`.
 fn default_file() -> PathBuf {
     let program = std::env::current_exe()
         .ok()
@@ -907,6 +436,7 @@ fn default_file() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn environment_overrides_the_builder() {

@@ -2,9 +2,11 @@
 //! threads write their blocks into (docs/FORMAT.md, "The ring file"; the layout is
 //! [`event_format::ring`]'s).
 //!
-//! This is one of the two modules with `unsafe` code (the other is `buffer`'s use of it):
-//! the mapping is shared with other processes, so it is reached through raw pointers and
-//! atomics, never through references that would promise exclusivity to the compiler.
+//! This is one of the crate's three modules with `unsafe` code (the crate root's docs,
+//! "Unsafe code", name them): the mapping is shared with other processes, so it is reached
+//! through raw pointers and atomics, never through references that would promise exclusivity
+//! to the compiler. The thread buffers (`buffer`) reach their blocks through `Slot`'s safe
+//! methods and hold no `unsafe` code of their own.
 //!
 //! # Ordering
 //!

@@ -59,7 +59,8 @@
 //! to the format's maximum (1024 bytes) and flagged as cut, as every string argument is.
 
 use crate::buffer;
-use crate::recorder::{self, EventSet};
+use crate::event_set::EventSet;
+use crate::session;
 use event_format::builtin;
 use event_format::wire::{STRING_MAX, Text};
 use std::cell::RefCell;
@@ -247,7 +248,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if !recorder::is_running() {
+        if !session::is_running() {
             return;
         }
         let Some(span) = ctx.span(id) else { return };
@@ -259,7 +260,7 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if !recorder::is_running() {
+        if !session::is_running() {
             return;
         }
         let Some(span) = ctx.span(id) else { return };
@@ -284,7 +285,7 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !recorder::is_running() {
+        if !session::is_running() {
             return;
         }
         let meta = event.metadata();
@@ -312,7 +313,7 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        if !recorder::is_running() {
+        if !session::is_running() {
             return;
         }
         let Some(span) = ctx.span(id) else { return };
@@ -330,7 +331,7 @@ where
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        if !recorder::is_running() {
+        if !session::is_running() {
             return;
         }
         let Some(name) = ctx.metadata(id).map(|m| m.name()) else { return };

@@ -291,7 +291,7 @@ fn numbered(pack: bool) -> Vec<u8> {
     for i in 0..20_000u64 {
         event!(ArenaDestroy, 0x1000usize, i);
     }
-    recording.flush();
+    event_runtime::flush();
     recording.stop().unwrap()
 }
 

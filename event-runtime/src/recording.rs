@@ -1,0 +1,129 @@
+//! A running recording, as its owner holds it: [`flush`] what was recorded so far, read the
+//! memory sink's [`bytes`](Recording::bytes), and [`stop`](Recording::stop) (or drop) it.
+//!
+//! The stop undoes the start in reverse: the crash handlers and the control selection go,
+//! the built-in events stop, the writer thread drains and ends, the session is closed (every
+//! thread buffer of it is then stale), and what only the stop can write (the rings, the ring
+//! file's copy, the last loss report) goes to the sinks.
+
+use crate::buffer;
+use crate::control;
+use crate::crash;
+use crate::session::{self, Shared, lock};
+use crate::writer;
+use std::io;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long a flush waits for the writer thread.
+const FLUSH_WAIT: Duration = Duration::from_secs(1);
+
+/// A running recording. Dropping it stops it.
+///
+/// Other threads hand their partial blocks on when they exit, from a thread-local destructor.
+/// To include their last events, join them with [`JoinHandle::join`](std::thread::JoinHandle::join)
+/// (which waits for those destructors) or have them call [`flush`](crate::flush) before
+/// [`stop`](Recording::stop). `std::thread::scope` is not enough on its own: it can return
+/// before its threads' thread-local destructors have run.
+#[derive(Debug)]
+pub struct Recording {
+    shared: Arc<Shared>,
+    generation: u64,
+    writer: Option<JoinHandle<()>>,
+    stopped: bool,
+}
+
+impl Recording {
+    /// The recording of `generation`, now current in the session, with its writer thread
+    /// started. When the thread cannot be started, the recording is stopped again (dropped)
+    /// and the error returned.
+    pub(crate) fn begin(shared: Arc<Shared>, generation: u64) -> io::Result<Recording> {
+        let mut recording = Recording { shared, generation, writer: None, stopped: false };
+        // Without its writer the recording cannot run: dropping it undoes the start.
+        recording.writer = Some(writer::spawn(&recording.shared, generation)?);
+        Ok(recording)
+    }
+
+    /// The memory sink's stream so far: the header and every block written. Empty without
+    /// a memory sink. Under `switch` and `fill`, call [`flush`](crate::flush) first to include
+    /// this thread's partial block.
+    pub fn bytes(&self) -> Vec<u8> {
+        lock(&self.shared.sinks).memory_copy()
+    }
+
+    /// Stops recording and returns the memory sink's stream (empty without one). Errors
+    /// when a sink could not be written.
+    pub fn stop(mut self) -> io::Result<Vec<u8>> {
+        self.end();
+        lock(&self.shared.sinks).finish()
+    }
+
+    fn end(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        crash::uninstall();
+        session::set_running(false);
+        control::uninstall();
+        buffer::detach_this_thread(self.generation);
+        self.shared.exchange.close();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        session::close(self.generation);
+        let shared = &self.shared;
+        let lost = shared.lost_here();
+        if let Some(ring) = &shared.ring_file {
+            ring.set_lost(lost);
+        }
+        let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
+        match &shared.ring_file {
+            Some(ring) if !shared.streaming => {
+                // The copy of the ring file carries its own loss report (RingStream's block of
+                // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
+                // thread without a slot counts its events as unattributed (the file's `lost`).
+                if !lock(&shared.sinks).is_empty()
+                    && let Err(e) = writer::write_ring_file(shared, ring)
+                {
+                    lock(&shared.sinks).fail(format!("copying the ring file to the sinks failed: {e}"));
+                }
+            }
+            _ => {
+                writer::write_rings(shared);
+                writer::write_reports(shared, unattributed);
+            }
+        }
+        if let Some(ring) = &shared.ring_file {
+            ring.close();
+        }
+        lock(&shared.sinks).flush_file();
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// Flushes what this thread recorded: hands its partial block on and waits (up to a second)
+/// until the writer thread has written every block handed on so far, so that the recording's
+/// sinks (the event file, [`Recording::bytes`]) hold it. Any thread may call it; when no
+/// recording runs it waits for nothing. Under `ring` a flush moves no block: the blocks
+/// stay in their rings (a ring file holds every record as soon as it is recorded).
+///
+/// A thread that ends inside `std::thread::scope` calls it last: the scope can return before
+/// the thread's thread-local destructor has handed its block on.
+pub fn flush() {
+    buffer::flush_this_thread();
+    if buffer::is_writer() {
+        // The writer cannot wait for itself; its blocks go to the sinks as they fill.
+        return;
+    }
+    if let Some(shared) = session::current(session::generation()) {
+        shared.exchange.wait_drained(FLUSH_WAIT);
+        lock(&shared.sinks).flush_file();
+    }
+}

@@ -1,0 +1,203 @@
+//! The recording session: the process's one running recording and the state its thread
+//! buffers share. This is the floor the hot path stands on.
+//!
+//! The per-thread buffers (`buffer`), the built-in events (`annotate`), the crash handlers
+//! (`crash`) and the `tracing` bridge read this state; only the start (`recorder`), the writer
+//! thread (`writer`) and the stop (`recording`) change it. So that the hot path never depends
+//! on start/stop code, everything a thread buffer needs while recording lives here: the
+//! generation that tells a stale buffer, the running recording's [`Shared`] state, and the
+//! counters of lost events. Nothing here starts, stops or spawns.
+
+use crate::clock::TimeSource;
+use crate::config::Policy;
+use crate::exchange::{BlockBuf, Exchange};
+use crate::ringfile::RingFile;
+use crate::sink::Sinks;
+use event_format::decode::Catalog;
+use event_format::wire::{Order, seal_block_in_place};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update under these locks is complete before it is released; a panic elsewhere
+    // leaves no half state.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A thread's heap ring, handed to the recorder when its thread exits (`ring` policy).
+#[derive(Debug)]
+pub(crate) struct RetiredRing {
+    pub(crate) blocks: BlockBuf,
+    /// The sequence number of the block being written.
+    pub(crate) sequence: u64,
+    /// The end of its records.
+    pub(crate) end: usize,
+    pub(crate) ring_blocks: u64,
+}
+
+/// What every thread buffer of one recording shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) block_size: u32,
+    pub(crate) time: TimeSource,
+    pub(crate) clock: event_format::wire::Clock,
+    pub(crate) catalog: Catalog,
+    /// The next thread id; ids start at 1 (0 is the recorder's own reports).
+    pub(crate) next_thread: AtomicU64,
+    pub(crate) policy: Policy,
+    /// How long a thread waits for a free block before refusing events (`wait`).
+    pub(crate) wait: Duration,
+    /// The pool and queue between threads and the writer (no blocks under `ring`).
+    pub(crate) exchange: Exchange,
+    pub(crate) ring_file: Option<Arc<RingFile>>,
+    /// Blocks per thread ring on the heap (`ring` policy without a ring file).
+    pub(crate) heap_ring_blocks: u32,
+    pub(crate) sinks: Mutex<Sinks>,
+    /// Interned strings and their ids, per recording.
+    pub(crate) interned: Mutex<HashMap<String, u64>>,
+    /// Rings of exited threads, written to the sinks at stop.
+    pub(crate) retired: Mutex<Vec<RetiredRing>>,
+    /// Losses for the recorder to report in its own `Dropped` events: (thread, count).
+    pub(crate) reports: Mutex<Vec<(u64, u64)>>,
+    /// The unattributed-loss counter when the recording started.
+    pub(crate) lost_base: u64,
+    /// Whether the stream sinks get blocks as they fill (`switch`, `fill`), not only at stop.
+    pub(crate) streaming: bool,
+    /// The blocks in the pool (0 without one).
+    pub(crate) pool_blocks: usize,
+}
+
+impl Shared {
+    /// Whether threads with a ring-file slot also queue a copy of each full block for the
+    /// stream sinks.
+    pub(crate) fn streams_copies(&self) -> bool {
+        self.ring_file.is_some() && self.streaming
+    }
+
+    /// Queues a copy of a full block for the stream sinks; when no pool block is free, the
+    /// streams miss it and the recorder reports its `records` events as dropped there.
+    pub(crate) fn copy_to_streams(&self, block: &[u8], thread: u64, records: u64, direct: bool) {
+        if direct {
+            let mut copy = block.to_vec();
+            seal_block_in_place(Order::NATIVE, &mut copy);
+            lock(&self.sinks).write_block(&copy, false);
+            return;
+        }
+        match self.exchange.take(self.wait) {
+            Some(mut copy) => {
+                copy.copy_from_slice(block);
+                if !self.exchange.submit(copy) {
+                    count_lost_unattributed(records);
+                }
+            }
+            None => self.report_dropped(thread, records),
+        }
+    }
+
+    /// Writes the writer thread's own full block now, and returns it for reuse.
+    pub(crate) fn write_now(&self, mut block: BlockBuf) -> BlockBuf {
+        seal_block_in_place(Order::NATIVE, &mut block);
+        lock(&self.sinks).write_block(&block, false);
+        block
+    }
+
+    /// `count` events of `thread` were lost where its own blocks cannot say so.
+    pub(crate) fn report_dropped(&self, thread: u64, count: u64) {
+        if count > 0 {
+            lock(&self.reports).push((thread, count));
+        }
+    }
+
+    /// Keeps an exited thread's heap ring for the stop to write.
+    pub(crate) fn retire_ring(&self, ring: RetiredRing) {
+        lock(&self.retired).push(ring);
+    }
+
+    /// Events lost unattributed during this recording.
+    pub(crate) fn lost_here(&self) -> u64 {
+        LOST_UNATTRIBUTED.load(Ordering::Relaxed).saturating_sub(self.lost_base)
+    }
+}
+
+/// Bumped at every start and stop: a thread buffer of another generation is stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Whether a recording runs: the built-in events of `annotate` test it first.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+/// The running recording and its generation; `None` while none runs.
+static CURRENT: Mutex<Option<(u64, Arc<Shared>)>> = Mutex::new(None);
+/// Events that could not be attributed to any thread's block: emitted while the thread was
+/// exiting, re-entrantly, with no ring-file slot free, or as a recording stopped.
+static LOST_UNATTRIBUTED: AtomicU64 = AtomicU64::new(0);
+
+#[inline(always)]
+pub(crate) fn generation() -> u64 {
+    // Relaxed: a thread that sees a stale generation for a moment records into the previous
+    // recording's buffer, which is flushed when it notices; nothing else is ordered by it.
+    GENERATION.load(Ordering::Relaxed)
+}
+
+/// The shared state of the recording of `generation`, if it is the running one.
+pub(crate) fn current(generation: u64) -> Option<Arc<Shared>> {
+    lock(&CURRENT).as_ref().filter(|(g, _)| *g == generation).map(|(_, s)| Arc::clone(s))
+}
+
+/// The running recording's shared state, if any (`try_lock`: safe to call from a panic hook).
+pub(crate) fn try_current() -> Option<Arc<Shared>> {
+    CURRENT.try_lock().ok()?.as_ref().map(|(_, s)| Arc::clone(s))
+}
+
+#[inline]
+pub(crate) fn is_running() -> bool {
+    // Relaxed: as for the enable bits, a late view records or skips an event or two.
+    RUNNING.load(Ordering::Relaxed)
+}
+
+/// Turns the built-in events on (a recording has started) or off (it is stopping).
+pub(crate) fn set_running(on: bool) {
+    // Relaxed: see `is_running`.
+    RUNNING.store(on, Ordering::Relaxed);
+}
+
+#[cold]
+pub(crate) fn count_lost_unattributed(n: u64) {
+    LOST_UNATTRIBUTED.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Events emitted while no thread buffer could take them (a thread exiting, an event recorded
+/// from inside the recording of another, a race with stop), over the process's life. Each
+/// recording also reports its share in its stream, as `Dropped` events of thread 0.
+pub fn lost_unattributed() -> u64 {
+    LOST_UNATTRIBUTED.load(Ordering::Relaxed)
+}
+
+/// The process's recorder, claimed by a start: held from the check that none runs until the
+/// new recording is in place, so that two starts cannot both succeed.
+#[derive(Debug)]
+pub(crate) struct Vacancy(MutexGuard<'static, Option<(u64, Arc<Shared>)>>);
+
+/// Claims the process's recorder; `None` when a recording is running.
+pub(crate) fn claim() -> Option<Vacancy> {
+    let current = lock(&CURRENT);
+    current.is_none().then_some(Vacancy(current))
+}
+
+impl Vacancy {
+    /// Makes `shared` the running recording, of a new generation, and returns the generation.
+    pub(crate) fn fill(mut self, shared: &Arc<Shared>) -> u64 {
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+        *self.0 = Some((generation, Arc::clone(shared)));
+        generation
+    }
+}
+
+/// Ends the recording of `generation`: it is no longer current, and every thread buffer of it
+/// is stale from now on.
+pub(crate) fn close(generation: u64) {
+    let mut current = lock(&CURRENT);
+    if current.as_ref().is_some_and(|(g, _)| *g == generation) {
+        *current = None;
+    }
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}

@@ -1,0 +1,136 @@
+//! The stream sinks: the event file and the memory copy that sealed blocks are written to, in
+//! order (the ring file is not one of them: threads write it in place, `ringfile`).
+//!
+//! A sink is plain I/O with no knowledge of threads or policies, so that the session, the
+//! writer thread and the stop can all write through it under one lock (`Shared::sinks`). A
+//! write error gives the file sink up with one line on stderr and is returned by the stop;
+//! it never stops the program.
+
+use event_format::wire::{Order, pack_block};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The stream sinks: where sealed blocks are written, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Sinks {
+    file: Option<(PathBuf, File)>,
+    memory: Option<Vec<u8>>,
+    /// The first write error; the file sink is given up after it.
+    failed: Option<String>,
+    /// Blocks the file sink could not write.
+    unwritten: u64,
+    /// The next sequence number of the recorder's own blocks (thread 0).
+    recorder_sequence: u64,
+    /// Pack blocks before writing them (docs/FORMAT.md, "Packed blocks").
+    pack: bool,
+    /// Where a block is packed; reused.
+    packed: Vec<u8>,
+}
+
+impl Sinks {
+    /// Sinks to `file` (opened by [`create_private`]) and, when `memory`, to memory; blocks
+    /// packed when `pack`.
+    pub(crate) fn new(file: Option<(PathBuf, File)>, memory: bool, pack: bool) -> Sinks {
+        Sinks { file, memory: memory.then(Vec::new), pack, ..Sinks::default() }
+    }
+
+    /// Whether there is no sink at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.file.is_none() && self.memory.is_none()
+    }
+
+    /// Writes one sealed block (or the header) to every sink.
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        if let Some(memory) = &mut self.memory {
+            memory.extend_from_slice(bytes);
+        }
+        if let Some((path, file)) = &mut self.file {
+            if let Err(e) = file.write_all(bytes) {
+                let message = format!(
+                    "writing the event file {} failed: {e}; the rest of the trace is not in it",
+                    path.display()
+                );
+                eprintln!("event-runtime: {message}");
+                self.failed = Some(message);
+                self.file = None;
+            }
+        } else if self.failed.is_some() {
+            self.unwritten += 1;
+        }
+    }
+
+    /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
+    /// packing, and the writer is keeping up (`hurry` false).
+    pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        if !self.pack || hurry {
+            return self.write(block);
+        }
+        // Taken out and put back: `write` borrows the whole of `self`.
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        self.write(if pack_block(Order::NATIVE, block, &mut packed) { &packed } else { block });
+        self.packed = packed;
+    }
+
+    /// The sequence number of the recorder's next own block (thread 0).
+    pub(crate) fn recorder_sequence(&self) -> u64 {
+        self.recorder_sequence
+    }
+
+    /// Counts `blocks` more of the recorder's own blocks as written.
+    pub(crate) fn advance_recorder_sequence(&mut self, blocks: u64) {
+        self.recorder_sequence += blocks;
+    }
+
+    /// Records a failure that is not a write's (copying the ring file at stop).
+    pub(crate) fn fail(&mut self, message: String) {
+        self.failed = Some(message);
+    }
+
+    /// The memory sink's stream so far (empty without one).
+    pub(crate) fn memory_copy(&self) -> Vec<u8> {
+        self.memory.clone().unwrap_or_default()
+    }
+
+    /// The end of the sinks: the first failure, or else the memory sink's stream (empty
+    /// without one).
+    pub(crate) fn finish(&mut self) -> io::Result<Vec<u8>> {
+        match self.failed.take() {
+            Some(message) => Err(io::Error::other(message)),
+            None => Ok(self.memory.take().unwrap_or_default()),
+        }
+    }
+
+    /// Flushes the event file, if there is one.
+    pub(crate) fn flush_file(&self) {
+        if let Some((_, file)) = &self.file {
+            let _ = (&*file).flush();
+        }
+    }
+
+    /// The file sink's descriptor, for a fatal signal's last write.
+    #[cfg(unix)]
+    pub(crate) fn raw_fd(&self) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        self.file.as_ref().map(|(_, f)| f.as_raw_fd())
+    }
+}
+
+/// Creates (or truncates) the event file, readable and writable by its owner only: a new
+/// file is created 0600, an existing one is set to 0600, and a symbolic link at the path is
+/// refused (O_NOFOLLOW), so that a trace is never written where someone else pointed it.
+pub(crate) fn create_private(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        let file = options.open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
+}

@@ -771,7 +771,7 @@ impl<R: ReadAt> RingStream<R> {
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
             }
-            self.pending.extend(crate::builtin::dropped_report(
+            self.pending.extend(crate::wire::dropped_report(
                 layout.order,
                 layout.block_size,
                 0,

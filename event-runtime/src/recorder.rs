@@ -6,11 +6,11 @@ use crate::config::{self, ConfigError, Policy};
 use crate::control;
 use crate::exchange::{Batch, BlockBuf, Exchange};
 use crate::ringfile::RingFile;
-use event_format::builtin;
 use event_format::control::Selection;
 use event_format::decode::Catalog;
 use event_format::ring::{Layout, RingReader, RingStream};
 use event_format::schema::Schema;
+use event_format::wire::dropped_report;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BLOCK_USED_AT, Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, pack_block,
     seal_block_in_place,
@@ -243,7 +243,7 @@ impl Shared {
         }
         let time = self.time.now();
         let mut sinks = lock(&self.sinks);
-        let blocks = builtin::dropped_report(Order::NATIVE, self.block_size, sinks.recorder_sequence, time, &reports);
+        let blocks = dropped_report(Order::NATIVE, self.block_size, sinks.recorder_sequence, time, &reports);
         sinks.recorder_sequence += blocks.len() as u64;
         for block in &blocks {
             sinks.write_block(block, false);

@@ -56,24 +56,82 @@ pub const SPAN_EXIT: u16 = 0xFF09;
 
 use Letter::{Address, Signed, String as Str, Unsigned, Word};
 
+const INTERN_TYPE: Builtin = Builtin { name: "Intern", code: INTERN, format: &[Word, Str], params: &["id", "text"] };
+const LABEL_TYPE: Builtin =
+    Builtin { name: "Label", code: LABEL, format: &[Address, Word], params: &["address", "id"] };
+const THREAD_NAME_TYPE: Builtin =
+    Builtin { name: "ThreadName", code: THREAD_NAME, format: &[Word, Str], params: &["thread", "name"] };
+const DROPPED_TYPE: Builtin =
+    Builtin { name: "Dropped", code: DROPPED, format: &[Word, Word], params: &["thread", "count"] };
+const CLOCK_SYNC_TYPE: Builtin =
+    Builtin { name: "ClockSync", code: CLOCK_SYNC, format: &[Word, Signed], params: &["ticks", "wall_ns"] };
+const TIME_EXTEND_TYPE: Builtin = Builtin { name: "TimeExtend", code: TIME_EXTEND, format: &[Word], params: &["time"] };
+const MESSAGE_TYPE: Builtin = Builtin { name: "Message", code: MESSAGE, format: &[Str], params: &["text"] };
+const TRACE_EVENT_TYPE: Builtin = Builtin {
+    name: "TraceEvent",
+    code: TRACE_EVENT,
+    format: &[Unsigned, Str, Str],
+    params: &["level", "target", "text"],
+};
+const SPAN_ENTER_TYPE: Builtin =
+    Builtin { name: "SpanEnter", code: SPAN_ENTER, format: &[Word, Str, Str], params: &["span", "name", "fields"] };
+const SPAN_EXIT_TYPE: Builtin =
+    Builtin { name: "SpanExit", code: SPAN_EXIT, format: &[Word, Str], params: &["span", "name"] };
+
 /// Every built-in event of this format version, by code.
 pub const ALL: &[Builtin] = &[
-    Builtin { name: "Intern", code: INTERN, format: &[Word, Str], params: &["id", "text"] },
-    Builtin { name: "Label", code: LABEL, format: &[Address, Word], params: &["address", "id"] },
-    Builtin { name: "ThreadName", code: THREAD_NAME, format: &[Word, Str], params: &["thread", "name"] },
-    Builtin { name: "Dropped", code: DROPPED, format: &[Word, Word], params: &["thread", "count"] },
-    Builtin { name: "ClockSync", code: CLOCK_SYNC, format: &[Word, Signed], params: &["ticks", "wall_ns"] },
-    Builtin { name: "TimeExtend", code: TIME_EXTEND, format: &[Word], params: &["time"] },
-    Builtin { name: "Message", code: MESSAGE, format: &[Str], params: &["text"] },
-    Builtin {
-        name: "TraceEvent",
-        code: TRACE_EVENT,
-        format: &[Unsigned, Str, Str],
-        params: &["level", "target", "text"],
-    },
-    Builtin { name: "SpanEnter", code: SPAN_ENTER, format: &[Word, Str, Str], params: &["span", "name", "fields"] },
-    Builtin { name: "SpanExit", code: SPAN_EXIT, format: &[Word, Str], params: &["span", "name"] },
+    INTERN_TYPE,
+    LABEL_TYPE,
+    THREAD_NAME_TYPE,
+    DROPPED_TYPE,
+    CLOCK_SYNC_TYPE,
+    TIME_EXTEND_TYPE,
+    MESSAGE_TYPE,
+    TRACE_EVENT_TYPE,
+    SPAN_ENTER_TYPE,
+    SPAN_EXIT_TYPE,
 ];
+
+// The bytes of each built-in's fixed-size arguments (every argument but its strings), derived
+// from its format: what a writer reserves for the body before its strings
+// (`crate::wire::body` writes the bodies).
+
+/// Bytes of `Intern`'s fixed-size arguments (`id`).
+pub const INTERN_FIXED: usize = INTERN_TYPE.fixed_len();
+/// Bytes of `Label`'s fixed-size arguments (`address`, `id`).
+pub const LABEL_FIXED: usize = LABEL_TYPE.fixed_len();
+/// Bytes of `ThreadName`'s fixed-size arguments (`thread`).
+pub const THREAD_NAME_FIXED: usize = THREAD_NAME_TYPE.fixed_len();
+/// Bytes of `Dropped`'s fixed-size arguments (`thread`, `count`).
+pub const DROPPED_FIXED: usize = DROPPED_TYPE.fixed_len();
+/// Bytes of `ClockSync`'s fixed-size arguments (`ticks`, `wall_ns`).
+pub const CLOCK_SYNC_FIXED: usize = CLOCK_SYNC_TYPE.fixed_len();
+/// Bytes of `TimeExtend`'s fixed-size arguments (`time`): its whole body.
+pub const TIME_EXTEND_FIXED: usize = TIME_EXTEND_TYPE.fixed_len();
+/// Bytes of `Message`'s fixed-size arguments: none, its one argument is a string.
+pub const MESSAGE_FIXED: usize = MESSAGE_TYPE.fixed_len();
+/// Bytes of `TraceEvent`'s fixed-size arguments (`level`).
+pub const TRACE_EVENT_FIXED: usize = TRACE_EVENT_TYPE.fixed_len();
+/// Bytes of `SpanEnter`'s fixed-size arguments (`span`).
+pub const SPAN_ENTER_FIXED: usize = SPAN_ENTER_TYPE.fixed_len();
+/// Bytes of `SpanExit`'s fixed-size arguments (`span`).
+pub const SPAN_EXIT_FIXED: usize = SPAN_EXIT_TYPE.fixed_len();
+
+impl Builtin {
+    /// The bytes its fixed-size arguments take on the wire: every argument but its strings,
+    /// whose size depends on their length ([`Letter::fixed_size`]).
+    pub const fn fixed_len(&self) -> usize {
+        let mut len = 0;
+        let mut i = 0;
+        while i < self.format.len() {
+            if let Some(size) = self.format[i].fixed_size() {
+                len += size;
+            }
+            i += 1;
+        }
+        len
+    }
+}
 
 /// The name of a `TraceEvent`'s `level` (`1` is `"ERROR"` .. `5` is `"TRACE"`), `None` for
 /// a value outside `1..=5`.
@@ -101,36 +159,4 @@ pub fn by_name(name: &str) -> Option<&'static Builtin> {
 /// The built-in events' names, comma-separated, for messages.
 pub fn names() -> String {
     ALL.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
-}
-
-/// Blocks of thread 0 that report `losses`, each `(thread, count)`, as `Dropped` events at
-/// `time`, numbered from `first_sequence`: how a recorder (or a ring-file reader) reports the
-/// losses that no block of the thread itself can carry (docs/FORMAT.md, "Counting losses").
-/// Empty when there is nothing to report.
-pub fn dropped_report(
-    order: crate::wire::Order,
-    block_size: u32,
-    first_sequence: u64,
-    time: u64,
-    losses: &[(u64, u64)],
-) -> Vec<Vec<u8>> {
-    use crate::wire::{BlockHeader, BlockWriter, Value};
-    let mut blocks = Vec::new();
-    if losses.is_empty() {
-        return blocks;
-    }
-    let mut header = BlockHeader { thread: 0, sequence: first_sequence, base_time: time, ..BlockHeader::default() };
-    let mut writer = BlockWriter::new(order, block_size, &header);
-    for &(thread, count) in losses {
-        let values = [Value::Word(thread), Value::Word(count)];
-        if writer.push(DROPPED, time, &values).is_err() {
-            blocks.push(writer.finish());
-            header.sequence += 1;
-            writer = BlockWriter::new(order, block_size, &header);
-            // A 24-byte record always fits an empty block (1 KiB at least).
-            let _ = writer.push(DROPPED, time, &values);
-        }
-    }
-    blocks.push(writer.finish());
-    blocks
 }

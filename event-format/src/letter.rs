@@ -87,7 +87,7 @@ impl Letter {
 
     /// The number of bytes the value takes on the wire, or `None` for a
     /// string, whose size depends on its length (2 bytes of prefix plus the text).
-    pub fn fixed_size(self) -> Option<usize> {
+    pub const fn fixed_size(self) -> Option<usize> {
         match self {
             Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed | Letter::Double => Some(8),
             Letter::Unsigned => Some(4),

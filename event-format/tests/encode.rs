@@ -1,11 +1,13 @@
 //! Byte-exact encoding: a header, a block and a record of every format letter, in both byte
-//! orders, against bytes written out by hand from docs/FORMAT.md.
+//! orders, against bytes written out by hand from docs/FORMAT.md; the built-ins' bodies and
+//! fixed sizes against their formats.
 
 use event_format::Letter;
 use event_format::builtin;
 use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, Text, Value,
+    ArgWriter, BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, Text, Value,
+    ValueIter, body, put_record_header,
 };
 
 /// Integers in a chosen byte order, written the plain way, independent of the crate's code.
@@ -351,4 +353,65 @@ fn a_header_the_decoder_would_refuse_is_not_encoded() {
     header.producer.pointer_width = 3;
     let err = header.encode().unwrap_err();
     assert_eq!(err.to_string(), "cannot encode the stream header: pointer width 3 bytes is not 2, 4, 8 or 16");
+}
+
+#[test]
+fn a_record_header_is_byte_exact_in_both_orders() {
+    for order in [Order::Little, Order::Big] {
+        let mut block = [0xAAu8; 12];
+        put_record_header(order, &mut block, 2, 0xFF03, 24, 0x0102_0304);
+        let mut expected = Bytes::new(order);
+        expected.raw(&[0xAA; 2]).u16(0xFF03).u16(24).u32(0x0102_0304).raw(&[0xAA; 2]);
+        assert_eq!(block.to_vec(), expected.out, "{order:?}");
+    }
+}
+
+#[test]
+fn each_builtin_body_writes_its_format_and_fixed_size() {
+    type Body = fn(&mut ArgWriter<'_>);
+    // (code, its fixed size as docs/FORMAT.md gives it, how many strings, the body)
+    let cases: [(u16, usize, usize, Body); 10] = [
+        (builtin::INTERN, 8, 1, |w| body::intern(w, 1)),
+        (builtin::LABEL, 16, 0, |w| body::label(w, 0x7000, 1)),
+        (builtin::THREAD_NAME, 8, 1, |w| body::thread_name(w, 2)),
+        (builtin::DROPPED, 16, 0, |w| body::dropped(w, 2, 3)),
+        (builtin::CLOCK_SYNC, 16, 0, |w| body::clock_sync(w, 4, -5)),
+        (builtin::TIME_EXTEND, 8, 0, |w| body::time_extend(w, 6)),
+        (builtin::MESSAGE, 0, 1, body::message),
+        (builtin::TRACE_EVENT, 4, 2, |w| body::trace_event(w, 3)),
+        (builtin::SPAN_ENTER, 8, 2, |w| body::span_enter(w, 7)),
+        (builtin::SPAN_EXIT, 8, 1, |w| body::span_exit(w, 7)),
+    ];
+    let fixed = [
+        builtin::INTERN_FIXED,
+        builtin::LABEL_FIXED,
+        builtin::THREAD_NAME_FIXED,
+        builtin::DROPPED_FIXED,
+        builtin::CLOCK_SYNC_FIXED,
+        builtin::TIME_EXTEND_FIXED,
+        builtin::MESSAGE_FIXED,
+        builtin::TRACE_EVENT_FIXED,
+        builtin::SPAN_ENTER_FIXED,
+        builtin::SPAN_EXIT_FIXED,
+    ];
+    assert_eq!(cases.len(), builtin::ALL.len(), "every built-in");
+    let strs = [Text::new("first"), Text { bytes: b"second", truncated: true }];
+    for ((code, size, n_strs, write), fixed) in cases.into_iter().zip(fixed) {
+        let b = builtin::by_code(code).expect("a built-in");
+        assert_eq!((fixed, b.fixed_len()), (size, size), "{}'s fixed size", b.name);
+        let strs = &strs[..n_strs];
+        let len = fixed + strs.iter().map(|t| 2 + t.bytes.len()).sum::<usize>();
+        for order in [Order::Little, Order::Big] {
+            let mut args = vec![0u8; len];
+            let mut w = ArgWriter::new(order, &mut args, strs);
+            write(&mut w);
+            assert_eq!(w.written(), len, "{} writes its fixed size and its strings", b.name);
+            let values: Vec<Value<'_>> = ValueIter::new(b.format, &args, order).collect();
+            let letters: Vec<Letter> = values.iter().map(Value::letter).collect();
+            assert_eq!(letters, b.format, "{} writes its format's letters", b.name);
+            let texts: Vec<Text<'_>> =
+                values.iter().filter_map(|v| if let Value::Str(t) = v { Some(*t) } else { None }).collect();
+            assert_eq!(texts, strs, "{} writes the writer's strings in order", b.name);
+        }
+    }
 }

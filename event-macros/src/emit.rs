@@ -3,14 +3,16 @@
 //! ```text
 //! if ::event_runtime::__private::HOT && ::event_runtime::__private::enabled(1) {
 //!     match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
-//!         (a0, a1, a2) => emit(1, 24, &[], |w| { w.u64(a0); w.u64(a1); w.u64(a2); }),
+//!         (a0, a1, a2) => emit(1, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
 //!     }
 //! }
 //! ```
 //!
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
 //! temporaries (e.g. a `format!` string) alive while the record is written. Each conversion
-//! is spanned on its argument, so a type error points at it.
+//! is spanned on its argument, so a type error points at it. Each argument is written by the
+//! method of its letter of `event_format::wire::ArgWriter` (the runtime's `Cursor`): the
+//! bytes of each letter are defined there, once, not here.
 
 use crate::input::{Emit, Unknown};
 use event_format::Letter;
@@ -69,11 +71,13 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
         });
         let w = format_ident!("__event_w", span = Span::mixed_site());
         writes.push(match letter {
-            Letter::Pointer | Letter::Address | Letter::Word => quote!(#w.u64(#bind);),
-            Letter::Unsigned => quote!(#w.u32(#bind);),
-            Letter::Signed => quote!(#w.u64(#bind as u64);),
-            Letter::Double => quote!(#w.u64(#bind.to_bits());),
-            Letter::Bool => quote!(#w.u8(#bind as u8);),
+            Letter::Pointer => quote!(#w.pointer(#bind);),
+            Letter::Address => quote!(#w.address(#bind);),
+            Letter::Word => quote!(#w.word(#bind);),
+            Letter::Unsigned => quote!(#w.unsigned(#bind);),
+            Letter::Signed => quote!(#w.signed(#bind);),
+            Letter::Double => quote!(#w.double(#bind);),
+            Letter::Bool => quote!(#w.bool(#bind);),
             Letter::String => {
                 let k = strs.len();
                 strs.push(quote!(::event_runtime::__private::text(#bind)));

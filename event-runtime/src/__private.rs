@@ -1,9 +1,10 @@
 //! The bridge that generated code calls. **Not a stable API**: only `include_events!` and
 //! `event!` may use it, and it changes without notice.
 
-pub use crate::buffer::Cursor;
 pub use crate::event_set::EventSet;
 pub use event_format::schema::Version;
+/// The writer of a record's arguments that generated code fills, one method per format letter.
+pub use event_format::wire::ArgWriter as Cursor;
 pub use event_format::wire::Text;
 pub use event_macros::{__emit_event as emit_event, __unknown_event as unknown_event};
 

@@ -5,13 +5,13 @@
 use crate::buffer;
 use crate::session;
 use event_format::builtin;
-use event_format::wire::Text;
+use event_format::wire::{Text, body};
 
 /// Records a free-text `Message` event on this thread.
 pub fn message(text: &str) {
     if session::is_running() {
         let strs = [Text::new(text)];
-        buffer::emit(builtin::MESSAGE, 0, &strs, |c| c.str(0));
+        buffer::emit(builtin::MESSAGE, builtin::MESSAGE_FIXED, &strs, body::message);
     }
 }
 
@@ -30,10 +30,7 @@ pub fn intern(text: &str) -> u64 {
     table.insert(text.to_owned(), id);
     // Recorded while the table is locked, so that no other thread can use the id first.
     let strs = [Text::new(text)];
-    buffer::emit(builtin::INTERN, 8, &strs, |c| {
-        c.u64(id);
-        c.str(0);
-    });
+    buffer::emit(builtin::INTERN, builtin::INTERN_FIXED, &strs, |w| body::intern(w, id));
     id
 }
 
@@ -41,18 +38,12 @@ pub fn intern(text: &str) -> u64 {
 pub fn label(address: usize, text: &str) {
     let id = intern(text);
     if id != 0 {
-        buffer::emit(builtin::LABEL, 16, &[], |c| {
-            c.u64(address as u64);
-            c.u64(id);
-        });
+        buffer::emit(builtin::LABEL, builtin::LABEL_FIXED, &[], |w| body::label(w, address as u64, id));
     }
 }
 
 /// Records a `ClockSync` event: the clock's ticks now and the wall time, read together.
 pub(crate) fn clock_sync(time: &crate::clock::TimeSource) {
     let (ticks, wall) = time.sync_pair();
-    buffer::emit(builtin::CLOCK_SYNC, 16, &[], |c| {
-        c.u64(ticks);
-        c.u64(wall as u64);
-    });
+    buffer::emit(builtin::CLOCK_SYNC, builtin::CLOCK_SYNC_FIXED, &[], |w| body::clock_sync(w, ticks, wall));
 }

@@ -26,8 +26,8 @@ use crate::ringfile::Slot;
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
-    BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Text,
-    fit_texts, seal_block,
+    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, Text, body,
+    fit_texts, put_record_header, seal_block,
 };
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -101,44 +101,6 @@ pub(crate) fn is_writer() -> bool {
     IS_WRITER.try_with(std::cell::Cell::get).unwrap_or(false)
 }
 
-/// Writes the arguments of one record: a cursor over the reserved bytes.
-#[derive(Debug)]
-pub struct Cursor<'a> {
-    out: &'a mut [u8],
-    at: usize,
-    strs: &'a [Text<'a>],
-}
-
-impl Cursor<'_> {
-    /// Writes a 64-bit value.
-    #[inline(always)]
-    pub fn u64(&mut self, v: u64) {
-        self.out[self.at..self.at + 8].copy_from_slice(&v.to_ne_bytes());
-        self.at += 8;
-    }
-    /// Writes a 32-bit value.
-    #[inline(always)]
-    pub fn u32(&mut self, v: u32) {
-        self.out[self.at..self.at + 4].copy_from_slice(&v.to_ne_bytes());
-        self.at += 4;
-    }
-    /// Writes a byte.
-    #[inline(always)]
-    pub fn u8(&mut self, v: u8) {
-        self.out[self.at] = v;
-        self.at += 1;
-    }
-    /// Writes string `i` of the record, as cut to fit.
-    #[inline(always)]
-    pub fn str(&mut self, i: usize) {
-        let t = self.strs[i];
-        let prefix = t.bytes.len() as u16 | if t.truncated { STRING_TRUNCATED } else { 0 };
-        self.out[self.at..self.at + 2].copy_from_slice(&prefix.to_ne_bytes());
-        self.out[self.at + 2..self.at + 2 + t.bytes.len()].copy_from_slice(t.bytes);
-        self.at += 2 + t.bytes.len();
-    }
-}
-
 impl ThreadBuffer {
     /// A buffer for this thread in `shared`'s recording.
     fn new(shared: Arc<Shared>, generation: u64) -> ThreadBuffer {
@@ -193,10 +155,7 @@ impl ThreadBuffer {
         let current = std::thread::current();
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
         let strs = [Text::new(&name)];
-        buffer.write(builtin::THREAD_NAME, 8, &strs, |c| {
-            c.u64(thread);
-            c.str(0);
-        });
+        buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer
     }
 
@@ -226,7 +185,7 @@ impl ThreadBuffer {
 
     /// Appends a record; hands the block on and starts another when it does not fit.
     #[inline]
-    fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let now = self.shared.time.now();
         let mut len = RECORD_HEADER_LEN + fixed;
         let mut longest = 0;
@@ -242,7 +201,7 @@ impl ThreadBuffer {
             return self.refuse();
         }
         let mut delta = now.wrapping_sub(self.time);
-        let extend = if now < self.time || delta > u64::from(u32::MAX) { RECORD_HEADER_LEN + 8 } else { 0 };
+        let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
         if self.end + extend + len > self.block_size {
             // Twice at most: a fresh block may open with a `Dropped` record.
             for _ in 0..2 {
@@ -257,17 +216,19 @@ impl ThreadBuffer {
         } else if extend > 0 {
             let at = self.end;
             let block = self.current().expect("writable");
-            header(block, at, builtin::TIME_EXTEND, RECORD_HEADER_LEN + 8, 0);
-            block[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + 8].copy_from_slice(&now.to_ne_bytes());
-            self.end += RECORD_HEADER_LEN + 8;
+            put_record_header(Order::NATIVE, block, at, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+            let args = &mut block[at + RECORD_HEADER_LEN..at + TIME_EXTEND_LEN];
+            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
+            self.end += TIME_EXTEND_LEN;
             delta = 0;
         }
         let at = self.end;
         let Some(block) = self.current() else { return self.refuse() };
-        header(block, at, code, len, delta as u32);
-        let mut cursor = Cursor { out: &mut block[at + RECORD_HEADER_LEN..at + len], at: 0, strs };
-        fill(&mut cursor);
-        debug_assert_eq!(cursor.at, len - RECORD_HEADER_LEN, "the fill wrote what the length says");
+        // len <= MAX_RECORD_LEN = u16::MAX (checked above).
+        put_record_header(Order::NATIVE, block, at, code, len as u16, delta as u32);
+        let mut args = ArgWriter::new(Order::NATIVE, &mut block[at + RECORD_HEADER_LEN..at + len], strs);
+        fill(&mut args);
+        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
         self.end = at + len;
         self.time = now;
         self.records += 1;
@@ -276,7 +237,7 @@ impl ThreadBuffer {
 
     /// The slow path for records with strings too long for [`STRING_MAX`] or the block.
     #[cold]
-    fn write_cut(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    fn write_cut(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let mut cut = strs.to_vec();
         let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
         if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, max) {
@@ -357,10 +318,10 @@ impl ThreadBuffer {
             let (thread, lost) = (self.thread, std::mem::take(&mut self.lost));
             let at = self.end;
             let block = self.current().expect("a block to start");
-            header(block, at, builtin::DROPPED, RECORD_HEADER_LEN + 16, 0);
-            block[at + 8..at + 16].copy_from_slice(&thread.to_ne_bytes());
-            block[at + 16..at + 24].copy_from_slice(&lost.to_ne_bytes());
-            self.end += RECORD_HEADER_LEN + 16;
+            put_record_header(Order::NATIVE, block, at, builtin::DROPPED, DROPPED_LEN as u16, 0);
+            let args = &mut block[at + RECORD_HEADER_LEN..at + DROPPED_LEN];
+            body::dropped(&mut ArgWriter::new(Order::NATIVE, args, &[]), thread, lost);
+            self.end += DROPPED_LEN;
             self.records += 1;
             self.commit();
         }
@@ -523,13 +484,10 @@ impl ThreadBuffer {
     }
 }
 
-#[inline(always)]
-fn header(block: &mut [u8], at: usize, code: u16, len: usize, delta: u32) {
-    let h = &mut block[at..at + RECORD_HEADER_LEN];
-    h[0..2].copy_from_slice(&code.to_ne_bytes());
-    h[2..4].copy_from_slice(&(len as u16).to_ne_bytes());
-    h[4..8].copy_from_slice(&delta.to_ne_bytes());
-}
+/// The length of a `TimeExtend` record, header included.
+const TIME_EXTEND_LEN: usize = RECORD_HEADER_LEN + builtin::TIME_EXTEND_FIXED;
+/// The length of a `Dropped` record, header included.
+const DROPPED_LEN: usize = RECORD_HEADER_LEN + builtin::DROPPED_FIXED;
 
 impl Drop for ThreadBuffer {
     fn drop(&mut self) {
@@ -552,9 +510,9 @@ impl Drop for ThreadBuffer {
 }
 
 /// Records one event on this thread. `fixed` is the size of the arguments other than
-/// strings; `strs` are the string arguments, written by [`Cursor::str`] in `fill`.
+/// strings; `strs` are the string arguments, written by [`ArgWriter::str`] in `fill`.
 #[inline]
-pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
     let done = BUFFER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
             session::count_lost_unattributed(1);
@@ -579,7 +537,7 @@ fn attach(
     code: u16,
     fixed: usize,
     strs: &[Text<'_>],
-    fill: impl FnOnce(&mut Cursor<'_>),
+    fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;

@@ -62,7 +62,7 @@ use crate::buffer;
 use crate::event_set::EventSet;
 use crate::session;
 use event_format::builtin;
-use event_format::wire::{STRING_MAX, Text};
+use event_format::wire::{STRING_MAX, Text, body};
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use tracing_core::field::{Field, Visit};
@@ -304,11 +304,7 @@ where
                 let _ = out.write_str(fields);
             }
             let strs = [Text::new(meta.target()), Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }];
-            buffer::emit(builtin::TRACE_EVENT, 4, &strs, |c| {
-                c.u32(level);
-                c.str(0);
-                c.str(1);
-            });
+            buffer::emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));
         });
     }
 
@@ -323,11 +319,7 @@ where
             None => Text::new(""),
         };
         let strs = [Text::new(span.name()), fields];
-        buffer::emit(builtin::SPAN_ENTER, 8, &strs, |c| {
-            c.u64(id.into_u64());
-            c.str(0);
-            c.str(1);
-        });
+        buffer::emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
@@ -336,10 +328,7 @@ where
         }
         let Some(name) = ctx.metadata(id).map(|m| m.name()) else { return };
         let strs = [Text::new(name)];
-        buffer::emit(builtin::SPAN_EXIT, 8, &strs, |c| {
-            c.u64(id.into_u64());
-            c.str(0);
-        });
+        buffer::emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
     }
 }
 

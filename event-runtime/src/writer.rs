@@ -12,8 +12,8 @@ use crate::control;
 use crate::exchange::{Batch, BlockBuf};
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared, lock};
-use event_format::builtin;
 use event_format::ring::{RingReader, RingStream};
+use event_format::wire::dropped_report;
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
 use std::fs::File;
 use std::io::{self, Read};
@@ -101,7 +101,7 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
     }
     let time = shared.time.now();
     let mut sinks = lock(&shared.sinks);
-    let blocks = builtin::dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
+    let blocks = dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
     sinks.advance_recorder_sequence(blocks.len() as u64);
     for block in &blocks {
         sinks.write_block(block, false);

@@ -1,16 +1,20 @@
 #![deny(warnings)]
 //! The macros and the recorder together: every event of the workspace's events.def recorded
 //! and decoded with the right values; arguments evaluated only when enabled; control by kind
-//! and by event; several threads, each event exactly once and in order.
+//! and by event; several threads, each event exactly once and in order; the recorder's bytes,
+//! for every letter and every built-in it writes, are those of the reference encoder.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
 
 event_runtime::include_events!("../events.def");
 
+use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
-use event_format::wire::Value;
-use event_runtime::Recorder;
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Value};
+use event_runtime::{Policy, Recorder};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -312,4 +316,245 @@ fn packed_streams_hold_the_same_events_in_less_space() {
     assert_eq!(decode(&packed), decode(&whole));
     assert_eq!(decode(&whole).iter().filter(|s| s.name == "ArenaDestroy").count(), 20_000);
     assert!(packed.len() * 3 < whole.len(), "{} bytes packed, {} whole", packed.len(), whole.len());
+}
+
+/// A record the program asked for: its code and values.
+type Record = (u16, Vec<Value<'static>>);
+
+/// Re-encodes every block of `stream` (unpacked) with `BlockWriter`, the reference encoder: the
+/// same block header, then for each record at its decoded time the values `expect` gives for
+/// it (what the program passed, known apart from the recorder), or its decoded values when
+/// `expect` gives none. Asserts that the result is the recorder's block, byte for byte
+/// (header, records, CRC and padding), and returns the codes of the records compared. The
+/// times are the decoded ones, so a thread's `Dropped` record is also checked to be the first
+/// of its block, at the block's base time.
+fn assert_blocks_are_the_reference_encoders(
+    stream: &[u8],
+    mut expect: impl FnMut(&event_format::decode::Event<'_>) -> Option<Record>,
+) -> BTreeSet<u16> {
+    let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
+    let block_size = decoder.header().block_size;
+    let catalog = Catalog::new(&decoder.header().schema);
+    let mut codes = BTreeSet::new();
+    while let Some(block) = decoder.next_block() {
+        let block = block.expect("no damaged block");
+        assert_eq!(block.header.flags, 0, "a whole block, not packed");
+        let header = BlockHeader { used: 0, crc: 0, ..block.header };
+        let mut writer = BlockWriter::new(block.order, block_size, &header);
+        for (i, entry) in block.entries(&catalog).enumerate() {
+            let Entry::Event(event) = entry else { panic!("unexpected {entry:?}") };
+            let name = &event.desc.name;
+            if event.desc.code == builtin::DROPPED && block.header.thread != 0 {
+                // A thread's own refusals open its next block (docs/FORMAT.md, "Counting losses").
+                let start = (i, event.time);
+                assert_eq!(start, (0, block.header.base_time), "block {}: Dropped opens the block", block.index);
+            }
+            let values = match expect(&event) {
+                Some((code, values)) => {
+                    assert_eq!(code, event.desc.code, "block {}: {name} is not the record expected", block.index);
+                    values
+                }
+                None => event.values().collect(),
+            };
+            writer
+                .push(event.desc.code, event.time, &values)
+                .unwrap_or_else(|e| panic!("block {}: {name} at {} does not fit again: {e}", block.index, event.time));
+            codes.insert(event.desc.code);
+        }
+        let reference = writer.finish();
+        let recorded = &stream[block.offset as usize..][..block.stored_len as usize];
+        // The first difference in the records, else in the header (whose CRC covers them).
+        let differs =
+            |from: usize| reference.iter().zip(recorded).skip(from).position(|(a, b)| a != b).map(|i| i + from);
+        if let Some(at) = differs(BLOCK_HEADER_LEN).or_else(|| differs(0)) {
+            let around = at.saturating_sub(8)..(at + 8).min(recorded.len());
+            panic!(
+                "block {} (thread {}) differs at byte {at}: recorded {:02x?}, reference {:02x?}",
+                block.index,
+                block.header.thread,
+                &recorded[around.clone()],
+                &reference[around]
+            );
+        }
+        assert_eq!(reference.len(), recorded.len(), "block {}'s size", block.index);
+    }
+    codes
+}
+
+/// Records events with every letter at its extremes, empty and cut strings, and the built-ins a
+/// program records itself; returns them, as the program passed them, in order.
+fn every_letter_and_the_programs_builtins() -> Vec<Record> {
+    use Value::{Address, Bool, Double, Pointer, Signed, Str, Unsigned, Word};
+    use event_format::wire::Text;
+    use events::code;
+    let s = |text: &'static str| Str(Text::new(text));
+    let long: &'static str = "x".repeat(3000).leak();
+    // Cut at STRING_MAX falls inside a two-byte character: the cut moves back one byte.
+    let accented: &'static str = format!("a{}", "é".repeat(600)).leak();
+    let mut expected: Vec<Record> = Vec::new();
+    for (p, w) in [(0usize, 0u64), (usize::MAX, u64::MAX), (1, 1 << 63)] {
+        event!(ArenaDestroy, p, w);
+        expected.push((code::ArenaDestroy, vec![Pointer(p as u64), Word(w)]));
+        event!(ArenaCreate, p, w, w);
+        expected.push((code::ArenaCreate, vec![Pointer(p as u64), Address(w), Word(w)]));
+        event!(SegSplit, p, p, p, p);
+        expected
+            .push((code::SegSplit, vec![Pointer(p as u64), Pointer(p as u64), Pointer(p as u64), Address(p as u64)]));
+    }
+    let here = 7u64;
+    let at = &here as *const u64 as u64;
+    event!(PoolFinish, &here, 1u64);
+    event!(PoolFinish, &here as *const u64, 2u64);
+    event!(PoolFinish, &here as *const u64 as *mut u64, 3u64);
+    for w in 1..=3 {
+        expected.push((code::PoolFinish, vec![Pointer(at), Word(w)]));
+    }
+    for u in [0u32, 1, u32::MAX] {
+        event!(ObjectAlloc, 1usize, 2usize, 3u64, u);
+        expected.push((code::ObjectAlloc, vec![Pointer(1), Address(2), Word(3), Unsigned(u)]));
+    }
+    event!(ObjectAlloc, 1usize, 2usize, 3u64, u8::MAX);
+    expected.push((code::ObjectAlloc, vec![Pointer(1), Address(2), Word(3), Unsigned(255)]));
+    for i in [i64::MIN, -1, 0, 1, i64::MAX] {
+        event!(SweepReclaim, 1usize, 2u64, 3u64, i);
+        expected.push((code::SweepReclaim, vec![Pointer(1), Word(2), Word(3), Signed(i)]));
+    }
+    event!(SweepReclaim, 1usize, 2u64, 3u64, i8::MIN);
+    event!(SweepReclaim, 1usize, 2u64, 3u64, isize::MIN);
+    expected.push((code::SweepReclaim, vec![Pointer(1), Word(2), Word(3), Signed(-128)]));
+    expected.push((code::SweepReclaim, vec![Pointer(1), Word(2), Word(3), Signed(isize::MIN as i64)]));
+    for d in [0.0, -0.0, 1.0 / 3.0, f64::MIN_POSITIVE, 5e-324, f64::MAX, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+        event!(ArenaPoll, 1usize, 2u64, d);
+        expected.push((code::ArenaPoll, vec![Pointer(1), Word(2), Double(d)]));
+    }
+    event!(ArenaPoll, 1usize, 2u64, 0.1f32);
+    event!(ArenaPoll, 1usize, 2u64, f32::NAN);
+    expected.push((code::ArenaPoll, vec![Pointer(1), Word(2), Double(f64::from(0.1f32))]));
+    expected.push((code::ArenaPoll, vec![Pointer(1), Word(2), Double(f64::from(f32::NAN))]));
+    for b in [false, true] {
+        event!(SweepEnd, 1usize, 2u64, b);
+        expected.push((code::SweepEnd, vec![Pointer(1), Word(2), Bool(b)]));
+        event!(ObjectResize, 1usize, 2usize, 3u64, 4u64, b);
+        expected.push((code::ObjectResize, vec![Pointer(1), Address(2), Word(3), Word(4), Bool(b)]));
+    }
+    for text in ["", "é", "full", long, accented] {
+        event!(SweepBegin, 1usize, 2u64, text);
+        expected.push((code::SweepBegin, vec![Pointer(1), Word(2), s(text)]));
+        event!(ClientPhase, text, u64::MAX, i64::MIN);
+        expected.push((code::ClientPhase, vec![s(text), Word(u64::MAX), Signed(i64::MIN)]));
+    }
+    // Two strings cut to fit the block (1 KiB), not only to STRING_MAX.
+    event!(ClientCheck, true, long, long);
+    event!(ClientCheck, false, "", accented);
+    event!(ClientMark);
+    event!(PoolInit, usize::MAX, 0usize, "AMC", u16::MAX);
+    expected.push((code::ClientCheck, vec![Bool(true), s(long), s(long)]));
+    expected.push((code::ClientCheck, vec![Bool(false), s(""), s(accented)]));
+    expected.push((code::ClientMark, vec![]));
+    expected.push((code::PoolInit, vec![Pointer(u64::MAX), Pointer(0), s("AMC"), Unsigned(65535)]));
+    for text in ["", "hello", long] {
+        event_runtime::message(text);
+        expected.push((builtin::MESSAGE, vec![s(text)]));
+    }
+    let one = event_runtime::intern("arena one");
+    let two = event_runtime::intern(accented);
+    event_runtime::label(usize::MAX, "arena one");
+    event_runtime::label(0, "arena two");
+    let three = event_runtime::intern("arena two");
+    expected.push((builtin::INTERN, vec![Word(one), s("arena one")]));
+    expected.push((builtin::INTERN, vec![Word(two), s(accented)]));
+    expected.push((builtin::LABEL, vec![Address(usize::MAX as u64), Word(one)]));
+    expected.push((builtin::INTERN, vec![Word(three), s("arena two")]));
+    expected.push((builtin::LABEL, vec![Address(0), Word(three)]));
+    expected
+}
+
+#[test]
+fn the_recorders_bytes_are_the_reference_encoders_for_every_letter_and_builtin() {
+    let _serial = serial();
+    let recording =
+        Recorder::new(&events::SET).memory().block_size(1024).deterministic_clock().pack(false).start().unwrap();
+    // A thread of a long, non-ASCII name: its ThreadName is cut too.
+    let name: &'static str = format!("worker {}", "é".repeat(600)).leak();
+    let expected = std::thread::Builder::new().name(name.to_owned()).spawn(every_letter_and_the_programs_builtins);
+    let expected = expected.unwrap().join().unwrap();
+    let mut expected = expected.into_iter();
+    let codes = assert_blocks_are_the_reference_encoders(&recording.stop().unwrap(), |event| {
+        if event.desc.code == builtin::THREAD_NAME {
+            let text = event_format::wire::Text::new(name);
+            return Some((builtin::THREAD_NAME, vec![Value::Word(event.thread), Value::Str(text)]));
+        }
+        Some(expected.next().expect("no more records than the program asked for"))
+    });
+    assert_eq!(expected.len(), 0, "every record the program asked for was recorded");
+    let schema = events::SET.schema().unwrap();
+    let letters: BTreeSet<char> = schema
+        .events
+        .iter()
+        .filter(|e| codes.contains(&e.code))
+        .flat_map(|e| e.format.iter().map(|l| l.as_char()))
+        .collect();
+    assert_eq!(letters.into_iter().collect::<String>(), "ABDIPSUW", "every letter compared");
+    for code in [builtin::THREAD_NAME, builtin::MESSAGE, builtin::INTERN, builtin::LABEL] {
+        assert!(codes.contains(&code), "built-in {code:#06x} compared");
+    }
+}
+
+#[test]
+fn the_recorders_dropped_and_clock_sync_records_are_the_reference_encoders() {
+    let _serial = serial();
+    // A pool of four 1 KiB blocks, and bursts of events faster than the writer thread can
+    // take them: the pool runs dry, and the events refused meanwhile are counted and written
+    // as a Dropped record at the start of the thread's next block. The monotonic clock and a
+    // run of more than a second give a ClockSync record.
+    let mut codes = BTreeSet::new();
+    for _ in 0..5 {
+        let recording = Recorder::new(&events::SET)
+            .memory()
+            .policy(Policy::Switch)
+            .block_size(1024)
+            .buffer_size(4 * 1024)
+            .monotonic_clock()
+            .pack(false)
+            .start()
+            .unwrap();
+        for burst in 0..20u64 {
+            for i in 0..5000 {
+                event!(ArenaDestroy, 1usize, burst * 5000 + i);
+            }
+            let pause = if burst == 10 { 1100 } else { 2 };
+            std::thread::sleep(Duration::from_millis(pause));
+        }
+        codes.extend(assert_blocks_are_the_reference_encoders(&recording.stop().unwrap(), |_| None));
+        if codes.contains(&builtin::DROPPED) && codes.contains(&builtin::CLOCK_SYNC) {
+            break;
+        }
+    }
+    assert!(codes.contains(&builtin::DROPPED), "a dry pool refused events at least once in five runs");
+    assert!(codes.contains(&builtin::CLOCK_SYNC), "the writer synchronised the clock");
+}
+
+#[cfg(feature = "tracing")]
+#[test]
+fn the_recorders_tracing_records_are_the_reference_encoders() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let _serial = serial();
+    let dispatch =
+        tracing::Dispatch::new(tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new()));
+    let recording =
+        Recorder::new(&events::SET).memory().block_size(1024).deterministic_clock().pack(false).start().unwrap();
+    let long = "y".repeat(3000);
+    tracing::dispatcher::with_default(&dispatch, || {
+        let span = tracing::info_span!("outer", n = 1, text = long.as_str());
+        let _entered = span.enter();
+        tracing::error!(count = 3, "it failed");
+        tracing::trace!(target: "", "");
+        tracing::warn!("{long}");
+        let inner = tracing::debug_span!("inner");
+        inner.in_scope(|| tracing::info!(done = true));
+    });
+    let codes = assert_blocks_are_the_reference_encoders(&recording.stop().unwrap(), |_| None);
+    for code in [builtin::TRACE_EVENT, builtin::SPAN_ENTER, builtin::SPAN_EXIT] {
+        assert!(codes.contains(&code), "built-in {code:#06x} compared");
+    }
 }

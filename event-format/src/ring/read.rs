@@ -450,8 +450,7 @@ impl<R: ReadAt> RingBlocks<R> {
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
             }
-            let report =
-                crate::builtin::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops);
+            let report = crate::wire::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops);
             for bytes in report {
                 // Blocks this module just wrote: they pass their checks.
                 if let Ok(header) = verify_block(layout.order, &bytes) {

@@ -1,9 +1,11 @@
 //! Blocks: fixed-size units of a stream, each with a header, records and padding
 //! (docs/FORMAT.md, "Blocks").
 
-use super::record::{Value, encode_value, fit_strings, record_len};
+use super::body;
+use super::put::{ArgWriter, put_record_header};
+use super::record::{Value, fit_strings, record_len};
 use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
-use crate::builtin::TIME_EXTEND;
+use crate::builtin::{DROPPED, TIME_EXTEND, TIME_EXTEND_FIXED};
 use std::fmt;
 
 /// Offsets of the block header's fields.
@@ -231,6 +233,9 @@ pub fn unpack_records(packed: &[u8], block_size: u32) -> Result<Vec<u8>, Damage>
     }
 }
 
+/// The length of a `TimeExtend` record, header included.
+const TIME_EXTEND_LEN: usize = RECORD_HEADER_LEN + TIME_EXTEND_FIXED;
+
 /// Why [`BlockWriter::push`] wrote nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PushError {
@@ -301,37 +306,32 @@ impl BlockWriter {
         }
         let len = record_len(&values);
         let delta = time.checked_sub(self.time).and_then(|d| u32::try_from(d).ok());
-        let extend = if delta.is_none() { RECORD_HEADER_LEN + 8 } else { 0 };
+        let extend = if delta.is_none() { TIME_EXTEND_LEN } else { 0 };
         if self.end + extend + len > self.block.len() {
             return Err(PushError::Full);
         }
-        let mut out = Vec::with_capacity(extend + len);
+        let order = self.order;
+        let mut at = self.end;
         let delta = match delta {
             Some(d) => d,
             None => {
-                self.put_record_header(&mut out, TIME_EXTEND, RECORD_HEADER_LEN + 8, 0);
-                encode_value(&Value::Word(time), self.order, &mut out);
+                put_record_header(order, &mut self.block, at, TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+                let args = &mut self.block[at + RECORD_HEADER_LEN..at + TIME_EXTEND_LEN];
+                body::time_extend(&mut ArgWriter::new(order, args, &[]), time);
+                at += TIME_EXTEND_LEN;
                 0
             }
         };
-        self.put_record_header(&mut out, code, len, delta);
+        // fit_strings made len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
+        put_record_header(order, &mut self.block, at, code, len as u16, delta);
+        let mut args = ArgWriter::new(order, &mut self.block[at + RECORD_HEADER_LEN..at + len], &[]);
         for v in &values {
-            encode_value(v, self.order, &mut out);
+            args.value(v);
         }
-        debug_assert_eq!(out.len(), extend + len);
-        self.block[self.end..self.end + out.len()].copy_from_slice(&out);
-        self.end += out.len();
+        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN);
+        self.end = at + len;
         self.time = time;
         Ok(())
-    }
-
-    fn put_record_header(&self, out: &mut Vec<u8>, code: u16, len: usize, delta: u32) {
-        let mut b = [0u8; RECORD_HEADER_LEN];
-        self.order.put_u16(&mut b, code);
-        // fit_strings made len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
-        self.order.put_u16(&mut b[2..], len as u16);
-        self.order.put_u32(&mut b[4..], delta);
-        out.extend_from_slice(&b);
     }
 
     /// Seals the block (used length and CRC) and returns its bytes, `block_size` long.
@@ -340,4 +340,35 @@ impl BlockWriter {
         seal_block(self.order, &mut self.block, used);
         self.block
     }
+}
+
+/// Blocks of thread 0 that report `losses`, each `(thread, count)`, as `Dropped` events at
+/// `time`, numbered from `first_sequence`: how a recorder (or a ring-file reader) reports the
+/// losses that no block of the thread itself can carry (docs/FORMAT.md, "Counting losses").
+/// Empty when there is nothing to report.
+pub fn dropped_report(
+    order: Order,
+    block_size: u32,
+    first_sequence: u64,
+    time: u64,
+    losses: &[(u64, u64)],
+) -> Vec<Vec<u8>> {
+    let mut blocks = Vec::new();
+    if losses.is_empty() {
+        return blocks;
+    }
+    let mut header = BlockHeader { thread: 0, sequence: first_sequence, base_time: time, ..BlockHeader::default() };
+    let mut writer = BlockWriter::new(order, block_size, &header);
+    for &(thread, count) in losses {
+        let values = [Value::Word(thread), Value::Word(count)];
+        if writer.push(DROPPED, time, &values).is_err() {
+            blocks.push(writer.finish());
+            header.sequence += 1;
+            writer = BlockWriter::new(order, block_size, &header);
+            // A Dropped record (24 bytes) always fits an empty block (1 KiB at least).
+            let _ = writer.push(DROPPED, time, &values);
+        }
+    }
+    blocks.push(writer.finish());
+    blocks
 }

@@ -5,15 +5,18 @@
 //! writes its own order ([`Order::NATIVE`]), a reader reads either.
 
 mod block;
+pub mod body;
 mod header;
+mod put;
 mod record;
 
 pub use block::{
-    BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, pack_block, packed_len, seal_block,
+    BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, pack_block, packed_len, seal_block,
     seal_block_in_place, unpack_records, verify_block,
 };
 pub(crate) use header::PREFIX_LEN;
 pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
+pub use put::{ArgWriter, put_record_header};
 pub use record::{
     RawRecord, RecordError, RecordIter, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
     validate_args,

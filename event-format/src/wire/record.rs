@@ -1,8 +1,9 @@
 //! Records: a 16-bit code, a 16-bit length, a 32-bit time delta, then the arguments packed
 //! by format letter (docs/FORMAT.md, "Records").
 
-use super::{MAX_RECORD_LEN, Order, Put, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Take};
-use crate::builtin::TIME_EXTEND;
+use super::put::{ArgWriter, field};
+use super::{MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Take};
+use crate::builtin::{TIME_EXTEND, TIME_EXTEND_FIXED};
 use crate::letter::Letter;
 use std::fmt;
 
@@ -167,9 +168,9 @@ impl<'a> Iterator for RecordIter<'a> {
                 self.offset = self.bytes.len();
                 return Some(Err(RecordError::Truncated { offset, remaining: rest.len() }));
             }
-            let code = self.order.u16(rest);
-            let length = self.order.u16(&rest[2..]);
-            let delta = self.order.u32(&rest[4..]);
+            let code = self.order.u16(&rest[field::CODE..]);
+            let length = self.order.u16(&rest[field::LENGTH..]);
+            let delta = self.order.u32(&rest[field::DELTA..]);
             if usize::from(length) < RECORD_HEADER_LEN || usize::from(length) > rest.len() {
                 self.offset = self.bytes.len();
                 return Some(Err(RecordError::BadLength { offset, code, length, remaining: rest.len() }));
@@ -178,7 +179,7 @@ impl<'a> Iterator for RecordIter<'a> {
             let args = &rest[RECORD_HEADER_LEN..usize::from(length)];
             self.time = self.time.wrapping_add(u64::from(delta));
             if code == TIME_EXTEND {
-                if args.len() < 8 {
+                if args.len() < TIME_EXTEND_FIXED {
                     return Some(Err(RecordError::BadArguments {
                         offset,
                         code,
@@ -345,22 +346,18 @@ pub fn fit_texts(texts: &mut [Text<'_>], base_len: usize, max_len: usize) -> boo
     fit(texts, base_len, max_len)
 }
 
-/// Appends `value`'s wire encoding to `out`. Strings must already be cut by [`fit_strings`]
-/// (at most [`STRING_MAX`] bytes); longer ones are cut here to keep the prefix valid.
+/// Appends `value`'s wire encoding ([`ArgWriter::value`]) to `out`. Strings must already be
+/// cut by [`fit_strings`] (at most [`STRING_MAX`] bytes); longer ones are cut here to keep the
+/// prefix valid.
 pub fn encode_value(value: &Value<'_>, order: Order, out: &mut Vec<u8>) {
-    let mut put = Put { out, order };
-    match *value {
-        Value::Pointer(v) | Value::Address(v) | Value::Word(v) => put.u64(v),
-        Value::Unsigned(v) => put.u32(v),
-        Value::Signed(v) => put.u64(v as u64),
-        Value::Double(v) => put.u64(v.to_bits()),
-        Value::Bool(v) => put.u8(u8::from(v)),
+    let value = match *value {
         Value::Str(t) => {
             let n = char_boundary(t.bytes, STRING_MAX);
-            let truncated = t.truncated || n < t.bytes.len();
-            // n <= STRING_MAX < 0x8000, so the length fits the prefix's 15 bits.
-            put.u16(n as u16 | if truncated { STRING_TRUNCATED } else { 0 });
-            put.bytes(&t.bytes[..n]);
+            Value::Str(Text { bytes: &t.bytes[..n], truncated: t.truncated || n < t.bytes.len() })
         }
-    }
+        other => other,
+    };
+    let start = out.len();
+    out.resize(start + value.wire_len(), 0);
+    ArgWriter::new(order, &mut out[start..], &[]).value(&value);
 }

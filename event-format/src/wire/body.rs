@@ -1,0 +1,91 @@
+//! The bodies of the built-in events (docs/FORMAT.md, "Built-in events"): one function per
+//! built-in that writes its arguments with the letters of its format.
+//!
+//! A body's fixed-size arguments take the bytes the `*_FIXED` constant of
+//! [`builtin`](crate::builtin) says (derived from the built-in's format); its strings are the
+//! writer's strings, by index, in the order of the format. The runtime records built-ins
+//! through these functions, and [`BlockWriter`](super::BlockWriter) writes its `TimeExtend`
+//! records with [`time_extend`].
+
+use super::put::ArgWriter;
+
+/// `TimeExtend(time W)`: the running time of the block becomes `time`
+/// ([`TIME_EXTEND_FIXED`](crate::builtin::TIME_EXTEND_FIXED) bytes).
+#[inline(always)]
+pub fn time_extend(w: &mut ArgWriter<'_>, time: u64) {
+    w.word(time);
+}
+
+/// `Dropped(thread W, count W)`: `count` events of `thread` were lost
+/// ([`DROPPED_FIXED`](crate::builtin::DROPPED_FIXED) bytes).
+#[inline(always)]
+pub fn dropped(w: &mut ArgWriter<'_>, thread: u64, count: u64) {
+    w.word(thread);
+    w.word(count);
+}
+
+/// `Intern(id W, text S)`: `id` stands for the writer's string 0
+/// ([`INTERN_FIXED`](crate::builtin::INTERN_FIXED) bytes and the string).
+#[inline(always)]
+pub fn intern(w: &mut ArgWriter<'_>, id: u64) {
+    w.word(id);
+    w.str(0);
+}
+
+/// `Label(address A, id W)`: `address` is labelled with interned string `id`
+/// ([`LABEL_FIXED`](crate::builtin::LABEL_FIXED) bytes).
+#[inline(always)]
+pub fn label(w: &mut ArgWriter<'_>, address: u64, id: u64) {
+    w.address(address);
+    w.word(id);
+}
+
+/// `ThreadName(thread W, name S)`: `thread` is called the writer's string 0
+/// ([`THREAD_NAME_FIXED`](crate::builtin::THREAD_NAME_FIXED) bytes and the string).
+#[inline(always)]
+pub fn thread_name(w: &mut ArgWriter<'_>, thread: u64) {
+    w.word(thread);
+    w.str(0);
+}
+
+/// `ClockSync(ticks W, wall_ns I)`: counter value `ticks` was wall time `wall_ns`
+/// ([`CLOCK_SYNC_FIXED`](crate::builtin::CLOCK_SYNC_FIXED) bytes).
+#[inline(always)]
+pub fn clock_sync(w: &mut ArgWriter<'_>, ticks: u64, wall_ns: i64) {
+    w.word(ticks);
+    w.signed(wall_ns);
+}
+
+/// `Message(text S)`: the writer's string 0
+/// ([`MESSAGE_FIXED`](crate::builtin::MESSAGE_FIXED) bytes and the string).
+#[inline(always)]
+pub fn message(w: &mut ArgWriter<'_>) {
+    w.str(0);
+}
+
+/// `TraceEvent(level U, target S, text S)`: `level`, then the writer's strings 0 (target)
+/// and 1 (text) ([`TRACE_EVENT_FIXED`](crate::builtin::TRACE_EVENT_FIXED) bytes and the
+/// strings).
+#[inline(always)]
+pub fn trace_event(w: &mut ArgWriter<'_>, level: u32) {
+    w.unsigned(level);
+    w.str(0);
+    w.str(1);
+}
+
+/// `SpanEnter(span W, name S, fields S)`: `span`, then the writer's strings 0 (name) and 1
+/// (fields) ([`SPAN_ENTER_FIXED`](crate::builtin::SPAN_ENTER_FIXED) bytes and the strings).
+#[inline(always)]
+pub fn span_enter(w: &mut ArgWriter<'_>, span: u64) {
+    w.word(span);
+    w.str(0);
+    w.str(1);
+}
+
+/// `SpanExit(span W, name S)`: `span`, then the writer's string 0 (name)
+/// ([`SPAN_EXIT_FIXED`](crate::builtin::SPAN_EXIT_FIXED) bytes and the string).
+#[inline(always)]
+pub fn span_exit(w: &mut ArgWriter<'_>, span: u64) {
+    w.word(span);
+    w.str(0);
+}

@@ -2,14 +2,26 @@
 //!
 //! Pointers and addresses are hex, integers decimal, doubles in Rust's shortest round-trip
 //! form, strings quoted with escapes (invalid UTF-8 as `\xNN`) and `...` after the closing
-//! quote when the writer cut them.
+//! quote when the writer cut them. docs/FORMAT.md ("Text rendering") states each rule.
+//!
+//! A string is the log's, and a log is untrusted: what would act on a terminal instead of
+//! showing (control characters, so terminal escape sequences) or make a line read otherwise
+//! than it is stored (the bidirectional overrides, embeddings, isolates and marks) is escaped.
 
 use crate::decode::Event;
 use crate::wire::{Clock, Text, Value};
 use std::fmt::{self, Write};
 
-/// Writes `text` quoted, escaping `"`, `\`, control characters and invalid UTF-8, and marks a
-/// cut string with `...` after the closing quote.
+/// Whether `c` is a bidirectional formatting character: the embeddings and overrides
+/// U+202A..=U+202E, the isolates U+2066..=U+2069, and the marks U+200E, U+200F and U+061C.
+/// Shown raw, they reorder what a terminal shows of the rest of the line.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// Writes `text` quoted, escaping `"`, `\`, control characters, bidirectional formatting
+/// characters ([`is_bidi_control`]) and invalid UTF-8 (one `\xNN` per byte), and marks a cut
+/// string with `...` after the closing quote.
 pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
     out.write_char('"')?;
     for chunk in text.bytes.utf8_chunks() {
@@ -20,7 +32,7 @@ pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
                 '\n' => out.write_str("\\n")?,
                 '\r' => out.write_str("\\r")?,
                 '\t' => out.write_str("\\t")?,
-                c if c.is_control() => write!(out, "\\u{{{:x}}}", c as u32)?,
+                c if c.is_control() || is_bidi_control(c) => write!(out, "\\u{{{:x}}}", c as u32)?,
                 c => out.write_char(c)?,
             }
         }

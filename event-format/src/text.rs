@@ -182,6 +182,49 @@ mod tests {
         }
     }
 
+    /// docs/FORMAT.md ("Text rendering"): each rule of a value's text, pinned.
+    #[test]
+    fn values_are_written_as_format_md_says() {
+        use crate::wire::{Text, Value};
+        let text = |v: Value<'_>| {
+            let mut s = String::new();
+            super::write_value(&mut s, &v).unwrap();
+            s
+        };
+        assert_eq!(text(Value::Pointer(0xABCDEF)), "0xabcdef");
+        let doubles = [
+            (0.0001, "0.0001"),
+            (0.00001, "1e-5"),
+            (1e15, "1000000000000000.0"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1e16, "1e16"),
+            (-1.5e16, "-1.5e16"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e308"),
+            (-0.0, "-0.0"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (v, expected) in doubles {
+            assert_eq!(text(Value::Double(v)), expected);
+        }
+        let s = |bytes: &'static [u8], truncated| text(Value::Str(Text { bytes, truncated }));
+        // Cc controls (C0, DEL, C1) as \u{hex}, lower case, no leading zeros.
+        assert_eq!(s(b"a\x00\x1b[31m\x7f\xc2\x9b", false), r#""a\u{0}\u{1b}[31m\u{7f}\u{9b}""#);
+        // Every bidirectional formatting character; a joiner (U+200D) is not one.
+        let bidi =
+            "\u{61c}\u{200e}\u{200f}\u{202a}\u{202b}\u{202c}\u{202d}\u{202e}\u{2066}\u{2067}\u{2068}\u{2069}\u{200d}";
+        assert_eq!(
+            s(bidi.as_bytes(), false),
+            r#""\u{61c}\u{200e}\u{200f}\u{202a}\u{202b}\u{202c}\u{202d}\u{202e}\u{2066}\u{2067}\u{2068}\u{2069}"#
+                .to_owned()
+                + "\u{200d}\""
+        );
+        // One \xNN per byte that is not UTF-8: a cut 3-byte sequence is two escapes.
+        assert_eq!(s(b"\xe2\x82 \xff\"\\", true), r#""\xe2\x82 \xff\"\\"..."#);
+    }
+
     #[test]
     fn seconds_are_exact_on_both_paths() {
         // 64-bit path.

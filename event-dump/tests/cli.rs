@@ -767,6 +767,18 @@ fn checked_in_damaged_record_streams_read_to_the_same_events() {
         assert!(print.status.success());
         let check = run(&["check", p]);
         assert_eq!(check.status.code(), Some(1));
+        // Every reader counts the same five events.
+        assert_eq!(stdout(&run(&["print", p, "--format", "json"])).lines().count(), 5, "{name}");
+        assert_eq!(stdout(&run(&["print", p, "--format", "csv"])).lines().count(), 1 + 5, "{name}");
+        assert!(stdout(&run(&["stats", p])).contains("5 events in 2 blocks"), "{name}");
+        let out = dir().join(format!("{name}.db"));
+        let _ = std::fs::remove_file(&out);
+        let sqlite = run(&["export", "--to", "sqlite", p, "-o", out.to_str().unwrap()]);
+        assert!(stdout(&sqlite).contains(": 5 events as log 1"), "{name}: {}", stdout(&sqlite));
+        let out = dir().join(format!("{name}.json"));
+        assert!(run(&["export", "--to", "chrome", p, "-o", out.to_str().unwrap()]).status.success());
+        let trace = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(trace.matches("\"name\":\"Poll\"").count(), 5, "{name}");
         texts.push(format!(
             "$ event-dump print LOG\n{}$ event-dump print LOG (stderr)\n{}$ event-dump check LOG\n{}",
             stdout(&print),

@@ -532,7 +532,12 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
     let le = tiny_header(Order::Little).encode().unwrap();
     let be = tiny_header(Order::Big).encode().unwrap();
     assert!(header.contains(&format!("It is {} bytes.", le.len())), "the header's length is documented");
-    assert_eq!(fenced_bytes(header), [le.clone()], "the header's dump; the encoder writes\n{}", hex_dump(&le));
+    assert_eq!(
+        fenced_bytes(header),
+        std::slice::from_ref(&le),
+        "the header's dump; the encoder writes\n{}",
+        hex_dump(&le)
+    );
     assert_eq!(assert_rows(header, &le, "header"), 37, "the header's tables are read");
     let be_prefix: Vec<u8> = header
         .split_once("In big-endian order the same 24 bytes are\n`")

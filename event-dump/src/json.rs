@@ -1,5 +1,6 @@
 //! JSON text, written by hand (no serializer dependency): one rule for strings and one for
-//! argument values, used by `print --format json` and the Chrome export alike.
+//! argument values, used by `print --format json` and the Chrome export alike. The shapes
+//! they make are a stable output, documented in docs/OUTPUT.md.
 
 use event_format::wire::Value;
 use std::fmt::Write as _;
@@ -8,7 +9,9 @@ use std::fmt::Write as _;
 /// which hold every integer up to 2^53 and lose precision beyond.
 pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// Writes `s` as a JSON string.
+/// Writes `s` as a JSON string. Besides what JSON requires (`"`, `\`, U+0000..U+001F), the
+/// other control characters and the bidirectional formatting characters are written as
+/// `\uXXXX`: the same string to a JSON reader, and inert on a terminal that shows the line.
 pub(crate) fn string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
@@ -18,13 +21,23 @@ pub(crate) fn string(out: &mut String, s: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
+            c if c.is_control() || event_format::text::is_bidi_control(c) => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
         }
     }
     out.push('"');
+}
+
+/// Writes an integer that may exceed [`MAX_SAFE_INTEGER`]: a number while a double holds it
+/// exactly, a decimal string beyond.
+pub(crate) fn unsigned(out: &mut String, v: u64) {
+    if v <= MAX_SAFE_INTEGER {
+        let _ = write!(out, "{v}");
+    } else {
+        let _ = write!(out, "\"{v}\"");
+    }
 }
 
 /// Writes an argument's value as JSON: pointers and addresses as hex strings; integers as
@@ -36,12 +49,7 @@ pub(crate) fn value(out: &mut String, value: &Value<'_>) {
         Value::Pointer(v) | Value::Address(v) => {
             let _ = write!(out, "\"{v:#x}\"");
         }
-        Value::Word(v) if v <= MAX_SAFE_INTEGER => {
-            let _ = write!(out, "{v}");
-        }
-        Value::Word(v) => {
-            let _ = write!(out, "\"{v}\"");
-        }
+        Value::Word(v) => unsigned(out, v),
         Value::Unsigned(v) => {
             let _ = write!(out, "{v}");
         }
@@ -81,5 +89,15 @@ mod tests {
         assert_eq!(json(Value::Pointer(0x10)), "\"0x10\"");
         assert_eq!(json(Value::Double(f64::NAN)), "\"NaN\"");
         assert_eq!(json(Value::Double(0.25)), "0.25");
+        let mut s = String::new();
+        unsigned(&mut s, MAX_SAFE_INTEGER + 1);
+        assert_eq!(s, "\"9007199254740992\"");
+    }
+
+    #[test]
+    fn controls_and_bidi_characters_are_escaped() {
+        let mut s = String::new();
+        string(&mut s, "a\u{202e}b\u{7f}\u{9b}\u{2066}\u{200d}\u{1}");
+        assert_eq!(s, "\"a\\u202eb\\u007f\\u009b\\u2066\u{200d}\\u0001\"");
     }
 }

@@ -147,7 +147,9 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
 }
 
 /// Held blocks by their next record: (key, log, thread, block sequence, offset, slot); key
-/// is ticks for one log, wall-clock nanoseconds for several.
+/// is ticks for one log, wall-clock nanoseconds for several. The fields after the key are the
+/// tie order of equal times that docs/FORMAT.md ("Merging") states: the log's place on the
+/// command line, then the thread id, the block's sequence number and the record's offset.
 type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, usize, usize)>>;
 
 fn push(heap: &mut Heap, h: &mut Held, slot: usize, wall: Option<&event_format::wire::Clock>) {

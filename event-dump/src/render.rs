@@ -187,7 +187,7 @@ impl Renderer {
             Format::Json => {
                 out.push_str("{\"time\":");
                 if self.raw_ticks {
-                    let _ = write!(out, "{}", event.time);
+                    json::unsigned(out, event.time);
                 } else {
                     let _ = write_seconds(out, clock, event.time);
                 }
@@ -201,6 +201,7 @@ impl Renderer {
                 json::string(out, &event.desc.name);
                 out.push_str(",\"args\":{");
                 let mut labels = Vec::new();
+                let mut truncated = Vec::new();
                 for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
                     if i > 0 {
                         out.push(',');
@@ -219,6 +220,7 @@ impl Renderer {
                                 labels.push((name, s.to_owned()));
                             }
                         }
+                        Value::Str(t) if t.truncated => truncated.push(name),
                         _ => {}
                     }
                 }
@@ -234,6 +236,18 @@ impl Renderer {
                         json::string(out, l);
                     }
                     out.push('}');
+                }
+                // The strings the writer cut, beside their values (which stay plain strings):
+                // the text form's `...`.
+                if !truncated.is_empty() {
+                    out.push_str(",\"truncated\":[");
+                    for (i, name) in truncated.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        json::string(out, name);
+                    }
+                    out.push(']');
                 }
                 out.push('}');
             }

@@ -487,3 +487,305 @@ fn bad_kind_and_event_items_are_one_clear_line() {
     assert!(printed(log, &["--kind", "Seg"]).is_empty());
     assert!(printed(log, &["--event", "Seg:SegSplit"]).is_empty());
 }
+
+/// A stream of [`common::HANDMADE_DEF`] in `order` holding `blocks` as they are.
+fn handmade_stream(path: &Path, order: event_format::wire::Order, blocks: &[Vec<u8>]) {
+    let (schema, _, _) = common::handmade_schema();
+    let mut header =
+        event_format::wire::Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer());
+    header.order = order;
+    let mut bytes = header.encode().unwrap();
+    for block in blocks {
+        bytes.extend_from_slice(block);
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A 1 KiB block of `thread`, numbered `sequence`, of `Message` events: (ticks after the
+/// start, text).
+fn message_block(order: event_format::wire::Order, thread: u64, sequence: u64, messages: &[(u64, &str)]) -> Vec<u8> {
+    use event_format::wire::{BlockHeader, BlockWriter, Text, Value};
+    let t0 = common::handmade_clock().start_ticks;
+    let mut w = BlockWriter::new(order, 1024, &BlockHeader { thread, sequence, base_time: t0, ..Default::default() });
+    for (dt, text) in messages {
+        w.push(event_format::builtin::MESSAGE, t0 + dt, &[Value::Str(Text::new(text))]).unwrap();
+    }
+    w.finish()
+}
+
+/// The texts of the `Message` events `print ARGS...` shows, in its order.
+fn messages(args: &[&str]) -> Vec<String> {
+    let mut all = vec!["print"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .filter_map(|l| l.split_once("text=\""))
+        .map(|(_, t)| t.trim_end_matches('"').to_owned())
+        .collect()
+}
+
+/// docs/FORMAT.md ("Block order"): a repeated or backwards block number is reported like a
+/// gap, by `check` (a problem each: the log is not whole) and `stats` (counted), and the
+/// blocks are read all the same.
+#[test]
+fn a_repeated_or_backwards_block_is_reported_by_check_and_stats() {
+    use event_format::wire::Order;
+    let d = dir();
+    for order in [Order::Little, Order::Big] {
+        // Thread 1's blocks in stream order 0, 2, 1, 2: no gap; block 1 comes after block 2,
+        // and block 2 comes twice.
+        let blocks: Vec<Vec<u8>> =
+            [0u64, 2, 1, 2].iter().map(|&s| message_block(order, 1, s, &[(s, &format!("block {s}"))])).collect();
+        let log = d.join(format!("disorder-{order:?}.evt"));
+        handmade_stream(&log, order, &blocks);
+        let l = log.to_str().unwrap();
+        let check = run(&["check", l]);
+        assert_eq!(check.status.code(), Some(1), "{}", stdout(&check));
+        let problems: Vec<String> =
+            stdout(&check).lines().filter(|l| l.starts_with("  ")).map(|l| l.trim().to_owned()).collect();
+        assert_eq!(
+            problems,
+            [
+                "repeat: thread 1: block 2 appears again (its events are read twice)",
+                "backwards: thread 1: block 1 comes after block 2",
+                "NOT whole: 2 problems",
+            ],
+            "{order:?}"
+        );
+        let stats = stdout(&run(&["stats", l]));
+        assert!(stats.contains("4 events in 4 blocks"), "{stats}");
+        assert!(stats.contains("0 blocks missing"), "{stats}");
+        assert!(stats.contains("1 blocks repeated, 1 blocks out of order"), "{stats}");
+        assert_eq!(messages(&[l]).len(), 4, "every block is read");
+        // In order, none of it.
+        let blocks: Vec<Vec<u8>> = (0..3u64).map(|s| message_block(order, 1, s, &[(s, "x")])).collect();
+        handmade_stream(&log, order, &blocks);
+        assert_eq!(run(&["check", l]).status.code(), Some(0));
+        assert!(!stdout(&run(&["stats", l])).contains("repeated"));
+    }
+}
+
+/// docs/FORMAT.md ("Merging"): events of equal time come in the order of their log on the
+/// command line, then of their thread id, then of their block's sequence number, then of
+/// their place in the block; whatever order the blocks have in the stream.
+#[test]
+fn events_of_equal_time_merge_in_the_stated_order() {
+    use event_format::wire::Order;
+    let d = dir();
+    for order in [Order::Little, Order::Big] {
+        let a = d.join(format!("ties-a-{order:?}.evt"));
+        handmade_stream(
+            &a,
+            order,
+            &[
+                message_block(order, 2, 0, &[(5, "a T2 first"), (5, "a T2 second")]),
+                message_block(order, 1, 1, &[(5, "a T1 block 1")]),
+                message_block(order, 1, 0, &[(5, "a T1 block 0 first"), (5, "a T1 block 0 second")]),
+            ],
+        );
+        let b = d.join(format!("ties-b-{order:?}.evt"));
+        handmade_stream(&b, order, &[message_block(order, 1, 0, &[(5, "b T1")])]);
+        let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+        let in_a = ["a T1 block 0 first", "a T1 block 0 second", "a T1 block 1", "a T2 first", "a T2 second"];
+        assert_eq!(messages(&[a]), in_a, "{order:?}");
+        // Across logs (the same wall-clock time): the first log named first.
+        assert_eq!(messages(&[a, b]), [&in_a[..], &["b T1"]].concat(), "{order:?}");
+        assert_eq!(messages(&[b, a]), [&["b T1"][..], &in_a[..]].concat(), "{order:?}");
+    }
+}
+
+/// A string that would reorder the line on a terminal (a right-to-left override, an isolate)
+/// is shown escaped, and a string the writer cut is marked in JSON as in text: a sibling
+/// `truncated` list, the value still a plain string.
+#[test]
+fn bidi_controls_are_escaped_and_cut_strings_are_marked() {
+    use event_format::wire::{BlockHeader, BlockWriter, Order, Text, Value};
+    let t0 = common::handmade_clock().start_ticks;
+    let mut w = BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    let spoof = "user=alice \u{202e}nimda=resu\u{202c} \u{2066}x\u{2069} \u{200f}\u{61c}";
+    w.push(event_format::builtin::MESSAGE, t0 + 1, &[Value::Str(Text::new(spoof))]).unwrap();
+    let every = [
+        Value::Pointer(1),
+        Value::Address(2),
+        Value::Word(3),
+        Value::Unsigned(4),
+        Value::Signed(5),
+        Value::Double(6.0),
+        Value::Bool(true),
+        Value::Str(Text { bytes: b"the beginning of a longer st", truncated: true }),
+    ];
+    w.push(0x0102, t0 + 2, &every).unwrap();
+    let log = dir().join("bidi-truncated.evt");
+    handmade_stream(&log, Order::Little, &[w.finish()]);
+    let l = log.to_str().unwrap();
+    let text = run(&["print", l]);
+    assert!(text.status.success());
+    assert!(!stdout(&text).contains('\u{202e}'), "no raw override");
+    insta::assert_snapshot!("print_bidi_and_truncated_text", stdout(&text));
+    let json = run(&["print", l, "--format", "json"]);
+    assert!(json.status.success());
+    insta::assert_snapshot!("print_bidi_and_truncated_json", stdout(&json));
+    let lines: Vec<serde_json::Value> =
+        stdout(&json).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
+    assert_eq!(lines[0]["args"]["text"], spoof, "the same string to a JSON reader");
+    assert!(lines[0].get("truncated").is_none(), "a whole string is not marked");
+    assert_eq!(lines[1]["args"]["s"], "the beginning of a longer st");
+    assert_eq!(lines[1]["truncated"], serde_json::json!(["s"]));
+    insta::assert_snapshot!("print_bidi_and_truncated_csv", stdout(&run(&["print", l, "--format", "csv"])));
+}
+
+/// A closed ring file in `order` with one slot (thread 1) of two blocks: `sealed` (1 KiB, as
+/// given) at sequence 0 and `current` (a finished block) being written at sequence 1,
+/// committed up to its end; the slot's `refused` and page 0's `lost` as given.
+fn handmade_ring(
+    path: &Path,
+    order: event_format::wire::Order,
+    sealed: &[u8],
+    current: &[u8],
+    refused: u64,
+    lost: u64,
+) {
+    use event_format::ring::{self, Layout};
+    use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Header};
+    let (schema, _, _) = common::handmade_schema();
+    let mut header = Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer());
+    header.order = order;
+    let header = header.encode().unwrap();
+    let layout = Layout {
+        order,
+        version: ring::RING_VERSION,
+        block_size: 1024,
+        slots: 1,
+        blocks_per_slot: 2,
+        header_len: header.len() as u32,
+        pid: 4242,
+        created_ns: 0,
+    };
+    let mut file = vec![0u8; layout.file_len() as usize];
+    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
+    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
+    order.put_u64(&mut file[ring::at::LOST..], lost);
+    let at = layout.stream_header() as usize;
+    file[at..at + header.len()].copy_from_slice(&header);
+    let slot = layout.slot(0) as usize;
+    order.put_u64(&mut file[slot + ring::slot_at::THREAD..], 1);
+    order.put_u64(&mut file[slot + ring::slot_at::REFUSED..], refused);
+    let end = BLOCK_HEADER_LEN as u32 + BlockHeader::read(order, current).used;
+    order.put_u64(&mut file[slot + ring::slot_at::POSITION..], ring::position(1, end));
+    for (seq, block) in [(0u32, sealed), (1, current)] {
+        let b = layout.block(0, seq) as usize;
+        file[b..b + block.len()].copy_from_slice(block);
+    }
+    std::fs::write(path, file).unwrap();
+}
+
+/// docs/FORMAT.md ("Reading a ring file as a stream"): a ring file's thread-0 block of
+/// `Dropped` events exists only when a slot refused events or page 0 counts lost ones, and
+/// holds `Dropped(owner, refused)` for each slot that refused some, then `Dropped(0, lost)`
+/// only when `lost` is not 0.
+#[test]
+fn a_ring_file_reports_only_the_losses_it_has() {
+    use event_format::wire::Order;
+    let d = dir();
+    for order in [Order::Little, Order::Big] {
+        let sealed = message_block(order, 1, 0, &[(1, "one")]);
+        let current = message_block(order, 1, 1, &[(2, "two")]);
+        for (refused, lost, expected) in [
+            (0, 0, &[][..]),
+            (3, 0, &["thread=1 count=3"][..]),
+            (0, 5, &["thread=0 count=5"][..]),
+            (3, 5, &["thread=1 count=3", "thread=0 count=5"][..]),
+        ] {
+            let ring = d.join(format!("losses-{order:?}-{refused}-{lost}.ring"));
+            handmade_ring(&ring, order, &sealed, &current, refused, lost);
+            let r = ring.to_str().unwrap();
+            let dropped: Vec<String> = printed(r, &["--event", "Dropped"])
+                .iter()
+                .map(|l| l.split_once("Builtin.Dropped ").expect(l).1.to_owned())
+                .collect();
+            assert_eq!(dropped, expected, "{order:?} refused {refused} lost {lost}");
+            let blocks = if expected.is_empty() { 2 } else { 3 };
+            let stats = stdout(&run(&["stats", r]));
+            assert!(stats.contains(&format!("{} events in {blocks} blocks", 2 + expected.len())), "{stats}");
+        }
+    }
+}
+
+/// docs/FORMAT.md ("Packed blocks", "Reading a slot"): a ring file's blocks are never packed;
+/// a reader reports a block with the PACKED flag as damaged and leaves it out, and the
+/// other blocks of the slot are read.
+#[test]
+fn a_packed_block_in_a_ring_file_is_damage() {
+    use event_format::wire::{Order, pack_block};
+    let d = dir();
+    for order in [Order::Little, Order::Big] {
+        let words: Vec<(u64, String)> = (0..20).map(|i| (i, "the same text again".to_owned())).collect();
+        let words: Vec<(u64, &str)> = words.iter().map(|(i, s)| (*i, s.as_str())).collect();
+        let whole = message_block(order, 1, 0, &words);
+        let mut packed = Vec::new();
+        assert!(pack_block(order, &whole, &mut packed), "worth packing");
+        packed.resize(1024, 0);
+        let current = message_block(order, 1, 1, &[(30, "after")]);
+        let ring = d.join(format!("packed-{order:?}.ring"));
+        handmade_ring(&ring, order, &packed, &current, 0, 0);
+        let r = ring.to_str().unwrap();
+        assert_eq!(messages(&[r]), ["after"], "{order:?}: the packed block is left out");
+        let check = run(&["check", r]);
+        assert_eq!(check.status.code(), Some(1));
+        assert!(
+            stdout(&check).contains("damaged: slot 0, block 0: a packed block in a ring file"),
+            "{order:?}: {}",
+            stdout(&check)
+        );
+        assert!(stdout(&run(&["stats", r])).contains("1 damaged blocks"), "{order:?}");
+    }
+}
+
+/// The checked-in streams of tests/data/damaged/ (both byte orders): one block of thread 1
+/// with a `TimeExtend` too short to hold its time and a `B` byte of 2 between good records
+/// (`common::damaged_records_log`), then a block of thread 2. A second implementation reads
+/// them to the same five events and two bad records. Written again by
+/// `UPDATE_FIXTURES=1 cargo test -p event-dump --test cli checked_in_damaged`.
+#[test]
+fn checked_in_damaged_record_streams_read_to_the_same_events() {
+    use event_format::wire::Order;
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/damaged");
+    let mut texts = Vec::new();
+    for (order, name) in [(Order::Little, "bad-records-le.evt"), (Order::Big, "bad-records-be.evt")] {
+        let made = dir().join(name);
+        common::damaged_records_log(&made, order);
+        let path = data.join(name);
+        if std::env::var_os("UPDATE_FIXTURES").is_some() {
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::copy(&made, &path).unwrap();
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&made).unwrap(), "{name} is what the test makes");
+        let p = path.to_str().unwrap();
+        let print = run(&["print", p]);
+        assert!(print.status.success());
+        let check = run(&["check", p]);
+        assert_eq!(check.status.code(), Some(1));
+        // Every reader counts the same five events.
+        assert_eq!(stdout(&run(&["print", p, "--format", "json"])).lines().count(), 5, "{name}");
+        assert_eq!(stdout(&run(&["print", p, "--format", "csv"])).lines().count(), 1 + 5, "{name}");
+        assert!(stdout(&run(&["stats", p])).contains("5 events in 2 blocks"), "{name}");
+        let out = dir().join(format!("{name}.db"));
+        let _ = std::fs::remove_file(&out);
+        let sqlite = run(&["export", "--to", "sqlite", p, "-o", out.to_str().unwrap()]);
+        assert!(stdout(&sqlite).contains(": 5 events as log 1"), "{name}: {}", stdout(&sqlite));
+        let out = dir().join(format!("{name}.json"));
+        assert!(run(&["export", "--to", "chrome", p, "-o", out.to_str().unwrap()]).status.success());
+        let trace = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(trace.matches("\"name\":\"Poll\"").count(), 5, "{name}");
+        texts.push(format!(
+            "$ event-dump print LOG\n{}$ event-dump print LOG (stderr)\n{}$ event-dump check LOG\n{}",
+            stdout(&print),
+            stderr(&print).replace(p, "LOG"),
+            stdout(&check).replace(p, "LOG")
+        ));
+    }
+    assert_eq!(texts[0], texts[1], "both byte orders read the same");
+    insta::assert_snapshot!("damaged_records_fixture", texts[0]);
+}

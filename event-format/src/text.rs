@@ -2,14 +2,26 @@
 //!
 //! Pointers and addresses are hex, integers decimal, doubles in Rust's shortest round-trip
 //! form, strings quoted with escapes (invalid UTF-8 as `\xNN`) and `...` after the closing
-//! quote when the writer cut them.
+//! quote when the writer cut them. docs/FORMAT.md ("Text rendering") states each rule.
+//!
+//! A string is the log's, and a log is untrusted: what would act on a terminal instead of
+//! showing (control characters, so terminal escape sequences) or make a line read otherwise
+//! than it is stored (the bidirectional overrides, embeddings, isolates and marks) is escaped.
 
 use crate::decode::Event;
 use crate::wire::{Clock, Text, Value};
 use std::fmt::{self, Write};
 
-/// Writes `text` quoted, escaping `"`, `\`, control characters and invalid UTF-8, and marks a
-/// cut string with `...` after the closing quote.
+/// Whether `c` is a bidirectional formatting character: the embeddings and overrides
+/// U+202A..=U+202E, the isolates U+2066..=U+2069, and the marks U+200E, U+200F and U+061C.
+/// Shown raw, they reorder what a terminal shows of the rest of the line.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// Writes `text` quoted, escaping `"`, `\`, control characters, bidirectional formatting
+/// characters ([`is_bidi_control`]) and invalid UTF-8 (one `\xNN` per byte), and marks a cut
+/// string with `...` after the closing quote.
 pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
     out.write_char('"')?;
     for chunk in text.bytes.utf8_chunks() {
@@ -20,7 +32,7 @@ pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
                 '\n' => out.write_str("\\n")?,
                 '\r' => out.write_str("\\r")?,
                 '\t' => out.write_str("\\t")?,
-                c if c.is_control() => write!(out, "\\u{{{:x}}}", c as u32)?,
+                c if c.is_control() || is_bidi_control(c) => write!(out, "\\u{{{:x}}}", c as u32)?,
                 c => out.write_char(c)?,
             }
         }
@@ -168,6 +180,49 @@ mod tests {
             super::write_value(&mut s, &crate::wire::Value::Signed(v)).unwrap();
             assert_eq!(s, format!("{v}"));
         }
+    }
+
+    /// docs/FORMAT.md ("Text rendering"): each rule of a value's text, pinned.
+    #[test]
+    fn values_are_written_as_format_md_says() {
+        use crate::wire::{Text, Value};
+        let text = |v: Value<'_>| {
+            let mut s = String::new();
+            super::write_value(&mut s, &v).unwrap();
+            s
+        };
+        assert_eq!(text(Value::Pointer(0xABCDEF)), "0xabcdef");
+        let doubles = [
+            (0.0001, "0.0001"),
+            (0.00001, "1e-5"),
+            (1e15, "1000000000000000.0"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1e16, "1e16"),
+            (-1.5e16, "-1.5e16"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e308"),
+            (-0.0, "-0.0"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (v, expected) in doubles {
+            assert_eq!(text(Value::Double(v)), expected);
+        }
+        let s = |bytes: &'static [u8], truncated| text(Value::Str(Text { bytes, truncated }));
+        // Cc controls (C0, DEL, C1) as \u{hex}, lower case, no leading zeros.
+        assert_eq!(s(b"a\x00\x1b[31m\x7f\xc2\x9b", false), r#""a\u{0}\u{1b}[31m\u{7f}\u{9b}""#);
+        // Every bidirectional formatting character; a joiner (U+200D) is not one.
+        let bidi =
+            "\u{61c}\u{200e}\u{200f}\u{202a}\u{202b}\u{202c}\u{202d}\u{202e}\u{2066}\u{2067}\u{2068}\u{2069}\u{200d}";
+        assert_eq!(
+            s(bidi.as_bytes(), false),
+            r#""\u{61c}\u{200e}\u{200f}\u{202a}\u{202b}\u{202c}\u{202d}\u{202e}\u{2066}\u{2067}\u{2068}\u{2069}"#
+                .to_owned()
+                + "\u{200d}\""
+        );
+        // One \xNN per byte that is not UTF-8: a cut 3-byte sequence is two escapes.
+        assert_eq!(s(b"\xe2\x82 \xff\"\\", true), r#""\xe2\x82 \xff\"\\"..."#);
     }
 
     #[test]

@@ -415,3 +415,161 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         }
     }
 }
+
+/// docs/FORMAT.md, read by the test that holds its worked examples to the encoder.
+fn format_md() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/FORMAT.md")).expect("docs/FORMAT.md")
+}
+
+/// The text of FORMAT.md from the heading `from` to the next heading of the same level.
+fn doc_section<'a>(doc: &'a str, from: &str) -> &'a str {
+    let level = from.split(' ').next().unwrap();
+    let start = doc.find(&format!("\n{from}\n")).unwrap_or_else(|| panic!("FORMAT.md has `{from}`")) + 1;
+    let rest = &doc[start + from.len()..];
+    let end = rest
+        .lines()
+        .scan(0, |at, line| {
+            let here = *at;
+            *at += line.len() + 1;
+            Some((here, line))
+        })
+        .find(|(_, line)| {
+            let hashes = line.chars().take_while(|&c| c == '#').count();
+            hashes > 0 && hashes <= level.len() && line[hashes..].starts_with(' ')
+        })
+        .map_or(rest.len(), |(at, _)| at);
+    &rest[..end]
+}
+
+/// Two hex digits, as a byte.
+fn hex_byte(token: &str) -> Option<u8> {
+    (token.len() == 2).then(|| u8::from_str_radix(token, 16).ok()).flatten()
+}
+
+/// The bytes of each fenced block of `text`: on each line, after an optional `0000:` offset
+/// (which must count the bytes before it), the leading tokens of two hex digits; what follows
+/// them (a comment) is not bytes.
+fn fenced_bytes(text: &str) -> Vec<Vec<u8>> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<u8>> = None;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            match current.take() {
+                Some(bytes) => blocks.push(bytes),
+                None => current = Some(Vec::new()),
+            }
+            continue;
+        }
+        let Some(bytes) = current.as_mut() else { continue };
+        let mut rest = line;
+        if let Some((offset, after)) = line.split_once(": ")
+            && let Ok(offset) = usize::from_str_radix(offset, 16)
+        {
+            assert_eq!(offset, bytes.len(), "the dump line `{line}` is at its offset");
+            rest = after;
+        }
+        bytes.extend(rest.split_whitespace().map_while(hex_byte));
+    }
+    blocks
+}
+
+/// The rows of the `| Offset | Bytes | ...` tables of `text`: (offset, bytes), leaving out
+/// rows whose bytes are elided (`…`).
+fn table_rows(text: &str) -> Vec<(usize, Vec<u8>)> {
+    text.lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let offset = usize::from_str_radix(cells.get(1)?.strip_prefix("0x")?, 16).ok()?;
+            let bytes = cells.get(2)?;
+            if bytes.contains('…') {
+                return None;
+            }
+            let bytes: Vec<u8> = bytes
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .flat_map(|group| group.split_whitespace().map(|t| hex_byte(t).expect("a byte in a table")))
+                .collect();
+            Some((offset, bytes))
+        })
+        .collect()
+}
+
+fn hex_dump(bytes: &[u8]) -> String {
+    bytes
+        .chunks(16)
+        .enumerate()
+        .map(|(i, row)| {
+            let hex: Vec<String> = row.iter().map(|b| format!("{b:02X}")).collect();
+            format!("{:04X}: {}\n", i * 16, hex.join(" "))
+        })
+        .collect()
+}
+
+/// Each table row of `text` is the bytes of `encoded` at its offset.
+fn assert_rows(text: &str, encoded: &[u8], what: &str) -> usize {
+    let rows = table_rows(text);
+    for (offset, bytes) in &rows {
+        assert_eq!(
+            encoded.get(*offset..offset + bytes.len()),
+            Some(&bytes[..]),
+            "FORMAT.md's {what} table row at {offset:#04x}; the encoder writes\n{}",
+            hex_dump(encoded)
+        );
+    }
+    rows.len()
+}
+
+/// docs/FORMAT.md's worked examples (the header, the block with a record of every letter in
+/// both byte orders, the time extension) are the bytes the encoder writes today: every byte
+/// of their dumps and every row of their tables, read out of the document.
+#[test]
+fn format_md_worked_examples_are_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+
+    let header = doc_section(examples, "### Header");
+    let le = tiny_header(Order::Little).encode().unwrap();
+    let be = tiny_header(Order::Big).encode().unwrap();
+    assert!(header.contains(&format!("It is {} bytes.", le.len())), "the header's length is documented");
+    assert_eq!(
+        fenced_bytes(header),
+        std::slice::from_ref(&le),
+        "the header's dump; the encoder writes\n{}",
+        hex_dump(&le)
+    );
+    assert_eq!(assert_rows(header, &le, "header"), 37, "the header's tables are read");
+    let be_prefix: Vec<u8> = header
+        .split_once("In big-endian order the same 24 bytes are\n`")
+        .expect("the big-endian prefix is documented")
+        .1
+        .split('`')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|t| hex_byte(t).unwrap())
+        .collect();
+    assert_eq!(be_prefix, be[..24]);
+
+    let block = doc_section(examples, "### A block with one record of every letter");
+    let dumps = fenced_bytes(block);
+    assert_eq!(dumps.len(), 2, "a little-endian and a big-endian dump");
+    for (order, dump) in [Order::Little, Order::Big].into_iter().zip(&dumps) {
+        let mut writer = writer(order);
+        writer.push(0x0102, 110, &every_letter()).unwrap();
+        let bytes = writer.finish();
+        let used = 48 + order.u32(&bytes[40..]) as usize;
+        assert_eq!(dump[..], bytes[..used], "{order:?} block; the encoder writes\n{}", hex_dump(&bytes[..used]));
+        if order == Order::Little {
+            assert_eq!(assert_rows(block, &bytes, "block"), 21, "the block's tables are read");
+        }
+    }
+
+    let extend = doc_section(examples, "### A time extension");
+    let mut writer = writer(Order::Little);
+    writer.push(0x0001, 105, &[]).unwrap();
+    writer.push(0x0001, 105 + (1u64 << 32), &[]).unwrap();
+    let bytes = writer.finish();
+    let used = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
+    assert_eq!(fenced_bytes(extend), [bytes[48..48 + used].to_vec()], "the time extension's records");
+}

@@ -191,3 +191,49 @@ fn a_packed_block_that_unpacks_beyond_the_block_is_damage() {
     assert!(size < 4096);
     assert!(decoder.next_block().is_none());
 }
+
+/// docs/FORMAT.md ("Packed blocks"): what a packed block compresses is its records area, the
+/// `used` bytes after the header in the stream's byte order, never the padding; the LZ4 block
+/// format's own fields (a match's offset) are little-endian whatever the stream's order. Here
+/// a packed block is written by hand, not by the reference encoder: four identical 10-byte
+/// `Message("")` records as one LZ4 sequence of 10 literals and a 20-byte match at offset 10
+/// (`0A 00`), then a last sequence of 10 literals. Both byte orders decode it to four events,
+/// and the reference packer's bytes decompress to the records area exactly.
+#[test]
+fn a_packed_block_is_its_records_area_in_plain_lz4() {
+    for order in [Order::Little, Order::Big] {
+        let mut writer = BlockWriter::new(order, 1024, &BlockHeader { thread: 1, base_time: 5, ..Default::default() });
+        for _ in 0..4 {
+            writer.push(event_format::builtin::MESSAGE, 5, &[Value::Str(event_format::wire::Text::new(""))]).unwrap();
+        }
+        let whole = writer.finish();
+        let used = BlockHeader::read(order, &whole).used as usize;
+        assert_eq!(used, 40);
+        let record = &whole[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + 10];
+        // token: 10 literals, a match of 4 + 15 + 1 bytes; the literals; the offset, little-
+        // endian; the match length's extra byte; token: 10 literals, no match; the literals.
+        let mut lz4 = vec![0xAF];
+        lz4.extend_from_slice(record);
+        lz4.extend_from_slice(&[0x0A, 0x00, 0x01, 0xA0]);
+        lz4.extend_from_slice(record);
+        let mut by_hand = whole[..BLOCK_HEADER_LEN].to_vec();
+        by_hand.extend_from_slice(&lz4);
+        by_hand.resize(packed_len(lz4.len() as u32), 0);
+        order.put_u16(&mut by_hand[4..], BLOCK_PACKED);
+        seal_block(order, &mut by_hand, lz4.len() as u32);
+        let (head, _, _) = sample(order);
+        let mut hand_stream = head.clone();
+        hand_stream.extend_from_slice(&by_hand);
+        let mut whole_stream = head.clone();
+        whole_stream.extend_from_slice(&whole);
+        assert_eq!(lines(&hand_stream), lines(&whole_stream), "{order:?}");
+        let events = lines(&hand_stream);
+        assert!(events.len() == 4 && events.iter().all(|l| !l.starts_with('!')), "{order:?}: {events:?}");
+
+        let reference = packed(order, &whole);
+        let stored = BlockHeader::read(order, &reference).used as usize;
+        let compressed = &reference[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + stored];
+        let records = lz4_flex::block::decompress(compressed, 1024 - BLOCK_HEADER_LEN).unwrap();
+        assert_eq!(records, whole[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used], "{order:?}: the records, no padding");
+    }
+}

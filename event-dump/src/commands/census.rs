@@ -34,7 +34,7 @@ struct Census {
     damaged: Vec<String>,
     bad: Vec<String>,
     unknown: BTreeMap<u16, u64>,
-    /// thread -> block sequence numbers seen.
+    /// thread -> block sequence numbers seen, in stream order.
     sequences: BTreeMap<u64, Vec<u64>>,
 }
 
@@ -97,6 +97,13 @@ fn census(log: &mut Log) -> Census {
             *c.per_thread.entry(block.header.thread).or_default() += in_block;
         }
     }
+    // A ring file's damaged blocks are left out of its blocks by the ring reader, which lists
+    // them: they are damage like a stream's.
+    if let Some(summary) = log.ring_summary() {
+        for (slot, sequence, why) in &summary.damaged {
+            c.damaged.push(format!("slot {slot}, block {sequence}: {why}"));
+        }
+    }
     for desc in log.catalog.iter() {
         let n = per_code[usize::from(desc.code)];
         if n > 0 {
@@ -123,6 +130,25 @@ fn gaps(sequences: &[u64]) -> Vec<(u64, u64)> {
         expect = next;
     }
     out
+}
+
+/// A thread's blocks out of order (docs/FORMAT.md, "Block order"), from its sequence numbers
+/// in stream order: each block whose number an earlier block of the thread already had (a
+/// repeat), and each block whose number is lower than the previous block's and new (a
+/// backwards step, as (previous, this)). Reported like a gap; the blocks are read all the same.
+fn disorder(sequences: &[u64]) -> (Vec<u64>, Vec<(u64, u64)>) {
+    let mut seen = std::collections::HashSet::with_capacity(sequences.len());
+    let (mut repeats, mut backwards) = (Vec::new(), Vec::new());
+    let mut previous: Option<u64> = None;
+    for &n in sequences {
+        if !seen.insert(n) {
+            repeats.push(n);
+        } else if let Some(p) = previous.filter(|&p| n < p) {
+            backwards.push((p, n));
+        }
+        previous = Some(n);
+    }
+    (repeats, backwards)
 }
 
 /// Adds `n` lost events to `thread`'s count. Counts come from the log, which may lie: they
@@ -192,6 +218,14 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
             c.bad.len(),
             c.unknown.values().sum::<u64>()
         );
+        let (repeats, backwards) =
+            c.sequences.values().map(|s| disorder(s)).fold((0, 0), |(r, b), (rs, bs)| (r + rs.len(), b + bs.len()));
+        if repeats + backwards > 0 {
+            let _ = writeln!(
+                text,
+                "  {repeats} blocks repeated, {backwards} blocks out of order (a thread's block numbered as an earlier one, or lower than the one before it)"
+            );
+        }
         if let Some(summary) = log.ring_summary() {
             let state = match summary.state {
                 ring::STATE_RECORDING => "recording (or its program died)",
@@ -249,6 +283,13 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             for (first, n) in gaps(seqs) {
                 let what = if n == 1 { format!("block {first}") } else { format!("blocks {first}..{}", first + n - 1) };
                 problems.push(format!("gap: thread {t}: {what} missing (overwritten, dropped or damaged)"));
+            }
+            let (repeats, backwards) = disorder(seqs);
+            for n in repeats {
+                problems.push(format!("repeat: thread {t}: block {n} appears again (its events are read twice)"));
+            }
+            for (previous, n) in backwards {
+                problems.push(format!("backwards: thread {t}: block {n} comes after block {previous}"));
             }
         }
         for (t, n) in &c.lost {

@@ -86,7 +86,8 @@ pub(crate) struct PrintArgs {
     pub(crate) logs: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) select: Select,
-    /// Output format.
+    /// Output format; the JSON and CSV shapes are a stable output for scripts, versioned in
+    /// docs/OUTPUT.md.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
     /// Stop after this many events.
@@ -133,7 +134,8 @@ pub(crate) struct FollowArgs {
     pub(crate) ring: PathBuf,
     #[command(flatten)]
     pub(crate) select: Select,
-    /// Output format.
+    /// Output format; the JSON and CSV shapes are a stable output for scripts, versioned in
+    /// docs/OUTPUT.md.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
     /// How often to look for new events, in milliseconds.

@@ -466,10 +466,7 @@ mod tests {
         assert!(!host.as_os_str().is_empty() && !host.to_string_lossy().contains('/'));
         let t: u64 = expand(Path::new("%t")).unwrap().to_string_lossy().parse().unwrap();
         assert!(t > 1_600_000_000);
-        assert_eq!(
-            check_pattern(Path::new("x-%q.evt")).unwrap_err(),
-            format!("unknown pattern %q; write {PATTERNS}")
-        );
+        assert_eq!(check_pattern(Path::new("x-%q.evt")).unwrap_err(), format!("unknown pattern %q; write {PATTERNS}"));
         assert!(check_pattern(Path::new("x-%")).unwrap_err().starts_with("a % that is not a pattern"));
         assert!(check_pattern(Path::new("x-%é")).is_err());
         assert!(check_pattern(Path::new(DEFAULT_EVENT_FILE)).is_ok());

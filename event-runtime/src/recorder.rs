@@ -331,7 +331,9 @@ impl Recorder {
         let header = Header::new(schema.clone(), bs, clock, Producer::current(start_wall));
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
         let expand = |path: &Option<PathBuf>, purpose| match path {
-            Some(p) => files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message))),
+            Some(p) => {
+                files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message)))
+            }
             None => Ok(None),
         };
         let file_path = expand(&self.file, Purpose::EventFile)?;
@@ -352,9 +354,8 @@ impl Recorder {
             Some(path) => match claim(path, Purpose::RingFile)? {
                 Some(claimed) => {
                     let slots = self.ring_threads;
-                    let per_slot = (blocks / u64::from(slots))
-                        .clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT))
-                        as u32;
+                    let per_slot =
+                        (blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
                     let layout = Layout {
                         order: Order::NATIVE,
                         version: event_format::ring::RING_VERSION,

@@ -93,7 +93,7 @@ pub(crate) fn expand(pattern: &Path) -> Result<PathBuf, String> {
 }
 
 /// The program's name: its executable's file name without extension.
-pub(crate) fn program_name() -> String {
+fn program_name() -> String {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))

@@ -268,9 +268,16 @@ fn bad_settings_are_one_clear_line_and_a_failure() {
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(stderr.starts_with(expected), "{env:?}: {stderr}");
     }
-    // With no sink named, the stream goes to `<program>.evt`.
-    let out = child(&["env"], &[("EVENT_CONTROL", "Arena")]).current_dir(&d).output().unwrap();
+    // With no sink named, the stream goes to `<program>-<pid>.evt`.
+    let c = child(&["env"], &[("EVENT_CONTROL", "Arena")])
+        .current_dir(&d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = c.id();
+    let out = c.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let by_worker = numbers(&std::fs::read(d.join("recorder-child.evt")).unwrap());
+    let by_worker = numbers(&std::fs::read(d.join(format!("recorder-child-{pid}.evt"))).unwrap());
     assert_eq!(by_worker[&0].len(), 1000);
 }

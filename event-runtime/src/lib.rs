@@ -48,7 +48,7 @@
 //!
 //! - Start: [`Recorder`] configures a recording (sinks, policy, sizes, clock, what to record)
 //!   and [`Recorder::start`] starts it. [`start`] is a shortcut for a program configured by
-//!   the environment alone (`EVENT_*`), writing `<program>.evt` when no sink is named.
+//!   the environment alone (`EVENT_*`), writing `<program>-<pid>.evt` when no sink is named.
 //! - Run: [`Recording`] is the running recording; [`Recording::stop`] (or dropping it) ends
 //!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
 //!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
@@ -73,10 +73,11 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in exactly three modules, each of which says so with
-//! `#![allow(unsafe_code)]`: `ringfile` (the memory-mapped ring file; the thread buffers
-//! reach its blocks only through the safe methods of `ringfile::Slot`), `clock` (reading the
-//! TSC) and `crash` (installing signal handlers and the last `write(2)` of a fatal signal).
+//! The crate denies `unsafe` except in exactly four modules, each of which says so with
+//! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
+//! file; the thread buffers reach its blocks only through the safe methods of
+//! `ringfile::Slot`), `clock` (reading the TSC), `crash` (installing signal handlers and the
+//! last `write(2)` of a fatal signal) and `files::sys` (`flock` and `gethostname`).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
 //! (README, "Contributing").
 #![warn(missing_docs)]
@@ -92,6 +93,7 @@ pub mod control;
 mod crash;
 mod event_set;
 mod exchange;
+mod files;
 mod recorder;
 mod recording;
 mod ringfile;

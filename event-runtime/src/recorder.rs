@@ -12,10 +12,11 @@ use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
 use crate::exchange::Exchange;
+use crate::files::{self, ClaimError, Purpose};
 use crate::recording::Recording;
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared};
-use crate::sink::{self, Sinks};
+use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::ring::Layout;
 use event_format::select::Selection;
@@ -23,7 +24,7 @@ use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -176,6 +177,11 @@ impl Recorder {
 
     fn with_env(mut self, get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Recorder, ConfigError> {
         let env = config::read_env(get)?;
+        for (path, purpose) in [(&env.file, Purpose::EventFile), (&env.ring, Purpose::RingFile)] {
+            if let Some(path) = path {
+                files::check_pattern(path).map_err(|message| pattern_error(path, purpose, message))?;
+            }
+        }
         if let Some(path) = env.file {
             self.file = Some(path);
         }
@@ -198,14 +204,23 @@ impl Recorder {
         Ok(self)
     }
 
-    /// Writes the stream to a file, created (or truncated) readable by its owner only.
+    /// Writes the stream to a file, created readable by its owner only. The path is a
+    /// pattern, as `EVENT_FILE`'s (README, "Configuration"): `%p` the process id, `%t` the
+    /// start time, `%h` the host name, `%n` the program name, `%%` a `%`.
+    ///
+    /// The recorder never writes over what is not its own: when the path holds anything but
+    /// an event log or ring file of ours (or an empty file), the recording starts without
+    /// this file and says why in one line on stderr. An older trace at the path is kept as
+    /// `PATH.old`; when a live process is writing the path, the stream goes to `STEM-PID.EXT`
+    /// instead, and a line says so.
     pub fn file(mut self, path: impl Into<PathBuf>) -> Recorder {
         self.file = Some(path.into());
         self
     }
 
     /// Records into a ring file (flight recorder that survives a crash, readable live by
-    /// `event-dump follow`), created readable by its owner only.
+    /// `event-dump follow`), created readable by its owner only. The path is a pattern, and
+    /// what is at it is treated, as for [`file`](Self::file).
     pub fn ring_file(mut self, path: impl Into<PathBuf>) -> Recorder {
         self.ring = Some(path.into());
         self
@@ -315,47 +330,48 @@ impl Recorder {
         let start_wall = if time.is_deterministic() { 0 } else { clock.ref_wall_ns };
         let header = Header::new(schema.clone(), bs, clock, Producer::current(start_wall));
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
+        let expand = |path: &Option<PathBuf>, purpose| match path {
+            Some(p) => {
+                files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message)))
+            }
+            None => Ok(None),
+        };
+        let file_path = expand(&self.file, Purpose::EventFile)?;
+        let ring_path = expand(&self.ring, Purpose::RingFile)?;
 
         // Claim the process's recorder before touching any file.
         let Some(vacancy) = session::claim() else {
             return Err(StartError::AlreadyRunning);
         };
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
-        let file = match &self.file {
-            Some(path) => {
-                let file = sink::create_private(path).map_err(|error| StartError::Io {
-                    what: "event file",
-                    path: path.clone(),
-                    error,
-                })?;
-                Some((path.clone(), file))
-            }
+        let file = match &file_path {
+            Some(path) => claim(path, Purpose::EventFile)?.map(|c| (c.path, c.file)),
             None => None,
         };
         let mut sinks = Sinks::new(file, memory, self.pack);
         sinks.write(&header_bytes);
-        let ring_file = match &self.ring {
-            Some(path) => {
-                let slots = self.ring_threads;
-                let per_slot =
-                    (blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
-                let layout = Layout {
-                    order: Order::NATIVE,
-                    version: event_format::ring::RING_VERSION,
-                    block_size: bs,
-                    slots,
-                    blocks_per_slot: per_slot,
-                    header_len: header_bytes.len() as u32,
-                    pid: u64::from(std::process::id()),
-                    created_ns: clock::wall_ns(),
-                };
-                let ring = RingFile::create(path, layout, &header_bytes).map_err(|error| StartError::Io {
-                    what: "ring file",
-                    path: path.clone(),
-                    error,
-                })?;
-                Some(Arc::new(ring))
-            }
+        let ring_file = match &ring_path {
+            Some(path) => match claim(path, Purpose::RingFile)? {
+                Some(claimed) => {
+                    let slots = self.ring_threads;
+                    let per_slot =
+                        (blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
+                    let layout = Layout {
+                        order: Order::NATIVE,
+                        version: event_format::ring::RING_VERSION,
+                        block_size: bs,
+                        slots,
+                        blocks_per_slot: per_slot,
+                        header_len: header_bytes.len() as u32,
+                        pid: u64::from(std::process::id()),
+                        created_ns: clock::wall_ns(),
+                    };
+                    let ring = RingFile::create(claimed.file, &claimed.path, layout, &header_bytes)
+                        .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
+                    Some(Arc::new(ring))
+                }
+                None => None,
+            },
             None => None,
         };
         let streaming = self.policy != Policy::Ring && !sinks.is_empty();
@@ -402,8 +418,8 @@ impl Recorder {
 /// Starts recording `events` as the environment says: a shortcut for
 /// `Recorder::new(events).from_env()?.start()` (the `EVENT_*` variables; README,
 /// "Configuration"), except that when the environment names no sink (neither `EVENT_FILE` nor
-/// `EVENT_RING`) the stream goes to the file `<program>.evt` in the current directory instead
-/// of memory. It is what a program that is configured from outside wants; use [`Recorder`] to
+/// `EVENT_RING`) the stream goes to the file `%n-%p.evt` (`<program>-<pid>.evt`) in the
+/// current directory instead of memory, one per process. It is what a program that is configured from outside wants; use [`Recorder`] to
 /// set anything from code. Keep the returned [`Recording`]: dropping it stops the recording
 /// and flushes it.
 ///
@@ -419,18 +435,32 @@ impl Recorder {
 pub fn start(events: &'static EventSet) -> Result<Recording, StartError> {
     let mut recorder = Recorder::new(events).from_env()?;
     if recorder.file.is_none() && recorder.ring.is_none() {
-        recorder.file = Some(default_file());
+        recorder.file = Some(PathBuf::from(files::DEFAULT_EVENT_FILE));
     }
     recorder.start()
 }
 
-/// Where [`start`] writes when the environment names no sink: `<program>.evt`.
-fn default_file() -> PathBuf {
-    let program = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "events".to_owned());
-    PathBuf::from(format!("{program}.evt"))
+/// The error of a path pattern that does not expand.
+fn pattern_error(path: &Path, purpose: Purpose, message: String) -> ConfigError {
+    ConfigError { variable: purpose.variable(), value: path.to_string_lossy().into_owned(), message }
+}
+
+/// Claims `path` for `purpose` (`files::claim`): `None`, after one line on stderr, when it
+/// is refused (the recording goes on without it); an error when it cannot be created.
+fn claim(path: &Path, purpose: Purpose) -> Result<Option<files::Claimed>, StartError> {
+    match files::claim(path, purpose) {
+        Ok(claimed) => {
+            if let Some(notice) = &claimed.notice {
+                eprintln!("event-runtime: {notice}");
+            }
+            Ok(Some(claimed))
+        }
+        Err(ClaimError::Refused(line)) => {
+            eprintln!("event-runtime: {line}");
+            Ok(None)
+        }
+        Err(ClaimError::Io(error)) => Err(StartError::Io { what: purpose.what(), path: path.to_owned(), error }),
+    }
 }
 
 #[cfg(test)]

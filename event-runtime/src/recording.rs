@@ -98,7 +98,7 @@ impl Recording {
         if let Some(ring) = &shared.ring_file {
             ring.close();
         }
-        lock(&shared.sinks).flush_file();
+        lock(&shared.sinks).close_file();
     }
 }
 

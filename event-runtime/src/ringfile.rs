@@ -21,13 +21,14 @@
 //! [`event_format::ring`]'s module docs ("Memory").
 #![allow(unsafe_code)]
 
+use crate::files;
 use event_format::ring::{
     Layout, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at, control_at, position,
     slot_at,
 };
 use event_format::wire::Order;
 use memmap2::MmapMut;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,8 +51,8 @@ pub(crate) struct RingFile {
 /// The bytes of a ring file.
 #[derive(Debug)]
 enum Memory {
-    /// The file, mapped; the file is kept open so its length cannot change through us.
-    Mapped { map: MmapMut, _file: File },
+    /// The file, mapped; the file is kept open, and its lock (`files`) with it.
+    Mapped { map: MmapMut, file: File },
     /// On the heap, for tests that cannot map a file (Miri): `words` u64s from `ptr`, owned.
     #[cfg(test)]
     Heap { ptr: *mut u64, words: usize },
@@ -75,31 +76,20 @@ unsafe impl Send for RingFile {}
 unsafe impl Sync for RingFile {}
 
 impl RingFile {
-    /// Creates (or replaces) the ring file at `path`, readable and writable by its owner
-    /// only, with the stream header `header` and every slot free.
-    pub(crate) fn create(path: &Path, mut layout: Layout, header: &[u8]) -> io::Result<RingFile> {
+    /// Makes `file`, just claimed at `path` (`files::claim`: created by us, 0600, locked, and
+    /// empty), the ring file, with the stream header `header` and every slot free.
+    pub(crate) fn create(file: File, path: &Path, mut layout: Layout, header: &[u8]) -> io::Result<RingFile> {
         layout.version = RING_VERSION;
         layout.order = Order::NATIVE;
         layout.header_len = header.len() as u32;
         layout.check().map_err(io::Error::other)?;
-        // A fresh file: a reader of the old one keeps its own, and ours starts zeroed.
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(path)?;
         file.set_len(layout.file_len())?;
-        // SAFETY: the file was created just now by us, 0600, and stays open for the
+        // SAFETY: the file was claimed just now by us, 0600, and stays open for the
         // mapping's life; other processes may read and write it (that is its purpose), which
         // is why every access after this function goes through atomics or claimed slots.
         let mut map = unsafe { MmapMut::map_mut(&file)? };
         let (base, len) = (map.as_mut_ptr(), map.len());
-        Ok(RingFile::init(Memory::Mapped { map, _file: file }, base, len, layout, header, path))
+        Ok(RingFile::init(Memory::Mapped { map, file }, base, len, layout, header, path))
     }
 
     /// A ring file on the heap, for tests that cannot map a file (Miri).
@@ -168,12 +158,14 @@ impl RingFile {
         self.word(at::LOST).store(lost, Ordering::Relaxed);
     }
 
-    /// Marks the recording closed cleanly, and writes the mapping back.
+    /// Marks the recording closed cleanly, writes the mapping back, and releases the file's
+    /// lock: no live writer holds it now (threads that still hold slots only count losses).
     pub(crate) fn close(&self) {
         self.word32(at::STATE).store(STATE_CLOSED, Ordering::Release);
         #[allow(irrefutable_let_patterns)] // Memory::Heap exists in tests only
-        if let Memory::Mapped { map, .. } = &self.memory {
+        if let Memory::Mapped { map, file } = &self.memory {
             let _ = map.flush_async();
+            files::unlock(file);
         }
     }
 

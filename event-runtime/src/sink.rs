@@ -9,7 +9,7 @@
 use event_format::wire::{Order, pack_block};
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The stream sinks: where sealed blocks are written, in order.
 #[derive(Debug, Default)]
@@ -29,7 +29,7 @@ pub(crate) struct Sinks {
 }
 
 impl Sinks {
-    /// Sinks to `file` (opened by [`create_private`]) and, when `memory`, to memory; blocks
+    /// Sinks to `file` (claimed by `files::claim`) and, when `memory`, to memory; blocks
     /// packed when `pack`.
     pub(crate) fn new(file: Option<(PathBuf, File)>, memory: bool, pack: bool) -> Sinks {
         Sinks { file, memory: memory.then(Vec::new), pack, ..Sinks::default() }
@@ -109,28 +109,17 @@ impl Sinks {
         }
     }
 
+    /// Closes the event file, which releases its lock (`files`): the recording has ended, and
+    /// another may claim the path.
+    pub(crate) fn close_file(&mut self) {
+        self.flush_file();
+        self.file = None;
+    }
+
     /// The file sink's descriptor, for a fatal signal's last write.
     #[cfg(unix)]
     pub(crate) fn raw_fd(&self) -> Option<i32> {
         use std::os::fd::AsRawFd;
         self.file.as_ref().map(|(_, f)| f.as_raw_fd())
     }
-}
-
-/// Creates (or truncates) the event file, readable and writable by its owner only: a new
-/// file is created 0600, an existing one is set to 0600, and a symbolic link at the path is
-/// refused (O_NOFOLLOW), so that a trace is never written where someone else pointed it.
-pub(crate) fn create_private(path: &Path) -> io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-        let file = options.open(path)?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        Ok(file)
-    }
-    #[cfg(not(unix))]
-    options.open(path)
 }

@@ -410,20 +410,30 @@ fn the_writer_records_clock_sync_events_as_the_run_goes_on() {
 
 #[cfg(unix)]
 #[test]
-fn an_existing_event_file_becomes_private_and_a_symlink_is_refused() {
+fn an_older_trace_is_kept_the_new_file_is_private_and_a_symlink_is_left_alone() {
     use std::os::unix::fs::PermissionsExt;
     let _serial = serial();
     let dir = tempdir("private-file");
     let path = dir.join("trace.evt");
-    std::fs::write(&path, b"old").unwrap();
+    Recorder::new(&events::SET).file(&path).start().unwrap().stop().unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let older = std::fs::read(&path).unwrap();
     let recording = Recorder::new(&events::SET).file(&path).start().unwrap();
     recording.stop().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "owner only, though it existed");
+    assert_eq!(std::fs::read(dir.join("trace.evt.old")).unwrap(), older, "the older trace is kept");
+    // Anything that is not a trace of ours is left as it is; the recording goes on without it.
     let target = dir.join("elsewhere.evt");
     let link = dir.join("link.evt");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let err = Recorder::new(&events::SET).file(&link).start().unwrap_err();
-    assert!(err.to_string().contains("link.evt"), "{err}");
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, b"old").unwrap();
+    for path in [&link, &notes] {
+        let recording = Recorder::new(&events::SET).file(path).start().unwrap();
+        event!(ClientPhase, "ignored", 1u64, 0);
+        recording.stop().unwrap();
+    }
     assert!(!target.exists(), "nothing written through the link");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is still a link");
+    assert_eq!(std::fs::read(&notes).unwrap(), b"old", "a file of other content is unchanged");
 }

@@ -15,6 +15,10 @@
 //! - `panic N`: records N events into memory, then panics.
 //! - `env`: starts recording as the environment says (`event_runtime::start`), records a
 //!   few events and stops; a bad setting is reported on stderr with exit code 2.
+//! - `hold N`: as `env`, but records N events, prints `ready`, and stops only when its
+//!   standard input ends.
+//! - `spawn N`: as `env`, but records N events, runs `recorder-child env` (which inherits
+//!   the `EVENT_*` variables) to its end, then records N more and stops.
 
 event_runtime::include_events!("../events.def");
 
@@ -65,6 +69,37 @@ fn main() {
         "env" => {
             let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
             for i in 0..1000u64 {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            recording.stop().unwrap_or_else(|e| fail(&e));
+            println!("ok");
+        }
+        "hold" => {
+            let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
+            for i in 0..number(1) {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            ready();
+            let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+            recording.stop().unwrap_or_else(|e| fail(&e));
+            println!("ok");
+        }
+        "spawn" => {
+            let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
+            let n = number(1);
+            for i in 0..n {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            let exe = std::env::current_exe().unwrap_or_else(|e| fail(&e));
+            let status = std::process::Command::new(exe)
+                .arg("env")
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap_or_else(|e| fail(&e));
+            if !status.success() {
+                fail(&format!("the child ended with {status}"));
+            }
+            for i in n..2 * n {
                 event!(ArenaDestroy, 0usize, i);
             }
             recording.stop().unwrap_or_else(|e| fail(&e));
@@ -182,7 +217,7 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env"
+        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env | hold N | spawn N"
     );
     std::process::exit(2)
 }

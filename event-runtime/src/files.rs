@@ -1,0 +1,482 @@
+//! The recorder's files inside somebody else's process: what a path pattern names (`%p`,
+//! `%t`, `%h`, `%n`, `%%`), whether the path holds a file of ours that may be replaced, and
+//! the lock that says a file has a live writer.
+//!
+//! A tracer must never harm its host's files. So a path is used only when it holds nothing,
+//! an empty regular file (what `mktemp` makes), or an event log or ring file of ours (its
+//! first bytes are the stream's or the ring file's magic) that no live process writes;
+//! anything else (a file of other content, a symbolic link, a directory, a device, a FIFO, a
+//! socket) is refused with one line and left as it is. An older trace of ours is not
+//! overwritten: it is renamed `NAME.old`, as perf keeps `perf.data.old`, and the new file is
+//! created exclusively (`O_EXCL`, mode 0600) at the final name. Not at a temporary name
+//! renamed at the end: a ring file must be at its name while the program runs, for
+//! `event-dump follow` and `control`, and an event file must be there if the program
+//! crashes, which is when it matters most.
+//!
+//! A recorder holds an exclusive advisory lock (`flock`) on each file it writes for as long
+//! as it writes it. A second process given the same path finds the lock, leaves the file to
+//! its writer and records to `STEM-PID.EXT` instead, saying where in one line (the case of a
+//! program's children, which inherit `EVENT_FILE`). The lock is advisory: readers take none.
+
+use event_format::ring::RING_MAGIC;
+use event_format::wire::MAGIC;
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// The default event file of [`crate::start`]: one per process.
+pub(crate) const DEFAULT_EVENT_FILE: &str = "%n-%p.evt";
+
+/// What a patterned path may contain, for messages.
+const PATTERNS: &str = "%p (process id), %t (start time), %h (host name), %n (program name) or %% (a %)";
+
+/// Which of the recorder's files a path is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// The event file (`EVENT_FILE`).
+    EventFile,
+    /// The ring file (`EVENT_RING`).
+    RingFile,
+}
+
+impl Purpose {
+    /// The environment variable that names the file.
+    pub(crate) fn variable(self) -> &'static str {
+        match self {
+            Purpose::EventFile => "EVENT_FILE",
+            Purpose::RingFile => "EVENT_RING",
+        }
+    }
+
+    /// What the file is, for messages.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            Purpose::EventFile => "event file",
+            Purpose::RingFile => "ring file",
+        }
+    }
+
+    /// What a regular file of other content is, for the refusal.
+    fn not_ours(self) -> &'static str {
+        match self {
+            Purpose::EventFile => "exists and is not an event log",
+            Purpose::RingFile => "exists and is not a ring file or event log",
+        }
+    }
+}
+
+/// Checks that `pattern` has only the escapes [`expand`] knows; the error says which one it
+/// does not and what it accepts.
+pub(crate) fn check_pattern(pattern: &Path) -> Result<(), String> {
+    expand_with(pattern, |c| matches!(c, 'p' | 't' | 'h' | 'n').then(OsString::new)).map(drop)
+}
+
+/// `pattern` with `%p` (this process's id), `%t` (now, in seconds since 1970), `%h` (the
+/// host name), `%n` (the program's name) and `%%` (a `%`) replaced; another `%` escape, or a
+/// `%` at the end, is an error that says what is accepted. A host or program name never
+/// brings a `/` into the path.
+pub(crate) fn expand(pattern: &Path) -> Result<PathBuf, String> {
+    expand_with(pattern, |c| {
+        let value = match c {
+            'p' => std::process::id().to_string(),
+            't' => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                .to_string(),
+            'h' => sys::host_name().unwrap_or_else(|| "localhost".to_owned()),
+            'n' => program_name(),
+            _ => return None,
+        };
+        Some(OsString::from(value.replace('/', "_")))
+    })
+}
+
+/// The program's name: its executable's file name without extension.
+fn program_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "events".to_owned())
+}
+
+fn expand_with(pattern: &Path, value: impl Fn(char) -> Option<OsString>) -> Result<PathBuf, String> {
+    let bytes = pattern.as_os_str().as_encoded_bytes();
+    if !bytes.contains(&b'%') {
+        return Ok(pattern.to_owned());
+    }
+    let mut out = OsString::new();
+    let mut rest = bytes;
+    while let Some(at) = rest.iter().position(|&b| b == b'%') {
+        out.push(from_bytes(&rest[..at]));
+        let escape = rest.get(at + 1).copied();
+        match escape {
+            Some(b'%') => out.push("%"),
+            Some(c) if c.is_ascii() => match value(c as char) {
+                Some(v) => out.push(v),
+                None => return Err(format!("unknown pattern %{}; write {PATTERNS}", c as char)),
+            },
+            _ => return Err(format!("a % that is not a pattern; write {PATTERNS}")),
+        }
+        rest = &rest[at + 2..];
+    }
+    out.push(from_bytes(rest));
+    Ok(PathBuf::from(out))
+}
+
+/// The `OsStr` of `bytes`, a piece of a path's bytes cut at ASCII `%` escapes.
+fn from_bytes(bytes: &[u8]) -> &OsStr {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStrExt::from_bytes(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        // Elsewhere the encoding is WTF-8, cut at ASCII: valid UTF-8 wherever the path was.
+        OsStr::new(std::str::from_utf8(bytes).unwrap_or("_"))
+    }
+}
+
+/// `path` with `-PID` added to its stem: `trace.evt` -> `trace-4242.evt`.
+pub(crate) fn with_pid(path: &Path, pid: u32) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_else(|| OsStr::new("events"));
+    let mut name = stem.to_owned();
+    name.push(format!("-{pid}"));
+    if let Some(ext) = path.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    path.with_file_name(name)
+}
+
+/// `path` with `.old` added: where the previous trace is kept.
+pub(crate) fn old_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".old");
+    PathBuf::from(name)
+}
+
+/// A file the recorder may write: created (or, when it was empty, opened) by us, locked, at
+/// `path`.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    /// Where it is: the path asked for, or its `-PID` alternative.
+    pub(crate) path: PathBuf,
+    /// The file, open for reading and writing and locked for as long as it stays open.
+    pub(crate) file: File,
+    /// One line for stderr when it is not at the path asked for.
+    pub(crate) notice: Option<String>,
+}
+
+/// Why a path was not claimed.
+#[derive(Debug)]
+pub(crate) enum ClaimError {
+    /// The path holds something that is not ours, or a live writer's file (and so does its
+    /// `-PID` alternative): one line, naming the path and what to do. Nothing was changed.
+    Refused(String),
+    /// The file could not be created (a missing directory, permission denied, ...).
+    Io(io::Error),
+}
+
+impl From<io::Error> for ClaimError {
+    fn from(e: io::Error) -> ClaimError {
+        ClaimError::Io(e)
+    }
+}
+
+/// Claims `path` for `purpose` (module docs): a new file created there, an empty file used in
+/// place, or an older trace of ours moved to `NAME.old` and a new file created. When a live
+/// process holds the file, `STEM-PID.EXT` is claimed instead.
+pub(crate) fn claim(path: &Path, purpose: Purpose) -> Result<Claimed, ClaimError> {
+    match claim_here(path, purpose)? {
+        Some(file) => Ok(Claimed { path: path.to_owned(), file, notice: None }),
+        None => {
+            let instead = with_pid(path, std::process::id());
+            match claim_here(&instead, purpose)? {
+                Some(file) => Ok(Claimed {
+                    notice: Some(format!(
+                        "{} is being written by another live process; recording to {} instead",
+                        path.display(),
+                        instead.display()
+                    )),
+                    path: instead,
+                    file,
+                }),
+                None => Err(ClaimError::Refused(format!(
+                    "not recording to {}: it and {} are being written by other live processes; choose another {}",
+                    path.display(),
+                    instead.display(),
+                    purpose.variable()
+                ))),
+            }
+        }
+    }
+}
+
+/// What a path holds, as far as the recorder cares.
+enum Found {
+    /// Nothing.
+    Nothing,
+    /// A regular file of ours (or an empty one), open read-only, its lock taken.
+    Ours { file: File, empty: bool },
+    /// A regular file of ours that a live process has locked.
+    Busy,
+    /// Something that is not ours: what it is, e.g. `is a FIFO` (`None`: a regular file of
+    /// other content).
+    Foreign(Option<&'static str>),
+}
+
+/// Claims `path` itself: `Ok(None)` when a live writer holds it.
+fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<File>, ClaimError> {
+    let foreign = |what: Option<&'static str>| what.unwrap_or(purpose.not_ours());
+    // Each turn either ends or finds that the path changed under us; a few are plenty.
+    for _ in 0..4 {
+        match inspect(path)? {
+            Found::Nothing => match create_new(path) {
+                Ok(file) => return Ok(sys::try_lock(&file)?.then_some(file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e.into()),
+            },
+            Found::Foreign(what) => {
+                return Err(ClaimError::Refused(format!(
+                    "not recording to {}: it {}; remove it or choose another {}",
+                    path.display(),
+                    foreign(what),
+                    purpose.variable()
+                )));
+            }
+            Found::Busy => return Ok(None),
+            Found::Ours { file, empty: true } => {
+                // Used in place: nothing is lost, and whoever made it (mktemp) meant it for us.
+                drop(file);
+                let Ok(file) = open_existing(path, true) else { continue };
+                if !sys::try_lock(&file)? {
+                    return Ok(None);
+                }
+                let meta = file.metadata()?;
+                if meta.is_file() && meta.len() == 0 {
+                    set_private(&file)?;
+                    return Ok(Some(file));
+                }
+            }
+            Found::Ours { file, empty: false } => {
+                let old = old_path(path);
+                let kept = |what: &str| {
+                    ClaimError::Refused(format!(
+                        "not recording to {}: its previous trace would be kept as {}, which {what}; remove {} or choose another {}",
+                        path.display(),
+                        old.display(),
+                        old.display(),
+                        purpose.variable()
+                    ))
+                };
+                match inspect(&old)? {
+                    Found::Nothing | Found::Ours { .. } => {}
+                    Found::Busy => return Err(kept("a live process is writing")),
+                    Found::Foreign(what) => return Err(kept(foreign(what))),
+                }
+                std::fs::rename(path, &old)?;
+                // Released after the rename, so that no other process of ours claims the old
+                // trace meanwhile.
+                drop(file);
+            }
+        }
+    }
+    Err(ClaimError::Io(io::Error::other("the path keeps changing while it is claimed")))
+}
+
+/// What `path` holds. A regular file is opened (never a device or a FIFO: opening one can
+/// have effects) and locked to be read.
+fn inspect(path: &Path) -> io::Result<Found> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
+        Err(e) => return Err(e),
+    };
+    if let Some(kind) = not_regular(&meta) {
+        return Ok(Found::Foreign(Some(kind)));
+    }
+    let file = match open_existing(path, false) {
+        Ok(f) => f,
+        // It went between the look and the open: nothing there now.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
+        Err(e) => return Err(e),
+    };
+    // It may have been replaced between the look and the open (by a link: O_NOFOLLOW refused
+    // it above; by a FIFO: O_NONBLOCK opened it without waiting).
+    if let Some(kind) = not_regular(&file.metadata()?) {
+        return Ok(Found::Foreign(Some(kind)));
+    }
+    if !sys::try_lock(&file)? {
+        return Ok(Found::Busy);
+    }
+    // Under the lock: no recorder of ours writes it now, so its first bytes stay as read.
+    let mut first = Vec::with_capacity(MAGIC.len());
+    (&file).take(MAGIC.len() as u64).read_to_end(&mut first)?;
+    if first.is_empty() {
+        return Ok(Found::Ours { file, empty: true });
+    }
+    // A prefix of a magic counts: a header cut short is still a trace of ours.
+    if MAGIC.starts_with(&first) || RING_MAGIC.starts_with(&first) {
+        Ok(Found::Ours { file, empty: false })
+    } else {
+        Ok(Found::Foreign(None))
+    }
+}
+
+/// What `meta` is when it is not a regular file: "is a symbolic link (not followed)", ...
+fn not_regular(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        return None;
+    }
+    if t.is_symlink() {
+        return Some("is a symbolic link (not followed)");
+    }
+    if t.is_dir() {
+        return Some("is a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("is a FIFO");
+        }
+        if t.is_socket() {
+            return Some("is a socket");
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return Some("is a device");
+        }
+    }
+    Some("is not a regular file")
+}
+
+/// Opens the existing regular file at `path` without following a link and without blocking
+/// (should it have become a FIFO), for reading and, when `write`, writing. Never truncates.
+fn open_existing(path: &Path, write: bool) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(write);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    options.open(path)
+}
+
+/// Creates a new file at `path`, exclusively (`O_EXCL`: never an existing file or a link's
+/// target), readable and writable by its owner only.
+fn create_new(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// Makes `file` readable and writable by its owner only.
+fn set_private(file: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    let _ = file;
+    Ok(())
+}
+
+/// Releases the lock on `file` before it is closed (a ring file whose recording has ended
+/// while threads still hold its slots).
+pub(crate) fn unlock(file: &File) {
+    sys::unlock(file);
+}
+
+/// The two C calls the module needs, `flock` and `gethostname`, the only `unsafe` here.
+#[allow(unsafe_code)]
+mod sys {
+    use std::fs::File;
+    use std::io;
+
+    /// Takes an exclusive advisory lock on `file` without waiting: `false` when another
+    /// open file (of any process) holds one. The lock lasts until `file` is closed.
+    #[cfg(unix)]
+    pub(super) fn try_lock(file: &File) -> io::Result<bool> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: `flock` only reads its arguments; the descriptor is open for the call
+            // (borrowed from `file`).
+            let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if r == 0 {
+                return Ok(true);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => return Ok(false),
+                Some(libc::EINTR) => continue,
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// Releases `file`'s lock; an error changes nothing that matters (it goes at the close).
+    #[cfg(unix)]
+    pub(super) fn unlock(file: &File) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as for `try_lock`.
+        let _ = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+    }
+
+    /// The host name, when the system tells it.
+    #[cfg(unix)]
+    pub(super) fn host_name() -> Option<String> {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer is writable for its whole length, which is what we pass.
+        let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if r != 0 {
+            return None;
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        let name = String::from_utf8_lossy(&buf[..end]).into_owned();
+        (!name.is_empty()).then_some(name)
+    }
+
+    #[cfg(not(unix))]
+    pub(super) fn try_lock(_file: &File) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    #[cfg(not(unix))]
+    pub(super) fn unlock(_file: &File) {}
+
+    #[cfg(not(unix))]
+    pub(super) fn host_name() -> Option<String> {
+        std::env::var("COMPUTERNAME").ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "calls gethostname, which Miri does not provide")]
+    fn patterns_expand_and_unknown_ones_are_refused() {
+        let pid = std::process::id().to_string();
+        assert_eq!(expand(Path::new("a-%p.evt")).unwrap(), PathBuf::from(format!("a-{pid}.evt")));
+        assert_eq!(expand(Path::new("100%%-%n")).unwrap(), PathBuf::from(format!("100%-{}", program_name())));
+        assert_eq!(expand(Path::new("plain.evt")).unwrap(), PathBuf::from("plain.evt"));
+        let host = expand(Path::new("%h")).unwrap();
+        assert!(!host.as_os_str().is_empty() && !host.to_string_lossy().contains('/'));
+        let t: u64 = expand(Path::new("%t")).unwrap().to_string_lossy().parse().unwrap();
+        assert!(t > 1_600_000_000);
+        assert_eq!(check_pattern(Path::new("x-%q.evt")).unwrap_err(), format!("unknown pattern %q; write {PATTERNS}"));
+        assert!(check_pattern(Path::new("x-%")).unwrap_err().starts_with("a % that is not a pattern"));
+        assert!(check_pattern(Path::new("x-%é")).is_err());
+        assert!(check_pattern(Path::new(DEFAULT_EVENT_FILE)).is_ok());
+    }
+
+    #[test]
+    fn alternative_and_old_names() {
+        assert_eq!(with_pid(Path::new("d/trace.evt"), 42), PathBuf::from("d/trace-42.evt"));
+        assert_eq!(with_pid(Path::new("trace"), 42), PathBuf::from("trace-42"));
+        assert_eq!(old_path(Path::new("d/trace.evt")), PathBuf::from("d/trace.evt.old"));
+    }
+}

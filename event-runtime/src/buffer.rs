@@ -491,6 +491,13 @@ const DROPPED_LEN: usize = RECORD_HEADER_LEN + builtin::DROPPED_FIXED;
 
 impl Drop for ThreadBuffer {
     fn drop(&mut self) {
+        if self.shared.is_parents() {
+            // A child of `fork()` dropping its parent's buffer: the block, the slot and the
+            // pool are the parent's, and not ours to finish, hand on or free (`fork`'s module
+            // docs). A slot's drop would mark it free in the parent's ring file.
+            std::mem::forget(std::mem::replace(&mut self.home, Home::Pool(None)));
+            return;
+        }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         self.flush(true);
         if self.lost > 0 {
@@ -541,7 +548,9 @@ fn attach(
 ) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;
-    let buffer = session::current(generation).map(|shared| ThreadBuffer::new(shared, generation));
+    // In a child of `fork()`, its own recording starts here, on its first event.
+    let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
+    let buffer = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
     match buffer {
         Some(buffer) => slot.insert(buffer).write(code, fixed, strs, fill),
         None => session::count_lost_unattributed(1),
@@ -553,6 +562,7 @@ pub(crate) fn flush_this_thread() {
     let _ = BUFFER.try_with(|cell| {
         if let Ok(mut slot) = cell.try_borrow_mut()
             && let Some(buffer) = slot.as_mut()
+            && !buffer.shared.is_parents()
         {
             buffer.flush(false);
         }

@@ -15,7 +15,6 @@ use crate::session::{self, Shared, lock};
 use event_format::ring::{RingReader, RingStream};
 use event_format::wire::dropped_report;
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
-use std::fs::File;
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -132,7 +131,8 @@ pub(crate) fn write_rings(shared: &Shared) {
 
 /// Under `ring` with a ring file: the file's blocks to the stream sinks.
 pub(crate) fn write_ring_file(shared: &Shared, ring: &RingFile) -> io::Result<()> {
-    let file = File::open(ring.path())?;
+    // Through our own descriptor: the path may have been removed or replaced meanwhile.
+    let file = ring.reopen()?;
     let reader = RingReader::open(file, event_format::decode::DecodeOptions::default()).map_err(io::Error::other)?;
     let skip = reader.header_bytes().len();
     let mut stream = RingStream::new(reader);

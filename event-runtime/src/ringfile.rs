@@ -167,6 +167,9 @@ impl RingFile {
 
     /// The 64-bit word at `offset`.
     fn word(&self, offset: usize) -> &AtomicU64 {
+        // Cannot fail: every offset comes from the layout checked at creation. The
+        // assertions here and below guard `unsafe` access: were the arithmetic ever wrong,
+        // stopping is the only safe answer (they are not I/O errors, which never panic).
         assert!(offset.is_multiple_of(8) && offset + 8 <= self.len, "a word in the file");
         // SAFETY: in bounds and aligned (the mapping is page-aligned; asserted above), and
         // only ever accessed atomically, by us and by other processes.

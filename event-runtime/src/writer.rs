@@ -116,7 +116,8 @@ pub(crate) fn write_rings(shared: &Shared) {
         let first = (ring.sequence + 1).saturating_sub(ring.ring_blocks);
         for seq in first..=ring.sequence {
             let index = (seq % ring.ring_blocks) as usize;
-            let block = &mut ring.blocks[index * bs..(index + 1) * bs];
+            // Cannot fail: the ring holds `ring_blocks` blocks of `bs` bytes; skipped if not.
+            let Some(block) = ring.blocks.get_mut(index * bs..(index + 1) * bs) else { continue };
             if seq == ring.sequence {
                 if ring.end <= BLOCK_HEADER_LEN {
                     continue;

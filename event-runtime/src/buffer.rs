@@ -170,7 +170,9 @@ impl ThreadBuffer {
     fn block_at(&mut self, index: usize) -> Option<&mut [u8]> {
         match &mut self.home {
             Home::Pool(block) => block.as_deref_mut(),
-            Home::Ring(blocks) => Some(&mut blocks[index * self.block_size..(index + 1) * self.block_size]),
+            // Cannot fail: `index` is below `ring_blocks` (`sequence % ring_blocks`, or the
+            // previous block's), and the ring holds `ring_blocks` blocks.
+            Home::Ring(blocks) => blocks.get_mut(index * self.block_size..(index + 1) * self.block_size),
             Home::File(slot) => Some(slot.block_mut(index as u32)),
         }
     }
@@ -215,7 +217,8 @@ impl ThreadBuffer {
             delta = 0;
         } else if extend > 0 {
             let at = self.end;
-            let block = self.current().expect("writable");
+            // `writable` means a current block; were it missing, the event is refused, not a panic.
+            let Some(block) = self.current() else { return self.refuse() };
             put_record_header(Order::NATIVE, block, at, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
             let args = &mut block[at + RECORD_HEADER_LEN..at + TIME_EXTEND_LEN];
             body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
@@ -312,12 +315,16 @@ impl ThreadBuffer {
             used: 0,
             crc: 0,
         };
-        let block = self.current().expect("a block to start");
+        // Every caller has a current block; without one there is nothing to start.
+        let Some(block) = self.current() else {
+            self.writable = false;
+            return;
+        };
         block_header.write(Order::NATIVE, block);
         if self.lost > 0 {
             let (thread, lost) = (self.thread, std::mem::take(&mut self.lost));
             let at = self.end;
-            let block = self.current().expect("a block to start");
+            let Some(block) = self.current() else { return };
             put_record_header(Order::NATIVE, block, at, builtin::DROPPED, DROPPED_LEN as u16, 0);
             let args = &mut block[at + RECORD_HEADER_LEN..at + DROPPED_LEN];
             body::dropped(&mut ArgWriter::new(Order::NATIVE, args, &[]), thread, lost);
@@ -332,7 +339,8 @@ impl ThreadBuffer {
     fn finish_block(&mut self) {
         let end = self.end;
         let in_file = matches!(self.home, Home::File(_));
-        let block = self.current().expect("a block to finish");
+        // Called only while `writable`, which means a current block.
+        let Some(block) = self.current() else { return };
         block[end..].fill(0);
         let used = (end - BLOCK_HEADER_LEN) as u32;
         if in_file {
@@ -358,7 +366,11 @@ impl ThreadBuffer {
         let shared = Arc::clone(&self.shared);
         match &mut self.home {
             Home::Pool(slot) => {
-                let full = slot.take().expect("writable");
+                // `writable` means a pool block in hand; without one the event is refused.
+                let Some(full) = slot.take() else {
+                    self.writable = false;
+                    return false;
+                };
                 if self.direct {
                     *slot = Some(shared.write_now(full));
                 } else if shared.exchange.submit(full) {
@@ -395,7 +407,8 @@ impl ThreadBuffer {
     fn copy_to_streams(&mut self) {
         let (thread, records, direct) = (self.thread, self.records, self.direct);
         let shared = Arc::clone(&self.shared);
-        let block = self.current().expect("a block to copy");
+        // Called on a finished current block; without one there is nothing to copy.
+        let Some(block) = self.current() else { return };
         shared.copy_to_streams(block, thread, records, direct);
     }
 
@@ -406,9 +419,9 @@ impl ThreadBuffer {
             Home::Pool(_) if self.writable && self.end > BLOCK_HEADER_LEN => {
                 if exiting {
                     self.finish_block();
-                    let Home::Pool(slot) = &mut self.home else { unreachable!() };
-                    let full = slot.take().expect("writable");
                     self.writable = false;
+                    // Matched as `Pool` above and `writable`: there is a block to take.
+                    let Home::Pool(Some(full)) = std::mem::replace(&mut self.home, Home::Pool(None)) else { return };
                     if self.direct {
                         self.shared.write_now(full);
                     } else if !self.shared.exchange.submit(full) {
@@ -491,6 +504,13 @@ const DROPPED_LEN: usize = RECORD_HEADER_LEN + builtin::DROPPED_FIXED;
 
 impl Drop for ThreadBuffer {
     fn drop(&mut self) {
+        if self.shared.is_parents() {
+            // A child of `fork()` dropping its parent's buffer: the block, the slot and the
+            // pool are the parent's, and not ours to finish, hand on or free (`fork`'s module
+            // docs). A slot's drop would mark it free in the parent's ring file.
+            std::mem::forget(std::mem::replace(&mut self.home, Home::Pool(None)));
+            return;
+        }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         self.flush(true);
         if self.lost > 0 {
@@ -541,7 +561,9 @@ fn attach(
 ) {
     // Drop (and so flush) a buffer of an older recorder first.
     *slot = None;
-    let buffer = session::current(generation).map(|shared| ThreadBuffer::new(shared, generation));
+    // In a child of `fork()`, its own recording starts here, on its first event.
+    let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
+    let buffer = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
     match buffer {
         Some(buffer) => slot.insert(buffer).write(code, fixed, strs, fill),
         None => session::count_lost_unattributed(1),
@@ -553,6 +575,7 @@ pub(crate) fn flush_this_thread() {
     let _ = BUFFER.try_with(|cell| {
         if let Ok(mut slot) = cell.try_borrow_mut()
             && let Some(buffer) = slot.as_mut()
+            && !buffer.shared.is_parents()
         {
             buffer.flush(false);
         }

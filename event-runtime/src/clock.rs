@@ -128,12 +128,13 @@ fn calibrate() -> Option<u64> {
             let a = rdtsc();
             let t = Instant::now();
             let b = rdtsc();
-            if best.is_none_or(|(x, y, _)| b - a < y - x) {
+            if best.is_none_or(|(x, y, _)| b.wrapping_sub(a) < y.wrapping_sub(x)) {
                 best = Some((a, b, t));
             }
         }
+        // Cannot fail: the first of the five readings is always taken.
         let (a, b, t) = best.expect("five readings");
-        (a + (b - a) / 2, t)
+        (a.wrapping_add(b.wrapping_sub(a) / 2), t)
     }
     let (t0, i0) = pair();
     std::thread::sleep(CALIBRATION);

@@ -1,5 +1,5 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
-//! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_PACK`. A value that does not parse is an error naming the
+//! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`. A value that does not parse is an error naming the
 //! variable and what it accepts; it never silently records nothing.
 
 use std::ffi::OsString;
@@ -34,6 +34,17 @@ impl Policy {
     }
 }
 
+/// What a recording does when its buffers are larger than the machine can hold (DTrace's
+/// `bufresize` option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BufResize {
+    /// Lower the buffers to what fits, and say so in one line on stderr (the default).
+    #[default]
+    Auto,
+    /// Refuse to start ([`StartError::BufferTooLarge`](crate::StartError::BufferTooLarge)).
+    Manual,
+}
+
 /// A setting from the environment that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -62,6 +73,8 @@ pub(crate) struct Env {
     pub(crate) policy: Option<(Policy, Duration)>,
     pub(crate) bufsize: Option<u64>,
     pub(crate) pack: Option<bool>,
+    pub(crate) bufresize: Option<BufResize>,
+    pub(crate) fork: Option<bool>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -111,15 +124,26 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             message,
         })?);
     }
-    if let Some(v) = text("EVENT_PACK")? {
-        env.pack = Some(match v.as_str() {
-            "on" | "1" | "yes" => true,
-            "off" | "0" | "no" => false,
+    let on_off = |variable: &'static str| -> Result<Option<bool>, ConfigError> {
+        let Some(v) = text(variable)? else { return Ok(None) };
+        match v.as_str() {
+            "on" | "1" | "yes" => Ok(Some(true)),
+            "off" | "0" | "no" => Ok(Some(false)),
+            _ => Err(ConfigError { variable, value: v.clone(), message: "not a choice; write on or off".to_owned() }),
+        }
+    };
+    env.pack = on_off("EVENT_PACK")?;
+    env.fork = on_off("EVENT_FORK")?;
+    if let Some(v) = text("EVENT_BUFRESIZE")? {
+        env.bufresize = Some(match v.as_str() {
+            "auto" => BufResize::Auto,
+            "manual" => BufResize::Manual,
             _ => {
                 return Err(ConfigError {
-                    variable: "EVENT_PACK",
+                    variable: "EVENT_BUFRESIZE",
                     value: v.clone(),
-                    message: "not a choice; write on or off".to_owned(),
+                    message: "not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)"
+                        .to_owned(),
                 });
             }
         });
@@ -236,6 +260,11 @@ mod tests {
             "EVENT_PACK=\"maybe\": not a choice; write on or off"
         );
         assert_eq!(env(&[]).unwrap(), Env::default());
+        assert_eq!(env(&[("EVENT_FORK", "off")]).unwrap().fork, Some(false));
+        assert_eq!(env(&[("EVENT_BUFRESIZE", "manual")]).unwrap().bufresize, Some(BufResize::Manual));
+        assert_eq!(env(&[("EVENT_BUFRESIZE", "auto")]).unwrap().bufresize, Some(BufResize::Auto));
+        assert_eq!(env(&[("EVENT_BUFRESIZE", "grow")]).unwrap_err().variable, "EVENT_BUFRESIZE");
+        assert_eq!(env(&[("EVENT_FORK", "maybe")]).unwrap_err().variable, "EVENT_FORK");
         let err = env(&[("EVENT_POLICY", "swtich")]).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -67,6 +67,28 @@ pub(crate) fn enabled(code: u16) -> bool {
     ENABLED.get(usize::from(code >> 6)).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (code & 63)) != 0)
 }
 
+/// The selection, held across `fork()` (`fork`'s module docs), so that the child never finds
+/// it locked by a thread that does not exist there.
+#[derive(Debug)]
+pub(crate) struct ForkHold(#[allow(dead_code)] std::sync::MutexGuard<'static, State>);
+
+/// Takes the selection for a `fork()`.
+pub(crate) fn hold_for_fork() -> ForkHold {
+    ForkHold(state())
+}
+
+impl ForkHold {
+    /// In the child just after `fork()`: a child that records nothing (`EVENT_FORK=off`)
+    /// turns every event off, so that each costs one branch. Atomic stores only.
+    pub(crate) fn in_child(self, records: bool) {
+        if !records {
+            for word in &ENABLED {
+                word.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 pub(crate) fn install(schema: &Schema, selection: Selection) {
     let mut s = state();
     s.schema = Some(schema.clone());

@@ -212,6 +212,11 @@ mod signals {
         }
         // SAFETY: non-null means `publish` holds a strong count for it (see `release`).
         let shared = unsafe { &*ptr };
+        if shared.pid != std::process::id() {
+            // A child of `fork()` before its own recording: the queue and the file are the
+            // parent's (`fork`'s module docs). getpid is async-signal-safe.
+            return;
+        }
         // This thread's partial block joins the queue, and the writer thread, still running,
         // writes the queue out in order; this thread waits for it, a second at most.
         let mut blocks = Vec::new();

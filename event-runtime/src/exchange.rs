@@ -103,6 +103,7 @@ impl Exchange {
         }
         let block = s.free.pop()?;
         if let Some(b) = &mut s.budget {
+            // Cannot underflow: a spent budget returned above.
             *b -= 1;
         }
         // A spent budget reads as an empty pool, so refusing threads stop trying the lock.
@@ -155,7 +156,8 @@ impl Exchange {
     /// Gives written blocks back to the pool, zeroed where they were used.
     pub(crate) fn give_back(&self, blocks: Vec<BlockBuf>) {
         let mut s = lock(&self.state);
-        s.in_flight -= blocks.len();
+        // Saturating: the writer gives back only what it took, so this never clamps.
+        s.in_flight = s.in_flight.saturating_sub(blocks.len());
         s.free.extend(blocks);
         let free = if s.budget == Some(0) { 0 } else { s.free.len() };
         self.free_hint.store(free, Ordering::Relaxed);

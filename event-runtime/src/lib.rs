@@ -55,7 +55,7 @@
 //!   built-in events; [`control`] changes what is recorded while it runs.
 //! - Read: [`event_format`] is the stream's codec, re-exported for programs that decode what
 //!   they recorded.
-//! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`] and
+//! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`], [`BufResize`] and
 //!   the `DEFAULT_*` sizes.
 //!
 //! The module `__private` is the generated code's bridge and is not an API.
@@ -73,11 +73,13 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in exactly four modules, each of which says so with
+//! The crate denies `unsafe` except in exactly five modules, each of which says so with
 //! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
 //! file; the thread buffers reach its blocks only through the safe methods of
 //! `ringfile::Slot`), `clock` (reading the TSC), `crash` (installing signal handlers and the
-//! last `write(2)` of a fatal signal) and `files::sys` (`flock` and `gethostname`).
+//! last `write(2)` of a fatal signal), `files::sys` (`flock` and `gethostname`) and `fork`
+//! (registering the `pthread_atfork` handlers that keep a forked child off its parent's
+//! recording).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
 //! (README, "Contributing").
 #![warn(missing_docs)]
@@ -94,6 +96,8 @@ mod crash;
 mod event_set;
 mod exchange;
 mod files;
+mod fork;
+mod machine;
 mod recorder;
 mod recording;
 mod ringfile;
@@ -108,7 +112,7 @@ mod writer;
 pub mod __private;
 
 pub use annotate::{intern, label, message};
-pub use config::{ConfigError, Policy};
+pub use config::{BufResize, ConfigError, Policy};
 pub use crash::TRACEBACK_EVENTS;
 pub use event_macros::include_events;
 pub use event_set::EventSet;

@@ -7,15 +7,17 @@
 //! over to the [`Recording`], which owns the writer thread and the stop.
 
 use crate::clock::{self, TimeSource};
-use crate::config::{self, ConfigError, Policy};
+use crate::config::{self, BufResize, ConfigError, Policy};
 use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
 use crate::exchange::Exchange;
 use crate::files::{self, ClaimError, Purpose};
-use crate::recording::Recording;
+use crate::fork;
+use crate::machine;
+use crate::recording::{self, Recording};
 use crate::ringfile::RingFile;
-use crate::session::{self, Shared};
+use crate::session::{self, AfterFork, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::ring::Layout;
@@ -47,6 +49,16 @@ pub enum StartError {
     BadEventSet(String),
     /// A setting from the environment does not parse.
     Config(ConfigError),
+    /// The buffers are larger than the machine can hold, and `EVENT_BUFRESIZE=manual`
+    /// (or [`Recorder::bufresize`]) forbids lowering them.
+    BufferTooLarge {
+        /// The buffer size asked for.
+        requested: u64,
+        /// The largest that fits.
+        fits: u64,
+        /// The limit that decides it (`available memory`, ...).
+        limit: &'static str,
+    },
     /// A sink's file could not be created.
     Io {
         /// What the file is for (`event file`, `ring file`).
@@ -75,6 +87,12 @@ impl fmt::Display for StartError {
                 )
             }
             StartError::BadEventSet(why) => write!(f, "the event set cannot be recorded: {why}"),
+            StartError::BufferTooLarge { requested, fits, limit } => write!(
+                f,
+                "buffer size {} is more than this machine can spare ({} fits, a quarter of {limit}); lower EVENT_BUFSIZE or set EVENT_BUFRESIZE=auto",
+                machine::size_text(*requested),
+                machine::size_text(*fits)
+            ),
             StartError::Config(e) => write!(f, "{e}"),
             StartError::Io { what, path, error } => {
                 write!(f, "cannot create the {what} {}: {error}; choose a writable path", path.display())
@@ -115,7 +133,7 @@ enum ClockChoice {
 /// Every setting can also come from the environment ([`from_env`](Recorder::from_env)).
 /// [`start`](crate::start) is the shortcut for a recording configured by the environment
 /// alone.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[must_use = "a Recorder does nothing until started"]
 pub struct Recorder {
     events: &'static EventSet,
@@ -130,6 +148,8 @@ pub struct Recorder {
     ring_threads: u32,
     clock: ClockChoice,
     pack: bool,
+    bufresize: BufResize,
+    fork: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -137,6 +157,8 @@ enum SelectionChoice {
     All,
     Mask(u64),
     Text(String),
+    /// A forked child's: the selection its parent had when the child started recording.
+    Given(Selection),
 }
 
 /// The default block size: 64 KiB.
@@ -165,12 +187,14 @@ impl Recorder {
             ring_threads: DEFAULT_RING_THREADS,
             clock: ClockChoice::Best,
             pack: true,
+            bufresize: BufResize::Auto,
+            fork: true,
         }
     }
 
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
-    /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_PACK` (README,
-    /// "Configuration").
+    /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
+    /// `EVENT_PACK`, `EVENT_FORK` (README, "Configuration").
     pub fn from_env(self) -> Result<Recorder, ConfigError> {
         self.with_env(|k| std::env::var_os(k))
     }
@@ -200,6 +224,12 @@ impl Recorder {
         }
         if let Some(pack) = env.pack {
             self.pack = pack;
+        }
+        if let Some(bufresize) = env.bufresize {
+            self.bufresize = bufresize;
+        }
+        if let Some(fork) = env.fork {
+            self.fork = fork;
         }
         Ok(self)
     }
@@ -287,6 +317,25 @@ impl Recorder {
         self
     }
 
+    /// What to do when the buffers ([`buffer_size`](Self::buffer_size): the pool, the
+    /// rings, the ring file) are larger than the machine can spare: [`BufResize::Auto`] (the
+    /// default) lowers them to fit and says so in one line on stderr; [`BufResize::Manual`]
+    /// refuses to start ([`StartError::BufferTooLarge`]). What fits is a quarter of the
+    /// smallest of the physical memory, the memory available now and the cgroup's limit.
+    pub fn bufresize(mut self, bufresize: BufResize) -> Recorder {
+        self.bufresize = bufresize;
+        self
+    }
+
+    /// Whether a child of `fork()` (without `exec`) records: on by default, into its own
+    /// files, named as the parent's with the child's pid before the extension
+    /// (`trace.evt` -> `trace.4242.evt`), from its first event on; off, the child records
+    /// nothing. Either way the child never writes into its parent's buffers or files.
+    pub fn record_forks(mut self, on: bool) -> Recorder {
+        self.fork = on;
+        self
+    }
+
     /// Timestamps from a counter that each event advances by one, for reproducible tests.
     pub fn deterministic_clock(mut self) -> Recorder {
         self.clock = ClockChoice::Deterministic;
@@ -300,10 +349,14 @@ impl Recorder {
     }
 
     /// Starts recording: from now on, enabled events are recorded.
-    pub fn start(self) -> Result<Recording, StartError> {
+    pub fn start(mut self) -> Result<Recording, StartError> {
         let bs = self.block_size;
         if !bs.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&bs) {
             return Err(StartError::BadBlockSize(bs));
+        }
+        if self.buffer_size / u64::from(bs) >= 4 {
+            // Before anything is allocated: the buffers must fit the machine.
+            self.fit_buffers(&machine::limits())?;
         }
         let blocks = self.buffer_size / u64::from(bs);
         if blocks < 4 {
@@ -313,6 +366,7 @@ impl Recorder {
         let selection = match &self.selection {
             SelectionChoice::All => Selection::all(&schema),
             SelectionChoice::Mask(mask) => Selection { kinds: *mask, overrides: Default::default() },
+            SelectionChoice::Given(selection) => selection.clone(),
             SelectionChoice::Text(text) => event_format::select::from_env_text(text, &schema).map_err(|e| {
                 StartError::Config(ConfigError {
                     variable: "EVENT_CONTROL",
@@ -343,6 +397,8 @@ impl Recorder {
         let Some(vacancy) = session::claim() else {
             return Err(StartError::AlreadyRunning);
         };
+        fork::install();
+        let after_fork = self.fork.then(|| self.after_fork());
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
         let file = match &file_path {
             Some(path) => claim(path, Purpose::EventFile)?.map(|c| (c.path, c.file)),
@@ -401,6 +457,8 @@ impl Recorder {
             lost_base: session::lost_unattributed(),
             streaming,
             pool_blocks: if pooled { blocks as usize } else { 0 },
+            pid: std::process::id(),
+            after_fork,
         });
         let generation = vacancy.fill(&shared);
         control::install(&schema, selection);
@@ -412,6 +470,49 @@ impl Recorder {
         })?;
         crash::install(&shared);
         Ok(recording)
+    }
+}
+
+impl Recorder {
+    /// Under [`BufResize::Auto`], lowers the buffer size to what `limits` leave it (one line
+    /// on stderr says so); under [`BufResize::Manual`], refuses a size that does not fit.
+    fn fit_buffers(&mut self, limits: &[machine::Limit]) -> Result<(), StartError> {
+        // The buffers of `buffer_size` each: the pool (streaming), the ring file, the heap
+        // rings (`ring` without a ring file).
+        let streaming = self.policy != Policy::Ring && (self.memory || self.file.is_some() || self.ring.is_none());
+        let heap_rings = self.policy == Policy::Ring && self.ring.is_none();
+        let regions = u64::from(streaming) + u64::from(self.ring.is_some()) + u64::from(heap_rings);
+        let floor = 4 * u64::from(self.block_size);
+        let Some((fits, limit)) = machine::fit(self.buffer_size, regions, floor, limits) else { return Ok(()) };
+        match self.bufresize {
+            BufResize::Manual => Err(StartError::BufferTooLarge { requested: self.buffer_size, fits, limit }),
+            BufResize::Auto => {
+                eprintln!(
+                    "event-runtime: buffer size lowered from {} to {} ({limit})",
+                    machine::size_text(self.buffer_size),
+                    machine::size_text(fits)
+                );
+                self.buffer_size = fits;
+                Ok(())
+            }
+        }
+    }
+
+    /// What a child of `fork()` runs on its first event: this recorder again, with the
+    /// child's pid in its files' names and the selection as it is then.
+    fn after_fork(&self) -> AfterFork {
+        let template = self.clone();
+        AfterFork(Box::new(move || {
+            let pid = std::process::id();
+            let mut child = template.clone();
+            child.file = child.file.map(|p| fork::child_path(&p, pid));
+            child.ring = child.ring.map(|p| fork::child_path(&p, pid));
+            child.selection = SelectionChoice::Given(control::selection());
+            match child.start() {
+                Ok(recording) => recording::adopt(recording),
+                Err(e) => eprintln!("event-runtime: the forked child {pid} records nothing: {e}"),
+            }
+        }))
     }
 }
 

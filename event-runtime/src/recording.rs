@@ -34,12 +34,33 @@ pub struct Recording {
     stopped: bool,
 }
 
+/// In a child of `fork()`: the child's own recording, started on its first event
+/// (`session::start_after_fork`), which the parent's `Recording`, copied into the child,
+/// stops in its place. Taken out before it is stopped: never held while another lock is taken.
+static ADOPTED: std::sync::Mutex<Option<Recording>> = std::sync::Mutex::new(None);
+
+/// Keeps a forked child's own recording for the parent's `Recording` to stop. A copy of a
+/// grandparent's one (the child forked again) is the parent's state: let go untouched.
+pub(crate) fn adopt(recording: Recording) {
+    let older = lock(&ADOPTED).replace(recording);
+    if let Some(older) = older {
+        older.abandon();
+    }
+}
+
+/// Takes the adopted recording (`fork`'s *prepare* does not: adoption happens only in a
+/// child, on its first event, and is never held across a lock).
+fn take_adopted() -> Option<Recording> {
+    lock(&ADOPTED).take()
+}
+
 impl Recording {
     /// The recording of `generation`, now current in the session, with its writer thread
     /// started. When the thread cannot be started, the recording is stopped again (dropped)
     /// and the error returned.
     pub(crate) fn begin(shared: Arc<Shared>, generation: u64) -> io::Result<Recording> {
         let mut recording = Recording { shared, generation, writer: None, stopped: false };
+        debug_assert!(!recording.shared.is_parents(), "a recording starts in its own process");
         // Without its writer the recording cannot run: dropping it undoes the start.
         recording.writer = Some(writer::spawn(&recording.shared, generation)?);
         Ok(recording)
@@ -48,20 +69,56 @@ impl Recording {
     /// The memory sink's stream so far: the header and every block written. Empty without
     /// a memory sink. Under `switch` and `fill`, call [`flush`](crate::flush) first to include
     /// this thread's partial block.
+    ///
+    /// In a child of `fork()`, the child's own recording's stream.
     pub fn bytes(&self) -> Vec<u8> {
+        if self.shared.is_parents() {
+            return lock(&ADOPTED).as_ref().map(Recording::bytes).unwrap_or_default();
+        }
         lock(&self.shared.sinks).memory_copy()
     }
 
     /// Stops recording and returns the memory sink's stream (empty without one). Errors
-    /// when a sink could not be written.
+    /// when a sink could not be written, the writer thread ended early, or the ring file was
+    /// lost; the recording is stopped all the same.
+    ///
+    /// In a child of `fork()` this stops the child's own recording (if it recorded anything)
+    /// and returns its stream; the parent's recording is the parent's to stop.
     pub fn stop(mut self) -> io::Result<Vec<u8>> {
-        self.end();
-        lock(&self.shared.sinks).finish()
+        if self.shared.is_parents() {
+            self.let_go();
+            return take_adopted().map_or(Ok(Vec::new()), Recording::stop);
+        }
+        let ended = self.end();
+        let finished = lock(&self.shared.sinks).finish();
+        ended.and(finished)
     }
 
-    fn end(&mut self) {
+    /// A copy of the parent's recording in a child of `fork()`: nothing of it is ours; the
+    /// writer thread it names does not exist here (joining it would panic).
+    fn let_go(&mut self) {
+        self.stopped = true;
+        std::mem::forget(self.writer.take());
+    }
+
+    /// Lets go of a grandparent's recording copied into a forked child (`adopt`).
+    fn abandon(mut self) {
+        self.let_go();
+    }
+
+    /// Ends the recording; an error (already said on stderr) when the writer thread ended
+    /// early.
+    fn end(&mut self) -> io::Result<()> {
         if self.stopped {
-            return;
+            return Ok(());
+        }
+        if self.shared.is_parents() {
+            self.let_go();
+            session::forget_forked();
+            if let Some(own) = take_adopted() {
+                drop(own);
+            }
+            return Ok(());
         }
         self.stopped = true;
         crash::uninstall();
@@ -69,8 +126,15 @@ impl Recording {
         control::uninstall();
         buffer::detach_this_thread(self.generation);
         self.shared.exchange.close();
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+        let mut result = Ok(());
+        if let Some(writer) = self.writer.take()
+            && writer.join().is_err()
+        {
+            // The writer thread panicked (its message is on stderr already): the blocks it
+            // had not written are lost, and the stop says so.
+            let message = "the event-writer thread ended early; blocks queued after it stopped are lost".to_owned();
+            eprintln!("event-runtime: {message}");
+            result = Err(io::Error::other(message));
         }
         session::close(self.generation);
         let shared = &self.shared;
@@ -87,7 +151,9 @@ impl Recording {
                 if !lock(&shared.sinks).is_empty()
                     && let Err(e) = writer::write_ring_file(shared, ring)
                 {
-                    lock(&shared.sinks).fail(format!("copying the ring file to the sinks failed: {e}"));
+                    let message = format!("copying the ring file to the sinks failed: {e}");
+                    eprintln!("event-runtime: {message}");
+                    lock(&shared.sinks).fail(message);
                 }
             }
             _ => {
@@ -97,14 +163,23 @@ impl Recording {
         }
         if let Some(ring) = &shared.ring_file {
             ring.close();
+            if !ring.path_is_ours() {
+                let copy = if lock(&shared.sinks).is_empty() { "" } else { "; the event file or memory holds a copy" };
+                eprintln!(
+                    "event-runtime: the ring file {} was removed or replaced while recording; its events are not there{copy}",
+                    ring.path().display()
+                );
+            }
         }
         lock(&shared.sinks).close_file();
+        result
     }
 }
 
 impl Drop for Recording {
     fn drop(&mut self) {
-        self.end();
+        // Every error was said on stderr where it happened (one line each).
+        let _ = self.end();
     }
 }
 

@@ -133,8 +133,33 @@ impl RingFile {
         &self.path
     }
 
+    /// The file, opened again through our own descriptor: it reads the same bytes even when
+    /// its path was removed or replaced while recording.
+    pub(crate) fn reopen(&self) -> io::Result<File> {
+        match &self.memory {
+            Memory::Mapped { file, .. } => file.try_clone(),
+            #[cfg(test)]
+            Memory::Heap { .. } => Err(io::Error::other("a ring file in memory has no file")),
+        }
+    }
+
+    /// Whether the path still names this file (not removed, not replaced).
+    pub(crate) fn path_is_ours(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let Ok(file) = self.reopen().and_then(|f| f.metadata()) else { return false };
+            std::fs::symlink_metadata(&self.path).is_ok_and(|p| p.dev() == file.dev() && p.ino() == file.ino())
+        }
+        #[cfg(not(unix))]
+        self.path.exists()
+    }
+
     /// The 64-bit word at `offset`.
     fn word(&self, offset: usize) -> &AtomicU64 {
+        // Cannot fail: every offset comes from the layout checked at creation. The
+        // assertions here and below guard `unsafe` access: were the arithmetic ever wrong,
+        // stopping is the only safe answer (they are not I/O errors, which never panic).
         assert!(offset.is_multiple_of(8) && offset + 8 <= self.len, "a word in the file");
         // SAFETY: in bounds and aligned (the mapping is page-aligned; asserted above), and
         // only ever accessed atomically, by us and by other processes.

@@ -67,6 +67,23 @@ pub(crate) struct Shared {
     pub(crate) streaming: bool,
     /// The blocks in the pool (0 without one).
     pub(crate) pool_blocks: usize,
+    /// The process that started the recording. In a child of `fork()` it differs from
+    /// `std::process::id()`: everything here is the parent's and is never touched (the cold
+    /// paths compare it: `fork`'s module docs).
+    pub(crate) pid: u32,
+    /// Starts the recording of a child of `fork()`; `None` when children record nothing
+    /// (`EVENT_FORK=off`).
+    pub(crate) after_fork: Option<AfterFork>,
+}
+
+/// What a child of `fork()` runs to start its own recording (built by the recorder, which
+/// knows the settings; called by a thread buffer on the child's first event).
+pub(crate) struct AfterFork(pub(crate) Box<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for AfterFork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterFork")
+    }
 }
 
 impl Shared {
@@ -115,6 +132,12 @@ impl Shared {
         lock(&self.retired).push(ring);
     }
 
+    /// Whether this is a child of `fork()` looking at its parent's recording, which it must
+    /// not touch (`fork`'s module docs). A system call: for cold paths only.
+    pub(crate) fn is_parents(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
     /// Events lost unattributed during this recording.
     pub(crate) fn lost_here(&self) -> u64 {
         LOST_UNATTRIBUTED.load(Ordering::Relaxed).saturating_sub(self.lost_base)
@@ -125,8 +148,18 @@ impl Shared {
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Whether a recording runs: the built-in events of `annotate` test it first.
 static RUNNING: AtomicBool = AtomicBool::new(false);
-/// The running recording and its generation; `None` while none runs.
-static CURRENT: Mutex<Option<(u64, Arc<Shared>)>> = Mutex::new(None);
+/// The process's recorder: the running recording and its generation, and in a child of
+/// `fork()` the parent's recording whose settings the child's own starts from.
+#[derive(Debug)]
+pub(crate) struct Current {
+    /// The running recording and its generation; `None` while none runs.
+    running: Option<(u64, Arc<Shared>)>,
+    /// In a child of `fork()` that has not started its own recording yet: the parent's
+    /// recording (never touched but for its `after_fork`).
+    forked: Option<Arc<Shared>>,
+}
+
+static CURRENT: Mutex<Current> = Mutex::new(Current { running: None, forked: None });
 /// Events that could not be attributed to any thread's block: emitted while the thread was
 /// exiting, re-entrantly, with no ring-file slot free, or as a recording stopped.
 static LOST_UNATTRIBUTED: AtomicU64 = AtomicU64::new(0);
@@ -140,12 +173,72 @@ pub(crate) fn generation() -> u64 {
 
 /// The shared state of the recording of `generation`, if it is the running one.
 pub(crate) fn current(generation: u64) -> Option<Arc<Shared>> {
-    lock(&CURRENT).as_ref().filter(|(g, _)| *g == generation).map(|(_, s)| Arc::clone(s))
+    lock(&CURRENT).running.as_ref().filter(|(g, _)| *g == generation).map(|(_, s)| Arc::clone(s))
+}
+
+/// In a child of `fork()` that records (`EVENT_FORK`, on by default): starts the child's own
+/// recording, once, and returns it with its generation. `None` elsewhere, or when it could
+/// not start (it said why on stderr).
+#[cold]
+pub(crate) fn start_after_fork() -> Option<(u64, Arc<Shared>)> {
+    let parent = lock(&CURRENT).forked.take()?;
+    if let Some(start) = &parent.after_fork {
+        (start.0)();
+    }
+    // Never dropped here: the parent's state is not ours to free (`fork`'s module docs).
+    std::mem::forget(parent);
+    lock(&CURRENT).running.as_ref().map(|(g, s)| (*g, Arc::clone(s)))
+}
+
+/// Forgets the parent's recording in a child of `fork()` that ends before it recorded.
+pub(crate) fn forget_forked() {
+    if let Some(parent) = lock(&CURRENT).forked.take() {
+        std::mem::forget(parent);
+    }
+}
+
+/// The process's recorder, held across `fork()` (the `prepare` handler takes it, the parent
+/// and child handlers give it back), so that the child never finds it locked by a thread
+/// that does not exist there (jemalloc's `prefork`/`postfork`).
+#[derive(Debug)]
+pub(crate) struct ForkHold(MutexGuard<'static, Current>);
+
+/// Takes the process's recorder for a `fork()`.
+pub(crate) fn hold_for_fork() -> ForkHold {
+    ForkHold(lock(&CURRENT))
+}
+
+impl ForkHold {
+    /// In the child, just after `fork()`, on the only thread: the parent's recording is no
+    /// longer current (it is kept as `forked` when the child records, for its settings), and
+    /// every thread buffer is stale. Returns whether the child records. No allocation, no
+    /// free, no lock: only moves and atomic stores.
+    pub(crate) fn in_child(mut self) -> bool {
+        let records;
+        if let Some((_, parent)) = self.0.running.take() {
+            records = parent.after_fork.is_some();
+            if records {
+                if let Some(older) = self.0.forked.replace(parent) {
+                    std::mem::forget(older);
+                }
+            } else {
+                std::mem::forget(parent);
+            }
+        } else {
+            records = self.0.forked.as_ref().is_some_and(|p| p.after_fork.is_some());
+        }
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+        if !records {
+            set_running(false);
+        }
+        drop(self);
+        records
+    }
 }
 
 /// The running recording's shared state, if any (`try_lock`: safe to call from a panic hook).
 pub(crate) fn try_current() -> Option<Arc<Shared>> {
-    CURRENT.try_lock().ok()?.as_ref().map(|(_, s)| Arc::clone(s))
+    CURRENT.try_lock().ok()?.running.as_ref().map(|(_, s)| Arc::clone(s))
 }
 
 #[inline]
@@ -175,19 +268,26 @@ pub fn lost_unattributed() -> u64 {
 /// The process's recorder, claimed by a start: held from the check that none runs until the
 /// new recording is in place, so that two starts cannot both succeed.
 #[derive(Debug)]
-pub(crate) struct Vacancy(MutexGuard<'static, Option<(u64, Arc<Shared>)>>);
+pub(crate) struct Vacancy(MutexGuard<'static, Current>);
 
-/// Claims the process's recorder; `None` when a recording is running.
+/// Claims the process's recorder; `None` when a recording is running. A recording started
+/// in a child of `fork()` replaces the one the child would have started from its parent's.
 pub(crate) fn claim() -> Option<Vacancy> {
-    let current = lock(&CURRENT);
-    current.is_none().then_some(Vacancy(current))
+    let mut current = lock(&CURRENT);
+    if current.running.is_some() {
+        return None;
+    }
+    if let Some(parent) = current.forked.take() {
+        std::mem::forget(parent);
+    }
+    Some(Vacancy(current))
 }
 
 impl Vacancy {
     /// Makes `shared` the running recording, of a new generation, and returns the generation.
     pub(crate) fn fill(mut self, shared: &Arc<Shared>) -> u64 {
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-        *self.0 = Some((generation, Arc::clone(shared)));
+        self.0.running = Some((generation, Arc::clone(shared)));
         generation
     }
 }
@@ -196,8 +296,8 @@ impl Vacancy {
 /// is stale from now on.
 pub(crate) fn close(generation: u64) {
     let mut current = lock(&CURRENT);
-    if current.as_ref().is_some_and(|(g, _)| *g == generation) {
-        *current = None;
+    if current.running.as_ref().is_some_and(|(g, _)| *g == generation) {
+        current.running = None;
     }
     GENERATION.fetch_add(1, Ordering::Relaxed);
 }

@@ -15,7 +15,6 @@ use crate::session::{self, Shared, lock};
 use event_format::ring::{RingReader, RingStream};
 use event_format::wire::dropped_report;
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
-use std::fs::File;
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -117,7 +116,8 @@ pub(crate) fn write_rings(shared: &Shared) {
         let first = (ring.sequence + 1).saturating_sub(ring.ring_blocks);
         for seq in first..=ring.sequence {
             let index = (seq % ring.ring_blocks) as usize;
-            let block = &mut ring.blocks[index * bs..(index + 1) * bs];
+            // Cannot fail: the ring holds `ring_blocks` blocks of `bs` bytes; skipped if not.
+            let Some(block) = ring.blocks.get_mut(index * bs..(index + 1) * bs) else { continue };
             if seq == ring.sequence {
                 if ring.end <= BLOCK_HEADER_LEN {
                     continue;
@@ -132,7 +132,8 @@ pub(crate) fn write_rings(shared: &Shared) {
 
 /// Under `ring` with a ring file: the file's blocks to the stream sinks.
 pub(crate) fn write_ring_file(shared: &Shared, ring: &RingFile) -> io::Result<()> {
-    let file = File::open(ring.path())?;
+    // Through our own descriptor: the path may have been removed or replaced meanwhile.
+    let file = ring.reopen()?;
     let reader = RingReader::open(file, event_format::decode::DecodeOptions::default()).map_err(io::Error::other)?;
     let skip = reader.header_bytes().len();
     let mut stream = RingStream::new(reader);

@@ -19,6 +19,19 @@
 //!   standard input ends.
 //! - `spawn N`: as `env`, but records N events, runs `recorder-child env` (which inherits
 //!   the `EVENT_*` variables) to its end, then records N more and stops.
+//! - `fork PATH THREADS N file|ring|off`: records into the event file (or ring file) PATH
+//!   from THREADS paced workers, and while they record, forks: the child records N
+//!   numbered events as worker 1000 on the forking thread and N as worker 1001 on a thread of
+//!   its own, then stops its recording (exit 3 if that fails) and exits 0. `off`: an event
+//!   file, and children record nothing. The parent prints `child PID STATUS` once the child
+//!   ended, then stops its workers and its recording.
+//! - `go-on N`: starts recording as the environment says; if it cannot, prints the error
+//!   as `error: ...` and goes on without; records N numbered events, ends the recording by
+//!   dropping it, prints `done` and exits 0 (a program that must not fail for its tracer).
+//! - `fsize LIMIT N`: as `go-on`, with the file size limited to LIMIT bytes
+//!   (RLIMIT_FSIZE, SIGXFSZ ignored): the disk is full from the recorder's point of view.
+//! - `go-on-hold N`: as `go-on`, but after the N events prints `ready` and waits for a line on
+//!   stdin before it ends the recording.
 
 event_runtime::include_events!("../events.def");
 
@@ -105,7 +118,143 @@ fn main() {
             recording.stop().unwrap_or_else(|e| fail(&e));
             println!("ok");
         }
+        "fork" => fork_mode(&arg(1), number(2), number(3), &arg(4)),
+        "go-on" => go_on(number(1), false),
+        "fsize" => {
+            sys::limit_file_size(number(1));
+            go_on(number(2), false);
+        }
+        "go-on-hold" => go_on(number(1), true),
         _ => usage(),
+    }
+}
+
+/// `fork`: see the module docs.
+fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
+    let recorder = match kind {
+        "ring" => ring_recorder(path, threads),
+        "file" | "off" => Recorder::new(&events::SET)
+            .file(path)
+            .block_size(4096)
+            .record_forks(kind != "off")
+            .from_env()
+            .unwrap_or_else(|e| fail(&e)),
+        _ => usage(),
+    };
+    let recording = recorder.start().unwrap_or_else(|e| fail(&e));
+    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let started = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..threads)
+        .map(|w| {
+            let started = Arc::clone(&started);
+            spawn_worker(w, move || {
+                for i in 0u64.. {
+                    if STOP.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    event!(ArenaDestroy, w as usize, i);
+                    if i == 0 {
+                        started.fetch_add(1, Ordering::Release);
+                    }
+                    pace(i, Some(16));
+                }
+            })
+        })
+        .collect();
+    while started.load(Ordering::Acquire) < threads {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    match sys::fork() {
+        0 => {
+            // The child: only this thread exists; the workers' buffers are copies.
+            for i in 0..n {
+                event!(ArenaDestroy, 1000usize, i);
+            }
+            std::thread::Builder::new()
+                .name("child-worker".into())
+                .spawn(move || {
+                    for i in 0..n {
+                        event!(ArenaDestroy, 1001usize, i);
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e))
+                .join()
+                .unwrap_or_else(|_| std::process::exit(4));
+            match recording.stop() {
+                Ok(_) => std::process::exit(0),
+                Err(e) => {
+                    eprintln!("child: {e}");
+                    std::process::exit(3)
+                }
+            }
+        }
+        pid => {
+            let status = sys::wait(pid);
+            println!("child {pid} {status}");
+            std::thread::sleep(Duration::from_millis(20));
+            STOP.store(true, Ordering::Relaxed);
+            for h in handles {
+                h.join().expect("a worker finishes");
+            }
+            recording.stop().unwrap_or_else(|e| fail(&e));
+        }
+    }
+}
+
+/// `go-on` and `hold`: see the module docs.
+fn go_on(n: u64, hold: bool) {
+    let recording = event_runtime::start(&events::SET).map_err(|e| eprintln!("error: {e}")).ok();
+    for i in 0..n {
+        event!(ArenaDestroy, 0usize, i);
+    }
+    if hold {
+        ready();
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
+    drop(recording);
+    println!("done");
+}
+
+/// The system calls the fault modes make.
+mod sys {
+    #![allow(unsafe_code)]
+
+    /// Forks; 0 in the child, the child's pid in the parent. Exits 2 if it fails.
+    pub(super) fn fork() -> i32 {
+        // SAFETY: the child only records events (the recorder's fork handlers make that
+        // safe), spawns and joins a thread, and exits; it never returns into code that
+        // expects the parent's other threads.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            super::fail(&std::io::Error::last_os_error());
+        }
+        pid
+    }
+
+    /// Waits for child `pid`; its exit status, or 128 + the signal that ended it.
+    pub(super) fn wait(pid: i32) -> i32 {
+        let mut status = 0;
+        // SAFETY: `status` is a valid place for waitpid to write.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+            super::fail(&std::io::Error::last_os_error());
+        }
+        if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) }
+    }
+
+    /// Limits the size of files this process writes to `bytes`; a write past it fails with
+    /// EFBIG instead of raising SIGXFSZ.
+    pub(super) fn limit_file_size(bytes: u64) {
+        let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
+        // SAFETY: ignoring SIGXFSZ and setting a resource limit from a valid struct have no
+        // other preconditions.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                super::fail(&std::io::Error::last_os_error());
+            }
+        }
     }
 }
 
@@ -217,7 +366,7 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env | hold N | spawn N"
+        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env | hold N | spawn N | fork PATH THREADS N file|ring|off | go-on N | fsize LIMIT N | go-on-hold N"
     );
     std::process::exit(2)
 }

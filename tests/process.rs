@@ -1,0 +1,312 @@
+//! The recorder in the process models and faults a host program meets (`recorder-child`):
+//! `fork()` without `exec` while threads record, buffers larger than the machine
+//! (`EVENT_BUFRESIZE`), a full disk, a ring file removed while recording, a directory that
+//! cannot be written. Each checks the exit status, stderr and the files afterwards.
+
+use event_tests::{Numbered, numbered, read_ring};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
+const DUMP: &str = env!("CARGO_BIN_EXE_dump");
+
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("process-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn child(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(CHILD);
+    c.args(args);
+    for var in [
+        "EVENT_FILE",
+        "EVENT_RING",
+        "EVENT_CONTROL",
+        "EVENT_POLICY",
+        "EVENT_BUFSIZE",
+        "EVENT_BUFRESIZE",
+        "EVENT_FORK",
+        "EVENT_PACK",
+    ] {
+        c.env_remove(var);
+    }
+    c.envs(env.iter().copied());
+    c
+}
+
+fn run(mut c: Command) -> Output {
+    c.output().unwrap()
+}
+
+fn stderr_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect()
+}
+
+/// `event-dump check` on `paths`: its exit code and output.
+fn check(paths: &[&Path]) -> (i32, String) {
+    let out = Command::new(DUMP).arg("check").args(paths).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The numbered events of the event file at `path`, which must decode whole.
+fn events_in(path: &Path) -> Numbered {
+    numbered(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Asserts that each of `workers` has a gap-free run of events from 0 (`len` long if given).
+fn assert_runs(n: &Numbered, workers: &[u64], len: Option<u64>) {
+    for w in workers {
+        let ns = n.by_worker.get(w).unwrap_or_else(|| panic!("worker {w}: no events in {:?}", n.by_worker.keys()));
+        assert!(!ns.is_empty() && ns[0] == 0, "worker {w} starts at {:?}", ns.first());
+        assert!(ns.windows(2).all(|p| p[1] == p[0] + 1), "worker {w}: a gap or a repeat");
+        if let Some(len) = len {
+            assert_eq!(ns.len() as u64, len, "worker {w}: every event");
+        }
+    }
+}
+
+/// Runs `fork` mode; returns the child's pid, after checking both processes exited 0.
+fn fork_run(path: &Path, kind: &str) -> (u32, Output) {
+    let out = run(child(&["fork", path.to_str().unwrap(), "3", "3000", kind], &[("EVENT_BUFSIZE", "1m")]));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the parent exits 0: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout.lines().find(|l| l.starts_with("child ")).unwrap_or_else(|| panic!("no child line: {stdout}"));
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(parts[2], "0", "the forked child exits 0 (101 is a panic): {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "nothing panics: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (parts[1].parse().unwrap(), out)
+}
+
+#[test]
+fn a_forked_child_records_into_its_own_event_file_and_the_parents_stays_whole() {
+    let d = dir("fork-file");
+    let path = d.join("trace.evt");
+    let (pid, _) = fork_run(&path, "file");
+    let parent = events_in(&path);
+    assert_runs(&parent, &[0, 1, 2], None);
+    assert!(parent.by_worker.keys().all(|w| *w < 3), "no event of the child in the parent's file");
+    let own = d.join(format!("trace-{pid}.evt"));
+    let child = events_in(&own);
+    assert_runs(&child, &[1000, 1001], Some(3000));
+    assert!(child.by_worker.keys().all(|w| *w >= 1000), "none of the parent's events in the child's file");
+    let header = event_format::decode::Decoder::new(&std::fs::read(&own).unwrap()[..]).unwrap().header().clone();
+    assert_eq!(header.producer.pid, u64::from(pid), "the child's file has its own header");
+    for p in [&path, &own] {
+        let (code, text) = check(&[p]);
+        assert_eq!(code, 0, "{}: {text}", p.display());
+    }
+}
+
+#[test]
+fn a_forked_child_records_into_its_own_ring_file_and_the_parents_stays_whole() {
+    let d = dir("fork-ring");
+    let path = d.join("trace.ring");
+    let (pid, _) = fork_run(&path, "ring");
+    // The parent's ring file: closed, no damage, every worker a gap-free run.
+    event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
+    let own = d.join(format!("trace-{pid}.ring"));
+    let (stream, summary) = read_ring(&own).unwrap();
+    assert_eq!(summary.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
+    assert!(summary.damaged.is_empty(), "{:?}", summary.damaged);
+    let child = numbered(&stream).unwrap();
+    assert!(child.by_worker.keys().all(|w| *w >= 1000), "none of the parent's events in the child's file");
+    let ns = &child.by_worker[&1000];
+    assert!(ns.windows(2).all(|p| p[1] == p[0] + 1) && ns.last() == Some(&2999), "the child's last events");
+    let (code, text) = check(&[&own]);
+    assert!(code == 0 || text.contains("gap"), "{text}");
+}
+
+#[test]
+fn a_forked_child_records_nothing_when_told_not_to() {
+    let d = dir("fork-off");
+    let path = d.join("trace.evt");
+    let (pid, _) = fork_run(&path, "off");
+    assert_runs(&events_in(&path), &[0, 1, 2], None);
+    assert!(!d.join(format!("trace-{pid}.evt")).exists(), "no file for the child");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "the parent's file only");
+}
+
+#[test]
+fn an_oversized_buffer_is_lowered_to_what_the_machine_holds() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("skipped: the machine's memory is read on Linux only");
+        return;
+    }
+    let d = dir("bufresize");
+    for (name, extra) in [("switch", None), ("ring", Some("ring"))] {
+        let path = d.join(format!("{name}.evt"));
+        let mut env = vec![("EVENT_BUFSIZE", "1000g")];
+        let ring = d.join(format!("{name}.ring"));
+        if extra.is_some() {
+            env.extend([("EVENT_POLICY", "ring"), ("EVENT_RING", ring.to_str().unwrap())]);
+        } else {
+            env.push(("EVENT_FILE", path.to_str().unwrap()));
+        }
+        let out = run(child(&["go-on", "5000"], &env));
+        assert!(out.status.success(), "{name}: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{name}: one line: {lines:?}");
+        assert!(
+            lines[0].starts_with("event-runtime: buffer size lowered from 1000g to ") && lines[0].ends_with(')'),
+            "{name}: {}",
+            lines[0]
+        );
+        let trace = if extra.is_some() { ring.clone() } else { path.clone() };
+        let (code, text) = check(&[&trace]);
+        assert_eq!(code, 0, "{name}: a whole trace: {text}");
+        let events = if extra.is_some() { numbered(&read_ring(&trace).unwrap().0).unwrap() } else { events_in(&trace) };
+        assert_runs(&events, &[0], Some(5000));
+        let _ = std::fs::remove_file(&ring);
+    }
+    // manual: refused, with the reason, and the program goes on.
+    let path = d.join("manual.evt");
+    let out = run(child(
+        &["go-on", "10"],
+        &[("EVENT_BUFSIZE", "1000g"), ("EVENT_BUFRESIZE", "manual"), ("EVENT_FILE", path.to_str().unwrap())],
+    ));
+    assert!(out.status.success());
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("error: buffer size 1000g is more than this machine can spare"), "{}", lines[0]);
+    assert!(!path.exists(), "nothing created");
+}
+
+#[test]
+fn a_full_disk_costs_the_rest_of_the_trace_not_the_program() {
+    let d = dir("fsize");
+    let path = d.join("trace.evt");
+    // 256 KiB: the header and three blocks of 64 KiB fit, the rest does not.
+    let out = run(child(
+        &["fsize", "262144", "200000"],
+        &[("EVENT_FILE", path.to_str().unwrap()), ("EVENT_PACK", "off"), ("EVENT_BUFSIZE", "1m")],
+    ));
+    assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(
+        lines[0].starts_with("event-runtime: writing the event file") && lines[0].contains("failed"),
+        "{}",
+        lines[0]
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() as u64 <= 262144);
+    // Every whole block before the fault decodes, a run from event 0; only the cut end fails.
+    let mut decoder = event_format::decode::Decoder::new(&bytes[..]).unwrap();
+    let catalog = event_format::decode::Catalog::new(&decoder.header().schema);
+    let mut last = None;
+    let mut whole = 0;
+    while let Some(Ok(block)) = decoder.next_block() {
+        whole += 1;
+        for entry in block.entries(&catalog) {
+            if let event_format::decode::Entry::Event(e) = entry
+                && e.desc.code == event_tests::NUMBERED
+            {
+                let i = match e.values().nth(1) {
+                    Some(event_format::wire::Value::Word(i)) => i,
+                    v => panic!("{v:?}"),
+                };
+                assert_eq!(i, last.map_or(0, |l: u64| l + 1), "a gap-free run");
+                last = Some(i);
+            }
+        }
+    }
+    assert!(whole >= 2 && last.is_some(), "what was written before the fault is there: {whole} blocks");
+}
+
+#[test]
+fn a_ring_files_directory_removed_while_recording_is_said_and_the_copy_kept() {
+    let d = dir("rmdir");
+    let rings = d.join("rings");
+    std::fs::create_dir_all(&rings).unwrap();
+    let ring = rings.join("trace.ring");
+    let file = d.join("copy.evt");
+    let mut c = child(
+        &["go-on-hold", "3000"],
+        &[
+            ("EVENT_RING", ring.to_str().unwrap()),
+            ("EVENT_FILE", file.to_str().unwrap()),
+            ("EVENT_POLICY", "ring"),
+            ("EVENT_BUFSIZE", "4m"),
+        ],
+    );
+    let mut proc = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(proc.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::fs::remove_dir_all(&rings).unwrap();
+    proc.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    let out = proc.wait_with_output().unwrap();
+    assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(lines[0].contains("was removed or replaced while recording"), "{}", lines[0]);
+    // The copy in the event file is whole: it was read through the recorder's descriptor.
+    assert_runs(&events_in(&file), &[0], Some(3000));
+}
+
+#[test]
+fn a_file_that_cannot_be_created_is_one_line_and_the_program_goes_on() {
+    let d = dir("cannot");
+    let not_a_dir = d.join("plain");
+    std::fs::write(&not_a_dir, b"text").unwrap();
+    let mut cases = vec![("under a file", not_a_dir.join("trace.evt"), None)];
+    // Permission denied: root writes anywhere, so the child runs as nobody.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let closed = d.join("closed");
+        std::fs::create_dir_all(&closed).unwrap();
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // SAFETY-free: getuid has no preconditions, but it is `unsafe` in libc; ask `id -u`.
+        let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        cases.push(("permission denied", closed.join("trace.evt"), root.then_some(65534u32)));
+    }
+    for (name, path, uid) in cases {
+        let mut c = child(&["go-on", "100"], &[("EVENT_FILE", path.to_str().unwrap())]);
+        #[cfg(unix)]
+        if let Some(uid) = uid {
+            std::os::unix::process::CommandExt::uid(&mut c, uid);
+        }
+        let out = run(c);
+        if uid.is_some() && !out.status.success() && out.stdout.is_empty() {
+            eprintln!("skipped {name}: the child cannot run as uid 65534 here");
+            continue;
+        }
+        assert!(out.status.success(), "{name}: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{name}: one line: {lines:?}");
+        assert!(lines[0].starts_with("error: cannot create the event file"), "{name}: {}", lines[0]);
+        assert!(!path.exists());
+    }
+    // A read-only directory: a read-only bind mount, where this test may mount one.
+    let ro = d.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let mounted =
+        Command::new("mount").args(["--bind", "-o", "ro"]).arg(&ro).arg(&ro).status().is_ok_and(|s| s.success())
+            && Command::new("mount").args(["-o", "remount,bind,ro"]).arg(&ro).status().is_ok_and(|s| s.success());
+    if !mounted {
+        let _ = Command::new("umount").arg(&ro).status();
+        eprintln!("skipped the read-only directory: cannot mount one here");
+        return;
+    }
+    let path = ro.join("trace.evt");
+    let out = run(child(&["go-on", "100"], &[("EVENT_FILE", path.to_str().unwrap())]));
+    let _ = Command::new("umount").arg(&ro).status();
+    assert!(out.status.success());
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("Read-only file system"), "{}", lines[0]);
+}

@@ -202,7 +202,8 @@ fn schema_and_against() {
     let schema = run(&["schema", log]);
     assert!(schema.status.success());
     let def = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")).unwrap();
-    let parsed = event_format::def::parse(&def, "events.def").unwrap();
+    // The set is named after the package that includes the file (it has no SET line).
+    let parsed = event_format::def::parse_set(&def, "events.def", "event-dump").unwrap();
     assert_eq!(event_format::def::parse(&stdout(&schema), "dumped").unwrap(), parsed, "the dump is the relation");
     let same = run(&["schema", log, "--against", concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")]);
     assert_eq!(same.status.code(), Some(0));

@@ -315,6 +315,8 @@ impl Recorder {
         let start_wall = if time.is_deterministic() { 0 } else { clock.ref_wall_ns };
         let header = Header::new(schema.clone(), bs, clock, Producer::current(start_wall));
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
+        // The recording's one set: its event j is written as wire code `first + j`.
+        let first = header.sets[0].range().map_or(0, |(first, _)| first);
 
         // Claim the process's recorder before touching any file.
         let Some(vacancy) = session::claim() else {
@@ -370,7 +372,8 @@ impl Recorder {
         let shared = Arc::new(Shared {
             block_size: bs,
             clock,
-            catalog: Catalog::new(&schema),
+            catalog: Catalog::new(&header.sets),
+            first,
             time,
             next_thread: AtomicU64::new(1),
             policy: self.policy,
@@ -440,7 +443,8 @@ mod tests {
 
     #[test]
     fn environment_overrides_the_builder() {
-        static SET: EventSet = EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def");
+        static SET: EventSet =
+            EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def", "t");
         let vars = [("EVENT_POLICY", "fill"), ("EVENT_BUFSIZE", "1m"), ("EVENT_RING", "r.ring")];
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v));
         let r = Recorder::new(&SET).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();

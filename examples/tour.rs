@@ -252,7 +252,7 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
         }
     };
     let header = decoder.header().clone();
-    let catalog = Catalog::new(&header.schema);
+    let catalog = Catalog::new(&header.sets);
     // The earliest events by time, whatever block they are in: a max-heap of at most EXCERPT.
     const EXCERPT: usize = 16;
     let mut lines: std::collections::BinaryHeap<(u64, String)> = std::collections::BinaryHeap::new();

@@ -21,7 +21,7 @@ const BLOCK_SIZE: u32 = 1024;
 const DAMAGED_BLOCK: usize = 1;
 
 /// Older released versions: their streams are read, never written again.
-const OLDER: &[&str] = &["v1.0.0"];
+const OLDER: &[&str] = &["v1.0.0", "v1.1.0"];
 
 /// The current version's directory.
 fn current() -> String {
@@ -147,7 +147,10 @@ fn generate(order: Order) -> Vec<u8> {
     header.order = order;
     let mut out = header.encode().unwrap();
     let mut writers: Vec<(u64, BlockWriter, u64)> = Vec::new();
-    for (thread, time, code, values) in events() {
+    let set = header.sets[0].clone();
+    for (thread, time, own, values) in events() {
+        // Since 2.0, records carry wire codes; built-in codes are the same in every stream.
+        let code = set.wire_code_of(own).unwrap_or(own);
         let slot = match writers.iter().position(|(t, ..)| *t == thread) {
             Some(i) => i,
             None => {
@@ -161,7 +164,7 @@ fn generate(order: Order) -> Vec<u8> {
         };
         let (_, writer, seq) = &mut writers[slot];
         // Thread 2 lost 4 events just before its AllocFail: they start a new block that says so.
-        let lost_before = thread == 2 && code == 0x0033;
+        let lost_before = thread == 2 && own == 0x0033;
         if lost_before || writer.push(code, time, &values).is_err() {
             *seq += 1;
             let lost = if lost_before { 4 } else { 0 };
@@ -231,7 +234,7 @@ fn read(name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
 fn dump(bytes: &[u8]) -> String {
     let mut decoder = Decoder::new(bytes).unwrap();
     let header = decoder.header().clone();
-    let catalog = Catalog::new(&header.schema);
+    let catalog = Catalog::new(&header.sets);
     let mut out = String::new();
     for block in decoder.by_ref() {
         match block {

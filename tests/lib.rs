@@ -44,7 +44,7 @@ impl Numbered {
 /// blocks are not consecutive, a worker recorded by two threads.
 pub fn numbered(stream: &[u8]) -> Result<Numbered, String> {
     let mut decoder = Decoder::new(stream).map_err(|e| format!("the stream's header is refused: {e}"))?;
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut out = Numbered::default();
     let mut last_block: BTreeMap<u64, u64> = BTreeMap::new();
     while let Some(block) = decoder.next_block() {

@@ -205,7 +205,7 @@ fn a_full_disk_costs_the_rest_of_the_trace_not_the_program() {
     assert!(bytes.len() as u64 <= 262144);
     // Every whole block before the fault decodes, a run from event 0; only the cut end fails.
     let mut decoder = event_format::decode::Decoder::new(&bytes[..]).unwrap();
-    let catalog = event_format::decode::Catalog::new(&decoder.header().schema);
+    let catalog = event_format::decode::Catalog::new(&decoder.header().sets);
     let mut last = None;
     let mut whole = 0;
     while let Some(Ok(block)) = decoder.next_block() {

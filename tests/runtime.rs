@@ -184,7 +184,7 @@ fn a_follower_sees_every_event_in_order_or_the_overwrites() {
         let mut c =
             start_ready(child(&["follow", path.to_str().unwrap(), "2", &n.to_string()], &[("EVENT_BUFSIZE", bufsize)]));
         let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap();
-        let catalog = Catalog::new(&reader.header().schema);
+        let catalog = Catalog::new(&reader.header().sets);
         let mut follower = Follower::new(reader);
         let mut next: BTreeMap<u64, u64> = BTreeMap::new(); // thread -> next number expected
         let mut overwritten: BTreeMap<u64, bool> = BTreeMap::new(); // an overwrite not yet accounted

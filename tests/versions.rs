@@ -72,7 +72,7 @@ fn with_version(stream: &[u8], v: Version) -> Vec<u8> {
 fn unknown_block(stream: &[u8]) -> Vec<u8> {
     let decoder = Decoder::new(stream).expect("the base log decodes");
     let block_size = decoder.header().block_size;
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let (mut sequence, mut time) = (0, 0);
     for block in decoder {
         let block = block.expect("the base log has no damaged block");

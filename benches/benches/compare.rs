@@ -206,7 +206,7 @@ fn census(path: &Path) -> (u64, u64) {
     use event_format::wire::Value;
     let file = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).expect("the stream exists"));
     let mut decoder = Decoder::new(file).expect("the stream has a header");
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let (mut events, mut lost) = (0, 0);
     while let Some(block) = decoder.next_block() {
         let Ok(block) = block else { continue };

@@ -89,14 +89,14 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
     if ring::is_ring(&magic[..got]) {
         // The ring reader reads at positions: where the magic left the file does not matter.
         let reader = RingReader::open(file, options).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
-        let catalog = Catalog::new(&reader.header().schema);
+        let catalog = Catalog::new(&reader.header().sets);
         let source = Source::Ring(RingBlocks::new(reader));
         return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len() });
     }
     file.seek(SeekFrom::Start(0)).map_err(cannot_open)?;
     let decoder =
         Decoder::with_options(BufReader::with_capacity(1 << 20, file), options).map_err(|e| header_error(path, &e))?;
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len: meta.len() })
 }
 

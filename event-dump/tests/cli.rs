@@ -202,7 +202,8 @@ fn schema_and_against() {
     let schema = run(&["schema", log]);
     assert!(schema.status.success());
     let def = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")).unwrap();
-    let parsed = event_format::def::parse(&def, "events.def").unwrap();
+    // The set is named after the package that includes the file (it has no SET line).
+    let parsed = event_format::def::parse_set(&def, "events.def", "event-dump").unwrap();
     assert_eq!(event_format::def::parse(&stdout(&schema), "dumped").unwrap(), parsed, "the dump is the relation");
     let same = run(&["schema", log, "--against", concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")]);
     assert_eq!(same.status.code(), Some(0));
@@ -491,8 +492,12 @@ fn bad_kind_and_event_items_are_one_clear_line() {
 /// A stream of [`common::HANDMADE_DEF`] in `order` holding `blocks` as they are.
 fn handmade_stream(path: &Path, order: event_format::wire::Order, blocks: &[Vec<u8>]) {
     let (schema, _, _) = common::handmade_schema();
-    let mut header =
-        event_format::wire::Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer());
+    let mut header = event_format::wire::Header::with_sets(
+        common::wire_is_own(schema),
+        1024,
+        common::handmade_clock(),
+        common::handmade_producer(),
+    );
     header.order = order;
     let mut bytes = header.encode().unwrap();
     for block in blocks {

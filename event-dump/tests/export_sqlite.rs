@@ -379,7 +379,8 @@ fn disagreeing_log() -> PathBuf {
     let mut bytes = header.encode().unwrap();
     let mut block =
         BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: 1000, ..Default::default() });
-    block.push(0x0030, 1001, &[Value::Pointer(1), Value::Address(2), Value::Word(3), Value::Word(4)]).unwrap();
+    let wire = header.sets[0].wire_code_of(0x0030).unwrap();
+    block.push(wire, 1001, &[Value::Pointer(1), Value::Address(2), Value::Word(3), Value::Word(4)]).unwrap();
     bytes.extend(block.finish());
     let path = dir().join("changed.evt");
     std::fs::write(&path, bytes).unwrap();

@@ -304,7 +304,7 @@ impl Shape {
 
 fn shape(bytes: &[u8]) -> Shape {
     let mut decoder = Decoder::new(bytes).unwrap();
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let (header_len, block_size) = (decoder.header_len() as usize, decoder.header().block_size as usize);
     let mut s = Shape { header_len, block_size, offsets: Vec::new(), lens: Vec::new(), events: Vec::new() };
     while let Some(block) = decoder.next_block() {
@@ -516,8 +516,10 @@ fn lying_record_and_string_lengths_cost_what_they_cover() {
 
     // A string whose length runs past its record (and past the block): that record only.
     let code = |at: usize| Order::NATIVE.u16(&good[start + BLOCK_HEADER_LEN + at..]);
-    let with_string =
-        *offsets.iter().find(|&&at| code(at) == events::code::AllocFail).expect("an AllocFail in the block");
+    // Records carry wire codes: AllocFail's in this stream.
+    let header = event_format::decode::Decoder::new(&good[..]).unwrap().header().clone();
+    let alloc_fail = header.sets[0].wire_code_of(events::code::AllocFail).unwrap();
+    let with_string = *offsets.iter().find(|&&at| code(at) == alloc_fail).expect("an AllocFail in the block");
     for prefix in [0x7FFFu16, 0xFFFF, 1000] {
         let bytes = edit_block(&good, &s, block, |r| Order::NATIVE.put_u16(&mut r[with_string + 8 + 16..], prefix));
         let runs = every_command(&format!("string-{prefix}.evt"), &bytes);
@@ -615,6 +617,14 @@ fn big_schema_stream(events: u32, blocks: usize) -> Vec<u8> {
         o.put_u16(&mut b, v);
         h.extend_from_slice(&b);
     };
+    // One set (format 2): its name, version 0.0.0, first wire code 1 (so wire codes are
+    // the events' own codes), then its schema.
+    put16(&mut h, 1);
+    put16(&mut h, 3);
+    h.extend_from_slice(b"big");
+    for v in [0, 0, 0, 1] {
+        put16(&mut h, v);
+    }
     put16(&mut h, 1);
     put16(&mut h, 1);
     h.push(b'K');

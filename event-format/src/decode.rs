@@ -11,7 +11,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let bytes = event_format::testing::sample_stream(event_format::wire::Order::Little);
 //! let mut decoder = Decoder::new(&bytes[..])?;
-//! let catalog = Catalog::new(&decoder.header().schema);
+//! let catalog = Catalog::new(&decoder.header().sets);
 //! let mut names = Vec::new();
 //! while let Some(block) = decoder.next_block() {
 //!     let block = block?; // or report the damaged block and go on
@@ -27,11 +27,11 @@
 
 use crate::builtin;
 use crate::letter::Letter;
-use crate::schema::{BUILTIN_KIND, Schema};
+use crate::schema::BUILTIN_KIND;
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
-    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, ValueIter, packed_len, unpack_records, validate_args,
-    verify_block,
+    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, ValueIter, packed_len, unpack_records,
+    validate_args, verify_block,
 };
 use std::fmt;
 use std::io::{self, Read};
@@ -357,11 +357,21 @@ impl<R: Read> Iterator for Decoder<R> {
     }
 }
 
-/// What a reader knows of one event code: from the stream's schema or the built-in events.
+/// What a reader knows of one wire code: an event of one of the stream's sets, or a
+/// built-in event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Desc {
-    /// The event code.
+    /// The event's own code, as its events.def gives it (what `code` means in filters and in
+    /// `schema` output); a built-in event's code.
     pub code: u16,
+    /// The code its records carry in this stream (docs/FORMAT.md, "Wire codes"): what the
+    /// catalog is indexed by. Equal to `code` in a 1.x stream and for built-in events.
+    pub wire: u16,
+    /// The name of its set; empty for built-in events and for the one set of a 1.x stream.
+    pub set: String,
+    /// Whether its name is shown qualified by its set (`set:Kind.Name`): the stream holds
+    /// more than one set. Never for built-in events.
+    pub qualified: bool,
     /// The event's name.
     pub name: String,
     /// Its kind's name ([`BUILTIN_KIND`] for built-in events).
@@ -379,18 +389,43 @@ impl Desc {
     pub fn is_builtin(&self) -> bool {
         self.kind.is_none()
     }
+
+    /// Its name as text shows it: `Kind.Name`, or `set:Kind.Name` when [`qualified`](Desc::qualified).
+    pub fn full_name(&self) -> FullName<'_> {
+        FullName(self)
+    }
+
+    /// Its kind's name as text shows it: `Kind`, or `set:Kind` when qualified.
+    pub fn full_kind(&self) -> String {
+        if self.qualified { format!("{}:{}", self.set, self.kind_name) } else { self.kind_name.clone() }
+    }
 }
 
-/// Every event code a stream can contain, with what it means: the embedded schema's events
-/// and the built-in events, looked up by code.
+/// A [`Desc`]'s name as text shows it; see [`Desc::full_name`].
+#[derive(Clone, Copy, Debug)]
+pub struct FullName<'a>(&'a Desc);
+
+impl fmt::Display for FullName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d.qualified {
+            write!(f, "{}:{}.{}", d.set, d.kind_name, d.name)
+        } else {
+            write!(f, "{}.{}", d.kind_name, d.name)
+        }
+    }
+}
+
+/// Every wire code a stream can contain, with what it means: the events of every set of its
+/// header and the built-in events, looked up by wire code.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Catalog {
-    /// Sorted by code.
+    /// Sorted by wire code.
     descs: Vec<Desc>,
-    /// For each code below its length, its index in `descs` plus one, or 0: a reader looks up
-    /// every record. It covers the schema's codes when they are dense enough (its length is
-    /// at most 16 entries per event, so it costs what the schema costs); other codes are
-    /// searched in `descs`.
+    /// For each wire code below its length, its index in `descs` plus one, or 0: a reader
+    /// looks up every record. It covers the sets' codes when they are dense enough (its
+    /// length is at most 16 entries per event, so it costs what the sets cost); other codes
+    /// are searched in `descs`.
     index: Vec<u16>,
     /// The same for the built-in codes, `0xFF00 + i` at `i`.
     builtin_index: Vec<u16>,
@@ -403,24 +438,36 @@ impl fmt::Debug for Catalog {
 }
 
 impl Catalog {
-    /// The catalog of `schema` plus the built-in events.
-    pub fn new(schema: &Schema) -> Catalog {
-        let mut descs: Vec<Desc> = schema
-            .events
+    /// The catalog of `sets` (a header's, [`Header::sets`]) plus the built-in events. An
+    /// event whose wire code is not a user code (which no checked header has) is left out.
+    pub fn new(sets: &[SetEntry]) -> Catalog {
+        let qualified = sets.len() > 1;
+        let mut descs: Vec<Desc> = sets
             .iter()
-            .map(|e| Desc {
-                code: e.code,
-                name: e.name.clone(),
-                kind_name: schema
-                    .kinds
-                    .get(usize::from(e.kind))
-                    .map_or_else(|| format!("Kind{}", e.kind), |k| k.name.clone()),
-                kind: Some(e.kind),
-                format: e.format.clone(),
-                params: e.params.clone(),
+            .flat_map(|set| {
+                let schema = &set.schema;
+                schema.events.iter().enumerate().filter_map(move |(j, e)| {
+                    Some(Desc {
+                        code: e.code,
+                        wire: set.wire_code(j)?,
+                        set: schema.name.clone(),
+                        qualified,
+                        name: e.name.clone(),
+                        kind_name: schema
+                            .kinds
+                            .get(usize::from(e.kind))
+                            .map_or_else(|| format!("Kind{}", e.kind), |k| k.name.clone()),
+                        kind: Some(e.kind),
+                        format: e.format.clone(),
+                        params: e.params.clone(),
+                    })
+                })
             })
             .chain(builtin::ALL.iter().map(|b| Desc {
                 code: b.code,
+                wire: b.code,
+                set: String::new(),
+                qualified: false,
                 name: b.name.to_owned(),
                 kind_name: BUILTIN_KIND.to_owned(),
                 kind: None,
@@ -428,9 +475,10 @@ impl Catalog {
                 params: b.params.iter().map(|p| (*p).to_owned()).collect(),
             }))
             .collect();
-        descs.sort_by_key(|d| d.code);
-        descs.dedup_by_key(|d| d.code);
-        let user_end = descs.iter().filter(|d| d.kind.is_some()).map(|d| usize::from(d.code) + 1).max().unwrap_or(0);
+        // Stable: of two descs with one wire code (no checked header has them), the first set's wins.
+        descs.sort_by_key(|d| d.wire);
+        descs.dedup_by_key(|d| d.wire);
+        let user_end = descs.iter().filter(|d| d.kind.is_some()).map(|d| usize::from(d.wire) + 1).max().unwrap_or(0);
         let dense = user_end <= 16 * descs.len() + 64;
         let mut index = vec![0u16; if dense { user_end } else { 0 }];
         let mut builtin_index = vec![0u16; 256];
@@ -438,7 +486,7 @@ impl Catalog {
             // i + 1 fits in u16 unless nearly every code is defined; a code left at 0 is
             // found by the search in `get`.
             let slot = u16::try_from(i + 1).unwrap_or(0);
-            let code = usize::from(d.code);
+            let code = usize::from(d.wire);
             if code < index.len() {
                 index[code] = slot;
             } else if code >= 0xFF00 {
@@ -448,7 +496,7 @@ impl Catalog {
         Catalog { descs, index, builtin_index }
     }
 
-    /// What `code` means, if the stream's schema or the built-in events define it.
+    /// What wire code `code` means, if the stream's sets or the built-in events define it.
     pub fn get(&self, code: u16) -> Option<&Desc> {
         let c = usize::from(code);
         let slot = if c < self.index.len() {
@@ -459,7 +507,7 @@ impl Catalog {
             0
         };
         match slot {
-            0 => self.descs.binary_search_by_key(&code, |d| d.code).ok().map(|i| &self.descs[i]),
+            0 => self.descs.binary_search_by_key(&code, |d| d.wire).ok().map(|i| &self.descs[i]),
             i => self.descs.get(usize::from(i) - 1),
         }
     }
@@ -478,9 +526,14 @@ impl Catalog {
         }
     }
 
-    /// Every code, in order.
+    /// Every wire code's desc, in order of wire codes.
     pub fn iter(&self) -> impl Iterator<Item = &Desc> {
         self.descs.iter()
+    }
+
+    /// Whether names are qualified by their sets: the stream holds more than one set.
+    pub fn qualified(&self) -> bool {
+        self.descs.iter().any(|d| d.qualified)
     }
 }
 
@@ -511,10 +564,10 @@ impl<'a> Event<'a> {
 pub enum Entry<'a> {
     /// A known event whose arguments match its format.
     Event(Event<'a>),
-    /// A code that neither the schema nor this reader's built-in events define (a newer
+    /// A wire code that neither the sets nor this reader's built-in events define (a newer
     /// minor version's, or a retired event's): skipped by its length.
     Unknown {
-        /// The code.
+        /// The wire code.
         code: u16,
         /// Its time in ticks.
         time: u64,

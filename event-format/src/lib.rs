@@ -34,7 +34,7 @@
 //! stream.extend(block.finish());
 //!
 //! let mut decoder = Decoder::new(&stream[..])?;
-//! let catalog = Catalog::new(&decoder.header().schema);
+//! let catalog = Catalog::new(&decoder.header().sets);
 //! let block = decoder.next_block().expect("one block")?;
 //! let Some(Entry::Event(event)) = block.entries(&catalog).next() else { panic!("one event") };
 //! let mut line = String::new();

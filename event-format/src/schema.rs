@@ -5,7 +5,6 @@
 //! both by the events.def parser and by the stream decoder on the schema a stream embeds,
 //! so a hand-written file and a hostile stream are held to the same rules.
 
-use crate::builtin;
 use crate::letter::{self, Letter};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -85,9 +84,14 @@ pub struct Retired {
     pub code: u16,
 }
 
-/// An event set: what events.def declares, and what every stream header embeds.
+/// An event set: what events.def declares, and what every stream header embeds (one per set
+/// it records, docs/EVENT-SETS.md).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Schema {
+    /// The set's name (the `SET` line of events.def, or a default its reader chose, such as
+    /// the package name of the crate that includes it); empty for the one set of a 1.x
+    /// stream, which has none. See [`set_name_problem`].
+    pub name: String,
     /// The event set's version (`VERSION` line).
     pub version: Version,
     /// The kinds, in declaration order (index = control-mask bit).
@@ -153,8 +157,49 @@ fn plural(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
-/// Rust's keywords (strict and reserved, 2015 to 2024): not allowed as names, because the
-/// macro turns names into Rust identifiers.
+/// The longest set name, in bytes.
+pub const MAX_SET_NAME_LEN: usize = 255;
+
+/// Which rules a schema is held to: the names a format version allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rules {
+    /// Format 2.x and events.def: sets are namespaced, so an event may bear a built-in
+    /// event's name, and a name may be a Rust keyword (the generated code uses raw
+    /// identifiers) except `self`, `Self`, `super` and `crate`, which no raw identifier spells.
+    V2,
+    /// The one set of a 1.x stream, as a reader takes it: no name is a Rust keyword, and the
+    /// names reserved for built-in events are not checked (a later 1.x format may have added
+    /// built-in names that an older writer's events bear; codes tell them apart).
+    V1Read,
+}
+
+/// The keywords that no raw identifier can spell (`r#self` is refused by Rust): never names.
+pub const UNRAW_KEYWORDS: &[&str] = &["self", "Self", "super", "crate"];
+
+/// Why `name` cannot name an event set, or `None` when it can: ASCII, a letter or `_` first,
+/// then letters, digits, `_` and `-` (a package name), at most [`MAX_SET_NAME_LEN`] bytes.
+pub fn set_name_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Some("a set name cannot be empty".to_owned());
+    };
+    if !(first.is_ascii_alphabetic() || first == '_') {
+        return Some(format!("set name `{name}` must start with an ASCII letter or `_`"));
+    }
+    if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+        return Some(format!(
+            "set name `{name}` has `{bad}`, which is not allowed (ASCII letters, digits, `_` and `-` only)"
+        ));
+    }
+    if name.len() > MAX_SET_NAME_LEN {
+        return Some(format!("a set name is {} bytes long, more than the {MAX_SET_NAME_LEN} allowed", name.len()));
+    }
+    None
+}
+
+/// Rust's keywords (strict and reserved, 2015 to 2024): not allowed as names in 1.x streams,
+/// and in 2.x only the [`UNRAW_KEYWORDS`] are refused (the macro writes the others as raw
+/// identifiers, `r#type`).
 const RUST_KEYWORDS: &[&str] = &[
     "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
     "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self",
@@ -162,11 +207,23 @@ const RUST_KEYWORDS: &[&str] = &[
     "become", "box", "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
 ];
 
-/// Why `name` is not a valid identifier for events.def, or `None` when it is one.
+/// Whether `name` is a Rust keyword (strict or reserved, any edition): the generated code
+/// writes it as a raw identifier (`r#type`).
+pub fn is_rust_keyword(name: &str) -> bool {
+    RUST_KEYWORDS.contains(&name)
+}
+
+/// Why `name` is not a valid identifier for events.def (format 2.x rules), or `None` when it
+/// is one.
 ///
 /// An identifier is ASCII: a letter or `_` then letters, digits and `_`; not `_` alone,
-/// not a Rust keyword, at most [`MAX_NAME_LEN`] bytes.
+/// not one of [`UNRAW_KEYWORDS`], at most [`MAX_NAME_LEN`] bytes.
 pub fn identifier_problem(name: &str) -> Option<String> {
+    identifier_problem_by(name, Rules::V2)
+}
+
+/// Why `name` is not a valid identifier under `rules`, or `None` when it is one.
+pub fn identifier_problem_by(name: &str, rules: Rules) -> Option<String> {
     let mut chars = name.chars();
     let Some(first) = chars.next() else {
         return Some("a name cannot be empty".to_owned());
@@ -182,8 +239,14 @@ pub fn identifier_problem(name: &str) -> Option<String> {
     if name == "_" {
         return Some("`_` alone is not a name".to_owned());
     }
-    if RUST_KEYWORDS.contains(&name) {
-        return Some(format!("`{name}` is a Rust keyword and cannot be a name"));
+    match rules {
+        Rules::V1Read if RUST_KEYWORDS.contains(&name) => {
+            return Some(format!("`{name}` is a Rust keyword and cannot be a name in a 1.x stream"));
+        }
+        Rules::V2 if UNRAW_KEYWORDS.contains(&name) => {
+            return Some(format!("`{name}` is a Rust keyword that no raw identifier can spell, and cannot be a name"));
+        }
+        _ => {}
     }
     if name.len() > MAX_NAME_LEN {
         return Some(format!("a name is {} bytes long, more than the {MAX_NAME_LEN} allowed", name.len()));
@@ -227,32 +290,36 @@ impl Schema {
         (candidate <= LAST_USER_CODE).then_some(candidate)
     }
 
-    /// Checks every rule of the event set. Returns all the problems found, in the order of
-    /// the items they concern, or `Ok(())` when there are none.
+    /// Checks every rule of the event set, by the rules of format 2.x and events.def
+    /// ([`Rules::V2`]). Returns all the problems found, in the order of the items they
+    /// concern, or `Ok(())` when there are none. The set's name is not checked here: it is
+    /// a rule of the stream's list of sets ([`set_name_problem`]).
     pub fn check(&self) -> Result<(), Vec<Problem>> {
-        self.check_with(true)
+        self.check_by(Rules::V2)
     }
 
-    /// Checks the rules a reader needs of a stream's embedded schema: every rule but the
-    /// names reserved for built-in events, which a later format version may add (an older
-    /// writer's event may bear a name a newer reader reserves; codes tell them apart).
+    /// Checks the rules a reader needs of a 1.x stream's embedded schema ([`Rules::V1Read`]):
+    /// the 1.x rules but the names reserved for built-in events, which a later format
+    /// version may add (an older writer's event may bear a name a newer reader reserves;
+    /// codes tell them apart).
     pub fn check_as_read(&self) -> Result<(), Vec<Problem>> {
-        self.check_with(false)
+        self.check_by(Rules::V1Read)
     }
 
-    fn check_with(&self, reserved_names: bool) -> Result<(), Vec<Problem>> {
+    /// Checks every rule of the event set under `rules`.
+    pub fn check_by(&self, rules: Rules) -> Result<(), Vec<Problem>> {
         let mut problems = Vec::new();
-        self.check_kinds(&mut problems);
-        self.check_names_and_codes(&mut problems, reserved_names);
-        self.check_rows(&mut problems);
+        self.check_kinds(&mut problems, rules);
+        self.check_names_and_codes(&mut problems, rules);
+        self.check_rows(&mut problems, rules);
         if problems.is_empty() { Ok(()) } else { Err(problems) }
     }
 
-    fn check_kinds(&self, problems: &mut Vec<Problem>) {
+    fn check_kinds(&self, problems: &mut Vec<Problem>, rules: Rules) {
         // First index of each name: duplicates are found in linear time, whatever the input.
         let mut first: HashMap<&str, usize> = HashMap::with_capacity(self.kinds.len());
         for (i, kind) in self.kinds.iter().enumerate() {
-            if let Some(why) = identifier_problem(&kind.name) {
+            if let Some(why) = identifier_problem_by(&kind.name, rules) {
                 problems.push(Problem {
                     place: Place::KindName(i),
                     message: format!("bad kind name: {why}"),
@@ -297,7 +364,7 @@ impl Schema {
         }
     }
 
-    fn check_names_and_codes(&self, problems: &mut Vec<Problem>, reserved_names: bool) {
+    fn check_names_and_codes(&self, problems: &mut Vec<Problem>, rules: Rules) {
         // Events and retired events share one space of names and one of codes.
         let names: Vec<(&str, u16, Place, Place)> = self
             .events
@@ -325,17 +392,13 @@ impl Schema {
             None => "every code in 0x0001..=0xFEFF is taken (retired codes stay taken)".to_owned(),
         };
         for (n, &(name, code, name_place, code_place)) in names.iter().enumerate() {
-            if let Some(why) = identifier_problem(name) {
+            // Built-in events' names are not reserved: in 2.x sets are namespaced and codes
+            // tell built-in events apart; a 1.x reader does not check them (see Rules::V1Read).
+            if let Some(why) = identifier_problem_by(name, rules) {
                 problems.push(Problem {
                     place: name_place,
                     message: format!("bad event name: {why}"),
                     help: "name events with identifiers such as `ArenaCreate`".to_owned(),
-                });
-            } else if reserved_names && builtin::by_name(name).is_some() {
-                problems.push(Problem {
-                    place: name_place,
-                    message: format!("event name `{name}` is reserved for a built-in event of the runtime"),
-                    help: format!("rename it; the reserved names are {}", builtin::names()),
                 });
             }
             let first = first_named(&by_name, name);
@@ -371,7 +434,7 @@ impl Schema {
         }
     }
 
-    fn check_rows(&self, problems: &mut Vec<Problem>) {
+    fn check_rows(&self, problems: &mut Vec<Problem>, rules: Rules) {
         for (i, event) in self.events.iter().enumerate() {
             if usize::from(event.kind) >= self.kinds.len() {
                 problems.push(Problem {
@@ -411,7 +474,7 @@ impl Schema {
             }
             let mut seen: HashSet<&str> = HashSet::with_capacity(event.params.len());
             for (j, param) in event.params.iter().enumerate() {
-                if let Some(why) = identifier_problem(param) {
+                if let Some(why) = identifier_problem_by(param, rules) {
                     problems.push(Problem {
                         place: Place::Param(i, j),
                         message: format!("bad parameter name: {why}"),

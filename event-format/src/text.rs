@@ -132,14 +132,15 @@ pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::R
 }
 
 /// Writes `event` as one line (without the newline): seconds since start, `T` and the
-/// thread id, `Kind.Name`, and `param=value` pairs.
+/// thread id, `Kind.Name` (`set:Kind.Name` when the stream holds more than one set), and
+/// `param=value` pairs.
 ///
 /// ```text
 /// 0.000001200 T1 Arena.ArenaCreate arena=0x7f0000001000 base=0x7f0000000000 size=1048576
 /// ```
 pub fn write_event<W: Write>(out: &mut W, clock: &Clock, event: &Event<'_>) -> fmt::Result {
     write_seconds(out, clock, event.time)?;
-    write!(out, " T{} {}.{}", event.thread, event.desc.kind_name, event.desc.name)?;
+    write!(out, " T{} {}", event.thread, event.desc.full_name())?;
     for (name, value) in event.desc.params.iter().zip(event.values()) {
         write!(out, " {name}=")?;
         write_value(out, &value)?;

@@ -36,7 +36,7 @@ fn peak_while_decoding(input: &[u8]) -> usize {
     let base = LIVE.load(Relaxed);
     PEAK.store(base, Relaxed);
     if let Ok(mut decoder) = Decoder::with_options(input, DecodeOptions { force: true }) {
-        let catalog = Catalog::new(&decoder.header().schema);
+        let catalog = Catalog::new(&decoder.header().sets);
         while let Some(block) = decoder.next_block() {
             if let Ok(block) = block {
                 for entry in block.entries(&catalog) {

@@ -6,7 +6,7 @@ use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::testing::{sample_header, sample_stream};
 use event_format::wire::{
     BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Damage, FORMAT_VERSION, Header, HeaderError, MIN_BLOCK_SIZE, Order,
-    RecordError, Text, Value,
+    RecordError, SetEntry, Text, Value, WireCodes,
 };
 use event_format::{Letter, text};
 use proptest::prelude::*;
@@ -15,7 +15,7 @@ use proptest::prelude::*;
 fn dump(bytes: &[u8], options: DecodeOptions) -> Result<String, HeaderError> {
     let mut decoder = Decoder::with_options(bytes, options)?;
     let header = decoder.header().clone();
-    let catalog = Catalog::new(&header.schema);
+    let catalog = Catalog::new(&header.sets);
     let mut out = String::new();
     while let Some(block) = decoder.next_block() {
         match block {
@@ -111,11 +111,11 @@ fn encode_with(version: Version) -> Vec<u8> {
 
 #[test]
 fn another_major_version_is_refused_with_the_versions_read() {
-    let err = Decoder::new(&encode_with(Version::new(2, 0, 0))[..]).unwrap_err();
-    assert!(matches!(err, HeaderError::UnsupportedMajor(v) if v == Version::new(2, 0, 0)));
+    let err = Decoder::new(&encode_with(Version::new(3, 0, 0))[..]).unwrap_err();
+    assert!(matches!(err, HeaderError::UnsupportedMajor(v) if v == Version::new(3, 0, 0)));
     assert_eq!(
         err.to_string(),
-        "stream format 2.0.0 is not supported: this reader reads format 1.x (up to 1.1.x, and newer minors); use a reader built for format 2.x"
+        "stream format 3.0.0 is not supported: this reader reads format 2.x (up to 2.0.x, and newer minors) and format 1.x (up to 1.1.x); use a reader built for format 3.x"
     );
     let older_major = encode_with(Version::new(0, 9, 0));
     let forced = Decoder::with_options(&older_major[..], DecodeOptions { force: true });
@@ -336,7 +336,7 @@ prop_compose! {
         let retired = retired_codes.into_iter().filter(|c| events.iter().all(|e| e.code != *c)).enumerate()
             .map(|(i, code)| Retired { name: format!("Gone{i}"), code }).collect();
         let kinds = if kinds.is_empty() { vec![Kind { name: "K".into(), doc: String::new() }] } else { kinds };
-        Schema { version: Version::new(version.0, version.1, version.2), kinds, events, retired }
+        Schema { name: "gen".into(), version: Version::new(version.0, version.1, version.2), kinds, events, retired }
     }
 }
 
@@ -427,7 +427,7 @@ type Recorded = (u16, u64, Vec<OwnedValue>);
 /// they fill; returns the stream and, per thread, the events in order.
 fn encode_stream(order: Order, schema: &Schema, events: &[GenEvent], threads: u64) -> (Vec<u8>, Vec<Vec<Recorded>>) {
     let mut header = sample_header(order);
-    header.schema = schema.clone();
+    header.sets = SetEntry::assign([schema.clone()]);
     let size = header.block_size;
     let mut out = header.encode().expect("a valid schema encodes");
     let mut writers: Vec<(BlockWriter, u64)> = (0..threads)
@@ -441,7 +441,8 @@ fn encode_stream(order: Order, schema: &Schema, events: &[GenEvent], threads: u6
         }
         let t = n % threads as usize;
         time += dt;
-        let code = schema.events[*i].code;
+        // Records carry wire codes; a reader gives back the event's own code.
+        let code = header.sets[0].wire_code(*i).expect("a wire code");
         let borrowed: Vec<Value<'_>> = values.iter().map(OwnedValue::borrow).collect();
         let (writer, seq) = &mut writers[t];
         if writer.push(code, time, &borrowed).is_err() {
@@ -454,7 +455,7 @@ fn encode_stream(order: Order, schema: &Schema, events: &[GenEvent], threads: u6
             out.extend(std::mem::replace(writer, next).finish());
             writer.push(code, time, &borrowed).expect("fits an empty block");
         }
-        expected[t].push((code, time, values.clone()));
+        expected[t].push((schema.events[*i].code, time, values.clone()));
     }
     for (writer, _) in writers {
         out.extend(writer.finish());
@@ -468,7 +469,7 @@ proptest! {
         prop_assume!(schema.check().is_ok());
         let order = if big { Order::Big } else { Order::Little };
         let mut header = sample_header(order);
-        header.schema = schema;
+        header.sets = SetEntry::assign([schema]);
         let bytes = header.encode().unwrap();
         prop_assert_eq!(Header::decode(&bytes, false).unwrap(), header);
     }
@@ -479,7 +480,7 @@ proptest! {
         for order in [Order::Little, Order::Big] {
             let (bytes, expected) = encode_stream(order, &schema, &events, threads);
             let mut decoder = Decoder::new(&bytes[..]).unwrap();
-            let catalog = Catalog::new(&decoder.header().schema);
+            let catalog = Catalog::new(&decoder.header().sets);
             let mut got = vec![Vec::new(); threads as usize];
             while let Some(block) = decoder.next_block() {
                 let block = block.unwrap();
@@ -544,9 +545,12 @@ fn record_errors_display_one_line() {
 #[test]
 fn an_older_stream_may_name_an_event_like_a_later_built_in() {
     // Format 1.0 had no `SpanEnter` built-in: a 1.0 writer's event could bear the name. A
-    // writer today refuses it (Schema::check), but a reader reads it (codes tell them apart).
+    // 1.1 writer refused it, but a reader reads it (codes tell them apart).
     let mut header = sample_header(Order::Little);
-    header.schema.events[0].name = "SpanEntex".to_owned();
+    header.format = event_format::wire::LAST_V1;
+    header.sets = vec![SetEntry { schema: header.sets[0].schema.clone(), codes: WireCodes::Own }];
+    header.sets[0].schema.name.clear();
+    header.sets[0].schema.events[0].name = "SpanEntex".to_owned();
     let mut bytes = header.encode().unwrap();
     let at = bytes.windows(9).position(|w| w == b"SpanEntex").unwrap();
     bytes[at + 8] = b'r';
@@ -554,6 +558,110 @@ fn an_older_stream_may_name_an_event_like_a_later_built_in() {
     let crc = crc32fast::hash(&bytes[..len - 4]);
     bytes[len - 4..].copy_from_slice(&crc.to_le_bytes());
     let decoder = Decoder::new(&bytes[..]).expect("a reader does not reserve names");
-    assert_eq!(decoder.header().schema.events[0].name, "SpanEnter");
-    assert!(decoder.header().schema.check().is_err(), "a writer would refuse it");
+    assert_eq!(decoder.header().sets[0].schema.events[0].name, "SpanEnter");
+    assert_eq!(decoder.header().sets[0].codes, WireCodes::Own);
+}
+
+/// Two sets that reuse each other's codes and names: the header holds both, each with its
+/// range of wire codes, and every rule of the list of sets is checked on read.
+mod sets {
+    use super::*;
+
+    fn two_sets() -> Vec<SetEntry> {
+        let storage = event_format::def::parse_set(
+            "VERSION(2, 0, 0)\nKIND(Page)\nRELATION(PageWrite, 1, TRUE, Page, WD, page, latency)\nRELATION(Intern, 2, FALSE, Page, W, gen)\n",
+            "storage.def",
+            "storage",
+        )
+        .unwrap();
+        let app = event_format::def::parse_set(
+            "VERSION(1, 0, 0)\nKIND(Req)\nRELATION(Done, 1, TRUE, Req, S, ref)\n",
+            "app.def",
+            "app",
+        )
+        .unwrap();
+        SetEntry::assign([storage, app])
+    }
+
+    /// `sets` encoded as the sample's header would be, with no check (a hostile writer):
+    /// encoded with a valid list, then the set fields patched.
+    fn header_with(sets: Vec<SetEntry>) -> Result<Header, HeaderError> {
+        let mut header = sample_header(Order::Little);
+        header.sets = sets;
+        Header::decode(&header.encode().map_err(|e| HeaderError::Malformed(e.0))?, false)
+    }
+
+    #[test]
+    fn two_sets_round_trip_with_their_ranges() {
+        let sets = two_sets();
+        assert_eq!(sets[0].range(), Some((1, 2)));
+        assert_eq!(sets[1].range(), Some((3, 3)));
+        for order in [Order::Little, Order::Big] {
+            let mut header = sample_header(order);
+            header.sets = sets.clone();
+            let decoded = Header::decode(&header.encode().unwrap(), false).unwrap();
+            assert_eq!(decoded, header);
+            assert!(decoded.single_set().is_none(), "the convenience never hides a second set");
+            let catalog = Catalog::new(&decoded.sets);
+            let done = catalog.get(3).unwrap();
+            assert_eq!(
+                (done.set.as_str(), done.code, done.wire, done.full_name().to_string()),
+                ("app", 1, 3, "app:Req.Done".into())
+            );
+            assert_eq!(catalog.get(1).unwrap().full_name().to_string(), "storage:Page.PageWrite");
+        }
+    }
+
+    #[test]
+    fn bad_lists_of_sets_are_refused() {
+        let mut overlap = two_sets();
+        overlap[1] = SetEntry::new(overlap[1].schema.clone(), 2);
+        let mut past = two_sets();
+        past[0] = SetEntry::new(past[0].schema.clone(), 0xFEFF);
+        let mut same_name = two_sets();
+        same_name[1].schema.name = "storage".into();
+        let mut bad_name = two_sets();
+        bad_name[1].schema.name = "a b".into();
+        let mut zero = two_sets();
+        zero[0] = SetEntry::new(zero[0].schema.clone(), 0);
+        for (what, sets, expected) in [
+            ("overlap", overlap, "overlap"),
+            ("past 0xFEFF", past, "not inside 0x0001..=0xFEFF"),
+            ("duplicate names", same_name, "used by two sets"),
+            ("bad name", bad_name, "not allowed"),
+            ("first 0", zero, "not inside"),
+        ] {
+            let err = header_with(sets).unwrap_err().to_string();
+            assert!(err.contains(expected), "{what}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_lying_set_count_reserves_nothing() {
+        // 65535 sets claimed, none there: refused as malformed, after reserving at most what
+        // the remaining bytes could hold.
+        let mut bytes = sample_header(Order::Little).encode().unwrap();
+        let at = 80 + 2 + "x86_64".len() + 2 + "linux".len() + 2 + "sample".len();
+        bytes[at..at + 2].copy_from_slice(&0xFFFFu16.to_le_bytes());
+        let len = bytes.len();
+        let crc = crc32fast::hash(&bytes[..len - 4]);
+        bytes[len - 4..].copy_from_slice(&crc.to_le_bytes());
+        let err = Header::decode(&bytes, false).unwrap_err();
+        assert!(matches!(err, HeaderError::Malformed(_)), "{err}");
+    }
+
+    #[test]
+    fn a_1_x_stream_is_one_unnamed_set_of_its_own_codes() {
+        let mut header = sample_header(Order::Big);
+        header.format = event_format::wire::LAST_V1;
+        let mut schema = header.sets[0].schema.clone();
+        schema.name.clear();
+        header.sets = vec![SetEntry { schema, codes: WireCodes::Own }];
+        let decoded = Header::decode(&header.encode().unwrap(), false).unwrap();
+        assert_eq!(decoded, header);
+        assert_eq!(decoded.sets[0].wire_code(1), Some(decoded.sets[0].schema.events[1].code));
+        // 1.x rules: keywords are not names there.
+        header.sets[0].schema.events[0].params[0] = "type".into();
+        assert!(header.encode().is_err());
+    }
 }

@@ -47,6 +47,7 @@ RETIRED(Older,7)
     fn every_feature() {
         let schema = def::parse(EVERY_FEATURE, "events.def").unwrap();
         let expected = Schema {
+            name: "events".into(),
             version: Version::new(2, 16, 7),
             kinds: vec![
                 Kind { name: "Arena".into(), doc: "per \"arena\",\\ global\n\tand more".into() },
@@ -89,7 +90,7 @@ RETIRED(Older,7)
     #[test]
     fn minimal_files() {
         let schema = def::parse("VERSION(0,0,0)", "events.def").unwrap();
-        assert_eq!(schema, Schema::default());
+        assert_eq!(schema, Schema { name: "events".into(), ..Schema::default() });
         // A byte-order mark and CRLF line ends are fine.
         let schema = def::parse("\u{feff}VERSION(1, 2, 3)\r\nKIND(A)\r\n", "events.def").unwrap();
         assert_eq!(schema.version, Version::new(1, 2, 3));
@@ -354,6 +355,7 @@ mod render {
     #[test]
     fn small_schema() {
         let schema = Schema {
+            name: "events".into(),
             version: Version::new(1, 2, 3),
             kinds: vec![
                 Kind { name: "Arena".into(), doc: "per arena".into() },
@@ -393,7 +395,8 @@ mod render {
     fn empty_schema() {
         let text = def::render(&Schema::default());
         assert_eq!(text, "# The event set, version 0.0.0. Written by event-format.\nVERSION(0, 0, 0)\n");
-        assert_eq!(def::parse(&text, "rendered").unwrap(), Schema::default());
+        // Without a SET line, the set is named after the file.
+        assert_eq!(def::parse(&text, "rendered").unwrap(), Schema { name: "rendered".into(), ..Schema::default() });
     }
 }
 
@@ -485,7 +488,13 @@ mod props {
                     .into_iter()
                     .map(|(name, code)| Retired { name: fresh(name, &mut taken), code: fresh_code(code, &mut codes) })
                     .collect();
-                Schema { version: Version::new(version.0, version.1, version.2), kinds, events, retired }
+                Schema {
+                    name: "events".into(),
+                    version: Version::new(version.0, version.1, version.2),
+                    kinds,
+                    events,
+                    retired,
+                }
             })
     }
 
@@ -594,5 +603,59 @@ mod props {
             }
             check_result(&text.into_iter().collect::<String>());
         }
+    }
+}
+
+mod sets {
+    //! The `SET` line, the default set name, and format 2's relaxed names (docs/EVENT-SETS.md).
+    use super::*;
+
+    const MPS: &str = "VERSION(1, 0, 0)\nKIND(Arena)\nRELATION(Intern, 1, TRUE, Arena, WS, id, gen)\nRELATION(Label, 2, TRUE, Arena, AW, ref, type)\nRELATION(match, 3, FALSE, Arena, 0)\n";
+
+    #[test]
+    fn the_set_line_names_the_set_anywhere_else_the_caller_does() {
+        assert_eq!(def::parse_set(MPS, "events.def", "mps-sys").unwrap().name, "mps-sys");
+        assert_eq!(def::parse(MPS, "path/to/arena.def").unwrap().name, "arena");
+        assert_eq!(def::parse(MPS, "1.def").unwrap().name, def::DEFAULT_SET_NAME);
+        let named = format!("{MPS}SET(mps)\n");
+        assert_eq!(def::parse_set(&named, "events.def", "other").unwrap().name, "mps");
+        let quoted = format!("SET(\"my-crate\")\n{MPS}");
+        let schema = def::parse(&quoted, "events.def").unwrap();
+        assert_eq!(schema.name, "my-crate");
+        assert!(
+            def::render(&schema)
+                .starts_with("# The event set, version 1.0.0. Written by event-format.\nSET(\"my-crate\")\n")
+        );
+        assert_eq!(def::parse(&def::render(&schema), "x.def").unwrap(), schema);
+    }
+
+    #[test]
+    fn built_in_names_and_keywords_are_names_in_a_set() {
+        let schema = def::parse(MPS, "events.def").expect("the MPS relation's names are accepted");
+        assert_eq!(schema.events[0].params, ["id", "gen"]);
+        assert_eq!(schema.events[1].params, ["ref", "type"]);
+    }
+
+    #[test]
+    fn set_errors_point_at_the_set_line() {
+        let errors = |text: &str| def::parse_set(text, "events.def", "app").unwrap_err().to_string();
+        assert_eq!(
+            errors(&format!("SET(a)\n{MPS}SET(b)\n")),
+            "events.def:7:1: SET is given twice; keep one SET line; the first is on line 1"
+        );
+        assert_eq!(
+            errors(&format!("SET(\"9lives\")\n{MPS}")),
+            "events.def:1:5: bad set name: set name `9lives` must start with an ASCII letter or `_`; write SET(name), such as `SET(storage)`, or SET(\"my-crate\") for a name with '-'"
+        );
+        assert_eq!(
+            errors(&format!("SET()\n{MPS}")),
+            "events.def:1:5: SET needs the set's name; write SET(name), such as `SET(storage)`, or SET(\"my-crate\") for a name with '-'"
+        );
+        assert_eq!(
+            def::parse_set(MPS, "events.def", "").unwrap_err().to_string(),
+            "events.def:1:1: the set has no SET line, and its default name will not do: a set name cannot be empty; name the set with a SET line at the top, such as `SET(storage)`"
+        );
+        let self_param = "VERSION(1, 0, 0)\nKIND(A)\nRELATION(E, 1, TRUE, A, W, self)\n";
+        assert!(errors(self_param).contains("`self` is a Rust keyword that no raw identifier can spell"));
     }
 }

@@ -52,6 +52,7 @@ impl Bytes {
 
 fn tiny_schema() -> Schema {
     Schema {
+        name: "tiny".into(),
         version: Version::new(1, 2, 3),
         kinds: vec![Kind { name: "K".into(), doc: "d".into() }],
         events: vec![EventType {
@@ -95,14 +96,14 @@ fn expected_header(order: Order) -> Vec<u8> {
     let mut b = Bytes::new(order);
     b.raw(&[0x89, b'E', b'V', b'T', 0x0D, 0x0A, 0x1A, 0x0A]) // magic
         .raw(&bom)
-        .u16(1)
-        .u16(1)
-        .u16(0) // format 1.1.0
+        .u16(2)
+        .u16(0)
+        .u16(0) // format 2.0.0
         .u32(0) // header length, patched below
         .u32(4096) // block size
-        .u16(1)
-        .u16(2)
-        .u16(3) // event set 1.2.3
+        .u16(0)
+        .u16(0)
+        .u16(0) // reserved in 2.x (the event set version in 1.x)
         .u8(8) // pointer width
         .u8(2) // clock source: tsc
         .u64(77) // pid
@@ -113,6 +114,8 @@ fn expected_header(order: Order) -> Vec<u8> {
         .u64(0x4444);
     assert_eq!(b.out.len(), 80, "the fixed part is 80 bytes");
     b.str("x86_64").str("linux").str("tour");
+    // one set: name, version 1.2.3, first wire code 1, then its schema
+    b.u16(1).str("tiny").u16(1).u16(2).u16(3).u16(1);
     // schema: kinds, events, retired
     b.u16(1).str("K").str("d");
     b.u16(1).u16(0x0001).str("E").u8(1).u8(0).u8(2).raw(b"WS").str("a").str("b");
@@ -147,8 +150,8 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x01, 0x00, 0x01, 0x00, 0x00, 0x00, // format 1.1.0
-            0x8A, 0x00, 0x00, 0x00, // header length 138
+            0x02, 0x00, 0x00, 0x00, 0x00, 0x00, // format 2.0.0
+            0x9A, 0x00, 0x00, 0x00, // header length 154
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
     );
@@ -538,7 +541,7 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
         "the header's dump; the encoder writes\n{}",
         hex_dump(&le)
     );
-    assert_eq!(assert_rows(header, &le, "header"), 37, "the header's tables are read");
+    assert_eq!(assert_rows(header, &le, "header"), 41, "the header's tables are read");
     let be_prefix: Vec<u8> = header
         .split_once("In big-endian order the same 24 bytes are\n`")
         .expect("the big-endian prefix is documented")

@@ -23,7 +23,7 @@ fn sample(order: Order) -> (Vec<u8>, Vec<Vec<u8>>, u32) {
 fn lines(bytes: &[u8]) -> Vec<String> {
     let mut decoder = Decoder::new(bytes).unwrap();
     let clock = decoder.header().clock;
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut out = Vec::new();
     while let Some(block) = decoder.next_block() {
         match block {

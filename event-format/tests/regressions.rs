@@ -106,7 +106,7 @@ fn a_bad_record_is_skipped_once_and_not_repeated_when_resuming() {
         seal_block(o, &mut block, used);
         stream.extend(block);
         let mut decoder = Decoder::new(&stream[..]).unwrap();
-        let catalog = Catalog::new(&decoder.header().schema);
+        let catalog = Catalog::new(&decoder.header().sets);
         let block = decoder.next_block().unwrap().unwrap();
         let kinds = |from| {
             block

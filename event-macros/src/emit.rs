@@ -3,11 +3,13 @@
 //! ```text
 //! if ::event_runtime::__private::HOT && ::event_runtime::__private::enabled(1) {
 //!     match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
-//!         (a0, a1, a2) => emit(1, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
+//!         (a0, a1, a2) => emit(0, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
 //!     }
 //! }
 //! ```
 //!
+//! `enabled` takes the event's own code (control is by code); `emit` its index in the set,
+//! which the recorder turns into the record's wire code (docs/EVENT-SETS.md, decision 1).
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
 //! temporaries (e.g. a `format!` string) alive while the record is written. Each conversion
 //! is spanned on its argument, so a type error points at it. Each argument is written by the
@@ -48,6 +50,7 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
     }
 
     let code = &input.code;
+    let index = &input.index;
     let keep = &input.keep;
     let mut convs = Vec::new();
     let mut binds = Vec::new();
@@ -92,7 +95,7 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
         if ::event_runtime::__private::#keep && ::event_runtime::__private::enabled(#code) {
             match (#(#convs,)*) {
                 (#(#binds,)*) => ::event_runtime::__private::emit(
-                    #code,
+                    #index,
                     #fixed,
                     &[#(#strs),*],
                     |#w: &mut ::event_runtime::__private::Cursor<'_>| { #(#writes)* },
@@ -158,7 +161,7 @@ mod tests {
     #[test]
     fn expansion_of_one_call() {
         let input: Emit =
-            syn::parse_str(r#"PoolInit 16 "PSUD" [pool class align load] COOL ; , &pool, format!("{}", 1), 16, -1"#)
+            syn::parse_str(r#"PoolInit 16 4 "PSUD" [pool class align load] COOL ; , &pool, format!("{}", 1), 16, -1"#)
                 .unwrap();
         let body = emit(&input).unwrap();
         let file: syn::File = syn::parse2(quote!(fn call_site() { #body })).unwrap();

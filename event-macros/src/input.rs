@@ -27,7 +27,10 @@ impl Parse for Include {
 /// `Name 0x0001 "PAW" [arena base size] HOT ; , arg, arg, arg`
 pub(crate) struct Emit {
     pub(crate) name: Ident,
+    /// The event's own code: what control tests.
     pub(crate) code: LitInt,
+    /// The event's index in its set: what the recorder turns into its wire code.
+    pub(crate) index: LitInt,
     pub(crate) format: LitStr,
     pub(crate) params: Vec<Ident>,
     /// `COOL` or `HOT`: the constant of `__private` that says whether the event is compiled in.
@@ -41,6 +44,7 @@ impl Parse for Emit {
     fn parse(input: ParseStream<'_>) -> syn::Result<Emit> {
         let name = input.parse()?;
         let code = input.parse()?;
+        let index = input.parse()?;
         let format = input.parse()?;
         let content;
         bracketed!(content in input);
@@ -57,7 +61,7 @@ impl Parse for Emit {
             input.parse::<Token![,]>()?;
         }
         let args = Punctuated::parse_terminated(input)?;
-        Ok(Emit { name, code, format, params, keep, args, missing_comma })
+        Ok(Emit { name, code, index, format, params, keep, args, missing_comma })
     }
 }
 

@@ -19,11 +19,12 @@ pub fn enabled(code: u16) -> bool {
     crate::control::enabled(code)
 }
 
-/// Records one event on this thread: `fixed` bytes of fixed-size arguments and the string
-/// arguments `strs`, all written by `fill`.
+/// Records event `index` (its position in its set) on this thread: `fixed` bytes of
+/// fixed-size arguments and the string arguments `strs`, all written by `fill`. The
+/// recorder writes it with its wire code, the set's first plus `index`.
 #[inline(always)]
-pub fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    crate::buffer::emit(code, fixed, strs, fill)
+pub fn emit(index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    crate::buffer::emit_event(index, fixed, strs, fill)
 }
 
 /// A string argument.

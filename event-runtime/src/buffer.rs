@@ -49,6 +49,9 @@ enum Home {
 #[derive(Debug)]
 pub(crate) struct ThreadBuffer {
     shared: Arc<Shared>,
+    /// `shared.first`, cached: the wire code of the set's event 0, so that writing event `j`
+    /// costs one add on the hot path and no load through `shared`.
+    first: u16,
     /// The recorder generation this buffer belongs to.
     generation: u64,
     thread: u64,
@@ -130,6 +133,7 @@ impl ThreadBuffer {
         };
         let now = shared.time.now();
         let mut buffer = ThreadBuffer {
+            first: shared.first,
             shared,
             generation,
             thread,
@@ -533,6 +537,39 @@ impl Drop for ThreadBuffer {
 /// strings; `strs` are the string arguments, written by [`ArgWriter::str`] in `fill`.
 #[inline]
 pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
+    emit_as(Code::Wire(code), fixed, strs, fill)
+}
+
+/// Records event `index` (its position in the recording's set) with its arguments: its wire
+/// code is the set's `first` plus `index` (docs/EVENT-SETS.md, decision 1). What the
+/// generated code calls.
+#[inline]
+pub(crate) fn emit_event(index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
+    emit_as(Code::Event(index), fixed, strs, fill)
+}
+
+/// What a record's code is given as.
+#[derive(Clone, Copy)]
+enum Code {
+    /// A wire code as it is: a built-in event's.
+    Wire(u16),
+    /// Event `index` of the recording's set.
+    Event(u16),
+}
+
+impl Code {
+    /// The wire code in a buffer whose set starts at `first`.
+    #[inline]
+    fn wire(self, first: u16) -> u16 {
+        match self {
+            Code::Wire(code) => code,
+            Code::Event(index) => first.wrapping_add(index),
+        }
+    }
+}
+
+#[inline]
+fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
     let done = BUFFER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
             session::count_lost_unattributed(1);
@@ -540,7 +577,10 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
         };
         let current = session::generation();
         match slot.as_mut() {
-            Some(buffer) if buffer.generation == current => buffer.write(code, fixed, strs, fill),
+            Some(buffer) if buffer.generation == current => {
+                let code = code.wire(buffer.first);
+                buffer.write(code, fixed, strs, fill)
+            }
             _ => attach(&mut slot, current, code, fixed, strs, fill),
         }
     });
@@ -554,7 +594,7 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
 fn attach(
     slot: &mut Option<ThreadBuffer>,
     generation: u64,
-    code: u16,
+    code: Code,
     fixed: usize,
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
@@ -565,7 +605,11 @@ fn attach(
     let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
     let buffer = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
     match buffer {
-        Some(buffer) => slot.insert(buffer).write(code, fixed, strs, fill),
+        Some(buffer) => {
+            let buffer = slot.insert(buffer);
+            let code = code.wire(buffer.first);
+            buffer.write(code, fixed, strs, fill)
+        }
         None => session::count_lost_unattributed(1),
     }
 }

@@ -20,7 +20,7 @@
 //!     // The stream names its events: any reader decodes it.
 //!     use event_runtime::event_format::decode::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..]).unwrap();
-//!     let catalog = Catalog::new(&decoder.header().schema);
+//!     let catalog = Catalog::new(&decoder.header().sets);
 //!     let block = decoder.next_block().unwrap().unwrap();
 //!     let names: Vec<String> = block
 //!         .entries(&catalog)

@@ -392,6 +392,8 @@ impl Recorder {
         };
         let file_path = expand(&self.file, Purpose::EventFile)?;
         let ring_path = expand(&self.ring, Purpose::RingFile)?;
+        // The recording's one set: its event j is written as wire code `first + j`.
+        let first = header.sets[0].range().map_or(0, |(first, _)| first);
 
         // Claim the process's recorder before touching any file.
         let Some(vacancy) = session::claim() else {
@@ -442,7 +444,8 @@ impl Recorder {
         let shared = Arc::new(Shared {
             block_size: bs,
             clock,
-            catalog: Catalog::new(&schema),
+            catalog: Catalog::new(&header.sets),
+            first,
             time,
             next_thread: AtomicU64::new(1),
             policy: self.policy,
@@ -571,7 +574,8 @@ mod tests {
 
     #[test]
     fn environment_overrides_the_builder() {
-        static SET: EventSet = EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def");
+        static SET: EventSet =
+            EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def", "t");
         let vars = [("EVENT_POLICY", "fill"), ("EVENT_BUFSIZE", "1m"), ("EVENT_RING", "r.ring")];
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v));
         let r = Recorder::new(&SET).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();

@@ -448,7 +448,7 @@ mod tests {
             created_ns: 0,
         };
         let ring = Arc::new(RingFile::in_memory(layout, &header_bytes));
-        let code = header.schema.events[0].code;
+        let code = header.sets[0].wire_code(0).expect("a wire code");
         let per_thread = if cfg!(miri) { 30 } else { 300 };
         let threads: Vec<_> = (1..=3u64)
             .map(|thread| {
@@ -490,7 +490,7 @@ mod tests {
         )
         .unwrap();
         let mut decoder = Decoder::new(&stream[..]).unwrap();
-        let catalog = Catalog::new(&decoder.header().schema);
+        let catalog = Catalog::new(&decoder.header().sets);
         let mut count = 0;
         while let Some(block) = decoder.next_block() {
             for entry in block.unwrap().entries(&catalog) {

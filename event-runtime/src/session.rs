@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     pub(crate) time: TimeSource,
     pub(crate) clock: event_format::wire::Clock,
     pub(crate) catalog: Catalog,
+    /// The wire code of the recording's set's first event (docs/EVENT-SETS.md, decision 1):
+    /// event `j` is written as `first + j`. Read once per thread, on the cold attach path.
+    pub(crate) first: u16,
     /// The next thread id; ids start at 1 (0 is the recorder's own reports).
     pub(crate) next_thread: AtomicU64,
     pub(crate) policy: Policy,

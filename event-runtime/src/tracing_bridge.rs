@@ -22,7 +22,7 @@
 //!     // text `slow reply user="ada"`) and a SpanExit; `event-dump print` shows them.
 //!     use event_runtime::event_format::decode::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..])?;
-//!     let catalog = Catalog::new(&decoder.header().schema);
+//!     let catalog = Catalog::new(&decoder.header().sets);
 //!     let mut names = Vec::new();
 //!     while let Some(block) = decoder.next_block() {
 //!         for entry in block?.entries(&catalog) {
@@ -73,9 +73,11 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// An event set with no user events, for a program that records only through `tracing`:
 /// `Recorder::new(&EVENTS)`. Its streams hold the built-in events alone.
+/// Its name is `tracing`.
 pub static EVENTS: EventSet = EventSet::__new(
-    "# The event set, version 1.0.0. Written by event-format.\nVERSION(1, 0, 0)\n",
+    "# The event set, version 1.0.0. Written by event-format.\nSET(tracing)\nVERSION(1, 0, 0)\n",
     "<tracing_bridge::EVENTS>",
+    "tracing",
 );
 
 /// A [`Layer`] that records `tracing` events and span entries and exits into the running

@@ -34,8 +34,8 @@ fn strings(values: &[&str]) -> Vec<String> {
 /// The stream's user events (name and values as text) in order, and its number of blocks.
 fn decode(stream: &[u8], schema: &event_format::Schema) -> (Vec<(String, Vec<String>)>, usize) {
     let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
-    assert_eq!(&decoder.header().schema, schema, "the header embeds the relation");
-    let catalog = Catalog::new(&decoder.header().schema);
+    assert_eq!(&decoder.header().single_set().expect("one set").schema, schema, "the header embeds the relation");
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut events = Vec::new();
     let mut blocks = 0;
     while let Some(block) = decoder.next_block() {

@@ -44,7 +44,7 @@ struct Tally {
 /// Tallies a stream in which worker `w` recorded `ArenaDestroy(w, i)` for i = 0, 1, ...
 fn tally(stream: &[u8]) -> Tally {
     let mut decoder = Decoder::new(stream).expect("a valid header");
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut t = Tally::default();
     // Thread id -> worker index, learnt from its ArenaDestroy events; losses by thread id.
     let mut worker_of = BTreeMap::new();
@@ -387,7 +387,7 @@ fn the_writer_records_clock_sync_events_as_the_run_goes_on() {
     let stream = recording.stop().unwrap();
     let mut decoder = Decoder::new(&stream[..]).unwrap();
     let clock = decoder.header().clock;
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut syncs = Vec::new();
     while let Some(block) = decoder.next_block() {
         for entry in block.unwrap().entries(&catalog) {

@@ -32,7 +32,7 @@ struct Seen {
 
 fn decode(stream: &[u8]) -> Vec<Seen> {
     let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut seen = Vec::new();
     while let Some(block) = decoder.next_block() {
         let block = block.expect("no damaged block");
@@ -248,7 +248,7 @@ fn long_strings_are_cut_and_marked() {
     event!(ClientCheck, true, &long, &long);
     let stream = recording.stop().unwrap();
     let mut decoder = Decoder::new(&stream[..]).unwrap();
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut found = false;
     while let Some(block) = decoder.next_block() {
         for entry in block.unwrap().entries(&catalog) {
@@ -334,7 +334,7 @@ fn assert_blocks_are_the_reference_encoders(
 ) -> BTreeSet<u16> {
     let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
     let block_size = decoder.header().block_size;
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut codes = BTreeSet::new();
     while let Some(block) = decoder.next_block() {
         let block = block.expect("no damaged block");
@@ -357,7 +357,7 @@ fn assert_blocks_are_the_reference_encoders(
                 None => event.values().collect(),
             };
             writer
-                .push(event.desc.code, event.time, &values)
+                .push(event.desc.wire, event.time, &values)
                 .unwrap_or_else(|e| panic!("block {}: {name} at {} does not fit again: {e}", block.index, event.time));
             codes.insert(event.desc.code);
         }

@@ -38,7 +38,7 @@ enum Seen {
 /// flagged as cut.
 fn decode(stream: &[u8]) -> (Vec<(u64, Seen)>, Vec<String>) {
     let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     let mut seen = Vec::new();
     let mut cut = Vec::new();
     while let Some(block) = decoder.next_block() {
@@ -221,7 +221,8 @@ fn an_empty_event_set_writes_a_stream_that_decodes() {
     let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
     let stream = recording.stop().expect("stops");
     let decoder = Decoder::new(stream.as_slice()).expect("header decodes");
-    let schema = &decoder.header().schema;
+    let schema = &decoder.header().single_set().expect("one set").schema;
+    assert_eq!(schema.name, "tracing");
     assert!(schema.kinds.is_empty() && schema.events.is_empty());
     assert_eq!(schema, &EVENTS.schema().expect("parses"));
 }

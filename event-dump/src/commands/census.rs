@@ -192,13 +192,13 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
             h.clock.source.name(),
             h.clock.ticks_per_second
         );
-        let _ = writeln!(
-            text,
-            "  event set {}: {} kinds, {} events",
-            h.schema.version,
-            h.schema.kinds.len(),
-            h.schema.events.len()
-        );
+        for set in &h.sets {
+            let s = &set.schema;
+            // A one-set stream reads as before; several sets are named.
+            let name = if h.sets.len() > 1 { format!("{} ", s.name) } else { String::new() };
+            let _ =
+                writeln!(text, "  event set {name}{}: {} kinds, {} events", s.version, s.kinds.len(), s.events.len());
+        }
         let rate =
             if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
         let _ = writeln!(text, "  {} events in {} blocks over {span:.9} s ({rate})", c.events, c.blocks);

@@ -19,8 +19,8 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
     let reader = RingReader::open(file, Default::default()).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
     let header = reader.header().clone();
     let pid = reader.layout().pid;
-    let catalog = Catalog::new(&header.schema);
-    let selection = Selection::new(&args.select, &[&header.schema])?;
+    let catalog = Catalog::new(&header.sets);
+    let selection = Selection::new(&args.select, &[&header])?;
     let renderer = Renderer { format: args.format, raw_ticks: false, labels: true, pids: None };
     let mut follower = Follower::new(reader);
     let mut ann = Annotations::default();

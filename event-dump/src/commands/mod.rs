@@ -22,7 +22,7 @@ use event_format::decode::Catalog;
 use event_format::decode::Event;
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Patterns, Word, glob};
-use event_format::wire::Clock;
+use event_format::wire::{Clock, Header};
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -85,18 +85,22 @@ fn patterns(value: &Option<String>, word: Word, catalogs: &[Catalog], schemas: &
 }
 
 impl Selection {
-    pub(crate) fn new(select: &Select, schemas: &[&Schema]) -> Result<Selection> {
+    pub(crate) fn new(select: &Select, headers: &[&Header]) -> Result<Selection> {
+        // Every set of every log: their kinds, events and parameters.
+        let schemas: Vec<&Schema> = headers.iter().flat_map(|h| h.sets.iter().map(|s| &s.schema)).collect();
+        let schemas = &schemas[..];
         let list = |s: &Option<String>| {
             s.as_ref().map(|s| s.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect::<Vec<_>>())
         };
-        let catalogs: Vec<Catalog> = schemas.iter().map(|s| Catalog::new(s)).collect();
+        let catalogs: Vec<Catalog> = headers.iter().map(|h| Catalog::new(&h.sets)).collect();
         let kinds = patterns(&select.kind, Word::Kind, &catalogs, schemas)?;
         let events = patterns(&select.event, Word::Event, &catalogs, schemas)?;
         let codes = (kinds.is_some() || events.is_some()).then(|| {
             catalogs
                 .iter()
                 .map(|catalog| {
-                    let descs = || catalog.iter().map(|d| (d.code, d.kind_name.as_str(), d.name.as_str()));
+                    // Compiled to wire codes: what a record carries.
+                    let descs = || catalog.iter().map(|d| (d.wire, d.kind_name.as_str(), d.name.as_str()));
                     let mut chosen = kinds.iter().chain(&events).map(|patterns| patterns.compile(descs()));
                     let mut codes = chosen.next().unwrap_or_default();
                     for other in chosen {
@@ -143,7 +147,7 @@ impl Selection {
     /// Whether `event`, of log `file`, is shown.
     pub(crate) fn keeps(&self, file: usize, event: &Event<'_>, clock: &Clock) -> bool {
         if let Some(codes) = &self.codes
-            && !codes[file].contains(event.desc.code)
+            && !codes[file].contains(event.desc.wire)
         {
             return false;
         }

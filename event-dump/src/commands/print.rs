@@ -7,8 +7,7 @@ use crate::log::{DumpError, open_all};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
 use crate::render::{Annotations, Renderer};
-use event_format::schema::Schema;
-use event_format::wire::Clock;
+use event_format::wire::{Clock, Header};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -17,8 +16,8 @@ use std::process::ExitCode;
 /// `print`: the selected events of the logs, merged by time.
 pub(crate) fn print(args: &PrintArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
-    let schemas: Vec<&Schema> = logs.iter().map(|l| &l.header().schema).collect();
-    let selection = Selection::new(&args.select, &schemas)?;
+    let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
+    let selection = Selection::new(&args.select, &headers)?;
     let renderer = Renderer {
         format: args.format,
         raw_ticks: args.raw_ticks,

@@ -11,15 +11,30 @@ use std::process::ExitCode;
 /// `schema`: the embedded schema, or with `--against`, the differences and a verdict.
 pub(crate) fn schema(args: &SchemaArgs) -> Result<ExitCode> {
     let log = log::open(&args.log, args.force)?;
-    let schema = log.header().schema.clone();
+    let sets = &log.header().sets;
     let Some(against) = &args.against else {
-        write_all(&event_format::def::render(&schema))?;
+        // Every set, as events.def text with its SET line, one after another.
+        let texts: Vec<String> = sets.iter().map(|s| event_format::def::render(&s.schema)).collect();
+        write_all(&texts.join("\n"))?;
         return Ok(ExitCode::SUCCESS);
     };
     let text = std::fs::read_to_string(against)
         .map_err(|e| DumpError::new(format!("{}: cannot read: {e}", against.display())))?;
     let def = event_format::def::parse(&text, &against.display().to_string())
         .map_err(|e| DumpError::new(e.to_string().lines().next().unwrap_or("").to_owned()))?;
+    // Compared per set, by name: the log's set of the events.def's name, or its only set.
+    let schema = match log.header().set(&def.name).or_else(|| log.header().single_set()) {
+        Some(set) => set.schema.clone(),
+        None => {
+            let names: Vec<&str> = sets.iter().map(|s| s.schema.name.as_str()).collect();
+            return Err(DumpError::new(format!(
+                "{}: the log has no set named `{}`; its sets are {}",
+                against.display(),
+                def.name,
+                names.join(", ")
+            )));
+        }
+    };
     let mut out = String::new();
     let (changes, additions) = diff(&schema, &def);
     let (lv, dv) = (schema.version, def.version);

@@ -362,6 +362,9 @@ mod tests {
     fn desc(name: &str, builtin: bool, format: &[Letter]) -> Desc {
         Desc {
             code: 0x10,
+            wire: 0x10,
+            set: String::new(),
+            qualified: false,
             name: name.to_owned(),
             kind_name: if builtin { "Builtin".to_owned() } else { "K".to_owned() },
             kind: (!builtin).then_some(0),

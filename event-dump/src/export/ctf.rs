@@ -393,7 +393,16 @@ fn metadata(
     let _ = writeln!(
         m,
         "\tevent_set = \"{}\";\n\tclock_source = {};\n}};\n",
-        header.schema.version,
+        header
+            .sets
+            .iter()
+            .map(|s| if header.sets.len() > 1 {
+                format!("{}:{}", s.schema.name, s.schema.version)
+            } else {
+                s.schema.version.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
         tsdl_string(&clock.source.name())
     );
     let absolute = !matches!(clock.source, ClockSource::Deterministic);
@@ -453,6 +462,9 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let desc = Desc {
             code: 0x10,
+            wire: 0x10,
+            set: String::new(),
+            qualified: false,
             name: "Tick".into(),
             kind_name: "K".into(),
             kind: Some(0),

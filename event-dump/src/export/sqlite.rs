@@ -351,14 +351,19 @@ impl Glue {
 fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>) -> Result<()> {
     let sql = |e: rusqlite::Error| db.error(&e);
     let path = log.path.display();
-    let schema = &log.header().schema;
-    let kinds = schema
-        .kinds
+    let sets = &log.header().sets;
+    // Kinds are qualified by their set (`set:Kind`) when the log holds more than one set.
+    let kinds = sets
         .iter()
-        .enumerate()
-        .map(|(bit, k)| (k.name.as_str(), k.doc.as_str(), Some(bit as i64)))
-        .chain(std::iter::once((BUILTIN_KIND, "the runtime's built-in events", None)));
+        .flat_map(|set| {
+            set.schema.kinds.iter().enumerate().map(move |(bit, k)| {
+                let name = if sets.len() > 1 { format!("{}:{}", set.schema.name, k.name) } else { k.name.clone() };
+                (name, k.doc.as_str(), Some(bit as i64))
+            })
+        })
+        .chain(std::iter::once((BUILTIN_KIND.to_owned(), "the runtime's built-in events", None)));
     for (name, doc, bit) in kinds {
+        let name = name.as_str();
         let out = db.0.display();
         match glue.kinds.get(name) {
             Some(known) if *known == bit => {}
@@ -442,7 +447,8 @@ fn disagreement(name: &str, known: &TypeRow, new: &TypeRow, out: &str) -> Option
 /// The `always` flag of `desc`: TRUE for built-in events, which are recorded whatever the
 /// control mask says.
 fn schema_always(log: &Log, desc: &Desc) -> bool {
-    desc.is_builtin() || log.header().schema.events.iter().any(|e| e.code == desc.code && e.always)
+    desc.is_builtin()
+        || log.header().set(&desc.set).is_some_and(|s| s.schema.events.iter().any(|e| e.code == desc.code && e.always))
 }
 
 /// Inserts the glue rows of a new event type and creates its table.
@@ -557,7 +563,7 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
             &header.producer.os,
             header.producer.start_wall_ns,
             header.format.to_string(),
-            header.schema.version.to_string(),
+            header.sets.iter().map(|s| s.schema.version.to_string()).collect::<Vec<_>>().join(" "),
             header.clock.source.name(),
             bits(header.clock.ticks_per_second),
             bits(header.clock.start_ticks),

@@ -210,7 +210,7 @@ pub(crate) fn handmade_log(path: &Path, order: Order) {
         program: "handmade".to_owned(),
         start_wall_ns: 1_700_000_000_456_790_122,
     };
-    let mut header = Header::new(schema, 1024, handmade_clock(), producer);
+    let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), producer);
     header.order = order;
     let mut bytes = header.encode().unwrap();
     let t0 = 6_000_000_000u64;
@@ -284,7 +284,7 @@ pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
         start_wall_ns: 0,
     };
     let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
-    let header = Header::new(schema, 1024, clock, producer);
+    let header = Header::with_sets(wire_is_own(schema), 1024, clock, producer);
     let mut bytes = header.encode().unwrap();
     let t0 = handmade_clock().start_ticks;
     let mut block =
@@ -346,7 +346,7 @@ pub(crate) fn damaged_records_block(order: Order, sequence: u64) -> Vec<u8> {
 /// ones ([`damaged_records_block`]), then a whole block of thread 2 with one `Poll`.
 pub(crate) fn damaged_records_log(path: &Path, order: Order) {
     let (schema, _, _) = handmade_schema();
-    let mut header = Header::new(schema, 1024, handmade_clock(), handmade_producer());
+    let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
     header.order = order;
     let mut bytes = header.encode().unwrap();
     bytes.extend(damaged_records_block(order, 0));
@@ -374,7 +374,7 @@ pub(crate) fn handmade_producer() -> Producer {
 pub(crate) fn damaged_records_ring(path: &Path, order: Order) {
     use event_format::ring::{self, Layout};
     let (schema, _, _) = handmade_schema();
-    let mut header = Header::new(schema, 1024, handmade_clock(), handmade_producer());
+    let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
     header.order = order;
     let header = header.encode().unwrap();
     let layout = Layout {
@@ -401,4 +401,12 @@ pub(crate) fn damaged_records_ring(path: &Path, order: Order) {
     let b = layout.block(0, 0) as usize;
     file[b..b + 1024].copy_from_slice(&block);
     std::fs::write(path, file).unwrap();
+}
+
+/// The one set of a handmade log, its wire codes equal to its own codes (its codes run on
+/// from the first, in declaration order), so that a handmade record's code is the event's.
+pub(crate) fn wire_is_own(schema: event_format::schema::Schema) -> Vec<event_format::wire::SetEntry> {
+    let first = schema.events.first().map_or(0, |e| e.code);
+    assert!(schema.events.iter().enumerate().all(|(j, e)| usize::from(e.code) == usize::from(first) + j));
+    vec![event_format::wire::SetEntry::new(schema, first)]
 }

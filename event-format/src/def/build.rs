@@ -13,14 +13,25 @@ use crate::letter::Letter;
 use crate::schema::{self, EventType, Kind, Place, Problem, Retired, Schema, Version};
 use std::collections::{HashMap, HashSet};
 
-/// Parses `source`; see [`super::parse`].
-pub(super) fn parse(source: &str) -> Result<Schema, Vec<Diag>> {
+/// Parses `source`, naming the set `default_name` when it has no `SET` line; see
+/// [`super::parse_set`].
+pub(super) fn parse(source: &str, default_name: &str) -> Result<Schema, Vec<Diag>> {
     let mut diags = Vec::new();
     let tokens = lex::lex(source, &mut diags);
     let statements = parse::statements(&tokens, &mut diags);
     let mut builder = Builder { diags, ..Builder::default() };
     for statement in &statements {
         builder.statement(statement);
+    }
+    if builder.places.set.is_none() {
+        builder.schema.name = default_name.to_owned();
+        if let Some(why) = schema::set_name_problem(default_name) {
+            builder.error(
+                Pos::START,
+                format!("the set has no SET line, and its default name will not do: {why}"),
+                "name the set with a SET line at the top, such as `SET(storage)`",
+            );
+        }
     }
     builder.finish()
 }
@@ -32,6 +43,7 @@ const FORMAT_HELP: &str =
 /// Where the items of the schema came from, index for index.
 #[derive(Default)]
 struct Places {
+    set: Option<Pos>,
     version: Option<Pos>,
     kind_name: Vec<Pos>,
     /// The description, or the name when there is none.
@@ -99,11 +111,49 @@ impl<'a> Builder<'a> {
 
     fn statement(&mut self, statement: &Statement<'a>) {
         match statement.keyword {
+            Keyword::Set => self.set(statement),
             Keyword::Version => self.version(statement),
             Keyword::Kind => self.kind(statement),
             Keyword::Relation => self.relation(statement),
             Keyword::Retired => self.retired(statement),
         }
+    }
+
+    /// `SET(name)`: the set's name, a word or, for names with `-` (package names), a string.
+    fn set(&mut self, statement: &Statement<'a>) {
+        let help = "write SET(name), such as `SET(storage)`, or SET(\"my-crate\") for a name with '-'";
+        if let Some(first) = self.places.set {
+            self.error(
+                statement.head.start,
+                "SET is given twice",
+                format!("keep one SET line; the first is on line {}", first.line),
+            );
+            return;
+        }
+        self.places.set = Some(statement.head.start);
+        let args = &statement.args;
+        let Some(arg) = args.first() else {
+            if !statement.broken {
+                self.error(statement.close, "SET needs the set's name", help);
+            }
+            return;
+        };
+        if let Some(extra) = args.get(1) {
+            self.error(extra.start, format!("SET takes one name, found {} arguments", args.len()), help);
+        }
+        let name = match &arg.kind {
+            TokenKind::Word => arg.text.to_owned(),
+            TokenKind::Str { value, .. } => value.clone(),
+            _ => {
+                self.error(arg.start, format!("expected the set's name, found {}", arg.describe()), help);
+                return;
+            }
+        };
+        if let Some(why) = schema::set_name_problem(&name) {
+            self.error(arg.start, format!("bad set name: {why}"), help);
+            return;
+        }
+        self.schema.name = name;
     }
 
     fn version(&mut self, statement: &Statement<'a>) {

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! # comments run from '#' to the end of the line
+//! SET(mps)                 # the set's name (optional: its reader gives a default)
 //! VERSION(1, 0, 0)
 //!
 //! KIND(Arena, "per space or arena or global")
@@ -19,6 +20,13 @@
 //! event set live, pointing each problem at the token it concerns.
 //!
 //! The parser never panics and never recurses, whatever the input.
+//!
+//! `SET(name)` names the set (docs/EVENT-SETS.md): at most once, anywhere in the file (its
+//! place does not matter, as VERSION's does not). The name is a word, or a string for names
+//! with `-`, such as a package name: `SET("my-crate")`. Without it, the set takes the name
+//! its reader gives ([`parse_set`]): `include_events!` gives the package name of the crate
+//! that includes the file. Names follow format 2's rules: an event may be named like a
+//! built-in event, and names may be Rust keywords except `self`, `Self`, `super`, `crate`.
 
 mod build;
 mod lex;
@@ -33,7 +41,9 @@ use std::fmt;
 
 pub use render::render;
 
-/// Parses events.def text. `file` is the path to show in messages.
+/// Parses events.def text. `file` is the path to show in messages. The set's name is its
+/// `SET` line, else `file`'s stem (`events` for `path/events.def`) when that is a valid set
+/// name, else [`DEFAULT_SET_NAME`]; [`parse_set`] takes the default from its caller.
 ///
 /// Returns the schema, which passes [`Schema::check`], or every error found, in the order of
 /// their positions in the text.
@@ -53,7 +63,27 @@ pub use render::render;
 /// );
 /// ```
 pub fn parse(source: &str, file: &str) -> Result<Schema, DefErrors> {
-    build::parse(source).map_err(|diags| {
+    let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let default = if crate::schema::set_name_problem(stem).is_none() { stem } else { DEFAULT_SET_NAME };
+    parse_set(source, file, default)
+}
+
+/// The name of a set whose events.def has no `SET` line when [`parse`] can make none of its
+/// file name.
+pub const DEFAULT_SET_NAME: &str = "events";
+
+/// Parses events.def text as [`parse`] does, naming the set `default_name` when the text
+/// has no `SET` line (an error when `default_name` is not a valid set name).
+///
+/// ```
+/// let def = "VERSION(1, 0, 0)\nKIND(Page)\nRELATION(PageWrite, 1, TRUE, Page, 0)\n";
+/// let schema = event_format::def::parse_set(def, "events.def", "storage").unwrap();
+/// assert_eq!(schema.name, "storage");
+/// let named = event_format::def::parse_set(&format!("SET(disk)\n{def}"), "events.def", "storage").unwrap();
+/// assert_eq!(named.name, "disk");
+/// ```
+pub fn parse_set(source: &str, file: &str, default_name: &str) -> Result<Schema, DefErrors> {
+    build::parse(source, default_name).map_err(|diags| {
         DefErrors(
             diags
                 .into_iter()

@@ -12,6 +12,7 @@ use super::{Diag, Pos};
 /// The statements of events.def.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Keyword {
+    Set,
     Version,
     Kind,
     Relation,
@@ -19,7 +20,8 @@ pub(super) enum Keyword {
 }
 
 impl Keyword {
-    const ALL: [(&'static str, Keyword); 4] = [
+    const ALL: [(&'static str, Keyword); 5] = [
+        ("SET", Keyword::Set),
         ("VERSION", Keyword::Version),
         ("KIND", Keyword::Kind),
         ("RELATION", Keyword::Relation),
@@ -61,7 +63,7 @@ struct Parser<'t, 'a, 'd> {
 }
 
 const STATEMENT_HELP: &str =
-    "statements are VERSION(...), KIND(...), RELATION(...) and RETIRED(...), one after another";
+    "statements are SET(...), VERSION(...), KIND(...), RELATION(...) and RETIRED(...), one after another";
 
 impl<'a> Parser<'_, 'a, '_> {
     fn peek(&self) -> Option<&Token<'a>> {
@@ -165,7 +167,7 @@ impl<'a> Parser<'_, 'a, '_> {
                 format!("did you mean `{k}`? keywords are upper case")
             }
             Some(k) => format!("did you mean `{k}`?"),
-            None => "the keywords are VERSION, KIND, RELATION and RETIRED".to_owned(),
+            None => "the keywords are SET, VERSION, KIND, RELATION and RETIRED".to_owned(),
         };
         self.error(head.start, format!("unknown keyword `{}`", shown(head.text)), help);
     }

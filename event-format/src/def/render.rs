@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 /// Renders a schema as events.def text; `parse(render(s)) == s` for every schema that passes
 /// [`Schema::check`].
 ///
-/// The text has a comment line, the `VERSION` line, the `KIND` lines, then the `RELATION`
+/// The text has a comment line, the `SET` line (when the set has a name: a 1.x stream's set
+/// has none), the `VERSION` line, the `KIND` lines, then the `RELATION`
 /// lines under a comment naming their columns, then the `RETIRED` lines. Columns line up;
 /// codes are written in hexadecimal (`0x001F`); parameter names are left out when they are
 /// the defaults `f0`, `f1`, ...
@@ -16,6 +17,7 @@ use std::fmt::Write as _;
 /// use event_format::{def, EventType, Kind, Letter, Schema, Version};
 ///
 /// let schema = Schema {
+///     name: "mps".into(),
 ///     version: Version::new(1, 2, 0),
 ///     kinds: vec![Kind { name: "Arena".into(), doc: "arenas".into() }],
 ///     events: vec![EventType {
@@ -30,11 +32,20 @@ use std::fmt::Write as _;
 /// };
 /// let text = def::render(&schema);
 /// assert!(text.contains("RELATION(ArenaCreate, 0x0001, TRUE,  Arena, PW,    arena, size)"));
+/// assert!(text.contains("SET(mps)\nVERSION(1, 2, 0)"));
 /// assert_eq!(def::parse(&text, "events.def").unwrap(), schema);
 /// ```
 pub fn render(schema: &Schema) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# The event set, version {}. Written by event-format.", schema.version);
+    if !schema.name.is_empty() {
+        // A name with '-' (a package name) is not a word of events.def: it is written as a string.
+        if schema.name.contains('-') {
+            let _ = writeln!(out, "SET({})", quoted(&schema.name));
+        } else {
+            let _ = writeln!(out, "SET({})", schema.name);
+        }
+    }
     let v = schema.version;
     let _ = writeln!(out, "VERSION({}, {}, {})", v.major, v.median, v.minor);
     if !schema.kinds.is_empty() {

@@ -1,9 +1,9 @@
 //! The stream header: magic, byte order, versions, producer and clock facts, block size,
 //! the embedded schema and a CRC-32 (docs/FORMAT.md, "Header").
 
-use super::{FORMAT_VERSION, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, Put, Take};
+use super::{FORMAT_VERSION, LAST_V1, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, Put, Take};
 use crate::letter::Letter;
-use crate::schema::{EventType, Kind, Problem, Retired, Schema, Version};
+use crate::schema::{EventType, Kind, LAST_USER_CODE, Problem, Retired, Rules, Schema, Version, set_name_problem};
 use std::fmt;
 use std::io;
 
@@ -143,10 +143,88 @@ pub struct Header {
     pub producer: Producer,
     /// How to read its timestamps.
     pub clock: Clock,
-    /// The event set, complete: a reader needs nothing else to decode the stream.
-    pub schema: Schema,
+    /// The event sets, complete, each with its wire codes: a reader needs nothing else to
+    /// decode the stream. A 1.x stream has exactly one, unnamed, whose wire codes are its
+    /// events' own codes; a 2.x stream any number (docs/FORMAT.md, "Event sets").
+    pub sets: Vec<SetEntry>,
     /// Bytes after the schema that a newer minor version added and this reader skipped.
     pub skipped_bytes: u32,
+}
+
+/// How the records of one set name its events: the codes they carry (*wire codes*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WireCodes {
+    /// Format 2.x: event *j* of the set (in declaration order) is written with code
+    /// `first + j`; `first` is 0 when the set has no events.
+    Range {
+        /// The wire code of the set's first event.
+        first: u16,
+    },
+    /// Format 1.x: each event is written with its own code.
+    Own,
+}
+
+/// One event set of a stream: its schema (name, version, kinds, events) and the codes its
+/// records carry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SetEntry {
+    /// The set itself; `schema.name` is the set's name.
+    pub schema: Schema,
+    /// How its events are written.
+    pub codes: WireCodes,
+}
+
+impl SetEntry {
+    /// A 2.x set whose event *j* is written as `first + j` (`first` should be 0 when it has
+    /// no events).
+    pub fn new(schema: Schema, first: u16) -> SetEntry {
+        SetEntry { schema, codes: WireCodes::Range { first } }
+    }
+
+    /// The sets of `schemas`, each given the next free range of wire codes from 1 on, in
+    /// order: what a recorder writes. A set without events gets `first` 0. Ranges past
+    /// 0xFEFF are not refused here: [`Header::encode`] refuses them.
+    pub fn assign(schemas: impl IntoIterator<Item = Schema>) -> Vec<SetEntry> {
+        let mut next: usize = 1;
+        schemas
+            .into_iter()
+            .map(|schema| {
+                let n = schema.events.len();
+                let first = if n == 0 { 0 } else { u16::try_from(next).unwrap_or(u16::MAX) };
+                next += n;
+                SetEntry::new(schema, first)
+            })
+            .collect()
+    }
+
+    /// The wire code of event `j` (its index in `schema.events`), or `None` when the set has
+    /// no such event or the code would not be a user code.
+    pub fn wire_code(&self, j: usize) -> Option<u16> {
+        let event = self.schema.events.get(j)?;
+        match self.codes {
+            WireCodes::Own => Some(event.code),
+            WireCodes::Range { first } => {
+                u16::try_from(usize::from(first) + j).ok().filter(|&c| c != 0 && c <= LAST_USER_CODE)
+            }
+        }
+    }
+
+    /// The wire code of the set's event whose own code is `code`.
+    pub fn wire_code_of(&self, code: u16) -> Option<u16> {
+        self.wire_code(self.schema.events.iter().position(|e| e.code == code)?)
+    }
+
+    /// The wire codes of its events, `first ..= last`, or `None` when it has no events or
+    /// its codes are its own (1.x).
+    pub fn range(&self) -> Option<(u16, u16)> {
+        match self.codes {
+            WireCodes::Range { first } if !self.schema.events.is_empty() => {
+                let last = usize::from(first) + self.schema.events.len() - 1;
+                Some((first, u16::try_from(last).unwrap_or(u16::MAX)))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The header fields a reader checks before anything else.
@@ -204,8 +282,12 @@ pub enum HeaderError {
     },
     /// A field is out of range or the header's parts do not add up.
     Malformed(String),
-    /// The embedded schema breaks a rule of event sets.
+    /// An embedded schema breaks a rule of event sets (each problem's message names its
+    /// set when the stream has named sets).
     BadSchema(Vec<Problem>),
+    /// The list of sets breaks a rule of format 2.x: a bad or repeated set name, a range of
+    /// wire codes out of `1..=0xFEFF`, two ranges that overlap.
+    BadSets(String),
 }
 
 impl fmt::Display for HeaderError {
@@ -226,8 +308,13 @@ impl fmt::Display for HeaderError {
             ),
             HeaderError::UnsupportedMajor(v) => write!(
                 f,
-                "stream format {v} is not supported: this reader reads format {}.x (up to {}.{}.x, and newer minors); use a reader built for format {}.x",
-                FORMAT_VERSION.major, FORMAT_VERSION.major, FORMAT_VERSION.median, v.major
+                "stream format {v} is not supported: this reader reads format {}.x (up to {}.{}.x, and newer minors) and format 1.x (up to {}.{}.x); use a reader built for format {}.x",
+                FORMAT_VERSION.major,
+                FORMAT_VERSION.major,
+                FORMAT_VERSION.median,
+                LAST_V1.major,
+                LAST_V1.median,
+                v.major
             ),
             HeaderError::NewerMedian(v) => write!(
                 f,
@@ -254,6 +341,7 @@ impl fmt::Display for HeaderError {
                 }
                 Ok(())
             }
+            HeaderError::BadSets(what) => write!(f, "the header's event sets are invalid: {what}"),
         }
     }
 }
@@ -289,14 +377,38 @@ fn take_str(take: &mut Take<'_>, what: &str) -> Result<String, HeaderError> {
 }
 
 impl Header {
-    /// A header for a stream written now by this program, in this machine's byte order, with
-    /// the current format version.
+    /// A header for a stream of one set written now by this program, in this machine's byte
+    /// order, with the current format version: the set's event *j* is written as wire code
+    /// `1 + j` ([`SetEntry::assign`]).
     pub fn new(schema: Schema, block_size: u32, clock: Clock, producer: Producer) -> Header {
-        Header { format: FORMAT_VERSION, order: Order::NATIVE, block_size, producer, clock, schema, skipped_bytes: 0 }
+        Header::with_sets(SetEntry::assign([schema]), block_size, clock, producer)
     }
 
-    /// Encodes the header, `self.format` and `self.order` included. The schema must pass
-    /// [`Schema::check`]; strings must fit their 16-bit lengths.
+    /// A header for a stream of `sets`, written now by this program, in this machine's byte
+    /// order, with the current format version.
+    pub fn with_sets(sets: Vec<SetEntry>, block_size: u32, clock: Clock, producer: Producer) -> Header {
+        Header { format: FORMAT_VERSION, order: Order::NATIVE, block_size, producer, clock, sets, skipped_bytes: 0 }
+    }
+
+    /// The one set of a stream that holds exactly one, or `None` when it holds none or
+    /// several: a convenience that cannot hide a second set.
+    pub fn single_set(&self) -> Option<&SetEntry> {
+        match self.sets.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The set named `name`.
+    pub fn set(&self, name: &str) -> Option<&SetEntry> {
+        self.sets.iter().find(|s| s.schema.name == name)
+    }
+
+    /// Encodes the header, `self.format` and `self.order` included, in the layout of
+    /// `self.format`'s major: 1 (exactly one set, [`WireCodes::Own`]: what tests of older
+    /// streams write), else 2 (the sets as docs/FORMAT.md says; a header that claims another
+    /// major is what tests of version skew write). The sets must pass the rules a reader
+    /// checks; strings must fit their 16-bit lengths.
     pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         if !self.block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
             return Err(EncodeError(format!(
@@ -313,9 +425,18 @@ impl Header {
                 self.producer.pointer_width
             )));
         }
-        if let Err(problems) = self.schema.check() {
-            return Err(EncodeError(format!("the schema is invalid: {}", problems[0])));
+        let v1 = self.format.major == LAST_V1.major;
+        if v1 && !matches!(self.sets.as_slice(), [one] if one.codes == WireCodes::Own) {
+            return Err(EncodeError("a 1.x header holds exactly one set, written with its own codes".to_owned()));
         }
+        match check_sets(&self.sets, if v1 { LAST_V1.major } else { FORMAT_VERSION.major }) {
+            Ok(()) => {}
+            Err(HeaderError::BadSchema(problems)) => {
+                return Err(EncodeError(format!("the schema is invalid: {}", problems[0])));
+            }
+            Err(e) => return Err(EncodeError(e.to_string())),
+        }
+        let set_version = if v1 { self.sets[0].schema.version } else { Version::default() };
         let mut out = Vec::with_capacity(256);
         let mut put = Put { out: &mut out, order: self.order };
         put.bytes(&MAGIC);
@@ -325,9 +446,10 @@ impl Header {
         put.u16(self.format.minor);
         put.u32(0); // header length, patched below
         put.u32(self.block_size);
-        put.u16(self.schema.version.major);
-        put.u16(self.schema.version.median);
-        put.u16(self.schema.version.minor);
+        // 1.x: the one set's version; 2.x: reserved, 0 (each set carries its own).
+        put.u16(set_version.major);
+        put.u16(set_version.median);
+        put.u16(set_version.minor);
         put.u8(self.producer.pointer_width);
         put.u8(self.clock.source.to_byte());
         put.u64(self.producer.pid);
@@ -340,7 +462,25 @@ impl Header {
         put_str(&mut put, &self.producer.arch, "the architecture name")?;
         put_str(&mut put, &self.producer.os, "the OS name")?;
         put_str(&mut put, &self.producer.program, "the program name")?;
-        encode_schema(&mut put, &self.schema)?;
+        if v1 {
+            encode_schema(&mut put, &self.sets[0].schema)?;
+        } else {
+            let count = u16::try_from(self.sets.len())
+                .map_err(|_| EncodeError(format!("{} sets do not fit in a 16-bit count", self.sets.len())))?;
+            put.u16(count);
+            for set in &self.sets {
+                put_str(&mut put, &set.schema.name, "a set name")?;
+                put.u16(set.schema.version.major);
+                put.u16(set.schema.version.median);
+                put.u16(set.schema.version.minor);
+                // check_sets refused WireCodes::Own in 2.x.
+                put.u16(match set.codes {
+                    WireCodes::Range { first } => first,
+                    WireCodes::Own => 0,
+                });
+                encode_schema(&mut put, &set.schema)?;
+            }
+        }
         let len = out.len() + 4;
         let len32 = u32::try_from(len)
             .ok()
@@ -374,7 +514,7 @@ impl Header {
         let format = Version::new(order.u16(&bytes[10..]), order.u16(&bytes[12..]), order.u16(&bytes[14..]));
         // Another major may lay out everything after byte 16 differently: refuse it before
         // reading further. (A flipped bit in the major field cannot be told from another major.)
-        if format.major != FORMAT_VERSION.major {
+        if format.major != FORMAT_VERSION.major && format.major != LAST_V1.major {
             return Err(HeaderError::UnsupportedMajor(format));
         }
         let header_len = order.u32(&bytes[16..]);
@@ -389,8 +529,10 @@ impl Header {
     }
 
     /// Decodes a whole header: `bytes` must be exactly the header (its length is in the
-    /// prefix; [`crate::decode::Decoder`] reads it from a stream). With `force`, a newer
-    /// median version is read too. Never panics, whatever the bytes.
+    /// prefix; [`crate::decode::Decoder`] reads it from a stream). Reads formats 1.x (one
+    /// unnamed set, wire codes = own codes) and 2.x. With `force`, a newer median version of
+    /// either major is read too. Never panics, whatever the bytes, and reserves no more
+    /// memory than the bytes could fill.
     pub fn decode(bytes: &[u8], force: bool) -> Result<Header, HeaderError> {
         let prefix = Header::prefix(bytes)?;
         let len = prefix.header_len as usize;
@@ -404,12 +546,15 @@ impl Header {
         if stored != computed {
             return Err(HeaderError::CrcMismatch { stored, computed });
         }
-        if prefix.format.median > FORMAT_VERSION.median && !force {
+        let v1 = prefix.format.major == LAST_V1.major;
+        let known_median = if v1 { LAST_V1.median } else { FORMAT_VERSION.median };
+        if prefix.format.median > known_median && !force {
             return Err(HeaderError::NewerMedian(prefix.format));
         }
         let mut take = Take { rest: &body[PREFIX_LEN..], order };
         let short = || HeaderError::Malformed("the fixed fields run past the header length".to_owned());
         let u16f = |take: &mut Take<'_>| take.u16().ok_or_else(short);
+        // 1.x: the set's version; 2.x: reserved, ignored.
         let event_set = Version::new(u16f(&mut take)?, u16f(&mut take)?, u16f(&mut take)?);
         let mut fixed = || -> Option<(u8, u8, [u64; 6])> {
             let width = take.u8()?;
@@ -431,11 +576,14 @@ impl Header {
         let arch = take_str(&mut take, "the architecture name")?;
         let os = take_str(&mut take, "the OS name")?;
         let program = take_str(&mut take, "the program name")?;
-        let mut schema = decode_schema(&mut take)?;
-        schema.version = event_set;
-        if let Err(problems) = schema.check_as_read() {
-            return Err(HeaderError::BadSchema(problems));
-        }
+        let sets = if v1 {
+            let mut schema = decode_schema(&mut take)?;
+            schema.version = event_set;
+            vec![SetEntry { schema, codes: WireCodes::Own }]
+        } else {
+            decode_sets(&mut take)?
+        };
+        check_sets(&sets, prefix.format.major)?;
         Ok(Header {
             format: prefix.format,
             order,
@@ -448,7 +596,7 @@ impl Header {
                 ref_wall_ns: ref_wall as i64,
                 start_ticks,
             },
-            schema,
+            sets,
             skipped_bytes: take.rest.len() as u32,
         })
     }
@@ -457,6 +605,82 @@ impl Header {
     pub fn encoded_len(&self) -> Result<usize, EncodeError> {
         self.encode().map(|b| b.len())
     }
+}
+
+/// The smallest encoding of a 2.x set: name length, version, first, and three counts.
+const MIN_SET_LEN: usize = 2 + 6 + 2 + 6;
+
+fn decode_sets(take: &mut Take<'_>) -> Result<Vec<SetEntry>, HeaderError> {
+    let n = take.u16().ok_or_else(|| HeaderError::Malformed("the set count runs past the end of the header".into()))?;
+    // Bounded by what remains, so that a lying count reserves nothing the input does not back.
+    let mut sets = Vec::with_capacity(usize::from(n).min(take.rest.len() / MIN_SET_LEN));
+    for i in 0..n {
+        let short = || HeaderError::Malformed(format!("set {i} runs past the end of the header"));
+        let name = take_str(take, "a set name")?;
+        let mut word = || take.u16().ok_or_else(short);
+        let version = Version::new(word()?, word()?, word()?);
+        let first = word()?;
+        let mut schema = decode_schema(take)?;
+        schema.name = name;
+        schema.version = version;
+        sets.push(SetEntry { schema, codes: WireCodes::Range { first } });
+    }
+    Ok(sets)
+}
+
+/// Checks the rules of a header's sets (docs/FORMAT.md, "Set rules"): for major 1, the one
+/// set's schema by [`Rules::V1Read`]; for major 2, each set's name (valid, unique), its
+/// schema by [`Rules::V2`], its range of wire codes inside `1..=0xFEFF`, and no two ranges
+/// overlapping. Linear in the sets after one sort, whatever the input.
+fn check_sets(sets: &[SetEntry], major: u16) -> Result<(), HeaderError> {
+    if major == LAST_V1.major {
+        return match sets {
+            [one] => one.schema.check_as_read().map_err(HeaderError::BadSchema),
+            _ => Err(HeaderError::BadSets(format!("a 1.x stream holds exactly one set, not {}", sets.len()))),
+        };
+    }
+    let mut names = std::collections::HashSet::with_capacity(sets.len());
+    let mut ranges: Vec<(u16, u16, usize)> = Vec::with_capacity(sets.len());
+    for (i, set) in sets.iter().enumerate() {
+        let name = &set.schema.name;
+        if let Some(why) = set_name_problem(name) {
+            return Err(HeaderError::BadSets(format!("set {i}: {why}")));
+        }
+        if !names.insert(name.as_str()) {
+            return Err(HeaderError::BadSets(format!("set name `{name}` is used by two sets")));
+        }
+        if let Err(mut problems) = set.schema.check_by(Rules::V2) {
+            for p in &mut problems {
+                p.message = format!("set `{name}`: {}", p.message);
+            }
+            return Err(HeaderError::BadSchema(problems));
+        }
+        let WireCodes::Range { first } = set.codes else {
+            return Err(HeaderError::BadSets(format!("set `{name}` has no range of wire codes")));
+        };
+        let n = set.schema.events.len();
+        if n == 0 {
+            continue;
+        }
+        let last = usize::from(first) + n - 1;
+        if first == 0 || last > usize::from(LAST_USER_CODE) {
+            return Err(HeaderError::BadSets(format!(
+                "set `{name}`'s wire codes 0x{first:04X}..=0x{last:04X} ({n} events) are not inside 0x0001..=0xFEFF"
+            )));
+        }
+        ranges.push((first, last as u16, i));
+    }
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        let ((a_first, a_last, a), (b_first, _, b)) = (pair[0], pair[1]);
+        if b_first <= a_last {
+            return Err(HeaderError::BadSets(format!(
+                "the wire codes of sets `{}` (0x{a_first:04X}..=0x{a_last:04X}) and `{}` (from 0x{b_first:04X}) overlap",
+                sets[a].schema.name, sets[b].schema.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn encode_schema(put: &mut Put<'_>, schema: &Schema) -> Result<(), EncodeError> {
@@ -538,5 +762,5 @@ fn decode_schema(take: &mut Take<'_>) -> Result<Schema, HeaderError> {
         let name = take_str(take, "retired event name")?;
         retired.push(Retired { name, code });
     }
-    Ok(Schema { version: Version::default(), kinds, events, retired })
+    Ok(Schema { name: String::new(), version: Version::default(), kinds, events, retired })
 }

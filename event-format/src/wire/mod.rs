@@ -1,4 +1,4 @@
-//! Stream format v1: the bytes of the header, the blocks and the records.
+//! Stream format 2 (and the 1.x it reads): the bytes of the header, the blocks and the records.
 //!
 //! docs/FORMAT.md is the normative description; this module is its implementation. Every
 //! multi-byte integer is in the byte order the header's byte-order mark gives: a writer
@@ -15,7 +15,7 @@ pub use block::{
     seal_block_in_place, unpack_records, verify_block,
 };
 pub(crate) use header::PREFIX_LEN;
-pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer};
+pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes};
 pub use put::{ArgWriter, put_record_header};
 pub use record::{
     RawRecord, RecordError, RecordIter, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
@@ -30,8 +30,9 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// What forces a bump (docs/FORMAT.md, "Versions"):
 /// - **major**: a change an older reader cannot detect or skip: the header's 80-byte fixed
 ///   part (only its first 16 bytes, magic, byte-order mark and version, stay the same in
-///   every major), the block header, the record header, or the encoding of a letter or of
-///   a built-in event's existing arguments.
+///   every major), the layout of the header's variable part before its extension bytes (the
+///   list of sets), the block header, the record header, what a record's code means, or the
+///   encoding of a letter or of a built-in event's existing arguments.
 /// - **median**: a change an older reader can detect but may misread: a new block flag, a
 ///   new meaning for an existing field, a use for a reserved field. Older readers refuse it
 ///   unless forced.
@@ -40,8 +41,16 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 ///   source value, a new field at the end of the header's variable part.
 ///
 /// History (docs/FORMAT.md, "Versions"): 1.0.0 the first; 1.1.0 packed blocks
-/// ([`BLOCK_PACKED`], a median change: a 1.0 reader cannot find the block after one).
-pub const FORMAT_VERSION: Version = Version::new(1, 1, 0);
+/// ([`BLOCK_PACKED`], a median change: a 1.0 reader cannot find the block after one);
+/// 2.0.0 event sets (the header lists any number of named sets, each with its range of wire
+/// codes, docs/EVENT-SETS.md: a major change, a 1.x reader cannot parse such a header).
+///
+/// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
+pub const FORMAT_VERSION: Version = Version::new(2, 0, 0);
+
+/// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
+/// `force`, as one unnamed set whose wire codes are its events' own codes.
+pub const LAST_V1: Version = Version::new(1, 1, 0);
 
 /// The 8 bytes every stream starts with. Like PNG's, they catch text-mode transfers:
 /// a high-bit byte, CR LF, Ctrl-Z and LF.

@@ -38,7 +38,7 @@ fn main() {
 
     let mut recorded = Vec::new();
     let mut decoder = Decoder::new(&stream[..]).expect("the recorder's stream decodes");
-    let catalog = Catalog::new(&decoder.header().schema);
+    let catalog = Catalog::new(&decoder.header().sets);
     while let Some(block) = decoder.next_block() {
         for entry in block.expect("no damage").entries(&catalog) {
             if let Entry::Event(event) = entry

@@ -3,11 +3,8 @@
 //! database, re-import and disagreeing relations refused with the database unchanged, damaged
 //! logs, drops, and the one-line errors.
 
-event_runtime::include_events!("../events.def");
-
-mod common;
-
-use common::{SERIAL, run, small_buffer_log, stderr};
+use crate::common::{self, SERIAL, run, small_buffer_log, stderr};
+use crate::events;
 use event_format::wire::{BlockHeader, BlockWriter, Header, Value};
 use event_runtime::{Policy, Recorder};
 use rusqlite::Connection;
@@ -131,7 +128,9 @@ fn row_counts_per_event_table_equal_stats() {
     assert_eq!(total, expected.values().sum::<i64>());
     // Every event type has its table, the built-in ones included, with their kinds.
     let types: i64 = db.query_row("SELECT count(*) FROM event_type", [], |r| r.get(0)).unwrap();
-    let schema = event_format::def::parse(include_str!("../../events.def"), "events.def").unwrap();
+    let schema =
+        event_format::def::parse(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")), "events.def")
+            .unwrap();
     assert_eq!(types as usize, schema.events.len() + event_format::builtin::ALL.len());
     let dropped_kind: String =
         db.query_row("SELECT kind FROM event_type WHERE name = 'Dropped'", [], |r| r.get(0)).unwrap();
@@ -370,7 +369,7 @@ fn several_logs_side_by_side() {
 /// A stream with events.def's schema, except that `ObjectAlloc` has another format: one
 /// block, one ObjectAlloc.
 fn disagreeing_log() -> PathBuf {
-    let def = include_str!("../../events.def")
+    let def = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def"))
         .replace("Object, PAWU,    pool, addr, size, class", "Object, PAWW,    pool, addr, size, class");
     assert!(def.contains("PAWW"), "the relation changed");
     let schema = event_format::def::parse(&def, "changed.def").unwrap();

@@ -8,8 +8,8 @@
 //! a tiny log.
 #![cfg(target_os = "linux")]
 
-event_runtime::include_events!("../events.def");
-
+use crate::common::{self, DUMP, SERIAL};
+use crate::events;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::ring;
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, BlockHeader, BlockWriter, Order, Value, seal_block};
@@ -17,18 +17,11 @@ use event_runtime::{Policy, Recorder};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
-
-/// One recording per process at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::dir("hostile")
 }
 
 /// What one run of event-dump did.
@@ -59,7 +52,7 @@ fn run(args: &[&str]) -> Run {
     let d = dir().join(format!("run-{n}"));
     std::fs::create_dir_all(&d).unwrap();
     let status = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "launcher", "--nocapture", "--test-threads=1", "-q"])
+        .args(["--exact", "hostile::launcher", "--nocapture", "--test-threads=1", "-q"])
         .env(LAUNCH, args.join("\x1f"))
         .env(LAUNCH_DIR, &d)
         .stdout(Stdio::null())

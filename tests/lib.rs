@@ -1,4 +1,4 @@
-//! What the workspace tests (`runtime.rs`) and the crash soak (`bin/soak.rs`) share: decoding
+//! What the workspace tests (`it/runtime.rs`) and the crash soak (`bin/soak.rs`) share: decoding
 //! the numbered events that `recorder-child` records, and checking the ring file a crashed
 //! (or stopped) `recorder-child` left behind.
 //!

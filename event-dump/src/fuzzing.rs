@@ -1,6 +1,6 @@
 //! The body of the `filter_parse` fuzz target in `fuzz/` (cargo-fuzz, its own workspace),
 //! here so that the normal test suite replays every corpus file through exactly the code the
-//! fuzzer runs (`tests/fuzz_corpus.rs`). Not a stable API: for the fuzzer and the tests only.
+//! fuzzer runs (`tests/it/fuzz_corpus.rs`). Not a stable API: for the fuzzer and the tests only.
 
 use crate::filter::{FieldValue, Fields, Filter};
 use std::borrow::Cow;

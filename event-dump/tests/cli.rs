@@ -7,24 +7,13 @@ event_runtime::include_events!("../events.def");
 
 mod common;
 
+use common::{DUMP, SERIAL, run, stderr, stdout};
 use event_runtime::{Policy, Recorder};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
-
-const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
-
-/// One recording per process at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+use std::process::Command;
 
 fn dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(DUMP).args(args).output().unwrap()
+    common::dir("cli")
 }
 
 /// stdout, with what differs from run to run replaced: the log's path, the producer's pid
@@ -35,63 +24,17 @@ fn clean(text: &str, log: &str) -> String {
     text.replace(log, "LOG").replace(&program, "[program]").replace(&pid, "[pid]")
 }
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A log of the tour's kinds on two threads, one after the other, with a label, an interned
-/// string, a message, and every letter; deterministic, so its dump is too.
+/// [`common::two_workers_log`] in this test's directory.
 fn sample_log(name: &str) -> PathBuf {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let path = dir().join(name);
-    let recording = Recorder::new(&events::SET).file(&path).block_size(1024).deterministic_clock().start().unwrap();
-    let arena = 0x7f00_0000_1000usize;
-    event_runtime::label(arena, "main arena");
-    event!(ArenaCreate, arena, arena, 1u64 << 20);
-    event_runtime::message("two \"workers\"\n");
-    for w in 0..2u64 {
-        std::thread::Builder::new()
-            .name(format!("worker-{w}"))
-            .spawn(move || {
-                event!(PoolInit, 0x1000 + w as usize, arena, "AMC", 16u32);
-                for i in 0..30u64 {
-                    event!(ObjectAlloc, 0x1000 + w as usize, 0x2000 + i as usize, 16 * i, 3u32);
-                }
-                event!(SweepReclaim, 0x1000 + w as usize, 1u64, 480u64, -5);
-                event!(ClientCheck, true, "balance", "ok");
-                event!(ArenaPoll, arena, 4096u64, 0.25);
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    }
-    event!(ArenaDestroy, arena, 0u64);
-    recording.stop().unwrap();
+    common::two_workers_log(&path);
     path
 }
 
-/// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks.
+/// [`common::whole_block_dropping_log`] in this test's directory.
 fn dropping_log() -> PathBuf {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let path = dir().join("drops.evt");
-    let recording = Recorder::new(&events::SET)
-        .file(&path)
-        .policy(Policy::Fill)
-        .block_size(1024)
-        .buffer_size(4096)
-        // With a 4-block budget, whether the writer packs a block depends on timing.
-        .pack(false)
-        .deterministic_clock()
-        .start()
-        .unwrap();
-    for i in 0..500u64 {
-        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
-    }
-    recording.stop().unwrap();
+    common::whole_block_dropping_log(&path);
     path
 }
 

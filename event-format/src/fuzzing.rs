@@ -1,6 +1,6 @@
 //! The bodies of the fuzz targets in `fuzz/` (cargo-fuzz, its own workspace), here so that
 //! the normal test suite replays every corpus file through exactly the code the fuzzers run
-//! (`tests/fuzz_corpus.rs`). Not a stable API: for the fuzzers and the tests only.
+//! (`tests/it/fuzz_corpus.rs`). Not a stable API: for the fuzzers and the tests only.
 //!
 //! Each function takes arbitrary bytes and panics only when an invariant of the reader is
 //! broken (a round trip that does not hold, a count that disagrees); anything a hostile

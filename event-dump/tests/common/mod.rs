@@ -1,5 +1,6 @@
-//! What the event-dump tests share: logs recorded here (deterministic clock) or written byte by
-//! byte (a schema of our own, unknown codes, extreme values), running event-dump, and
+//! What the event-dump tests share (`cli` and the modules of `it`): logs recorded here
+//! (deterministic clock) or written byte by byte (a schema of our own, unknown codes, extreme
+//! values), one builder per log, each named for what it holds; running event-dump; and
 //! `print --format json` read back as the reference the exports are checked against.
 
 #![allow(dead_code)]
@@ -86,6 +87,7 @@ pub(crate) fn print_json(logs: &[&str]) -> Vec<Printed> {
 /// labels, an interned string, a message, every letter, a word and a signed integer too
 /// large for a double, and slices: `SweepBegin`/`SweepEnd` pairs nested on each worker, an
 /// unmatched `SweepEnd` on worker-1, and a `SweepBegin` on the main thread never ended.
+/// The chrome and CTF exports' tests read it.
 pub(crate) fn sample_log(path: &Path) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let recording =
@@ -126,13 +128,14 @@ pub(crate) fn sample_log(path: &Path) {
 }
 
 /// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks, so
-/// it holds `Dropped` events.
+/// it holds `Dropped` events. The three exports' tests read it.
 pub(crate) fn dropping_log(path: &Path) {
     small_buffer_log(path, Policy::Fill);
 }
 
 /// 500 `ObjectFree` events of one thread under `policy` with four 1 KiB blocks: `fill`
-/// refuses most of them, `ring` overwrites most of its blocks.
+/// refuses most of them, `ring` overwrites most of its blocks. [`dropping_log`] and the
+/// sqlite export's tests.
 pub(crate) fn small_buffer_log(path: &Path, policy: Policy) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let recording = Recorder::new(&crate::events::SET)
@@ -149,12 +152,145 @@ pub(crate) fn small_buffer_log(path: &Path, policy: Policy) {
     recording.stop().unwrap();
 }
 
-/// A log of `n` `ObjectAlloc` events on one thread.
+/// A log of `n` `ObjectAlloc` events on one thread. The CTF export's tests.
 pub(crate) fn many_events_log(path: &Path, n: u64) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let recording = Recorder::new(&crate::events::SET).file(path).deterministic_clock().start().unwrap();
     for i in 0..n {
         event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, i, 3u32);
+    }
+    recording.stop().unwrap();
+}
+
+/// The log of cli's snapshots: the tour's kinds on two threads, one after the other, with a
+/// label, an interned string, a message, and every letter; deterministic, so its dump is too.
+/// Those snapshots show its every byte, so it stays as it is.
+pub(crate) fn two_workers_log(path: &Path) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording =
+        Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let arena = 0x7f00_0000_1000usize;
+    event_runtime::label(arena, "main arena");
+    event!(ArenaCreate, arena, arena, 1u64 << 20);
+    event_runtime::message("two \"workers\"\n");
+    for w in 0..2u64 {
+        std::thread::Builder::new()
+            .name(format!("worker-{w}"))
+            .spawn(move || {
+                event!(PoolInit, 0x1000 + w as usize, arena, "AMC", 16u32);
+                for i in 0..30u64 {
+                    event!(ObjectAlloc, 0x1000 + w as usize, 0x2000 + i as usize, 16 * i, 3u32);
+                }
+                event!(SweepReclaim, 0x1000 + w as usize, 1u64, 480u64, -5);
+                event!(ClientCheck, true, "balance", "ok");
+                event!(ArenaPoll, arena, 4096u64, 0.25);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    event!(ArenaDestroy, arena, 0u64);
+    recording.stop().unwrap();
+}
+
+/// [`dropping_log`] with every block whole, as cli's snapshots of drops need it: with a
+/// four-block budget, whether the writer packs a block depends on timing.
+pub(crate) fn whole_block_dropping_log(path: &Path) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new(&crate::events::SET)
+        .file(path)
+        .policy(Policy::Fill)
+        .block_size(1024)
+        .buffer_size(4096)
+        // With a 4-block budget, whether the writer packs a block depends on timing.
+        .pack(false)
+        .deterministic_clock()
+        .start()
+        .unwrap();
+    for i in 0..500u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, 16u64);
+    }
+    recording.stop().unwrap();
+}
+
+/// A string with quotes, a backslash, a newline and characters outside ASCII.
+pub(crate) const AWKWARD: &str = "it's \"quoted\" \\ and\nünïcødé ✓ 🦀";
+/// A word above `i64::MAX`.
+pub(crate) const BIG: u64 = u64::MAX - 41;
+
+/// The log of the sqlite export's tests: the tour's kinds on `workers` threads, one after the
+/// other, with a label, an interned string, a message, every letter, [`AWKWARD`] strings and
+/// [`BIG`] words, so that two calls with different counts give different logs.
+pub(crate) fn awkward_log(path: &Path, workers: u64) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording =
+        Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let arena = 0x7f00_0000_1000usize;
+    event_runtime::label(arena, "main arena");
+    event!(ArenaCreate, arena, arena, BIG);
+    event_runtime::message("two \"workers\"\n");
+    for w in 0..workers {
+        std::thread::Builder::new()
+            .name(format!("worker-{w}"))
+            .spawn(move || {
+                event!(PoolInit, 0x1000 + w as usize, arena, "AMC", 16u32);
+                for i in 0..30u64 {
+                    event!(ObjectAlloc, 0x1000 + w as usize, 0x2000 + i as usize, 16 * i, 3u32);
+                }
+                event!(SweepReclaim, 0x1000 + w as usize, 1u64, 480u64, -5);
+                event!(ClientCheck, true, "balance", AWKWARD);
+                event!(ArenaPoll, arena, 4096u64, 0.25);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    event!(AllocFail, 0x1000usize, u64::MAX, AWKWARD);
+    event!(ArenaDestroy, arena, 0u64);
+    recording.stop().unwrap();
+}
+
+/// The log of hostile's tests: two threads, 150 events each over several 1 KiB blocks, no
+/// labels or interned strings (so that each line's text does not depend on other blocks);
+/// deterministic. `packed`: the writer packs its blocks (format 1.1), else every block is whole.
+pub(crate) fn two_threads_log(path: &Path, packed: bool) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new(&crate::events::SET)
+        .file(path)
+        .block_size(1024)
+        .pack(packed)
+        .deterministic_clock()
+        .start()
+        .unwrap();
+    let work = |base: u64| {
+        for i in 0..150u64 {
+            if i % 10 == 0 {
+                event!(AllocFail, 0x1000usize, base + i, "out of \"memory\"");
+            } else {
+                event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, base + i, 3u32);
+            }
+        }
+    };
+    work(0);
+    std::thread::spawn(move || work(1000)).join().unwrap();
+    recording.stop().unwrap();
+}
+
+/// The ring file of hostile's tests: a small one whose program has stopped (state closed),
+/// with overwritten blocks.
+pub(crate) fn tiny_ring(path: &Path) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new(&crate::events::SET)
+        .ring_file(path)
+        .policy(Policy::Ring)
+        .block_size(1024)
+        .buffer_size(8 * 1024)
+        .ring_threads(2)
+        .deterministic_clock()
+        .start()
+        .unwrap();
+    for i in 0..200u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
     }
     recording.stop().unwrap();
 }
@@ -202,15 +338,7 @@ pub(crate) fn handmade_clock() -> Clock {
 /// `b` that overlap without nesting, then `Poll`s.
 pub(crate) fn handmade_log(path: &Path, order: Order) {
     let (schema, enter, exit) = handmade_schema();
-    let producer = Producer {
-        pointer_width: 8,
-        arch: "x86_64".to_owned(),
-        os: "linux".to_owned(),
-        pid: 4242,
-        program: "handmade".to_owned(),
-        start_wall_ns: 1_700_000_000_456_790_122,
-    };
-    let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), producer);
+    let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
     header.order = order;
     let mut bytes = header.encode().unwrap();
     let t0 = 6_000_000_000u64;
@@ -357,7 +485,7 @@ pub(crate) fn damaged_records_log(path: &Path, order: Order) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// The producer of the handmade logs.
+/// The producer of [`handmade_log`], [`damaged_records_log`] and [`damaged_records_ring`].
 pub(crate) fn handmade_producer() -> Producer {
     Producer {
         pointer_width: 8,

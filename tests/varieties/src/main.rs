@@ -1,5 +1,5 @@
 //! Records `ArenaCreate` (always TRUE) and `ObjectAlloc` (always FALSE) and prints which were
-//! recorded and which evaluated their arguments: built by tests/varieties.rs once per variety.
+//! recorded and which evaluated their arguments: built by tests/it/varieties.rs once per variety.
 #![deny(warnings)]
 
 event_runtime::include_events!("../../events.def");

@@ -3,22 +3,13 @@
 //! database, re-import and disagreeing relations refused with the database unchanged, damaged
 //! logs, drops, and the one-line errors.
 
-event_runtime::include_events!("../events.def");
-
-mod common;
-
-use common::{SERIAL, run, small_buffer_log, stderr};
+use crate::common::{self, AWKWARD, BIG, run, small_buffer_log, stderr};
 use event_format::wire::{BlockHeader, BlockWriter, Header, Value};
-use event_runtime::{Policy, Recorder};
+use event_runtime::Policy;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-/// A string with quotes, a backslash, a newline and characters outside ASCII.
-const AWKWARD: &str = "it's \"quoted\" \\ and\nünïcødé ✓ 🦀";
-/// A word above `i64::MAX`.
-const BIG: u64 = u64::MAX - 41;
 
 fn dir() -> PathBuf {
     common::dir("export-sqlite")
@@ -37,43 +28,17 @@ fn fresh_db(name: &str) -> PathBuf {
     db
 }
 
-/// A log of the tour's kinds on two threads, with a label, an interned string, a message,
-/// every letter, an awkward string and a word above `i64::MAX`; `workers` threads, so that
-/// two calls with different counts give different logs.
+/// [`common::awkward_log`] in this test's directory.
 fn sample_log(name: &str, workers: u64) -> PathBuf {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let path = dir().join(name);
-    let recording = Recorder::new(&events::SET).file(&path).block_size(1024).deterministic_clock().start().unwrap();
-    let arena = 0x7f00_0000_1000usize;
-    event_runtime::label(arena, "main arena");
-    event!(ArenaCreate, arena, arena, BIG);
-    event_runtime::message("two \"workers\"\n");
-    for w in 0..workers {
-        std::thread::Builder::new()
-            .name(format!("worker-{w}"))
-            .spawn(move || {
-                event!(PoolInit, 0x1000 + w as usize, arena, "AMC", 16u32);
-                for i in 0..30u64 {
-                    event!(ObjectAlloc, 0x1000 + w as usize, 0x2000 + i as usize, 16 * i, 3u32);
-                }
-                event!(SweepReclaim, 0x1000 + w as usize, 1u64, 480u64, -5);
-                event!(ClientCheck, true, "balance", AWKWARD);
-                event!(ArenaPoll, arena, 4096u64, 0.25);
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    }
-    event!(AllocFail, 0x1000usize, u64::MAX, AWKWARD);
-    event!(ArenaDestroy, arena, 0u64);
-    recording.stop().unwrap();
+    common::awkward_log(&path, workers);
     path
 }
 
-/// A log whose single thread refuses events: `fill` with a budget of four 1 KiB blocks.
+/// [`common::dropping_log`] in this test's directory.
 fn dropping_log() -> PathBuf {
     let path = dir().join("drops.evt");
-    small_buffer_log(&path, Policy::Fill);
+    common::dropping_log(&path);
     path
 }
 
@@ -131,7 +96,9 @@ fn row_counts_per_event_table_equal_stats() {
     assert_eq!(total, expected.values().sum::<i64>());
     // Every event type has its table, the built-in ones included, with their kinds.
     let types: i64 = db.query_row("SELECT count(*) FROM event_type", [], |r| r.get(0)).unwrap();
-    let schema = event_format::def::parse(include_str!("../../events.def"), "events.def").unwrap();
+    let schema =
+        event_format::def::parse(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")), "events.def")
+            .unwrap();
     assert_eq!(types as usize, schema.events.len() + event_format::builtin::ALL.len());
     let dropped_kind: String =
         db.query_row("SELECT kind FROM event_type WHERE name = 'Dropped'", [], |r| r.get(0)).unwrap();
@@ -370,7 +337,7 @@ fn several_logs_side_by_side() {
 /// A stream with events.def's schema, except that `ObjectAlloc` has another format: one
 /// block, one ObjectAlloc.
 fn disagreeing_log() -> PathBuf {
-    let def = include_str!("../../events.def")
+    let def = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def"))
         .replace("Object, PAWU,    pool, addr, size, class", "Object, PAWW,    pool, addr, size, class");
     assert!(def.contains("PAWW"), "the relation changed");
     let schema = event_format::def::parse(&def, "changed.def").unwrap();

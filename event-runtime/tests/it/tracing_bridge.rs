@@ -1,26 +1,21 @@
-#![cfg(feature = "tracing")]
-#![deny(warnings)]
 //! The `tracing` bridge (feature `tracing`): tracing events and span entries and exits
 //! recorded through `EventLayer` and decoded with event-format, with their levels, targets,
 //! texts, span ids, names, fields and nesting, on two threads; nothing recorded while no
 //! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
+#![cfg(feature = "tracing")]
+#![deny(warnings)]
 
+use crate::serial;
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{STRING_MAX, Value};
 use event_runtime::Recorder;
 use event_runtime::tracing_bridge::{EVENTS, EventLayer};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 use tracing::Dispatch;
 use tracing_subscriber::layer::SubscriberExt as _;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn dispatch() -> Dispatch {
     Dispatch::new(tracing_subscriber::registry().with(EventLayer::new()))

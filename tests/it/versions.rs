@@ -12,15 +12,15 @@
 //! with the header's format version rewritten (and its CRC); the newer minor also gets one
 //! more block holding a record of an unknown code between two known ones. Made again, from
 //! the current `FORMAT_VERSION`, by
-//! `UPDATE_FIXTURES=1 cargo test -p event-tests --test versions`.
+//! `UPDATE_FIXTURES=1 cargo test -p event-tests --test it versions::`.
 
+use crate::common::DUMP;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::schema::Version;
 use event_format::wire::{BlockHeader, BlockWriter, FORMAT_VERSION, Text, Value};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-const DUMP: &str = env!("CARGO_BIN_EXE_dump");
 /// The code of the record a newer minor adds: a built-in code this reader does not define
 /// (a new built-in event is what a minor bump may add).
 const UNKNOWN_CODE: u16 = 0xFF40;
@@ -115,13 +115,13 @@ fn log(name: &str, version: Version) -> String {
         std::fs::write(&path, bytes).unwrap();
     }
     let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-        panic!("{}: {e} (make it: UPDATE_FIXTURES=1 cargo test -p event-tests --test versions)", path.display())
+        panic!("{}: {e} (make it: UPDATE_FIXTURES=1 cargo test -p event-tests --test it versions::)", path.display())
     });
     let o = order_of(&bytes);
     let claimed = Version::new(o.u16(&bytes[10..]), o.u16(&bytes[12..]), o.u16(&bytes[14..]));
     assert_eq!(
         claimed, version,
-        "{name} was made for another reader version; make it again: UPDATE_FIXTURES=1 cargo test -p event-tests --test versions"
+        "{name} was made for another reader version; make it again: UPDATE_FIXTURES=1 cargo test -p event-tests --test it versions::"
     );
     path.to_str().unwrap().to_owned()
 }

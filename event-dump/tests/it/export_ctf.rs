@@ -6,11 +6,7 @@
 //! Without babeltrace2 the tests that need it print "skipped" and pass, unless
 //! `EVENT_REQUIRE_BABELTRACE=1` (CI) makes its absence a failure.
 
-event_runtime::include_events!("../events.def");
-
-mod common;
-
-use common::*;
+use crate::common::*;
 use event_format::wire::Order;
 use serde_json::Value;
 use std::io::Write as _;

@@ -1,26 +1,18 @@
-#![deny(warnings)]
 //! The macros and the recorder together: every event of the workspace's events.def recorded
 //! and decoded with the right values; arguments evaluated only when enabled; control by kind
 //! and by event; several threads, each event exactly once and in order; the recorder's bytes,
 //! for every letter and every built-in it writes, are those of the reference encoder.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
+#![deny(warnings)]
 
-event_runtime::include_events!("../events.def");
-
+use crate::{events, serial};
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Value};
 use event_runtime::{Policy, Recorder};
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// A decoded event: thread, name and values as text (strings quoted).
 #[derive(Debug, Clone, PartialEq)]

@@ -3,6 +3,7 @@
 //! crash soak `bin/soak.rs` runs many more times), aborted with an event file, panicking
 //! (the traceback), followed live, and started with bad environment settings.
 
+use crate::common::{child, start_ready};
 use event_format::decode::{Catalog, Entry};
 use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED, STATE_RECORDING};
 use event_format::wire::Value;
@@ -10,34 +11,13 @@ use event_tests::{NUMBERED, check_ring};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
 
 fn dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runtime-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn child(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(CHILD);
-    c.args(args);
-    for var in ["EVENT_FILE", "EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {
-        c.env_remove(var);
-    }
-    c.envs(env.iter().copied());
-    c
-}
-
-/// Starts a child and waits for its `ready` line.
-fn start_ready(mut c: Command) -> Child {
-    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "the child starts recording");
-    child
 }
 
 /// Per worker, the numbers decoded from `stream`, in order; panics on any damage.

@@ -1,26 +1,18 @@
-#![deny(warnings)]
 //! The policies and sinks in one process: `switch` with a pool too small (emitted = decoded +
 //! reported drops, exactly), `wait`, `fill`, `ring` on the heap and in a ring file, several
 //! sinks at once, and control through the ring file's control page.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
+#![deny(warnings)]
 
-event_runtime::include_events!("../events.def");
-
+use crate::{events, serial};
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::ring::{RingReader, RingStream};
 use event_format::wire::Value;
 use event_runtime::{Policy, Recorder};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// What one stream holds.
 #[derive(Debug, Default)]

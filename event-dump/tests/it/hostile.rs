@@ -8,27 +8,19 @@
 //! a tiny log.
 #![cfg(target_os = "linux")]
 
-event_runtime::include_events!("../events.def");
-
+use crate::common::{self, DUMP};
+use crate::events;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::ring;
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, BlockHeader, BlockWriter, Order, Value, seal_block};
-use event_runtime::{Policy, Recorder};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
-
-/// One recording per process at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::dir("hostile")
 }
 
 /// What one run of event-dump did.
@@ -59,7 +51,7 @@ fn run(args: &[&str]) -> Run {
     let d = dir().join(format!("run-{n}"));
     std::fs::create_dir_all(&d).unwrap();
     let status = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "launcher", "--nocapture", "--test-threads=1", "-q"])
+        .args(["--exact", "hostile::launcher", "--nocapture", "--test-threads=1", "-q"])
         .env(LAUNCH, args.join("\x1f"))
         .env(LAUNCH_DIR, &d)
         .stdout(Stdio::null())
@@ -228,58 +220,24 @@ fn every_command(name: &str, bytes: &[u8]) -> BTreeMap<String, Run> {
     runs
 }
 
-/// A stream of two threads, 150 events each over several 1 KiB blocks, no labels or interned
-/// strings (so that each line's text does not depend on other blocks); deterministic.
-/// `packed`: the writer packs its blocks (format 1.1), else every block is whole.
+/// [`common::two_threads_log`], made once for each `packed`.
 fn sample_log(packed: bool) -> Vec<u8> {
     static LOGS: [OnceLock<Vec<u8>>; 2] = [OnceLock::new(), OnceLock::new()];
     LOGS[usize::from(packed)]
         .get_or_init(|| {
-            let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
             let path = dir().join(format!("sample-{packed}.evt"));
-            let recording = Recorder::new(&events::SET)
-                .file(&path)
-                .block_size(1024)
-                .pack(packed)
-                .deterministic_clock()
-                .start()
-                .unwrap();
-            let work = |base: u64| {
-                for i in 0..150u64 {
-                    if i % 10 == 0 {
-                        event!(AllocFail, 0x1000usize, base + i, "out of \"memory\"");
-                    } else {
-                        event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, base + i, 3u32);
-                    }
-                }
-            };
-            work(0);
-            std::thread::spawn(move || work(1000)).join().unwrap();
-            recording.stop().unwrap();
+            common::two_threads_log(&path, packed);
             std::fs::read(&path).unwrap()
         })
         .clone()
 }
 
-/// A small ring file whose program has stopped (state closed), with overwritten blocks.
+/// [`common::tiny_ring`], made once.
 fn tiny_ring() -> PathBuf {
     static RING: OnceLock<PathBuf> = OnceLock::new();
     RING.get_or_init(|| {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let path = dir().join("tiny.ring");
-        let recording = Recorder::new(&events::SET)
-            .ring_file(&path)
-            .policy(Policy::Ring)
-            .block_size(1024)
-            .buffer_size(8 * 1024)
-            .ring_threads(2)
-            .deterministic_clock()
-            .start()
-            .unwrap();
-        for i in 0..200u64 {
-            event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
-        }
-        recording.stop().unwrap();
+        common::tiny_ring(&path);
         path
     })
     .clone()
@@ -795,7 +753,7 @@ fn fuzz_seeds_are_current_logs() {
         let out = run(&["stats", path.to_str().unwrap()]);
         assert!(
             out.code == Some(0),
-            "{name}: a seed the reader refuses (rewrite them: UPDATE_FUZZ_SEEDS=1 cargo test -p event-dump --test hostile fuzz_seeds): {}",
+            "{name}: a seed the reader refuses (rewrite them: UPDATE_FUZZ_SEEDS=1 cargo test -p event-dump --test it hostile::fuzz_seeds): {}",
             out.stderr
         );
     }

@@ -3,11 +3,7 @@
 //! arguments; tracks and processes are named; Begin/End pairs and spans are slices; what
 //! cannot be exported is reported and the rest still is; errors are one line.
 
-event_runtime::include_events!("../events.def");
-
-mod common;
-
-use common::*;
+use crate::common::{self, *};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,11 +2,11 @@
 //! through `event_runtime::tracing_bridge`, and event-dump (`dump`, the CLI's own code)
 //! prints, checks and filters it.
 
+use crate::common::DUMP;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const PROGRAM: &str = env!("CARGO_BIN_EXE_tracing-only");
-const DUMP: &str = env!("CARGO_BIN_EXE_dump");
 
 /// Runs `tracing-only`, recording to a fresh file, and returns the file.
 fn record(name: &str) -> PathBuf {

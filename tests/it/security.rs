@@ -4,13 +4,10 @@
 //! version, a closed ring file, a dead program's) is refused with one line and exit code 1,
 //! and a file refused before the request is written is left unchanged.
 
+use crate::common::{DUMP, child, start_ready};
 use event_format::ring::{Layout, RingReader};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-
-const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
-const DUMP: &str = env!("CARGO_BIN_EXE_dump");
+use std::process::{Child, Command, Output};
 
 fn dir() -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("security-{}", std::process::id()));
@@ -30,20 +27,7 @@ impl Drop for Running {
 
 /// A `recorder-child` recording into `ring`, paced, started and ready.
 fn recording(mode: &[&str]) -> Running {
-    let mut c = Command::new(CHILD)
-        .args(mode)
-        .env_remove("EVENT_CONTROL")
-        .env_remove("EVENT_FILE")
-        .env_remove("EVENT_RING")
-        .env_remove("EVENT_POLICY")
-        .env("EVENT_BUFSIZE", "256k")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    Running(c)
+    Running(start_ready(child(mode, &[("EVENT_BUFSIZE", "256k")])))
 }
 
 fn control(path: &Path) -> Output {

@@ -1,0 +1,26 @@
+//! event-runtime's integration tests, gathered in one test binary: one binary per file linked
+//! the crate and its dev-dependencies once each. Each module's first line says what it covers.
+//!
+//! `tests/big.rs` stays a binary of its own: it includes another events.def, and
+//! `include_events!` belongs at a crate's root (the `event!` it generates re-enters itself
+//! through `$crate::event!`), so one crate holds one event set's macro.
+//!
+//! `tracing_bridge` is compiled with feature `tracing` only (its `#![cfg]`, which was the
+//! binary's `required-features`): `cargo test --workspace` turns the feature on through the
+//! workspace tests' dependency, `cargo test -p event-runtime --features tracing` here.
+
+event_runtime::include_events!("../events.def");
+
+mod policies;
+mod record;
+mod tracing_bridge;
+mod ui;
+
+use std::sync::{Mutex, MutexGuard};
+
+/// A process has one recording at a time: every test that records, in any module, holds this
+/// while it does.
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}

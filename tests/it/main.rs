@@ -1,0 +1,13 @@
+//! The workspace's end-to-end tests, gathered in one test binary: one binary per file linked
+//! the recorder, the dumper and their dependencies once each. Each module's first line says
+//! what it covers; `common` holds the child processes they start.
+
+mod common;
+mod files;
+mod fixtures;
+mod process;
+mod runtime;
+mod security;
+mod tracing;
+mod varieties;
+mod versions;

@@ -1018,6 +1018,13 @@ fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_on
         "event-dump: RING: its program (pid PID) is not running any more: it ended without closing the file; `event-dump` reads what it recorded\n"
     );
     assert_eq!(run(&["control", dead.to_str().unwrap()]).status.code(), Some(1));
+    // A live process that does not answer (this test's own pid: it runs no writer for the
+    // file) is waited for until the timeout.
+    let silent = dir().join("silent.ring");
+    dead_ring(&silent, u64::from(std::process::id()));
+    let out = run(&["control", silent.to_str().unwrap(), "--timeout", "300"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("did not answer within 300 ms; is it still running?"), "{}", stderr(&out));
 }
 
 /// A ring file as [`handmade_ring`] makes it, but still "recording", by process `pid`.

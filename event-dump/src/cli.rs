@@ -1,9 +1,13 @@
-//! The command line: what each subcommand takes, its help and its examples (clap's derive).
-//! Nothing here reads a log; [`crate::run`] hands each parsed command to its module.
+//! The command line: what each subcommand takes, its help and its examples (clap's derive),
+//! and the one check clap cannot make: a first word that is neither a subcommand nor a log
+//! but a subcommand mistyped ([`mistyped_subcommand`]). Nothing here reads a log;
+//! [`crate::run`] hands each parsed command to its module.
 
+use crate::color::ColorChoice;
 use crate::render::Format;
-use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 /// Reads event logs: streams written by event-runtime and its ring files.
 #[derive(Parser, Debug)]
@@ -16,6 +20,10 @@ pub(crate) struct Cli {
     pub(crate) command: Option<Command>,
     #[command(flatten)]
     pub(crate) print: PrintArgs,
+    /// When to color the output: `auto` colors on a terminal unless NO_COLOR is set;
+    /// `never` writes exactly the plain text.
+    #[arg(long, value_name = "WHEN", value_enum, global = true, default_value_t = ColorChoice::Auto)]
+    pub(crate) color: ColorChoice,
 }
 
 #[derive(Subcommand, Debug)]
@@ -26,8 +34,10 @@ pub(crate) enum Command {
     )]
     Print(PrintArgs),
     /// Counts per event, kind and thread; time span, rates, bytes per event, losses.
-    #[command(after_help = "Example:\n  event-dump stats trace.evt")]
-    Stats(LogsArgs),
+    #[command(
+        after_help = "Examples:\n  event-dump stats trace.evt\n  event-dump stats trace.evt --kind Pool --thread compactor --since 1.5"
+    )]
+    Stats(StatsArgs),
     /// The embedded schema as events.def text; with --against, how it differs.
     #[command(
         after_help = "Examples:\n  event-dump schema trace.evt > events.def\n  event-dump schema trace.evt --against events.def"
@@ -46,11 +56,38 @@ pub(crate) enum Command {
         after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread."
     )]
     Export(ExportArgs),
-    /// Changes what a running program records, through its ring file.
+    /// Shows or changes what a running program records, through its ring file.
     #[command(
-        after_help = "Examples:\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
+        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
     )]
     Control(ControlArgs),
+    /// Prints a shell completion script for event-dump.
+    #[command(
+        after_help = "Examples:\n  event-dump completions bash > ~/.local/share/bash-completion/completions/event-dump\n  event-dump completions zsh > ~/.zfunc/_event-dump          (with fpath+=~/.zfunc)\n  event-dump completions fish > ~/.config/fish/completions/event-dump.fish"
+    )]
+    Completions(CompletionsArgs),
+}
+
+/// The subcommands' names, for [`mistyped_subcommand`].
+fn subcommand_names() -> Vec<String> {
+    Cli::command().get_subcommands().map(|c| c.get_name().to_owned()).collect()
+}
+
+/// The message for a command line whose first word is a mistyped subcommand: a word that is
+/// not a subcommand, not an existing file (so not a log for the default `print`), and close
+/// to a subcommand's name (`stast` for `stats`, `exprot` for `export`). `None` otherwise,
+/// and clap reads the line as usual: `event-dump LOG` keeps working.
+pub(crate) fn mistyped_subcommand(args: &[OsString]) -> Option<String> {
+    let word = args.get(1)?.to_str()?;
+    if word.starts_with('-') || Path::new(word).exists() {
+        return None;
+    }
+    let names = subcommand_names();
+    if names.iter().any(|n| n == word) {
+        return None;
+    }
+    let near = event_format::def::closest(word, names.iter().map(String::as_str))?;
+    Some(format!("unknown subcommand `{word}`; did you mean `{near}`?"))
 }
 
 /// Which events to show.
@@ -64,8 +101,9 @@ pub(crate) struct Select {
     /// `-` before one leaves it out (`-Object:*`).
     #[arg(long, value_name = "GLOBS", allow_hyphen_values = true)]
     pub(crate) event: Option<String>,
-    /// Only these threads (comma-separated ids).
-    #[arg(long, value_name = "IDS")]
+    /// Only these threads, comma-separated: ids (`3` or `T3`) or names (`compactor`, as the
+    /// program named the thread); a name two threads of a log share is an error listing them.
+    #[arg(long, value_name = "THREADS")]
     pub(crate) thread: Option<String>,
     /// Only events at or after this time (seconds since the start).
     #[arg(long, value_name = "SECONDS")]
@@ -109,6 +147,20 @@ pub(crate) struct LogsArgs {
     /// Logs to read.
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct StatsArgs {
+    /// Logs to read.
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// The events counted (as `print` selects them); the log's blocks, bytes and losses are
+    /// reported whole.
+    #[command(flatten)]
+    pub(crate) select: Select,
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,
@@ -166,7 +218,8 @@ pub(crate) struct ControlArgs {
     #[arg(value_name = "RINGFILE")]
     pub(crate) ring: PathBuf,
     /// Kinds or events to record from now on (EVENT_CONTROL grammar: `Pool`, `Seg:SegAlloc`,
-    /// globs; comma-separated).
+    /// globs; comma-separated). Without --enable and --disable, the program's selection is
+    /// shown and nothing changes.
     #[arg(long, value_name = "ITEMS")]
     pub(crate) enable: Vec<String>,
     /// Kinds or events to stop recording.
@@ -175,6 +228,18 @@ pub(crate) struct ControlArgs {
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// Writes the completion script for `shell` to `out`.
+pub(crate) fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    clap_complete::generate(shell, &mut Cli::command(), "event-dump", out);
 }
 
 /// The formats `export` writes.

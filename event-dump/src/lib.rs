@@ -1,9 +1,10 @@
 //! `event-dump`: reads any event stream or ring file. Subcommands `print` (the default),
-//! `stats`, `schema`, `check`, `follow`, `export` and `control`; each `--help` shows an
-//! example.
+//! `stats`, `schema`, `check`, `follow`, `export`, `control` and `completions`; each
+//! `--help` shows an example.
 //!
 //! Errors are one line on stderr and a non-zero exit: 1 for a log that cannot be read (or,
-//! for `check`, that is not whole), 2 for a command line that does not parse.
+//! for `check`, that is not whole), 2 for a command line that does not parse (a mistyped
+//! subcommand gets a did-you-mean).
 //!
 //! The binary is [`run`]; the library exists for it, and exposes the [`filter`] language for
 //! the fuzz targets and [`send_request`] (a ring file's control request) for the runtime's
@@ -12,9 +13,10 @@
 //! Modules, each standing on those after it: [`run`] wires the command line (`cli`) to the
 //! subcommands (`commands`, `export`); they read logs through `merge` (several logs and
 //! threads in time order) and `log` (a stream or a ring file, as blocks), and write with
-//! `render` and `json`.
+//! `render` and `json`, colored on a terminal by `color`.
 
 mod cli;
+mod color;
 mod commands;
 mod export;
 pub mod filter;
@@ -30,11 +32,17 @@ pub use commands::control::{ControlError, send_request};
 
 use clap::Parser;
 use cli::{Cli, Command};
+use color::{Palette, Style};
 use std::process::ExitCode;
 
 /// Runs `event-dump` on the process's arguments; what `main` does.
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(message) = cli::mistyped_subcommand(&args) {
+        eprintln!("event-dump: {message}");
+        return ExitCode::from(2);
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -42,32 +50,37 @@ pub fn run() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let colors = commands::Colors { out: Palette::stdout(cli.color), err: Palette::stderr(cli.color) };
     let result = match cli.command {
         None => {
             if cli.print.logs.is_empty() {
                 eprintln!("event-dump: no log given; try `event-dump LOG` or `event-dump --help`");
                 return ExitCode::from(2);
             }
-            commands::print::print(&cli.print)
+            commands::print::print(&cli.print, colors)
         }
         Some(Command::Print(args)) => {
             if args.logs.is_empty() {
                 eprintln!("event-dump: no log given; try `event-dump print LOG`");
                 return ExitCode::from(2);
             }
-            commands::print::print(&args)
+            commands::print::print(&args, colors)
         }
-        Some(Command::Stats(args)) => commands::census::stats(&args),
+        Some(Command::Stats(args)) => commands::census::stats(&args, colors),
         Some(Command::Schema(args)) => commands::schema::schema(&args),
         Some(Command::Check(args)) => commands::census::check(&args),
-        Some(Command::Follow(args)) => commands::follow::follow(&args),
+        Some(Command::Follow(args)) => commands::follow::follow(&args, colors),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
+        Some(Command::Completions(args)) => {
+            cli::completions(args.shell, &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("event-dump: {e}");
+            eprintln!("{}: {e}", colors.err.paint(Style::Error, "event-dump"));
             ExitCode::from(1)
         }
     }

@@ -1,11 +1,13 @@
 //! One line per event: text, JSON or CSV, with labels beside addresses and interned ids
-//! resolved (MPS eventtxt's `["label"]`).
+//! resolved (MPS eventtxt's `["label"]`). CSV has a column per parameter ([`CsvColumns`]);
+//! docs/OUTPUT.md says why its shape is the one it is.
 
+use crate::color::{Palette, Style};
 use crate::filter::{FieldValue, Fields};
 use crate::json;
 use event_format::builtin;
-use event_format::decode::Event;
-use event_format::text::{write_seconds, write_text, write_value};
+use event_format::decode::{Catalog, Event};
+use event_format::text::{is_bidi_control, write_seconds, write_text, write_value};
 use event_format::wire::{Clock, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -45,8 +47,60 @@ pub(crate) enum Format {
     Text,
     /// One JSON object per line.
     Json,
-    /// Comma-separated, with a header line.
+    /// Comma-separated, with a header line; a column per parameter.
     Csv,
+}
+
+/// The CSV columns that come before the parameters' and after them; a parameter of one of
+/// these names gets the column `arg.NAME`, which no parameter name can be.
+const CSV_FIXED: [&str; 6] = ["time", "thread", "kind", "event", "labels", "truncated"];
+
+/// The CSV columns of a dump (docs/OUTPUT.md, "CSV"): `time`, `thread`, `kind`, `event`,
+/// then one column per parameter name of the event types the selection can show (the
+/// union over types and logs, in the order the names first appear: log by log, types in
+/// code order), then `labels` and `truncated`. Parameters of the same name share a column;
+/// when the selection holds one event type, the columns are exactly its parameters.
+#[derive(Debug)]
+pub(crate) struct CsvColumns {
+    header: String,
+    /// The number of parameter columns.
+    count: usize,
+    /// (log, wire code) -> the parameter column of each of its parameters, in order.
+    places: HashMap<(usize, u16), Vec<usize>, Fast>,
+}
+
+impl CsvColumns {
+    /// The columns for `catalogs` (one per log) of the event types `shown(log, wire code)`
+    /// allows.
+    pub(crate) fn new(catalogs: &[&Catalog], shown: impl Fn(usize, u16) -> bool) -> CsvColumns {
+        let mut names: Vec<String> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut places = HashMap::default();
+        for (file, catalog) in catalogs.iter().enumerate() {
+            // TimeExtend records only carry time; no reader shows them as events.
+            for desc in catalog.iter().filter(|d| d.code != builtin::TIME_EXTEND && shown(file, d.wire)) {
+                let columns = desc
+                    .params
+                    .iter()
+                    .map(|p| {
+                        let column = if CSV_FIXED.contains(&p.as_str()) { format!("arg.{p}") } else { p.clone() };
+                        *index.entry(column.clone()).or_insert_with(|| {
+                            names.push(column);
+                            names.len() - 1
+                        })
+                    })
+                    .collect();
+                places.insert((file, desc.wire), columns);
+            }
+        }
+        let mut header = String::from("time,thread,kind,event");
+        for name in &names {
+            header.push(',');
+            csv_field(&mut header, name);
+        }
+        header.push_str(",labels,truncated");
+        CsvColumns { header, count: names.len(), places }
+    }
 }
 
 /// What the log said so far about strings and addresses, per log.
@@ -101,12 +155,19 @@ pub(crate) struct Renderer {
     pub(crate) labels: bool,
     /// Thread names are prefixed by the producer's pid when several logs are merged.
     pub(crate) pids: Option<Vec<u64>>,
+    /// The colors of the text format (JSON and CSV are never colored).
+    pub(crate) palette: Palette,
+    /// The columns, for CSV.
+    pub(crate) csv: Option<CsvColumns>,
 }
 
 impl Renderer {
     /// The header line, if the format has one.
-    pub(crate) fn header(&self) -> Option<&'static str> {
-        (self.format == Format::Csv).then_some("time,thread,kind,event,arguments")
+    pub(crate) fn header(&self) -> Option<&str> {
+        match (&self.csv, self.format) {
+            (Some(columns), Format::Csv) => Some(&columns.header),
+            _ => None,
+        }
     }
 
     fn thread(&self, out: &mut String, file: usize, thread: u64) {
@@ -157,11 +218,15 @@ impl Renderer {
             Format::Text => {
                 self.time(out, clock, event.time);
                 out.push(' ');
+                self.palette.start(out, Style::Thread);
                 self.thread(out, file, event.thread);
+                self.palette.end(out);
                 out.push(' ');
+                self.palette.start(out, Style::Event);
                 out.push_str(&event.desc.kind_name);
                 out.push('.');
                 out.push_str(&event.desc.name);
+                self.palette.end(out);
                 for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
                     out.push(' ');
                     out.push_str(name);
@@ -169,21 +234,7 @@ impl Renderer {
                     self.value(out, ann, file, event, i, &value);
                 }
             }
-            Format::Csv => {
-                self.time(out, clock, event.time);
-                out.push(',');
-                self.thread(out, file, event.thread);
-                let _ = write!(out, ",{},{},", event.desc.kind_name, event.desc.name);
-                let mut args = String::new();
-                for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
-                    if i > 0 {
-                        args.push(' ');
-                    }
-                    let _ = write!(args, "{name}=");
-                    self.value(&mut args, ann, file, event, i, &value);
-                }
-                csv_field(out, &args);
-            }
+            Format::Csv => self.csv_line(out, ann, file, clock, event),
             Format::Json => {
                 out.push_str("{\"time\":");
                 if self.raw_ticks {
@@ -251,6 +302,89 @@ impl Renderer {
                 }
                 out.push('}');
             }
+        }
+    }
+}
+
+impl Renderer {
+    /// One CSV row (docs/OUTPUT.md, "CSV"): the fixed columns, a cell per parameter column
+    /// (empty where the event has no such parameter), the labels and the cut strings.
+    fn csv_line(&self, out: &mut String, ann: &Annotations, file: usize, clock: &Clock, event: &Event<'_>) {
+        self.time(out, clock, event.time);
+        out.push(',');
+        self.thread(out, file, event.thread);
+        let _ = write!(out, ",{},{}", event.desc.kind_name, event.desc.name);
+        let Some(columns) = &self.csv else { return };
+        let places = columns.places.get(&(file, event.desc.wire)).map_or(&[][..], Vec::as_slice);
+        let mut cells: Vec<(usize, String)> = Vec::with_capacity(places.len());
+        let (mut labels, mut truncated) = (String::new(), String::new());
+        for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
+            let mut cell = String::new();
+            match value {
+                Value::Str(t) => {
+                    csv_text(&mut cell, t.bytes);
+                    if t.truncated {
+                        if !truncated.is_empty() {
+                            truncated.push(' ');
+                        }
+                        truncated.push_str(name);
+                    }
+                }
+                _ => {
+                    let _ = write_value(&mut cell, &value);
+                }
+            }
+            let label = match value {
+                Value::Pointer(a) | Value::Address(a) if self.labels => ann.label(file, a),
+                Value::Word(id) if self.labels && event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, id),
+                _ => None,
+            };
+            if let Some(text) = label {
+                if !labels.is_empty() {
+                    labels.push(' ');
+                }
+                let _ = write!(labels, "{name}=");
+                let _ = write_text(&mut labels, &event_format::wire::Text::new(text));
+            }
+            if let Some(&column) = places.get(i) {
+                cells.push((column, cell));
+            }
+        }
+        cells.sort_unstable_by_key(|c| c.0);
+        let mut cells = cells.into_iter().peekable();
+        for column in 0..columns.count {
+            out.push(',');
+            if let Some((_, cell)) = cells.next_if(|c| c.0 == column) {
+                csv_field(out, &cell);
+            }
+        }
+        out.push(',');
+        csv_field(out, &labels);
+        out.push(',');
+        out.push_str(&truncated);
+    }
+}
+
+/// Writes a string's bytes as a CSV cell holds them: the text itself, with the text form's
+/// escapes for what would act on a terminal or break the row (`\\`, `\n`, `\r`, `\t`,
+/// `\u{..}` for other control and bidirectional formatting characters, `\xNN` for bytes that
+/// are not UTF-8), but no quotes of its own: `"` is CSV's to double.
+fn csv_text(out: &mut String, bytes: &[u8]) {
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() || is_bidi_control(c) => {
+                    let _ = write!(out, "\\u{{{:x}}}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
         }
     }
 }

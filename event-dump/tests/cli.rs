@@ -10,7 +10,7 @@ mod common;
 use common::{DUMP, SERIAL, run, stderr, stdout};
 use event_runtime::{Policy, Recorder};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn dir() -> PathBuf {
     common::dir("cli")
@@ -736,4 +736,335 @@ fn checked_in_damaged_record_streams_read_to_the_same_events() {
     }
     assert_eq!(texts[0], texts[1], "both byte orders read the same");
     insta::assert_snapshot!("damaged_records_fixture", texts[0]);
+}
+
+// Issue 21: the CLI's habits. Mistyped subcommands, CSV with a column per parameter, the
+// selection in `stats`, threads by name, `control` without changes and on a dead program,
+// `--color`, completions and a complete `--help`.
+
+/// `event-dump ARGS...` run in `dir`.
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(DUMP).args(args).current_dir(dir).output().unwrap()
+}
+
+#[test]
+fn a_mistyped_subcommand_gets_did_you_mean_and_a_log_still_prints() {
+    let log = sample_log("typo.evt");
+    let l = log.to_str().unwrap();
+    let d = dir().join("typo-cwd");
+    std::fs::create_dir_all(&d).unwrap();
+    for (args, expected) in [
+        (&["stast", l][..], "event-dump: unknown subcommand `stast`; did you mean `stats`?\n"),
+        (
+            &["exprot", "--to", "chrome", l, "-o", "x.json"],
+            "event-dump: unknown subcommand `exprot`; did you mean `export`?\n",
+        ),
+        (&["chek", l], "event-dump: unknown subcommand `chek`; did you mean `check`?\n"),
+    ] {
+        let out = run_in(&d, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out), expected, "{args:?}: one line");
+        assert!(out.stdout.is_empty());
+    }
+    // A file of that name is a log, as `event-dump LOG` reads it.
+    std::fs::copy(&log, d.join("stast")).unwrap();
+    let out = run_in(&d, &["stast"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), stdout(&run(&[l])));
+    // A word far from every subcommand is a log that is not there, as before.
+    let out = run_in(&d, &["trace.evt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "event-dump: trace.evt: cannot open: no such file\n");
+}
+
+/// The fields of one CSV row (RFC 4180: quoted fields, `""` inside them).
+fn csv_fields(row: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let (mut quoted, mut chars) = (false, row.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', false) => quoted = true,
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            ('"', true) => quoted = false,
+            (',', false) => fields.push(String::new()),
+            (c, _) => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+/// docs/OUTPUT.md, "CSV": one row per event, a column per parameter name (the union over the
+/// event types selected, `arg.NAME` for a name of a fixed column), each cell the value alone;
+/// every row has the header's columns, and holds what the JSON line of the same event holds.
+#[test]
+fn csv_has_a_column_per_parameter() {
+    let log = sample_log("csv-columns.evt");
+    let l = log.to_str().unwrap();
+    insta::assert_snapshot!(
+        "csv_one_event_type",
+        stdout(&run(&["print", l, "--format", "csv", "--event", "SweepReclaim,ClientCheck"]))
+    );
+    for select in [&[][..], &["--kind", "Pool,Object"], &["--event", "ObjectAlloc"]] {
+        let mut args = vec!["print", l, "--format", "csv"];
+        args.extend_from_slice(select);
+        let csv = stdout(&run(&args));
+        args[3] = "json";
+        let json = stdout(&run(&args));
+        let mut rows = csv.lines();
+        let header = csv_fields(rows.next().unwrap());
+        assert_eq!(header[..4], ["time", "thread", "kind", "event"], "{select:?}");
+        assert_eq!(header[header.len() - 2..], ["labels", "truncated"], "{select:?}");
+        let lines: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let rows: Vec<Vec<String>> = rows.map(csv_fields).collect();
+        assert_eq!(rows.len(), lines.len(), "{select:?}: one row per event");
+        for (row, line) in rows.iter().zip(&lines) {
+            assert_eq!(row.len(), header.len(), "{select:?}: {row:?}");
+            assert_eq!(row[3], line["event"].as_str().unwrap());
+            let args = line["args"].as_object().unwrap();
+            for (column, cell) in header.iter().zip(row).skip(4).take(header.len() - 6) {
+                let name = column.strip_prefix("arg.").unwrap_or(column);
+                let expected = match args.get(name) {
+                    None => String::new(),
+                    Some(serde_json::Value::String(s)) => s.replace('\\', "\\\\").replace('\n', "\\n"),
+                    Some(v) => v.to_string(),
+                };
+                assert_eq!(cell, &expected, "{select:?}: column {column} of {row:?}");
+            }
+            let labels = row[header.len() - 2].clone();
+            match line.get("labels").and_then(|l| l.as_object()) {
+                None => assert_eq!(labels, "", "{row:?}"),
+                Some(map) => {
+                    let written: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    assert_eq!(labels, written.join(" "), "{row:?}");
+                }
+            }
+        }
+    }
+    // One event type: its parameters are the columns, and nothing else.
+    let header = stdout(&run(&["print", l, "--format", "csv", "--event", "ObjectAlloc"]));
+    assert_eq!(header.lines().next().unwrap(), "time,thread,kind,event,pool,addr,size,class,labels,truncated");
+    // A parameter named as a fixed column gets `arg.`: the built-in Dropped's `thread`.
+    let drops = dropping_log();
+    let dropped = stdout(&run(&["print", drops.to_str().unwrap(), "--format", "csv", "--event", "Dropped"]));
+    assert_eq!(dropped.lines().next().unwrap(), "time,thread,kind,event,arg.thread,count,labels,truncated");
+}
+
+/// `stats` takes `print`'s selection: its counts are of the events `print` would show.
+#[test]
+fn stats_takes_the_selection_of_print() {
+    let log = sample_log("stats-select.evt");
+    let l = log.to_str().unwrap();
+    let select = ["--kind", "Pool,Object", "--thread", "worker-1", "--filter", "size >= 128 || name == \"PoolInit\""];
+    let mut args = vec!["stats", l];
+    args.extend_from_slice(&select);
+    let stats = run(&args);
+    assert!(stats.status.success(), "{}", stderr(&stats));
+    let text = clean(&stdout(&stats), l);
+    insta::assert_snapshot!("stats_selected", text);
+    let shown = printed(l, &select).len();
+    assert!(shown > 0);
+    assert!(text.contains(&format!("selected: {shown} of these events")), "{text}");
+    let per_thread: u64 = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  per thread:"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(per_thread, shown as u64, "{text}");
+    // Without a selection, stats are what they were.
+    assert!(!stdout(&run(&["stats", l])).contains("selected:"));
+    for option in [&["--since", "0.00000005"][..], &["--until", "0.00000001"], &["--event", "ArenaPoll"]] {
+        let mut args = vec!["stats", l];
+        args.extend_from_slice(option);
+        let out = run(&args);
+        assert!(out.status.success(), "{option:?}: {}", stderr(&out));
+        let n = printed(l, option).len();
+        assert!(stdout(&out).contains(&format!("selected: {n} of these events")), "{option:?}: {}", stdout(&out));
+    }
+}
+
+/// A log whose threads 1 and 2 are both named `twin` and thread 3 `compactor` (the test's
+/// own thread records nothing).
+fn twins_log() -> PathBuf {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let path = dir().join("twins.evt");
+    let recording = Recorder::new(&events::SET).file(&path).deterministic_clock().start().unwrap();
+    for name in ["twin", "twin", "compactor"] {
+        std::thread::Builder::new().name(name.to_owned()).spawn(|| event!(ClientMark)).unwrap().join().unwrap();
+    }
+    recording.stop().unwrap();
+    path
+}
+
+/// `--thread` takes names as `stats` shows them, `T3` and `3`, in `print`, `stats` and
+/// `follow`; a name two threads share is an error that lists them.
+#[test]
+fn threads_by_name_or_number() {
+    let log = sample_log("thread-names.evt");
+    let l = log.to_str().unwrap();
+    let by_number = printed(l, &["--thread", "3"]);
+    assert!(!by_number.is_empty());
+    assert!(by_number.iter().all(|line| line.split(' ').nth(1) == Some("T3")), "{by_number:?}");
+    assert_eq!(printed(l, &["--thread", "T3"]), by_number);
+    assert_eq!(printed(l, &["--thread", "worker-1"]), by_number);
+    let both = printed(l, &["--thread", "worker-0,3"]);
+    assert_eq!(both.len(), by_number.len() + printed(l, &["--thread", "2"]).len());
+    let stats = stdout(&run(&["stats", l, "--thread", "worker-1"]));
+    assert!(stats.contains("T3 (worker-1)") && !stats.contains("T2 (worker-0)"), "{stats}");
+    let twins = twins_log();
+    let t = twins.to_str().unwrap();
+    assert_eq!(printed(t, &["--thread", "compactor", "--event", "ClientMark"]).len(), 1);
+    let mut errors = String::new();
+    for (cmd, name) in [("print", "twin"), ("stats", "twin"), ("print", "nobody")] {
+        let out = run(&[cmd, t, "--thread", name]);
+        assert_eq!(out.status.code(), Some(1), "{cmd} {name}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        errors.push_str(&format!("$ event-dump {cmd} LOG --thread {name}\n{}", stderr(&out)));
+    }
+    let program = std::env::current_exe().unwrap().file_stem().unwrap().to_string_lossy().into_owned();
+    insta::assert_snapshot!("thread_names_errors", errors.replace(&program, "[program]"));
+}
+
+/// `control RING` without changes prints the program's selection and changes nothing; on a
+/// ring file whose program died (state still "recording"), `control` says so at once.
+#[test]
+fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_once() {
+    use std::time::{Duration, Instant};
+    let ring = dir().join("show.ring");
+    {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = Recorder::new(&events::SET).ring_file(&ring).policy(Policy::Ring).start().unwrap();
+        let r = ring.to_str().unwrap();
+        let show = run(&["control", r]);
+        assert!(show.status.success(), "{}", stderr(&show));
+        assert_eq!(stdout(&show), "recording: all\n");
+        let off = run(&["control", r, "--disable", "Object,Seg:SegSplit"]);
+        assert!(off.status.success(), "{}", stderr(&off));
+        let show = run(&["control", r]);
+        assert_eq!(stdout(&show), "recording: Arena Pool Seg Sweep Client -Seg:SegSplit\n");
+        assert!(!event_runtime::control::is_enabled(events::code::ObjectFree), "unchanged by reading");
+        recording.stop().unwrap();
+        let closed = run(&["control", r]);
+        assert_eq!(closed.status.code(), Some(1));
+        assert!(stderr(&closed).contains("not recording any more"), "{}", stderr(&closed));
+    }
+    // A ring file left "recording" by a process that is gone.
+    let mut child = Command::new(DUMP).arg("--version").stdout(std::process::Stdio::null()).spawn().unwrap();
+    let gone = u64::from(child.id());
+    child.wait().unwrap();
+    let dead = dir().join("dead.ring");
+    dead_ring(&dead, gone);
+    let began = Instant::now();
+    let out = run(&["control", dead.to_str().unwrap(), "--disable", "Object"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(began.elapsed() < Duration::from_secs(2), "at once, not after --timeout's 5 s");
+    assert_eq!(
+        stderr(&out).replace(dead.to_str().unwrap(), "RING").replace(&gone.to_string(), "PID"),
+        "event-dump: RING: its program (pid PID) is not running any more: it ended without closing the file; `event-dump` reads what it recorded\n"
+    );
+    assert_eq!(run(&["control", dead.to_str().unwrap()]).status.code(), Some(1));
+    // A live process that does not answer (this test's own pid: it runs no writer for the
+    // file) is waited for until the timeout.
+    let silent = dir().join("silent.ring");
+    dead_ring(&silent, u64::from(std::process::id()));
+    let out = run(&["control", silent.to_str().unwrap(), "--timeout", "300"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("did not answer within 300 ms; is it still running?"), "{}", stderr(&out));
+}
+
+/// A ring file as [`handmade_ring`] makes it, but still "recording", by process `pid`.
+fn dead_ring(path: &Path, pid: u64) {
+    use event_format::ring::{self, Layout};
+    use event_format::wire::{Header, Order};
+    let order = Order::Little;
+    let sealed = message_block(order, 1, 0, &[(1, "one")]);
+    let current = message_block(order, 1, 1, &[(2, "two")]);
+    handmade_ring(path, order, &sealed, &current, 0, 0);
+    let (schema, _, _) = common::handmade_schema();
+    let header = Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer()).encode().unwrap();
+    let layout = Layout {
+        order,
+        version: ring::RING_VERSION,
+        block_size: 1024,
+        slots: 1,
+        blocks_per_slot: 2,
+        header_len: header.len() as u32,
+        pid,
+        created_ns: 0,
+    };
+    let mut file = std::fs::read(path).unwrap();
+    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
+    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_RECORDING);
+    std::fs::write(path, file).unwrap();
+}
+
+/// `--color`: `always` colors thread ids and event names of the text format (and only of
+/// the text format); `never`, and the default into a pipe, write the plain bytes.
+#[test]
+fn color_always_never_and_auto() {
+    let log = sample_log("color.evt");
+    let l = log.to_str().unwrap();
+    let plain = run(&[l]);
+    assert!(!plain.stdout.contains(&0x1b), "no color into a pipe by default");
+    assert_eq!(run(&[l, "--color", "never"]).stdout, plain.stdout);
+    assert_eq!(run(&["print", l, "--color=never"]).stdout, plain.stdout);
+    let colored = stdout(&run(&["--color", "always", l]));
+    assert!(colored.contains("\x1b[35mT1\x1b[0m \x1b[36mArena.ArenaCreate\x1b[0m"), "{colored}");
+    let strip = |s: &str| s.replace("\x1b[35m", "").replace("\x1b[36m", "").replace("\x1b[0m", "");
+    assert_eq!(strip(&colored), stdout(&plain), "only escapes are added");
+    for format in ["json", "csv"] {
+        let out = run(&["print", l, "--format", format, "--color", "always"]);
+        assert!(!out.stdout.contains(&0x1b), "{format} is never colored");
+    }
+    let stats = stdout(&run(&["stats", l, "--color", "always"]));
+    assert!(stats.contains("\x1b[36mObject.ObjectAlloc\x1b[0m"), "{stats}");
+    assert_eq!(strip(&stats), stdout(&run(&["stats", l])));
+    // NO_COLOR turns off `auto` (even on a terminal; here, a pipe), not `always`.
+    let no_color = Command::new(DUMP).args([l, "--color", "always"]).env("NO_COLOR", "1").output().unwrap();
+    assert!(no_color.stdout.contains(&0x1b));
+    let bad = run(&[l, "--color", "sometimes"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+/// `completions SHELL` prints clap_complete's script, which names every subcommand.
+#[test]
+fn shell_completions() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        for cmd in ["print", "stats", "export", "control", "completions"] {
+            assert!(script.contains(cmd), "{shell} completes {cmd}");
+        }
+    }
+    assert!(stdout(&run(&["completions", "bash"])).contains("--color"));
+    assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+/// The top-level `--help` lists every subcommand, one line each, and its summary names them.
+#[test]
+fn top_level_help_lists_every_subcommand() {
+    let help = stdout(&run(&["--help"]));
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        ["print", "stats", "schema", "check", "follow", "export", "control", "completions", "help"],
+        "{help}"
+    );
+    let summary = help.lines().next().unwrap();
+    for cmd in ["print", "stats", "schema", "check", "follow", "export", "control", "completions"] {
+        assert!(summary.contains(cmd), "the summary names {cmd}: {summary}");
+    }
+    for cmd in ["export", "completions"] {
+        assert!(stdout(&run(&[cmd, "--help"])).contains("Example"), "{cmd} --help shows an example");
+    }
 }

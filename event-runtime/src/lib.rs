@@ -86,6 +86,9 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+// docs.rs (Cargo.toml, `package.metadata.docs.rs`) documents every feature, each gated item
+// marked with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod annotate;
 mod buffer;

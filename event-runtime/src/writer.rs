@@ -52,9 +52,14 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             ring.heartbeat();
             ring.set_lost(shared.lost_here());
             if let Some((seq, text)) = ring.request() {
-                match control::apply(&text) {
+                // An empty request reads the selection (docs/FORMAT.md, "Control protocol").
+                let answer = match text.trim() {
+                    "" => control::describe().ok_or_else(|| "no recording runs".to_owned()),
+                    _ => control::apply(&text).map_err(|e| e.to_string()),
+                };
+                match answer {
                     Ok(now) => ring.reply(seq, true, &now),
-                    Err(e) => ring.reply(seq, false, &e.to_string()),
+                    Err(e) => ring.reply(seq, false, &e),
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! `stats` and `check`: one pass over each log that counts what it holds (a census) and
 //! what is wrong with it, then one report per log.
 
-use super::{Result, write_all};
-use crate::cli::LogsArgs;
+use super::{Colors, Result, Selection, thread_names, write_all};
+use crate::cli::{LogsArgs, Select, StatsArgs};
+use crate::color::{Palette, Style};
 use crate::log::{Log, open_all};
 use crate::progress::Progress;
 use event_format::builtin;
@@ -23,6 +24,11 @@ struct Census {
     stored_bytes: u64,
     record_bytes: u64,
     events: u64,
+    /// The events the selection keeps (all of them without one), and the first and last
+    /// of their times; `per_event`, `per_kind` and `per_thread` count only these.
+    selected: u64,
+    selected_first: Option<u64>,
+    selected_last: u64,
     per_event: BTreeMap<String, u64>,
     per_kind: BTreeMap<String, u64>,
     per_thread: BTreeMap<u64, u64>,
@@ -38,8 +44,11 @@ struct Census {
     sequences: BTreeMap<u64, Vec<u64>>,
 }
 
-fn census(log: &mut Log) -> Census {
+/// The census of `log`, the `file`th of the command line, counting the events `selection`
+/// keeps (damage, losses and blocks are the whole log's).
+fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
     let mut c = Census::default();
+    let clock = log.header().clock;
     // Counted by code and by block while reading (no allocation per event), named at the end.
     let mut per_code = vec![0u64; 1 << 16];
     let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
@@ -62,14 +71,19 @@ fn census(log: &mut Log) -> Census {
         if block.header.lost > 0 {
             add_lost(&mut c.lost, block.header.thread, block.header.lost);
         }
-        let mut in_block = 0u64;
+        let (mut in_block, mut kept) = (0u64, 0u64);
         for entry in block.entries(&log.catalog) {
             match entry {
                 Entry::Event(e) => {
                     in_block += 1;
                     c.first = Some(c.first.map_or(e.time, |f| f.min(e.time)));
                     c.last = c.last.max(e.time);
-                    per_code[usize::from(e.desc.code)] += 1;
+                    if selection.keeps(file, &e, &clock) {
+                        kept += 1;
+                        c.selected_first = Some(c.selected_first.map_or(e.time, |f| f.min(e.time)));
+                        c.selected_last = c.selected_last.max(e.time);
+                        per_code[usize::from(e.desc.code)] += 1;
+                    }
                     match e.desc.code {
                         builtin::DROPPED => {
                             let mut v = e.values();
@@ -92,9 +106,10 @@ fn census(log: &mut Log) -> Census {
                 }
             }
         }
-        if in_block > 0 {
-            c.events += in_block;
-            *c.per_thread.entry(block.header.thread).or_default() += in_block;
+        c.events += in_block;
+        if kept > 0 {
+            c.selected += kept;
+            *c.per_thread.entry(block.header.thread).or_default() += kept;
         }
     }
     // A ring file's damaged blocks are left out of its blocks by the ring reader, which lists
@@ -167,15 +182,24 @@ fn seconds(clock: &Clock, from: u64, to: u64) -> f64 {
     (clock.seconds_since_start(to) - clock.seconds_since_start(from)).max(0.0)
 }
 
-/// `stats`: what each log holds.
-pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
+/// `text` in `style`, padded with spaces to `width` characters as `{text:<width}` pads.
+fn padded(palette: Palette, style: Style, text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(text.chars().count());
+    format!("{}{}", palette.paint(style, text), " ".repeat(pad))
+}
+
+/// `stats`: what each log holds; with a selection, its counts are of the events selected.
+pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
+    let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+    let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let palette = colors.out;
     let mut text = String::new();
     for (i, log) in logs.iter_mut().enumerate() {
         if i > 0 {
             text.push('\n');
         }
-        let c = census(log);
+        let c = census(log, i, &selection);
         let h = log.header().clone();
         let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
         let _ = writeln!(text, "log {}", log.path.display());
@@ -202,6 +226,19 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
         let rate =
             if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
         let _ = writeln!(text, "  {} events in {} blocks over {span:.9} s ({rate})", c.events, c.blocks);
+        if !selection.is_everything() {
+            let span = c.selected_first.map_or(0.0, |f| seconds(&h.clock, f, c.selected_last));
+            let rate = if span > 0.0 {
+                format!("{:.0} events/s", c.selected as f64 / span)
+            } else {
+                "no time span".to_owned()
+            };
+            let _ = writeln!(
+                text,
+                "  selected: {} of these events, over {span:.9} s ({rate}); the counts below are of these",
+                c.selected
+            );
+        }
         let per_event_bytes = if c.events > 0 { c.record_bytes as f64 / c.events as f64 } else { 0.0 };
         let file_bytes = if c.events > 0 { c.stored_bytes as f64 / c.events as f64 } else { 0.0 };
         let _ = writeln!(
@@ -211,13 +248,15 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
         );
         let lost = saturating_sum(c.lost.values().copied());
         let gaps = saturating_sum(c.sequences.values().flat_map(|s| gaps(s)).map(|g| g.1));
-        let _ = writeln!(
-            text,
-            "  {lost} events lost, {gaps} blocks missing (overwritten or dropped), {} damaged blocks, {} bad records, {} records of unknown codes",
+        let unknown = c.unknown.values().sum::<u64>();
+        let losses = format!(
+            "{lost} events lost, {gaps} blocks missing (overwritten or dropped), {} damaged blocks, {} bad records, {unknown} records of unknown codes",
             c.damaged.len(),
             c.bad.len(),
-            c.unknown.values().sum::<u64>()
         );
+        let whole = lost == 0 && gaps == 0 && c.damaged.is_empty() && c.bad.is_empty() && unknown == 0;
+        let losses = if whole { losses } else { palette.paint(Style::Warning, &losses) };
+        let _ = writeln!(text, "  {losses}");
         let (repeats, backwards) =
             c.sequences.values().map(|s| disorder(s)).fold((0, 0), |(r, b), (rs, bs)| (r + rs.len(), b + bs.len()));
         if repeats + backwards > 0 {
@@ -246,13 +285,13 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
         let mut events: Vec<_> = c.per_event.iter().collect();
         events.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (e, n) in events {
-            let _ = writeln!(text, "    {e:<24} {n:>12}");
+            let _ = writeln!(text, "    {} {n:>12}", padded(palette, Style::Event, e, 24));
         }
         let _ = writeln!(text, "  per thread:");
         for (t, n) in &c.per_thread {
             let name = c.names.get(t).map(|n| format!(" ({n})")).unwrap_or_default();
             let lost = c.lost.get(t).map(|l| format!(", {l} lost")).unwrap_or_default();
-            let _ = writeln!(text, "    T{t}{name:<20} {n:>12}{lost}");
+            let _ = writeln!(text, "    {}{name:<20} {n:>12}{lost}", palette.paint(Style::Thread, &format!("T{t}")));
         }
         for (t, l) in &c.lost {
             if !c.per_thread.contains_key(t) {
@@ -268,10 +307,12 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
 /// `check`: what is wrong with each log; exit code 1 unless every log is whole.
 pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
+    let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+    let everything = Selection::new(&Select::default(), &headers, || Ok(Vec::new()))?;
     let mut text = String::new();
     let mut whole = true;
-    for log in &mut logs {
-        let c = census(log);
+    for (i, log) in logs.iter_mut().enumerate() {
+        let c = census(log, i, &everything);
         let mut problems = Vec::new();
         for d in &c.damaged {
             problems.push(format!("damaged: {d}"));

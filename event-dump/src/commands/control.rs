@@ -1,9 +1,10 @@
-//! `control`: changes what a running program records, through the control page of its ring
-//! file (docs/FORMAT.md, "Control protocol"), and the request itself ([`send_request`]):
+//! `control`: shows or changes what a running program records, through the control page of
+//! its ring file (docs/FORMAT.md, "Control protocol"), and the request itself ([`send_request`]):
 //! it writes to the file and waits for the program's answer, so it lives here, beside its
 //! one caller, and not in event-format, which does no I/O of its own. Why the writes and
 //! reads here see the program's mapping is event-format's `ring` module's "Memory" section.
 
+use super::follow::writer_alive;
 use super::{Result, write_all};
 use crate::cli::ControlArgs;
 use crate::log::DumpError;
@@ -27,6 +28,12 @@ pub enum ControlError {
     Ring(RingError),
     /// The program has stopped recording: the file is closed, nobody answers.
     NotRecording,
+    /// The program died without closing the file: its process is gone (or, where that
+    /// cannot be asked, its heartbeat stopped), nobody answers.
+    Dead {
+        /// The writer's process id, as the file names it.
+        pid: u64,
+    },
     /// The program did not answer in time (it died, or is stopped).
     TimedOut(Duration),
     /// Reading or writing the file failed.
@@ -39,6 +46,10 @@ impl fmt::Display for ControlError {
             ControlError::TooLong { len } => write!(f, "the request is {len} bytes; the most is {REQUEST_MAX}"),
             ControlError::Ring(e) => e.fmt(f),
             ControlError::NotRecording => f.write_str("its program is not recording any more (the file is closed)"),
+            ControlError::Dead { pid } => write!(
+                f,
+                "its program (pid {pid}) is not running any more: it ended without closing the file; `event-dump` reads what it recorded"
+            ),
             ControlError::TimedOut(timeout) => {
                 write!(f, "the program did not answer within {} ms; is it still running?", timeout.as_millis())
             }
@@ -58,17 +69,30 @@ impl From<io::Error> for ControlError {
 /// Sends a control request to the program writing the ring file `file` (opened for reading
 /// and writing) and waits up to `timeout` for its answer: whether it applied the request,
 /// and its reply (the selection now, or why it refused). The request is `text` in the
-/// `EVENT_CONTROL` grammar, applied to the program's running selection. One monitor at a
-/// time: two at once may see each other's replies.
+/// `EVENT_CONTROL` grammar, applied to the program's running selection; an empty `text`
+/// changes nothing, and a program whose runtime reads it so answers with its selection (an
+/// older one refuses it). A program that has closed the file or died is an error at once,
+/// and so is one that dies while the request waits. One monitor at a time: two at once may
+/// see each other's replies.
 pub fn send_request(file: &File, text: &str, timeout: Duration) -> std::result::Result<(bool, String), ControlError> {
     if text.len() > REQUEST_MAX {
         return Err(ControlError::TooLong { len: text.len() });
     }
     let reader = RingReader::open(file, DecodeOptions::default()).map_err(ControlError::Ring)?;
-    let (o, base) = (reader.layout().order, reader.layout().control());
-    if reader.status()?.state != STATE_RECORDING {
-        return Err(ControlError::NotRecording);
-    }
+    let (o, base, pid) = (reader.layout().order, reader.layout().control(), reader.layout().pid);
+    // Whether anybody can answer: the file open for recording, its writer alive (as
+    // `follow` tells, from the process and the heartbeat).
+    let answerable = || -> std::result::Result<(), ControlError> {
+        let status = reader.status()?;
+        if status.state != STATE_RECORDING {
+            return Err(ControlError::NotRecording);
+        }
+        if !writer_alive(pid, status.heartbeat_ns) {
+            return Err(ControlError::Dead { pid });
+        }
+        Ok(())
+    };
+    answerable()?;
     let seq = reader.read_u64(base + control_at::REQUEST_SEQ as u64)? + 1;
     write_at(file, text.as_bytes(), base + control_at::REQUEST as u64)?;
     let mut b = [0u8; 8];
@@ -84,6 +108,7 @@ pub fn send_request(file: &File, text: &str, timeout: Duration) -> std::result::
         if Instant::now() >= deadline {
             return Err(ControlError::TimedOut(timeout));
         }
+        answerable()?;
         std::thread::sleep(Duration::from_millis(5));
     }
     // A load barrier: the reply was written before the acknowledgement.
@@ -108,14 +133,10 @@ fn write_at(_file: &File, _bytes: &[u8], _offset: u64) -> io::Result<()> {
     Err(io::Error::other("control needs a Unix system"))
 }
 
-/// `control`: sends the request and prints the program's answer.
+/// `control`: sends the request and prints the program's answer; without `--enable` and
+/// `--disable`, an empty request, which changes nothing, and the selection it answers.
 pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
     let shown = args.ring.display().to_string();
-    if args.enable.is_empty() && args.disable.is_empty() {
-        return Err(DumpError::new(
-            "nothing to change; give --enable ITEMS and/or --disable ITEMS (e.g. --disable Object)",
-        ));
-    }
     let mut items: Vec<String> = Vec::new();
     for e in &args.enable {
         items.extend(e.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned));
@@ -132,6 +153,13 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
     let began = Instant::now();
     let answer = send_request(&file, &text, Duration::from_millis(args.timeout));
     match answer {
+        Ok((true, now)) if text.is_empty() => {
+            write_all(&format!("recording: {now}\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok((false, _)) if text.is_empty() => Err(DumpError::new(format!(
+            "{shown}: the program did not say what it records (its event-runtime predates the empty request); change something with --enable or --disable to see it"
+        ))),
         Ok((true, now)) => {
             write_all(&format!("now recording: {now} (answered in {} ms)\n", began.elapsed().as_millis()))?;
             Ok(ExitCode::SUCCESS)

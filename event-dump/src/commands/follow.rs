@@ -1,10 +1,10 @@
 //! `follow`: a running program's events from its ring file as they are committed (ftrace's
 //! `trace_pipe`), until the program stops or dies.
 
-use super::{Result, Selection, out_line};
+use super::{Colors, Result, Selection, out_line, thread_names};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
-use crate::render::{Annotations, Renderer};
+use crate::render::{Annotations, CsvColumns, Format, Renderer};
 use event_format::decode::{Catalog, Entry};
 use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED};
 use std::collections::BTreeMap;
@@ -13,15 +13,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// `follow`: prints what the ring file's program commits, until it stops.
-pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
+pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     let shown = args.ring.display().to_string();
     let file = std::fs::File::open(&args.ring).map_err(|e| DumpError::new(format!("{shown}: cannot open: {e}")))?;
     let reader = RingReader::open(file, Default::default()).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
     let header = reader.header().clone();
     let pid = reader.layout().pid;
     let catalog = Catalog::new(&header.sets);
-    let selection = Selection::new(&args.select, &[&header])?;
-    let renderer = Renderer { format: args.format, raw_ticks: false, labels: true, pids: None };
+    // Thread names are those the ring file holds when following starts.
+    let selection = Selection::new(&args.select, &[&header], || thread_names(std::slice::from_ref(&args.ring), false))?;
+    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
+    let renderer =
+        Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
     let mut follower = Follower::new(reader);
     let mut ann = Annotations::default();
     let stdout = io::stdout();
@@ -92,7 +95,7 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
 
 /// Whether the ring file's writer still runs: its process exists (where that can be
 /// asked) and its heartbeat is recent.
-fn writer_alive(pid: u64, heartbeat_ns: u64) -> bool {
+pub(crate) fn writer_alive(pid: u64, heartbeat_ns: u64) -> bool {
     let proc = std::path::Path::new("/proc");
     if proc.is_dir() {
         return proc.join(pid.to_string()).exists();

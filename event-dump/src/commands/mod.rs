@@ -14,30 +14,125 @@ pub(crate) mod print;
 pub(crate) mod schema;
 
 use crate::cli::Select;
+use crate::color::Palette;
 use crate::filter::Filter;
 use crate::log::DumpError;
 use crate::render::EventFields;
 use event_format::builtin;
 use event_format::decode::Catalog;
-use event_format::decode::Event;
+use event_format::decode::{Entry, Event};
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Patterns, Word, glob};
-use event_format::wire::{Clock, Header};
-use std::collections::BTreeSet;
+use event_format::wire::{Clock, Header, Value};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 
 type Result<T> = std::result::Result<T, DumpError>;
 
-/// The selection of `print` and `follow`, compiled against the logs' schemas.
+/// The colors of stdout and stderr, as `--color` and the terminal decide.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Colors {
+    pub(crate) out: Palette,
+    pub(crate) err: Palette,
+}
+
+/// Each log's thread names: thread id -> the name its last `ThreadName` event gave.
+pub(crate) type ThreadNames = Vec<BTreeMap<u64, String>>;
+
+/// The selection of `print`, `stats` and `follow`, compiled against the logs' schemas.
 pub(crate) struct Selection {
     /// For each log, the codes that `--kind` and `--event` choose (both, when both are
     /// given), compiled once against its schema; `None` when neither is given.
     codes: Option<Vec<CodeSet>>,
-    threads: Option<BTreeSet<u64>>,
+    threads: Option<Threads>,
     since: Option<f64>,
     until: Option<f64>,
     filter: Option<Filter>,
+}
+
+/// The threads `--thread` chooses: ids, in every log, and the threads named so, per log.
+struct Threads {
+    ids: BTreeSet<u64>,
+    /// For each log, the ids of the threads that the names given name in it.
+    named: Vec<BTreeSet<u64>>,
+}
+
+/// Reads the thread names of each log of `paths`: one more pass over them, made only when
+/// `--thread` names a thread.
+pub(crate) fn thread_names(paths: &[PathBuf], force: bool) -> Result<ThreadNames> {
+    let mut all = Vec::with_capacity(paths.len());
+    for path in paths {
+        let mut log = crate::log::open(path, force)?;
+        let mut names = BTreeMap::new();
+        while let Some(block) = log.blocks().next_block() {
+            let Ok(block) = block else { continue };
+            for entry in block.entries(&log.catalog) {
+                if let Entry::Event(e) = entry
+                    && e.desc.code == builtin::THREAD_NAME
+                {
+                    let mut v = e.values();
+                    if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
+                        names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
+                    }
+                }
+            }
+        }
+        all.push(names);
+    }
+    Ok(all)
+}
+
+/// `--thread`'s items: numbers (`3`, `T3`) for every log, names looked up in each log's
+/// names (read by `names` only when an item is a name). A name that no log has, or that
+/// two threads of one log share, is an error that lists the threads.
+fn threads(value: &str, logs: usize, names: impl FnOnce() -> Result<ThreadNames>) -> Result<Threads> {
+    let items: Vec<&str> = value.split(',').map(str::trim).filter(|x| !x.is_empty()).collect();
+    let number = |t: &str| t.strip_prefix('T').unwrap_or(t).parse::<u64>().ok();
+    let ids: BTreeSet<u64> = items.iter().filter_map(|t| number(t)).collect();
+    let wanted: Vec<&str> = items.iter().copied().filter(|t| number(t).is_none()).collect();
+    let mut named = vec![BTreeSet::new(); logs];
+    if wanted.is_empty() {
+        return Ok(Threads { ids, named });
+    }
+    let names = names()?;
+    let listing = |log: &BTreeMap<u64, String>| {
+        let all: Vec<String> = log.iter().map(|(t, n)| format!("T{t} ({})", n.escape_debug())).collect();
+        if all.is_empty() {
+            "none of its threads is named".to_owned()
+        } else {
+            format!("its threads are {}", all.join(", "))
+        }
+    };
+    for name in wanted {
+        let mut found = false;
+        for (file, log) in names.iter().enumerate() {
+            let matching: Vec<u64> = log.iter().filter(|(_, n)| n.as_str() == name).map(|(t, _)| *t).collect();
+            if matching.len() > 1 {
+                let listed: Vec<String> = matching.iter().map(|t| format!("T{t}")).collect();
+                let numbers: Vec<String> = matching.iter().map(u64::to_string).collect();
+                return Err(DumpError::new(format!(
+                    "--thread {name}: {} threads are named `{name}`: {}; give ids instead, such as --thread {} (or {} for all of them)",
+                    matching.len(),
+                    listed.join(", "),
+                    numbers[0],
+                    numbers.join(","),
+                    name = name.escape_debug(),
+                )));
+            }
+            found |= !matching.is_empty();
+            named[file].extend(matching);
+        }
+        if !found {
+            let of = names.first().map(listing).unwrap_or_default();
+            return Err(DumpError::new(format!(
+                "--thread {}: no thread is named so ({of}); give names or ids such as 1,T3",
+                name.escape_debug()
+            )));
+        }
+    }
+    Ok(Threads { ids, named })
 }
 
 /// `--kind` or `--event` read in the selection language (a bare word is a kind or an
@@ -85,13 +180,16 @@ fn patterns(value: &Option<String>, word: Word, catalogs: &[Catalog], schemas: &
 }
 
 impl Selection {
-    pub(crate) fn new(select: &Select, headers: &[&Header]) -> Result<Selection> {
+    /// Compiles `select` against the logs' sets; `names` gives the logs' thread names, and is
+    /// called only when `--thread` names a thread.
+    pub(crate) fn new(
+        select: &Select,
+        headers: &[&Header],
+        names: impl FnOnce() -> Result<ThreadNames>,
+    ) -> Result<Selection> {
         // Every set of every log: their kinds, events and parameters.
         let schemas: Vec<&Schema> = headers.iter().flat_map(|h| h.sets.iter().map(|s| &s.schema)).collect();
         let schemas = &schemas[..];
-        let list = |s: &Option<String>| {
-            s.as_ref().map(|s| s.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect::<Vec<_>>())
-        };
         let catalogs: Vec<Catalog> = headers.iter().map(|h| Catalog::new(&h.sets)).collect();
         let kinds = patterns(&select.kind, Word::Kind, &catalogs, schemas)?;
         let events = patterns(&select.event, Word::Event, &catalogs, schemas)?;
@@ -110,17 +208,9 @@ impl Selection {
                 })
                 .collect()
         });
-        let threads = match list(&select.thread) {
+        let threads = match &select.thread {
             None => None,
-            Some(ids) => Some(
-                ids.iter()
-                    .map(|t| {
-                        t.trim_start_matches('T').parse::<u64>().map_err(|_| {
-                            DumpError::new(format!("--thread {t}: not a thread id; write numbers such as 1,3"))
-                        })
-                    })
-                    .collect::<Result<BTreeSet<u64>>>()?,
-            ),
+            Some(value) => Some(threads(value, headers.len(), names)?),
         };
         let filter = match &select.filter {
             None => None,
@@ -144,6 +234,21 @@ impl Selection {
         Ok(Selection { codes, threads, since: select.since, until: select.until, filter })
     }
 
+    /// Whether `--kind` and `--event` let events of `code`, of log `file`, be shown (the
+    /// other choices are made event by event).
+    pub(crate) fn may_show(&self, file: usize, wire: u16) -> bool {
+        self.codes.as_ref().is_none_or(|codes| codes[file].contains(wire))
+    }
+
+    /// Whether anything is chosen: any of the options was given.
+    pub(crate) fn is_everything(&self) -> bool {
+        self.codes.is_none()
+            && self.threads.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+            && self.filter.is_none()
+    }
+
     /// Whether `event`, of log `file`, is shown.
     pub(crate) fn keeps(&self, file: usize, event: &Event<'_>, clock: &Clock) -> bool {
         if let Some(codes) = &self.codes
@@ -152,7 +257,8 @@ impl Selection {
             return false;
         }
         if let Some(threads) = &self.threads
-            && !threads.contains(&event.thread)
+            && !threads.ids.contains(&event.thread)
+            && !threads.named[file].contains(&event.thread)
         {
             return false;
         }

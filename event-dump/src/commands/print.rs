@@ -1,12 +1,14 @@
 //! `print`: one line per event, threads (and logs) merged by time, in text, JSON or CSV;
 //! what could not be shown (damaged blocks, bad records, unknown codes) goes to stderr.
 
-use super::{Result, Selection, out_line};
+use super::{Colors, Result, Selection, out_line, thread_names};
 use crate::cli::PrintArgs;
+use crate::color::Style;
 use crate::log::{DumpError, open_all};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
-use crate::render::{Annotations, Renderer};
+use crate::render::{Annotations, CsvColumns, Format, Renderer};
+use event_format::decode::Catalog;
 use event_format::wire::{Clock, Header};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -14,15 +16,19 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 /// `print`: the selected events of the logs, merged by time.
-pub(crate) fn print(args: &PrintArgs) -> Result<ExitCode> {
+pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Selection::new(&args.select, &headers)?;
+    let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let catalogs: Vec<&Catalog> = logs.iter().map(|l| &l.catalog).collect();
+    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| selection.may_show(f, c)));
     let renderer = Renderer {
         format: args.format,
         raw_ticks: args.raw_ticks,
         labels: !args.no_labels,
         pids: (logs.len() > 1).then(|| logs.iter().map(|l| l.header().producer.pid).collect()),
+        palette: colors.out,
+        csv,
     };
     let clocks: Vec<Clock> = logs.iter().map(|l| l.header().clock).collect();
     let total: u64 = logs.iter().map(|l| l.len).sum();
@@ -91,7 +97,7 @@ pub(crate) fn print(args: &PrintArgs) -> Result<ExitCode> {
         ));
     }
     for p in &problems {
-        eprintln!("event-dump: {p}");
+        eprintln!("event-dump: {}", colors.err.paint(Style::Warning, p));
     }
     Ok(ExitCode::SUCCESS)
 }

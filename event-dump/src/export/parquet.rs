@@ -73,8 +73,8 @@
 //! for byte as it was. So is a log whose event type disagrees with the table already there
 //! (another code, kind, format or parameter names).
 //!
-//! A run writes every file under a temporary name (`.part-N.parquet.tmp`, which engines do
-//! not read: not `*.parquet`, and hidden), then renames them into place, the `logs` file
+//! A run writes every file under a temporary name (`.part-N.parquet.PID.tmp`, which engines
+//! do not read: not `*.parquet`, and hidden), then renames them into place, the `logs` file
 //! last. Each rename is atomic: a file is there whole or not at all. The run as a whole is
 //! not, since no file system renames several files at once: if the run is killed during the
 //! renames, some event files of it are in place without their `logs` file. A query that joins
@@ -485,7 +485,8 @@ impl TableFile {
     /// Creates the file of table `dir` for run `run`, with `columns` and key-value metadata.
     fn create(dir: &Path, run: i64, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<TableFile> {
         let path = dir.join(part_name(run));
-        let temp = dir.join(format!(".{}.tmp", part_name(run)));
+        // The process id keeps it apart from a temporary file an interrupted run left.
+        let temp = dir.join(format!(".{}.{}.tmp", part_name(run), std::process::id()));
         let error = |e: ParquetError| parquet_error(&temp, &e);
         let fields = columns.iter().map(|c| c.parquet_type().map(Arc::new)).collect::<std::result::Result<_, _>>();
         let schema = Type::group_type_builder("schema").with_fields(fields.map_err(error)?).build().map_err(error)?;

@@ -742,11 +742,11 @@ impl Run<'_> {
             self.buffered -= self.tables[i].bytes;
             self.tables[i].flush()?;
         }
-        if self.buffered > BUFFER_BYTES {
-            if let Some(largest) = self.tables.iter_mut().max_by_key(|t| t.bytes) {
-                self.buffered -= largest.bytes;
-                largest.flush()?;
-            }
+        if self.buffered > BUFFER_BYTES
+            && let Some(largest) = self.tables.iter_mut().max_by_key(|t| t.bytes)
+        {
+            self.buffered -= largest.bytes;
+            largest.flush()?;
         }
         Ok(())
     }
@@ -761,6 +761,9 @@ impl Run<'_> {
         }
     }
 }
+
+/// A finished file of the run: (its temporary name, its name in the dataset).
+type Rename = (PathBuf, PathBuf);
 
 /// A log to export, checked: its identity and serial.
 struct Planned {
@@ -818,7 +821,9 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
                 None => existing_meaning(out, &name, dataset)?.map(|m| (m, format!("in {}", out.display()))),
             };
             match known {
-                Some((m, _)) if m == meaning => {}
+                Some((m, whence)) if m == meaning => {
+                    meanings.entry(name).or_insert((m, whence));
+                }
                 Some((m, whence)) => {
                     return Err(refuse(
                         format!("{shown}: event {} has {meaning} in this log but {m} {whence}", desc.name),
@@ -855,11 +860,7 @@ fn existing_meaning(out: &Path, name: &str, dataset: &Dataset) -> Result<Option<
 
 /// Writes every log's events into the run's temporary files, then the `threads` and `logs`
 /// files; returns the summaries and the files to rename (temporary, final), `logs` last.
-fn write_run(
-    logs: &mut [Log],
-    plans: &[Planned],
-    run: &mut Run<'_>,
-) -> Result<(Vec<Summary>, Vec<(PathBuf, PathBuf)>)> {
+fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(Vec<Summary>, Vec<Rename>)> {
     let exported = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));

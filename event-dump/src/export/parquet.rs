@@ -15,7 +15,9 @@
 //! OUT/<Kind>.<Event>/part-000001.parquet   the events of one type (Object.ObjectAlloc, Builtin.Dropped)
 //! ```
 //!
-//! A table's directory name is its event's name qualified by its kind: `<Kind>.<Event>`.
+//! A table's directory name is its event's name qualified by its kind, `<Kind>.<Event>`, and
+//! by its set, `<set>.<Kind>.<Event>`, when the log holds more than one event set (as `print`
+//! qualifies it).
 //! Every event type of every exported log has a directory, the built-in events (kind
 //! `Builtin`) too; a type that no log of the dataset recorded holds one file of no rows, so
 //! that a query of it finds an empty table rather than no files.
@@ -43,7 +45,8 @@
 //! STRING (size and FNV-1a digest, see below), `host` STRING (null: the stream's header does
 //! not record the host yet; `path` tells where the log came from), `program` STRING, `pid`
 //! UINT64, `arch` STRING, `os` STRING, `pointer_width` UINT32, `start` TIMESTAMP(MICROS, UTC),
-//! `start_wall_ns` INT64, `format_version` STRING, `event_set_version` STRING, `clock`
+//! `start_wall_ns` INT64, `format_version` STRING, `event_set_version` STRING (each set's
+//! version, space-separated), `clock`
 //! STRING, `ticks_per_second` UINT64, `start_ticks` UINT64, `ref_ticks` UINT64,
 //! `ref_wall_ns` INT64, `block_size` UINT32, `exported` TIMESTAMP(MICROS, UTC), and the counts
 //! of `event-dump stats`, each UINT64: `events` (rows), `blocks` (whole blocks),
@@ -335,15 +338,23 @@ fn read_dataset(out: &Path) -> Result<Dataset> {
     Ok(dataset)
 }
 
-/// The directory name of the table of event type `desc`: its name qualified by its kind.
+/// The directory name of the table of event type `desc`: its name qualified by its kind,
+/// `<Kind>.<Event>`, and by its set, `<set>.<Kind>.<Event>`, when the log holds more than
+/// one set ([`Desc::qualified`], as `print` shows `set:Kind.Name`). `None` for a name that
+/// is not a plain identifier (a hostile header's), which no directory gets.
 ///
-/// SET QUALIFIER: when the stream format carries event sets (several per log), the set's
-/// name goes before the kind here, `<set>.<Kind>.<Event>`, for the logs whose header holds
-/// more than one set; this format version has one set per log, and the name stays
-/// `<Kind>.<Event>`.
+/// SET QUALIFIER: this is the one place that decides it. A set recorded alone in one log and
+/// beside other sets in another lands in two tables (`Kind.Event` and `set.Kind.Event`), as
+/// the other outputs name its events differently too.
 fn table_name(desc: &Desc) -> Option<String> {
     let safe = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    (safe(&desc.kind_name) && safe(&desc.name)).then(|| format!("{}.{}", desc.kind_name, desc.name))
+    if !(safe(&desc.kind_name) && safe(&desc.name)) {
+        return None;
+    }
+    if desc.qualified {
+        return safe(&desc.set).then(|| format!("{}.{}.{}", desc.set, desc.kind_name, desc.name));
+    }
+    Some(format!("{}.{}", desc.kind_name, desc.name))
 }
 
 /// What must agree between the logs that share a table.
@@ -870,17 +881,18 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
     for (log, planned) in logs.iter_mut().zip(plans) {
         let serial = planned.serial;
         let clock = log.header().clock;
-        // Code -> table index, for this log's catalog.
+        // Wire code -> table index, for this log's catalog (codes of two sets may be equal;
+        // their wire codes are not).
         let mut tables: HashMap<u16, usize> = HashMap::new();
         let mut names: BTreeMap<u64, String> = BTreeMap::new();
         let counts = walk(log, |event| {
-            let i = match tables.get(&event.desc.code) {
+            let i = match tables.get(&event.desc.wire) {
                 Some(&i) => i,
                 None => {
                     // plan() checked every name.
                     let name = table_name(event.desc).unwrap_or_default();
                     let i = run.table(&name, event.desc)?;
-                    tables.insert(event.desc.code, i);
+                    tables.insert(event.desc.wire, i);
                     i
                 }
             };
@@ -914,7 +926,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
                 I64(header.producer.start_wall_ns.div_euclid(1000)),
                 I64(header.producer.start_wall_ns),
                 Str(header.format.to_string()),
-                Str(header.schema.version.to_string()),
+                Str(header.sets.iter().map(|s| s.schema.version.to_string()).collect::<Vec<_>>().join(" ")),
                 Str(header.clock.source.name().to_owned()),
                 U64(header.clock.ticks_per_second),
                 U64(header.clock.start_ticks),

@@ -51,9 +51,9 @@ pub(crate) enum Command {
     /// (like ftrace's trace_pipe); ends when the program stops.
     #[command(after_help = "Example:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool")]
     Follow(FollowArgs),
-    /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, or CTF.
+    /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, CTF or Parquet.
     #[command(
-        after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread."
+        after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
     )]
     Export(ExportArgs),
     /// Shows or changes what a running program records, through its ring file.
@@ -200,11 +200,11 @@ pub(crate) struct ExportArgs {
     /// The format to write.
     #[arg(long, value_enum)]
     pub(crate) to: Target,
-    /// Logs to export (`sqlite` takes several; `chrome` merges several, one process each;
-    /// `ctf` takes one).
+    /// Logs to export (`sqlite` and `parquet` take several; `chrome` merges several, one
+    /// process each; `ctf` takes one).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
-    /// Where to write: a file (`chrome`, `sqlite`) or a directory (`ctf`).
+    /// Where to write: a file (`chrome`, `sqlite`) or a directory (`ctf`, `parquet`).
     #[arg(short, long, value_name = "OUT")]
     pub(crate) out: PathBuf,
     /// Read a log whose median version is newer than this reader's.
@@ -251,4 +251,7 @@ pub(crate) enum Target {
     Sqlite,
     /// CTF 1.8 (babeltrace2, Trace Compass).
     Ctf,
+    /// A Parquet dataset, one table per event type (DuckDB, DataFusion, Polars, Spark);
+    /// OUT is a directory, appended to.
+    Parquet,
 }

@@ -3,22 +3,39 @@
 //! - [`chrome`]: Chrome trace-event JSON, which Perfetto's UI and chrome://tracing open.
 //! - [`sqlite`]: a database in the shape of MPS's mpseventsql.
 //! - [`ctf`]: a CTF 1.8 trace that babeltrace2 reads.
+//! - [`parquet`]: a Parquet dataset (a directory of tables) that DuckDB, DataFusion, Polars
+//!   and Spark query.
 //!
-//! The exporters read the logs through the merge (bounded memory, threads and logs in time
-//! order) and write as they read. What they cannot export (damaged blocks, bad records,
-//! unknown codes) they count and report in one line on stderr; the export still completes
-//! and exits 0, as `print` does (`event-dump check` tells the details).
+//! The viewers' exports (Chrome, CTF) read the logs through the merge (bounded memory,
+//! threads and logs in time order) and write as they read. The table exports (SQLite,
+//! Parquet) need no time order (a query sorts) but do need the block headers' facts for
+//! their `logs` tables (losses, sequence gaps), which the merge does not hand on: they read
+//! each log block by block through [`walk`], one block in memory at a time. What an export
+//! cannot carry over (damaged blocks, bad records, unknown codes) it counts and reports in
+//! one line on stderr; the export still completes and exits 0, as `print` does
+//! (`event-dump check` tells the details).
+//!
+//! The table exports share one mapping of format letters to column types
+//! ([`column_type`]), one naming of parameter columns ([`param_columns`]) and one content
+//! identity of a log ([`identity`]), by which both refuse a log already exported.
 
 mod chrome;
 mod ctf;
+mod parquet;
 mod sqlite;
 
 use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
-use std::io;
+use event_format::builtin;
+use event_format::decode::{Entry, Event};
+use event_format::letter::Letter;
+use event_format::wire::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read};
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Reads `logs` through the merge into `write`, with progress on stderr (on a terminal, for
@@ -53,7 +70,179 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         Target::Chrome => chrome::export(&mut logs, &args.out),
         Target::Sqlite => sqlite::export(&mut logs, &args.out),
         Target::Ctf => ctf::export(&mut logs, &args.out),
+        Target::Parquet => parquet::export(&mut logs, &args.out),
     }
+}
+
+/// The type of a parameter's column in a table export: one mapping of format letters,
+/// shared by the SQLite and the Parquet exports, each of which spells it in its own types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ColumnType {
+    /// `P`, `A`, `W`: unsigned 64-bit.
+    U64,
+    /// `U`: unsigned 32-bit.
+    U32,
+    /// `I`: signed 64-bit.
+    I64,
+    /// `D`: IEEE 754 double.
+    F64,
+    /// `B`: boolean.
+    Bool,
+    /// `S`: UTF-8 text (bytes that are not UTF-8 replaced by U+FFFD, as the JSON output does).
+    Utf8,
+}
+
+/// The column type of a parameter of `letter`.
+fn column_type(letter: Letter) -> ColumnType {
+    match letter {
+        Letter::Pointer | Letter::Address | Letter::Word => ColumnType::U64,
+        Letter::Unsigned => ColumnType::U32,
+        Letter::Signed => ColumnType::I64,
+        Letter::Double => ColumnType::F64,
+        Letter::Bool => ColumnType::Bool,
+        Letter::String => ColumnType::Utf8,
+    }
+}
+
+/// The columns of parameters `params` in a table whose columns before them are `fixed`:
+/// their names, made distinct (ignoring ASCII case, as SQLite and DuckDB compare names) from
+/// the fixed columns and from each other by appending `_`.
+fn param_columns(fixed: &[&str], params: &[String]) -> Vec<String> {
+    let mut taken: Vec<String> = fixed.iter().map(|c| (*c).to_owned()).collect();
+    params
+        .iter()
+        .map(|p| {
+            let mut column = p.clone();
+            while taken.iter().any(|t| t.eq_ignore_ascii_case(&column)) {
+                column.push('_');
+            }
+            taken.push(column.clone());
+            column
+        })
+        .collect()
+}
+
+/// A log's content identity: its size and a 64-bit FNV-1a digest of all its bytes,
+/// `size:digest` with the digest in hex. The table exports refuse a log whose identity they
+/// already hold.
+fn identity(path: &Path) -> io::Result<String> {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut hash, mut size) = (OFFSET, 0u64);
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        for &b in &buf[..n] {
+            hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+        }
+        size += n as u64;
+    }
+    Ok(format!("{size}:{hash:016x}"))
+}
+
+/// What a table export counts while it reads a log: the counts of `event-dump stats`.
+#[derive(Debug, Default)]
+struct Counts {
+    events: u64,
+    blocks: u64,
+    damaged: u64,
+    bad: u64,
+    unknown: u64,
+    lost: u64,
+    /// Gaps in the threads' block sequence numbers: blocks overwritten, dropped or damaged.
+    missing: u64,
+    truncated: u64,
+    /// Per thread seen in a block header: (events, events lost).
+    threads: BTreeMap<u64, (u64, u64)>,
+}
+
+impl Counts {
+    /// "1 damaged block", "2 bad records"...: what was skipped, when anything was.
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut note = |n: u64, one: &str, many: &str| {
+            if n > 0 {
+                problems.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        };
+        note(self.damaged, "damaged block", "damaged blocks");
+        note(self.bad, "bad record", "bad records");
+        note(self.unknown, "record of an unknown code", "records of unknown codes");
+        problems
+    }
+}
+
+/// Reads `log` block by block in the order it holds them and hands each event to `visit`,
+/// counting as it goes; the first error `visit` returns stops the reading and is returned.
+/// Memory: one block, and 8 bytes per block for the sequence gaps.
+fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) -> Result<Counts, E> {
+    let mut counts = Counts::default();
+    let block_size = u64::from(log.header().block_size);
+    let mut progress = Progress::new(&format!("exporting {}", log.path.display()), log.len);
+    // Thread -> its blocks' sequence numbers, for the gaps.
+    let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
+    while let Some(block) = log.blocks().next_block() {
+        let block = match block {
+            Ok(b) => b,
+            Err(_) => {
+                counts.damaged += 1;
+                continue;
+            }
+        };
+        progress.update(block.offset + block_size);
+        counts.blocks += 1;
+        counts.lost += block.header.lost;
+        let thread = counts.threads.entry(block.header.thread).or_default();
+        thread.1 = thread.1.saturating_add(block.header.lost);
+        sequences.entry(block.header.thread).or_default().push(block.header.sequence);
+        let mut in_block = 0u64;
+        for entry in block.entries(&log.catalog) {
+            let event = match entry {
+                Entry::Event(e) => e,
+                Entry::Unknown { .. } => {
+                    counts.unknown += 1;
+                    continue;
+                }
+                Entry::Bad(_) => {
+                    counts.bad += 1;
+                    continue;
+                }
+            };
+            visit(&event)?;
+            counts.events += 1;
+            in_block += 1;
+            if event.desc.format.contains(&Letter::String) {
+                for value in event.values() {
+                    if let Value::Str(text) = value {
+                        counts.truncated += u64::from(text.truncated);
+                    }
+                }
+            }
+            if event.desc.code == builtin::DROPPED {
+                let mut v = event.values();
+                if let (Some(Value::Word(t)), Some(Value::Word(n))) = (v.next(), v.next()) {
+                    counts.lost += n;
+                    let victim = counts.threads.entry(t).or_default();
+                    victim.1 = victim.1.saturating_add(n);
+                }
+            }
+        }
+        counts.threads.entry(block.header.thread).or_default().0 += in_block;
+    }
+    progress.finish();
+    for mut s in sequences.into_values() {
+        s.sort_unstable();
+        s.dedup();
+        // Sequences run from 0 in each thread: those below the highest seen that are not here.
+        counts.missing += s.last().map_or(0, |last| last.saturating_add(1).saturating_sub(s.len() as u64));
+    }
+    Ok(counts)
 }
 
 /// What an export could not carry over, counted as it reads.

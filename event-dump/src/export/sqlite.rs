@@ -67,16 +67,15 @@
 //! fail an import: they are skipped, counted in `event_log`, and reported in one line on
 //! stderr per log, like `print` does.
 
+use super::{ColumnType, Counts, column_type};
 use crate::log::{DumpError, Log};
-use crate::progress::Progress;
-use event_format::builtin;
-use event_format::decode::{Desc, Entry};
+use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
 use event_format::schema::BUILTIN_KIND;
 use event_format::wire::Value;
 use rusqlite::{Connection, ErrorCode, Statement, Transaction, TransactionBehavior};
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -260,14 +259,13 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
     tx.execute_batch(GLUE_TABLES).map_err(sql)
 }
 
-/// SQLite's type for a parameter of `letter`.
+/// SQLite's type for a parameter of `letter`, from the exports' one mapping of letters.
 fn sql_type(letter: Letter) -> &'static str {
-    match letter {
-        Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed | Letter::Bool => {
-            "INTEGER"
-        }
-        Letter::Double => "REAL",
-        Letter::String => "TEXT",
+    match column_type(letter) {
+        // SQLite's INTEGER is signed 64-bit: unsigned words are stored as their bits.
+        ColumnType::U64 | ColumnType::U32 | ColumnType::I64 | ColumnType::Bool => "INTEGER",
+        ColumnType::F64 => "REAL",
+        ColumnType::Utf8 => "TEXT",
     }
 }
 
@@ -281,21 +279,9 @@ fn table_name(name: &str) -> String {
     format!("EVENT_{name}")
 }
 
-/// The columns of parameters `params`: their names, made distinct (as SQLite compares them,
-/// ignoring ASCII case) from the fixed columns and from each other by appending `_`.
+/// The columns of parameters `params`, after the fixed ones.
 fn param_columns(params: &[String]) -> Vec<String> {
-    let mut taken: Vec<String> = FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).collect();
-    params
-        .iter()
-        .map(|p| {
-            let mut column = p.clone();
-            while taken.iter().any(|t| t.eq_ignore_ascii_case(&column)) {
-                column.push('_');
-            }
-            taken.push(column.clone());
-            column
-        })
-        .collect()
+    super::param_columns(&FIXED_COLUMNS, params)
 }
 
 /// An event type as the glue tables hold it: what must agree between logs.
@@ -491,48 +477,11 @@ fn bits(value: u64) -> i64 {
     i64::from_ne_bytes(value.to_ne_bytes())
 }
 
-/// The log's identity: its size and a 64-bit FNV-1a digest of all its bytes,
-/// `size:digest` with the digest in hex.
-fn identity(path: &Path) -> io::Result<String> {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut file = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; 1 << 20];
-    let (mut hash, mut size) = (OFFSET, 0u64);
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        for &b in &buf[..n] {
-            hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
-        }
-        size += n as u64;
-    }
-    Ok(format!("{size}:{hash:016x}"))
-}
-
-/// What an import counts.
-#[derive(Default)]
-struct Counts {
-    events: u64,
-    blocks: u64,
-    damaged: u64,
-    bad: u64,
-    unknown: u64,
-    lost: u64,
-    /// Gaps in the threads' block sequence numbers: blocks overwritten, dropped or damaged.
-    missing: u64,
-    truncated: u64,
-}
-
 /// Imports one log: registers it and its event types, then inserts its events.
 fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_>) -> Result<Summary> {
     let sql = |e: rusqlite::Error| db.error(&e);
     let shown = log.path.display().to_string();
-    let identity = identity(&log.path).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+    let identity = super::identity(&log.path).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let earlier: Option<(i64, String, String)> = tx
         .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -588,91 +537,36 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
         ),
     )
     .map_err(sql)?;
-    let mut problems = Vec::new();
-    let mut note = |n: u64, one: &str, many: &str| {
-        if n > 0 {
-            problems.push(format!("{n} {}", if n == 1 { one } else { many }));
-        }
-    };
-    note(counts.damaged, "damaged block", "damaged blocks");
-    note(counts.bad, "bad record", "bad records");
-    note(counts.unknown, "record of an unknown code", "records of unknown codes");
-    Ok(Summary { path: shown, serial, events: counts.events, problems })
+    Ok(Summary { path: shown, serial, events: counts.events, problems: counts.problems() })
 }
 
 /// Inserts every event of `log` as a row of log `serial`, block by block.
 fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::Result<Counts> {
-    let mut counts = Counts::default();
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
     let clock = log.header().clock;
-    let block_size = u64::from(log.header().block_size);
-    let mut progress = Progress::new(&format!("exporting {}", log.path.display()), log.len);
-    // Thread -> its blocks' sequence numbers: 8 bytes a block, for the gaps.
-    let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
-    while let Some(block) = log.blocks().next_block() {
-        let block = match block {
-            Ok(b) => b,
-            Err(_) => {
-                counts.damaged += 1;
-                continue;
-            }
+    super::walk(log, |event| {
+        let stmt = match statements.entry(event.desc.code) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(tx.prepare(&insert_sql(event.desc))?),
         };
-        progress.update(block.offset + block_size);
-        counts.blocks += 1;
-        counts.lost += block.header.lost;
-        sequences.entry(block.header.thread).or_default().push(block.header.sequence);
-        for entry in block.entries(&log.catalog) {
-            let event = match entry {
-                Entry::Event(e) => e,
-                Entry::Unknown { .. } => {
-                    counts.unknown += 1;
-                    continue;
-                }
-                Entry::Bad(_) => {
-                    counts.bad += 1;
-                    continue;
-                }
-            };
-            let stmt = match statements.entry(event.desc.code) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => v.insert(tx.prepare(&insert_sql(event.desc))?),
-            };
-            stmt.raw_bind_parameter(1, serial)?;
-            stmt.raw_bind_parameter(2, bits(event.time))?;
-            stmt.raw_bind_parameter(3, clock.seconds_since_start(event.time))?;
-            stmt.raw_bind_parameter(4, bits(event.thread))?;
-            for (i, value) in event.values().enumerate() {
-                let at = FIXED_COLUMNS.len() + 1 + i;
-                match value {
-                    Value::Pointer(v) | Value::Address(v) | Value::Word(v) => stmt.raw_bind_parameter(at, bits(v))?,
-                    Value::Unsigned(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
-                    Value::Signed(v) => stmt.raw_bind_parameter(at, v)?,
-                    Value::Double(v) => stmt.raw_bind_parameter(at, v)?,
-                    Value::Bool(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
-                    Value::Str(text) => {
-                        counts.truncated += u64::from(text.truncated);
-                        stmt.raw_bind_parameter(at, String::from_utf8_lossy(text.bytes))?;
-                    }
-                }
-            }
-            stmt.raw_execute()?;
-            counts.events += 1;
-            if event.desc.code == builtin::DROPPED {
-                let mut v = event.values();
-                if let (Some(_), Some(Value::Word(n))) = (v.next(), v.next()) {
-                    counts.lost += n;
-                }
+        stmt.raw_bind_parameter(1, serial)?;
+        stmt.raw_bind_parameter(2, bits(event.time))?;
+        stmt.raw_bind_parameter(3, clock.seconds_since_start(event.time))?;
+        stmt.raw_bind_parameter(4, bits(event.thread))?;
+        for (i, value) in event.values().enumerate() {
+            let at = FIXED_COLUMNS.len() + 1 + i;
+            match value {
+                Value::Pointer(v) | Value::Address(v) | Value::Word(v) => stmt.raw_bind_parameter(at, bits(v))?,
+                Value::Unsigned(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
+                Value::Signed(v) => stmt.raw_bind_parameter(at, v)?,
+                Value::Double(v) => stmt.raw_bind_parameter(at, v)?,
+                Value::Bool(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
+                Value::Str(text) => stmt.raw_bind_parameter(at, String::from_utf8_lossy(text.bytes))?,
             }
         }
-    }
-    progress.finish();
-    for mut s in sequences.into_values() {
-        s.sort_unstable();
-        s.dedup();
-        // Sequences run from 0 in each thread: those below the highest seen that are not here.
-        counts.missing += s.last().map_or(0, |last| last.saturating_add(1).saturating_sub(s.len() as u64));
-    }
-    Ok(counts)
+        stmt.raw_execute()?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]

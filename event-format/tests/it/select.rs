@@ -440,3 +440,68 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
         }
     }
 }
+
+/// A reader's patterns over several sets ([`Patterns::parse_sets`]): event-dump's `--kind`
+/// and `--event` on a stream of two sets that reuse each other's names.
+mod reader_patterns_over_sets {
+    use super::*;
+
+    const EVENTS: [(u16, &str, &str, &str); 6] = [
+        (0x0001, "app", "Arena", "ArenaCreate"),
+        (0x0002, "app", "Pool", "PoolInit"),
+        (0x0003, "storage", "Pool", "PoolInit"),
+        (0x0004, "storage", "Page", "PageWrite"),
+        (0x0005, "Pool", "PoolInit", "Setup"),
+        (0xFF03, "", "Builtin", "Dropped"),
+    ];
+
+    fn chosen(text: &str, word: Word) -> Result<Vec<u16>, SelectError> {
+        let patterns = Patterns::parse_sets(text, word)?.resolve(EVENTS)?;
+        Ok(patterns.compile_sets(EVENTS).iter().collect())
+    }
+
+    #[test]
+    fn qualified_and_unqualified_items() {
+        assert_eq!(chosen("storage:*", Word::Kind).unwrap(), [0x0003, 0x0004]);
+        assert_eq!(chosen("storage:Page", Word::Kind).unwrap(), [0x0004]);
+        assert_eq!(chosen("storage:PageWrite", Word::Event).unwrap(), [0x0004]);
+        assert_eq!(chosen("storage:Page:PageWrite", Word::Kind).unwrap(), [0x0004]);
+        assert_eq!(chosen("storage:Page.PageWrite", Word::Event).unwrap(), [0x0004]);
+        assert_eq!(chosen("*:Pool:*", Word::Kind).unwrap(), [0x0002, 0x0003]);
+        assert_eq!(chosen("Pool", Word::Kind).unwrap(), [0x0002, 0x0003], "an unqualified name: every set");
+        assert_eq!(chosen("Pool.PoolInit", Word::Event).unwrap(), [0x0002, 0x0003], "the old spelling");
+        assert_eq!(chosen("-storage:*", Word::Kind).unwrap(), [0x0001, 0x0002, 0x0005, 0xFF03]);
+        assert_eq!(chosen("Builtin", Word::Kind).unwrap(), [0xFF03]);
+        assert_eq!(chosen("Arena:ArenaCreate", Word::Event).unwrap(), [0x0001]);
+    }
+
+    #[test]
+    fn an_a_b_that_reads_both_ways_is_an_error() {
+        let e = chosen("Pool:PoolInit", Word::Kind).unwrap_err();
+        assert_eq!(
+            e.message,
+            "\"Pool:PoolInit\" at column 1 is ambiguous: it reads as kind Pool's event PoolInit and as set Pool's PoolInit; write \"app:Pool:PoolInit\", \"storage:Pool:PoolInit\" or \"Pool:PoolInit:*\""
+        );
+        // With --event, set Pool's `PoolInit` would be an event: it has none, so no ambiguity.
+        assert_eq!(chosen("Pool:PoolInit", Word::Event).unwrap(), [0x0002, 0x0003]);
+        assert_eq!(chosen("Pool:PoolInit:*", Word::Kind).unwrap(), [0x0005]);
+        assert_eq!(chosen("Pool:Setup", Word::Event).unwrap(), [0x0005], "only the set reading matches");
+    }
+
+    #[test]
+    fn the_syntax_errors() {
+        assert_eq!(
+            Patterns::parse_sets(":Pool:PoolInit", Word::Kind).unwrap_err().message,
+            "\":Pool:PoolInit\" at column 1 names no set before the first ':'; write \"*:Pool:PoolInit\" for the events of every set"
+        );
+        assert!(Patterns::parse_sets("a:b:c:d", Word::Kind).unwrap_err().message.contains("more than one ':'"));
+        assert!(Patterns::parse_sets("app:Pool:", Word::Kind).unwrap_err().message.contains("names no event"));
+        let p = Patterns::parse_sets("-storage:Page.Page*", Word::Event).unwrap();
+        let item = &p.items()[0];
+        assert_eq!(
+            (item.set.as_deref(), item.kind.as_deref(), item.event.as_deref(), item.removal),
+            (Some("storage"), Some("Page"), Some("Page*"), true)
+        );
+        assert!(item.matches_in("storage", "Page", "PageRead") && !item.matches_in("app", "Page", "PageRead"));
+    }
+}

@@ -255,15 +255,17 @@ pub(crate) fn stats(args: &LogsArgs) -> Result<ExitCode> {
                 summary.threads, summary.overwritten_blocks, summary.threads_without_slot, summary.slots_reused
             );
         }
+        // Names qualified by their sets may be longer than the usual column.
+        let width = c.per_event.keys().chain(c.per_kind.keys()).map(|n| n.chars().count()).max().unwrap_or(0).max(24);
         let _ = writeln!(text, "  per kind:");
         for (k, n) in &c.per_kind {
-            let _ = writeln!(text, "    {k:<24} {n:>12}");
+            let _ = writeln!(text, "    {k:<width$} {n:>12}");
         }
         let _ = writeln!(text, "  per event:");
         let mut events: Vec<_> = c.per_event.iter().collect();
         events.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (e, n) in events {
-            let _ = writeln!(text, "    {e:<24} {n:>12}");
+            let _ = writeln!(text, "    {e:<width$} {n:>12}");
         }
         let _ = writeln!(text, "  per thread:");
         for (t, n) in &c.per_thread {

@@ -105,8 +105,18 @@ fn unknown_in_sets(flag: &str, p: &Pattern, schemas: &[&Schema]) -> DumpError {
         Some(set) => schemas.iter().copied().filter(|s| glob::matches(set, &s.name)).collect(),
         None => schemas.to_vec(),
     };
+    // An `A:B` that matched nothing either way: a misspelt set is the likelier mistake when
+    // `A` is near a set's name.
+    let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    if p.set_or_kind
+        && let Some(near) = p.kind.as_deref().and_then(|a| event_format::def::closest(a, names.iter().copied()))
+    {
+        return DumpError::new(format!(
+            "{flag} {text}: no such set in the log (did you mean `{near}`?); its sets are {}",
+            names.join(", ")
+        ));
+    }
     if sets.is_empty() {
-        let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
         let set = p.set.as_deref().unwrap_or_default();
         let hint = event_format::def::closest(set, names.iter().copied())
             .map(|c| format!(" (did you mean `{c}`?)"))

@@ -17,3 +17,4 @@ mod export_ctf;
 mod export_sqlite;
 mod fuzz_corpus;
 mod hostile;
+mod sets;

@@ -151,7 +151,8 @@ impl Patterns {
     /// `events` (set, kind and event names, as [`compile_sets`](Patterns::compile_sets)
     /// takes them, the codes aside): kind `A`'s event `B` when only that reading matches an
     /// event, set `A`'s `B` when only that one does; when both match, and not the same
-    /// events, the error names both spellings (`set:A:B`, `A:B:*`).
+    /// events, the error names both spellings (`set:A:B`, `A:B:*`). An `A:B` that matches
+    /// nothing either way is left undecided (it matches nothing).
     pub fn resolve<'a, C>(
         &self,
         events: impl IntoIterator<Item = (C, &'a str, &'a str, &'a str)>,
@@ -194,7 +195,9 @@ impl Patterns {
                     return Err(SelectError { item: item.text.clone(), column: item.column, message });
                 }
                 (true, false) => items.push(as_set),
-                _ => items.push(as_event),
+                (false, _) => items.push(as_event),
+                // Neither reading matches: left as written, for the caller's message.
+                (true, true) => items.push(item.clone()),
             }
         }
         Ok(Patterns { items })

@@ -91,7 +91,15 @@ fn schema_prints_every_set_and_compares_by_name() {
     let out = run(&["schema", fixture(Order::Little).to_str().unwrap(), "--against", other.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("the log has no set named `other`; its sets are app, storage-v2"),
+        stderr(&out).contains("the log has no set named `other`; its sets are app, storage-v2\n"),
+        "{}",
+        stderr(&out)
+    );
+    let unnamed = d.join("events.def");
+    std::fs::write(&unnamed, APP_DEF.replace("SET(app)\n", "")).unwrap();
+    let out = run(&["schema", fixture(Order::Little).to_str().unwrap(), "--against", unnamed.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("the log has no set named `events`; its sets are app, storage-v2 (name the set to compare with a SET line in the events.def)"),
         "{}",
         stderr(&out)
     );

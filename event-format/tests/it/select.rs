@@ -505,3 +505,50 @@ mod reader_patterns_over_sets {
         assert!(item.matches_in("storage", "Page", "PageRead") && !item.matches_in("app", "Page", "PageRead"));
     }
 }
+
+/// No text makes the several-set functions panic, and every error is one line naming its
+/// column; whatever reads, describes back to the same selections.
+mod several_sets_never_panic {
+    use super::*;
+
+    fn sets() -> Vec<Schema> {
+        let mut app = schema();
+        app.name = "app".to_owned();
+        let mut storage = schema();
+        storage.name = "storage-v2".to_owned();
+        let mut pool = event_format::def::parse(
+            "VERSION(1, 0, 0)\nKIND(PoolInit, \"k\")\nRELATION(Seg, 0x0001, TRUE, PoolInit, 0)\n",
+            "Pool.def",
+        )
+        .unwrap();
+        pool.name = "Pool".to_owned();
+        vec![app, storage, pool]
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text(text in "[-a-zA-Z*?:., 0-9x_]{0,24}|\\PC{0,12}") {
+            let owned = sets();
+            let sets: Vec<&Schema> = owned.iter().collect();
+            match select::from_env_text_sets(&text, &sets) {
+                Ok(selections) => {
+                    let described = select::describe_sets(&sets, &selections);
+                    prop_assert_eq!(select::from_env_text_sets(&described, &sets).unwrap(), selections, "{}", described);
+                }
+                Err(e) => {
+                    let at = format!(" at column {}", e.column);
+                    prop_assert!(!e.message.contains('\n') && (e.message.contains(&at) || e.item.is_empty()), "{:?}", e.message);
+                }
+            }
+            let mut current = vec![Selection::none(); 3];
+            let _ = select::apply_sets(&text, &sets, &mut current);
+            let _ = select::from_env_text_sets(&text, &[]);
+            if let Ok(p) = Patterns::parse_sets(&text, Word::Kind) {
+                let events = [(1u16, "app", "Pool", "PoolInit"), (2, "Pool", "PoolInit", "Seg"), (0xFF03, "", "Builtin", "Dropped")];
+                if let Ok(p) = p.resolve(events) {
+                    p.compile_sets(events);
+                }
+            }
+        }
+    }
+}

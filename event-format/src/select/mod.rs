@@ -17,6 +17,8 @@
 //! | `Pool:PoolInit`, `Pool:*Init`, `*:*Begin` | these events are recorded, whatever their kind |
 //! | `PoolInit`, `*Init` | a word that names no kind but names events: as `*:PoolInit` |
 //! | `-` before any of these | removes instead: kinds off, events never recorded, `-all` is `none` |
+//! | `storage:Page`, `storage:*`, `storage:0x3` | with several sets: a kind, every kind, the kind mask of set `storage` |
+//! | `storage:Page:PageWrite`, `*:*:PoolInit` | with several sets: events of a set (each part a glob) |
 //!
 //! In a glob ([`glob`]), `*` matches any run of characters and `?` exactly one. Names are
 //! case-sensitive. `all` and `none` are keywords wherever they stand alone, even when a kind

@@ -957,6 +957,40 @@ mod tests {
         Event(fields.iter().cloned().collect())
     }
 
+    /// An event of set `storage`: `name` and `kind` have qualified forms.
+    struct InSet;
+
+    impl Fields for InSet {
+        fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+            match field {
+                "name" => Some(string("PageWrite")),
+                "kind" => Some(string("Page")),
+                "set" => Some(string("storage")),
+                _ => None,
+            }
+        }
+
+        fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
+            match field {
+                "name" => Some(string("storage:PageWrite")),
+                "kind" => Some(string("storage:Page")),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn name_and_kind_with_a_colon_compare_qualified() {
+        let yes = |expr: &str| parse(expr).matches(&InSet);
+        assert!(yes("name == PageWrite && kind == Page && set == storage"));
+        assert!(yes("name == storage:PageWrite && kind == \"storage:Page\""));
+        assert!(yes("name ~ \"stor*:Page*\" && kind != app:Page"));
+        assert!(!yes("name == app:PageWrite") && !yes("kind ~ \"*:Pool\""));
+        // Without a qualified form (a built-in event, a 1.x log), the plain value is compared.
+        assert!(!parse("name == a:b").matches(&event(&[("name", string("b"))])));
+        assert!(parse("name == a:b").matches(&event(&[("name", string("a:b"))])));
+    }
+
     fn parse(expr: &str) -> Filter {
         Filter::parse(expr, FIELDS).unwrap_or_else(|e| panic!("{}", e.render(expr)))
     }

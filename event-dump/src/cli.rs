@@ -94,11 +94,13 @@ pub(crate) fn mistyped_subcommand(args: &[OsString]) -> Option<String> {
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct Select {
     /// Only these kinds: names or globs, comma-separated (`Pool,Se*`); `-Kind` leaves one out,
-    /// `Kind:Event` adds events (EVENT_CONTROL's language).
+    /// `Kind:Event` adds events (EVENT_CONTROL's language); in a log of several event sets,
+    /// `set:Kind`, `set:*`, `set:Kind:Event`.
     #[arg(long, value_name = "KINDS", allow_hyphen_values = true)]
     pub(crate) kind: Option<String>,
-    /// Only these events: names or globs, comma-separated, as `Name`, `Kind:Name` or `Kind.Name`;
-    /// `-` before one leaves it out (`-Object:*`).
+    /// Only these events: names or globs, comma-separated, as `Name`, `Kind:Name` or `Kind.Name`
+    /// (`set:Name`, `set:Kind:Name`, `set:Kind.Name` in a log of several event sets); `-`
+    /// before one leaves it out (`-Object:*`).
     #[arg(long, value_name = "GLOBS", allow_hyphen_values = true)]
     pub(crate) event: Option<String>,
     /// Only these threads, comma-separated: ids (`3` or `T3`) or names (`compactor`, as the
@@ -112,7 +114,8 @@ pub(crate) struct Select {
     #[arg(long, value_name = "SECONDS")]
     pub(crate) until: Option<f64>,
     /// Only events the expression selects (ftrace's filter language:
-    /// `field op value`, `&&`, `||`, `!`, parentheses).
+    /// `field op value`, `&&`, `||`, `!`, parentheses; fields `time`, `thread`, `code`, `name`,
+    /// `kind`, `set` and the parameters).
     #[arg(long, value_name = "EXPR")]
     pub(crate) filter: Option<String>,
 }
@@ -218,8 +221,8 @@ pub(crate) struct ControlArgs {
     #[arg(value_name = "RINGFILE")]
     pub(crate) ring: PathBuf,
     /// Kinds or events to record from now on (EVENT_CONTROL grammar: `Pool`, `Seg:SegAlloc`,
-    /// globs; comma-separated). Without --enable and --disable, the program's selection is
-    /// shown and nothing changes.
+    /// globs, `set:Kind` and `set:Kind:Event` with several event sets; comma-separated).
+    /// Without --enable and --disable, the program's selection is shown and nothing changes.
     #[arg(long, value_name = "ITEMS")]
     pub(crate) enable: Vec<String>,
     /// Kinds or events to stop recording.

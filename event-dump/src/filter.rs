@@ -15,9 +15,13 @@
 //! - `!` binds tightest, then `&&`, then `||`: `!a == 1 || b == 2 && c == 3` is
 //!   `(!(a == 1)) || ((b == 2) && (c == 3))`. Parentheses group; whitespace is free.
 //! - A FIELD is one of the built-ins `time` (seconds since the start, a float), `thread`,
-//!   `code` (integers), `name` (the event's name), `kind` (its kind's name), or a parameter
-//!   name the caller passes to [`Filter::parse`]. Any other name is an error that lists the
-//!   fields and suggests the closest.
+//!   `code` (integers), `name` (the event's name), `kind` (its kind's name), `set` (its event
+//!   set's name; empty for built-in events and 1.x logs; an event's own parameter named `set`
+//!   comes first), or a parameter name the caller passes to [`Filter::parse`]. Any other name
+//!   is an error that lists the fields and suggests the closest.
+//! - `name` and `kind` compared with a string or word that holds a `:` are compared in their
+//!   form qualified by the event's set, `set:Name` and `set:Kind` (`name == storage:PageWrite`,
+//!   `kind ~ "storage:*"`), through [`Fields::qualified`].
 //! - A number is a decimal integer (`42`, `-7`), a hexadecimal one (`0x1f`, `-0x10`) or a
 //!   float (`1.5`, `-.5`, `2e-3`, `1E+6`). A word that starts like a number (a digit, or `-`
 //!   or `.` before a digit) must be one: `0xZZ` and `1.2.3` are errors; quote them to mean
@@ -46,7 +50,7 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// The fields every event has, whatever the caller passes to [`Filter::parse`].
-pub const BUILTIN_FIELDS: [&str; 5] = ["time", "thread", "code", "name", "kind"];
+pub const BUILTIN_FIELDS: [&str; 6] = ["time", "thread", "code", "name", "kind", "set"];
 
 /// The deepest nesting of `(` and `!` a filter may have.
 const MAX_NESTING: usize = 255;
@@ -80,6 +84,15 @@ pub trait Fields {
     /// The value of `field` in this event, or `None` when the event has no such field (a
     /// comparison of it is then false).
     fn get(&self, field: &str) -> Option<FieldValue<'_>>;
+
+    /// The value of `name` or `kind` qualified by the event's set (`storage:PageWrite`,
+    /// `storage:Page`), which a comparison with a value that holds a `:` uses; `None` (the
+    /// default) when the event has no set (built-in events, 1.x logs): the plain value is
+    /// compared then.
+    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
+        let _ = field;
+        None
+    }
 }
 
 /// Why an expression is not a filter, and where.
@@ -236,7 +249,13 @@ struct Compare {
 
 impl Compare {
     fn matches(&self, event: &dyn Fields) -> bool {
-        let Some(field) = event.get(&self.field) else {
+        let qualified = match &self.value {
+            Value::Text { text, .. } if matches!(self.field.as_str(), "name" | "kind") && text.contains(':') => {
+                event.qualified(&self.field)
+            }
+            _ => None,
+        };
+        let Some(field) = qualified.or_else(|| event.get(&self.field)) else {
             return false;
         };
         match (&field, &self.value) {
@@ -936,6 +955,40 @@ mod tests {
 
     fn event(fields: &[(&'static str, FieldValue<'static>)]) -> Event {
         Event(fields.iter().cloned().collect())
+    }
+
+    /// An event of set `storage`: `name` and `kind` have qualified forms.
+    struct InSet;
+
+    impl Fields for InSet {
+        fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+            match field {
+                "name" => Some(string("PageWrite")),
+                "kind" => Some(string("Page")),
+                "set" => Some(string("storage")),
+                _ => None,
+            }
+        }
+
+        fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
+            match field {
+                "name" => Some(string("storage:PageWrite")),
+                "kind" => Some(string("storage:Page")),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn name_and_kind_with_a_colon_compare_qualified() {
+        let yes = |expr: &str| parse(expr).matches(&InSet);
+        assert!(yes("name == PageWrite && kind == Page && set == storage"));
+        assert!(yes("name == storage:PageWrite && kind == \"storage:Page\""));
+        assert!(yes("name ~ \"stor*:Page*\" && kind != app:Page"));
+        assert!(!yes("name == app:PageWrite") && !yes("kind ~ \"*:Pool\""));
+        // Without a qualified form (a built-in event, a 1.x log), the plain value is compared.
+        assert!(!parse("name == a:b").matches(&event(&[("name", string("b"))])));
+        assert!(parse("name == a:b").matches(&event(&[("name", string("a:b"))])));
     }
 
     fn parse(expr: &str) -> Filter {

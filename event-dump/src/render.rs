@@ -223,6 +223,11 @@ impl Renderer {
                 self.palette.end(out);
                 out.push(' ');
                 self.palette.start(out, Style::Event);
+                // `set:Kind.Name` when the log holds more than one set.
+                if event.desc.qualified {
+                    out.push_str(&event.desc.set);
+                    out.push(':');
+                }
                 out.push_str(&event.desc.kind_name);
                 out.push('.');
                 out.push_str(&event.desc.name);
@@ -246,8 +251,13 @@ impl Renderer {
                 let mut thread = String::new();
                 self.thread(&mut thread, file, event.thread);
                 json::string(out, &thread);
+                // With more than one set in the log: its set, and the kind as `set:Kind`.
+                if event.desc.qualified {
+                    out.push_str(",\"set\":");
+                    json::string(out, &event.desc.set);
+                }
                 out.push_str(",\"kind\":");
-                json::string(out, &event.desc.kind_name);
+                json::string(out, &event.desc.full_kind());
                 out.push_str(",\"event\":");
                 json::string(out, &event.desc.name);
                 out.push_str(",\"args\":{");
@@ -313,7 +323,13 @@ impl Renderer {
         self.time(out, clock, event.time);
         out.push(',');
         self.thread(out, file, event.thread);
-        let _ = write!(out, ",{},{}", event.desc.kind_name, event.desc.name);
+        // The kind is `set:Kind` when the log holds more than one set (set names need no quoting).
+        out.push(',');
+        if event.desc.qualified {
+            out.push_str(&event.desc.set);
+            out.push(':');
+        }
+        let _ = write!(out, "{},{}", event.desc.kind_name, event.desc.name);
         let Some(columns) = &self.csv else { return };
         let places = columns.places.get(&(file, event.desc.wire)).map_or(&[][..], Vec::as_slice);
         let mut cells: Vec<(usize, String)> = Vec::with_capacity(places.len());
@@ -410,6 +426,10 @@ impl Fields for EventFields<'_> {
     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
         let e = self.event;
         match field {
+            // An event's own parameter named `set` wins: it was there before sets were.
+            "set" if !e.desc.params.iter().any(|p| p == "set") => {
+                return Some(FieldValue::Str(Cow::Borrowed(&e.desc.set)));
+            }
             "time" => return Some(FieldValue::Float(self.clock.seconds_since_start(e.time))),
             "thread" => return Some(FieldValue::Int(i128::from(e.thread))),
             "code" => return Some(FieldValue::Int(i128::from(e.desc.code))),
@@ -426,5 +446,17 @@ impl Fields for EventFields<'_> {
             Value::Bool(v) => FieldValue::Int(i128::from(v)),
             Value::Str(t) => FieldValue::Str(String::from_utf8_lossy(t.bytes)),
         })
+    }
+
+    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
+        let d = self.event.desc;
+        if d.set.is_empty() {
+            return None;
+        }
+        match field {
+            "name" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.name)))),
+            "kind" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.kind_name)))),
+            _ => None,
+        }
     }
 }

@@ -408,8 +408,13 @@ fn bad_kind_and_event_items_are_one_clear_line() {
             "event-dump: --kind Pool,-: \"-\" at column 6 removes nothing; write a kind or an event right after the '-', such as \"-Kind\" or \"-Kind:Event\"\n",
         ),
         (
+            &["--event", "Pool:PoolInit:x:y"],
+            "event-dump: --event Pool:PoolInit:x:y: \"Pool:PoolInit:x:y\" at column 1 has more than one ':'; write one Kind:Event per item\n",
+        ),
+        // Three parts are set:Kind:Event (issue 14).
+        (
             &["--event", "Pool:PoolInit:x"],
-            "event-dump: --event Pool:PoolInit:x: \"Pool:PoolInit:x\" at column 1 has more than one ':'; write one Kind:Event per item\n",
+            "event-dump: --event Pool:PoolInit:x: no such set in the log; its sets are event-dump\n",
         ),
         (
             &["--kind", "Arena,-Pol"],

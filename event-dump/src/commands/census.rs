@@ -31,6 +31,8 @@ struct Census {
     selected_last: u64,
     per_event: BTreeMap<String, u64>,
     per_kind: BTreeMap<String, u64>,
+    /// Events per set, when the log holds more than one set (built-in events in none).
+    per_set: BTreeMap<String, u64>,
     per_thread: BTreeMap<u64, u64>,
     names: BTreeMap<u64, String>,
     first: Option<u64>,
@@ -82,7 +84,8 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
                         kept += 1;
                         c.selected_first = Some(c.selected_first.map_or(e.time, |f| f.min(e.time)));
                         c.selected_last = c.selected_last.max(e.time);
-                        per_code[usize::from(e.desc.code)] += 1;
+                        // By wire code: sets may reuse each other's own codes.
+                        per_code[usize::from(e.desc.wire)] += 1;
                     }
                     match e.desc.code {
                         builtin::DROPPED => {
@@ -120,10 +123,14 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
         }
     }
     for desc in log.catalog.iter() {
-        let n = per_code[usize::from(desc.code)];
+        let n = per_code[usize::from(desc.wire)];
         if n > 0 {
-            c.per_event.insert(format!("{}.{}", desc.kind_name, desc.name), n);
-            *c.per_kind.entry(desc.kind_name.clone()).or_default() += n;
+            // `set:Kind.Name` and `set:Kind` when the log holds more than one set.
+            c.per_event.insert(desc.full_name().to_string(), n);
+            *c.per_kind.entry(desc.full_kind()).or_default() += n;
+            if desc.qualified {
+                *c.per_set.entry(desc.set.clone()).or_default() += n;
+            }
         }
     }
     c
@@ -218,10 +225,20 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         );
         for set in &h.sets {
             let s = &set.schema;
-            // A one-set stream reads as before; several sets are named.
-            let name = if h.sets.len() > 1 { format!("{} ", s.name) } else { String::new() };
-            let _ =
-                writeln!(text, "  event set {name}{}: {} kinds, {} events", s.version, s.kinds.len(), s.events.len());
+            // A one-set stream reads as before; several sets are named, with their counts.
+            let (name, counted) = if h.sets.len() > 1 {
+                let n = c.per_set.get(&s.name).copied().unwrap_or(0);
+                (format!("{} ", s.name), format!(", {n} recorded"))
+            } else {
+                (String::new(), String::new())
+            };
+            let _ = writeln!(
+                text,
+                "  event set {name}{}: {} kinds, {} events{counted}",
+                s.version,
+                s.kinds.len(),
+                s.events.len()
+            );
         }
         let rate =
             if span > 0.0 { format!("{:.0} events/s", c.events as f64 / span) } else { "no time span".to_owned() };
@@ -277,15 +294,17 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
                 summary.threads, summary.overwritten_blocks, summary.threads_without_slot, summary.slots_reused
             );
         }
+        // Names qualified by their sets may be longer than the usual column.
+        let width = c.per_event.keys().chain(c.per_kind.keys()).map(|n| n.chars().count()).max().unwrap_or(0).max(24);
         let _ = writeln!(text, "  per kind:");
         for (k, n) in &c.per_kind {
-            let _ = writeln!(text, "    {k:<24} {n:>12}");
+            let _ = writeln!(text, "    {k:<width$} {n:>12}");
         }
         let _ = writeln!(text, "  per event:");
         let mut events: Vec<_> = c.per_event.iter().collect();
         events.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (e, n) in events {
-            let _ = writeln!(text, "    {} {n:>12}", padded(palette, Style::Event, e, 24));
+            let _ = writeln!(text, "    {} {n:>12}", padded(palette, Style::Event, e, width));
         }
         let _ = writeln!(text, "  per thread:");
         for (t, n) in &c.per_thread {

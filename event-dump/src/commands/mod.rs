@@ -22,7 +22,7 @@ use event_format::builtin;
 use event_format::decode::Catalog;
 use event_format::decode::{Entry, Event};
 use event_format::schema::{BUILTIN_KIND, Schema};
-use event_format::select::{CodeSet, Patterns, Word, glob};
+use event_format::select::{CodeSet, Pattern, Patterns, Word, glob};
 use event_format::wire::{Clock, Header, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -136,27 +136,40 @@ fn threads(value: &str, logs: usize, names: impl FnOnce() -> Result<ThreadNames>
 }
 
 /// `--kind` or `--event` read in the selection language (a bare word is a kind or an
-/// event), each item checked against every log: an item that no log has is an error.
+/// event; `set:Kind`, `set:Kind:Event`, `set:Kind.Event` and `set:*` name sets), each item
+/// checked against every log: an item that no log has is an error, and so is an `A:B` that
+/// reads both as a kind's event and as a set's kind or event.
 fn patterns(value: &Option<String>, word: Word, catalogs: &[Catalog], schemas: &[&Schema]) -> Result<Option<Patterns>> {
     let Some(value) = value else { return Ok(None) };
     let flag = match word {
         Word::Kind => "--kind",
         Word::Event => "--event",
     };
-    let patterns = Patterns::parse(value, word).map_err(|e| DumpError::new(format!("{flag} {value}: {e}")))?;
+    let bad = |e: event_format::select::SelectError| DumpError::new(format!("{flag} {value}: {e}"));
+    let descs: Vec<(u16, &str, &str, &str)> = catalogs
+        .iter()
+        .flat_map(|c| c.iter().map(|d| (d.wire, d.set.as_str(), d.kind_name.as_str(), d.name.as_str())))
+        .collect();
+    let patterns = Patterns::parse_sets(value, word).map_err(bad)?.resolve(descs.iter().copied()).map_err(bad)?;
+    // Names are qualified in messages when some log holds more than one set.
+    let qualified = catalogs.iter().any(Catalog::qualified);
     for p in patterns.items() {
+        let in_set = |name: &str| p.set.as_deref().is_none_or(|s| glob::matches(s, name));
         let known = match (&p.kind, &p.event) {
             // A kind alone: a kind of some log, even one without events, or the built-ins'.
             (Some(kind), None) => {
-                schemas.iter().any(|s| s.kinds.iter().any(|k| glob::matches(kind, &k.name)))
-                    || glob::matches(kind, BUILTIN_KIND)
+                schemas.iter().any(|s| in_set(&s.name) && s.kinds.iter().any(|k| glob::matches(kind, &k.name)))
+                    || (in_set("") && glob::matches(kind, BUILTIN_KIND))
             }
-            _ => catalogs.iter().any(|c| c.iter().any(|d| p.matches(&d.kind_name, &d.name))),
+            _ => descs.iter().any(|&(_, s, k, e)| p.matches_in(s, k, e)),
         };
         if known {
             continue;
         }
         let text = &p.text;
+        if qualified || p.set.is_some() {
+            return Err(unknown_in_sets(flag, p, schemas));
+        }
         if let (Some(kind), None) = (&p.kind, &p.event) {
             let names: Vec<&str> = schemas[0].kinds.iter().map(|k| k.name.as_str()).collect();
             let hint = event_format::def::closest(kind, names.iter().copied())
@@ -179,6 +192,66 @@ fn patterns(value: &Option<String>, word: Word, catalogs: &[Catalog], schemas: &
     Ok(Some(patterns))
 }
 
+/// The error for an item of `--kind` or `--event` that no log has, when some log holds more
+/// than one set: the nearest name, qualified by its set, and the kinds as `set:Kind`.
+fn unknown_in_sets(flag: &str, p: &Pattern, schemas: &[&Schema]) -> DumpError {
+    let text = &p.text;
+    let sets: Vec<&Schema> = match &p.set {
+        Some(set) => schemas.iter().copied().filter(|s| glob::matches(set, &s.name)).collect(),
+        None => schemas.to_vec(),
+    };
+    // An `A:B` that matched nothing either way: a misspelt set is the likelier mistake when
+    // `A` is near a set's name.
+    let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    if p.set_or_kind
+        && let Some(near) = p.kind.as_deref().and_then(|a| event_format::def::closest(a, names.iter().copied()))
+    {
+        return DumpError::new(format!(
+            "{flag} {text}: no such set in the log (did you mean `{near}`?); its sets are {}",
+            names.join(", ")
+        ));
+    }
+    if sets.is_empty() {
+        let set = p.set.as_deref().unwrap_or_default();
+        let hint = event_format::def::closest(set, names.iter().copied())
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        return DumpError::new(format!(
+            "{flag} {text}: no such set in the log{hint}; its sets are {}",
+            names.join(", ")
+        ));
+    }
+    let kinds: Vec<String> =
+        sets.iter().flat_map(|s| s.kinds.iter().map(move |k| format!("{}:{}", s.name, k.name))).collect();
+    if let (Some(kind), None) = (&p.kind, &p.event) {
+        let near = sets
+            .iter()
+            .flat_map(|s| s.kinds.iter().map(move |k| (s, k)))
+            .map(|(s, k)| (format!("{}:{}", s.name, k.name), k.name.as_str()))
+            .find(|(_, name)| event_format::def::closest(kind, [*name]).is_some());
+        let hint = near.map(|(q, _)| format!(" (did you mean `{q}`?)")).unwrap_or_default();
+        return DumpError::new(format!(
+            "{flag} {text}: no such kind in the log{hint}; its kinds are {}, Builtin",
+            kinds.join(", ")
+        ));
+    }
+    let events: Vec<(String, &str)> = sets
+        .iter()
+        .flat_map(|s| {
+            s.events.iter().map(move |e| {
+                let kind = s.kinds.get(usize::from(e.kind)).map_or("?", |k| k.name.as_str());
+                (format!("{}:{kind}.{}", s.name, e.name), e.name.as_str())
+            })
+        })
+        .collect();
+    let near = p.event.as_deref().and_then(|event| {
+        let best = event_format::def::closest(event, events.iter().map(|(_, n)| *n))?;
+        events.iter().find(|(_, n)| *n == best).map(|(q, _)| q.clone())
+    });
+    let hint = near.map(|q| format!(" (did you mean `{q}`?)")).unwrap_or_default();
+    DumpError::new(format!("{flag} {text}: no such event in the log{hint}"))
+}
+
 impl Selection {
     /// Compiles `select` against the logs' sets; `names` gives the logs' thread names, and is
     /// called only when `--thread` names a thread.
@@ -198,8 +271,9 @@ impl Selection {
                 .iter()
                 .map(|catalog| {
                     // Compiled to wire codes: what a record carries.
-                    let descs = || catalog.iter().map(|d| (d.wire, d.kind_name.as_str(), d.name.as_str()));
-                    let mut chosen = kinds.iter().chain(&events).map(|patterns| patterns.compile(descs()));
+                    let descs =
+                        || catalog.iter().map(|d| (d.wire, d.set.as_str(), d.kind_name.as_str(), d.name.as_str()));
+                    let mut chosen = kinds.iter().chain(&events).map(|patterns| patterns.compile_sets(descs()));
                     let mut codes = chosen.next().unwrap_or_default();
                     for other in chosen {
                         codes.intersect(&other);

@@ -27,8 +27,14 @@ pub(crate) fn schema(args: &SchemaArgs) -> Result<ExitCode> {
         Some(set) => set.schema.clone(),
         None => {
             let names: Vec<&str> = sets.iter().map(|s| s.schema.name.as_str()).collect();
+            // An events.def without a SET line is named after its file: say how to name it.
+            let hint = if text.lines().any(|l| l.trim_start().starts_with("SET")) {
+                ""
+            } else {
+                " (name the set to compare with a SET line in the events.def)"
+            };
             return Err(DumpError::new(format!(
-                "{}: the log has no set named `{}`; its sets are {}",
+                "{}: the log has no set named `{}`; its sets are {}{hint}",
                 against.display(),
                 def.name,
                 names.join(", ")

@@ -30,7 +30,7 @@ use crate::log::{DumpError, Log};
 use crate::merge::Item;
 use crate::render::Annotations;
 use event_format::builtin;
-use event_format::decode::Event;
+use event_format::decode::{Desc, Event};
 use event_format::letter::Letter;
 use event_format::wire::{Clock, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -146,13 +146,20 @@ fn role(event: &Event<'_>) -> Role {
             Role::End { key: SliceKey::Span(span) }
         };
     }
+    // A slice of a set's events is named, and matched, within its set: `storage:Sweep`.
+    let named = |base: &str| if event.desc.qualified { format!("{}:{base}", event.desc.set) } else { base.to_owned() };
     if let Some(base) = name.strip_suffix("Begin").filter(|b| !b.is_empty()) {
-        return Role::Begin { key: SliceKey::Named(base.to_owned()), name: base.to_owned() };
+        return Role::Begin { key: SliceKey::Named(named(base)), name: named(base) };
     }
     if let Some(base) = name.strip_suffix("End").filter(|b| !b.is_empty()) {
-        return Role::End { key: SliceKey::Named(base.to_owned()) };
+        return Role::End { key: SliceKey::Named(named(base)) };
     }
     Role::Instant
+}
+
+/// An event's name in the trace: `set:Name` when the log holds more than one set.
+fn event_name(desc: &Desc) -> std::borrow::Cow<'_, str> {
+    if desc.qualified { format!("{}:{}", desc.set, desc.name).into() } else { desc.name.as_str().into() }
 }
 
 /// A slice begun and not yet ended.
@@ -310,7 +317,10 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
         let (pid, tid) = (pids[file], event.thread);
         let track = tracks.entry((file, event.thread)).or_default();
         track.last_ns = ns;
-        let cat = event.desc.kind_name.as_str();
+        // `set:Kind` when the log holds more than one set.
+        let cat = event.desc.full_kind();
+        let cat = cat.as_str();
+        let instant = event_name(event.desc);
         let at = (ns, pid, tid);
         match role(&event) {
             Role::Begin { key, name } => {
@@ -331,9 +341,9 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
                         event_line(&mut events, &open.name, &open.cat, "E", at, &ann, file, &event)?;
                     }
                 }
-                None => event_line(&mut events, &event.desc.name, cat, "i", at, &ann, file, &event)?,
+                None => event_line(&mut events, &instant, cat, "i", at, &ann, file, &event)?,
             },
-            Role::Instant => event_line(&mut events, &event.desc.name, cat, "i", at, &ann, file, &event)?,
+            Role::Instant => event_line(&mut events, &instant, cat, "i", at, &ann, file, &event)?,
         }
         Ok(())
     })?;

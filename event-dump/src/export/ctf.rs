@@ -207,7 +207,7 @@ fn put64(order: Order, out: &mut Vec<u8>, v: u64) {
 
 /// Appends `event` (header and fields) to `out`.
 fn encode_event(order: Order, out: &mut Vec<u8>, event: &Event<'_>, time: u64) {
-    put16(order, out, event.desc.code);
+    put16(order, out, class_id(event.desc));
     put64(order, out, time);
     for value in event.values() {
         match value {
@@ -437,11 +437,21 @@ fn metadata(
     m
 }
 
+/// The id of `desc`'s event class: its own code, or its wire code when the log holds more
+/// than one set (whose own codes may repeat).
+fn class_id(desc: &Desc) -> u16 {
+    if desc.qualified { desc.wire } else { desc.code }
+}
+
 fn event_class(m: &mut String, desc: &Desc) {
+    // `set:Kind:Name` when the log holds more than one set, as the selection language names it.
+    let set = if desc.qualified { format!("{}:", desc.set) } else { String::new() };
     let _ = write!(
         m,
-        "\nevent {{\n\tname = \"{}:{}\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n",
-        desc.kind_name, desc.name, desc.code
+        "\nevent {{\n\tname = \"{set}{}:{}\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n",
+        desc.kind_name,
+        desc.name,
+        class_id(desc)
     );
     let mut names = BTreeSet::new();
     for (i, (letter, param)) in desc.format.iter().zip(&desc.params).enumerate() {

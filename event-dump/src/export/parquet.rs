@@ -352,7 +352,11 @@ fn table_name(desc: &Desc) -> Option<String> {
         return None;
     }
     if desc.qualified {
-        return safe(&desc.set).then(|| format!("{}.{}.{}", desc.set, desc.kind_name, desc.name));
+        // Set names may hold `-` (`storage-v2`), which a directory name and every engine's
+        // quoted table path take as it is.
+        let set_safe =
+            !desc.set.is_empty() && desc.set.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        return set_safe.then(|| format!("{}.{}.{}", desc.set, desc.kind_name, desc.name));
     }
     Some(format!("{}.{}", desc.kind_name, desc.name))
 }

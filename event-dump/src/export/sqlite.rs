@@ -7,9 +7,11 @@
 //! # Schema
 //!
 //! ```sql
-//! event_kind  (name TEXT PRIMARY KEY, description TEXT, bit INTEGER)   -- bit NULL for Builtin
-//! event_type  (name TEXT PRIMARY KEY, code INTEGER UNIQUE, always INTEGER, kind TEXT,
-//!              format TEXT, table_name TEXT)                           -- format as events.def: PAW, 0
+//! event_kind  (name TEXT PRIMARY KEY, description TEXT, bit INTEGER,  -- bit NULL for Builtin
+//!              event_set TEXT)
+//! event_type  (name TEXT PRIMARY KEY, code INTEGER, always INTEGER, kind TEXT,
+//!              format TEXT, table_name TEXT, event_set TEXT,          -- format as events.def: PAW, 0
+//!              UNIQUE (event_set, code))
 //! event_param (event TEXT, position INTEGER, name TEXT, letter TEXT, sql_type TEXT,
 //!              column_name TEXT, PRIMARY KEY (event, position))
 //! event_log   (serial INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT, size INTEGER,
@@ -22,6 +24,14 @@
 //! EVENT_<Name> (log INTEGER, time INTEGER, seconds REAL, thread INTEGER, <param> <type>, ...)
 //! ```
 //!
+//! - Event sets: `event_set` is the name of the set a kind or an event type belongs to (empty
+//!   for the built-in events and for the one set of a 1.x log); codes are unique per set. The
+//!   event types of a log that holds more than one set are named `set:Name`, their kinds
+//!   `set:Kind`, and their tables `EVENT_<set>_<Name>`, with each `-` of the set's name
+//!   written `_` (`EVENT_storage_v1_PageWrite`); a one-set log's are named as before.
+//!   `event_log.event_set_version` is then `set:version` for each set, space-separated.
+//! - Layout 2 added `event_set`; a layout-1 database is brought to layout 2 when a log is
+//!   exported into it.
 //! - Every event type of every imported log has a table, empty or not, the built-in events
 //!   (`Dropped`, `ThreadName`, `Message`, ...) too, under the kind `Builtin`.
 //! - `log` is the row's `event_log.serial`; `time` its clock ticks; `seconds` the seconds since
@@ -87,7 +97,9 @@ const APPLICATION_ID: i64 = 0x4576_4442;
 
 /// `PRAGMA user_version`: the version of the table layout above. A change of the layout that
 /// an older exporter would misread bumps it; an exporter refuses a database of a newer one.
-const LAYOUT_VERSION: i64 = 1;
+/// Layout 2 added the `event_set` columns and made codes unique per set; a database of
+/// layout 1 is brought to layout 2 when a log is exported into it ([`migrate`]).
+const LAYOUT_VERSION: i64 = 2;
 
 /// The columns before the parameters in every event table.
 const FIXED_COLUMNS: [&str; 4] = ["log", "time", "seconds", "thread"];
@@ -102,15 +114,18 @@ const GLUE_TABLES: &str = r#"
 CREATE TABLE IF NOT EXISTS event_kind (
     name        TEXT PRIMARY KEY,
     description TEXT NOT NULL,
-    bit         INTEGER
+    bit         INTEGER,
+    event_set   TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS event_type (
     name       TEXT PRIMARY KEY,
-    code       INTEGER NOT NULL UNIQUE,
+    code       INTEGER NOT NULL,
     always     INTEGER NOT NULL,
     kind       TEXT NOT NULL REFERENCES event_kind(name),
     format     TEXT NOT NULL,
-    table_name TEXT NOT NULL
+    table_name TEXT NOT NULL,
+    event_set  TEXT NOT NULL DEFAULT '',
+    UNIQUE (event_set, code)
 );
 CREATE TABLE IF NOT EXISTS event_param (
     event       TEXT NOT NULL REFERENCES event_type(name),
@@ -255,8 +270,45 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
         return Err(DumpError::new(format!(
             "{out}: written by a newer event-dump (table layout {layout}, this one writes {LAYOUT_VERSION}); use that event-dump or give a new -o path"
         )));
+    } else if layout < LAYOUT_VERSION {
+        migrate(tx).map_err(sql)?;
+        tx.pragma_update(None, "user_version", LAYOUT_VERSION).map_err(sql)?;
     }
     tx.execute_batch(GLUE_TABLES).map_err(sql)
+}
+
+/// Brings a database of layout 1 to layout 2, in the run's transaction: `event_kind` and
+/// `event_type` get their `event_set` column (empty for what is there), and `event_type`'s
+/// codes become unique per set (SQLite changes a constraint by copying the table).
+fn migrate(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let has = |table: &str| -> rusqlite::Result<bool> {
+        tx.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| n > 0)
+    };
+    if has("event_kind")? {
+        tx.execute_batch("ALTER TABLE event_kind ADD COLUMN event_set TEXT NOT NULL DEFAULT ''")?;
+    }
+    if has("event_type")? {
+        tx.execute_batch(
+            "CREATE TABLE event_type_2 (
+                name       TEXT PRIMARY KEY,
+                code       INTEGER NOT NULL,
+                always     INTEGER NOT NULL,
+                kind       TEXT NOT NULL REFERENCES event_kind(name),
+                format     TEXT NOT NULL,
+                table_name TEXT NOT NULL,
+                event_set  TEXT NOT NULL DEFAULT '',
+                UNIQUE (event_set, code)
+            );
+            INSERT INTO event_type_2 (name, code, always, kind, format, table_name)
+                SELECT name, code, always, kind, format, table_name FROM event_type;
+            DROP TABLE event_type;
+            ALTER TABLE event_type_2 RENAME TO event_type;",
+        )?;
+    }
+    Ok(())
 }
 
 /// SQLite's type for a parameter of `letter`, from the exports' one mapping of letters.
@@ -274,9 +326,21 @@ fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The table of event type `name`.
-fn table_name(name: &str) -> String {
-    format!("EVENT_{name}")
+/// The table of the event of `desc`: `EVENT_<Name>`, or `EVENT_<set>_<Name>` when its log
+/// holds more than one set, with each `-` of the set's name written `_` (so that the name
+/// needs no quotes in a query: `storage-v1` gives `EVENT_storage_v1_PageWrite`).
+fn table_name(desc: &Desc) -> String {
+    if desc.qualified {
+        format!("EVENT_{}_{}", desc.set.replace('-', "_"), desc.name)
+    } else {
+        format!("EVENT_{}", desc.name)
+    }
+}
+
+/// The name of the event of `desc` in `event_type`: `Name`, or `set:Name` when its log holds
+/// more than one set.
+fn type_name(desc: &Desc) -> String {
+    if desc.qualified { format!("{}:{}", desc.set, desc.name) } else { desc.name.clone() }
 }
 
 /// The columns of parameters `params`, after the fixed ones.
@@ -292,6 +356,10 @@ struct TypeRow {
     format: String,
     /// Parameter names, in order.
     params: Vec<String>,
+    /// Its set's name (empty for built-in events and 1.x logs): codes are unique per set.
+    set: String,
+    /// Its table.
+    table: String,
 }
 
 /// What the database's glue tables hold, kept in step as logs add to them.
@@ -311,14 +379,24 @@ impl Glue {
             kinds.insert(row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?);
         }
         let mut types = HashMap::new();
-        let mut stmt = tx.prepare("SELECT name, code, kind, format FROM event_type")?;
+        let mut stmt = tx.prepare("SELECT name, code, kind, format, event_set, table_name FROM event_type")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             let code: i64 = row.get(1)?;
             let name: String = row.get(0)?;
             // A code out of range is no code a log can have: it agrees with none.
             let code = u16::try_from(code).unwrap_or(0);
-            types.insert(name, TypeRow { code, kind: row.get(2)?, format: row.get(3)?, params: Vec::new() });
+            types.insert(
+                name,
+                TypeRow {
+                    code,
+                    kind: row.get(2)?,
+                    format: row.get(3)?,
+                    params: Vec::new(),
+                    set: row.get(4)?,
+                    table: row.get(5)?,
+                },
+            );
         }
         let mut stmt = tx.prepare("SELECT event, name FROM event_param ORDER BY event, position")?;
         let mut rows = stmt.query([])?;
@@ -344,11 +422,11 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
         .flat_map(|set| {
             set.schema.kinds.iter().enumerate().map(move |(bit, k)| {
                 let name = if sets.len() > 1 { format!("{}:{}", set.schema.name, k.name) } else { k.name.clone() };
-                (name, k.doc.as_str(), Some(bit as i64))
+                (name, k.doc.as_str(), Some(bit as i64), set.schema.name.as_str())
             })
         })
-        .chain(std::iter::once((BUILTIN_KIND.to_owned(), "the runtime's built-in events", None)));
-    for (name, doc, bit) in kinds {
+        .chain(std::iter::once((BUILTIN_KIND.to_owned(), "the runtime's built-in events", None, "")));
+    for (name, doc, bit, set) in kinds {
         let name = name.as_str();
         let out = db.0.display();
         match glue.kinds.get(name) {
@@ -361,49 +439,52 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
                 ));
             }
             None => {
-                tx.execute("INSERT INTO event_kind (name, description, bit) VALUES (?1, ?2, ?3)", (name, doc, bit))
-                    .map_err(sql)?;
+                tx.execute(
+                    "INSERT INTO event_kind (name, description, bit, event_set) VALUES (?1, ?2, ?3, ?4)",
+                    (name, doc, bit, set),
+                )
+                .map_err(sql)?;
                 glue.kinds.insert(name.to_owned(), bit);
             }
         }
     }
     for desc in log.catalog.iter() {
+        // Qualified by its set (`set:Name`, `set:Kind`) when the log holds more than one set.
+        let name = type_name(desc);
         let row = TypeRow {
             code: desc.code,
-            kind: desc.kind_name.clone(),
+            kind: desc.full_kind(),
             format: letter::format_string(&desc.format),
             params: desc.params.clone(),
+            set: desc.set.clone(),
+            table: table_name(desc),
         };
-        if let Some(known) = glue.types.get(&desc.name) {
-            if let Some(why) = disagreement(&desc.name, known, &row, &db.0.display().to_string()) {
+        if let Some(known) = glue.types.get(&name) {
+            if let Some(why) = disagreement(&name, known, &row, &db.0.display().to_string()) {
                 return Err(db.refuse(format!("{path}: {why}"), ELSEWHERE));
             }
             continue;
         }
-        // Codes and table names must stay unique too (SQLite ignores case in table names).
-        if let Some((other, _)) = glue.types.iter().find(|(_, t)| t.code == desc.code) {
+        // Codes (per set) and table names must stay unique too (SQLite ignores case in table
+        // names; a set's `-` is written `_` in them).
+        if let Some((other, _)) = glue.types.iter().find(|(_, t)| t.code == desc.code && t.set == row.set) {
+            return Err(db.refuse(
+                format!("{path}: code {:#06x} is {name} in this log but {other} in {}", desc.code, db.0.display()),
+                ELSEWHERE,
+            ));
+        }
+        if let Some((other, _)) = glue.types.iter().find(|(_, t)| t.table.eq_ignore_ascii_case(&row.table)) {
             return Err(db.refuse(
                 format!(
-                    "{path}: code {:#06x} is {} in this log but {other} in {}",
-                    desc.code,
-                    desc.name,
-                    db.0.display()
+                    "{path}: event {name} and event {other} of {} would share table {}, as SQLite's table names ignore case",
+                    db.0.display(),
+                    row.table
                 ),
                 ELSEWHERE,
             ));
         }
-        if let Some(other) = glue.types.keys().find(|n| n.eq_ignore_ascii_case(&desc.name)) {
-            return Err(db.refuse(
-                format!(
-                    "{path}: event {} and event {other} of {} differ only in case, which SQLite's table names ignore",
-                    desc.name,
-                    db.0.display()
-                ),
-                ELSEWHERE,
-            ));
-        }
-        add_type(tx, desc, schema_always(log, desc), &row).map_err(sql)?;
-        glue.types.insert(desc.name.clone(), row);
+        add_type(tx, desc, &name, schema_always(log, desc), &row).map_err(sql)?;
+        glue.types.insert(name, row);
     }
     Ok(())
 }
@@ -438,26 +519,26 @@ fn schema_always(log: &Log, desc: &Desc) -> bool {
 }
 
 /// Inserts the glue rows of a new event type and creates its table.
-fn add_type(tx: &Transaction<'_>, desc: &Desc, always: bool, row: &TypeRow) -> rusqlite::Result<()> {
-    let table = table_name(&desc.name);
+fn add_type(tx: &Transaction<'_>, desc: &Desc, name: &str, always: bool, row: &TypeRow) -> rusqlite::Result<()> {
+    let table = &row.table;
     tx.execute(
-        "INSERT INTO event_type (name, code, always, kind, format, table_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        (&desc.name, desc.code, always, &row.kind, &row.format, &table),
+        "INSERT INTO event_type (name, code, always, kind, format, table_name, event_set) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        (name, desc.code, always, &row.kind, &row.format, table, &row.set),
     )?;
     let columns = param_columns(&desc.params);
     let mut create = format!(
         "CREATE TABLE IF NOT EXISTS {} (log INTEGER NOT NULL REFERENCES event_log(serial), time INTEGER NOT NULL, seconds REAL NOT NULL, thread INTEGER NOT NULL",
-        quoted(&table)
+        quoted(table)
     );
     let mut insert = tx.prepare(
         "INSERT INTO event_param (event, position, name, letter, sql_type, column_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    for (i, ((name, letter), column)) in desc.params.iter().zip(&desc.format).zip(&columns).enumerate() {
+    for (i, ((param, letter), column)) in desc.params.iter().zip(&desc.format).zip(&columns).enumerate() {
         let ty = sql_type(*letter);
         // A NaN double is stored as NULL; every other value is there.
         let null = if *letter == Letter::Double { "" } else { " NOT NULL" };
         create.push_str(&format!(", {} {ty}{null}", quoted(column)));
-        insert.execute((&desc.name, i as i64, name, letter.as_char().to_string(), ty, column))?;
+        insert.execute((name, i as i64, param, letter.as_char().to_string(), ty, column))?;
     }
     create.push(')');
     tx.execute_batch(&create)
@@ -469,7 +550,7 @@ fn insert_sql(desc: &Desc) -> String {
     let names: Vec<String> =
         FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).chain(columns.iter().map(|c| quoted(c))).collect();
     let marks: Vec<String> = (1..=names.len()).map(|i| format!("?{i}")).collect();
-    format!("INSERT INTO {} ({}) VALUES ({})", quoted(&table_name(&desc.name)), names.join(", "), marks.join(", "))
+    format!("INSERT INTO {} ({}) VALUES ({})", quoted(&table_name(desc)), names.join(", "), marks.join(", "))
 }
 
 /// A 64-bit value as SQLite stores it: its two's-complement bit pattern.
@@ -512,7 +593,17 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
             &header.producer.os,
             header.producer.start_wall_ns,
             header.format.to_string(),
-            header.sets.iter().map(|s| s.schema.version.to_string()).collect::<Vec<_>>().join(" "),
+            // `set:version` each when the log holds more than one set.
+            header
+                .sets
+                .iter()
+                .map(|s| if header.sets.len() > 1 {
+                    format!("{}:{}", s.schema.name, s.schema.version)
+                } else {
+                    s.schema.version.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
             header.clock.source.name(),
             bits(header.clock.ticks_per_second),
             bits(header.clock.start_ticks),
@@ -545,7 +636,8 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
     let clock = log.header().clock;
     super::walk(log, |event| {
-        let stmt = match statements.entry(event.desc.code) {
+        // By wire code: sets may reuse each other's own codes.
+        let stmt = match statements.entry(event.desc.wire) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => v.insert(tx.prepare(&insert_sql(event.desc))?),
         };

@@ -538,3 +538,65 @@ pub(crate) fn wire_is_own(schema: event_format::schema::Schema) -> Vec<event_for
     assert!(schema.events.iter().enumerate().all(|(j, e)| usize::from(e.code) == usize::from(first) + j));
     vec![event_format::wire::SetEntry::new(schema, first)]
 }
+
+/// The first set of [`two_sets_log`]: an application's.
+pub(crate) const APP_DEF: &str = r#"VERSION(1, 2, 0)
+SET(app)
+KIND(Req, "requests")
+KIND(Pool, "the app's pools")
+RELATION(ReqStart, 0x0001, TRUE, Req, WS, id, path)
+RELATION(ReqDone, 0x0002, TRUE, Req, WU, id, status)
+RELATION(PoolInit, 0x0003, TRUE, Pool, P, pool)
+"#;
+
+/// The second set of [`two_sets_log`]: a library's, which reuses the app's codes, its kind
+/// `Pool` and its event name `PoolInit` with another format; its set name holds a `-`.
+pub(crate) const STORAGE_DEF: &str = r#"VERSION(2, 0, 1)
+SET("storage-v2")
+KIND(Page, "pages")
+KIND(Pool, "the buffer pool")
+RELATION(PageWrite, 0x0001, TRUE, Page, WD, page, latency)
+RELATION(PoolInit, 0x0002, TRUE, Pool, PW, pool, frames)
+RELATION(FlushBegin, 0x0003, FALSE, Page, W, pages)
+RELATION(FlushEnd, 0x0004, FALSE, Page, W, pages)
+"#;
+
+/// A stream of two sets ([`APP_DEF`] and [`STORAGE_DEF`], wire codes 1.. and 4..) written
+/// here in `order`: on thread 1 (named `main`), requests, both sets' `PoolInit`, a storage
+/// `FlushBegin`/`FlushEnd` slice around `PageWrite`s; on thread 2 (named `io`), in a second
+/// block, `PageWrite`s and the app's `ReqDone`. The checked-in tests/data/sets/ streams.
+pub(crate) fn two_sets_log(path: &Path, order: Order) {
+    let app = event_format::def::parse(APP_DEF, "app.def").unwrap();
+    let storage = event_format::def::parse(STORAGE_DEF, "storage.def").unwrap();
+    let sets = event_format::wire::SetEntry::assign([app, storage]);
+    let producer = Producer { program: "two-sets".to_owned(), ..handmade_producer() };
+    let mut header = Header::with_sets(sets, 1024, handmade_clock(), producer);
+    header.order = order;
+    let mut bytes = header.encode().unwrap();
+    let wire = |set: usize, code: u16| header.sets[set].wire_code_of(code).unwrap();
+    let (app, storage) = (0, 1);
+    let t0 = handmade_clock().start_ticks;
+    let s = |text: &'static str| Value::Str(Text::new(text));
+    let mut one = BlockWriter::new(order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    let rows: Vec<(u16, u64, Vec<Value<'_>>)> = vec![
+        (event_format::builtin::THREAD_NAME, t0 + 1, vec![Value::Word(1), s("main")]),
+        (wire(app, 0x0001), t0 + 3_000, vec![Value::Word(7), s("/index")]),
+        (wire(app, 0x0003), t0 + 3_100, vec![Value::Pointer(0x1000)]),
+        (wire(storage, 0x0002), t0 + 3_200, vec![Value::Pointer(0x2000), Value::Word(64)]),
+        (wire(storage, 0x0003), t0 + 6_000, vec![Value::Word(2)]),
+        (wire(storage, 0x0001), t0 + 6_300, vec![Value::Word(11), Value::Double(0.5)]),
+        (wire(storage, 0x0001), t0 + 6_600, vec![Value::Word(12), Value::Double(0.25)]),
+        (wire(storage, 0x0004), t0 + 9_000, vec![Value::Word(2)]),
+    ];
+    for (code, time, values) in &rows {
+        one.push(*code, *time, values).unwrap();
+    }
+    bytes.extend(one.finish());
+    let mut two = BlockWriter::new(order, 1024, &BlockHeader { thread: 2, base_time: t0, ..Default::default() });
+    two.push(event_format::builtin::THREAD_NAME, t0 + 2, &[Value::Word(2), s("io")]).unwrap();
+    two.push(wire(storage, 0x0001), t0 + 4_000, &[Value::Word(13), Value::Double(1.5)]).unwrap();
+    two.push(wire(storage, 0x0001), t0 + 7_000, &[Value::Word(14), Value::Double(2.0)]).unwrap();
+    two.push(wire(app, 0x0002), t0 + 12_000, &[Value::Word(7), Value::Unsigned(200)]).unwrap();
+    bytes.extend(two.finish());
+    std::fs::write(path, bytes).unwrap();
+}

@@ -710,7 +710,19 @@ fn a_log_of_several_sets_has_tables_qualified_by_set() {
     let beta = duck(&format!("SELECT sum(n)::BIGINT, count(*) FROM {}", table(&out, "beta.Trace.Poll")));
     assert_eq!((alpha[0][0].as_i64(), alpha[0][1].as_i64()), (Some(1), Some(1)));
     assert_eq!((beta[0][0].as_i64(), beta[0][1].as_i64()), (Some(5), Some(2)));
-    // `stats` and `print --format json` do not name the set (yet): together, the two tables
-    // hold what they count.
-    assert_eq!(stats_per_event(&log).get("Trace.Poll"), Some(&3));
+    // `stats` counts per set, as the tables do.
+    let stats = stats_per_event(&log);
+    assert_eq!((stats.get("alpha:Trace.Poll"), stats.get("beta:Trace.Poll")), (Some(&1), Some(&2)), "{stats:?}");
+}
+
+/// A set whose name holds a `-` (`storage-v2`, as the recorder names a second major version
+/// of a library) names its tables as it is: `storage-v2.Page.PageWrite`.
+#[test]
+fn a_set_name_with_a_dash_names_its_tables() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sets/two-sets-le.evt");
+    let out = fresh("dash");
+    export_ok(&out, &[&log]);
+    for name in ["storage-v2.Page.PageWrite", "storage-v2.Pool.PoolInit", "app.Pool.PoolInit", "app.Req.ReqStart"] {
+        assert!(out.join(name).join("part-000001.parquet").exists(), "{name}");
+    }
 }

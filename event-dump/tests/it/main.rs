@@ -18,3 +18,4 @@ mod export_parquet;
 mod export_sqlite;
 mod fuzz_corpus;
 mod hostile;
+mod sets;

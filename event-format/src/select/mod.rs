@@ -17,6 +17,8 @@
 //! | `Pool:PoolInit`, `Pool:*Init`, `*:*Begin` | these events are recorded, whatever their kind |
 //! | `PoolInit`, `*Init` | a word that names no kind but names events: as `*:PoolInit` |
 //! | `-` before any of these | removes instead: kinds off, events never recorded, `-all` is `none` |
+//! | `storage:Page`, `storage:*`, `storage:0x3` | with several sets: a kind, every kind, the kind mask of set `storage` |
+//! | `storage:Page:PageWrite`, `*:*:PoolInit` | with several sets: events of a set (each part a glob) |
 //!
 //! In a glob ([`glob`]), `*` matches any run of characters and `?` exactly one. Names are
 //! case-sensitive. `all` and `none` are keywords wherever they stand alone, even when a kind
@@ -29,6 +31,15 @@
 //! [`Selection::apply`] applies to a current selection (what a monitor does).
 //! [`from_env_text`] gives a text its start-up meaning, [`describe`] writes a selection back
 //! as a text that reads back to it, and [`Selection::compile`] makes its [`CodeSet`].
+//!
+//! Several event sets (a stream or a program with more than one events.def): the items are
+//! qualified by set the way ftrace qualifies events by subsystem, `set:Kind`,
+//! `set:Kind:Event`, `set:*`, `set:0x5`, globs in every part; numbers, `all` and `none`
+//! apply to every set; an unqualified name resolves in the sets that define it, and is an
+//! error listing the qualified candidates when more than one does (a glob applies in every
+//! set where it matches). [`from_env_text_sets`], [`apply_sets`] and [`describe_sets`] keep
+//! one [`Selection`] per set; with one set they are [`from_env_text`], [`Selection::apply`]
+//! and [`describe`]. The rules are in the [`sets`] module's docs.
 //!
 //! A reader's side: [`Patterns`] are the same items without numbers and keywords, where the
 //! built-in events can be named, a bare word names what the option says ([`Word`]), and
@@ -55,6 +66,7 @@ pub mod glob;
 mod grammar;
 mod pattern;
 mod selection;
+pub mod sets;
 #[cfg(test)]
 mod tests;
 
@@ -62,3 +74,4 @@ pub use codes::{CodeSet, WORDS};
 pub use grammar::{Action, Item, SelectError, parse};
 pub use pattern::{Pattern, Patterns, Word};
 pub use selection::{Selection, describe, from_env_text};
+pub use sets::{apply_sets, describe_sets, from_env_text_sets};

@@ -221,7 +221,7 @@ fn follow_and_control_a_running_program() {
     let stream_log = sample_log("not-ring.evt");
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let ring = dir().join("live.ring");
-    let recording = Recorder::new(&events::SET).ring_file(&ring).policy(Policy::Ring).start().unwrap();
+    let recording = Recorder::new().ring_file(&ring).policy(Policy::Ring).start().unwrap();
     let follower = Command::new(DUMP)
         .args(["follow", ring.to_str().unwrap(), "--kind", "Object", "--interval", "5"])
         .stdout(std::process::Stdio::piped())

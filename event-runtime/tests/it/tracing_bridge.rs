@@ -98,7 +98,7 @@ fn work(n: u64, both_inside: &Barrier) {
 fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
     let _serial = serial();
     let dispatch = dispatch();
-    let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+    let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
     let both_inside = Arc::new(Barrier::new(2));
     let workers: Vec<_> = (1..=2u64)
         .map(|n| {
@@ -150,7 +150,7 @@ fn nothing_is_recorded_while_no_recording_runs() {
     tracing::dispatcher::with_default(&dispatch(), || {
         let before = tracing::info_span!("before", early = 1);
         tracing::info!("not recorded");
-        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
         before.in_scope(|| tracing::info!(late = 2, "recorded"));
         let (seen, _) = decode(&recording.stop().expect("stops"));
         tracing::error!("not recorded either");
@@ -172,7 +172,7 @@ fn nothing_is_recorded_while_no_recording_runs() {
 fn a_long_text_is_cut_and_flagged() {
     let _serial = serial();
     tracing::dispatcher::with_default(&dispatch(), || {
-        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
         let long = "é".repeat(STRING_MAX);
         tracing::info!(extra = 1, "{long}");
         tracing::info_span!("wide", value = long.as_str()).in_scope(|| {});
@@ -200,7 +200,7 @@ impl std::fmt::Debug for Chatty {
 fn a_field_that_logs_while_formatted_does_not_disturb_the_event() {
     let _serial = serial();
     tracing::dispatcher::with_default(&dispatch(), || {
-        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
         tracing::info!(value = ?Chatty, "outer");
         let (seen, _) = decode(&recording.stop().expect("stops"));
         let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
@@ -213,7 +213,7 @@ fn a_field_that_logs_while_formatted_does_not_disturb_the_event() {
 #[test]
 fn an_empty_event_set_writes_a_stream_that_decodes() {
     let _serial = serial();
-    let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+    let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
     let stream = recording.stop().expect("stops");
     let decoder = Decoder::new(stream.as_slice()).expect("header decodes");
     let schema = &decoder.header().single_set().expect("one set").schema;

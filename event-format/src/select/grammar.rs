@@ -103,7 +103,20 @@ pub fn parse(text: &str, schema: &Schema) -> Result<Vec<Item>, SelectError> {
             ),
         });
     }
-    tokens.into_iter().map(|(column, item)| Reader { schema, token: Token { item, column } }.read()).collect()
+    tokens.into_iter().map(|(column, item)| Reader { schema, token: Token { item, column }, qual: "" }.read()).collect()
+}
+
+/// Reads `body` (an item's text after its `-` and after any set qualifier) against one set's
+/// `schema`, with the errors naming `token` and the suggestions written with `qual` (`"set:"`
+/// or empty) after their `-`: how [`sets`](super::sets) reads each part of a qualified item.
+pub(super) fn read_body(
+    schema: &Schema,
+    token: &Token<'_>,
+    qual: &str,
+    removal: bool,
+    body: &str,
+) -> Result<Item, SelectError> {
+    Reader { schema, token: Token { item: token.item, column: token.column }, qual }.read_body(removal, body)
 }
 
 /// The longest item read, in bytes: two names of [`MAX_NAME_LEN`] bytes, a `:` and a `-`,
@@ -131,7 +144,7 @@ pub(super) fn kind_bit(index: usize) -> u64 {
 
 /// The items of `text` with their 1-based columns (in characters): runs of characters
 /// other than whitespace and commas.
-fn tokens(text: &str) -> Vec<(usize, &str)> {
+pub(super) fn tokens(text: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start: Option<(usize, usize)> = None; // (byte offset, column)
     for (column, (offset, c)) in text.char_indices().enumerate() {
@@ -153,7 +166,7 @@ fn tokens(text: &str) -> Vec<(usize, &str)> {
 
 /// `text` quoted as a message repeats it: cut short when long, escaped so that it stays on
 /// one line.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     match text.char_indices().nth(SHOWN_MAX) {
         Some((cut, _)) => format!("{:?}...", &text[..cut]),
         None => format!("{text:?}"),
@@ -162,7 +175,7 @@ fn quoted(text: &str) -> String {
 
 /// `names` separated by commas, at most [`LISTED_MAX`] of them, each escaped so that the
 /// list stays on one line.
-fn list<'n>(names: impl IntoIterator<Item = &'n str>) -> String {
+pub(super) fn list<'n>(names: impl IntoIterator<Item = &'n str>) -> String {
     let names: Vec<&str> = names.into_iter().collect();
     let mut out: Vec<String> = names.iter().take(LISTED_MAX).map(|n| n.escape_debug().to_string()).collect();
     if names.len() > LISTED_MAX {
@@ -202,12 +215,12 @@ impl<'a> Token<'a> {
     }
 
     /// `"item" at column N`.
-    fn at(&self) -> String {
+    pub(super) fn at(&self) -> String {
         format!("{} at column {}", quoted(self.item), self.column)
     }
 
     /// `"part" in "item" at column N`, or `"item" at column N` when the part is the item.
-    fn part_at(&self, part: &str) -> String {
+    pub(super) fn part_at(&self, part: &str) -> String {
         if part == self.item { self.at() } else { format!("{} in {}", quoted(part), self.at()) }
     }
 
@@ -271,6 +284,9 @@ struct Reader<'a> {
     schema: &'a Schema,
     /// The item.
     token: Token<'a>,
+    /// What suggestions write after their `-`: `"set:"` when the item is read in one set of
+    /// several, else empty.
+    qual: &'a str,
 }
 
 impl<'a> std::ops::Deref for Reader<'a> {
@@ -288,6 +304,11 @@ impl Reader<'_> {
 
     fn read(&self) -> Result<Item, SelectError> {
         let (removal, body) = self.sign_and_body()?;
+        self.read_body(removal, body)
+    }
+
+    /// The item's `body`, after its `-` (`removal`).
+    fn read_body(&self, removal: bool, body: &str) -> Result<Item, SelectError> {
         if body.starts_with(|c: char| c.is_ascii_digit()) {
             return self.number(removal, body);
         }
@@ -386,7 +407,7 @@ impl Reader<'_> {
     /// `Kind:Event`, either side a glob.
     fn kind_event(&self, removal: bool, kind: &str, event: &str) -> Result<Item, SelectError> {
         self.check_sides(removal, kind, event)?;
-        let sign = if removal { "-" } else { "" };
+        let sign = format!("{}{}", if removal { "-" } else { "" }, self.qual);
         if kind == BUILTIN_KIND {
             return Err(self.builtin(kind, true));
         }
@@ -477,7 +498,7 @@ impl Reader<'_> {
         if !codes.is_empty() {
             return self.done(removal, Action::Events { codes, on: !removal });
         }
-        let sign = if removal { "-" } else { "" };
+        let sign = format!("{}{}", if removal { "-" } else { "" }, self.qual);
         let kinds = kind_list(self.schema);
         if is_glob(word) {
             return Err(self.error(format!("{} matches no kind and no event; {kinds}", self.part_at(word))));

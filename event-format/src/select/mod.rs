@@ -30,6 +30,15 @@
 //! [`from_env_text`] gives a text its start-up meaning, [`describe`] writes a selection back
 //! as a text that reads back to it, and [`Selection::compile`] makes its [`CodeSet`].
 //!
+//! Several event sets (a stream or a program with more than one events.def): the items are
+//! qualified by set the way ftrace qualifies events by subsystem, `set:Kind`,
+//! `set:Kind:Event`, `set:*`, `set:0x5`, globs in every part; numbers, `all` and `none`
+//! apply to every set; an unqualified name resolves in the sets that define it, and is an
+//! error listing the qualified candidates when more than one does (a glob applies in every
+//! set where it matches). [`from_env_text_sets`], [`apply_sets`] and [`describe_sets`] keep
+//! one [`Selection`] per set; with one set they are [`from_env_text`], [`Selection::apply`]
+//! and [`describe`]. The rules are in the [`sets`] module's docs.
+//!
 //! A reader's side: [`Patterns`] are the same items without numbers and keywords, where the
 //! built-in events can be named, a bare word names what the option says ([`Word`]), and
 //! `Kind.Event` (as event-dump prints an event) is read as `Kind:Event`;
@@ -55,6 +64,7 @@ pub mod glob;
 mod grammar;
 mod pattern;
 mod selection;
+pub mod sets;
 #[cfg(test)]
 mod tests;
 
@@ -62,3 +72,4 @@ pub use codes::{CodeSet, WORDS};
 pub use grammar::{Action, Item, SelectError, parse};
 pub use pattern::{Pattern, Patterns, Word};
 pub use selection::{Selection, describe, from_env_text};
+pub use sets::{apply_sets, describe_sets, from_env_text_sets};

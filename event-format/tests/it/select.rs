@@ -200,3 +200,243 @@ mod patterns {
         }
     }
 }
+
+/// Several sets ([`select::from_env_text_sets`] and its kin): two sets that reuse each other's
+/// codes, kind names and event names, and a third named like a kind.
+mod several_sets {
+    use super::*;
+
+    const APP: &str = r#"VERSION(1, 0, 0)
+SET(app)
+KIND(Arena, "arena")
+KIND(Pool, "pools")
+RELATION(ArenaCreate, 0x0001, TRUE, Arena, 0)
+RELATION(PoolInit, 0x0002, TRUE, Pool, 0)
+RELATION(Poll, 0x0003, TRUE, Arena, 0)
+"#;
+
+    const STORAGE: &str = r#"VERSION(2, 0, 0)
+SET(storage)
+KIND(Pool, "buffer pool")
+KIND(Page, "pages")
+RELATION(PoolInit, 0x0001, TRUE, Pool, 0)
+RELATION(PageWrite, 0x0002, TRUE, Page, 0)
+RELATION(PageRead, 0x0003, FALSE, Page, 0)
+"#;
+
+    /// A set named like app's kind `Pool`, with a kind named like app's event `PoolInit`.
+    const POOL: &str = r#"VERSION(1, 0, 0)
+SET(Pool)
+KIND(PoolInit, "pool setup")
+RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
+"#;
+
+    fn set(def: &str) -> Schema {
+        event_format::def::parse(def, "test.def").unwrap()
+    }
+
+    /// The names (`set:Event`) that `selections` record.
+    fn recorded(sets: &[&Schema], selections: &[Selection]) -> Vec<String> {
+        sets.iter()
+            .zip(selections)
+            .flat_map(|(s, sel)| s.events.iter().filter(|e| sel.records(e)).map(|e| format!("{}:{}", s.name, e.name)))
+            .collect()
+    }
+
+    fn chosen(text: &str) -> Vec<String> {
+        let (app, storage) = (set(APP), set(STORAGE));
+        let sets = [&app, &storage];
+        let selections = select::from_env_text_sets(text, &sets).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        recorded(&sets, &selections)
+    }
+
+    fn error(text: &str) -> String {
+        let (app, storage) = (set(APP), set(STORAGE));
+        select::from_env_text_sets(text, &[&app, &storage]).unwrap_err().message
+    }
+
+    #[test]
+    fn one_set_is_the_one_set_language() {
+        let schema = schema();
+        for text in ["all", "none", "Pool -Pool:PoolInit", "-Seg", "0x5", "*:Seg*", "A* Seg:SegAlloc", "Seg:SegSplit"] {
+            let one = select::from_env_text(text, &schema).unwrap();
+            assert_eq!(select::from_env_text_sets(text, &[&schema]).unwrap(), vec![one.clone()], "{text:?}");
+            assert_eq!(select::describe_sets(&[&schema], std::slice::from_ref(&one)), select::describe(&one, &schema));
+            let mut current = vec![Selection::all(&schema)];
+            select::apply_sets(text, &[&schema], &mut current).unwrap();
+            let mut expected = Selection::all(&schema);
+            expected.apply(&select::parse(text, &schema).unwrap());
+            assert_eq!(current, vec![expected], "{text:?}");
+        }
+        for text in ["Pol", "Pool:Nope", "", "-", "a:b:c", "storage:Pool"] {
+            assert_eq!(
+                select::from_env_text_sets(text, &[&schema]).unwrap_err(),
+                select::from_env_text(text, &schema).unwrap_err(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn qualified_items_choose_in_their_set() {
+        assert_eq!(chosen("storage:*"), ["storage:PoolInit", "storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("storage:Pool"), ["storage:PoolInit"]);
+        assert_eq!(chosen("app:Pool"), ["app:PoolInit"]);
+        assert_eq!(chosen("storage:Page:PageWrite"), ["storage:PageWrite"]);
+        assert_eq!(chosen("storage:Page:*"), ["storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("storage:*:Page*"), ["storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("s*:Pa*"), ["storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("*:Pool"), ["app:PoolInit", "storage:PoolInit"]);
+        assert_eq!(chosen("*:*:PoolInit"), ["app:PoolInit", "storage:PoolInit"]);
+        assert_eq!(chosen("storage:0x2"), ["storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("storage:all -storage:Pool"), ["storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("all storage:none"), ["app:ArenaCreate", "app:PoolInit", "app:Poll"]);
+    }
+
+    #[test]
+    fn removals_numbers_and_keywords_apply_to_every_set() {
+        assert_eq!(chosen("-storage:*"), ["app:ArenaCreate", "app:PoolInit", "app:Poll"]);
+        assert_eq!(
+            chosen("-storage:Page:PageRead"),
+            ["app:ArenaCreate", "app:PoolInit", "app:Poll", "storage:PoolInit", "storage:PageWrite"]
+        );
+        assert_eq!(chosen("all -app:*"), ["storage:PoolInit", "storage:PageWrite", "storage:PageRead"]);
+        assert!(chosen("none").is_empty());
+        assert_eq!(chosen("0x1"), ["app:ArenaCreate", "app:Poll", "storage:PoolInit"]);
+        assert_eq!(chosen("all").len(), 6);
+        assert!(chosen("-all").is_empty());
+    }
+
+    #[test]
+    fn unqualified_names_resolve_where_they_are_unambiguous() {
+        assert_eq!(chosen("Arena"), ["app:ArenaCreate", "app:Poll"]);
+        assert_eq!(chosen("Page"), ["storage:PageWrite", "storage:PageRead"]);
+        assert_eq!(chosen("PageWrite Arena:Poll"), ["app:Poll", "storage:PageWrite"]);
+        // A glob applies in every set where it matches.
+        assert_eq!(chosen("Po*"), ["app:PoolInit", "storage:PoolInit"]);
+        assert_eq!(chosen("*:*Init"), ["app:PoolInit", "storage:PoolInit"]);
+        // A plain name two sets define is an error with the qualified candidates.
+        assert_eq!(
+            error("Pool"),
+            "\"Pool\" at column 1 is ambiguous: 2 sets define it; write \"app:Pool\" or \"storage:Pool\""
+        );
+        assert_eq!(
+            error("-PoolInit"),
+            "\"-PoolInit\" at column 1 is ambiguous: 2 sets define it; write \"-app:Pool:PoolInit\" or \"-storage:Pool:PoolInit\""
+        );
+        assert_eq!(
+            error("Arena Pool:PoolInit"),
+            "\"Pool:PoolInit\" at column 7 is ambiguous: 2 sets define it; write \"app:Pool:PoolInit\" or \"storage:Pool:PoolInit\""
+        );
+    }
+
+    #[test]
+    fn a_set_named_like_a_kind_is_an_ambiguity_with_both_spellings() {
+        let (app, pool) = (set(APP), set(POOL));
+        let sets = [&app, &pool];
+        let error = select::from_env_text_sets("Pool:PoolInit", &sets).unwrap_err();
+        assert_eq!(
+            error.message,
+            "\"Pool:PoolInit\" at column 1 is ambiguous: it reads as kind Pool's event PoolInit and as set Pool's PoolInit; write set:Kind:Event, \"app:Pool:PoolInit\" or \"Pool:PoolInit:*\""
+        );
+        for (text, names) in [
+            ("app:Pool:PoolInit", vec!["app:PoolInit"]),
+            ("Pool:PoolInit:*", vec!["Pool:Setup"]),
+            ("Pool:all", vec!["Pool:Setup"]),
+            ("Pool:0x1", vec!["Pool:Setup"]),
+            ("Pool:Setup", vec!["Pool:Setup"]),
+        ] {
+            let selections = select::from_env_text_sets(text, &sets).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(recorded(&sets, &selections), names, "{text:?}");
+            assert_eq!(
+                select::from_env_text_sets(&select::describe_sets(&sets, &selections), &sets).unwrap(),
+                selections
+            );
+        }
+    }
+
+    #[test]
+    fn did_you_mean_across_sets() {
+        assert_eq!(
+            error("stroage:Page"),
+            "unknown set \"stroage\" in \"stroage:Page\" at column 1 (did you mean \"storage:Page\"?); sets are app, storage"
+        );
+        assert_eq!(
+            error("stroage:Page:PageWrite"),
+            "unknown set \"stroage\" in \"stroage:Page:PageWrite\" at column 1 (did you mean \"storage:Page:PageWrite\"?); sets are app, storage"
+        );
+        assert!(error("storage:Pgae").contains("(did you mean \"storage:Page\"?)"), "{}", error("storage:Pgae"));
+        assert!(
+            error("storage:Page:PageWirte").contains("(did you mean \"storage:Page:PageWrite\"?)"),
+            "{}",
+            error("storage:Page:PageWirte")
+        );
+        assert!(error("Pgae").contains("(did you mean \"storage:Page\"?)"), "{}", error("Pgae"));
+        assert!(error("-ArenaCraete").contains("(did you mean \"-app:ArenaCreate\"?)"), "{}", error("-ArenaCraete"));
+        assert_eq!(
+            error("Nothing"),
+            "\"Nothing\" at column 1 names nothing in any set; sets are app (kinds Arena, Pool), storage (kinds Pool, Page)"
+        );
+        assert_eq!(
+            error("x*:Page"),
+            "\"x*:Page\" at column 1 names nothing in any set; sets are app (kinds Arena, Pool), storage (kinds Pool, Page)"
+        );
+        assert_eq!(
+            error("a:b:c:d"),
+            "\"a:b:c:d\" at column 1 has more than two ':'; write one set:Kind:Event per item"
+        );
+        assert_eq!(
+            error(""),
+            "nothing chosen at column 1: the text has no items; write \"all\", \"none\", set:Kind or set:Kind:Event; sets are app, storage"
+        );
+        assert!(error("Builtin").contains("built-in"), "{}", error("Builtin"));
+        assert!(error("-0x1").contains("cannot be removed"));
+        assert!(error("0x8").contains("sets bit 3"), "{}", error("0x8"));
+    }
+
+    #[test]
+    fn describe_reads_back() {
+        let (app, storage) = (set(APP), set(STORAGE));
+        let sets = [&app, &storage];
+        for (text, described) in [
+            ("none", "none"),
+            ("all", "app:* storage:*"),
+            ("storage:Page", "storage:Page"),
+            ("-storage:Page:PageRead", "app:* storage:* -storage:Page:PageRead"),
+            ("none -app:Arena:Poll", "none -app:Arena:Poll"),
+            ("app:Pool storage:Page:PageWrite", "app:Pool storage:Page:PageWrite"),
+        ] {
+            let selections = select::from_env_text_sets(text, &sets).unwrap();
+            assert_eq!(select::describe_sets(&sets, &selections), described, "{text:?}");
+            assert_eq!(select::from_env_text_sets(described, &sets).unwrap(), selections, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn apply_sets_changes_the_current_selections() {
+        let (app, storage) = (set(APP), set(STORAGE));
+        let sets = [&app, &storage];
+        let mut current = vec![Selection::all(&app), Selection::none()];
+        select::apply_sets("-app:Arena storage:Page:PageRead", &sets, &mut current).unwrap();
+        assert_eq!(recorded(&sets, &current), ["app:PoolInit", "storage:PageRead"]);
+        let before = current.clone();
+        assert!(select::apply_sets("storage:Page Pool", &sets, &mut current).is_err());
+        assert_eq!(current, before, "an error changes nothing");
+        let error = select::apply_sets("all", &sets, &mut current[..1]).unwrap_err();
+        assert_eq!(error.message, "1 selections for 2 event sets; give one selection per set");
+    }
+
+    proptest! {
+        #[test]
+        fn any_selections_describe_and_read_back(app_kinds in 0u64..4, storage_kinds in 0u64..4, overrides in proptest::collection::vec((0usize..2, 0usize..3, any::<bool>()), 0..4)) {
+            let (app, storage) = (set(APP), set(STORAGE));
+            let sets = [&app, &storage];
+            let mut selections = vec![Selection { kinds: app_kinds, ..Selection::none() }, Selection { kinds: storage_kinds, ..Selection::none() }];
+            for (s, e, on) in overrides {
+                selections[s].overrides.insert(sets[s].events[e].code, on);
+            }
+            let text = select::describe_sets(&sets, &selections);
+            prop_assert_eq!(select::from_env_text_sets(&text, &sets).unwrap(), selections, "{}", text);
+        }
+    }
+}

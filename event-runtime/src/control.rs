@@ -74,7 +74,7 @@ fn schemas(sets: &[Recorded]) -> Vec<&Schema> {
 
 /// The selections that an `EVENT_CONTROL` text means for `sets`, one per set.
 pub(crate) fn from_text(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>, SelectError> {
-    interim::from_env_text_sets(text, sets)
+    event_format::select::from_env_text_sets(text, sets)
 }
 
 /// The selection, held across `fork()` (`fork`'s module docs), so that the child never finds
@@ -202,8 +202,8 @@ pub fn apply(text: &str) -> Result<String, SelectError> {
     }
     let State { sets, selections, .. } = &mut *guard;
     let schemas = schemas(sets);
-    interim::apply_sets(text, &schemas, selections)?;
-    let now = interim::describe_sets(&schemas, selections);
+    event_format::select::apply_sets(text, &schemas, selections)?;
+    let now = event_format::select::describe_sets(&schemas, selections);
     publish(&guard);
     Ok(now)
 }
@@ -212,50 +212,5 @@ pub fn apply(text: &str) -> Result<String, SelectError> {
 /// runs.
 pub fn describe() -> Option<String> {
     let s = state();
-    s.running.then(|| interim::describe_sets(&schemas(&s.sets), &s.selections))
-}
-
-/// Until `event_format::select::{from_env_text_sets, apply_sets, describe_sets}` land (the
-/// selection language by set, branch `sets-read`): with one set, the one-set functions;
-/// with several, an unqualified text applies to every set in which it names something.
-mod interim {
-    use event_format::schema::Schema;
-    use event_format::select::{SelectError, Selection};
-
-    pub(super) fn from_env_text_sets(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>, SelectError> {
-        let results: Vec<_> = sets.iter().map(|s| event_format::select::from_env_text(text, s)).collect();
-        if let Some(Err(e)) = results.iter().find(|r| r.is_err())
-            && results.iter().all(Result::is_err)
-        {
-            return Err(e.clone());
-        }
-        Ok(results.into_iter().map(|r| r.unwrap_or_default()).collect())
-    }
-
-    pub(super) fn apply_sets(text: &str, sets: &[&Schema], current: &mut [Selection]) -> Result<(), SelectError> {
-        let parsed: Vec<_> = sets.iter().map(|s| event_format::select::parse(text, s)).collect();
-        if let Some(Err(e)) = parsed.iter().find(|r| r.is_err())
-            && parsed.iter().all(Result::is_err)
-        {
-            return Err(e.clone());
-        }
-        for (selection, items) in current.iter_mut().zip(parsed) {
-            if let Ok(items) = items {
-                selection.apply(&items);
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn describe_sets(sets: &[&Schema], current: &[Selection]) -> String {
-        match (sets, current) {
-            ([one], [selection]) => event_format::select::describe(selection, one),
-            _ => sets
-                .iter()
-                .zip(current)
-                .map(|(s, sel)| format!("{}:({})", s.name, event_format::select::describe(sel, s)))
-                .collect::<Vec<_>>()
-                .join(" "),
-        }
-    }
+    s.running.then(|| event_format::select::describe_sets(&schemas(&s.sets), &s.selections))
 }

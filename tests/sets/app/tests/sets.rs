@@ -137,21 +137,87 @@ fn every_set_linked_in_is_recorded_and_decoded_with_its_own_schema() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The user events of the stream recorded with `EVENT_CONTROL=control`, counted by
+/// `set:Name`.
+fn recorded_with(name: &str, control: &str) -> BTreeMap<String, u64> {
+    let dir = scratch(name);
+    let file = dir.join("control.evt");
+    record(&file, Some(control));
+    let mut counts = BTreeMap::new();
+    for line in decode(&file).by_thread.into_values().flatten() {
+        *counts.entry(line[..line.find('(').unwrap()].to_owned()).or_insert(0) += 1;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    counts
+}
+
 #[test]
 fn control_selects_by_set() {
-    let dir = scratch("control");
-    let file = dir.join("page.evt");
-    // `Page` is a kind of `storage` alone: nothing of `app` or `net` is recorded.
-    record(&file, Some("Page"));
-    let decoded = decode(&file);
-    let all: Vec<String> = decoded.by_thread.into_values().flatten().collect();
-    assert_eq!(all.len() as u64, THREADS * ROUNDS * 2);
-    assert!(all.iter().all(|l| l.starts_with("storage:Page")), "{all:?}");
+    let per_worker = THREADS * ROUNDS;
+    // `Page` is a kind of `storage` alone: unqualified, it is unambiguous.
+    let page = recorded_with("page", "Page");
+    assert_eq!(
+        page,
+        BTreeMap::from([("storage:PageRead".into(), per_worker), ("storage:PageWrite".into(), per_worker)])
+    );
+    // Qualified by set: `Open` is an event of every set, `storage:Page` a kind, `net:*` a set.
+    let qualified = recorded_with("qualified", "storage:Page:PageWrite net:* -net:Conn:Send app:Req:Done");
+    assert_eq!(
+        qualified,
+        BTreeMap::from([
+            ("app:Done".into(), per_worker),
+            ("net:Open".into(), per_worker),
+            ("storage:PageWrite".into(), per_worker),
+        ])
+    );
+}
+
+#[test]
+fn an_ambiguous_control_text_stops_the_start_naming_the_candidates() {
+    let dir = scratch("ambiguous");
+    let out = Command::new(env!("CARGO_BIN_EXE_sets-app"))
+        .args(["1", "1"])
+        .env("EVENT_FILE", dir.join("x.evt"))
+        .env("EVENT_CONTROL", "all -Open")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("EVENT_CONTROL") && stderr.contains("storage:") && stderr.contains("net:"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The recordings of this process take turns.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[test]
+fn control_apply_and_describe_by_set_while_recording() {
+    let _serial = serial();
+    let recording = event_runtime::Recorder::new().memory().deterministic_clock().start().unwrap();
+    assert_eq!(event_runtime::control::describe().as_deref(), Some("net:* storage:*"));
+    event_runtime::control::apply("-storage:Page").unwrap();
+    assert_eq!(
+        event_runtime::control::selection_of(&storage::events::SET).unwrap().kinds,
+        storage::events::Kind::Log.mask()
+    );
+    assert_eq!(event_runtime::control::selection_of(&net::events::SET).unwrap().kinds, net::events::Kind::Conn.mask());
+    storage::write_page(9, 1.5);
+    storage::open("/tmp/db");
+    net::send(9, 10);
+    let ambiguous = event_runtime::control::apply("-Open").unwrap_err().to_string();
+    assert!(ambiguous.contains("storage:") && ambiguous.contains("net:"), "{ambiguous}");
+    event_runtime::flush();
+    let stream = recording.stop().unwrap();
+    let all: Vec<String> = decode_bytes(&stream).by_thread.into_values().flatten().collect();
+    assert_eq!(all, ["storage:Open(\"/tmp/db\")", "net:Send(9, 10)"]);
 }
 
 #[test]
 fn a_set_left_out_is_not_recorded_and_an_event_of_a_set_not_held_is_refused_and_counted() {
+    let _serial = serial();
     let recording =
         event_runtime::Recorder::new().sets(&[&net::events::SET]).memory().deterministic_clock().start().unwrap();
     // Left out: its bits are off, as a disabled kind's.

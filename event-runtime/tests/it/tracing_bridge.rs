@@ -1,7 +1,8 @@
 //! The `tracing` bridge (feature `tracing`): tracing events and span entries and exits
 //! recorded through `EventLayer` and decoded with event-format, with their levels, targets,
 //! texts, span ids, names, fields and nesting, on two threads; nothing recorded while no
-//! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set.
+//! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set;
+//! the bridge and the program's own event set in one recording.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
 #![cfg(feature = "tracing")]
@@ -220,4 +221,33 @@ fn an_empty_event_set_writes_a_stream_that_decodes() {
     assert_eq!(schema.name, "tracing");
     assert!(schema.kinds.is_empty() && schema.events.is_empty());
     assert_eq!(schema, &EVENTS.schema().expect("parses"));
+}
+
+/// A program with an events.def and the bridge records both in one stream: its set (the
+/// bridge's events are built-in and need none; its empty set is not registered).
+#[test]
+fn the_bridge_and_the_programs_event_set_record_together() {
+    let _serial = serial();
+    let dispatch = dispatch();
+    let recording = Recorder::new().deterministic_clock().memory().start().expect("starts");
+    tracing::dispatcher::with_default(&dispatch, || {
+        event!(ArenaDestroy, 0x10usize, 2u64);
+        tracing::warn!("slow");
+    });
+    let stream = recording.stop().expect("stops");
+    let mut decoder = Decoder::new(&stream[..]).expect("the recorder writes a valid header");
+    let sets: Vec<String> = decoder.header().sets.iter().map(|s| s.schema.name.clone()).collect();
+    assert_eq!(sets, ["event-runtime"], "the program's set alone: EVENTS is not registered");
+    let catalog = Catalog::new(&decoder.header().sets);
+    let mut names = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        for entry in block.expect("no damaged block").entries(&catalog) {
+            if let Entry::Event(e) = entry
+                && e.desc.code != builtin::THREAD_NAME
+            {
+                names.push(e.desc.name.clone());
+            }
+        }
+    }
+    assert_eq!(names, ["ArenaDestroy", "TraceEvent"]);
 }

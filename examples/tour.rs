@@ -184,7 +184,7 @@ fn main() {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         let _ = std::fs::create_dir_all(dir);
     }
-    let recording = match event_runtime::Recorder::new(&events::SET).file(&path).from_env() {
+    let recording = match event_runtime::Recorder::new().file(&path).from_env() {
         Ok(recorder) => recorder.start(),
         Err(e) => Err(e.into()),
     };

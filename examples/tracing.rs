@@ -13,8 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The three lines a tracing user adds: the layer, the subscriber, the recording.
     let subscriber = tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new());
     tracing::subscriber::set_global_default(subscriber)?;
-    let recording =
-        event_runtime::Recorder::new(&event_runtime::tracing_bridge::EVENTS).file(&path).from_env()?.start()?;
+    let recording = event_runtime::Recorder::new().file(&path).from_env()?.start()?;
 
     // The program, instrumented as usual.
     tracing::info!(orders = 3, "shop open");

@@ -235,8 +235,7 @@ fn streaming(quick: bool) {
     println!("|---|---:|---:|---:|---:|---:|");
     for (label, pace) in [("paced at 20 M events/s", Some(20_000_000u64)), ("one thread, unpaced", None)] {
         let path = out_dir().join("stream.evt");
-        let recording =
-            event_runtime::Recorder::new(&events::SET).file(&path).start().expect("the stream recording starts");
+        let recording = event_runtime::Recorder::new().file(&path).start().expect("the stream recording starts");
         let (n, elapsed) = stream_for(Duration::from_secs(secs), pace);
         event_runtime::flush();
         recording.stop().expect("the stream is written");
@@ -287,7 +286,7 @@ fn appender(quick: bool) {
         vec![("lossless", Vec::new(), Vec::new()), ("lossy (default)", Vec::new(), Vec::new())];
     for _ in 0..rounds {
         let path = out_dir().join("ours.evt");
-        let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("starts");
+        let recording = event_runtime::Recorder::new().file(&path).start().expect("starts");
         let t = common::word3(n);
         event_runtime::flush();
         recording.stop().expect("written");
@@ -346,7 +345,7 @@ fn run_measured(cmd: &mut Command) -> (Duration, u64, bool) {
 
 /// Writes a log of `n` events: the tour's mix of sizes, on 2 threads.
 fn write_log(path: &Path, n: u64, pack: bool) {
-    let recording = event_runtime::Recorder::new(&events::SET)
+    let recording = event_runtime::Recorder::new()
         .file(path)
         .pack(pack)
         .policy(event_runtime::Policy::Switch)
@@ -448,7 +447,7 @@ fn memory() {
         return;
     };
     let path = out_dir().join("memory.evt");
-    let recording = event_runtime::Recorder::new(&events::SET).file(&path).start().expect("starts");
+    let recording = event_runtime::Recorder::new().file(&path).start().expect("starts");
     let started = rss().unwrap_or(before);
     let threads = 8u64;
     let barrier = Arc::new(Barrier::new(threads as usize + 1));

@@ -221,7 +221,7 @@ fn follow_and_control_a_running_program() {
     let stream_log = sample_log("not-ring.evt");
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let ring = dir().join("live.ring");
-    let recording = Recorder::new(&events::SET).ring_file(&ring).policy(Policy::Ring).start().unwrap();
+    let recording = Recorder::new().ring_file(&ring).policy(Policy::Ring).start().unwrap();
     let follower = Command::new(DUMP)
         .args(["follow", ring.to_str().unwrap(), "--kind", "Object", "--interval", "5"])
         .stdout(std::process::Stdio::piped())
@@ -896,7 +896,7 @@ fn stats_takes_the_selection_of_print() {
 fn twins_log() -> PathBuf {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let path = dir().join("twins.evt");
-    let recording = Recorder::new(&events::SET).file(&path).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().file(&path).deterministic_clock().start().unwrap();
     for name in ["twin", "twin", "compactor"] {
         std::thread::Builder::new().name(name.to_owned()).spawn(|| event!(ClientMark)).unwrap().join().unwrap();
     }
@@ -941,7 +941,7 @@ fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_on
     let ring = dir().join("show.ring");
     {
         let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let recording = Recorder::new(&events::SET).ring_file(&ring).policy(Policy::Ring).start().unwrap();
+        let recording = Recorder::new().ring_file(&ring).policy(Policy::Ring).start().unwrap();
         let r = ring.to_str().unwrap();
         let show = run(&["control", r]);
         assert!(show.status.success(), "{}", stderr(&show));

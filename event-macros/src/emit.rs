@@ -1,33 +1,56 @@
 //! What one `event!` call expands to.
 //!
 //! ```text
-//! if ::event_runtime::__private::HOT && ::event_runtime::__private::enabled(1) {
+//! if $crate::__event_runtime::__private::HOT
+//!     && $crate::__event_runtime::__private::enabled(&$crate::events::__BITS, 0)
+//! {
 //!     match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
-//!         (a0, a1, a2) => emit(0, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
+//!         (a0, a1, a2) => emit(&$crate::events::SET, 0, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
 //!     }
 //! }
 //! ```
 //!
-//! `enabled` takes the event's own code (control is by code); `emit` its index in the set,
-//! which the recorder turns into the record's wire code (docs/EVENT-SETS.md, decision 1).
+//! Every path starts at `$crate`, the crate that includes events.def, so that a dependent
+//! crate's `storage::event!` names neither `event_runtime` nor anything the user could
+//! shadow. `enabled` tests the event's bit (by its index) in its set's control bits, a
+//! static whose address the linker knows; `emit` passes the set and the index, which the
+//! recording turns into the record's wire code (docs/EVENT-SETS.md, decisions 1 and 4).
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
 //! temporaries (e.g. a `format!` string) alive while the record is written. Each conversion
 //! is spanned on its argument, so a type error points at it. Each argument is written by the
 //! method of its letter of `event_format::wire::ArgWriter` (the runtime's `Cursor`): the
 //! bytes of each letter are defined there, once, not here.
 
-use crate::input::{Emit, Unknown};
+use crate::input::{Emit, Invocation, Row};
 use event_format::Letter;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitInt, UnOp};
 
+/// What one `event!` invocation expands to: the call, or the error that says why not.
+pub(crate) fn invocation(input: Invocation) -> syn::Result<TokenStream> {
+    let Some(name) = input.name else {
+        return Err(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "event! takes the name of an event of events.def, then its arguments: event!(Name, args...)",
+        ));
+    };
+    let wanted = name.unraw().to_string();
+    let Some(at) = input.rows.iter().position(|r| r.name.unraw() == wanted) else {
+        return Err(unknown(&name, &input.rows));
+    };
+    let row = input.rows.into_iter().nth(at).expect("found above");
+    let (missing_comma, args) = syn::parse::Parser::parse2(crate::input::arguments, input.rest)?;
+    emit(&Emit { krate: input.krate, name, row, args, missing_comma })
+}
+
 pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
-    let name = input.name.to_string();
-    let format = input.format.value();
+    let name = input.name.unraw().to_string();
+    let format = input.row.format.value();
     let letters: Vec<Letter> = format.chars().filter(|c| *c != '0').filter_map(Letter::from_char).collect();
-    let params: Vec<String> = input.params.iter().map(ToString::to_string).collect();
+    let params: Vec<String> = input.row.params.iter().map(|p| p.unraw().to_string()).collect();
     let describe = || {
         let list = if params.is_empty() { String::new() } else { format!(": {}", params.join(", ")) };
         format!(
@@ -49,9 +72,10 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
         ));
     }
 
-    let code = &input.code;
-    let index = &input.index;
-    let keep = &input.keep;
+    let krate = &input.krate;
+    let index = &input.row.index;
+    let keep = &input.row.keep;
+    let p = quote!(#krate::__event_runtime::__private);
     let mut convs = Vec::new();
     let mut binds = Vec::new();
     let mut strs = Vec::new();
@@ -61,7 +85,9 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
         let bind = format_ident!("__event_arg{}", i, span = Span::mixed_site());
         let arg = suffixed(arg, *letter);
         let span = arg.span();
-        let p = quote_spanned!(span=> ::event_runtime::__private);
+        // The bridge by a name spanned on the argument (imported below): a type error then
+        // points at the argument alone, not at the `$crate` that would start the path.
+        let p = Ident::new(BRIDGE, span);
         convs.push(match letter {
             Letter::Pointer => quote_spanned!(span=> #p::ArgP::arg_p(#arg)),
             Letter::Address => quote_spanned!(span=> #p::ArgA::arg_a(#arg)),
@@ -83,7 +109,7 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
             Letter::Bool => quote!(#w.bool(#bind);),
             Letter::String => {
                 let k = strs.len();
-                strs.push(quote!(::event_runtime::__private::text(#bind)));
+                strs.push(quote!(#p::text(#bind)));
                 quote!(#w.str(#k);)
             }
         });
@@ -91,19 +117,26 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
         binds.push(bind);
     }
     let w = format_ident!("__event_w", span = Span::mixed_site());
+    let bridge = Ident::new(BRIDGE, Span::call_site());
     Ok(quote! {
-        if ::event_runtime::__private::#keep && ::event_runtime::__private::enabled(#code) {
+        if #p::#keep && #p::enabled(&#krate::events::__BITS, #index) {
+            #[allow(unused_imports)]
+            use #krate::__event_runtime::__private as #bridge;
             match (#(#convs,)*) {
-                (#(#binds,)*) => ::event_runtime::__private::emit(
+                (#(#binds,)*) => #p::emit(
+                    &#krate::events::SET,
                     #index,
                     #fixed,
                     &[#(#strs),*],
-                    |#w: &mut ::event_runtime::__private::Cursor<'_>| { #(#writes)* },
+                    |#w: &mut #p::Cursor<'_>| { #(#writes)* },
                 ),
             }
         }
     })
 }
+
+/// The name under which the expansion imports `__private` for the argument conversions.
+const BRIDGE: &str = "__event_private";
 
 /// An unsuffixed integer literal gets the suffix of its letter's wire type, so that
 /// `event!(E, 0)` means what it says instead of failing as an `i32`.
@@ -143,15 +176,17 @@ fn suffixed(arg: &Expr, letter: Letter) -> Expr {
     }
 }
 
-pub(crate) fn unknown(input: &Unknown) -> syn::Error {
-    let name = input.name.to_string();
-    let known: Vec<String> = input.known.iter().map(ToString::to_string).collect();
+/// The error of an `event!` whose name the set does not have.
+fn unknown(name: &syn::Ident, rows: &[Row]) -> syn::Error {
+    let span = name.span();
+    let name = name.unraw().to_string();
+    let known: Vec<String> = rows.iter().map(|r| r.name.unraw().to_string()).collect();
     let hint = match event_format::def::closest(&name, known.iter().map(String::as_str)) {
         Some(close) => format!("did you mean `{close}`?"),
         None if known.is_empty() => "events.def declares no events".to_owned(),
         None => "declare it with a RELATION line in events.def".to_owned(),
     };
-    syn::Error::new(input.name.span(), format!("no event `{name}` in events.def; {hint}"))
+    syn::Error::new(span, format!("no event `{name}` in events.def; {hint}"))
 }
 
 #[cfg(test)]
@@ -160,10 +195,11 @@ mod tests {
 
     #[test]
     fn expansion_of_one_call() {
-        let input: Emit =
-            syn::parse_str(r#"PoolInit 16 4 "PSUD" [pool class align load] COOL ; , &pool, format!("{}", 1), 16, -1"#)
-                .unwrap();
-        let body = emit(&input).unwrap();
+        let input: Invocation = syn::parse_str(
+            r#"krate [Other 0 "" [] HOT PoolInit 4 "PSUD" [pool class align load] COOL] PoolInit, &pool, format!("{}", 1), 16, -1"#,
+        )
+        .unwrap();
+        let body = invocation(input).unwrap();
         let file: syn::File = syn::parse2(quote!(fn call_site() { #body })).unwrap();
         insta::assert_snapshot!(prettyplease::unparse(&file));
     }

@@ -27,13 +27,6 @@ pub fn include_events(input: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __emit_event(input: TokenStream) -> TokenStream {
-    let input = syn::parse_macro_input!(input as input::Emit);
-    emit::emit(&input).unwrap_or_else(syn::Error::into_compile_error).into()
-}
-
-#[doc(hidden)]
-#[proc_macro]
-pub fn __unknown_event(input: TokenStream) -> TokenStream {
-    let input = syn::parse_macro_input!(input as input::Unknown);
-    emit::unknown(&input).into_compile_error().into()
+    let input = syn::parse_macro_input!(input as input::Invocation);
+    emit::invocation(input).unwrap_or_else(syn::Error::into_compile_error).into()
 }

@@ -11,6 +11,8 @@ pub(crate) struct Loaded {
     /// The path as written in the invocation.
     pub(crate) written: String,
     pub(crate) schema: Schema,
+    /// The version of the package that includes it (`CARGO_PKG_VERSION`), empty outside cargo.
+    pub(crate) package_version: String,
 }
 
 /// Where to look for `written`: relative to the crate's Cargo.toml first, then relative to
@@ -65,5 +67,6 @@ pub(crate) fn load(input: &Include) -> syn::Result<Loaded> {
         }
         err
     })?;
-    Ok(Loaded { path, written, schema })
+    let package_version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    Ok(Loaded { path, written, schema, package_version })
 }

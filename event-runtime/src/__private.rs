@@ -1,30 +1,37 @@
 //! The bridge that generated code calls. **Not a stable API**: only `include_events!` and
 //! `event!` may use it, and it changes without notice.
 
-pub use crate::event_set::EventSet;
+pub use crate::event_set::{EventSet, SETS};
 pub use event_format::schema::Version;
 /// The writer of a record's arguments that generated code fills, one method per format letter.
 pub use event_format::wire::ArgWriter as Cursor;
 pub use event_format::wire::Text;
-pub use event_macros::{__emit_event as emit_event, __unknown_event as unknown_event};
+pub use event_macros::__emit_event as emit_event;
+/// The distributed slice's crate, for `#[linkme(crate = ...)]`: a crate that includes
+/// events.def needs no `linkme` dependency of its own.
+pub use linkme;
+/// The control bits' type, for the static that `include_events!` generates.
+pub use std::sync::atomic::AtomicU64;
 
 /// Whether events whose `always` flag is FALSE are compiled in (neither `hot` nor `rash`).
 pub const COOL: bool = !cfg!(any(feature = "hot", feature = "rash"));
 /// Whether events whose `always` flag is TRUE are compiled in (not `rash`).
 pub const HOT: bool = !cfg!(feature = "rash");
 
-/// Whether the event with `code` is recorded now: one relaxed load and a bit test.
+/// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
+/// is recorded now: one relaxed load and a bit test.
 #[inline(always)]
-pub fn enabled(code: u16) -> bool {
-    crate::control::enabled(code)
+pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
+    crate::event_set::enabled(bits, index)
 }
 
-/// Records event `index` (its position in its set) on this thread: `fixed` bytes of
+/// Records event `index` (its position in `set`) on this thread: `fixed` bytes of
 /// fixed-size arguments and the string arguments `strs`, all written by `fill`. The
-/// recorder writes it with its wire code, the set's first plus `index`.
+/// recording writes it with its wire code, the first of the range it gave `set` plus
+/// `index`; a set that it does not hold has its event refused and counted.
 #[inline(always)]
-pub fn emit(index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    crate::buffer::emit_event(index, fixed, strs, fill)
+pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    crate::buffer::emit_event(set, index, fixed, strs, fill)
 }
 
 /// A string argument.

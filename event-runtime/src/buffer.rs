@@ -21,6 +21,7 @@
 //! of its next block, or reported by the recorder at stop. Nothing is lost silently.
 
 use crate::config::Policy;
+use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
 use crate::ringfile::Slot;
 use crate::session::{self, Shared};
@@ -49,8 +50,10 @@ enum Home {
 #[derive(Debug)]
 pub(crate) struct ThreadBuffer {
     shared: Arc<Shared>,
-    /// `shared.first`, cached: the wire code of the set's event 0, so that writing event `j`
-    /// costs one add on the hot path and no load through `shared`.
+    /// The set this buffer resolved last (null before the first): its events are written
+    /// as `first + j` with one pointer compare and an add on the hot path.
+    set: *const EventSet,
+    /// The wire code of `set`'s event 0 in this buffer's recording (`shared.sets`).
     first: u16,
     /// The recorder generation this buffer belongs to.
     generation: u64,
@@ -133,7 +136,8 @@ impl ThreadBuffer {
         };
         let now = shared.time.now();
         let mut buffer = ThreadBuffer {
-            first: shared.first,
+            set: std::ptr::null(),
+            first: 0,
             shared,
             generation,
             thread,
@@ -252,6 +256,27 @@ impl ThreadBuffer {
             return self.refuse();
         }
         self.write(code, fixed, &cut, fill);
+    }
+
+    /// The wire code of event `index` of `set` in this buffer's recording: `first + index`
+    /// from the cache when `set` is the last one resolved, else looked up in the recording's
+    /// sets (and cached). `None` when the recording does not hold `set`.
+    #[inline(always)]
+    fn wire_code(&mut self, set: &'static EventSet, index: u16) -> Option<u16> {
+        if std::ptr::eq(set, self.set) {
+            return Some(self.first.wrapping_add(index));
+        }
+        self.resolve(set).map(|first| first.wrapping_add(index))
+    }
+
+    /// Looks `set` up in the recording's sets and caches it. The cache lives in this buffer,
+    /// which belongs to one recording: a range is never written into another's blocks.
+    #[cold]
+    fn resolve(&mut self, set: &'static EventSet) -> Option<u16> {
+        let first = self.shared.first_of(set)?;
+        self.set = set;
+        self.first = first;
+        Some(first)
     }
 
     /// Counts an event that could not be recorded.
@@ -540,12 +565,19 @@ pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce
     emit_as(Code::Wire(code), fixed, strs, fill)
 }
 
-/// Records event `index` (its position in the recording's set) with its arguments: its wire
-/// code is the set's `first` plus `index` (docs/EVENT-SETS.md, decision 1). What the
-/// generated code calls.
+/// Records event `index` (its position in `set`) with its arguments: its wire code is the
+/// first of the range that the buffer's recording gave `set`, plus `index`
+/// (docs/EVENT-SETS.md, decision 1). A set that the recording does not hold has the event
+/// refused and counted. What the generated code calls.
 #[inline]
-pub(crate) fn emit_event(index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-    emit_as(Code::Event(index), fixed, strs, fill)
+pub(crate) fn emit_event(
+    set: &'static EventSet,
+    index: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut ArgWriter<'_>),
+) {
+    emit_as(Code::Event(set, index), fixed, strs, fill)
 }
 
 /// What a record's code is given as.
@@ -553,18 +585,33 @@ pub(crate) fn emit_event(index: u16, fixed: usize, strs: &[Text<'_>], fill: impl
 enum Code {
     /// A wire code as it is: a built-in event's.
     Wire(u16),
-    /// Event `index` of the recording's set.
-    Event(u16),
+    /// Event `index` of a set.
+    Event(&'static EventSet, u16),
 }
 
 impl Code {
-    /// The wire code in a buffer whose set starts at `first`.
-    #[inline]
-    fn wire(self, first: u16) -> u16 {
+    /// The wire code in `buffer`'s recording; `None` when it does not hold the set.
+    #[inline(always)]
+    fn wire(self, buffer: &mut ThreadBuffer) -> Option<u16> {
         match self {
-            Code::Wire(code) => code,
-            Code::Event(index) => first.wrapping_add(index),
+            Code::Wire(code) => Some(code),
+            Code::Event(set, index) => buffer.wire_code(set, index),
         }
+    }
+}
+
+/// Writes the record in `buffer`, or refuses it (counted) when its set is not recorded.
+#[inline(always)]
+fn write_in(
+    buffer: &mut ThreadBuffer,
+    code: Code,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut ArgWriter<'_>),
+) {
+    match code.wire(buffer) {
+        Some(code) => buffer.write(code, fixed, strs, fill),
+        None => buffer.refuse(),
     }
 }
 
@@ -577,10 +624,7 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
         };
         let current = session::generation();
         match slot.as_mut() {
-            Some(buffer) if buffer.generation == current => {
-                let code = code.wire(buffer.first);
-                buffer.write(code, fixed, strs, fill)
-            }
+            Some(buffer) if buffer.generation == current => write_in(buffer, code, fixed, strs, fill),
             _ => attach(&mut slot, current, code, fixed, strs, fill),
         }
     });
@@ -607,8 +651,7 @@ fn attach(
     match buffer {
         Some(buffer) => {
             let buffer = slot.insert(buffer);
-            let code = code.wire(buffer.first);
-            buffer.write(code, fixed, strs, fill)
+            write_in(buffer, code, fixed, strs, fill)
         }
         None => session::count_lost_unattributed(1),
     }

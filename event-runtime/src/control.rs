@@ -1,13 +1,15 @@
-//! Control: which events are recorded, by kind and by event (design.mps.telemetry `.control`).
+//! Control: which events are recorded, by set, kind and event (design.mps.telemetry
+//! `.control`; docs/EVENT-SETS.md, decision 4).
 //!
-//! The hot path reads one bit per event code from `ENABLED`: one relaxed atomic load and a
-//! bit test. Those bits are the [`CodeSet`] that the running [`Selection`] (a kind mask and
-//! per-event overrides) compiles to against the schema being recorded
-//! ([`Selection::compile`]); changing the selection compiles it again and copies the bits,
-//! under a lock, off the hot path.
+//! The hot path reads one bit per event from its set's control bits (`EventSet`, one bit
+//! per event by its index in the set): one relaxed atomic load and a bit test on a static.
+//! Those bits are what the running [`Selection`] of each recorded set (a kind mask and
+//! per-event overrides) says of its events; changing a selection writes the bits again,
+//! under a lock, off the hot path. A set the recording does not hold keeps its bits clear.
 //!
 //! Relaxed loads suffice: an enable bit only decides whether to record; a thread that sees a
-//! change a little late records (or skips) a few events more, and nothing else depends on it.
+//! change a little late records (or skips) a few events more, and nothing else depends on it
+//! (an event of a set that the recording does not hold is refused by the thread buffer).
 //!
 //! The selection is set in one language ([`event_format::select`]) wherever it comes from:
 //! the environment at start-up (`EVENT_CONTROL`), [`apply`] in the program, and another
@@ -16,31 +18,35 @@
 //! - [`apply`] changes the selection by a text (`"Pool -Pool:PoolInit"`), [`describe`]
 //!   writes it as one;
 //! - [`selection`] and [`set_selection`] read and replace it as data, for programs that
-//!   compute kind masks (`events::Kind::Pool.mask()`) or per-event overrides;
+//!   compute kind masks (`events::Kind::Pool.mask()`) or per-event overrides: the
+//!   recording's only set's, or ([`selection_of`], [`set_selection_of`]) one set's;
 //! - [`is_enabled`] says whether an event is recorded now.
 
-use event_format::schema::{LAST_USER_CODE, Schema};
-use event_format::select::CodeSet;
+use crate::event_set::EventSet;
+use event_format::schema::Schema;
 pub use event_format::select::{SelectError, Selection};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-const WORDS: usize = (LAST_USER_CODE as usize >> 6) + 1;
-
-/// One bit per user event code: set when the event is recorded now. The first [`WORDS`]
-/// words of the running selection's [`CodeSet`] (user codes end there).
-pub(crate) static ENABLED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+/// A recorded set: its static (whose bits are written here) and its schema, as the
+/// stream's header names it.
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    pub(crate) set: &'static EventSet,
+    pub(crate) schema: Schema,
+}
 
 /// What the enable bits are derived from.
 #[derive(Debug)]
 struct State {
-    /// The schema being recorded; `None` when no recording runs (every bit is then 0).
-    schema: Option<Schema>,
-    selection: Selection,
+    /// Whether a recording runs (every bit is 0 when none does).
+    running: bool,
+    /// The sets of the running (or last) recording, in the header's order.
+    sets: Vec<Recorded>,
+    /// One selection per set of `sets`.
+    selections: Vec<Selection>,
 }
 
-static STATE: Mutex<State> =
-    Mutex::new(State { schema: None, selection: Selection { kinds: 0, overrides: std::collections::BTreeMap::new() } });
+static STATE: Mutex<State> = Mutex::new(State { running: false, sets: Vec::new(), selections: Vec::new() });
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     // The state is plain data whose every update is complete before the lock is released;
@@ -48,29 +54,33 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Compiles the selection against the schema and copies the bits into [`ENABLED`].
+/// Writes every set's control bits from its selection (all clear when no recording runs).
 fn publish(state: &State) {
-    let codes = match &state.schema {
-        Some(schema) => state.selection.compile(schema),
-        None => CodeSet::new(),
-    };
-    for (word, &bits) in ENABLED.iter().zip(codes.words()) {
-        word.store(bits, Ordering::Relaxed);
+    for (i, recorded) in state.sets.iter().enumerate() {
+        match state.selections.get(i) {
+            Some(selection) if state.running => {
+                let events = &recorded.schema.events;
+                recorded.set.set_bits(events.len(), |j| selection.records(&events[j]));
+            }
+            _ => recorded.set.clear_bits(),
+        }
     }
 }
 
-/// Whether the event with `code` is recorded now: the hot path's test.
-#[inline(always)]
-pub(crate) fn enabled(code: u16) -> bool {
-    // Codes above LAST_USER_CODE are never passed here (the macro only emits user codes);
-    // `get` keeps a stray one from panicking.
-    ENABLED.get(usize::from(code >> 6)).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (code & 63)) != 0)
+/// The schemas of `sets`, in order, as the selection language takes them.
+fn schemas(sets: &[Recorded]) -> Vec<&Schema> {
+    sets.iter().map(|r| &r.schema).collect()
+}
+
+/// The selections that an `EVENT_CONTROL` text means for `sets`, one per set.
+pub(crate) fn from_text(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>, SelectError> {
+    event_format::select::from_env_text_sets(text, sets)
 }
 
 /// The selection, held across `fork()` (`fork`'s module docs), so that the child never finds
 /// it locked by a thread that does not exist there.
 #[derive(Debug)]
-pub(crate) struct ForkHold(#[allow(dead_code)] std::sync::MutexGuard<'static, State>);
+pub(crate) struct ForkHold(std::sync::MutexGuard<'static, State>);
 
 /// Takes the selection for a `fork()`.
 pub(crate) fn hold_for_fork() -> ForkHold {
@@ -79,63 +89,101 @@ pub(crate) fn hold_for_fork() -> ForkHold {
 
 impl ForkHold {
     /// In the child just after `fork()`: a child that records nothing (`EVENT_FORK=off`)
-    /// turns every event off, so that each costs one branch. Atomic stores only.
+    /// turns every event off, so that each costs one branch. Atomic stores only (the sets
+    /// are read, never moved or freed).
     pub(crate) fn in_child(self, records: bool) {
         if !records {
-            for word in &ENABLED {
-                word.store(0, Ordering::Relaxed);
+            for recorded in &self.0.sets {
+                recorded.set.clear_bits();
             }
         }
     }
 }
 
-pub(crate) fn install(schema: &Schema, selection: Selection) {
+/// Makes `sets` the recorded ones, each with its selection, and writes their bits.
+pub(crate) fn install(sets: Vec<Recorded>, selections: Vec<Selection>) {
     let mut s = state();
-    s.schema = Some(schema.clone());
-    s.selection = selection;
+    // The previous recording's sets are clear already (`uninstall`).
+    s.sets = sets;
+    s.selections = selections;
+    s.running = true;
     publish(&s);
 }
 
+/// Clears every recorded set's bits: the recording stops.
 pub(crate) fn uninstall() {
     let mut s = state();
-    s.schema = None;
+    s.running = false;
     publish(&s);
 }
 
-/// Whether the event with `code` is recorded now.
+/// The selections of the running recording's sets, in order (a forked child starts from
+/// them).
+pub(crate) fn selections() -> Vec<Selection> {
+    state().selections.clone()
+}
+
+/// Whether an event with `code` (its code in events.def) is recorded now: in a program
+/// with several sets, whose codes may overlap, whether any recorded set records its event
+/// of that code.
 pub fn is_enabled(code: u16) -> bool {
-    enabled(code)
+    let s = state();
+    s.sets.iter().any(|r| r.schema.events.iter().position(|e| e.code == code).is_some_and(|j| r.set.index_enabled(j)))
 }
 
-/// The running selection: kind mask (bit `i` records kind `i` of events.def) and per-event
-/// overrides.
+/// The running selection of the recording's only set (of its first, when it holds several:
+/// see [`selection_of`]): kind mask (bit `i` records kind `i` of events.def) and per-event
+/// overrides. The empty selection when no recording ran.
 pub fn selection() -> Selection {
-    state().selection.clone()
+    state().selections.first().cloned().unwrap_or_default()
 }
 
-/// Replaces the whole selection; returns the previous one. With no recording running, the
-/// selection is kept for nothing: the next recording starts from its own (`Recorder::kinds`,
-/// `Recorder::control`, `EVENT_CONTROL`).
+/// The running selection of `set` (`storage::events::SET`); `None` when the running (or
+/// last) recording does not hold it.
+pub fn selection_of(set: &EventSet) -> Option<Selection> {
+    let s = state();
+    let i = s.sets.iter().position(|r| std::ptr::eq(r.set, set))?;
+    s.selections.get(i).cloned()
+}
+
+/// Replaces the whole selection of the recording's only set (of its first, when it holds
+/// several: see [`set_selection_of`]); returns the previous one. With no recording
+/// running, the selection is kept for nothing: the next recording starts from its own
+/// (`Recorder::kinds`, `Recorder::control`, `EVENT_CONTROL`).
 ///
 /// Kind masks are data here: `set_selection(Selection { kinds: mask, ..selection() })`
 /// records the kinds of `mask` and keeps the per-event overrides.
 pub fn set_selection(selection: Selection) -> Selection {
     let mut s = state();
-    let old = std::mem::replace(&mut s.selection, selection);
+    let old = match s.selections.first_mut() {
+        Some(first) => std::mem::replace(first, selection),
+        None => Selection::default(),
+    };
     publish(&s);
     old
 }
 
+/// Replaces the selection of `set`; returns the previous one, or `None` (and changes
+/// nothing) when the running recording does not hold `set`.
+pub fn set_selection_of(set: &EventSet, selection: Selection) -> Option<Selection> {
+    let mut s = state();
+    let i = s.sets.iter().position(|r| std::ptr::eq(r.set, set))?;
+    let old = std::mem::replace(s.selections.get_mut(i)?, selection);
+    publish(&s);
+    Some(old)
+}
+
 /// Applies a control text in the `EVENT_CONTROL` grammar to the running selection
-/// (`"Pool -Seg Arena:ArenaCreate"`: Pool on, Seg off, that one event on) and returns the
-/// selection that results, described in the same grammar. An error when no recording runs
-/// or the text does not parse; nothing changes then.
+/// (`"Pool -Seg Arena:ArenaCreate"`: Pool on, Seg off, that one event on; `storage:Page`
+/// names a kind of the set `storage`) and returns the selection that results, described in
+/// the same grammar. An error when no recording runs or the text does not parse; nothing
+/// changes then.
 ///
 /// ```
 /// event_runtime::include_events!("../events.def");
 ///
 /// fn main() {
-///     let recording = event_runtime::Recorder::new(&events::SET).memory().kinds(0).start().unwrap();
+///     let recording = event_runtime::Recorder::new().memory().kinds(0).start().unwrap();
 ///     assert_eq!(event_runtime::control::apply("Pool -Pool:PoolFinish").unwrap(), "Pool -Pool:PoolFinish");
 ///     assert!(event_runtime::control::is_enabled(events::code::PoolInit));
 ///     assert!(!event_runtime::control::is_enabled(events::code::PoolFinish));
@@ -145,16 +193,17 @@ pub fn set_selection(selection: Selection) -> Selection {
 /// ```
 pub fn apply(text: &str) -> Result<String, SelectError> {
     let mut guard = state();
-    let State { schema, selection } = &mut *guard;
-    let Some(schema) = schema else {
+    if !guard.running {
         return Err(SelectError {
             item: String::new(),
             column: 1,
             message: "no recording runs; start one first".into(),
         });
-    };
-    selection.apply(&event_format::select::parse(text, schema)?);
-    let now = event_format::select::describe(selection, schema);
+    }
+    let State { sets, selections, .. } = &mut *guard;
+    let schemas = schemas(sets);
+    event_format::select::apply_sets(text, &schemas, selections)?;
+    let now = event_format::select::describe_sets(&schemas, selections);
     publish(&guard);
     Ok(now)
 }
@@ -163,5 +212,5 @@ pub fn apply(text: &str) -> Result<String, SelectError> {
 /// runs.
 pub fn describe() -> Option<String> {
     let s = state();
-    s.schema.as_ref().map(|schema| event_format::select::describe(&s.selection, schema))
+    s.running.then(|| event_format::select::describe_sets(&schemas(&s.sets), &s.selections))
 }

@@ -13,7 +13,7 @@
 //! }
 //!
 //! fn main() {
-//!     let recording = event_runtime::Recorder::new(&events::SET).start().unwrap();
+//!     let recording = event_runtime::Recorder::new().start().unwrap();
 //!     create_pool(&7);
 //!     let stream = recording.stop().unwrap();
 //!
@@ -30,13 +30,18 @@
 //! }
 //! ```
 //!
-//! `include_events!` must be called in the crate root, once per program: the recorder holds
-//! one event set, and `event!` finds itself through the crate root.
+//! `include_events!` is called in the crate root, once per crate: every crate of a program may
+//! carry its own events.def, and every set linked into the program is recorded into one stream
+//! (docs/EVENT-SETS.md). Each set is named by its `SET(name)` line, else by the package name
+//! of the crate that includes it, and registers itself: [`Recorder::new`] records every set
+//! linked in, [`Recorder::sets`] only those it lists.
 //!
 //! `include_events!` generates, where it is called: the `event!` macro, usable in every module
-//! of the crate after it, and a module `events` with the kind enum (`events::Kind`), the event
-//! codes (`events::code::Name`), the event set's version (`events::VERSION`) and the event set
-//! itself (`events::SET`), which the recorder writes into every stream's header.
+//! of the crate after it and exported, so that the crates that depend on this one can emit its
+//! events (`storage::event!(...)`); and a module `events` with the kind enum (`events::Kind`),
+//! the event codes (`events::code::Name`), the event set's version (`events::VERSION`) and
+//! the event set itself (`events::SET`), which the recorder writes into every stream's header.
+//! `event!` names its crate through a hidden `__event_runtime` item that it also generates.
 //!
 //! `event!(Name, args...)` takes the arguments in format order, with the Rust types of the
 //! format letters (P: pointers, `&T`, `usize`; A: addresses; W: `u64`..`u8`; U: `u32`..`u8`;
@@ -46,6 +51,8 @@
 //!
 //! # The API
 //!
+//! - Sets: [`EventSet`] is what `include_events!` generates (`events::SET`);
+//!   [`EventSet::registered`] lists every set linked in.
 //! - Start: [`Recorder`] configures a recording (sinks, policy, sizes, clock, what to record)
 //!   and [`Recorder::start`] starts it. [`start`] is a shortcut for a program configured by
 //!   the environment alone (`EVENT_*`), writing `<program>-<pid>.evt` when no sink is named.

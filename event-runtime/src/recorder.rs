@@ -21,8 +21,9 @@ use crate::session::{self, AfterFork, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::ring::Layout;
+use event_format::schema::Schema;
 use event_format::select::Selection;
-use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer};
+use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, SetEntry};
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -123,7 +124,7 @@ enum ClockChoice {
 /// event_runtime::include_events!("../events.def");
 ///
 /// fn main() {
-///     let recording = event_runtime::Recorder::new(&events::SET).memory().start().unwrap();
+///     let recording = event_runtime::Recorder::new().memory().start().unwrap();
 ///     event!(ClientPhase, "warm-up", 1u64, -3);
 ///     let stream = recording.stop().unwrap();
 ///     assert!(!stream.is_empty());
@@ -136,7 +137,8 @@ enum ClockChoice {
 #[derive(Debug, Clone)]
 #[must_use = "a Recorder does nothing until started"]
 pub struct Recorder {
-    events: &'static EventSet,
+    /// The sets to record: `None`, every registered set.
+    sets: Option<Vec<&'static EventSet>>,
     block_size: u32,
     buffer_size: u64,
     selection: SelectionChoice,
@@ -152,13 +154,19 @@ pub struct Recorder {
     fork: bool,
 }
 
+impl Default for Recorder {
+    fn default() -> Recorder {
+        Recorder::new()
+    }
+}
+
 #[derive(Debug, Clone)]
 enum SelectionChoice {
     All,
     Mask(u64),
     Text(String),
-    /// A forked child's: the selection its parent had when the child started recording.
-    Given(Selection),
+    /// A forked child's: the selections its parent had when the child started recording.
+    Given(Vec<Selection>),
 }
 
 /// The default block size: 64 KiB.
@@ -169,13 +177,17 @@ pub const DEFAULT_BUFFER_SIZE: u64 = 16 << 20;
 pub const DEFAULT_RING_THREADS: u32 = 32;
 
 impl Recorder {
-    /// A recorder of `events` (the `events::SET` that `include_events!` generates), with every
-    /// kind on, the `switch` policy, 64 KiB blocks, a 16 MiB buffer and the best clock.
-    /// Without a sink ([`file`](Self::file), [`ring_file`](Self::ring_file),
+    /// A recorder of every event set linked into the program (each crate's `include_events!`
+    /// registers its set; see [`sets`](Self::sets) to record some only), with every kind
+    /// on, the `switch` policy, 64 KiB blocks, a 16 MiB buffer and the best clock. Without
+    /// a sink ([`file`](Self::file), [`ring_file`](Self::ring_file),
     /// [`memory`](Self::memory)) it records into memory.
-    pub fn new(events: &'static EventSet) -> Recorder {
+    ///
+    /// A program with no events.def at all (one that records through the `tracing` bridge
+    /// alone) records `tracing_bridge::EVENTS`, a set without user events.
+    pub fn new() -> Recorder {
         Recorder {
-            events,
+            sets: None,
             block_size: DEFAULT_BLOCK_SIZE,
             buffer_size: DEFAULT_BUFFER_SIZE,
             selection: SelectionChoice::All,
@@ -190,6 +202,20 @@ impl Recorder {
             bufresize: BufResize::Auto,
             fork: true,
         }
+    }
+
+    /// Records only `sets` (each crate's `events::SET`), in this order, instead of every
+    /// registered set. A set left out is not recorded, as a disabled kind is not: its
+    /// `event!`s cost one branch, and the stream does not name it.
+    pub fn sets(mut self, sets: &[&'static EventSet]) -> Recorder {
+        let mut list: Vec<&'static EventSet> = Vec::new();
+        for set in sets {
+            if !list.iter().any(|s| std::ptr::eq(*s, *set)) {
+                list.push(set);
+            }
+        }
+        self.sets = Some(list);
+        self
     }
 
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
@@ -296,13 +322,16 @@ impl Recorder {
         self
     }
 
-    /// The kind mask to start with: bit `i` records kind `i` (`events::Kind::X.mask()`).
+    /// The kind mask to start with: bit `i` records kind `i` (`events::Kind::X.mask()`), in
+    /// every recorded set (meant for a program with one set; [`control`](Self::control)
+    /// names kinds by set).
     pub fn kinds(mut self, mask: u64) -> Recorder {
         self.selection = SelectionChoice::Mask(mask);
         self
     }
 
-    /// The events to record, in `EVENT_CONTROL`'s grammar (`"Pool Arena -Pool:PoolInit"`).
+    /// The events to record, in `EVENT_CONTROL`'s grammar (`"Pool Arena -Pool:PoolInit"`;
+    /// `storage:Page` is the kind `Page` of the set `storage`).
     pub fn control(mut self, text: impl Into<String>) -> Recorder {
         self.selection = SelectionChoice::Text(text.into());
         self
@@ -362,18 +391,22 @@ impl Recorder {
         if blocks < 4 {
             return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs });
         }
-        let schema = self.events.schema().map_err(|e| StartError::BadEventSet(e.to_string()))?;
-        let selection = match &self.selection {
-            SelectionChoice::All => Selection::all(&schema),
-            SelectionChoice::Mask(mask) => Selection { kinds: *mask, overrides: Default::default() },
-            SelectionChoice::Given(selection) => selection.clone(),
-            SelectionChoice::Text(text) => event_format::select::from_env_text(text, &schema).map_err(|e| {
-                StartError::Config(ConfigError {
-                    variable: "EVENT_CONTROL",
-                    value: text.clone(),
-                    message: e.to_string(),
-                })
-            })?,
+        let (sets, schemas) = self.recorded_sets()?;
+        let selections = match &self.selection {
+            SelectionChoice::All => schemas.iter().map(Selection::all).collect(),
+            SelectionChoice::Mask(mask) => {
+                schemas.iter().map(|_| Selection { kinds: *mask, overrides: Default::default() }).collect()
+            }
+            SelectionChoice::Given(selections) => selections.clone(),
+            SelectionChoice::Text(text) => {
+                control::from_text(text, &schemas.iter().collect::<Vec<_>>()).map_err(|e| {
+                    StartError::Config(ConfigError {
+                        variable: "EVENT_CONTROL",
+                        value: text.clone(),
+                        message: e.to_string(),
+                    })
+                })?
+            }
         };
         let time = match self.clock {
             ClockChoice::Best => TimeSource::best(),
@@ -382,7 +415,10 @@ impl Recorder {
         };
         let clock = time.facts();
         let start_wall = if time.is_deterministic() { 0 } else { clock.ref_wall_ns };
-        let header = Header::new(schema.clone(), bs, clock, Producer::current(start_wall));
+        let entries = SetEntry::assign(schemas.iter().cloned());
+        // Each set's range of wire codes: its event j is written as `first + j`.
+        let firsts: Vec<u16> = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first)).collect();
+        let header = Header::with_sets(entries, bs, clock, Producer::current(start_wall));
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
         let expand = |path: &Option<PathBuf>, purpose| match path {
             Some(p) => {
@@ -392,8 +428,6 @@ impl Recorder {
         };
         let file_path = expand(&self.file, Purpose::EventFile)?;
         let ring_path = expand(&self.ring, Purpose::RingFile)?;
-        // The recording's one set: its event j is written as wire code `first + j`.
-        let first = header.sets[0].range().map_or(0, |(first, _)| first);
 
         // Claim the process's recorder before touching any file.
         let Some(vacancy) = session::claim() else {
@@ -445,7 +479,7 @@ impl Recorder {
             block_size: bs,
             clock,
             catalog: Catalog::new(&header.sets),
-            first,
+            sets: sets.iter().copied().zip(firsts).collect(),
             time,
             next_thread: AtomicU64::new(1),
             policy: self.policy,
@@ -464,7 +498,8 @@ impl Recorder {
             after_fork,
         });
         let generation = vacancy.fill(&shared);
-        control::install(&schema, selection);
+        let recorded = sets.iter().zip(schemas).map(|(&set, schema)| control::Recorded { set, schema }).collect();
+        control::install(recorded, selections);
         session::set_running(true);
         let recording = Recording::begin(Arc::clone(&shared), generation).map_err(|error| StartError::Io {
             what: "writer thread",
@@ -477,6 +512,58 @@ impl Recorder {
 }
 
 impl Recorder {
+    /// The sets to record, in the header's order, and their schemas as the header names
+    /// them: the explicit list, or every registered set ordered by name (and package
+    /// version), or, in a program without any, the `tracing` bridge's empty set. Two sets of
+    /// one name from semver-incompatible versions of one package are both kept, as
+    /// `NAME-vMAJOR` (`storage-v0_3` for 0.3.x), and one line on stderr says so; two that
+    /// cannot be told apart so are refused.
+    fn recorded_sets(&self) -> Result<(Vec<&'static EventSet>, Vec<Schema>), StartError> {
+        let sets = match &self.sets {
+            Some(list) => list.clone(),
+            None => {
+                let mut all = EventSet::registered();
+                all.sort_by(|a, b| (a.name(), a.package_version()).cmp(&(b.name(), b.package_version())));
+                all
+            }
+        };
+        #[cfg(feature = "tracing")]
+        let sets: Vec<&'static EventSet> =
+            if sets.is_empty() && self.sets.is_none() { vec![&crate::tracing_bridge::EVENTS] } else { sets };
+        let mut schemas = Vec::with_capacity(sets.len());
+        for set in &sets {
+            let schema = set.schema().map_err(|e| StartError::BadEventSet(format!("set `{}`: {e}", set.name())))?;
+            schemas.push(schema);
+        }
+        let names: Vec<String> = sets.iter().map(|s| s.name().to_owned()).collect();
+        for name in names.iter().collect::<std::collections::BTreeSet<_>>() {
+            let same: Vec<usize> = (0..sets.len()).filter(|&i| &names[i] == name).collect();
+            if same.len() < 2 {
+                continue;
+            }
+            let mut renamed = Vec::new();
+            for &i in &same {
+                let new = format!("{name}-v{}", compatible(sets[i].package_version()));
+                if renamed.contains(&new) {
+                    return Err(StartError::BadEventSet(format!(
+                        "two event sets are named `{name}` (package versions {}); give one a SET(name) line in its events.def",
+                        same.iter().map(|&i| sets[i].package_version()).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                renamed.push(new);
+            }
+            eprintln!(
+                "event-runtime: {} versions of the event set `{name}` are linked in; recorded as {}",
+                same.len(),
+                renamed.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" and ")
+            );
+            for (&i, new) in same.iter().zip(renamed) {
+                schemas[i].name = new;
+            }
+        }
+        Ok((sets, schemas))
+    }
+
     /// Under [`BufResize::Auto`], lowers the buffer size to what `limits` leave it (one line
     /// on stderr says so); under [`BufResize::Manual`], refuses a size that does not fit.
     fn fit_buffers(&mut self, limits: &[machine::Limit]) -> Result<(), StartError> {
@@ -510,7 +597,7 @@ impl Recorder {
             let mut child = template.clone();
             child.file = child.file.map(|p| fork::child_path(&p, pid));
             child.ring = child.ring.map(|p| fork::child_path(&p, pid));
-            child.selection = SelectionChoice::Given(control::selection());
+            child.selection = SelectionChoice::Given(control::selections());
             match child.start() {
                 Ok(recording) => recording::adopt(recording),
                 Err(e) => eprintln!("event-runtime: the forked child {pid} records nothing: {e}"),
@@ -519,8 +606,8 @@ impl Recorder {
     }
 }
 
-/// Starts recording `events` as the environment says: a shortcut for
-/// `Recorder::new(events).from_env()?.start()` (the `EVENT_*` variables; README,
+/// Starts recording every event set linked into the program as the environment says: a
+/// shortcut for `Recorder::new().from_env()?.start()` (the `EVENT_*` variables; README,
 /// "Configuration"), except that when the environment names no sink (neither `EVENT_FILE` nor
 /// `EVENT_RING`) the stream goes to the file `%n-%p.evt` (`<program>-<pid>.evt`) in the
 /// current directory instead of memory, one per process. It is what a program that is configured from outside wants; use [`Recorder`] to
@@ -531,17 +618,29 @@ impl Recorder {
 /// event_runtime::include_events!("../events.def");
 ///
 /// fn main() -> Result<(), event_runtime::StartError> {
-///     let _recording = event_runtime::start(&events::SET)?;
+///     let _recording = event_runtime::start()?;
 ///     event!(ClientPhase, "work", 1u64, 0);
 ///     Ok(())
 /// }
 /// ```
-pub fn start(events: &'static EventSet) -> Result<Recording, StartError> {
-    let mut recorder = Recorder::new(events).from_env()?;
+pub fn start() -> Result<Recording, StartError> {
+    let mut recorder = Recorder::new().from_env()?;
     if recorder.file.is_none() && recorder.ring.is_none() {
         recorder.file = Some(PathBuf::from(files::DEFAULT_EVENT_FILE));
     }
     recorder.start()
+}
+
+/// The semver-compatible part of a package version, as a set name's suffix: `1` for 1.x.y,
+/// `0_3` for 0.3.y, `0_0_7` for 0.0.7; `unknown` without a version.
+fn compatible(version: &str) -> String {
+    let parts: Vec<&str> = version.split(['.', '-', '+']).take(3).collect();
+    match parts.as_slice() {
+        ["0", "0", patch] => format!("0_0_{patch}"),
+        ["0", minor, ..] => format!("0_{minor}"),
+        [major, ..] if !major.is_empty() => (*major).to_owned(),
+        _ => "unknown".to_owned(),
+    }
 }
 
 /// The error of a path pattern that does not expand.
@@ -574,11 +673,26 @@ mod tests {
 
     #[test]
     fn environment_overrides_the_builder() {
-        static SET: EventSet =
-            EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def", "t");
+        static BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::AtomicU64::new(0) }];
+        static SET: EventSet = EventSet::__new(
+            "VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n",
+            "t.def",
+            "t",
+            "1.0.0",
+            &BITS,
+        );
         let vars = [("EVENT_POLICY", "fill"), ("EVENT_BUFSIZE", "1m"), ("EVENT_RING", "r.ring")];
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v));
-        let r = Recorder::new(&SET).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();
+        let r = Recorder::new().sets(&[&SET]).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();
         assert_eq!((r.policy, r.buffer_size, r.ring.as_deref()), (Policy::Fill, 1 << 20, Some(Path::new("r.ring"))));
+    }
+
+    #[test]
+    fn semver_compatible_suffixes() {
+        assert_eq!(compatible("1.4.2"), "1");
+        assert_eq!(compatible("0.3.9"), "0_3");
+        assert_eq!(compatible("0.0.7"), "0_0_7");
+        assert_eq!(compatible("2.0.0-rc.1"), "2");
+        assert_eq!(compatible(""), "unknown");
     }
 }

@@ -10,6 +10,7 @@
 
 use crate::clock::TimeSource;
 use crate::config::Policy;
+use crate::event_set::EventSet;
 use crate::exchange::{BlockBuf, Exchange};
 use crate::ringfile::RingFile;
 use crate::sink::Sinks;
@@ -44,9 +45,10 @@ pub(crate) struct Shared {
     pub(crate) time: TimeSource,
     pub(crate) clock: event_format::wire::Clock,
     pub(crate) catalog: Catalog,
-    /// The wire code of the recording's set's first event (docs/EVENT-SETS.md, decision 1):
-    /// event `j` is written as `first + j`. Read once per thread, on the cold attach path.
-    pub(crate) first: u16,
+    /// The recorded sets and the wire code of each one's first event (docs/EVENT-SETS.md,
+    /// decision 1): event `j` of a set is written as `first + j`. Read on a thread's cold
+    /// path, when it meets a set it has not resolved.
+    pub(crate) sets: Vec<(&'static EventSet, u16)>,
     /// The next thread id; ids start at 1 (0 is the recorder's own reports).
     pub(crate) next_thread: AtomicU64,
     pub(crate) policy: Policy,
@@ -90,6 +92,12 @@ impl std::fmt::Debug for AfterFork {
 }
 
 impl Shared {
+    /// The wire code of `set`'s first event in this recording; `None` when it does not
+    /// hold `set` (compared by address: one static per set).
+    pub(crate) fn first_of(&self, set: &'static EventSet) -> Option<u16> {
+        self.sets.iter().find(|(s, _)| std::ptr::eq(*s, set)).map(|&(_, first)| first)
+    }
+
     /// Whether threads with a ring-file slot also queue a copy of each full block for the
     /// stream sinks.
     pub(crate) fn streams_copies(&self) -> bool {

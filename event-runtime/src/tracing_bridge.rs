@@ -3,8 +3,9 @@
 //! exits as built-in events of the stream (feature `tracing`).
 //!
 //! A program already instrumented with `tracing` adds three lines: the layer on a
-//! subscriber, the subscriber as the default, and a recording. It needs no events.def:
-//! [`EVENTS`] is an event set without user events.
+//! subscriber, the subscriber as the default, and a recording. It needs no events.def: a
+//! program without one records [`EVENTS`], an event set without user events; a program
+//! with events.def sets records them and the bridge's events together.
 //!
 //! ```
 //! use tracing_subscriber::layer::SubscriberExt as _;
@@ -12,7 +13,7 @@
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let subscriber = tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new());
 //!     tracing::subscriber::set_global_default(subscriber)?;
-//!     let recording = event_runtime::Recorder::new(&event_runtime::tracing_bridge::EVENTS).memory().start()?;
+//!     let recording = event_runtime::Recorder::new().memory().start()?;
 //!
 //!     let span = tracing::info_span!("request", id = 7);
 //!     span.in_scope(|| tracing::warn!(user = "ada", "slow reply"));
@@ -71,14 +72,21 @@ use tracing_core::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-/// An event set with no user events, for a program that records only through `tracing`:
-/// `Recorder::new(&EVENTS)`. Its streams hold the built-in events alone.
-/// Its name is `tracing`.
+/// An event set with no user events, named `tracing`, for a program that records only
+/// through `tracing`: a recorder of a program that links in no events.def set records it
+/// (`Recorder::new()`), and `Recorder::new().sets(&[&EVENTS])` names it. It is not
+/// registered: the `tracing` events are built-in events, which need no set, so a program
+/// with events.def sets and the bridge records its sets and the bridge's events together.
 pub static EVENTS: EventSet = EventSet::__new(
     "# The event set, version 1.0.0. Written by event-format.\nSET(tracing)\nVERSION(1, 0, 0)\n",
     "<tracing_bridge::EVENTS>",
     "tracing",
+    "",
+    &NO_BITS,
 );
+
+/// The control bits of [`EVENTS`], which has no events.
+static NO_BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::AtomicU64::new(0) }];
 
 /// A [`Layer`] that records `tracing` events and span entries and exits into the running
 /// recording (see the [module docs](self)).

@@ -103,7 +103,7 @@ fn every_event_of_a_large_relation_round_trips_with_its_values() {
     let s15 = String::from("to-the-and 881");
     let s16 = String::from("still-the 428");
 
-    let recording = Recorder::new(&events::SET).deterministic_clock().block_size(4096).start().unwrap();
+    let recording = Recorder::new().deterministic_clock().block_size(4096).start().unwrap();
     event!(ArenaCopy, "");
     event!(
         ArenaCondemn,

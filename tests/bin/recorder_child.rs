@@ -65,22 +65,21 @@ fn main() {
         }
         "abort" => {
             // Kept alive: the abort comes while it records.
-            let _recording =
-                Recorder::new(&events::SET).file(arg(1)).block_size(4096).start().unwrap_or_else(|e| fail(&e));
+            let _recording = Recorder::new().file(arg(1)).block_size(4096).start().unwrap_or_else(|e| fail(&e));
             for i in 0..number(2) {
                 event!(ArenaDestroy, 0usize, i);
             }
             std::process::abort();
         }
         "panic" => {
-            let _recording = Recorder::new(&events::SET).memory().start().unwrap_or_else(|e| fail(&e));
+            let _recording = Recorder::new().memory().start().unwrap_or_else(|e| fail(&e));
             for i in 0..number(1) {
                 event!(ArenaDestroy, 0usize, i);
             }
             panic!("the child panics on purpose");
         }
         "env" => {
-            let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
+            let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
             for i in 0..1000u64 {
                 event!(ArenaDestroy, 0usize, i);
             }
@@ -88,7 +87,7 @@ fn main() {
             println!("ok");
         }
         "hold" => {
-            let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
+            let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
             for i in 0..number(1) {
                 event!(ArenaDestroy, 0usize, i);
             }
@@ -98,7 +97,7 @@ fn main() {
             println!("ok");
         }
         "spawn" => {
-            let recording = event_runtime::start(&events::SET).unwrap_or_else(|e| fail(&e));
+            let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
             let n = number(1);
             for i in 0..n {
                 event!(ArenaDestroy, 0usize, i);
@@ -133,7 +132,7 @@ fn main() {
 fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
     let recorder = match kind {
         "ring" => ring_recorder(path, threads),
-        "file" | "off" => Recorder::new(&events::SET)
+        "file" | "off" => Recorder::new()
             .file(path)
             .block_size(4096)
             .record_forks(kind != "off")
@@ -204,7 +203,7 @@ fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
 
 /// `go-on` and `hold`: see the module docs.
 fn go_on(n: u64, hold: bool) {
-    let recording = event_runtime::start(&events::SET).map_err(|e| eprintln!("error: {e}")).ok();
+    let recording = event_runtime::start().map_err(|e| eprintln!("error: {e}")).ok();
     for i in 0..n {
         event!(ArenaDestroy, 0usize, i);
     }
@@ -259,7 +258,7 @@ mod sys {
 }
 
 fn ring_recorder(path: &str, threads: u64) -> Recorder {
-    Recorder::new(&events::SET)
+    Recorder::new()
         .ring_file(path)
         .policy(Policy::Ring)
         .block_size(4096)

@@ -7,7 +7,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 fn main() {
     let subscriber = tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new());
     tracing::subscriber::set_global_default(subscriber).unwrap_or_else(|e| fail(&e));
-    let recording = event_runtime::start(&event_runtime::tracing_bridge::EVENTS).unwrap_or_else(|e| fail(&e));
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
 
     tracing::info!(version = "1.2", "starting");
     for id in 1..=2u32 {

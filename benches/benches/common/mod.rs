@@ -93,7 +93,7 @@ pub fn floor<const WORDS: usize>(n: u64) -> Duration {
 /// overwrites its own ring of blocks in memory, so no writer thread and no file is
 /// involved: what is measured is the cost to the recording thread), kind `Off` turned off.
 pub fn start_ring() -> event_runtime::Recording {
-    event_runtime::Recorder::new(&crate::events::SET)
+    event_runtime::Recorder::new()
         .policy(event_runtime::Policy::Ring)
         .buffer_size(64 << 20)
         .control("all -Off")

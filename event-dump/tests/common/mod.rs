@@ -90,8 +90,7 @@ pub(crate) fn print_json(logs: &[&str]) -> Vec<Printed> {
 /// The chrome and CTF exports' tests read it.
 pub(crate) fn sample_log(path: &Path) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording =
-        Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().file(path).block_size(1024).deterministic_clock().start().unwrap();
     let arena = 0x7f00_0000_1000usize;
     event_runtime::label(arena, "main \"arena\"");
     event!(ArenaCreate, arena, arena, 1u64 << 20);
@@ -138,7 +137,7 @@ pub(crate) fn dropping_log(path: &Path) {
 /// sqlite export's tests.
 pub(crate) fn small_buffer_log(path: &Path, policy: Policy) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording = Recorder::new(&crate::events::SET)
+    let recording = Recorder::new()
         .file(path)
         .policy(policy)
         .block_size(1024)
@@ -155,7 +154,7 @@ pub(crate) fn small_buffer_log(path: &Path, policy: Policy) {
 /// A log of `n` `ObjectAlloc` events on one thread. The CTF export's tests.
 pub(crate) fn many_events_log(path: &Path, n: u64) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording = Recorder::new(&crate::events::SET).file(path).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().file(path).deterministic_clock().start().unwrap();
     for i in 0..n {
         event!(ObjectAlloc, 0x1000usize, 0x2000 + i as usize, i, 3u32);
     }
@@ -167,8 +166,7 @@ pub(crate) fn many_events_log(path: &Path, n: u64) {
 /// Those snapshots show its every byte, so it stays as it is.
 pub(crate) fn two_workers_log(path: &Path) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording =
-        Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().file(path).block_size(1024).deterministic_clock().start().unwrap();
     let arena = 0x7f00_0000_1000usize;
     event_runtime::label(arena, "main arena");
     event!(ArenaCreate, arena, arena, 1u64 << 20);
@@ -197,7 +195,7 @@ pub(crate) fn two_workers_log(path: &Path) {
 /// four-block budget, whether the writer packs a block depends on timing.
 pub(crate) fn whole_block_dropping_log(path: &Path) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording = Recorder::new(&crate::events::SET)
+    let recording = Recorder::new()
         .file(path)
         .policy(Policy::Fill)
         .block_size(1024)
@@ -223,8 +221,7 @@ pub(crate) const BIG: u64 = u64::MAX - 41;
 /// [`BIG`] words, so that two calls with different counts give different logs.
 pub(crate) fn awkward_log(path: &Path, workers: u64) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording =
-        Recorder::new(&crate::events::SET).file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().file(path).block_size(1024).deterministic_clock().start().unwrap();
     let arena = 0x7f00_0000_1000usize;
     event_runtime::label(arena, "main arena");
     event!(ArenaCreate, arena, arena, BIG);
@@ -255,13 +252,7 @@ pub(crate) fn awkward_log(path: &Path, workers: u64) {
 /// deterministic. `packed`: the writer packs its blocks (format 1.1), else every block is whole.
 pub(crate) fn two_threads_log(path: &Path, packed: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording = Recorder::new(&crate::events::SET)
-        .file(path)
-        .block_size(1024)
-        .pack(packed)
-        .deterministic_clock()
-        .start()
-        .unwrap();
+    let recording = Recorder::new().file(path).block_size(1024).pack(packed).deterministic_clock().start().unwrap();
     let work = |base: u64| {
         for i in 0..150u64 {
             if i % 10 == 0 {
@@ -280,7 +271,7 @@ pub(crate) fn two_threads_log(path: &Path, packed: bool) {
 /// with overwritten blocks.
 pub(crate) fn tiny_ring(path: &Path) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let recording = Recorder::new(&crate::events::SET)
+    let recording = Recorder::new()
         .ring_file(path)
         .policy(Policy::Ring)
         .block_size(1024)

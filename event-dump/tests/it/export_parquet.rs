@@ -9,7 +9,6 @@
 //! unless `EVENT_REQUIRE_DUCKDB=1` (CI) makes its absence a failure.
 
 use crate::common::{self, *};
-use crate::events;
 use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value};
 use event_runtime::Policy;
 use serde_json::Value as Json;
@@ -642,7 +641,7 @@ fn leftovers_of_an_interrupted_export_are_removed() {
 fn write_export_benchmark_log() {
     let Ok(path) = std::env::var("EVENT_BENCH_LOG") else { return };
     let n: u64 = std::env::var("EVENT_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(4_000_000);
-    let recording = event_runtime::Recorder::new(&events::SET)
+    let recording = event_runtime::Recorder::new()
         .file(&path)
         .policy(Policy::Switch)
         .wait(std::time::Duration::from_secs(1))

@@ -2,8 +2,8 @@
 //! the crate and its dev-dependencies once each. Each module's first line says what it covers.
 //!
 //! `tests/big.rs` stays a binary of its own: it includes another events.def, and
-//! `include_events!` belongs at a crate's root (the `event!` it generates re-enters itself
-//! through `$crate::event!`), so one crate holds one event set's macro.
+//! `include_events!` belongs at a crate's root (the `event!` it generates finds its set
+//! through `$crate::events`), so one crate holds one event set's macro.
 //!
 //! `tracing_bridge` is compiled with feature `tracing` only (its `#![cfg]`, which was the
 //! binary's `required-features`): `cargo test --workspace` turns the feature on through the

@@ -129,13 +129,8 @@ fn switch_with_a_small_pool_counts_every_refused_event() {
     let (workers, n) = (4, 100_000);
     let mut runs_with_drops = 0;
     for _ in 0..5 {
-        let recording = Recorder::new(&events::SET)
-            .memory()
-            .policy(Policy::Switch)
-            .block_size(1024)
-            .buffer_size(4 * 1024)
-            .start()
-            .unwrap();
+        let recording =
+            Recorder::new().memory().policy(Policy::Switch).block_size(1024).buffer_size(4 * 1024).start().unwrap();
         run_workers(workers, n);
         let t = tally(&recording.stop().unwrap());
         assert_exact(&t, workers, n);
@@ -151,7 +146,7 @@ fn switch_with_a_small_pool_counts_every_refused_event() {
 fn wait_policy_waits_for_the_writer_instead_of_dropping() {
     let _serial = serial();
     let (workers, n) = (3, 30_000);
-    let recording = Recorder::new(&events::SET)
+    let recording = Recorder::new()
         .memory()
         .policy(Policy::Switch)
         .wait(Duration::from_secs(10))
@@ -169,13 +164,8 @@ fn wait_policy_waits_for_the_writer_instead_of_dropping() {
 fn fill_stops_when_the_budget_is_spent_and_counts_the_rest() {
     let _serial = serial();
     let (workers, n) = (2, 20_000);
-    let recording = Recorder::new(&events::SET)
-        .memory()
-        .policy(Policy::Fill)
-        .block_size(1024)
-        .buffer_size(8 * 1024)
-        .start()
-        .unwrap();
+    let recording =
+        Recorder::new().memory().policy(Policy::Fill).block_size(1024).buffer_size(8 * 1024).start().unwrap();
     run_workers(workers, n);
     let t = tally(&recording.stop().unwrap());
     assert_exact(&t, workers, n);
@@ -192,7 +182,7 @@ fn fill_stops_when_the_budget_is_spent_and_counts_the_rest() {
 fn ring_keeps_the_latest_blocks_of_each_thread() {
     let _serial = serial();
     let (workers, n) = (2, 50_000);
-    let recording = Recorder::new(&events::SET)
+    let recording = Recorder::new()
         .memory()
         .policy(Policy::Ring)
         .block_size(1024)
@@ -220,8 +210,7 @@ fn a_file_and_memory_get_the_same_stream() {
     let _serial = serial();
     let dir = tempdir("file-and-memory");
     let path = dir.join("trace.evt");
-    let recording =
-        Recorder::new(&events::SET).memory().file(&path).block_size(4096).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().memory().file(&path).block_size(4096).deterministic_clock().start().unwrap();
     run_workers(2, 5_000);
     let memory = recording.stop().unwrap();
     let file = std::fs::read(&path).unwrap();
@@ -239,7 +228,7 @@ fn a_ring_file_holds_every_committed_event_after_stop() {
     let _serial = serial();
     let dir = tempdir("ring-file");
     let path = dir.join("trace.ring");
-    let recording = Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
+    let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
     run_workers(3, 10_000);
     assert!(recording.stop().unwrap().is_empty(), "no memory sink");
     let (stream, _) = read_ring(&path);
@@ -256,7 +245,7 @@ fn fill_in_a_ring_file_reports_what_its_slots_refused() {
     let _serial = serial();
     let dir = tempdir("ring-fill");
     let path = dir.join("trace.ring");
-    let recording = Recorder::new(&events::SET)
+    let recording = Recorder::new()
         .ring_file(&path)
         .memory()
         .policy(Policy::Fill)
@@ -282,7 +271,7 @@ fn a_monitor_changes_the_selection_through_the_ring_file() {
     let _serial = serial();
     let dir = tempdir("ring-control");
     let path = dir.join("trace.ring");
-    let recording = Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).start().unwrap();
+    let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).start().unwrap();
     assert!(event_runtime::control::is_enabled(events::code::ArenaDestroy));
     let reply = request(&path, "-Arena Pool:PoolInit");
     assert_eq!(reply, (true, "Pool Seg Object Sweep Client Pool:PoolInit".to_owned()));
@@ -322,8 +311,7 @@ fn threads_that_come_and_go_each_get_a_slot_of_their_own() {
     let dir = tempdir("ring-slots");
     let path = dir.join("trace.ring");
     for _ in 0..20 {
-        let recording =
-            Recorder::new(&events::SET).ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
+        let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
         run_workers(3, 2_000);
         recording.stop().unwrap();
         let (bytes, summary) = read_ring(&path);
@@ -338,13 +326,8 @@ fn a_thread_without_a_slot_is_counted_not_lost_silently() {
     let dir = tempdir("ring-no-slot");
     let path = dir.join("trace.ring");
     let n = 1_000u64;
-    let recording = Recorder::new(&events::SET)
-        .ring_file(&path)
-        .policy(Policy::Ring)
-        .block_size(4096)
-        .ring_threads(1)
-        .start()
-        .unwrap();
+    let recording =
+        Recorder::new().ring_file(&path).policy(Policy::Ring).block_size(4096).ring_threads(1).start().unwrap();
     // Both threads hold their first event's slot (or lack of one) until both have one.
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
     let handles: Vec<_> = (0..2u64)
@@ -374,7 +357,7 @@ fn a_thread_without_a_slot_is_counted_not_lost_silently() {
 #[test]
 fn the_writer_records_clock_sync_events_as_the_run_goes_on() {
     let _serial = serial();
-    let recording = Recorder::new(&events::SET).memory().start().unwrap();
+    let recording = Recorder::new().memory().start().unwrap();
     std::thread::sleep(Duration::from_millis(1300));
     let stream = recording.stop().unwrap();
     let mut decoder = Decoder::new(&stream[..]).unwrap();
@@ -407,10 +390,10 @@ fn an_older_trace_is_kept_the_new_file_is_private_and_a_symlink_is_left_alone() 
     let _serial = serial();
     let dir = tempdir("private-file");
     let path = dir.join("trace.evt");
-    Recorder::new(&events::SET).file(&path).start().unwrap().stop().unwrap();
+    Recorder::new().file(&path).start().unwrap().stop().unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let older = std::fs::read(&path).unwrap();
-    let recording = Recorder::new(&events::SET).file(&path).start().unwrap();
+    let recording = Recorder::new().file(&path).start().unwrap();
     recording.stop().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "owner only, though it existed");
     assert_eq!(std::fs::read(dir.join("trace.evt.old")).unwrap(), older, "the older trace is kept");
@@ -421,7 +404,7 @@ fn an_older_trace_is_kept_the_new_file_is_private_and_a_symlink_is_left_alone() 
     let notes = dir.join("notes.txt");
     std::fs::write(&notes, b"old").unwrap();
     for path in [&link, &notes] {
-        let recording = Recorder::new(&events::SET).file(path).start().unwrap();
+        let recording = Recorder::new().file(path).start().unwrap();
         event!(ClientPhase, "ignored", 1u64, 0);
         recording.stop().unwrap();
     }

@@ -55,7 +55,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 #[test]
 fn every_event_of_events_def_round_trips_with_its_values() {
     let _serial = serial();
-    let recording = Recorder::new(&events::SET).deterministic_clock().start().unwrap();
+    let recording = Recorder::new().deterministic_clock().start().unwrap();
     let arena = [0u8; 16];
     let pool = 7u64;
     let class = String::from("AMC");
@@ -123,7 +123,7 @@ fn every_event_of_events_def_round_trips_with_its_values() {
 #[test]
 fn unsuffixed_literals_take_their_letters_types() {
     let _serial = serial();
-    let recording = Recorder::new(&events::SET).start().unwrap();
+    let recording = Recorder::new().start().unwrap();
     event!(ClientPhase, "literals", 5, -3);
     event!(SweepCondemn, 0x10, 2, 3, 1);
     event!(ObjectAlloc, 0x20, 0x30, 48, 7);
@@ -143,7 +143,7 @@ fn arguments_are_evaluated_only_when_enabled() {
     };
     // Not recording: nothing is enabled.
     event!(PoolFinish, 0usize, arg());
-    let recording = Recorder::new(&events::SET).kinds(events::Kind::Arena.mask()).start().unwrap();
+    let recording = Recorder::new().kinds(events::Kind::Arena.mask()).start().unwrap();
     event!(PoolFinish, 0usize, arg()); // kind Pool is off
     event!(ArenaDestroy, 0usize, arg()); // kind Arena is on
     event_runtime::control::apply("Pool").unwrap();
@@ -158,7 +158,7 @@ fn arguments_are_evaluated_only_when_enabled() {
 #[test]
 fn control_reads_back_what_was_set() {
     let _serial = serial();
-    let recording = Recorder::new(&events::SET).kinds(0).start().unwrap();
+    let recording = Recorder::new().kinds(0).start().unwrap();
     use event_runtime::control::{self, Selection};
     use events::Kind;
     assert_eq!(control::selection().kinds, 0);
@@ -188,7 +188,7 @@ fn every_event_of_every_thread_is_decoded_once_in_order() {
     const THREADS: u64 = 4;
     const EACH: u64 = 20_000;
     // Small blocks: many hand-offs.
-    let recording = Recorder::new(&events::SET).block_size(1024).start().unwrap();
+    let recording = Recorder::new().block_size(1024).start().unwrap();
     // Joined threads have run their thread-local destructors, which hand the last blocks on.
     let joined: Vec<_> = (0..THREADS / 2)
         .map(|t| {
@@ -235,7 +235,7 @@ fn every_event_of_every_thread_is_decoded_once_in_order() {
 #[test]
 fn long_strings_are_cut_and_marked() {
     let _serial = serial();
-    let recording = Recorder::new(&events::SET).block_size(1024).start().unwrap();
+    let recording = Recorder::new().block_size(1024).start().unwrap();
     let long = "x".repeat(3000);
     event!(ClientCheck, true, &long, &long);
     let stream = recording.stop().unwrap();
@@ -263,7 +263,7 @@ fn messages_interned_strings_and_labels() {
     assert_eq!(event_runtime::intern("idle"), 0, "no recording: nothing is interned");
     event_runtime::message("not recorded");
     // Every kind off: built-in events are recorded all the same.
-    let recording = Recorder::new(&events::SET).kinds(0).start().unwrap();
+    let recording = Recorder::new().kinds(0).start().unwrap();
     let a = event_runtime::intern("arena one");
     let b = event_runtime::intern("arena two");
     assert_eq!(event_runtime::intern("arena one"), a, "interning again gives the same id");
@@ -282,8 +282,7 @@ fn messages_interned_strings_and_labels() {
 
 /// The stream of 20 000 numbered events from this thread, with packing on or off.
 fn numbered(pack: bool) -> Vec<u8> {
-    let recording =
-        Recorder::new(&events::SET).memory().block_size(4096).deterministic_clock().pack(pack).start().unwrap();
+    let recording = Recorder::new().memory().block_size(4096).deterministic_clock().pack(pack).start().unwrap();
     for i in 0..20_000u64 {
         event!(ArenaDestroy, 0x1000usize, i);
     }
@@ -464,8 +463,7 @@ fn every_letter_and_the_programs_builtins() -> Vec<Record> {
 #[test]
 fn the_recorders_bytes_are_the_reference_encoders_for_every_letter_and_builtin() {
     let _serial = serial();
-    let recording =
-        Recorder::new(&events::SET).memory().block_size(1024).deterministic_clock().pack(false).start().unwrap();
+    let recording = Recorder::new().memory().block_size(1024).deterministic_clock().pack(false).start().unwrap();
     // A thread of a long, non-ASCII name: its ThreadName is cut too.
     let name: &'static str = format!("worker {}", "é".repeat(600)).leak();
     let expected = std::thread::Builder::new().name(name.to_owned()).spawn(every_letter_and_the_programs_builtins);
@@ -501,7 +499,7 @@ fn the_recorders_dropped_and_clock_sync_records_are_the_reference_encoders() {
     // run of more than a second give a ClockSync record.
     let mut codes = BTreeSet::new();
     for _ in 0..5 {
-        let recording = Recorder::new(&events::SET)
+        let recording = Recorder::new()
             .memory()
             .policy(Policy::Switch)
             .block_size(1024)
@@ -533,8 +531,7 @@ fn the_recorders_tracing_records_are_the_reference_encoders() {
     let _serial = serial();
     let dispatch =
         tracing::Dispatch::new(tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new()));
-    let recording =
-        Recorder::new(&events::SET).memory().block_size(1024).deterministic_clock().pack(false).start().unwrap();
+    let recording = Recorder::new().memory().block_size(1024).deterministic_clock().pack(false).start().unwrap();
     let long = "y".repeat(3000);
     tracing::dispatcher::with_default(&dispatch, || {
         let span = tracing::info_span!("outer", n = 1, text = long.as_str());
@@ -549,4 +546,63 @@ fn the_recorders_tracing_records_are_the_reference_encoders() {
     for code in [builtin::TRACE_EVENT, builtin::SPAN_ENTER, builtin::SPAN_EXIT] {
         assert!(codes.contains(&code), "built-in {code:#06x} compared");
     }
+}
+
+/// Two semver-incompatible versions of one library, each registering a set named `storage`:
+/// both are recorded, as `storage-v0_3` and `storage-v1`, each event under its own set.
+#[test]
+fn two_versions_of_one_set_are_both_recorded_under_their_major_versions() {
+    use event_runtime::EventSet;
+    use std::sync::atomic::AtomicU64;
+    static BITS_0_3: [AtomicU64; 1] = [const { AtomicU64::new(0) }];
+    static BITS_1: [AtomicU64; 1] = [const { AtomicU64::new(0) }];
+    static OLD: EventSet = EventSet::__new(
+        "SET(storage)\nVERSION(0, 3, 0)\nKIND(Page)\nRELATION(PageWrite, 1, TRUE, Page, W, page)\n",
+        "old.def",
+        "storage",
+        "0.3.4",
+        &BITS_0_3,
+    );
+    static NEW: EventSet = EventSet::__new(
+        "SET(storage)\nVERSION(1, 0, 0)\nKIND(Page)\nRELATION(PageWrite, 1, TRUE, Page, WU, page, bytes)\n",
+        "new.def",
+        "storage",
+        "1.0.2",
+        &BITS_1,
+    );
+    let _serial = serial();
+    let recording = Recorder::new().sets(&[&OLD, &NEW]).memory().deterministic_clock().start().unwrap();
+    event_runtime::__private::emit(&OLD, 0, 8, &[], |w| w.word(3));
+    event_runtime::__private::emit(&NEW, 0, 12, &[], |w| {
+        w.word(4);
+        w.unsigned(512);
+    });
+    let stream = recording.stop().unwrap();
+    let decoder = Decoder::new(&stream[..]).unwrap();
+    let names: Vec<&str> = decoder.header().sets.iter().map(|s| s.schema.name.as_str()).collect();
+    assert_eq!(names, ["storage-v0_3", "storage-v1"]);
+    let seen: Vec<(String, Vec<String>)> =
+        decode(&stream).into_iter().filter(|s| s.name == "PageWrite").map(|s| (s.name, s.values)).collect();
+    assert_eq!(
+        seen,
+        [
+            ("PageWrite".to_owned(), vec!["3".to_owned()]),
+            ("PageWrite".to_owned(), vec!["4".to_owned(), "512".to_owned()])
+        ]
+    );
+}
+
+/// Two sets of one name that their versions cannot tell apart: the start refuses them in
+/// one line.
+#[test]
+fn two_sets_of_one_name_and_compatible_versions_are_refused() {
+    use event_runtime::EventSet;
+    use std::sync::atomic::AtomicU64;
+    static BITS_A: [AtomicU64; 1] = [const { AtomicU64::new(0) }];
+    static BITS_B: [AtomicU64; 1] = [const { AtomicU64::new(0) }];
+    static A: EventSet = EventSet::__new("SET(x)\nVERSION(1, 0, 0)\n", "a.def", "x", "1.0.0", &BITS_A);
+    static B: EventSet = EventSet::__new("SET(x)\nVERSION(1, 0, 0)\n", "b.def", "x", "1.2.0", &BITS_B);
+    let _serial = serial();
+    let error = Recorder::new().sets(&[&A, &B]).memory().start().unwrap_err().to_string();
+    assert!(error.contains("two event sets are named `x`") && error.contains("SET(name)"), "{error}");
 }

@@ -1,7 +1,8 @@
 //! The `tracing` bridge (feature `tracing`): tracing events and span entries and exits
 //! recorded through `EventLayer` and decoded with event-format, with their levels, targets,
 //! texts, span ids, names, fields and nesting, on two threads; nothing recorded while no
-//! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set.
+//! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set;
+//! the bridge and the program's own event set in one recording.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
 #![cfg(feature = "tracing")]
@@ -98,7 +99,7 @@ fn work(n: u64, both_inside: &Barrier) {
 fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
     let _serial = serial();
     let dispatch = dispatch();
-    let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+    let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
     let both_inside = Arc::new(Barrier::new(2));
     let workers: Vec<_> = (1..=2u64)
         .map(|n| {
@@ -150,7 +151,7 @@ fn nothing_is_recorded_while_no_recording_runs() {
     tracing::dispatcher::with_default(&dispatch(), || {
         let before = tracing::info_span!("before", early = 1);
         tracing::info!("not recorded");
-        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
         before.in_scope(|| tracing::info!(late = 2, "recorded"));
         let (seen, _) = decode(&recording.stop().expect("stops"));
         tracing::error!("not recorded either");
@@ -172,7 +173,7 @@ fn nothing_is_recorded_while_no_recording_runs() {
 fn a_long_text_is_cut_and_flagged() {
     let _serial = serial();
     tracing::dispatcher::with_default(&dispatch(), || {
-        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
         let long = "é".repeat(STRING_MAX);
         tracing::info!(extra = 1, "{long}");
         tracing::info_span!("wide", value = long.as_str()).in_scope(|| {});
@@ -200,7 +201,7 @@ impl std::fmt::Debug for Chatty {
 fn a_field_that_logs_while_formatted_does_not_disturb_the_event() {
     let _serial = serial();
     tracing::dispatcher::with_default(&dispatch(), || {
-        let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
         tracing::info!(value = ?Chatty, "outer");
         let (seen, _) = decode(&recording.stop().expect("stops"));
         let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
@@ -213,11 +214,40 @@ fn a_field_that_logs_while_formatted_does_not_disturb_the_event() {
 #[test]
 fn an_empty_event_set_writes_a_stream_that_decodes() {
     let _serial = serial();
-    let recording = Recorder::new(&EVENTS).deterministic_clock().memory().start().expect("starts");
+    let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
     let stream = recording.stop().expect("stops");
     let decoder = Decoder::new(stream.as_slice()).expect("header decodes");
     let schema = &decoder.header().single_set().expect("one set").schema;
     assert_eq!(schema.name, "tracing");
     assert!(schema.kinds.is_empty() && schema.events.is_empty());
     assert_eq!(schema, &EVENTS.schema().expect("parses"));
+}
+
+/// A program with an events.def and the bridge records both in one stream: its set (the
+/// bridge's events are built-in and need none; its empty set is not registered).
+#[test]
+fn the_bridge_and_the_programs_event_set_record_together() {
+    let _serial = serial();
+    let dispatch = dispatch();
+    let recording = Recorder::new().deterministic_clock().memory().start().expect("starts");
+    tracing::dispatcher::with_default(&dispatch, || {
+        event!(ArenaDestroy, 0x10usize, 2u64);
+        tracing::warn!("slow");
+    });
+    let stream = recording.stop().expect("stops");
+    let mut decoder = Decoder::new(&stream[..]).expect("the recorder writes a valid header");
+    let sets: Vec<String> = decoder.header().sets.iter().map(|s| s.schema.name.clone()).collect();
+    assert_eq!(sets, ["event-runtime"], "the program's set alone: EVENTS is not registered");
+    let catalog = Catalog::new(&decoder.header().sets);
+    let mut names = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        for entry in block.expect("no damaged block").entries(&catalog) {
+            if let Entry::Event(e) = entry
+                && e.desc.code != builtin::THREAD_NAME
+            {
+                names.push(e.desc.name.clone());
+            }
+        }
+    }
+    assert_eq!(names, ["ArenaDestroy", "TraceEvent"]);
 }

@@ -8,7 +8,7 @@ use event_format::decode::{Catalog, Decoder, Entry};
 
 fn main() {
     let mut evaluated: Vec<&str> = Vec::new();
-    let recording = match event_runtime::Recorder::new(&events::SET).start() {
+    let recording = match event_runtime::Recorder::new().start() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("event-varieties: {e}");

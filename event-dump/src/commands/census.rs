@@ -73,6 +73,8 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
         if block.header.lost > 0 {
             add_lost(&mut c.lost, block.header.thread, block.header.lost);
         }
+        // Without a selection every event is kept: no test per event (`check`'s case).
+        let everything = selection.is_everything();
         let (mut in_block, mut kept) = (0u64, 0u64);
         for entry in block.entries(&log.catalog) {
             match entry {
@@ -80,7 +82,7 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
                     in_block += 1;
                     c.first = Some(c.first.map_or(e.time, |f| f.min(e.time)));
                     c.last = c.last.max(e.time);
-                    if selection.keeps(file, &e, &clock) {
+                    if everything || selection.keeps(file, &e, &clock) {
                         kept += 1;
                         c.selected_first = Some(c.selected_first.map_or(e.time, |f| f.min(e.time)));
                         c.selected_last = c.selected_last.max(e.time);

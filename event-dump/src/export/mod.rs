@@ -33,7 +33,7 @@ use event_format::decode::{Entry, Event};
 use event_format::letter::Letter;
 use event_format::wire::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
@@ -90,6 +90,34 @@ enum ColumnType {
     Bool,
     /// `S`: UTF-8 text (bytes that are not UTF-8 replaced by U+FFFD, as the JSON output does).
     Utf8,
+}
+
+/// What a table export (SQLite, Parquet) took from one log: its path as shown, its number
+/// in the database or dataset, its events, and what was skipped ("1 damaged block", "2 bad
+/// records"...), when anything was.
+struct Summary {
+    path: String,
+    serial: i64,
+    events: u64,
+    problems: Vec<String>,
+}
+
+/// Says what a table export took from each log: a line on stdout per log, and on stderr what
+/// was skipped. The exit status of a run that succeeded.
+fn report(summaries: &[Summary], out: &Path) -> ExitCode {
+    let mut stdout = io::stdout().lock();
+    for s in summaries {
+        if !s.problems.is_empty() {
+            eprintln!(
+                "event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them",
+                s.path,
+                s.problems.join(", "),
+                s.path
+            );
+        }
+        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
+    }
+    ExitCode::SUCCESS
 }
 
 /// The column type of a parameter of `letter`.

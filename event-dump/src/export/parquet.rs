@@ -93,7 +93,7 @@
 //! most 64 MiB beyond one row group) and the thread and block counts, whatever the size of
 //! the log.
 
-use super::{ColumnType, column_type, identity, param_columns, walk};
+use super::{ColumnType, Summary, column_type, identity, param_columns, walk};
 use crate::log::{DumpError, Log};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
@@ -166,27 +166,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode> {
         let _ = fs::remove_dir_all(out);
     }
     let summaries = result?;
-    let mut stdout = io::stdout().lock();
-    for s in &summaries {
-        if !s.problems.is_empty() {
-            eprintln!(
-                "event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them",
-                s.path,
-                s.problems.join(", "),
-                s.path
-            );
-        }
-        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What was exported from one log.
-struct Summary {
-    path: String,
-    serial: i64,
-    events: u64,
-    problems: Vec<String>,
+    Ok(super::report(&summaries, out))
 }
 
 /// The lock file of a run, removed when dropped.

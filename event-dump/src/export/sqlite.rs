@@ -77,7 +77,7 @@
 //! fail an import: they are skipped, counted in `event_log`, and reported in one line on
 //! stderr per log, like `print` does.
 
-use super::{ColumnType, Counts, column_type};
+use super::{ColumnType, Counts, Summary, column_type};
 use crate::log::{DumpError, Log};
 use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
@@ -85,7 +85,6 @@ use event_format::schema::BUILTIN_KIND;
 use event_format::wire::Value;
 use rusqlite::{Connection, ErrorCode, Statement, Transaction, TransactionBehavior};
 use std::collections::HashMap;
-use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -182,28 +181,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCo
         let _ = std::fs::remove_file(journal);
     }
     let summaries = result?;
-    let mut stdout = io::stdout().lock();
-    for s in &summaries {
-        if !s.problems.is_empty() {
-            eprintln!(
-                "event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them",
-                s.path,
-                s.problems.join(", "),
-                s.path
-            );
-        }
-        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What was imported from one log.
-struct Summary {
-    path: String,
-    serial: i64,
-    events: u64,
-    /// "1 damaged block", "2 bad records"...: what was skipped, when anything was.
-    problems: Vec<String>,
+    Ok(super::report(&summaries, out))
 }
 
 fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Summary>> {

@@ -633,39 +633,6 @@ fn leftovers_of_an_interrupted_export_are_removed() {
     assert!(!out.join("_event-dump.lock").exists(), "the lock is gone");
 }
 
-/// Not a test: writes the benchmark's log (BENCHMARKS.md, "The Parquet export") to
-/// `$EVENT_BENCH_LOG`, `$EVENT_BENCH_EVENTS` events (default 4 M) on 2 threads, a mix of
-/// 3-, 4- and 5-parameter events with doubles, a bool and strings.
-#[test]
-#[ignore = "writes the export benchmark's log; run by scripts/bench-export"]
-fn write_export_benchmark_log() {
-    let Ok(path) = std::env::var("EVENT_BENCH_LOG") else { return };
-    let n: u64 = std::env::var("EVENT_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(4_000_000);
-    let recording = event_runtime::Recorder::new()
-        .file(&path)
-        .policy(Policy::Switch)
-        .wait(std::time::Duration::from_secs(1))
-        .start()
-        .unwrap();
-    std::thread::scope(|s| {
-        for t in 0..2usize {
-            s.spawn(move || {
-                for i in 0..n / 2 {
-                    let pool = 0x1000 + t;
-                    match i % 4 {
-                        0 => event!(ObjectAlloc, pool, 0x2000 + i as usize, i % 4096, (i % 7) as u32),
-                        1 => event!(ObjectFree, pool, 0x2000 + i as usize, i % 4096),
-                        2 => event!(ArenaPoll, pool, i * 8, i as f64 / 3.0),
-                        _ => event!(ClientCheck, i % 3 == 0, "balance", "sixteen bytes!!!"),
-                    }
-                }
-                event_runtime::flush();
-            });
-        }
-    });
-    recording.stop().unwrap();
-}
-
 /// A stream of two event sets, `alpha` and `beta`, each with an event `Trace.Poll(n W)`: one
 /// `Poll` of alpha (n = 1), two of beta (n = 2, 3).
 fn two_sets_log(path: &Path) {

@@ -393,16 +393,7 @@ fn metadata(
     let _ = writeln!(
         m,
         "\tevent_set = \"{}\";\n\tclock_source = {};\n}};\n",
-        header
-            .sets
-            .iter()
-            .map(|s| if header.sets.len() > 1 {
-                format!("{}:{}", s.schema.name, s.schema.version)
-            } else {
-                s.schema.version.to_string()
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
+        super::set_versions(header),
         tsdl_string(&clock.source.name())
     );
     let absolute = !matches!(clock.source, ClockSource::Deterministic);

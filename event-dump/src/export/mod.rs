@@ -92,6 +92,19 @@ enum ColumnType {
     Utf8,
 }
 
+/// The log's event-set versions as the table exports and CTF's environment write them: the
+/// one set's version (`1.2.0`), or `set:version` for each when the log holds more than one
+/// (`app:1.2.0 storage-v2:2.0.1`).
+fn set_versions(header: &event_format::wire::Header) -> String {
+    let several = header.sets.len() > 1;
+    header
+        .sets
+        .iter()
+        .map(|s| if several { format!("{}:{}", s.schema.name, s.schema.version) } else { s.schema.version.to_string() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// What a table export (SQLite, Parquet) took from one log: its path as shown, its number
 /// in the database or dataset, its events, and what was skipped ("1 damaged block", "2 bad
 /// records"...), when anything was.

@@ -910,7 +910,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
                 I64(header.producer.start_wall_ns.div_euclid(1000)),
                 I64(header.producer.start_wall_ns),
                 Str(header.format.to_string()),
-                Str(header.sets.iter().map(|s| s.schema.version.to_string()).collect::<Vec<_>>().join(" ")),
+                Str(super::set_versions(&header)),
                 Str(header.clock.source.name().to_owned()),
                 U64(header.clock.ticks_per_second),
                 U64(header.clock.start_ticks),

@@ -571,17 +571,7 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
             &header.producer.os,
             header.producer.start_wall_ns,
             header.format.to_string(),
-            // `set:version` each when the log holds more than one set.
-            header
-                .sets
-                .iter()
-                .map(|s| if header.sets.len() > 1 {
-                    format!("{}:{}", s.schema.name, s.schema.version)
-                } else {
-                    s.schema.version.to_string()
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
+            super::set_versions(&header),
             header.clock.source.name(),
             bits(header.clock.ticks_per_second),
             bits(header.clock.start_ticks),

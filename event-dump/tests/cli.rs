@@ -589,51 +589,6 @@ fn bidi_controls_are_escaped_and_cut_strings_are_marked() {
     insta::assert_snapshot!("print_bidi_and_truncated_csv", stdout(&run(&["print", l, "--format", "csv"])));
 }
 
-/// A closed ring file in `order` with one slot (thread 1) of two blocks: `sealed` (1 KiB, as
-/// given) at sequence 0 and `current` (a finished block) being written at sequence 1,
-/// committed up to its end; the slot's `refused` and page 0's `lost` as given.
-fn handmade_ring(
-    path: &Path,
-    order: event_format::wire::Order,
-    sealed: &[u8],
-    current: &[u8],
-    refused: u64,
-    lost: u64,
-) {
-    use event_format::ring::{self, Layout};
-    use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Header};
-    let (schema, _, _) = common::handmade_schema();
-    let mut header = Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer());
-    header.order = order;
-    let header = header.encode().unwrap();
-    let layout = Layout {
-        order,
-        version: ring::RING_VERSION,
-        block_size: 1024,
-        slots: 1,
-        blocks_per_slot: 2,
-        header_len: header.len() as u32,
-        pid: 4242,
-        created_ns: 0,
-    };
-    let mut file = vec![0u8; layout.file_len() as usize];
-    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
-    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
-    order.put_u64(&mut file[ring::at::LOST..], lost);
-    let at = layout.stream_header() as usize;
-    file[at..at + header.len()].copy_from_slice(&header);
-    let slot = layout.slot(0) as usize;
-    order.put_u64(&mut file[slot + ring::slot_at::THREAD..], 1);
-    order.put_u64(&mut file[slot + ring::slot_at::REFUSED..], refused);
-    let end = BLOCK_HEADER_LEN as u32 + BlockHeader::read(order, current).used;
-    order.put_u64(&mut file[slot + ring::slot_at::POSITION..], ring::position(1, end));
-    for (seq, block) in [(0u32, sealed), (1, current)] {
-        let b = layout.block(0, seq) as usize;
-        file[b..b + block.len()].copy_from_slice(block);
-    }
-    std::fs::write(path, file).unwrap();
-}
-
 /// docs/FORMAT.md ("Reading a ring file as a stream"): a ring file's thread-0 block of
 /// `Dropped` events exists only when a slot refused events or page 0 counts lost ones, and
 /// holds `Dropped(owner, refused)` for each slot that refused some, then `Dropped(0, lost)`
@@ -652,7 +607,7 @@ fn a_ring_file_reports_only_the_losses_it_has() {
             (3, 5, &["thread=1 count=3", "thread=0 count=5"][..]),
         ] {
             let ring = d.join(format!("losses-{order:?}-{refused}-{lost}.ring"));
-            handmade_ring(&ring, order, &sealed, &current, refused, lost);
+            common::handmade_ring(&ring, order, &[&sealed, &current], refused, lost);
             let r = ring.to_str().unwrap();
             let dropped: Vec<String> = printed(r, &["--event", "Dropped"])
                 .iter()
@@ -682,7 +637,7 @@ fn a_packed_block_in_a_ring_file_is_damage() {
         packed.resize(1024, 0);
         let current = message_block(order, 1, 1, &[(30, "after")]);
         let ring = d.join(format!("packed-{order:?}.ring"));
-        handmade_ring(&ring, order, &packed, &current, 0, 0);
+        common::handmade_ring(&ring, order, &[&packed, &current], 0, 0);
         let r = ring.to_str().unwrap();
         assert_eq!(messages(&[r]), ["after"], "{order:?}: the packed block is left out");
         let check = run(&["check", r]);
@@ -987,7 +942,7 @@ fn dead_ring(path: &Path, pid: u64) {
     let order = Order::Little;
     let sealed = message_block(order, 1, 0, &[(1, "one")]);
     let current = message_block(order, 1, 1, &[(2, "two")]);
-    handmade_ring(path, order, &sealed, &current, 0, 0);
+    common::handmade_ring(path, order, &[&sealed, &current], 0, 0);
     let (schema, _, _) = common::handmade_schema();
     let header = Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer()).encode().unwrap();
     let layout = Layout {

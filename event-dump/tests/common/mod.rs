@@ -491,6 +491,13 @@ pub(crate) fn handmade_producer() -> Producer {
 /// A closed ring file in `order` (one slot of 2 blocks, thread 1) whose block 0 is
 /// [`damaged_records_block`]: what `print` and `follow` read from a ring file.
 pub(crate) fn damaged_records_ring(path: &Path, order: Order) {
+    handmade_ring(path, order, &[&damaged_records_block(order, 0)], 0, 0);
+}
+
+/// A closed ring file in `order` with [`HANDMADE_DEF`]'s set and one slot (thread 1) of two
+/// 1 KiB blocks: `blocks` at sequences 0, 1.. as given, the last being written, committed up to
+/// its end; the slot's `refused` and page 0's `lost` as given.
+pub(crate) fn handmade_ring(path: &Path, order: Order, blocks: &[&[u8]], refused: u64, lost: u64) {
     use event_format::ring::{self, Layout};
     let (schema, _, _) = handmade_schema();
     let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
@@ -509,16 +516,19 @@ pub(crate) fn damaged_records_ring(path: &Path, order: Order) {
     let mut file = vec![0u8; layout.file_len() as usize];
     file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
     order.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
+    order.put_u64(&mut file[ring::at::LOST..], lost);
     let at = layout.stream_header() as usize;
     file[at..at + header.len()].copy_from_slice(&header);
     let slot = layout.slot(0) as usize;
     order.put_u64(&mut file[slot + ring::slot_at::THREAD..], 1);
-    let block = damaged_records_block(order, 0);
-    let end = event_format::wire::BLOCK_HEADER_LEN as u32 + BlockHeader::read(order, &block).used;
-    // Block 0 is the one being written, committed up to its end.
-    order.put_u64(&mut file[slot + ring::slot_at::POSITION..], ring::position(0, end));
-    let b = layout.block(0, 0) as usize;
-    file[b..b + 1024].copy_from_slice(&block);
+    order.put_u64(&mut file[slot + ring::slot_at::REFUSED..], refused);
+    let (last, current) = (blocks.len() - 1, blocks[blocks.len() - 1]);
+    let end = event_format::wire::BLOCK_HEADER_LEN as u32 + BlockHeader::read(order, current).used;
+    order.put_u64(&mut file[slot + ring::slot_at::POSITION..], ring::position(last as u64, end));
+    for (seq, block) in blocks.iter().enumerate() {
+        let b = layout.block(0, seq as u32) as usize;
+        file[b..b + block.len()].copy_from_slice(block);
+    }
     std::fs::write(path, file).unwrap();
 }
 

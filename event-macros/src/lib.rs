@@ -3,12 +3,14 @@
 //! `event!` expands to and are not a stable API.
 //!
 //! This file only dispatches: `input` parses invocations, `load` reads events.def, `expand`
-//! generates what `include_events!` gives, `emit` generates one `event!` call.
+//! generates what `include_events!` gives (`reader` its typed reader), `emit` generates one
+//! `event!` call.
 
 mod emit;
 mod expand;
 mod input;
 mod load;
+mod reader;
 
 use proc_macro::TokenStream;
 

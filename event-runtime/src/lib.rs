@@ -108,6 +108,7 @@ mod exchange;
 mod files;
 mod fork;
 mod machine;
+pub mod read;
 mod recorder;
 mod recording;
 mod ringfile;

@@ -633,7 +633,7 @@ pub fn start() -> Result<Recording, StartError> {
 
 /// The semver-compatible part of a package version, as a set name's suffix: `1` for 1.x.y,
 /// `0_3` for 0.3.y, `0_0_7` for 0.0.7; `unknown` without a version.
-fn compatible(version: &str) -> String {
+pub(crate) fn compatible(version: &str) -> String {
     let parts: Vec<&str> = version.split(['.', '-', '+']).take(3).collect();
     match parts.as_slice() {
         ["0", "0", patch] => format!("0_0_{patch}"),

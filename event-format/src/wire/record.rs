@@ -22,6 +22,17 @@ impl<'a> Text<'a> {
     pub fn new(s: &'a str) -> Text<'a> {
         Text { bytes: s.as_bytes(), truncated: false }
     }
+
+    /// The text as `&str`, when its bytes are UTF-8 (a well-behaved writer's always are;
+    /// docs/FORMAT.md lets a reader meet others).
+    pub fn to_str(&self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes).ok()
+    }
+
+    /// The text, each invalid UTF-8 sequence replaced by U+FFFD; borrowed when it is UTF-8.
+    pub fn to_string_lossy(&self) -> std::borrow::Cow<'a, str> {
+        String::from_utf8_lossy(self.bytes)
+    }
 }
 
 /// One argument value, typed by its format letter.
@@ -151,6 +162,18 @@ impl<'a> RecordIter<'a> {
     /// counts from `base_time`.
     pub fn new(bytes: &'a [u8], order: Order, base_time: u64) -> RecordIter<'a> {
         RecordIter { bytes, offset: 0, order, time: base_time }
+    }
+
+    /// The walk of `bytes` resumed at a [`position`](RecordIter::position) an earlier walk of
+    /// the same bytes gave: the record at `offset`, whose delta counts from `time`. A reader
+    /// that hands out one record at a time keeps the position instead of the iterator.
+    pub fn resume(bytes: &'a [u8], order: Order, (offset, time): (usize, u64)) -> RecordIter<'a> {
+        RecordIter { bytes, offset: offset.min(bytes.len()), order, time }
+    }
+
+    /// Where the walk is: the offset of the next record and the time its delta counts from.
+    pub fn position(&self) -> (usize, u64) {
+        (self.offset, self.time)
     }
 }
 

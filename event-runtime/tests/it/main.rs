@@ -14,6 +14,7 @@ event_runtime::include_events!("../events.def");
 mod policies;
 mod record;
 mod tracing_bridge;
+mod typed;
 mod ui;
 
 use std::sync::{Mutex, MutexGuard};

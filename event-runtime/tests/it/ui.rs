@@ -6,4 +6,5 @@
 fn diagnostics() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
+    t.pass("tests/ui-pass/*.rs");
 }

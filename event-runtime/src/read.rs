@@ -1,0 +1,757 @@
+//! The typed reader: a log read back with the types of the events.def that wrote it.
+//!
+//! `include_events!` generates, beside the emitters, `events::Event` (one variant per event of
+//! the set, its fields typed by their format letters) and `events::read`, `events::from_reader`
+//! and `events::from_blocks`, which open a [`Reader`] over a log. A program that reads logs is
+//! then checked by the compiler as a program that writes them is: a renamed event or
+//! parameter is a compile error where the reader matches on it.
+//!
+//! The reader is event-format's codec, not a second one: blocks come from a [`BlockSource`]
+//! (the stream [`Decoder`] or a ring file's [`RingBlocks`]), records are delimited by
+//! [`RecordIter`] and named and checked by the [`Catalog`], as `event-dump` reads them; the
+//! generated code only maps a record's [`Value`]s, already checked against the format, to its
+//! variant.
+//!
+//! # Before the first event
+//!
+//! Opening a log compares the log's set of this name with the compiled one (docs/FORMAT.md,
+//! "Versions"; an event set's own version follows the same rules):
+//!
+//! - another major version: refused ([`ReadError::Major`]);
+//! - an event of one code in both whose name, kind, format or parameters differ: refused,
+//!   naming the event, what the log says and what the program expects
+//!   ([`ReadError::Mismatch`]). A newer median is read: every event the reader types has
+//!   been checked here, so none can be misread;
+//! - events of the log that the program does not know: read when the log's set is newer (or
+//!   the program retired their codes), and handed out as [`Item::Unknown`] with their code and
+//!   values, counted in [`Summary::unknown`]; refused when the log's version is not newer
+//!   ([`ReadError::Undeclared`]: events.def changed without a version bump).
+//!
+//! # Order and memory
+//!
+//! Items come in the log's order: block by block, each block's records in order. Each
+//! thread's events are in time order; threads are not merged (event-dump's merge by time
+//! lives in event-dump and holds a window of blocks). [`At`] carries the thread and time of
+//! each event, for a reader that needs one timeline. One block is held at a time; an item
+//! borrows from it (strings are the block's bytes), so [`Reader::next_item`] is a lending
+//! iterator: `while let Some(item) = reader.next_item() { .. }`. Nothing is allocated per
+//! event; a block's records are one allocation, in the decoder.
+//!
+//! # Nothing skipped silently
+//!
+//! Losses ([`Item::Lost`]: a block header's `lost` count and the runtime's `Dropped` events),
+//! damaged blocks ([`Item::Damaged`]), records that break the format ([`Item::Bad`]), codes
+//! that no set describes ([`Item::UnknownCode`], such as a newer writer's built-in events)
+//! are items, and [`Reader::summary`] counts each. A ring file's blocks that fail their checks
+//! are left out by the ring reader and listed in [`FileBlocks::ring_summary`].
+
+use crate::event_set::EventSet;
+use event_format::builtin;
+use event_format::decode::{Block, BlockError, BlockSource, Catalog, DecodeOptions, Decoder, Entry, Event};
+use event_format::ring::{self, RingBlocks, RingError, RingReader, RingSummary};
+use event_format::schema::{Schema, Version};
+use event_format::wire::{Clock, Header, HeaderError, RecordError, RecordIter, SetEntry, WireCodes};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::marker::PhantomData;
+use std::path::Path;
+
+pub use event_format::wire::{Text, Value, ValueIter};
+
+/// An event set that a [`Reader`] reads typed: what `include_events!` implements for
+/// `events::Typed`. Its methods are called by the reader, not by users.
+pub trait TypedSet: 'static {
+    /// The set's typed event: `events::Event`.
+    type Event<'a>: Clone + Copy + fmt::Debug + PartialEq;
+
+    /// The set's static: its events.def, name and package version.
+    fn set() -> &'static EventSet;
+
+    /// The event of index `index` (its position in events.def) from `values`, which the
+    /// catalog checked against the event's format; `None` if they do not fit it.
+    fn decode(index: u16, values: ValueIter<'_>) -> Option<Self::Event<'_>>;
+}
+
+/// Where and when an event was recorded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct At {
+    /// The thread that recorded it.
+    pub thread: u64,
+    /// Its time in ticks of the log's clock.
+    pub ticks: u64,
+    /// Its time in seconds since the recording started (what `event-dump` prints).
+    pub seconds: f64,
+}
+
+/// One item of a log, as the typed reader of set `S` hands it out.
+pub enum Item<'a, S: TypedSet> {
+    /// An event of the set, typed.
+    Event(At, S::Event<'a>),
+    /// An event of the set that the program does not know (the log's set is newer): its
+    /// code, name and values as the log describes them (`event.desc.code`, `event.values()`).
+    Unknown(Event<'a>),
+    /// An event of another set of the log, or a built-in event other than `Dropped`
+    /// (`Intern`, `Label`, `ThreadName`, `Message`, ...), untyped.
+    Other(Event<'a>),
+    /// Events lost: `count` events of `thread` (0: of no thread) before this point, from a
+    /// block header's `lost` field or a `Dropped` event.
+    Lost {
+        /// The thread that lost them.
+        thread: u64,
+        /// How many.
+        count: u64,
+    },
+    /// A record whose wire code neither the log's sets nor this reader's built-in events
+    /// describe (a newer writer's built-in event): skipped by its length.
+    UnknownCode {
+        /// The thread whose block holds it.
+        thread: u64,
+        /// Its time in ticks.
+        ticks: u64,
+        /// Its wire code.
+        code: u16,
+        /// Its argument bytes, as they are.
+        args: &'a [u8],
+    },
+    /// A record that breaks the format (docs/FORMAT.md, "Damage and errors").
+    Bad {
+        /// The thread whose block holds it.
+        thread: u64,
+        /// What is wrong.
+        error: RecordError,
+    },
+    /// A block that failed its checks: skipped, the blocks after it are read.
+    Damaged(BlockError),
+}
+
+impl<'a, S: TypedSet> fmt::Debug for Item<'a, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Item::Event(at, e) => f.debug_tuple("Event").field(at).field(e).finish(),
+            Item::Unknown(e) => f.debug_tuple("Unknown").field(e).finish(),
+            Item::Other(e) => f.debug_tuple("Other").field(e).finish(),
+            Item::Lost { thread, count } => {
+                f.debug_struct("Lost").field("thread", thread).field("count", count).finish()
+            }
+            Item::UnknownCode { thread, ticks, code, args } => f
+                .debug_struct("UnknownCode")
+                .field("thread", thread)
+                .field("ticks", ticks)
+                .field("code", code)
+                .field("args", args)
+                .finish(),
+            Item::Bad { thread, error } => f.debug_struct("Bad").field("thread", thread).field("error", error).finish(),
+            Item::Damaged(e) => f.debug_tuple("Damaged").field(e).finish(),
+        }
+    }
+}
+
+/// What a [`Reader`] handed out so far: complete once [`Reader::next_item`] returned `None`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Blocks read.
+    pub blocks: u64,
+    /// Events of the set, typed ([`Item::Event`]).
+    pub events: u64,
+    /// Events of the set that the program does not know ([`Item::Unknown`]).
+    pub unknown: u64,
+    /// Events of other sets and built-in events ([`Item::Other`]).
+    pub other: u64,
+    /// Events lost, as the log counts them ([`Item::Lost`]).
+    pub lost: u64,
+    /// Records of codes nothing describes ([`Item::UnknownCode`]).
+    pub unknown_codes: u64,
+    /// Records that break the format ([`Item::Bad`]).
+    pub bad_records: u64,
+    /// Blocks that failed their checks ([`Item::Damaged`]).
+    pub damaged_blocks: u64,
+}
+
+impl Summary {
+    /// Whether the log was read whole: nothing lost, damaged, broken or unknown.
+    pub fn is_whole(&self) -> bool {
+        self.lost == 0 && self.damaged_blocks == 0 && self.bad_records == 0 && self.unknown_codes == 0
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} blocks, {} events of the set, {} it does not know, {} of other sets or built-in; \
+             {} lost, {} damaged blocks, {} bad records, {} unknown codes",
+            self.blocks,
+            self.events,
+            self.unknown,
+            self.other,
+            self.lost,
+            self.damaged_blocks,
+            self.bad_records,
+            self.unknown_codes
+        )
+    }
+}
+
+/// Why a log cannot be read with a set's types. Each is one line that names the log's and the
+/// program's side.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The file cannot be opened or read.
+    Io(io::Error),
+    /// The stream's header is refused (not a stream, another format major, damaged, ...).
+    Header(HeaderError),
+    /// The ring file cannot be read.
+    Ring(RingError),
+    /// The log holds no set of this name.
+    NoSet {
+        /// The program's set.
+        set: String,
+        /// The log's sets.
+        found: Vec<String>,
+    },
+    /// The log's set has another major version.
+    Major {
+        /// The set.
+        set: String,
+        /// Its version in the log.
+        log: Version,
+        /// Its version in the program.
+        program: Version,
+    },
+    /// An event that both know differs.
+    Mismatch {
+        /// The set.
+        set: String,
+        /// The event, as the program names it.
+        event: String,
+        /// What the log says of it.
+        log: String,
+        /// What the program expects.
+        program: String,
+    },
+    /// The log has an event the program does not know, and its set's version is not newer.
+    Undeclared {
+        /// The set.
+        set: String,
+        /// The event, as the log describes it.
+        event: String,
+        /// The set's version in the log.
+        log: Version,
+        /// The set's version in the program.
+        program: Version,
+    },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "cannot read the log: {e}"),
+            ReadError::Header(e) => write!(f, "{e}"),
+            ReadError::Ring(e) => write!(f, "{e}"),
+            ReadError::NoSet { set, found } => {
+                write!(f, "the log holds no event set `{set}` (it holds: {})", found.join(", "))
+            }
+            ReadError::Major { set, log, program } => write!(
+                f,
+                "event set `{set}`: the log's version {log} has another major version than the program's {program}; \
+                 read it with a program built from its events.def"
+            ),
+            ReadError::Mismatch { set, event, log, program } => {
+                write!(f, "event set `{set}`, event `{event}`: the log says {log}; the program expects {program}")
+            }
+            ReadError::Undeclared { set, event, log, program } => write!(
+                f,
+                "event set `{set}`: the log has {event}, which the program's events.def does not, \
+                 and the log's version {log} is not newer than the program's {program}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> ReadError {
+        ReadError::Io(e)
+    }
+}
+
+impl From<HeaderError> for ReadError {
+    fn from(e: HeaderError) -> ReadError {
+        ReadError::Header(e)
+    }
+}
+
+impl From<RingError> for ReadError {
+    fn from(e: RingError) -> ReadError {
+        ReadError::Ring(e)
+    }
+}
+
+/// What a wire code of the log's set is to the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// The program's event of this index.
+    Known(u16),
+    /// An event of the set the program does not know.
+    Unknown,
+    /// No event of the set.
+    Absent,
+}
+
+/// The log's set as the program reads it: its wire codes `base..base + slots.len()`.
+#[derive(Clone, Debug)]
+struct Map {
+    base: u16,
+    slots: Vec<Slot>,
+}
+
+impl Map {
+    fn slot(&self, wire: u16) -> Slot {
+        wire.checked_sub(self.base).and_then(|i| self.slots.get(usize::from(i)).copied()).unwrap_or(Slot::Absent)
+    }
+}
+
+/// How an event looks in a message: `code 0x0030, kind Object, format PAWU (pool, addr, ...)`.
+fn describe(schema: &Schema, index: usize) -> String {
+    let e = &schema.events[index];
+    let kind = schema.kinds.get(usize::from(e.kind)).map_or("?", |k| k.name.as_str());
+    format!(
+        "`{}`: code {:#06x}, kind {kind}, format {} ({})",
+        e.name,
+        e.code,
+        event_format::letter::format_string(&e.format),
+        e.params.join(", ")
+    )
+}
+
+/// Checks the log's set against the program's (the rules in the module docs) and maps the
+/// log's wire codes onto the program's events.
+fn check(log: &SetEntry, program: &Schema) -> Result<Map, ReadError> {
+    let set = &program.name;
+    let (lv, pv) = (log.schema.version, program.version);
+    if lv.major != pv.major {
+        return Err(ReadError::Major { set: set.clone(), log: lv, program: pv });
+    }
+    let kind_name = |s: &Schema, k: u8| s.kinds.get(usize::from(k)).map_or(String::new(), |k| k.name.clone());
+    let newer = (lv.median, lv.minor) > (pv.median, pv.minor);
+    let mut known = Vec::with_capacity(log.schema.events.len());
+    for (j, e) in log.schema.events.iter().enumerate() {
+        let by_code = program.events.iter().position(|p| p.code == e.code);
+        let by_name = program.events.iter().position(|p| p.name == e.name);
+        let slot = match by_code.or(by_name) {
+            Some(i) => {
+                let p = &program.events[i];
+                let same = p.name == e.name
+                    && p.code == e.code
+                    && p.format == e.format
+                    && p.params == e.params
+                    && kind_name(program, p.kind) == kind_name(&log.schema, e.kind);
+                if !same {
+                    return Err(ReadError::Mismatch {
+                        set: set.clone(),
+                        event: p.name.clone(),
+                        log: describe(&log.schema, j),
+                        program: describe(program, i),
+                    });
+                }
+                // Schema::check bounds a set's events by its 16-bit codes.
+                Slot::Known(i as u16)
+            }
+            None if newer || program.retired.iter().any(|r| r.code == e.code) => Slot::Unknown,
+            None => {
+                return Err(ReadError::Undeclared {
+                    set: set.clone(),
+                    event: describe(&log.schema, j),
+                    log: lv,
+                    program: pv,
+                });
+            }
+        };
+        known.push((log.wire_code(j), slot));
+    }
+    let wires = known.iter().filter_map(|&(w, _)| w);
+    let (Some(base), Some(last)) = (wires.clone().min(), wires.max()) else {
+        return Ok(Map { base: 0, slots: Vec::new() });
+    };
+    let mut slots = vec![Slot::Absent; usize::from(last - base) + 1];
+    for (wire, slot) in known {
+        if let Some(w) = wire {
+            slots[usize::from(w - base)] = slot;
+        }
+    }
+    Ok(Map { base, slots })
+}
+
+/// The log's set that the program's set `set` is: the one of its name, or of the name a
+/// recording gives one of two linked-in versions (`NAME-vMAJOR`), or a 1.x log's one
+/// unnamed set.
+fn find<'h>(header: &'h Header, set: &EventSet) -> Option<&'h SetEntry> {
+    let versioned = format!("{}-v{}", set.name(), crate::recorder::compatible(set.package_version()));
+    let sets = &header.sets;
+    sets.iter()
+        .find(|s| s.schema.name == set.name())
+        .or_else(|| sets.iter().find(|s| s.schema.name == versioned))
+        .or_else(|| match sets.as_slice() {
+            [one] if one.schema.name.is_empty() && matches!(one.codes, WireCodes::Own) => Some(one),
+            _ => None,
+        })
+}
+
+/// Reads a log with the types of set `S`: see the module docs. Made by the generated
+/// `events::read`, `events::from_reader` and `events::from_blocks`.
+pub struct Reader<S: TypedSet, B> {
+    source: B,
+    catalog: Catalog,
+    clock: Clock,
+    map: Map,
+    /// The block being read, and where in it: the next record's offset and the time its
+    /// delta counts from.
+    block: Option<Block>,
+    position: (usize, u64),
+    summary: Summary,
+    set: PhantomData<fn() -> S>,
+}
+
+impl<S: TypedSet, B> fmt::Debug for Reader<S, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader").field("set", &S::set().name()).field("summary", &self.summary).finish_non_exhaustive()
+    }
+}
+
+/// What the next item is, found before the item borrows the block.
+enum Next {
+    /// The record at this position of the held block.
+    Record((usize, u64)),
+    Lost {
+        thread: u64,
+        count: u64,
+    },
+    Damaged(BlockError),
+}
+
+impl<S: TypedSet, B: BlockSource> Reader<S, B> {
+    /// Reads the blocks of `source`, after checking its header's set against `S`'s.
+    pub fn new(source: B) -> Result<Reader<S, B>, ReadError> {
+        let set = S::set();
+        // The macro checked the text it embedded, so it parses.
+        let program = set.schema().map_err(|e| io::Error::other(e.to_string()))?;
+        let header = source.header();
+        let log = find(header, set).ok_or_else(|| ReadError::NoSet {
+            set: set.name().to_owned(),
+            found: header.sets.iter().map(|s| format!("`{}` {}", s.schema.name, s.schema.version)).collect(),
+        })?;
+        let map = check(log, &program)?;
+        let catalog = Catalog::new(&header.sets);
+        let clock = header.clock;
+        Ok(Reader {
+            source,
+            catalog,
+            clock,
+            map,
+            block: None,
+            position: (0, 0),
+            summary: Summary::default(),
+            set: PhantomData,
+        })
+    }
+
+    /// The log's header.
+    pub fn header(&self) -> &Header {
+        self.source.header()
+    }
+
+    /// Where the blocks come from.
+    pub fn source(&self) -> &B {
+        &self.source
+    }
+
+    /// What was handed out so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// The next item, `None` at the end of the log. An item borrows the reader's block, so
+    /// one is held at a time: `while let Some(item) = reader.next_item() { .. }`.
+    pub fn next_item(&mut self) -> Option<Item<'_, S>> {
+        let position = match self.advance()? {
+            Next::Record(position) => position,
+            Next::Lost { thread, count } => {
+                self.summary.lost = self.summary.lost.saturating_add(count);
+                return Some(Item::Lost { thread, count });
+            }
+            Next::Damaged(error) => {
+                self.summary.damaged_blocks += 1;
+                return Some(Item::Damaged(error));
+            }
+        };
+        let block = self.block.as_ref()?;
+        let thread = block.header.thread;
+        let record = match RecordIter::resume(&block.records, block.order, position).next()? {
+            Ok(record) => record,
+            Err(error) => {
+                self.summary.bad_records += 1;
+                return Some(Item::Bad { thread, error });
+            }
+        };
+        Some(match self.catalog.entry(record, thread, block.order) {
+            Entry::Event(event) => match self.map.slot(record.code) {
+                Slot::Known(index) => match S::decode(index, event.values()) {
+                    Some(typed) => {
+                        self.summary.events += 1;
+                        let at = At { thread, ticks: event.time, seconds: self.clock.seconds_since_start(event.time) };
+                        Item::Event(at, typed)
+                    }
+                    // The catalog checked the values against the log's format, which
+                    // `check` found equal to the program's: not reached.
+                    None => {
+                        self.summary.unknown += 1;
+                        Item::Unknown(event)
+                    }
+                },
+                Slot::Unknown => {
+                    self.summary.unknown += 1;
+                    Item::Unknown(event)
+                }
+                Slot::Absent if event.desc.is_builtin() && event.desc.code == builtin::DROPPED => {
+                    let mut values = event.values();
+                    let (Some(Value::Word(thread)), Some(Value::Word(count))) = (values.next(), values.next()) else {
+                        self.summary.other += 1;
+                        return Some(Item::Other(event));
+                    };
+                    self.summary.lost = self.summary.lost.saturating_add(count);
+                    Item::Lost { thread, count }
+                }
+                Slot::Absent => {
+                    self.summary.other += 1;
+                    Item::Other(event)
+                }
+            },
+            Entry::Unknown { code, time, .. } => {
+                self.summary.unknown_codes += 1;
+                Item::UnknownCode { thread, ticks: time, code, args: record.args }
+            }
+            Entry::Bad(error) => {
+                self.summary.bad_records += 1;
+                Item::Bad { thread, error }
+            }
+        })
+    }
+
+    /// Moves on to the next record (reading blocks as needed) and says where it is, without
+    /// borrowing the block for the caller.
+    fn advance(&mut self) -> Option<Next> {
+        loop {
+            if let Some(block) = &self.block {
+                let mut records = RecordIter::resume(&block.records, block.order, self.position);
+                if records.next().is_some() {
+                    let at = self.position;
+                    self.position = records.position();
+                    return Some(Next::Record(at));
+                }
+                self.block = None;
+            }
+            match self.source.next_block()? {
+                Err(error) => return Some(Next::Damaged(error)),
+                Ok(block) => {
+                    self.summary.blocks += 1;
+                    self.position = (0, block.header.base_time);
+                    let (thread, lost) = (block.header.thread, block.header.lost);
+                    self.block = Some(block);
+                    if lost > 0 {
+                        return Some(Next::Lost { thread, count: lost });
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<S: TypedSet, R: Read> Reader<S, Decoder<R>> {
+    /// Reads the stream `reader` gives (not a ring file: [`Reader::open`] reads both).
+    pub fn from_reader(reader: R) -> Result<Reader<S, Decoder<R>>, ReadError> {
+        Reader::new(Decoder::new(reader)?)
+    }
+}
+
+impl<S: TypedSet> Reader<S, FileBlocks> {
+    /// Reads the log at `path`: a stream or a ring file, told apart by their magic.
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader<S, FileBlocks>, ReadError> {
+        Reader::new(FileBlocks::open(path.as_ref())?)
+    }
+}
+
+/// The blocks of a log file: a stream's, decoded as it is read, or a ring file's, as its
+/// reader checks them (never re-encoded as a stream).
+#[derive(Debug)]
+pub struct FileBlocks(Blocks);
+
+#[derive(Debug)]
+enum Blocks {
+    Stream(Decoder<BufReader<File>>),
+    Ring(RingBlocks<File>),
+}
+
+impl FileBlocks {
+    /// Opens `path` and reads its header.
+    pub fn open(path: &Path) -> Result<FileBlocks, ReadError> {
+        let mut file = File::open(path)?;
+        let mut magic = Vec::with_capacity(8);
+        (&mut file).take(8).read_to_end(&mut magic)?;
+        if ring::is_ring(&magic) {
+            // The ring reader reads at positions: where the magic left the file does not matter.
+            let reader = RingReader::open(file, DecodeOptions::default())?;
+            return Ok(FileBlocks(Blocks::Ring(RingBlocks::new(reader))));
+        }
+        file.seek(SeekFrom::Start(0))?;
+        Ok(FileBlocks(Blocks::Stream(Decoder::new(BufReader::with_capacity(1 << 20, file))?)))
+    }
+
+    /// For a ring file, what its reader found: the blocks it left out as damaged, the blocks
+    /// its rings overwrote. Complete at the end of the log; `None` for a stream.
+    pub fn ring_summary(&self) -> Option<&RingSummary> {
+        match &self.0 {
+            Blocks::Stream(_) => None,
+            Blocks::Ring(ring) => Some(ring.summary()),
+        }
+    }
+}
+
+impl BlockSource for FileBlocks {
+    fn header(&self) -> &Header {
+        match &self.0 {
+            Blocks::Stream(d) => d.header(),
+            Blocks::Ring(r) => r.header(),
+        }
+    }
+
+    fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        match &mut self.0 {
+            Blocks::Stream(d) => d.next_block(),
+            Blocks::Ring(r) => r.next_block(),
+        }
+    }
+}
+
+/// What the generated `decode` calls: a value of each letter's Rust type, `None` for a
+/// value of another letter. Not an API.
+#[doc(hidden)]
+pub mod __value {
+    use super::{Text, Value};
+
+    /// `P`
+    #[inline]
+    pub fn p(v: Option<Value<'_>>) -> Option<u64> {
+        if let Some(Value::Pointer(x)) = v { Some(x) } else { None }
+    }
+    /// `A`
+    #[inline]
+    pub fn a(v: Option<Value<'_>>) -> Option<u64> {
+        if let Some(Value::Address(x)) = v { Some(x) } else { None }
+    }
+    /// `W`
+    #[inline]
+    pub fn w(v: Option<Value<'_>>) -> Option<u64> {
+        if let Some(Value::Word(x)) = v { Some(x) } else { None }
+    }
+    /// `U`
+    #[inline]
+    pub fn u(v: Option<Value<'_>>) -> Option<u32> {
+        if let Some(Value::Unsigned(x)) = v { Some(x) } else { None }
+    }
+    /// `I`
+    #[inline]
+    pub fn i(v: Option<Value<'_>>) -> Option<i64> {
+        if let Some(Value::Signed(x)) = v { Some(x) } else { None }
+    }
+    /// `D`
+    #[inline]
+    pub fn d(v: Option<Value<'_>>) -> Option<f64> {
+        if let Some(Value::Double(x)) = v { Some(x) } else { None }
+    }
+    /// `B`
+    #[inline]
+    pub fn b(v: Option<Value<'_>>) -> Option<bool> {
+        if let Some(Value::Bool(x)) = v { Some(x) } else { None }
+    }
+    /// `S`
+    #[inline]
+    pub fn s(v: Option<Value<'_>>) -> Option<Text<'_>> {
+        if let Some(Value::Str(x)) = v { Some(x) } else { None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(text: &str) -> Schema {
+        event_format::def::parse_set(text, "events.def", "pools").unwrap()
+    }
+
+    const BASE: &str = "VERSION(1, 2, 0)\nKIND(Pool)\nKIND(Object)\n\
+        RELATION(PoolInit, 0x0010, TRUE, Pool, PS, pool, class)\n\
+        RELATION(ObjectAlloc, 0x0030, FALSE, Object, PAW, pool, addr, size)\n";
+
+    fn map(log: &str, program: &str) -> Result<Map, ReadError> {
+        check(&SetEntry::new(schema(log), 5), &schema(program))
+    }
+
+    #[test]
+    fn the_same_set_maps_every_wire_code_to_its_event() {
+        let m = map(BASE, BASE).unwrap();
+        assert_eq!((m.base, &m.slots[..]), (5, &[Slot::Known(0), Slot::Known(1)][..]));
+        assert_eq!(m.slot(4), Slot::Absent);
+        assert_eq!(m.slot(7), Slot::Absent);
+    }
+
+    #[test]
+    fn a_newer_minor_is_read_and_its_new_events_are_unknown() {
+        let newer = format!(
+            "{}RELATION(ObjectFree, 0x0031, FALSE, Object, PA, pool, addr)\n",
+            BASE.replace("1, 2, 0", "1, 2, 1")
+        );
+        let m = map(&newer, BASE).unwrap();
+        assert_eq!(m.slots, [Slot::Known(0), Slot::Known(1), Slot::Unknown]);
+        // An older log of a program that added an event: nothing unknown.
+        assert!(map(BASE, &newer).is_ok());
+    }
+
+    #[test]
+    fn an_event_the_program_lacks_in_a_log_that_is_not_newer_is_refused() {
+        let same = format!("{BASE}RELATION(ObjectFree, 0x0031, FALSE, Object, PA, pool, addr)\n");
+        let e = map(&same, BASE).unwrap_err().to_string();
+        assert!(e.contains("`ObjectFree`: code 0x0031") && e.contains("is not newer than the program's 1.2.0"), "{e}");
+    }
+
+    #[test]
+    fn another_format_kind_parameter_or_name_is_an_error_naming_both_sides() {
+        let cases = [
+            ("PAW, pool, addr, size", "PAU, pool, addr, size", "format PAU"),
+            ("PAW, pool, addr, size", "PAW, pool, addr, bytes", "(pool, addr, bytes)"),
+            ("FALSE, Object, PAW", "FALSE, Pool, PAW", "kind Pool"),
+        ];
+        for (from, to, says) in cases {
+            let log = BASE.replace(from, to);
+            let e = map(&log, BASE).unwrap_err().to_string();
+            assert!(e.starts_with("event set `pools`, event `ObjectAlloc`: the log says `ObjectAlloc`"), "{e}");
+            assert!(e.contains(says), "{e}");
+            assert!(
+                e.contains(
+                    "the program expects `ObjectAlloc`: code 0x0030, kind Object, format PAW (pool, addr, size)"
+                ),
+                "{e}"
+            );
+        }
+        let renamed = BASE.replace("ObjectAlloc", "ObjectNew");
+        let e = map(&renamed, BASE).unwrap_err().to_string();
+        assert!(e.contains("the log says `ObjectNew`: code 0x0030"), "{e}");
+    }
+
+    #[test]
+    fn another_major_is_refused() {
+        let e = map(&BASE.replace("1, 2, 0", "2, 0, 0"), BASE).unwrap_err().to_string();
+        assert!(e.contains("the log's version 2.0.0 has another major version than the program's 1.2.0"), "{e}");
+    }
+}

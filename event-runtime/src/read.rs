@@ -39,7 +39,8 @@
 //!
 //! # Nothing skipped silently
 //!
-//! Losses ([`Item::Lost`]: a block header's `lost` count and the runtime's `Dropped` events),
+//! Losses ([`Item::Lost`]: a block header's `lost` count and the runtime's `Dropped` events;
+//! [`Item::Missing`]: a gap in a thread's block sequence numbers, a ring's overwritten blocks),
 //! damaged blocks ([`Item::Damaged`]), records that break the format ([`Item::Bad`]), codes
 //! that no set describes ([`Item::UnknownCode`], such as a newer writer's built-in events)
 //! are items, and [`Reader::summary`] counts each. A ring file's blocks that fail their checks
@@ -51,6 +52,7 @@ use event_format::decode::{Block, BlockError, BlockSource, Catalog, DecodeOption
 use event_format::ring::{self, RingBlocks, RingError, RingReader, RingSummary};
 use event_format::schema::{Schema, Version};
 use event_format::wire::{Clock, Header, HeaderError, RecordError, RecordIter, SetEntry, WireCodes};
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
@@ -102,6 +104,15 @@ pub enum Item<'a, S: TypedSet> {
         /// How many.
         count: u64,
     },
+    /// Blocks of `thread` missing before this point: its block sequence numbers jump by
+    /// `blocks` (overwritten by a ring, or never written). How many events they held is
+    /// not known.
+    Missing {
+        /// The thread.
+        thread: u64,
+        /// How many blocks.
+        blocks: u64,
+    },
     /// A record whose wire code neither the log's sets nor this reader's built-in events
     /// describe (a newer writer's built-in event): skipped by its length.
     UnknownCode {
@@ -134,6 +145,9 @@ impl<'a, S: TypedSet> fmt::Debug for Item<'a, S> {
             Item::Lost { thread, count } => {
                 f.debug_struct("Lost").field("thread", thread).field("count", count).finish()
             }
+            Item::Missing { thread, blocks } => {
+                f.debug_struct("Missing").field("thread", thread).field("blocks", blocks).finish()
+            }
             Item::UnknownCode { thread, ticks, code, args } => f
                 .debug_struct("UnknownCode")
                 .field("thread", thread)
@@ -160,6 +174,8 @@ pub struct Summary {
     pub other: u64,
     /// Events lost, as the log counts them ([`Item::Lost`]).
     pub lost: u64,
+    /// Blocks missing from the threads' sequences ([`Item::Missing`]).
+    pub missing_blocks: u64,
     /// Records of codes nothing describes ([`Item::UnknownCode`]).
     pub unknown_codes: u64,
     /// Records that break the format ([`Item::Bad`]).
@@ -171,7 +187,11 @@ pub struct Summary {
 impl Summary {
     /// Whether the log was read whole: nothing lost, damaged, broken or unknown.
     pub fn is_whole(&self) -> bool {
-        self.lost == 0 && self.damaged_blocks == 0 && self.bad_records == 0 && self.unknown_codes == 0
+        self.lost == 0
+            && self.missing_blocks == 0
+            && self.damaged_blocks == 0
+            && self.bad_records == 0
+            && self.unknown_codes == 0
     }
 }
 
@@ -180,12 +200,13 @@ impl fmt::Display for Summary {
         write!(
             f,
             "{} blocks, {} events of the set, {} it does not know, {} of other sets or built-in; \
-             {} lost, {} damaged blocks, {} bad records, {} unknown codes",
+             {} lost, {} blocks missing, {} damaged blocks, {} bad records, {} unknown codes",
             self.blocks,
             self.events,
             self.unknown,
             self.other,
             self.lost,
+            self.missing_blocks,
             self.damaged_blocks,
             self.bad_records,
             self.unknown_codes
@@ -410,6 +431,10 @@ pub struct Reader<S: TypedSet, B> {
     /// delta counts from.
     block: Option<Block>,
     position: (usize, u64),
+    /// Per thread, the sequence number its next block should have: one entry per thread.
+    sequences: HashMap<u64, u64>,
+    /// Events lost before the held block, reported after [`Item::Missing`].
+    lost_before: u64,
     summary: Summary,
     set: PhantomData<fn() -> S>,
 }
@@ -427,6 +452,10 @@ enum Next {
     Lost {
         thread: u64,
         count: u64,
+    },
+    Missing {
+        thread: u64,
+        blocks: u64,
     },
     Damaged(BlockError),
 }
@@ -452,6 +481,8 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
             map,
             block: None,
             position: (0, 0),
+            sequences: HashMap::new(),
+            lost_before: 0,
             summary: Summary::default(),
             set: PhantomData,
         })
@@ -480,6 +511,10 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
             Next::Lost { thread, count } => {
                 self.summary.lost = self.summary.lost.saturating_add(count);
                 return Some(Item::Lost { thread, count });
+            }
+            Next::Missing { thread, blocks } => {
+                self.summary.missing_blocks += blocks;
+                return Some(Item::Missing { thread, blocks });
             }
             Next::Damaged(error) => {
                 self.summary.damaged_blocks += 1;
@@ -544,6 +579,10 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
     fn advance(&mut self) -> Option<Next> {
         loop {
             if let Some(block) = &self.block {
+                if self.lost_before > 0 {
+                    let count = std::mem::take(&mut self.lost_before);
+                    return Some(Next::Lost { thread: block.header.thread, count });
+                }
                 let mut records = RecordIter::resume(&block.records, block.order, self.position);
                 if records.next().is_some() {
                     let at = self.position;
@@ -557,10 +596,14 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
                 Ok(block) => {
                     self.summary.blocks += 1;
                     self.position = (0, block.header.base_time);
-                    let (thread, lost) = (block.header.thread, block.header.lost);
+                    let (thread, sequence) = (block.header.thread, block.header.sequence);
+                    self.lost_before = block.header.lost;
                     self.block = Some(block);
-                    if lost > 0 {
-                        return Some(Next::Lost { thread, count: lost });
+                    // A sequence lower than expected (repeated, or blocks out of order) is
+                    // not a loss: event-dump's check reports those.
+                    let expected = self.sequences.insert(thread, sequence.saturating_add(1)).unwrap_or(0);
+                    if sequence > expected {
+                        return Some(Next::Missing { thread, blocks: sequence - expected });
                     }
                 }
             }

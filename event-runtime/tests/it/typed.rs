@@ -4,7 +4,10 @@
 #![deny(warnings)]
 
 use crate::{events, serial};
-use event_format::wire::STRING_MAX;
+use event_format::wire::{
+    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, SetEntry, Value,
+};
+use event_format::{EventType, Letter, Schema};
 use event_runtime::read::{Item, Text};
 use event_runtime::{Policy, Recorder};
 
@@ -133,4 +136,153 @@ fn each_event_carries_its_thread_and_time_and_losses_are_items() {
 fn reader_seconds(stream: &[u8], ticks: u64) -> f64 {
     let decoder = event_format::decode::Decoder::new(stream).unwrap();
     decoder.header().clock.seconds_since_start(ticks)
+}
+
+#[test]
+fn a_ring_policys_overwritten_blocks_are_missing_items() {
+    let _serial = serial();
+    let recording = Recorder::new()
+        .memory()
+        .deterministic_clock()
+        .policy(Policy::Ring)
+        .block_size(1024)
+        .buffer_size(8 * 1024)
+        .start()
+        .unwrap();
+    for i in 0..5000u64 {
+        event!(ObjectFree, 1usize, i, 16u64);
+    }
+    let stream = recording.stop().unwrap();
+    let mut reader = events::from_reader(&stream[..]).unwrap();
+    let (mut first, mut missing) = (None, 0);
+    while let Some(item) = reader.next_item() {
+        match item {
+            Item::Event(_, events::Event::ObjectFree { addr, .. }) => {
+                first.get_or_insert(addr);
+            }
+            Item::Missing { blocks, .. } => missing += blocks,
+            _ => {}
+        }
+    }
+    assert!(first.is_some_and(|a| a > 0), "the first events were overwritten: {first:?}");
+    assert!(missing > 0 && reader.summary().missing_blocks == missing && !reader.summary().is_whole());
+}
+
+/// A stream of one set, `schema`, holding one record of each of `records` (event index and
+/// values), on thread 1.
+fn log_of(schema: Schema, records: &[(usize, Vec<Value<'_>>)]) -> Vec<u8> {
+    let clock = Clock {
+        source: ClockSource::Deterministic,
+        ticks_per_second: 1_000_000_000,
+        ref_ticks: 0,
+        ref_wall_ns: 0,
+        start_ticks: 0,
+    };
+    let sets = SetEntry::assign([schema]);
+    let header = Header::with_sets(sets.clone(), 4096, clock, Producer::current(0));
+    let mut stream = header.encode().unwrap();
+    let mut block = BlockWriter::new(Order::NATIVE, 4096, &BlockHeader { thread: 1, ..BlockHeader::default() });
+    for (time, (index, values)) in records.iter().enumerate() {
+        block.push(sets[0].wire_code(*index).unwrap(), time as u64 * 10, values).unwrap();
+    }
+    stream.extend(block.finish());
+    stream
+}
+
+fn program() -> Schema {
+    events::SET.schema().unwrap()
+}
+
+fn index_of(schema: &Schema, name: &str) -> usize {
+    schema.events.iter().position(|e| e.name == name).unwrap()
+}
+
+#[test]
+fn a_newer_minor_is_read_and_its_new_events_come_back_unknown_and_counted() {
+    let mut newer = program();
+    newer.version.minor += 1;
+    newer.events.push(EventType {
+        name: "ObjectMove".into(),
+        code: 0x0034,
+        always: false,
+        kind: newer.events[index_of(&newer, "ObjectFree")].kind,
+        format: vec![Letter::Pointer, Letter::Address, Letter::Address],
+        params: vec!["pool".into(), "from".into(), "to".into()],
+    });
+    let free = index_of(&newer, "ObjectFree");
+    let new = newer.events.len() - 1;
+    let stream = log_of(
+        newer,
+        &[
+            (free, vec![Value::Pointer(1), Value::Address(0x10), Value::Word(16)]),
+            (new, vec![Value::Pointer(1), Value::Address(0x10), Value::Address(0x20)]),
+            (free, vec![Value::Pointer(1), Value::Address(0x20), Value::Word(16)]),
+        ],
+    );
+    let mut reader = events::from_reader(&stream[..]).expect("a newer minor is read");
+    let mut seen = Vec::new();
+    while let Some(item) = reader.next_item() {
+        seen.push(match item {
+            Item::Event(at, events::Event::ObjectFree { addr, .. }) => format!("free {addr:#x} at {}", at.ticks),
+            Item::Unknown(e) => {
+                let values: Vec<Value<'_>> = e.values().collect();
+                format!("unknown {:#06x} {} {values:?} at {}", e.desc.code, e.desc.name, e.time)
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    assert_eq!(
+        seen,
+        ["free 0x10 at 0", "unknown 0x0034 ObjectMove [Pointer(1), Address(16), Address(32)] at 10", "free 0x20 at 20"]
+    );
+    assert_eq!((reader.summary().events, reader.summary().unknown), (2, 1));
+}
+
+#[test]
+fn a_changed_format_is_an_error_naming_the_event_and_both_sides() {
+    let mut changed = program();
+    let alloc = index_of(&changed, "ObjectAlloc");
+    changed.events[alloc].format[3] = Letter::Word;
+    let stream = log_of(changed, &[]);
+    let e = events::from_reader(&stream[..]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "event set `event-runtime`, event `ObjectAlloc`: the log says `ObjectAlloc`: code 0x0030, kind Object, \
+         format PAWW (pool, addr, size, class); the program expects `ObjectAlloc`: code 0x0030, kind Object, \
+         format PAWU (pool, addr, size, class)"
+    );
+}
+
+#[test]
+fn another_major_is_refused() {
+    let mut other = program();
+    other.version.major += 1;
+    let stream = log_of(other, &[]);
+    let e = events::from_reader(&stream[..]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "event set `event-runtime`: the log's version 2.0.0 has another major version than the program's 1.0.0; \
+         read it with a program built from its events.def"
+    );
+}
+
+#[test]
+fn a_log_without_the_set_is_refused_and_built_ins_it_does_not_know_are_items() {
+    let mut other = program();
+    other.name = "elsewhere".into();
+    let e = events::from_reader(&log_of(other, &[])[..]).unwrap_err().to_string();
+    assert_eq!(e, "the log holds no event set `event-runtime` (it holds: `elsewhere` 1.0.0)");
+
+    // A built-in code this reader does not know (a newer writer's): an item, counted.
+    let mut stream = log_of(program(), &[]);
+    let mut block = BlockWriter::new(Order::NATIVE, 4096, &BlockHeader { thread: 2, ..BlockHeader::default() });
+    block.push(0xFFF0, 5, &[Value::Word(9)]).unwrap();
+    stream.extend(block.finish());
+    let mut reader = events::from_reader(&stream[..]).unwrap();
+    let Some(Item::UnknownCode { thread: 2, ticks: 5, code: 0xFFF0, args }) = reader.next_item() else {
+        panic!("an unknown code")
+    };
+    assert_eq!(args.len(), 8);
+    assert!(reader.next_item().is_none());
+    assert_eq!(reader.summary().unknown_codes, 1);
 }

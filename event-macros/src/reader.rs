@@ -132,6 +132,21 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
             }
         }
 
+        impl<'a> ::event_runtime::read::TypedEvent<'a> for Event #lt {
+            fn name(&self) -> &'static str {
+                Event::name(self)
+            }
+            fn code(&self) -> u16 {
+                Event::code(self)
+            }
+            fn params(&self) -> &'static [&'static str] {
+                Event::params(self)
+            }
+            fn value(&self, __index: usize) -> ::core::option::Option<::event_runtime::read::Value<'a>> {
+                Event::value(self, __index)
+            }
+        }
+
         /// This set, for `event_runtime::read::Reader`: its typed reader reads `Event`.
         #[derive(Debug)]
         pub enum Typed {}

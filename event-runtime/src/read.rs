@@ -65,7 +65,7 @@ pub use event_format::wire::{Text, Value, ValueIter};
 /// `events::Typed`. Its methods are called by the reader, not by users.
 pub trait TypedSet: 'static {
     /// The set's typed event: `events::Event`.
-    type Event<'a>: Clone + Copy + fmt::Debug + PartialEq;
+    type Event<'a>: TypedEvent<'a>;
 
     /// The set's static: its events.def, name and package version.
     fn set() -> &'static EventSet;
@@ -73,6 +73,19 @@ pub trait TypedSet: 'static {
     /// The event of index `index` (its position in events.def) from `values`, which the
     /// catalog checked against the event's format; `None` if they do not fit it.
     fn decode(index: u16, values: ValueIter<'_>) -> Option<Self::Event<'_>>;
+}
+
+/// What every set's typed event (`events::Event`) tells of itself, for code that reads
+/// several sets alike; `events::Event` has the same methods of its own.
+pub trait TypedEvent<'a>: Clone + Copy + fmt::Debug + PartialEq {
+    /// The event's name in events.def.
+    fn name(&self) -> &'static str;
+    /// The event's code in events.def.
+    fn code(&self) -> u16;
+    /// The names of its parameters, in format order.
+    fn params(&self) -> &'static [&'static str];
+    /// The value of parameter `index` (format order), as event-format types it.
+    fn value(&self, index: usize) -> Option<Value<'a>>;
 }
 
 /// Where and when an event was recorded.

@@ -65,7 +65,7 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
         let takes = typed.iter().map(|(_, f, _)| Ident::new(f, Span::call_site()));
         let value_of = typed.iter().map(|(_, _, v)| v);
         let field_docs = e.format.iter().map(|l| format!("`{}`: {}", l.as_char(), l.describe()));
-        let positions = (0..fields.len()).map(|i| Literal::usize_unsuffixed(i));
+        let positions = (0..fields.len()).map(Literal::usize_unsuffixed);
         let param_names = e.params.iter().map(String::as_str);
         if fields.is_empty() {
             variants.push(quote! { #[doc = #doc] #name });

@@ -41,6 +41,7 @@
 //! events (`storage::event!(...)`); and a module `events` with the kind enum (`events::Kind`),
 //! the event codes (`events::code::Name`), the event set's version (`events::VERSION`) and
 //! the event set itself (`events::SET`), which the recorder writes into every stream's header.
+//! It also generates the set's typed reader (`events::Event`, `events::read`; see [`read`]).
 //! `event!` names its crate through a hidden `__event_runtime` item that it also generates.
 //!
 //! `event!(Name, args...)` takes the arguments in format order, with the Rust types of the
@@ -60,8 +61,11 @@
 //!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
 //!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
 //!   built-in events; [`control`] changes what is recorded while it runs.
-//! - Read: [`event_format`] is the stream's codec, re-exported for programs that decode what
-//!   they recorded.
+//! - Read: [`read`] is the typed reader that `include_events!` generates for its set
+//!   (`events::Event`, `events::read`, `events::from_reader`): a log read back with the types
+//!   that wrote it, checked against the compiled set before the first event.
+//!   [`event_format`] is the stream's codec, re-exported for programs that decode what they
+//!   recorded untyped.
 //! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`], [`BufResize`] and
 //!   the `DEFAULT_*` sizes.
 //!

@@ -12,6 +12,34 @@
 //! generated code only maps a record's [`Value`]s, already checked against the format, to its
 //! variant.
 //!
+//! ```
+//! // Once, in the crate root; the path is relative to the crate's Cargo.toml.
+//! event_runtime::include_events!("../events.def");
+//! use event_runtime::read::Item;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let recording = event_runtime::Recorder::new().memory().start()?;
+//! event!(PoolInit, 0x1000usize, 0x7f00usize, "AMC", 16u32);
+//! event!(ObjectAlloc, 0x1000usize, 0x7f10usize, 48u64, 1u32);
+//! let stream = recording.stop()?;
+//!
+//! let mut reader = events::from_reader(&stream[..])?; // events::read(path) for a file
+//! let mut allocated = 0;
+//! while let Some(item) = reader.next_item() {
+//!     match item {
+//!         Item::Event(at, events::Event::PoolInit { pool, class, .. }) => {
+//!             assert_eq!((pool, class.to_str()), (0x1000, Some("AMC")));
+//!             assert!(at.seconds >= 0.0);
+//!         }
+//!         Item::Event(_, events::Event::ObjectAlloc { size, .. }) => allocated += size,
+//!         _ => {} // other sets, built-in events, losses, damage
+//!     }
+//! }
+//! assert_eq!(allocated, 48);
+//! assert!(reader.summary().is_whole());
+//! # Ok(()) }
+//! ```
+//!
 //! # Before the first event
 //!
 //! Opening a log compares the log's set of this name with the compiled one (docs/FORMAT.md,
@@ -424,13 +452,12 @@ fn check(log: &SetEntry, program: &Schema) -> Result<Map, ReadError> {
 fn find<'h>(header: &'h Header, set: &EventSet) -> Option<&'h SetEntry> {
     let versioned = format!("{}-v{}", set.name(), crate::recorder::compatible(set.package_version()));
     let sets = &header.sets;
-    sets.iter()
-        .find(|s| s.schema.name == set.name())
-        .or_else(|| sets.iter().find(|s| s.schema.name == versioned))
-        .or_else(|| match sets.as_slice() {
+    sets.iter().find(|s| s.schema.name == set.name()).or_else(|| sets.iter().find(|s| s.schema.name == versioned)).or(
+        match sets.as_slice() {
             [one] if one.schema.name.is_empty() && matches!(one.codes, WireCodes::Own) => Some(one),
             _ => None,
-        })
+        },
+    )
 }
 
 /// Reads a log with the types of set `S`: see the module docs. Made by the generated

@@ -286,3 +286,23 @@ fn a_log_without_the_set_is_refused_and_built_ins_it_does_not_know_are_items() {
     assert!(reader.next_item().is_none());
     assert_eq!(reader.summary().unknown_codes, 1);
 }
+
+#[test]
+fn a_1x_log_is_read_as_its_one_unnamed_set() {
+    // The checked-in 1.1.0 fixture: one unnamed set of the same events.def, both byte orders.
+    for order in ["le", "be"] {
+        let path = format!("{}/../tests/data/v1.1.0/tour-{order}.evt", env!("CARGO_MANIFEST_DIR"));
+        let mut reader = events::read(&path).unwrap();
+        let mut names = Vec::new();
+        while let Some(item) = reader.next_item() {
+            if let Item::Event(_, e) = item {
+                names.push(e.name());
+            }
+        }
+        assert!(names.contains(&"PoolInit") && names.contains(&"ObjectAlloc"), "{order}: {names:?}");
+        assert_eq!(reader.summary().events, names.len() as u64);
+        // The fixture records losses on two threads, as `event-dump check` reports them.
+        let summary = reader.summary();
+        assert_eq!((summary.lost, summary.damaged_blocks, summary.bad_records), (16, 0, 0), "{order}: {summary}");
+    }
+}

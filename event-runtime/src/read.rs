@@ -226,13 +226,11 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Whether the log was read whole: nothing lost, damaged, broken or unknown.
+    /// Whether the log was read whole: nothing lost, missing, damaged or broken. Events and
+    /// codes this reader does not know ([`unknown`](Summary::unknown),
+    /// [`unknown_codes`](Summary::unknown_codes)) are a newer writer's, not damage.
     pub fn is_whole(&self) -> bool {
-        self.lost == 0
-            && self.missing_blocks == 0
-            && self.damaged_blocks == 0
-            && self.bad_records == 0
-            && self.unknown_codes == 0
+        self.lost == 0 && self.missing_blocks == 0 && self.damaged_blocks == 0 && self.bad_records == 0
     }
 }
 

@@ -99,6 +99,7 @@
 
 mod annotate;
 mod buffer;
+mod capture;
 mod clock;
 mod config;
 pub mod control;
@@ -122,6 +123,7 @@ mod writer;
 pub mod __private;
 
 pub use annotate::{intern, label, message};
+pub use capture::{Capture, Captured, capture};
 pub use config::{BufResize, ConfigError, Policy};
 pub use crash::TRACEBACK_EVENTS;
 pub use event_macros::include_events;

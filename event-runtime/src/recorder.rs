@@ -631,6 +631,12 @@ pub fn start() -> Result<Recording, StartError> {
     recorder.start()
 }
 
+/// Every event set linked into the program and its schema, as [`Recorder::new`] records them
+/// (the capture of tests names the same sets).
+pub(crate) fn every_set() -> Result<(Vec<&'static EventSet>, Vec<Schema>), StartError> {
+    Recorder::new().recorded_sets()
+}
+
 /// The semver-compatible part of a package version, as a set name's suffix: `1` for 1.x.y,
 /// `0_3` for 0.3.y, `0_0_7` for 0.0.7; `unknown` without a version.
 fn compatible(version: &str) -> String {

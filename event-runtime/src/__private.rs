@@ -45,6 +45,20 @@ pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>],
     }
 }
 
+/// Whether `module_path` (the caller's `module_path!()`) is a crate root: a module below it
+/// has a `::` in its path. `include_events!` stops the build with its rule when it is not.
+pub const fn at_crate_root(module_path: &str) -> bool {
+    let b = module_path.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b':' && b[i + 1] == b':' {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// A string argument.
 #[inline(always)]
 pub fn text(s: &str) -> Text<'_> {

@@ -124,7 +124,7 @@ pub fn capture(f: impl FnOnce()) -> Captured {
 /// A capture of this thread's events, from [`start`](Capture::start) to
 /// [`finish`](Capture::finish) (or drop, which discards them): [`capture`] as a guard, for
 /// code whose result the test also needs. Captures nest: an inner one takes the events until
-/// it finishes, then the outer one goes on.
+/// it finishes (finish the inner one first), then the outer one goes on.
 ///
 /// ```
 /// event_runtime::include_events!("../events.def");

@@ -7,6 +7,12 @@
 //! in its own crate (rust-lang/rust#52234), so `event!` never re-enters itself: its one arm
 //! hands the set's table of events and the user's tokens to `__emit_event`, which selects the
 //! event by name and keeps the user's spans for its errors.
+//!
+//! Two mistakes get the project's own message rather than rustc's consequences of them: a call
+//! outside the crate root stops the build with the rule (a `const` assertion on
+//! `module_path!()`, since a proc-macro cannot see which module it expands in), and a call that
+//! fails ([`failed`]) still defines an `event!` that expands to `()`, so that the error is not
+//! followed by a "cannot find macro `event`" for every call of it in the crate.
 
 use crate::load::Loaded;
 use event_format::letter::format_string;
@@ -30,6 +36,15 @@ pub(crate) fn include_events(loaded: &Loaded) -> TokenStream {
     let module = module(&loaded.schema, &path, &loaded.written, &loaded.package_version);
     let macro_rules = event_macro(&loaded.schema);
     quote! {
+        // `event!` finds the set at `$crate::events`: the crate root is the only place where it
+        // works, and anywhere else this says so, in the project's words.
+        const _: () = ::core::assert!(
+            ::event_runtime::__private::at_crate_root(::core::module_path!()),
+            "include_events! must be called in the crate root (lib.rs or main.rs, or the file of a test, \
+             example or bench), not in a module: the `event!` it generates finds the event set at \
+             `crate::events`; move the call to the top of the crate root"
+        );
+
         /// The runtime's bridge, as the exported `event!` reaches it from any crate. Not an API.
         #[doc(hidden)]
         pub mod __event_runtime {
@@ -39,6 +54,24 @@ pub(crate) fn include_events(loaded: &Loaded) -> TokenStream {
         }
         #module
         #macro_rules
+    }
+}
+
+/// What `include_events!` expands to when it fails (events.def missing or broken, a bad
+/// invocation): the error, and an `event!` that expands to `()`, so that the error is the
+/// only one and every `event!` of the crate does not add "cannot find macro `event`".
+pub(crate) fn failed(error: &syn::Error) -> TokenStream {
+    let error = error.to_compile_error();
+    quote! {
+        #error
+
+        /// Stands in for the `event!` of an events.def that did not load: see the error above.
+        #[macro_export]
+        macro_rules! event {
+            ($($args:tt)*) => {
+                ()
+            };
+        }
     }
 }
 

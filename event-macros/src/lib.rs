@@ -19,10 +19,9 @@ use proc_macro::TokenStream;
 /// See `event_runtime` for the whole contract.
 #[proc_macro]
 pub fn include_events(input: TokenStream) -> TokenStream {
-    let input = syn::parse_macro_input!(input as input::Include);
-    match load::load(&input) {
+    match syn::parse::<input::Include>(input).and_then(|input| load::load(&input)) {
         Ok(loaded) => expand::include_events(&loaded).into(),
-        Err(e) => e.into_compile_error().into(),
+        Err(e) => expand::failed(&e).into(),
     }
 }
 

@@ -19,10 +19,18 @@ pub const COOL: bool = !cfg!(any(feature = "hot", feature = "rash"));
 pub const HOT: bool = !cfg!(feature = "rash");
 
 /// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
-/// is recorded now: one relaxed load and a bit test.
+/// is recorded now. While no test captures (`capture`'s module docs), one branch: the set's
+/// bit, or-ed with the capture word (zero then), tested once. While one does, the cold path
+/// decides before any argument is evaluated.
 #[inline(always)]
 pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
-    crate::event_set::enabled(bits, index)
+    let any = crate::capture::any();
+    // Relaxed, as `event_set::enabled`: see `control`'s module docs.
+    let word = bits.get(usize::from(index >> 6)).map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
+    if (word | any) & (1 << (index & 63)) == 0 {
+        return false;
+    }
+    any == 0 || crate::capture::enabled_here(bits, index)
 }
 
 /// Records event `index` (its position in `set`) on this thread: `fixed` bytes of
@@ -31,7 +39,24 @@ pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
 /// `index`; a set that it does not hold has its event refused and counted.
 #[inline(always)]
 pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    crate::buffer::emit_event(set, index, fixed, strs, fill)
+    // A test's capture takes this thread's events (`capture`'s module docs).
+    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
+        crate::buffer::emit_event(set, index, fixed, strs, fill)
+    }
+}
+
+/// Whether `module_path` (the caller's `module_path!()`) is a crate root: a module below it
+/// has a `::` in its path. `include_events!` stops the build with its rule when it is not.
+pub const fn at_crate_root(module_path: &str) -> bool {
+    let b = module_path.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b':' && b[i + 1] == b':' {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// A string argument.

@@ -1,6 +1,8 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
 //! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`. A value that does not parse is an error naming the
-//! variable and what it accepts; it never silently records nothing.
+//! variable and what it accepts; it never silently records nothing. Another `EVENT_*`
+//! variable is one line of warning naming the closest setting (a misspelt `EVENT_FLIE` is
+//! not ignored silently either), and the start goes on.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -63,6 +65,43 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// Every variable the recorder reads, in the README's order.
+pub(crate) const VARIABLES: [&str; 8] = [
+    "EVENT_FILE",
+    "EVENT_RING",
+    "EVENT_CONTROL",
+    "EVENT_POLICY",
+    "EVENT_BUFSIZE",
+    "EVENT_BUFRESIZE",
+    "EVENT_FORK",
+    "EVENT_PACK",
+];
+
+/// `EVENT_*` variables that are not the recorder's and are not warned about: this project's
+/// own test switches (event-dump's tests of the babeltrace2 and DuckDB readers), which its
+/// test programs inherit.
+const NOT_OURS: [&str; 2] = ["EVENT_REQUIRE_BABELTRACE", "EVENT_REQUIRE_DUCKDB"];
+
+/// One warning (without a prefix) for each `EVENT_*` variable among `names` that the recorder
+/// does not read: a misspelt setting must not be ignored silently. It names the closest
+/// setting when one is likely meant (`EVENT_FLIE`: `EVENT_FILE`), else every setting.
+pub(crate) fn unknown_variables(names: impl IntoIterator<Item = OsString>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for name in names {
+        let name = name.to_string_lossy();
+        if !name.starts_with("EVENT_") || VARIABLES.contains(&&*name) || NOT_OURS.contains(&&*name) {
+            continue;
+        }
+        let hint = match event_format::def::closest(&name, VARIABLES) {
+            Some(close) => format!("did you mean {close}?"),
+            None => format!("the settings are {}", VARIABLES.join(", ")),
+        };
+        lines.push(format!("{name} is not a setting of the recorder and is ignored; {hint}"));
+    }
+    lines.sort();
+    lines
+}
 
 /// The recorder's settings that the environment gives.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -245,6 +284,21 @@ mod tests {
         for bad in ["Switch", "rings", "wait=", "wait=5", "wait=5h", "wait=61s"] {
             assert!(parse_policy(bad).is_err(), "{bad:?} is refused");
         }
+    }
+
+    #[test]
+    fn unknown_variables_are_named_with_the_closest_setting() {
+        let names =
+            ["PATH", "EVENT_FLIE", "EVENT_FILE", "EVENT_CONTORL", "EVENT_COLOUR_SCHEME", "EVENT_REQUIRE_DUCKDB"];
+        assert_eq!(
+            unknown_variables(names.map(OsString::from)),
+            [
+                "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
+                 EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK",
+                "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
+                "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
+            ]
+        );
     }
 
     #[test]

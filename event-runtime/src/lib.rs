@@ -47,20 +47,25 @@
 //! `event!(Name, args...)` takes the arguments in format order, with the Rust types of the
 //! format letters (P: pointers, `&T`, `usize`; A: addresses; W: `u64`..`u8`; U: `u32`..`u8`;
 //! I: signed; D: `f64`, `f32`; B: `bool`; S: anything `AsRef<str>`). Its arguments are
-//! evaluated only when the event is enabled; when it is not, the cost is one relaxed atomic
-//! load and a bit test.
+//! evaluated only when the event is enabled; when it is not, the cost is a bit test and one
+//! branch, on two relaxed loads or-ed together (the set's control bits and the word that says
+//! whether a test [`capture`]s).
 //!
 //! # The API
 //!
 //! - Sets: [`EventSet`] is what `include_events!` generates (`events::SET`);
 //!   [`EventSet::registered`] lists every set linked in.
 //! - Start: [`Recorder`] configures a recording (sinks, policy, sizes, clock, what to record)
-//!   and [`Recorder::start`] starts it. [`start`] is a shortcut for a program configured by
-//!   the environment alone (`EVENT_*`), writing `<program>-<pid>.evt` when no sink is named.
+//!   and [`Recorder::start`] starts it. [`start`] is the shortcut for a program configured by
+//!   the environment alone (`EVENT_*`): it records only when the environment asks, as
+//!   `RUST_LOG` does (README, "Configuration").
 //! - Run: [`Recording`] is the running recording; [`Recording::stop`] (or dropping it) ends
 //!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
 //!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
 //!   built-in events; [`control`] changes what is recorded while it runs.
+//! - Test: [`capture`] (and [`Capture`]) records the events of the code a test calls, on the
+//!   test's thread only, in parallel with other tests and with a recording; [`Captured`]
+//!   decodes them for assertions (README, "Testing your instrumentation").
 //! - Read: [`read`] is the typed reader that `include_events!` generates for its set
 //!   (`events::Event`, `events::read`, `events::from_reader`): a log read back with the types
 //!   that wrote it, checked against the compiled set before the first event.
@@ -103,6 +108,7 @@
 
 mod annotate;
 mod buffer;
+mod capture;
 mod clock;
 mod config;
 pub mod control;
@@ -127,6 +133,7 @@ mod writer;
 pub mod __private;
 
 pub use annotate::{intern, label, message};
+pub use capture::{Capture, Captured, capture};
 pub use config::{BufResize, ConfigError, Policy};
 pub use crash::TRACEBACK_EVENTS;
 pub use event_macros::include_events;

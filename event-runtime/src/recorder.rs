@@ -221,7 +221,13 @@ impl Recorder {
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
     /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
     /// `EVENT_PACK`, `EVENT_FORK` (README, "Configuration").
+    ///
+    /// Any other `EVENT_*` variable gets one line on stderr naming the closest setting
+    /// (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise ignored.
     pub fn from_env(self) -> Result<Recorder, ConfigError> {
+        for line in config::unknown_variables(std::env::vars_os().map(|(name, _)| name)) {
+            eprintln!("event-runtime: {line}");
+        }
         self.with_env(|k| std::env::var_os(k))
     }
 
@@ -606,29 +612,80 @@ impl Recorder {
     }
 }
 
-/// Starts recording every event set linked into the program as the environment says: a
-/// shortcut for `Recorder::new().from_env()?.start()` (the `EVENT_*` variables; README,
-/// "Configuration"), except that when the environment names no sink (neither `EVENT_FILE` nor
-/// `EVENT_RING`) the stream goes to the file `%n-%p.evt` (`<program>-<pid>.evt`) in the
-/// current directory instead of memory, one per process. It is what a program that is configured from outside wants; use [`Recorder`] to
-/// set anything from code. Keep the returned [`Recording`]: dropping it stops the recording
-/// and flushes it.
+/// Starts recording as the environment says, when it asks for a recording: the shortcut for
+/// a program configured from outside, as `RUST_LOG` configures a logger. It records (every
+/// event set linked into the program, `Recorder::new().from_env()?.start()`) when:
+///
+/// - `EVENT_FILE` or `EVENT_RING` names a file: into it (`EVENT_CONTROL` selects, `all`
+///   without it);
+/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p.evt`
+///   (`<program>-<pid>.evt`) in the current directory. When that file cannot be created, one
+///   line on stderr says so and the program runs without a recording (`Ok(None)`).
+///
+/// Otherwise (no `EVENT_*` output variable, or `EVENT_CONTROL=none` alone) it records nothing
+/// and writes nothing: `Ok(None)`. A telemetry default never stops a program from starting;
+/// what the environment names explicitly (a bad value, a named file that cannot be created)
+/// is an error, one line. Use [`Recorder`] to record from code whatever the environment says.
+/// Keep the returned [`Recording`]: dropping it stops the recording and flushes it.
 ///
 /// ```no_run
 /// event_runtime::include_events!("../events.def");
 ///
 /// fn main() -> Result<(), event_runtime::StartError> {
-///     let _recording = event_runtime::start()?;
+///     let _recording = event_runtime::start()?; // None unless EVENT_* asks for a recording
 ///     event!(ClientPhase, "work", 1u64, 0);
 ///     Ok(())
 /// }
 /// ```
-pub fn start() -> Result<Recording, StartError> {
+pub fn start() -> Result<Option<Recording>, StartError> {
     let mut recorder = Recorder::new().from_env()?;
-    if recorder.file.is_none() && recorder.ring.is_none() {
-        recorder.file = Some(PathBuf::from(files::DEFAULT_EVENT_FILE));
+    if recorder.file.is_some() || recorder.ring.is_some() {
+        return recorder.start().map(Some);
     }
-    recorder.start()
+    if !recorder.selects_something()? {
+        return Ok(None);
+    }
+    let path = PathBuf::from(files::DEFAULT_EVENT_FILE);
+    recorder.file = Some(path);
+    match recorder.start() {
+        Ok(recording) => Ok(Some(recording)),
+        Err(StartError::Io { what, path, error }) => {
+            eprintln!(
+                "event-runtime: not recording: cannot create the {what} {}: {error}; set EVENT_FILE to a writable path",
+                path.display()
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl Recorder {
+    /// Whether the environment's `EVENT_CONTROL` (the only selection [`start`] sees) selects
+    /// an event of some set; `false` without it. A selection that does not parse is the
+    /// error the start would give.
+    fn selects_something(&self) -> Result<bool, StartError> {
+        let SelectionChoice::Text(text) = &self.selection else { return Ok(false) };
+        let (_, schemas) = self.recorded_sets()?;
+        let selections = control::from_text(text, &schemas.iter().collect::<Vec<_>>()).map_err(|e| {
+            StartError::Config(ConfigError { variable: "EVENT_CONTROL", value: text.clone(), message: e.to_string() })
+        })?;
+        if schemas.iter().all(|s| s.events.is_empty()) {
+            // A program without events of its own (the `tracing` bridge's set alone) records
+            // built-in events, which no selection names: anything but `none` asks for them.
+            return Ok(text.trim() != "none");
+        }
+        Ok(selections
+            .iter()
+            .zip(&schemas)
+            .any(|(selection, schema)| schema.events.iter().any(|e| selection.records(e))))
+    }
+}
+
+/// Every event set linked into the program and its schema, as [`Recorder::new`] records them
+/// (the capture of tests names the same sets).
+pub(crate) fn every_set() -> Result<(Vec<&'static EventSet>, Vec<Schema>), StartError> {
+    Recorder::new().recorded_sets()
 }
 
 /// The semver-compatible part of a package version, as a set name's suffix: `1` for 1.x.y,

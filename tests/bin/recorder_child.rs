@@ -13,8 +13,9 @@
 //!   from THREADS threads, then stops and exits.
 //! - `abort PATH N`: records N events to the event file PATH, then aborts.
 //! - `panic N`: records N events into memory, then panics.
-//! - `env`: starts recording as the environment says (`event_runtime::start`), records a
-//!   few events and stops; a bad setting is reported on stderr with exit code 2.
+//! - `env`: starts recording as the environment says (`event_runtime::start`; nothing when
+//!   it asks for nothing), records a few events and stops; a bad setting is reported on
+//!   stderr with exit code 2.
 //! - `hold N`: as `env`, but records N events, prints `ready`, and stops only when its
 //!   standard input ends.
 //! - `spawn N`: as `env`, but records N events, runs `recorder-child env` (which inherits
@@ -83,7 +84,7 @@ fn main() {
             for i in 0..1000u64 {
                 event!(ArenaDestroy, 0usize, i);
             }
-            recording.stop().unwrap_or_else(|e| fail(&e));
+            stop(recording);
             println!("ok");
         }
         "hold" => {
@@ -93,7 +94,7 @@ fn main() {
             }
             ready();
             let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
-            recording.stop().unwrap_or_else(|e| fail(&e));
+            stop(recording);
             println!("ok");
         }
         "spawn" => {
@@ -114,7 +115,7 @@ fn main() {
             for i in n..2 * n {
                 event!(ArenaDestroy, 0usize, i);
             }
-            recording.stop().unwrap_or_else(|e| fail(&e));
+            stop(recording);
             println!("ok");
         }
         "fork" => fork_mode(&arg(1), number(2), number(3), &arg(4)),
@@ -125,6 +126,14 @@ fn main() {
         }
         "go-on-hold" => go_on(number(1), true),
         _ => usage(),
+    }
+}
+
+/// Stops a recording of `event_runtime::start` (which is `None` when the environment asks
+/// for none).
+fn stop(recording: Option<event_runtime::Recording>) {
+    if let Some(recording) = recording {
+        recording.stop().unwrap_or_else(|e| fail(&e));
     }
 }
 
@@ -203,7 +212,7 @@ fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
 
 /// `go-on` and `hold`: see the module docs.
 fn go_on(n: u64, hold: bool) {
-    let recording = event_runtime::start().map_err(|e| eprintln!("error: {e}")).ok();
+    let recording = event_runtime::start().map_err(|e| eprintln!("error: {e}")).ok().flatten();
     for i in 0..n {
         event!(ArenaDestroy, 0usize, i);
     }

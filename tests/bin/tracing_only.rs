@@ -15,7 +15,9 @@ fn main() {
     }
     tracing::error!(code = 503, reason = "overloaded", "giving up");
 
-    recording.stop().unwrap_or_else(|e| fail(&e));
+    if let Some(recording) = recording {
+        recording.stop().unwrap_or_else(|e| fail(&e));
+    }
 }
 
 fn handle(id: u32) {

@@ -276,8 +276,9 @@ fn file_names_take_patterns_and_the_default_is_one_file_per_process() {
         assert_eq!(found.len(), 1, "{variable}: {:?}", std::fs::read_dir(&d).unwrap().collect::<Vec<_>>());
         assert_eq!(whole(&found[0]).len(), 1000);
     }
-    // No sink named: `%n-%p.evt`, one file per process.
-    let c = child(&d, &["env"], &[]).stdout(Stdio::null()).spawn().unwrap();
+    // No sink named, but EVENT_CONTROL asks for a recording: `%n-%p.evt`, one file per
+    // process. (Nothing in the environment records nothing: tests/it/startup.rs.)
+    let c = child(&d, &["env"], &[("EVENT_CONTROL", "all")]).stdout(Stdio::null()).spawn().unwrap();
     let pid = c.id();
     assert!(c.wait_with_output().unwrap().status.success());
     assert_eq!(whole(&d.join(format!("recorder-child-{pid}.evt"))).len(), 1000);

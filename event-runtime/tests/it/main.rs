@@ -11,6 +11,7 @@
 
 event_runtime::include_events!("../events.def");
 
+mod capture;
 mod policies;
 mod record;
 mod tracing_bridge;

@@ -122,12 +122,13 @@ fn every_event_of_events_def_round_trips_with_its_values() {
 
 #[test]
 fn unsuffixed_literals_take_their_letters_types() {
-    let _serial = serial();
-    let recording = Recorder::new().start().unwrap();
-    event!(ClientPhase, "literals", 5, -3);
-    event!(SweepCondemn, 0x10, 2, 3, 1);
-    event!(ObjectAlloc, 0x20, 0x30, 48, 7);
-    let got = user_events(&decode(&recording.stop().unwrap()));
+    // A capture: this thread's events alone, in parallel with the other tests.
+    let captured = event_runtime::capture(|| {
+        event!(ClientPhase, "literals", 5, -3);
+        event!(SweepCondemn, 0x10, 2, 3, 1);
+        event!(ObjectAlloc, 0x20, 0x30, 48, 7);
+    });
+    let got = user_events(&decode(captured.bytes()));
     assert_eq!(got[0].1, strings(&["\"literals\"", "5", "-3"]));
     assert_eq!(got[1].1, strings(&["0x10", "2", "3", "1.0"]));
     assert_eq!(got[2].1, strings(&["0x20", "0x30", "48", "7"]));

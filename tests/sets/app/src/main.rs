@@ -41,8 +41,10 @@ fn main() {
     event!(Intern, 7u64, "gc");
     event!(Label, 0x1000usize, 7u64);
     event!(Fix, 0x2000usize, 0x3000usize, 2u32, "weak");
-    recording.stop().unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        std::process::exit(2)
-    });
+    if let Some(recording) = recording {
+        recording.stop().unwrap_or_else(|e| {
+            eprintln!("error: {e}");
+            std::process::exit(2)
+        });
+    }
 }

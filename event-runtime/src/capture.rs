@@ -1,0 +1,469 @@
+//! Scoped capture, for tests: the events that one thread records inside a scope, kept apart
+//! from every other thread and from the process's recording, and decoded for assertions (in
+//! the spirit of tracing's `with_default` and tracing-test).
+//!
+//! A process has one recording at a time ([`Recorder::start`](crate::Recorder::start) says
+//! `AlreadyRunning` to a second), but `cargo test` runs each test on a thread of its own, in
+//! parallel. A capture is therefore per thread: while [`capture`] runs its closure (or a
+//! [`Capture`] is held), every `event!` of that thread goes into the capture's own buffer,
+//! whether or not a recording runs, and no other thread's event does. What it recorded is an
+//! ordinary stream, decoded by `event_format`'s decoder: [`Captured`] gives the events, their
+//! names, their values, or the lines `event-dump print` shows.
+//!
+//! # The hook, and what it costs
+//!
+//! `event!` tests its event's bit in its set's control bits (`__private::enabled`). While no
+//! capture runs that stays one branch: the set's bits are or-ed with [`any`], a word that is
+//! zero then, and tested once. While a capture runs, the word is all ones, so every event
+//! passes that test; the cold path ([`enabled_here`]) then records it when this thread
+//! captures, and otherwise only when the set's own bit is on, before any argument is
+//! evaluated. So a capture in one test never makes another thread evaluate arguments or
+//! record what its selection leaves out. The record goes to the capture in `__private::emit`
+//! ([`try_emit`]): the thread buffers of `buffer` are untouched.
+//!
+//! A capture records every event of every set linked into the program (its `events::SET`),
+//! with a deterministic clock (each event one nanosecond after the one before), as thread 1.
+//! The built-in events that `message`, `intern`, `label` and the `tracing` bridge record go
+//! to the process's recording as before. Threads that the captured code spawns are not
+//! captured: a capture is this thread's.
+
+use crate::event_set::EventSet;
+use event_format::builtin;
+use event_format::decode::{Block, Catalog, Decoder, Entry, Event};
+use event_format::wire::{
+    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, Clock, ClockSource, Header, MAX_RECORD_LEN, Order, Producer,
+    RECORD_HEADER_LEN, STRING_MAX, SetEntry, Text, Value, body, fit_texts, put_record_header, seal_block,
+};
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// All ones while any capture runs in the process, else zero: `event!` ors it into its set's
+/// bits, so that an event passes the one test of the disabled path when a capture may want it.
+static ANY: AtomicU64 = AtomicU64::new(0);
+/// How many captures run (on any thread); `ANY` is written under this lock, so that a capture
+/// that ends never clears it under one that starts.
+static RUNNING: Mutex<usize> = Mutex::new(0);
+
+thread_local! {
+    /// This thread's capture, while one runs.
+    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+}
+
+/// The word `event!` ors into its set's bits: all ones while a capture runs, else zero.
+#[inline(always)]
+pub(crate) fn any() -> u64 {
+    // Relaxed: the capturing thread itself stored it (program order); another thread that
+    // sees it late or early only takes the cold path for nothing, or not at all.
+    ANY.load(Ordering::Relaxed)
+}
+
+/// The cold half of `event!`'s test while a capture runs somewhere: whether this event is
+/// recorded, by this thread's capture or, failing that, by the set's own bit.
+#[cold]
+#[inline(never)]
+pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
+    crate::event_set::enabled(bits, index) || captures_here()
+}
+
+/// Whether this thread captures now.
+fn captures_here() -> bool {
+    SINK.try_with(|s| s.try_borrow().is_ok_and(|s| s.is_some())).unwrap_or(false)
+}
+
+/// Records event `index` of `set` into this thread's capture; gives `fill` back when this
+/// thread does not capture (the caller records it as usual).
+#[inline]
+pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
+    set: &'static EventSet,
+    index: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: F,
+) -> Option<F> {
+    if any() == 0 {
+        return Some(fill);
+    }
+    let mut fill = Some(fill);
+    let _ = SINK.try_with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut()
+            && let Some(sink) = slot.as_mut()
+            && let Some(fill) = fill.take()
+        {
+            sink.event(set, index, fixed, strs, fill);
+        }
+    });
+    fill
+}
+
+/// Runs `f` and returns the events that this thread recorded meanwhile, decoded. They go to
+/// the capture alone, whether or not a recording runs; other threads' events never do.
+///
+/// ```
+/// event_runtime::include_events!("../events.def");
+///
+/// fn open_pool(id: u64) {
+///     event!(PoolInit, id as usize, 0usize, "AMC", 16u32);
+/// }
+///
+/// // In a test: #[test] fn opening_a_pool_records_it() { ... }
+/// fn main() {
+///     let events = event_runtime::capture(|| open_pool(7));
+///     assert_eq!(events.names(), ["PoolInit"]);
+///     assert_eq!(events.lines(), ["0.000000002 T1 Pool.PoolInit pool=0x7 arena=0x0 class=\"AMC\" align=16"]);
+/// }
+/// ```
+pub fn capture(f: impl FnOnce()) -> Captured {
+    let capture = Capture::start();
+    f();
+    capture.finish()
+}
+
+/// A capture of this thread's events, from [`start`](Capture::start) to
+/// [`finish`](Capture::finish) (or drop, which discards them): [`capture`] as a guard, for
+/// code whose result the test also needs. Captures nest: an inner one takes the events until
+/// it finishes (finish the inner one first), then the outer one goes on.
+///
+/// ```
+/// event_runtime::include_events!("../events.def");
+///
+/// fn load() -> u64 {
+///     event!(ClientPhase, "load", 3u64, -1);
+///     4
+/// }
+///
+/// fn main() {
+///     let capture = event_runtime::Capture::start();
+///     let loaded = load();
+///     let events = capture.finish();
+///     assert_eq!(loaded, 4);
+///     use event_runtime::event_format::wire::{Text, Value};
+///     let phase = &events.values("ClientPhase")[0];
+///     assert_eq!(phase[1..], [Value::Word(3), Value::Signed(-1)]);
+///     assert_eq!(phase[0], Value::Str(Text::new("load")));
+/// }
+/// ```
+#[derive(Debug)]
+#[must_use = "a Capture captures until it is finished or dropped"]
+pub struct Capture {
+    /// The capture this one interrupted on this thread, given back at the end.
+    outer: Option<Sink>,
+    finished: bool,
+    /// A capture belongs to the thread that started it.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Capture {
+    /// Starts capturing this thread's events.
+    pub fn start() -> Capture {
+        let outer = SINK.with(|s| s.borrow_mut().replace(Sink::new()));
+        let mut running = crate::session::lock(&RUNNING);
+        *running += 1;
+        // Relaxed: the lock orders the stores; see `any`.
+        ANY.store(u64::MAX, Ordering::Relaxed);
+        drop(running);
+        Capture { outer, finished: false, _thread: PhantomData }
+    }
+
+    /// Stops capturing and returns what was captured.
+    pub fn finish(mut self) -> Captured {
+        let sink = self.end();
+        Captured::decode(sink.map(Sink::into_stream).unwrap_or_default())
+    }
+
+    /// Ends the capture: this thread's sink, and the outer one back in its place.
+    fn end(&mut self) -> Option<Sink> {
+        if self.finished {
+            return None;
+        }
+        self.finished = true;
+        let outer = self.outer.take();
+        let sink = SINK.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
+        let mut running = crate::session::lock(&RUNNING);
+        *running = running.saturating_sub(1);
+        if *running == 0 {
+            ANY.store(0, Ordering::Relaxed);
+        }
+        sink
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// What every capture shares: the sets linked into the program, their wire codes and the
+/// stream header that names them (computed once).
+struct Prepared {
+    sets: Vec<(&'static EventSet, u16)>,
+    header: Vec<u8>,
+}
+
+/// The size of a capture's blocks.
+const BLOCK_SIZE: usize = 64 << 10;
+
+/// The thread id of a capture's blocks.
+const THREAD: u64 = 1;
+
+fn prepared() -> Option<&'static Prepared> {
+    static PREPARED: OnceLock<Option<Prepared>> = OnceLock::new();
+    PREPARED
+        .get_or_init(|| {
+            let (sets, schemas) = match crate::recorder::every_set() {
+                Ok(found) => found,
+                Err(e) => {
+                    eprintln!("event-runtime: nothing is captured: {e}");
+                    return None;
+                }
+            };
+            let entries = SetEntry::assign(schemas);
+            let firsts = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first));
+            let sets = sets.into_iter().zip(firsts).collect();
+            let clock = Clock {
+                source: ClockSource::Deterministic,
+                ticks_per_second: 1_000_000_000,
+                ref_ticks: 0,
+                ref_wall_ns: 0,
+                start_ticks: 0,
+            };
+            let header = Header::with_sets(entries, BLOCK_SIZE as u32, clock, Producer::current(0));
+            match header.encode() {
+                Ok(header) => Some(Prepared { sets, header }),
+                Err(e) => {
+                    eprintln!("event-runtime: nothing is captured: {e}");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// A capture's buffer: the stream so far and the block being written.
+struct Sink {
+    prepared: Option<&'static Prepared>,
+    /// The header and every finished block.
+    stream: Vec<u8>,
+    /// The block being written, `BLOCK_SIZE` bytes.
+    block: Vec<u8>,
+    /// The end of its records, in `BLOCK_HEADER_LEN..=BLOCK_SIZE`.
+    end: usize,
+    sequence: u64,
+    /// The last record's time; each record is one tick later.
+    time: u64,
+}
+
+impl fmt::Debug for Sink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sink").field("bytes", &(self.stream.len() + self.end)).finish()
+    }
+}
+
+impl Sink {
+    fn new() -> Sink {
+        let prepared = prepared();
+        let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
+        let mut sink = Sink { prepared, stream, block: vec![0; BLOCK_SIZE], end: 0, sequence: 0, time: 0 };
+        sink.start_block();
+        let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
+        sink.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
+            body::thread_name(w, THREAD)
+        });
+        sink
+    }
+
+    fn start_block(&mut self) {
+        self.block.fill(0);
+        let header = BlockHeader {
+            flags: 0,
+            sequence: self.sequence,
+            thread: THREAD,
+            base_time: self.time,
+            lost: 0,
+            used: 0,
+            crc: 0,
+        };
+        header.write(Order::NATIVE, &mut self.block);
+        self.end = BLOCK_HEADER_LEN;
+    }
+
+    fn finish_block(&mut self) {
+        if self.end > BLOCK_HEADER_LEN {
+            seal_block(Order::NATIVE, &mut self.block, (self.end - BLOCK_HEADER_LEN) as u32);
+            self.stream.extend_from_slice(&self.block);
+            self.sequence += 1;
+        }
+    }
+
+    /// Records event `index` of `set`; an event of a set that is not registered (none is)
+    /// is not recorded.
+    fn event(
+        &mut self,
+        set: &'static EventSet,
+        index: u16,
+        fixed: usize,
+        strs: &[Text<'_>],
+        fill: impl FnOnce(&mut ArgWriter<'_>),
+    ) {
+        let Some(prepared) = self.prepared else { return };
+        let Some(&(_, first)) = prepared.sets.iter().find(|(s, _)| std::ptr::eq(*s, set)) else { return };
+        self.write(first.wrapping_add(index), fixed, strs, fill);
+    }
+
+    fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
+        let max = (BLOCK_SIZE - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
+        let len = |strs: &[Text<'_>]| RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
+        let mut cut;
+        let strs = if len(strs) > max || strs.iter().any(|s| s.bytes.len() > STRING_MAX) {
+            cut = strs.to_vec();
+            if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, max) {
+                return;
+            }
+            &cut[..]
+        } else {
+            strs
+        };
+        let len = len(strs);
+        if self.end + len > BLOCK_SIZE {
+            self.finish_block();
+            self.start_block();
+        }
+        let delta = if self.end == BLOCK_HEADER_LEN { 0 } else { 1 };
+        if delta == 0 {
+            // The block's first record is at its base time.
+            BlockHeader {
+                flags: 0,
+                sequence: self.sequence,
+                thread: THREAD,
+                base_time: self.time + 1,
+                lost: 0,
+                used: 0,
+                crc: 0,
+            }
+            .write(Order::NATIVE, &mut self.block);
+        }
+        self.time += 1;
+        let at = self.end;
+        // len <= max <= MAX_RECORD_LEN = u16::MAX.
+        put_record_header(Order::NATIVE, &mut self.block, at, code, len as u16, delta);
+        let mut args = ArgWriter::new(Order::NATIVE, &mut self.block[at + RECORD_HEADER_LEN..at + len], strs);
+        fill(&mut args);
+        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
+        self.end = at + len;
+    }
+
+    fn into_stream(mut self) -> Vec<u8> {
+        self.finish_block();
+        std::mem::take(&mut self.stream)
+    }
+}
+
+/// The events a [`capture`] recorded: a stream, decoded by `event_format`'s decoder.
+///
+/// [`names`](Self::names) and [`lines`](Self::lines) are the quick assertions;
+/// [`events`](Self::events) gives each event as the decoder does (its description, its
+/// [`values`](Event::values)); [`entries`](Self::entries) every record, built-in ones
+/// included; [`bytes`](Self::bytes) the stream itself, which `event-dump` reads from a file.
+/// Its `Display` is [`lines`](Self::lines), one per line.
+#[derive(Debug)]
+pub struct Captured {
+    stream: Vec<u8>,
+    catalog: Catalog,
+    clock: Option<Clock>,
+    blocks: Vec<Block>,
+}
+
+impl Captured {
+    fn decode(stream: Vec<u8>) -> Captured {
+        let mut catalog = Catalog::new(&[]);
+        let mut clock = None;
+        let mut blocks = Vec::new();
+        // The stream was written just now by this module: it decodes.
+        if let Ok(mut decoder) = Decoder::new(&stream[..]) {
+            catalog = Catalog::new(&decoder.header().sets);
+            clock = Some(decoder.header().clock);
+            while let Some(block) = decoder.next_block() {
+                if let Ok(block) = block {
+                    blocks.push(block);
+                }
+            }
+        }
+        Captured { stream, catalog, clock, blocks }
+    }
+
+    /// Every record, in order: the `ThreadName` the capture starts with, then each event
+    /// (built-in ones as [`Entry::Event`] too).
+    pub fn entries(&self) -> Vec<Entry<'_>> {
+        self.blocks.iter().flat_map(|b| b.entries(&self.catalog)).collect()
+    }
+
+    /// The events of the program's event sets (`event!`), in the order they were recorded.
+    pub fn events(&self) -> Vec<Event<'_>> {
+        self.entries()
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Event(e) if !e.desc.is_builtin() => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The events named `name` (their name in events.def), in order.
+    pub fn named(&self, name: &str) -> Vec<Event<'_>> {
+        self.events().into_iter().filter(|e| e.desc.name == name).collect()
+    }
+
+    /// The names of the events, in order (their names in events.def, unqualified).
+    pub fn names(&self) -> Vec<&str> {
+        self.events().into_iter().map(|e| e.desc.name.as_str()).collect()
+    }
+
+    /// The values of each event named `name`, in order: `[[Value::Word(3), ..], ..]`.
+    pub fn values(&self, name: &str) -> Vec<Vec<Value<'_>>> {
+        self.named(name).iter().map(|e| e.values().collect()).collect()
+    }
+
+    /// Each event as one line of text, as `event-dump print` shows it: time in seconds (one
+    /// nanosecond per event), `T1`, `Kind.Name` (`set:Kind.Name` when the program has several
+    /// event sets), then `param=value` pairs.
+    pub fn lines(&self) -> Vec<String> {
+        let Some(clock) = &self.clock else { return Vec::new() };
+        self.events()
+            .iter()
+            .map(|e| {
+                let mut line = String::new();
+                // Writing into a String cannot fail.
+                let _ = event_format::text::write_event(&mut line, clock, e);
+                line
+            })
+            .collect()
+    }
+
+    /// How many events were captured (built-in ones not counted).
+    pub fn len(&self) -> usize {
+        self.events().len()
+    }
+
+    /// Whether no event was captured.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stream: a header naming every set linked into the program, then the blocks.
+    /// Written to a file, `event-dump` reads it.
+    pub fn bytes(&self) -> &[u8] {
+        &self.stream
+    }
+}
+
+impl fmt::Display for Captured {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in self.lines() {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}

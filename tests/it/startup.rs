@@ -1,0 +1,143 @@
+//! Start-up with the README's `main` (`readme-main`, `event_runtime::start()?`): telemetry's
+//! defaults never stop the program. Nothing in the environment records nothing and writes
+//! nothing; `EVENT_CONTROL=none` writes nothing; `EVENT_CONTROL` alone records into
+//! `<program>-<pid>.evt`, and where that cannot be created (a read-only working directory)
+//! one line says so and the program runs; `EVENT_RING` alone writes the ring file and no
+//! event file; a misspelt `EVENT_FLIE` is one line naming `EVENT_FILE`.
+
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MAIN: &str = env!("CARGO_BIN_EXE_readme-main");
+
+/// An empty directory of its own for each case.
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("startup-{name}-{}", std::process::id()));
+    if d.exists() {
+        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `readme-main` in `dir` with only the `EVENT_*` variables of `env`; its output, once it ran.
+fn run(dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(MAIN);
+    c.current_dir(dir);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("EVENT_") {
+            c.env_remove(name);
+        }
+    }
+    c.envs(env.iter().copied());
+    c.output().unwrap()
+}
+
+fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes).lines().map(str::to_owned).collect()
+}
+
+/// Asserts that the program ran to its end and exited 0; its stderr lines.
+fn ran(out: &Output) -> Vec<String> {
+    assert!(out.status.success(), "exit 0: {:?} {:?}", out.status, lines(&out.stderr));
+    assert_eq!(lines(&out.stdout), ["ran"]);
+    lines(&out.stderr)
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn without_event_variables_nothing_is_recorded_or_written() {
+    let d = dir("none");
+    assert_eq!(ran(&run(&d, &[])), Vec::<String>::new());
+    assert_eq!(files(&d), Vec::<String>::new());
+}
+
+#[test]
+fn event_control_none_writes_nothing() {
+    let d = dir("control-none");
+    assert_eq!(ran(&run(&d, &[("EVENT_CONTROL", "none")])), Vec::<String>::new());
+    assert_eq!(files(&d), Vec::<String>::new());
+    // A selection that selects nothing is `none` too.
+    assert_eq!(ran(&run(&d, &[("EVENT_CONTROL", "all -*")])), Vec::<String>::new());
+    assert_eq!(files(&d), Vec::<String>::new());
+}
+
+#[test]
+fn event_control_alone_records_into_the_default_file() {
+    let d = dir("control");
+    let out = run(&d, &[("EVENT_CONTROL", "Arena")]);
+    assert_eq!(ran(&out), Vec::<String>::new());
+    let found = files(&d);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("readme-main-") && found[0].ends_with(".evt"), "{found:?}");
+    let stream = std::fs::read(d.join(&found[0])).unwrap();
+    let numbered = event_tests::numbered(&stream).unwrap();
+    assert_eq!(numbered.by_worker[&0], (0..100).collect::<Vec<u64>>());
+}
+
+#[test]
+fn a_default_file_that_cannot_be_created_is_one_line_and_the_program_runs() {
+    let d = dir("read-only");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut c = Command::new(MAIN);
+    c.current_dir(&d).env("EVENT_CONTROL", "all").env_remove("EVENT_FILE").env_remove("EVENT_RING");
+    // Root writes anywhere: the program runs as nobody there.
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if root {
+        std::os::unix::process::CommandExt::uid(&mut c, 65534);
+    }
+    let out = c.output().unwrap();
+    if root && !out.status.success() && out.stdout.is_empty() {
+        eprintln!("skipped: the program cannot run as uid 65534 here");
+        return;
+    }
+    let stderr = ran(&out);
+    assert_eq!(stderr.len(), 1, "one line: {stderr:?}");
+    assert!(
+        stderr[0].starts_with("event-runtime: not recording: cannot create the event file readme-main-")
+            && stderr[0].ends_with("; set EVENT_FILE to a writable path"),
+        "{}",
+        stderr[0]
+    );
+    assert_eq!(files(&d), Vec::<String>::new());
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn event_ring_alone_writes_the_ring_file_only() {
+    let d = dir("ring");
+    let out = run(&d, &[("EVENT_RING", "trace.ring")]);
+    assert_eq!(ran(&out), Vec::<String>::new());
+    assert_eq!(files(&d), ["trace.ring"]);
+    let (stream, _) = event_tests::read_ring(&d.join("trace.ring")).unwrap();
+    assert_eq!(event_tests::numbered(&stream).unwrap().by_worker[&0].len(), 100);
+}
+
+#[test]
+fn a_misspelt_variable_is_one_line_naming_the_setting() {
+    let d = dir("misspelt");
+    let out = run(&d, &[("EVENT_FLIE", "x.evt")]);
+    assert_eq!(
+        ran(&out),
+        ["event-runtime: EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?"]
+    );
+    assert_eq!(files(&d), Vec::<String>::new(), "nothing asked for a recording");
+    // Beside a real setting, the recording goes on as that one says.
+    let out = run(&d, &[("EVENT_FILE", "y.evt"), ("EVENT_CONTORL", "none")]);
+    assert_eq!(
+        ran(&out),
+        ["event-runtime: EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?"]
+    );
+    assert_eq!(files(&d), ["y.evt"]);
+    assert_eq!(event_tests::numbered(&std::fs::read(d.join("y.evt")).unwrap()).unwrap().by_worker[&0].len(), 100);
+}

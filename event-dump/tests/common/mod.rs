@@ -400,6 +400,7 @@ pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
         os: "linux".into(),
         pid: 7,
         program: "back".into(),
+        host: "handmade-host".into(),
         start_wall_ns: 0,
     };
     let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
@@ -484,6 +485,7 @@ pub(crate) fn handmade_producer() -> Producer {
         os: "linux".to_owned(),
         pid: 4242,
         program: "handmade".to_owned(),
+        host: "handmade-host".to_owned(),
         start_wall_ns: 1_700_000_000_456_790_122,
     }
 }

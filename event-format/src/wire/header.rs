@@ -592,8 +592,12 @@ impl Header {
             decode_sets(&mut take)?
         };
         // Since 2.0.1 the extension starts with the host name; what follows it is a newer
-        // minor's and skipped.
-        let host = if records_host(prefix.format) { take_str(&mut take, "the host name")? } else { String::new() };
+        // minor's and skipped. A header that ends with its sets has none (read as empty).
+        let host = if records_host(prefix.format) && !take.rest.is_empty() {
+            take_str(&mut take, "the host name")?
+        } else {
+            String::new()
+        };
         check_sets(&sets, prefix.format.major)?;
         Ok(Header {
             format: prefix.format,

@@ -188,13 +188,22 @@ fn the_host_name_follows_the_sets_since_2_0_1_and_a_2_0_header_has_none() {
     let read = Header::decode(&as_old, false).unwrap();
     assert_eq!((read.producer.host.as_str(), read.skipped_bytes), ("", 13));
 
-    // A 2.0.1 header whose host runs past the CRC is malformed.
-    let mut cut = old_bytes.clone();
-    cut[14] = 1;
-    let crc = crc32fast::hash(&cut[..cut.len() - 4]);
-    let at = cut.len() - 4;
-    cut[at..].copy_from_slice(&crc.to_le_bytes());
-    assert!(matches!(Header::decode(&cut, false), Err(HeaderError::Malformed(_))));
+    // A 2.0.1 header that ends with its sets has no host (read as empty); one whose host
+    // runs past the CRC is malformed.
+    let mut bare = old_bytes.clone();
+    bare[14] = 1;
+    let reseal = |b: &mut Vec<u8>| {
+        let at = b.len() - 4;
+        b[16..20].copy_from_slice(&(b.len() as u32).to_le_bytes());
+        let crc = crc32fast::hash(&b[..at]);
+        b[at..].copy_from_slice(&crc.to_le_bytes());
+    };
+    reseal(&mut bare);
+    assert_eq!(Header::decode(&bare, false).unwrap().producer.host, "");
+    let mut cut = bare.clone();
+    cut.insert(cut.len() - 4, 9); // one byte of a host length
+    reseal(&mut cut);
+    assert!(matches!(Header::decode(&cut, false), Err(HeaderError::Malformed(_))), "{:?}", Header::decode(&cut, false));
 }
 
 fn one_block(order: Order, build: impl FnOnce(&mut BlockWriter)) -> Vec<u8> {

@@ -194,7 +194,8 @@ fn the_host_name_follows_the_sets_since_2_0_1_and_a_2_0_header_has_none() {
     bare[14] = 1;
     let reseal = |b: &mut Vec<u8>| {
         let at = b.len() - 4;
-        b[16..20].copy_from_slice(&(b.len() as u32).to_le_bytes());
+        let len = b.len() as u32;
+        b[16..20].copy_from_slice(&len.to_le_bytes());
         let crc = crc32fast::hash(&b[..at]);
         b[at..].copy_from_slice(&crc.to_le_bytes());
     };

@@ -43,8 +43,9 @@ pub(crate) enum Command {
         after_help = "Examples:\n  event-dump schema trace.evt > events.def\n  event-dump schema trace.evt --against events.def"
     )]
     Schema(SchemaArgs),
-    /// Integrity: damaged blocks, sequence gaps, drops, unknown codes. Exit code 0 only
-    /// when the log is whole.
+    /// Integrity: damaged blocks, sequence gaps, drops, unknown codes, and whether the
+    /// recording stopped cleanly. Exit code 0 only when the log is whole; the oldest blocks a
+    /// ring overwrote are reported in one line and are not a problem (unless --strict).
     #[command(after_help = "Example:\n  event-dump check trace.evt && echo whole")]
     Check(LogsArgs),
     /// Prints a running program's events from its ring file as they are committed
@@ -150,6 +151,10 @@ pub(crate) struct LogsArgs {
     /// Logs to read.
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
+    /// Count the blocks a ring overwrote (a thread's oldest, missing as the `ring` policy
+    /// keeps only the latest) as problems: exit 1 when there are any.
+    #[arg(long)]
+    pub(crate) strict: bool,
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,

@@ -54,6 +54,17 @@ pub const SPAN_ENTER: u16 = 0xFF08;
 /// `SpanExit(span W, name S)` (since format 1.1): the thread left the `tracing` span `span`.
 pub const SPAN_EXIT: u16 = 0xFF09;
 
+/// `Stop(blocks W, events W, lost W)` (since format 2.0.1): the clean-stop marker. The writer
+/// writes it last, when the recording stops cleanly, as the only record of a block of thread
+/// 0 after every other block: the stream held `blocks` blocks before that block, with
+/// `events` events in them, and `lost` events were counted lost in them (`Dropped` counts and
+/// block `lost` fields). Like [`TIME_EXTEND`] it is consumed while records are delimited
+/// ([`crate::wire::RecordIter`]), never an event of its own; a stream of 2.0.1 or later without
+/// it was not stopped cleanly (docs/FORMAT.md, "The clean stop"). Not in [`ALL`].
+pub const STOP: u16 = 0xFF0A;
+/// Bytes of `Stop`'s arguments (`blocks`, `events`, `lost`), its whole body.
+pub const STOP_FIXED: usize = 24;
+
 use Letter::{Address, Signed, String as Str, Unsigned, Word};
 
 const INTERN_TYPE: Builtin = Builtin { name: "Intern", code: INTERN, format: &[Word, Str], params: &["id", "text"] };

@@ -30,7 +30,7 @@ use crate::letter::Letter;
 use crate::schema::BUILTIN_KIND;
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
-    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, ValueIter, packed_len, unpack_records,
+    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, Stop, ValueIter, packed_len, unpack_records,
     validate_args, verify_block,
 };
 use std::fmt;
@@ -84,6 +84,14 @@ impl Block {
     /// Its records, delimited, with absolute times.
     pub fn records(&self) -> RecordIter<'_> {
         RecordIter::new(&self.records, self.order, self.header.base_time)
+    }
+
+    /// The clean-stop marker the block ends with, if it does (since format 2.0.1: the last
+    /// block of a stream whose writer stopped cleanly; docs/FORMAT.md, "The clean stop").
+    pub fn stop(&self) -> Option<Stop> {
+        let mut records = self.records();
+        records.by_ref().for_each(drop);
+        records.stop()
     }
 
     /// Its records, named and checked against `catalog`.

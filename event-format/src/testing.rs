@@ -41,6 +41,7 @@ pub fn sample_header(order: Order) -> Header {
         os: "linux".to_owned(),
         pid: 4242,
         program: "sample".to_owned(),
+        host: "sample-host".to_owned(),
         start_wall_ns: 1_700_000_000_000_000_000,
     };
     let mut header = Header::new(sample_schema(), MIN_BLOCK_SIZE, clock, producer);

@@ -389,6 +389,12 @@ pub(crate) fn unlock(file: &File) {
     sys::unlock(file);
 }
 
+/// This machine's name, for the stream header (format 2.0.1); `None` when the system does
+/// not tell (or under Miri, which has no `gethostname`).
+pub(crate) fn host_name() -> Option<String> {
+    if cfg!(miri) { None } else { sys::host_name() }
+}
+
 /// The two C calls the module needs, `flock` and `gethostname`, the only `unsafe` here.
 #[allow(unsafe_code)]
 mod sys {

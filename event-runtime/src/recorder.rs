@@ -424,7 +424,12 @@ impl Recorder {
         let entries = SetEntry::assign(schemas.iter().cloned());
         // Each set's range of wire codes: its event j is written as `first + j`.
         let firsts: Vec<u16> = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first)).collect();
-        let header = Header::with_sets(entries, bs, clock, Producer::current(start_wall));
+        let header = Header::with_sets(
+            entries,
+            bs,
+            clock,
+            Producer { host: files::host_name().unwrap_or_default(), ..Producer::current(start_wall) },
+        );
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
         let expand = |path: &Option<PathBuf>, purpose| match path {
             Some(p) => {

@@ -161,6 +161,10 @@ impl Recording {
                 writer::write_reports(shared, unattributed);
             }
         }
+        // The marker is the last block: a stop whose writer thread failed is not clean.
+        if result.is_ok() {
+            writer::write_stop(shared);
+        }
         if let Some(ring) = &shared.ring_file {
             ring.close();
             if !ring.path_is_ours() {

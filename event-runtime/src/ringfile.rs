@@ -24,9 +24,9 @@
 use crate::files;
 use event_format::ring::{
     Layout, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at, control_at, position,
-    slot_at,
+    slot_at, split_position,
 };
-use event_format::wire::Order;
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, verify_block};
 use memmap2::MmapMut;
 use std::fs::File;
 use std::io;
@@ -194,28 +194,33 @@ impl RingFile {
         }
     }
 
-    /// Claims a free slot for `thread` ([`claim_slot`]). The slot is the caller's alone until
+    /// Claims a free slot for `thread` ([`claim_slot_from`]). The slot is the caller's alone until
     /// it is released (`Slot::drop`).
     pub(crate) fn claim(self: &Arc<RingFile>, thread: u64) -> Option<Slot> {
-        let Some((index, reused)) = claim_slot(&**self, thread) else {
+        let Some((index, previous)) = claim_slot_from(&**self, thread) else {
             self.word(at::THREADS_WITHOUT_SLOT).fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        if reused {
-            self.word(at::SLOTS_REUSED).fetch_add(1, Ordering::Relaxed);
-        }
         let block_size = self.layout.block_size as usize;
         let blocks = self.layout.blocks_per_slot as usize;
         let data = self.layout.block(index, 0) as usize;
         assert!(data + blocks * block_size <= self.len, "the slot's blocks lie in the file");
-        Some(Slot {
+        let mut slot = Slot {
             // SAFETY: in bounds, asserted above.
             data: unsafe { self.base.add(data) },
             block_size,
             blocks,
             index,
             file: Arc::clone(self),
-        })
+        };
+        if let Some((position, refused)) = previous {
+            // What the previous thread left is gone once this one writes: counted first
+            // (docs/FORMAT.md, "Losses in a ring file").
+            let discarded = refused.saturating_add(slot.events_left(position));
+            self.word(at::DISCARDED).fetch_add(discarded, Ordering::Relaxed);
+            self.word(at::SLOTS_REUSED).fetch_add(1, Ordering::Relaxed);
+        }
+        Some(slot)
     }
 
     /// The monitor's pending request, if it made one since the last reply: its sequence
@@ -337,13 +342,21 @@ impl SlotTable for RingFile {
 /// thread's slot claims its `live` word (0 to 1), then marks the owner `RECLAIMING` while
 /// the position is reset, so that no reader pairs the new owner with the old position.
 /// Each is one compare-exchange per thread, off the hot path.
+#[cfg(loom)]
 pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, bool)> {
+    claim_slot_from(table, thread).map(|(i, previous)| (i, previous.is_some()))
+}
+
+/// The claim described above (`claim_slot`, the form loom models), which also returns, for a reused slot, what its previous thread left:
+/// its last `position` and its `refused` count, read before they are reset (the claim's
+/// acquire makes them the exited thread's last).
+pub(crate) fn claim_slot_from<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, Option<(u64, u64)>)> {
     for i in 0..table.slots() {
         if table.owner(i).compare_exchange(0, RECLAIMING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             // Release: a reuse that sees the owner named sees `live == 1` (see above).
             table.live(i).store(1, Ordering::Release);
             table.owner(i).store(thread, Ordering::Release);
-            return Some((i, false));
+            return Some((i, None));
         }
     }
     for i in 0..table.slots() {
@@ -358,10 +371,11 @@ pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, b
             // Release each: a reader sees the owner leave, the position reset, then the new
             // owner, in this order.
             table.owner(i).store(RECLAIMING, Ordering::Release);
+            let previous = (table.position(i).load(Ordering::Relaxed), table.refused(i).load(Ordering::Relaxed));
             table.position(i).store(position(0, 0), Ordering::Release);
             table.refused(i).store(0, Ordering::Release);
             table.owner(i).store(thread, Ordering::Release);
-            return Some((i, true));
+            return Some((i, Some(previous)));
         }
     }
     None
@@ -407,6 +421,41 @@ impl Slot {
     pub(crate) fn commit(&self, sequence: u64, end: usize) {
         // Release: a reader that loads this position sees the bytes it covers.
         self.slot_word(slot_at::POSITION).store(position(sequence, end as u32), Ordering::Release);
+    }
+
+    /// The events the ring holds as its previous thread left it at `position` (its last
+    /// committed block and the sealed ones before it still in the ring), with the losses
+    /// those blocks report (`lost` fields, `Dropped` counts): what reusing the slot discards.
+    /// Called before this thread writes anything, so the blocks are as they were left.
+    fn events_left(&mut self, position: u64) -> u64 {
+        let (sequence, end) = split_position(position);
+        let (sequence, end) = (u64::from(sequence), end as usize);
+        if end < BLOCK_HEADER_LEN {
+            return 0;
+        }
+        let k = self.blocks as u64;
+        let first = (sequence + 1).saturating_sub(k);
+        let mut count = 0u64;
+        for s in first..=sequence {
+            let block = self.block_mut((s % k) as u32);
+            let used_end = if s == sequence {
+                end.min(block.len())
+            } else {
+                match verify_block(Order::NATIVE, block) {
+                    Ok(h) => BLOCK_HEADER_LEN + h.used as usize,
+                    Err(_) => continue,
+                }
+            };
+            let lost = BlockHeader::read(Order::NATIVE, block).lost;
+            count = count.saturating_add(lost);
+            for record in RecordIter::new(&block[BLOCK_HEADER_LEN..used_end], Order::NATIVE, 0).flatten() {
+                count += 1;
+                if record.code == event_format::builtin::DROPPED && record.args.len() >= 16 {
+                    count = count.saturating_add(Order::NATIVE.u64(&record.args[8..]));
+                }
+            }
+        }
+        count
     }
 
     /// Publishes how many events this thread refused because its ring was full.
@@ -491,16 +540,28 @@ mod tests {
         .unwrap();
         let mut decoder = Decoder::new(&stream[..]).unwrap();
         let catalog = Catalog::new(&decoder.header().sets);
-        let mut count = 0;
+        let (mut count, mut discarded) = (0, 0);
         while let Some(block) = decoder.next_block() {
             for entry in block.unwrap().entries(&catalog) {
-                assert!(matches!(entry, Entry::Event(_)), "{entry:?}");
-                count += 1;
+                let Entry::Event(e) = entry else { panic!("{entry:?}") };
+                if e.desc.code == event_format::builtin::DROPPED {
+                    // The recorder's report (thread 0) of what the reused slot discarded.
+                    assert_eq!(e.thread, 0);
+                    let mut v = e.values();
+                    assert_eq!(v.next(), Some(event_format::wire::Value::Word(0)));
+                    if let Some(event_format::wire::Value::Word(n)) = v.next() {
+                        discarded += n;
+                    }
+                } else {
+                    count += 1;
+                }
             }
         }
         // 30 records of 32 bytes fill a 1 KiB block. Two slots keep their rings (the newest 4
-        // blocks); the third was reused by thread 4, which recorded nothing.
+        // blocks); the third was reused by thread 4, which recorded nothing, and its previous
+        // thread's ring (as many events as each other's) is counted discarded.
         assert_eq!(count, 2 * per_thread.min(4 * 30));
+        assert_eq!(discarded, per_thread.min(4 * 30));
     }
 }
 

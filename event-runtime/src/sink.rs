@@ -6,7 +6,8 @@
 //! write error gives the file sink up with one line on stderr and is returned by the stop;
 //! it never stops the program.
 
-use event_format::wire::{Order, pack_block};
+use event_format::builtin::DROPPED;
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, Stop, pack_block};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -22,6 +23,9 @@ pub(crate) struct Sinks {
     unwritten: u64,
     /// The next sequence number of the recorder's own blocks (thread 0).
     recorder_sequence: u64,
+    /// What the blocks written so far hold, for the clean-stop marker (docs/FORMAT.md, "The
+    /// clean stop").
+    written: Stop,
     /// Pack blocks before writing them (docs/FORMAT.md, "Packed blocks").
     pack: bool,
     /// Where a block is packed; reused.
@@ -63,6 +67,7 @@ impl Sinks {
     /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
     /// packing, and the writer is keeping up (`hurry` false).
     pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        self.count(block);
         if !self.pack || hurry {
             return self.write(block);
         }
@@ -71,6 +76,32 @@ impl Sinks {
         packed.clear();
         self.write(if pack_block(Order::NATIVE, block, &mut packed) { &packed } else { block });
         self.packed = packed;
+    }
+
+    /// Counts a sealed block for the clean-stop marker: its events (every record but
+    /// `TimeExtend`) and the losses it reports (its `lost` field, its `Dropped` counts). A walk
+    /// of the record headers, on the writer thread or at stop, never on a recording thread's
+    /// hot path.
+    fn count(&mut self, block: &[u8]) {
+        let header = BlockHeader::read(Order::NATIVE, block);
+        let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
+        let mut events = 0u64;
+        let mut lost = header.lost;
+        for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).flatten() {
+            events += 1;
+            if record.code == DROPPED && record.args.len() >= 16 {
+                lost = lost.saturating_add(Order::NATIVE.u64(&record.args[8..]));
+            }
+        }
+        let w = &mut self.written;
+        w.blocks += 1;
+        w.events += events;
+        w.lost = w.lost.saturating_add(lost);
+    }
+
+    /// What the blocks written so far hold: the clean-stop marker's counts.
+    pub(crate) fn written(&self) -> Stop {
+        self.written
     }
 
     /// The sequence number of the recorder's next own block (thread 0).

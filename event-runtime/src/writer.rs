@@ -13,8 +13,8 @@ use crate::exchange::{Batch, BlockBuf};
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared, lock};
 use event_format::ring::{RingReader, RingStream};
-use event_format::wire::dropped_report;
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
+use event_format::wire::{dropped_report, stop_block};
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -110,6 +110,17 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
     for block in &blocks {
         sinks.write_block(block, false);
     }
+}
+
+/// The clean-stop marker (docs/FORMAT.md, "The clean stop"): a block of thread 0 whose one
+/// `Stop` record counts the blocks, events and losses written before it. Written last, after
+/// every other block, by a stop that lost nothing it could not count.
+pub(crate) fn write_stop(shared: &Shared) {
+    let time = shared.time.now();
+    let mut sinks = lock(&shared.sinks);
+    let block = stop_block(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &sinks.written());
+    sinks.advance_recorder_sequence(1);
+    sinks.write_block(&block, false);
 }
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.

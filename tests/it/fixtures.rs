@@ -4,14 +4,16 @@
 //! The streams of every version hold the same events, so they decode to the same text.
 //!
 //! The streams of the current version are made by `generate` below from a frozen copy of
-//! events.def (since 1.1, every other block packed). Run with `UPDATE_FIXTURES=1` to write
+//! events.def (since 1.1, every other block packed; since 2.0.1, with the producer's host and
+//! ending with the clean-stop marker's block). Run with `UPDATE_FIXTURES=1` to write
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, Text, Value, pack_block,
+    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, Stop, Text, Value,
+    pack_block, stop_block,
 };
 use event_format::{def, text};
 use std::path::PathBuf;
@@ -21,7 +23,7 @@ const BLOCK_SIZE: u32 = 1024;
 const DAMAGED_BLOCK: usize = 1;
 
 /// Older released versions: their streams are read, never written again.
-const OLDER: &[&str] = &["v1.0.0", "v1.1.0"];
+const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0"];
 
 /// The current version's directory.
 fn current() -> String {
@@ -141,6 +143,7 @@ fn generate(order: Order) -> Vec<u8> {
         os: "linux".into(),
         pid: 31337,
         program: "fixture".into(),
+        host: "fixture-host".into(),
         start_wall_ns: 1_763_700_000_000_000_000,
     };
     let mut header = Header::new(schema, BLOCK_SIZE, clock, producer);
@@ -181,7 +184,40 @@ fn generate(order: Order) -> Vec<u8> {
     for (_, writer, _) in writers {
         emit(&mut out, writer.finish(), order);
     }
+    // Since 2.0.1 a cleanly stopped stream ends with the stop marker's block (thread 0),
+    // counting what came before it.
+    let stop = written(&out);
+    let last = writers_end_time();
+    emit(&mut out, stop_block(order, BLOCK_SIZE, 0, last, &stop), order);
     out
+}
+
+/// The time of the fixture's last event: the stop marker's.
+fn writers_end_time() -> u64 {
+    events().iter().map(|e| e.1).max().unwrap_or(0)
+}
+
+/// What the blocks of `stream` hold, as a writer counts it for its stop marker.
+fn written(stream: &[u8]) -> Stop {
+    let mut decoder = Decoder::new(stream).unwrap();
+    let catalog = Catalog::new(&decoder.header().sets.clone());
+    let mut stop = Stop::default();
+    for block in decoder.by_ref() {
+        let block = block.unwrap();
+        stop.blocks += 1;
+        stop.lost += block.header.lost;
+        for entry in block.entries(&catalog) {
+            if let Entry::Event(e) = entry {
+                stop.events += 1;
+                if e.desc.code == builtin::DROPPED
+                    && let Some(Value::Word(n)) = e.values().nth(1)
+                {
+                    stop.lost += n;
+                }
+            }
+        }
+    }
+    stop
 }
 
 /// Appends a finished block: packed when it is an odd-numbered block of the stream.

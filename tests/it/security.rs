@@ -42,6 +42,8 @@ fn with_layout_version(bytes: &[u8], major: u16, median: u16) -> Vec<u8> {
     let mut layout = Layout::decode(bytes, false).unwrap();
     layout.version.major = major;
     layout.version.median = median;
+    // `major.median.0`: the version a newer layout would start at (this one may have a minor).
+    layout.version.minor = 0;
     let mut out = bytes.to_vec();
     let fixed = layout.encode();
     out[..fixed.len()].copy_from_slice(&fixed);

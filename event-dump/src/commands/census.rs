@@ -9,7 +9,7 @@ use crate::progress::Progress;
 use event_format::builtin;
 use event_format::decode::Entry;
 use event_format::ring::{self, STATE_CLOSED};
-use event_format::wire::{Clock, Value};
+use event_format::wire::{Clock, Header, Stop, Value, records_stop};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -44,6 +44,54 @@ struct Census {
     unknown: BTreeMap<u16, u64>,
     /// thread -> block sequence numbers seen, in stream order.
     sequences: BTreeMap<u64, Vec<u64>>,
+    /// The clean-stop marker (format 2.0.1), from the last block of thread 0 that ends with
+    /// one; its block is not counted in `blocks`.
+    stop: Option<Stop>,
+    /// Verified blocks after the marker's block (none in a stream stopped cleanly).
+    after_stop: u64,
+}
+
+/// How a log's recording ended, as far as the log can tell (docs/FORMAT.md, "The clean stop").
+enum Ending {
+    /// The writer stopped cleanly: a stream's marker (its counts), or a ring file's state
+    /// `closed` (`None`).
+    Clean(Option<Stop>),
+    /// A stream of format 2.0.1 or later without the marker, or a ring file still marked
+    /// recording whose writer is dead: killed or aborted.
+    Killed,
+    /// A ring file whose writer is alive: still recording.
+    Recording,
+    /// A stream whose format has no marker (before 2.0.1): nothing to tell.
+    Unrecorded,
+}
+
+/// A ring file's writer is alive when its heartbeat is this recent (it beats every 20 ms).
+const ALIVE_NS: u64 = 2_000_000_000;
+
+impl Census {
+    /// How the recording of `log` ended.
+    fn ending(&self, header: &Header, ring: Option<&ring::RingSummary>) -> Ending {
+        if let Some(summary) = ring {
+            let now =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            return match summary.state {
+                STATE_CLOSED => Ending::Clean(None),
+                _ if now.saturating_sub(summary.heartbeat_ns) < ALIVE_NS => Ending::Recording,
+                _ => Ending::Killed,
+            };
+        }
+        match self.stop {
+            Some(stop) if self.after_stop == 0 => Ending::Clean(Some(stop)),
+            _ if records_stop(header.format) => Ending::Killed,
+            _ => Ending::Unrecorded,
+        }
+    }
+
+    /// Each thread's oldest blocks missing (a gap from sequence 0): blocks its ring
+    /// overwrote, as the `ring` policy is configured to. (thread, count) pairs.
+    fn overwritten(&self) -> Vec<(u64, u64)> {
+        self.sequences.iter().filter_map(|(t, s)| gaps(s).first().filter(|g| g.0 == 0).map(|g| (*t, g.1))).collect()
+    }
 }
 
 /// The census of `log`, the `file`th of the command line, counting the events `selection`
@@ -63,13 +111,24 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
             }
         };
         progress.update(block.offset + block.stored_len);
-        c.blocks += 1;
-        c.stored_bytes += block.stored_len;
-        if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
-            c.packed += 1;
+        // The clean-stop marker's block (thread 0, ending with a Stop record) is the end of
+        // the stream, not a block of events: not counted (its records, if any, still are).
+        let stop = if block.header.thread == 0 { block.stop() } else { None };
+        if stop.is_some() {
+            c.stop = stop;
+            c.after_stop = 0;
+        } else {
+            if c.stop.is_some() {
+                c.after_stop += 1;
+            }
+            c.blocks += 1;
+            c.stored_bytes += block.stored_len;
+            if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
+                c.packed += 1;
+            }
+            c.record_bytes += block.records.len() as u64;
+            c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         }
-        c.record_bytes += block.records.len() as u64;
-        c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         if block.header.lost > 0 {
             add_lost(&mut c.lost, block.header.thread, block.header.lost);
         }
@@ -214,12 +273,13 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let _ = writeln!(text, "log {}", log.path.display());
         let _ = writeln!(
             text,
-            "  format {}, {}, blocks of {} bytes; {} (pid {}, {} {}); clock {} at {} ticks/s",
+            "  format {}, {}, blocks of {} bytes; {} (pid {}{}, {} {}); clock {} at {} ticks/s",
             h.format,
             h.order.name(),
             h.block_size,
             h.producer.program,
             h.producer.pid,
+            host_part(&h),
             h.producer.arch,
             h.producer.os,
             h.clock.source.name(),
@@ -292,10 +352,18 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             };
             let _ = writeln!(
                 text,
-                "  ring file: {state}; {} threads, {} overwritten blocks, {} threads without a slot, {} slots reused",
-                summary.threads, summary.overwritten_blocks, summary.threads_without_slot, summary.slots_reused
+                "  ring file: {state}; {} threads, {} overwritten blocks, {} threads without a slot, {} slots reused ({} events discarded with them, counted lost)",
+                summary.threads,
+                summary.overwritten_blocks,
+                summary.threads_without_slot,
+                summary.slots_reused,
+                summary.discarded
             );
         }
+        let ending = c.ending(&h, log.ring_summary());
+        let ended = ending_line(&ending, &h, &c);
+        let ended = if matches!(ending, Ending::Killed) { palette.paint(Style::Warning, &ended) } else { ended };
+        let _ = writeln!(text, "  {ended}");
         // Names qualified by their sets may be longer than the usual column.
         let width = c.per_event.keys().chain(c.per_kind.keys()).map(|n| n.chars().count()).max().unwrap_or(0).max(24);
         let _ = writeln!(text, "  per kind:");
@@ -325,6 +393,28 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `, on HOST` after the pid when the header names the host (format 2.0.1).
+fn host_part(h: &Header) -> String {
+    if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) }
+}
+
+/// How the recording ended, in one line (`stats`; `check` says the same in its problems).
+fn ending_line(ending: &Ending, h: &Header, c: &Census) -> String {
+    match ending {
+        Ending::Clean(Some(stop)) => format!(
+            "stopped cleanly: the writer wrote {} blocks, {} events and counted {} lost before its stop marker",
+            stop.blocks, stop.events, stop.lost
+        ),
+        Ending::Clean(None) => "stopped cleanly (ring file closed)".to_owned(),
+        Ending::Killed if c.after_stop > 0 => {
+            format!("not stopped cleanly: {} blocks come after its stop marker", c.after_stop)
+        }
+        Ending::Killed => "not stopped cleanly (killed or aborted): no stop marker".to_owned(),
+        Ending::Recording => "still recording: its writer is alive".to_owned(),
+        Ending::Unrecorded => format!("format {} records no clean stop", h.format),
+    }
+}
+
 /// `check`: what is wrong with each log; exit code 1 unless every log is whole.
 pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
@@ -341,10 +431,16 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         for b in &c.bad {
             problems.push(format!("bad record: {b}"));
         }
+        let overwritten = c.overwritten();
         for (t, seqs) in &c.sequences {
             for (first, n) in gaps(seqs) {
                 let what = if n == 1 { format!("block {first}") } else { format!("blocks {first}..{}", first + n - 1) };
-                problems.push(format!("gap: thread {t}: {what} missing (overwritten, dropped or damaged)"));
+                // A thread's oldest blocks are what a ring overwrites: normal unless --strict.
+                if first == 0 && !args.strict {
+                    continue;
+                }
+                let why = if first == 0 { "overwritten by its ring" } else { "overwritten, dropped or damaged" };
+                problems.push(format!("gap: thread {t}: {what} missing ({why})"));
             }
             let (repeats, backwards) = disorder(seqs);
             for n in repeats {
@@ -363,7 +459,40 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
                 "unknown code {code:#06x}: {n} records skipped (a newer event set or format wrote them)"
             ));
         }
+        let header = log.header().clone();
+        let ending = c.ending(&header, log.ring_summary());
+        let mut notes = Vec::new();
+        match &ending {
+            Ending::Killed => problems.push(ending_line(&ending, &header, &c)),
+            Ending::Clean(Some(stop)) => {
+                let (blocks, events, lost) = (c.blocks, c.events, saturating_sum(c.lost.values().copied()));
+                if stop.blocks != blocks {
+                    problems.push(format!(
+                        "blocks: the writer wrote {} before its stop marker, {blocks} are here",
+                        stop.blocks
+                    ));
+                }
+                if stop.events != events {
+                    problems.push(format!("events: the writer wrote {}, {events} are here", stop.events));
+                }
+                if stop.lost != lost {
+                    problems.push(format!("losses: the writer counted {} lost, the log reports {lost}", stop.lost));
+                }
+            }
+            Ending::Clean(None) => {}
+            Ending::Recording | Ending::Unrecorded => notes.push(ending_line(&ending, &header, &c)),
+        }
+        if !overwritten.is_empty() && !args.strict {
+            let blocks = saturating_sum(overwritten.iter().map(|o| o.1));
+            notes.push(format!(
+                "overwritten: {blocks} blocks of {} threads, the oldest, as a ring keeps only the latest (--strict makes this a problem)",
+                overwritten.len()
+            ));
+        }
         let _ = writeln!(text, "{}: {} blocks, {} events", log.path.display(), c.blocks, c.events);
+        for n in &notes {
+            let _ = writeln!(text, "  {n}");
+        }
         for p in &problems {
             let _ = writeln!(text, "  {p}");
         }

@@ -381,6 +381,11 @@ fn metadata(
     m.push_str("\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint32_t stream_id;\n\t};\n};\n\n");
     m.push_str("env {\n\ttracer_name = \"event-dump\";\n");
     let _ = writeln!(m, "\tprogram = {};", tsdl_string(&producer.program));
+    // Only when the header records it (format 2.0.1). Not LTTng's `hostname`, which
+    // babeltrace2's text output writes before every event.
+    if !producer.host.is_empty() {
+        let _ = writeln!(m, "\thost = {};", tsdl_string(&producer.host));
+    }
     match i64::try_from(producer.pid) {
         Ok(pid) => {
             let _ = writeln!(m, "\tpid = {pid};");

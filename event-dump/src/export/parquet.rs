@@ -42,8 +42,9 @@
 //!   them.
 //!
 //! `logs`: `log` INT64, `path` STRING (as exported, made absolute), `size` UINT64, `identity`
-//! STRING (size and FNV-1a digest, see below), `host` STRING (null: the stream's header does
-//! not record the host yet; `path` tells where the log came from), `program` STRING, `pid`
+//! STRING (size and FNV-1a digest, see below), `host` STRING (the producer's host name from the
+//! stream header, format 2.0.1 and later; null for older logs, whose `path` tells where they
+//! came from), `program` STRING, `pid`
 //! UINT64, `arch` STRING, `os` STRING, `pointer_width` UINT32, `start` TIMESTAMP(MICROS, UTC),
 //! `start_wall_ns` INT64, `format_version` STRING, `event_set_version` STRING (each set's
 //! version, space-separated), `clock`
@@ -901,7 +902,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
                 Str(path_text),
                 U64(log.len),
                 Str(planned.identity.clone()),
-                Null,
+                if header.producer.host.is_empty() { Null } else { Str(header.producer.host.clone()) },
                 Str(header.producer.program.clone()),
                 U64(header.producer.pid),
                 Str(header.producer.arch.clone()),

@@ -16,6 +16,7 @@
 //!              column_name TEXT, PRIMARY KEY (event, position))
 //! event_log   (serial INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT, size INTEGER,
 //!              identity TEXT UNIQUE, program TEXT, pid INTEGER, arch TEXT, os TEXT,
+//!              ..., host TEXT,                                        -- NULL before format 2.0.1
 //!              start_wall_ns INTEGER, start TEXT, format_version TEXT,
 //!              event_set_version TEXT, clock TEXT, ticks_per_second INTEGER,
 //!              start_ticks INTEGER, imported TEXT, events INTEGER, blocks INTEGER,
@@ -32,6 +33,9 @@
 //!   `event_log.event_set_version` is then `set:version` for each set, space-separated.
 //! - Layout 2 added `event_set`; a layout-1 database is brought to layout 2 when a log is
 //!   exported into it.
+//! - `event_log.host` is the producer's host name from the stream header (format 2.0.1 and
+//!   later; NULL for older logs). A nullable column an older exporter leaves NULL, so no
+//!   layout bump: a database without it gets it when a log is exported into it.
 //! - Every event type of every imported log has a table, empty or not, the built-in events
 //!   (`Dropped`, `ThreadName`, `Message`, ...) too, under the kind `Builtin`.
 //! - `log` is the row's `event_log.serial`; `time` its clock ticks; `seconds` the seconds since
@@ -159,7 +163,8 @@ CREATE TABLE IF NOT EXISTS event_log (
     unknown_records   INTEGER NOT NULL DEFAULT 0,
     lost_events       INTEGER NOT NULL DEFAULT 0,
     missing_blocks    INTEGER NOT NULL DEFAULT 0,
-    truncated_strings INTEGER NOT NULL DEFAULT 0
+    truncated_strings INTEGER NOT NULL DEFAULT 0,
+    host              TEXT
 );
 "#;
 
@@ -252,7 +257,15 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
         migrate(tx).map_err(sql)?;
         tx.pragma_update(None, "user_version", LAYOUT_VERSION).map_err(sql)?;
     }
-    tx.execute_batch(GLUE_TABLES).map_err(sql)
+    tx.execute_batch(GLUE_TABLES).map_err(sql)?;
+    // A database an exporter of before format 2.0.1 created has no `host` column.
+    let has_host: i64 = tx
+        .query_row("SELECT count(*) FROM pragma_table_info('event_log') WHERE name = 'host'", [], |r| r.get(0))
+        .map_err(sql)?;
+    if has_host == 0 {
+        tx.execute_batch("ALTER TABLE event_log ADD COLUMN host TEXT").map_err(sql)?;
+    }
+    Ok(())
 }
 
 /// Brings a database of layout 1 to layout 2, in the run's transaction: `event_kind` and
@@ -559,8 +572,8 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
     let header = log.header().clone();
     tx.execute(
         "INSERT INTO event_log (path, size, identity, program, pid, arch, os, start_wall_ns, start, format_version, event_set_version, \
-         clock, ticks_per_second, start_ticks, imported) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-         strftime('%Y-%m-%dT%H:%M:%fZ', ?8 / 1e9, 'unixepoch'), ?9, ?10, ?11, ?12, ?13, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+         clock, ticks_per_second, start_ticks, imported, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         strftime('%Y-%m-%dT%H:%M:%fZ', ?8 / 1e9, 'unixepoch'), ?9, ?10, ?11, ?12, ?13, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?14)",
         (
             path.display().to_string(),
             bits(log.len),
@@ -575,6 +588,7 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
             header.clock.source.name(),
             bits(header.clock.ticks_per_second),
             bits(header.clock.start_ticks),
+            (!header.producer.host.is_empty()).then_some(&header.producer.host),
         ),
     )
     .map_err(sql)?;

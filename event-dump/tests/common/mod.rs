@@ -400,6 +400,7 @@ pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
         os: "linux".into(),
         pid: 7,
         program: "back".into(),
+        host: "handmade-host".into(),
         start_wall_ns: 0,
     };
     let clock = Clock { ref_wall_ns: handmade_clock().ref_wall_ns + later_ns, ..handmade_clock() };
@@ -473,6 +474,7 @@ pub(crate) fn damaged_records_log(path: &Path, order: Order) {
     let mut two = BlockWriter::new(order, 1024, &BlockHeader { thread: 2, base_time: t0, ..Default::default() });
     two.push(0x0103, t0 + 7, &[]).unwrap();
     bytes.extend(two.finish());
+    end_with_stop(&mut bytes);
     std::fs::write(path, bytes).unwrap();
 }
 
@@ -484,6 +486,7 @@ pub(crate) fn handmade_producer() -> Producer {
         os: "linux".to_owned(),
         pid: 4242,
         program: "handmade".to_owned(),
+        host: "handmade-host".to_owned(),
         start_wall_ns: 1_700_000_000_456_790_122,
     }
 }
@@ -599,5 +602,37 @@ pub(crate) fn two_sets_log(path: &Path, order: Order) {
     two.push(wire(storage, 0x0001), t0 + 7_000, &[Value::Word(14), Value::Double(2.0)]).unwrap();
     two.push(wire(app, 0x0002), t0 + 12_000, &[Value::Word(7), Value::Unsigned(200)]).unwrap();
     bytes.extend(two.finish());
+    end_with_stop(&mut bytes);
     std::fs::write(path, bytes).unwrap();
+}
+
+/// Ends the stream `bytes` as a writer that stops cleanly does (format 2.0.1, docs/FORMAT.md
+/// "The clean stop"): a block of thread 0 with the `Stop` record counting the blocks, events
+/// and losses before it, as a reader finds them.
+pub(crate) fn end_with_stop(bytes: &mut Vec<u8>) {
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::{Stop, Value, stop_block};
+    let mut decoder = Decoder::new(&bytes[..]).unwrap();
+    let header = decoder.header().clone();
+    let catalog = Catalog::new(&header.sets);
+    let (mut stop, mut time, mut sequence) = (Stop::default(), 0, 0);
+    for block in decoder.by_ref().flatten() {
+        stop.blocks += 1;
+        stop.lost += block.header.lost;
+        if block.header.thread == 0 {
+            sequence = sequence.max(block.header.sequence + 1);
+        }
+        for entry in block.entries(&catalog) {
+            if let Entry::Event(e) = entry {
+                stop.events += 1;
+                time = time.max(e.time);
+                if e.desc.code == event_format::builtin::DROPPED
+                    && let Some(Value::Word(n)) = e.values().nth(1)
+                {
+                    stop.lost += n;
+                }
+            }
+        }
+    }
+    bytes.extend(stop_block(header.order, header.block_size, sequence, time, &stop));
 }

@@ -16,7 +16,7 @@ pub const RING_MAGIC: [u8; 8] = [0x89, b'E', b'V', b'R', b'\r', b'\n', 0x1A, b'\
 /// What forces a bump: **major**, a change of any offset or field size below; **median**, a
 /// new meaning for a field; **minor**, a use for a reserved byte that an older reader may
 /// ignore.
-pub const RING_VERSION: Version = Version::new(1, 0, 0);
+pub const RING_VERSION: Version = Version::new(1, 0, 1);
 
 /// The unit of the layout: the header, control page and tables start on multiples of it.
 pub const PAGE: u64 = 4096;
@@ -66,6 +66,11 @@ pub mod at {
     /// `u64`, atomic: slots taken over from exited threads; each discarded what was left of
     /// its previous thread's ring.
     pub const SLOTS_REUSED: usize = 96;
+    /// `u64`, atomic (since layout 1.0.1): events discarded with reused slots: what each
+    /// slot's previous thread had left in its ring (events, and the losses its blocks
+    /// reported) and its `refused` count, added up when the slot was reused. 0 in an older
+    /// file, whose writer left the word reserved.
+    pub const DISCARDED: usize = 104;
 }
 
 /// Byte offsets in the control page (page 1).

@@ -106,6 +106,8 @@ pub struct Status {
     pub threads_without_slot: u64,
     /// Slots taken over from exited threads (their remaining blocks discarded).
     pub slots_reused: u64,
+    /// Events discarded with reused slots (see [`at::DISCARDED`]; 0 before layout 1.0.1).
+    pub discarded: u64,
 }
 
 /// What [`RingReader::read_slot`] found in one slot.
@@ -240,6 +242,7 @@ impl<R: ReadAt> RingReader<R> {
             lost: stable_u64(&self.source, o, at::LOST as u64)?,
             threads_without_slot: stable_u64(&self.source, o, at::THREADS_WITHOUT_SLOT as u64)?,
             slots_reused: stable_u64(&self.source, o, at::SLOTS_REUSED as u64)?,
+            discarded: stable_u64(&self.source, o, at::DISCARDED as u64)?,
         })
     }
 
@@ -366,8 +369,12 @@ pub struct RingSummary {
     pub threads_without_slot: u64,
     /// Slots taken over from exited threads (their remaining blocks discarded).
     pub slots_reused: u64,
+    /// Events discarded with reused slots; reported, after `lost`, as a `Dropped(0, ..)`.
+    pub discarded: u64,
     /// The file's state when it was read.
     pub state: u32,
+    /// The writer's last sign of life, ns since the Unix epoch, when the file was read.
+    pub heartbeat_ns: u64,
 }
 
 /// A ring file as a source of blocks (docs/FORMAT.md, "Reading a ring file as a stream"):
@@ -444,11 +451,16 @@ impl<R: ReadAt> RingBlocks<R> {
             self.finished = true;
             let status = self.reader.status()?;
             self.summary.state = status.state;
+            self.summary.heartbeat_ns = status.heartbeat_ns;
             self.summary.lost = status.lost;
             self.summary.threads_without_slot = status.threads_without_slot;
             self.summary.slots_reused = status.slots_reused;
+            self.summary.discarded = status.discarded;
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
+            }
+            if status.discarded > 0 {
+                self.drops.push((0, status.discarded));
             }
             let report = crate::wire::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops);
             for bytes in report {

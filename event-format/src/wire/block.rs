@@ -3,9 +3,9 @@
 
 use super::body;
 use super::put::{ArgWriter, put_record_header};
-use super::record::{Value, fit_strings, record_len};
+use super::record::{Stop, Value, fit_strings, record_len};
 use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
-use crate::builtin::{DROPPED, TIME_EXTEND, TIME_EXTEND_FIXED};
+use crate::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
 use std::fmt;
 
 /// Offsets of the block header's fields.
@@ -371,4 +371,16 @@ pub fn dropped_report(
     }
     blocks.push(writer.finish());
     blocks
+}
+
+/// The block of thread 0 that ends a cleanly stopped stream (since format 2.0.1): one `Stop`
+/// record with `stop`'s counts at `time`, delta 0, in a block of sequence `sequence` (the
+/// recorder's next) whose base time is `time` (docs/FORMAT.md, "The clean stop").
+pub fn stop_block(order: Order, block_size: u32, sequence: u64, time: u64, stop: &Stop) -> Vec<u8> {
+    let header = BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
+    let mut writer = BlockWriter::new(order, block_size, &header);
+    let values = [Value::Word(stop.blocks), Value::Word(stop.events), Value::Word(stop.lost)];
+    // 32 bytes always fit an empty block (1 KiB at least).
+    let _ = writer.push(STOP, time, &values);
+    writer.finish()
 }

@@ -103,13 +103,17 @@ pub struct Producer {
     pub pid: u64,
     /// The program's name.
     pub program: String,
+    /// The name of the machine it ran on (since format 2.0.1; empty when the stream is older
+    /// or the system did not tell).
+    pub host: String,
     /// When recording started, in nanoseconds since the Unix epoch.
     pub start_wall_ns: i64,
 }
 
 impl Producer {
     /// Facts of the running program: this machine's pointer width, arch and OS, this process's
-    /// id and name, and `start_wall_ns` as given.
+    /// id and name, and `start_wall_ns` as given. `host` is left empty: the crate does no
+    /// system calls; a recorder fills it in (event-runtime does).
     pub fn current(start_wall_ns: i64) -> Producer {
         let program = std::env::args_os()
             .next()
@@ -125,6 +129,7 @@ impl Producer {
             os: std::env::consts::OS.to_owned(),
             pid: u64::from(std::process::id()),
             program,
+            host: String::new(),
             start_wall_ns,
         }
     }
@@ -480,6 +485,9 @@ impl Header {
                 });
                 encode_schema(&mut put, &set.schema)?;
             }
+            if records_host(self.format) {
+                put_str(&mut put, &self.producer.host, "the host name")?;
+            }
         }
         let len = out.len() + 4;
         let len32 = u32::try_from(len)
@@ -583,12 +591,19 @@ impl Header {
         } else {
             decode_sets(&mut take)?
         };
+        // Since 2.0.1 the extension starts with the host name; what follows it is a newer
+        // minor's and skipped. A header that ends with its sets has none (read as empty).
+        let host = if records_host(prefix.format) && !take.rest.is_empty() {
+            take_str(&mut take, "the host name")?
+        } else {
+            String::new()
+        };
         check_sets(&sets, prefix.format.major)?;
         Ok(Header {
             format: prefix.format,
             order,
             block_size: prefix.block_size,
-            producer: Producer { pointer_width, arch, os, pid, program, start_wall_ns: start_wall as i64 },
+            producer: Producer { pointer_width, arch, os, pid, program, host, start_wall_ns: start_wall as i64 },
             clock: Clock {
                 source: ClockSource::from_byte(source),
                 ticks_per_second: rate,
@@ -605,6 +620,18 @@ impl Header {
     pub fn encoded_len(&self) -> Result<usize, EncodeError> {
         self.encode().map(|b| b.len())
     }
+}
+
+/// Whether a header of `format` has the host name after its sets: 2.0.1 and later of major 2
+/// (docs/FORMAT.md, "Variable part").
+pub fn records_host(format: Version) -> bool {
+    format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (0, 1)
+}
+
+/// Whether a stream of `format` ends with a `Stop` record when its writer stopped cleanly:
+/// 2.0.1 and later of major 2 (docs/FORMAT.md, "The clean stop").
+pub fn records_stop(format: Version) -> bool {
+    records_host(format)
 }
 
 /// The smallest encoding of a 2.x set: name length, version, first, and three counts.

@@ -12,13 +12,15 @@ mod record;
 
 pub use block::{
     BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, pack_block, packed_len, seal_block,
-    seal_block_in_place, unpack_records, verify_block,
+    seal_block_in_place, stop_block, unpack_records, verify_block,
 };
 pub(crate) use header::PREFIX_LEN;
-pub use header::{Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes};
+pub use header::{
+    Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes, records_host, records_stop,
+};
 pub use put::{ArgWriter, put_record_header};
 pub use record::{
-    RawRecord, RecordError, RecordIter, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
+    RawRecord, RecordError, RecordIter, Stop, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
     validate_args,
 };
 
@@ -43,10 +45,12 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// History (docs/FORMAT.md, "Versions"): 1.0.0 the first; 1.1.0 packed blocks
 /// ([`BLOCK_PACKED`], a median change: a 1.0 reader cannot find the block after one);
 /// 2.0.0 event sets (the header lists any number of named sets, each with its range of wire
-/// codes, docs/EVENT-SETS.md: a major change, a 1.x reader cannot parse such a header).
+/// codes, docs/EVENT-SETS.md: a major change, a 1.x reader cannot parse such a header);
+/// 2.0.1 the host name after the sets, and the clean-stop marker ([`crate::builtin::STOP`],
+/// [`Stop`]) that ends a stream whose writer stopped cleanly (minor: a 2.0 reader skips both).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 0);
+pub const FORMAT_VERSION: Version = Version::new(2, 0, 1);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

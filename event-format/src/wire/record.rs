@@ -3,7 +3,7 @@
 
 use super::put::{ArgWriter, field};
 use super::{MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Take};
-use crate::builtin::{TIME_EXTEND, TIME_EXTEND_FIXED};
+use crate::builtin::{STOP, STOP_FIXED, TIME_EXTEND, TIME_EXTEND_FIXED};
 use crate::letter::Letter;
 use std::fmt;
 
@@ -146,22 +146,51 @@ pub struct RawRecord<'a> {
     pub offset: usize,
 }
 
+/// What a clean-stop marker says (a `Stop` record, [`crate::builtin::STOP`], since format
+/// 2.0.1): what the writer wrote before the marker's block, as it counted it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Stop {
+    /// Blocks the stream held before the marker's block.
+    pub blocks: u64,
+    /// Events in those blocks: every record but `TimeExtend` (and `Stop`).
+    pub events: u64,
+    /// Events counted lost in those blocks: the `lost` fields and `Dropped` counts.
+    pub lost: u64,
+}
+
+impl Stop {
+    /// The marker's arguments, `blocks`, `events`, `lost`, each a `u64` in `order`; bytes after
+    /// them (a later minor's) are ignored. `None` when `args` is shorter than 24 bytes.
+    pub fn read(args: &[u8], order: Order) -> Option<Stop> {
+        let args = args.get(..STOP_FIXED)?;
+        Some(Stop { blocks: order.u64(args), events: order.u64(&args[8..]), lost: order.u64(&args[16..]) })
+    }
+}
+
 /// The records of one block's used bytes, in order, with absolute times. `TimeExtend` records
-/// are applied and not yielded. After an error that leaves the records undelimited, the
-/// iterator ends.
+/// are applied and not yielded; `Stop` records (the clean-stop marker) are not yielded either,
+/// and the last one is kept for [`RecordIter::stop`]. After an error that leaves the records
+/// undelimited, the iterator ends.
 #[derive(Clone, Debug)]
 pub struct RecordIter<'a> {
     bytes: &'a [u8],
     offset: usize,
     order: Order,
     time: u64,
+    stop: Option<Stop>,
 }
 
 impl<'a> RecordIter<'a> {
     /// The records in `bytes` (a block's records area, `used` bytes long), whose first delta
     /// counts from `base_time`.
     pub fn new(bytes: &'a [u8], order: Order, base_time: u64) -> RecordIter<'a> {
-        RecordIter { bytes, offset: 0, order, time: base_time }
+        RecordIter { bytes, offset: 0, order, time: base_time, stop: None }
+    }
+
+    /// The clean-stop marker, when it is the last record walked so far: once the iterator
+    /// has ended, the marker the block ends with.
+    pub fn stop(&self) -> Option<Stop> {
+        self.stop
     }
 
     /// The walk of `bytes` resumed at a [`position`](RecordIter::position) an earlier walk of
@@ -212,6 +241,23 @@ impl<'a> Iterator for RecordIter<'a> {
                 self.time = self.order.u64(args);
                 continue;
             }
+            if code == STOP {
+                match Stop::read(args, self.order) {
+                    Some(stop) => {
+                        self.stop = Some(stop);
+                        continue;
+                    }
+                    None => {
+                        return Some(Err(RecordError::BadArguments {
+                            offset,
+                            code,
+                            why: "a Stop record needs three 8-byte counts",
+                        }));
+                    }
+                }
+            }
+            // A record after a marker: the marker was not the block's last.
+            self.stop = None;
             return Some(Ok(RawRecord { code, time: self.time, args, offset }));
         }
     }

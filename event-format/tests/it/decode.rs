@@ -163,6 +163,50 @@ fn a_newer_minor_is_read_and_its_extra_header_bytes_skipped() {
     assert_eq!(dump(&bytes, DecodeOptions::default()).unwrap(), dump(&sample, DecodeOptions::default()).unwrap());
 }
 
+#[test]
+fn the_host_name_follows_the_sets_since_2_0_1_and_a_2_0_header_has_none() {
+    let header = sample_header(Order::Little);
+    assert_eq!(header.format, Version::new(2, 0, 1));
+    let bytes = header.encode().unwrap();
+    // The host is the last field before the CRC: a str16.
+    let end = bytes.len() - 4;
+    assert_eq!(&bytes[end - 13..end], b"\x0b\x00sample-host");
+    let decoded = Header::decode(&bytes, false).unwrap();
+    assert_eq!((decoded.producer.host.as_str(), decoded.skipped_bytes), ("sample-host", 0));
+
+    // The same header as 2.0.0 writes no host, and reads none back.
+    let mut older = header.clone();
+    older.format = Version::new(2, 0, 0);
+    let old_bytes = older.encode().unwrap();
+    assert_eq!(old_bytes.len(), bytes.len() - 13);
+    assert_eq!(Header::decode(&old_bytes, false).unwrap().producer.host, "");
+    // A 2.0 reader skips the host as extension bytes: this header read as 2.0 keeps 13 of them.
+    let mut as_old = bytes.clone();
+    as_old[14] = 0;
+    let crc = crc32fast::hash(&as_old[..end]);
+    as_old[end..].copy_from_slice(&crc.to_le_bytes());
+    let read = Header::decode(&as_old, false).unwrap();
+    assert_eq!((read.producer.host.as_str(), read.skipped_bytes), ("", 13));
+
+    // A 2.0.1 header that ends with its sets has no host (read as empty); one whose host
+    // runs past the CRC is malformed.
+    let mut bare = old_bytes.clone();
+    bare[14] = 1;
+    let reseal = |b: &mut Vec<u8>| {
+        let at = b.len() - 4;
+        let len = b.len() as u32;
+        b[16..20].copy_from_slice(&len.to_le_bytes());
+        let crc = crc32fast::hash(&b[..at]);
+        b[at..].copy_from_slice(&crc.to_le_bytes());
+    };
+    reseal(&mut bare);
+    assert_eq!(Header::decode(&bare, false).unwrap().producer.host, "");
+    let mut cut = bare.clone();
+    cut.insert(cut.len() - 4, 9); // one byte of a host length
+    reseal(&mut cut);
+    assert!(matches!(Header::decode(&cut, false), Err(HeaderError::Malformed(_))), "{:?}", Header::decode(&cut, false));
+}
+
 fn one_block(order: Order, build: impl FnOnce(&mut BlockWriter)) -> Vec<u8> {
     let header = sample_header(order);
     let mut bytes = header.encode().unwrap();
@@ -657,6 +701,8 @@ mod sets {
         let mut schema = header.sets[0].schema.clone();
         schema.name.clear();
         header.sets = vec![SetEntry { schema, codes: WireCodes::Own }];
+        // A 1.x header has no host name (format 2.0.1 added it).
+        header.producer.host.clear();
         let decoded = Header::decode(&header.encode().unwrap(), false).unwrap();
         assert_eq!(decoded, header);
         assert_eq!(decoded.sets[0].wire_code(1), Some(decoded.sets[0].schema.events[1].code));

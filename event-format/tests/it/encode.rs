@@ -81,6 +81,7 @@ fn tiny_header(order: Order) -> Header {
         os: "linux".into(),
         pid: 77,
         program: "tour".into(),
+        host: "lab1".into(),
         start_wall_ns: 0x4444,
     };
     let mut header = Header::new(tiny_schema(), 4096, clock, producer);
@@ -98,7 +99,7 @@ fn expected_header(order: Order) -> Vec<u8> {
         .raw(&bom)
         .u16(2)
         .u16(0)
-        .u16(0) // format 2.0.0
+        .u16(1) // format 2.0.1
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -120,6 +121,8 @@ fn expected_header(order: Order) -> Vec<u8> {
     b.u16(1).str("K").str("d");
     b.u16(1).u16(0x0001).str("E").u8(1).u8(0).u8(2).raw(b"WS").str("a").str("b");
     b.u16(1).u16(0x0002).str("R");
+    // since 2.0.1: the host name after the sets
+    b.str("lab1");
     let len = b.out.len() as u32 + 4;
     let mut out = b.out;
     let mut len_bytes = Bytes::new(order);
@@ -150,8 +153,8 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x00, 0x00, 0x00, 0x00, // format 2.0.0
-            0x9A, 0x00, 0x00, 0x00, // header length 154
+            0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // format 2.0.1
+            0xA0, 0x00, 0x00, 0x00, // header length 160
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
     );
@@ -541,7 +544,7 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
         "the header's dump; the encoder writes\n{}",
         hex_dump(&le)
     );
-    assert_eq!(assert_rows(header, &le, "header"), 41, "the header's tables are read");
+    assert_eq!(assert_rows(header, &le, "header"), 42, "the header's tables are read");
     let be_prefix: Vec<u8> = header
         .split_once("In big-endian order the same 24 bytes are\n`")
         .expect("the big-endian prefix is documented")
@@ -575,4 +578,37 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
     let bytes = writer.finish();
     let used = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
     assert_eq!(fenced_bytes(extend), [bytes[48..48 + used].to_vec()], "the time extension's records");
+
+    let stop = doc_section(examples, "### A clean stop");
+    let bytes = stop_example(Order::Little);
+    assert_eq!(
+        fenced_bytes(stop),
+        [bytes[..80].to_vec()],
+        "the stop block; the encoder writes\n{}",
+        hex_dump(&bytes[..80])
+    );
+    assert_eq!(assert_rows(stop, &bytes, "stop"), 11, "the stop block's tables are read");
+}
+
+/// docs/FORMAT.md's clean-stop example: the block of thread 0, sequence 1, at time 500, after
+/// 5 blocks holding 76 events of which 2 were counted lost.
+fn stop_example(order: Order) -> Vec<u8> {
+    event_format::wire::stop_block(order, 1024, 1, 500, &event_format::wire::Stop { blocks: 5, events: 76, lost: 2 })
+}
+
+#[test]
+fn a_stop_block_is_byte_exact_and_read_back() {
+    for order in [Order::Little, Order::Big] {
+        let bytes = stop_example(order);
+        assert_eq!(bytes.len(), 1024);
+        let mut b = Bytes::new(order);
+        b.u16(0xFF0A).u16(32).u32(0).u64(5).u64(76).u64(2);
+        assert_eq!(bytes[48..80], b.out[..], "{order:?}");
+        let header = event_format::wire::verify_block(order, &bytes).expect("a sealed block");
+        assert_eq!((header.thread, header.sequence, header.base_time, header.used), (0, 1, 500, 32));
+        // Consumed while delimiting: no record comes out, the marker is kept.
+        let mut records = event_format::wire::RecordIter::new(&bytes[48..80], order, 500);
+        assert!(records.next().is_none(), "a Stop record is not yielded");
+        assert_eq!(records.stop(), Some(event_format::wire::Stop { blocks: 5, events: 76, lost: 2 }));
+    }
 }

@@ -331,6 +331,19 @@ fn assert_blocks_are_the_reference_encoders(
     while let Some(block) = decoder.next_block() {
         let block = block.expect("no damaged block");
         assert_eq!(block.header.flags, 0, "a whole block, not packed");
+        if let Some(stop) = block.stop() {
+            // The clean-stop marker's block (format 2.0.1), the last: the reference's own.
+            let reference = event_format::wire::stop_block(
+                block.order,
+                block_size,
+                block.header.sequence,
+                block.header.base_time,
+                &stop,
+            );
+            assert_eq!(&stream[block.offset as usize..], &reference[..], "the stop block ends the stream");
+            assert_eq!(block.header.thread, 0);
+            continue;
+        }
         let header = BlockHeader { used: 0, crc: 0, ..block.header };
         let mut writer = BlockWriter::new(block.order, block_size, &header);
         for (i, entry) in block.entries(&catalog).enumerate() {

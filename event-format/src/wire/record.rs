@@ -197,7 +197,7 @@ impl<'a> RecordIter<'a> {
     /// the same bytes gave: the record at `offset`, whose delta counts from `time`. A reader
     /// that hands out one record at a time keeps the position instead of the iterator.
     pub fn resume(bytes: &'a [u8], order: Order, (offset, time): (usize, u64)) -> RecordIter<'a> {
-        RecordIter { bytes, offset: offset.min(bytes.len()), order, time }
+        RecordIter { bytes, offset: offset.min(bytes.len()), order, time, stop: None }
     }
 
     /// Where the walk is: the offset of the next record and the time its delta counts from.

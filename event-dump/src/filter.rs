@@ -64,8 +64,8 @@
 //!   that different events give different types). A string that reads as a number
 //!   (`"0x10"`, `"1.5"`) compares with a numeric field as that number.
 //! - Numbers compare exactly as `i128` when both sides are integers, as `f64` otherwise
-//!   (IEEE rules: a NaN field is `!=` to everything and nothing else). Booleans compare as
-//!   0 and 1.
+//!   (IEEE rules: a NaN field is `!=` to everything and nothing else, but for the value
+//!   `NaN`, which `==` matches a NaN field as `print` shows it). Booleans compare as 0 and 1.
 //! - Strings: `==` and `!=` exact, `<`, `<=`, `>`, `>=` lexicographic by code point, `~` a
 //!   glob match over the whole string, `!~` its negation.
 
@@ -314,6 +314,24 @@ impl Filter {
                 && matches!(c.op, Op::Eq | Op::Ne)
             {
                 out.push((name, c.value_column));
+            }
+        });
+        out
+    }
+
+    /// The event names the filter compares `name` with by `==` or `!=` (unqualified, not in
+    /// `print`'s `Kind.Name` form), each with the column of its value: a caller checks that
+    /// an event has each name, so that `name == fetch`, meant for a parameter `name`
+    /// (`args.name`), is an error rather than an empty result.
+    pub fn event_names(&self) -> Vec<(&str, usize)> {
+        let mut out = Vec::new();
+        self.root.visit(&mut |c| {
+            if let (Target::Field(f), Value::Text { text, .. }) = (&c.target, &c.value)
+                && f == "name"
+                && matches!(c.op, Op::Eq | Op::Ne)
+                && !text.contains([':', '.'])
+            {
+                out.push((text.as_str(), c.value_column));
             }
         });
         out
@@ -717,6 +735,17 @@ impl fmt::Display for Value {
 }
 
 fn compare_numbers(op: Op, a: Num, b: Num) -> bool {
+    // `NaN` written in a filter is the NaN `print` shows: it equals a NaN field.
+    if let Num::Float(b) = b
+        && b.is_nan()
+    {
+        let nan = a.to_f64().is_nan();
+        return match op {
+            Op::Eq => nan,
+            Op::Ne => !nan,
+            _ => false,
+        };
+    }
     if let (Num::Int(a), Num::Int(b)) = (a, b) {
         return op.holds(a.cmp(&b));
     }
@@ -1299,8 +1328,10 @@ impl<'a, 'f> Parser<'a, 'f> {
             }
             Tok::Word(text) => (Value::text(text.to_owned(), false), text.to_owned()),
             Tok::Str { text, cut } => {
-                let raw = format!("\"{text}\"");
-                (Value::text(text, cut), raw)
+                // Escaped as the filter writes it back: a message stays one line.
+                let value = Value::text(text, cut);
+                let raw = value.to_string();
+                (value, raw)
             }
             Tok::End => {
                 return Err(error(
@@ -1533,6 +1564,127 @@ mod tests {
 
     fn parse(expr: &str) -> Filter {
         Filter::parse(expr, FIELDS).unwrap_or_else(|e| panic!("{}", e.render(expr)))
+    }
+
+    /// A tracing span's entry: its parameter `name`, its fields, its thread's name.
+    struct Span;
+
+    impl Fields for Span {
+        fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+            match field {
+                "name" => Some(string("SpanEnter")),
+                "thread" => Some(int(6)),
+                "cut" => Some(string("abc")),
+                "bytes" => Some(FieldValue::Str(String::from_utf8_lossy(b"a\xffb"))),
+                "ok" => Some(FieldValue::Bool(true)),
+                _ => None,
+            }
+        }
+
+        fn param(&self, name: &str) -> Option<FieldValue<'_>> {
+            (name == "name").then(|| string("fetch"))
+        }
+
+        fn tracing_field(&self, name: &str) -> Option<FieldValue<'_>> {
+            match name {
+                "id" => Some(int(7)),
+                "user" => Some(string("ada")),
+                "http.ok" => Some(FieldValue::Bool(false)),
+                _ => None,
+            }
+        }
+
+        fn thread_name(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed("compactor"))
+        }
+
+        fn printed_name(&self, with_set: bool) -> Option<Cow<'_, str>> {
+            // A built-in event has no set.
+            let _ = with_set;
+            Some(Cow::Borrowed("Builtin.SpanEnter"))
+        }
+    }
+
+    #[test]
+    fn values_read_back_as_print_shows_them() {
+        let fields =
+            [("cut", FieldType::Str), ("bytes", FieldType::Str), ("ok", FieldType::Bool), ("name", FieldType::Str)];
+        let yes = |expr: &str| {
+            let filter = Filter::parse_typed(expr, &fields).unwrap_or_else(|e| panic!("{}", e.render(expr)));
+            // The canonical form reads back as itself, and selects the same.
+            let again = Filter::parse_typed(&filter.to_string(), &fields).unwrap();
+            assert_eq!(again.to_string(), filter.to_string());
+            assert_eq!(again.matches(&Span), filter.matches(&Span), "{expr}");
+            filter.matches(&Span)
+        };
+        for expr in [
+            "name == SpanEnter",
+            "name == Builtin.SpanEnter",
+            "args.name == fetch",
+            "args.name == \"fetch\"",
+            "fields.id == 7",
+            "fields.id == 0x7",
+            "fields.user == ada",
+            "fields.http.ok == false",
+            "thread == T6",
+            "thread == \"T6\"",
+            "thread == 6",
+            "thread == compactor",
+            "thread ~ comp*",
+            "thread != T7",
+            "ok == true",
+            "ok != false",
+            "ok == 1",
+            "cut == \"abc\"...",
+            "bytes == \"a\\xffb\"",
+            "bytes == \"a\\ufffdb\"",
+            "bytes == \"a\\u{fffd}b\"",
+        ] {
+            assert!(yes(expr), "{expr}");
+        }
+        for expr in [
+            "args.name == SpanEnter",
+            "name == fetch",
+            "fields.id == 70",
+            "fields.id == \"7\" && fields.user == 7",
+            "fields.missing == 1",
+            "fields.missing != 1",
+            "thread == T60",
+            "thread == worker",
+            "ok == false",
+        ] {
+            assert!(!yes(expr), "{expr}");
+        }
+        let shown = |expr: &str| Filter::parse_typed(expr, &fields).unwrap().to_string();
+        assert_eq!(shown("cut == \"abc\"..."), "cut == \"abc\"...");
+        assert_eq!(shown("args.ok == 1 && fields.x.y != \"z\""), "args.ok == 1 && fields.x.y != \"z\"");
+    }
+
+    #[test]
+    fn type_errors_point_at_the_value_or_the_operator() {
+        let fields = [
+            ("ok", FieldType::Bool),
+            ("size", FieldType::Int),
+            ("class", FieldType::Str),
+            ("x", FieldType::Int),
+            ("x", FieldType::Str),
+        ];
+        let column = |expr: &str| Filter::parse_typed(expr, &fields).map(|_| 0).unwrap_or_else(|e| e.column);
+        assert_eq!(column("ok == yes"), 7);
+        assert_eq!(column("ok <= true"), 4);
+        assert_eq!(column("size ~ \"4*\""), 6);
+        assert_eq!(column("size == big"), 9);
+        assert_eq!(column("class == 5"), 10);
+        assert_eq!(column("class == \"5\""), 0);
+        // A name of two types: an error only when neither can match.
+        assert_eq!(column("x == 5"), 0);
+        assert_eq!(column("x == five"), 0);
+        assert_eq!(column("x ~ \"f*\""), 0);
+        assert_eq!(column("args.ok == maybe"), 12);
+        // fields.NAME is checked event by event.
+        assert_eq!(column("fields.ok == maybe"), 0);
+        // Untyped names (Filter::parse) accept every comparison.
+        assert!(Filter::parse("ok == maybe", &["ok"]).is_ok());
     }
 
     fn matches(expr: &str, event: &Event) -> bool {

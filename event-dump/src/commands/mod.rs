@@ -312,6 +312,22 @@ impl Selection {
                 let typed: Vec<(&str, FieldType)> = fields.iter().map(|(n, t)| (n.as_str(), *t)).collect();
                 let bad = |e: FilterError| DumpError::new(e.render(expr).replacen("error: ", "", 1));
                 let filter = Filter::parse_typed(expr, &typed).map_err(bad)?;
+                for (name, column) in filter.event_names() {
+                    let mut events = catalogs.iter().flat_map(|c| c.iter());
+                    if !events.any(|d| d.name == name) {
+                        let all: BTreeSet<&str> =
+                            catalogs.iter().flat_map(|c| c.iter().map(|d| d.name.as_str())).collect();
+                        let hint = if fields.iter().any(|(p, _)| p == "name") {
+                            "; an event's parameter called `name` is `args.name`".to_owned()
+                        } else {
+                            event_format::def::closest(name, all.iter().copied())
+                                .map(|near| format!("; did you mean `{near}`?"))
+                                .unwrap_or_default()
+                        };
+                        let message = format!("no event is named `{}` in the log{hint}", name.escape_debug());
+                        return Err(bad(FilterError { column, message }));
+                    }
+                }
                 if filter.uses_thread_names() {
                     let logs = thread_names()?;
                     for (name, column) in filter.thread_names() {

@@ -14,6 +14,9 @@
 //!   integers as numbers, except those beyond ±(2^53 − 1) (which a JSON reader would round)
 //!   as decimal strings; doubles as numbers (`"NaN"`, `"inf"`, `"-inf"` as strings), strings
 //!   as strings (invalid UTF-8 replaced). `Dropped` events are instants like any other.
+//!   The `tracing` fields of a built-in `SpanEnter` or `TraceEvent` are an object by name
+//!   ([`event_format::fields::of_event`]): the span's `fields`, the event's `"fields"` beside
+//!   its `text`; a text with no fields in the grammar stays as it is.
 //! - **Slices.** `FooBegin` and `FooEnd` on one thread are the slice `Foo` (`"ph":"B"` and
 //!   `"ph":"E"`, each with its event's args), and so are `SpanEnter(span, name, ..)` and
 //!   `SpanExit(span, ..)` (matched by `span`, named by `name`). An End closes the innermost

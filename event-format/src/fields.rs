@@ -115,16 +115,78 @@ pub fn parse_prefix(text: &str) -> Vec<(&str, FieldValue<'_>)> {
 /// assert_eq!(split_message("no fields here").1, []);
 /// ```
 pub fn split_message(text: &str) -> (&str, Vec<(&str, FieldValue<'_>)>) {
+    let start = fields_start(text);
+    let fields = parse(&text[start..]).unwrap_or_default();
+    let message = &text[..start];
+    (message.strip_suffix(' ').filter(|_| start < text.len()).unwrap_or(message), fields)
+}
+
+/// Where the fields of a `TraceEvent`'s text start ([`split_message`]): the text's length when
+/// it has none. Allocates nothing, as the writer calls it for every event.
+fn fields_start(text: &str) -> usize {
     let starts = std::iter::once(0).chain(text.match_indices(' ').map(|(i, _)| i + 1));
     for start in starts {
         if start >= text.len() {
             break;
         }
-        if let Some(fields) = parse(&text[start..]) {
-            return (text[..start].strip_suffix(' ').unwrap_or(&text[..start]), fields);
+        if all_fields(&text[start..]) {
+            return start;
         }
     }
-    (text, Vec::new())
+    text.len()
+}
+
+/// Whether all of `text` (not empty) is fields, without reading their values.
+fn all_fields(text: &str) -> bool {
+    let mut rest = text;
+    loop {
+        let Some(after) = skip_field(rest) else { return false };
+        if after.is_empty() {
+            return true;
+        }
+        match after.strip_prefix(' ') {
+            Some(next) => rest = next,
+            None => return false,
+        }
+    }
+}
+
+/// The rest of `text` after one `key=value` at its start.
+fn skip_field(text: &str) -> Option<&str> {
+    let eq = text.find(['=', ' ', '"'])?;
+    if eq == 0 || text.as_bytes()[eq] != b'=' {
+        return None;
+    }
+    let text = &text[eq + 1..];
+    if let Some(body) = text.strip_prefix('"') {
+        let mut chars = body.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => return Some(&body[i + 1..]),
+                '\\' => {
+                    escape(&mut chars)?;
+                }
+                _ => {}
+            }
+        }
+        return None;
+    }
+    if text.starts_with('\'') {
+        let mut chars = text.char_indices();
+        chars.next();
+        match chars.next()? {
+            (_, '\\') => {
+                escape(&mut chars)?;
+            }
+            (_, '\'') => return None,
+            _ => {}
+        }
+        let (at, close) = chars.next()?;
+        return (close == '\'').then(|| &text[at + 1..]);
+    }
+    let end = text.find(' ').unwrap_or(text.len());
+    token(&text[..end])?;
+    Some(&text[end..])
 }
 
 /// The named fields of a decoded built-in `tracing` event: a `SpanEnter`'s `fields` read
@@ -294,7 +356,7 @@ pub fn write_field<W: Write>(out: &mut W, key: &str, text: &str) -> fmt::Result 
 
 /// Writes a `TraceEvent`'s text: `message`, a space and `fields` (already written as
 /// fields); the message as the field `message="..."` when [`split_message`] would not give it
-/// back whole. `out` must be empty.
+/// back whole. `out` must be empty. Allocates nothing once `out` has grown.
 pub fn write_event_text(out: &mut String, message: &str, fields: &str) {
     match (message.is_empty(), fields.is_empty()) {
         (true, _) => out.push_str(fields),
@@ -305,7 +367,9 @@ pub fn write_event_text(out: &mut String, message: &str, fields: &str) {
             out.push_str(fields);
         }
     }
-    if !message.is_empty() && split_message(out).0 != message {
+    // Where a reader will find the fields: just after the message and its space.
+    let meant = if fields.is_empty() { out.len() } else { message.len() + 1 };
+    if !message.is_empty() && fields_start(out) != meant {
         out.clear();
         let _ = write!(out, "message={message:?}");
         if !fields.is_empty() {

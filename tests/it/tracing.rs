@@ -109,9 +109,9 @@ fn event_dump_checks_filters_and_describes_the_log() {
     assert!(!schema.contains("KIND(") && !schema.contains("RELATION("), "no user kinds or events: {schema}");
 }
 
-/// Runs `tracing-only fields`, recording to a fresh file.
-fn record_fields() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-fields-{}", std::process::id()));
+/// Runs `tracing-only fields`, recording to a fresh file of the test `name`.
+fn record_fields(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-fields-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("fields.evt");
     let mut program = Command::new(PROGRAM);
@@ -130,7 +130,7 @@ fn selected(log: &Path, expr: &str) -> Vec<String> {
 
 #[test]
 fn tracing_fields_are_filtered_by_name_exactly() {
-    let log = record_fields();
+    let log = record_fields("filter");
     // `id == 7` matches the span and events of job 7, never those of job 70.
     let seven = selected(&log, "fields.id == 7");
     assert_eq!(
@@ -161,7 +161,7 @@ fn tracing_fields_are_filtered_by_name_exactly() {
 
 #[test]
 fn tracing_fields_are_an_object_in_the_chrome_export() {
-    let log = record_fields();
+    let log = record_fields("chrome");
     let out = log.with_extension("json");
     let run = Command::new(DUMP).args(["export", "--to", "chrome"]).arg(&log).arg("-o").arg(&out).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));

@@ -116,7 +116,10 @@ pub(crate) struct Select {
     pub(crate) until: Option<f64>,
     /// Only events the expression selects (ftrace's filter language:
     /// `field op value`, `&&`, `||`, `!`, parentheses; fields `time`, `thread`, `code`, `name`,
-    /// `kind`, `set` and the parameters).
+    /// `kind`, `set` and the parameters; `args.NAME` is always parameter NAME, as a span's
+    /// `args.name`, and `fields.NAME` a tracing field, as `fields.id == 7`). Values as print
+    /// shows them: `ok == true`, `thread == T6` or `thread == compactor`, hex, quoted strings
+    /// with print's escapes; a comparison its types never let match is an error.
     #[arg(long, value_name = "EXPR")]
     pub(crate) filter: Option<String>,
 }

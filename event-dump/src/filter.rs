@@ -7,6 +7,7 @@
 //! and     := unary ( "&&" unary )*
 //! unary   := "!" unary | "(" expr ")" | compare
 //! compare := FIELD OP VALUE
+//! FIELD   := built-in | parameter | "args." parameter | "fields." tracing-field
 //! OP      := "==" | "!=" | "<" | "<=" | ">" | ">=" | "~" | "!~"
 //! VALUE   := number | "string" | word
 //! ```
@@ -14,39 +15,65 @@
 //! Reading:
 //! - `!` binds tightest, then `&&`, then `||`: `!a == 1 || b == 2 && c == 3` is
 //!   `(!(a == 1)) || ((b == 2) && (c == 3))`. Parentheses group; whitespace is free.
-//! - A FIELD is one of the built-ins `time` (seconds since the start, a float), `thread`,
-//!   `code` (integers), `name` (the event's name), `kind` (its kind's name), `set` (its event
-//!   set's name; empty for built-in events and 1.x logs; an event's own parameter named `set`
-//!   comes first), or a parameter name the caller passes to [`Filter::parse`]. Any other name
-//!   is an error that lists the fields and suggests the closest.
+//! - A FIELD is one of the built-ins `time` (seconds since the start, a float), `thread` (its
+//!   id, or its name), `code` (an integer), `name` (the event's name), `kind` (its kind's
+//!   name), `set` (its event set's name; empty for built-in events and 1.x logs; an event's
+//!   own parameter named `set` comes first), or a parameter name the caller passes to
+//!   [`Filter::parse`]. Any other name is an error that lists the fields and suggests the
+//!   closest.
+//! - `args.NAME` is always the parameter `NAME`, also where a built-in has its name: the
+//!   `name` of a tracing span (`SpanEnter`) is `args.name`, while `name` is the event's name.
+//!   (`args` is where `print --format json` puts the parameters.)
+//! - `fields.NAME` is the `tracing` field `NAME` of a `TraceEvent` or `SpanEnter`, read from
+//!   its text by [`event_format::fields`] with its type: `fields.id == 7` matches `id=7` and
+//!   not `id=70`. Any name is accepted; an event without that field does not match.
 //! - `name` and `kind` compared with a string or word that holds a `:` are compared in their
 //!   form qualified by the event's set, `set:Name` and `set:Kind` (`name == storage:PageWrite`,
-//!   `kind ~ "storage:*"`), through [`Fields::qualified`].
+//!   `kind ~ "storage:*"`), through [`Fields::qualified`]; `name` with a value that holds a
+//!   `.` in the form `print` writes, `Kind.Name` (`set:Kind.Name` with a `:` too).
 //! - A number is a decimal integer (`42`, `-7`), a hexadecimal one (`0x1f`, `-0x10`) or a
 //!   float (`1.5`, `-.5`, `2e-3`, `1E+6`). A word that starts like a number (a digit, or `-`
 //!   or `.` before a digit) must be one: `0xZZ` and `1.2.3` are errors; quote them to mean
-//!   text.
-//! - A string is double-quoted, with the escapes `\"`, `\\`, `\n` and `\t`. A bare word
+//!   text. `NaN`, `inf` and `-inf` are floats where the field is one.
+//! - A string is double-quoted, with the escapes `print` and `--format json` write: `\"`,
+//!   `\\`, `\n`, `\r`, `\t`, `\u{1b}`, `\u001b` and `\xNN` (a byte that is not UTF-8; such
+//!   bytes compare as U+FFFD, as `from_utf8_lossy` reads them). The `...` that `print`
+//!   writes after a string the writer cut may follow it, and changes nothing. A bare word
 //!   (letters, digits and `_ . * ? - :`) is a string too: `name == PoolInit`.
+//! - Every value as `print` and `--format json` show it reads back: `true` and `false` for a
+//!   boolean (so do `1` and `0`), `T6` or `6` for a thread and its name as `stats` shows it
+//!   (`thread == compactor`, `thread ~ "worker-*"`), hex for a pointer (`0x7f..`, also
+//!   quoted as JSON writes it), quoted or bare text for a string, any float form.
 //! - `~` and `!~` match a glob: `*` stands for any run of characters, `?` for one character;
 //!   there is no escape. Their value must be a string or a word, never a number.
 //! - Nesting of `(` and `!` is limited to 255 levels, so that no input can exhaust the stack;
 //!   parsing takes time linear in the length of the expression.
 //!
+//! Types: the caller gives each parameter's types ([`FieldType`]; a name several event
+//! types share may have several). **A comparison that cannot match because of its type is an
+//! error**, with a caret under the value or the operator: a number with a string field
+//! (`class == 5`: quote it), text or a boolean with a numeric one, anything but `true`,
+//! `false`, `1` and `0` with a boolean, `~` with a number or a boolean, `<` with a boolean
+//! or a thread's name. A name whose types the caller does not know ([`FieldType::Any`]), and
+//! `fields.NAME`, are checked event by event.
+//!
 //! Matching:
 //! - **A comparison of a field the event does not have is false**, whatever the operator:
 //!   `x != 1` and `x !~ "a*"` are false for an event without `x`, and `!(x == 1)` is true.
-//! - So is a comparison across types, because different events may give one name different
-//!   types: a string field with a number, a numeric field with a string that is not a number.
-//!   A string that reads as a number (`"0x10"`, `"1.5"`) compares with a numeric field as
-//!   that number.
+//! - So is a comparison with an event whose field has another type than the value (a name
+//!   that different events give different types). A string that reads as a number
+//!   (`"0x10"`, `"1.5"`) compares with a numeric field as that number.
 //! - Numbers compare exactly as `i128` when both sides are integers, as `f64` otherwise
-//!   (IEEE rules: a NaN field is `!=` to everything and nothing else).
+//!   (IEEE rules: a NaN field is `!=` to everything and nothing else, but for the value
+//!   `NaN`, which `==` matches a NaN field as `print` shows it). Booleans compare as 0 and 1.
 //! - Strings: `==` and `!=` exact, `<`, `<=`, `>`, `>=` lexicographic by code point, `~` a
 //!   glob match over the whole string, `!~` its negation.
 
+use event_format::decode::Event;
+use event_format::wire::{Clock, Value as WireValue};
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The fields every event has, whatever the caller passes to [`Filter::parse`].
@@ -71,18 +98,74 @@ pub struct Filter {
 /// The value of one field of one event, as a [`Fields`] implementation gives it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldValue<'a> {
-    /// Any integer: pointers, addresses, words, signed and unsigned, booleans (0 or 1).
+    /// Any integer: pointers, addresses, words, signed and unsigned.
     Int(i128),
     /// A double; `time` is one too.
     Float(f64),
+    /// A boolean: compares with `true` and `false`, and as 0 and 1 with numbers.
+    Bool(bool),
     /// Text: `name`, `kind` and string parameters.
     Str(Cow<'a, str>),
+}
+
+/// The type of a field's values, as [`Filter::parse_typed`] checks a comparison against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FieldType {
+    /// Integers: pointers and addresses (written in hex), words, signed and unsigned.
+    Int,
+    /// Doubles.
+    Float,
+    /// Booleans.
+    Bool,
+    /// Strings.
+    Str,
+    /// A thread: its id (`3`, `T3`) or its name (the built-in `thread`).
+    Thread,
+    /// Not known: every comparison is accepted and checked event by event.
+    Any,
+}
+
+impl FieldType {
+    /// The type of the values of a format letter.
+    pub fn of_letter(letter: event_format::letter::Letter) -> FieldType {
+        use event_format::letter::Letter;
+        match letter {
+            Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed => FieldType::Int,
+            Letter::Double => FieldType::Float,
+            Letter::Bool => FieldType::Bool,
+            Letter::String => FieldType::Str,
+        }
+    }
+
+    /// The type as a message names it, with an article.
+    fn described(self) -> &'static str {
+        match self {
+            FieldType::Int => "an integer",
+            FieldType::Float => "a float",
+            FieldType::Bool => "a boolean",
+            FieldType::Str => "a string",
+            FieldType::Thread => "a thread",
+            FieldType::Any => "any value",
+        }
+    }
+
+    /// What to write instead, for a value of the wrong type.
+    fn hint(self) -> &'static str {
+        match self {
+            FieldType::Int => "write an integer such as 42, -7 or 0x1f",
+            FieldType::Float => "write a number such as 1.5, 2e-3, NaN or inf",
+            FieldType::Bool => "write true or false (or 1, 0)",
+            FieldType::Str => "quote the value to compare text",
+            FieldType::Thread => "write a thread as print shows it, T3 or 3, or its name",
+            FieldType::Any => "",
+        }
+    }
 }
 
 /// An event as a filter sees it: its fields by name.
 pub trait Fields {
     /// The value of `field` in this event, or `None` when the event has no such field (a
-    /// comparison of it is then false).
+    /// comparison of it is then false). `thread` is the thread's id.
     fn get(&self, field: &str) -> Option<FieldValue<'_>>;
 
     /// The value of `name` or `kind` qualified by the event's set (`storage:PageWrite`,
@@ -91,6 +174,33 @@ pub trait Fields {
     /// compared then.
     fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
         let _ = field;
+        None
+    }
+
+    /// The event's parameter `name`, for `args.NAME`, even where a built-in field has its
+    /// name. The default is [`Fields::get`].
+    fn param(&self, name: &str) -> Option<FieldValue<'_>> {
+        self.get(name)
+    }
+
+    /// The `tracing` field `name` of the event, for `fields.NAME`; `None` (the default) when
+    /// it has none.
+    fn tracing_field(&self, name: &str) -> Option<FieldValue<'_>> {
+        let _ = name;
+        None
+    }
+
+    /// The name of the event's thread, for `thread` compared with a name; `None` (the
+    /// default) when it has none.
+    fn thread_name(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+
+    /// The event's name as `print` writes it, `Kind.Name`, or `set:Kind.Name` when
+    /// `with_set` (and the event has a set), for `name` compared with a value that holds a
+    /// `.`; `None` (the default) when unknown.
+    fn printed_name(&self, with_set: bool) -> Option<Cow<'_, str>> {
+        let _ = with_set;
         None
     }
 }
@@ -157,6 +267,24 @@ impl Filter {
     /// );
     /// ```
     pub fn parse(expr: &str, fields: &[&str]) -> Result<Filter, FilterError> {
+        let typed: Vec<(&str, FieldType)> = fields.iter().map(|f| (*f, FieldType::Any)).collect();
+        Filter::parse_typed(expr, &typed)
+    }
+
+    /// Parses `expr` as [`Filter::parse`] does, with each parameter's type: a comparison
+    /// that no event can match because of its type is an error (a name may come with several
+    /// types, from several event types; it is an error only when every type refuses the
+    /// comparison). The built-ins' types are known.
+    ///
+    /// ```
+    /// use event_dump::filter::{FieldType, Filter};
+    ///
+    /// let fields = [("ok", FieldType::Bool), ("size", FieldType::Int), ("class", FieldType::Str)];
+    /// assert!(Filter::parse_typed("ok == true && size > 0x10 && class == AMC", &fields).is_ok());
+    /// let err = Filter::parse_typed("class == 5", &fields).unwrap_err();
+    /// assert_eq!(err.column, 10);
+    /// ```
+    pub fn parse_typed(expr: &str, fields: &[(&str, FieldType)]) -> Result<Filter, FilterError> {
         let mut parser = Parser::new(expr, fields);
         if matches!(parser.peek()?.tok, Tok::End) {
             return Err(error(1, "empty filter: write a condition such as `name == PoolInit` or `size >= 4096`"));
@@ -174,6 +302,47 @@ impl Filter {
     /// value of another type, is false; see the [module documentation](self).
     pub fn matches(&self, event: &dyn Fields) -> bool {
         self.root.matches(event)
+    }
+
+    /// The thread names the filter compares `thread` with by `==` or `!=`, each with the
+    /// column of its value: a caller checks that a thread has each name, and reports one
+    /// that none has with [`FilterError::render`].
+    pub fn thread_names(&self) -> Vec<(&str, usize)> {
+        let mut out = Vec::new();
+        self.root.visit(&mut |c| {
+            if let Some(name) = c.thread_name()
+                && matches!(c.op, Op::Eq | Op::Ne)
+            {
+                out.push((name, c.value_column));
+            }
+        });
+        out
+    }
+
+    /// The event names the filter compares `name` with by `==` or `!=` (unqualified, not in
+    /// `print`'s `Kind.Name` form), each with the column of its value: a caller checks that
+    /// an event has each name, so that `name == fetch`, meant for a parameter `name`
+    /// (`args.name`), is an error rather than an empty result.
+    pub fn event_names(&self) -> Vec<(&str, usize)> {
+        let mut out = Vec::new();
+        self.root.visit(&mut |c| {
+            if let (Target::Field(f), Value::Text { text, .. }) = (&c.target, &c.value)
+                && f == "name"
+                && matches!(c.op, Op::Eq | Op::Ne)
+                && !text.contains([':', '.'])
+            {
+                out.push((text.as_str(), c.value_column));
+            }
+        });
+        out
+    }
+
+    /// Whether the filter compares `thread` with a name or a glob: then [`Fields::thread_name`]
+    /// must give the names.
+    pub fn uses_thread_names(&self) -> bool {
+        let mut uses = false;
+        self.root.visit(&mut |c| uses |= c.thread_name().is_some());
+        uses
     }
 }
 
@@ -203,6 +372,15 @@ impl Node {
         }
     }
 
+    /// Calls `f` with each comparison.
+    fn visit<'n>(&'n self, f: &mut dyn FnMut(&'n Compare)) {
+        match self {
+            Node::Or(terms) | Node::And(terms) => terms.iter().for_each(|t| t.visit(f)),
+            Node::Not(inner) => inner.visit(f),
+            Node::Compare(compare) => f(compare),
+        }
+    }
+
     /// Writes the node; a nested `&&` or `||` chain in parentheses.
     fn write(&self, f: &mut fmt::Formatter<'_>, nested: bool) -> fmt::Result {
         let (terms, join) = match self {
@@ -221,7 +399,7 @@ impl Node {
                     }
                 };
             }
-            Node::Compare(c) => return write!(f, "{} {} {}", c.field, c.op, c.value),
+            Node::Compare(c) => return write!(f, "{} {} {}", c.target, c.op, c.value),
         };
         if nested {
             f.write_str("(")?;
@@ -239,33 +417,158 @@ impl Node {
     }
 }
 
+/// What a comparison reads of an event.
+#[derive(Debug, Clone)]
+enum Target {
+    /// A built-in or a parameter, by its name.
+    Field(String),
+    /// `args.NAME`: the parameter, always.
+    Param(String),
+    /// `fields.NAME`: a `tracing` field.
+    Tracing(String),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Field(name) => f.write_str(name),
+            Target::Param(name) => write!(f, "args.{name}"),
+            Target::Tracing(name) => write!(f, "fields.{name}"),
+        }
+    }
+}
+
 /// `FIELD OP VALUE`.
 #[derive(Debug, Clone)]
 struct Compare {
-    field: String,
+    target: Target,
     op: Op,
     value: Value,
+    /// The column of the value in the expression.
+    value_column: usize,
 }
 
 impl Compare {
     fn matches(&self, event: &dyn Fields) -> bool {
-        let qualified = match &self.value {
-            Value::Text { text, .. } if matches!(self.field.as_str(), "name" | "kind") && text.contains(':') => {
-                event.qualified(&self.field)
+        let field = match &self.target {
+            Target::Param(name) => event.param(name),
+            Target::Tracing(name) => event.tracing_field(name),
+            Target::Field(name) => {
+                if name == "thread"
+                    && let Some(FieldValue::Int(id)) = event.get("thread")
+                {
+                    return self.matches_thread(event, id);
+                }
+                let printed = match &self.value {
+                    Value::Text { text, .. } if name == "name" && text.contains('.') => {
+                        event.printed_name(text.contains(':')).map(FieldValue::Str)
+                    }
+                    Value::Text { text, .. } if matches!(name.as_str(), "name" | "kind") && text.contains(':') => {
+                        event.qualified(name)
+                    }
+                    _ => None,
+                };
+                printed.or_else(|| event.get(name))
+            }
+        };
+        field.is_some_and(|field| compare_value(self.op, &field, &self.value))
+    }
+
+    /// `thread` of an event on thread `id`: by id when the value is one (`3`, `T3`), else by
+    /// the thread's name.
+    fn matches_thread(&self, event: &dyn Fields, id: i128) -> bool {
+        match (&self.value, self.value.thread()) {
+            (_, Some(t)) => compare_numbers(self.op, Num::Int(id), t),
+            (Value::Text { text, .. }, None) => {
+                event.thread_name().is_some_and(|name| compare_strings(self.op, &name, text))
+            }
+            (Value::Num(_), None) => false,
+        }
+    }
+
+    /// The thread name the comparison names, when it compares `thread` with one.
+    fn thread_name(&self) -> Option<&str> {
+        match (&self.target, &self.value) {
+            (Target::Field(f), Value::Text { text, .. }) if f == "thread" && self.value.thread().is_none() => {
+                Some(text)
             }
             _ => None,
-        };
-        let Some(field) = qualified.or_else(|| event.get(&self.field)) else {
-            return false;
-        };
-        match (&field, &self.value) {
-            (FieldValue::Str(s), Value::Text { text, .. }) => compare_strings(self.op, s, text),
-            (FieldValue::Str(_), Value::Num(_)) => false,
-            (FieldValue::Int(i), value) => value.number().is_some_and(|n| compare_numbers(self.op, Num::Int(*i), n)),
-            (FieldValue::Float(x), value) => {
-                value.number().is_some_and(|n| compare_numbers(self.op, Num::Float(*x), n))
+        }
+    }
+}
+
+/// Whether `field op value` holds, for a field of any type.
+fn compare_value(op: Op, field: &FieldValue<'_>, value: &Value) -> bool {
+    match (field, value) {
+        (FieldValue::Str(s), Value::Text { text, .. }) => compare_strings(op, s, text),
+        (FieldValue::Str(_), Value::Num(_)) => false,
+        (FieldValue::Bool(b), value) => {
+            let b = Num::Int(i128::from(*b));
+            match value.boolean() {
+                Some(v) => compare_numbers(op, b, Num::Int(i128::from(v))),
+                None => value.number().is_some_and(|n| compare_numbers(op, b, n)),
             }
         }
+        (FieldValue::Int(i), value) => value.number().is_some_and(|n| compare_numbers(op, Num::Int(*i), n)),
+        (FieldValue::Float(x), value) => value.number().is_some_and(|n| compare_numbers(op, Num::Float(*x), n)),
+    }
+}
+
+/// Why `field op value` can never match where `field` has type `ty` (`types` names all its
+/// types, for the message): whether the fault is the operator's (else the value's), and the
+/// message. `None` when it can match.
+fn mismatch(ty: FieldType, types: &str, field: &str, op: Op, value: &Value, raw: &str) -> Option<(bool, String)> {
+    let glob = matches!(op, Op::Glob | Op::NotGlob);
+    let ordering = matches!(op, Op::Lt | Op::Le | Op::Gt | Op::Ge);
+    let raw = shown(raw);
+    let never = "the comparison can never match";
+    let value_fault = |what: &str| {
+        let hint = match ty {
+            FieldType::Str => format!("quote it to compare text: \"{raw}\""),
+            ty => ty.hint().to_owned(),
+        };
+        Some((false, format!("`{field}` is {types} and `{raw}` is {what}: {never}; {hint}")))
+    };
+    match ty {
+        FieldType::Any => None,
+        FieldType::Str => match value {
+            Value::Num(_) => value_fault("a number"),
+            Value::Text { .. } => None,
+        },
+        FieldType::Int | FieldType::Float if glob => Some((
+            true,
+            format!(
+                "`{op}` matches text against a glob, and `{field}` is {types}: {never}; compare it with ==, !=, <, <=, > or >="
+            ),
+        )),
+        FieldType::Int | FieldType::Float => match value.number() {
+            Some(_) => None,
+            None if value.boolean().is_some() => value_fault("a boolean"),
+            None => value_fault("text"),
+        },
+        FieldType::Bool if glob || ordering => Some((
+            true,
+            format!(
+                "`{op}` {}, and `{field}` is {types}: {never}; compare it with == or !=",
+                if glob { "matches text against a glob" } else { "orders numbers and text" }
+            ),
+        )),
+        FieldType::Bool => match (value.boolean(), value.number()) {
+            (Some(_), _) | (None, Some(Num::Int(0 | 1))) => None,
+            (None, Some(_)) => value_fault("a number other than 0 and 1"),
+            (None, None) => value_fault("text"),
+        },
+        FieldType::Thread => match (value, value.thread()) {
+            (_, Some(_)) => None,
+            (Value::Num(_), None) => value_fault("not a thread id"),
+            (Value::Text { .. }, None) if ordering => Some((
+                true,
+                format!(
+                    "`{op}` orders thread ids, and `{raw}` is a thread's name: {never}; compare a name with ==, !=, ~ or !~"
+                ),
+            )),
+            (Value::Text { .. }, None) => None,
+        },
     }
 }
 
@@ -349,14 +652,15 @@ impl Num {
 enum Value {
     /// A number as written.
     Num(Num),
-    /// A string or a bare word, with the number it reads as, if any.
-    Text { text: String, num: Option<Num> },
+    /// A string or a bare word, with the number it reads as, if any, and whether `print`'s
+    /// `...` of a cut string followed it.
+    Text { text: String, num: Option<Num>, cut: bool },
 }
 
 impl Value {
-    fn text(text: String) -> Value {
-        let num = parse_number(&text).ok();
-        Value::Text { text, num }
+    fn text(text: String, cut: bool) -> Value {
+        let num = parse_number(&text).ok().or_else(|| special_float(&text));
+        Value::Text { text, num, cut }
     }
 
     /// The value as a number: for a numeric field.
@@ -366,6 +670,43 @@ impl Value {
             Value::Text { num, .. } => *num,
         }
     }
+
+    /// The value as a boolean, as `print` writes one: `true` or `false`.
+    fn boolean(&self) -> Option<bool> {
+        match self {
+            Value::Text { text, .. } if text == "true" => Some(true),
+            Value::Text { text, .. } if text == "false" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The value as a thread id: an integer, or `T` and digits as `print` writes a thread.
+    fn thread(&self) -> Option<Num> {
+        let id = match self.number() {
+            Some(Num::Int(id)) => Some(id),
+            Some(Num::Float(_)) => None,
+            None => match self {
+                Value::Text { text, .. } => text
+                    .strip_prefix('T')
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|d| d.parse::<u64>().ok())
+                    .map(i128::from),
+                Value::Num(_) => None,
+            },
+        };
+        id.map(Num::Int)
+    }
+}
+
+/// `NaN`, `inf` and `-inf` (and `+inf`), as `print` writes those doubles: floats where the
+/// field is one.
+fn special_float(text: &str) -> Option<Num> {
+    Some(Num::Float(match text {
+        "NaN" => f64::NAN,
+        "inf" | "+inf" => f64::INFINITY,
+        "-inf" => f64::NEG_INFINITY,
+        _ => return None,
+    }))
 }
 
 impl fmt::Display for Value {
@@ -374,24 +715,37 @@ impl fmt::Display for Value {
             Value::Num(Num::Int(i)) => write!(f, "{i}"),
             // Debug keeps a `.0` or an exponent, so the float reads back as a float.
             Value::Num(Num::Float(x)) => write!(f, "{x:?}"),
-            Value::Text { text, .. } => {
+            Value::Text { text, cut, .. } => {
                 f.write_str("\"")?;
                 for c in text.chars() {
                     match c {
                         '"' => f.write_str("\\\"")?,
                         '\\' => f.write_str("\\\\")?,
                         '\n' => f.write_str("\\n")?,
+                        '\r' => f.write_str("\\r")?,
                         '\t' => f.write_str("\\t")?,
+                        c if c.is_control() => write!(f, "\\u{{{:x}}}", c as u32)?,
                         c => write!(f, "{c}")?,
                     }
                 }
-                f.write_str("\"")
+                f.write_str(if *cut { "\"..." } else { "\"" })
             }
         }
     }
 }
 
 fn compare_numbers(op: Op, a: Num, b: Num) -> bool {
+    // `NaN` written in a filter is the NaN `print` shows: it equals a NaN field.
+    if let Num::Float(b) = b
+        && b.is_nan()
+    {
+        let nan = a.to_f64().is_nan();
+        return match op {
+            Op::Eq => nan,
+            Op::Ne => !nan,
+            _ => false,
+        };
+    }
     if let (Num::Int(a), Num::Int(b)) = (a, b) {
         return op.holds(a.cmp(&b));
     }
@@ -541,8 +895,11 @@ enum Tok<'a> {
     Op(&'a str),
     /// A bare word: a field name, a number or a string.
     Word(&'a str),
-    /// A double-quoted string, unescaped.
-    Str(String),
+    /// A double-quoted string, unescaped; `cut` when `print`'s `...` followed it.
+    Str {
+        text: String,
+        cut: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -562,7 +919,7 @@ fn describe(tok: &Tok<'_>) -> String {
         Tok::AndAnd => "`&&`".to_owned(),
         Tok::OrOr => "`||`".to_owned(),
         Tok::Op(text) | Tok::Word(text) => format!("`{}`", shown(text)),
-        Tok::Str(_) => "a string".to_owned(),
+        Tok::Str { .. } => "a string".to_owned(),
     }
 }
 
@@ -635,7 +992,17 @@ impl<'a> Lexer<'a> {
                 }
                 Tok::Op(&self.text[start..self.at])
             }
-            '"' => Tok::Str(self.string(column)?),
+            '"' => {
+                let text = self.string(column)?;
+                // `print` marks a string the writer cut with `...` after its closing quote.
+                let cut = self.text[self.at..].starts_with("...");
+                if cut {
+                    for _ in 0..3 {
+                        self.bump_char();
+                    }
+                }
+                Tok::Str { text, cut }
+            }
             '\'' => {
                 return Err(error(column, "strings take double quotes, as in \"text\", not `'`"));
             }
@@ -673,33 +1040,75 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// The rest of a string whose `"` is at column `open`, unescaped.
+    /// The rest of a string whose `"` is at column `open`, unescaped: the escapes of
+    /// `print`'s text and of JSON strings. `\xNN` escapes bytes; those that are not UTF-8
+    /// read as U+FFFD, as a field's do.
     fn string(&mut self, open: usize) -> Result<String, FilterError> {
         let unterminated = || error(open, "unterminated string: add a closing `\"`");
-        let mut out = String::new();
+        let mut out: Vec<u8> = Vec::new();
+        let push = |out: &mut Vec<u8>, c: char| out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
         loop {
             let column = self.column;
             match self.bump_char().ok_or_else(unterminated)? {
-                '"' => return Ok(out),
+                '"' => return Ok(String::from_utf8_lossy(&out).into_owned()),
                 '\\' => match self.bump_char().ok_or_else(unterminated)? {
-                    '"' => out.push('"'),
-                    '\\' => out.push('\\'),
-                    'n' => out.push('\n'),
-                    't' => out.push('\t'),
-                    c => {
-                        return Err(error(
-                            column,
-                            format!(
-                                "unknown escape `\\{}` in a string; the escapes are \\\", \\\\, \\n and \\t",
-                                c.escape_debug()
-                            ),
-                        ));
+                    '"' => out.push(b'"'),
+                    '\\' => out.push(b'\\'),
+                    'n' => out.push(b'\n'),
+                    'r' => out.push(b'\r'),
+                    't' => out.push(b'\t'),
+                    'u' => {
+                        let c = self.unicode_escape().ok_or_else(|| bad_escape(column, "\\u"))?;
+                        push(&mut out, c);
                     }
+                    'x' => {
+                        let hex: String = (0..2).filter_map(|_| self.bump_char()).collect();
+                        match u8::from_str_radix(&hex, 16) {
+                            Ok(b) if hex.len() == 2 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => out.push(b),
+                            _ => return Err(bad_escape(column, &format!("\\x{}", hex.escape_debug()))),
+                        }
+                    }
+                    c => return Err(bad_escape(column, &format!("\\{}", c.escape_debug()))),
                 },
-                c => out.push(c),
+                c => push(&mut out, c),
             }
         }
     }
+
+    /// After `\u`: `{` hex digits `}` (as `print` writes) or four hex digits (as JSON does).
+    fn unicode_escape(&mut self) -> Option<char> {
+        let digits: String = if self.peek_char() == Some('{') {
+            self.bump_char();
+            let mut digits = String::new();
+            loop {
+                match self.bump_char()? {
+                    '}' => break,
+                    c if c.is_ascii_hexdigit() && digits.len() < 6 => digits.push(c),
+                    _ => return None,
+                }
+            }
+            digits
+        } else {
+            let digits: String = (0..4)
+                .map_while(|_| self.peek_char().filter(char::is_ascii_hexdigit).and_then(|_| self.bump_char()))
+                .collect();
+            if digits.len() != 4 {
+                return None;
+            }
+            digits
+        };
+        char::from_u32(u32::from_str_radix(&digits, 16).ok()?)
+    }
+}
+
+/// The error for an unknown or malformed escape `what` at `column`.
+fn bad_escape(column: usize, what: &str) -> FilterError {
+    error(
+        column,
+        format!(
+            "unknown escape `{what}` in a string; the escapes are \\\", \\\\, \\n, \\r, \\t, \\u{{1b}}, \\u001b and \\xNN"
+        ),
+    )
 }
 
 /// A recursive descent over the grammar, with one token of lookahead.
@@ -708,16 +1117,49 @@ struct Parser<'a, 'f> {
     peeked: Option<Token<'a>>,
     /// The caller's field names, sorted, without repeats or built-ins.
     fields: Vec<&'f str>,
+    /// Every parameter name the caller gave (built-ins' names too) with its types.
+    types: BTreeMap<&'f str, Vec<FieldType>>,
     /// How many `(` and `!` enclose the token being read.
     depth: usize,
 }
 
 impl<'a, 'f> Parser<'a, 'f> {
-    fn new(text: &'a str, fields: &[&'f str]) -> Parser<'a, 'f> {
-        let mut fields: Vec<&str> = fields.iter().copied().filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
+    fn new(text: &'a str, given: &[(&'f str, FieldType)]) -> Parser<'a, 'f> {
+        let mut fields: Vec<&str> = given.iter().map(|(f, _)| *f).filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
         fields.sort_unstable();
         fields.dedup();
-        Parser { lexer: Lexer { text, at: 0, column: 1, end_column: 1 }, peeked: None, fields, depth: 0 }
+        let mut types: BTreeMap<&str, Vec<FieldType>> = BTreeMap::new();
+        for &(name, ty) in given {
+            let known = types.entry(name).or_default();
+            if !known.contains(&ty) {
+                known.push(ty);
+            }
+        }
+        Parser { lexer: Lexer { text, at: 0, column: 1, end_column: 1 }, peeked: None, fields, types, depth: 0 }
+    }
+
+    /// The types of field `name` as a comparison reads it (a built-in's, but for `set`,
+    /// which an event's own parameter of that name overrides).
+    fn types_of(&self, target: &Target) -> Vec<FieldType> {
+        let given = |name: &str| self.types.get(name).cloned().unwrap_or_default();
+        match target {
+            Target::Tracing(_) => vec![FieldType::Any],
+            Target::Param(name) => given(name),
+            Target::Field(name) => match name.as_str() {
+                "time" => vec![FieldType::Float],
+                "thread" => vec![FieldType::Thread],
+                "code" => vec![FieldType::Int],
+                "name" | "kind" => vec![FieldType::Str],
+                "set" => {
+                    let mut types = given("set");
+                    if !types.contains(&FieldType::Str) {
+                        types.insert(0, FieldType::Str);
+                    }
+                    types
+                }
+                name => given(name),
+            },
+        }
     }
 
     fn peek(&mut self) -> Result<&Token<'a>, FilterError> {
@@ -793,7 +1235,7 @@ impl<'a, 'f> Parser<'a, 'f> {
                 Ok(inner)
             }
             Tok::Word(word) => self.compare(word, column),
-            Tok::Str(_) => Err(error(column, "expected a field name, found a string; field names are not quoted")),
+            Tok::Str { .. } => Err(error(column, "expected a field name, found a string; field names are not quoted")),
             Tok::Op(op) => Err(error(
                 column,
                 format!("expected a field name before `{}`; a condition is FIELD OP VALUE", shown(op)),
@@ -827,11 +1269,28 @@ impl<'a, 'f> Parser<'a, 'f> {
                 ),
             ));
         }
-        if !BUILTIN_FIELDS.contains(&word) && self.fields.binary_search(&word).is_err() {
-            return Err(error(column, self.unknown_field(word)));
-        }
+        let target = if let Some(param) = word.strip_prefix("args.") {
+            if !self.types.contains_key(param) {
+                return Err(error(column, self.unknown_param(param)));
+            }
+            Target::Param(param.to_owned())
+        } else if let Some(field) = word.strip_prefix("fields.") {
+            if field.is_empty() {
+                return Err(error(
+                    column,
+                    "`fields.` names a tracing field: write its name after the dot, as in `fields.id == 7`",
+                ));
+            }
+            Target::Tracing(field.to_owned())
+        } else {
+            if !BUILTIN_FIELDS.contains(&word) && self.fields.binary_search(&word).is_err() {
+                return Err(error(column, self.unknown_field(word)));
+            }
+            Target::Field(word.to_owned())
+        };
 
         let token = self.bump()?;
+        let op_column = token.column;
         let op = match token.tok {
             Tok::Op(text) => match Op::from_text(text) {
                 Some(op) => op,
@@ -850,7 +1309,8 @@ impl<'a, 'f> Parser<'a, 'f> {
         };
 
         let token = self.bump()?;
-        let value = match token.tok {
+        let value_column = token.column;
+        let (value, raw) = match token.tok {
             Tok::Word(number) if looks_numeric(number) => {
                 if matches!(op, Op::Glob | Op::NotGlob) {
                     let number = shown(number);
@@ -861,10 +1321,18 @@ impl<'a, 'f> Parser<'a, 'f> {
                         ),
                     ));
                 }
-                Value::Num(parse_number(number).map_err(|e| error(token.column, e.message(number)))?)
+                (
+                    Value::Num(parse_number(number).map_err(|e| error(token.column, e.message(number)))?),
+                    number.to_owned(),
+                )
             }
-            Tok::Word(text) => Value::text(text.to_owned()),
-            Tok::Str(text) => Value::text(text),
+            Tok::Word(text) => (Value::text(text.to_owned(), false), text.to_owned()),
+            Tok::Str { text, cut } => {
+                // Escaped as the filter writes it back: a message stays one line.
+                let value = Value::text(text, cut);
+                let raw = value.to_string();
+                (value, raw)
+            }
             Tok::End => {
                 return Err(error(
                     token.column,
@@ -881,7 +1349,28 @@ impl<'a, 'f> Parser<'a, 'f> {
                 ));
             }
         };
-        Ok(Node::Compare(Compare { field: word.to_owned(), op, value }))
+        let types = self.types_of(&target);
+        let names: Vec<&str> = types.iter().map(|t| t.described()).collect();
+        let named = names.join(" or ");
+        let field = target.to_string();
+        let faults: Vec<Option<(bool, String)>> =
+            types.iter().map(|&ty| mismatch(ty, &named, &field, op, &value, &raw)).collect();
+        if let Some(Some((at_op, message))) = faults.first()
+            && faults.iter().all(Option::is_some)
+        {
+            return Err(error(if *at_op { op_column } else { value_column }, message.clone()));
+        }
+        Ok(Node::Compare(Compare { target, op, value, value_column }))
+    }
+
+    /// The message for an unknown parameter after `args.`.
+    fn unknown_param(&self, word: &str) -> String {
+        let params: Vec<&str> = self.types.keys().copied().collect();
+        let hint = event_format::def::closest(word, params.iter().copied())
+            .map(|near| format!("did you mean `args.{}`? ", near.escape_debug()))
+            .unwrap_or_default();
+        let all: Vec<String> = params.iter().map(|f| f.escape_debug().to_string()).collect();
+        format!("no parameter is named `{}`; {hint}the parameters are {}", shown(word), all.join(", "))
     }
 
     /// The message for an unknown field: a suggestion, and the fields there are.
@@ -920,6 +1409,88 @@ fn unknown_operator(text: &str) -> String {
     match meant {
         Some(meant) => format!("unknown operator `{text}`; did you mean `{meant}`?"),
         None => format!("unknown operator `{}`; the operators are {OPERATORS}", shown(text)),
+    }
+}
+
+/// An event of a log as the filter sees it.
+pub(crate) struct EventFields<'a> {
+    pub(crate) event: &'a Event<'a>,
+    pub(crate) clock: &'a Clock,
+    /// The names of the log's threads, where the filter compares threads by name.
+    pub(crate) names: Option<&'a BTreeMap<u64, String>>,
+}
+
+/// A decoded value as the filter compares it; a string's bytes that are not UTF-8 as U+FFFD.
+fn field_value<'a>(value: &WireValue<'a>) -> FieldValue<'a> {
+    match *value {
+        WireValue::Pointer(v) | WireValue::Address(v) | WireValue::Word(v) => FieldValue::Int(i128::from(v)),
+        WireValue::Unsigned(v) => FieldValue::Int(i128::from(v)),
+        WireValue::Signed(v) => FieldValue::Int(i128::from(v)),
+        WireValue::Double(v) => FieldValue::Float(v),
+        WireValue::Bool(v) => FieldValue::Bool(v),
+        WireValue::Str(t) => FieldValue::Str(String::from_utf8_lossy(t.bytes)),
+    }
+}
+
+impl Fields for EventFields<'_> {
+    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+        let e = self.event;
+        match field {
+            // An event's own parameter named `set` wins: it was there before sets were.
+            "set" if !e.desc.params.iter().any(|p| p == "set") => {
+                return Some(FieldValue::Str(Cow::Borrowed(&e.desc.set)));
+            }
+            "time" => return Some(FieldValue::Float(self.clock.seconds_since_start(e.time))),
+            "thread" => return Some(FieldValue::Int(i128::from(e.thread))),
+            "code" => return Some(FieldValue::Int(i128::from(e.desc.code))),
+            "name" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.name))),
+            "kind" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.kind_name))),
+            _ => {}
+        }
+        self.param(field)
+    }
+
+    fn param(&self, name: &str) -> Option<FieldValue<'_>> {
+        let e = self.event;
+        let i = e.desc.params.iter().position(|p| p == name)?;
+        Some(field_value(&e.values().nth(i)?))
+    }
+
+    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
+        let d = self.event.desc;
+        if d.set.is_empty() {
+            return None;
+        }
+        match field {
+            "name" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.name)))),
+            "kind" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.kind_name)))),
+            _ => None,
+        }
+    }
+
+    fn tracing_field(&self, name: &str) -> Option<FieldValue<'_>> {
+        use event_format::fields::FieldValue as Traced;
+        let fields = event_format::fields::of_event(self.event)?;
+        let (_, value) = fields.into_iter().find(|(k, _)| *k == name)?;
+        Some(match value {
+            Traced::Int(i) => FieldValue::Int(i),
+            Traced::Float(x) => FieldValue::Float(x),
+            Traced::Bool(b) => FieldValue::Bool(b),
+            Traced::Str(s) => FieldValue::Str(s),
+        })
+    }
+
+    fn thread_name(&self) -> Option<Cow<'_, str>> {
+        self.names?.get(&self.event.thread).map(|n| Cow::Borrowed(n.as_str()))
+    }
+
+    fn printed_name(&self, with_set: bool) -> Option<Cow<'_, str>> {
+        let d = self.event.desc;
+        Some(Cow::Owned(if with_set && !d.set.is_empty() {
+            format!("{}:{}.{}", d.set, d.kind_name, d.name)
+        } else {
+            format!("{}.{}", d.kind_name, d.name)
+        }))
     }
 }
 
@@ -993,6 +1564,127 @@ mod tests {
 
     fn parse(expr: &str) -> Filter {
         Filter::parse(expr, FIELDS).unwrap_or_else(|e| panic!("{}", e.render(expr)))
+    }
+
+    /// A tracing span's entry: its parameter `name`, its fields, its thread's name.
+    struct Span;
+
+    impl Fields for Span {
+        fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+            match field {
+                "name" => Some(string("SpanEnter")),
+                "thread" => Some(int(6)),
+                "cut" => Some(string("abc")),
+                "bytes" => Some(FieldValue::Str(String::from_utf8_lossy(b"a\xffb"))),
+                "ok" => Some(FieldValue::Bool(true)),
+                _ => None,
+            }
+        }
+
+        fn param(&self, name: &str) -> Option<FieldValue<'_>> {
+            (name == "name").then(|| string("fetch"))
+        }
+
+        fn tracing_field(&self, name: &str) -> Option<FieldValue<'_>> {
+            match name {
+                "id" => Some(int(7)),
+                "user" => Some(string("ada")),
+                "http.ok" => Some(FieldValue::Bool(false)),
+                _ => None,
+            }
+        }
+
+        fn thread_name(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed("compactor"))
+        }
+
+        fn printed_name(&self, with_set: bool) -> Option<Cow<'_, str>> {
+            // A built-in event has no set.
+            let _ = with_set;
+            Some(Cow::Borrowed("Builtin.SpanEnter"))
+        }
+    }
+
+    #[test]
+    fn values_read_back_as_print_shows_them() {
+        let fields =
+            [("cut", FieldType::Str), ("bytes", FieldType::Str), ("ok", FieldType::Bool), ("name", FieldType::Str)];
+        let yes = |expr: &str| {
+            let filter = Filter::parse_typed(expr, &fields).unwrap_or_else(|e| panic!("{}", e.render(expr)));
+            // The canonical form reads back as itself, and selects the same.
+            let again = Filter::parse_typed(&filter.to_string(), &fields).unwrap();
+            assert_eq!(again.to_string(), filter.to_string());
+            assert_eq!(again.matches(&Span), filter.matches(&Span), "{expr}");
+            filter.matches(&Span)
+        };
+        for expr in [
+            "name == SpanEnter",
+            "name == Builtin.SpanEnter",
+            "args.name == fetch",
+            "args.name == \"fetch\"",
+            "fields.id == 7",
+            "fields.id == 0x7",
+            "fields.user == ada",
+            "fields.http.ok == false",
+            "thread == T6",
+            "thread == \"T6\"",
+            "thread == 6",
+            "thread == compactor",
+            "thread ~ comp*",
+            "thread != T7",
+            "ok == true",
+            "ok != false",
+            "ok == 1",
+            "cut == \"abc\"...",
+            "bytes == \"a\\xffb\"",
+            "bytes == \"a\\ufffdb\"",
+            "bytes == \"a\\u{fffd}b\"",
+        ] {
+            assert!(yes(expr), "{expr}");
+        }
+        for expr in [
+            "args.name == SpanEnter",
+            "name == fetch",
+            "fields.id == 70",
+            "fields.id == \"7\" && fields.user == 7",
+            "fields.missing == 1",
+            "fields.missing != 1",
+            "thread == T60",
+            "thread == worker",
+            "ok == false",
+        ] {
+            assert!(!yes(expr), "{expr}");
+        }
+        let shown = |expr: &str| Filter::parse_typed(expr, &fields).unwrap().to_string();
+        assert_eq!(shown("cut == \"abc\"..."), "cut == \"abc\"...");
+        assert_eq!(shown("args.ok == 1 && fields.x.y != \"z\""), "args.ok == 1 && fields.x.y != \"z\"");
+    }
+
+    #[test]
+    fn type_errors_point_at_the_value_or_the_operator() {
+        let fields = [
+            ("ok", FieldType::Bool),
+            ("size", FieldType::Int),
+            ("class", FieldType::Str),
+            ("x", FieldType::Int),
+            ("x", FieldType::Str),
+        ];
+        let column = |expr: &str| Filter::parse_typed(expr, &fields).map(|_| 0).unwrap_or_else(|e| e.column);
+        assert_eq!(column("ok == yes"), 7);
+        assert_eq!(column("ok <= true"), 4);
+        assert_eq!(column("size ~ \"4*\""), 6);
+        assert_eq!(column("size == big"), 9);
+        assert_eq!(column("class == 5"), 10);
+        assert_eq!(column("class == \"5\""), 0);
+        // A name of two types: an error only when neither can match.
+        assert_eq!(column("x == 5"), 0);
+        assert_eq!(column("x == five"), 0);
+        assert_eq!(column("x ~ \"f*\""), 0);
+        assert_eq!(column("args.ok == maybe"), 12);
+        // fields.NAME is checked event by event.
+        assert_eq!(column("fields.ok == maybe"), 0);
+        // Untyped names (Filter::parse) accept every comparison.
+        assert!(Filter::parse("ok == maybe", &["ok"]).is_ok());
     }
 
     fn matches(expr: &str, event: &Event) -> bool {
@@ -1246,10 +1938,14 @@ mod tests {
 
     #[test]
     fn type_mismatches_make_comparisons_false() {
-        let e = event(&[("name", string("12")), ("size", int(12)), ("ratio", float(0.5))]);
+        // Parameters whose types are not known (`FieldType::Any`, as a name that event types
+        // give different types is for some of them): checked event by event.
+        let e = event(&[("name", string("12")), ("label", string("12")), ("size", int(12)), ("ratio", float(0.5))]);
         // A string field with a number: false, even when the text is the number's.
         for op in ["==", "!=", "<", "<=", ">", ">="] {
-            assert!(!matches(&format!("name {op} 12"), &e), "{op}");
+            assert!(!matches(&format!("label {op} 12"), &e), "{op}");
+            // A built-in whose type is known: an error, never an empty result.
+            assert_eq!(parse_error(&format!("name {op} 12")).column, 7 + op.len(), "{op}");
             assert!(!matches(&format!("size {op} twelve"), &e), "{op}");
             assert!(!matches(&format!("ratio {op} \"half\""), &e), "{op}");
         }
@@ -1274,7 +1970,9 @@ mod tests {
         // Built-ins are known without being passed; repeats and built-ins among the
         // parameter names are harmless.
         for name in BUILTIN_FIELDS {
-            assert!(Filter::parse(&format!("{name} == 1"), &[]).is_ok(), "{name}");
+            // Each with a value of its type: `name == 1` can never match.
+            let value = if matches!(name, "name" | "kind" | "set") { "x" } else { "1" };
+            assert!(Filter::parse(&format!("{name} == {value}"), &[]).is_ok(), "{name}");
         }
         assert!(Filter::parse("x == 1", &["x", "x", "name", "x"]).is_ok());
         assert!(Filter::parse("X == 1", &["x"]).is_err());
@@ -1585,9 +2283,19 @@ mod tests {
         match if depth == 0 { 0 } else { rng.below(5) } {
             0 | 1 => {
                 let field = ["a", "b", "size", "name", "time", "label"][rng.below(6)];
-                let op = ["==", "!=", "<", "<=", ">", ">=", "~", "!~"][rng.below(8)];
+                // The built-ins have their types: `time` a float, `name` a string.
+                let ops: &[&str] = if field == "time" {
+                    &["==", "!=", "<", "<=", ">", ">="]
+                } else {
+                    &["==", "!=", "<", "<=", ">", ">=", "~", "!~"]
+                };
+                let op = ops[rng.below(ops.len())];
                 let value = if op.contains('~') {
                     ["*", "P*", "\"?\"", "a", "\"x y\"", "größe*"][rng.below(6)]
+                } else if field == "name" {
+                    ["PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""][rng.below(4)]
+                } else if field == "time" {
+                    ["1", "-1", "0x1f", "1.5", "-2e-3", "\"1\""][rng.below(6)]
                 } else {
                     ["1", "-1", "0x1f", "1.5", "-2e-3", "PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""][rng.below(9)]
                 };

@@ -2,11 +2,19 @@
 //! here so that the normal test suite replays every corpus file through exactly the code the
 //! fuzzer runs (`tests/it/fuzz_corpus.rs`). Not a stable API: for the fuzzer and the tests only.
 
-use crate::filter::{FieldValue, Fields, Filter};
+use crate::filter::{FieldType, FieldValue, Fields, Filter};
 use std::borrow::Cow;
 
-/// The parameter names the fuzzed filters may use, beside the built-in fields.
-const FIELDS: [&str; 6] = ["pool", "size", "class", "load", "full", "f0"];
+/// The parameter names the fuzzed filters may use, beside the built-in fields, with their
+/// types (`f0` of unknown type, so that comparisons of every type parse).
+const FIELDS: [(&str, FieldType); 6] = [
+    ("pool", FieldType::Int),
+    ("size", FieldType::Int),
+    ("class", FieldType::Str),
+    ("load", FieldType::Float),
+    ("full", FieldType::Bool),
+    ("f0", FieldType::Any),
+];
 
 /// An event with one field of each type, and some fields missing.
 struct Sample;
@@ -28,16 +36,16 @@ impl Fields for Sample {
     }
 }
 
-/// `filter_parse`: [`Filter::parse`] on `data` as UTF-8 (lossy). When it parses, its
+/// `filter_parse`: [`Filter::parse_typed`] on `data` as UTF-8 (lossy). When it parses, its
 /// `Display` must parse again to a filter with the same `Display` that selects the same
 /// sample event; when it does not, the error must point inside the expression (or one past
 /// its end) and render as three lines.
 pub fn fuzz_filter(data: &[u8]) {
     let expr = String::from_utf8_lossy(data);
-    match Filter::parse(&expr, &FIELDS) {
+    match Filter::parse_typed(&expr, &FIELDS) {
         Ok(filter) => {
             let shown = filter.to_string();
-            match Filter::parse(&shown, &FIELDS) {
+            match Filter::parse_typed(&shown, &FIELDS) {
                 Ok(again) => {
                     assert_eq!(again.to_string(), shown, "Display then parse changed the filter `{expr}`");
                     assert_eq!(

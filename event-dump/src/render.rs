@@ -3,13 +3,11 @@
 //! docs/OUTPUT.md says why its shape is the one it is.
 
 use crate::color::{Palette, Style};
-use crate::filter::{FieldValue, Fields};
 use crate::json;
 use event_format::builtin;
 use event_format::decode::{Catalog, Event};
 use event_format::text::{is_bidi_control, write_seconds, write_text, write_value};
 use event_format::wire::{Clock, Value};
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -413,50 +411,5 @@ fn csv_field(out: &mut String, s: &str) {
         out.push('"');
     } else {
         out.push_str(s);
-    }
-}
-
-/// An event as the filter sees it.
-pub(crate) struct EventFields<'a> {
-    pub(crate) event: &'a Event<'a>,
-    pub(crate) clock: &'a Clock,
-}
-
-impl Fields for EventFields<'_> {
-    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-        let e = self.event;
-        match field {
-            // An event's own parameter named `set` wins: it was there before sets were.
-            "set" if !e.desc.params.iter().any(|p| p == "set") => {
-                return Some(FieldValue::Str(Cow::Borrowed(&e.desc.set)));
-            }
-            "time" => return Some(FieldValue::Float(self.clock.seconds_since_start(e.time))),
-            "thread" => return Some(FieldValue::Int(i128::from(e.thread))),
-            "code" => return Some(FieldValue::Int(i128::from(e.desc.code))),
-            "name" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.name))),
-            "kind" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.kind_name))),
-            _ => {}
-        }
-        let i = e.desc.params.iter().position(|p| p == field)?;
-        Some(match e.values().nth(i)? {
-            Value::Pointer(v) | Value::Address(v) | Value::Word(v) => FieldValue::Int(i128::from(v)),
-            Value::Unsigned(v) => FieldValue::Int(i128::from(v)),
-            Value::Signed(v) => FieldValue::Int(i128::from(v)),
-            Value::Double(v) => FieldValue::Float(v),
-            Value::Bool(v) => FieldValue::Int(i128::from(v)),
-            Value::Str(t) => FieldValue::Str(String::from_utf8_lossy(t.bytes)),
-        })
-    }
-
-    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
-        let d = self.event.desc;
-        if d.set.is_empty() {
-            return None;
-        }
-        match field {
-            "name" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.name)))),
-            "kind" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.kind_name)))),
-            _ => None,
-        }
     }
 }

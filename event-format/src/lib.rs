@@ -7,6 +7,8 @@
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
 //! - [`text`] renders decoded events as text.
+//! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
+//!   tracing events' text, written by the runtime's bridge and read by every reader.
 //! - [`select`] is the one language that chooses events (`EVENT_CONTROL`, a monitor's
 //!   `event-dump control`, event-dump's `--kind` and `--event`): a text of kinds, events and
 //!   globs, read into a [`select::Selection`] or [`select::Patterns`] and compiled per schema
@@ -48,6 +50,7 @@
 pub mod builtin;
 pub mod decode;
 pub mod def;
+pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod letter;

@@ -40,9 +40,13 @@
 //!
 //! Each tracing event becomes a `TraceEvent(level, target, text)`: `level` is 1 (ERROR) to 5
 //! (TRACE), `target` the event's target, `text` its `message` field followed by its other
-//! fields as ` key=value`, values formatted with `Debug` (strings quoted) as tracing's `fmt`
-//! layer does. Entering a span records `SpanEnter(span, name, fields)`, with tracing's span
-//! id, the span's name and the fields recorded so far; leaving it records
+//! fields as ` key=value`, as tracing's `fmt` layer writes them, in the grammar of
+//! [`event_format::fields`]: each value one token that reads back with its type (integers,
+//! floats and booleans bare, strings quoted and escaped; a value recorded by its `Debug` or
+//! `Display` text that is not such a token, `Some(3)`, is quoted), so that readers reach the
+//! fields by name (`event-dump print --filter 'fields.id == 7'`). Entering a span records
+//! `SpanEnter(span, name, fields)`, with tracing's span id, the span's name and the fields
+//! recorded so far, in the same grammar; leaving it records
 //! `SpanExit(span, name)`. Both are recorded on the thread that enters or leaves the span, so
 //! each thread's spans nest in its own stream of events (docs/FORMAT.md, "Built-in events").
 //!
@@ -63,6 +67,7 @@ use crate::buffer;
 use crate::event_set::EventSet;
 use crate::session;
 use event_format::builtin;
+use event_format::fields;
 use event_format::wire::{STRING_MAX, Text, body};
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -116,10 +121,12 @@ struct SpanFields {
 /// Per-thread formatting buffers, reused from one event to the next.
 #[derive(Debug, Default)]
 struct Scratch {
-    /// An event's text: its message, then its other fields.
+    /// An event's message.
     text: String,
     /// Its other fields (or a span's fields) while they are formatted.
     fields: String,
+    /// One value's `Debug` text while it is formatted, then an event's whole text.
+    value: String,
     /// `text` was cut at [`STRING_MAX`].
     text_cut: bool,
     /// `fields` was cut at [`STRING_MAX`].
@@ -128,12 +135,13 @@ struct Scratch {
 
 impl Scratch {
     const fn new() -> Scratch {
-        Scratch { text: String::new(), fields: String::new(), text_cut: false, fields_cut: false }
+        Scratch { text: String::new(), fields: String::new(), value: String::new(), text_cut: false, fields_cut: false }
     }
 
     fn clear(&mut self) {
         self.text.clear();
         self.fields.clear();
+        self.value.clear();
         self.text_cut = false;
         self.fields_cut = false;
     }
@@ -157,7 +165,7 @@ fn with_scratch(f: impl FnOnce(&mut Scratch)) {
         {
             scratch.clear();
             f(&mut scratch);
-            if scratch.text.capacity() > KEEP_CAPACITY || scratch.fields.capacity() > KEEP_CAPACITY {
+            if [&scratch.text, &scratch.fields, &scratch.value].iter().any(|b| b.capacity() > KEEP_CAPACITY) {
                 *scratch = Scratch::default();
             }
         }
@@ -191,23 +199,34 @@ impl fmt::Write for Bounded<'_> {
     }
 }
 
-/// Formats fields as tracing's `fmt` layer does: the `message` field (when `message` is
-/// given) as its `Display` text, the others as `key=value` with `Debug` values, separated by
-/// spaces.
+/// Formats fields as tracing's `fmt` layer does, in the grammar of
+/// [`event_format::fields`]: the `message` field (when `message` is given) as its `Display`
+/// text, the others as `key=value` separated by spaces, each value one token that reads
+/// back with its type (integers, floats and booleans bare, strings quoted and escaped, other
+/// values' `Debug` text as it is when it is such a token, else quoted).
 struct FieldWriter<'a> {
     message: Option<Bounded<'a>>,
     fields: Bounded<'a>,
+    /// A value's `Debug` text while it is formatted.
+    value: &'a mut String,
 }
 
 impl FieldWriter<'_> {
-    fn field(&mut self, field: &Field, value: &dyn fmt::Debug) {
+    /// Starts a field: the separator and `key=`.
+    fn key(&mut self, field: &Field) {
         let name = field.name();
         // A raw identifier (`r#type`) is shown without its `r#`, as `fmt` does.
         let name = name.strip_prefix("r#").unwrap_or(name);
         if !self.fields.out.is_empty() {
             let _ = self.fields.write_char(' ');
         }
-        let _ = write!(self.fields, "{name}={value:?}");
+        let _ = write!(self.fields, "{name}=");
+    }
+
+    /// A field whose value is written as it is: a token of the grammar.
+    fn token(&mut self, field: &Field, value: impl fmt::Display) {
+        self.key(field);
+        let _ = write!(self.fields, "{value}");
     }
 }
 
@@ -218,7 +237,12 @@ impl Visit for FieldWriter<'_> {
             Some(message) if field.name() == "message" => {
                 let _ = write!(message, "{value:?}");
             }
-            _ => self.field(field, value),
+            _ => {
+                self.value.clear();
+                let _ = write!(self.value, "{value:?}");
+                self.key(field);
+                let _ = fields::write_text_value(&mut self.fields, self.value);
+            }
         }
     }
 
@@ -227,8 +251,37 @@ impl Visit for FieldWriter<'_> {
             Some(message) if field.name() == "message" => {
                 let _ = message.write_str(value);
             }
-            _ => self.field(field, &value),
+            _ => self.token(field, format_args!("{value:?}")),
         }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.token(field, value);
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.token(field, value);
+    }
+
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.token(field, value);
+    }
+
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        // Beyond an i128, a reader could not hold it as an integer: a string.
+        if i128::try_from(value).is_ok() {
+            self.token(field, value);
+        } else {
+            self.token(field, format_args!("\"{value}\""));
+        }
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.token(field, format_args!("{value:?}"));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.token(field, value);
     }
 }
 
@@ -247,9 +300,10 @@ fn level_code(level: Level) -> u32 {
     }
 }
 
-/// Formats `record`'s fields as `key=value` into `out` (after what it holds).
-fn span_fields(out: &mut String, cut: &mut bool, record: impl FnOnce(&mut dyn Visit)) {
-    let mut writer = FieldWriter { message: None, fields: Bounded { out, cut } };
+/// Formats `record`'s fields as `key=value` into `out` (after what it holds), with `value`
+/// as the buffer of one value's text.
+fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: impl FnOnce(&mut dyn Visit)) {
+    let mut writer = FieldWriter { message: None, fields: Bounded { out, cut }, value };
     record(&mut writer);
 }
 
@@ -265,7 +319,7 @@ where
         // Formatted before the span's extensions are locked: a field's `Debug` may use
         // tracing itself.
         let mut new = SpanFields::default();
-        span_fields(&mut new.fields, &mut new.cut, |v| attrs.record(v));
+        span_fields(&mut new.fields, &mut new.cut, &mut String::new(), |v| attrs.record(v));
         span.extensions_mut().replace(new);
     }
 
@@ -275,7 +329,7 @@ where
         }
         let Some(span) = ctx.span(id) else { return };
         with_scratch(|scratch| {
-            span_fields(&mut scratch.fields, &mut scratch.fields_cut, |v| values.record(v));
+            span_fields(&mut scratch.fields, &mut scratch.fields_cut, &mut scratch.value, |v| values.record(v));
             if scratch.fields.is_empty() && !scratch.fields_cut {
                 return;
             }
@@ -301,17 +355,23 @@ where
         let meta = event.metadata();
         let level = level_code(*meta.level());
         with_scratch(|scratch| {
-            let Scratch { text, fields, text_cut, fields_cut } = scratch;
+            let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
             event.record(&mut FieldWriter {
                 message: Some(Bounded { out: &mut *text, cut: &mut *text_cut }),
                 fields: Bounded { out: &mut *fields, cut: &mut *fields_cut },
+                value: &mut *value,
             });
-            if !fields.is_empty() {
-                let mut out = Bounded { out: &mut *text, cut: &mut *text_cut };
-                if !out.out.is_empty() {
-                    let _ = out.write_char(' ');
+            // The message, then the fields, so that a reader splits them apart again.
+            value.clear();
+            fields::write_event_text(value, text, fields);
+            let mut text = value.as_str();
+            if text.len() > STRING_MAX {
+                let mut n = STRING_MAX;
+                while !text.is_char_boundary(n) {
+                    n -= 1;
                 }
-                let _ = out.write_str(fields);
+                text = &text[..n];
+                *text_cut = true;
             }
             let strs = [Text::new(meta.target()), Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }];
             buffer::emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));

@@ -108,3 +108,67 @@ fn event_dump_checks_filters_and_describes_the_log() {
     assert!(schema.lines().any(|l| l == "VERSION(1, 0, 0)"), "{schema}");
     assert!(!schema.contains("KIND(") && !schema.contains("RELATION("), "no user kinds or events: {schema}");
 }
+
+/// Runs `tracing-only fields`, recording to a fresh file of the test `name`.
+fn record_fields(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-fields-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("fields.evt");
+    let mut program = Command::new(PROGRAM);
+    for var in ["EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {
+        program.env_remove(var);
+    }
+    let out = program.arg("fields").env("EVENT_FILE", &log).output().unwrap();
+    assert!(out.status.success(), "tracing-only: {}", String::from_utf8_lossy(&out.stderr));
+    log
+}
+
+/// The lines `print --filter EXPR` selects, without times and span ids.
+fn selected(log: &Path, expr: &str) -> Vec<String> {
+    lines(&dump(&["print", "--filter", expr], log))
+}
+
+#[test]
+fn tracing_fields_are_filtered_by_name_exactly() {
+    let log = record_fields("filter");
+    // `id == 7` matches the span and events of job 7, never those of job 70.
+    let seven = selected(&log, "fields.id == 7");
+    assert_eq!(
+        seven,
+        [
+            r#"T1 Builtin.SpanEnter span=S1 name="job" fields="id=7 attempt=1 user=\"ada \\\"l\\\"\"""#,
+            r#"T1 Builtin.TraceEvent level=3 target="tracing_only" text="job done id=7 ratio=0.5 ok=true""#,
+            r#"T1 Builtin.TraceEvent level=4 target="tracing_only" text="id=7 parts=\"[1, 2]\" addr=\"127.0.0.1:80\"""#,
+        ]
+    );
+    assert_eq!(selected(&log, "fields.id == 70").len(), 3);
+    // A text match cannot tell them apart: `*id=7*` matches `id=70` too.
+    assert_eq!(selected(&log, r#"fields ~ "*id=7*""#).len(), 2, "the old way matches both spans");
+    // Every type reads back: float, boolean, a string with a space and quotes, Debug and
+    // Display values as strings, and the span's name beside the event's.
+    assert_eq!(selected(&log, "fields.ratio == 0.5").len(), 2);
+    assert_eq!(selected(&log, "fields.ok == true && fields.id == 7").len(), 1);
+    assert_eq!(selected(&log, r#"fields.user == "ada \"l\"""#).len(), 2);
+    assert_eq!(selected(&log, r#"fields.parts == "[1, 2]" && fields.addr ~ "127.*""#).len(), 2);
+    assert_eq!(selected(&log, "args.name == job && fields.attempt == 1").len(), 2);
+    // A message that reads like a field stays the message.
+    assert_eq!(selected(&log, "fields.count == 3"), Vec::<String>::new());
+    assert_eq!(
+        selected(&log, r#"fields.message ~ "done*""#),
+        [r#"T1 Builtin.TraceEvent level=2 target="tracing_only" text="message=\"done count=3\"""#]
+    );
+}
+
+#[test]
+fn tracing_fields_are_an_object_in_the_chrome_export() {
+    let log = record_fields("chrome");
+    let out = log.with_extension("json");
+    let run = Command::new(DUMP).args(["export", "--to", "chrome"]).arg(&log).arg("-o").arg(&out).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let trace = std::fs::read_to_string(&out).unwrap();
+    let line = |needle: &str| trace.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {trace}"));
+    let span = line(r#""name":"job","cat":"Builtin","ph":"B""#);
+    assert!(span.contains(r#""fields":{"id":7,"attempt":1,"user":"ada \"l\""}"#), "{span}");
+    let done = line(r#""text":"job done id=7 ratio=0.5 ok=true""#);
+    assert!(done.contains(r#""fields":{"id":7,"ratio":0.5,"ok":true}"#), "{done}");
+}

@@ -15,9 +15,9 @@ pub(crate) mod schema;
 
 use crate::cli::Select;
 use crate::color::Palette;
-use crate::filter::Filter;
+use crate::filter::EventFields;
+use crate::filter::{FieldType, Filter, FilterError};
 use crate::log::DumpError;
-use crate::render::EventFields;
 use event_format::builtin;
 use event_format::decode::Catalog;
 use event_format::decode::{Entry, Event};
@@ -50,6 +50,8 @@ pub(crate) struct Selection {
     since: Option<f64>,
     until: Option<f64>,
     filter: Option<Filter>,
+    /// Each log's thread names, where the filter compares threads by name.
+    filter_names: Option<ThreadNames>,
 }
 
 /// The threads `--thread` chooses: ids, in every log, and the threads named so, per log.
@@ -84,6 +86,16 @@ pub(crate) fn thread_names(paths: &[PathBuf], force: bool) -> Result<ThreadNames
     Ok(all)
 }
 
+/// A log's named threads, as messages list them.
+fn thread_listing(log: &BTreeMap<u64, String>) -> String {
+    let all: Vec<String> = log.iter().map(|(t, n)| format!("T{t} ({})", n.escape_debug())).collect();
+    if all.is_empty() {
+        "none of its threads is named".to_owned()
+    } else {
+        format!("its threads are {}", all.join(", "))
+    }
+}
+
 /// `--thread`'s items: numbers (`3`, `T3`) for every log, names looked up in each log's
 /// names (read by `names` only when an item is a name). A name that no log has, or that
 /// two threads of one log share, is an error that lists the threads.
@@ -97,14 +109,6 @@ fn threads(value: &str, logs: usize, names: impl FnOnce() -> Result<ThreadNames>
         return Ok(Threads { ids, named });
     }
     let names = names()?;
-    let listing = |log: &BTreeMap<u64, String>| {
-        let all: Vec<String> = log.iter().map(|(t, n)| format!("T{t} ({})", n.escape_debug())).collect();
-        if all.is_empty() {
-            "none of its threads is named".to_owned()
-        } else {
-            format!("its threads are {}", all.join(", "))
-        }
-    };
     for name in wanted {
         let mut found = false;
         for (file, log) in names.iter().enumerate() {
@@ -125,7 +129,7 @@ fn threads(value: &str, logs: usize, names: impl FnOnce() -> Result<ThreadNames>
             named[file].extend(matching);
         }
         if !found {
-            let of = names.first().map(listing).unwrap_or_default();
+            let of = names.first().map(thread_listing).unwrap_or_default();
             return Err(DumpError::new(format!(
                 "--thread {}: no thread is named so ({of}); give names or ids such as 1,T3",
                 name.escape_debug()
@@ -282,30 +286,70 @@ impl Selection {
                 })
                 .collect()
         });
-        let threads = match &select.thread {
-            None => None,
-            Some(value) => Some(threads(value, headers.len(), names)?),
+        // The logs' thread names, read once, for `--thread` and the filter alike.
+        let mut names = Some(names);
+        let mut read: Option<ThreadNames> = None;
+        let mut thread_names = || -> Result<ThreadNames> {
+            if let Some(f) = names.take() {
+                read = Some(f()?);
+            }
+            Ok(read.clone().unwrap_or_default())
         };
         let filter = match &select.filter {
             None => None,
             Some(expr) => {
-                let mut fields: BTreeSet<String> = BTreeSet::new();
+                let mut fields: BTreeSet<(String, FieldType)> = BTreeSet::new();
                 for s in schemas {
                     for e in &s.events {
-                        fields.extend(e.params.iter().cloned());
+                        let types = e.format.iter().map(|l| FieldType::of_letter(*l));
+                        fields.extend(e.params.iter().cloned().zip(types));
                     }
                 }
                 for b in builtin::ALL {
-                    fields.extend(b.params.iter().map(|p| (*p).to_owned()));
+                    let types = b.format.iter().map(|l| FieldType::of_letter(*l));
+                    fields.extend(b.params.iter().map(|p| (*p).to_owned()).zip(types));
                 }
-                let names: Vec<&str> = fields.iter().map(String::as_str).collect();
-                Some(
-                    Filter::parse(expr, &names)
-                        .map_err(|e| DumpError::new(e.render(expr).replacen("error: ", "", 1)))?,
-                )
+                let typed: Vec<(&str, FieldType)> = fields.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+                let bad = |e: FilterError| DumpError::new(e.render(expr).replacen("error: ", "", 1));
+                let filter = Filter::parse_typed(expr, &typed).map_err(bad)?;
+                for (name, column) in filter.event_names() {
+                    let mut events = catalogs.iter().flat_map(|c| c.iter());
+                    if !events.any(|d| d.name == name) {
+                        let all: BTreeSet<&str> =
+                            catalogs.iter().flat_map(|c| c.iter().map(|d| d.name.as_str())).collect();
+                        let hint = if fields.iter().any(|(p, _)| p == "name") {
+                            "; an event's parameter called `name` is `args.name`".to_owned()
+                        } else {
+                            event_format::def::closest(name, all.iter().copied())
+                                .map(|near| format!("; did you mean `{near}`?"))
+                                .unwrap_or_default()
+                        };
+                        let message = format!("no event is named `{}` in the log{hint}", name.escape_debug());
+                        return Err(bad(FilterError { column, message }));
+                    }
+                }
+                if filter.uses_thread_names() {
+                    let logs = thread_names()?;
+                    for (name, column) in filter.thread_names() {
+                        if !logs.iter().any(|log| log.values().any(|n| n == name)) {
+                            let of = logs.first().map(thread_listing).unwrap_or_default();
+                            let message = format!(
+                                "no thread is named `{}` ({of}); write a name or an id such as T3",
+                                name.escape_debug()
+                            );
+                            return Err(bad(FilterError { column, message }));
+                        }
+                    }
+                }
+                Some(filter)
             }
         };
-        Ok(Selection { codes, threads, since: select.since, until: select.until, filter })
+        let threads = match &select.thread {
+            None => None,
+            Some(value) => Some(threads(value, headers.len(), &mut thread_names)?),
+        };
+        let filter_names = filter.as_ref().is_some_and(Filter::uses_thread_names).then(|| read.unwrap_or_default());
+        Ok(Selection { codes, threads, since: select.since, until: select.until, filter, filter_names })
     }
 
     /// Whether `--kind` and `--event` let events of `code`, of log `file`, be shown (the
@@ -345,7 +389,10 @@ impl Selection {
             }
         }
         match &self.filter {
-            Some(f) => f.matches(&EventFields { event, clock }),
+            Some(f) => {
+                let names = self.filter_names.as_ref().and_then(|n| n.get(file));
+                f.matches(&EventFields { event, clock, names })
+            }
             None => true,
         }
     }

@@ -14,12 +14,23 @@
 //!   integers as numbers, except those beyond ±(2^53 − 1) (which a JSON reader would round)
 //!   as decimal strings; doubles as numbers (`"NaN"`, `"inf"`, `"-inf"` as strings), strings
 //!   as strings (invalid UTF-8 replaced). `Dropped` events are instants like any other.
+//!   The `tracing` fields of a built-in `SpanEnter` or `TraceEvent` are an object by name
+//!   ([`event_format::fields::of_event`]): the span's `fields`, the event's `"fields"` beside
+//!   its `text`; a text with no fields in the grammar stays as it is.
 //! - **Slices.** `FooBegin` and `FooEnd` on one thread are the slice `Foo` (`"ph":"B"` and
 //!   `"ph":"E"`, each with its event's args), and so are `SpanEnter(span, name, ..)` and
 //!   `SpanExit(span, ..)` (matched by `span`, named by `name`). An End closes the innermost
 //!   open slice of its name (or span); slices opened inside it and still open close with
 //!   it. An End with no open slice is an instant. A slice still open at the end of the log
 //!   ends at its thread's last event, with `"unended":true` in its args.
+//! - **Async slices.** `FooBegin` and `FooEnd` that both have a parameter named `id` are
+//!   paired by it instead, across threads: the async slice `Foo` (`"ph":"b"` and `"ph":"e"`,
+//!   with `"scope":"Foo"`, the kind as `cat`, and `"id2":{"local":..}`, a hash of `Foo` and
+//!   the id, so that Perfetto draws one track per slice, in its process), for work that
+//!   moves between threads (a task of an async runtime, a job handed to a pool). An End
+//!   closes the latest open slice of its name and id; one with none open is an instant. A
+//!   slice still open at the end of the log ends at the log's last event, with
+//!   `"unended":true` in its args. Events without an `id` keep the per-thread pairing.
 //! - **Time.** `ts` is in microseconds since the start of recording with 3 decimals (exact
 //!   nanoseconds, as `print` computes its seconds). Several logs are aligned on wall-clock
 //!   time: `ts` counts from the start of the log that started first.
@@ -31,6 +42,7 @@ use crate::merge::Item;
 use crate::render::Annotations;
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
+use event_format::fields::FieldValue;
 use event_format::letter::Letter;
 use event_format::wire::{Clock, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,12 +133,58 @@ enum SliceKey {
     Span(u64),
 }
 
-/// What an event is on its thread's track.
+/// What an event is on its thread's track, or across threads.
 #[derive(Debug, PartialEq)]
 enum Role {
     Instant,
-    Begin { key: SliceKey, name: String },
-    End { key: SliceKey },
+    Begin {
+        key: SliceKey,
+        name: String,
+    },
+    End {
+        key: SliceKey,
+    },
+    /// `FooBegin` with a parameter `id`: an async slice `Foo`, ended by the `FooEnd` of the
+    /// same `id` on any thread.
+    AsyncBegin {
+        key: AsyncKey,
+    },
+    /// `FooEnd` with a parameter `id`.
+    AsyncEnd {
+        key: AsyncKey,
+    },
+}
+
+/// Which async slice a `FooBegin` or `FooEnd` with an `id` is: `Foo` (qualified by set as
+/// slices are), and the id as `print` writes it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct AsyncKey {
+    name: String,
+    id: String,
+}
+
+impl AsyncKey {
+    /// The id Chrome pairs `b` and `e` events by: a hash of the slice's name and id, as a
+    /// hex string, so that `Foo` and `Bar` of one id are two slices. (The id itself is in
+    /// the args.)
+    fn chrome_id(&self) -> String {
+        // FNV-1a, 64 bits: stable across runs and platforms.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.name.bytes().chain([0]).chain(self.id.bytes()) {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("{hash:#x}")
+    }
+}
+
+/// The value of `event`'s parameter `id`, as `print` writes it, if it has one.
+fn async_id(event: &Event<'_>) -> Option<String> {
+    let i = event.desc.params.iter().position(|p| p == "id")?;
+    let value = event.values().nth(i)?;
+    let mut text = String::new();
+    event_format::text::write_value(&mut text, &value).ok()?;
+    Some(text)
 }
 
 /// `SpanEnter(span W, name S, ..)` and `SpanExit(span W, ..)`, whether built in or declared
@@ -149,9 +207,15 @@ fn role(event: &Event<'_>) -> Role {
     // A slice of a set's events is named, and matched, within its set: `storage:Sweep`.
     let named = |base: &str| if event.desc.qualified { format!("{}:{base}", event.desc.set) } else { base.to_owned() };
     if let Some(base) = name.strip_suffix("Begin").filter(|b| !b.is_empty()) {
+        if let Some(id) = async_id(event) {
+            return Role::AsyncBegin { key: AsyncKey { name: named(base), id } };
+        }
         return Role::Begin { key: SliceKey::Named(named(base)), name: named(base) };
     }
     if let Some(base) = name.strip_suffix("End").filter(|b| !b.is_empty()) {
+        if let Some(id) = async_id(event) {
+            return Role::AsyncEnd { key: AsyncKey { name: named(base), id } };
+        }
         return Role::End { key: SliceKey::Named(named(base)) };
     }
     Role::Instant
@@ -167,6 +231,12 @@ fn event_name(desc: &Desc) -> std::borrow::Cow<'_, str> {
 struct Open {
     key: SliceKey,
     name: String,
+    cat: String,
+}
+
+/// An async slice begun and not yet ended.
+#[derive(Debug)]
+struct AsyncOpen {
     cat: String,
 }
 
@@ -201,6 +271,13 @@ impl<W: Write> Events<W> {
 
 /// The fields every event line has, up to `args` (which the caller writes).
 fn head(line: &mut String, name: &str, cat: &str, ph: &str, ns: i128, pid: u64, tid: u64) {
+    head_with(line, name, cat, ph, None, ns, pid, tid);
+}
+
+/// [`head`], with an async slice's key for `"ph":"b"` and `"e"`: its `scope` (the slice's
+/// name) and its process-local id (`id2.local`, [`AsyncKey::chrome_id`]).
+#[allow(clippy::too_many_arguments, reason = "the fields of one trace event")]
+fn head_with(line: &mut String, name: &str, cat: &str, ph: &str, key: Option<&AsyncKey>, ns: i128, pid: u64, tid: u64) {
     line.push_str("{\"name\":");
     json::string(line, name);
     line.push_str(",\"cat\":");
@@ -208,6 +285,11 @@ fn head(line: &mut String, name: &str, cat: &str, ph: &str, ns: i128, pid: u64, 
     let _ = write!(line, ",\"ph\":\"{ph}\",");
     if ph == "i" {
         line.push_str("\"s\":\"t\",");
+    }
+    if let Some(key) = key {
+        line.push_str("\"scope\":");
+        json::string(line, &key.name);
+        let _ = write!(line, ",\"id2\":{{\"local\":\"{}\"}},", key.chrome_id());
     }
     line.push_str("\"ts\":");
     write_us(line, ns);
@@ -226,9 +308,25 @@ fn event_line<W: Write>(
     file: usize,
     event: &Event<'_>,
 ) -> io::Result<()> {
+    event_line_with(events, name, cat, ph, None, at, ann, file, event)
+}
+
+/// [`event_line`], with an async slice's key ([`head_with`]).
+#[allow(clippy::too_many_arguments, reason = "the fields of one trace event")]
+fn event_line_with<W: Write>(
+    events: &mut Events<W>,
+    name: &str,
+    cat: &str,
+    ph: &str,
+    key: Option<&AsyncKey>,
+    at: (i128, u64, u64),
+    ann: &Annotations,
+    file: usize,
+    event: &Event<'_>,
+) -> io::Result<()> {
     let (ns, pid, tid) = at;
     let line = events.begin();
-    head(line, name, cat, ph, ns, pid, tid);
+    head_with(line, name, cat, ph, key, ns, pid, tid);
     write_args(line, ann, file, event);
     line.push('}');
     events.end()
@@ -243,15 +341,25 @@ fn metadata(line: &mut String, what: &str, pid: u64, tid: u64, name: &str) {
 
 /// The event's parameters as a JSON object, each value as `print --format json` writes it
 /// ([`json::value`]), with labels beside their address (`"name (label)"`).
+///
+/// The `tracing` fields of a built-in `TraceEvent` or `SpanEnter` are an object by name
+/// ([`event_format::fields::of_event`]): a `SpanEnter`'s `fields` is that object instead of
+/// its text, a `TraceEvent` has it as `"fields"` beside its `text`; a text that does not
+/// read as fields (an old log's) stays a string.
 fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>) {
     out.push('{');
+    let traced = event_format::fields::of_event(event);
+    let is_span = event.desc.code == builtin::SPAN_ENTER;
     for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
         if i > 0 {
             out.push(',');
         }
         json::string(out, name);
         out.push(':');
-        json::value(out, &value);
+        match &traced {
+            Some(fields) if is_span && i == 2 => write_fields(out, fields),
+            _ => json::value(out, &value),
+        }
         let label = match value {
             Value::Pointer(v) | Value::Address(v) => ann.label(file, v),
             Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, v),
@@ -262,6 +370,45 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
             json::string(out, &format!("{name} (label)"));
             out.push(':');
             json::string(out, label);
+        }
+    }
+    if let Some(fields) = traced.as_ref().filter(|_| !is_span) {
+        out.push_str(",\"fields\":");
+        write_fields(out, fields);
+    }
+    out.push('}');
+}
+
+/// `tracing` fields as a JSON object: integers as numbers (as decimal strings beyond
+/// ±(2^53 − 1)), floats as numbers (`"NaN"`, `"inf"`, `"-inf"` as strings), booleans,
+/// strings. A key repeated keeps its first value.
+fn write_fields(out: &mut String, fields: &[(&str, FieldValue<'_>)]) {
+    out.push('{');
+    let mut seen = BTreeSet::new();
+    for (key, value) in fields {
+        if !seen.insert(*key) {
+            continue;
+        }
+        if seen.len() > 1 {
+            out.push(',');
+        }
+        json::string(out, key);
+        out.push(':');
+        match value {
+            FieldValue::Int(i) if i.unsigned_abs() <= u128::from(json::MAX_SAFE_INTEGER) => {
+                let _ = write!(out, "{i}");
+            }
+            FieldValue::Int(i) => {
+                let _ = write!(out, "\"{i}\"");
+            }
+            FieldValue::Float(x) if x.is_finite() => {
+                let _ = write!(out, "{x:?}");
+            }
+            FieldValue::Float(x) => json::string(out, &format!("{x:?}")),
+            FieldValue::Bool(b) => {
+                let _ = write!(out, "{b}");
+            }
+            FieldValue::Str(text) => json::string(out, text),
         }
     }
     out.push('}');
@@ -301,6 +448,10 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
     let mut skipped = Skipped::default();
     let mut tracks: BTreeMap<(usize, u64), Track> = BTreeMap::new();
     let mut names: BTreeMap<(usize, u64), String> = BTreeMap::new();
+    // Async slices begun and not yet ended, by (log, key): their categories, latest last.
+    let mut asyncs: BTreeMap<(usize, AsyncKey), Vec<AsyncOpen>> = BTreeMap::new();
+    // Each log's latest event, in ns on the trace's time line, and its thread.
+    let mut last: BTreeMap<usize, (i128, u64)> = BTreeMap::new();
     super::merge_all(logs, |item| {
         if skipped.count(&item) {
             return Ok(());
@@ -317,6 +468,7 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
         let (pid, tid) = (pids[file], event.thread);
         let track = tracks.entry((file, event.thread)).or_default();
         track.last_ns = ns;
+        last.insert(file, (ns, event.thread));
         // `set:Kind` when the log holds more than one set.
         let cat = event.desc.full_kind();
         let cat = cat.as_str();
@@ -343,10 +495,31 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
                 }
                 None => event_line(&mut events, &instant, cat, "i", at, &ann, file, &event)?,
             },
+            Role::AsyncBegin { key } => {
+                event_line_with(&mut events, &key.name, cat, "b", Some(&key), at, &ann, file, &event)?;
+                asyncs.entry((file, key)).or_default().push(AsyncOpen { cat: cat.to_owned() });
+            }
+            Role::AsyncEnd { key } => match asyncs.get_mut(&(file, key.clone())).and_then(Vec::pop) {
+                // The category of its begin: Chrome pairs `b` and `e` within one.
+                Some(open) => {
+                    event_line_with(&mut events, &key.name, &open.cat, "e", Some(&key), at, &ann, file, &event)?
+                }
+                None => event_line(&mut events, &instant, cat, "i", at, &ann, file, &event)?,
+            },
             Role::Instant => event_line(&mut events, &instant, cat, "i", at, &ann, file, &event)?,
         }
         Ok(())
     })?;
+
+    // Async slices never ended end at their log's last event, marked.
+    for ((file, key), opens) in &asyncs {
+        let (ns, thread) = last.get(file).copied().unwrap_or_default();
+        for open in opens.iter().rev() {
+            head_with(events.begin(), &key.name, &open.cat, "e", Some(key), ns, pids[*file], thread);
+            events.line.push_str("{\"unended\":true}}");
+            events.end()?;
+        }
+    }
 
     for (&(file, thread), track) in &mut tracks {
         while let Some(open) = track.open.pop() {

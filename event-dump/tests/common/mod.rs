@@ -636,3 +636,87 @@ pub(crate) fn end_with_stop(bytes: &mut Vec<u8>) {
     }
     bytes.extend(stop_block(header.order, header.block_size, sequence, time, &stop));
 }
+
+/// The schema of [`migrating_jobs_log`]: jobs paired by `id` across threads, and steps
+/// without one, paired on their thread.
+pub(crate) const JOBS_DEF: &str = r#"VERSION(1, 0, 0)
+KIND(Job, "jobs of a pool of threads")
+RELATION(JobBegin, 0x0001, TRUE, Job, WUS, id, worker, what)
+RELATION(JobEnd, 0x0002, TRUE, Job, WBD, id, ok, ratio)
+RELATION(StepBegin, 0x0003, TRUE, Job, U, n)
+RELATION(StepEnd, 0x0004, TRUE, Job, U, n)
+"#;
+
+/// How many jobs [`migrating_jobs_log`] holds.
+pub(crate) const JOBS: u64 = 200;
+
+/// When job `j` of [`migrating_jobs_log`] begins and ends (ns since the start), on which
+/// thread each (1 to 4): it begins on thread `j % 4 + 1` and ends on the next one, after
+/// jobs `j + 1` to `j + 3` have begun.
+pub(crate) fn job_times(j: u64) -> (u64, u64, u64, u64) {
+    let begin = 1_000 + 10 * j;
+    (begin, begin + 35 + (j % 7) * 3, j % 4 + 1, (j + 1) % 4 + 1)
+}
+
+/// A stream written here in which tasks migrate between threads, as those of an async
+/// runtime do: [`JOBS`] jobs, each `JobBegin(id)` on one thread and `JobEnd(id)` on another
+/// ([`job_times`]), interleaved; each thread also nests a `StepBegin`/`StepEnd` (no `id`)
+/// around its events. Thread 2 is named `compactor`, the others `worker-N`; `JobEnd`'s `ok`
+/// is true for even ids, its `ratio` `id / 4`; `JobBegin`'s `what` is `job "N"`. Blocks of
+/// 1 KiB, a clock of 1 tick per ns, so that times are exact.
+pub(crate) fn migrating_jobs_log(path: &Path) {
+    let schema = event_format::def::parse(JOBS_DEF, "jobs.def").unwrap();
+    let clock = Clock {
+        source: ClockSource::Tsc,
+        ticks_per_second: 1_000_000_000,
+        ref_ticks: 0,
+        ref_wall_ns: 1_700_000_000_000_000_000,
+        start_ticks: 0,
+    };
+    let header = Header::with_sets(wire_is_own(schema), 1024, clock, handmade_producer());
+    let mut bytes = header.encode().unwrap();
+    let mut per_thread: Vec<Vec<(u64, u16, Vec<Value<'static>>)>> = vec![Vec::new(); 5];
+    let whats: Vec<String> = (0..JOBS).map(|j| format!("job \"{j}\"")).collect();
+    let whats: &'static [String] = whats.leak();
+    for t in 1..=4u64 {
+        let name = if t == 2 { "compactor".to_owned() } else { format!("worker-{t}") };
+        let name: &'static str = name.leak();
+        per_thread[t as usize].push((
+            1,
+            event_format::builtin::THREAD_NAME,
+            vec![Value::Word(t), Value::Str(Text::new(name))],
+        ));
+        per_thread[t as usize].push((2, 0x0003, vec![Value::Unsigned(t as u32)]));
+        per_thread[t as usize].push((1_000_000, 0x0004, vec![Value::Unsigned(t as u32)]));
+    }
+    for j in 0..JOBS {
+        let (begin, end, on, off) = job_times(j);
+        let what = Value::Str(Text::new(&whats[j as usize]));
+        per_thread[on as usize].push((begin, 0x0001, vec![Value::Word(j), Value::Unsigned(on as u32), what]));
+        let ratio = Value::Double(j as f64 / 4.0);
+        per_thread[off as usize].push((end, 0x0002, vec![Value::Word(j), Value::Bool(j % 2 == 0), ratio]));
+    }
+    for (t, events) in per_thread.iter_mut().enumerate().skip(1) {
+        events.sort_by_key(|e| e.0);
+        let mut sequence = 0;
+        let mut block: Option<BlockWriter> = None;
+        for (time, code, values) in events.iter() {
+            loop {
+                let writer = block.get_or_insert_with(|| {
+                    let header = BlockHeader { thread: t as u64, sequence, base_time: *time, ..Default::default() };
+                    BlockWriter::new(Order::NATIVE, 1024, &header)
+                });
+                if writer.push(*code, *time, values).is_ok() {
+                    break;
+                }
+                bytes.extend(block.take().unwrap().finish());
+                sequence += 1;
+            }
+        }
+        if let Some(writer) = block {
+            bytes.extend(writer.finish());
+        }
+    }
+    end_with_stop(&mut bytes);
+    std::fs::write(path, bytes).unwrap();
+}

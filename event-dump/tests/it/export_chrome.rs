@@ -337,3 +337,82 @@ fn errors_are_one_line_and_leave_no_file() {
     assert!(!out.exists());
     assert!(std::fs::read_dir(&d).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".partial")));
 }
+
+/// Jobs that begin on one thread and end on another, interleaved (an async runtime's tasks,
+/// a pool's jobs), are async slices paired by their `id`: every begin has its end, each
+/// slice lasts exactly its own job's time, none is unended and no End is left an instant;
+/// the `StepBegin`/`StepEnd` of each thread, without an `id`, stay per-thread slices.
+#[test]
+fn tasks_that_migrate_between_threads_are_async_slices_paired_by_id() {
+    let dir = common::dir("chrome-jobs");
+    let log = dir.join("jobs.evt");
+    common::migrating_jobs_log(&log);
+    let trace = export(&[log.to_str().unwrap()], &dir.join("jobs.json"));
+    let all: Vec<&Value> = events(&trace).iter().filter(|e| e["ph"] != "M").collect();
+
+    let begins: Vec<&Value> = all.iter().copied().filter(|e| e["ph"] == "b").collect();
+    let ends: Vec<&Value> = all.iter().copied().filter(|e| e["ph"] == "e").collect();
+    assert_eq!(begins.len() as u64, JOBS, "one async begin per job");
+    assert_eq!(ends.len() as u64, JOBS, "one async end per job");
+    assert!(all.iter().all(|e| e["ph"] != "i" || e["name"] == "ThreadName"), "no End left an instant");
+    assert!(all.iter().all(|e| e["args"].get("unended").is_none()), "no unended slice");
+
+    let mut by_id: BTreeMap<String, &Value> = BTreeMap::new();
+    for b in &begins {
+        assert_eq!(b["name"], "Job");
+        assert_eq!(b["scope"], "Job");
+        assert_eq!(b["cat"], "Job");
+        let id = b["id2"]["local"].as_str().expect("a process-local id").to_owned();
+        assert!(by_id.insert(id, b).is_none(), "each job its own id: {b}");
+    }
+    let mut migrated = 0;
+    for e in &ends {
+        let id = e["id2"]["local"].as_str().unwrap();
+        let b = by_id.remove(id).unwrap_or_else(|| panic!("an end without its begin: {e}"));
+        assert_eq!((&e["name"], &e["cat"], &e["pid"]), (&b["name"], &b["cat"], &b["pid"]));
+        // The job's own id, in both events' args: the pairing is the right one.
+        let job = b["args"]["id"].as_u64().unwrap();
+        assert_eq!(e["args"]["id"].as_u64(), Some(job), "{b} paired with {e}");
+        let (begin, end, on, off) = common::job_times(job);
+        assert_eq!((ts_ns(b), ts_ns(e)), (i128::from(begin), i128::from(end)), "job {job}'s duration");
+        assert_eq!((b["tid"].as_u64(), e["tid"].as_u64()), (Some(on), Some(off)));
+        migrated += usize::from(on != off);
+    }
+    assert!(by_id.is_empty(), "begins never ended: {by_id:?}");
+    assert_eq!(migrated as u64, JOBS, "every job moved to another thread");
+
+    // Per-thread slices without an id are as before.
+    for tid in 1..=4u64 {
+        let steps: Vec<&Value> = all.iter().copied().filter(|e| e["name"] == "Step" && e["tid"] == tid).collect();
+        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!((&steps[0]["ph"], &steps[1]["ph"]), (&json!("B"), &json!("E")));
+        assert_eq!(steps[1]["args"]["n"], tid, "ended by its own thread's StepEnd");
+    }
+}
+
+/// An async begin never ended ends at its log's last event, marked unended; an end whose
+/// id nothing began is an instant.
+#[test]
+fn an_async_slice_never_ended_is_marked_and_an_unbegun_end_is_an_instant() {
+    use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value as Wire};
+    let dir = common::dir("chrome-jobs-unended");
+    let log = dir.join("unended.evt");
+    let schema = event_format::def::parse(JOBS_DEF, "jobs.def").unwrap();
+    let mut bytes =
+        Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer()).encode().unwrap();
+    let t0 = handmade_clock().start_ticks;
+    let mut block =
+        BlockWriter::new(Order::NATIVE, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    block.push(0x0001, t0 + 3, &[Wire::Word(5), Wire::Unsigned(1), Wire::Str(Text::new("never ends"))]).unwrap();
+    block.push(0x0002, t0 + 6, &[Wire::Word(6), Wire::Bool(true), Wire::Double(0.0)]).unwrap();
+    block.push(0x0003, t0 + 3_000_000_000, &[Wire::Unsigned(1)]).unwrap();
+    bytes.extend(block.finish());
+    std::fs::write(&log, bytes).unwrap();
+    let trace = export(&[log.to_str().unwrap()], &dir.join("unended.json"));
+    let all: Vec<&Value> = events(&trace).iter().filter(|e| e["ph"] != "M").collect();
+    let end = all.iter().find(|e| e["ph"] == "e").expect("the unended slice ends");
+    assert_eq!(end["args"]["unended"], true);
+    assert_eq!(ts_ns(end), 1_000_000_000, "at the log's last event");
+    let instant = all.iter().find(|e| e["ph"] == "i" && e["name"] == "JobEnd").expect("an instant");
+    assert_eq!(instant["args"]["id"], 6);
+}

@@ -16,6 +16,7 @@ mod export_chrome;
 mod export_ctf;
 mod export_parquet;
 mod export_sqlite;
+mod filter_values;
 mod fuzz_corpus;
 mod hostile;
 mod sets;

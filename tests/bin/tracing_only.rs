@@ -12,7 +12,9 @@ fn main() {
     let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
     if std::env::args().nth(1).as_deref() == Some("fields") {
         fields();
-        recording.stop().unwrap_or_else(|e| fail(&e));
+        if let Some(recording) = recording {
+            recording.stop().unwrap_or_else(|e| fail(&e));
+        }
         return;
     }
 

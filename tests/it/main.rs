@@ -8,6 +8,7 @@ mod fixtures;
 mod process;
 mod runtime;
 mod security;
+mod stop;
 mod tracing;
 mod varieties;
 mod versions;

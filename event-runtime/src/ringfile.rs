@@ -577,7 +577,7 @@ impl Lane {
     }
 
     /// Whether the stop took this lane.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_taken(&self) -> bool {
         self.lock().taken.is_some()
     }
@@ -603,6 +603,9 @@ pub(crate) struct LaneWriter {
     block: *mut u8,
     /// The committed end of the current block: the writer writes at or above it only.
     end: usize,
+    /// Where a record must end: `block_size` with a current block, 0 without (so that the
+    /// hot path needs one comparison, not a null check too).
+    limit: usize,
 }
 
 // SAFETY: the writer is one thread's at a time; moving it (a buffer dropped on another thread)
@@ -612,8 +615,7 @@ unsafe impl Send for LaneWriter {}
 impl LaneWriter {
     /// The writer of `lane`, which this thread alone writes.
     pub(crate) fn new(lane: std::sync::Arc<Lane>) -> LaneWriter {
-        let block = lane.lock().memory;
-        LaneWriter { lane, block, end: 0 }
+        LaneWriter { lane, block: std::ptr::null_mut(), end: 0, limit: 0 }
     }
 
     /// Whether the lane holds memory (a pool lane may hold no block).
@@ -625,12 +627,13 @@ impl LaneWriter {
     /// block, below the committed end, or past the block's end.
     #[inline(always)]
     pub(crate) fn record_mut(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
-        if self.block.is_null() || at < self.end || at + len > self.lane.block_size {
+        if at < self.end || at + len > self.limit {
             return None;
         }
-        // SAFETY: the block holds `block_size` bytes from `self.block` (checked above); the
-        // stop reads only below the committed end (`self.end` or lower), and `&mut self`
-        // keeps this the only slice above it.
+        // SAFETY: with `limit` non-zero, `self.block` is the current block's first byte, and
+        // the block holds `limit` (`block_size`) bytes: in bounds, checked above. The stop
+        // reads only below the committed end (`self.end`), and `&mut self` keeps this the
+        // only slice above it.
         Some(unsafe { std::slice::from_raw_parts_mut(self.block.add(at), len) })
     }
 
@@ -657,7 +660,7 @@ impl LaneWriter {
         if let Some(records) = state.taken {
             return Err(records);
         }
-        Ok(LaneGuard { state, block: &mut self.block, end: &mut self.end, lane: &self.lane })
+        Ok(LaneGuard { state, block: &mut self.block, end: &mut self.end, limit: &mut self.limit, lane: &self.lane })
     }
 
     /// The lane's lock without waiting (a fatal signal's handler); `None` when it is held or
@@ -667,7 +670,7 @@ impl LaneWriter {
         if state.taken.is_some() {
             return None;
         }
-        Some(LaneGuard { state, block: &mut self.block, end: &mut self.end, lane: &self.lane })
+        Some(LaneGuard { state, block: &mut self.block, end: &mut self.end, limit: &mut self.limit, lane: &self.lane })
     }
 }
 
@@ -678,6 +681,7 @@ pub(crate) struct LaneGuard<'a> {
     state: crate::sync::MutexGuard<'a, LaneState>,
     block: &'a mut *mut u8,
     end: &'a mut usize,
+    limit: &'a mut usize,
     lane: &'a Lane,
 }
 
@@ -701,12 +705,14 @@ impl LaneGuard<'_> {
         self.state.current = index;
         self.state.sequence = sequence;
         *self.end = end;
-        *self.block = if self.state.memory.is_null() {
-            std::ptr::null_mut()
+        if self.state.memory.is_null() {
+            *self.block = std::ptr::null_mut();
+            *self.limit = 0;
         } else {
             // In bounds: `index` is below `blocks`; `wrapping_add` keeps this safe code.
-            self.state.memory.wrapping_add(index * self.lane.block_size)
-        };
+            *self.block = self.state.memory.wrapping_add(index * self.lane.block_size);
+            *self.limit = self.lane.block_size;
+        }
         // Release: as `commit`'s; under the lock, so the stop sees it with the rest.
         self.lane.committed.store(end as u64, Ordering::Release);
     }
@@ -731,6 +737,7 @@ impl LaneGuard<'_> {
         }
         let memory = std::mem::replace(&mut self.state.memory, std::ptr::null_mut());
         *self.block = std::ptr::null_mut();
+        *self.limit = 0;
         *self.end = 0;
         self.lane.committed.store(0, Ordering::Release);
         // SAFETY: `memory` came from `Box::into_raw` of a boxed slice of `block_size` bytes

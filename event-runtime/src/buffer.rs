@@ -471,20 +471,14 @@ impl ThreadBuffer {
                         if let Some(block) = guard.block_mut(index) {
                             finish_block(block, end, false);
                         }
-                        if pool {
-                            // `writable` means a pool block in hand.
-                            match guard.take_block() {
-                                Some(full) if direct => {
-                                    // Cannot fail: the lane's block was taken just above.
-                                    let _ = guard.install(shared.write_now(full));
-                                }
-                                Some(full) => {
-                                    if !shared.exchange.submit(full) {
-                                        // The recording stopped: the writer is gone.
-                                        session::count_lost_unattributed(records);
-                                    }
-                                }
-                                None => {}
+                        // `writable` means a pool block in hand.
+                        if pool && let Some(full) = guard.take_block() {
+                            if direct {
+                                // Cannot fail: the lane's block was taken just above.
+                                let _ = guard.install(shared.write_now(full));
+                            } else if !shared.exchange.submit(full) {
+                                // The recording stopped: the writer is gone.
+                                session::count_lost_unattributed(records);
                             }
                         }
                         Ok(())

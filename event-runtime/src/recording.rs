@@ -226,8 +226,7 @@ impl Drop for Recording {
 /// recording runs it waits for nothing. Under `ring` a flush moves no block: the blocks
 /// stay in their rings (a ring file holds every record as soon as it is recorded).
 ///
-/// A thread that ends inside `std::thread::scope` calls it last: the scope can return before
-/// the thread's thread-local destructor has handed its block on.
+/// The stop needs no flush: it takes every thread's partial block itself ([`Recording`]).
 pub fn flush() {
     buffer::flush_this_thread();
     if buffer::is_writer() {

@@ -3,8 +3,9 @@
 //!
 //! No lock and no atomic read-modify-write on the fast path: the thread-local block is
 //! reached through a `RefCell` whose borrow flag is a plain thread-local integer, and the
-//! recorder's generation is one relaxed load. With a ring file, each record is committed
-//! with one release store (a plain store on x86_64). A re-entrant emit (an event recorded
+//! recorder's generation is one relaxed load. Each record is committed with one release
+//! store (a plain store on x86_64), in the ring file's slot or the thread's lane, so that
+//! the stop (or a reader of the ring file) can take it without the thread. A re-entrant emit (an event recorded
 //! while the thread is already recording one, e.g. from a signal handler) finds the cell
 //! borrowed and is counted as lost, never as a panic.
 //!

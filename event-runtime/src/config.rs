@@ -158,7 +158,7 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
 
 /// The default block size: 64 KiB. The environment does not set the block size
 /// ([`Recorder::block_size`] does), so with it `EVENT_BUFSIZE` must hold at least
-/// [`MIN_BLOCKS`] blocks of this size: 256k.
+/// 4 blocks of this size: 256k.
 ///
 /// [`Recorder::block_size`]: crate::Recorder::block_size
 pub const DEFAULT_BLOCK_SIZE: u32 = 64 << 10;

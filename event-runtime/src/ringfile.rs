@@ -1,12 +1,15 @@
 //! The ring file's writer: the file mapped into memory, its live words, and the slots that
 //! threads write their blocks into (docs/FORMAT.md, "The ring file"; the layout is
-//! [`event_format::ring`]'s).
+//! [`event_format::ring`]'s). And the same commit protocol over heap memory: the lanes
+//! ([`Lane`]) that hold a thread's pool block or ring, which the stop takes without the
+//! thread's help (at the end of this file).
 //!
 //! This is one of the crate's three modules with `unsafe` code (the crate root's docs,
 //! "Unsafe code", name them): the mapping is shared with other processes, so it is reached
 //! through raw pointers and atomics, never through references that would promise exclusivity
-//! to the compiler. The thread buffers (`buffer`) reach their blocks through `Slot`'s safe
-//! methods and hold no `unsafe` code of their own.
+//! to the compiler. A lane's heap blocks are shared with the stop the same way. The thread
+//! buffers (`buffer`) reach their blocks through the safe methods of `Slot` and `LaneWriter`
+//! and hold no `unsafe` code of their own.
 //!
 //! # Ordering
 //!

@@ -3,8 +3,9 @@
 //!
 //! No lock and no atomic read-modify-write on the fast path: the thread-local block is
 //! reached through a `RefCell` whose borrow flag is a plain thread-local integer, and the
-//! recorder's generation is one relaxed load. With a ring file, each record is committed
-//! with one release store (a plain store on x86_64). A re-entrant emit (an event recorded
+//! recorder's generation is one relaxed load. Each record is committed with one release
+//! store (a plain store on x86_64), in the ring file's slot or the thread's lane, so that
+//! the stop (or a reader of the ring file) can take it without the thread. A re-entrant emit (an event recorded
 //! while the thread is already recording one, e.g. from a signal handler) finds the cell
 //! borrowed and is counted as lost, never as a panic.
 //!
@@ -12,9 +13,20 @@
 //!
 //! | home | when | a full block |
 //! |------|------|--------------|
-//! | `Pool` | `switch` or `fill`, no ring file | queued to the writer thread; a free one is taken from the pool |
-//! | `Ring` | `ring`, no ring file | the next of the thread's ring, oldest overwritten; the sinks get the ring at stop |
+//! | `Lane`, one block | `switch` or `fill`, no ring file | queued to the writer thread; a free one is taken from the pool |
+//! | `Lane`, a ring | `ring`, no ring file | the next of the thread's ring, oldest overwritten; the sinks get the ring at stop |
 //! | `File` | a ring file | the next of the thread's slot in the file (`fill`: until the slot is full); with `switch` or `fill` and a stream sink, a copy is queued too |
+//!
+//! A lane (`ringfile::Lane`) is the ring file's commit protocol over heap memory: each record
+//! is committed with one release store (a plain store on x86_64), and everything else the
+//! thread does to its blocks happens under the lane's lock, a few times per block. So the
+//! stop takes the committed prefix of every live thread's current block (and every block of
+//! its ring) without the thread's help: a thread still running, blocked, or never joined
+//! loses nothing it recorded before the stop. The thread finds its lane taken on its next
+//! cold path (a full block, a flush, its exit), writes nothing more into it, and counts what
+//! it recorded after the take as lost (`lost_unattributed`). Each lane is registered with the
+//! recording (`Shared::add_lane`); the writer thread's own pool lane is not (it flushes itself
+//! before the stop writes).
 //!
 //! When no block can be had (the pool is dry, or `fill` has used its budget), the thread
 //! refuses events and counts them; the count is written as a `Dropped` event at the start
@@ -23,7 +35,7 @@
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
-use crate::ringfile::Slot;
+use crate::ringfile::{Lane, LaneWriter, Slot};
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
@@ -38,12 +50,13 @@ use std::time::Duration;
 /// Where a thread's blocks live (see the module docs).
 #[derive(Debug)]
 enum Home {
-    /// One block at a time from the exchange's pool; `None` while the pool is dry.
-    Pool(Option<BlockBuf>),
-    /// A ring of blocks on the heap: `blocks × block_size` bytes.
-    Ring(BlockBuf),
+    /// A lane on the heap: one block at a time from the exchange's pool (`ring_blocks == 1`;
+    /// none while the pool is dry), or a ring of `ring_blocks` blocks.
+    Lane(LaneWriter),
     /// A slot of the ring file.
     File(Slot),
+    /// None: no ring-file slot was free, or the stop took the lane (`slotless`).
+    Nowhere,
 }
 
 /// A thread's current block and what it knows of its history.
@@ -68,7 +81,7 @@ pub(crate) struct ThreadBuffer {
     /// Records in the current block.
     records: u64,
     home: Home,
-    /// Blocks in the home ring (`Ring`, `File`); 1 for `Pool`.
+    /// Blocks in the home ring (a ring lane, `File`); 1 for a pool lane.
     ring_blocks: u64,
     /// The current block's place in the home ring: `sequence % ring_blocks`, kept so that
     /// the emit path does no division.
@@ -80,8 +93,9 @@ pub(crate) struct ThreadBuffer {
     waited: bool,
     /// This is the writer thread: its full blocks go straight to the sinks.
     direct: bool,
-    /// The ring file had no free slot for this thread: it records nothing, and counts what
-    /// it refuses as unattributed (the file's `lost` word).
+    /// The thread has no home: the ring file had no free slot for it, or the stop took its
+    /// lane. It records nothing, and counts what it refuses as unattributed (the file's
+    /// `lost` word, the recording's report of thread 0, or [`session::lost_unattributed`]).
     slotless: bool,
     /// End of the records in the current block, in `BLOCK_HEADER_LEN..=block_size`.
     end: usize,
@@ -122,17 +136,38 @@ impl ThreadBuffer {
                 }
                 None => {
                     slotless = true;
-                    (Home::Pool(None), 1)
+                    (Home::Nowhere, 1)
                 }
             }
         } else if shared.policy == Policy::Ring {
             let blocks = u64::from(shared.heap_ring_blocks);
-            (Home::Ring(vec![0u8; blocks as usize * block_size].into_boxed_slice()), blocks)
-        } else if direct {
-            // The writer thread's own block does not come from the pool it empties.
-            (Home::Pool(Some(vec![0u8; block_size].into_boxed_slice())), 1)
+            let lane = Arc::new(Lane::new(thread, blocks as usize, block_size, true));
+            if shared.add_lane(&lane) {
+                (Home::Lane(LaneWriter::new(lane)), blocks)
+            } else {
+                slotless = true;
+                (Home::Nowhere, 1)
+            }
         } else {
-            (Home::Pool(shared.exchange.take(shared.wait)), 1)
+            let lane = Arc::new(Lane::new(thread, 1, block_size, false));
+            // The writer thread's own block does not come from the pool it empties, and its
+            // lane is not the stop's to take: it flushes itself before the stop writes.
+            if direct || shared.add_lane(&lane) {
+                let mut writer = LaneWriter::new(lane);
+                let block = if direct {
+                    Some(vec![0u8; block_size].into_boxed_slice())
+                } else {
+                    shared.exchange.take(shared.wait)
+                };
+                if let (Some(block), Ok(mut guard)) = (block, writer.lock()) {
+                    // A new pool lane holds no block: `install` cannot refuse it.
+                    let _ = guard.install(block);
+                }
+                (Home::Lane(writer), 1)
+            } else {
+                slotless = true;
+                (Home::Nowhere, 1)
+            }
         };
         let now = shared.time.now();
         let mut buffer = ThreadBuffer {
@@ -157,7 +192,7 @@ impl ThreadBuffer {
             base_time: now,
             time: now,
         };
-        if buffer.current().is_some() {
+        if buffer.has_block() {
             buffer.start_block(now);
         }
         let current = std::thread::current();
@@ -167,30 +202,53 @@ impl ThreadBuffer {
         buffer
     }
 
-    /// The current block, when there is one.
-    #[inline(always)]
-    fn current(&mut self) -> Option<&mut [u8]> {
-        self.block_at(self.index)
-    }
-
-    /// Block `index` of the home ring (the pool block, for `Pool`).
-    #[inline(always)]
-    fn block_at(&mut self, index: usize) -> Option<&mut [u8]> {
+    /// Whether the home holds a block to write into (a pool lane may hold none).
+    fn has_block(&mut self) -> bool {
         match &mut self.home {
-            Home::Pool(block) => block.as_deref_mut(),
-            // Cannot fail: `index` is below `ring_blocks` (`sequence % ring_blocks`, or the
-            // previous block's), and the ring holds `ring_blocks` blocks.
-            Home::Ring(blocks) => blocks.get_mut(index * self.block_size..(index + 1) * self.block_size),
-            Home::File(slot) => Some(slot.block_mut(index as u32)),
+            Home::Lane(writer) => writer.has_memory(),
+            Home::File(_) => true,
+            Home::Nowhere => false,
         }
     }
 
-    /// Makes the committed end of the current block visible to ring-file readers.
+    /// `len` bytes at `at` of the current block, above its committed end, to write a record
+    /// into; `None` when there is no such room.
     #[inline(always)]
-    fn commit(&self) {
-        if let Home::File(slot) = &self.home {
-            slot.commit(self.sequence, self.end);
+    fn tail(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
+        match &mut self.home {
+            Home::Lane(writer) => writer.record_mut(at, len),
+            Home::File(slot) => slot.block_mut(self.index as u32).get_mut(at..at + len),
+            Home::Nowhere => None,
         }
+    }
+
+    /// Commits the current block's records: one release store, which makes them visible to
+    /// the stop (a lane) or to ring-file readers (a slot).
+    #[inline(always)]
+    fn commit(&mut self) {
+        match &mut self.home {
+            Home::Lane(writer) => writer.commit(self.end, self.records),
+            Home::File(slot) => slot.commit(self.sequence, self.end),
+            Home::Nowhere => {}
+        }
+    }
+
+    /// Whether the home is a pool lane (one block at a time from the exchange).
+    fn is_pool(&self) -> bool {
+        matches!(self.home, Home::Lane(_)) && self.ring_blocks == 1
+    }
+
+    /// The stop took this thread's lane, with `records` of the current block and `refused`
+    /// refusals: what the thread recorded or refused since is counted as lost, and the
+    /// thread records nothing more in this recording.
+    #[cold]
+    fn lane_taken(&mut self, (records, refused): (u64, u64)) {
+        let late = self.records.saturating_sub(records) + self.lost.saturating_sub(refused);
+        session::count_lost_unattributed(late);
+        self.lost = 0;
+        self.writable = false;
+        self.slotless = true;
+        self.home = Home::Nowhere;
     }
 
     /// Appends a record; hands the block on and starts another when it does not fit.
@@ -226,18 +284,18 @@ impl ThreadBuffer {
         } else if extend > 0 {
             let at = self.end;
             // `writable` means a current block; were it missing, the event is refused, not a panic.
-            let Some(block) = self.current() else { return self.refuse() };
-            put_record_header(Order::NATIVE, block, at, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
-            let args = &mut block[at + RECORD_HEADER_LEN..at + TIME_EXTEND_LEN];
+            let Some(record) = self.tail(at, TIME_EXTEND_LEN) else { return self.refuse() };
+            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+            let args = &mut record[RECORD_HEADER_LEN..];
             body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
             self.end += TIME_EXTEND_LEN;
             delta = 0;
         }
         let at = self.end;
-        let Some(block) = self.current() else { return self.refuse() };
+        let Some(record) = self.tail(at, len) else { return self.refuse() };
         // len <= MAX_RECORD_LEN = u16::MAX (checked above).
-        put_record_header(Order::NATIVE, block, at, code, len as u16, delta as u32);
-        let mut args = ArgWriter::new(Order::NATIVE, &mut block[at + RECORD_HEADER_LEN..at + len], strs);
+        put_record_header(Order::NATIVE, record, 0, code, len as u16, delta as u32);
+        let mut args = ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], strs);
         fill(&mut args);
         debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
         self.end = at + len;
@@ -288,36 +346,49 @@ impl ThreadBuffer {
         }
         self.lost += 1;
         self.refused += 1;
-        if let Home::File(slot) = &self.home
-            && self.shared.policy == Policy::Fill
-        {
-            slot.set_refused(self.refused);
+        match &self.home {
+            Home::File(slot) if self.shared.policy == Policy::Fill => slot.set_refused(self.refused),
+            Home::Lane(writer) => writer.set_refused(self.lost),
+            _ => {}
         }
     }
 
     /// Tries to get a block again after refusing events.
     #[cold]
     fn resume(&mut self, now: u64) -> bool {
-        if self.slotless {
-            return false;
-        }
-        let Home::Pool(slot) = &mut self.home else {
+        if self.slotless || !self.is_pool() {
             // A ring that `fill` filled stays full.
             return false;
-        };
+        }
         let wait = if self.waited { Duration::ZERO } else { self.shared.wait };
         self.waited = true;
         if wait.is_zero() && !self.shared.exchange.may_have_free() {
             return false;
         }
         match self.shared.exchange.take(wait) {
-            Some(block) => {
-                *slot = Some(block);
-                self.start_block(now);
-                true
-            }
+            Some(block) => self.install(block, now),
             None => false,
         }
+    }
+
+    /// Puts a block from the pool into this thread's (empty) pool lane and starts it; `false`
+    /// when the stop took the lane meanwhile (the block is let go: the pool is closed).
+    fn install(&mut self, block: BlockBuf, now: u64) -> bool {
+        let Home::Lane(writer) = &mut self.home else { return false };
+        let taken = match writer.lock() {
+            Ok(mut guard) => {
+                // The lane holds no block here (it was handed on, or never had one).
+                let _ = guard.install(block);
+                None
+            }
+            Err(taken) => Some(taken),
+        };
+        if let Some(taken) = taken {
+            self.lane_taken(taken);
+            return false;
+        }
+        self.start_block(now);
+        self.writable
     }
 
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
@@ -330,12 +401,7 @@ impl ThreadBuffer {
         self.records = 0;
         self.writable = true;
         self.waited = false;
-        // With a ring file, readers learn that this block is being rewritten before any of
-        // its bytes change (ringfile's module docs): the release fence keeps the header
-        // stores below from becoming visible before the position (free on x86_64).
-        self.commit();
-        std::sync::atomic::fence(Ordering::Release);
-        let block_header = BlockHeader {
+        let header = BlockHeader {
             flags: 0,
             sequence: self.sequence,
             thread: self.thread,
@@ -344,39 +410,43 @@ impl ThreadBuffer {
             used: 0,
             crc: 0,
         };
-        // Every caller has a current block; without one there is nothing to start.
-        let Some(block) = self.current() else {
-            self.writable = false;
-            return;
+        let (index, sequence, thread, lost) = (self.index, self.sequence, self.thread, self.lost);
+        let opened = match &mut self.home {
+            Home::Lane(writer) => match writer.lock() {
+                Ok(mut guard) => {
+                    guard.start(index, sequence, BLOCK_HEADER_LEN);
+                    let opened = guard.block_mut(index).map(|block| open_block(block, &header, thread, lost));
+                    if let Some((end, records)) = opened {
+                        guard.commit(end, records);
+                        guard.set_refused(0);
+                    }
+                    Ok(opened)
+                }
+                Err(taken) => Err(taken),
+            },
+            Home::File(slot) => {
+                // Readers learn that this block is being rewritten before any of its bytes
+                // change (ringfile's module docs): the release fence keeps the header stores
+                // below from becoming visible before the position (free on x86_64).
+                slot.commit(sequence, BLOCK_HEADER_LEN);
+                std::sync::atomic::fence(Ordering::Release);
+                let (end, records) = open_block(slot.block_mut(index as u32), &header, thread, lost);
+                slot.commit(sequence, end);
+                Ok(Some((end, records)))
+            }
+            Home::Nowhere => Ok(None),
         };
-        block_header.write(Order::NATIVE, block);
-        if self.lost > 0 {
-            let (thread, lost) = (self.thread, std::mem::take(&mut self.lost));
-            let at = self.end;
-            let Some(block) = self.current() else { return };
-            put_record_header(Order::NATIVE, block, at, builtin::DROPPED, DROPPED_LEN as u16, 0);
-            let args = &mut block[at + RECORD_HEADER_LEN..at + DROPPED_LEN];
-            body::dropped(&mut ArgWriter::new(Order::NATIVE, args, &[]), thread, lost);
-            self.end += DROPPED_LEN;
-            self.records += 1;
-            self.commit();
-        }
-    }
-
-    /// Closes the current block: its used length, zeroed padding, and (in a ring file,
-    /// where readers check it) its CRC.
-    fn finish_block(&mut self) {
-        let end = self.end;
-        let in_file = matches!(self.home, Home::File(_));
-        // Called only while `writable`, which means a current block.
-        let Some(block) = self.current() else { return };
-        block[end..].fill(0);
-        let used = (end - BLOCK_HEADER_LEN) as u32;
-        if in_file {
-            seal_block(Order::NATIVE, block, used);
-        } else {
-            // The writer (or the stop) computes the CRC, off this thread's path.
-            Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
+        match opened {
+            Ok(Some((end, records))) => {
+                self.end = end;
+                self.records = records;
+                if records > 0 {
+                    self.lost = 0;
+                }
+            }
+            // Every caller has a current block; without one there is nothing to start.
+            Ok(None) => self.writable = false,
+            Err(taken) => self.lane_taken(taken),
         }
     }
 
@@ -389,34 +459,51 @@ impl ThreadBuffer {
         }
         if self.end == BLOCK_HEADER_LEN {
             self.start_block(now);
-            return true;
+            return self.writable;
         }
-        self.finish_block();
         let shared = Arc::clone(&self.shared);
+        let (end, index, records, direct) = (self.end, self.index, self.records, self.direct);
+        let pool = self.is_pool();
         match &mut self.home {
-            Home::Pool(slot) => {
-                // `writable` means a pool block in hand; without one the event is refused.
-                let Some(full) = slot.take() else {
-                    self.writable = false;
-                    return false;
+            Home::Lane(writer) => {
+                let handed = match writer.lock() {
+                    Err(taken) => Err(taken),
+                    Ok(mut guard) => {
+                        if let Some(block) = guard.block_mut(index) {
+                            finish_block(block, end, false);
+                        }
+                        // `writable` means a pool block in hand.
+                        if pool && let Some(full) = guard.take_block() {
+                            if direct {
+                                // Cannot fail: the lane's block was taken just above.
+                                let _ = guard.install(shared.write_now(full));
+                            } else if !shared.exchange.submit(full) {
+                                // The recording stopped: the writer is gone.
+                                session::count_lost_unattributed(records);
+                            }
+                        }
+                        Ok(())
+                    }
                 };
-                if self.direct {
-                    *slot = Some(shared.write_now(full));
-                } else if shared.exchange.submit(full) {
-                    *slot = shared.exchange.take(shared.wait);
-                } else {
-                    // The recording stopped: the writer is gone.
-                    session::count_lost_unattributed(self.records);
-                }
-                self.sequence += 1;
-                if slot.is_none() {
-                    self.writable = false;
-                    self.waited = true;
+                if let Err(taken) = handed {
+                    self.lane_taken(taken);
                     return false;
+                }
+                self.records = 0;
+                self.sequence += 1;
+                if pool && !direct {
+                    match shared.exchange.take(shared.wait) {
+                        Some(block) => return self.install(block, now),
+                        None => {
+                            self.writable = false;
+                            self.waited = true;
+                            return false;
+                        }
+                    }
                 }
             }
-            Home::Ring(_) => self.sequence += 1,
-            Home::File(_) => {
+            Home::File(slot) => {
+                finish_block(slot.block_mut(index as u32), end, true);
                 if shared.streams_copies() {
                     self.copy_to_streams();
                 }
@@ -427,76 +514,116 @@ impl ThreadBuffer {
                 }
                 self.sequence += 1;
             }
+            Home::Nowhere => {
+                self.writable = false;
+                return false;
+            }
         }
         self.start_block(now);
-        true
+        self.writable
     }
 
-    /// Queues a copy of the current (finished) block for the stream sinks.
+    /// Queues a copy of the current (finished) ring-file block for the stream sinks.
     fn copy_to_streams(&mut self) {
-        let (thread, records, direct) = (self.thread, self.records, self.direct);
+        let (thread, records, direct, index) = (self.thread, self.records, self.direct, self.index);
         let shared = Arc::clone(&self.shared);
-        // Called on a finished current block; without one there is nothing to copy.
-        let Some(block) = self.current() else { return };
-        shared.copy_to_streams(block, thread, records, direct);
+        // Called on a finished ring-file block only.
+        let Home::File(slot) = &mut self.home else { return };
+        shared.copy_to_streams(slot.block_mut(index as u32), thread, records, direct);
     }
 
-    /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks:
-    /// only `Pool` blocks move.
+    /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks (the
+    /// stop takes a ring lane): only pool blocks move.
     fn flush(&mut self, exiting: bool) {
-        match &self.home {
-            Home::Pool(_) if self.writable && self.end > BLOCK_HEADER_LEN => {
-                if exiting {
-                    self.finish_block();
-                    self.writable = false;
-                    // Matched as `Pool` above and `writable`: there is a block to take.
-                    let Home::Pool(Some(full)) = std::mem::replace(&mut self.home, Home::Pool(None)) else { return };
-                    if self.direct {
-                        self.shared.write_now(full);
-                    } else if !self.shared.exchange.submit(full) {
-                        session::count_lost_unattributed(self.records);
-                    }
-                } else {
-                    let now = self.time;
-                    self.hand_on(now);
-                }
+        if !self.writable || self.end <= BLOCK_HEADER_LEN {
+            return;
+        }
+        if self.is_pool() {
+            if !exiting {
+                let now = self.time;
+                self.hand_on(now);
+                return;
             }
-            Home::File(_) if self.writable && self.end > BLOCK_HEADER_LEN => {
-                let copies = self.shared.streams_copies();
-                if exiting {
-                    // Sealed, so a reader finds a checked block; the position already covers it.
-                    self.finish_block();
-                    if copies {
-                        self.copy_to_streams();
+            let (end, records, direct) = (self.end, self.records, self.direct);
+            let Home::Lane(writer) = &mut self.home else { return };
+            let full = match writer.lock() {
+                Ok(mut guard) => {
+                    if let Some(block) = guard.block_mut(0) {
+                        finish_block(block, end, false);
                     }
-                    self.writable = false;
-                } else if copies {
-                    let now = self.time;
-                    self.hand_on(now);
+                    Ok(guard.take_block())
                 }
+                Err(taken) => Err(taken),
+            };
+            let full = match full {
+                Ok(full) => full,
+                Err(taken) => return self.lane_taken(taken),
+            };
+            self.writable = false;
+            self.records = 0;
+            // Matched as a pool lane and `writable`: there is a block to take.
+            let Some(full) = full else { return };
+            if direct {
+                self.shared.write_now(full);
+            } else if !self.shared.exchange.submit(full) {
+                session::count_lost_unattributed(records);
             }
-            _ => {}
+        } else if let Home::File(_) = self.home {
+            let copies = self.shared.streams_copies();
+            if exiting {
+                // Sealed, so a reader finds a checked block; the position already covers it.
+                let (end, index) = (self.end, self.index);
+                if let Home::File(slot) = &mut self.home {
+                    finish_block(slot.block_mut(index as u32), end, true);
+                }
+                if copies {
+                    self.copy_to_streams();
+                }
+                self.writable = false;
+            } else if copies {
+                let now = self.time;
+                self.hand_on(now);
+            }
         }
     }
 
     /// The last `n` events of this thread, decoded, oldest first.
     fn last_events(&mut self, n: usize) -> Vec<String> {
         let mut blocks = Vec::new();
-        let (end, ring) = (self.end, self.ring_blocks);
-        if ring > 1 && self.sequence > 0 && self.writable {
-            // The previous block of a ring is still there, finished.
-            let previous = ((self.sequence - 1) % ring) as usize;
-            if let Some(b) = self.block_at(previous) {
+        let (end, ring, index) = (self.end, self.ring_blocks, self.index);
+        let previous = (ring > 1 && self.sequence > 0 && self.writable).then(|| ((self.sequence - 1) % ring) as usize);
+        let mut copy = |b: &mut [u8], current: bool| {
+            if current {
+                blocks.push(b[..end].to_vec());
+            } else {
+                // The previous block of a ring is still there, finished.
                 let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
                 if BLOCK_HEADER_LEN + used <= b.len() {
                     blocks.push(b[..BLOCK_HEADER_LEN + used].to_vec());
                 }
             }
-        }
-        if self.writable
-            && let Some(b) = self.current()
-        {
-            blocks.push(b[..end].to_vec());
+        };
+        let writable = self.writable;
+        match &mut self.home {
+            Home::Lane(writer) => {
+                if let Ok(mut guard) = writer.lock() {
+                    if let Some(b) = previous.and_then(|p| guard.block_mut(p)) {
+                        copy(b, false);
+                    }
+                    if writable && let Some(b) = guard.block_mut(index) {
+                        copy(b, true);
+                    }
+                }
+            }
+            Home::File(slot) => {
+                if let Some(p) = previous {
+                    copy(slot.block_mut(p as u32), false);
+                }
+                if writable {
+                    copy(slot.block_mut(index as u32), true);
+                }
+            }
+            Home::Nowhere => {}
         }
         let mut lines = Vec::new();
         let catalog = &self.shared.catalog;
@@ -526,6 +653,33 @@ impl ThreadBuffer {
     }
 }
 
+/// Writes a block's header and, when `lost` events were refused before it, a `Dropped`
+/// record; returns the end of its records and their number.
+fn open_block(block: &mut [u8], header: &BlockHeader, thread: u64, lost: u64) -> (usize, u64) {
+    header.write(Order::NATIVE, block);
+    if lost == 0 {
+        return (BLOCK_HEADER_LEN, 0);
+    }
+    let at = BLOCK_HEADER_LEN;
+    put_record_header(Order::NATIVE, block, at, builtin::DROPPED, DROPPED_LEN as u16, 0);
+    let args = &mut block[at + RECORD_HEADER_LEN..at + DROPPED_LEN];
+    body::dropped(&mut ArgWriter::new(Order::NATIVE, args, &[]), thread, lost);
+    (at + DROPPED_LEN, 1)
+}
+
+/// Closes a block whose records end at `end`: its used length, zeroed padding, and (in a
+/// ring file, where readers check it) its CRC.
+fn finish_block(block: &mut [u8], end: usize, in_file: bool) {
+    block[end..].fill(0);
+    let used = (end - BLOCK_HEADER_LEN) as u32;
+    if in_file {
+        seal_block(Order::NATIVE, block, used);
+    } else {
+        // The writer (or the stop) computes the CRC, off this thread's path.
+        Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
+    }
+}
+
 /// The length of a `TimeExtend` record, header included.
 const TIME_EXTEND_LEN: usize = RECORD_HEADER_LEN + builtin::TIME_EXTEND_FIXED;
 /// The length of a `Dropped` record, header included.
@@ -537,24 +691,23 @@ impl Drop for ThreadBuffer {
             // A child of `fork()` dropping its parent's buffer: the block, the slot and the
             // pool are the parent's, and not ours to finish, hand on or free (`fork`'s module
             // docs). A slot's drop would mark it free in the parent's ring file.
-            std::mem::forget(std::mem::replace(&mut self.home, Home::Pool(None)));
+            std::mem::forget(std::mem::replace(&mut self.home, Home::Nowhere));
             return;
         }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         self.flush(true);
         if self.lost > 0 {
-            // Refused after the last block: the recorder reports them.
+            if let Home::Lane(writer) = &mut self.home {
+                // Refused after the last block: the recorder reports them, unless the stop
+                // took them with the lane already.
+                let taken = writer.lock().map(|mut guard| guard.set_refused(0));
+                if let Err(taken) = taken {
+                    return self.lane_taken(taken);
+                }
+            }
             self.shared.report_dropped(self.thread, std::mem::take(&mut self.lost));
         }
-        if let Home::Ring(blocks) = std::mem::replace(&mut self.home, Home::Pool(None)) {
-            let end = self.end;
-            self.shared.retire_ring(crate::session::RetiredRing {
-                blocks,
-                sequence: self.sequence,
-                end,
-                ring_blocks: self.ring_blocks,
-            });
-        }
+        // A ring lane stays with the recording, for the stop to write.
     }
 }
 
@@ -693,7 +846,7 @@ pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
         .flatten()
 }
 
-/// This thread's partial `Pool` block, finished, for a fatal signal's last write; the thread
+/// This thread's partial pool block, finished, for a fatal signal's last write; the thread
 /// records nothing more. `None` when it has none or is recording now.
 #[cfg(unix)]
 pub(crate) fn take_block_for_signal() -> Option<BlockBuf> {
@@ -701,15 +854,18 @@ pub(crate) fn take_block_for_signal() -> Option<BlockBuf> {
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let buffer = slot.as_mut()?;
-            if !buffer.writable || buffer.end == BLOCK_HEADER_LEN || !matches!(buffer.home, Home::Pool(_)) {
+            if !buffer.writable || buffer.end == BLOCK_HEADER_LEN || !buffer.is_pool() {
                 return None;
             }
-            buffer.finish_block();
+            let end = buffer.end;
+            let Home::Lane(writer) = &mut buffer.home else { return None };
+            // Never waits: the interrupted code may hold the lock.
+            let mut guard = writer.try_lock()?;
+            finish_block(guard.block_mut(0)?, end, false);
+            let block = guard.take_block();
+            drop(guard);
             buffer.writable = false;
-            match &mut buffer.home {
-                Home::Pool(block) => block.take(),
-                _ => None,
-            }
+            block
         })
         .ok()
         .flatten()

@@ -190,9 +190,25 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
     Ok(env)
 }
 
-/// The smallest buffer: a few blocks of the smallest size.
-pub(crate) const MIN_BUFSIZE: u64 = 4 << 10;
-/// The largest buffer.
+// The buffer's limits, stated once: the README ("Configuration"), the rustdoc of
+// `Recorder::buffer_size` and `Recorder::block_size` and the errors below and in
+// `StartError` say these numbers. The block size's own limits are the format's
+// (`event_format::wire::{MIN_BLOCK_SIZE, MAX_BLOCK_SIZE}`, docs/FORMAT.md).
+
+/// The default block size: 64 KiB. The environment does not set the block size
+/// ([`Recorder::block_size`] does), so with it `EVENT_BUFSIZE` must hold at least
+/// 4 blocks of this size: 256k.
+///
+/// [`Recorder::block_size`]: crate::Recorder::block_size
+pub const DEFAULT_BLOCK_SIZE: u32 = 64 << 10;
+/// The fewest blocks a buffer holds: a thread's block, one being written, and room to keep
+/// recording while the writer catches up. Checked at the start, against the block size.
+pub(crate) const MIN_BLOCKS: u64 = 4;
+/// The smallest buffer at all: [`MIN_BLOCKS`] blocks of the smallest block size (4k); with
+/// the default block size the start needs 256k (`StartError::BadBufferSize`).
+pub(crate) const MIN_BUFSIZE: u64 = MIN_BLOCKS * event_format::wire::MIN_BLOCK_SIZE as u64;
+/// The largest `EVENT_BUFSIZE` (1024 GiB); larger than the machine can spare is lowered or
+/// refused at the start (`EVENT_BUFRESIZE`).
 pub(crate) const MAX_BUFSIZE: u64 = 1 << 40;
 
 /// A size in bytes: digits with an optional `k`, `m` or `g` (powers of 1024, either case).
@@ -211,7 +227,13 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let n: u64 = digits.parse().map_err(|_| format!("too large; {accepted}"))?;
     let bytes = n.checked_mul(1 << shift).ok_or_else(|| format!("too large; {accepted}"))?;
     if !(MIN_BUFSIZE..=MAX_BUFSIZE).contains(&bytes) {
-        return Err(format!("{bytes} bytes is out of range; the buffer size is 4k..=1024g"));
+        return Err(format!(
+            "{bytes} bytes is out of range; the buffer size is {}..={}, and at least {MIN_BLOCKS} blocks: {} with the default {} blocks",
+            crate::machine::size_text(MIN_BUFSIZE),
+            crate::machine::size_text(MAX_BUFSIZE),
+            crate::machine::size_text(MIN_BLOCKS * u64::from(DEFAULT_BLOCK_SIZE)),
+            crate::machine::size_text(u64::from(DEFAULT_BLOCK_SIZE)),
+        ));
     }
     Ok(bytes)
 }
@@ -268,9 +290,15 @@ mod tests {
         assert_eq!(parse_size("64k"), Ok(64 << 10));
         assert_eq!(parse_size("16M"), Ok(16 << 20));
         assert_eq!(parse_size("2g"), Ok(2 << 30));
-        for bad in ["", "k", "12q", "-1", "1.5m", "99999999999999999999", "1k", "2000g"] {
+        assert_eq!(parse_size("1024g"), Ok(1 << 40));
+        for bad in ["", "k", "12q", "-1", "1.5m", "99999999999999999999", "1k", "2000g", "1025g"] {
             assert!(parse_size(bad).is_err(), "{bad:?} is refused");
         }
+        // The limits as the README states them.
+        assert_eq!(
+            parse_size("1k").unwrap_err(),
+            "1024 bytes is out of range; the buffer size is 4k..=1024g, and at least 4 blocks: 256k with the default 64k blocks"
+        );
     }
 
     #[test]

@@ -7,8 +7,14 @@
 //! runs dry and threads refuse events (and count them) until it gives blocks back. This
 //! happens once per block, not per event: the lock here is off the fast path.
 //!
-//! Invariant: every block is in exactly one place: the free list, the full queue, a
-//! thread's buffer, or the writer's hands. `free.len() + full.len() + held == total`.
+//! Blocks are made when first taken, not at the start: a large pool (`EVENT_BUFSIZE=2g`)
+//! costs a program memory only for the blocks it fills. A block's bytes come zeroed from the
+//! allocator, which takes pages of a large allocation lazily from the OS; nothing here writes
+//! them before a thread does.
+//!
+//! Invariant: every block is in exactly one place: not yet made, the free list, the full
+//! queue, a thread's buffer, or the writer's hands.
+//! `unmade + free.len() + full.len() + held == total`.
 
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -20,6 +26,10 @@ pub(crate) type BlockBuf = Box<[u8]>;
 
 #[derive(Debug)]
 struct State {
+    /// Blocks not made yet: a take makes one when the free list is empty.
+    unmade: usize,
+    /// The size of a block, to make one.
+    block_size: usize,
     free: Vec<BlockBuf>,
     full: VecDeque<BlockBuf>,
     /// Blocks that may still be taken from the free list (`fill`: a budget that is never
@@ -65,10 +75,18 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 impl Exchange {
     /// A pool of `blocks` blocks of `block_size` bytes; with `budget`, at most that many takes.
     pub(crate) fn new(blocks: usize, block_size: usize, budget: Option<u64>) -> Exchange {
-        let free: Vec<BlockBuf> = (0..blocks).map(|_| vec![0u8; block_size].into_boxed_slice()).collect();
+        let state = State {
+            unmade: blocks,
+            block_size,
+            free: Vec::new(),
+            full: VecDeque::new(),
+            budget,
+            closed: false,
+            in_flight: 0,
+        };
         Exchange {
-            free_hint: AtomicUsize::new(free.len()),
-            state: Mutex::new(State { free, full: VecDeque::new(), budget, closed: false, in_flight: 0 }),
+            free_hint: AtomicUsize::new(blocks),
+            state: Mutex::new(state),
             to_writer: Condvar::new(),
             to_threads: Condvar::new(),
         }
@@ -91,6 +109,11 @@ impl Exchange {
         if s.budget == Some(0) || s.closed {
             return None;
         }
+        if s.free.is_empty() && s.unmade > 0 {
+            s.unmade -= 1;
+            let block_size = s.block_size;
+            s.free.push(vec![0u8; block_size].into_boxed_slice());
+        }
         if s.free.is_empty() && !wait.is_zero() {
             let deadline = std::time::Instant::now() + wait;
             while s.free.is_empty() && !s.closed {
@@ -107,7 +130,7 @@ impl Exchange {
             *b -= 1;
         }
         // A spent budget reads as an empty pool, so refusing threads stop trying the lock.
-        let free = if s.budget == Some(0) { 0 } else { s.free.len() };
+        let free = if s.budget == Some(0) { 0 } else { s.free.len() + s.unmade };
         self.free_hint.store(free, Ordering::Relaxed);
         Some(block)
     }
@@ -159,7 +182,7 @@ impl Exchange {
         // Saturating: the writer gives back only what it took, so this never clamps.
         s.in_flight = s.in_flight.saturating_sub(blocks.len());
         s.free.extend(blocks);
-        let free = if s.budget == Some(0) { 0 } else { s.free.len() };
+        let free = if s.budget == Some(0) { 0 } else { s.free.len() + s.unmade };
         self.free_hint.store(free, Ordering::Relaxed);
         drop(s);
         self.to_threads.notify_all();
@@ -255,7 +278,7 @@ mod loom_tests {
             assert_eq!(seen.len(), sent, "every submitted block is written once");
             assert!(sent >= 2, "two blocks in the pool: at least two takes succeed");
             let s = lock(&ex.state);
-            assert_eq!(s.free.len() + s.full.len(), 2, "no block is lost");
+            assert_eq!(s.unmade + s.free.len() + s.full.len(), 2, "no block is lost");
         });
     }
 }

@@ -91,8 +91,9 @@
 //!
 //! The crate denies `unsafe` except in exactly five modules, each of which says so with
 //! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
-//! file; the thread buffers reach its blocks only through the safe methods of
-//! `ringfile::Slot`), `clock` (reading the TSC), `crash` (installing signal handlers and the
+//! file, and the heap lanes that share a thread's blocks with the stop by the same protocol;
+//! the thread buffers reach their blocks only through the safe methods of `ringfile::Slot`
+//! and `ringfile::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
 //! last `write(2)` of a fatal signal), `files::sys` (`flock` and `gethostname`) and `fork`
 //! (registering the `pthread_atfork` handlers that keep a forked child off its parent's
 //! recording).

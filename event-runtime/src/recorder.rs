@@ -84,7 +84,11 @@ impl fmt::Display for StartError {
             StartError::BadBufferSize { buffer, block } => {
                 write!(
                     f,
-                    "buffer size {buffer} holds fewer than 4 blocks of {block} bytes; raise EVENT_BUFSIZE or lower the block size"
+                    "buffer size {} holds fewer than {} blocks of {}; set it (EVENT_BUFSIZE, Recorder::buffer_size) to at least {}, or make the blocks smaller (Recorder::block_size)",
+                    machine::size_text(*buffer),
+                    config::MIN_BLOCKS,
+                    machine::size_text(u64::from(*block)),
+                    machine::size_text(config::MIN_BLOCKS * u64::from(*block))
                 )
             }
             StartError::BadEventSet(why) => write!(f, "the event set cannot be recorded: {why}"),
@@ -169,8 +173,7 @@ enum SelectionChoice {
     Given(Vec<Selection>),
 }
 
-/// The default block size: 64 KiB.
-pub const DEFAULT_BLOCK_SIZE: u32 = 64 << 10;
+pub use crate::config::DEFAULT_BLOCK_SIZE;
 /// The default buffer size (`EVENT_BUFSIZE`): 16 MiB.
 pub const DEFAULT_BUFFER_SIZE: u64 = 16 << 20;
 /// The default number of threads a ring file (or the heap rings' sizing) provides for.
@@ -308,7 +311,10 @@ impl Recorder {
     }
 
     /// The buffer size in bytes: the pool of blocks under `switch`, the budget under `fill`,
-    /// all the rings together under `ring`.
+    /// all the rings together under `ring`. At least 4 blocks: 256 KiB with the default 64 KiB
+    /// blocks (4 KiB with the smallest, 1 KiB); `EVENT_BUFSIZE` takes 4k..=1024g. Memory is
+    /// taken as blocks are first used, so a large buffer costs a program that records little
+    /// almost nothing.
     pub fn buffer_size(mut self, bytes: u64) -> Recorder {
         self.buffer_size = bytes;
         self
@@ -389,12 +395,12 @@ impl Recorder {
         if !bs.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&bs) {
             return Err(StartError::BadBlockSize(bs));
         }
-        if self.buffer_size / u64::from(bs) >= 4 {
+        if self.buffer_size / u64::from(bs) >= config::MIN_BLOCKS {
             // Before anything is allocated: the buffers must fit the machine.
             self.fit_buffers(&machine::limits())?;
         }
         let blocks = self.buffer_size / u64::from(bs);
-        if blocks < 4 {
+        if blocks < config::MIN_BLOCKS {
             return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs });
         }
         let (sets, schemas) = self.recorded_sets()?;
@@ -501,7 +507,9 @@ impl Recorder {
             sinks: Mutex::new(sinks),
             interned: Mutex::new(HashMap::new()),
             retired: Mutex::new(Vec::new()),
+            lanes: Mutex::default(),
             reports: Mutex::new(Vec::new()),
+            reports_closed: Default::default(),
             lost_base: session::lost_unattributed(),
             streaming,
             pool_blocks: if pooled { blocks as usize } else { 0 },
@@ -583,7 +591,7 @@ impl Recorder {
         let streaming = self.policy != Policy::Ring && (self.memory || self.file.is_some() || self.ring.is_none());
         let heap_rings = self.policy == Policy::Ring && self.ring.is_none();
         let regions = u64::from(streaming) + u64::from(self.ring.is_some()) + u64::from(heap_rings);
-        let floor = 4 * u64::from(self.block_size);
+        let floor = config::MIN_BLOCKS * u64::from(self.block_size);
         let Some((fits, limit)) = machine::fit(self.buffer_size, regions, floor, limits) else { return Ok(()) };
         match self.bufresize {
             BufResize::Manual => Err(StartError::BufferTooLarge { requested: self.buffer_size, fits, limit }),

@@ -2,9 +2,16 @@
 //! memory sink's [`bytes`](Recording::bytes), and [`stop`](Recording::stop) (or drop) it.
 //!
 //! The stop undoes the start in reverse: the crash handlers and the control selection go,
-//! the built-in events stop, the writer thread drains and ends, the session is closed (every
-//! thread buffer of it is then stale), and what only the stop can write (the rings, the ring
-//! file's copy, the last loss report) goes to the sinks.
+//! the built-in events stop, the stop takes what every thread committed to its lane (its
+//! partial block, or its ring: `ringfile::Lane`), whether the thread has ended, still runs or
+//! is blocked, the writer thread drains and ends, the session is closed (every thread buffer
+//! of it is then stale), and what only the stop can write (the lanes it took, the rings, the
+//! ring file's copy, the last loss report) goes to the sinks.
+//!
+//! So every event a thread committed before the stop took its lane is in the stream; one it
+//! was still writing then, or recorded later, is counted in [`lost_unattributed`]
+//! (`crate::lost_unattributed`), and, when the thread notices before the stop ends, in the
+//! stream's report too.
 
 use crate::buffer;
 use crate::control;
@@ -21,11 +28,11 @@ const FLUSH_WAIT: Duration = Duration::from_secs(1);
 
 /// A running recording. Dropping it stops it.
 ///
-/// Other threads hand their partial blocks on when they exit, from a thread-local destructor.
-/// To include their last events, join them with [`JoinHandle::join`](std::thread::JoinHandle::join)
-/// (which waits for those destructors) or have them call [`flush`](crate::flush) before
-/// [`stop`](Recording::stop). `std::thread::scope` is not enough on its own: it can return
-/// before its threads' thread-local destructors have run.
+/// The stop collects what every thread recorded: a thread that ended, one still running (a
+/// tokio worker, a thread never joined, a scoped thread whose thread-local destructors have
+/// not run yet) and one that is blocked. Nothing needs to be joined or flushed first. An
+/// event that a thread is recording at the very moment the stop takes its blocks, or records
+/// after, is not in the stream; it is counted ([`lost_unattributed`](crate::lost_unattributed)).
 #[derive(Debug)]
 pub struct Recording {
     shared: Arc<Shared>,
@@ -125,6 +132,9 @@ impl Recording {
         session::set_running(false);
         control::uninstall();
         buffer::detach_this_thread(self.generation);
+        // Every thread's committed records, taken before the pool closes: a thread that hands
+        // a block on before its lane is taken still finds the writer there.
+        let taken = self.shared.take_lanes();
         self.shared.exchange.close();
         let mut result = Ok(());
         if let Some(writer) = self.writer.take()
@@ -138,6 +148,8 @@ impl Recording {
         }
         session::close(self.generation);
         let shared = &self.shared;
+        write_taken(shared, taken);
+        shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {
             ring.set_lost(lost);
@@ -180,6 +192,31 @@ impl Recording {
     }
 }
 
+/// Writes what the stop took from the threads' lanes: the partial pool blocks now, the rings
+/// with the others (`writer::write_rings`), and each thread's refusals as a report.
+fn write_taken(shared: &Shared, taken: Vec<crate::ringfile::LaneTake>) {
+    use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
+    for mut take in taken {
+        shared.report_dropped(take.thread, take.refused);
+        if take.bytes.is_empty() {
+            continue;
+        }
+        if take.bytes.len() > shared.block_size as usize {
+            lock(&shared.retired).push(session::RetiredRing {
+                ring_blocks: (take.bytes.len() / shared.block_size as usize) as u64,
+                blocks: take.bytes,
+                sequence: take.sequence,
+                end: take.end,
+            });
+        } else if take.end > BLOCK_HEADER_LEN {
+            let block = &mut take.bytes;
+            Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (take.end - BLOCK_HEADER_LEN) as u32);
+            seal_block_in_place(Order::NATIVE, block);
+            lock(&shared.sinks).write_block(block, false);
+        }
+    }
+}
+
 impl Drop for Recording {
     fn drop(&mut self) {
         // Every error was said on stderr where it happened (one line each).
@@ -193,8 +230,7 @@ impl Drop for Recording {
 /// recording runs it waits for nothing. Under `ring` a flush moves no block: the blocks
 /// stay in their rings (a ring file holds every record as soon as it is recorded).
 ///
-/// A thread that ends inside `std::thread::scope` calls it last: the scope can return before
-/// the thread's thread-local destructor has handed its block on.
+/// The stop needs no flush: it takes every thread's partial block itself ([`Recording`]).
 pub fn flush() {
     buffer::flush_this_thread();
     if buffer::is_writer() {

@@ -12,7 +12,7 @@ use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::{BlockBuf, Exchange};
-use crate::ringfile::RingFile;
+use crate::ringfile::{Lane, LaneTake, RingFile};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::wire::{Order, seal_block_in_place};
@@ -27,7 +27,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A thread's heap ring, handed to the recorder when its thread exits (`ring` policy).
+/// A thread's heap ring, as the stop took it (`ring` policy).
 #[derive(Debug)]
 pub(crate) struct RetiredRing {
     pub(crate) blocks: BlockBuf,
@@ -62,10 +62,16 @@ pub(crate) struct Shared {
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,
-    /// Rings of exited threads, written to the sinks at stop.
+    /// The thread rings the stop took, written to the sinks at stop.
     pub(crate) retired: Mutex<Vec<RetiredRing>>,
+    /// Every thread's lane (`ringfile::Lane`), for the stop to take: the pool lanes of
+    /// threads alive, and every ring lane. Closed by the stop.
+    pub(crate) lanes: Mutex<Lanes>,
     /// Losses for the recorder to report in its own `Dropped` events: (thread, count).
     pub(crate) reports: Mutex<Vec<(u64, u64)>>,
+    /// The stop has written its last report: later losses are counted in
+    /// [`lost_unattributed`] only. Set and read under `reports`' lock.
+    pub(crate) reports_closed: AtomicBool,
     /// The unattributed-loss counter when the recording started.
     pub(crate) lost_base: u64,
     /// Whether the stream sinks get blocks as they fill (`switch`, `fill`), not only at stop.
@@ -79,6 +85,14 @@ pub(crate) struct Shared {
     /// Starts the recording of a child of `fork()`; `None` when children record nothing
     /// (`EVENT_FORK=off`).
     pub(crate) after_fork: Option<AfterFork>,
+}
+
+/// The lanes of a recording's threads (`Shared::lanes`).
+#[derive(Debug, Default)]
+pub(crate) struct Lanes {
+    list: Vec<Arc<Lane>>,
+    /// The stop has taken them: a thread that comes later gets no lane.
+    closed: bool,
 }
 
 /// What a child of `fork()` runs to start its own recording (built by the recorder, which
@@ -134,13 +148,45 @@ impl Shared {
     /// `count` events of `thread` were lost where its own blocks cannot say so.
     pub(crate) fn report_dropped(&self, thread: u64, count: u64) {
         if count > 0 {
-            lock(&self.reports).push((thread, count));
+            let mut reports = lock(&self.reports);
+            if self.reports_closed.load(Ordering::Relaxed) {
+                // After the stop's last report: counted where the process's losses are.
+                count_lost_unattributed(count);
+            } else {
+                reports.push((thread, count));
+            }
         }
     }
 
-    /// Keeps an exited thread's heap ring for the stop to write.
-    pub(crate) fn retire_ring(&self, ring: RetiredRing) {
-        lock(&self.retired).push(ring);
+    /// Ends the reports: the stop writes the last ones now.
+    pub(crate) fn close_reports(&self) {
+        let _reports = lock(&self.reports);
+        // Relaxed: read and written under the `reports` lock.
+        self.reports_closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Registers a thread's lane for the stop to take; `false` once the stop took them (the
+    /// thread records nothing in this recording). Pool lanes whose threads ended (the list
+    /// holds their last reference) are let go here.
+    pub(crate) fn add_lane(&self, lane: &Arc<Lane>) -> bool {
+        let mut lanes = lock(&self.lanes);
+        if lanes.closed {
+            return false;
+        }
+        lanes.list.retain(|l| l.is_ring() || Arc::strong_count(l) > 1);
+        lanes.list.push(Arc::clone(lane));
+        true
+    }
+
+    /// The stop's take of every thread's lane (`ringfile::Lane::take`): what each committed,
+    /// whether its thread is still running, blocked, or gone. No lane is added after this.
+    pub(crate) fn take_lanes(&self) -> Vec<LaneTake> {
+        let lanes = {
+            let mut lanes = lock(&self.lanes);
+            lanes.closed = true;
+            lanes.list.clone()
+        };
+        lanes.iter().filter_map(|lane| lane.take()).collect()
     }
 
     /// Whether this is a child of `fork()` looking at its parent's recording, which it must

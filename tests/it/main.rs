@@ -10,6 +10,7 @@ mod process;
 mod runtime;
 mod security;
 mod startup;
+mod stop;
 mod tracing;
 mod varieties;
 mod versions;

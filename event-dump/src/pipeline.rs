@@ -33,7 +33,7 @@ use std::ops::ControlFlow;
 use std::sync::{Mutex, mpsc};
 
 /// The default merge window, in MiB of rendered lines.
-pub(crate) const DEFAULT_WINDOW_MIB: usize = 64;
+pub(crate) const DEFAULT_WINDOW_MIB: usize = 128;
 
 /// A line is shown.
 const SHOW: u8 = 1;

@@ -18,4 +18,5 @@ mod export_parquet;
 mod export_sqlite;
 mod fuzz_corpus;
 mod hostile;
+mod print_jobs;
 mod sets;

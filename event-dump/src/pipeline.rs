@@ -21,10 +21,9 @@
 //! holds less. The order is exact whenever the log's disorder fits in the window; a line
 //! written after a later one (the window was exceeded) is counted, and `print` says so.
 
-use crate::commands::Selection;
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Renderer};
-use event_format::decode::{Block, BlockError, Catalog, Entry};
+use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -99,7 +98,8 @@ pub(crate) enum Piece {
 /// What a worker needs to render a block of any log.
 pub(crate) struct Context<'a> {
     pub(crate) renderer: &'a Renderer,
-    pub(crate) selection: &'a Selection,
+    /// Whether an event of a log is shown (`print`'s selection).
+    pub(crate) keeps: &'a (dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync),
     pub(crate) catalogs: Vec<Catalog>,
     pub(crate) clocks: Vec<Clock>,
 }
@@ -153,7 +153,7 @@ impl Context<'_> {
                         line.aux = r.facts.len() as u32;
                         r.facts.push(fact);
                     }
-                    if self.selection.keeps(file, &event, clock) {
+                    if (self.keeps)(file, &event, clock) {
                         line.what |= SHOW;
                         line.start = r.text.len() as u32;
                         line.holes = r.holes.len() as u32;

@@ -101,18 +101,18 @@ const fn digit_table<const N: usize>(base: usize, width: usize) -> [u8; N] {
     table
 }
 
-const DECIMAL_BYTES: [u8; 40_000] = digit_table(10, 4);
-const HEX_BYTES: [u8; 512] = digit_table(16, 2);
+static DECIMAL_BYTES: [u8; 40_000] = digit_table(10, 4);
+static HEX_BYTES: [u8; 512] = digit_table(16, 2);
 
 /// `0000` to `9999`: numbers are written four digits at a time, as strings (a dump writes
 /// millions, and a character at a time costs more).
-const DECIMAL4: &str = match std::str::from_utf8(&DECIMAL_BYTES) {
+static DECIMAL4: &str = match std::str::from_utf8(&DECIMAL_BYTES) {
     Ok(s) => s,
     Err(_) => panic!("digits are ASCII"),
 };
 
 /// `00` to `ff`, for hex two digits at a time.
-const HEX2: &str = match std::str::from_utf8(&HEX_BYTES) {
+static HEX2: &str = match std::str::from_utf8(&HEX_BYTES) {
     Ok(s) => s,
     Err(_) => panic!("digits are ASCII"),
 };

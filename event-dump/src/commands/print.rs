@@ -10,7 +10,7 @@ use crate::log::open_all;
 use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, Lanes, Writer, default_jobs};
 use crate::progress::Progress;
 use crate::render::{CsvColumns, Format, Renderer};
-use event_format::decode::Catalog;
+use event_format::decode::{Catalog, Event};
 use event_format::wire::{Clock, Header};
 use std::process::ExitCode;
 
@@ -34,8 +34,8 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let mut progress = Progress::new("reading", total);
     let paths: Vec<String> = logs.iter().map(|l| l.path.display().to_string()).collect();
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog.clone()).collect();
-    let ctx =
-        Context { renderer: &renderer, selection: &selection, catalogs: catalogs.clone(), clocks: clocks.clone() };
+    let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
+    let ctx = Context { renderer: &renderer, keeps: &keeps, catalogs: catalogs.clone(), clocks: clocks.clone() };
     let mut w = Writer::new(&renderer, &catalogs, &paths, args.limit, &mut progress);
     if let Some(h) = renderer.header() {
         w.out.extend_from_slice(h.as_bytes());

@@ -102,6 +102,9 @@ pub(crate) struct Context<'a> {
     pub(crate) keeps: &'a (dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync),
     pub(crate) catalogs: Vec<Catalog>,
     pub(crate) clocks: Vec<Clock>,
+    /// Rendered blocks written out, whose buffers the next blocks reuse (fresh buffers of
+    /// this size cost the kernel's time as much as rendering does).
+    pub(crate) spare: Mutex<Vec<Rendered>>,
 }
 
 impl Context<'_> {
@@ -114,17 +117,31 @@ impl Context<'_> {
         let catalog = &self.catalogs[file];
         let clock = &self.clocks[file];
         let thread = block.header.thread;
-        let mut r = Rendered {
-            file,
-            thread,
-            sequence: block.header.sequence,
-            text: String::with_capacity(block.records.len() * 3),
-            lines: Vec::with_capacity(block.records.len() / 24),
-            holes: Vec::new(),
-            facts: Vec::new(),
-            bad: Vec::new(),
-            walk_errors: Vec::new(),
+        let spare = self.spare.lock().ok().and_then(|mut s| s.pop());
+        let mut r = match spare {
+            Some(mut r) => {
+                r.text.clear();
+                r.lines.clear();
+                r.holes.clear();
+                r.facts.clear();
+                r.bad.clear();
+                r.walk_errors.clear();
+                r
+            }
+            None => Rendered {
+                file,
+                thread,
+                sequence: 0,
+                text: String::with_capacity(block.records.len() * 4),
+                lines: Vec::with_capacity(block.records.len() / 24),
+                holes: Vec::new(),
+                facts: Vec::new(),
+                bad: Vec::new(),
+                walk_errors: Vec::new(),
+            },
         };
+        (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
+        let thread_text = self.renderer.thread_text(file, thread);
         let (mut previous, mut backwards) = (0, false);
         for record in block.records() {
             let record = match record {
@@ -159,7 +176,7 @@ impl Context<'_> {
                         line.holes = r.holes.len() as u32;
                         let start = r.text.len();
                         let holes = r.holes.len();
-                        self.renderer.line(&mut r.text, &mut r.holes, file, clock, &event);
+                        self.renderer.line(&mut r.text, &mut r.holes, file, &thread_text, clock, &event);
                         // Holes are kept as offsets in their line.
                         for h in &mut r.holes[holes..] {
                             h.at -= start as u32;
@@ -332,6 +349,8 @@ pub(crate) struct Lanes {
     window: usize,
     /// Wall-clock time lines the keys, when several logs are merged.
     wall: Option<Vec<Clock>>,
+    /// Blocks written out, for their buffers to be reused.
+    spent: Vec<Rendered>,
 }
 
 impl Lanes {
@@ -346,6 +365,7 @@ impl Lanes {
             held: 0,
             window,
             wall,
+            spent: Vec::new(),
         }
     }
 
@@ -414,7 +434,7 @@ impl Lanes {
             lane.next += 1;
             if lane.next == r.lines.len() {
                 self.held -= r.bytes();
-                lane.blocks.pop_front();
+                self.spent.extend(lane.blocks.pop_front());
                 lane.next = 0;
             }
             if flow.is_break() {
@@ -454,6 +474,15 @@ pub(crate) fn default_jobs() -> usize {
 /// renders them on `jobs` workers (on this thread for 1) and merges them into `w`.
 pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut Lanes, w: &mut Writer<'_>) {
     let several = logs.len() > 1;
+    // Spare buffers kept at most: as many as blocks can be in flight, and a few.
+    let keep = jobs * 4 + 4;
+    let recycle = |lanes: &mut Lanes| {
+        if let Ok(mut spare) = ctx.spare.lock() {
+            let room = keep.saturating_sub(spare.len());
+            spare.extend(lanes.spent.drain(..).take(room));
+        }
+        lanes.spent.clear();
+    };
     let mut done = vec![false; logs.len()];
     let mut last_key = vec![i128::MIN; logs.len()];
     let mut read = || -> Option<(usize, Result<Block, BlockError>)> {
@@ -477,6 +506,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
             if lanes.insert(ctx.render(f, block), w).is_break() {
                 return;
             }
+            recycle(lanes);
         }
         let _ = lanes.finish(w);
         return;
@@ -541,6 +571,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
             if lanes.insert(piece, w).is_break() {
                 break;
             }
+            recycle(lanes);
         }
         drop(job_tx);
     });

@@ -222,6 +222,14 @@ impl Renderer {
         }
     }
 
+    /// The text of thread `thread` of log `file`, as lines show it: `T3`, or `4242:T3` when
+    /// several logs are merged. Rendered once per block, not per line.
+    pub(crate) fn thread_text(&self, file: usize, thread: u64) -> String {
+        let mut out = String::new();
+        self.thread(&mut out, file, thread);
+        out
+    }
+
     fn thread(&self, out: &mut String, file: usize, thread: u64) {
         if let Some(pids) = &self.pids {
             let _ = write_value(out, &Value::Word(pids[file]));
@@ -259,13 +267,22 @@ impl Renderer {
 
     /// Writes `event` of log `file` as one line, without the newline and without its labels:
     /// appends to `holes` where they may go (offsets in `out`), for [`Renderer::fill`].
-    pub(crate) fn line(&self, out: &mut String, holes: &mut Vec<Hole>, file: usize, clock: &Clock, event: &Event<'_>) {
+    /// `thread` is the event's thread as [`Renderer::thread_text`] writes it.
+    pub(crate) fn line(
+        &self,
+        out: &mut String,
+        holes: &mut Vec<Hole>,
+        file: usize,
+        thread: &str,
+        clock: &Clock,
+        event: &Event<'_>,
+    ) {
         match self.format {
             Format::Text => {
                 self.time(out, clock, event.time);
                 out.push(' ');
                 self.palette.start(out, Style::Thread);
-                self.thread(out, file, event.thread);
+                out.push_str(thread);
                 self.palette.end(out);
                 out.push(' ');
                 self.palette.start(out, Style::Event);
@@ -285,7 +302,7 @@ impl Renderer {
                     self.value(out, holes, event, i, &value);
                 }
             }
-            Format::Csv => self.csv_line(out, holes, file, clock, event),
+            Format::Csv => self.csv_line(out, holes, file, thread, clock, event),
             Format::Json => {
                 out.push_str("{\"time\":");
                 if self.raw_ticks {
@@ -295,7 +312,7 @@ impl Renderer {
                 }
                 // A thread's name needs no escaping.
                 out.push_str(",\"thread\":\"");
-                self.thread(out, file, event.thread);
+                out.push_str(thread);
                 out.push('"');
                 // With more than one set in the log: its set, and the kind as `set:Kind`.
                 if event.desc.qualified {
@@ -353,10 +370,18 @@ impl Renderer {
 impl Renderer {
     /// One CSV row (docs/OUTPUT.md, "CSV"): the fixed columns, a cell per parameter column
     /// (empty where the event has no such parameter), the labels and the cut strings.
-    fn csv_line(&self, out: &mut String, holes: &mut Vec<Hole>, file: usize, clock: &Clock, event: &Event<'_>) {
+    fn csv_line(
+        &self,
+        out: &mut String,
+        holes: &mut Vec<Hole>,
+        file: usize,
+        thread: &str,
+        clock: &Clock,
+        event: &Event<'_>,
+    ) {
         self.time(out, clock, event.time);
         out.push(',');
-        self.thread(out, file, event.thread);
+        out.push_str(thread);
         // The kind is `set:Kind` when the log holds more than one set (set names need no quoting).
         out.push(',');
         if event.desc.qualified {

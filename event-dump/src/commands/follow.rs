@@ -58,7 +58,8 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                                 if selection.keeps(0, &event, &header.clock) {
                                     line.clear();
                                     holes.clear();
-                                    renderer.line(&mut line, &mut holes, 0, &header.clock, &event);
+                                    let thread = renderer.thread_text(0, event.thread);
+                                    renderer.line(&mut line, &mut holes, 0, &thread, &header.clock, &event);
                                     filled.clear();
                                     renderer.fill(&mut filled, &line, &holes, &ann, 0, event.desc);
                                     filled.push(b'\n');

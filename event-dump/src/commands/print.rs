@@ -35,7 +35,13 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let paths: Vec<String> = logs.iter().map(|l| l.path.display().to_string()).collect();
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog.clone()).collect();
     let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
-    let ctx = Context { renderer: &renderer, keeps: &keeps, catalogs: catalogs.clone(), clocks: clocks.clone() };
+    let ctx = Context {
+        renderer: &renderer,
+        keeps: &keeps,
+        catalogs: catalogs.clone(),
+        clocks: clocks.clone(),
+        spare: Default::default(),
+    };
     let mut w = Writer::new(&renderer, &catalogs, &paths, args.limit, &mut progress);
     if let Some(h) = renderer.header() {
         w.out.extend_from_slice(h.as_bytes());

@@ -229,7 +229,7 @@ struct Lane {
     next: usize,
     /// The place of the back block's last line.
     last: Option<Place>,
-    /// The lane of its thread that blocks in time order go on (never freed).
+    /// The lane of its thread that its next block goes on (not freed while it is).
     primary: bool,
 }
 
@@ -342,7 +342,7 @@ impl<'a> Writer<'a> {
 pub(crate) struct Lanes {
     lanes: Vec<Lane>,
     free: Vec<usize>,
-    /// The lane of each (log, thread) that blocks in time order go on.
+    /// The lane of each (log, thread) that its next block goes on when it follows.
     primary: HashMap<(usize, u64), usize>,
     heap: BinaryHeap<Reverse<(Place, usize)>>,
     held: usize,
@@ -396,16 +396,19 @@ impl Lanes {
         self.held += r.bytes();
         let key = (r.file, r.thread);
         let lane = match self.primary.get(&key) {
-            Some(&l) if self.lanes[l].last.is_none_or(|end| first > end) || self.lanes[l].blocks.is_empty() => l,
-            primary => {
+            Some(&l) if self.lanes[l].last.is_none_or(|end| first > end) => l,
+            before => {
+                // A block before its lane's last (a clock stepped back, or a ring read from
+                // the middle of its wrap) opens a lane that its thread's next blocks go on.
                 let l = self.free.pop().unwrap_or_else(|| {
                     self.lanes.push(Lane::default());
                     self.lanes.len() - 1
                 });
-                if primary.is_none() {
-                    self.primary.insert(key, l);
-                    self.lanes[l].primary = true;
+                if let Some(&old) = before {
+                    self.lanes[old].primary = false;
                 }
+                self.primary.insert(key, l);
+                self.lanes[l].primary = true;
                 l
             }
         };

@@ -80,7 +80,8 @@ pub(crate) struct Rendered {
 }
 
 impl Rendered {
-    /// The bytes it holds, as the window counts them.
+    /// The bytes it holds, as the window counts them: what its buffers hold (the room
+    /// beyond costs memory only once a block wrote there, and the buffers are reused).
     fn bytes(&self) -> usize {
         self.text.len() + self.lines.len() * size_of::<Line>() + self.holes.len() * size_of::<Hole>()
     }
@@ -477,12 +478,12 @@ pub(crate) fn default_jobs() -> usize {
 /// renders them on `jobs` workers (on this thread for 1) and merges them into `w`.
 pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut Lanes, w: &mut Writer<'_>) {
     let several = logs.len() > 1;
-    // Spare buffers kept at most: as many as blocks can be in flight, and a few.
-    let keep = jobs * 4 + 4;
+    // Every buffer written out is reused: freeing them to allocate others as the next blocks
+    // come would cost the kernel's time, and, freed by one thread after another allocated
+    // them, grow the allocator's heaps with the length of the log.
     let recycle = |lanes: &mut Lanes| {
         if let Ok(mut spare) = ctx.spare.lock() {
-            let room = keep.saturating_sub(spare.len());
-            spare.extend(lanes.spent.drain(..).take(room));
+            spare.append(&mut lanes.spent);
         }
         lanes.spent.clear();
     };

@@ -147,6 +147,14 @@ pub(crate) struct PrintArgs {
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,
+    /// Threads that decode and format blocks (default: `EVENT_DUMP_JOBS`, else one per
+    /// core); 1 does it all on one thread. The output is the same whatever the number.
+    #[arg(long, value_name = "N")]
+    pub(crate) jobs: Option<usize>,
+    /// The most memory, in MiB of formatted lines, that merging threads and logs by time may
+    /// hold (default 128); a log more out of order than this holds is printed with a warning.
+    #[arg(long, value_name = "MIB")]
+    pub(crate) window: Option<usize>,
 }
 
 #[derive(Args, Debug)]

@@ -25,6 +25,7 @@ pub mod fuzzing;
 mod json;
 mod log;
 mod merge;
+mod pipeline;
 mod progress;
 mod render;
 

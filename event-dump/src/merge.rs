@@ -15,8 +15,8 @@
 //! time there.
 
 use crate::log::{DumpError, Log};
-use event_format::decode::{Block, BlockError, Entry, Event};
-use event_format::wire::{RecordError, RecordIter};
+use event_format::decode::{Block, Entry, Event};
+use event_format::wire::RecordIter;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
@@ -28,12 +28,13 @@ pub(crate) const WINDOW_BYTES: usize = 256 << 20;
 pub(crate) enum Item<'a> {
     /// An event of log `file`.
     Event { file: usize, event: Event<'a> },
-    /// A record whose code this reader does not know (skipped by its length).
-    Unknown { file: usize, code: u16 },
+    /// A record whose code this reader does not know (skipped by its length). The exports
+    /// count these three; `print`, which says what each was, reads through the pipeline.
+    Unknown,
     /// A record that breaks the format.
-    Bad { file: usize, thread: u64, error: RecordError },
+    Bad,
     /// A block that failed its checks (reported as it is read, not in time order).
-    Damaged { file: usize, error: BlockError },
+    Damaged,
 }
 
 struct Held {
@@ -85,8 +86,8 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     while let Some(f) = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f]) {
         match logs[f].blocks().next_block() {
             None => done[f] = true,
-            Some(Err(error)) => {
-                if visit(Item::Damaged { file: f, error }).is_break() {
+            Some(Err(_)) => {
+                if visit(Item::Damaged).is_break() {
                     return Ok(());
                 }
             }
@@ -105,8 +106,8 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                         }
                         // A record that cannot be delimited or timed is reported right away
                         // (not in time order); the walk goes on where the format says it can.
-                        Err(error) => {
-                            if visit(Item::Bad { file: f, thread: block.header.thread, error }).is_break() {
+                        Err(_) => {
+                            if visit(Item::Bad).is_break() {
                                 return Ok(());
                             }
                         }
@@ -182,8 +183,8 @@ fn emit_one(
     let end = offset + event_format::wire::RECORD_HEADER_LEN + record.args.len();
     let flow = match logs[h.file].catalog.entry(record, thread, h.block.order) {
         Entry::Event(event) => visit(Item::Event { file, event }),
-        Entry::Unknown { code, .. } => visit(Item::Unknown { file, code }),
-        Entry::Bad(error) => visit(Item::Bad { file, thread, error }),
+        Entry::Unknown { .. } => visit(Item::Unknown),
+        Entry::Bad(_) => visit(Item::Bad),
     };
     h.pos = end;
     h.time = time;

@@ -5,7 +5,7 @@
 use crate::color::{Palette, Style};
 use crate::json;
 use event_format::builtin;
-use event_format::decode::{Catalog, Event};
+use event_format::decode::{Catalog, Desc, Event};
 use event_format::text::{is_bidi_control, write_seconds, write_text, write_value};
 use event_format::wire::{Clock, Value};
 use std::collections::HashMap;
@@ -101,6 +101,53 @@ impl CsvColumns {
     }
 }
 
+/// What an `Intern` or `Label` event says: taken from the event where it is decoded (a
+/// worker of `print`), learnt where the events are put in order.
+#[derive(Debug, Clone)]
+pub(crate) enum Fact {
+    /// Interned id -> string.
+    Intern(u64, String),
+    /// Address -> interned id of its label.
+    Label(u64, u64),
+}
+
+impl Fact {
+    /// What `event` says, if it is an `Intern` or a `Label` event.
+    pub(crate) fn of(event: &Event<'_>) -> Option<Fact> {
+        let mut values = event.values();
+        match event.desc.code {
+            builtin::INTERN => match (values.next(), values.next()) {
+                (Some(Value::Word(id)), Some(Value::Str(text))) => {
+                    Some(Fact::Intern(id, String::from_utf8_lossy(text.bytes).into_owned()))
+                }
+                _ => None,
+            },
+            builtin::LABEL => match (values.next(), values.next()) {
+                (Some(Value::Address(address)), Some(Value::Word(id))) => Some(Fact::Label(address, id)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// A place in a rendered line where a label may go: the label of an address, or the
+/// string an interned id names. A line is rendered without looking labels up (a worker
+/// renders it before the events are in order) and its holes are filled when it is written
+/// ([`Renderer::fill`]), with what the log said before it in time order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hole {
+    /// The byte offset in the line where the label goes (text: after the value; JSON: after
+    /// the arguments' object; CSV: the `labels` cell).
+    pub(crate) at: u32,
+    /// The address, or the interned id.
+    pub(crate) value: u64,
+    /// The parameter's index.
+    pub(crate) param: u16,
+    /// `value` is an interned id (a `Label` event's `id`), not an address.
+    pub(crate) interned: bool,
+}
+
 /// What the log said so far about strings and addresses, per log.
 #[derive(Debug, Default)]
 pub(crate) struct Annotations {
@@ -113,21 +160,26 @@ pub(crate) struct Annotations {
 impl Annotations {
     /// Learns from an `Intern` or `Label` event.
     pub(crate) fn learn(&mut self, file: usize, event: &Event<'_>) {
-        match event.desc.code {
-            builtin::INTERN => {
-                let mut values = event.values();
-                if let (Some(Value::Word(id)), Some(Value::Str(text))) = (values.next(), values.next()) {
-                    self.interned.insert((file, id), String::from_utf8_lossy(text.bytes).into_owned());
-                }
-            }
-            builtin::LABEL => {
-                let mut values = event.values();
-                if let (Some(Value::Address(address)), Some(Value::Word(id))) = (values.next(), values.next()) {
-                    self.labels.insert((file, address), id);
-                }
-            }
-            _ => {}
+        if let Some(fact) = Fact::of(event) {
+            self.learn_fact(file, fact);
         }
+    }
+
+    /// Learns what an `Intern` or `Label` event said ([`Fact::of`]).
+    pub(crate) fn learn_fact(&mut self, file: usize, fact: Fact) {
+        match fact {
+            Fact::Intern(id, text) => {
+                self.interned.insert((file, id), text);
+            }
+            Fact::Label(address, id) => {
+                self.labels.insert((file, address), id);
+            }
+        }
+    }
+
+    /// Whether nothing was learnt: no line can get a label.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.interned.is_empty() && self.labels.is_empty()
     }
 
     /// The label of `address` in log `file`, if the log gave it one.
@@ -168,11 +220,21 @@ impl Renderer {
         }
     }
 
+    /// The text of thread `thread` of log `file`, as lines show it: `T3`, or `4242:T3` when
+    /// several logs are merged. Rendered once per block, not per line.
+    pub(crate) fn thread_text(&self, file: usize, thread: u64) -> String {
+        let mut out = String::new();
+        self.thread(&mut out, file, thread);
+        out
+    }
+
     fn thread(&self, out: &mut String, file: usize, thread: u64) {
-        let _ = match &self.pids {
-            Some(pids) => write!(out, "{}:T{thread}", pids[file]),
-            None => write!(out, "T{thread}"),
-        };
+        if let Some(pids) = &self.pids {
+            let _ = write_value(out, &Value::Word(pids[file]));
+            out.push(':');
+        }
+        out.push('T');
+        let _ = write_value(out, &Value::Word(thread));
     }
 
     fn time(&self, out: &mut String, clock: &Clock, ticks: u64) {
@@ -183,41 +245,42 @@ impl Renderer {
         }
     }
 
-    /// One value as text, with its label or interned string when one applies.
-    fn value(
-        &self,
-        out: &mut String,
-        ann: &Annotations,
-        file: usize,
-        event: &Event<'_>,
-        index: usize,
-        value: &Value<'_>,
-    ) {
+    /// One value as text, and a hole after it where its label or interned string may go.
+    fn value(&self, out: &mut String, holes: &mut Vec<Hole>, event: &Event<'_>, index: usize, value: &Value<'_>) {
         let _ = write_value(out, value);
         if !self.labels {
             return;
         }
-        let extra = match value {
-            Value::Pointer(a) | Value::Address(a) => ann.label(file, *a),
+        let at = out.len() as u32;
+        let param = index as u16;
+        match value {
+            Value::Pointer(a) | Value::Address(a) => holes.push(Hole { at, value: *a, param, interned: false }),
             // Label's `id` names an interned string.
-            Value::Word(id) if event.desc.code == builtin::LABEL && index == 1 => ann.interned(file, *id),
-            _ => None,
-        };
-        if let Some(text) = extra {
-            out.push('[');
-            let _ = write_text(out, &event_format::wire::Text::new(text));
-            out.push(']');
+            Value::Word(id) if event.desc.code == builtin::LABEL && index == 1 => {
+                holes.push(Hole { at, value: *id, param, interned: true });
+            }
+            _ => {}
         }
     }
 
-    /// Writes `event` of log `file` as one line, without the newline.
-    pub(crate) fn line(&self, out: &mut String, ann: &Annotations, file: usize, clock: &Clock, event: &Event<'_>) {
+    /// Writes `event` of log `file` as one line, without the newline and without its labels:
+    /// appends to `holes` where they may go (offsets in `out`), for [`Renderer::fill`].
+    /// `thread` is the event's thread as [`Renderer::thread_text`] writes it.
+    pub(crate) fn line(
+        &self,
+        out: &mut String,
+        holes: &mut Vec<Hole>,
+        file: usize,
+        thread: &str,
+        clock: &Clock,
+        event: &Event<'_>,
+    ) {
         match self.format {
             Format::Text => {
                 self.time(out, clock, event.time);
                 out.push(' ');
                 self.palette.start(out, Style::Thread);
-                self.thread(out, file, event.thread);
+                out.push_str(thread);
                 self.palette.end(out);
                 out.push(' ');
                 self.palette.start(out, Style::Event);
@@ -234,10 +297,10 @@ impl Renderer {
                     out.push(' ');
                     out.push_str(name);
                     out.push('=');
-                    self.value(out, ann, file, event, i, &value);
+                    self.value(out, holes, event, i, &value);
                 }
             }
-            Format::Csv => self.csv_line(out, ann, file, clock, event),
+            Format::Csv => self.csv_line(out, holes, file, thread, clock, event),
             Format::Json => {
                 out.push_str("{\"time\":");
                 if self.raw_ticks {
@@ -245,10 +308,10 @@ impl Renderer {
                 } else {
                     let _ = write_seconds(out, clock, event.time);
                 }
-                out.push_str(",\"thread\":");
-                let mut thread = String::new();
-                self.thread(&mut thread, file, event.thread);
-                json::string(out, &thread);
+                // A thread's name needs no escaping.
+                out.push_str(",\"thread\":\"");
+                out.push_str(thread);
+                out.push('"');
                 // With more than one set in the log: its set, and the kind as `set:Kind`.
                 if event.desc.qualified {
                     out.push_str(",\"set\":");
@@ -259,7 +322,7 @@ impl Renderer {
                 out.push_str(",\"event\":");
                 json::string(out, &event.desc.name);
                 out.push_str(",\"args\":{");
-                let mut labels = Vec::new();
+                let first_hole = holes.len();
                 let mut truncated = Vec::new();
                 for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
                     if i > 0 {
@@ -268,34 +331,22 @@ impl Renderer {
                     json::string(out, name);
                     out.push(':');
                     json::value(out, &value);
+                    // Every hole of the line is where the `labels` object goes.
+                    let (param, at) = (i as u16, 0);
                     match value {
-                        Value::Pointer(v) | Value::Address(v) => {
-                            if let Some(l) = self.labels.then(|| ann.label(file, v)).flatten() {
-                                labels.push((name, l.to_owned()));
-                            }
+                        Value::Pointer(value) | Value::Address(value) if self.labels => {
+                            holes.push(Hole { at, value, param, interned: false });
                         }
-                        Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => {
-                            if let Some(s) = ann.interned(file, v) {
-                                labels.push((name, s.to_owned()));
-                            }
+                        Value::Word(value) if event.desc.code == builtin::LABEL && i == 1 => {
+                            holes.push(Hole { at, value, param, interned: true });
                         }
                         Value::Str(t) if t.truncated => truncated.push(name),
                         _ => {}
                     }
                 }
                 out.push('}');
-                if !labels.is_empty() {
-                    out.push_str(",\"labels\":{");
-                    for (i, (name, l)) in labels.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        json::string(out, name);
-                        out.push(':');
-                        json::string(out, l);
-                    }
-                    out.push('}');
-                }
+                let at = out.len() as u32;
+                holes[first_hole..].iter_mut().for_each(|h| h.at = at);
                 // The strings the writer cut, beside their values (which stay plain strings):
                 // the text form's `...`.
                 if !truncated.is_empty() {
@@ -317,21 +368,32 @@ impl Renderer {
 impl Renderer {
     /// One CSV row (docs/OUTPUT.md, "CSV"): the fixed columns, a cell per parameter column
     /// (empty where the event has no such parameter), the labels and the cut strings.
-    fn csv_line(&self, out: &mut String, ann: &Annotations, file: usize, clock: &Clock, event: &Event<'_>) {
+    fn csv_line(
+        &self,
+        out: &mut String,
+        holes: &mut Vec<Hole>,
+        file: usize,
+        thread: &str,
+        clock: &Clock,
+        event: &Event<'_>,
+    ) {
         self.time(out, clock, event.time);
         out.push(',');
-        self.thread(out, file, event.thread);
+        out.push_str(thread);
         // The kind is `set:Kind` when the log holds more than one set (set names need no quoting).
         out.push(',');
         if event.desc.qualified {
             out.push_str(&event.desc.set);
             out.push(':');
         }
-        let _ = write!(out, "{},{}", event.desc.kind_name, event.desc.name);
+        out.push_str(&event.desc.kind_name);
+        out.push(',');
+        out.push_str(&event.desc.name);
         let Some(columns) = &self.csv else { return };
         let places = columns.places.get(&(file, event.desc.wire)).map_or(&[][..], Vec::as_slice);
         let mut cells: Vec<(usize, String)> = Vec::with_capacity(places.len());
-        let (mut labels, mut truncated) = (String::new(), String::new());
+        let first_hole = holes.len();
+        let mut truncated = String::new();
         for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
             let mut cell = String::new();
             match value {
@@ -348,17 +410,16 @@ impl Renderer {
                     let _ = write_value(&mut cell, &value);
                 }
             }
-            let label = match value {
-                Value::Pointer(a) | Value::Address(a) if self.labels => ann.label(file, a),
-                Value::Word(id) if self.labels && event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, id),
-                _ => None,
-            };
-            if let Some(text) = label {
-                if !labels.is_empty() {
-                    labels.push(' ');
+            // Every hole of the row is the `labels` cell.
+            let (param, at) = (i as u16, 0);
+            match value {
+                Value::Pointer(value) | Value::Address(value) if self.labels => {
+                    holes.push(Hole { at, value, param, interned: false });
                 }
-                let _ = write!(labels, "{name}=");
-                let _ = write_text(&mut labels, &event_format::wire::Text::new(text));
+                Value::Word(value) if self.labels && event.desc.code == builtin::LABEL && i == 1 => {
+                    holes.push(Hole { at, value, param, interned: true });
+                }
+                _ => {}
             }
             if let Some(&column) = places.get(i) {
                 cells.push((column, cell));
@@ -373,9 +434,82 @@ impl Renderer {
             }
         }
         out.push(',');
-        csv_field(out, &labels);
+        let at = out.len() as u32;
+        holes[first_hole..].iter_mut().for_each(|h| h.at = at);
         out.push(',');
         out.push_str(&truncated);
+    }
+
+    /// Writes `line` (rendered by [`Renderer::line`] for an event of `desc`, of log `file`)
+    /// to `out` with its holes filled: the labels and interned strings `ann` knows, as the
+    /// format writes them (text: `["label"]` after the value; JSON: a `labels` object after
+    /// the arguments; CSV: the `labels` cell, `name="label"` pairs).
+    pub(crate) fn fill(
+        &self,
+        out: &mut Vec<u8>,
+        line: &str,
+        holes: &[Hole],
+        ann: &Annotations,
+        file: usize,
+        desc: &Desc,
+    ) {
+        if holes.is_empty() || ann.is_empty() {
+            out.extend_from_slice(line.as_bytes());
+            return;
+        }
+        let found = |h: &Hole| if h.interned { ann.interned(file, h.value) } else { ann.label(file, h.value) };
+        let name = |h: &Hole| desc.params.get(usize::from(h.param)).map_or("", String::as_str);
+        let mut text = String::new();
+        match self.format {
+            Format::Text => {
+                let mut from = 0;
+                for h in holes {
+                    let Some(label) = found(h) else { continue };
+                    let at = h.at as usize;
+                    out.extend_from_slice(&line.as_bytes()[from..at]);
+                    text.clear();
+                    text.push('[');
+                    let _ = write_text(&mut text, &event_format::wire::Text::new(label));
+                    text.push(']');
+                    out.extend_from_slice(text.as_bytes());
+                    from = at;
+                }
+                out.extend_from_slice(&line.as_bytes()[from..]);
+            }
+            Format::Json => {
+                for h in holes {
+                    let Some(label) = found(h) else { continue };
+                    text.push_str(if text.is_empty() { ",\"labels\":{" } else { "," });
+                    json::string(&mut text, name(h));
+                    text.push(':');
+                    json::string(&mut text, label);
+                }
+                if !text.is_empty() {
+                    text.push('}');
+                }
+                let at = holes[0].at as usize;
+                out.extend_from_slice(&line.as_bytes()[..at]);
+                out.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(&line.as_bytes()[at..]);
+            }
+            Format::Csv => {
+                for h in holes {
+                    let Some(label) = found(h) else { continue };
+                    if !text.is_empty() {
+                        text.push(' ');
+                    }
+                    text.push_str(name(h));
+                    text.push('=');
+                    let _ = write_text(&mut text, &event_format::wire::Text::new(label));
+                }
+                let at = holes[0].at as usize;
+                out.extend_from_slice(&line.as_bytes()[..at]);
+                let mut cell = String::new();
+                csv_field(&mut cell, &text);
+                out.extend_from_slice(cell.as_bytes());
+                out.extend_from_slice(&line.as_bytes()[at..]);
+            }
+        }
     }
 }
 

@@ -143,21 +143,11 @@ fn read_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Resul
 fn append_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Result<bool> {
     while buf.len() < n {
         let step = (n - buf.len()).min(buf.len().max(FIRST_STEP));
-        let start = buf.len();
-        buf.resize(start + step, 0);
-        let mut got = 0;
-        while got < step {
-            match reader.read(&mut buf[start + got..start + step]) {
-                Ok(0) => break,
-                Ok(k) => got += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    buf.truncate(start + got);
-                    return Err(e);
-                }
-            }
-        }
-        buf.truncate(start + got);
+        // Room for the step first, so that reading reserves no more; `read_to_end` reads
+        // into it without zeroing it first (which cost as much as the reading), retries
+        // when interrupted, and keeps what it read before an error.
+        buf.reserve_exact(step);
+        let got = reader.by_ref().take(step as u64).read_to_end(buf)?;
         if got < step {
             return Ok(true);
         }

@@ -25,17 +25,36 @@ pub fn is_bidi_control(c: char) -> bool {
 pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
     out.write_char('"')?;
     for chunk in text.bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.write_str("\\\"")?,
-                '\\' => out.write_str("\\\\")?,
-                '\n' => out.write_str("\\n")?,
-                '\r' => out.write_str("\\r")?,
-                '\t' => out.write_str("\\t")?,
-                c if c.is_control() || is_bidi_control(c) => write!(out, "\\u{{{:x}}}", c as u32)?,
-                c => out.write_char(c)?,
+        // Runs of characters shown as they are go out whole (a dump writes millions).
+        let valid = chunk.valid();
+        if !valid.bytes().any(|b| !(b' '..=b'~').contains(&b) || b == b'"' || b == b'\\') {
+            out.write_str(valid)?;
+            for b in chunk.invalid() {
+                write!(out, "\\x{b:02x}")?;
+            }
+            continue;
+        }
+        let mut run = 0;
+        for (at, c) in valid.char_indices() {
+            let escape = match c {
+                '"' => "\\\"",
+                '\\' => "\\\\",
+                '\n' => "\\n",
+                '\r' => "\\r",
+                '\t' => "\\t",
+                ' '..='~' => continue,
+                c if c.is_control() || is_bidi_control(c) => "",
+                _ => continue,
+            };
+            out.write_str(&valid[run..at])?;
+            run = at + c.len_utf8();
+            if escape.is_empty() {
+                write!(out, "\\u{{{:x}}}", c as u32)?;
+            } else {
+                out.write_str(escape)?;
             }
         }
+        out.write_str(&valid[run..])?;
         for b in chunk.invalid() {
             write!(out, "\\x{b:02x}")?;
         }
@@ -60,48 +79,80 @@ pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
             write_decimal(out, v.unsigned_abs())
         }
         Value::Double(v) => write!(out, "{v:?}"),
-        Value::Bool(v) => write!(out, "{v}"),
+        Value::Bool(v) => out.write_str(if *v { "true" } else { "false" }),
         Value::Str(t) => write_text(out, t),
     }
 }
 
-/// Writes `v` as `{v:#x}` does, without the formatting machinery (a dump writes millions).
-fn write_hex<W: Write>(out: &mut W, v: u64) -> fmt::Result {
-    let mut buf = [0u8; 18];
-    let mut at = buf.len();
-    let mut v = v;
-    loop {
-        at -= 1;
-        buf[at] = b"0123456789abcdef"[(v & 0xf) as usize];
-        v >>= 4;
-        if v == 0 {
-            break;
+/// Builds a table of every number below `10^width` (`base` 10) or `16^width` (`base` 16) in
+/// `width` digits, one after another.
+const fn digit_table<const N: usize>(base: usize, width: usize) -> [u8; N] {
+    let mut table = [0u8; N];
+    let mut n = 0;
+    while n * width < N {
+        let (mut v, mut d) = (n, width);
+        while d > 0 {
+            d -= 1;
+            table[n * width + d] = b"0123456789abcdef"[v % base];
+            v /= base;
         }
+        n += 1;
     }
-    at -= 2;
-    buf[at..at + 2].copy_from_slice(b"0x");
-    ascii(out, &buf[at..])
+    table
 }
 
-/// Writes ASCII digits one character each: cheaper than checking them as UTF-8.
-fn ascii<W: Write>(out: &mut W, digits: &[u8]) -> fmt::Result {
-    digits.iter().try_for_each(|&b| out.write_char(char::from(b)))
+static DECIMAL_BYTES: [u8; 40_000] = digit_table(10, 4);
+static HEX_BYTES: [u8; 512] = digit_table(16, 2);
+
+/// `0000` to `9999`: numbers are written four digits at a time, as strings (a dump writes
+/// millions, and a character at a time costs more).
+static DECIMAL4: &str = match std::str::from_utf8(&DECIMAL_BYTES) {
+    Ok(s) => s,
+    Err(_) => panic!("digits are ASCII"),
+};
+
+/// `00` to `ff`, for hex two digits at a time.
+static HEX2: &str = match std::str::from_utf8(&HEX_BYTES) {
+    Ok(s) => s,
+    Err(_) => panic!("digits are ASCII"),
+};
+
+/// Writes `v` as `{v:#x}` does, without the formatting machinery.
+fn write_hex<W: Write>(out: &mut W, v: u64) -> fmt::Result {
+    out.write_str("0x")?;
+    // Digits, rounded up to pairs; the first pair loses its leading zero when odd.
+    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
+    let mut pair = digits.div_ceil(2);
+    let first = ((v >> ((pair - 1) * 8)) & 0xff) as usize;
+    out.write_str(&HEX2[2 * first + (digits as usize & 1)..2 * first + 2])?;
+    while pair > 1 {
+        pair -= 1;
+        let b = ((v >> ((pair - 1) * 8)) & 0xff) as usize;
+        out.write_str(&HEX2[2 * b..2 * b + 2])?;
+    }
+    Ok(())
+}
+
+/// Writes `v` (below 10^4) in exactly 4 digits.
+fn four<W: Write>(out: &mut W, v: u64) -> fmt::Result {
+    let v = v as usize;
+    out.write_str(&DECIMAL4[4 * v..4 * v + 4])
 }
 
 /// Writes `v` as `{v}` does, without the formatting machinery.
 fn write_decimal<W: Write>(out: &mut W, v: u64) -> fmt::Result {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    let mut v = v;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+    if v < 10_000 {
+        let skip = match v {
+            0..10 => 3,
+            10..100 => 2,
+            100..1000 => 1,
+            _ => 0,
+        };
+        let v = v as usize;
+        return out.write_str(&DECIMAL4[4 * v + skip..4 * v + 4]);
     }
-    ascii(out, &buf[at..])
+    write_decimal(out, v / 10_000)?;
+    four(out, v % 10_000)
 }
 
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
@@ -114,13 +165,10 @@ pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::R
         let delta = ticks - clock.start_ticks;
         write_decimal(out, delta / rate)?;
         let nanos = (delta % rate) * 1_000_000_000 / rate;
-        let mut buf = *b".000000000";
-        let mut n = nanos;
-        for digit in buf[1..].iter_mut().rev() {
-            *digit = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-        return ascii(out, &buf);
+        out.write_char('.')?;
+        write_decimal(out, nanos / 100_000_000)?;
+        four(out, nanos / 10_000 % 10_000)?;
+        return four(out, nanos % 10_000);
     }
     let delta = i128::from(ticks) - i128::from(clock.start_ticks);
     let rate = i128::from(clock.ticks_per_second.max(1));
@@ -170,6 +218,24 @@ mod tests {
     fn numbers_are_written_as_format_writes_them() {
         use super::{write_decimal, write_hex};
         for v in [0u64, 1, 9, 10, 15, 16, 255, 4096, 0x7f3a_4000_0000, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let (mut hex, mut dec) = (String::new(), String::new());
+            write_hex(&mut hex, v).unwrap();
+            write_decimal(&mut dec, v).unwrap();
+            assert_eq!(hex, format!("{v:#x}"));
+            assert_eq!(dec, format!("{v}"));
+        }
+        // Every number of digits, and its edges: the writers go by groups of digits.
+        let mut edges = Vec::new();
+        for shift in 0..64 {
+            let p = 1u64 << shift;
+            edges.extend([p - 1, p, p + 1]);
+        }
+        let mut p = 1u64;
+        while let Some(next) = p.checked_mul(10) {
+            edges.extend([p - 1, p, p + 1, next - 1]);
+            p = next;
+        }
+        for v in edges {
             let (mut hex, mut dec) = (String::new(), String::new());
             write_hex(&mut hex, v).unwrap();
             write_decimal(&mut dec, v).unwrap();

@@ -9,6 +9,7 @@ use event_format::decode::{Catalog, Entry};
 use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -33,6 +34,7 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
         let _ = out_line(&mut out, h)?;
     }
     let mut line = String::new();
+    let (mut holes, mut filled) = (Vec::new(), Vec::new());
     // Records of codes this reader does not know, by code: reported when following ends.
     let mut unknown: BTreeMap<u16, u64> = BTreeMap::new();
     let report_unknown = |unknown: &BTreeMap<u16, u64>| {
@@ -55,8 +57,13 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                                 ann.learn(0, &event);
                                 if selection.keeps(0, &event, &header.clock) {
                                     line.clear();
-                                    renderer.line(&mut line, &ann, 0, &header.clock, &event);
-                                    if out_line(&mut out, &line)?.is_break() {
+                                    holes.clear();
+                                    let thread = renderer.thread_text(0, event.thread);
+                                    renderer.line(&mut line, &mut holes, 0, &thread, &header.clock, &event);
+                                    filled.clear();
+                                    renderer.fill(&mut filled, &line, &holes, &ann, 0, event.desc);
+                                    filled.push(b'\n');
+                                    if out_bytes(&mut out, &filled)?.is_break() {
                                         return Ok(ExitCode::SUCCESS);
                                     }
                                 }
@@ -90,6 +97,15 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         std::thread::sleep(Duration::from_millis(args.interval.max(1)));
+    }
+}
+
+/// Writes `bytes` to stdout; `Break` when stdout is closed (`| head`).
+fn out_bytes(out: &mut impl Write, bytes: &[u8]) -> Result<ControlFlow<()>> {
+    match out.write_all(bytes) {
+        Ok(()) => Ok(ControlFlow::Continue(())),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ControlFlow::Break(())),
+        Err(e) => Err(DumpError::new(format!("cannot write the output: {e}"))),
     }
 }
 

@@ -1,18 +1,17 @@
 //! `print`: one line per event, threads (and logs) merged by time, in text, JSON or CSV;
-//! what could not be shown (damaged blocks, bad records, unknown codes) goes to stderr.
+//! what could not be shown (damaged blocks, bad records, unknown codes, events the merge
+//! window could not put in order) goes to stderr. The work is done by the `pipeline`: blocks
+//! rendered on `--jobs` workers, merged and written in order.
 
-use super::{Colors, Result, Selection, out_line, thread_names};
+use super::{Colors, Result, Selection, thread_names};
 use crate::cli::PrintArgs;
 use crate::color::Style;
-use crate::log::{DumpError, open_all};
-use crate::merge::{self, Item};
+use crate::log::open_all;
+use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, Lanes, Writer, default_jobs};
 use crate::progress::Progress;
-use crate::render::{Annotations, CsvColumns, Format, Renderer};
-use event_format::decode::Catalog;
+use crate::render::{CsvColumns, Format, Renderer};
+use event_format::decode::{Catalog, Event};
 use event_format::wire::{Clock, Header};
-use std::collections::BTreeMap;
-use std::io::{self, Write};
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 /// `print`: the selected events of the logs, merged by time.
@@ -33,67 +32,45 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let clocks: Vec<Clock> = logs.iter().map(|l| l.header().clock).collect();
     let total: u64 = logs.iter().map(|l| l.len).sum();
     let mut progress = Progress::new("reading", total);
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    if let Some(h) = renderer.header() {
-        let _ = out_line(&mut out, h)?;
-    }
-    let mut ann = Annotations::default();
-    let mut shown = 0u64;
-    let mut line = String::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut failure: Option<DumpError> = None;
     let paths: Vec<String> = logs.iter().map(|l| l.path.display().to_string()).collect();
-    let mut seen = 0u64;
-    let mut unknown: BTreeMap<(usize, u16), u64> = BTreeMap::new();
-    merge::merge(&mut logs, |item| {
-        seen += 1;
-        if seen.is_multiple_of(1 << 16) {
-            progress.update(seen * 32);
-        }
-        match item {
-            Item::Event { file, event } => {
-                ann.learn(file, &event);
-                if !selection.keeps(file, &event, &clocks[file]) {
-                    return ControlFlow::Continue(());
-                }
-                if args.limit.is_some_and(|l| shown >= l) {
-                    return ControlFlow::Break(());
-                }
-                shown += 1;
-                line.clear();
-                renderer.line(&mut line, &ann, file, &clocks[file], &event);
-                match out_line(&mut out, &line) {
-                    Ok(flow) => flow,
-                    Err(e) => {
-                        failure = Some(e);
-                        ControlFlow::Break(())
-                    }
-                }
-            }
-            Item::Unknown { file, code } => {
-                *unknown.entry((file, code)).or_insert(0u64) += 1;
-                ControlFlow::Continue(())
-            }
-            Item::Bad { file, thread, error } => {
-                problems.push(format!("{}: thread {thread}: {error}", paths[file]));
-                ControlFlow::Continue(())
-            }
-            Item::Damaged { file, error } => {
-                problems.push(format!("{}: {error}", paths[file]));
-                ControlFlow::Continue(())
-            }
-        }
-    })?;
+    let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog.clone()).collect();
+    let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
+    let ctx = Context {
+        renderer: &renderer,
+        keeps: &keeps,
+        catalogs: catalogs.clone(),
+        clocks: clocks.clone(),
+        spare: Default::default(),
+    };
+    let mut w = Writer::new(&renderer, &catalogs, &paths, args.limit, &mut progress);
+    if let Some(h) = renderer.header() {
+        w.out.extend_from_slice(h.as_bytes());
+        w.out.push(b'\n');
+    }
+    let window = args.window.unwrap_or(DEFAULT_WINDOW_MIB).max(1) << 20;
+    let mut lanes = Lanes::new(window, (logs.len() > 1).then(|| clocks.clone()));
+    let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
+    pipeline::run(&mut logs, &ctx, jobs, &mut lanes, &mut w);
+    if w.failure.is_none() {
+        let _ = w.flush();
+    }
+    let Writer { mut problems, unknown, failure, disorder, .. } = w;
     progress.finish();
     if let Some(e) = failure {
         return Err(e);
     }
-    let _ = out.flush();
     for ((file, code), n) in &unknown {
         problems.push(format!(
             "{}: {n} records of unknown code {code:#06x} skipped (a newer event set or format wrote them)",
             paths[*file]
+        ));
+    }
+    for (file, n) in disorder.iter().enumerate().filter(|(_, n)| **n > 0) {
+        problems.push(format!(
+            "{}: {n} events printed out of time order: the log's disorder is more than the merge window \
+             ({} MiB) holds; `--window MIB` holds more",
+            paths[file],
+            window >> 20
         ));
     }
     for p in &problems {

@@ -299,9 +299,9 @@ impl Skipped {
     fn count(&mut self, item: &Item<'_>) -> bool {
         match item {
             Item::Event { .. } => return false,
-            Item::Unknown { .. } => self.unknown_records += 1,
-            Item::Bad { .. } => self.bad_records += 1,
-            Item::Damaged { .. } => self.damaged_blocks += 1,
+            Item::Unknown => self.unknown_records += 1,
+            Item::Bad => self.bad_records += 1,
+            Item::Damaged => self.damaged_blocks += 1,
         }
         true
     }

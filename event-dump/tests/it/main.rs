@@ -19,4 +19,5 @@ mod export_sqlite;
 mod filter_values;
 mod fuzz_corpus;
 mod hostile;
+mod print_jobs;
 mod sets;

@@ -1,0 +1,582 @@
+//! `print`'s pipeline: blocks are decoded, selected and rendered to text on worker threads,
+//! then merged by time and written in order on the main thread.
+//!
+//! Rendering is most of what `print` costs, and a block renders without knowing any other:
+//! a worker turns a block into a [`Rendered`] one (its lines' text, in the block's time
+//! order, and what the merge needs of each record). The one thing a line cannot know before
+//! the events are in order is its labels (an address's label is what the log said before
+//! it, in time order), so a line leaves [`Hole`]s where they go and the main thread fills
+//! them as it writes the line, after learning every `Intern` and `Label` before it.
+//!
+//! The main thread reads the logs' blocks, hands them out in sequence and takes the rendered
+//! blocks back in that same sequence, whichever worker finished first: what it does depends
+//! only on the blocks, so the output is the same, byte for byte, with any number of workers,
+//! and with none (`--jobs 1` renders on the main thread).
+//!
+//! The merge ([`Lanes`]) holds rendered blocks in lanes: the blocks of one thread of one
+//! log, in time order, one after another (a block that goes back in time before its lane's
+//! last opens a lane of its own), so that the heap that picks the next line holds a lane per
+//! thread, not a block, and lines are taken from a lane in runs. It holds at most a window of
+//! rendered bytes (`--window`): when more is held, it writes the earliest lines until it
+//! holds less. The order is exact whenever the log's disorder fits in the window; a line
+//! written after a later one (the window was exceeded) is counted, and `print` says so.
+
+use crate::log::{DumpError, Log};
+use crate::render::{Annotations, Fact, Hole, Renderer};
+use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
+use event_format::wire::{Clock, RecordError};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+use std::sync::{Mutex, mpsc};
+
+/// The default merge window, in MiB of rendered lines.
+pub(crate) const DEFAULT_WINDOW_MIB: usize = 128;
+
+/// A line is shown.
+const SHOW: u8 = 1;
+/// Its event is an `Intern` or a `Label`: `aux` indexes the block's facts.
+const LEARN: u8 = 2;
+/// A record of a code this reader does not know: `code` is its code.
+const UNKNOWN: u8 = 4;
+/// A record whose arguments break the format: `aux` indexes the block's errors.
+const BAD: u8 = 8;
+
+/// One record of a rendered block, as the merge and the writer need it.
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    /// Its time in ticks.
+    time: u64,
+    /// Its text: `text[start..start + len]` of its block (when shown).
+    start: u32,
+    len: u32,
+    /// Its holes: `holes[holes..holes_end]` of its block.
+    holes: u32,
+    holes_end: u32,
+    /// The index of its fact or its error.
+    aux: u32,
+    /// Its wire code.
+    code: u16,
+    /// What it is: [`SHOW`], [`LEARN`], [`UNKNOWN`], [`BAD`].
+    what: u8,
+}
+
+/// A block decoded and rendered: the lines of its records, sorted by time (and by place in
+/// the block for equal times), with only the records that matter to the output: shown
+/// events, `Intern` and `Label` events, unknown codes and bad records.
+#[derive(Debug)]
+pub(crate) struct Rendered {
+    file: usize,
+    thread: u64,
+    sequence: u64,
+    text: String,
+    lines: Vec<Line>,
+    holes: Vec<Hole>,
+    facts: Vec<Fact>,
+    bad: Vec<RecordError>,
+    /// Records that could not be delimited or timed: reported when the block comes in.
+    walk_errors: Vec<RecordError>,
+}
+
+impl Rendered {
+    /// The bytes it holds, as the window counts them: what its buffers hold (the room
+    /// beyond costs memory only once a block wrote there, and the buffers are reused).
+    fn bytes(&self) -> usize {
+        self.text.len() + self.lines.len() * size_of::<Line>() + self.holes.len() * size_of::<Hole>()
+    }
+}
+
+/// What the main thread gets back for each block it read, in the order it read them.
+#[derive(Debug)]
+pub(crate) enum Piece {
+    /// A damaged block of log `file`.
+    Damaged { file: usize, error: BlockError },
+    /// A block, rendered.
+    Block(Rendered),
+}
+
+/// What a worker needs to render a block of any log.
+pub(crate) struct Context<'a> {
+    pub(crate) renderer: &'a Renderer,
+    /// Whether an event of a log is shown (`print`'s selection).
+    pub(crate) keeps: &'a (dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync),
+    pub(crate) catalogs: Vec<Catalog>,
+    pub(crate) clocks: Vec<Clock>,
+    /// Rendered blocks written out, whose buffers the next blocks reuse (fresh buffers of
+    /// this size cost the kernel's time as much as rendering does).
+    pub(crate) spare: Mutex<Vec<Rendered>>,
+}
+
+impl Context<'_> {
+    /// Decodes, selects and renders `block` of log `file`.
+    pub(crate) fn render(&self, file: usize, block: Result<Block, BlockError>) -> Piece {
+        let block = match block {
+            Ok(block) => block,
+            Err(error) => return Piece::Damaged { file, error },
+        };
+        let catalog = &self.catalogs[file];
+        let clock = &self.clocks[file];
+        let thread = block.header.thread;
+        let spare = self.spare.lock().ok().and_then(|mut s| s.pop());
+        let mut r = match spare {
+            Some(mut r) => {
+                r.text.clear();
+                r.lines.clear();
+                r.holes.clear();
+                r.facts.clear();
+                r.bad.clear();
+                r.walk_errors.clear();
+                r
+            }
+            None => Rendered {
+                file,
+                thread,
+                sequence: 0,
+                text: String::with_capacity(block.records.len() * 4),
+                lines: Vec::with_capacity(block.records.len() / 24),
+                holes: Vec::new(),
+                facts: Vec::new(),
+                bad: Vec::new(),
+                walk_errors: Vec::new(),
+            },
+        };
+        (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
+        let thread_text = self.renderer.thread_text(file, thread);
+        let (mut previous, mut backwards) = (0, false);
+        for record in block.records() {
+            let record = match record {
+                Ok(record) => record,
+                Err(error) => {
+                    r.walk_errors.push(error);
+                    continue;
+                }
+            };
+            backwards |= record.time < previous;
+            previous = record.time;
+            let mut line = Line {
+                time: record.time,
+                start: 0,
+                len: 0,
+                holes: 0,
+                holes_end: 0,
+                aux: 0,
+                code: record.code,
+                what: 0,
+            };
+            match catalog.entry(record, thread, block.order) {
+                Entry::Event(event) => {
+                    if let Some(fact) = Fact::of(&event) {
+                        line.what |= LEARN;
+                        line.aux = r.facts.len() as u32;
+                        r.facts.push(fact);
+                    }
+                    if (self.keeps)(file, &event, clock) {
+                        line.what |= SHOW;
+                        line.start = r.text.len() as u32;
+                        line.holes = r.holes.len() as u32;
+                        let start = r.text.len();
+                        let holes = r.holes.len();
+                        self.renderer.line(&mut r.text, &mut r.holes, file, &thread_text, clock, &event);
+                        // Holes are kept as offsets in their line.
+                        for h in &mut r.holes[holes..] {
+                            h.at -= start as u32;
+                        }
+                        line.len = (r.text.len() - start) as u32;
+                        line.holes_end = r.holes.len() as u32;
+                    }
+                    if line.what == 0 {
+                        continue;
+                    }
+                }
+                Entry::Unknown { .. } => line.what = UNKNOWN,
+                Entry::Bad(error) => {
+                    line.what = BAD;
+                    line.aux = r.bad.len() as u32;
+                    r.bad.push(error);
+                }
+            }
+            r.lines.push(line);
+        }
+        // A clock that stepped back: the block's records by time (stable: equal times keep
+        // their place in the block).
+        if backwards {
+            r.lines.sort_by_key(|l| l.time);
+        }
+        Piece::Block(r)
+    }
+}
+
+/// A line's place in the merge's order: (key, log, thread, block sequence, index in its
+/// block); key is ticks for one log, wall-clock nanoseconds for several. docs/FORMAT.md
+/// ("Merging") states this tie order of equal times.
+type Place = (i128, usize, u64, u64, u32);
+
+/// Line `i` of `r`'s place; `wall` gives each log's clock when several are merged.
+fn place(wall: Option<&[Clock]>, r: &Rendered, i: usize) -> Place {
+    let time = r.lines[i].time;
+    let key = match wall {
+        Some(clocks) => clocks[r.file].wall_ns(time),
+        None => i128::from(time),
+    };
+    (key, r.file, r.thread, r.sequence, i as u32)
+}
+
+/// A lane: blocks of one thread of one log whose lines follow one another in time.
+#[derive(Debug, Default)]
+struct Lane {
+    blocks: VecDeque<Rendered>,
+    /// The next line of the front block.
+    next: usize,
+    /// The place of the back block's last line.
+    last: Option<Place>,
+    /// The lane of its thread that its next block goes on (not freed while it is).
+    primary: bool,
+}
+
+/// Where `print` writes, and what it learns and counts in the order it writes.
+pub(crate) struct Writer<'a> {
+    pub(crate) renderer: &'a Renderer,
+    pub(crate) catalogs: &'a [Catalog],
+    pub(crate) paths: &'a [String],
+    pub(crate) limit: Option<u64>,
+    pub(crate) progress: &'a mut crate::progress::Progress,
+    pub(crate) ann: Annotations,
+    pub(crate) out: Vec<u8>,
+    pub(crate) shown: u64,
+    pub(crate) seen: u64,
+    pub(crate) problems: Vec<String>,
+    pub(crate) unknown: BTreeMap<(usize, u16), u64>,
+    pub(crate) failure: Option<DumpError>,
+    /// Lines written after a line of a later place, per log.
+    pub(crate) disorder: Vec<u64>,
+    last: Option<Place>,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) fn new(
+        renderer: &'a Renderer,
+        catalogs: &'a [Catalog],
+        paths: &'a [String],
+        limit: Option<u64>,
+        progress: &'a mut crate::progress::Progress,
+    ) -> Writer<'a> {
+        Writer {
+            renderer,
+            catalogs,
+            paths,
+            limit,
+            progress,
+            ann: Annotations::default(),
+            out: Vec::with_capacity(1 << 17),
+            shown: 0,
+            seen: 0,
+            problems: Vec::new(),
+            unknown: BTreeMap::new(),
+            failure: None,
+            disorder: vec![0; catalogs.len()],
+            last: None,
+        }
+    }
+
+    /// Writes what is buffered to stdout; `Break` when stdout is closed or fails.
+    pub(crate) fn flush(&mut self) -> ControlFlow<()> {
+        if self.out.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let result = io::stdout().lock().write_all(&self.out);
+        self.out.clear();
+        match result {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ControlFlow::Break(()),
+            Err(e) => {
+                self.failure = Some(DumpError::new(format!("cannot write the output: {e}")));
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// Line `i` of `r`, at `place` in the merge's order.
+    fn emit(&mut self, r: &Rendered, i: usize, place: Place) -> ControlFlow<()> {
+        if self.last.is_some_and(|last| place < last) {
+            self.disorder[r.file] += 1;
+        } else {
+            self.last = Some(place);
+        }
+        self.seen += 1;
+        if self.seen.is_multiple_of(1 << 16) {
+            self.progress.update(self.seen * 32);
+        }
+        let line = &r.lines[i];
+        if line.what & LEARN != 0 {
+            self.ann.learn_fact(r.file, r.facts[line.aux as usize].clone());
+        }
+        if line.what & SHOW != 0 {
+            if self.limit.is_some_and(|l| self.shown >= l) {
+                return ControlFlow::Break(());
+            }
+            self.shown += 1;
+            let text = &r.text[line.start as usize..(line.start + line.len) as usize];
+            let holes = &r.holes[line.holes as usize..line.holes_end as usize];
+            if holes.is_empty() || self.ann.is_empty() {
+                self.out.extend_from_slice(text.as_bytes());
+            } else if let Some(desc) = self.catalogs[r.file].get(line.code) {
+                self.renderer.fill(&mut self.out, text, holes, &self.ann, r.file, desc);
+            }
+            self.out.push(b'\n');
+            if self.out.len() >= 1 << 16 {
+                return self.flush();
+            }
+        }
+        if line.what & UNKNOWN != 0 {
+            *self.unknown.entry((r.file, line.code)).or_insert(0) += 1;
+        }
+        if line.what & BAD != 0 {
+            let error = &r.bad[line.aux as usize];
+            self.problems.push(format!("{}: thread {}: {error}", self.paths[r.file], r.thread));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The merge: rendered blocks in lanes, the earliest line of each lane on a heap.
+pub(crate) struct Lanes {
+    lanes: Vec<Lane>,
+    free: Vec<usize>,
+    /// The lane of each (log, thread) that its next block goes on when it follows.
+    primary: HashMap<(usize, u64), usize>,
+    heap: BinaryHeap<Reverse<(Place, usize)>>,
+    held: usize,
+    window: usize,
+    /// Wall-clock time lines the keys, when several logs are merged.
+    wall: Option<Vec<Clock>>,
+    /// Blocks written out, for their buffers to be reused.
+    spent: Vec<Rendered>,
+}
+
+impl Lanes {
+    /// A merge that holds at most `window` bytes; `wall` gives each log's clock when several
+    /// logs are merged on wall-clock time.
+    pub(crate) fn new(window: usize, wall: Option<Vec<Clock>>) -> Lanes {
+        Lanes {
+            lanes: Vec::new(),
+            free: Vec::new(),
+            primary: HashMap::new(),
+            heap: BinaryHeap::new(),
+            held: 0,
+            window,
+            wall,
+            spent: Vec::new(),
+        }
+    }
+
+    /// Takes the next piece (in the order the blocks were read), then writes the earliest
+    /// lines while more than the window is held.
+    pub(crate) fn insert(&mut self, piece: Piece, w: &mut Writer<'_>) -> ControlFlow<()> {
+        match piece {
+            Piece::Damaged { file, error } => w.problems.push(format!("{}: {error}", w.paths[file])),
+            Piece::Block(r) => {
+                for error in &r.walk_errors {
+                    w.problems.push(format!("{}: thread {}: {error}", w.paths[r.file], r.thread));
+                }
+                if !r.lines.is_empty() {
+                    self.hold(r);
+                }
+            }
+        }
+        while self.held > self.window {
+            self.emit_run(w)?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn hold(&mut self, r: Rendered) {
+        let wall = self.wall.as_deref();
+        let first = place(wall, &r, 0);
+        let last = place(wall, &r, r.lines.len() - 1);
+        self.held += r.bytes();
+        let key = (r.file, r.thread);
+        let lane = match self.primary.get(&key) {
+            Some(&l) if self.lanes[l].last.is_none_or(|end| first > end) => l,
+            before => {
+                // A block before its lane's last (a clock stepped back, or a ring read from
+                // the middle of its wrap) opens a lane that its thread's next blocks go on.
+                let l = self.free.pop().unwrap_or_else(|| {
+                    self.lanes.push(Lane::default());
+                    self.lanes.len() - 1
+                });
+                if let Some(&old) = before {
+                    self.lanes[old].primary = false;
+                }
+                self.primary.insert(key, l);
+                self.lanes[l].primary = true;
+                l
+            }
+        };
+        let lane_ref = &mut self.lanes[lane];
+        lane_ref.last = Some(last);
+        lane_ref.blocks.push_back(r);
+        if lane_ref.blocks.len() == 1 {
+            lane_ref.next = 0;
+            self.heap.push(Reverse((first, lane)));
+        }
+    }
+
+    /// Writes the earliest lane's lines up to the next lane's earliest line.
+    fn emit_run(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
+        let Some(Reverse((_, l))) = self.heap.pop() else { return ControlFlow::Continue(()) };
+        let bound = self.heap.peek().map(|Reverse((place, _))| *place);
+        let wall = self.wall.as_deref();
+        let lane = &mut self.lanes[l];
+        let mut flow = ControlFlow::Continue(());
+        while let Some(r) = lane.blocks.front() {
+            let place = place(wall, r, lane.next);
+            if bound.is_some_and(|b| place > b) {
+                break;
+            }
+            flow = w.emit(r, lane.next, place);
+            lane.next += 1;
+            if lane.next == r.lines.len() {
+                self.held -= r.bytes();
+                self.spent.extend(lane.blocks.pop_front());
+                lane.next = 0;
+            }
+            if flow.is_break() {
+                break;
+            }
+        }
+        match lane.blocks.front() {
+            Some(r) => self.heap.push(Reverse((place(wall, r, lane.next), l))),
+            None => {
+                lane.last = None;
+                if !lane.primary {
+                    self.free.push(l);
+                }
+            }
+        }
+        flow
+    }
+
+    /// Writes every line held.
+    pub(crate) fn finish(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
+        while !self.heap.is_empty() {
+            self.emit_run(w)?;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The number of workers: `EVENT_DUMP_JOBS` when set, else the machine's parallelism.
+pub(crate) fn default_jobs() -> usize {
+    if let Some(n) = std::env::var("EVENT_DUMP_JOBS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+        return n.max(1);
+    }
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Reads the blocks of `logs` (from the log furthest behind, by its blocks' start times),
+/// renders them on `jobs` workers (on this thread for 1) and merges them into `w`.
+pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut Lanes, w: &mut Writer<'_>) {
+    let several = logs.len() > 1;
+    // Every buffer written out is reused: freeing them to allocate others as the next blocks
+    // come would cost the kernel's time, and, freed by one thread after another allocated
+    // them, grow the allocator's heaps with the length of the log.
+    let recycle = |lanes: &mut Lanes| {
+        if let Ok(mut spare) = ctx.spare.lock() {
+            spare.append(&mut lanes.spent);
+        }
+        lanes.spent.clear();
+    };
+    let mut done = vec![false; logs.len()];
+    let mut last_key = vec![i128::MIN; logs.len()];
+    let mut read = || -> Option<(usize, Result<Block, BlockError>)> {
+        loop {
+            let f = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f])?;
+            match logs[f].blocks().next_block() {
+                None => done[f] = true,
+                Some(block) => {
+                    if let Ok(b) = &block {
+                        let time = b.header.base_time;
+                        let key = if several { ctx.clocks[f].wall_ns(time) } else { i128::from(time) };
+                        last_key[f] = last_key[f].max(key);
+                    }
+                    return Some((f, block));
+                }
+            }
+        }
+    };
+    if jobs <= 1 {
+        while let Some((f, block)) = read() {
+            if lanes.insert(ctx.render(f, block), w).is_break() {
+                return;
+            }
+            recycle(lanes);
+        }
+        let _ = lanes.finish(w);
+        return;
+    }
+    // Blocks in flight at most: enough to keep every worker busy while the main thread
+    // merges, few enough that they cost little memory.
+    let ahead = jobs as u64 * 4;
+    let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
+    let job_rx = Mutex::new(job_rx);
+    let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
+            s.spawn(move || {
+                loop {
+                    // The lock is held while waiting: the other workers wait on it instead.
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((n, f, block)) = job else { return };
+                    if piece_tx.send((n, ctx.render(f, block))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(piece_tx);
+        let (mut sent, mut taken) = (0u64, 0u64);
+        let mut reading = true;
+        let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
+        'merge: loop {
+            while reading && sent - taken < ahead {
+                match read() {
+                    Some((f, block)) => {
+                        if job_tx.send((sent, f, block)).is_err() {
+                            break 'merge;
+                        }
+                        sent += 1;
+                    }
+                    None => reading = false,
+                }
+            }
+            if taken == sent {
+                let _ = lanes.finish(w);
+                break;
+            }
+            let piece = loop {
+                if let Some(piece) = waiting.remove(&taken) {
+                    break piece;
+                }
+                match piece_rx.recv() {
+                    Ok((n, piece)) => {
+                        waiting.insert(n, piece);
+                    }
+                    // Every worker stopped: none can have panicked without the scope
+                    // saying so, so this is not reached.
+                    Err(_) => break 'merge,
+                }
+            };
+            taken += 1;
+            if lanes.insert(piece, w).is_break() {
+                break;
+            }
+            recycle(lanes);
+        }
+        drop(job_tx);
+    });
+}

@@ -1,0 +1,193 @@
+//! `print`'s pipeline: the output is the same, byte for byte, with any number of workers
+//! (`--jobs`) and any merge window, on every fixture, merges of several logs and damaged
+//! logs, in every format; and `print` warns when, and only when, a log's disorder is more
+//! than its merge window holds.
+
+use crate::common::{self, dir, run, stderr, stdout};
+use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value};
+use std::path::{Path, PathBuf};
+
+/// Every stream of tests/data (the fixtures), by path.
+fn fixtures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data");
+    let mut all = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "evt") {
+                all.push(path);
+            }
+        }
+    }
+    all.sort();
+    assert!(all.len() >= 10, "the fixtures are found: {all:?}");
+    all
+}
+
+/// `print ARGS` with `--jobs 1` and with more workers (and `extra` options each time): the
+/// same stdout, stderr and exit status.
+fn same_with_any_jobs(args: &[&str], extra: &[&str]) {
+    let with = |jobs: &str| {
+        let mut all = vec!["print", "--jobs", jobs];
+        all.extend_from_slice(extra);
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let one = with("1");
+    for jobs in ["2", "3", "8"] {
+        let many = with(jobs);
+        assert_eq!(stdout(&one), stdout(&many), "stdout of {args:?} {extra:?} with --jobs {jobs}");
+        assert_eq!(stderr(&one), stderr(&many), "stderr of {args:?} {extra:?} with --jobs {jobs}");
+        assert_eq!(one.status.code(), many.status.code(), "status of {args:?} {extra:?} with --jobs {jobs}");
+    }
+}
+
+#[test]
+fn every_fixture_prints_the_same_with_any_number_of_workers() {
+    for fixture in fixtures() {
+        let f = fixture.to_str().unwrap();
+        for format in ["text", "json", "csv"] {
+            same_with_any_jobs(&[f, "--force"], &["--format", format]);
+        }
+    }
+}
+
+#[test]
+fn merges_and_damaged_logs_print_the_same_with_any_number_of_workers() {
+    let d = dir("print-jobs-merges");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data");
+    let fixture = |p: &str| data.join(p).to_str().unwrap().to_owned();
+    let sample = d.join("sample.evt");
+    common::sample_log(&sample);
+    let two = d.join("two.evt");
+    common::two_workers_log(&two);
+    let many = d.join("many.evt");
+    common::many_events_log(&many, 20_000);
+    let damaged = d.join("many-damaged.evt");
+    common::damaged_copy(&many, &damaged, 3);
+    let awkward = d.join("awkward.evt");
+    common::awkward_log(&awkward, 3);
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let sets: Vec<Vec<String>> = vec![
+        vec![s(&sample)],
+        vec![s(&two), s(&sample)],
+        vec![s(&many), s(&two)],
+        vec![s(&damaged)],
+        vec![s(&awkward)],
+        vec![fixture("v2.0.0/tour-le.evt"), fixture("v2.0.0/tour-be.evt"), fixture("v1.0.0/tour-le-damaged.evt")],
+        vec![fixture("damaged/bad-records-le.evt"), fixture("damaged/bad-records-be.evt"), s(&sample)],
+        vec![fixture("sets/two-sets-le.evt"), s(&many)],
+    ];
+    for logs in &sets {
+        let logs: Vec<&str> = logs.iter().map(String::as_str).collect();
+        for format in ["text", "json", "csv"] {
+            same_with_any_jobs(&logs, &["--format", format]);
+            // The smallest window: lines are written while blocks still come in.
+            same_with_any_jobs(&logs, &["--format", format, "--window", "1"]);
+        }
+        same_with_any_jobs(&logs, &["--no-labels", "--format", "json"]);
+        same_with_any_jobs(&logs, &["--limit", "100", "--event", "Object*,Message"]);
+    }
+    // The environment's number of workers gives the same output too.
+    let l = s(&sample);
+    let by_env = std::process::Command::new(common::DUMP).args(["print", &l]).env("EVENT_DUMP_JOBS", "4").output();
+    assert_eq!(stdout(&by_env.unwrap()), stdout(&run(&["print", "--jobs", "1", &l])));
+}
+
+/// A stream of 1 KiB blocks (the handmade schema) from `blocks`.
+fn stream(path: &Path, blocks: &[Vec<u8>]) {
+    let (schema, _, _) = common::handmade_schema();
+    let header =
+        Header::with_sets(common::wire_is_own(schema), 1024, common::handmade_clock(), common::handmade_producer());
+    let mut bytes = header.encode().unwrap();
+    for block in blocks {
+        bytes.extend_from_slice(block);
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A block of `thread`, numbered `sequence`, of `Message` events at `times` (ticks after
+/// the clock's start).
+fn messages(thread: u64, sequence: u64, times: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    let t0 = common::handmade_clock().start_ticks;
+    let mut w =
+        BlockWriter::new(Order::Little, 1024, &BlockHeader { thread, sequence, base_time: t0, ..Default::default() });
+    for t in times {
+        w.push(event_format::builtin::MESSAGE, t0 + t, &[Value::Str(Text::new("a message of some length"))]).unwrap();
+    }
+    w.finish()
+}
+
+/// A log whose thread 2 is late: thread 1's `blocks` blocks (20 messages each, one tick
+/// apart, from tick 1000), then thread 2's block of one message at tick 1500, which goes
+/// back in time before all but the first 25 of them.
+fn late_thread_log(path: &Path, blocks: u64) {
+    let mut all: Vec<Vec<u8>> = (0..blocks).map(|b| messages(1, b, (0..20).map(|i| 1000 + b * 20 + i))).collect();
+    all.push(messages(2, 0, [1025]));
+    stream(path, &all);
+}
+
+fn warned(out: &std::process::Output) -> bool {
+    stderr(out).contains("printed out of time order")
+}
+
+/// The times of `print`'s lines, as they come.
+fn times(out: &std::process::Output) -> Vec<i128> {
+    stdout(out).lines().map(|l| common::seconds_to_ns(l.split(' ').next().unwrap())).collect()
+}
+
+#[test]
+fn print_warns_when_and_only_when_the_disorder_is_more_than_the_window() {
+    let d = dir("print-jobs-disorder");
+    // About 2 KiB of lines per block of thread 1: 200 blocks (~0.4 MiB) fit in a 1 MiB
+    // window, 2000 (~4 MiB) do not.
+    let within = d.join("within.evt");
+    late_thread_log(&within, 200);
+    let beyond = d.join("beyond.evt");
+    late_thread_log(&beyond, 2000);
+    for jobs in ["1", "2"] {
+        let out = run(&["print", "--jobs", jobs, "--window", "1", within.to_str().unwrap()]);
+        assert!(out.status.success());
+        assert!(!warned(&out), "{}", stderr(&out));
+        let t = times(&out);
+        assert_eq!(t.len(), 200 * 20 + 1);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]), "in time order");
+
+        let out = run(&["print", "--jobs", jobs, "--window", "1", beyond.to_str().unwrap()]);
+        assert!(out.status.success(), "a warning, not an error");
+        assert!(warned(&out), "{}", stderr(&out));
+        assert!(stderr(&out).contains("1 events printed out of time order"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("merge window (1 MiB)"), "{}", stderr(&out));
+        let t = times(&out);
+        assert_eq!(t.len(), 2000 * 20 + 1, "every event is printed all the same");
+        assert!(t.windows(2).any(|w| w[0] > w[1]));
+
+        // The default window holds it.
+        let out = run(&["print", "--jobs", jobs, beyond.to_str().unwrap()]);
+        assert!(!warned(&out), "{}", stderr(&out));
+        assert!(times(&out).windows(2).all(|w| w[0] <= w[1]));
+    }
+}
+
+/// A thread whose blocks come in order but overlap in time (a clock that stepped back
+/// between blocks) still prints in time order, within the window: its block goes back in
+/// time before its lane's last and merges on a lane of its own.
+#[test]
+fn a_thread_whose_blocks_overlap_in_time_prints_in_order() {
+    let d = dir("print-jobs-overlap");
+    let log = d.join("overlap.evt");
+    stream(
+        &log,
+        &[messages(1, 0, [10, 20, 30]), messages(1, 1, [15, 25, 35]), messages(1, 2, [40]), messages(2, 0, [5, 50])],
+    );
+    for jobs in ["1", "2"] {
+        let out = run(&["print", "--jobs", jobs, log.to_str().unwrap()]);
+        let ticks = times(&out);
+        assert_eq!(ticks.len(), 9, "{}", stdout(&out));
+        assert!(ticks.windows(2).all(|w| w[0] <= w[1]), "{ticks:?}");
+        assert!(!warned(&out));
+    }
+}

@@ -95,18 +95,11 @@ pub struct Filter {
     root: Node,
 }
 
-/// The value of one field of one event, as a [`Fields`] implementation gives it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FieldValue<'a> {
-    /// Any integer: pointers, addresses, words, signed and unsigned.
-    Int(i128),
-    /// A double; `time` is one too.
-    Float(f64),
-    /// A boolean: compares with `true` and `false`, and as 0 and 1 with numbers.
-    Bool(bool),
-    /// Text: `name`, `kind` and string parameters.
-    Str(Cow<'a, str>),
-}
+/// The value of one field of one event, as a [`Fields`] implementation gives it: the
+/// values of tracing fields and of parameters are one type (integers of every letter as
+/// `Int`, `time` as `Float`, booleans compare with `true`/`false` and as 0 and 1 with
+/// numbers, text for `name`, `kind` and string parameters).
+pub use event_format::fields::FieldValue;
 
 /// The type of a field's values, as [`Filter::parse_typed`] checks a comparison against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -1469,15 +1462,8 @@ impl Fields for EventFields<'_> {
     }
 
     fn tracing_field(&self, name: &str) -> Option<FieldValue<'_>> {
-        use event_format::fields::FieldValue as Traced;
         let fields = event_format::fields::of_event(self.event)?;
-        let (_, value) = fields.into_iter().find(|(k, _)| *k == name)?;
-        Some(match value {
-            Traced::Int(i) => FieldValue::Int(i),
-            Traced::Float(x) => FieldValue::Float(x),
-            Traced::Bool(b) => FieldValue::Bool(b),
-            Traced::Str(s) => FieldValue::Str(s),
-        })
+        fields.into_iter().find(|(k, _)| *k == name).map(|(_, value)| value)
     }
 
     fn thread_name(&self) -> Option<Cow<'_, str>> {

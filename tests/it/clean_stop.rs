@@ -5,14 +5,11 @@
 //! reused ring-file slot discarded are counted lost, in `check` and in `stats`.
 
 use crate::common::{DUMP, child, start_ready};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("clean-stop-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::dir("clean-stop", name)
 }
 
 fn dump(args: &[&str]) -> Output {

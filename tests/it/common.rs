@@ -2,6 +2,7 @@
 //! `recorder-child`, which `runtime` and `security` both record with.
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// `recorder-child`: records numbered events as its arguments say (bin/recorder_child.rs).
@@ -12,13 +13,38 @@ pub(crate) const DUMP: &str = env!("CARGO_BIN_EXE_dump");
 /// A `recorder-child` command with `args`, none of the recorder's settings inherited from
 /// this process's environment, and `env` set.
 pub(crate) fn child(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(CHILD);
+    program(CHILD, args, env)
+}
+
+/// The program `exe` with `args`, none of this process's `EVENT_*` variables inherited (the
+/// recorder's settings, whatever the list is today), and `env` set.
+pub(crate) fn program(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(exe);
     c.args(args);
-    for var in ["EVENT_FILE", "EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {
-        c.env_remove(var);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("EVENT_") {
+            c.env_remove(name);
+        }
     }
     c.envs(env.iter().copied());
     c
+}
+
+/// An empty directory of its own for the test `name` of the module `module` (one per
+/// process: tests that run at once never share one). A directory a test left read-only is
+/// made writable first so that it can be removed.
+pub(crate) fn dir(module: &str, name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{module}-{name}-{}", std::process::id()));
+    if d.exists() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755));
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
 
 /// Starts a child and waits for its `ready` line.

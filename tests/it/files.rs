@@ -12,25 +12,17 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
-const DUMP: &str = env!("CARGO_BIN_EXE_dump");
+use crate::common::DUMP;
 
 /// A directory of its own for each test.
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("files-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::dir("files", name)
 }
 
 /// `recorder-child ARGS` in `dir`, with only the `EVENT_*` variables of `env`.
 fn child(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(CHILD);
-    c.args(args).current_dir(dir);
-    for var in ["EVENT_FILE", "EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE", "EVENT_PACK"] {
-        c.env_remove(var);
-    }
-    c.envs(env.iter().copied());
+    let mut c = crate::common::child(args, env);
+    c.current_dir(dir);
     c
 }
 

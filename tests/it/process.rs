@@ -8,33 +8,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const CHILD: &str = env!("CARGO_BIN_EXE_recorder-child");
-const DUMP: &str = env!("CARGO_BIN_EXE_dump");
+use crate::common::DUMP;
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("process-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::dir("process", name)
 }
 
 fn child(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(CHILD);
-    c.args(args);
-    for var in [
-        "EVENT_FILE",
-        "EVENT_RING",
-        "EVENT_CONTROL",
-        "EVENT_POLICY",
-        "EVENT_BUFSIZE",
-        "EVENT_BUFRESIZE",
-        "EVENT_FORK",
-        "EVENT_PACK",
-    ] {
-        c.env_remove(var);
-    }
-    c.envs(env.iter().copied());
-    c
+    crate::common::child(args, env)
 }
 
 fn run(mut c: Command) -> Output {

@@ -15,25 +15,13 @@ const MAIN: &str = env!("CARGO_BIN_EXE_readme-main");
 
 /// An empty directory of its own for each case.
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("startup-{name}-{}", std::process::id()));
-    if d.exists() {
-        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755));
-        let _ = std::fs::remove_dir_all(&d);
-    }
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::dir("startup", name)
 }
 
 /// `readme-main` in `dir` with only the `EVENT_*` variables of `env`; its output, once it ran.
 fn run(dir: &Path, env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(MAIN);
+    let mut c = crate::common::program(MAIN, &[], env);
     c.current_dir(dir);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("EVENT_") {
-            c.env_remove(name);
-        }
-    }
-    c.envs(env.iter().copied());
     c.output().unwrap()
 }
 
@@ -89,8 +77,8 @@ fn event_control_alone_records_into_the_default_file() {
 fn a_default_file_that_cannot_be_created_is_one_line_and_the_program_runs() {
     let d = dir("read-only");
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let mut c = Command::new(MAIN);
-    c.current_dir(&d).env("EVENT_CONTROL", "all").env_remove("EVENT_FILE").env_remove("EVENT_RING");
+    let mut c = crate::common::program(MAIN, &[], &[("EVENT_CONTROL", "all")]);
+    c.current_dir(&d);
     // Root writes anywhere: the program runs as nobody there.
     let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
     if root {

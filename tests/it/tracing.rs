@@ -13,11 +13,8 @@ fn record(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("tracing-only.evt");
-    let mut program = Command::new(PROGRAM);
-    for var in ["EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {
-        program.env_remove(var);
-    }
-    let out = program.env("EVENT_FILE", &log).output().unwrap();
+    let log_text = log.to_string_lossy();
+    let out = crate::common::program(PROGRAM, &[], &[("EVENT_FILE", &log_text)]).output().unwrap();
     assert!(out.status.success(), "tracing-only: {}", String::from_utf8_lossy(&out.stderr));
     log
 }
@@ -114,11 +111,8 @@ fn record_fields(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-fields-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("fields.evt");
-    let mut program = Command::new(PROGRAM);
-    for var in ["EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE"] {
-        program.env_remove(var);
-    }
-    let out = program.arg("fields").env("EVENT_FILE", &log).output().unwrap();
+    let log_text = log.to_string_lossy();
+    let out = crate::common::program(PROGRAM, &["fields"], &[("EVENT_FILE", &log_text)]).output().unwrap();
     assert!(out.status.success(), "tracing-only: {}", String::from_utf8_lossy(&out.stderr));
     log
 }

@@ -91,6 +91,7 @@ fn main() {
         return;
     }
     micro(&plan);
+    configurations(&plan);
     if !args.iter().any(|a| a == "--skip-stream") {
         streaming(quick);
     }
@@ -175,6 +176,70 @@ fn micro(plan: &Plan) {
     );
     println!();
     drop(recording);
+}
+
+/// `event!` with 3 words in every configuration a user runs (issue 19), against the floor,
+/// in one run: each round starts each configuration's recording, records `n` events once to
+/// touch its pages and fill its pipeline, times `n` more, and stops; the floor is timed in
+/// the same round. A file configuration's share of events refused (counted lost) is given
+/// beside its time: a refused event takes the refusal path, which is timed with the rest.
+fn configurations(plan: &Plan) {
+    use event_runtime::{Policy, Recorder};
+    type Make = fn(&Path) -> Recorder;
+    let configs: [(&str, bool, Make); 6] = [
+        ("`switch` to a file, the defaults (16 MiB buffer, packed)", true, |p| Recorder::new().file(p)),
+        ("`switch` to a file, 256 MiB buffer", true, |p| Recorder::new().file(p).buffer_size(256 << 20)),
+        ("`switch` to a file, 1 MiB buffer (the writer falls behind)", true, |p| {
+            Recorder::new().file(p).buffer_size(1 << 20)
+        }),
+        ("`wait` (`switch`, waiting up to 1 s) to a file", true, |p| {
+            Recorder::new().file(p).wait(Duration::from_secs(1))
+        }),
+        ("`ring` in memory (64 MiB)", false, |_| Recorder::new().policy(Policy::Ring).buffer_size(64 << 20)),
+        ("`ring` in the ring file (64 MiB)", false, |p| {
+            Recorder::new().policy(Policy::Ring).ring_file(p.with_extension("ring")).buffer_size(64 << 20)
+        }),
+    ];
+    let n = calibrate(common::word3, plan);
+    let nf = calibrate(common::floor::<3>, plan);
+    let mut floor = Vec::new();
+    let mut times = vec![Vec::new(); configs.len()];
+    let mut lost = vec![(0u64, 0u64); configs.len()];
+    let path = out_dir().join("config.evt");
+    for _ in 0..plan.rounds {
+        floor.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
+        for (i, (_, file, make)) in configs.iter().enumerate() {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(path.with_extension("ring"));
+            let recording = make(&path).control("all -Off").start().expect("the recording starts");
+            common::word3(n);
+            let t = common::word3(n);
+            recording.stop().expect("the recording stops");
+            times[i].push(t.as_nanos() as f64 / n as f64);
+            if *file {
+                let (events, refused) = census(&path);
+                lost[i].0 += events;
+                lost[i].1 += refused;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("ring"));
+    let floor = median(&mut floor);
+    println!("## Every configuration (`event!`, 3 words, one thread)\n");
+    println!("| configuration | ns/event (median) | ratio to the floor | share refused (counted lost) |");
+    println!("|---|---:|---:|---:|");
+    println!("| floor: cycle counter + store, 3 words | {floor:.2} | 1.00 | |");
+    for (i, (name, file, _)) in configs.iter().enumerate() {
+        let m = median(&mut times[i]);
+        let share = if *file {
+            format!("{:.2} %", 100.0 * lost[i].1 as f64 / (lost[i].0 + lost[i].1).max(1) as f64)
+        } else {
+            String::new()
+        };
+        println!("| {name} | {m:.2} | {:.2} | {share} |", m / floor);
+    }
+    println!();
 }
 
 /// Runs `run(n)` on `threads` threads started together; each thread's time.

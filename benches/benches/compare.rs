@@ -92,6 +92,7 @@ fn main() {
     }
     micro(&plan);
     configurations(&plan);
+    common::unpin();
     if !args.iter().any(|a| a == "--skip-stream") {
         streaming(quick);
     }
@@ -116,8 +117,18 @@ fn rash(plan: &Plan) {
     println!();
 }
 
-/// Cost to the recording thread, one thread and two.
+/// Cost to the recording thread, one thread and two. The measuring thread is pinned to CPU 0
+/// (and the two threads of the two-thread case to CPUs 0 and 1) where the platform allows.
 fn micro(plan: &Plan) {
+    let pinned = common::pin(0);
+    println!(
+        "Threads pinned: {}.\n",
+        if pinned {
+            "the measuring thread to CPU 0, the two threads of the two-thread case to CPUs 0 and 1"
+        } else {
+            "no (the platform does not allow it)"
+        }
+    );
     let recording = common::start_ring();
     let cases = [
         Case { name: "empty loop", run: common::empty_loop },
@@ -246,9 +257,10 @@ fn configurations(plan: &Plan) {
 fn concurrently(threads: usize, run: fn(u64) -> Duration, n: u64) -> Vec<Duration> {
     let barrier = Arc::new(Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
-        .map(|_| {
+        .map(|i| {
             let barrier = Arc::clone(&barrier);
             std::thread::spawn(move || {
+                common::pin(i);
                 barrier.wait();
                 let t = run(n);
                 event_runtime::flush();

@@ -28,6 +28,55 @@ pub fn empty_loop(n: u64) -> Duration {
     start.elapsed()
 }
 
+/// Pins the calling thread to CPU `cpu` (modulo the CPUs this process may use), so that a
+/// measured thread does not migrate between cores mid-sample; `false` where the platform
+/// does not allow it (the figures are then unpinned, and the tables say so).
+pub fn pin(cpu: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let cpus = online_cpus();
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it for a
+        // CPU below CPU_SETSIZE (cpus is at most the process's CPUs, far below 1024), and
+        // sched_setaffinity(0, ..) reads the set for the calling thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu % cpus, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpu;
+        false
+    }
+}
+
+/// Lets the calling thread run on every CPU again (child processes inherit the affinity:
+/// the dumper's parallel `print` must not be confined to one core).
+pub fn unpin() {
+    #[cfg(target_os = "linux")]
+    {
+        let cpus = online_cpus();
+        // SAFETY: as in `pin`: a valid set, CPUs below CPU_SETSIZE, this thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for cpu in 0..cpus {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+}
+
+/// The CPUs online: not `available_parallelism`, which counts only those the calling
+/// thread's affinity allows (one, once pinned).
+#[cfg(target_os = "linux")]
+fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).clamp(1, libc::CPU_SETSIZE as usize)
+}
+
 static MASK: AtomicU64 = AtomicU64::new(0);
 
 /// A loop with one relaxed load and a bit test: the floor of a disabled event.

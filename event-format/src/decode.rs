@@ -427,6 +427,10 @@ pub struct Catalog {
     index: Vec<u16>,
     /// The same for the built-in codes, `0xFF00 + i` at `i`.
     builtin_index: Vec<u16>,
+    /// For each desc, the length of its arguments when its format has only fixed-size
+    /// letters without a value to check (no string, no bool), else `None`: such arguments are
+    /// checked by their length alone, which is what [`validate_args`] checks of them.
+    fixed_len: Vec<Option<usize>>,
 }
 
 impl fmt::Debug for Catalog {
@@ -491,11 +495,23 @@ impl Catalog {
                 builtin_index[code - 0xFF00] = slot;
             }
         }
-        Catalog { descs, index, builtin_index }
+        let fixed_len = descs
+            .iter()
+            .map(|d| {
+                let plain = d.format.iter().all(|l| !matches!(l, Letter::String | Letter::Bool));
+                plain.then(|| d.format.iter().map(|l| l.min_size()).sum())
+            })
+            .collect();
+        Catalog { descs, index, builtin_index, fixed_len }
     }
 
     /// What wire code `code` means, if the stream's sets or the built-in events define it.
     pub fn get(&self, code: u16) -> Option<&Desc> {
+        self.position(code).map(|i| &self.descs[i])
+    }
+
+    /// Where wire code `code`'s desc is in `descs`.
+    fn position(&self, code: u16) -> Option<usize> {
         let c = usize::from(code);
         let slot = if c < self.index.len() {
             self.index[c]
@@ -505,8 +521,8 @@ impl Catalog {
             0
         };
         match slot {
-            0 => self.descs.binary_search_by_key(&code, |d| d.wire).ok().map(|i| &self.descs[i]),
-            i => self.descs.get(usize::from(i) - 1),
+            0 => self.descs.binary_search_by_key(&code, |d| d.wire).ok(),
+            i => Some(usize::from(i) - 1).filter(|&i| i < self.descs.len()),
         }
     }
 
@@ -515,10 +531,15 @@ impl Catalog {
     /// "Checking arguments"). Every reader classifies records with this, whichever order it
     /// walks them in.
     pub fn entry<'a>(&'a self, record: RawRecord<'a>, thread: u64, order: Order) -> Entry<'a> {
-        let Some(desc) = self.get(record.code) else {
+        let Some(i) = self.position(record.code) else {
             return Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + RECORD_HEADER_LEN };
         };
-        match validate_args(&desc.format, record.args, order) {
+        let desc = &self.descs[i];
+        let checked = match self.fixed_len[i] {
+            Some(len) if record.args.len() >= len => Ok(()),
+            _ => validate_args(&desc.format, record.args, order),
+        };
+        match checked {
             Ok(()) => Entry::Event(Event { desc, time: record.time, thread, args: record.args, order }),
             Err(why) => Entry::Bad(RecordError::BadArguments { offset: record.offset, code: record.code, why }),
         }

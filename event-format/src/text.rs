@@ -24,6 +24,12 @@ pub fn is_bidi_control(c: char) -> bool {
 /// string with `...` after the closing quote.
 pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
     out.write_char('"')?;
+    // The common case, printable ASCII with nothing to escape, goes out whole at once.
+    if text.bytes.iter().all(|&b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') {
+        out.write_str(std::str::from_utf8(text.bytes).map_err(|_| fmt::Error)?)?;
+        out.write_char('"')?;
+        return if text.truncated { out.write_str("...") } else { Ok(()) };
+    }
     for chunk in text.bytes.utf8_chunks() {
         // Runs of characters shown as they are go out whole (a dump writes millions).
         let valid = chunk.valid();
@@ -112,6 +118,12 @@ fn may_tie(v: f64, text: &str) -> bool {
     let fraction = bits & ((1 << 52) - 1);
     let (mantissa, exponent) = if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased - 1075) };
     let lowest_bit = exponent + mantissa.trailing_zeros() as i32;
+    // The last of at most 17 digits is at most 16 powers of ten below the first, which is at
+    // least floor(log10(2^e)) for a normal `v` in [2^e, 2^(e+1)); `(e * 78913) >> 18` is that
+    // floor, or one more for a negative `e`: a lowest bit far below cannot make a tie.
+    if biased != 0 && lowest_bit + 1 < (((biased - 1023) * 78913) >> 18) - 18 {
+        return false;
+    }
     last_digit_power(text.trim_start_matches('-')) == Some(lowest_bit + 1)
 }
 
@@ -146,62 +158,61 @@ const fn digit_table<const N: usize>(base: usize, width: usize) -> [u8; N] {
     table
 }
 
-/// `0000` to `9999`: numbers are laid out four digits at a time (a dump writes millions, and a
-/// character at a time costs more).
 static DECIMAL_BYTES: [u8; 40_000] = digit_table(10, 4);
-/// `00` to `ff`, for hex two digits at a time.
 static HEX_BYTES: [u8; 512] = digit_table(16, 2);
 
-/// Writes `v` as `{v:#x}` does, without the formatting machinery: the digits are laid out
-/// in a buffer and written at once (a write per group of digits costs more than the digits).
+/// `0000` to `9999`: numbers are written four digits at a time, as strings (a dump writes
+/// millions, and a character at a time costs more).
+static DECIMAL4: &str = match std::str::from_utf8(&DECIMAL_BYTES) {
+    Ok(s) => s,
+    Err(_) => panic!("digits are ASCII"),
+};
+
+/// `.0` to `.9`: the decimal point of seconds with the first decimal.
+static POINT_DIGIT: &str = ".0.1.2.3.4.5.6.7.8.9";
+
+/// `00` to `ff`, for hex two digits at a time.
+static HEX2: &str = match std::str::from_utf8(&HEX_BYTES) {
+    Ok(s) => s,
+    Err(_) => panic!("digits are ASCII"),
+};
+
+/// Writes `v` as `{v:#x}` does, without the formatting machinery.
 fn write_hex<W: Write>(out: &mut W, v: u64) -> fmt::Result {
-    let mut buf = [0u8; 18];
+    out.write_str("0x")?;
     // Digits, rounded up to pairs; the first pair loses its leading zero when odd.
-    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
-    let mut end = buf.len();
-    let mut rest = v;
-    while end > buf.len() - digits.div_ceil(2) * 2 {
-        let b = (rest & 0xff) as usize;
-        buf[end - 2..end].copy_from_slice(&HEX_BYTES[2 * b..2 * b + 2]);
-        end -= 2;
-        rest >>= 8;
+    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
+    let mut pair = digits.div_ceil(2);
+    let first = ((v >> ((pair - 1) * 8)) & 0xff) as usize;
+    out.write_str(&HEX2[2 * first + (digits as usize & 1)..2 * first + 2])?;
+    while pair > 1 {
+        pair -= 1;
+        let b = ((v >> ((pair - 1) * 8)) & 0xff) as usize;
+        out.write_str(&HEX2[2 * b..2 * b + 2])?;
     }
-    let start = buf.len() - digits - 2;
-    buf[start..start + 2].copy_from_slice(b"0x");
-    out.write_str(ascii(&buf[start..])?)
+    Ok(())
 }
 
-/// `bytes` (digits and punctuation) as a `str`.
-fn ascii(bytes: &[u8]) -> Result<&str, fmt::Error> {
-    std::str::from_utf8(bytes).map_err(|_| fmt::Error)
-}
-
-/// Lays out `v`'s decimal digits as `{v}` does, ending at `end` in `buf`; returns where they
-/// start. `buf` has room for 3 bytes before the digits (the last group is copied whole).
-fn lay_decimal(buf: &mut [u8], mut end: usize, mut v: u64) -> usize {
-    while v >= 10_000 {
-        let group = (v % 10_000) as usize;
-        v /= 10_000;
-        buf[end - 4..end].copy_from_slice(&DECIMAL_BYTES[4 * group..4 * group + 4]);
-        end -= 4;
-    }
-    let skip = match v {
-        0..10 => 3,
-        10..100 => 2,
-        100..1000 => 1,
-        _ => 0,
-    };
+/// Writes `v` (below 10^4) in exactly 4 digits.
+fn four<W: Write>(out: &mut W, v: u64) -> fmt::Result {
     let v = v as usize;
-    buf[end - 4..end].copy_from_slice(&DECIMAL_BYTES[4 * v..4 * v + 4]);
-    end - 4 + skip
+    out.write_str(&DECIMAL4[4 * v..4 * v + 4])
 }
 
 /// Writes `v` as `{v}` does, without the formatting machinery.
 fn write_decimal<W: Write>(out: &mut W, v: u64) -> fmt::Result {
-    // 20 digits at most, and room for the last group.
-    let mut buf = [0u8; 24];
-    let start = lay_decimal(&mut buf, 24, v);
-    out.write_str(ascii(&buf[start..])?)
+    if v < 10_000 {
+        let skip = match v {
+            0..10 => 3,
+            10..100 => 2,
+            100..1000 => 1,
+            _ => 0,
+        };
+        let v = v as usize;
+        return out.write_str(&DECIMAL4[4 * v + skip..4 * v + 4]);
+    }
+    write_decimal(out, v / 10_000)?;
+    four(out, v % 10_000)
 }
 
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
@@ -212,16 +223,13 @@ pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::R
     // the start, and a rate below 18 GHz, so that a remainder times 10^9 fits.
     if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
         let delta = ticks - clock.start_ticks;
-        let nanos = ((delta % rate) * 1_000_000_000 / rate) as usize;
-        // Whole seconds (20 digits at most, and room for their last group), `.`, 9 decimals.
-        let mut buf = [0u8; 34];
-        let (high, middle, low) = (nanos / 100_000_000, nanos / 10_000 % 10_000, nanos % 10_000);
-        buf[24] = b'.';
-        buf[25] = b'0' + high as u8;
-        buf[26..30].copy_from_slice(&DECIMAL_BYTES[4 * middle..4 * middle + 4]);
-        buf[30..34].copy_from_slice(&DECIMAL_BYTES[4 * low..4 * low + 4]);
-        let start = lay_decimal(&mut buf, 24, delta / rate);
-        return out.write_str(ascii(&buf[start..])?);
+        write_decimal(out, delta / rate)?;
+        let nanos = (delta % rate) * 1_000_000_000 / rate;
+        // `.` and the first decimal at once (a write costs more than its bytes).
+        let tenths = (nanos / 100_000_000) as usize;
+        out.write_str(&POINT_DIGIT[2 * tenths..2 * tenths + 2])?;
+        four(out, nanos / 10_000 % 10_000)?;
+        return four(out, nanos % 10_000);
     }
     let delta = i128::from(ticks) - i128::from(clock.start_ticks);
     let rate = i128::from(clock.ticks_per_second.max(1));

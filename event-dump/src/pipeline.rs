@@ -22,7 +22,7 @@
 //! written after a later one (the window was exceeded) is counted, and `print` says so.
 
 use crate::log::{DumpError, Log};
-use crate::render::{Annotations, Fact, Fast, Hole, Renderer, TypeText};
+use crate::render::{Annotations, Fact, Hole, Renderer};
 use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;
@@ -77,14 +77,7 @@ pub(crate) struct Rendered {
     bad: Vec<RecordError>,
     /// Records that could not be delimited or timed: reported when the block comes in.
     walk_errors: Vec<RecordError>,
-    /// What the text lines of the event types met lately repeat, by (log, wire code): kept
-    /// with the buffers as they are reused, and at most [`TYPES_KEPT`] of them.
-    types: HashMap<(usize, u16), TypeText, Fast>,
 }
-
-/// The most event types a [`Rendered`] keeps the text of: a log's types are few, but a
-/// hostile log may name thousands.
-const TYPES_KEPT: usize = 256;
 
 impl Rendered {
     /// The bytes it holds, as the window counts them: what its buffers hold (the room
@@ -146,7 +139,6 @@ impl Context<'_> {
                 facts: Vec::new(),
                 bad: Vec::new(),
                 walk_errors: Vec::new(),
-                types: HashMap::default(),
             },
         };
         (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
@@ -185,22 +177,7 @@ impl Context<'_> {
                         line.holes = r.holes.len() as u32;
                         let start = r.text.len();
                         let holes = r.holes.len();
-                        if r.types.len() >= TYPES_KEPT && !r.types.contains_key(&(file, event.desc.wire)) {
-                            r.types.clear();
-                        }
-                        let typed = r
-                            .types
-                            .entry((file, event.desc.wire))
-                            .or_insert_with(|| self.renderer.type_text(event.desc));
-                        self.renderer.line_typed(
-                            &mut r.text,
-                            &mut r.holes,
-                            file,
-                            &thread_text,
-                            clock,
-                            &event,
-                            Some(typed),
-                        );
+                        self.renderer.line(&mut r.text, &mut r.holes, file, &thread_text, clock, &event);
                         // Holes are kept as offsets in their line.
                         for h in &mut r.holes[holes..] {
                             h.at -= start as u32;

@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// address printed: keys are a log's own addresses and ids, so no hash flooding to fear
 /// from anyone but the log's author, who could only slow their own dump.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct FastHasher(u64);
+struct FastHasher(u64);
 
 impl Hasher for FastHasher {
     fn finish(&self) -> u64 {
@@ -35,16 +35,7 @@ impl Hasher for FastHasher {
     }
 }
 
-pub(crate) type Fast = BuildHasherDefault<FastHasher>;
-
-/// What every text line of an event type repeats, built once per type (a dump writes millions
-/// of lines, and each write costs more than its bytes): ` Kind.Name` as lines show it, colors
-/// included, and ` name=` before each parameter.
-#[derive(Debug)]
-pub(crate) struct TypeText {
-    name: String,
-    params: Vec<String>,
-}
+type Fast = BuildHasherDefault<FastHasher>;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -272,15 +263,6 @@ impl Renderer {
         }
     }
 
-    /// What every text line of events of `desc` repeats, for [`Renderer::line_typed`].
-    pub(crate) fn type_text(&self, desc: &Desc) -> TypeText {
-        let mut name = String::from(" ");
-        self.palette.start(&mut name, Style::Event);
-        name.push_str(&desc.full_name().to_string());
-        self.palette.end(&mut name);
-        TypeText { name, params: desc.params.iter().map(|p| format!(" {p}=")).collect() }
-    }
-
     /// Writes `event` of log `file` as one line, without the newline and without its labels:
     /// appends to `holes` where they may go (offsets in `out`), for [`Renderer::fill`].
     /// `thread` is the event's thread as [`Renderer::thread_text`] writes it.
@@ -293,22 +275,6 @@ impl Renderer {
         clock: &Clock,
         event: &Event<'_>,
     ) {
-        self.line_typed(out, holes, file, thread, clock, event, None);
-    }
-
-    /// [`Renderer::line`], with what the text lines of the event's type repeat when the caller
-    /// has it ([`Renderer::type_text`] of `event.desc`).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn line_typed(
-        &self,
-        out: &mut String,
-        holes: &mut Vec<Hole>,
-        file: usize,
-        thread: &str,
-        clock: &Clock,
-        event: &Event<'_>,
-        typed: Option<&TypeText>,
-    ) {
         match self.format {
             Format::Text => {
                 self.time(out, clock, event.time);
@@ -316,14 +282,6 @@ impl Renderer {
                 self.palette.start(out, Style::Thread);
                 out.push_str(thread);
                 self.palette.end(out);
-                if let Some(typed) = typed {
-                    out.push_str(&typed.name);
-                    for (i, (prefix, value)) in typed.params.iter().zip(event.values()).enumerate() {
-                        out.push_str(prefix);
-                        self.value(out, holes, event, i, &value);
-                    }
-                    return;
-                }
                 out.push(' ');
                 self.palette.start(out, Style::Event);
                 // `set:Kind.Name` when the log holds more than one set.

@@ -24,12 +24,6 @@ pub fn is_bidi_control(c: char) -> bool {
 /// string with `...` after the closing quote.
 pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
     out.write_char('"')?;
-    // The common case, printable ASCII with nothing to escape, goes out whole at once.
-    if text.bytes.iter().all(|&b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') {
-        out.write_str(std::str::from_utf8(text.bytes).map_err(|_| fmt::Error)?)?;
-        out.write_char('"')?;
-        return if text.truncated { out.write_str("...") } else { Ok(()) };
-    }
     for chunk in text.bytes.utf8_chunks() {
         // Runs of characters shown as they are go out whole (a dump writes millions).
         let valid = chunk.valid();

@@ -185,6 +185,7 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
             c.selected += kept;
             *c.per_thread.entry(block.header.thread).or_default() += kept;
         }
+        log.blocks().recycle(block);
     }
     // A ring file's damaged blocks are left out of its blocks by the ring reader, which lists
     // them: they are damage like a stream's.

@@ -30,7 +30,7 @@ use crate::letter::Letter;
 use crate::schema::BUILTIN_KIND;
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
-    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, Stop, ValueIter, packed_len, unpack_records,
+    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, Stop, ValueIter, packed_len, unpack_records_into,
     validate_args, verify_block,
 };
 use std::fmt;
@@ -125,6 +125,8 @@ pub struct Decoder<R> {
     resync: bool,
     next_index: u64,
     done: bool,
+    /// A block's records buffer given back ([`BlockSource::recycle`]), for the next block's.
+    spare: Vec<u8>,
 }
 
 /// Below this many bytes, buffers grow by doubling what has arrived, not by whole reads.
@@ -184,6 +186,7 @@ impl<R: Read> Decoder<R> {
             resync: false,
             next_index: 0,
             done: false,
+            spare: Vec::new(),
         })
     }
 
@@ -301,14 +304,16 @@ impl<R: Read> Decoder<R> {
             Err(damage) => return damaged(damage),
         };
         let body = &self.buf[self.pos + BLOCK_HEADER_LEN..self.pos + BLOCK_HEADER_LEN + header.used as usize];
-        let records = if packed {
-            match unpack_records(body, self.header.block_size) {
-                Ok(records) => records,
-                Err(damage) => return damaged(damage),
+        let mut records = std::mem::take(&mut self.spare);
+        if packed {
+            if let Err(damage) = unpack_records_into(body, self.header.block_size, &mut records) {
+                self.spare = records;
+                return damaged(damage);
             }
         } else {
-            body.to_vec()
-        };
+            records.clear();
+            records.extend_from_slice(body);
+        }
         self.consume(len);
         Ok(Some(Ok(Block { index, offset, header, records, order, stored_len: len as u64 })))
     }
@@ -325,6 +330,13 @@ pub trait BlockSource {
     /// The next block, `Some(Err)` for a damaged one (skipped; the blocks after it still
     /// come), `None` at the end.
     fn next_block(&mut self) -> Option<Result<Block, BlockError>>;
+
+    /// Gives back a block this source read, done with, for its buffer to hold a later block's
+    /// records: a reader that walks millions of blocks then allocates and zero-fills once.
+    /// Optional; by default the block is dropped.
+    fn recycle(&mut self, block: Block) {
+        drop(block);
+    }
 }
 
 impl<R: Read> BlockSource for Decoder<R> {
@@ -335,6 +347,12 @@ impl<R: Read> BlockSource for Decoder<R> {
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         Decoder::next_block(self)
     }
+
+    fn recycle(&mut self, block: Block) {
+        if block.records.capacity() > self.spare.capacity() {
+            self.spare = block.records;
+        }
+    }
 }
 
 impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
@@ -344,6 +362,10 @@ impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         (**self).next_block()
+    }
+
+    fn recycle(&mut self, block: Block) {
+        (**self).recycle(block);
     }
 }
 
@@ -427,6 +449,10 @@ pub struct Catalog {
     index: Vec<u16>,
     /// The same for the built-in codes, `0xFF00 + i` at `i`.
     builtin_index: Vec<u16>,
+    /// For each desc, the length of its arguments when its format has only fixed-size
+    /// letters without a value to check (no string, no bool), else `None`: such arguments are
+    /// checked by their length alone, which is what [`validate_args`] checks of them.
+    fixed_len: Vec<Option<usize>>,
 }
 
 impl fmt::Debug for Catalog {
@@ -491,11 +517,23 @@ impl Catalog {
                 builtin_index[code - 0xFF00] = slot;
             }
         }
-        Catalog { descs, index, builtin_index }
+        let fixed_len = descs
+            .iter()
+            .map(|d| {
+                let plain = d.format.iter().all(|l| !matches!(l, Letter::String | Letter::Bool));
+                plain.then(|| d.format.iter().map(|l| l.min_size()).sum())
+            })
+            .collect();
+        Catalog { descs, index, builtin_index, fixed_len }
     }
 
     /// What wire code `code` means, if the stream's sets or the built-in events define it.
     pub fn get(&self, code: u16) -> Option<&Desc> {
+        self.position(code).map(|i| &self.descs[i])
+    }
+
+    /// Where wire code `code`'s desc is in `descs`.
+    fn position(&self, code: u16) -> Option<usize> {
         let c = usize::from(code);
         let slot = if c < self.index.len() {
             self.index[c]
@@ -505,8 +543,8 @@ impl Catalog {
             0
         };
         match slot {
-            0 => self.descs.binary_search_by_key(&code, |d| d.wire).ok().map(|i| &self.descs[i]),
-            i => self.descs.get(usize::from(i) - 1),
+            0 => self.descs.binary_search_by_key(&code, |d| d.wire).ok(),
+            i => Some(usize::from(i) - 1).filter(|&i| i < self.descs.len()),
         }
     }
 
@@ -515,10 +553,15 @@ impl Catalog {
     /// "Checking arguments"). Every reader classifies records with this, whichever order it
     /// walks them in.
     pub fn entry<'a>(&'a self, record: RawRecord<'a>, thread: u64, order: Order) -> Entry<'a> {
-        let Some(desc) = self.get(record.code) else {
+        let Some(i) = self.position(record.code) else {
             return Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + RECORD_HEADER_LEN };
         };
-        match validate_args(&desc.format, record.args, order) {
+        let desc = &self.descs[i];
+        let checked = match self.fixed_len[i] {
+            Some(len) if record.args.len() >= len => Ok(()),
+            _ => validate_args(&desc.format, record.args, order),
+        };
+        match checked {
             Ok(()) => Entry::Event(Event { desc, time: record.time, thread, args: record.args, order }),
             Err(why) => Entry::Bad(RecordError::BadArguments { offset: record.offset, code: record.code, why }),
         }

@@ -78,10 +78,61 @@ pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
             }
             write_decimal(out, v.unsigned_abs())
         }
-        Value::Double(v) => write!(out, "{v:?}"),
+        Value::Double(v) => write_double(out, *v),
         Value::Bool(v) => out.write_str(if *v { "true" } else { "false" }),
         Value::Str(t) => write_text(out, t),
     }
+}
+
+/// Writes `v` as `{v:?}` does (the shortest digits that read back as `v`; an exponent below
+/// 1e-4 and from 1e16), a dump writes millions and std's formatting costs several times ryu's.
+///
+/// ryu's digits are std's but for an exact tie between two shortest candidates, which ryu
+/// breaks to the even digit and std upwards; ryu also writes [1e-5, 1e-4) without an
+/// exponent. Both, and what is not finite, go to std.
+fn write_double<W: Write>(out: &mut W, v: f64) -> fmt::Result {
+    let magnitude = v.abs();
+    if v.is_finite() && !(1e-5..1e-4).contains(&magnitude) {
+        let mut buffer = ryu::Buffer::new();
+        let text = buffer.format_finite(v);
+        if v == 0.0 || !may_tie(v, text) {
+            return out.write_str(text);
+        }
+    }
+    write!(out, "{v:?}")
+}
+
+/// Whether ryu's `text` of `v` (finite, not zero) may be one of two shortest candidates at
+/// an equal distance from `v`. A tie is `v = (2D + 1) * 5 * 10^(p - 1)` for the digits `D`
+/// whose last has the power of ten `p`: `v` is then an odd number times `2^(p - 1)`, so a
+/// `v` whose lowest set bit is another power of two cannot be one.
+fn may_tie(v: f64, text: &str) -> bool {
+    let bits = v.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, exponent) = if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased - 1075) };
+    let lowest_bit = exponent + mantissa.trailing_zeros() as i32;
+    // The last of at most 17 digits is at most 16 powers of ten below the first, which is at
+    // least floor(log10(2^e)) for a normal `v` in [2^e, 2^(e+1)); `(e * 78913) >> 18` is that
+    // floor, or one more for a negative `e`: a lowest bit far below cannot make a tie.
+    if biased != 0 && lowest_bit + 1 < (((biased - 1023) * 78913) >> 18) - 18 {
+        return false;
+    }
+    last_digit_power(text.trim_start_matches('-')) == Some(lowest_bit + 1)
+}
+
+/// The power of ten of the last digit of ryu's text (without a sign): `-2` for `12.25`, `3`
+/// for `1000.0` and `1.5e16`, `-7` for `1.25e-5`.
+fn last_digit_power(text: &str) -> Option<i32> {
+    let (digits, exponent) = match text.split_once('e') {
+        Some((digits, exponent)) => (digits, exponent.parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    Some(match digits.split_once('.') {
+        Some((whole, "0")) if exponent == 0 => (whole.len() - whole.trim_end_matches('0').len()) as i32,
+        Some((_, fraction)) => exponent - fraction.len() as i32,
+        None => exponent,
+    })
 }
 
 /// Builds a table of every number below `10^width` (`base` 10) or `16^width` (`base` 16) in
@@ -110,6 +161,9 @@ static DECIMAL4: &str = match std::str::from_utf8(&DECIMAL_BYTES) {
     Ok(s) => s,
     Err(_) => panic!("digits are ASCII"),
 };
+
+/// `.0` to `.9`: the decimal point of seconds with the first decimal.
+static POINT_DIGIT: &str = ".0.1.2.3.4.5.6.7.8.9";
 
 /// `00` to `ff`, for hex two digits at a time.
 static HEX2: &str = match std::str::from_utf8(&HEX_BYTES) {
@@ -165,8 +219,9 @@ pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::R
         let delta = ticks - clock.start_ticks;
         write_decimal(out, delta / rate)?;
         let nanos = (delta % rate) * 1_000_000_000 / rate;
-        out.write_char('.')?;
-        write_decimal(out, nanos / 100_000_000)?;
+        // `.` and the first decimal at once (a write costs more than its bytes).
+        let tenths = (nanos / 100_000_000) as usize;
+        out.write_str(&POINT_DIGIT[2 * tenths..2 * tenths + 2])?;
         four(out, nanos / 10_000 % 10_000)?;
         return four(out, nanos % 10_000);
     }
@@ -292,6 +347,48 @@ mod tests {
         assert_eq!(s(b"\xe2\x82 \xff\"\\", true), r#""\xe2\x82 \xff\"\\"..."#);
     }
 
+    /// Doubles go through ryu with std as the fallback: every value's text must be `{v:?}`'s,
+    /// on the edges (ties, the exponent's thresholds, subnormals) and on random values.
+    #[test]
+    fn doubles_are_written_as_debug_writes_them() {
+        let check = |v: f64| {
+            let mut s = String::new();
+            super::write_double(&mut s, v).unwrap();
+            assert_eq!(s, format!("{v:?}"), "{:#x}", v.to_bits());
+        };
+        let mut edges = vec![0.0, -0.0, f64::MIN_POSITIVE, f64::MAX, f64::MIN, f64::EPSILON, 5e-324, 1e-4, 1e-5, 1e16];
+        edges.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.1, 0.2, 0.3, 2.5, 0.125, 1e23, 9007199254740993.0]);
+        // Exact ties between two shortest candidates (ryu and std break them differently).
+        // (Exact sums: the literals alone have more digits than the doubles need.)
+        edges.extend([1389203678596250.0 + 0.25, 618515042358025.0 + 0.25, 90265226872708.0 + 0.625, 15e-324]);
+        // Every power of two, normal (each exponent) and subnormal (each bit), and neighbours.
+        let powers = (1..2047u64).map(|biased| biased << 52).chain((0..52).map(|bit| 1u64 << bit));
+        for bits in powers {
+            edges.extend([bits, bits + 1, bits - 1].map(f64::from_bits));
+        }
+        for p in -325..=308 {
+            let ten: f64 = format!("1e{p}").parse().unwrap();
+            edges.extend([ten, f64::from_bits(ten.to_bits() + 1), f64::from_bits(ten.to_bits().saturating_sub(1))]);
+        }
+        for v in edges {
+            check(v);
+            check(-v);
+        }
+        // Random bit patterns, values as a log holds them (x / 3, quarters, scaled), xorshift.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..3_000_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            check(match i % 4 {
+                0 => f64::from_bits(x),
+                1 => (x % 10_000_000_000) as f64 / 3.0,
+                2 => (x % 100_000) as f64 / 8.0 * 10f64.powi((x >> 40) as i32 % 30 - 15),
+                _ => (x % 1000) as f64 * 2f64.powi((x >> 32) as i32 % 200 - 100),
+            });
+        }
+    }
+
     #[test]
     fn seconds_are_exact_on_both_paths() {
         // 64-bit path.
@@ -308,6 +405,21 @@ mod tests {
             let delta = i128::from(ticks) - i128::from(start);
             let r = i128::from(rate);
             assert_eq!(seconds(rate, start, ticks), format!("{}.{:09}", delta / r, (delta % r) * 1_000_000_000 / r));
+        }
+        // Random rates, starts and times (every number of whole digits), against `format!`.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let rate = [1, 1_000, 1_000_000_000, 2_400_000_000, 3_000_000_007][i as usize % 5] + x % 7;
+            let start = (x >> 8) % 1_000_000;
+            let ticks = start.saturating_add(x >> (i % 60));
+            let delta = ticks - start;
+            assert_eq!(
+                seconds(rate, start, ticks),
+                format!("{}.{:09}", delta / rate, delta % rate * 1_000_000_000 / rate)
+            );
         }
     }
 }

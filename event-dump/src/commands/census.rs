@@ -135,16 +135,20 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
         // Without a selection every event is kept: no test per event (`check`'s case).
         let everything = selection.is_everything();
         let (mut in_block, mut kept) = (0u64, 0u64);
+        // The block's earliest and latest times, of all events and of those kept: folded
+        // into the census once per block.
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        let (mut kept_first, mut kept_last) = (u64::MAX, 0u64);
         for entry in block.entries(&log.catalog) {
             match entry {
                 Entry::Event(e) => {
                     in_block += 1;
-                    c.first = Some(c.first.map_or(e.time, |f| f.min(e.time)));
-                    c.last = c.last.max(e.time);
+                    first = first.min(e.time);
+                    last = last.max(e.time);
                     if everything || selection.keeps(file, &e, &clock) {
                         kept += 1;
-                        c.selected_first = Some(c.selected_first.map_or(e.time, |f| f.min(e.time)));
-                        c.selected_last = c.selected_last.max(e.time);
+                        kept_first = kept_first.min(e.time);
+                        kept_last = kept_last.max(e.time);
                         // By wire code: sets may reuse each other's own codes.
                         per_code[usize::from(e.desc.wire)] += 1;
                     }
@@ -170,11 +174,18 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
                 }
             }
         }
+        if in_block > 0 {
+            c.first = Some(c.first.map_or(first, |f| f.min(first)));
+            c.last = c.last.max(last);
+        }
         c.events += in_block;
         if kept > 0 {
+            c.selected_first = Some(c.selected_first.map_or(kept_first, |f| f.min(kept_first)));
+            c.selected_last = c.selected_last.max(kept_last);
             c.selected += kept;
             *c.per_thread.entry(block.header.thread).or_default() += kept;
         }
+        log.blocks().recycle(block);
     }
     // A ring file's damaged blocks are left out of its blocks by the ring reader, which lists
     // them: they are damage like a stream's.

@@ -220,16 +220,28 @@ pub fn pack_block(order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
 /// stream of blocks of `block_size` bytes: at most `block_size - 48` bytes, or
 /// [`Damage::BadPacking`]. Allocates no more than the compressed bytes can expand to.
 pub fn unpack_records(packed: &[u8], block_size: u32) -> Result<Vec<u8>, Damage> {
+    let mut records = Vec::new();
+    unpack_records_into(packed, block_size, &mut records)?;
+    Ok(records)
+}
+
+/// [`unpack_records`] into `records`, whose bytes are replaced: a buffer reused from block to
+/// block is allocated once and zero-filled only where it grows (the decompressor writes into
+/// initialized bytes). On an error, `records` holds no records.
+pub fn unpack_records_into(packed: &[u8], block_size: u32, records: &mut Vec<u8>) -> Result<(), Damage> {
     let limit = (block_size as usize).saturating_sub(BLOCK_HEADER_LEN);
     // LZ4 expands at most 255 times (plus a few bytes): a lying block size costs nothing.
     let room = limit.min(packed.len().saturating_mul(255).saturating_add(16));
-    let mut records = vec![0u8; room];
-    match lz4_flex::block::decompress_into(packed, &mut records) {
+    records.resize(room, 0);
+    match lz4_flex::block::decompress_into(packed, records) {
         Ok(n) => {
             records.truncate(n);
-            Ok(records)
+            Ok(())
         }
-        Err(e) => Err(Damage::BadPacking(e.to_string())),
+        Err(e) => {
+            records.clear();
+            Err(Damage::BadPacking(e.to_string()))
+        }
     }
 }
 

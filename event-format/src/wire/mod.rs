@@ -12,7 +12,7 @@ mod record;
 
 pub use block::{
     BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, pack_block, packed_len, seal_block,
-    seal_block_in_place, stop_block, unpack_records, verify_block,
+    seal_block_in_place, stop_block, unpack_records, unpack_records_into, verify_block,
 };
 pub(crate) use header::PREFIX_LEN;
 pub use header::{

@@ -545,29 +545,26 @@ impl ThreadBuffer {
                 return;
             }
             let (end, records, direct) = (self.end, self.records, self.direct);
+            let shared = &self.shared;
             let Home::Lane(writer) = &mut self.home else { return };
-            let full = match writer.lock() {
-                Ok(mut guard) => {
-                    if let Some(block) = guard.block_mut(0) {
-                        finish_block(block, end, false);
+            // Submitted under the lane's lock (`LaneWriter::hand_on`): a stop that runs
+            // meanwhile either takes the records from the lane or finds them in the exchange.
+            let handed = writer.hand_on(
+                |block| finish_block(block, end, false),
+                |full| {
+                    if direct {
+                        shared.write_now(full);
+                    } else if !shared.exchange.submit(full) {
+                        // Only when the stop took the lane first: then `lock` fails before.
+                        session::count_lost_unattributed(records);
                     }
-                    Ok(guard.take_block())
-                }
-                Err(taken) => Err(taken),
-            };
-            let full = match full {
-                Ok(full) => full,
-                Err(taken) => return self.lane_taken(taken),
-            };
+                },
+            );
+            if let Err(taken) = handed {
+                return self.lane_taken(taken);
+            }
             self.writable = false;
             self.records = 0;
-            // Matched as a pool lane and `writable`: there is a block to take.
-            let Some(full) = full else { return };
-            if direct {
-                self.shared.write_now(full);
-            } else if !self.shared.exchange.submit(full) {
-                session::count_lost_unattributed(records);
-            }
         } else if let Home::File(_) = self.home {
             let copies = self.shared.streams_copies();
             if exiting {
@@ -699,11 +696,19 @@ impl Drop for ThreadBuffer {
         if self.lost > 0 {
             if let Home::Lane(writer) = &mut self.home {
                 // Refused after the last block: the recorder reports them, unless the stop
-                // took them with the lane already.
-                let taken = writer.lock().map(|mut guard| guard.set_refused(0));
+                // took them with the lane already. Reported under the lane's lock, as the
+                // exit flush hands its block on: the stop closes the reports only after it
+                // has taken every lane, so the report reaches the stream.
+                let (shared, thread, lost) = (&self.shared, self.thread, self.lost);
+                let taken = writer.lock().map(|mut guard| {
+                    guard.set_refused(0);
+                    shared.report_dropped(thread, lost);
+                });
                 if let Err(taken) = taken {
                     return self.lane_taken(taken);
                 }
+                self.lost = 0;
+                return;
             }
             self.shared.report_dropped(self.thread, std::mem::take(&mut self.lost));
         }

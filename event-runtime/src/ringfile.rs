@@ -715,6 +715,29 @@ impl LaneWriter {
         Ok(LaneGuard { state, block: &mut self.block, end: &mut self.end, limit: &mut self.limit, lane: &self.lane })
     }
 
+    /// Finishes the pool block with `finish` and hands it to `submit`, both under the lane's
+    /// lock; `Err((records, refused))` when the stop took the lane first (as [`lock`](Self::lock)).
+    ///
+    /// Under the lock because the stop takes every lane before it closes the exchange: a block
+    /// that left the lane is then in the exchange before the stop can find the lane empty, and
+    /// the writer still takes it. Taken out and submitted after the lock, the stop could take
+    /// the empty lane and close the exchange in between, and the thread's whole block would be
+    /// refused at the stop (the loss of a scoped thread whose exit flush ran late).
+    pub(crate) fn hand_on(
+        &mut self,
+        finish: impl FnOnce(&mut [u8]),
+        submit: impl FnOnce(Box<[u8]>),
+    ) -> Result<(), (u64, u64)> {
+        let mut guard = self.lock()?;
+        if let Some(block) = guard.block_mut(0) {
+            finish(block);
+        }
+        if let Some(full) = guard.take_block() {
+            submit(full);
+        }
+        Ok(())
+    }
+
     /// The lane's lock without waiting (a fatal signal's handler); `None` when it is held or
     /// the lane was taken.
     pub(crate) fn try_lock(&mut self) -> Option<LaneGuard<'_>> {
@@ -1208,6 +1231,59 @@ mod lane_loom_tests {
                 None => (0, 0),
             };
             assert_eq!(taken + refused + late, 3, "every record and refusal is taken or counted, once");
+        });
+    }
+
+    #[test]
+    fn loom_a_thread_whose_exit_flush_meets_the_stop_loses_nothing() {
+        // A scoped thread has recorded all its records (before the stop begins), and its exit
+        // flush (`LaneWriter::hand_on` to the exchange) runs while the stop takes the lanes,
+        // closes the exchange and drains it as the writer does: every record is in the stop's
+        // take or in a drained block, none refused. (With the block submitted after the lane's
+        // lock is let go, the stop could find the lane empty and close the exchange first.)
+        use crate::exchange::{Batch, Exchange};
+        use std::time::Duration;
+        const BS: usize = 64;
+        const H: usize = 16;
+        loom::model(|| {
+            let exchange = Arc::new(Exchange::new(1, BS, None));
+            let lane = Arc::new(Lane::new(1, 1, BS, false));
+            let mut writer = LaneWriter::new(Arc::clone(&lane));
+            let block = exchange.take(Duration::ZERO).unwrap();
+            writer.lock().unwrap().install(block).unwrap();
+            writer.lock().unwrap().start(0, 0, H);
+            for i in 0..2u64 {
+                writer.record_mut(H + 8 * i as usize, 8).unwrap().fill(i as u8 + 1);
+                writer.commit(H + 8 * (i as usize + 1), i + 1);
+            }
+            let ex = Arc::clone(&exchange);
+            let exiting = thread::spawn(move || {
+                let mut refused = false;
+                let handed = writer.hand_on(|block| block[0] = 0xEE, |full| refused = !ex.submit(full));
+                (handed.is_err(), refused)
+            });
+            // The stop: every lane taken, then the exchange closed and drained.
+            let take = lane.take().expect("taken once");
+            exchange.close();
+            let mut drained = 0;
+            loop {
+                match exchange.next_batch(Duration::ZERO) {
+                    Batch::Blocks(blocks) => {
+                        for b in &blocks {
+                            assert_eq!(b[0], 0xEE, "a finished block");
+                            drained += (1..=2u8).filter(|&r| b[H + 8 * (r as usize - 1)] == r).count();
+                        }
+                        exchange.give_back(blocks);
+                    }
+                    Batch::Idle => {}
+                    Batch::Closed => break,
+                }
+            }
+            let (found_taken, refused) = exiting.join().unwrap();
+            assert!(!refused, "no block is refused by the closed exchange");
+            let taken = (take.end.saturating_sub(H) / 8) as usize;
+            assert_eq!(taken + drained, 2, "every record in the take or the stream, once");
+            assert_eq!(found_taken, taken > 0, "the thread finds the lane taken when the stop took its records");
         });
     }
 }

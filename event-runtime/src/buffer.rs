@@ -26,7 +26,9 @@
 //! cold path (a full block, a flush, its exit), writes nothing more into it, and counts what
 //! it recorded after the take as lost (`lost_unattributed`). Each lane is registered with the
 //! recording (`Shared::add_lane`); the writer thread's own pool lane is not (it flushes itself
-//! before the stop writes).
+//! before the stop writes). A ring-file slot whose blocks the stream sinks get copies of is
+//! registered the same way (`ringfile::SlotCopy`): the stop copies the committed prefix of
+//! the block a live thread is writing, which no hand-on has copied yet.
 //!
 //! When no block can be had (the pool is dry, or `fill` has used its budget), the thread
 //! refuses events and counts them; the count is written as a `Dropped` event at the start
@@ -35,7 +37,7 @@
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
-use crate::ringfile::{Lane, LaneWriter, Slot};
+use crate::ringfile::{Lane, LaneWriter, Slot, SlotCopy};
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
@@ -81,6 +83,9 @@ pub(crate) struct ThreadBuffer {
     /// Records in the current block.
     records: u64,
     home: Home,
+    /// With a `File` home whose blocks the stream sinks get copies of: the stop's handle on
+    /// the current block (`ringfile::SlotCopy`), under whose lock each block is copied.
+    copy: Option<Arc<SlotCopy>>,
     /// Blocks in the home ring (a ring lane, `File`); 1 for a pool lane.
     ring_blocks: u64,
     /// The current block's place in the home ring: `sequence % ring_blocks`, kept so that
@@ -169,8 +174,22 @@ impl ThreadBuffer {
                 (Home::Nowhere, 1)
             }
         };
+        let mut copy = None;
+        if let Home::File(slot) = &home
+            && shared.streams_copies()
+        {
+            let copier = Arc::new(slot.copier());
+            if shared.add_slot_copy(&copier) {
+                copy = Some(copier);
+            } else {
+                // The stop has taken the slots: this thread records nothing.
+                slotless = true;
+            }
+        }
+        let home = if slotless { Home::Nowhere } else { home };
         let now = shared.time.now();
         let mut buffer = ThreadBuffer {
+            copy,
             set: std::ptr::null(),
             first: 0,
             shared,
@@ -502,10 +521,9 @@ impl ThreadBuffer {
                     }
                 }
             }
-            Home::File(slot) => {
-                finish_block(slot.block_mut(index as u32), end, true);
-                if shared.streams_copies() {
-                    self.copy_to_streams();
+            Home::File(_) => {
+                if !self.finish_file_block() {
+                    return false;
                 }
                 if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
                     // The slot is full: its last block stays, finished, and nothing follows.
@@ -523,13 +541,31 @@ impl ThreadBuffer {
         self.writable
     }
 
-    /// Queues a copy of the current (finished) ring-file block for the stream sinks.
-    fn copy_to_streams(&mut self) {
-        let (thread, records, direct, index) = (self.thread, self.records, self.direct, self.index);
-        let shared = Arc::clone(&self.shared);
-        // Called on a finished ring-file block only.
-        let Home::File(slot) = &mut self.home else { return };
-        shared.copy_to_streams(slot.block_mut(index as u32), thread, records, direct);
+    /// Finishes (seals) the current ring-file block and, when the stream sinks get copies,
+    /// queues its copy, under the `SlotCopy`'s lock: the stop then either takes the block's
+    /// committed prefix or finds its copy queued, never neither. `false` when the stop took
+    /// the block first (the thread records nothing more: `lane_taken`).
+    fn finish_file_block(&mut self) -> bool {
+        let (end, index, thread, records, direct, sequence) =
+            (self.end, self.index, self.thread, self.records, self.direct, self.sequence);
+        let shared = &self.shared;
+        let Home::File(slot) = &mut self.home else { return false };
+        let Some(copy) = &self.copy else {
+            finish_block(slot.block_mut(index as u32), end, true);
+            return true;
+        };
+        let handed = copy.hand_on(sequence, || {
+            let block = slot.block_mut(index as u32);
+            finish_block(block, end, true);
+            shared.copy_to_streams(block, thread, records, direct);
+        });
+        match handed {
+            Ok(()) => true,
+            Err(taken) => {
+                self.lane_taken(taken);
+                false
+            }
+        }
     }
 
     /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks (the
@@ -569,14 +605,9 @@ impl ThreadBuffer {
             let copies = self.shared.streams_copies();
             if exiting {
                 // Sealed, so a reader finds a checked block; the position already covers it.
-                let (end, index) = (self.end, self.index);
-                if let Home::File(slot) = &mut self.home {
-                    finish_block(slot.block_mut(index as u32), end, true);
+                if self.finish_file_block() {
+                    self.writable = false;
                 }
-                if copies {
-                    self.copy_to_streams();
-                }
-                self.writable = false;
             } else if copies {
                 let now = self.time;
                 self.hand_on(now);

@@ -467,6 +467,124 @@ impl Slot {
     }
 }
 
+impl Slot {
+    /// The stop's handle on this slot's current block (`switch` or `fill`, whose stream sinks
+    /// get a copy of each block): see [`SlotCopy`].
+    pub(crate) fn copier(&self) -> SlotCopy {
+        SlotCopy {
+            state: crate::sync::Mutex::new(SlotCopyState { copied: None, taken: None }),
+            data: self.data,
+            block_size: self.block_size,
+            blocks: self.blocks,
+            index: self.index,
+            file: Arc::clone(&self.file),
+        }
+    }
+}
+
+/// A thread's slot as the stop sees it when the stream sinks get a copy of every block
+/// (`switch` or `fill` with a ring file): the stop copies the committed prefix of the block
+/// the thread is writing, which no hand-on has copied, so that a thread alive at the stop
+/// loses nothing from the stream (its records are in the ring file either way).
+///
+/// The lane's protocol (`Lane`), with the slot's `position` word as the committed word: the
+/// thread finishes a block and queues its copy under `state`'s lock, and records the block
+/// as copied there ([`SlotCopy::hand_on`]); the stop, under the same lock, loads `position`
+/// (acquire), copies the bytes below its end unless that block was copied, and marks the
+/// slot taken. The thread finds it taken on its next cold path and counts the records it
+/// committed after the take as lost.
+#[derive(Debug)]
+pub(crate) struct SlotCopy {
+    state: crate::sync::Mutex<SlotCopyState>,
+    /// The slot's first block (`Slot::data`), valid while `file` is held.
+    data: *mut u8,
+    block_size: usize,
+    blocks: usize,
+    index: u32,
+    file: Arc<RingFile>,
+}
+
+/// What changes only under a [`SlotCopy`]'s lock.
+#[derive(Debug)]
+struct SlotCopyState {
+    /// The last block whose copy the thread queued: its position is this block's (the copy
+    /// made, the next block not started yet) or the next one's.
+    copied: Option<u64>,
+    /// `Some(records)` once the stop took the slot's current block, with its records.
+    taken: Option<u64>,
+}
+
+// SAFETY: `data` points into the mapping that `file` keeps alive; the stop reads only bytes
+// below the committed end, under the lock (`SlotCopy`'s docs).
+unsafe impl Send for SlotCopy {}
+// SAFETY: as for Send: shared access is through the lock and the atomic position word.
+unsafe impl Sync for SlotCopy {}
+
+/// What the stop took from a slot: its current block's committed prefix, sealed.
+#[derive(Debug)]
+pub(crate) struct SlotTake {
+    /// A whole block: header, the committed records, zeros; used length and CRC set.
+    pub(crate) block: Box<[u8]>,
+}
+
+impl SlotCopy {
+    fn lock(&self) -> crate::sync::MutexGuard<'_, SlotCopyState> {
+        // Every update under the lock is complete before it is released.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The owning thread's hand-on of block `sequence`: `copy` (finish the block and queue
+    /// its copy) runs under the lock, and the block is then recorded as copied.
+    /// `Err((records, 0))` when the stop took the slot first (as `LaneWriter::lock`).
+    pub(crate) fn hand_on(&self, sequence: u64, copy: impl FnOnce()) -> Result<(), (u64, u64)> {
+        let mut state = self.lock();
+        if let Some(records) = state.taken {
+            return Err((records, 0));
+        }
+        copy();
+        state.copied = Some(sequence);
+        Ok(())
+    }
+
+    /// The stop's take: the committed prefix of the block being written, unless its copy
+    /// was queued already or it holds no record. `None` also when it was taken already.
+    pub(crate) fn take(&self) -> Option<SlotTake> {
+        let mut state = self.lock();
+        if state.taken.is_some() {
+            return None;
+        }
+        state.taken = Some(0);
+        // Acquire: pairs with the thread's release in `Slot::commit`; every byte below `end`,
+        // the block's header included (`buffer`'s start of a block), is visible.
+        let word =
+            self.file.word(self.file.layout.slot(self.index) as usize + slot_at::POSITION).load(Ordering::Acquire);
+        let (low, end) = split_position(word);
+        let end = end as usize;
+        // The full sequence number: the position holds its low 32 bits, and the block is the
+        // last one copied or the one after it (the first block before any copy).
+        let sequence = match state.copied {
+            Some(c) if c as u32 == low => return None,
+            Some(c) => c + 1,
+            None => 0,
+        };
+        if end <= BLOCK_HEADER_LEN || end > self.block_size || sequence as u32 != low {
+            return None;
+        }
+        let at = (sequence % self.blocks as u64) as usize * self.block_size;
+        let mut block = vec![0u8; self.block_size].into_boxed_slice();
+        // SAFETY: in bounds (`at + end` within the slot's `blocks * block_size` bytes, which
+        // `claim` checked lie in the mapping `file` keeps). The bytes below the committed end
+        // are not written again until the thread hands the block on, which needs the lock we
+        // hold; the thread writes above `end` meanwhile, which we do not read.
+        let from = unsafe { std::slice::from_raw_parts(self.data.add(at), end) };
+        block[..end].copy_from_slice(from);
+        let records = RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).count() as u64;
+        state.taken = Some(records);
+        event_format::wire::seal_block(Order::NATIVE, &mut block, (end - BLOCK_HEADER_LEN) as u32);
+        Some(SlotTake { block })
+    }
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         // The thread is done with the slot: its blocks stay for readers until another thread

@@ -282,33 +282,25 @@ impl ThreadBuffer {
         }
         let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
         if len > max || longest > STRING_MAX {
+            if strs.is_empty() {
+                // Nothing to cut: no valid schema has fixed arguments longer than a minimal
+                // block. Decided here so that an event without strings never passes its
+                // arguments to the cold path (they would live on the stack).
+                return self.refuse();
+            }
             return self.write_cut(code, fixed, strs, fill);
         }
         if !self.writable && !self.resume(now) {
             return self.refuse();
         }
         let mut delta = now.wrapping_sub(self.time);
-        let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
-        if self.end + extend + len > self.block_size {
-            // Twice at most: a fresh block may open with a `Dropped` record.
-            for _ in 0..2 {
-                if !self.hand_on(now) {
-                    return self.refuse();
-                }
-                if self.end + len <= self.block_size {
-                    break;
-                }
+        // One test on the hot path: a delta that fits the record's 32 bits, and room for the
+        // record. Anything else is `make_room`'s.
+        if now < self.time || delta > u64::from(u32::MAX) || self.end + len > self.block_size {
+            match self.make_room(now, len) {
+                Some(d) => delta = d,
+                None => return self.refuse(),
             }
-            delta = 0;
-        } else if extend > 0 {
-            let at = self.end;
-            // `writable` means a current block; were it missing, the event is refused, not a panic.
-            let Some(record) = self.tail(at, TIME_EXTEND_LEN) else { return self.refuse() };
-            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
-            let args = &mut record[RECORD_HEADER_LEN..];
-            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
-            self.end += TIME_EXTEND_LEN;
-            delta = 0;
         }
         let at = self.end;
         let Some(record) = self.tail(at, len) else { return self.refuse() };
@@ -321,6 +313,39 @@ impl ThreadBuffer {
         self.time = now;
         self.records += 1;
         self.commit();
+    }
+
+    /// Makes room for a record of `len` bytes at `now` in the current block: the next block
+    /// when this one is full, or a `TimeExtend` record when the delta does not fit.
+    /// Returns the record's delta; `None` when it must be refused.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, now: u64, len: usize) -> Option<u64> {
+        let delta = now.wrapping_sub(self.time);
+        let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
+        if self.end + extend + len > self.block_size {
+            // Twice at most: a fresh block may open with a `Dropped` record.
+            for _ in 0..2 {
+                if !self.hand_on(now) {
+                    return None;
+                }
+                if self.end + len <= self.block_size {
+                    break;
+                }
+            }
+            return Some(0);
+        }
+        if extend > 0 {
+            let at = self.end;
+            // `writable` means a current block; were it missing, the event is refused, not a panic.
+            let record = self.tail(at, TIME_EXTEND_LEN)?;
+            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+            let args = &mut record[RECORD_HEADER_LEN..];
+            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
+            self.end += TIME_EXTEND_LEN;
+            return Some(0);
+        }
+        Some(delta)
     }
 
     /// The slow path for records with strings too long for [`STRING_MAX`] or the block.
@@ -812,9 +837,13 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
             return;
         };
         let current = session::generation();
-        match slot.as_mut() {
-            Some(buffer) if buffer.generation == current => write_in(buffer, code, fixed, strs, fill),
-            _ => attach(&mut slot, current, code, fixed, strs, fill),
+        // The cold path takes neither the code nor the arguments: passed to a function that
+        // is not inlined, they would live on the stack on the hot path too.
+        if !slot.as_ref().is_some_and(|buffer| buffer.generation == current) && !attach(&mut slot, current) {
+            return session::count_lost_unattributed(1);
+        }
+        if let Some(buffer) = slot.as_mut() {
+            write_in(buffer, code, fixed, strs, fill);
         }
     });
     if done.is_err() {
@@ -823,27 +852,16 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
     }
 }
 
+/// Gives this thread a buffer in the recording of `generation` (dropping, and so flushing,
+/// one of an older recording first); `false` when no recording runs.
 #[cold]
-fn attach(
-    slot: &mut Option<ThreadBuffer>,
-    generation: u64,
-    code: Code,
-    fixed: usize,
-    strs: &[Text<'_>],
-    fill: impl FnOnce(&mut ArgWriter<'_>),
-) {
-    // Drop (and so flush) a buffer of an older recorder first.
+#[inline(never)]
+fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
     *slot = None;
     // In a child of `fork()`, its own recording starts here, on its first event.
     let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
-    let buffer = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
-    match buffer {
-        Some(buffer) => {
-            let buffer = slot.insert(buffer);
-            write_in(buffer, code, fixed, strs, fill)
-        }
-        None => session::count_lost_unattributed(1),
-    }
+    *slot = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
+    slot.is_some()
 }
 
 /// Hands this thread's partial block on.

@@ -273,7 +273,6 @@ impl ThreadBuffer {
     /// Appends a record; hands the block on and starts another when it does not fit.
     #[inline]
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-        let now = self.shared.time.now();
         let mut len = RECORD_HEADER_LEN + fixed;
         let mut longest = 0;
         for s in strs {
@@ -290,9 +289,11 @@ impl ThreadBuffer {
             }
             return self.write_cut(code, fixed, strs, fill);
         }
-        if !self.writable && !self.resume(now) {
+        if !self.writable && !self.resume() {
             return self.refuse();
         }
+        // Read after the test above: a refused event reads no clock.
+        let now = self.shared.time.now();
         let mut delta = now.wrapping_sub(self.time);
         // One test on the hot path: a delta that fits the record's 32 bits, and room for the
         // record. Anything else is `make_room`'s.
@@ -399,7 +400,12 @@ impl ThreadBuffer {
 
     /// Tries to get a block again after refusing events.
     #[cold]
-    fn resume(&mut self, now: u64) -> bool {
+    fn resume(&mut self) -> bool {
+        // First the test that refuses most events while the pool is dry: a refusal episode
+        // that has waited once tries again only when the pool may have a block.
+        if self.waited && !self.shared.exchange.may_have_free() {
+            return false;
+        }
         if self.slotless || !self.is_pool() {
             // A ring that `fill` filled stays full.
             return false;
@@ -410,7 +416,10 @@ impl ThreadBuffer {
             return false;
         }
         match self.shared.exchange.take(wait) {
-            Some(block) => self.install(block, now),
+            Some(block) => {
+                let now = self.shared.time.now();
+                self.install(block, now)
+            }
             None => false,
         }
     }
@@ -839,7 +848,7 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
         let current = session::generation();
         // The cold path takes neither the code nor the arguments: passed to a function that
         // is not inlined, they would live on the stack on the hot path too.
-        if !slot.as_ref().is_some_and(|buffer| buffer.generation == current) && !attach(&mut slot, current) {
+        if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
             return session::count_lost_unattributed(1);
         }
         if let Some(buffer) = slot.as_mut() {

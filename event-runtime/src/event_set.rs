@@ -128,15 +128,18 @@ impl EventSet {
 /// on the enabled side; the selection that control makes meanwhile is kept here, per set (the
 /// address of its bits, and its words), and put back when the last capture ends. `None` while
 /// no capture runs.
-static SHADOW: Mutex<Option<Vec<(usize, Vec<u64>)>>> = Mutex::new(None);
+static SHADOW: Mutex<Option<Shadow>> = Mutex::new(None);
 
-fn lock_shadow() -> MutexGuard<'static, Option<Vec<(usize, Vec<u64>)>>> {
+/// The shadow's selection: per set, the address of its bits and its words.
+type Shadow = Vec<(usize, Vec<u64>)>;
+
+fn lock_shadow() -> MutexGuard<'static, Option<Shadow>> {
     // Every update under the lock is complete before it is released.
     SHADOW.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Stores `words` as the selection of the set whose bits are `bits`.
-fn store_words(shadow: &mut Option<Vec<(usize, Vec<u64>)>>, bits: &[AtomicU64], words: Vec<u64>) {
+fn store_words(shadow: &mut Option<Shadow>, bits: &[AtomicU64], words: Vec<u64>) {
     match shadow {
         Some(list) => match list.iter_mut().find(|(key, _)| *key == bits.as_ptr() as usize) {
             Some((_, kept)) => *kept = words,

@@ -34,6 +34,7 @@
 //! refuses events and counts them; the count is written as a `Dropped` event at the start
 //! of its next block, or reported by the recorder at stop. Nothing is lost silently.
 
+use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
@@ -289,11 +290,14 @@ impl ThreadBuffer {
             }
             return self.write_cut(code, fixed, strs, fill);
         }
-        if !self.writable && !self.resume() {
-            return self.refuse();
-        }
-        // Read after the test above: a refused event reads no clock.
-        let now = self.shared.time.now();
+        let now = if self.writable {
+            self.shared.time.now()
+        } else {
+            match self.resume() {
+                Some(now) => now,
+                None => return self.refuse(),
+            }
+        };
         let mut delta = now.wrapping_sub(self.time);
         // One test on the hot path: a delta that fits the record's 32 bits, and room for the
         // record. Anything else is `make_room`'s.
@@ -400,28 +404,30 @@ impl ThreadBuffer {
 
     /// Tries to get a block again after refusing events.
     #[cold]
-    fn resume(&mut self) -> bool {
+    /// Returns the event's time when it got one, `None` when the event is refused.
+    fn resume(&mut self) -> Option<u64> {
         // First the test that refuses most events while the pool is dry: a refusal episode
-        // that has waited once tries again only when the pool may have a block.
+        // that has waited once tries again only when the pool may have a block. Such a
+        // refusal reads no clock, but for the deterministic one (tests), which counts its
+        // readings: one per event, refused or not, as always.
         if self.waited && !self.shared.exchange.may_have_free() {
-            return false;
+            if let TimeSource::Deterministic { .. } = self.shared.time {
+                self.shared.time.now();
+            }
+            return None;
         }
+        let now = self.shared.time.now();
         if self.slotless || !self.is_pool() {
             // A ring that `fill` filled stays full.
-            return false;
+            return None;
         }
         let wait = if self.waited { Duration::ZERO } else { self.shared.wait };
         self.waited = true;
         if wait.is_zero() && !self.shared.exchange.may_have_free() {
-            return false;
+            return None;
         }
-        match self.shared.exchange.take(wait) {
-            Some(block) => {
-                let now = self.shared.time.now();
-                self.install(block, now)
-            }
-            None => false,
-        }
+        let block = self.shared.exchange.take(wait)?;
+        self.install(block, now).then_some(now)
     }
 
     /// Puts a block from the pool into this thread's (empty) pool lane and starts it; `false`

@@ -214,6 +214,7 @@ impl RingFile {
             block_size,
             blocks,
             index,
+            position: self.word(self.layout.slot(index) as usize + slot_at::POSITION),
             file: Arc::clone(self),
         };
         if let Some((position, refused)) = previous {
@@ -392,6 +393,8 @@ pub(crate) struct Slot {
     block_size: usize,
     blocks: usize,
     index: u32,
+    /// The slot's `position` word, found once at claim: a commit is one store through it.
+    position: *const AtomicU64,
     file: Arc<RingFile>,
 }
 
@@ -422,8 +425,11 @@ impl Slot {
     /// Commits: the block being written is number `sequence`, its records end at `end`.
     #[inline(always)]
     pub(crate) fn commit(&self, sequence: u64, end: usize) {
+        // SAFETY: `position` is the slot's word in the mapping that `file` keeps, in bounds
+        // and aligned (`RingFile::word` checked it at claim), and only accessed atomically.
+        let word = unsafe { &*self.position };
         // Release: a reader that loads this position sees the bytes it covers.
-        self.slot_word(slot_at::POSITION).store(position(sequence, end as u32), Ordering::Release);
+        word.store(position(sequence, end as u32), Ordering::Release);
     }
 
     /// The events the ring holds as its previous thread left it at `position` (its last

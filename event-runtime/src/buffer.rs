@@ -176,8 +176,11 @@ impl ThreadBuffer {
             }
         };
         let mut copy = None;
+        // The writer thread's own slot is not the stop's to take (as its lane): its exit
+        // flush writes its last block to the sinks itself before the stop writes.
         if let Home::File(slot) = &home
             && shared.streams_copies()
+            && !direct
         {
             let copier = Arc::new(slot.copier());
             if shared.add_slot_copy(&copier) {

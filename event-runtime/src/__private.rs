@@ -19,18 +19,17 @@ pub const COOL: bool = !cfg!(any(feature = "hot", feature = "rash"));
 pub const HOT: bool = !cfg!(feature = "rash");
 
 /// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
-/// is recorded now. While no test captures (`capture`'s module docs), one branch: the set's
-/// bit, or-ed with the capture word (zero then), tested once. While one does, the cold path
-/// decides before any argument is evaluated.
+/// is recorded now. Off: one load, a test and a branch. While a test captures (`capture`'s
+/// module docs), every set's bits are forced on and the cold path decides, before any
+/// argument is evaluated.
 #[inline(always)]
 pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
-    let any = crate::capture::any();
-    // Relaxed, as `event_set::enabled`: see `control`'s module docs.
+    // Relaxed: see `control`'s module docs.
     let word = bits.get(usize::from(index >> 6)).map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
-    if (word | any) & (1 << (index & 63)) == 0 {
+    if word & (1 << (index & 63)) == 0 {
         return false;
     }
-    any == 0 || crate::capture::enabled_here(bits, index)
+    crate::capture::any() == 0 || crate::capture::enabled_here(bits, index)
 }
 
 /// Records event `index` (its position in `set`) on this thread: `fixed` bytes of

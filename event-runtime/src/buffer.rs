@@ -26,16 +26,19 @@
 //! cold path (a full block, a flush, its exit), writes nothing more into it, and counts what
 //! it recorded after the take as lost (`lost_unattributed`). Each lane is registered with the
 //! recording (`Shared::add_lane`); the writer thread's own pool lane is not (it flushes itself
-//! before the stop writes).
+//! before the stop writes). A ring-file slot whose blocks the stream sinks get copies of is
+//! registered the same way (`ringfile::SlotCopy`): the stop copies the committed prefix of
+//! the block a live thread is writing, which no hand-on has copied yet.
 //!
 //! When no block can be had (the pool is dry, or `fill` has used its budget), the thread
 //! refuses events and counts them; the count is written as a `Dropped` event at the start
 //! of its next block, or reported by the recorder at stop. Nothing is lost silently.
 
+use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
-use crate::ringfile::{Lane, LaneWriter, Slot};
+use crate::ringfile::{Lane, LaneWriter, Slot, SlotCopy};
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
@@ -81,6 +84,9 @@ pub(crate) struct ThreadBuffer {
     /// Records in the current block.
     records: u64,
     home: Home,
+    /// With a `File` home whose blocks the stream sinks get copies of: the stop's handle on
+    /// the current block (`ringfile::SlotCopy`), under whose lock each block is copied.
+    copy: Option<Arc<SlotCopy>>,
     /// Blocks in the home ring (a ring lane, `File`); 1 for a pool lane.
     ring_blocks: u64,
     /// The current block's place in the home ring: `sequence % ring_blocks`, kept so that
@@ -169,8 +175,25 @@ impl ThreadBuffer {
                 (Home::Nowhere, 1)
             }
         };
+        let mut copy = None;
+        // The writer thread's own slot is not the stop's to take (as its lane): its exit
+        // flush writes its last block to the sinks itself before the stop writes.
+        if let Home::File(slot) = &home
+            && shared.streams_copies()
+            && !direct
+        {
+            let copier = Arc::new(slot.copier());
+            if shared.add_slot_copy(&copier) {
+                copy = Some(copier);
+            } else {
+                // The stop has taken the slots: this thread records nothing.
+                slotless = true;
+            }
+        }
+        let home = if slotless { Home::Nowhere } else { home };
         let now = shared.time.now();
         let mut buffer = ThreadBuffer {
+            copy,
             set: std::ptr::null(),
             first: 0,
             shared,
@@ -254,7 +277,6 @@ impl ThreadBuffer {
     /// Appends a record; hands the block on and starts another when it does not fit.
     #[inline]
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-        let now = self.shared.time.now();
         let mut len = RECORD_HEADER_LEN + fixed;
         let mut longest = 0;
         for s in strs {
@@ -263,33 +285,30 @@ impl ThreadBuffer {
         }
         let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
         if len > max || longest > STRING_MAX {
+            if strs.is_empty() {
+                // Nothing to cut: no valid schema has fixed arguments longer than a minimal
+                // block. Decided here so that an event without strings never passes its
+                // arguments to the cold path (they would live on the stack).
+                return self.refuse();
+            }
             return self.write_cut(code, fixed, strs, fill);
         }
-        if !self.writable && !self.resume(now) {
-            return self.refuse();
-        }
-        let mut delta = now.wrapping_sub(self.time);
-        let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
-        if self.end + extend + len > self.block_size {
-            // Twice at most: a fresh block may open with a `Dropped` record.
-            for _ in 0..2 {
-                if !self.hand_on(now) {
-                    return self.refuse();
-                }
-                if self.end + len <= self.block_size {
-                    break;
-                }
+        let now = if self.writable {
+            self.shared.time.now()
+        } else {
+            match self.resume() {
+                Some(now) => now,
+                None => return self.refuse(),
             }
-            delta = 0;
-        } else if extend > 0 {
-            let at = self.end;
-            // `writable` means a current block; were it missing, the event is refused, not a panic.
-            let Some(record) = self.tail(at, TIME_EXTEND_LEN) else { return self.refuse() };
-            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
-            let args = &mut record[RECORD_HEADER_LEN..];
-            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
-            self.end += TIME_EXTEND_LEN;
-            delta = 0;
+        };
+        let mut delta = now.wrapping_sub(self.time);
+        // One test on the hot path: a delta that fits the record's 32 bits, and room for the
+        // record. Anything else is `make_room`'s.
+        if now < self.time || delta > u64::from(u32::MAX) || self.end + len > self.block_size {
+            match self.make_room(now, len) {
+                Some(d) => delta = d,
+                None => return self.refuse(),
+            }
         }
         let at = self.end;
         let Some(record) = self.tail(at, len) else { return self.refuse() };
@@ -302,6 +321,39 @@ impl ThreadBuffer {
         self.time = now;
         self.records += 1;
         self.commit();
+    }
+
+    /// Makes room for a record of `len` bytes at `now` in the current block: the next block
+    /// when this one is full, or a `TimeExtend` record when the delta does not fit.
+    /// Returns the record's delta; `None` when it must be refused.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, now: u64, len: usize) -> Option<u64> {
+        let delta = now.wrapping_sub(self.time);
+        let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
+        if self.end + extend + len > self.block_size {
+            // Twice at most: a fresh block may open with a `Dropped` record.
+            for _ in 0..2 {
+                if !self.hand_on(now) {
+                    return None;
+                }
+                if self.end + len <= self.block_size {
+                    break;
+                }
+            }
+            return Some(0);
+        }
+        if extend > 0 {
+            let at = self.end;
+            // `writable` means a current block; were it missing, the event is refused, not a panic.
+            let record = self.tail(at, TIME_EXTEND_LEN)?;
+            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+            let args = &mut record[RECORD_HEADER_LEN..];
+            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
+            self.end += TIME_EXTEND_LEN;
+            return Some(0);
+        }
+        Some(delta)
     }
 
     /// The slow path for records with strings too long for [`STRING_MAX`] or the block.
@@ -355,20 +407,30 @@ impl ThreadBuffer {
 
     /// Tries to get a block again after refusing events.
     #[cold]
-    fn resume(&mut self, now: u64) -> bool {
+    /// Returns the event's time when it got one, `None` when the event is refused.
+    fn resume(&mut self) -> Option<u64> {
+        // First the test that refuses most events while the pool is dry: a refusal episode
+        // that has waited once tries again only when the pool may have a block. Such a
+        // refusal reads no clock, but for the deterministic one (tests), which counts its
+        // readings: one per event, refused or not, as always.
+        if self.waited && !self.shared.exchange.may_have_free() {
+            if let TimeSource::Deterministic { .. } = self.shared.time {
+                self.shared.time.now();
+            }
+            return None;
+        }
+        let now = self.shared.time.now();
         if self.slotless || !self.is_pool() {
             // A ring that `fill` filled stays full.
-            return false;
+            return None;
         }
         let wait = if self.waited { Duration::ZERO } else { self.shared.wait };
         self.waited = true;
         if wait.is_zero() && !self.shared.exchange.may_have_free() {
-            return false;
+            return None;
         }
-        match self.shared.exchange.take(wait) {
-            Some(block) => self.install(block, now),
-            None => false,
-        }
+        let block = self.shared.exchange.take(wait)?;
+        self.install(block, now).then_some(now)
     }
 
     /// Puts a block from the pool into this thread's (empty) pool lane and starts it; `false`
@@ -502,10 +564,9 @@ impl ThreadBuffer {
                     }
                 }
             }
-            Home::File(slot) => {
-                finish_block(slot.block_mut(index as u32), end, true);
-                if shared.streams_copies() {
-                    self.copy_to_streams();
+            Home::File(_) => {
+                if !self.finish_file_block() {
+                    return false;
                 }
                 if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
                     // The slot is full: its last block stays, finished, and nothing follows.
@@ -523,13 +584,31 @@ impl ThreadBuffer {
         self.writable
     }
 
-    /// Queues a copy of the current (finished) ring-file block for the stream sinks.
-    fn copy_to_streams(&mut self) {
-        let (thread, records, direct, index) = (self.thread, self.records, self.direct, self.index);
-        let shared = Arc::clone(&self.shared);
-        // Called on a finished ring-file block only.
-        let Home::File(slot) = &mut self.home else { return };
-        shared.copy_to_streams(slot.block_mut(index as u32), thread, records, direct);
+    /// Finishes (seals) the current ring-file block and, when the stream sinks get copies,
+    /// queues its copy, under the `SlotCopy`'s lock: the stop then either takes the block's
+    /// committed prefix or finds its copy queued, never neither. `false` when the stop took
+    /// the block first (the thread records nothing more: `lane_taken`).
+    fn finish_file_block(&mut self) -> bool {
+        let (end, index, thread, records, direct, sequence) =
+            (self.end, self.index, self.thread, self.records, self.direct, self.sequence);
+        let shared = &self.shared;
+        let Home::File(slot) = &mut self.home else { return false };
+        let Some(copy) = &self.copy else {
+            finish_block(slot.block_mut(index as u32), end, true);
+            return true;
+        };
+        let handed = copy.hand_on(sequence, || {
+            let block = slot.block_mut(index as u32);
+            finish_block(block, end, true);
+            shared.copy_to_streams(block, thread, records, direct);
+        });
+        match handed {
+            Ok(()) => true,
+            Err(taken) => {
+                self.lane_taken(taken);
+                false
+            }
+        }
     }
 
     /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks (the
@@ -545,41 +624,33 @@ impl ThreadBuffer {
                 return;
             }
             let (end, records, direct) = (self.end, self.records, self.direct);
+            let shared = &self.shared;
             let Home::Lane(writer) = &mut self.home else { return };
-            let full = match writer.lock() {
-                Ok(mut guard) => {
-                    if let Some(block) = guard.block_mut(0) {
-                        finish_block(block, end, false);
+            // Submitted under the lane's lock (`LaneWriter::hand_on`): a stop that runs
+            // meanwhile either takes the records from the lane or finds them in the exchange.
+            let handed = writer.hand_on(
+                |block| finish_block(block, end, false),
+                |full| {
+                    if direct {
+                        shared.write_now(full);
+                    } else if !shared.exchange.submit(full) {
+                        // Only when the stop took the lane first: then `lock` fails before.
+                        session::count_lost_unattributed(records);
                     }
-                    Ok(guard.take_block())
-                }
-                Err(taken) => Err(taken),
-            };
-            let full = match full {
-                Ok(full) => full,
-                Err(taken) => return self.lane_taken(taken),
-            };
+                },
+            );
+            if let Err(taken) = handed {
+                return self.lane_taken(taken);
+            }
             self.writable = false;
             self.records = 0;
-            // Matched as a pool lane and `writable`: there is a block to take.
-            let Some(full) = full else { return };
-            if direct {
-                self.shared.write_now(full);
-            } else if !self.shared.exchange.submit(full) {
-                session::count_lost_unattributed(records);
-            }
         } else if let Home::File(_) = self.home {
             let copies = self.shared.streams_copies();
             if exiting {
                 // Sealed, so a reader finds a checked block; the position already covers it.
-                let (end, index) = (self.end, self.index);
-                if let Home::File(slot) = &mut self.home {
-                    finish_block(slot.block_mut(index as u32), end, true);
+                if self.finish_file_block() {
+                    self.writable = false;
                 }
-                if copies {
-                    self.copy_to_streams();
-                }
-                self.writable = false;
             } else if copies {
                 let now = self.time;
                 self.hand_on(now);
@@ -699,11 +770,19 @@ impl Drop for ThreadBuffer {
         if self.lost > 0 {
             if let Home::Lane(writer) = &mut self.home {
                 // Refused after the last block: the recorder reports them, unless the stop
-                // took them with the lane already.
-                let taken = writer.lock().map(|mut guard| guard.set_refused(0));
+                // took them with the lane already. Reported under the lane's lock, as the
+                // exit flush hands its block on: the stop closes the reports only after it
+                // has taken every lane, so the report reaches the stream.
+                let (shared, thread, lost) = (&self.shared, self.thread, self.lost);
+                let taken = writer.lock().map(|mut guard| {
+                    guard.set_refused(0);
+                    shared.report_dropped(thread, lost);
+                });
                 if let Err(taken) = taken {
                     return self.lane_taken(taken);
                 }
+                self.lost = 0;
+                return;
             }
             self.shared.report_dropped(self.thread, std::mem::take(&mut self.lost));
         }
@@ -776,9 +855,13 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
             return;
         };
         let current = session::generation();
-        match slot.as_mut() {
-            Some(buffer) if buffer.generation == current => write_in(buffer, code, fixed, strs, fill),
-            _ => attach(&mut slot, current, code, fixed, strs, fill),
+        // The cold path takes neither the code nor the arguments: passed to a function that
+        // is not inlined, they would live on the stack on the hot path too.
+        if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
+            return session::count_lost_unattributed(1);
+        }
+        if let Some(buffer) = slot.as_mut() {
+            write_in(buffer, code, fixed, strs, fill);
         }
     });
     if done.is_err() {
@@ -787,27 +870,16 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
     }
 }
 
+/// Gives this thread a buffer in the recording of `generation` (dropping, and so flushing,
+/// one of an older recording first); `false` when no recording runs.
 #[cold]
-fn attach(
-    slot: &mut Option<ThreadBuffer>,
-    generation: u64,
-    code: Code,
-    fixed: usize,
-    strs: &[Text<'_>],
-    fill: impl FnOnce(&mut ArgWriter<'_>),
-) {
-    // Drop (and so flush) a buffer of an older recorder first.
+#[inline(never)]
+fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
     *slot = None;
     // In a child of `fork()`, its own recording starts here, on its first event.
     let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
-    let buffer = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
-    match buffer {
-        Some(buffer) => {
-            let buffer = slot.insert(buffer);
-            write_in(buffer, code, fixed, strs, fill)
-        }
-        None => session::count_lost_unattributed(1),
-    }
+    *slot = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
+    slot.is_some()
 }
 
 /// Hands this thread's partial block on.

@@ -12,11 +12,12 @@
 //!
 //! # The hook, and what it costs
 //!
-//! `event!` tests its event's bit in its set's control bits (`__private::enabled`). While no
-//! capture runs that stays one branch: the set's bits are or-ed with [`any`], a word that is
-//! zero then, and tested once. While a capture runs, the word is all ones, so every event
-//! passes that test; the cold path ([`enabled_here`]) then records it when this thread
-//! captures, and otherwise only when the set's own bit is on, before any argument is
+//! `event!` tests its event's bit in its set's control bits (`__private::enabled`): one load,
+//! a test and a branch when the event is off, whether or not a capture runs. While a capture
+//! runs, every set's bits are all ones (the selection that control makes is kept in a shadow
+//! meanwhile: `event_set::force_all`), so every event passes that test; the enabled side sees
+//! [`any`] set and asks the cold path ([`enabled_here`]), which records it when this thread
+//! captures, and otherwise only when the selection records it, before any argument is
 //! evaluated. So a capture in one test never makes another thread evaluate arguments or
 //! record what its selection leaves out. The record goes to the capture in `__private::emit`
 //! ([`try_emit`]): the thread buffers of `buffer` are untouched.
@@ -40,8 +41,8 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// All ones while any capture runs in the process, else zero: `event!` ors it into its set's
-/// bits, so that an event passes the one test of the disabled path when a capture may want it.
+/// All ones while any capture runs in the process, else zero: an event whose bit is on asks
+/// the capture's cold path when it is set (the sets' bits are then forced on).
 static ANY: AtomicU64 = AtomicU64::new(0);
 /// How many captures run (on any thread); `ANY` is written under this lock, so that a capture
 /// that ends never clears it under one that starts.
@@ -161,8 +162,10 @@ impl Capture {
         let outer = SINK.with(|s| s.borrow_mut().replace(Sink::new()));
         let mut running = crate::session::lock(&RUNNING);
         *running += 1;
-        // Relaxed: the lock orders the stores; see `any`.
+        // Relaxed: the lock orders the stores; see `any`. The word first, then the sets'
+        // bits forced on: an event that passes the forced bits always finds the word set.
         ANY.store(u64::MAX, Ordering::Relaxed);
+        crate::event_set::force_all(true);
         drop(running);
         Capture { outer, finished: false, _thread: PhantomData }
     }
@@ -184,6 +187,8 @@ impl Capture {
         let mut running = crate::session::lock(&RUNNING);
         *running = running.saturating_sub(1);
         if *running == 0 {
+            // The selection back first, then the word cleared (as at the start, reversed).
+            crate::event_set::force_all(false);
             ANY.store(0, Ordering::Relaxed);
         }
         sink

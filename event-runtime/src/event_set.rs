@@ -17,6 +17,7 @@
 
 use event_format::schema::Schema;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// An event set as `include_events!` embeds it: the events.def it was generated from,
 /// rendered canonically, its name, the version of the package that includes it, and its
@@ -89,39 +90,105 @@ impl EventSet {
         sets
     }
 
-    /// Sets the control bits: event `j` on when `on(j)`.
+    /// Sets the control bits: event `j` on when `on(j)`. While a capture runs, into the
+    /// shadow ([`SHADOW`]).
     pub(crate) fn set_bits(&self, events: usize, on: impl Fn(usize) -> bool) {
-        for (w, word) in self.bits.iter().enumerate() {
-            let mut value = 0u64;
-            for b in 0..64 {
-                let j = w * 64 + b;
-                if j < events && on(j) {
-                    value |= 1 << b;
-                }
-            }
-            // Relaxed: an enable bit only decides whether to record (`control`'s module docs).
-            word.store(value, Ordering::Relaxed);
-        }
+        let words = (0..self.bits.len())
+            .map(|w| (0..64).filter(|b| w * 64 + b < events && on(w * 64 + b)).fold(0u64, |v, b| v | 1 << b))
+            .collect();
+        self.store_bits(words);
     }
 
-    /// Clears every control bit: nothing of the set is recorded. Atomic stores only (safe
-    /// in a child just after `fork()`).
+    /// Clears every control bit: nothing of the set is recorded. In a child just after
+    /// `fork()` it waits for no lock: when the shadow's is held (by a thread that does not
+    /// exist there), the bits are cleared directly.
     pub(crate) fn clear_bits(&self) {
-        for word in self.bits {
-            word.store(0, Ordering::Relaxed);
-        }
+        let Ok(mut shadow) = SHADOW.try_lock() else {
+            for word in self.bits {
+                word.store(0, Ordering::Relaxed);
+            }
+            return;
+        };
+        store_words(&mut shadow, self.bits, vec![0; self.bits.len()]);
     }
 
-    /// Whether event `index` is recorded now.
+    /// Stores the selection's words: into the bits, or while a capture runs into the shadow.
+    fn store_bits(&self, words: Vec<u64>) {
+        store_words(&mut lock_shadow(), self.bits, words);
+    }
+
+    /// Whether the selection records event `index` now.
     pub(crate) fn index_enabled(&self, index: usize) -> bool {
-        self.bits.get(index / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (index % 64)) != 0)
+        u16::try_from(index).is_ok_and(|index| enabled(self.bits, index))
     }
 }
 
-/// Whether event `index` of the set whose bits are `bits` is recorded now: one relaxed load
-/// and a bit test (an index past the bits is never recorded).
-#[inline(always)]
+/// While a capture runs (`capture`'s module docs), every registered set's control bits are
+/// all ones, so that `event!`'s one test of the disabled path passes and the capture decides
+/// on the enabled side; the selection that control makes meanwhile is kept here, per set (the
+/// address of its bits, and its words), and put back when the last capture ends. `None` while
+/// no capture runs.
+static SHADOW: Mutex<Option<Shadow>> = Mutex::new(None);
+
+/// The shadow's selection: per set, the address of its bits and its words.
+type Shadow = Vec<(usize, Vec<u64>)>;
+
+fn lock_shadow() -> MutexGuard<'static, Option<Shadow>> {
+    // Every update under the lock is complete before it is released.
+    SHADOW.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Stores `words` as the selection of the set whose bits are `bits`.
+fn store_words(shadow: &mut Option<Shadow>, bits: &[AtomicU64], words: Vec<u64>) {
+    match shadow {
+        Some(list) => match list.iter_mut().find(|(key, _)| *key == bits.as_ptr() as usize) {
+            Some((_, kept)) => *kept = words,
+            None => list.push((bits.as_ptr() as usize, words)),
+        },
+        None => {
+            for (word, value) in bits.iter().zip(words) {
+                // Relaxed: an enable bit only decides whether to record (`control`'s module docs).
+                word.store(value, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Forces every registered set's bits on (`on`: the first capture starts), keeping the
+/// selection in the shadow, or puts the selection back (the last capture ends).
+pub(crate) fn force_all(on: bool) {
+    let mut shadow = lock_shadow();
+    if on {
+        if shadow.is_none() {
+            let kept = EventSet::registered()
+                .iter()
+                .map(|set| {
+                    let words = set.bits.iter().map(|w| w.swap(u64::MAX, Ordering::Relaxed)).collect();
+                    (set.bits.as_ptr() as usize, words)
+                })
+                .collect();
+            *shadow = Some(kept);
+        }
+    } else if let Some(kept) = shadow.take() {
+        for set in EventSet::registered() {
+            let words = kept.iter().find(|(key, _)| *key == set.bits.as_ptr() as usize).map(|(_, w)| w);
+            for (i, word) in set.bits.iter().enumerate() {
+                word.store(words.and_then(|w| w.get(i)).copied().unwrap_or(0), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Whether the selection records event `index` of the set whose bits are `bits`: their bit,
+/// or while a capture forces them on, the shadow's (an index past the bits is never
+/// recorded). Takes a lock: for cold paths (`event!`'s test is `__private::enabled`).
 pub(crate) fn enabled(bits: &[AtomicU64], index: u16) -> bool {
+    let w = usize::from(index >> 6);
+    let bit = 1 << (index & 63);
+    let shadow = lock_shadow();
+    if let Some(kept) = shadow.as_ref().and_then(|list| list.iter().find(|(key, _)| *key == bits.as_ptr() as usize)) {
+        return kept.1.get(w).is_some_and(|v| v & bit != 0);
+    }
     // Relaxed: see `control`'s module docs.
-    bits.get(usize::from(index >> 6)).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (index & 63)) != 0)
+    bits.get(w).is_some_and(|word| word.load(Ordering::Relaxed) & bit != 0)
 }

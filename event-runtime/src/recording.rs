@@ -3,7 +3,8 @@
 //!
 //! The stop undoes the start in reverse: the crash handlers and the control selection go,
 //! the built-in events stop, the stop takes what every thread committed to its lane (its
-//! partial block, or its ring: `ringfile::Lane`), whether the thread has ended, still runs or
+//! partial block, or its ring: `ringfile::Lane`; the block it is writing in a ring-file
+//! slot, when the event file gets copies: `ringfile::SlotCopy`), whether the thread has ended, still runs or
 //! is blocked, the writer thread drains and ends, the session is closed (every thread buffer
 //! of it is then stale), and what only the stop can write (the lanes it took, the rings, the
 //! ring file's copy, the last loss report) goes to the sinks.
@@ -135,6 +136,7 @@ impl Recording {
         // Every thread's committed records, taken before the pool closes: a thread that hands
         // a block on before its lane is taken still finds the writer there.
         let taken = self.shared.take_lanes();
+        let slots = self.shared.take_slots();
         self.shared.exchange.close();
         let mut result = Ok(());
         if let Some(writer) = self.writer.take()
@@ -149,6 +151,10 @@ impl Recording {
         session::close(self.generation);
         let shared = &self.shared;
         write_taken(shared, taken);
+        // The current blocks of ring-file slots, whose copies no hand-on queued.
+        for take in &slots {
+            lock(&shared.sinks).write_block(&take.block, false);
+        }
         shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {

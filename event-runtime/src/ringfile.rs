@@ -214,6 +214,7 @@ impl RingFile {
             block_size,
             blocks,
             index,
+            position: self.word(self.layout.slot(index) as usize + slot_at::POSITION),
             file: Arc::clone(self),
         };
         if let Some((position, refused)) = previous {
@@ -392,6 +393,8 @@ pub(crate) struct Slot {
     block_size: usize,
     blocks: usize,
     index: u32,
+    /// The slot's `position` word, found once at claim: a commit is one store through it.
+    position: *const AtomicU64,
     file: Arc<RingFile>,
 }
 
@@ -422,8 +425,11 @@ impl Slot {
     /// Commits: the block being written is number `sequence`, its records end at `end`.
     #[inline(always)]
     pub(crate) fn commit(&self, sequence: u64, end: usize) {
+        // SAFETY: `position` is the slot's word in the mapping that `file` keeps, in bounds
+        // and aligned (`RingFile::word` checked it at claim), and only accessed atomically.
+        let word = unsafe { &*self.position };
         // Release: a reader that loads this position sees the bytes it covers.
-        self.slot_word(slot_at::POSITION).store(position(sequence, end as u32), Ordering::Release);
+        word.store(position(sequence, end as u32), Ordering::Release);
     }
 
     /// The events the ring holds as its previous thread left it at `position` (its last
@@ -464,6 +470,124 @@ impl Slot {
     /// Publishes how many events this thread refused because its ring was full.
     pub(crate) fn set_refused(&self, refused: u64) {
         self.slot_word(slot_at::REFUSED).store(refused, Ordering::Relaxed);
+    }
+}
+
+impl Slot {
+    /// The stop's handle on this slot's current block (`switch` or `fill`, whose stream sinks
+    /// get a copy of each block): see [`SlotCopy`].
+    pub(crate) fn copier(&self) -> SlotCopy {
+        SlotCopy {
+            state: crate::sync::Mutex::new(SlotCopyState { copied: None, taken: None }),
+            data: self.data,
+            block_size: self.block_size,
+            blocks: self.blocks,
+            index: self.index,
+            file: Arc::clone(&self.file),
+        }
+    }
+}
+
+/// A thread's slot as the stop sees it when the stream sinks get a copy of every block
+/// (`switch` or `fill` with a ring file): the stop copies the committed prefix of the block
+/// the thread is writing, which no hand-on has copied, so that a thread alive at the stop
+/// loses nothing from the stream (its records are in the ring file either way).
+///
+/// The lane's protocol (`Lane`), with the slot's `position` word as the committed word: the
+/// thread finishes a block and queues its copy under `state`'s lock, and records the block
+/// as copied there ([`SlotCopy::hand_on`]); the stop, under the same lock, loads `position`
+/// (acquire), copies the bytes below its end unless that block was copied, and marks the
+/// slot taken. The thread finds it taken on its next cold path and counts the records it
+/// committed after the take as lost.
+#[derive(Debug)]
+pub(crate) struct SlotCopy {
+    state: crate::sync::Mutex<SlotCopyState>,
+    /// The slot's first block (`Slot::data`), valid while `file` is held.
+    data: *mut u8,
+    block_size: usize,
+    blocks: usize,
+    index: u32,
+    file: Arc<RingFile>,
+}
+
+/// What changes only under a [`SlotCopy`]'s lock.
+#[derive(Debug)]
+struct SlotCopyState {
+    /// The last block whose copy the thread queued: its position is this block's (the copy
+    /// made, the next block not started yet) or the next one's.
+    copied: Option<u64>,
+    /// `Some(records)` once the stop took the slot's current block, with its records.
+    taken: Option<u64>,
+}
+
+// SAFETY: `data` points into the mapping that `file` keeps alive; the stop reads only bytes
+// below the committed end, under the lock (`SlotCopy`'s docs).
+unsafe impl Send for SlotCopy {}
+// SAFETY: as for Send: shared access is through the lock and the atomic position word.
+unsafe impl Sync for SlotCopy {}
+
+/// What the stop took from a slot: its current block's committed prefix, sealed.
+#[derive(Debug)]
+pub(crate) struct SlotTake {
+    /// A whole block: header, the committed records, zeros; used length and CRC set.
+    pub(crate) block: Box<[u8]>,
+}
+
+impl SlotCopy {
+    fn lock(&self) -> crate::sync::MutexGuard<'_, SlotCopyState> {
+        // Every update under the lock is complete before it is released.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The owning thread's hand-on of block `sequence`: `copy` (finish the block and queue
+    /// its copy) runs under the lock, and the block is then recorded as copied.
+    /// `Err((records, 0))` when the stop took the slot first (as `LaneWriter::lock`).
+    pub(crate) fn hand_on(&self, sequence: u64, copy: impl FnOnce()) -> Result<(), (u64, u64)> {
+        let mut state = self.lock();
+        if let Some(records) = state.taken {
+            return Err((records, 0));
+        }
+        copy();
+        state.copied = Some(sequence);
+        Ok(())
+    }
+
+    /// The stop's take: the committed prefix of the block being written, unless its copy
+    /// was queued already or it holds no record. `None` also when it was taken already.
+    pub(crate) fn take(&self) -> Option<SlotTake> {
+        let mut state = self.lock();
+        if state.taken.is_some() {
+            return None;
+        }
+        state.taken = Some(0);
+        // Acquire: pairs with the thread's release in `Slot::commit`; every byte below `end`,
+        // the block's header included (`buffer`'s start of a block), is visible.
+        let word =
+            self.file.word(self.file.layout.slot(self.index) as usize + slot_at::POSITION).load(Ordering::Acquire);
+        let (low, end) = split_position(word);
+        let end = end as usize;
+        // The full sequence number: the position holds its low 32 bits, and the block is the
+        // last one copied or the one after it (the first block before any copy).
+        let sequence = match state.copied {
+            Some(c) if c as u32 == low => return None,
+            Some(c) => c + 1,
+            None => 0,
+        };
+        if end <= BLOCK_HEADER_LEN || end > self.block_size || sequence as u32 != low {
+            return None;
+        }
+        let at = (sequence % self.blocks as u64) as usize * self.block_size;
+        let mut block = vec![0u8; self.block_size].into_boxed_slice();
+        // SAFETY: in bounds (`at + end` within the slot's `blocks * block_size` bytes, which
+        // `claim` checked lie in the mapping `file` keeps). The bytes below the committed end
+        // are not written again until the thread hands the block on, which needs the lock we
+        // hold; the thread writes above `end` meanwhile, which we do not read.
+        let from = unsafe { std::slice::from_raw_parts(self.data.add(at), end) };
+        block[..end].copy_from_slice(from);
+        let records = RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).count() as u64;
+        state.taken = Some(records);
+        event_format::wire::seal_block(Order::NATIVE, &mut block, (end - BLOCK_HEADER_LEN) as u32);
+        Some(SlotTake { block })
     }
 }
 
@@ -713,6 +837,29 @@ impl LaneWriter {
             return Err(records);
         }
         Ok(LaneGuard { state, block: &mut self.block, end: &mut self.end, limit: &mut self.limit, lane: &self.lane })
+    }
+
+    /// Finishes the pool block with `finish` and hands it to `submit`, both under the lane's
+    /// lock; `Err((records, refused))` when the stop took the lane first (as [`lock`](Self::lock)).
+    ///
+    /// Under the lock because the stop takes every lane before it closes the exchange: a block
+    /// that left the lane is then in the exchange before the stop can find the lane empty, and
+    /// the writer still takes it. Taken out and submitted after the lock, the stop could take
+    /// the empty lane and close the exchange in between, and the thread's whole block would be
+    /// refused at the stop (the loss of a scoped thread whose exit flush ran late).
+    pub(crate) fn hand_on(
+        &mut self,
+        finish: impl FnOnce(&mut [u8]),
+        submit: impl FnOnce(Box<[u8]>),
+    ) -> Result<(), (u64, u64)> {
+        let mut guard = self.lock()?;
+        if let Some(block) = guard.block_mut(0) {
+            finish(block);
+        }
+        if let Some(full) = guard.take_block() {
+            submit(full);
+        }
+        Ok(())
     }
 
     /// The lane's lock without waiting (a fatal signal's handler); `None` when it is held or
@@ -1208,6 +1355,59 @@ mod lane_loom_tests {
                 None => (0, 0),
             };
             assert_eq!(taken + refused + late, 3, "every record and refusal is taken or counted, once");
+        });
+    }
+
+    #[test]
+    fn loom_a_thread_whose_exit_flush_meets_the_stop_loses_nothing() {
+        // A scoped thread has recorded all its records (before the stop begins), and its exit
+        // flush (`LaneWriter::hand_on` to the exchange) runs while the stop takes the lanes,
+        // closes the exchange and drains it as the writer does: every record is in the stop's
+        // take or in a drained block, none refused. (With the block submitted after the lane's
+        // lock is let go, the stop could find the lane empty and close the exchange first.)
+        use crate::exchange::{Batch, Exchange};
+        use std::time::Duration;
+        const BS: usize = 64;
+        const H: usize = 16;
+        loom::model(|| {
+            let exchange = Arc::new(Exchange::new(1, BS, None));
+            let lane = Arc::new(Lane::new(1, 1, BS, false));
+            let mut writer = LaneWriter::new(Arc::clone(&lane));
+            let block = exchange.take(Duration::ZERO).unwrap();
+            writer.lock().unwrap().install(block).unwrap();
+            writer.lock().unwrap().start(0, 0, H);
+            for i in 0..2u64 {
+                writer.record_mut(H + 8 * i as usize, 8).unwrap().fill(i as u8 + 1);
+                writer.commit(H + 8 * (i as usize + 1), i + 1);
+            }
+            let ex = Arc::clone(&exchange);
+            let exiting = thread::spawn(move || {
+                let mut refused = false;
+                let handed = writer.hand_on(|block| block[0] = 0xEE, |full| refused = !ex.submit(full));
+                (handed.is_err(), refused)
+            });
+            // The stop: every lane taken, then the exchange closed and drained.
+            let take = lane.take().expect("taken once");
+            exchange.close();
+            let mut drained = 0;
+            loop {
+                match exchange.next_batch(Duration::ZERO) {
+                    Batch::Blocks(blocks) => {
+                        for b in &blocks {
+                            assert_eq!(b[0], 0xEE, "a finished block");
+                            drained += (1..=2u8).filter(|&r| b[H + 8 * (r as usize - 1)] == r).count();
+                        }
+                        exchange.give_back(blocks);
+                    }
+                    Batch::Idle => {}
+                    Batch::Closed => break,
+                }
+            }
+            let (found_taken, refused) = exiting.join().unwrap();
+            assert!(!refused, "no block is refused by the closed exchange");
+            let taken = (take.end.saturating_sub(H) / 8) as usize;
+            assert_eq!(taken + drained, 2, "every record in the take or the stream, once");
+            assert_eq!(found_taken, taken > 0, "the thread finds the lane taken when the stop took its records");
         });
     }
 }

@@ -12,7 +12,7 @@ use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::{BlockBuf, Exchange};
-use crate::ringfile::{Lane, LaneTake, RingFile};
+use crate::ringfile::{Lane, LaneTake, RingFile, SlotCopy, SlotTake};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::wire::{Order, seal_block_in_place};
@@ -91,6 +91,8 @@ pub(crate) struct Shared {
 #[derive(Debug, Default)]
 pub(crate) struct Lanes {
     list: Vec<Arc<Lane>>,
+    /// The ring-file slots whose blocks the stream sinks get copies of (`switch`, `fill`).
+    slots: Vec<Arc<SlotCopy>>,
     /// The stop has taken them: a thread that comes later gets no lane.
     closed: bool,
 }
@@ -176,6 +178,26 @@ impl Shared {
         lanes.list.retain(|l| l.is_ring() || Arc::strong_count(l) > 1);
         lanes.list.push(Arc::clone(lane));
         true
+    }
+
+    /// Registers a thread's ring-file slot for the stop to take its current block's copy
+    /// (`ringfile::SlotCopy`); `false` once the stop took them. Those of ended threads are
+    /// let go here.
+    pub(crate) fn add_slot_copy(&self, slot: &Arc<SlotCopy>) -> bool {
+        let mut lanes = lock(&self.lanes);
+        if lanes.closed {
+            return false;
+        }
+        lanes.slots.retain(|s| Arc::strong_count(s) > 1);
+        lanes.slots.push(Arc::clone(slot));
+        true
+    }
+
+    /// The stop's take of every registered slot's current block (`ringfile::SlotCopy::take`),
+    /// after [`take_lanes`](Self::take_lanes) closed the list.
+    pub(crate) fn take_slots(&self) -> Vec<SlotTake> {
+        let slots = std::mem::take(&mut lock(&self.lanes).slots);
+        slots.iter().filter_map(|slot| slot.take()).collect()
     }
 
     /// The stop's take of every thread's lane (`ringfile::Lane::take`): what each committed,

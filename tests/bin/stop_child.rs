@@ -14,10 +14,12 @@
 //! - `running PATH THREADS MS`: THREADS threads record events as fast as the pace allows (a
 //!   millisecond's sleep every 64 events), never stopping; after MS milliseconds the main
 //!   thread stops the recording while they record.
-//! - `scoped ROUNDS THREADS N`: ROUNDS times, a recording into memory, THREADS scoped threads
-//!   recording N events each (no flush), and the stop right after the scope; each round's
-//!   stream is decoded, and a round where a worker's run is not whole is printed as
-//!   `round R: ...` with exit code 1.
+//! - `scoped ROUNDS THREADS N [LATE_US]`: ROUNDS times, a recording into memory, THREADS
+//!   scoped threads recording N events each (no flush), and the stop right after the scope;
+//!   each round's stream is decoded, and a round where a worker's run is not whole is printed
+//!   as `round R: ...` with exit code 1. With LATE_US, each thread's exit flush (its
+//!   thread-local destructor) is delayed by up to that many microseconds, so that it runs
+//!   while the stop takes the threads' lanes.
 //! - `rss PATH N`: records N events from the main thread, prints `rss KB`, the process's
 //!   resident memory (`VmRSS`) while the recording runs, and stops.
 
@@ -103,6 +105,7 @@ fn main() {
         }
         "scoped" => {
             let (rounds, threads, n) = (number(1), number(2), number(3));
+            let late_us = args.get(4).map_or(0, |_| number(4));
             for round in 0..rounds {
                 let recording = Recorder::new().memory().from_env().unwrap_or_else(|e| fail(&e));
                 let recording = recording.start().unwrap_or_else(|e| fail(&e));
@@ -111,6 +114,11 @@ fn main() {
                         scope.spawn(move || {
                             for i in 0..n {
                                 event!(ArenaDestroy, w as usize, i);
+                            }
+                            if late_us > 0 {
+                                // Spread over 0..late_us, varying by round and worker.
+                                let us = (round * 7 + w * 13) % 16 * late_us / 16;
+                                LATE.with(|late| late.set(Duration::from_micros(us)));
                             }
                         });
                     }
@@ -123,7 +131,11 @@ fn main() {
                 for w in 0..threads {
                     let run = found.by_worker.get(&w).map_or(&[][..], Vec::as_slice);
                     if run.len() as u64 != n || run.iter().enumerate().any(|(i, &v)| v != i as u64) {
-                        println!("round {round}: worker {w} has {} of its {n} events", run.len());
+                        println!(
+                            "round {round}: worker {w} has {} of its {n} events (lost {})",
+                            run.len(),
+                            event_runtime::lost_unattributed()
+                        );
                         std::process::exit(1);
                     }
                 }
@@ -144,6 +156,31 @@ fn main() {
         _ => usage(),
     }
     println!("lost {}", event_runtime::lost_unattributed());
+}
+
+/// A delay in a thread-local destructor that runs before the recorder's (registered after
+/// it, on the thread's first event; they run last registered first): the thread's exit
+/// flush then meets the stop that follows the scope (`scoped` with `LATE_US`).
+struct Late(std::cell::Cell<Duration>);
+
+impl Late {
+    fn set(&self, delay: Duration) {
+        self.0.set(delay);
+    }
+}
+
+impl Drop for Late {
+    fn drop(&mut self) {
+        // A spin, not a sleep: delays of a few microseconds.
+        let until = std::time::Instant::now() + self.0.get();
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+thread_local! {
+    static LATE: Late = const { Late(std::cell::Cell::new(Duration::ZERO)) };
 }
 
 /// Task `task`'s numbered events, with the task moving between the runtime's threads.

@@ -94,7 +94,7 @@ impl ForkHold {
     pub(crate) fn in_child(self, records: bool) {
         if !records {
             for recorded in &self.0.sets {
-                recorded.set.clear_bits();
+                recorded.set.clear_bits_after_fork();
             }
         }
     }

@@ -99,10 +99,17 @@ impl EventSet {
         self.store_bits(words);
     }
 
-    /// Clears every control bit: nothing of the set is recorded. In a child just after
-    /// `fork()` it waits for no lock: when the shadow's is held (by a thread that does not
-    /// exist there), the bits are cleared directly.
+    /// Clears every control bit: nothing of the set is recorded (while a capture runs, in
+    /// the shadow: the bits the capture forces on stay on).
     pub(crate) fn clear_bits(&self) {
+        store_words(&mut lock_shadow(), self.bits, vec![0; self.bits.len()]);
+    }
+
+    /// [`clear_bits`](EventSet::clear_bits) in a child just after `fork()`, which waits for
+    /// no lock: when the shadow's is held (by a thread that does not exist there), the bits
+    /// are cleared directly. Only there: elsewhere a held lock is a live thread's, and
+    /// clearing the bits under a running capture would take its events.
+    pub(crate) fn clear_bits_after_fork(&self) {
         let Ok(mut shadow) = SHADOW.try_lock() else {
             for word in self.bits {
                 word.store(0, Ordering::Relaxed);

@@ -162,3 +162,37 @@ fn a_capture_records_what_the_recording_leaves_out() {
     assert_eq!(events.names(), ["PoolFinish"]);
     recording.stop().unwrap();
 }
+
+/// Recordings that start and stop while a capture runs take none of its events, even when
+/// another thread holds the selection's lock at the moment a stop clears the bits (the stop
+/// once cleared the bits the capture forces on directly when it found that lock held, and
+/// the capture then missed every later event).
+#[test]
+fn recordings_that_stop_while_a_capture_runs_take_nothing_from_it() {
+    let _serial = serial();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let captured = std::thread::scope(|s| {
+        // Not capturing: each of its events asks the selection, under its lock, while a
+        // capture runs.
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                event!(SweepEnd, 0usize, 1u64, true);
+            }
+        });
+        let starts = s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let recording = Recorder::new().memory().start().unwrap();
+                recording.stop().unwrap();
+            }
+        });
+        let events = capture(|| {
+            for i in 0..2_000_000u64 {
+                event!(SweepEnd, 0usize, i, i % 2 == 0);
+            }
+        });
+        done.store(true, Ordering::Relaxed);
+        starts.join().unwrap();
+        events
+    });
+    assert_eq!(captured.named("SweepEnd").len(), 2_000_000);
+}

@@ -49,6 +49,20 @@ fn a_killed_switch_recording_is_not_stopped_cleanly_and_a_stopped_one_is_whole()
     assert!(stats.contains(" events and counted 0 lost before its stop marker"), "{stats}");
 }
 
+/// A ring file whose writer was killed a moment ago still has a recent heartbeat: its
+/// process being gone decides (`check` once called it "still recording" for two seconds).
+#[test]
+fn a_ring_file_whose_writer_was_just_killed_is_not_stopped_cleanly() {
+    let d = dir("ring-killed");
+    let ring = d.join("killed.ring");
+    let mut c = start_ready(child(&["hold", "20000"], &[("EVENT_RING", ring.to_str().unwrap())]));
+    c.kill().unwrap();
+    assert!(!c.wait().unwrap().success());
+    let check = dump(&["check", ring.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check));
+    assert!(text(&check).contains("not stopped cleanly (killed or aborted)"), "{}", text(&check));
+}
+
 #[test]
 fn a_ring_that_wrapped_as_configured_is_whole_unless_strict() {
     let d = dir("wrap");

@@ -65,7 +65,9 @@ enum Ending {
     Unrecorded,
 }
 
-/// A ring file's writer is alive when its heartbeat is this recent (it beats every 20 ms).
+/// A ring file's writer is alive when its heartbeat is this recent (it beats every 20 ms)
+/// and its process exists where that can be asked (`follow::writer_alive`): a writer killed
+/// a moment ago has a recent heartbeat and no process.
 const ALIVE_NS: u64 = 2_000_000_000;
 
 impl Census {
@@ -76,7 +78,11 @@ impl Census {
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
             return match summary.state {
                 STATE_CLOSED => Ending::Clean(None),
-                _ if now.saturating_sub(summary.heartbeat_ns) < ALIVE_NS => Ending::Recording,
+                _ if now.saturating_sub(summary.heartbeat_ns) < ALIVE_NS
+                    && super::follow::writer_alive(header.producer.pid, summary.heartbeat_ns) =>
+                {
+                    Ending::Recording
+                }
                 _ => Ending::Killed,
             };
         }

@@ -47,9 +47,9 @@
 //! `event!(Name, args...)` takes the arguments in format order, with the Rust types of the
 //! format letters (P: pointers, `&T`, `usize`; A: addresses; W: `u64`..`u8`; U: `u32`..`u8`;
 //! I: signed; D: `f64`, `f32`; B: `bool`; S: anything `AsRef<str>`). Its arguments are
-//! evaluated only when the event is enabled; when it is not, the cost is a bit test and one
-//! branch, on two relaxed loads or-ed together (the set's control bits and the word that says
-//! whether a test [`capture`]s).
+//! evaluated only when the event is enabled; when it is not, the cost is one relaxed load of the
+//! set's control bits, a bit test and one branch (a running test [`capture`] forces the bits on
+//! and decides on the enabled side).
 //!
 //! # The API
 //!

@@ -209,12 +209,9 @@ fn main() {
                 let arena = &arena;
                 std::thread::Builder::new()
                     .name(format!("worker-{i}"))
-                    .spawn_scoped(s, move || {
-                        worker(arena, i);
-                        // Hand the last block on now: the scope may end before this thread's
-                        // thread-local destructors run.
-                        event_runtime::flush();
-                    })
+                    // No flush needed: the stop takes what a thread recorded even when its
+                    // thread-local destructors run after the scope ends.
+                    .spawn_scoped(s, move || worker(arena, i))
                     .expect("the tour can start its threads")
             })
             .collect();

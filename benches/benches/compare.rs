@@ -211,7 +211,12 @@ fn configurations(plan: &Plan) {
             Recorder::new().policy(Policy::Ring).ring_file(p.with_extension("ring")).buffer_size(64 << 20)
         }),
     ];
-    let n = calibrate(common::word3, plan);
+    // Calibrated while a recording runs: with none, `event!` is a disabled event and `n`
+    // would be fifty times too large for the buffers.
+    let n = {
+        let _recording = common::start_ring();
+        calibrate(common::word3, plan)
+    };
     let nf = calibrate(common::floor::<3>, plan);
     let mut floor = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];

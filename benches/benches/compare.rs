@@ -197,17 +197,28 @@ fn micro(plan: &Plan) {
 fn configurations(plan: &Plan) {
     use event_runtime::{Policy, Recorder};
     type Make = fn(&Path) -> Recorder;
-    let configs: [(&str, bool, Make); 6] = [
-        ("`switch` to a file, the defaults (16 MiB buffer, packed)", true, |p| Recorder::new().file(p)),
-        ("`switch` to a file, 256 MiB buffer", true, |p| Recorder::new().file(p).buffer_size(256 << 20)),
-        ("`switch` to a file, 1 MiB buffer (the writer falls behind)", true, |p| {
+    // (name, writes a file, warm-up: `None` records the sample's `n` events once first,
+    // `Some(w)` records `w` events and flushes, so that the pool has gone round, make)
+    const POOL_ROUND: u64 = (256 << 20) / 32;
+    let configs: [(&str, bool, Option<u64>, Make); 7] = [
+        ("`switch` to a file, the defaults (16 MiB buffer, packed)", true, None, |p| Recorder::new().file(p)),
+        ("`switch` to a file, 256 MiB buffer, first use of its blocks", true, None, |p| {
+            Recorder::new().file(p).buffer_size(256 << 20)
+        }),
+        (
+            "`switch` to a file, 256 MiB buffer, its blocks made and reused (pool gone round)",
+            true,
+            Some(POOL_ROUND),
+            |p| Recorder::new().file(p).buffer_size(256 << 20),
+        ),
+        ("`switch` to a file, 1 MiB buffer (the writer falls behind)", true, None, |p| {
             Recorder::new().file(p).buffer_size(1 << 20)
         }),
-        ("`wait` (`switch`, waiting up to 1 s) to a file", true, |p| {
+        ("`wait` (`switch`, waiting up to 1 s) to a file", true, None, |p| {
             Recorder::new().file(p).wait(Duration::from_secs(1))
         }),
-        ("`ring` in memory (64 MiB)", false, |_| Recorder::new().policy(Policy::Ring).buffer_size(64 << 20)),
-        ("`ring` in the ring file (64 MiB)", false, |p| {
+        ("`ring` in memory (64 MiB)", false, None, |_| Recorder::new().policy(Policy::Ring).buffer_size(64 << 20)),
+        ("`ring` in the ring file (64 MiB)", false, None, |p| {
             Recorder::new().policy(Policy::Ring).ring_file(p.with_extension("ring")).buffer_size(64 << 20)
         }),
     ];
@@ -224,11 +235,17 @@ fn configurations(plan: &Plan) {
     let path = out_dir().join("config.evt");
     for _ in 0..plan.rounds {
         floor.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
-        for (i, (_, file, make)) in configs.iter().enumerate() {
+        for (i, (_, file, warm, make)) in configs.iter().enumerate() {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(path.with_extension("ring"));
             let recording = make(&path).control("all -Off").start().expect("the recording starts");
-            common::word3(n);
+            match warm {
+                None => drop(common::word3(n)),
+                Some(w) => {
+                    common::word3(*w);
+                    event_runtime::flush();
+                }
+            }
             let t = common::word3(n);
             recording.stop().expect("the recording stops");
             times[i].push(t.as_nanos() as f64 / n as f64);
@@ -246,7 +263,7 @@ fn configurations(plan: &Plan) {
     println!("| configuration | ns/event (median) | ratio to the floor | share refused (counted lost) |");
     println!("|---|---:|---:|---:|");
     println!("| floor: cycle counter + store, 3 words | {floor:.2} | 1.00 | |");
-    for (i, (name, file, _)) in configs.iter().enumerate() {
+    for (i, (name, file, _, _)) in configs.iter().enumerate() {
         let m = median(&mut times[i]);
         let share = if *file {
             format!("{:.2} %", 100.0 * lost[i].1 as f64 / (lost[i].0 + lost[i].1).max(1) as f64)

@@ -113,14 +113,11 @@ const ELSEWHERE: &str = "; export this log into another database (-o another.db)
 /// How long to wait for another program that holds the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-const GLUE_TABLES: &str = r#"
-CREATE TABLE IF NOT EXISTS event_kind (
-    name        TEXT PRIMARY KEY,
-    description TEXT NOT NULL,
-    bit         INTEGER,
-    event_set   TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS event_type (
+/// The columns of `event_type` (layout 2): written once, for [`GLUE_TABLES`] and for the
+/// migration from layout 1, which rebuilds the table with them.
+macro_rules! event_type_columns {
+    () => {
+        "
     name       TEXT PRIMARY KEY,
     code       INTEGER NOT NULL,
     always     INTEGER NOT NULL,
@@ -129,7 +126,21 @@ CREATE TABLE IF NOT EXISTS event_type (
     table_name TEXT NOT NULL,
     event_set  TEXT NOT NULL DEFAULT '',
     UNIQUE (event_set, code)
+"
+    };
+}
+
+const GLUE_TABLES: &str = concat!(
+    r#"
+CREATE TABLE IF NOT EXISTS event_kind (
+    name        TEXT PRIMARY KEY,
+    description TEXT NOT NULL,
+    bit         INTEGER,
+    event_set   TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS event_type ("#,
+    event_type_columns!(),
+    r#");
 CREATE TABLE IF NOT EXISTS event_param (
     event       TEXT NOT NULL REFERENCES event_type(name),
     position    INTEGER NOT NULL,
@@ -166,7 +177,8 @@ CREATE TABLE IF NOT EXISTS event_log (
     truncated_strings INTEGER NOT NULL DEFAULT 0,
     host              TEXT
 );
-"#;
+"#
+);
 
 /// Exports `logs` into the database `out` (created when missing), all or nothing.
 pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCode, DumpError> {
@@ -282,22 +294,15 @@ fn migrate(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         tx.execute_batch("ALTER TABLE event_kind ADD COLUMN event_set TEXT NOT NULL DEFAULT ''")?;
     }
     if has("event_type")? {
-        tx.execute_batch(
-            "CREATE TABLE event_type_2 (
-                name       TEXT PRIMARY KEY,
-                code       INTEGER NOT NULL,
-                always     INTEGER NOT NULL,
-                kind       TEXT NOT NULL REFERENCES event_kind(name),
-                format     TEXT NOT NULL,
-                table_name TEXT NOT NULL,
-                event_set  TEXT NOT NULL DEFAULT '',
-                UNIQUE (event_set, code)
-            );
+        tx.execute_batch(concat!(
+            "CREATE TABLE event_type_2 (",
+            event_type_columns!(),
+            ");
             INSERT INTO event_type_2 (name, code, always, kind, format, table_name)
                 SELECT name, code, always, kind, format, table_name FROM event_type;
             DROP TABLE event_type;
-            ALTER TABLE event_type_2 RENAME TO event_type;",
-        )?;
+            ALTER TABLE event_type_2 RENAME TO event_type;"
+        ))?;
     }
     Ok(())
 }

@@ -197,10 +197,10 @@ impl RingFile {
         }
     }
 
-    /// Claims a free slot for `thread` ([`claim_slot_from`]). The slot is the caller's alone until
+    /// Claims a free slot for `thread` ([`claim_slot`]). The slot is the caller's alone until
     /// it is released (`Slot::drop`).
     pub(crate) fn claim(self: &Arc<RingFile>, thread: u64) -> Option<Slot> {
-        let Some((index, previous)) = claim_slot_from(&**self, thread) else {
+        let Some((index, previous)) = claim_slot(&**self, thread) else {
             self.word(at::THREADS_WITHOUT_SLOT).fetch_add(1, Ordering::Relaxed);
             return None;
         };
@@ -338,7 +338,9 @@ impl SlotTable for RingFile {
 }
 
 /// Claims a slot of `table` for `thread`: a never-used one, else one whose thread exited.
-/// Returns its index and whether it was reused.
+/// Returns its index and, for a reused slot, what its previous thread left: its last
+/// `position` and its `refused` count, read before they are reset (the claim's acquire makes
+/// them the exited thread's last).
 ///
 /// A never-used slot's owner word goes 0 -> [`RECLAIMING`] by compare-exchange (no other
 /// claim can do that twice), then `live` becomes 1, then the owner is named: a reuse, which
@@ -346,15 +348,7 @@ impl SlotTable for RingFile {
 /// thread's slot claims its `live` word (0 to 1), then marks the owner `RECLAIMING` while
 /// the position is reset, so that no reader pairs the new owner with the old position.
 /// Each is one compare-exchange per thread, off the hot path.
-#[cfg(loom)]
-pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, bool)> {
-    claim_slot_from(table, thread).map(|(i, previous)| (i, previous.is_some()))
-}
-
-/// The claim described above (`claim_slot`, the form loom models), which also returns, for a reused slot, what its previous thread left:
-/// its last `position` and its `refused` count, read before they are reset (the claim's
-/// acquire makes them the exited thread's last).
-pub(crate) fn claim_slot_from<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, Option<(u64, u64)>)> {
+pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, Option<(u64, u64)>)> {
     for i in 0..table.slots() {
         if table.owner(i).compare_exchange(0, RECLAIMING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             // Release: a reuse that sees the owner named sees `live == 1` (see above).
@@ -1105,7 +1099,8 @@ mod loom_tests {
 
     /// Claims, holds the slot for a moment, and exits (as a thread's `Slot::drop` does).
     fn claim_hold_exit(t: &Table, thread: u64) {
-        if let Some((i, reused)) = claim_slot(t, thread) {
+        if let Some((i, previous)) = claim_slot(t, thread) {
+            let reused = previous.is_some();
             let used = t.ever[i as usize].swap(1, Ordering::AcqRel);
             assert!(reused || used == 0, "slot {i}: claimed as fresh by thread {thread} after another used it");
             let before = t.holder[i as usize].swap(thread, Ordering::AcqRel);
@@ -1145,7 +1140,7 @@ mod loom_tests {
             };
             let mine = claim_slot(&*t, 2);
             let theirs = other.join().unwrap();
-            let (Some((a, false)), Some((b, false))) = (mine, theirs) else { panic!("both claim a fresh slot") };
+            let (Some((a, None)), Some((b, None))) = (mine, theirs) else { panic!("both claim a fresh slot") };
             assert_ne!(a, b);
         });
     }

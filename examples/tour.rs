@@ -225,6 +225,8 @@ fn main() {
     event!(ClientMark);
     event!(ArenaDestroy, arena.base() as usize, committed);
     let elapsed = began.elapsed();
+    // The file as written: EVENT_FILE may be a pattern (`trace-%p.evt`).
+    let path = recording.file_path().unwrap_or(path);
     if let Err(e) = recording.stop() {
         eprintln!("tour: {e}");
         std::process::exit(1);

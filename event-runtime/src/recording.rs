@@ -86,6 +86,18 @@ impl Recording {
         lock(&self.shared.sinks).memory_copy()
     }
 
+    /// The event file this recording writes, its pattern expanded (`EVENT_FILE=trace-%p.evt`
+    /// gives `trace-4242.evt`): the path to read the trace from after the stop. `None`
+    /// without an event file, or once writing it failed (said on stderr).
+    ///
+    /// In a child of `fork()`, the child's own recording's file.
+    pub fn file_path(&self) -> Option<std::path::PathBuf> {
+        if self.shared.is_parents() {
+            return lock(&ADOPTED).as_ref().and_then(Recording::file_path);
+        }
+        lock(&self.shared.sinks).file_path().map(std::path::Path::to_path_buf)
+    }
+
     /// Stops recording and returns the memory sink's stream (empty without one). Errors
     /// when a sink could not be written, the writer thread ended early, or the ring file was
     /// lost; the recording is stopped all the same.

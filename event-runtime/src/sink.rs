@@ -39,6 +39,12 @@ impl Sinks {
         Sinks { file, memory: memory.then(Vec::new), pack, ..Sinks::default() }
     }
 
+    /// The event file's path, while the file sink is written (`None` without one, or after
+    /// a write failed and it was given up).
+    pub(crate) fn file_path(&self) -> Option<&std::path::Path> {
+        self.file.as_ref().map(|(path, _)| path.as_path())
+    }
+
     /// Whether there is no sink at all.
     pub(crate) fn is_empty(&self) -> bool {
         self.file.is_none() && self.memory.is_none()

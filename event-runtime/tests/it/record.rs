@@ -620,3 +620,21 @@ fn two_sets_of_one_name_and_compatible_versions_are_refused() {
     let error = Recorder::new().sets(&[&A, &B]).memory().start().unwrap_err().to_string();
     assert!(error.contains("two event sets are named `x`") && error.contains("SET(name)"), "{error}");
 }
+
+/// `Recording::file_path` is the event file as written, its pattern expanded: the path a
+/// program reads its trace back from (the tour once opened `EVENT_FILE` as given, `%p` and
+/// all, and failed).
+#[test]
+fn the_recording_names_its_event_file_with_the_pattern_expanded() {
+    let _serial = serial();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-path-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let recording = Recorder::new().file(dir.join("trace-%p.evt")).start().unwrap();
+    let path = recording.file_path().unwrap();
+    assert_eq!(path, dir.join(format!("trace-{}.evt", std::process::id())));
+    recording.stop().unwrap();
+    assert!(path.is_file());
+    let memory = Recorder::new().memory().start().unwrap();
+    assert_eq!(memory.file_path(), None);
+    memory.stop().unwrap();
+}

@@ -238,7 +238,11 @@ fn configurations(plan: &Plan) {
         for (i, (_, file, warm, make)) in configs.iter().enumerate() {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(path.with_extension("ring"));
+            // Started unpinned: the writer thread takes the affinity of the thread that starts
+            // the recording, and pinned to CPU 0 it would share the measured thread's core.
+            common::unpin();
             let recording = make(&path).control("all -Off").start().expect("the recording starts");
+            common::pin(0);
             match warm {
                 None => drop(common::word3(n)),
                 Some(w) => {

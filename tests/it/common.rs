@@ -47,9 +47,12 @@ pub(crate) fn dir(module: &str, name: &str) -> PathBuf {
     d
 }
 
-/// Starts a child and waits for its `ready` line.
+/// Starts a child and waits for its `ready` line. Its standard input is a pipe that this
+/// process holds open until it drops `stdin` (or waits): a `hold` child runs until then. With
+/// the test's own standard input inherited (often `/dev/null`), a `hold` child stopped and
+/// exited as soon as it was ready, and a test that meant to kill it mid-recording raced it.
 pub(crate) fn start_ready(mut c: Command) -> Child {
-    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready", "the child starts recording");

@@ -240,7 +240,7 @@ impl ThreadBuffer {
     fn tail(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
         match &mut self.home {
             Home::Lane(writer) => writer.record_mut(at, len),
-            Home::File(slot) => slot.block_mut(self.index as u32).get_mut(at..at + len),
+            Home::File(slot) => slot.record_mut(at, len),
             Home::Nowhere => None,
         }
     }
@@ -251,7 +251,7 @@ impl ThreadBuffer {
     fn commit(&mut self) {
         match &mut self.home {
             Home::Lane(writer) => writer.commit(self.end, self.records),
-            Home::File(slot) => slot.commit(self.sequence, self.end),
+            Home::File(slot) => slot.commit_end(self.end),
             Home::Nowhere => {}
         }
     }
@@ -490,10 +490,11 @@ impl ThreadBuffer {
                 // Readers learn that this block is being rewritten before any of its bytes
                 // change (ringfile's module docs): the release fence keeps the header stores
                 // below from becoming visible before the position (free on x86_64).
-                slot.commit(sequence, BLOCK_HEADER_LEN);
+                slot.start(index as u32, sequence);
+                slot.commit_end(BLOCK_HEADER_LEN);
                 std::sync::atomic::fence(Ordering::Release);
                 let (end, records) = open_block(slot.block_mut(index as u32), &header, thread, lost);
-                slot.commit(sequence, end);
+                slot.commit_end(end);
                 Ok(Some((end, records)))
             }
             Home::Nowhere => Ok(None),

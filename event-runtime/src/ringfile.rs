@@ -208,13 +208,16 @@ impl RingFile {
         let blocks = self.layout.blocks_per_slot as usize;
         let data = self.layout.block(index, 0) as usize;
         assert!(data + blocks * block_size <= self.len, "the slot's blocks lie in the file");
+        // SAFETY: in bounds, asserted above.
+        let data = unsafe { self.base.add(data) };
         let mut slot = Slot {
-            // SAFETY: in bounds, asserted above.
-            data: unsafe { self.base.add(data) },
+            data,
             block_size,
             blocks,
             index,
             position: self.word(self.layout.slot(index) as usize + slot_at::POSITION),
+            current: data,
+            sequence: 0,
             file: Arc::clone(self),
         };
         if let Some((position, refused)) = previous {
@@ -389,6 +392,11 @@ pub(crate) struct Slot {
     index: u32,
     /// The slot's `position` word, found once at claim: a commit is one store through it.
     position: *const AtomicU64,
+    /// The current block's first byte ([`start`](Slot::start)): a record's bytes are found
+    /// from it with one bounds test, no index arithmetic per event.
+    current: *mut u8,
+    /// The current block's sequence number, for [`commit_end`](Slot::commit_end).
+    sequence: u64,
     file: Arc<RingFile>,
 }
 
@@ -410,6 +418,39 @@ impl Slot {
         // `&mut self` keeps this the only slice into it. Other processes read these bytes
         // concurrently; they validate what they read against `position` (module docs).
         unsafe { std::slice::from_raw_parts_mut(self.data.add(index * self.block_size), self.block_size) }
+    }
+
+    /// Makes block `index` (below [`blocks`](Self::blocks)), of sequence number `sequence`,
+    /// the current one: the block [`record_mut`](Self::record_mut) and
+    /// [`commit_end`](Self::commit_end) work on.
+    pub(crate) fn start(&mut self, index: u32, sequence: u64) {
+        let index = index as usize;
+        assert!(index < self.blocks, "block {index} of a ring of {}", self.blocks);
+        // In bounds (the index by the assertion, the ring at claim); `wrapping_add` keeps this
+        // safe code, and `record_mut` reads through it only within `block_size`.
+        self.current = self.data.wrapping_add(index * self.block_size);
+        self.sequence = sequence;
+    }
+
+    /// `len` bytes at `at` of the current block ([`start`](Self::start)), to write a record
+    /// into; `None` past the block's end.
+    #[inline(always)]
+    pub(crate) fn record_mut(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
+        if at > self.block_size || len > self.block_size - at {
+            return None;
+        }
+        // SAFETY: `current` is the first byte of one of the slot's blocks (`start`, or block 0
+        // from the claim), each `block_size` bytes long: `at..at + len` lies in it, checked
+        // above. `&mut self` keeps this the only slice into the slot; readers in other
+        // processes validate what they read against `position` (module docs).
+        Some(unsafe { std::slice::from_raw_parts_mut(self.current.add(at), len) })
+    }
+
+    /// Commits the current block's records up to `end`: [`commit`](Self::commit) with the
+    /// current block's sequence number.
+    #[inline(always)]
+    pub(crate) fn commit_end(&self, end: usize) {
+        self.commit(self.sequence, end);
     }
 
     fn slot_word(&self, field: usize) -> &AtomicU64 {

@@ -189,36 +189,64 @@ fn micro(plan: &Plan) {
     drop(recording);
 }
 
+/// How a configuration's sample is taken (see [`configurations`]).
+#[derive(Clone, Copy)]
+enum Sample {
+    /// Records the sample's `n` events once (pages touched, pipeline full), then times `n`.
+    AfterOnce,
+    /// Records this many events and flushes (the pool has gone round), then times `n`.
+    AfterRound(u64),
+    /// Records a pool's worth (`.0` events) and flushes, then times bursts of `.1` events,
+    /// each followed by a flush (untimed), until `n` are timed: a program whose bursts fit in
+    /// the buffer, so that the writer keeps up.
+    Bursts(u64, u64),
+}
+
 /// `event!` with 3 words in every configuration a user runs (issue 19), against the floor,
-/// in one run: each round starts each configuration's recording, records `n` events once to
-/// touch its pages and fill its pipeline, times `n` more, and stops; the floor is timed in
-/// the same round. A file configuration's share of events refused (counted lost) is given
-/// beside its time: a refused event takes the refusal path, which is timed with the rest.
+/// in one run: each round starts each configuration's recording (unpinned, so that its
+/// writer thread may run on the other core), pins the measuring thread to CPU 0, takes the
+/// configuration's [`Sample`] and stops; the floor is timed in the same round. A file
+/// configuration's share of events refused (counted lost) is given beside its time: a
+/// refused event takes the refusal path, which is timed with the rest.
 fn configurations(plan: &Plan) {
     use event_runtime::{Policy, Recorder};
     type Make = fn(&Path) -> Recorder;
-    // (name, writes a file, warm-up: `None` records the sample's `n` events once first,
-    // `Some(w)` records `w` events and flushes, so that the pool has gone round, make)
-    const POOL_ROUND: u64 = (256 << 20) / 32;
-    let configs: [(&str, bool, Option<u64>, Make); 7] = [
-        ("`switch` to a file, the defaults (16 MiB buffer, packed)", true, None, |p| Recorder::new().file(p)),
-        ("`switch` to a file, 256 MiB buffer, first use of its blocks", true, None, |p| {
+    const EVENT: u64 = 32;
+    const DEFAULT_ROUND: u64 = (16 << 20) / EVENT;
+    const BIG_ROUND: u64 = (256 << 20) / EVENT;
+    // (name, writes a file, sample, make)
+    let configs: [(&str, bool, Sample, Make); 8] = [
+        (
+            "**`switch` to a file, the defaults (16 MiB buffer, packed), bursts of 12 MiB: the writer keeps up**",
+            true,
+            Sample::Bursts(DEFAULT_ROUND, (12 << 20) / EVENT),
+            |p| Recorder::new().file(p),
+        ),
+        (
+            "`switch` to a file, the defaults, without a pause: the thread outruns the writer",
+            true,
+            Sample::AfterOnce,
+            |p| Recorder::new().file(p),
+        ),
+        ("`switch` to a file, 256 MiB buffer, first use of its blocks", true, Sample::AfterOnce, |p| {
             Recorder::new().file(p).buffer_size(256 << 20)
         }),
         (
             "`switch` to a file, 256 MiB buffer, its blocks made and reused (pool gone round)",
             true,
-            Some(POOL_ROUND),
+            Sample::AfterRound(BIG_ROUND),
             |p| Recorder::new().file(p).buffer_size(256 << 20),
         ),
-        ("`switch` to a file, 1 MiB buffer (the writer falls behind)", true, None, |p| {
+        ("`switch` to a file, 1 MiB buffer (the writer falls behind)", true, Sample::AfterOnce, |p| {
             Recorder::new().file(p).buffer_size(1 << 20)
         }),
-        ("`wait` (`switch`, waiting up to 1 s) to a file", true, None, |p| {
+        ("`wait` (`switch`, waiting up to 1 s) to a file", true, Sample::AfterOnce, |p| {
             Recorder::new().file(p).wait(Duration::from_secs(1))
         }),
-        ("`ring` in memory (64 MiB)", false, None, |_| Recorder::new().policy(Policy::Ring).buffer_size(64 << 20)),
-        ("`ring` in the ring file (64 MiB)", false, None, |p| {
+        ("`ring` in memory (64 MiB)", false, Sample::AfterOnce, |_| {
+            Recorder::new().policy(Policy::Ring).buffer_size(64 << 20)
+        }),
+        ("`ring` in the ring file (64 MiB)", false, Sample::AfterOnce, |p| {
             Recorder::new().policy(Policy::Ring).ring_file(p.with_extension("ring")).buffer_size(64 << 20)
         }),
     ];
@@ -230,12 +258,14 @@ fn configurations(plan: &Plan) {
     };
     let nf = calibrate(common::floor::<3>, plan);
     let mut floor = Vec::new();
+    let mut pages = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];
     let mut lost = vec![(0u64, 0u64); configs.len()];
     let path = out_dir().join("config.evt");
     for _ in 0..plan.rounds {
         floor.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
-        for (i, (_, file, warm, make)) in configs.iter().enumerate() {
+        pages.push(fresh_page());
+        for (i, (_, file, sample, make)) in configs.iter().enumerate() {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(path.with_extension("ring"));
             // Started unpinned: the writer thread takes the affinity of the thread that starts
@@ -243,16 +273,30 @@ fn configurations(plan: &Plan) {
             common::unpin();
             let recording = make(&path).control("all -Off").start().expect("the recording starts");
             common::pin(0);
-            match warm {
-                None => drop(common::word3(n)),
-                Some(w) => {
-                    common::word3(*w);
-                    event_runtime::flush();
+            let (t, timed) = match *sample {
+                Sample::AfterOnce => {
+                    common::word3(n);
+                    (common::word3(n), n)
                 }
-            }
-            let t = common::word3(n);
+                Sample::AfterRound(w) => {
+                    common::word3(w);
+                    event_runtime::flush();
+                    (common::word3(n), n)
+                }
+                Sample::Bursts(w, burst) => {
+                    common::word3(w);
+                    event_runtime::flush();
+                    let (mut t, mut timed) = (Duration::ZERO, 0);
+                    while timed < n {
+                        t += common::word3(burst);
+                        timed += burst;
+                        event_runtime::flush();
+                    }
+                    (t, timed)
+                }
+            };
             recording.stop().expect("the recording stops");
-            times[i].push(t.as_nanos() as f64 / n as f64);
+            times[i].push(t.as_nanos() as f64 / timed as f64);
             if *file {
                 let (events, refused) = census(&path);
                 lost[i].0 += events;
@@ -276,7 +320,30 @@ fn configurations(plan: &Plan) {
         };
         println!("| {name} | {m:.2} | {:.2} | {share} |", m / floor);
     }
+    let page = median(&mut pages);
+    println!(
+        "\nFresh memory on this machine: {page:.0} ns to touch a 4 KiB page the program never used \
+         ({:.2} ns per 32-byte event written into it, {:.2} times the floor): what a first use of \
+         buffer memory costs the thread.",
+        page / 128.0,
+        page / 128.0 / floor
+    );
     println!();
+}
+
+/// Nanoseconds to touch one 4 KiB page of memory this process never used: 64 MiB from the
+/// allocator (large enough to be mapped fresh, its pages untouched), one write per page.
+fn fresh_page() -> f64 {
+    const LEN: usize = 64 << 20;
+    let mut memory = vec![0u8; LEN];
+    let start = Instant::now();
+    for page in memory.chunks_mut(4096) {
+        page[0] = 1;
+        black_box(&mut page[0]);
+    }
+    let t = start.elapsed();
+    black_box(&memory);
+    t.as_nanos() as f64 / (LEN / 4096) as f64
 }
 
 /// Runs `run(n)` on `threads` threads started together; each thread's time.

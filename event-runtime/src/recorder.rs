@@ -390,6 +390,12 @@ impl Recorder {
     }
 
     /// Starts recording: from now on, enabled events are recorded.
+    ///
+    /// The recording's writer thread is started here and, as every new thread, runs on the
+    /// CPUs the calling thread may run on (its affinity). A program that pins its busy
+    /// threads to cores should start the recording before it pins them (or from a thread it
+    /// does not pin): a writer confined to a recording thread's core takes that thread's
+    /// time, which the benchmark measured at twice the cost of an event (BENCHMARKS.md).
     pub fn start(mut self) -> Result<Recording, StartError> {
         let bs = self.block_size;
         if !bs.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&bs) {

@@ -36,28 +36,39 @@ fn main() {
         .start()
         .expect("the probe's recording starts");
     if off {
-        for i in 0..n {
-            event!(OffWord3, black_box(i), i + 1, i + 2);
-        }
+        word3_off(n);
     } else if let Some(w) = steady {
-        for i in 0..w {
-            event!(Word3, black_box(i), i + 1, i + 2);
-        }
+        word3(w);
         event_runtime::flush();
         let cpu = thread_cpu();
         let t = std::time::Instant::now();
-        for i in 0..n {
-            event!(Word3, black_box(i), i + 1, i + 2);
-        }
+        word3(n);
         let ns = t.elapsed().as_nanos() as f64 / n as f64;
         let cpu_ns = (thread_cpu() - cpu) as f64 / n as f64;
         eprintln!("{ns:.2} ns/event wall, {cpu_ns:.2} ns/event on the thread's CPU time");
     } else {
-        for i in 0..n {
-            event!(Word3, black_box(i), i + 1, i + 2);
-        }
+        word3(n);
     }
     recording.stop().expect("the probe's recording stops");
+}
+
+// Each loop is a function of its own, never inlined: what the compiler makes of a loop does
+// not change with what else `main` holds.
+
+/// `n` events `Word3`.
+#[inline(never)]
+fn word3(n: u64) {
+    for i in 0..n {
+        event!(Word3, black_box(i), i + 1, i + 2);
+    }
+}
+
+/// `n` events `OffWord3` (a disabled kind).
+#[inline(never)]
+fn word3_off(n: u64) {
+    for i in 0..n {
+        event!(OffWord3, black_box(i), i + 1, i + 2);
+    }
 }
 
 /// This thread's CPU time, in nanoseconds.

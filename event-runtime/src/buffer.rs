@@ -73,6 +73,9 @@ pub(crate) struct ThreadBuffer {
     first: u16,
     /// The recorder generation this buffer belongs to.
     generation: u64,
+    /// The recording's clock is the TSC (`TimeSource::is_tsc`): read here with one
+    /// instruction, without matching on the source per event.
+    tsc: bool,
     thread: u64,
     /// The current block's sequence number.
     sequence: u64,
@@ -196,6 +199,7 @@ impl ThreadBuffer {
             copy,
             set: std::ptr::null(),
             first: 0,
+            tsc: shared.time.is_tsc(),
             shared,
             generation,
             thread,
@@ -294,7 +298,7 @@ impl ThreadBuffer {
             return self.write_cut(code, fixed, strs, fill);
         }
         let now = if self.writable {
-            self.shared.time.now()
+            self.shared.time.now_with(self.tsc)
         } else {
             match self.resume() {
                 Some(now) => now,

@@ -62,6 +62,25 @@ impl TimeSource {
         TimeSource::monotonic()
     }
 
+    /// Whether this is the TSC: a thread buffer keeps the answer, and reads the counter
+    /// itself ([`now_with`](Self::now_with)) without matching on the source per event.
+    pub(crate) fn is_tsc(&self) -> bool {
+        matches!(self, TimeSource::Tsc { .. })
+    }
+
+    /// The time now; `tsc` is what [`is_tsc`](Self::is_tsc) said of this source. The TSC is
+    /// one instruction, with no load of the source.
+    #[inline(always)]
+    pub(crate) fn now_with(&self, tsc: bool) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if tsc {
+            return rdtsc();
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = tsc;
+        self.now()
+    }
+
     #[inline(always)]
     pub(crate) fn now(&self) -> u64 {
         match self {

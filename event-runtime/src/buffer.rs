@@ -96,6 +96,9 @@ pub(crate) struct ThreadBuffer {
     /// the emit path does no division.
     index: usize,
     block_size: usize,
+    /// The longest record a block holds: `block_size - BLOCK_HEADER_LEN`, at most
+    /// `MAX_RECORD_LEN`; kept so that the emit path does not compute it per event.
+    max_record: usize,
     /// Whether there is a current block to write into.
     writable: bool,
     /// Whether this refusal episode has already waited for the writer (`wait` policy).
@@ -211,6 +214,7 @@ impl ThreadBuffer {
             ring_blocks,
             index: 0,
             block_size,
+            max_record: (block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN),
             writable: false,
             waited: false,
             direct,
@@ -287,7 +291,7 @@ impl ThreadBuffer {
             len += 2 + s.bytes.len();
             longest = longest.max(s.bytes.len());
         }
-        let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
+        let max = self.max_record;
         if len > max || longest > STRING_MAX {
             if strs.is_empty() {
                 // Nothing to cut: no valid schema has fixed arguments longer than a minimal
@@ -364,7 +368,7 @@ impl ThreadBuffer {
     #[cold]
     fn write_cut(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let mut cut = strs.to_vec();
-        let max = (self.block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
+        let max = self.max_record;
         if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, max) {
             // No valid schema has fixed arguments longer than a minimal block.
             return self.refuse();

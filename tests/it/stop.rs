@@ -3,6 +3,7 @@
 //! recording at that moment, scoped threads whose destructors run late), read back from the
 //! stream; and the memory a large buffer costs a program that records little.
 
+use crate::common::{DUMP, program};
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::Value;
 use event_tests::{NUMBERED, Numbered, numbered};
@@ -11,25 +12,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const CHILD: &str = env!("CARGO_BIN_EXE_stop-child");
-const DUMP: &str = env!("CARGO_BIN_EXE_dump");
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("stop-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::dir("stop", name)
 }
 
 /// Runs `stop-child` with `args` and `env` (no other `EVENT_*` setting inherited); asserts
 /// that it exited 0 and returns its output.
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(CHILD);
-    c.args(args);
-    for var in ["EVENT_FILE", "EVENT_RING", "EVENT_CONTROL", "EVENT_POLICY", "EVENT_BUFSIZE", "EVENT_PACK"] {
-        c.env_remove(var);
-    }
-    c.envs(env.iter().copied());
-    let out = c.output().unwrap();
+    let out = program(CHILD, args, env).output().unwrap();
     assert!(
         out.status.success(),
         "stop-child {args:?}: {}\n{}{}",

@@ -1,6 +1,7 @@
 //! What the workspace tests (`it/runtime.rs`) and the crash soak (`bin/soak.rs`) share: decoding
 //! the numbered events that `recorder-child` records, and checking the ring file a crashed
-//! (or stopped) `recorder-child` left behind.
+//! (or stopped) `recorder-child` left behind. The typed-reader tests of the examples and of
+//! `tests/sets/app` share [`json_of`], the oracle they hold `event-dump`'s JSON against.
 //!
 //! Every check returns an error message instead of panicking, so that the soak can report a
 //! failure as one line with the round that replays it.
@@ -8,6 +9,7 @@
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::ring::{RingReader, RingStream, RingSummary, STATE_CLOSED, STATE_CREATING, STATE_RECORDING};
 use event_format::wire::Value;
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
@@ -190,4 +192,24 @@ pub fn check_ring(path: &Path, state: u32, workers: u64) -> Result<RingCheck, St
         ));
     }
     Ok(RingCheck { summary, numbered })
+}
+
+/// A value as docs/OUTPUT.md says `event-dump`'s JSON writes it, written here independently
+/// of event-dump's writer: the typed reader's values, put through this, must equal what
+/// `event-dump print --format json` printed for the same event.
+pub fn json_of(v: Value<'_>) -> serde_json::Value {
+    const EXACT: u64 = (1 << 53) - 1;
+    match v {
+        Value::Pointer(x) | Value::Address(x) => json!(format!("{x:#x}")),
+        Value::Word(x) if x <= EXACT => json!(x),
+        Value::Word(x) => json!(x.to_string()),
+        Value::Unsigned(x) => json!(x),
+        Value::Signed(x) if x.unsigned_abs() <= EXACT => json!(x),
+        Value::Signed(x) => json!(x.to_string()),
+        Value::Double(x) if x.is_nan() => json!("NaN"),
+        Value::Double(x) if x.is_infinite() => json!(if x > 0.0 { "inf" } else { "-inf" }),
+        Value::Double(x) => json!(x),
+        Value::Bool(x) => json!(x),
+        Value::Str(t) => json!(t.to_string_lossy()),
+    }
 }

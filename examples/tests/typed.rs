@@ -7,8 +7,8 @@
 
 event_runtime::include_events!("../events.def");
 
-use event_runtime::read::{Item, Value};
-use serde_json::json;
+use event_runtime::read::Item;
+use event_tests::json_of;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,24 +27,6 @@ fn cargo_run(package_and_args: &[&str], log: &Path) -> std::process::Output {
     let out = command.output().unwrap();
     assert!(out.status.success(), "{package_and_args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out
-}
-
-/// A value as docs/OUTPUT.md says `event-dump`'s JSON writes it.
-fn json_of(v: Value<'_>) -> serde_json::Value {
-    const EXACT: u64 = (1 << 53) - 1;
-    match v {
-        Value::Pointer(x) | Value::Address(x) => json!(format!("{x:#x}")),
-        Value::Word(x) if x <= EXACT => json!(x),
-        Value::Word(x) => json!(x.to_string()),
-        Value::Unsigned(x) => json!(x),
-        Value::Signed(x) if x.unsigned_abs() <= EXACT => json!(x),
-        Value::Signed(x) => json!(x.to_string()),
-        Value::Double(x) if x.is_nan() => json!("NaN"),
-        Value::Double(x) if x.is_infinite() => json!(if x > 0.0 { "inf" } else { "-inf" }),
-        Value::Double(x) => json!(x),
-        Value::Bool(x) => json!(x),
-        Value::Str(t) => json!(t.to_string_lossy()),
-    }
 }
 
 /// Equal, doubles within a rounding of each other (serde_json's default parse of a double

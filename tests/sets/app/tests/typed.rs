@@ -7,31 +7,14 @@
 event_runtime::include_events!("events.def");
 
 use event_runtime::event_format::decode::BlockSource;
-use event_runtime::read::{Item, Reader, TypedEvent, TypedSet, Value};
+use event_runtime::read::{Item, Reader, TypedEvent, TypedSet};
+use event_tests::json_of;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::process::Command;
 
 const THREADS: u64 = 3;
 const ROUNDS: u64 = 50;
-
-/// A value as docs/OUTPUT.md says `event-dump`'s JSON writes it.
-fn json_of(v: Value<'_>) -> serde_json::Value {
-    const EXACT: u64 = (1 << 53) - 1;
-    match v {
-        Value::Pointer(x) | Value::Address(x) => json!(format!("{x:#x}")),
-        Value::Word(x) if x <= EXACT => json!(x),
-        Value::Word(x) => json!(x.to_string()),
-        Value::Unsigned(x) => json!(x),
-        Value::Signed(x) if x.unsigned_abs() <= EXACT => json!(x),
-        Value::Signed(x) => json!(x.to_string()),
-        Value::Double(x) if x.is_nan() => json!("NaN"),
-        Value::Double(x) if x.is_infinite() => json!(if x > 0.0 { "inf" } else { "-inf" }),
-        Value::Double(x) => json!(x),
-        Value::Bool(x) => json!(x),
-        Value::Str(t) => json!(t.to_string_lossy()),
-    }
-}
 
 /// An event as compared: its line's JSON without `time` and `kind`, and its time apart
 /// (serde_json's default parse of a double may miss by an ulp; the JSON has 9 decimals).

@@ -22,8 +22,9 @@
 //! written after a later one (the window was exceeded) is counted, and `print` says so.
 
 use crate::log::{DumpError, Log};
-use crate::render::{Annotations, Fact, Hole, Renderer};
+use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
 use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
+use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -70,7 +71,7 @@ pub(crate) struct Rendered {
     file: usize,
     thread: u64,
     sequence: u64,
-    text: String,
+    text: Vec<u8>,
     lines: Vec<Line>,
     holes: Vec<Hole>,
     facts: Vec<Fact>,
@@ -96,11 +97,14 @@ pub(crate) enum Piece {
     Block(Rendered),
 }
 
+/// Whether event of log `file` is shown, by the log's clock.
+pub(crate) type Keeps<'a> = dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync + 'a;
+
 /// What a worker needs to render a block of any log.
 pub(crate) struct Context<'a> {
     pub(crate) renderer: &'a Renderer,
-    /// Whether an event of a log is shown (`print`'s selection).
-    pub(crate) keeps: &'a (dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync),
+    /// Whether an event of a log is shown (`print`'s selection); `None` shows every event.
+    pub(crate) keeps: Option<&'a Keeps<'a>>,
     pub(crate) catalogs: Vec<Catalog>,
     pub(crate) clocks: Vec<Clock>,
     /// Rendered blocks written out, whose buffers the next blocks reuse (fresh buffers of
@@ -109,8 +113,9 @@ pub(crate) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Decodes, selects and renders `block` of log `file`.
-    pub(crate) fn render(&self, file: usize, block: Result<Block, BlockError>) -> Piece {
+    /// Decodes, selects and renders `block` of log `file`, with the templates the calling
+    /// thread made so far.
+    pub(crate) fn render(&self, templates: &mut Templates, file: usize, block: Result<Block, BlockError>) -> Piece {
         let block = match block {
             Ok(block) => block,
             Err(error) => return Piece::Damaged { file, error },
@@ -133,7 +138,7 @@ impl Context<'_> {
                 file,
                 thread,
                 sequence: 0,
-                text: String::with_capacity(block.records.len() * 4),
+                text: Vec::with_capacity(block.records.len() * 4),
                 lines: Vec::with_capacity(block.records.len() / 24),
                 holes: Vec::new(),
                 facts: Vec::new(),
@@ -143,6 +148,8 @@ impl Context<'_> {
         };
         (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
         let thread_text = self.renderer.thread_text(file, thread);
+        let seconds = Seconds::new(clock);
+        let origin = Origin { file, thread: &thread_text, seconds: &seconds };
         let (mut previous, mut backwards) = (0, false);
         for record in block.records() {
             let record = match record {
@@ -171,13 +178,14 @@ impl Context<'_> {
                         line.aux = r.facts.len() as u32;
                         r.facts.push(fact);
                     }
-                    if (self.keeps)(file, &event, clock) {
+                    if self.keeps.is_none_or(|keeps| keeps(file, &event, clock)) {
                         line.what |= SHOW;
                         line.start = r.text.len() as u32;
                         line.holes = r.holes.len() as u32;
                         let start = r.text.len();
                         let holes = r.holes.len();
-                        self.renderer.line(&mut r.text, &mut r.holes, file, &thread_text, clock, &event);
+                        let template = templates.get(self.renderer, file, event.desc);
+                        self.renderer.line(&mut r.text, &mut r.holes, &origin, template, &event);
                         // Holes are kept as offsets in their line.
                         for h in &mut r.holes[holes..] {
                             h.at -= start as u32;
@@ -319,7 +327,7 @@ impl<'a> Writer<'a> {
             let text = &r.text[line.start as usize..(line.start + line.len) as usize];
             let holes = &r.holes[line.holes as usize..line.holes_end as usize];
             if holes.is_empty() || self.ann.is_empty() {
-                self.out.extend_from_slice(text.as_bytes());
+                self.out.extend_from_slice(text);
             } else if let Some(desc) = self.catalogs[r.file].get(line.code) {
                 self.renderer.fill(&mut self.out, text, holes, &self.ann, r.file, desc);
             }
@@ -506,8 +514,9 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         }
     };
     if jobs <= 1 {
+        let mut templates = Templates::default();
         while let Some((f, block)) = read() {
-            if lanes.insert(ctx.render(f, block), w).is_break() {
+            if lanes.insert(ctx.render(&mut templates, f, block), w).is_break() {
                 return;
             }
             recycle(lanes);
@@ -525,6 +534,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         for _ in 0..jobs {
             let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
             s.spawn(move || {
+                let mut templates = Templates::default();
                 loop {
                     // The lock is held while waiting: the other workers wait on it instead.
                     let job = match job_rx.lock() {
@@ -532,7 +542,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                         Err(_) => return,
                     };
                     let Ok((n, f, block)) = job else { return };
-                    if piece_tx.send((n, ctx.render(f, block))).is_err() {
+                    if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
                         return;
                     }
                 }

@@ -71,7 +71,11 @@ pub(crate) struct Rendered {
     file: usize,
     thread: u64,
     sequence: u64,
+    /// The shown lines' text, each followed by a newline: a run of lines that need nothing
+    /// filled in is written with one copy.
     text: Vec<u8>,
+    /// The number of shown lines (of newlines in `text`).
+    shown: usize,
     lines: Vec<Line>,
     holes: Vec<Hole>,
     facts: Vec<Fact>,
@@ -83,8 +87,10 @@ pub(crate) struct Rendered {
 impl Rendered {
     /// The bytes it holds, as the window counts them: what its buffers hold (the room
     /// beyond costs memory only once a block wrote there, and the buffers are reused).
+    /// (The lines' newlines are not counted: the window is the lines' bytes as they were
+    /// counted before the text held them.)
     fn bytes(&self) -> usize {
-        self.text.len() + self.lines.len() * size_of::<Line>() + self.holes.len() * size_of::<Hole>()
+        self.text.len() - self.shown + self.lines.len() * size_of::<Line>() + self.holes.len() * size_of::<Hole>()
     }
 }
 
@@ -127,6 +133,7 @@ impl Context<'_> {
         let mut r = match spare {
             Some(mut r) => {
                 r.text.clear();
+                r.shown = 0;
                 r.lines.clear();
                 r.holes.clear();
                 r.facts.clear();
@@ -139,8 +146,9 @@ impl Context<'_> {
                 thread,
                 sequence: 0,
                 text: Vec::with_capacity(block.records.len() * 4),
+                shown: 0,
                 lines: Vec::with_capacity(block.records.len() / 24),
-                holes: Vec::new(),
+                holes: Vec::with_capacity(block.records.len() / 24),
                 facts: Vec::new(),
                 bad: Vec::new(),
                 walk_errors: Vec::new(),
@@ -192,6 +200,8 @@ impl Context<'_> {
                         }
                         line.len = (r.text.len() - start) as u32;
                         line.holes_end = r.holes.len() as u32;
+                        r.text.push(b'\n');
+                        r.shown += 1;
                     }
                     if line.what == 0 {
                         continue;
@@ -228,6 +238,28 @@ fn place(wall: Option<&[Clock]>, r: &Rendered, i: usize) -> Place {
         None => i128::from(time),
     };
     (key, r.file, r.thread, r.sequence, i as u32)
+}
+
+/// The end of the run of `r`'s lines from `from` that come before `bound` in the merge's
+/// order (all of them without a bound). Of one log, a line's key is its time: times before
+/// the bound's are compared alone, and only an equal time needs the whole place.
+fn run_end(wall: Option<&[Clock]>, r: &Rendered, from: usize, bound: Option<Place>) -> usize {
+    let Some(bound) = bound else { return r.lines.len() };
+    let mut i = from;
+    if wall.is_none() {
+        while let Some(line) = r.lines.get(i) {
+            let time = i128::from(line.time);
+            if time > bound.0 || (time == bound.0 && place(wall, r, i) > bound) {
+                break;
+            }
+            i += 1;
+        }
+    } else {
+        while i < r.lines.len() && place(wall, r, i) <= bound {
+            i += 1;
+        }
+    }
+    i
 }
 
 /// A lane: blocks of one thread of one log whose lines follow one another in time.
@@ -315,6 +347,56 @@ impl<'a> Writer<'a> {
         if self.seen.is_multiple_of(1 << 16) {
             self.progress.update(self.seen * 32);
         }
+        self.write_line(r, i)
+    }
+
+    /// Lines `from..to` of `r`, which follow one another in the merge's order (a run of a
+    /// lane): as [`Writer::emit`] of each, with the bookkeeping done once for the run, and
+    /// the text of consecutive lines that need nothing filled in copied at once.
+    fn emit_lines(&mut self, wall: Option<&[Clock]>, r: &Rendered, from: usize, to: usize) -> ControlFlow<()> {
+        let first = place(wall, r, from);
+        // Out of order (the window was exceeded) or cut by `--limit`: line by line.
+        if self.limit.is_some() || self.last.is_some_and(|last| first < last) {
+            for i in from..to {
+                self.emit(r, i, place(wall, r, i))?;
+            }
+            return ControlFlow::Continue(());
+        }
+        // The run's lines are in order: each is after the one before, so after `last`.
+        self.last = Some(place(wall, r, to - 1));
+        let seen = self.seen;
+        self.seen += (to - from) as u64;
+        if seen >> 16 != self.seen >> 16 {
+            self.progress.update(self.seen >> 16 << 16 << 5);
+        }
+        // The text of the lines since the last that needed more than a copy (lines that
+        // follow one another in the text: a block sorted by time may have them apart).
+        let mut copy = 0..0;
+        for i in from..to {
+            let line = &r.lines[i];
+            if line.what == SHOW && (line.holes == line.holes_end || self.ann.is_empty()) {
+                self.shown += 1;
+                let start = line.start as usize;
+                if copy.end != start {
+                    self.out.extend_from_slice(&r.text[copy]);
+                    copy = start..start;
+                }
+                copy.end = start + line.len as usize + 1;
+                continue;
+            }
+            self.out.extend_from_slice(&r.text[copy]);
+            copy = 0..0;
+            self.write_line(r, i)?;
+        }
+        self.out.extend_from_slice(&r.text[copy]);
+        if self.out.len() >= 1 << 16 {
+            return self.flush();
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// What line `i` of `r` writes, learns and counts.
+    fn write_line(&mut self, r: &Rendered, i: usize) -> ControlFlow<()> {
         let line = &r.lines[i];
         if line.what & LEARN != 0 {
             self.ann.learn_fact(r.file, r.facts[line.aux as usize].clone());
@@ -324,14 +406,17 @@ impl<'a> Writer<'a> {
                 return ControlFlow::Break(());
             }
             self.shown += 1;
-            let text = &r.text[line.start as usize..(line.start + line.len) as usize];
+            // With its newline.
+            let text = &r.text[line.start as usize..=(line.start + line.len) as usize];
             let holes = &r.holes[line.holes as usize..line.holes_end as usize];
             if holes.is_empty() || self.ann.is_empty() {
                 self.out.extend_from_slice(text);
             } else if let Some(desc) = self.catalogs[r.file].get(line.code) {
-                self.renderer.fill(&mut self.out, text, holes, &self.ann, r.file, desc);
+                self.renderer.fill(&mut self.out, &text[..text.len() - 1], holes, &self.ann, r.file, desc);
+                self.out.push(b'\n');
+            } else {
+                self.out.push(b'\n');
             }
-            self.out.push(b'\n');
             if self.out.len() >= 1 << 16 {
                 return self.flush();
             }
@@ -438,16 +523,18 @@ impl Lanes {
         let lane = &mut self.lanes[l];
         let mut flow = ControlFlow::Continue(());
         while let Some(r) = lane.blocks.front() {
-            let place = place(wall, r, lane.next);
-            if bound.is_some_and(|b| place > b) {
-                break;
+            let from = lane.next;
+            let to = run_end(wall, r, from, bound);
+            if to > from {
+                flow = w.emit_lines(wall, r, from, to);
+                lane.next = to;
             }
-            flow = w.emit(r, lane.next, place);
-            lane.next += 1;
             if lane.next == r.lines.len() {
                 self.held -= r.bytes();
                 self.spent.extend(lane.blocks.pop_front());
                 lane.next = 0;
+            } else {
+                break;
             }
             if flow.is_break() {
                 break;

@@ -379,14 +379,18 @@ impl Seconds {
         }
         let (whole, rest) = self.divide(ticks - self.clock.start_ticks);
         // rest < rate <= u64::MAX / 10^9: the product fits.
-        let (mut nanos, _) = self.divide(rest * 1_000_000_000);
-        push_decimal(out, whole);
-        let mut buf = [b'.'; 10];
-        for at in [8, 6, 4, 2] {
-            buf[at..at + 2].copy_from_slice(&pair(nanos % 100));
-            nanos /= 100;
+        let (nanos, _) = self.divide(rest * 1_000_000_000);
+        // `W.nnnnnnnnn`, the whole seconds' last digit first: the first 10 seconds of a log
+        // are written at once.
+        let mut buf = [b'.'; 11];
+        buf[0] = b'0' + (whole % 10) as u8;
+        buf[2] = b'0' + (nanos / 100_000_000) as u8;
+        let (high, low) = ((nanos / 10_000 % 10_000) as usize, (nanos % 10_000) as usize);
+        buf[3..7].copy_from_slice(&DECIMAL_BYTES[4 * high..4 * high + 4]);
+        buf[7..11].copy_from_slice(&DECIMAL_BYTES[4 * low..4 * low + 4]);
+        if whole >= 10 {
+            push_decimal(out, whole / 10);
         }
-        buf[1] = b'0' + nanos as u8;
         out.extend_from_slice(&buf);
     }
 }

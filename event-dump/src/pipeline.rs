@@ -82,6 +82,9 @@ pub(crate) struct Rendered {
     bad: Vec<RecordError>,
     /// Records that could not be delimited or timed: reported when the block comes in.
     walk_errors: Vec<RecordError>,
+    /// The decoded block, handed back to its log for its buffer to hold a later block's
+    /// records (a fresh buffer per block costs an allocation and its zeroing).
+    block: Option<Box<Block>>,
 }
 
 impl Rendered {
@@ -152,6 +155,7 @@ impl Context<'_> {
                 facts: Vec::new(),
                 bad: Vec::new(),
                 walk_errors: Vec::new(),
+                block: None,
             },
         };
         (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
@@ -221,6 +225,7 @@ impl Context<'_> {
         if backwards {
             r.lines.sort_by_key(|l| l.time);
         }
+        r.block = Some(Box::new(block));
         Piece::Block(r)
     }
 }
@@ -324,8 +329,16 @@ impl<'a> Writer<'a> {
         if self.out.is_empty() {
             return ControlFlow::Continue(());
         }
-        let result = io::stdout().lock().write_all(&self.out);
+        let out = std::mem::take(&mut self.out);
+        let flow = self.write(&out);
+        self.out = out;
         self.out.clear();
+        flow
+    }
+
+    /// Writes `bytes` to stdout; `Break` when stdout is closed or fails.
+    fn write(&mut self, bytes: &[u8]) -> ControlFlow<()> {
+        let result = io::stdout().lock().write_all(bytes);
         match result {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ControlFlow::Break(()),
@@ -378,21 +391,32 @@ impl<'a> Writer<'a> {
                 self.shown += 1;
                 let start = line.start as usize;
                 if copy.end != start {
-                    self.out.extend_from_slice(&r.text[copy]);
+                    self.put(&r.text[copy])?;
                     copy = start..start;
                 }
                 copy.end = start + line.len as usize + 1;
                 continue;
             }
-            self.out.extend_from_slice(&r.text[copy]);
+            self.put(&r.text[copy])?;
             copy = 0..0;
             self.write_line(r, i)?;
         }
-        self.out.extend_from_slice(&r.text[copy]);
+        self.put(&r.text[copy])?;
         if self.out.len() >= 1 << 16 {
             return self.flush();
         }
         ControlFlow::Continue(())
+    }
+
+    /// Writes `text` after what is buffered: a long text (a run of lines) straight from
+    /// where it was rendered, without a copy; `Break` when stdout is closed or fails.
+    fn put(&mut self, text: &[u8]) -> ControlFlow<()> {
+        if text.len() < 1 << 14 {
+            self.out.extend_from_slice(text);
+            return ControlFlow::Continue(());
+        }
+        self.flush()?;
+        self.write(text)
     }
 
     /// What line `i` of `r` writes, learns and counts.
@@ -584,7 +608,11 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
     };
     let mut done = vec![false; logs.len()];
     let mut last_key = vec![i128::MIN; logs.len()];
-    let mut read = || -> Option<(usize, Result<Block, BlockError>)> {
+    // `spent`: blocks rendered, whose buffers their logs reuse.
+    let mut read = |spent: &mut Vec<(usize, Block)>| -> Option<(usize, Result<Block, BlockError>)> {
+        for (f, block) in spent.drain(..) {
+            logs[f].blocks().recycle(block);
+        }
         loop {
             let f = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f])?;
             match logs[f].blocks().next_block() {
@@ -600,10 +628,21 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
             }
         }
     };
+    // A block rendered: its buffer goes back to its log.
+    let hand_back = |piece: &mut Piece, spent: &mut Vec<(usize, Block)>| {
+        if let Piece::Block(r) = piece
+            && let Some(block) = r.block.take()
+        {
+            spent.push((r.file, *block));
+        }
+    };
+    let mut spent = Vec::new();
     if jobs <= 1 {
         let mut templates = Templates::default();
-        while let Some((f, block)) = read() {
-            if lanes.insert(ctx.render(&mut templates, f, block), w).is_break() {
+        while let Some((f, block)) = read(&mut spent) {
+            let mut piece = ctx.render(&mut templates, f, block);
+            hand_back(&mut piece, &mut spent);
+            if lanes.insert(piece, w).is_break() {
                 return;
             }
             recycle(lanes);
@@ -641,7 +680,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
         'merge: loop {
             while reading && sent - taken < ahead {
-                match read() {
+                match read(&mut spent) {
                     Some((f, block)) => {
                         if job_tx.send((sent, f, block)).is_err() {
                             break 'merge;
@@ -655,7 +694,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                 let _ = lanes.finish(w);
                 break;
             }
-            let piece = loop {
+            let mut piece = loop {
                 if let Some(piece) = waiting.remove(&taken) {
                     break piece;
                 }
@@ -669,6 +708,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                 }
             };
             taken += 1;
+            hand_back(&mut piece, &mut spent);
             if lanes.insert(piece, w).is_break() {
                 break;
             }

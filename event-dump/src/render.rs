@@ -265,8 +265,20 @@ pub(crate) struct Origin<'a> {
 
 /// The [`Template`]s of the event types a reader has met, by log and wire code: made when a
 /// type is first met (a schema may hold 65279 types and a log use a few).
-#[derive(Default)]
-pub(crate) struct Templates(HashMap<u64, Template, Fast>);
+pub(crate) struct Templates {
+    list: Vec<Template>,
+    /// (log << 16 | wire code) -> its place in `list`.
+    index: HashMap<u64, usize, Fast>,
+    /// The keys looked up last and their places, by the key's low bits: most lookups (a
+    /// block holds a few types) end here, without hashing.
+    recent: [(u64, usize); 64],
+}
+
+impl Default for Templates {
+    fn default() -> Templates {
+        Templates { list: Vec::new(), index: HashMap::default(), recent: [(u64::MAX, 0); 64] }
+    }
+}
 
 impl Templates {
     /// The template of `desc` of log `file`, when `renderer` writes text lines.
@@ -274,9 +286,19 @@ impl Templates {
         if renderer.format != Format::Text {
             return None;
         }
-        // One word for the key: one multiplication to hash it.
         let key = (file as u64) << 16 | u64::from(desc.wire);
-        Some(self.0.entry(key).or_insert_with(|| renderer.template(desc)))
+        let slot = (key ^ key >> 16) as usize % self.recent.len();
+        let (recent, at) = self.recent[slot];
+        if recent == key {
+            return self.list.get(at);
+        }
+        let list = &mut self.list;
+        let at = *self.index.entry(key).or_insert_with(|| {
+            list.push(renderer.template(desc));
+            list.len() - 1
+        });
+        self.recent[slot] = (key, at);
+        self.list.get(at)
     }
 }
 

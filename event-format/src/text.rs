@@ -286,8 +286,7 @@ pub fn push_hex(out: &mut Vec<u8>, mut v: u64) {
 /// Appends `text` as [`write_text`] writes it. A string of printable ASCII without a quote or
 /// a backslash (what logs mostly hold) goes in as it is, without walking its characters.
 pub fn push_text(out: &mut Vec<u8>, text: &Text<'_>) {
-    let plain = |b: &u8| (b' '..=b'~').contains(b) && *b != b'"' && *b != b'\\';
-    if text.bytes.iter().all(plain) {
+    if is_plain(text.bytes) {
         out.push(b'"');
         out.extend_from_slice(text.bytes);
         out.push(b'"');
@@ -299,6 +298,29 @@ pub fn push_text(out: &mut Vec<u8>, text: &Text<'_>) {
     let mut s = String::new();
     let _ = write_text(&mut s, text);
     out.extend_from_slice(s.as_bytes());
+}
+
+/// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: shown as it is.
+/// Eight bytes at a time, with the classic tests on a word's bytes ("has a byte below n",
+/// "above n", "a zero byte"), each nonzero exactly when some byte is one it looks for.
+fn is_plain(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let special = |x: u64| {
+        let below_space = x.wrapping_sub(ONES * b' ' as u64) & !x & HIGHS;
+        let above_tilde = (x.wrapping_add(ONES) | x) & HIGHS;
+        below_space | above_tilde | has_zero(x ^ (ONES * b'"' as u64)) | has_zero(x ^ (ONES * b'\\' as u64))
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if special(u64::from_le_bytes(word)) != 0 {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|b| (b' '..=b'~').contains(b) && *b != b'"' && *b != b'\\')
 }
 
 /// Appends `value` as [`write_value`] writes it.
@@ -605,6 +627,34 @@ mod tests {
             let mut bytes = Vec::new();
             Seconds::new(&clock).push(&mut bytes, ticks);
             assert_eq!(String::from_utf8(bytes).unwrap(), seconds(rate, start, ticks));
+        }
+    }
+
+    /// The word-at-a-time test of plain bytes is the byte-by-byte one.
+    #[test]
+    fn plain_bytes_are_told_a_word_at_a_time() {
+        let plain = |b: &[u8]| b.iter().all(|b| (b' '..=b'~').contains(b) && *b != b'"' && *b != b'\\');
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..40 {
+            for _ in 0..2000 {
+                let mut bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Mostly plain, with every byte value now and then.
+                        if x.is_multiple_of(8) { (x >> 8) as u8 } else { b' ' + (x >> 8) as u8 % 95 }
+                    })
+                    .collect();
+                assert_eq!(super::is_plain(&bytes), plain(&bytes), "{bytes:?}");
+                for edge in [0x00, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xff] {
+                    if len > 0 {
+                        let at = (x as usize) % len;
+                        bytes[at] = edge;
+                        assert_eq!(super::is_plain(&bytes), plain(&bytes), "{bytes:?}");
+                    }
+                }
+            }
         }
     }
 

@@ -541,8 +541,12 @@ impl Lanes {
 
     /// Writes the earliest lane's lines up to the next lane's earliest line.
     fn emit_run(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
-        let Some(Reverse((_, l))) = self.heap.pop() else { return ControlFlow::Continue(()) };
-        let bound = self.heap.peek().map(|Reverse((place, _))| *place);
+        let Some(&Reverse((_, l))) = self.heap.peek() else { return ControlFlow::Continue(()) };
+        // The next lane's earliest line: the earlier of the top's children (the heap's slice
+        // is its tree, level by level). The top stays on the heap, to be replaced below with
+        // one sifting instead of a pop and a push: runs are short where threads interleave.
+        let children = self.heap.as_slice().get(1..).unwrap_or_default();
+        let bound = children.iter().take(2).max().map(|Reverse((place, _))| *place);
         let wall = self.wall.as_deref();
         let lane = &mut self.lanes[l];
         let mut flow = ControlFlow::Continue(());
@@ -565,8 +569,13 @@ impl Lanes {
             }
         }
         match lane.blocks.front() {
-            Some(r) => self.heap.push(Reverse((place(wall, r, lane.next), l))),
+            Some(r) => {
+                if let Some(mut top) = self.heap.peek_mut() {
+                    *top = Reverse((place(wall, r, lane.next), l));
+                }
+            }
             None => {
+                self.heap.pop();
                 lane.last = None;
                 if !lane.primary {
                     self.free.push(l);

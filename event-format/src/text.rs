@@ -269,18 +269,30 @@ pub fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
     push_prefix(out, &buf, digits);
 }
 
-/// Appends `v` in hex, as `{v:#x}` writes it.
-pub fn push_hex(out: &mut Vec<u8>, mut v: u64) {
-    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
-    let mut buf = [b'0'; 18];
-    buf[1] = b'x';
-    let mut at = 2 + digits;
-    while at > 2 {
-        at -= 1;
-        buf[at] = b"0123456789abcdef"[(v & 0xf) as usize];
-        v >>= 4;
-    }
-    push_prefix(out, &buf, 2 + digits);
+/// Appends `v` in hex, as `{v:#x}` writes it: all sixteen digits at once, the first one
+/// that is not a leading zero shifted to the front, then what is beyond the last cut off.
+pub fn push_hex(out: &mut Vec<u8>, v: u64) {
+    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
+    let v = v << (4 * (16 - digits));
+    let mut buf = [0; 18];
+    buf[..2].copy_from_slice(b"0x");
+    buf[2..10].copy_from_slice(&hex8((v >> 32) as u32));
+    buf[10..].copy_from_slice(&hex8(v as u32));
+    push_prefix(out, &buf, 2 + digits as usize);
+}
+
+/// The eight hex digits of `v`, most significant first: each nibble spread to a byte of its
+/// own, then made a digit (`0`-`9` by adding `'0'`, `a`-`f` by adding `'a' - 10` instead).
+fn hex8(v: u32) -> [u8; 8] {
+    let v = u64::from(v);
+    let v = (v | v << 16) & 0x0000_ffff_0000_ffff;
+    let v = (v | v << 8) & 0x00ff_00ff_00ff_00ff;
+    // Every other byte holds two nibbles: the more significant goes up to the byte above.
+    let v = (v & 0x00f0_00f0_00f0_00f0) << 4 | (v & 0x000f_000f_000f_000f);
+    // 0x06 added to a nibble carries into bit 4 exactly when it is 10 or more.
+    let letters = ((v + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    let ascii = v + 0x3030_3030_3030_3030 + letters * (b'a' - b'0' - 10) as u64;
+    ascii.to_be_bytes()
 }
 
 /// Appends `text` as [`write_text`] writes it. A string of printable ASCII without a quote or

@@ -336,6 +336,7 @@ fn is_plain(bytes: &[u8]) -> bool {
 }
 
 /// Appends `value` as [`write_value`] writes it.
+#[inline]
 pub fn push_value(out: &mut Vec<u8>, value: &Value<'_>) {
     match value {
         Value::Pointer(v) | Value::Address(v) => push_hex(out, *v),

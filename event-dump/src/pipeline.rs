@@ -106,7 +106,7 @@ pub(crate) enum Piece {
     Block(Rendered),
 }
 
-/// Whether event of log `file` is shown, by the log's clock.
+/// Whether an event of log `file` is shown, read by the log's clock.
 pub(crate) type Keeps<'a> = dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync + 'a;
 
 /// What a worker needs to render a block of any log.

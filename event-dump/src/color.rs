@@ -90,6 +90,20 @@ impl Palette {
         }
     }
 
+    /// [`Palette::start`] for a line written as bytes.
+    pub(crate) fn start_bytes(self, out: &mut Vec<u8>, style: Style) {
+        if self.on {
+            out.extend_from_slice(style.start().as_bytes());
+        }
+    }
+
+    /// [`Palette::end`] for a line written as bytes.
+    pub(crate) fn end_bytes(self, out: &mut Vec<u8>) {
+        if self.on {
+            out.extend_from_slice(RESET.as_bytes());
+        }
+    }
+
     /// `text` in `style`, as a new string.
     pub(crate) fn paint(self, style: Style, text: &str) -> String {
         let mut out = String::with_capacity(text.len() + 12);

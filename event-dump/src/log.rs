@@ -52,6 +52,15 @@ impl Log {
         }
     }
 
+    /// Its blocks, to be read on another thread, and its catalog, to read them by.
+    pub(crate) fn blocks_and_catalog(&mut self) -> (&mut (dyn BlockSource + Send), &Catalog) {
+        let blocks: &mut (dyn BlockSource + Send) = match &mut self.source {
+            Source::Stream(decoder) => decoder,
+            Source::Ring(ring) => ring,
+        };
+        (blocks, &self.catalog)
+    }
+
     pub(crate) fn header(&self) -> &Header {
         match &self.source {
             Source::Stream(decoder) => decoder.header(),

@@ -22,8 +22,9 @@
 //! written after a later one (the window was exceeded) is counted, and `print` says so.
 
 use crate::log::{DumpError, Log};
-use crate::render::{Annotations, Fact, Hole, Renderer};
+use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
 use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
+use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -70,20 +71,29 @@ pub(crate) struct Rendered {
     file: usize,
     thread: u64,
     sequence: u64,
-    text: String,
+    /// The shown lines' text, each followed by a newline: a run of lines that need nothing
+    /// filled in is written with one copy.
+    text: Vec<u8>,
+    /// The number of shown lines (of newlines in `text`).
+    shown: usize,
     lines: Vec<Line>,
     holes: Vec<Hole>,
     facts: Vec<Fact>,
     bad: Vec<RecordError>,
     /// Records that could not be delimited or timed: reported when the block comes in.
     walk_errors: Vec<RecordError>,
+    /// The decoded block, handed back to its log for its buffer to hold a later block's
+    /// records (a fresh buffer per block costs an allocation and its zeroing).
+    block: Option<Box<Block>>,
 }
 
 impl Rendered {
     /// The bytes it holds, as the window counts them: what its buffers hold (the room
     /// beyond costs memory only once a block wrote there, and the buffers are reused).
+    /// (The lines' newlines are not counted: the window is the lines' bytes as they were
+    /// counted before the text held them.)
     fn bytes(&self) -> usize {
-        self.text.len() + self.lines.len() * size_of::<Line>() + self.holes.len() * size_of::<Hole>()
+        self.text.len() - self.shown + self.lines.len() * size_of::<Line>() + self.holes.len() * size_of::<Hole>()
     }
 }
 
@@ -96,11 +106,14 @@ pub(crate) enum Piece {
     Block(Rendered),
 }
 
+/// Whether an event of log `file` is shown, read by the log's clock.
+pub(crate) type Keeps<'a> = dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync + 'a;
+
 /// What a worker needs to render a block of any log.
 pub(crate) struct Context<'a> {
     pub(crate) renderer: &'a Renderer,
-    /// Whether an event of a log is shown (`print`'s selection).
-    pub(crate) keeps: &'a (dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync),
+    /// Whether an event of a log is shown (`print`'s selection); `None` shows every event.
+    pub(crate) keeps: Option<&'a Keeps<'a>>,
     pub(crate) catalogs: Vec<Catalog>,
     pub(crate) clocks: Vec<Clock>,
     /// Rendered blocks written out, whose buffers the next blocks reuse (fresh buffers of
@@ -109,8 +122,9 @@ pub(crate) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Decodes, selects and renders `block` of log `file`.
-    pub(crate) fn render(&self, file: usize, block: Result<Block, BlockError>) -> Piece {
+    /// Decodes, selects and renders `block` of log `file`, with the templates the calling
+    /// thread made so far.
+    pub(crate) fn render(&self, templates: &mut Templates, file: usize, block: Result<Block, BlockError>) -> Piece {
         let block = match block {
             Ok(block) => block,
             Err(error) => return Piece::Damaged { file, error },
@@ -122,6 +136,7 @@ impl Context<'_> {
         let mut r = match spare {
             Some(mut r) => {
                 r.text.clear();
+                r.shown = 0;
                 r.lines.clear();
                 r.holes.clear();
                 r.facts.clear();
@@ -133,16 +148,20 @@ impl Context<'_> {
                 file,
                 thread,
                 sequence: 0,
-                text: String::with_capacity(block.records.len() * 4),
+                text: Vec::with_capacity(block.records.len() * 4),
+                shown: 0,
                 lines: Vec::with_capacity(block.records.len() / 24),
-                holes: Vec::new(),
+                holes: Vec::with_capacity(block.records.len() / 24),
                 facts: Vec::new(),
                 bad: Vec::new(),
                 walk_errors: Vec::new(),
+                block: None,
             },
         };
         (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
         let thread_text = self.renderer.thread_text(file, thread);
+        let seconds = Seconds::new(clock);
+        let origin = Origin { file, thread: &thread_text, seconds: &seconds };
         let (mut previous, mut backwards) = (0, false);
         for record in block.records() {
             let record = match record {
@@ -171,19 +190,22 @@ impl Context<'_> {
                         line.aux = r.facts.len() as u32;
                         r.facts.push(fact);
                     }
-                    if (self.keeps)(file, &event, clock) {
+                    if self.keeps.is_none_or(|keeps| keeps(file, &event, clock)) {
                         line.what |= SHOW;
                         line.start = r.text.len() as u32;
                         line.holes = r.holes.len() as u32;
                         let start = r.text.len();
                         let holes = r.holes.len();
-                        self.renderer.line(&mut r.text, &mut r.holes, file, &thread_text, clock, &event);
+                        let template = templates.get(self.renderer, file, event.desc);
+                        self.renderer.line(&mut r.text, &mut r.holes, &origin, template, &event);
                         // Holes are kept as offsets in their line.
                         for h in &mut r.holes[holes..] {
                             h.at -= start as u32;
                         }
                         line.len = (r.text.len() - start) as u32;
                         line.holes_end = r.holes.len() as u32;
+                        r.text.push(b'\n');
+                        r.shown += 1;
                     }
                     if line.what == 0 {
                         continue;
@@ -203,6 +225,7 @@ impl Context<'_> {
         if backwards {
             r.lines.sort_by_key(|l| l.time);
         }
+        r.block = Some(Box::new(block));
         Piece::Block(r)
     }
 }
@@ -220,6 +243,28 @@ fn place(wall: Option<&[Clock]>, r: &Rendered, i: usize) -> Place {
         None => i128::from(time),
     };
     (key, r.file, r.thread, r.sequence, i as u32)
+}
+
+/// The end of the run of `r`'s lines from `from` that come before `bound` in the merge's
+/// order (all of them without a bound). Of one log, a line's key is its time: times before
+/// the bound's are compared alone, and only an equal time needs the whole place.
+fn run_end(wall: Option<&[Clock]>, r: &Rendered, from: usize, bound: Option<Place>) -> usize {
+    let Some(bound) = bound else { return r.lines.len() };
+    let mut i = from;
+    if wall.is_none() {
+        while let Some(line) = r.lines.get(i) {
+            let time = i128::from(line.time);
+            if time > bound.0 || (time == bound.0 && place(wall, r, i) > bound) {
+                break;
+            }
+            i += 1;
+        }
+    } else {
+        while i < r.lines.len() && place(wall, r, i) <= bound {
+            i += 1;
+        }
+    }
+    i
 }
 
 /// A lane: blocks of one thread of one log whose lines follow one another in time.
@@ -284,8 +329,16 @@ impl<'a> Writer<'a> {
         if self.out.is_empty() {
             return ControlFlow::Continue(());
         }
-        let result = io::stdout().lock().write_all(&self.out);
+        let out = std::mem::take(&mut self.out);
+        let flow = self.write(&out);
+        self.out = out;
         self.out.clear();
+        flow
+    }
+
+    /// Writes `bytes` to stdout; `Break` when stdout is closed or fails.
+    fn write(&mut self, bytes: &[u8]) -> ControlFlow<()> {
+        let result = io::stdout().lock().write_all(bytes);
         match result {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ControlFlow::Break(()),
@@ -307,6 +360,67 @@ impl<'a> Writer<'a> {
         if self.seen.is_multiple_of(1 << 16) {
             self.progress.update(self.seen * 32);
         }
+        self.write_line(r, i)
+    }
+
+    /// Lines `from..to` of `r`, which follow one another in the merge's order (a run of a
+    /// lane): as [`Writer::emit`] of each, with the bookkeeping done once for the run, and
+    /// the text of consecutive lines that need nothing filled in copied at once.
+    fn emit_lines(&mut self, wall: Option<&[Clock]>, r: &Rendered, from: usize, to: usize) -> ControlFlow<()> {
+        let first = place(wall, r, from);
+        // Out of order (the window was exceeded) or cut by `--limit`: line by line.
+        if self.limit.is_some() || self.last.is_some_and(|last| first < last) {
+            for i in from..to {
+                self.emit(r, i, place(wall, r, i))?;
+            }
+            return ControlFlow::Continue(());
+        }
+        // The run's lines are in order: each is after the one before, so after `last`.
+        self.last = Some(place(wall, r, to - 1));
+        let seen = self.seen;
+        self.seen += (to - from) as u64;
+        if seen >> 16 != self.seen >> 16 {
+            self.progress.update(self.seen >> 16 << 16 << 5);
+        }
+        // The text of the lines since the last that needed more than a copy (lines that
+        // follow one another in the text: a block sorted by time may have them apart).
+        let mut copy = 0..0;
+        for i in from..to {
+            let line = &r.lines[i];
+            if line.what == SHOW && (line.holes == line.holes_end || self.ann.is_empty()) {
+                self.shown += 1;
+                let start = line.start as usize;
+                if copy.end != start {
+                    self.put(&r.text[copy])?;
+                    copy = start..start;
+                }
+                copy.end = start + line.len as usize + 1;
+                continue;
+            }
+            self.put(&r.text[copy])?;
+            copy = 0..0;
+            self.write_line(r, i)?;
+        }
+        self.put(&r.text[copy])?;
+        if self.out.len() >= 1 << 16 {
+            return self.flush();
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Writes `text` after what is buffered: a long text (a run of lines) straight from
+    /// where it was rendered, without a copy; `Break` when stdout is closed or fails.
+    fn put(&mut self, text: &[u8]) -> ControlFlow<()> {
+        if text.len() < 1 << 14 {
+            self.out.extend_from_slice(text);
+            return ControlFlow::Continue(());
+        }
+        self.flush()?;
+        self.write(text)
+    }
+
+    /// What line `i` of `r` writes, learns and counts.
+    fn write_line(&mut self, r: &Rendered, i: usize) -> ControlFlow<()> {
         let line = &r.lines[i];
         if line.what & LEARN != 0 {
             self.ann.learn_fact(r.file, r.facts[line.aux as usize].clone());
@@ -316,14 +430,17 @@ impl<'a> Writer<'a> {
                 return ControlFlow::Break(());
             }
             self.shown += 1;
-            let text = &r.text[line.start as usize..(line.start + line.len) as usize];
+            // With its newline.
+            let text = &r.text[line.start as usize..=(line.start + line.len) as usize];
             let holes = &r.holes[line.holes as usize..line.holes_end as usize];
             if holes.is_empty() || self.ann.is_empty() {
-                self.out.extend_from_slice(text.as_bytes());
+                self.out.extend_from_slice(text);
             } else if let Some(desc) = self.catalogs[r.file].get(line.code) {
-                self.renderer.fill(&mut self.out, text, holes, &self.ann, r.file, desc);
+                self.renderer.fill(&mut self.out, &text[..text.len() - 1], holes, &self.ann, r.file, desc);
+                self.out.push(b'\n');
+            } else {
+                self.out.push(b'\n');
             }
-            self.out.push(b'\n');
             if self.out.len() >= 1 << 16 {
                 return self.flush();
             }
@@ -424,30 +541,41 @@ impl Lanes {
 
     /// Writes the earliest lane's lines up to the next lane's earliest line.
     fn emit_run(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
-        let Some(Reverse((_, l))) = self.heap.pop() else { return ControlFlow::Continue(()) };
-        let bound = self.heap.peek().map(|Reverse((place, _))| *place);
+        let Some(&Reverse((_, l))) = self.heap.peek() else { return ControlFlow::Continue(()) };
+        // The next lane's earliest line: the earlier of the top's children (the heap's slice
+        // is its tree, level by level). The top stays on the heap, to be replaced below with
+        // one sifting instead of a pop and a push: runs are short where threads interleave.
+        let children = self.heap.as_slice().get(1..).unwrap_or_default();
+        let bound = children.iter().take(2).max().map(|Reverse((place, _))| *place);
         let wall = self.wall.as_deref();
         let lane = &mut self.lanes[l];
         let mut flow = ControlFlow::Continue(());
         while let Some(r) = lane.blocks.front() {
-            let place = place(wall, r, lane.next);
-            if bound.is_some_and(|b| place > b) {
-                break;
+            let from = lane.next;
+            let to = run_end(wall, r, from, bound);
+            if to > from {
+                flow = w.emit_lines(wall, r, from, to);
+                lane.next = to;
             }
-            flow = w.emit(r, lane.next, place);
-            lane.next += 1;
             if lane.next == r.lines.len() {
                 self.held -= r.bytes();
                 self.spent.extend(lane.blocks.pop_front());
                 lane.next = 0;
+            } else {
+                break;
             }
             if flow.is_break() {
                 break;
             }
         }
         match lane.blocks.front() {
-            Some(r) => self.heap.push(Reverse((place(wall, r, lane.next), l))),
+            Some(r) => {
+                if let Some(mut top) = self.heap.peek_mut() {
+                    *top = Reverse((place(wall, r, lane.next), l));
+                }
+            }
             None => {
+                self.heap.pop();
                 lane.last = None;
                 if !lane.primary {
                     self.free.push(l);
@@ -489,7 +617,11 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
     };
     let mut done = vec![false; logs.len()];
     let mut last_key = vec![i128::MIN; logs.len()];
-    let mut read = || -> Option<(usize, Result<Block, BlockError>)> {
+    // `spent`: blocks rendered, whose buffers their logs reuse.
+    let mut read = |spent: &mut Vec<(usize, Block)>| -> Option<(usize, Result<Block, BlockError>)> {
+        for (f, block) in spent.drain(..) {
+            logs[f].blocks().recycle(block);
+        }
         loop {
             let f = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f])?;
             match logs[f].blocks().next_block() {
@@ -505,9 +637,21 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
             }
         }
     };
+    // A block rendered: its buffer goes back to its log.
+    let hand_back = |piece: &mut Piece, spent: &mut Vec<(usize, Block)>| {
+        if let Piece::Block(r) = piece
+            && let Some(block) = r.block.take()
+        {
+            spent.push((r.file, *block));
+        }
+    };
+    let mut spent = Vec::new();
     if jobs <= 1 {
-        while let Some((f, block)) = read() {
-            if lanes.insert(ctx.render(f, block), w).is_break() {
+        let mut templates = Templates::default();
+        while let Some((f, block)) = read(&mut spent) {
+            let mut piece = ctx.render(&mut templates, f, block);
+            hand_back(&mut piece, &mut spent);
+            if lanes.insert(piece, w).is_break() {
                 return;
             }
             recycle(lanes);
@@ -525,6 +669,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         for _ in 0..jobs {
             let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
             s.spawn(move || {
+                let mut templates = Templates::default();
                 loop {
                     // The lock is held while waiting: the other workers wait on it instead.
                     let job = match job_rx.lock() {
@@ -532,7 +677,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                         Err(_) => return,
                     };
                     let Ok((n, f, block)) = job else { return };
-                    if piece_tx.send((n, ctx.render(f, block))).is_err() {
+                    if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
                         return;
                     }
                 }
@@ -544,7 +689,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
         'merge: loop {
             while reading && sent - taken < ahead {
-                match read() {
+                match read(&mut spent) {
                     Some((f, block)) => {
                         if job_tx.send((sent, f, block)).is_err() {
                             break 'merge;
@@ -558,7 +703,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                 let _ = lanes.finish(w);
                 break;
             }
-            let piece = loop {
+            let mut piece = loop {
                 if let Some(piece) = waiting.remove(&taken) {
                     break piece;
                 }
@@ -572,6 +717,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                 }
             };
             taken += 1;
+            hand_back(&mut piece, &mut spent);
             if lanes.insert(piece, w).is_break() {
                 break;
             }

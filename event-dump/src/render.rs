@@ -6,7 +6,7 @@ use crate::color::{Palette, Style};
 use crate::json;
 use event_format::builtin;
 use event_format::decode::{Catalog, Desc, Event};
-use event_format::text::{is_bidi_control, write_seconds, write_text, write_value};
+use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, write_seconds, write_text, write_value};
 use event_format::wire::{Clock, Value};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -113,7 +113,11 @@ pub(crate) enum Fact {
 
 impl Fact {
     /// What `event` says, if it is an `Intern` or a `Label` event.
+    #[inline]
     pub(crate) fn of(event: &Event<'_>) -> Option<Fact> {
+        if !event.desc.is_builtin() {
+            return None;
+        }
         let mut values = event.values();
         match event.desc.code {
             builtin::INTERN => match (values.next(), values.next()) {
@@ -197,6 +201,107 @@ impl Annotations {
     }
 }
 
+/// Bytes that lines repeat (a thread's name, an event's name, ` name=`), kept where a copy
+/// of a fixed length takes them: a few moves where a copy of a variable length calls
+/// `memcpy`, and a line makes several.
+#[derive(Clone, Debug)]
+pub(crate) enum Piece {
+    /// At most 32 bytes: `.0[..len]`.
+    Short([u8; 32], u8),
+    Long(Box<[u8]>),
+}
+
+impl Piece {
+    pub(crate) fn new(bytes: &[u8]) -> Piece {
+        if bytes.len() <= 32 {
+            let mut short = [0; 32];
+            short[..bytes.len()].copy_from_slice(bytes);
+            Piece::Short(short, bytes.len() as u8)
+        } else {
+            Piece::Long(bytes.into())
+        }
+    }
+
+    /// Appends its bytes to `out`.
+    pub(crate) fn push(&self, out: &mut Vec<u8>) {
+        match self {
+            Piece::Short(bytes, len) => {
+                // The whole array in, the rest cut off.
+                let end = out.len() + usize::from(*len);
+                out.extend_from_slice(bytes);
+                out.truncate(end);
+            }
+            Piece::Long(bytes) => out.extend_from_slice(bytes),
+        }
+    }
+}
+
+/// A thread as lines show it ([`Renderer::thread_text`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Thread {
+    /// `T3`, or `4242:T3`.
+    pub(crate) text: String,
+    /// ` T3` in the thread's color, as a text line has it after the time.
+    piece: Piece,
+}
+
+/// What a text line of an event type says besides its time, thread and values: ` Kind.Name`
+/// (in its color) and ` name=` before each value ([`Renderer::template`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Template {
+    head: Piece,
+    params: Vec<Piece>,
+}
+
+/// Where the events a line is written for come from: a block of one thread of one log.
+#[derive(Clone, Copy)]
+pub(crate) struct Origin<'a> {
+    /// The log's place on the command line.
+    pub(crate) file: usize,
+    pub(crate) thread: &'a Thread,
+    /// The log's clock.
+    pub(crate) seconds: &'a Seconds,
+}
+
+/// The [`Template`]s of the event types a reader has met, by log and wire code: made when a
+/// type is first met (a schema may hold 65279 types and a log use a few).
+pub(crate) struct Templates {
+    list: Vec<Template>,
+    /// (log << 16 | wire code) -> its place in `list`.
+    index: HashMap<u64, usize, Fast>,
+    /// The keys looked up last and their places, by the key's low bits: most lookups (a
+    /// block holds a few types) end here, without hashing.
+    recent: [(u64, usize); 64],
+}
+
+impl Default for Templates {
+    fn default() -> Templates {
+        Templates { list: Vec::new(), index: HashMap::default(), recent: [(u64::MAX, 0); 64] }
+    }
+}
+
+impl Templates {
+    /// The template of `desc` of log `file`, when `renderer` writes text lines.
+    pub(crate) fn get(&mut self, renderer: &Renderer, file: usize, desc: &Desc) -> Option<&Template> {
+        if renderer.format != Format::Text {
+            return None;
+        }
+        let key = (file as u64) << 16 | u64::from(desc.wire);
+        let slot = (key ^ key >> 16) as usize % self.recent.len();
+        let (recent, at) = self.recent[slot];
+        if recent == key {
+            return self.list.get(at);
+        }
+        let list = &mut self.list;
+        let at = *self.index.entry(key).or_insert_with(|| {
+            list.push(renderer.template(desc));
+            list.len() - 1
+        });
+        self.recent[slot] = (key, at);
+        self.list.get(at)
+    }
+}
+
 /// How lines are written.
 #[derive(Debug)]
 pub(crate) struct Renderer {
@@ -220,12 +325,33 @@ impl Renderer {
         }
     }
 
-    /// The text of thread `thread` of log `file`, as lines show it: `T3`, or `4242:T3` when
-    /// several logs are merged. Rendered once per block, not per line.
-    pub(crate) fn thread_text(&self, file: usize, thread: u64) -> String {
-        let mut out = String::new();
-        self.thread(&mut out, file, thread);
-        out
+    /// Thread `thread` of log `file` as lines show it: `T3`, or `4242:T3` when several logs
+    /// are merged. Rendered once per block, not per line.
+    pub(crate) fn thread_text(&self, file: usize, thread: u64) -> Thread {
+        let mut text = String::new();
+        self.thread(&mut text, file, thread);
+        let mut piece = vec![b' '];
+        self.palette.start_bytes(&mut piece, Style::Thread);
+        piece.extend_from_slice(text.as_bytes());
+        self.palette.end_bytes(&mut piece);
+        Thread { text, piece: Piece::new(&piece) }
+    }
+
+    /// What a text line of an event of `desc` says besides its time, thread and values.
+    pub(crate) fn template(&self, desc: &Desc) -> Template {
+        let mut head = vec![b' '];
+        self.palette.start_bytes(&mut head, Style::Event);
+        // `set:Kind.Name` when the log holds more than one set.
+        if desc.qualified {
+            head.extend_from_slice(desc.set.as_bytes());
+            head.push(b':');
+        }
+        head.extend_from_slice(desc.kind_name.as_bytes());
+        head.push(b'.');
+        head.extend_from_slice(desc.name.as_bytes());
+        self.palette.end_bytes(&mut head);
+        let params = desc.params.iter().map(|name| Piece::new(format!(" {name}=").as_bytes())).collect();
+        Template { head: Piece::new(&head), params }
     }
 
     fn thread(&self, out: &mut String, file: usize, thread: u64) {
@@ -246,8 +372,8 @@ impl Renderer {
     }
 
     /// One value as text, and a hole after it where its label or interned string may go.
-    fn value(&self, out: &mut String, holes: &mut Vec<Hole>, event: &Event<'_>, index: usize, value: &Value<'_>) {
-        let _ = write_value(out, value);
+    fn value(&self, out: &mut Vec<u8>, holes: &mut Vec<Hole>, event: &Event<'_>, index: usize, value: &Value<'_>) {
+        push_value(out, value);
         if !self.labels {
             return;
         }
@@ -263,106 +389,122 @@ impl Renderer {
         }
     }
 
-    /// Writes `event` of log `file` as one line, without the newline and without its labels:
+    /// Writes `event` of `origin` as one line, without the newline and without its labels:
     /// appends to `holes` where they may go (offsets in `out`), for [`Renderer::fill`].
-    /// `thread` is the event's thread as [`Renderer::thread_text`] writes it.
+    /// `template` is its type's (made here when not given).
     pub(crate) fn line(
         &self,
-        out: &mut String,
+        out: &mut Vec<u8>,
         holes: &mut Vec<Hole>,
-        file: usize,
-        thread: &str,
-        clock: &Clock,
+        origin: &Origin<'_>,
+        template: Option<&Template>,
         event: &Event<'_>,
     ) {
-        match self.format {
-            Format::Text => {
-                self.time(out, clock, event.time);
-                out.push(' ');
-                self.palette.start(out, Style::Thread);
-                out.push_str(thread);
-                self.palette.end(out);
-                out.push(' ');
-                self.palette.start(out, Style::Event);
-                // `set:Kind.Name` when the log holds more than one set.
-                if event.desc.qualified {
-                    out.push_str(&event.desc.set);
-                    out.push(':');
+        let Origin { file, thread, seconds, .. } = *origin;
+        let thread_text = thread.text.as_str();
+        if self.format != Format::Text {
+            // JSON and CSV are written as strings, then appended: the text format is the one
+            // written straight as bytes (it is what a dump mostly writes).
+            SCRATCH.with_borrow_mut(|text| {
+                text.clear();
+                let first = holes.len();
+                match self.format {
+                    Format::Csv => self.csv_line(text, holes, file, thread_text, seconds.clock(), event),
+                    _ => self.json_line(text, holes, thread_text, seconds.clock(), event),
                 }
-                out.push_str(&event.desc.kind_name);
-                out.push('.');
-                out.push_str(&event.desc.name);
-                self.palette.end(out);
-                for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
-                    out.push(' ');
-                    out.push_str(name);
-                    out.push('=');
-                    self.value(out, holes, event, i, &value);
-                }
+                let base = out.len() as u32;
+                holes[first..].iter_mut().for_each(|h| h.at += base);
+                out.extend_from_slice(text.as_bytes());
+            });
+            return;
+        }
+        if self.raw_ticks {
+            push_decimal(out, event.time);
+        } else {
+            seconds.push(out, event.time);
+        }
+        thread.piece.push(out);
+        let built;
+        let template = match template {
+            Some(template) => template,
+            None => {
+                built = self.template(event.desc);
+                &built
             }
-            Format::Csv => self.csv_line(out, holes, file, thread, clock, event),
-            Format::Json => {
-                out.push_str("{\"time\":");
-                if self.raw_ticks {
-                    json::unsigned(out, event.time);
-                } else {
-                    let _ = write_seconds(out, clock, event.time);
-                }
-                // A thread's name needs no escaping.
-                out.push_str(",\"thread\":\"");
-                out.push_str(thread);
-                out.push('"');
-                // With more than one set in the log: its set, and the kind as `set:Kind`.
-                if event.desc.qualified {
-                    out.push_str(",\"set\":");
-                    json::string(out, &event.desc.set);
-                }
-                out.push_str(",\"kind\":");
-                json::string(out, &event.desc.full_kind());
-                out.push_str(",\"event\":");
-                json::string(out, &event.desc.name);
-                out.push_str(",\"args\":{");
-                let first_hole = holes.len();
-                let mut truncated = Vec::new();
-                for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    json::string(out, name);
-                    out.push(':');
-                    json::value(out, &value);
-                    // Every hole of the line is where the `labels` object goes.
-                    let (param, at) = (i as u16, 0);
-                    match value {
-                        Value::Pointer(value) | Value::Address(value) if self.labels => {
-                            holes.push(Hole { at, value, param, interned: false });
-                        }
-                        Value::Word(value) if event.desc.code == builtin::LABEL && i == 1 => {
-                            holes.push(Hole { at, value, param, interned: true });
-                        }
-                        Value::Str(t) if t.truncated => truncated.push(name),
-                        _ => {}
-                    }
-                }
-                out.push('}');
-                let at = out.len() as u32;
-                holes[first_hole..].iter_mut().for_each(|h| h.at = at);
-                // The strings the writer cut, beside their values (which stay plain strings):
-                // the text form's `...`.
-                if !truncated.is_empty() {
-                    out.push_str(",\"truncated\":[");
-                    for (i, name) in truncated.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        json::string(out, name);
-                    }
-                    out.push(']');
-                }
-                out.push('}');
-            }
+        };
+        template.head.push(out);
+        for (i, (name, value)) in template.params.iter().zip(event.values()).enumerate() {
+            name.push(out);
+            self.value(out, holes, event, i, &value);
         }
     }
+
+    /// One JSON object (docs/OUTPUT.md, "JSON"); its holes are where the `labels` object goes.
+    fn json_line(&self, out: &mut String, holes: &mut Vec<Hole>, thread: &str, clock: &Clock, event: &Event<'_>) {
+        out.push_str("{\"time\":");
+        if self.raw_ticks {
+            json::unsigned(out, event.time);
+        } else {
+            let _ = write_seconds(out, clock, event.time);
+        }
+        // A thread's name needs no escaping.
+        out.push_str(",\"thread\":\"");
+        out.push_str(thread);
+        out.push('"');
+        // With more than one set in the log: its set, and the kind as `set:Kind`.
+        if event.desc.qualified {
+            out.push_str(",\"set\":");
+            json::string(out, &event.desc.set);
+        }
+        out.push_str(",\"kind\":");
+        json::string(out, &event.desc.full_kind());
+        out.push_str(",\"event\":");
+        json::string(out, &event.desc.name);
+        out.push_str(",\"args\":{");
+        let first_hole = holes.len();
+        let mut truncated = Vec::new();
+        for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json::string(out, name);
+            out.push(':');
+            json::value(out, &value);
+            // Every hole of the line is where the `labels` object goes.
+            let (param, at) = (i as u16, 0);
+            match value {
+                Value::Pointer(value) | Value::Address(value) if self.labels => {
+                    holes.push(Hole { at, value, param, interned: false });
+                }
+                Value::Word(value) if event.desc.code == builtin::LABEL && i == 1 => {
+                    holes.push(Hole { at, value, param, interned: true });
+                }
+                Value::Str(t) if t.truncated => truncated.push(name),
+                _ => {}
+            }
+        }
+        out.push('}');
+        let at = out.len() as u32;
+        holes[first_hole..].iter_mut().for_each(|h| h.at = at);
+        // The strings the writer cut, beside their values (which stay plain strings):
+        // the text form's `...`.
+        if !truncated.is_empty() {
+            out.push_str(",\"truncated\":[");
+            for (i, name) in truncated.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::string(out, name);
+            }
+            out.push(']');
+        }
+        out.push('}');
+    }
+}
+
+thread_local! {
+    /// Where a JSON or CSV line is written before it is appended to its block's text.
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 impl Renderer {
@@ -447,14 +589,14 @@ impl Renderer {
     pub(crate) fn fill(
         &self,
         out: &mut Vec<u8>,
-        line: &str,
+        line: &[u8],
         holes: &[Hole],
         ann: &Annotations,
         file: usize,
         desc: &Desc,
     ) {
         if holes.is_empty() || ann.is_empty() {
-            out.extend_from_slice(line.as_bytes());
+            out.extend_from_slice(line);
             return;
         }
         let found = |h: &Hole| if h.interned { ann.interned(file, h.value) } else { ann.label(file, h.value) };
@@ -466,7 +608,7 @@ impl Renderer {
                 for h in holes {
                     let Some(label) = found(h) else { continue };
                     let at = h.at as usize;
-                    out.extend_from_slice(&line.as_bytes()[from..at]);
+                    out.extend_from_slice(&line[from..at]);
                     text.clear();
                     text.push('[');
                     let _ = write_text(&mut text, &event_format::wire::Text::new(label));
@@ -474,7 +616,7 @@ impl Renderer {
                     out.extend_from_slice(text.as_bytes());
                     from = at;
                 }
-                out.extend_from_slice(&line.as_bytes()[from..]);
+                out.extend_from_slice(&line[from..]);
             }
             Format::Json => {
                 for h in holes {
@@ -488,9 +630,9 @@ impl Renderer {
                     text.push('}');
                 }
                 let at = holes[0].at as usize;
-                out.extend_from_slice(&line.as_bytes()[..at]);
+                out.extend_from_slice(&line[..at]);
                 out.extend_from_slice(text.as_bytes());
-                out.extend_from_slice(&line.as_bytes()[at..]);
+                out.extend_from_slice(&line[at..]);
             }
             Format::Csv => {
                 for h in holes {
@@ -503,11 +645,11 @@ impl Renderer {
                     let _ = write_text(&mut text, &event_format::wire::Text::new(label));
                 }
                 let at = holes[0].at as usize;
-                out.extend_from_slice(&line.as_bytes()[..at]);
+                out.extend_from_slice(&line[..at]);
                 let mut cell = String::new();
                 csv_field(&mut cell, &text);
                 out.extend_from_slice(cell.as_bytes());
-                out.extend_from_slice(&line.as_bytes()[at..]);
+                out.extend_from_slice(&line[at..]);
             }
         }
     }

@@ -533,6 +533,7 @@ impl Catalog {
     }
 
     /// Where wire code `code`'s desc is in `descs`.
+    #[inline]
     fn position(&self, code: u16) -> Option<usize> {
         let c = usize::from(code);
         let slot = if c < self.index.len() {
@@ -552,6 +553,7 @@ impl Catalog {
     /// arguments match its format, an unknown code, or a record with bad arguments (docs/FORMAT.md,
     /// "Checking arguments"). Every reader classifies records with this, whichever order it
     /// walks them in.
+    #[inline]
     pub fn entry<'a>(&'a self, record: RawRecord<'a>, thread: u64, order: Order) -> Entry<'a> {
         let Some(i) = self.position(record.code) else {
             return Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + RECORD_HEADER_LEN };
@@ -636,6 +638,7 @@ pub struct Entries<'a> {
 impl<'a> Iterator for Entries<'a> {
     type Item = Entry<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<Entry<'a>> {
         let record = loop {
             match self.records.next()? {

@@ -234,6 +234,202 @@ pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::R
     write!(out, "{sign}{whole}.{nanos:09}")
 }
 
+/// `00` to `99`, for the byte writers two digits at a time.
+static DECIMAL_PAIRS: [u8; 200] = digit_table(10, 2);
+
+/// The pair of digits of `v` (below 100).
+fn pair(v: u64) -> [u8; 2] {
+    let i = 2 * v as usize;
+    [DECIMAL_PAIRS[i], DECIMAL_PAIRS[i + 1]]
+}
+
+/// Appends `bytes[..len]` to `out`: the whole array goes in with a copy of a known length
+/// (a few moves, where a copy of a variable length calls `memcpy`), the rest is cut off.
+fn push_prefix<const N: usize>(out: &mut Vec<u8>, bytes: &[u8; N], len: usize) {
+    let end = out.len() + len.min(N);
+    out.extend_from_slice(bytes);
+    out.truncate(end);
+}
+
+/// Appends `v` in decimal, as `{v}` writes it: [`write_value`]'s text of a word, as bytes.
+pub fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
+    let mut buf = [b'0'; 20];
+    let mut at = digits;
+    while v >= 100 {
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&pair(v % 100));
+        v /= 100;
+    }
+    if v >= 10 {
+        buf[..2].copy_from_slice(&pair(v));
+    } else {
+        buf[0] = b'0' + v as u8;
+    }
+    push_prefix(out, &buf, digits);
+}
+
+/// Appends `v` in hex, as `{v:#x}` writes it: all sixteen digits at once, the first one
+/// that is not a leading zero shifted to the front, then what is beyond the last cut off.
+pub fn push_hex(out: &mut Vec<u8>, v: u64) {
+    let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
+    let v = v << (4 * (16 - digits));
+    let mut buf = [0; 18];
+    buf[..2].copy_from_slice(b"0x");
+    buf[2..10].copy_from_slice(&hex8((v >> 32) as u32));
+    buf[10..].copy_from_slice(&hex8(v as u32));
+    push_prefix(out, &buf, 2 + digits as usize);
+}
+
+/// The eight hex digits of `v`, most significant first: each nibble spread to a byte of its
+/// own, then made a digit (`0`-`9` by adding `'0'`, `a`-`f` by adding `'a' - 10` instead).
+fn hex8(v: u32) -> [u8; 8] {
+    let v = u64::from(v);
+    let v = (v | v << 16) & 0x0000_ffff_0000_ffff;
+    let v = (v | v << 8) & 0x00ff_00ff_00ff_00ff;
+    // Every other byte holds two nibbles: the more significant goes up to the byte above.
+    let v = (v & 0x00f0_00f0_00f0_00f0) << 4 | (v & 0x000f_000f_000f_000f);
+    // 0x06 added to a nibble carries into bit 4 exactly when it is 10 or more.
+    let letters = ((v + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    let ascii = v + 0x3030_3030_3030_3030 + letters * (b'a' - b'0' - 10) as u64;
+    ascii.to_be_bytes()
+}
+
+/// Appends `text` as [`write_text`] writes it. A string of printable ASCII without a quote or
+/// a backslash (what logs mostly hold) goes in as it is, without walking its characters.
+pub fn push_text(out: &mut Vec<u8>, text: &Text<'_>) {
+    if is_plain(text.bytes) {
+        out.push(b'"');
+        out.extend_from_slice(text.bytes);
+        out.push(b'"');
+        if text.truncated {
+            out.extend_from_slice(b"...");
+        }
+        return;
+    }
+    let mut s = String::new();
+    let _ = write_text(&mut s, text);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: shown as it is.
+/// Eight bytes at a time, with the classic tests on a word's bytes ("has a byte below n",
+/// "above n", "a zero byte"), each nonzero exactly when some byte is one it looks for.
+fn is_plain(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let special = |x: u64| {
+        let below_space = x.wrapping_sub(ONES * b' ' as u64) & !x & HIGHS;
+        let above_tilde = (x.wrapping_add(ONES) | x) & HIGHS;
+        below_space | above_tilde | has_zero(x ^ (ONES * b'"' as u64)) | has_zero(x ^ (ONES * b'\\' as u64))
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if special(u64::from_le_bytes(word)) != 0 {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|b| (b' '..=b'~').contains(b) && *b != b'"' && *b != b'\\')
+}
+
+/// Appends `value` as [`write_value`] writes it.
+#[inline]
+pub fn push_value(out: &mut Vec<u8>, value: &Value<'_>) {
+    match value {
+        Value::Pointer(v) | Value::Address(v) => push_hex(out, *v),
+        Value::Word(v) => push_decimal(out, *v),
+        Value::Unsigned(v) => push_decimal(out, u64::from(*v)),
+        Value::Signed(v) => {
+            if *v < 0 {
+                out.push(b'-');
+            }
+            push_decimal(out, v.unsigned_abs());
+        }
+        Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
+        Value::Str(t) => push_text(out, t),
+        Value::Double(v) => push_double(out, *v),
+    }
+}
+
+/// Appends `v` as [`write_double`] writes it.
+fn push_double(out: &mut Vec<u8>, v: f64) {
+    if v.is_finite() && !(1e-5..1e-4).contains(&v.abs()) {
+        let mut buffer = ryu::Buffer::new();
+        let text = buffer.format_finite(v);
+        if v == 0.0 || !may_tie(v, text) {
+            out.extend_from_slice(text.as_bytes());
+            return;
+        }
+    }
+    let mut s = String::new();
+    let _ = write!(s, "{v:?}");
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A clock's times as [`write_seconds`] writes them, for a writer of many: the divisions by
+/// the clock's rate that each time costs are done as multiplications by its inverse,
+/// computed once here (a division costs tens of cycles, a dump writes millions of times).
+#[derive(Clone, Copy, Debug)]
+pub struct Seconds {
+    clock: Clock,
+    /// `clock.ticks_per_second`, at least 1.
+    rate: u64,
+    /// `u64::MAX / rate`: `n * inverse / 2^64` is `n / rate` or one less ([`Seconds::divide`]).
+    inverse: u64,
+    /// The rate lets a remainder times 10^9 fit in 64 bits ([`write_seconds`]'s common case).
+    fits: bool,
+}
+
+impl Seconds {
+    /// The seconds of `clock`.
+    pub fn new(clock: &Clock) -> Seconds {
+        let rate = clock.ticks_per_second.max(1);
+        Seconds { clock: *clock, rate, inverse: u64::MAX / rate, fits: rate <= u64::MAX / 1_000_000_000 }
+    }
+
+    /// The clock they are counted by.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// `(n / rate, n % rate)`. With `inverse = floor((2^64 - 1) / rate) >= 2^64 / rate - 1`,
+    /// `q = floor(n * inverse / 2^64)` lies in `(n / rate - 1, n / rate]` (as `n < 2^64`): it
+    /// is the quotient or one less, and the remainder tells which.
+    fn divide(&self, n: u64) -> (u64, u64) {
+        let q = ((u128::from(n) * u128::from(self.inverse)) >> 64) as u64;
+        let r = n - q * self.rate;
+        if r >= self.rate { (q + 1, r - self.rate) } else { (q, r) }
+    }
+
+    /// Appends the time from the clock's start to `ticks`, as [`write_seconds`] writes it.
+    pub fn push(&self, out: &mut Vec<u8>, ticks: u64) {
+        if !(self.fits && ticks >= self.clock.start_ticks) {
+            let mut s = String::new();
+            let _ = write_seconds(&mut s, &self.clock, ticks);
+            out.extend_from_slice(s.as_bytes());
+            return;
+        }
+        let (whole, rest) = self.divide(ticks - self.clock.start_ticks);
+        // rest < rate <= u64::MAX / 10^9: the product fits.
+        let (nanos, _) = self.divide(rest * 1_000_000_000);
+        // `W.nnnnnnnnn`, the whole seconds' last digit first: the first 10 seconds of a log
+        // are written at once.
+        let mut buf = [b'.'; 11];
+        buf[0] = b'0' + (whole % 10) as u8;
+        buf[2] = b'0' + (nanos / 100_000_000) as u8;
+        let (high, low) = ((nanos / 10_000 % 10_000) as usize, (nanos % 10_000) as usize);
+        buf[3..7].copy_from_slice(&DECIMAL_BYTES[4 * high..4 * high + 4]);
+        buf[7..11].copy_from_slice(&DECIMAL_BYTES[4 * low..4 * low + 4]);
+        if whole >= 10 {
+            push_decimal(out, whole / 10);
+        }
+        out.extend_from_slice(&buf);
+    }
+}
+
 /// Writes `event` as one line (without the newline): seconds since start, `T` and the
 /// thread id, `Kind.Name` (`set:Kind.Name` when the stream holds more than one set), and
 /// `param=value` pairs.
@@ -386,6 +582,92 @@ mod tests {
                 2 => (x % 100_000) as f64 / 8.0 * 10f64.powi((x >> 40) as i32 % 30 - 15),
                 _ => (x % 1000) as f64 * 2f64.powi((x >> 32) as i32 % 200 - 100),
             });
+        }
+    }
+
+    /// The byte writers write what the `fmt::Write` ones write.
+    #[test]
+    fn byte_writers_write_what_the_text_writers_write() {
+        use super::{Seconds, push_value, write_value};
+        use crate::wire::{Text, Value};
+        let mut numbers = vec![0u64, 1, 9, 10, 99, 100, u64::MAX - 1, u64::MAX];
+        let mut p = 1u64;
+        while let Some(next) = p.checked_mul(10) {
+            numbers.extend([p - 1, p, p + 1, next - 1]);
+            p = next;
+        }
+        numbers.extend((0..64).flat_map(|s| [(1u64 << s) - 1, 1 << s, (1 << s) + 1]));
+        let check = |v: Value<'_>| {
+            let (mut text, mut bytes) = (String::new(), Vec::new());
+            write_value(&mut text, &v).unwrap();
+            push_value(&mut bytes, &v);
+            assert_eq!(bytes, text.as_bytes(), "{v:?}");
+        };
+        for &v in &numbers {
+            check(Value::Word(v));
+            check(Value::Address(v));
+            check(Value::Pointer(v));
+            check(Value::Signed(v as i64));
+            check(Value::Unsigned(v as u32));
+        }
+        check(Value::Bool(true));
+        check(Value::Bool(false));
+        for v in [1.0 / 3.0, 0.0, -0.0, 1e-5, 2e-5, 1e16, f64::NAN, f64::INFINITY, 1389203678596250.0 + 0.25, 5e-324] {
+            check(Value::Double(v));
+        }
+        for (bytes, truncated) in
+            [(&b"plain"[..], false), (b"cut", true), (b"", false), (b"q\"b\\", true), (b"\xff\x1b", false)]
+        {
+            check(Value::Str(Text { bytes, truncated }));
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let rate = [1, 1_000, 1_000_000_000, 2_400_000_000, 3_000_000_007, u64::MAX][i as usize % 6]
+                .saturating_sub(x % 7)
+                .max(1);
+            let start = (x >> 8) % 1_000_000;
+            let ticks = (x >> (i % 64)).wrapping_add(start >> (i % 3));
+            let clock = Clock {
+                source: ClockSource::Tsc,
+                ticks_per_second: rate,
+                ref_ticks: 0,
+                ref_wall_ns: 0,
+                start_ticks: start,
+            };
+            let mut bytes = Vec::new();
+            Seconds::new(&clock).push(&mut bytes, ticks);
+            assert_eq!(String::from_utf8(bytes).unwrap(), seconds(rate, start, ticks));
+        }
+    }
+
+    /// The word-at-a-time test of plain bytes is the byte-by-byte one.
+    #[test]
+    fn plain_bytes_are_told_a_word_at_a_time() {
+        let plain = |b: &[u8]| b.iter().all(|b| (b' '..=b'~').contains(b) && *b != b'"' && *b != b'\\');
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..40 {
+            for _ in 0..2000 {
+                let mut bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Mostly plain, with every byte value now and then.
+                        if x.is_multiple_of(8) { (x >> 8) as u8 } else { b' ' + (x >> 8) as u8 % 95 }
+                    })
+                    .collect();
+                assert_eq!(super::is_plain(&bytes), plain(&bytes), "{bytes:?}");
+                for edge in [0x00, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xff] {
+                    if len > 0 {
+                        let at = (x as usize) % len;
+                        bytes[at] = edge;
+                        assert_eq!(super::is_plain(&bytes), plain(&bytes), "{bytes:?}");
+                    }
+                }
+            }
         }
     }
 

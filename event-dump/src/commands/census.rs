@@ -7,12 +7,13 @@ use crate::color::{Palette, Style};
 use crate::log::{Log, open_all};
 use crate::progress::Progress;
 use event_format::builtin;
-use event_format::decode::Entry;
+use event_format::decode::{Block, BlockError, Catalog, Entry};
 use event_format::ring::{self, STATE_CLOSED};
 use event_format::wire::{Clock, Header, Stop, Value, records_stop};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::mpsc;
 
 /// What one log holds, for `stats` and `check`.
 #[derive(Default)]
@@ -49,6 +50,8 @@ struct Census {
     stop: Option<Stop>,
     /// Verified blocks after the marker's block (none in a stream stopped cleanly).
     after_stop: u64,
+    /// The block counted last, for its buffer to be reused.
+    spare: Option<Block>,
 }
 
 /// How a log's recording ended, as far as the log can tell (docs/FORMAT.md, "The clean stop").
@@ -108,91 +111,33 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
     // Counted by code and by block while reading (no allocation per event), named at the end.
     let mut per_code = vec![0u64; 1 << 16];
     let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
-    while let Some(block) = log.blocks().next_block() {
-        let block = match block {
-            Ok(b) => b,
-            Err(e) => {
-                c.damaged.push(e.to_string());
-                continue;
-            }
-        };
-        progress.update(block.offset + block.stored_len);
-        // The clean-stop marker's block (thread 0, ending with a Stop record) is the end of
-        // the stream, not a block of events: not counted (its records, if any, still are).
-        let stop = if block.header.thread == 0 { block.stop() } else { None };
-        if stop.is_some() {
-            c.stop = stop;
-            c.after_stop = 0;
-        } else {
-            if c.stop.is_some() {
-                c.after_stop += 1;
-            }
-            c.blocks += 1;
-            c.stored_bytes += block.stored_len;
-            if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
-                c.packed += 1;
-            }
-            c.record_bytes += block.records.len() as u64;
-            c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
-        }
-        if block.header.lost > 0 {
-            add_lost(&mut c.lost, block.header.thread, block.header.lost);
-        }
-        // Without a selection every event is kept: no test per event (`check`'s case).
-        let everything = selection.is_everything();
-        let (mut in_block, mut kept) = (0u64, 0u64);
-        // The block's earliest and latest times, of all events and of those kept: folded
-        // into the census once per block.
-        let (mut first, mut last) = (u64::MAX, 0u64);
-        let (mut kept_first, mut kept_last) = (u64::MAX, 0u64);
-        for entry in block.entries(&log.catalog) {
-            match entry {
-                Entry::Event(e) => {
-                    in_block += 1;
-                    first = first.min(e.time);
-                    last = last.max(e.time);
-                    if everything || selection.keeps(file, &e, &clock) {
-                        kept += 1;
-                        kept_first = kept_first.min(e.time);
-                        kept_last = kept_last.max(e.time);
-                        // By wire code: sets may reuse each other's own codes.
-                        per_code[usize::from(e.desc.wire)] += 1;
-                    }
-                    match e.desc.code {
-                        builtin::DROPPED => {
-                            let mut v = e.values();
-                            if let (Some(Value::Word(t)), Some(Value::Word(n))) = (v.next(), v.next()) {
-                                add_lost(&mut c.lost, t, n);
-                            }
-                        }
-                        builtin::THREAD_NAME => {
-                            let mut v = e.values();
-                            if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                                c.names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
-                            }
-                        }
-                        _ => {}
-                    }
+    // Blocks are read (checked and unpacked) on a thread of their own while this one counts
+    // the records of those before: two cores where a machine has them.
+    let (source, catalog) = log.blocks_and_catalog();
+    let (block_tx, blocks) = mpsc::sync_channel::<std::result::Result<Block, BlockError>>(4);
+    let (spent, spent_rx) = mpsc::channel::<Block>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            loop {
+                // A block counted gives its buffer to the next one read.
+                if let Ok(block) = spent_rx.try_recv() {
+                    source.recycle(block);
                 }
-                Entry::Unknown { code, .. } => *c.unknown.entry(code).or_default() += 1,
-                Entry::Bad(e) => {
-                    c.bad.push(format!("thread {}, block {}: {e}", block.header.thread, block.header.sequence))
+                let Some(block) = source.next_block() else { return };
+                if block_tx.send(block).is_err() {
+                    return;
                 }
             }
+        });
+        let how = Counting { catalog, file, selection, clock };
+        for block in blocks {
+            count_block(&mut c, &mut per_code, &mut progress, &how, block);
+            // (The reader may have stopped: the buffer is then dropped.)
+            if let Some(block) = c.spare.take() {
+                let _ = spent.send(block);
+            }
         }
-        if in_block > 0 {
-            c.first = Some(c.first.map_or(first, |f| f.min(first)));
-            c.last = c.last.max(last);
-        }
-        c.events += in_block;
-        if kept > 0 {
-            c.selected_first = Some(c.selected_first.map_or(kept_first, |f| f.min(kept_first)));
-            c.selected_last = c.selected_last.max(kept_last);
-            c.selected += kept;
-            *c.per_thread.entry(block.header.thread).or_default() += kept;
-        }
-        log.blocks().recycle(block);
-    }
+    });
     // A ring file's damaged blocks are left out of its blocks by the ring reader, which lists
     // them: they are damage like a stream's.
     if let Some(summary) = log.ring_summary() {
@@ -212,6 +157,110 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
         }
     }
     c
+}
+
+/// What the events of a log are counted by.
+struct Counting<'a> {
+    catalog: &'a Catalog,
+    /// The log's place on the command line.
+    file: usize,
+    selection: &'a Selection,
+    clock: Clock,
+}
+
+/// Counts `block` into `c` (events by wire code into `per_code`); leaves the block in
+/// `c.spare`, for its buffer to be reused.
+fn count_block(
+    c: &mut Census,
+    per_code: &mut [u64],
+    progress: &mut Progress,
+    how: &Counting<'_>,
+    block: std::result::Result<Block, BlockError>,
+) {
+    let Counting { catalog, file, selection, ref clock } = *how;
+    let block = match block {
+        Ok(b) => b,
+        Err(e) => {
+            c.damaged.push(e.to_string());
+            return;
+        }
+    };
+    progress.update(block.offset + block.stored_len);
+    // The clean-stop marker's block (thread 0, ending with a Stop record) is the end of
+    // the stream, not a block of events: not counted (its records, if any, still are).
+    let stop = if block.header.thread == 0 { block.stop() } else { None };
+    if stop.is_some() {
+        c.stop = stop;
+        c.after_stop = 0;
+    } else {
+        if c.stop.is_some() {
+            c.after_stop += 1;
+        }
+        c.blocks += 1;
+        c.stored_bytes += block.stored_len;
+        if block.header.flags & event_format::wire::BLOCK_PACKED != 0 {
+            c.packed += 1;
+        }
+        c.record_bytes += block.records.len() as u64;
+        c.sequences.entry(block.header.thread).or_default().push(block.header.sequence);
+    }
+    if block.header.lost > 0 {
+        add_lost(&mut c.lost, block.header.thread, block.header.lost);
+    }
+    // Without a selection every event is kept: no test per event (`check`'s case).
+    let everything = selection.is_everything();
+    let (mut in_block, mut kept) = (0u64, 0u64);
+    // The block's earliest and latest times, of all events and of those kept: folded
+    // into the census once per block.
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let (mut kept_first, mut kept_last) = (u64::MAX, 0u64);
+    for entry in block.entries(catalog) {
+        match entry {
+            Entry::Event(e) => {
+                in_block += 1;
+                first = first.min(e.time);
+                last = last.max(e.time);
+                if everything || selection.keeps(file, &e, clock) {
+                    kept += 1;
+                    kept_first = kept_first.min(e.time);
+                    kept_last = kept_last.max(e.time);
+                    // By wire code: sets may reuse each other's own codes.
+                    per_code[usize::from(e.desc.wire)] += 1;
+                }
+                match e.desc.code {
+                    builtin::DROPPED => {
+                        let mut v = e.values();
+                        if let (Some(Value::Word(t)), Some(Value::Word(n))) = (v.next(), v.next()) {
+                            add_lost(&mut c.lost, t, n);
+                        }
+                    }
+                    builtin::THREAD_NAME => {
+                        let mut v = e.values();
+                        if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
+                            c.names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Entry::Unknown { code, .. } => *c.unknown.entry(code).or_default() += 1,
+            Entry::Bad(e) => {
+                c.bad.push(format!("thread {}, block {}: {e}", block.header.thread, block.header.sequence))
+            }
+        }
+    }
+    if in_block > 0 {
+        c.first = Some(c.first.map_or(first, |f| f.min(first)));
+        c.last = c.last.max(last);
+    }
+    c.events += in_block;
+    if kept > 0 {
+        c.selected_first = Some(c.selected_first.map_or(kept_first, |f| f.min(kept_first)));
+        c.selected_last = c.selected_last.max(kept_last);
+        c.selected += kept;
+        *c.per_thread.entry(block.header.thread).or_default() += kept;
+    }
+    c.spare = Some(block);
 }
 
 /// Gaps in a thread's block sequence numbers: (first missing, count).

@@ -4,7 +4,7 @@
 use super::{Colors, Result, Selection, out_line, thread_names};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
-use crate::render::{Annotations, CsvColumns, Format, Renderer};
+use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
 use event_format::decode::{Catalog, Entry};
 use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED};
 use std::collections::BTreeMap;
@@ -33,7 +33,9 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     if let Some(h) = renderer.header() {
         let _ = out_line(&mut out, h)?;
     }
-    let mut line = String::new();
+    let mut line = Vec::new();
+    let seconds = event_format::text::Seconds::new(&header.clock);
+    let mut templates = Templates::default();
     let (mut holes, mut filled) = (Vec::new(), Vec::new());
     // Records of codes this reader does not know, by code: reported when following ends.
     let mut unknown: BTreeMap<u16, u64> = BTreeMap::new();
@@ -59,7 +61,9 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                                     line.clear();
                                     holes.clear();
                                     let thread = renderer.thread_text(0, event.thread);
-                                    renderer.line(&mut line, &mut holes, 0, &thread, &header.clock, &event);
+                                    let origin = Origin { file: 0, thread: &thread, seconds: &seconds };
+                                    let template = templates.get(&renderer, 0, event.desc);
+                                    renderer.line(&mut line, &mut holes, &origin, template, &event);
                                     filled.clear();
                                     renderer.fill(&mut filled, &line, &holes, &ann, 0, event.desc);
                                     filled.push(b'\n');

@@ -37,7 +37,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
     let ctx = Context {
         renderer: &renderer,
-        keeps: &keeps,
+        keeps: (!selection.is_everything()).then_some(&keeps),
         catalogs: catalogs.clone(),
         clocks: clocks.clone(),
         spare: Default::default(),

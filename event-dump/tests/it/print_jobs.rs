@@ -191,3 +191,30 @@ fn a_thread_whose_blocks_overlap_in_time_prints_in_order() {
         assert!(!warned(&out));
     }
 }
+
+/// A block whose records go back in time (a clock that stepped back within it) prints its
+/// lines in time order, each line whole (its text is not where the line before it ended),
+/// among another thread's.
+#[test]
+fn a_block_whose_times_go_back_prints_whole_lines_in_order() {
+    let d = dir("print-jobs-back");
+    let log = d.join("back.evt");
+    let t0 = common::handmade_clock().start_ticks;
+    let block = |thread: u64, times: &[u64]| {
+        let header = BlockHeader { thread, sequence: 0, base_time: t0, ..Default::default() };
+        let mut w = BlockWriter::new(Order::Little, 1024, &header);
+        for &t in times {
+            let text = format!("at {t}");
+            w.push(event_format::builtin::MESSAGE, t0 + t, &[Value::Str(Text::new(&text))]).unwrap();
+        }
+        w.finish()
+    };
+    stream(&log, &[block(1, &[30, 10, 40, 20, 50]), block(2, &[15, 35])]);
+    for jobs in ["1", "2"] {
+        let out = run(&["print", "--jobs", jobs, log.to_str().unwrap()]);
+        let text = stdout(&out);
+        let said: Vec<&str> = text.lines().map(|l| l.rsplit("\"at ").next().unwrap()).collect();
+        assert_eq!(said, ["10\"", "15\"", "20\"", "30\"", "35\"", "40\"", "50\""], "{text}");
+        assert!(!warned(&out));
+    }
+}

@@ -209,6 +209,7 @@ impl<'a> RecordIter<'a> {
 impl<'a> Iterator for RecordIter<'a> {
     type Item = Result<RawRecord<'a>, RecordError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let rest = &self.bytes[self.offset..];

@@ -217,7 +217,7 @@ impl RingFile {
             index,
             position: self.word(self.layout.slot(index) as usize + slot_at::POSITION),
             current: data,
-            sequence: 0,
+            started: position(0, 0),
             file: Arc::clone(self),
         };
         if let Some((position, refused)) = previous {
@@ -395,8 +395,9 @@ pub(crate) struct Slot {
     /// The current block's first byte ([`start`](Slot::start)): a record's bytes are found
     /// from it with one bounds test, no index arithmetic per event.
     current: *mut u8,
-    /// The current block's sequence number, for [`commit_end`](Slot::commit_end).
-    sequence: u64,
+    /// The current block's position with its end left zero (`position(sequence, 0)`), for
+    /// [`commit_end`](Slot::commit_end).
+    started: u64,
     file: Arc<RingFile>,
 }
 
@@ -429,7 +430,7 @@ impl Slot {
         // In bounds (the index by the assertion, the ring at claim); `wrapping_add` keeps this
         // safe code, and `record_mut` reads through it only within `block_size`.
         self.current = self.data.wrapping_add(index * self.block_size);
-        self.sequence = sequence;
+        self.started = position(sequence, 0);
     }
 
     /// `len` bytes at `at` of the current block ([`start`](Self::start)), to write a record
@@ -446,25 +447,20 @@ impl Slot {
         Some(unsafe { std::slice::from_raw_parts_mut(self.current.add(at), len) })
     }
 
-    /// Commits the current block's records up to `end`: [`commit`](Self::commit) with the
-    /// current block's sequence number.
+    /// Commits the current block's ([`start`](Self::start)) records up to `end`: its
+    /// position, sequence number and end, in one store.
     #[inline(always)]
     pub(crate) fn commit_end(&self, end: usize) {
-        self.commit(self.sequence, end);
+        // SAFETY: `position` is the slot's word in the mapping that `file` keeps, in bounds
+        // and aligned (`RingFile::word` checked it at claim), and only accessed atomically.
+        let word = unsafe { &*self.position };
+        // Release: a reader that loads this position sees the bytes it covers. `end` is at
+        // most `block_size`, below 2^32 (the layout's), so it fits the position's low half.
+        word.store(self.started | end as u64, Ordering::Release);
     }
 
     fn slot_word(&self, field: usize) -> &AtomicU64 {
         self.file.word(self.file.layout.slot(self.index) as usize + field)
-    }
-
-    /// Commits: the block being written is number `sequence`, its records end at `end`.
-    #[inline(always)]
-    pub(crate) fn commit(&self, sequence: u64, end: usize) {
-        // SAFETY: `position` is the slot's word in the mapping that `file` keeps, in bounds
-        // and aligned (`RingFile::word` checked it at claim), and only accessed atomically.
-        let word = unsafe { &*self.position };
-        // Release: a reader that loads this position sees the bytes it covers.
-        word.store(position(sequence, end as u32), Ordering::Release);
     }
 
     /// The events the ring holds as its previous thread left it at `position` (its last
@@ -1025,7 +1021,8 @@ mod tests {
                     let (mut sequence, mut i) = (0u64, 0u64);
                     while i < per_thread {
                         // Fill one block as the thread buffers do: commit after each record.
-                        slot.commit(sequence, BLOCK_HEADER_LEN);
+                        slot.start((sequence % 4) as u32, sequence);
+                        slot.commit_end(BLOCK_HEADER_LEN);
                         let head = BlockHeader { sequence, thread, ..BlockHeader::default() };
                         let mut writer = BlockWriter::new(Order::NATIVE, 1024, &head);
                         while i < per_thread
@@ -1039,7 +1036,7 @@ mod tests {
                         let used = Order::NATIVE.u32(&bytes[event_format::wire::BLOCK_USED_AT..]) as usize;
                         let block = slot.block_mut((sequence % 4) as u32);
                         block.copy_from_slice(&bytes);
-                        slot.commit(sequence, BLOCK_HEADER_LEN + used);
+                        slot.commit_end(BLOCK_HEADER_LEN + used);
                         sequence += 1;
                     }
                 })

@@ -437,7 +437,7 @@ impl Slot {
     /// into; `None` past the block's end.
     #[inline(always)]
     pub(crate) fn record_mut(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
-        if at > self.block_size || len > self.block_size - at {
+        if at.checked_add(len)? > self.block_size {
             return None;
         }
         // SAFETY: `current` is the first byte of one of the slot's blocks (`start`, or block 0

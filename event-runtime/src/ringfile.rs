@@ -805,8 +805,9 @@ impl Drop for Lane {
 #[derive(Debug)]
 pub(crate) struct LaneWriter {
     lane: std::sync::Arc<Lane>,
-    /// The current block's first byte (null without a block); valid while the lane holds its
-    /// memory, which only this writer replaces.
+    /// The current block's first byte; valid while the lane holds its memory, which only this
+    /// writer replaces. Without a block it is dangling (never null) and `limit` is 0: only an
+    /// empty slice can be made from it, which a dangling pointer allows.
     block: *mut u8,
     /// The committed end of the current block: the writer writes at or above it only.
     end: usize,
@@ -822,7 +823,7 @@ unsafe impl Send for LaneWriter {}
 impl LaneWriter {
     /// The writer of `lane`, which this thread alone writes.
     pub(crate) fn new(lane: std::sync::Arc<Lane>) -> LaneWriter {
-        LaneWriter { lane, block: std::ptr::null_mut(), end: 0, limit: 0 }
+        LaneWriter { lane, block: std::ptr::NonNull::dangling().as_ptr(), end: 0, limit: 0 }
     }
 
     /// Whether the lane holds memory (a pool lane may hold no block).
@@ -834,13 +835,14 @@ impl LaneWriter {
     /// block, below the committed end, or past the block's end.
     #[inline(always)]
     pub(crate) fn record_mut(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
-        if at < self.end || at + len > self.limit {
+        if at < self.end || at.checked_add(len)? > self.limit {
             return None;
         }
         // SAFETY: with `limit` non-zero, `self.block` is the current block's first byte, and
-        // the block holds `limit` (`block_size`) bytes: in bounds, checked above. The stop
-        // reads only below the committed end (`self.end`), and `&mut self` keeps this the
-        // only slice above it.
+        // the block holds `limit` (`block_size`) bytes: in bounds, checked above (the add
+        // cannot wrap). With `limit` 0 it is dangling and `len` is 0: an empty slice. The
+        // stop reads only below the committed end (`self.end`), and `&mut self` keeps this
+        // the only slice above it.
         Some(unsafe { std::slice::from_raw_parts_mut(self.block.add(at), len) })
     }
 
@@ -936,7 +938,7 @@ impl LaneGuard<'_> {
         self.state.sequence = sequence;
         *self.end = end;
         if self.state.memory.is_null() {
-            *self.block = std::ptr::null_mut();
+            *self.block = std::ptr::NonNull::dangling().as_ptr();
             *self.limit = 0;
         } else {
             // In bounds: `index` is below `blocks`; `wrapping_add` keeps this safe code.
@@ -966,7 +968,7 @@ impl LaneGuard<'_> {
             return None;
         }
         let memory = std::mem::replace(&mut self.state.memory, std::ptr::null_mut());
-        *self.block = std::ptr::null_mut();
+        *self.block = std::ptr::NonNull::dangling().as_ptr();
         *self.limit = 0;
         *self.end = 0;
         self.lane.committed.store(0, Ordering::Release);

@@ -152,7 +152,7 @@ pub(crate) struct PrintArgs {
     #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
     /// The most memory, in MiB of formatted lines, that merging threads and logs by time may
-    /// hold (default 128); a log more out of order than this holds is printed with a warning.
+    /// hold (default 64); a log more out of order than this holds is printed with a warning.
     #[arg(long, value_name = "MIB")]
     pub(crate) window: Option<usize>,
 }

@@ -32,8 +32,12 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::sync::{Mutex, mpsc};
 
-/// The default merge window, in MiB of rendered lines.
-pub(crate) const DEFAULT_WINDOW_MIB: usize = 128;
+/// The default merge window, in MiB of rendered lines. A window costs its size in memory
+/// that is filled before the first line is written, whatever the log's disorder: 64 MiB holds
+/// the disorder of the benchmark's 16 M-event log twice over (32 MiB prints it in order), and
+/// against 128 MiB it halves `print`'s peak and takes 7 % less time on a 4 M-event log
+/// (BENCHMARKS.md); `--window` holds more.
+pub(crate) const DEFAULT_WINDOW_MIB: usize = 64;
 
 /// A line is shown.
 const SHOW: u8 = 1;

@@ -650,19 +650,35 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         }
     };
     let mut spent = Vec::new();
-    if jobs <= 1 {
-        let mut templates = Templates::default();
-        while let Some((f, block)) = read(&mut spent) {
-            let mut piece = ctx.render(&mut templates, f, block);
-            hand_back(&mut piece, &mut spent);
-            if lanes.insert(piece, w).is_break() {
-                return;
-            }
-            recycle(lanes);
-        }
-        let _ = lanes.finish(w);
+    if jobs > 1 && on_workers(jobs, ctx, &mut read, &hand_back, &recycle, &mut spent, lanes, w) {
         return;
     }
+    // One thread: `--jobs 1`, or no worker thread could be made (a thread limit).
+    let mut templates = Templates::default();
+    while let Some((f, block)) = read(&mut spent) {
+        let mut piece = ctx.render(&mut templates, f, block);
+        hand_back(&mut piece, &mut spent);
+        if lanes.insert(piece, w).is_break() {
+            return;
+        }
+        recycle(lanes);
+    }
+    let _ = lanes.finish(w);
+}
+
+/// The blocks from `read`, rendered on up to `jobs` worker threads and merged into `w` in
+/// sequence; `false` when no worker thread could be made, before any block was read.
+#[allow(clippy::too_many_arguments)]
+fn on_workers(
+    jobs: usize,
+    ctx: &Context<'_>,
+    read: &mut impl FnMut(&mut Vec<(usize, Block)>) -> Option<(usize, Result<Block, BlockError>)>,
+    hand_back: &impl Fn(&mut Piece, &mut Vec<(usize, Block)>),
+    recycle: &impl Fn(&mut Lanes),
+    spent: &mut Vec<(usize, Block)>,
+    lanes: &mut Lanes,
+    w: &mut Writer<'_>,
+) -> bool {
     // Blocks in flight at most: enough to keep every worker busy while the main thread
     // merges, few enough that they cost little memory.
     let ahead = jobs as u64 * 4;
@@ -670,9 +686,10 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
     let job_rx = Mutex::new(job_rx);
     let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
     std::thread::scope(|s| {
+        let mut workers = 0;
         for _ in 0..jobs {
             let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
-            s.spawn(move || {
+            let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
                 let mut templates = Templates::default();
                 loop {
                     // The lock is held while waiting: the other workers wait on it instead.
@@ -686,14 +703,22 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                     }
                 }
             });
+            // A thread limit: the workers made so far do the work (none: one thread does).
+            if spawned.is_err() {
+                break;
+            }
+            workers += 1;
         }
         drop(piece_tx);
+        if workers == 0 {
+            return false;
+        }
         let (mut sent, mut taken) = (0u64, 0u64);
         let mut reading = true;
         let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
         'merge: loop {
             while reading && sent - taken < ahead {
-                match read(&mut spent) {
+                match read(spent) {
                     Some((f, block)) => {
                         if job_tx.send((sent, f, block)).is_err() {
                             break 'merge;
@@ -721,12 +746,13 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                 }
             };
             taken += 1;
-            hand_back(&mut piece, &mut spent);
+            hand_back(&mut piece, spent);
             if lanes.insert(piece, w).is_break() {
                 break;
             }
             recycle(lanes);
         }
         drop(job_tx);
-    });
+        true
+    })
 }

@@ -112,24 +112,29 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
     let mut per_code = vec![0u64; 1 << 16];
     let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
     // Blocks are read (checked and unpacked) on a thread of their own while this one counts
-    // the records of those before: two cores where a machine has them.
+    // the records of those before: two cores where a machine has them. Where no thread can
+    // be made (a thread limit), this thread reads them too.
     let (source, catalog) = log.blocks_and_catalog();
+    let how = Counting { catalog, file, selection, clock };
     let (block_tx, blocks) = mpsc::sync_channel::<std::result::Result<Block, BlockError>>(4);
     let (spent, spent_rx) = mpsc::channel::<Block>();
-    std::thread::scope(|s| {
-        s.spawn(move || {
+    let read_apart = std::thread::scope(|s| {
+        let reader = &mut *source;
+        let spawned = std::thread::Builder::new().name("event-dump-reader".into()).spawn_scoped(s, move || {
             loop {
                 // A block counted gives its buffer to the next one read.
                 if let Ok(block) = spent_rx.try_recv() {
-                    source.recycle(block);
+                    reader.recycle(block);
                 }
-                let Some(block) = source.next_block() else { return };
+                let Some(block) = reader.next_block() else { return };
                 if block_tx.send(block).is_err() {
                     return;
                 }
             }
         });
-        let how = Counting { catalog, file, selection, clock };
+        if spawned.is_err() {
+            return false;
+        }
         for block in blocks {
             count_block(&mut c, &mut per_code, &mut progress, &how, block);
             // (The reader may have stopped: the buffer is then dropped.)
@@ -137,7 +142,16 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
                 let _ = spent.send(block);
             }
         }
+        true
     });
+    if !read_apart {
+        while let Some(block) = source.next_block() {
+            count_block(&mut c, &mut per_code, &mut progress, &how, block);
+            if let Some(block) = c.spare.take() {
+                source.recycle(block);
+            }
+        }
+    }
     // A ring file's damaged blocks are left out of its blocks by the ring reader, which lists
     // them: they are damage like a stream's.
     if let Some(summary) = log.ring_summary() {

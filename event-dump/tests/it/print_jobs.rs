@@ -218,3 +218,43 @@ fn a_block_whose_times_go_back_prints_whole_lines_in_order() {
         assert!(!warned(&out));
     }
 }
+
+/// `event-dump ARGS` as user 65534 allowed one process (`prlimit --nproc=1`), so that no
+/// thread can be made; `None` where this test cannot arrange that (not root, no prlimit),
+/// which CI, running as root on Debian, always can.
+#[cfg(unix)]
+fn without_threads(args: &[&str]) -> Option<std::process::Output> {
+    use std::os::unix::process::CommandExt;
+    let root = std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let prlimit = ["/usr/bin/prlimit", "/bin/prlimit"].into_iter().find(|p| Path::new(p).exists());
+    let (true, Some(prlimit)) = (root, prlimit) else {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root with prlimit (util-linux)");
+        eprintln!("skipped: needs root and prlimit to run event-dump with no thread to be had");
+        return None;
+    };
+    let mut c = std::process::Command::new(prlimit);
+    c.arg("--nproc=1:1").arg(common::DUMP).args(args).uid(65534);
+    Some(c.output().unwrap())
+}
+
+/// Where no thread can be made (a thread limit), `print`, `check` and `stats` do their work
+/// on one thread: the same output, no panic (each once panicked on spawning its threads).
+#[cfg(unix)]
+#[test]
+fn with_no_thread_to_be_had_print_check_and_stats_work_on_one_thread() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("no-threads");
+    let log = d.join("sample.evt");
+    common::sample_log(&log);
+    // User 65534 reads the log.
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let log = log.to_str().unwrap();
+    for args in [&["print", log][..], &["print", "--jobs", "4", log], &["check", log], &["stats", log]] {
+        let Some(out) = without_threads(args) else { return };
+        let normal = run(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), stdout(&normal), "{args:?}");
+        assert_eq!(stderr(&out), stderr(&normal), "{args:?}");
+    }
+}

@@ -60,6 +60,9 @@ pub enum StartError {
         /// The limit that decides it (`available memory`, ...).
         limit: &'static str,
     },
+    /// The recorder's writer thread could not be started (the process or its user reached a
+    /// thread limit: `ulimit -u`, a cgroup's `pids.max`).
+    WriterThread(io::Error),
     /// A sink's file could not be created.
     Io {
         /// What the file is for (`event file`, `ring file`).
@@ -99,6 +102,10 @@ impl fmt::Display for StartError {
                 machine::size_text(*fits)
             ),
             StartError::Config(e) => write!(f, "{e}"),
+            StartError::WriterThread(error) => write!(
+                f,
+                "cannot start the recorder's writer thread: {error}; the process has reached a thread limit (ulimit -u, the cgroup's pids.max)"
+            ),
             StartError::Io { what, path, error } => {
                 write!(f, "cannot create the {what} {}: {error}; choose a writable path", path.display())
             }
@@ -526,11 +533,7 @@ impl Recorder {
         let recorded = sets.iter().zip(schemas).map(|(&set, schema)| control::Recorded { set, schema }).collect();
         control::install(recorded, selections);
         session::set_running(true);
-        let recording = Recording::begin(Arc::clone(&shared), generation).map_err(|error| StartError::Io {
-            what: "writer thread",
-            path: PathBuf::new(),
-            error,
-        })?;
+        let recording = Recording::begin(Arc::clone(&shared), generation).map_err(StartError::WriterThread)?;
         crash::install(&shared);
         Ok(recording)
     }
@@ -644,7 +647,9 @@ impl Recorder {
 /// Otherwise (no `EVENT_*` output variable, or `EVENT_CONTROL=none` alone) it records nothing
 /// and writes nothing: `Ok(None)`. A telemetry default never stops a program from starting;
 /// what the environment names explicitly (a bad value, a named file that cannot be created)
-/// is an error, one line. Use [`Recorder`] to record from code whatever the environment says.
+/// is an error, one line. A machine out of threads (the writer thread cannot be started) is
+/// neither: one line on stderr, and `Ok(None)`. Use [`Recorder`] to record from code whatever
+/// the environment says.
 /// Keep the returned [`Recording`]: dropping it stops the recording and flushes it.
 ///
 /// ```no_run
@@ -658,17 +663,21 @@ impl Recorder {
 /// ```
 pub fn start() -> Result<Option<Recording>, StartError> {
     let mut recorder = Recorder::new().from_env()?;
-    if recorder.file.is_some() || recorder.ring.is_some() {
-        return recorder.start().map(Some);
+    let named = recorder.file.is_some() || recorder.ring.is_some();
+    if !named {
+        if !recorder.selects_something()? {
+            return Ok(None);
+        }
+        recorder.file = Some(PathBuf::from(files::DEFAULT_EVENT_FILE));
     }
-    if !recorder.selects_something()? {
-        return Ok(None);
-    }
-    let path = PathBuf::from(files::DEFAULT_EVENT_FILE);
-    recorder.file = Some(path);
     match recorder.start() {
         Ok(recording) => Ok(Some(recording)),
-        Err(StartError::Io { what, path, error }) => {
+        // Nothing the environment said is wrong: the machine is out of threads.
+        Err(e @ StartError::WriterThread(_)) => {
+            eprintln!("event-runtime: not recording: {e}");
+            Ok(None)
+        }
+        Err(StartError::Io { what, path, error }) if !named => {
             eprintln!(
                 "event-runtime: not recording: cannot create the {what} {}: {error}; set EVENT_FILE to a writable path",
                 path.display()

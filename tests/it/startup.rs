@@ -3,7 +3,8 @@
 //! nothing; `EVENT_CONTROL=none` writes nothing; `EVENT_CONTROL` alone records into
 //! `<program>-<pid>.evt`, and where that cannot be created (a read-only working directory)
 //! one line says so and the program runs; `EVENT_RING` alone writes the ring file and no
-//! event file; a misspelt `EVENT_FLIE` is one line naming `EVENT_FILE`.
+//! event file; a misspelt `EVENT_FLIE` is one line naming `EVENT_FILE`; a writer thread that
+//! cannot be started (a thread limit) is one line, and the program runs.
 
 #![cfg(unix)]
 
@@ -128,4 +129,34 @@ fn a_misspelt_variable_is_one_line_naming_the_setting() {
     );
     assert_eq!(files(&d), ["y.evt"]);
     assert_eq!(event_tests::numbered(&std::fs::read(d.join("y.evt")).unwrap()).unwrap().by_worker[&0].len(), 100);
+}
+
+/// A machine out of threads (the recorder's writer thread cannot be started) is nobody's
+/// mistake in the environment: one line says so and the program runs. Before, `start()`
+/// returned an error that the README's `main` passed on, and the program did not run.
+#[test]
+fn a_writer_thread_that_cannot_be_started_is_one_line_and_the_program_runs() {
+    let d = dir("no-threads");
+    // User 65534 writes here.
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let prlimit = ["/usr/bin/prlimit", "/bin/prlimit"].into_iter().find(|p| Path::new(p).exists());
+    let (true, Some(prlimit)) = (root, prlimit) else {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root with prlimit (util-linux)");
+        eprintln!("skipped: needs root and prlimit to run a program that can make no thread");
+        return;
+    };
+    let file = d.join("trace.evt");
+    // One process for user 65534: the program itself, and no thread beside it.
+    let mut c = crate::common::program(prlimit, &["--nproc=1:1", MAIN], &[("EVENT_FILE", file.to_str().unwrap())]);
+    c.current_dir(&d);
+    std::os::unix::process::CommandExt::uid(&mut c, 65534);
+    let stderr = ran(&c.output().unwrap());
+    assert_eq!(stderr.len(), 1, "one line: {stderr:?}");
+    assert!(
+        stderr[0].starts_with("event-runtime: not recording: cannot start the recorder's writer thread: ")
+            && stderr[0].ends_with("; the process has reached a thread limit (ulimit -u, the cgroup's pids.max)"),
+        "{}",
+        stderr[0]
+    );
 }

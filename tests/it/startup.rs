@@ -37,6 +37,12 @@ fn ran(out: &Output) -> Vec<String> {
     lines(&out.stderr)
 }
 
+/// Asserts that `stderr` is one line, starting with `start` and ending with `end`.
+fn one_line(stderr: &[String], start: &str, end: &str) {
+    assert_eq!(stderr.len(), 1, "one line: {stderr:?}");
+    assert!(stderr[0].starts_with(start) && stderr[0].ends_with(end), "{}", stderr[0]);
+}
+
 fn files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -90,13 +96,10 @@ fn a_default_file_that_cannot_be_created_is_one_line_and_the_program_runs() {
         eprintln!("skipped: the program cannot run as uid 65534 here");
         return;
     }
-    let stderr = ran(&out);
-    assert_eq!(stderr.len(), 1, "one line: {stderr:?}");
-    assert!(
-        stderr[0].starts_with("event-runtime: not recording: cannot create the event file readme-main-")
-            && stderr[0].ends_with("; set EVENT_FILE to a writable path"),
-        "{}",
-        stderr[0]
+    one_line(
+        &ran(&out),
+        "event-runtime: not recording: cannot create the event file readme-main-",
+        "; set EVENT_FILE to a writable path",
     );
     assert_eq!(files(&d), Vec::<String>::new());
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -158,12 +161,9 @@ fn a_writer_thread_that_cannot_be_started_is_one_line_and_the_program_runs() {
         eprintln!("skipped: the program cannot run as uid 65534 here: {}", String::from_utf8_lossy(&out.stderr));
         return;
     }
-    let stderr = ran(&out);
-    assert_eq!(stderr.len(), 1, "one line: {stderr:?}");
-    assert!(
-        stderr[0].starts_with("event-runtime: not recording: cannot start the recorder's writer thread: ")
-            && stderr[0].ends_with("; the process has reached a thread limit (ulimit -u, the cgroup's pids.max)"),
-        "{}",
-        stderr[0]
+    one_line(
+        &ran(&out),
+        "event-runtime: not recording: cannot start the recorder's writer thread: ",
+        "; the process has reached a thread limit (ulimit -u, the cgroup's pids.max)",
     );
 }

@@ -39,6 +39,11 @@ struct State {
     closed: bool,
     /// Blocks the writer took and has not given back yet.
     in_flight: usize,
+    /// The tickets of the threads waiting for a free block, first come first: a freed block
+    /// goes to the first of them, never to a thread that comes later (see `take`).
+    queue: VecDeque<u64>,
+    /// The next waiting thread's ticket.
+    next_ticket: u64,
 }
 
 /// What the writer thread gets from [`Exchange::next_batch`].
@@ -83,6 +88,8 @@ impl Exchange {
             budget,
             closed: false,
             in_flight: 0,
+            queue: VecDeque::new(),
+            next_ticket: 0,
         };
         Exchange {
             free_hint: AtomicUsize::new(blocks),
@@ -104,6 +111,11 @@ impl Exchange {
     }
 
     /// Takes a free block; when there is none, waits for one up to `wait` (zero: not at all).
+    ///
+    /// Fair to the threads that wait: while any thread waits, a freed block goes to the
+    /// first of them, and a thread that comes later (waiting or not) queues behind it or,
+    /// not waiting, goes without. Otherwise the thread already running, which takes the lock
+    /// first, would take every block given back while a waiting thread starved.
     pub(crate) fn take(&self, wait: Duration) -> Option<BlockBuf> {
         let mut s = lock(&self.state);
         if s.budget == Some(0) || s.closed {
@@ -114,14 +126,27 @@ impl Exchange {
             let block_size = s.block_size;
             s.free.push(vec![0u8; block_size].into_boxed_slice());
         }
-        if s.free.is_empty() && !wait.is_zero() {
+        if !s.queue.is_empty() || s.free.is_empty() {
+            if wait.is_zero() {
+                return None;
+            }
+            let ticket = s.next_ticket;
+            s.next_ticket += 1;
+            s.queue.push_back(ticket);
             let deadline = std::time::Instant::now() + wait;
-            while s.free.is_empty() && !s.closed {
+            while !s.closed && (s.queue.front() != Some(&ticket) || s.free.is_empty()) {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 if left.is_zero() {
                     break;
                 }
                 s = self.to_threads.wait_timeout(s, left).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
+            }
+            let served = !s.closed && s.queue.front() == Some(&ticket) && !s.free.is_empty();
+            s.queue.retain(|&t| t != ticket);
+            // The next in the queue may take a block now (this one's turn is over).
+            self.to_threads.notify_all();
+            if !served || s.budget == Some(0) {
+                return None;
             }
         }
         let block = s.free.pop()?;
@@ -280,5 +305,65 @@ mod loom_tests {
             let s = lock(&ex.state);
             assert_eq!(s.unmade + s.free.len() + s.full.len(), 2, "no block is lost");
         });
+    }
+    #[test]
+    fn loom_a_waiting_taker_and_a_later_one_lose_no_block() {
+        // One block, held; a thread waits for it while another tries without waiting, and
+        // the block comes back (and back again from the one that did not wait, if it got
+        // it): the waiter gets it in the end, no block is taken twice or lost, and no ticket
+        // is left in the queue. (Loom does not time waits out: the waiter waits until served.)
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(2);
+        model.check(|| {
+            let ex = Arc::new(Exchange::new(1, 1, None));
+            let held = ex.take(Duration::ZERO).expect("the one block");
+            let waiter = {
+                let ex = Arc::clone(&ex);
+                thread::spawn(move || ex.take(Duration::from_secs(60)))
+            };
+            let later = {
+                let ex = Arc::clone(&ex);
+                thread::spawn(move || ex.take(Duration::ZERO))
+            };
+            ex.give_back(vec![held]);
+            if let Some(block) = later.join().unwrap() {
+                ex.give_back(vec![block]);
+            }
+            let block = waiter.join().unwrap().expect("the waiter is served in the end");
+            {
+                let s = lock(&ex.state);
+                assert_eq!(s.unmade + s.free.len() + s.full.len(), 0, "the one block is the waiter's");
+                assert!(s.queue.is_empty(), "no ticket is left behind");
+            }
+            ex.give_back(vec![block]);
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A thread that waits for a block gets the next one given back: a thread that comes
+    /// later, without waiting, does not take it first. (Before, the block went to whoever
+    /// took the lock first, which was nearly always the thread already running: with
+    /// `wait`, a thread starved for 10 ms while another wrote 127 blocks.)
+    #[test]
+    fn a_waiting_thread_gets_the_block_given_back_before_a_later_taker() {
+        for round in 0..50 {
+            let ex = Arc::new(Exchange::new(1, 8, None));
+            let held = ex.take(Duration::ZERO).expect("the one block");
+            let waiter = {
+                let ex = Arc::clone(&ex);
+                std::thread::spawn(move || ex.take(Duration::from_secs(10)).is_some())
+            };
+            // The waiter waits by now (it has nothing else to do).
+            std::thread::sleep(Duration::from_millis(5));
+            ex.give_back(vec![held]);
+            let later = ex.take(Duration::ZERO);
+            assert!(later.is_none(), "round {round}: a later taker took the block a waiting thread was queued for");
+            assert!(waiter.join().unwrap(), "round {round}: the waiting thread got the block");
+        }
     }
 }

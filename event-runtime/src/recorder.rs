@@ -311,7 +311,9 @@ impl Recorder {
     }
 
     /// Under `switch`: how long a thread waits for the writer to free a block before it
-    /// refuses events (zero, the default: it does not wait).
+    /// refuses events (zero, the default: it does not wait). Waiting threads are served first
+    /// come, first served: a block the writer frees goes to the thread that has waited
+    /// longest, never to one that comes later.
     pub fn wait(mut self, wait: Duration) -> Recorder {
         self.wait = wait;
         self

@@ -358,8 +358,12 @@ mod tests {
                 let ex = Arc::clone(&ex);
                 std::thread::spawn(move || ex.take(Duration::from_secs(10)).is_some())
             };
-            // The waiter waits by now (it has nothing else to do).
-            std::thread::sleep(Duration::from_millis(5));
+            // Once the waiter is queued (within 10 s, however loaded the machine).
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while lock(&ex.state).queue.is_empty() {
+                assert!(std::time::Instant::now() < deadline, "round {round}: the waiter never queued");
+                std::thread::sleep(Duration::from_micros(100));
+            }
             ex.give_back(vec![held]);
             let later = ex.take(Duration::ZERO);
             assert!(later.is_none(), "round {round}: a later taker took the block a waiting thread was queued for");

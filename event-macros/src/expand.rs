@@ -15,20 +15,11 @@
 //! followed by a "cannot find macro `event`" for every call of it in the crate.
 
 use crate::load::Loaded;
+use crate::naming::{event_doc, ident};
 use event_format::letter::format_string;
 use event_format::schema::Schema;
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
-
-/// `name` as an identifier of the generated code: raw (`r#type`) when it is a Rust keyword,
-/// which format 2's names may be (Schema::check refuses the keywords no raw identifier spells).
-fn ident(name: &str) -> Ident {
-    if event_format::schema::is_rust_keyword(name) {
-        Ident::new_raw(name, Span::call_site())
-    } else {
-        Ident::new(name, Span::call_site())
-    }
-}
 
 /// The whole expansion of `include_events!` for `loaded`.
 pub(crate) fn include_events(loaded: &Loaded) -> TokenStream {
@@ -99,15 +90,7 @@ fn module(schema: &Schema, path: &str, written: &str, package_version: &str) -> 
     let codes = schema.events.iter().map(|e| {
         let name = ident(&e.name);
         let code = Literal::u16_unsuffixed(e.code);
-        let doc = format!(
-            "`{}`: code 0x{:04X}, kind {}, format {}{}{}.",
-            e.name,
-            e.code,
-            schema.kinds.get(usize::from(e.kind)).map_or("?", |k| k.name.as_str()),
-            format_string(&e.format),
-            if e.params.is_empty() { String::new() } else { format!(" ({})", e.params.join(", ")) },
-            if e.always { ", always" } else { "" },
-        );
+        let doc = event_doc(schema, e);
         quote! { #[doc = #doc] pub const #name: u16 = #code; }
     });
     let set_name = schema.name.as_str();
@@ -208,6 +191,7 @@ fn event_macro(schema: &Schema) -> TokenStream {
 mod tests {
     use super::*;
     use crate::load::Loaded;
+    use crate::naming::{event_doc, ident};
 
     #[test]
     fn expansion_of_a_small_events_def() {

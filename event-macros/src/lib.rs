@@ -3,13 +3,14 @@
 //! `event!` expands to and are not a stable API.
 //!
 //! This file only dispatches: `input` parses invocations, `load` reads events.def, `expand`
-//! generates what `include_events!` gives (`reader` its typed reader), `emit` generates one
-//! `event!` call.
+//! generates what `include_events!` gives (`reader` its typed reader, `naming` the names and
+//! docs both give items), `emit` generates one `event!` call.
 
 mod emit;
 mod expand;
 mod input;
 mod load;
+mod naming;
 mod reader;
 
 use proc_macro::TokenStream;

@@ -6,20 +6,11 @@
 //! generated here only names the variants and maps a record's checked values to them, so that
 //! a program that matches on a variant or a field events.def does not have fails to compile.
 
-use event_format::letter::{Letter, format_string};
+use crate::naming::{event_doc, ident};
+use event_format::letter::Letter;
 use event_format::schema::Schema;
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
-
-/// `name` as an identifier of the generated code: raw (`r#type`) when it is a Rust keyword,
-/// as `event!`'s parameters are (expand.rs).
-fn ident(name: &str) -> Ident {
-    if event_format::schema::is_rust_keyword(name) {
-        Ident::new_raw(name, Span::call_site())
-    } else {
-        Ident::new(name, Span::call_site())
-    }
-}
 
 /// A field's Rust type, and the runtime's function that takes it from a value.
 fn letter(l: Letter) -> (TokenStream, &'static str, TokenStream) {
@@ -52,13 +43,7 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
         let text = e.name.as_str();
         let code = Literal::u16_unsuffixed(e.code);
         let index = Literal::u16_unsuffixed(j as u16);
-        let doc = format!(
-            "`{}`: code 0x{:04X}, kind {}, format {}.",
-            e.name,
-            e.code,
-            schema.kinds.get(usize::from(e.kind)).map_or("?", |k| k.name.as_str()),
-            format_string(&e.format),
-        );
+        let doc = event_doc(schema, e);
         let fields: Vec<Ident> = e.params.iter().map(|p| ident(p)).collect();
         let typed: Vec<_> = e.format.iter().map(|&l| letter(l)).collect();
         let tys = typed.iter().map(|(ty, _, _)| ty);

@@ -721,45 +721,25 @@ impl BlockSource for FileBlocks {
 pub mod __value {
     use super::{Text, Value};
 
-    /// `P`
-    #[inline]
-    pub fn p(v: Option<Value<'_>>) -> Option<u64> {
-        if let Some(Value::Pointer(x)) = v { Some(x) } else { None }
+    /// One function per letter: the value when it is that letter's, else `None`.
+    macro_rules! letters {
+        ($($letter:literal $name:ident: $variant:ident -> $t:ty;)*) => {$(
+            #[doc = $letter]
+            #[inline]
+            pub fn $name(v: Option<Value<'_>>) -> Option<$t> {
+                if let Some(Value::$variant(x)) = v { Some(x) } else { None }
+            }
+        )*};
     }
-    /// `A`
-    #[inline]
-    pub fn a(v: Option<Value<'_>>) -> Option<u64> {
-        if let Some(Value::Address(x)) = v { Some(x) } else { None }
-    }
-    /// `W`
-    #[inline]
-    pub fn w(v: Option<Value<'_>>) -> Option<u64> {
-        if let Some(Value::Word(x)) = v { Some(x) } else { None }
-    }
-    /// `U`
-    #[inline]
-    pub fn u(v: Option<Value<'_>>) -> Option<u32> {
-        if let Some(Value::Unsigned(x)) = v { Some(x) } else { None }
-    }
-    /// `I`
-    #[inline]
-    pub fn i(v: Option<Value<'_>>) -> Option<i64> {
-        if let Some(Value::Signed(x)) = v { Some(x) } else { None }
-    }
-    /// `D`
-    #[inline]
-    pub fn d(v: Option<Value<'_>>) -> Option<f64> {
-        if let Some(Value::Double(x)) = v { Some(x) } else { None }
-    }
-    /// `B`
-    #[inline]
-    pub fn b(v: Option<Value<'_>>) -> Option<bool> {
-        if let Some(Value::Bool(x)) = v { Some(x) } else { None }
-    }
-    /// `S`
-    #[inline]
-    pub fn s(v: Option<Value<'_>>) -> Option<Text<'_>> {
-        if let Some(Value::Str(x)) = v { Some(x) } else { None }
+    letters! {
+        "`P`" p: Pointer -> u64;
+        "`A`" a: Address -> u64;
+        "`W`" w: Word -> u64;
+        "`U`" u: Unsigned -> u32;
+        "`I`" i: Signed -> i64;
+        "`D`" d: Double -> f64;
+        "`B`" b: Bool -> bool;
+        "`S`" s: Str -> Text<'_>;
     }
 }
 

@@ -191,7 +191,6 @@ fn event_macro(schema: &Schema) -> TokenStream {
 mod tests {
     use super::*;
     use crate::load::Loaded;
-    use crate::naming::{event_doc, ident};
 
     #[test]
     fn expansion_of_a_small_events_def() {

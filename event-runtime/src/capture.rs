@@ -32,8 +32,8 @@ use crate::event_set::EventSet;
 use event_format::builtin;
 use event_format::decode::{Block, Catalog, Decoder, Entry, Event};
 use event_format::wire::{
-    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, Clock, ClockSource, Header, MAX_RECORD_LEN, Order, Producer,
-    RECORD_HEADER_LEN, STRING_MAX, SetEntry, Text, Value, body, fit_texts, put_record_header, seal_block,
+    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, Clock, Header, MAX_RECORD_LEN, Order, Producer, RECORD_HEADER_LEN,
+    STRING_MAX, SetEntry, Text, Value, body, fit_texts, put_record_header, seal_block,
 };
 use std::cell::RefCell;
 use std::fmt;
@@ -228,13 +228,7 @@ fn prepared() -> Option<&'static Prepared> {
             let entries = SetEntry::assign(schemas);
             let firsts = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first));
             let sets = sets.into_iter().zip(firsts).collect();
-            let clock = Clock {
-                source: ClockSource::Deterministic,
-                ticks_per_second: 1_000_000_000,
-                ref_ticks: 0,
-                ref_wall_ns: 0,
-                start_ticks: 0,
-            };
+            let clock = Clock::deterministic();
             let header = Header::with_sets(entries, BLOCK_SIZE as u32, clock, Producer::current(0));
             match header.encode() {
                 Ok(header) => Some(Prepared { sets, header }),

@@ -121,13 +121,7 @@ impl TimeSource {
                 ref_wall_ns: wall,
                 start_ticks: ref_ticks,
             },
-            TimeSource::Deterministic { .. } => Clock {
-                source: ClockSource::Deterministic,
-                ticks_per_second: 1_000_000_000,
-                ref_ticks: 0,
-                ref_wall_ns: 0,
-                start_ticks: 0,
-            },
+            TimeSource::Deterministic { .. } => Clock::deterministic(),
         }
     }
 }

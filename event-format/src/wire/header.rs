@@ -77,6 +77,18 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// The facts of a deterministic clock: a counter of 1 GHz that starts at 0, with no wall
+    /// time (what a recorder's deterministic clock and a test capture write).
+    pub const fn deterministic() -> Clock {
+        Clock {
+            source: ClockSource::Deterministic,
+            ticks_per_second: 1_000_000_000,
+            ref_ticks: 0,
+            ref_wall_ns: 0,
+            start_ticks: 0,
+        }
+    }
+
     /// Seconds from the start of recording to `ticks` (negative before it).
     pub fn seconds_since_start(&self, ticks: u64) -> f64 {
         let delta = i128::from(ticks) - i128::from(self.start_ticks);

@@ -4,9 +4,7 @@
 #![deny(warnings)]
 
 use crate::{events, serial};
-use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, SetEntry, Value,
-};
+use event_format::wire::{BlockHeader, BlockWriter, Clock, Header, Order, Producer, STRING_MAX, SetEntry, Value};
 use event_format::{EventType, Letter, Schema};
 use event_runtime::read::{Item, Text};
 use event_runtime::{Policy, Recorder};
@@ -171,13 +169,7 @@ fn a_ring_policys_overwritten_blocks_are_missing_items() {
 /// A stream of one set, `schema`, holding one record of each of `records` (event index and
 /// values), on thread 1.
 fn log_of(schema: Schema, records: &[(usize, Vec<Value<'_>>)]) -> Vec<u8> {
-    let clock = Clock {
-        source: ClockSource::Deterministic,
-        ticks_per_second: 1_000_000_000,
-        ref_ticks: 0,
-        ref_wall_ns: 0,
-        start_ticks: 0,
-    };
+    let clock = Clock::deterministic();
     let sets = SetEntry::assign([schema]);
     let header = Header::with_sets(sets.clone(), 4096, clock, Producer::current(0));
     let mut stream = header.encode().unwrap();

@@ -650,7 +650,87 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         }
     };
     let mut spent = Vec::new();
-    if jobs > 1 && on_workers(jobs, ctx, &mut read, &hand_back, &recycle, &mut spent, lanes, w) {
+    // Rendered on up to `jobs` worker threads and merged here in sequence; `false` when no
+    // worker thread could be made (a thread limit), before any block was read.
+    let on_workers = jobs > 1 && {
+        // Blocks in flight at most: enough to keep every worker busy while the main thread
+        // merges, few enough that they cost little memory.
+        let ahead = jobs as u64 * 4;
+        let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
+        let job_rx = Mutex::new(job_rx);
+        let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
+        std::thread::scope(|s| {
+            let mut workers = 0;
+            for _ in 0..jobs {
+                let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
+                let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
+                    let mut templates = Templates::default();
+                    loop {
+                        // The lock is held while waiting: the other workers wait on it instead.
+                        let job = match job_rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok((n, f, block)) = job else { return };
+                        if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
+                            return;
+                        }
+                    }
+                });
+                // A thread limit: the workers made so far do the work (none: one thread does).
+                if spawned.is_err() {
+                    break;
+                }
+                workers += 1;
+            }
+            drop(piece_tx);
+            if workers == 0 {
+                return false;
+            }
+            let (mut sent, mut taken) = (0u64, 0u64);
+            let mut reading = true;
+            let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
+            'merge: loop {
+                while reading && sent - taken < ahead {
+                    match read(&mut spent) {
+                        Some((f, block)) => {
+                            if job_tx.send((sent, f, block)).is_err() {
+                                break 'merge;
+                            }
+                            sent += 1;
+                        }
+                        None => reading = false,
+                    }
+                }
+                if taken == sent {
+                    let _ = lanes.finish(w);
+                    break;
+                }
+                let mut piece = loop {
+                    if let Some(piece) = waiting.remove(&taken) {
+                        break piece;
+                    }
+                    match piece_rx.recv() {
+                        Ok((n, piece)) => {
+                            waiting.insert(n, piece);
+                        }
+                        // Every worker stopped: none can have panicked without the scope
+                        // saying so, so this is not reached.
+                        Err(_) => break 'merge,
+                    }
+                };
+                taken += 1;
+                hand_back(&mut piece, &mut spent);
+                if lanes.insert(piece, w).is_break() {
+                    break;
+                }
+                recycle(lanes);
+            }
+            drop(job_tx);
+            true
+        })
+    };
+    if on_workers {
         return;
     }
     // One thread: `--jobs 1`, or no worker thread could be made (a thread limit).
@@ -664,95 +744,4 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
         recycle(lanes);
     }
     let _ = lanes.finish(w);
-}
-
-/// The blocks from `read`, rendered on up to `jobs` worker threads and merged into `w` in
-/// sequence; `false` when no worker thread could be made, before any block was read.
-#[allow(clippy::too_many_arguments)]
-fn on_workers(
-    jobs: usize,
-    ctx: &Context<'_>,
-    read: &mut impl FnMut(&mut Vec<(usize, Block)>) -> Option<(usize, Result<Block, BlockError>)>,
-    hand_back: &impl Fn(&mut Piece, &mut Vec<(usize, Block)>),
-    recycle: &impl Fn(&mut Lanes),
-    spent: &mut Vec<(usize, Block)>,
-    lanes: &mut Lanes,
-    w: &mut Writer<'_>,
-) -> bool {
-    // Blocks in flight at most: enough to keep every worker busy while the main thread
-    // merges, few enough that they cost little memory.
-    let ahead = jobs as u64 * 4;
-    let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
-    let job_rx = Mutex::new(job_rx);
-    let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
-    std::thread::scope(|s| {
-        let mut workers = 0;
-        for _ in 0..jobs {
-            let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
-            let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
-                let mut templates = Templates::default();
-                loop {
-                    // The lock is held while waiting: the other workers wait on it instead.
-                    let job = match job_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((n, f, block)) = job else { return };
-                    if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
-                        return;
-                    }
-                }
-            });
-            // A thread limit: the workers made so far do the work (none: one thread does).
-            if spawned.is_err() {
-                break;
-            }
-            workers += 1;
-        }
-        drop(piece_tx);
-        if workers == 0 {
-            return false;
-        }
-        let (mut sent, mut taken) = (0u64, 0u64);
-        let mut reading = true;
-        let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
-        'merge: loop {
-            while reading && sent - taken < ahead {
-                match read(spent) {
-                    Some((f, block)) => {
-                        if job_tx.send((sent, f, block)).is_err() {
-                            break 'merge;
-                        }
-                        sent += 1;
-                    }
-                    None => reading = false,
-                }
-            }
-            if taken == sent {
-                let _ = lanes.finish(w);
-                break;
-            }
-            let mut piece = loop {
-                if let Some(piece) = waiting.remove(&taken) {
-                    break piece;
-                }
-                match piece_rx.recv() {
-                    Ok((n, piece)) => {
-                        waiting.insert(n, piece);
-                    }
-                    // Every worker stopped: none can have panicked without the scope
-                    // saying so, so this is not reached.
-                    Err(_) => break 'merge,
-                }
-            };
-            taken += 1;
-            hand_back(&mut piece, spent);
-            if lanes.insert(piece, w).is_break() {
-                break;
-            }
-            recycle(lanes);
-        }
-        drop(job_tx);
-        true
-    })
 }

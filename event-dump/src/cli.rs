@@ -155,6 +155,11 @@ pub(crate) struct PrintArgs {
     /// hold (default 64); a log more out of order than this holds is printed with a warning.
     #[arg(long, value_name = "MIB")]
     pub(crate) window: Option<usize>,
+    /// Merge by the window alone, without first reading where each block starts and when its
+    /// records do (for a log whose blocks hold records earlier than their header says; `print`
+    /// says when one does).
+    #[arg(long)]
+    pub(crate) window_only: bool,
 }
 
 #[derive(Args, Debug)]

@@ -28,6 +28,7 @@ mod merge;
 mod pipeline;
 mod progress;
 mod render;
+mod watermark;
 
 pub use commands::control::{ControlError, send_request};
 

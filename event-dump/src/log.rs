@@ -2,12 +2,12 @@
 //! [`BlockSource`] either way: a ring file's blocks come straight from the ring reader, never
 //! re-encoded as a stream.
 
-use event_format::decode::{BlockSource, Catalog, DecodeOptions, Decoder};
+use event_format::decode::{BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
 use event_format::ring::{self, RingBlocks, RingReader, RingSummary};
 use event_format::wire::{Header, HeaderError};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Take};
 use std::path::{Path, PathBuf};
 
 /// What went wrong, as the one line the user sees; the exit code is 1.
@@ -28,8 +28,8 @@ impl DumpError {
 
 /// Where an open log's blocks come from.
 enum Source {
-    /// An event stream, decoded as it is read.
-    Stream(Decoder<BufReader<File>>),
+    /// An event stream, decoded as it is read (up to the length it was indexed at, if it was).
+    Stream(Decoder<BufReader<Take<File>>>),
     /// A ring file, read slot by slot: its blocks as the ring reader checked them.
     Ring(RingBlocks<File>),
 }
@@ -41,6 +41,10 @@ pub(crate) struct Log {
     pub(crate) catalog: Catalog,
     /// Its length in bytes (for progress).
     pub(crate) len: u64,
+    /// Where its blocks start and when they say their records do, from their headers, for a
+    /// stream in a regular file opened with [`open_all_indexed`]; its blocks are then read up
+    /// to the length the index was made at, so that they are the blocks it lists.
+    pub(crate) index: Option<Vec<BlockStart>>,
 }
 
 impl Log {
@@ -79,11 +83,21 @@ impl Log {
 
 /// Opens every log of `paths`; the first that cannot be opened is the error.
 pub(crate) fn open_all(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
-    paths.iter().map(|p| open(p, force)).collect()
+    paths.iter().map(|p| open_with(p, force, false)).collect()
+}
+
+/// Opens every log of `paths` as [`open_all`] does, and indexes the blocks of each stream in
+/// a regular file ([`Log::index`]).
+pub(crate) fn open_all_indexed(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
+    paths.iter().map(|p| open_with(p, force, true)).collect()
 }
 
 /// Opens `path`: a stream, or a ring file (recognised by its magic).
 pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
+    open_with(path, force, false)
+}
+
+fn open_with(path: &Path, force: bool, index: bool) -> Result<Log, DumpError> {
     let shown = path.display();
     let meta =
         std::fs::metadata(path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {}", io_reason(&e))))?;
@@ -100,13 +114,19 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
         let reader = RingReader::open(file, options).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
         let catalog = Catalog::new(&reader.header().sets);
         let source = Source::Ring(RingBlocks::new(reader));
-        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len() });
+        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None });
     }
     file.seek(SeekFrom::Start(0)).map_err(cannot_open)?;
-    let decoder =
-        Decoder::with_options(BufReader::with_capacity(1 << 20, file), options).map_err(|e| header_error(path, &e))?;
+    // The index reads block headers at positions, through a second handle (a pipe has none).
+    let len = meta.len();
+    let indexing = if index && meta.is_file() { file.try_clone().ok() } else { None };
+    let limit = if indexing.is_some() { len } else { u64::MAX };
+    let decoder = Decoder::with_options(BufReader::with_capacity(1 << 20, file.take(limit)), options)
+        .map_err(|e| header_error(path, &e))?;
+    // A read error leaves the log unindexed: its blocks are merged by the window alone.
+    let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());
     let catalog = Catalog::new(&decoder.header().sets);
-    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len: meta.len() })
+    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index })
 }
 
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {

@@ -16,13 +16,18 @@
 //! The merge ([`Lanes`]) holds rendered blocks in lanes: the blocks of one thread of one
 //! log, in time order, one after another (a block that goes back in time before its lane's
 //! last opens a lane of its own), so that the heap that picks the next line holds a lane per
-//! thread, not a block, and lines are taken from a lane in runs. It holds at most a window of
-//! rendered bytes (`--window`): when more is held, it writes the earliest lines until it
-//! holds less. The order is exact whenever the log's disorder fits in the window; a line
-//! written after a later one (the window was exceeded) is counted, and `print` says so.
+//! thread, not a block, and lines are taken from a lane in runs. After each block it writes
+//! every line that no later block can precede, by the logs' block indexes
+//! ([`Watermark`](crate::watermark::Watermark)), so that it holds what is out of order in the
+//! file rather than lines already in order; and it holds at most a window of rendered bytes
+//! (`--window`): when more is held, it writes the earliest lines until it holds less. The
+//! order is exact whenever the log's disorder fits in the window (and its blocks' records
+//! start no earlier than their headers say); a line written after a later one is counted,
+//! and `print` says so.
 
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
+use crate::watermark::Watermark;
 use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
 use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
@@ -32,11 +37,12 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::sync::{Mutex, mpsc};
 
-/// The default merge window, in MiB of rendered lines. A window costs its size in memory
-/// that is filled before the first line is written, whatever the log's disorder: 64 MiB holds
-/// the disorder of the benchmark's 16 M-event log twice over (32 MiB prints it in order), and
-/// against 128 MiB it halves `print`'s peak and takes 7 % less time on a 4 M-event log
-/// (BENCHMARKS.md); `--window` holds more.
+/// The default merge window, in MiB of rendered lines: the most the merge holds. A log read
+/// with its block index holds only what its disorder needs (the benchmark's 4 M-event log,
+/// at most 36 MiB: a thread preempted for a time slice while another wrote); without one (a
+/// ring file, a pipe, `--window-only`), the window fills before the first line is written.
+/// 64 MiB holds the disorder of the benchmark's 16 M-event log twice over (BENCHMARKS.md);
+/// `--window` holds more.
 pub(crate) const DEFAULT_WINDOW_MIB: usize = 64;
 
 /// A line is shown.
@@ -75,6 +81,9 @@ pub(crate) struct Rendered {
     file: usize,
     thread: u64,
     sequence: u64,
+    /// Where the block is in its log, and the time its header says its records start at.
+    offset: u64,
+    base_time: u64,
     /// The shown lines' text, each followed by a newline: a run of lines that need nothing
     /// filled in is written with one copy.
     text: Vec<u8>,
@@ -152,6 +161,8 @@ impl Context<'_> {
                 file,
                 thread,
                 sequence: 0,
+                offset: 0,
+                base_time: 0,
                 text: Vec::with_capacity(block.records.len() * 4),
                 shown: 0,
                 lines: Vec::with_capacity(block.records.len() / 24),
@@ -163,6 +174,7 @@ impl Context<'_> {
             },
         };
         (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
+        (r.offset, r.base_time) = (block.offset, block.header.base_time);
         let thread_text = self.renderer.thread_text(file, thread);
         let seconds = Seconds::new(clock);
         let origin = Origin { file, thread: &thread_text, seconds: &seconds };
@@ -471,14 +483,17 @@ pub(crate) struct Lanes {
     window: usize,
     /// Wall-clock time lines the keys, when several logs are merged.
     wall: Option<Vec<Clock>>,
+    /// The time before which every line is merged, from the logs' block indexes.
+    mark: Watermark,
     /// Blocks written out, for their buffers to be reused.
     spent: Vec<Rendered>,
 }
 
 impl Lanes {
-    /// A merge that holds at most `window` bytes; `wall` gives each log's clock when several
-    /// logs are merged on wall-clock time.
-    pub(crate) fn new(window: usize, wall: Option<Vec<Clock>>) -> Lanes {
+    /// A merge that holds at most `window` bytes and writes every line before `mark`'s as soon
+    /// as it has it; `wall` gives each log's clock when several logs are merged on wall-clock
+    /// time.
+    pub(crate) fn new(window: usize, wall: Option<Vec<Clock>>, mark: Watermark) -> Lanes {
         Lanes {
             lanes: Vec::new(),
             free: Vec::new(),
@@ -487,28 +502,47 @@ impl Lanes {
             held: 0,
             window,
             wall,
+            mark,
             spent: Vec::new(),
         }
     }
 
-    /// Takes the next piece (in the order the blocks were read), then writes the earliest
-    /// lines while more than the window is held.
+    /// Takes the next piece (in the order the blocks were read), then writes the lines that
+    /// no later block can precede, and the earliest lines while more than the window is held.
     pub(crate) fn insert(&mut self, piece: Piece, w: &mut Writer<'_>) -> ControlFlow<()> {
         match piece {
-            Piece::Damaged { file, error } => w.problems.push(format!("{}: {error}", w.paths[file])),
+            Piece::Damaged { file, error } => {
+                self.mark.merged(file, error.offset, None);
+                w.problems.push(format!("{}: {error}", w.paths[file]));
+            }
             Piece::Block(r) => {
                 for error in &r.walk_errors {
                     w.problems.push(format!("{}: thread {}: {error}", w.paths[r.file], r.thread));
                 }
+                // The lines are sorted by time: the first is the earliest.
+                self.mark.merged(r.file, r.offset, Some((r.base_time, r.lines.first().map(|l| l.time))));
                 if !r.lines.is_empty() {
                     self.hold(r);
                 }
             }
         }
+        if let Some(key) = self.mark.key() {
+            // Every line of a key below the mark's (ties wait: a later block may hold a line
+            // of the same time that comes first).
+            let limit = (key.saturating_sub(1), usize::MAX, u64::MAX, u64::MAX, u32::MAX);
+            while self.heap.peek().is_some_and(|Reverse((first, _))| first.0 < key) {
+                self.emit_run(w, Some(limit))?;
+            }
+        }
         while self.held > self.window {
-            self.emit_run(w)?;
+            self.emit_run(w, None)?;
         }
         ControlFlow::Continue(())
+    }
+
+    /// Whether a block of log `file` had a line earlier than its `base_time`.
+    pub(crate) fn early(&self, file: usize) -> bool {
+        self.mark.early(file)
     }
 
     fn hold(&mut self, r: Rendered) {
@@ -543,14 +577,19 @@ impl Lanes {
         }
     }
 
-    /// Writes the earliest lane's lines up to the next lane's earliest line.
-    fn emit_run(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
+    /// Writes the earliest lane's lines up to the next lane's earliest line (and no line
+    /// after `limit`).
+    fn emit_run(&mut self, w: &mut Writer<'_>, limit: Option<Place>) -> ControlFlow<()> {
         let Some(&Reverse((_, l))) = self.heap.peek() else { return ControlFlow::Continue(()) };
         // The next lane's earliest line: the earlier of the top's children (the heap's slice
         // is its tree, level by level). The top stays on the heap, to be replaced below with
         // one sifting instead of a pop and a push: runs are short where threads interleave.
         let children = self.heap.as_slice().get(1..).unwrap_or_default();
-        let bound = children.iter().take(2).max().map(|Reverse((place, _))| *place);
+        let next = children.iter().take(2).max().map(|Reverse((place, _))| *place);
+        let bound = match (next, limit) {
+            (Some(next), Some(limit)) => Some(next.min(limit)),
+            (next, limit) => next.or(limit),
+        };
         let wall = self.wall.as_deref();
         let lane = &mut self.lanes[l];
         let mut flow = ControlFlow::Continue(());
@@ -592,7 +631,7 @@ impl Lanes {
     /// Writes every line held.
     pub(crate) fn finish(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
         while !self.heap.is_empty() {
-            self.emit_run(w)?;
+            self.emit_run(w, None)?;
         }
         ControlFlow::Continue(())
     }

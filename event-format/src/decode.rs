@@ -27,6 +27,7 @@
 
 use crate::builtin;
 use crate::letter::Letter;
+use crate::read_at::ReadAt;
 use crate::schema::BUILTIN_KIND;
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
@@ -294,7 +295,7 @@ impl<R: Read> Decoder<R> {
         }
         let head = BlockHeader::read(order, &self.buf[self.pos..]);
         let packed = head.flags & BLOCK_PACKED != 0;
-        let len = if packed && (head.used as usize) <= size - BLOCK_HEADER_LEN { packed_len(head.used) } else { size };
+        let len = stored_len(&head, size);
         let have = self.fill(len)?;
         if have < len {
             return damaged(Damage::Truncated { have, need: len });
@@ -317,6 +318,78 @@ impl<R: Read> Decoder<R> {
         self.consume(len);
         Ok(Some(Ok(Block { index, offset, header, records, order, stored_len: len as u64 })))
     }
+}
+
+/// The bytes a block whose header is `head` takes in a stream of `block_size` blocks: a
+/// packed block's header and compressed records (rounded up to 8), else the block size (a
+/// packed block whose `used` is too large for a block is damaged, and skipped as a whole block
+/// would be).
+fn stored_len(head: &BlockHeader, block_size: usize) -> usize {
+    let packed = head.flags & BLOCK_PACKED != 0;
+    if packed && (head.used as usize) <= block_size - BLOCK_HEADER_LEN { packed_len(head.used) } else { block_size }
+}
+
+/// Where a block of a stream starts, and the time it says its records start from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockStart {
+    /// The block's byte offset in the stream, as [`Block::offset`] and [`BlockError::offset`]
+    /// give it.
+    pub offset: u64,
+    /// Its header's `base_time`, unchecked: the block's CRC is not verified here.
+    pub base_time: u64,
+}
+
+/// The stream's blocks from their headers alone, as [`Decoder`] finds them: each block's
+/// offset and `base_time`, read with one positioned read of [`BLOCK_HEADER_LEN`] bytes per
+/// block (not its records), from `header_len` (where the first block starts) to `len`.
+///
+/// A reader that merges threads by time learns from it, before reading a block, the earliest
+/// time every later block says it starts at (docs/FORMAT.md, "Merging"). The headers are not
+/// verified: a reader checks each block as it decodes it. The walk stops at a block cut short
+/// by the end (the decoder reports it there), and gives `None` where the decoder would have to
+/// look for the next sync word (a block that does not start with one): the blocks after it
+/// cannot be found from headers alone.
+///
+/// ```
+/// use event_format::decode::{Decoder, index_blocks};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let bytes = event_format::testing::sample_stream(event_format::wire::Order::Little);
+/// let mut decoder = Decoder::new(&bytes[..])?;
+/// let index = index_blocks(&bytes[..], decoder.header(), decoder.header_len(), bytes.len() as u64)?
+///     .expect("an undamaged stream");
+/// let mut n = 0;
+/// while let Some(block) = decoder.next_block() {
+///     let block = block?;
+///     assert_eq!((index[n].offset, index[n].base_time), (block.offset, block.header.base_time));
+///     n += 1;
+/// }
+/// assert_eq!(n, index.len());
+/// # Ok(()) }
+/// ```
+pub fn index_blocks<R: ReadAt + ?Sized>(
+    source: &R,
+    header: &Header,
+    header_len: u64,
+    len: u64,
+) -> io::Result<Option<Vec<BlockStart>>> {
+    let size = header.block_size as usize;
+    let mut starts = Vec::new();
+    let mut offset = header_len;
+    let mut head = [0u8; BLOCK_HEADER_LEN];
+    while len.saturating_sub(offset) >= BLOCK_HEADER_LEN as u64 {
+        source.read_exact_at(&mut head, offset)?;
+        if header.order.u32(&head) != BLOCK_SYNC {
+            return Ok(None);
+        }
+        let block = BlockHeader::read(header.order, &head);
+        let stored = stored_len(&block, size) as u64;
+        if len - offset < stored {
+            break;
+        }
+        starts.push(BlockStart { offset, base_time: block.base_time });
+        offset += stored;
+    }
+    Ok(Some(starts))
 }
 
 /// Where a reader gets blocks from: a stream ([`Decoder`]) or a ring file

@@ -54,6 +54,7 @@ pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod letter;
+pub mod read_at;
 pub mod ring;
 pub mod schema;
 pub mod select;

@@ -6,17 +6,19 @@
 use super::{Colors, Result, Selection, thread_names};
 use crate::cli::PrintArgs;
 use crate::color::Style;
-use crate::log::open_all;
+use crate::log::{open_all, open_all_indexed};
 use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, Lanes, Writer, default_jobs};
 use crate::progress::Progress;
 use crate::render::{CsvColumns, Format, Renderer};
+use crate::watermark::Watermark;
 use event_format::decode::{Catalog, Event};
 use event_format::wire::{Clock, Header};
 use std::process::ExitCode;
 
 /// `print`: the selected events of the logs, merged by time.
 pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
-    let mut logs = open_all(&args.logs, args.force)?;
+    let mut logs =
+        if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
     let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let catalogs: Vec<&Catalog> = logs.iter().map(|l| &l.catalog).collect();
@@ -48,7 +50,9 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         w.out.push(b'\n');
     }
     let window = args.window.unwrap_or(DEFAULT_WINDOW_MIB).max(1) << 20;
-    let mut lanes = Lanes::new(window, (logs.len() > 1).then(|| clocks.clone()));
+    let wall = (logs.len() > 1).then(|| clocks.clone());
+    let mark = Watermark::new(logs.iter_mut().map(|l| l.index.take()).collect(), wall.clone());
+    let mut lanes = Lanes::new(window, wall, mark);
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     pipeline::run(&mut logs, &ctx, jobs, &mut lanes, &mut w);
     if w.failure.is_none() {
@@ -66,12 +70,23 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         ));
     }
     for (file, n) in disorder.iter().enumerate().filter(|(_, n)| **n > 0) {
-        problems.push(format!(
-            "{}: {n} events printed out of time order: the log's disorder is more than the merge window \
-             ({} MiB) holds; `--window MIB` holds more",
-            paths[file],
-            window >> 20
-        ));
+        problems.push(if (0..paths.len()).any(|f| lanes.early(f)) {
+            let early: Vec<&str> = (0..paths.len()).filter(|&f| lanes.early(f)).map(|f| paths[f].as_str()).collect();
+            format!(
+                "{}: {n} events printed out of time order: a block of {} has records earlier than the \
+                 time its header says they start at, which `print` merges by; `--window-only` orders \
+                 them by the merge window alone",
+                paths[file],
+                early.join(", ")
+            )
+        } else {
+            format!(
+                "{}: {n} events printed out of time order: the log's disorder is more than the merge window \
+                 ({} MiB) holds; `--window MIB` holds more",
+                paths[file],
+                window >> 20
+            )
+        });
     }
     for p in &problems {
         eprintln!("event-dump: {}", colors.err.paint(Style::Warning, p));

@@ -1,7 +1,8 @@
 //! `print`'s pipeline: the output is the same, byte for byte, with any number of workers
-//! (`--jobs`) and any merge window, on every fixture, merges of several logs and damaged
-//! logs, in every format; and `print` warns when, and only when, a log's disorder is more
-//! than its merge window holds.
+//! (`--jobs`) and any merge window, and with or without the block index (`--window-only`),
+//! on every fixture, merges of several logs and damaged logs, in every format; and `print`
+//! warns when, and only when, a log's disorder is more than its merge window holds, or a
+//! block's records start before its header says.
 
 use crate::common::{self, dir, run, stderr, stdout};
 use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value};
@@ -25,6 +26,22 @@ fn fixtures() -> Vec<PathBuf> {
     all.sort();
     assert!(all.len() >= 10, "the fixtures are found: {all:?}");
     all
+}
+
+/// `print ARGS` with the block index (the default) and with `--window-only` (and `extra`
+/// options each time): the same stdout, stderr and exit status.
+fn same_with_or_without_the_index(args: &[&str], extra: &[&str]) {
+    let with = |only: bool| {
+        let mut all = vec!["print"];
+        all.extend(only.then_some("--window-only"));
+        all.extend_from_slice(extra);
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let (indexed, window) = (with(false), with(true));
+    assert_eq!(stdout(&indexed), stdout(&window), "stdout of {args:?} {extra:?}");
+    assert_eq!(stderr(&indexed), stderr(&window), "stderr of {args:?} {extra:?}");
+    assert_eq!(indexed.status.code(), window.status.code(), "status of {args:?} {extra:?}");
 }
 
 /// `print ARGS` with `--jobs 1` and with more workers (and `extra` options each time): the
@@ -51,6 +68,7 @@ fn every_fixture_prints_the_same_with_any_number_of_workers() {
         let f = fixture.to_str().unwrap();
         for format in ["text", "json", "csv"] {
             same_with_any_jobs(&[f, "--force"], &["--format", format]);
+            same_with_or_without_the_index(&[f, "--force"], &["--format", format]);
         }
     }
 }
@@ -87,6 +105,8 @@ fn merges_and_damaged_logs_print_the_same_with_any_number_of_workers() {
             same_with_any_jobs(&logs, &["--format", format]);
             // The smallest window: lines are written while blocks still come in.
             same_with_any_jobs(&logs, &["--format", format, "--window", "1"]);
+            same_with_or_without_the_index(&logs, &["--format", format]);
+            same_with_or_without_the_index(&logs, &["--format", format, "--window", "1"]);
         }
         same_with_any_jobs(&logs, &["--no-labels", "--format", "json"]);
         same_with_any_jobs(&logs, &["--limit", "100", "--event", "Object*,Message"]);
@@ -110,11 +130,13 @@ fn stream(path: &Path, blocks: &[Vec<u8>]) {
 }
 
 /// A block of `thread`, numbered `sequence`, of `Message` events at `times` (ticks after
-/// the clock's start).
+/// the clock's start), starting at its first, as the reference writer's blocks do.
 fn messages(thread: u64, sequence: u64, times: impl IntoIterator<Item = u64>) -> Vec<u8> {
     let t0 = common::handmade_clock().start_ticks;
+    let mut times = times.into_iter().peekable();
+    let base_time = t0 + times.peek().copied().unwrap_or(0);
     let mut w =
-        BlockWriter::new(Order::Little, 1024, &BlockHeader { thread, sequence, base_time: t0, ..Default::default() });
+        BlockWriter::new(Order::Little, 1024, &BlockHeader { thread, sequence, base_time, ..Default::default() });
     for t in times {
         w.push(event_format::builtin::MESSAGE, t0 + t, &[Value::Str(Text::new("a message of some length"))]).unwrap();
     }
@@ -169,6 +191,73 @@ fn print_warns_when_and_only_when_the_disorder_is_more_than_the_window() {
         let out = run(&["print", "--jobs", jobs, beyond.to_str().unwrap()]);
         assert!(!warned(&out), "{}", stderr(&out));
         assert!(times(&out).windows(2).all(|w| w[0] <= w[1]));
+    }
+}
+
+/// The block index writes lines before the window fills (here, every line before the late
+/// thread's block's start), and changes no line of a log whose disorder the window holds. Of
+/// one it does not hold, the late line is written where the window lets it, which is not the
+/// same place when the index wrote lines early: the same lines and the same warning.
+#[test]
+fn the_block_index_changes_no_line_of_a_log_the_window_orders() {
+    let d = dir("print-jobs-index");
+    let within = d.join("within.evt");
+    late_thread_log(&within, 200);
+    let beyond = d.join("beyond.evt");
+    late_thread_log(&beyond, 2000);
+    let (within, beyond) = (within.to_str().unwrap(), beyond.to_str().unwrap());
+    for window in ["1", "64"] {
+        same_with_or_without_the_index(&[within], &["--window", window]);
+    }
+    same_with_or_without_the_index(&[beyond], &["--window", "64"]);
+    let (indexed, window) =
+        (run(&["print", "--window", "1", beyond]), run(&["print", "--window", "1", "--window-only", beyond]));
+    assert_eq!(stderr(&indexed), stderr(&window));
+    assert!(stderr(&indexed).contains("1 events printed out of time order"), "{}", stderr(&indexed));
+    let sorted = |o: &std::process::Output| {
+        let mut lines: Vec<String> = stdout(o).lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(sorted(&indexed), sorted(&window));
+}
+
+/// A block whose records start before its header's `base_time` breaks what the index says of
+/// it: a line of it can come after lines `print` wrote early. The lines are all printed,
+/// and `print` says which log broke the rule and how to print it in order; `--window-only`
+/// does.
+#[test]
+fn a_block_whose_records_start_before_its_base_time_is_said_and_the_window_orders_it() {
+    let d = dir("print-jobs-early");
+    let log = d.join("early.evt");
+    let t0 = common::handmade_clock().start_ticks;
+    let block = |thread: u64, base: u64, times: &[u64]| {
+        let header = BlockHeader { thread, sequence: 0, base_time: t0 + base, ..Default::default() };
+        let mut w = BlockWriter::new(Order::Little, 1024, &header);
+        for &t in times {
+            let text = format!("at {t}");
+            w.push(event_format::builtin::MESSAGE, t0 + t, &[Value::Str(Text::new(&text))]).unwrap();
+        }
+        w.finish()
+    };
+    // Thread 2's block says it starts at 200, and holds a record at 50: the lines of thread 1
+    // before 200 are written before it is read.
+    stream(&log, &[block(1, 100, &[100, 110, 120]), block(2, 200, &[200, 50, 210]), block(1, 300, &[300])]);
+    let l = log.to_str().unwrap();
+    for jobs in ["1", "2"] {
+        let out = run(&["print", "--jobs", jobs, l]);
+        assert!(out.status.success(), "a warning, not an error");
+        assert_eq!(times(&out).len(), 7, "every event is printed");
+        let err = stderr(&out);
+        assert!(err.contains("1 events printed out of time order"), "the record at 50: {err}");
+        assert!(err.contains(&format!("a block of {l} has records earlier than the time its header says")), "{err}");
+        assert!(err.contains("`--window-only`"), "{err}");
+
+        let out = run(&["print", "--jobs", jobs, "--window-only", l]);
+        assert!(!warned(&out), "{}", stderr(&out));
+        let t = times(&out);
+        assert_eq!(t.len(), 7);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]), "in time order: {t:?}");
     }
 }
 

@@ -8,6 +8,7 @@ mod decode;
 mod def;
 mod encode;
 mod fuzz_corpus;
+mod index;
 mod packed;
 mod regressions;
 mod select;

@@ -2,8 +2,8 @@
 //! yet merged can hold, from the logs' block indexes ([`index_blocks`]).
 //!
 //! A block's records start no earlier than its header's `base_time` (the reference writer
-//! starts a block at the time of its first record, and a clock that steps back within a
-//! thread is rare; docs/FORMAT.md, "Merging"). So once a block is merged, every line earlier
+//! starts a block at the time of its first record, and a new block when its thread's clock
+//! steps back past that; docs/FORMAT.md, "Writing times" and "Merging"). So once a block is merged, every line earlier
 //! than the least `base_time` of the blocks after it, in every log, is in its place and can
 //! be written: `print` holds what is out of order in the file, not a window's worth of lines
 //! that already are in order. The merge window still bounds what it holds.

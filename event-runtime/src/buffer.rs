@@ -339,7 +339,11 @@ impl ThreadBuffer {
     fn make_room(&mut self, now: u64, len: usize) -> Option<u64> {
         let delta = now.wrapping_sub(self.time);
         let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
-        if self.end + extend + len > self.block_size {
+        // A time before the block's start (the thread's clock stepped back past it: a thread
+        // moved to a core whose counter is behind) starts a new block at it, as a full block
+        // does: no record of a block is earlier than its `base_time`, which readers take as
+        // the earliest time the block holds (docs/FORMAT.md, "Writing times").
+        if now < self.base_time || self.end + extend + len > self.block_size {
             // Twice at most: a fresh block may open with a `Dropped` record.
             for _ in 0..2 {
                 if !self.hand_on(now) {

@@ -94,6 +94,14 @@ impl TimeSource {
         }
     }
 
+    /// Sets the deterministic clock's next reading (tests: a clock that steps back).
+    #[cfg(test)]
+    pub(crate) fn set_next(&self, ticks: u64) {
+        if let TimeSource::Deterministic { next } = self {
+            next.store(ticks, Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn is_deterministic(&self) -> bool {
         matches!(self, TimeSource::Deterministic { .. })
     }

@@ -260,3 +260,63 @@ pub fn flush() {
         lock(&shared.sinks).flush_file();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{EventSet, Recorder};
+    use event_format::decode::Decoder;
+
+    /// A thread whose clock steps back past the start of its block (a thread moved to a core
+    /// whose counter is behind) starts a new block at the earlier time: every record of a
+    /// block is at its `base_time` or later, as `print`'s merge takes it to be, and no event
+    /// is lost. (Before, the record went into the same block after a `TimeExtend` back.)
+    #[test]
+    fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
+        static BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::AtomicU64::new(0) }];
+        static SET: EventSet = EventSet::__new(
+            "VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n",
+            "t.def",
+            "t",
+            "1.0.0",
+            &BITS,
+        );
+        let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
+        let emit = |i: u64| crate::__private::emit(&SET, 0, 8, &[], |w| w.word(i));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                (0..10).for_each(emit);
+                // Back to the clock's first reading: before this thread's block started.
+                recording.shared.time.set_next(0);
+                (10..20).for_each(emit);
+                crate::flush();
+            });
+        });
+        let bytes = recording.stop().unwrap();
+        let mut decoder = Decoder::new(&bytes[..]).unwrap();
+        let catalog = event_format::decode::Catalog::new(&decoder.header().sets);
+        let (mut words, mut blocks) = (Vec::new(), 0);
+        while let Some(block) = decoder.next_block() {
+            let block = block.unwrap();
+            blocks += 1;
+            for record in block.records() {
+                let record = record.unwrap();
+                assert!(
+                    record.time >= block.header.base_time,
+                    "a record at {} in a block that starts at {}",
+                    record.time,
+                    block.header.base_time
+                );
+                if let event_format::decode::Entry::Event(e) = catalog.entry(record, block.header.thread, block.order)
+                    && e.desc.name == "E"
+                {
+                    words.extend(e.values().filter_map(|v| match v {
+                        event_format::wire::Value::Word(w) => Some(w),
+                        _ => None,
+                    }));
+                }
+            }
+        }
+        assert_eq!(words, (0..20).collect::<Vec<u64>>(), "every event, in order");
+        assert!(blocks >= 2, "the step back started a block");
+    }
+}

@@ -85,24 +85,44 @@ pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
 }
 
 /// Writes `v` as `{v:?}` does (the shortest digits that read back as `v`; an exponent below
-/// 1e-4 and from 1e16), a dump writes millions and std's formatting costs several times ryu's.
-///
-/// ryu's digits are std's but for an exact tie between two shortest candidates, which ryu
-/// breaks to the even digit and std upwards; ryu also writes [1e-5, 1e-4) without an
-/// exponent. Both, and what is not finite, go to std.
+/// 1e-4 and from 1e16).
 fn write_double<W: Write>(out: &mut W, v: f64) -> fmt::Result {
-    let magnitude = v.abs();
-    if v.is_finite() && !(1e-5..1e-4).contains(&magnitude) {
-        let mut buffer = ryu::Buffer::new();
-        let text = buffer.format_finite(v);
-        if v == 0.0 || !may_tie(v, text) {
-            return out.write_str(text);
+    let mut buffer = zmij::Buffer::new();
+    match shortest(v, &mut buffer) {
+        Some((head, tail)) => {
+            out.write_str(head)?;
+            out.write_str(tail)
         }
+        None => write!(out, "{v:?}"),
     }
-    write!(out, "{v:?}")
 }
 
-/// Whether ryu's `text` of `v` (finite, not zero) may be one of two shortest candidates at
+/// `v`'s text as `{v:?}` writes it, from zmij, in two pieces to be written one after the
+/// other; `None` where zmij's text may not be std's, which then writes it. A dump writes
+/// millions of doubles, and std's formatting costs several times zmij's (ryu's, before: zmij
+/// takes half its time, BENCHMARKS.md).
+///
+/// zmij's digits are std's but for an exact tie between two shortest candidates, which zmij
+/// breaks to the even digit and std upwards; zmij also writes [1e-5, 1e-4) without an
+/// exponent. Both, and what is not finite, go to std. And zmij writes a positive exponent
+/// with a `+` (`1e+16`), std without (`1e16`): the pieces leave it out.
+fn shortest(v: f64, buffer: &mut zmij::Buffer) -> Option<(&str, &str)> {
+    if !v.is_finite() || (1e-5..1e-4).contains(&v.abs()) {
+        return None;
+    }
+    let text = buffer.format_finite(v);
+    if v != 0.0 && may_tie(v, text) {
+        return None;
+    }
+    // zmij writes an exponent from 1e16 (as std does; below 1e-4 it is negative), and a `+`
+    // is only ever its sign.
+    if v.abs() < 1e16 {
+        return Some((text, ""));
+    }
+    Some(text.split_once('+').unwrap_or((text, "")))
+}
+
+/// Whether zmij's `text` of `v` (finite, not zero) may be one of two shortest candidates at
 /// an equal distance from `v`. A tie is `v = (2D + 1) * 5 * 10^(p - 1)` for the digits `D`
 /// whose last has the power of ten `p`: `v` is then an odd number times `2^(p - 1)`, so a
 /// `v` whose lowest set bit is another power of two cannot be one.
@@ -121,8 +141,8 @@ fn may_tie(v: f64, text: &str) -> bool {
     last_digit_power(text.trim_start_matches('-')) == Some(lowest_bit + 1)
 }
 
-/// The power of ten of the last digit of ryu's text (without a sign): `-2` for `12.25`, `3`
-/// for `1000.0` and `1.5e16`, `-7` for `1.25e-5`.
+/// The power of ten of the last digit of zmij's text (without a sign): `-2` for `12.25`, `3`
+/// for `1000.0` and `1.5e+16`, `-7` for `1.25e-5`.
 fn last_digit_power(text: &str) -> Option<i32> {
     let (digits, exponent) = match text.split_once('e') {
         Some((digits, exponent)) => (digits, exponent.parse::<i32>().ok()?),
@@ -356,17 +376,18 @@ pub fn push_value(out: &mut Vec<u8>, value: &Value<'_>) {
 
 /// Appends `v` as [`write_double`] writes it.
 fn push_double(out: &mut Vec<u8>, v: f64) {
-    if v.is_finite() && !(1e-5..1e-4).contains(&v.abs()) {
-        let mut buffer = ryu::Buffer::new();
-        let text = buffer.format_finite(v);
-        if v == 0.0 || !may_tie(v, text) {
-            out.extend_from_slice(text.as_bytes());
-            return;
+    let mut buffer = zmij::Buffer::new();
+    match shortest(v, &mut buffer) {
+        Some((head, tail)) => {
+            out.extend_from_slice(head.as_bytes());
+            out.extend_from_slice(tail.as_bytes());
+        }
+        None => {
+            let mut s = String::new();
+            let _ = write!(s, "{v:?}");
+            out.extend_from_slice(s.as_bytes());
         }
     }
-    let mut s = String::new();
-    let _ = write!(s, "{v:?}");
-    out.extend_from_slice(s.as_bytes());
 }
 
 /// A clock's times as [`write_seconds`] writes them, for a writer of many: the divisions by
@@ -543,7 +564,7 @@ mod tests {
         assert_eq!(s(b"\xe2\x82 \xff\"\\", true), r#""\xe2\x82 \xff\"\\"..."#);
     }
 
-    /// Doubles go through ryu with std as the fallback: every value's text must be `{v:?}`'s,
+    /// Doubles go through zmij with std as the fallback: every value's text must be `{v:?}`'s,
     /// on the edges (ties, the exponent's thresholds, subnormals) and on random values.
     #[test]
     fn doubles_are_written_as_debug_writes_them() {
@@ -554,7 +575,7 @@ mod tests {
         };
         let mut edges = vec![0.0, -0.0, f64::MIN_POSITIVE, f64::MAX, f64::MIN, f64::EPSILON, 5e-324, 1e-4, 1e-5, 1e16];
         edges.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.1, 0.2, 0.3, 2.5, 0.125, 1e23, 9007199254740993.0]);
-        // Exact ties between two shortest candidates (ryu and std break them differently).
+        // Exact ties between two shortest candidates (zmij and std break them differently).
         // (Exact sums: the literals alone have more digits than the doubles need.)
         edges.extend([1389203678596250.0 + 0.25, 618515042358025.0 + 0.25, 90265226872708.0 + 0.625, 15e-324]);
         // Every power of two, normal (each exponent) and subnormal (each bit), and neighbours.

@@ -234,6 +234,11 @@ pub(crate) struct ExportArgs {
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,
+    /// `chrome` and `ctf`, which merge events by time: merge by the window alone, without first
+    /// reading where each block starts and when its records do (for a log whose blocks hold
+    /// records earlier than their header says; the export says when one does).
+    #[arg(long)]
+    pub(crate) window_only: bool,
 }
 
 #[derive(Args, Debug)]

@@ -2,10 +2,12 @@
 //!
 //! Each thread's records are in time order within a log, but blocks of different threads
 //! arrive in the order they were handed on (or thread by thread, from a ring). The merge
-//! holds decoded blocks in a window of at most [`WINDOW_BYTES`] of records and emits the
-//! earliest event whenever the window is full, and everything at the end: the order is exact
-//! whenever the log's disorder fits in the window (a whole default ring does), and memory
-//! never grows with the log. Several logs (several processes) merge on wall-clock time.
+//! emits, after each block, every record that no later block can precede, by the logs' block
+//! indexes ([`Watermark`]), and holds decoded blocks in a window of at most [`WINDOW_BYTES`]
+//! of records, emitting the earliest event whenever the window is full, and everything at
+//! the end: the order is exact whenever the log's disorder fits in the window (a whole
+//! default ring does), and memory never grows with the log. A record emitted after a later
+//! one is counted ([`Merged`]). Several logs (several processes) merge on wall-clock time.
 //!
 //! Records are delimited by the one walk docs/FORMAT.md defines ([`RecordIter`]) and named by
 //! the catalog ([`Catalog::entry`](event_format::decode::Catalog::entry)), as every reader
@@ -15,8 +17,10 @@
 //! time there.
 
 use crate::log::{DumpError, Log};
+use crate::watermark::Watermark;
 use event_format::decode::{Block, Entry, Event};
 use event_format::wire::RecordIter;
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
@@ -69,13 +73,41 @@ impl Held {
     }
 }
 
+/// What a merge could not put in time order.
+#[derive(Debug, Default)]
+pub(crate) struct Merged {
+    /// Records handed on after a record of a later time: the logs' disorder was more than the
+    /// window holds, or a block held records earlier than its `base_time`.
+    pub(crate) out_of_order: u64,
+    /// Whether a block held records earlier than its `base_time` (a writer other than the
+    /// reference one, or one before 2026-11-24 whose thread's clock stepped back).
+    pub(crate) early: bool,
+}
+
 /// Merges the events of `logs` and hands each to `visit`, until it breaks or all are done.
+/// Logs opened with an index ([`Log::index`]) are merged by it as they are read.
 ///
 /// Each held block is a cursor over its records (they are in time order within the block),
 /// and the heap holds one entry per block: memory is the records' bytes and a few words per
 /// block, whatever the number of records.
-pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> ControlFlow<()>) -> Result<(), DumpError> {
+pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> ControlFlow<()>) -> Result<Merged, DumpError> {
     let several = logs.len() > 1;
+    let wall = several.then(|| logs.iter().map(|l| l.header().clock).collect());
+    let mut mark = Watermark::new(logs.iter_mut().map(|l| l.index.take()).collect(), wall);
+    // The latest key handed on, and the records handed on after a later one; `None`: an
+    // item reported as it is read, not in time order.
+    let (last, out_of_order, early) = (Cell::new(i128::MIN), Cell::new(0u64), Cell::new(false));
+    let merged = || Merged { out_of_order: out_of_order.get(), early: early.get() };
+    let mut visit = |key: Option<i128>, item: Item<'_>| {
+        if let Some(key) = key {
+            if key < last.get() {
+                out_of_order.set(out_of_order.get() + 1);
+            } else {
+                last.set(key);
+            }
+        }
+        visit(item)
+    };
     let mut held: Vec<Option<Held>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut heap: Heap = BinaryHeap::new();
@@ -86,15 +118,17 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     while let Some(f) = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f]) {
         match logs[f].blocks().next_block() {
             None => done[f] = true,
-            Some(Err(_)) => {
-                if visit(Item::Damaged).is_break() {
-                    return Ok(());
+            Some(Err(e)) => {
+                mark.merged(f, e.offset, None);
+                // Reported as it is read, not in time order.
+                if visit(None, Item::Damaged).is_break() {
+                    return Ok(merged());
                 }
             }
             Some(Ok(block)) => {
                 let clock = logs[f].header().clock;
                 let mut count = 0;
-                let (mut previous, mut backwards) = (0, false);
+                let (mut previous, mut backwards, mut earliest) = (0, false, None::<u64>);
                 for record in block.records() {
                     match record {
                         Ok(record) => {
@@ -103,16 +137,19 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                             count += 1;
                             backwards |= record.time < previous;
                             previous = record.time;
+                            earliest = Some(earliest.map_or(record.time, |e| e.min(record.time)));
                         }
                         // A record that cannot be delimited or timed is reported right away
                         // (not in time order); the walk goes on where the format says it can.
                         Err(_) => {
-                            if visit(Item::Bad).is_break() {
-                                return Ok(());
+                            if visit(None, Item::Bad).is_break() {
+                                return Ok(merged());
                             }
                         }
                     }
                 }
+                mark.merged(f, block.offset, Some((block.header.base_time, earliest)));
+                early.set(early.get() || mark.early(f));
                 if count == 0 {
                     continue;
                 }
@@ -133,18 +170,26 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                 held[slot] = Some(h);
             }
         }
+        // Every record of a key below the mark's: no later block can precede it.
+        if let Some(key) = mark.key() {
+            while heap.peek().is_some_and(|Reverse(top)| top.0 < key) {
+                if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
+                    return Ok(merged());
+                }
+            }
+        }
         while held_bytes > WINDOW_BYTES {
             if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-                return Ok(());
+                return Ok(merged());
             }
         }
     }
     while !heap.is_empty() {
         if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-            return Ok(());
+            return Ok(merged());
         }
     }
-    Ok(())
+    Ok(merged())
 }
 
 /// Held blocks by their next record: (key, log, thread, block sequence, offset, slot); key
@@ -168,9 +213,9 @@ fn emit_one(
     free: &mut Vec<usize>,
     held_bytes: &mut usize,
     several: bool,
-    visit: &mut impl FnMut(Item<'_>) -> ControlFlow<()>,
+    visit: &mut impl FnMut(Option<i128>, Item<'_>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let Some(Reverse((_, file, thread, _, _, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
+    let Some(Reverse((key, file, thread, _, _, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
     let Some(h) = held[slot].as_mut() else { return ControlFlow::Continue(()) };
     let Some((offset, time)) = h.next else { return ControlFlow::Continue(()) };
     // peek() found a whole record at `offset` (not a TimeExtend, which is never yielded): the
@@ -182,9 +227,9 @@ fn emit_one(
     (record.offset, record.time) = (offset, time);
     let end = offset + event_format::wire::RECORD_HEADER_LEN + record.args.len();
     let flow = match logs[h.file].catalog.entry(record, thread, h.block.order) {
-        Entry::Event(event) => visit(Item::Event { file, event }),
-        Entry::Unknown { .. } => visit(Item::Unknown),
-        Entry::Bad(_) => visit(Item::Bad),
+        Entry::Event(event) => visit(Some(key), Item::Event { file, event }),
+        Entry::Unknown { .. } => visit(Some(key), Item::Unknown),
+        Entry::Bad(_) => visit(Some(key), Item::Bad),
     };
     h.pos = end;
     h.time = time;

@@ -310,6 +310,43 @@ fn spans_unknown_codes_and_damage() {
     );
 }
 
+/// The export merges by the log's block index as `print` does: a block whose records start
+/// before its `base_time` puts one event out of time order, and the export says so (an
+/// export once said nothing of events it could not put in order); every event is exported.
+#[test]
+fn events_exported_out_of_time_order_are_said() {
+    let d = dir("chrome-early");
+    let log = d.join("early.evt");
+    early_record_log(&log);
+    let out = d.join("early.json");
+    let run = common::run(&["export", "--to", "chrome", log.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(0), "a warning, not an error");
+    assert!(
+        stderr(&run)
+            .contains("1 events exported out of time order: a block has records earlier than the time its header says"),
+        "{}",
+        stderr(&run)
+    );
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let said: Vec<i128> = events(&trace).iter().filter(|e| e["name"] == "Message").map(ts_ns).collect();
+    assert_eq!(said.len(), 7, "every event is exported");
+    assert!(said.windows(2).any(|w| w[0] > w[1]), "{said:?}");
+    // By the window alone, in order and nothing to say.
+    let run =
+        common::run(&["export", "--to", "chrome", "--window-only", log.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(run.status.success() && stderr(&run).is_empty(), "{}", stderr(&run));
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let said: Vec<i128> = events(&trace).iter().filter(|e| e["name"] == "Message").map(ts_ns).collect();
+    assert_eq!(said.len(), 7);
+    assert!(said.windows(2).all(|w| w[0] <= w[1]), "{said:?}");
+    // An export in order says nothing.
+    let sample = d.join("sample.evt");
+    sample_log(&sample);
+    let run =
+        common::run(&["export", "--to", "chrome", sample.to_str().unwrap(), "-o", d.join("s.json").to_str().unwrap()]);
+    assert!(!stderr(&run).contains("out of time order"), "{}", stderr(&run));
+}
+
 #[test]
 fn errors_are_one_line_and_leave_no_file() {
     let d = dir("chrome-errors");

@@ -230,19 +230,7 @@ fn the_block_index_changes_no_line_of_a_log_the_window_orders() {
 fn a_block_whose_records_start_before_its_base_time_is_said_and_the_window_orders_it() {
     let d = dir("print-jobs-early");
     let log = d.join("early.evt");
-    let t0 = common::handmade_clock().start_ticks;
-    let block = |thread: u64, base: u64, times: &[u64]| {
-        let header = BlockHeader { thread, sequence: 0, base_time: t0 + base, ..Default::default() };
-        let mut w = BlockWriter::new(Order::Little, 1024, &header);
-        for &t in times {
-            let text = format!("at {t}");
-            w.push(event_format::builtin::MESSAGE, t0 + t, &[Value::Str(Text::new(&text))]).unwrap();
-        }
-        w.finish()
-    };
-    // Thread 2's block says it starts at 200, and holds a record at 50: the lines of thread 1
-    // before 200 are written before it is read.
-    stream(&log, &[block(1, 100, &[100, 110, 120]), block(2, 200, &[200, 50, 210]), block(1, 300, &[300])]);
+    common::early_record_log(&log);
     let l = log.to_str().unwrap();
     for jobs in ["1", "2"] {
         let out = run(&["print", "--jobs", jobs, l]);

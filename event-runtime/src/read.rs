@@ -256,6 +256,7 @@ impl fmt::Display for Summary {
 /// Why a log cannot be read with a set's types. Each is one line that names the log's and the
 /// program's side.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The file cannot be opened or read.
     Io(io::Error),

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 /// Why a recording could not start. Its message is one line: what is wrong, what to do.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum StartError {
     /// Another recording is running in this process.
     AlreadyRunning,

@@ -156,6 +156,7 @@ pub struct Layout {
 
 /// Why a ring file cannot be read (or written).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum RingError {
     /// Reading failed.
     Io(io::Error),

@@ -104,6 +104,7 @@ pub fn seal_block(order: Order, block: &mut [u8], used: u32) {
 
 /// Why a block was skipped.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Damage {
     /// The block does not start with the sync word.
     BadSync(u32),
@@ -250,6 +251,7 @@ const TIME_EXTEND_LEN: usize = RECORD_HEADER_LEN + TIME_EXTEND_FIXED;
 
 /// Why [`BlockWriter::push`] wrote nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PushError {
     /// The record does not fit in the rest of this block: seal it and start another.
     Full,

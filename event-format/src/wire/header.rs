@@ -268,6 +268,7 @@ impl std::error::Error for EncodeError {}
 /// Why a stream's header was refused. Each message is one line that says what is wrong and
 /// what to do.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum HeaderError {
     /// Reading failed.
     Io(io::Error),

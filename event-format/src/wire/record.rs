@@ -83,6 +83,7 @@ impl Value<'_> {
 /// Why a record could not be decoded. The block it is in passed its CRC, so these mean the
 /// writer broke the format; the records before it in the block are good.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RecordError {
     /// Fewer bytes remain in the block than a record header needs.
     Truncated {

@@ -31,7 +31,8 @@ pub struct SlotState {
 /// The live words of page 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status {
-    /// [`STATE_CREATING`], [`STATE_RECORDING`] or [`STATE_CLOSED`] (or a newer value).
+    /// [`STATE_CREATING`], [`STATE_RECORDING`](super::STATE_RECORDING) or
+    /// [`STATE_CLOSED`](super::STATE_CLOSED) (or a newer value).
     pub state: u32,
     /// The writer's last sign of life, ns since the Unix epoch.
     pub heartbeat_ns: u64,

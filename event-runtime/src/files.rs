@@ -383,6 +383,22 @@ fn set_private(file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether `path` still names `file` (not removed, not replaced by another file or a
+/// symbolic link). Where that cannot be told (not Unix), whether the path exists.
+pub(crate) fn names(path: &Path, file: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(file) = file.metadata() else { return false };
+        std::fs::symlink_metadata(path).is_ok_and(|p| p.dev() == file.dev() && p.ino() == file.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
+    }
+}
+
 /// Releases the lock on `file` before it is closed (a ring file whose recording has ended
 /// while threads still hold its slots).
 pub(crate) fn unlock(file: &File) {

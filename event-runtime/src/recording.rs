@@ -40,6 +40,9 @@ pub struct Recording {
     generation: u64,
     writer: Option<JoinHandle<()>>,
     stopped: bool,
+    /// The recording never ran (its writer thread could not start): the stop removes the
+    /// event file it made if that holds nothing.
+    never_ran: bool,
 }
 
 /// In a child of `fork()`: the child's own recording, started on its first event
@@ -67,10 +70,16 @@ impl Recording {
     /// started. When the thread cannot be started, the recording is stopped again (dropped)
     /// and the error returned.
     pub(crate) fn begin(shared: Arc<Shared>, generation: u64) -> io::Result<Recording> {
-        let mut recording = Recording { shared, generation, writer: None, stopped: false };
+        let mut recording = Recording { shared, generation, writer: None, stopped: false, never_ran: false };
         debug_assert!(!recording.shared.is_parents(), "a recording starts in its own process");
         // Without its writer the recording cannot run: dropping it undoes the start.
-        recording.writer = Some(writer::spawn(&recording.shared, generation)?);
+        match writer::spawn(&recording.shared, generation) {
+            Ok(writer) => recording.writer = Some(writer),
+            Err(error) => {
+                recording.never_ran = true;
+                return Err(error);
+            }
+        }
         Ok(recording)
     }
 
@@ -205,7 +214,11 @@ impl Recording {
                 );
             }
         }
-        lock(&shared.sinks).close_file();
+        if self.never_ran {
+            lock(&shared.sinks).discard_file();
+        } else {
+            lock(&shared.sinks).close_file();
+        }
         result
     }
 }

@@ -148,14 +148,7 @@ impl RingFile {
 
     /// Whether the path still names this file (not removed, not replaced).
     pub(crate) fn path_is_ours(&self) -> bool {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let Ok(file) = self.reopen().and_then(|f| f.metadata()) else { return false };
-            std::fs::symlink_metadata(&self.path).is_ok_and(|p| p.dev() == file.dev() && p.ino() == file.ino())
-        }
-        #[cfg(not(unix))]
-        self.path.exists()
+        self.reopen().is_ok_and(|file| files::names(&self.path, &file))
     }
 
     /// The 64-bit word at `offset`.

@@ -153,6 +153,21 @@ impl Sinks {
         self.file = None;
     }
 
+    /// Closes the event file of a recording that never ran (its writer thread could not
+    /// start), and removes it when it holds no event and no loss (a trace of nothing that
+    /// would say it stopped cleanly) and its path still names it: it is this recording's own
+    /// file, made by it, and removed while its lock is held, before another may claim the path.
+    pub(crate) fn discard_file(&mut self) {
+        if let Some((path, file)) = &self.file
+            && self.written.events == 0
+            && self.written.lost == 0
+            && crate::files::names(path, file)
+        {
+            let _ = std::fs::remove_file(path);
+        }
+        self.close_file();
+    }
+
     /// The file sink's descriptor, for a fatal signal's last write.
     #[cfg(unix)]
     pub(crate) fn raw_fd(&self) -> Option<i32> {

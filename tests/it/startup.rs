@@ -136,7 +136,9 @@ fn a_misspelt_variable_is_one_line_naming_the_setting() {
 
 /// A machine out of threads (the recorder's writer thread cannot be started) is nobody's
 /// mistake in the environment: one line says so and the program runs. Before, `start()`
-/// returned an error that the README's `main` passed on, and the program did not run.
+/// returned an error that the README's `main` passed on, and the program did not run. The
+/// event file it had made is removed (it was left holding a header and a stop marker: a
+/// trace of no events that said it stopped cleanly).
 #[test]
 fn a_writer_thread_that_cannot_be_started_is_one_line_and_the_program_runs() {
     let d = dir("no-threads");
@@ -166,4 +168,5 @@ fn a_writer_thread_that_cannot_be_started_is_one_line_and_the_program_runs() {
         "event-runtime: not recording: cannot start the recorder's writer thread: ",
         "; the process has reached a thread limit (ulimit -u, the cgroup's pids.max)",
     );
+    assert!(files(&d).is_empty(), "no trace that recorded nothing is left: {:?}", files(&d));
 }

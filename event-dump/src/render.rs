@@ -6,8 +6,8 @@ use crate::color::{Palette, Style};
 use crate::json;
 use event_format::builtin;
 use event_format::decode::{Catalog, Desc, Event};
-use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, write_seconds, write_text, write_value};
-use event_format::wire::{Clock, Value};
+use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, write_text, write_value};
+use event_format::wire::Value;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -363,11 +363,11 @@ impl Renderer {
         let _ = write_value(out, &Value::Word(thread));
     }
 
-    fn time(&self, out: &mut String, clock: &Clock, ticks: u64) {
+    fn time(&self, out: &mut String, seconds: &Seconds, ticks: u64) {
         if self.raw_ticks {
             let _ = write!(out, "{ticks}");
         } else {
-            let _ = write_seconds(out, clock, ticks);
+            let _ = seconds.write(out, ticks);
         }
     }
 
@@ -409,8 +409,8 @@ impl Renderer {
                 text.clear();
                 let first = holes.len();
                 match self.format {
-                    Format::Csv => self.csv_line(text, holes, file, thread_text, seconds.clock(), event),
-                    _ => self.json_line(text, holes, thread_text, seconds.clock(), event),
+                    Format::Csv => self.csv_line(text, holes, file, thread_text, seconds, event),
+                    _ => self.json_line(text, holes, thread_text, seconds, event),
                 }
                 let base = out.len() as u32;
                 holes[first..].iter_mut().for_each(|h| h.at += base);
@@ -440,12 +440,12 @@ impl Renderer {
     }
 
     /// One JSON object (docs/OUTPUT.md, "JSON"); its holes are where the `labels` object goes.
-    fn json_line(&self, out: &mut String, holes: &mut Vec<Hole>, thread: &str, clock: &Clock, event: &Event<'_>) {
+    fn json_line(&self, out: &mut String, holes: &mut Vec<Hole>, thread: &str, seconds: &Seconds, event: &Event<'_>) {
         out.push_str("{\"time\":");
         if self.raw_ticks {
             json::unsigned(out, event.time);
         } else {
-            let _ = write_seconds(out, clock, event.time);
+            let _ = seconds.write(out, event.time);
         }
         // A thread's name needs no escaping.
         out.push_str(",\"thread\":\"");
@@ -516,10 +516,10 @@ impl Renderer {
         holes: &mut Vec<Hole>,
         file: usize,
         thread: &str,
-        clock: &Clock,
+        seconds: &Seconds,
         event: &Event<'_>,
     ) {
-        self.time(out, clock, event.time);
+        self.time(out, seconds, event.time);
         out.push(',');
         out.push_str(thread);
         // The kind is `set:Kind` when the log holds more than one set (set names need no quoting).

@@ -549,10 +549,7 @@ impl Renderer {
                     }
                 }
                 _ => {
-                    // Bytes first: one UTF-8 check for the cell, not one per piece of it.
-                    let mut bytes = Vec::new();
-                    push_value(&mut bytes, &value);
-                    cell = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                    let _ = write_value(&mut cell, &value);
                 }
             }
             // Every hole of the row is the `labels` cell.

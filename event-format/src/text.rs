@@ -309,7 +309,9 @@ fn is_plain(bytes: &[u8]) -> bool {
 }
 
 /// Appends `value` as [`write_value`] writes it.
-#[inline]
+// Always: in the loop that renders a dump's lines, its call was a quarter of `print`'s time
+// (BENCHMARKS.md), and with a second caller (CSV) the compiler stopped inlining it.
+#[inline(always)]
 pub fn push_value<S: Sink>(out: &mut S, value: &Value<'_>) {
     match value {
         Value::Pointer(v) | Value::Address(v) => push_hex(out, *v),

@@ -199,3 +199,10 @@ pub(crate) fn enabled(bits: &[AtomicU64], index: u16) -> bool {
     // Relaxed: see `control`'s module docs.
     bits.get(w).is_some_and(|word| word.load(Ordering::Relaxed) & bit != 0)
 }
+
+/// A set of one event, `E` of kind `K` with one word, always on: for the crate's unit tests.
+#[cfg(test)]
+pub(crate) static TEST_SET: EventSet = {
+    static BITS: [AtomicU64; 1] = [const { AtomicU64::new(0) }];
+    EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def", "t", "1.0.0", &BITS)
+};

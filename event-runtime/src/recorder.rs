@@ -761,14 +761,7 @@ mod tests {
 
     #[test]
     fn environment_overrides_the_builder() {
-        static BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::AtomicU64::new(0) }];
-        static SET: EventSet = EventSet::__new(
-            "VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n",
-            "t.def",
-            "t",
-            "1.0.0",
-            &BITS,
-        );
+        use crate::event_set::TEST_SET as SET;
         let vars = [("EVENT_POLICY", "fill"), ("EVENT_BUFSIZE", "1m"), ("EVENT_RING", "r.ring")];
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v));
         let r = Recorder::new().sets(&[&SET]).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();

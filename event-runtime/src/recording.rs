@@ -276,7 +276,8 @@ pub fn flush() {
 
 #[cfg(test)]
 mod tests {
-    use crate::{EventSet, Recorder};
+    use crate::Recorder;
+    use crate::event_set::TEST_SET as SET;
     use event_format::decode::Decoder;
 
     /// A thread whose clock steps back past the start of its block (a thread moved to a core
@@ -285,14 +286,6 @@ mod tests {
     /// is lost. (Before, the record went into the same block after a `TimeExtend` back.)
     #[test]
     fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
-        static BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::AtomicU64::new(0) }];
-        static SET: EventSet = EventSet::__new(
-            "VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n",
-            "t.def",
-            "t",
-            "1.0.0",
-            &BITS,
-        );
         let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
         let emit = |i: u64| crate::__private::emit(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {

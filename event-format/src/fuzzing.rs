@@ -44,7 +44,9 @@ fn def_round_trip(text: &str) {
 /// ring file and the other way round, so one of them stops at once), each as it is and
 /// again with its CRCs repaired, so that the fuzzer gets past the checksums to the fields
 /// behind them. Every block, every entry and every value is decoded and rendered as text;
-/// a stream is read twice, whole and in short reads, and both must give the same result.
+/// a stream is read twice, whole and in short reads, and both must give the same result;
+/// and its block index ([`index_blocks`](crate::decode::index_blocks)) must list the blocks
+/// the decoder finds whenever it finds no damaged one.
 pub fn fuzz_decode(data: &[u8]) {
     decode_both(data);
     let mut repaired = data.to_vec();
@@ -60,7 +62,27 @@ fn decode_both(data: &[u8]) {
     let chunked = decode_stream(Chunked { data, step }, DecodeOptions::default());
     assert_eq!(whole, chunked, "short reads changed what was decoded");
     decode_stream(data, DecodeOptions { force: true });
+    index_agrees(data);
     decode_ring(data);
+}
+
+/// A stream without damage is indexed, and its index is the blocks the decoder finds.
+fn index_agrees(data: &[u8]) {
+    let Ok(mut decoder) = Decoder::new(data) else { return };
+    let index = crate::decode::index_blocks(data, decoder.header(), decoder.header_len(), data.len() as u64);
+    let mut found = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        match block {
+            Ok(b) => found.push(crate::decode::BlockStart { offset: b.offset, base_time: b.header.base_time }),
+            // With damage the decoder looks for sync words, which the index does not.
+            Err(_) => return,
+        }
+    }
+    match index {
+        Ok(Some(index)) => assert_eq!(index, found, "the index of a stream without damage"),
+        Ok(None) => panic!("a stream without damage has no index"),
+        Err(e) => panic!("reading a slice failed: {e}"),
+    }
 }
 
 /// What a decode found, to compare two reads of the same bytes.

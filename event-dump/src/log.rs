@@ -7,7 +7,7 @@ use event_format::ring::{self, RingBlocks, RingReader, RingSummary};
 use event_format::wire::{Header, HeaderError};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Take};
+use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// What went wrong, as the one line the user sees; the exit code is 1.
@@ -28,8 +28,9 @@ impl DumpError {
 
 /// Where an open log's blocks come from.
 enum Source {
-    /// An event stream, decoded as it is read (up to the length it was indexed at, if it was).
-    Stream(Decoder<BufReader<Take<File>>>),
+    /// An event stream, decoded as it is read (up to the length it was indexed at, if it was):
+    /// from its file, or from a pipe, which cannot seek back over the magic read first.
+    Stream(Decoder<BufReader<Box<dyn Read + Send>>>),
     /// A ring file, read slot by slot: its blocks as the ring reader checked them.
     Ring(RingBlocks<File>),
 }
@@ -110,18 +111,30 @@ fn open_with(path: &Path, force: bool, index: bool) -> Result<Log, DumpError> {
     let got = read_up_to(&mut file, &mut magic).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let options = DecodeOptions { force };
     if ring::is_ring(&magic[..got]) {
+        if !meta.is_file() {
+            return Err(DumpError::new(format!(
+                "{shown}: a ring file is read at positions, which a pipe cannot give; read the ring file itself, or a copy of it"
+            )));
+        }
         // The ring reader reads at positions: where the magic left the file does not matter.
         let reader = RingReader::open(file, options).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
         let catalog = Catalog::new(&reader.header().sets);
         let source = Source::Ring(RingBlocks::new(reader));
         return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None });
     }
-    file.seek(SeekFrom::Start(0)).map_err(cannot_open)?;
     // The index reads block headers at positions, through a second handle (a pipe has none).
     let len = meta.len();
     let indexing = if index && meta.is_file() { file.try_clone().ok() } else { None };
     let limit = if indexing.is_some() { len } else { u64::MAX };
-    let decoder = Decoder::with_options(BufReader::with_capacity(1 << 20, file.take(limit)), options)
+    let reader: Box<dyn Read + Send> = if meta.is_file() {
+        file.seek(SeekFrom::Start(0)).map_err(cannot_open)?;
+        Box::new(file.take(limit))
+    } else {
+        // A pipe (`zcat log.evt.gz | event-dump print /dev/stdin`) cannot seek: what was read
+        // of it goes back in front of the rest.
+        Box::new(Cursor::new(magic[..got].to_vec()).chain(file))
+    };
+    let decoder = Decoder::with_options(BufReader::with_capacity(1 << 20, reader), options)
         .map_err(|e| header_error(path, &e))?;
     // A read error leaves the log unindexed: its blocks are merged by the window alone.
     let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());

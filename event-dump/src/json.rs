@@ -2,6 +2,7 @@
 //! argument values, used by `print --format json` and the Chrome export alike. The shapes
 //! they make are a stable output, documented in docs/OUTPUT.md.
 
+use event_format::text::{push_decimal, push_hex, push_value};
 use event_format::wire::Value;
 use std::fmt::Write as _;
 
@@ -34,38 +35,35 @@ pub(crate) fn string(out: &mut String, s: &str) {
 /// exactly, a decimal string beyond.
 pub(crate) fn unsigned(out: &mut String, v: u64) {
     if v <= MAX_SAFE_INTEGER {
-        let _ = write!(out, "{v}");
+        push_decimal(out, v);
     } else {
-        let _ = write!(out, "\"{v}\"");
+        out.push('"');
+        push_decimal(out, v);
+        out.push('"');
     }
 }
 
 /// Writes an argument's value as JSON: pointers and addresses as hex strings; integers as
 /// numbers while a double holds them exactly ([`MAX_SAFE_INTEGER`]), as decimal strings
 /// beyond; finite doubles as numbers, NaN and infinities as strings (`"NaN"`, `"-inf"`);
-/// bools as `true`/`false`; strings escaped (bytes that are not UTF-8 replaced).
+/// bools as `true`/`false`; strings escaped (bytes that are not UTF-8 replaced). Numbers are
+/// written by the text's writers (`event_format::text`): the same digits as `print`'s text.
 pub(crate) fn value(out: &mut String, value: &Value<'_>) {
     match *value {
         Value::Pointer(v) | Value::Address(v) => {
-            let _ = write!(out, "\"{v:#x}\"");
+            out.push('"');
+            push_hex(out, v);
+            out.push('"');
         }
         Value::Word(v) => unsigned(out, v),
-        Value::Unsigned(v) => {
-            let _ = write!(out, "{v}");
+        Value::Signed(v) if v.unsigned_abs() > MAX_SAFE_INTEGER => {
+            out.push('"');
+            push_value(out, value);
+            out.push('"');
         }
-        Value::Signed(v) if v.unsigned_abs() <= MAX_SAFE_INTEGER => {
-            let _ = write!(out, "{v}");
-        }
-        Value::Signed(v) => {
-            let _ = write!(out, "\"{v}\"");
-        }
-        Value::Double(v) if v.is_finite() => {
-            let _ = write!(out, "{v:?}");
-        }
+        Value::Unsigned(_) | Value::Signed(_) | Value::Bool(_) => push_value(out, value),
+        Value::Double(v) if v.is_finite() => push_value(out, value),
         Value::Double(v) => string(out, &format!("{v:?}")),
-        Value::Bool(v) => {
-            let _ = write!(out, "{v}");
-        }
         Value::Str(t) => string(out, &String::from_utf8_lossy(t.bytes)),
     }
 }

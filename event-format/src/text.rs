@@ -74,6 +74,18 @@ impl Sink for Vec<u8> {
     }
 }
 
+impl Sink for String {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        // Each piece is UTF-8 (the trait's promise); were one not, it would show with
+        // replacement characters, never as bytes unchecked.
+        match std::str::from_utf8(bytes) {
+            Ok(s) => self.push_str(s),
+            Err(_) => self.push_str(&String::from_utf8_lossy(bytes)),
+        }
+    }
+}
+
 /// A [`fmt::Write`] as a [`Sink`]: the first error is kept, and nothing is written after it.
 struct FmtSink<'a, W> {
     out: &'a mut W,

@@ -548,9 +548,7 @@ impl Renderer {
                         truncated.push_str(name);
                     }
                 }
-                _ => {
-                    let _ = write_value(&mut cell, &value);
-                }
+                _ => push_value(&mut cell, &value),
             }
             // Every hole of the row is the `labels` cell.
             let (param, at) = (i as u16, 0);

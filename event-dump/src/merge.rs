@@ -96,8 +96,8 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     let mut mark = Watermark::new(logs.iter_mut().map(|l| l.index.take()).collect(), wall);
     // The latest key handed on, and the records handed on after a later one; `None`: an
     // item reported as it is read, not in time order.
-    let (last, out_of_order, early) = (Cell::new(i128::MIN), Cell::new(0u64), Cell::new(false));
-    let merged = || Merged { out_of_order: out_of_order.get(), early: early.get() };
+    let (last, out_of_order) = (Cell::new(i128::MIN), Cell::new(0u64));
+    let merged = |mark: &Watermark| Merged { out_of_order: out_of_order.get(), early: mark.any_early() };
     let mut visit = |key: Option<i128>, item: Item<'_>| {
         if let Some(key) = key {
             if key < last.get() {
@@ -122,7 +122,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                 mark.merged(f, e.offset, None);
                 // Reported as it is read, not in time order.
                 if visit(None, Item::Damaged).is_break() {
-                    return Ok(merged());
+                    return Ok(merged(&mark));
                 }
             }
             Some(Ok(block)) => {
@@ -143,13 +143,12 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                         // (not in time order); the walk goes on where the format says it can.
                         Err(_) => {
                             if visit(None, Item::Bad).is_break() {
-                                return Ok(merged());
+                                return Ok(merged(&mark));
                             }
                         }
                     }
                 }
                 mark.merged(f, block.offset, Some((block.header.base_time, earliest)));
-                early.set(early.get() || mark.early(f));
                 if count == 0 {
                     continue;
                 }
@@ -174,22 +173,22 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
         if let Some(key) = mark.key() {
             while heap.peek().is_some_and(|Reverse(top)| top.0 < key) {
                 if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-                    return Ok(merged());
+                    return Ok(merged(&mark));
                 }
             }
         }
         while held_bytes > WINDOW_BYTES {
             if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-                return Ok(merged());
+                return Ok(merged(&mark));
             }
         }
     }
     while !heap.is_empty() {
         if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-            return Ok(merged());
+            return Ok(merged(&mark));
         }
     }
-    Ok(merged())
+    Ok(merged(&mark))
 }
 
 /// Held blocks by their next record: (key, log, thread, block sequence, offset, slot); key

@@ -23,12 +23,10 @@ use event_format::wire::Clock;
 /// One log's index and how far its merge has come.
 #[derive(Debug)]
 struct Log {
-    /// The offsets of its blocks, in order.
-    offsets: Vec<u64>,
+    /// Its blocks, in the order of their offsets.
+    index: Vec<BlockStart>,
     /// `after[i]`: the least `base_time` of blocks `i..`; `after[n]` is `u64::MAX`.
     after: Vec<u64>,
-    /// Their `base_time`s, to check each block against.
-    base_times: Vec<u64>,
     /// The least `base_time` of the blocks not yet merged (`u64::MAX`: none is left);
     /// `None`: not known (no index, or the blocks did not agree with it).
     bound: Option<u64>,
@@ -53,14 +51,12 @@ impl Watermark {
             .map(|index| {
                 let indexed = index.is_some();
                 let index = index.unwrap_or_default();
-                let offsets: Vec<u64> = index.iter().map(|b| b.offset).collect();
-                let base_times: Vec<u64> = index.iter().map(|b| b.base_time).collect();
                 let mut after = vec![u64::MAX; index.len() + 1];
                 for i in (0..index.len()).rev() {
-                    after[i] = after[i + 1].min(base_times[i]);
+                    after[i] = after[i + 1].min(index[i].base_time);
                 }
                 let bound = indexed.then_some(after[0]);
-                Log { offsets, after, base_times, bound, early: false }
+                Log { index, after, bound, early: false }
             })
             .collect();
         Watermark { logs, wall }
@@ -73,8 +69,8 @@ impl Watermark {
         if log.bound.is_none() {
             return;
         }
-        let at = log.offsets.partition_point(|&o| o < offset);
-        let listed = log.offsets.get(at) == Some(&offset);
+        let at = log.index.partition_point(|b| b.offset < offset);
+        let listed = log.index.get(at).is_some_and(|b| b.offset == offset);
         log.bound = match block {
             // A damaged block holds no line: the blocks after it are what is left.
             None => Some(log.after[at + usize::from(listed)]),
@@ -82,7 +78,7 @@ impl Watermark {
                 if earliest.is_some_and(|t| t < base_time) {
                     log.early = true;
                     None
-                } else if !listed || log.base_times[at] != base_time {
+                } else if !listed || log.index[at].base_time != base_time {
                     // A block the index does not know (the file changed, or the decoder found a
                     // block after damage that the headers did not lead to).
                     None
@@ -114,6 +110,11 @@ impl Watermark {
     /// Whether a block of log `file` had a line earlier than its `base_time`.
     pub(crate) fn early(&self, file: usize) -> bool {
         self.logs.get(file).is_some_and(|l| l.early)
+    }
+
+    /// Whether a block of any log had a line earlier than its `base_time`.
+    pub(crate) fn any_early(&self) -> bool {
+        self.logs.iter().any(|l| l.early)
     }
 }
 

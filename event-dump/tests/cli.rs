@@ -85,33 +85,40 @@ fn print_text_json_csv() {
     );
 }
 
+/// `event-dump ARGS` with `bytes` written to its standard input through a pipe, from another
+/// thread (a pipe holds less than a log).
+#[cfg(unix)]
+fn through_a_pipe(args: &[&str], bytes: Vec<u8>) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(DUMP)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The reader may stop early (a refusal): the rest of the write fails, and that is fine.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    out
+}
+
 /// A log read from a pipe (`zcat log.evt.gz | event-dump print /dev/stdin`) prints as the
 /// file does, as do `stats` and `check`. Each once refused it ("cannot open: Illegal seek"):
 /// the reader read the magic, then seeked back to the start, which a pipe cannot.
 #[cfg(unix)]
 #[test]
 fn a_log_from_a_pipe_reads_as_the_file_does() {
-    use std::io::Write;
-    use std::process::Stdio;
     let log = sample_log("piped.evt");
     let bytes = std::fs::read(&log).unwrap();
     let log = log.to_str().unwrap();
     for command in ["print", "stats", "check"] {
-        let mut child = Command::new(DUMP)
-            .args([command, "/dev/stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let bytes = bytes.clone();
-        // Written from another thread: the pipe holds less than the log.
-        let feeder = std::thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        });
-        let piped = child.wait_with_output().unwrap();
-        feeder.join().unwrap();
+        let piped = through_a_pipe(&[command, "/dev/stdin"], bytes.clone());
         assert!(piped.status.success(), "{command}: {}", stderr(&piped));
         let file = run(&[command, log]);
         let shown = |o: &Output| stdout(o).replace(log, "LOG").replace("/dev/stdin", "LOG");
@@ -126,20 +133,7 @@ fn a_log_from_a_pipe_reads_as_the_file_does() {
     // A ring file cannot come from a pipe: one line says so (it once said "not a ring file").
     let ring = dir().join("piped.ring");
     common::tiny_ring(&ring);
-    let mut child = Command::new(DUMP)
-        .args(["print", "/dev/stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let bytes = std::fs::read(&ring).unwrap();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
+    let out = through_a_pipe(&["print", "/dev/stdin"], std::fs::read(&ring).unwrap());
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),

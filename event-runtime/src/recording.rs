@@ -38,11 +38,10 @@ const FLUSH_WAIT: Duration = Duration::from_secs(1);
 pub struct Recording {
     shared: Arc<Shared>,
     generation: u64,
+    /// The writer thread; `None` only when it could not start (then the recording never ran,
+    /// and the stop removes the event file it made if that holds nothing) or after the stop.
     writer: Option<JoinHandle<()>>,
     stopped: bool,
-    /// The recording never ran (its writer thread could not start): the stop removes the
-    /// event file it made if that holds nothing.
-    never_ran: bool,
 }
 
 /// In a child of `fork()`: the child's own recording, started on its first event
@@ -70,16 +69,10 @@ impl Recording {
     /// started. When the thread cannot be started, the recording is stopped again (dropped)
     /// and the error returned.
     pub(crate) fn begin(shared: Arc<Shared>, generation: u64) -> io::Result<Recording> {
-        let mut recording = Recording { shared, generation, writer: None, stopped: false, never_ran: false };
+        let mut recording = Recording { shared, generation, writer: None, stopped: false };
         debug_assert!(!recording.shared.is_parents(), "a recording starts in its own process");
         // Without its writer the recording cannot run: dropping it undoes the start.
-        match writer::spawn(&recording.shared, generation) {
-            Ok(writer) => recording.writer = Some(writer),
-            Err(error) => {
-                recording.never_ran = true;
-                return Err(error);
-            }
-        }
+        recording.writer = Some(writer::spawn(&recording.shared, generation)?);
         Ok(recording)
     }
 
@@ -150,6 +143,7 @@ impl Recording {
             return Ok(());
         }
         self.stopped = true;
+        let never_ran = self.writer.is_none();
         crash::uninstall();
         session::set_running(false);
         control::uninstall();
@@ -214,7 +208,7 @@ impl Recording {
                 );
             }
         }
-        if self.never_ran {
+        if never_ran {
             lock(&shared.sinks).discard_file();
         } else {
             lock(&shared.sinks).close_file();

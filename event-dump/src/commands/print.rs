@@ -69,9 +69,10 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
             paths[*file]
         ));
     }
+    // The logs with a block whose records start before its header says.
+    let early: Vec<&str> = (0..paths.len()).filter(|&f| lanes.early(f)).map(|f| paths[f].as_str()).collect();
     for (file, n) in disorder.iter().enumerate().filter(|(_, n)| **n > 0) {
-        problems.push(if (0..paths.len()).any(|f| lanes.early(f)) {
-            let early: Vec<&str> = (0..paths.len()).filter(|&f| lanes.early(f)).map(|f| paths[f].as_str()).collect();
+        problems.push(if !early.is_empty() {
             format!(
                 "{}: {n} events printed out of time order: a block of {} has records earlier than the \
                  time its header says they start at, which `print` merges by; `--window-only` orders \

@@ -35,6 +35,19 @@ fn source_dir(span: proc_macro2::Span) -> Option<PathBuf> {
     span.unwrap().local_file()?.parent().map(PathBuf::from)
 }
 
+/// The error for an events.def found at none of `candidates`: the first is beside the crate's
+/// Cargo.toml, named by that rule rather than by its absolute path (the directory is the
+/// user's own crate, and a path under a build's target directory, where a test harness puts
+/// its crates, would differ from one machine to another); the others as paths.
+fn not_found(written: &str, candidates: &[PathBuf]) -> String {
+    let mut tried = vec!["beside the crate's Cargo.toml (`CARGO_MANIFEST_DIR`)".to_owned()];
+    tried.extend(candidates.iter().skip(1).map(|p| format!("at {}", p.display())));
+    format!(
+        "cannot find events.def `{written}`: not {}; the path is relative to the crate's Cargo.toml",
+        tried.join(", nor ")
+    )
+}
+
 /// Reads and parses the events.def that `input` names, relative to the crate's Cargo.toml
 /// (or, failing that, to the calling source file). Every problem is an error at the path
 /// literal: a missing or unreadable file names the path tried; errors in the file are the
@@ -43,14 +56,7 @@ pub(crate) fn load(input: &Include) -> syn::Result<Loaded> {
     let written = input.path.value();
     let candidates = candidates(&written, input.path.span());
     let Some(path) = candidates.iter().find(|p| p.exists()).cloned() else {
-        let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-        return Err(syn::Error::new(
-            input.path.span(),
-            format!(
-                "cannot find events.def `{written}` (tried {}); the path is relative to the crate's Cargo.toml",
-                tried.join(" and ")
-            ),
-        ));
+        return Err(syn::Error::new(input.path.span(), not_found(&written, &candidates)));
     };
     let text = std::fs::read_to_string(&path).map_err(|e| {
         syn::Error::new(input.path.span(), format!("cannot read events.def at {}: {e}", path.display()))

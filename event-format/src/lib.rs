@@ -1,11 +1,12 @@
-//! The language that event-macros, event-runtime and event-dump share: one grammar for
-//! events.def and one codec for the event stream.
+//! The event stream that event-runtime writes and event-dump reads: its codec and its
+//! readers. The events.def language it embeds (grammar, schema, letters, built-in events) is
+//! the crate `event-def`, which the proc macro uses alone; this crate re-exports its modules,
+//! so that a reader needs one dependency.
 //!
-//! - [`def`] parses events.def into a [`Schema`] (reporting every error with file, line and
-//!   column) and renders a schema back to events.def text.
-//! - [`schema`] is the event set itself and its rules ([`Schema::check`]).
+//! - [`def`], [`schema`], [`letter`], [`builtin`]: `event-def`'s, re-exported.
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
+//! - [`ring`] reads a ring file, post mortem or live.
 //! - [`text`] renders decoded events as text.
 //! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
 //!   tracing events' text, written by the runtime's bridge and read by every reader.
@@ -47,20 +48,16 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod builtin;
 pub mod decode;
-pub mod def;
 pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod letter;
 pub mod read_at;
 pub mod ring;
-pub mod schema;
 pub mod select;
 pub mod testing;
 pub mod text;
 pub mod wire;
 
-pub use letter::Letter;
-pub use schema::{EventType, Kind, Retired, Schema, Version};
+pub use event_def::{EventType, Kind, Letter, Retired, Schema, Version};
+pub use event_def::{builtin, def, letter, schema};

@@ -18,11 +18,11 @@
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
 //! temporaries (e.g. a `format!` string) alive while the record is written. Each conversion
 //! is spanned on its argument, so a type error points at it. Each argument is written by the
-//! method of its letter of `event_format::wire::ArgWriter` (the runtime's `Cursor`): the
+//! method of its letter of event-format's `wire::ArgWriter` (the runtime's `Cursor`): the
 //! bytes of each letter are defined there, once, not here.
 
 use crate::input::{Emit, Invocation, Row};
-use event_format::Letter;
+use event_def::Letter;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt as _;
@@ -181,7 +181,7 @@ fn unknown(name: &syn::Ident, rows: &[Row]) -> syn::Error {
     let span = name.span();
     let name = name.unraw().to_string();
     let known: Vec<String> = rows.iter().map(|r| r.name.unraw().to_string()).collect();
-    let hint = match event_format::def::closest(&name, known.iter().map(String::as_str)) {
+    let hint = match event_def::def::closest(&name, known.iter().map(String::as_str)) {
         Some(close) => format!("did you mean `{close}`?"),
         None if known.is_empty() => "events.def declares no events".to_owned(),
         None => "declare it with a RELATION line in events.def".to_owned(),

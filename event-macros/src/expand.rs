@@ -16,8 +16,8 @@
 
 use crate::load::Loaded;
 use crate::naming::{event_doc, ident};
-use event_format::letter::format_string;
-use event_format::schema::Schema;
+use event_def::letter::format_string;
+use event_def::schema::Schema;
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 
@@ -67,7 +67,7 @@ pub(crate) fn failed(error: &syn::Error) -> TokenStream {
 }
 
 fn module(schema: &Schema, path: &str, written: &str, package_version: &str) -> TokenStream {
-    let def = event_format::def::render(schema);
+    let def = event_def::def::render(schema);
     let v = schema.version;
     let (major, median, minor) = (v.major, v.median, v.minor);
     let kinds: Vec<Ident> = schema.kinds.iter().map(|k| ident(&k.name)).collect();
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn expansion_of_a_small_events_def() {
-        let schema = event_format::def::parse(
+        let schema = event_def::def::parse(
             "VERSION(1, 2, 3)\nKIND(Arena, \"arenas\")\nKIND(Pool)\n\
              RELATION(ArenaCreate, 0x0001, TRUE, Arena, PAW, arena, base, size)\n\
              RELATION(PoolNote, 0x0002, FALSE, Pool, SUB, note, count, ok)\n\

@@ -1,7 +1,7 @@
 //! Reading events.def: the path, the file, the parse.
 
 use crate::input::Include;
-use event_format::schema::Schema;
+use event_def::schema::Schema;
 use std::path::PathBuf;
 
 /// An events.def, read and checked.
@@ -63,8 +63,8 @@ pub(crate) fn load(input: &Include) -> syn::Result<Loaded> {
     })?;
     // The set's default name: the package name of the crate being compiled, the one that
     // includes the file (cargo sets it for the compiler, which runs this macro).
-    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| event_format::def::DEFAULT_SET_NAME.to_owned());
-    let schema = event_format::def::parse_set(&text, &path.display().to_string(), &package).map_err(|errors| {
+    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| event_def::def::DEFAULT_SET_NAME.to_owned());
+    let schema = event_def::def::parse_set(&text, &path.display().to_string(), &package).map_err(|errors| {
         let mut iter = errors.0.iter();
         let first = iter.next().map_or_else(String::new, ToString::to_string);
         let mut err = syn::Error::new(input.path.span(), format!("events.def has errors:\n{first}"));

@@ -1,14 +1,14 @@
 //! How generated code names and documents an event set's items, shared by what
 //! `include_events!` generates for emitting (`expand`) and for reading (`reader`).
 
-use event_format::letter::format_string;
-use event_format::schema::{EventType, Schema};
+use event_def::letter::format_string;
+use event_def::schema::{EventType, Schema};
 use proc_macro2::{Ident, Span};
 
 /// `name` as an identifier of the generated code: raw (`r#type`) when it is a Rust keyword,
 /// which format 2's names may be (Schema::check refuses the keywords no raw identifier spells).
 pub(crate) fn ident(name: &str) -> Ident {
-    if event_format::schema::is_rust_keyword(name) {
+    if event_def::schema::is_rust_keyword(name) {
         Ident::new_raw(name, Span::call_site())
     } else {
         Ident::new(name, Span::call_site())

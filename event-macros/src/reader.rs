@@ -7,8 +7,8 @@
 //! a program that matches on a variant or a field events.def does not have fails to compile.
 
 use crate::naming::{event_doc, ident};
-use event_format::letter::Letter;
-use event_format::schema::Schema;
+use event_def::letter::Letter;
+use event_def::schema::Schema;
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 

@@ -6,6 +6,7 @@ mod clean_stop;
 mod common;
 mod files;
 mod fixtures;
+mod house;
 mod process;
 mod runtime;
 mod security;

@@ -5,7 +5,6 @@
 //! allocator, which must see no other test's allocations.
 
 mod decode;
-mod def;
 mod encode;
 mod fuzz_corpus;
 mod index;

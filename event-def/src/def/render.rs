@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 /// the defaults `f0`, `f1`, ...
 ///
 /// ```
-/// use event_format::{def, EventType, Kind, Letter, Schema, Version};
+/// use event_def::{def, EventType, Kind, Letter, Schema, Version};
 ///
 /// let schema = Schema {
 ///     name: "mps".into(),

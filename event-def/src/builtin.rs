@@ -59,7 +59,7 @@ pub const SPAN_EXIT: u16 = 0xFF09;
 /// 0 after every other block: the stream held `blocks` blocks before that block, with
 /// `events` events in them, and `lost` events were counted lost in them (`Dropped` counts and
 /// block `lost` fields). Like [`TIME_EXTEND`] it is consumed while records are delimited
-/// ([`crate::wire::RecordIter`]), never an event of its own; a stream of 2.0.1 or later without
+/// (event-format's `wire::RecordIter`), never an event of its own; a stream of 2.0.1 or later without
 /// it was not stopped cleanly (docs/FORMAT.md, "The clean stop"). Not in [`ALL`].
 pub const STOP: u16 = 0xFF0A;
 /// Bytes of `Stop`'s arguments (`blocks`, `events`, `lost`), its whole body.
@@ -105,7 +105,7 @@ pub const ALL: &[Builtin] = &[
 
 // The bytes of each built-in's fixed-size arguments (every argument but its strings), derived
 // from its format: what a writer reserves for the body before its strings
-// (`crate::wire::body` writes the bodies).
+// (event-format's `wire::body` writes the bodies).
 
 /// Bytes of `Intern`'s fixed-size arguments (`id`).
 pub const INTERN_FIXED: usize = INTERN_TYPE.fixed_len();

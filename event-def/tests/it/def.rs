@@ -2,8 +2,8 @@
 //! each kind of mistake gives the error messages in tests/snapshots; rendering parses back to
 //! the same schema; no input makes the parser panic.
 
-use event_format::def::{self, DefError, DefErrors};
-use event_format::{EventType, Kind, Letter, Retired, Schema, Version};
+use event_def::def::{self, DefError, DefErrors};
+use event_def::{EventType, Kind, Letter, Retired, Schema, Version};
 use proptest::prelude::*;
 
 fn errors(source: &str) -> DefErrors {
@@ -419,9 +419,9 @@ mod props {
     fn fresh(name: String, taken: &mut HashSet<String>) -> String {
         let mut name = name;
         while name == "_"
-            || event_format::schema::identifier_problem(&name).is_some()
-            || event_format::builtin::by_name(&name).is_some()
-            || name == event_format::schema::BUILTIN_KIND
+            || event_def::schema::identifier_problem(&name).is_some()
+            || event_def::builtin::by_name(&name).is_some()
+            || name == event_def::schema::BUILTIN_KIND
             || taken.contains(&name)
         {
             name.push('_');
@@ -468,7 +468,7 @@ mod props {
                     .into_iter()
                     .map(|(name, code, always, kind, format, params)| {
                         let params = match params {
-                            None => (0..format.len()).map(event_format::schema::default_param_name).collect(),
+                            None => (0..format.len()).map(event_def::schema::default_param_name).collect(),
                             Some(raw) => {
                                 let mut seen = HashSet::new();
                                 raw.into_iter().take(format.len()).map(|p| fresh(p, &mut seen)).collect()

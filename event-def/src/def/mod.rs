@@ -49,14 +49,14 @@ pub use render::render;
 /// their positions in the text.
 ///
 /// ```
-/// let schema = event_format::def::parse(
+/// let schema = event_def::def::parse(
 ///     "VERSION(1, 0, 0)\nKIND(Arena)\nRELATION(ArenaCreate, 0x0001, TRUE, Arena, PAW)\n",
 ///     "events.def",
 /// )
 /// .unwrap();
 /// assert_eq!(schema.events[0].params, ["f0", "f1", "f2"]);
 ///
-/// let errors = event_format::def::parse("KIND(Arena)\n", "events.def").unwrap_err();
+/// let errors = event_def::def::parse("KIND(Arena)\n", "events.def").unwrap_err();
 /// assert_eq!(
 ///     errors.to_string(),
 ///     "events.def:1:1: missing VERSION line; add `VERSION(1, 0, 0)` at the top"
@@ -77,9 +77,9 @@ pub const DEFAULT_SET_NAME: &str = "events";
 ///
 /// ```
 /// let def = "VERSION(1, 0, 0)\nKIND(Page)\nRELATION(PageWrite, 1, TRUE, Page, 0)\n";
-/// let schema = event_format::def::parse_set(def, "events.def", "storage").unwrap();
+/// let schema = event_def::def::parse_set(def, "events.def", "storage").unwrap();
 /// assert_eq!(schema.name, "storage");
-/// let named = event_format::def::parse_set(&format!("SET(disk)\n{def}"), "events.def", "storage").unwrap();
+/// let named = event_def::def::parse_set(&format!("SET(disk)\n{def}"), "events.def", "storage").unwrap();
 /// assert_eq!(named.name, "disk");
 /// ```
 pub fn parse_set(source: &str, file: &str, default_name: &str) -> Result<Schema, DefErrors> {

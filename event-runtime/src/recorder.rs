@@ -23,7 +23,7 @@ use event_format::decode::Catalog;
 use event_format::ring::Layout;
 use event_format::schema::Schema;
 use event_format::select::Selection;
-use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, SetEntry};
+use event_format::wire::{Header, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, Order, Producer, RecordingId, SetEntry};
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -446,12 +446,13 @@ impl Recorder {
         let entries = SetEntry::assign(schemas.iter().cloned());
         // Each set's range of wire codes: its event j is written as `first + j`.
         let firsts: Vec<u16> = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first)).collect();
-        let header = Header::with_sets(
+        let mut header = Header::with_sets(
             entries,
             bs,
             clock,
             Producer { host: files::host_name().unwrap_or_default(), ..Producer::current(start_wall) },
         );
+        header.properties.recording = Some(new_recording_id());
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
         let expand = |path: &Option<PathBuf>, purpose| match path {
             Some(p) => {
@@ -689,6 +690,28 @@ pub fn start() -> Result<Option<Recording>, StartError> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// A new recording's id: 128 bits no other recording of any host or run shares (docs/FORMAT.md,
+/// "Header properties"). Two SipHash-1-3 digests keyed by std's per-thread random keys (from
+/// the operating system's randomness, each `RandomState` a different key), of this process,
+/// this moment and a count of the ids it made: no coordination, no dependency, and unique
+/// with overwhelming probability (it is an identity, not a secret).
+fn new_recording_id() -> RecordingId {
+    use std::hash::{BuildHasher, Hasher};
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    // Relaxed: only a distinct number per call is needed.
+    let count = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut id = [0u8; 16];
+    for (half, bytes) in id.chunks_exact_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(half);
+        h.write_u64(count);
+        h.write_u32(std::process::id());
+        h.write_i64(clock::wall_ns());
+        bytes.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    RecordingId(id)
 }
 
 impl Recorder {

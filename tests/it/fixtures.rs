@@ -5,15 +5,15 @@
 //!
 //! The streams of the current version are made by `generate` below from a frozen copy of
 //! events.def (since 1.1, every other block packed; since 2.0.1, with the producer's host and
-//! ending with the clean-stop marker's block). Run with `UPDATE_FIXTURES=1` to write
+//! ending with the clean-stop marker's block; since 2.0.2, with a recording id). Run with `UPDATE_FIXTURES=1` to write
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, Stop, Text, Value,
-    pack_block, stop_block,
+    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, RecordingId, Stop, Text,
+    Value, pack_block, stop_block,
 };
 use event_format::{def, text};
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ const BLOCK_SIZE: u32 = 1024;
 const DAMAGED_BLOCK: usize = 1;
 
 /// Older released versions: their streams are read, never written again.
-const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0"];
+const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0", "v2.0.1"];
 
 /// The current version's directory.
 fn current() -> String {
@@ -148,6 +148,8 @@ fn generate(order: Order) -> Vec<u8> {
     };
     let mut header = Header::new(schema, BLOCK_SIZE, clock, producer);
     header.order = order;
+    // Since 2.0.2 the header's properties: the recording's id.
+    header.properties.recording = Some(RecordingId(*b"fixture-record-1"));
     let mut out = header.encode().unwrap();
     let mut writers: Vec<(u64, BlockWriter, u64)> = Vec::new();
     let set = header.sets[0].clone();

@@ -493,6 +493,8 @@ pub(crate) fn damaged_records_log(path: &Path, order: Order) {
     let (schema, _, _) = handmade_schema();
     let mut header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
     header.order = order;
+    // Frozen as checked in (tests/data/damaged): a stream of format 2.0.1.
+    header.format = event_format::schema::Version::new(2, 0, 1);
     let mut bytes = header.encode().unwrap();
     bytes.extend(damaged_records_block(order, 0));
     let t0 = handmade_clock().start_ticks;
@@ -601,6 +603,8 @@ pub(crate) fn two_sets_log(path: &Path, order: Order) {
     let producer = Producer { program: "two-sets".to_owned(), ..handmade_producer() };
     let mut header = Header::with_sets(sets, 1024, handmade_clock(), producer);
     header.order = order;
+    // Frozen as checked in (tests/data/sets): a stream of format 2.0.1.
+    header.format = event_format::schema::Version::new(2, 0, 1);
     let mut bytes = header.encode().unwrap();
     let wire = |set: usize, code: u16| header.sets[set].wire_code_of(code).unwrap();
     let (app, storage) = (0, 1);

@@ -1,6 +1,7 @@
 //! The stream header: magic, byte order, versions, producer and clock facts, block size,
 //! the embedded schema and a CRC-32 (docs/FORMAT.md, "Header").
 
+use super::properties::Properties;
 use super::{FORMAT_VERSION, LAST_V1, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, Put, Take};
 use crate::letter::Letter;
 use crate::schema::{EventType, Kind, LAST_USER_CODE, Problem, Retired, Rules, Schema, Version, set_name_problem};
@@ -164,7 +165,11 @@ pub struct Header {
     /// decode the stream. A 1.x stream has exactly one, unnamed, whose wire codes are its
     /// events' own codes; a 2.x stream any number (docs/FORMAT.md, "Event sets").
     pub sets: Vec<SetEntry>,
-    /// Bytes after the schema that a newer minor version added and this reader skipped.
+    /// The recording's facts after the host (since format 2.0.2, [`records_properties`]):
+    /// its id, ... Each `None` in an older stream.
+    pub properties: Properties,
+    /// Bytes after the schema that a newer minor version added and this reader skipped:
+    /// trailing bytes, and properties it does not know (their tags and lengths included).
     pub skipped_bytes: u32,
 }
 
@@ -405,7 +410,16 @@ impl Header {
     /// A header for a stream of `sets`, written now by this program, in this machine's byte
     /// order, with the current format version.
     pub fn with_sets(sets: Vec<SetEntry>, block_size: u32, clock: Clock, producer: Producer) -> Header {
-        Header { format: FORMAT_VERSION, order: Order::NATIVE, block_size, producer, clock, sets, skipped_bytes: 0 }
+        Header {
+            format: FORMAT_VERSION,
+            order: Order::NATIVE,
+            block_size,
+            producer,
+            clock,
+            sets,
+            properties: Properties::default(),
+            skipped_bytes: 0,
+        }
     }
 
     /// The one set of a stream that holds exactly one, or `None` when it holds none or
@@ -500,6 +514,9 @@ impl Header {
             }
             if records_host(self.format) {
                 put_str(&mut put, &self.producer.host, "the host name")?;
+            }
+            if records_properties(self.format) {
+                self.properties.encode(&mut put);
             }
         }
         let len = out.len() + 4;
@@ -611,6 +628,10 @@ impl Header {
         } else {
             String::new()
         };
+        // Since 2.0.2 the properties follow the host, up to the CRC; what this reader does not
+        // know of them is skipped by its length.
+        let (properties, skipped_properties) =
+            if records_properties(prefix.format) { Properties::decode(&mut take)? } else { Default::default() };
         check_sets(&sets, prefix.format.major)?;
         Ok(Header {
             format: prefix.format,
@@ -625,7 +646,8 @@ impl Header {
                 start_ticks,
             },
             sets,
-            skipped_bytes: take.rest.len() as u32,
+            properties,
+            skipped_bytes: (take.rest.len() as u32).saturating_add(skipped_properties),
         })
     }
 
@@ -639,6 +661,12 @@ impl Header {
 /// (docs/FORMAT.md, "Variable part").
 pub fn records_host(format: Version) -> bool {
     format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (0, 1)
+}
+
+/// Whether a header of `format` has properties after the host (its recording id, ...): 2.0.2
+/// and later of major 2 (docs/FORMAT.md, "Header properties").
+pub fn records_properties(format: Version) -> bool {
+    format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (0, 2)
 }
 
 /// Whether a stream of `format` ends with a `Stop` record when its writer stopped cleanly:

@@ -7,6 +7,7 @@
 mod block;
 pub mod body;
 mod header;
+mod properties;
 mod put;
 mod record;
 
@@ -16,8 +17,10 @@ pub use block::{
 };
 pub(crate) use header::PREFIX_LEN;
 pub use header::{
-    Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes, records_host, records_stop,
+    Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes, records_host,
+    records_properties, records_stop,
 };
+pub use properties::{PROPERTY_HEAD, Properties, RecordingId, TAG_RECORDING};
 pub use put::{ArgWriter, put_record_header};
 pub use record::{
     RawRecord, RecordError, RecordIter, Stop, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
@@ -47,10 +50,12 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// 2.0.0 event sets (the header lists any number of named sets, each with its range of wire
 /// codes, docs/EVENT-SETS.md: a major change, a 1.x reader cannot parse such a header);
 /// 2.0.1 the host name after the sets, and the clean-stop marker ([`crate::builtin::STOP`],
-/// [`Stop`]) that ends a stream whose writer stopped cleanly (minor: a 2.0 reader skips both).
+/// [`Stop`]) that ends a stream whose writer stopped cleanly (minor: a 2.0 reader skips both);
+/// 2.0.2 the header's properties after the host ([`Properties`]: the recording's id, ...;
+/// minor: a 2.0.1 reader skips them as extension bytes).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 1);
+pub const FORMAT_VERSION: Version = Version::new(2, 0, 2);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

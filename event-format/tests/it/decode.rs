@@ -6,7 +6,7 @@ use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::testing::{sample_header, sample_stream};
 use event_format::wire::{
     BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Damage, FORMAT_VERSION, Header, HeaderError, MIN_BLOCK_SIZE, Order,
-    RecordError, SetEntry, Text, Value, WireCodes,
+    RecordError, RecordingId, SetEntry, Text, Value, WireCodes,
 };
 use event_format::{Letter, text};
 use proptest::prelude::*;
@@ -140,33 +140,95 @@ fn a_damaged_median_field_is_damage_not_a_newer_version() {
     assert!(matches!(Decoder::new(&bytes[..]), Err(HeaderError::CrcMismatch { .. })));
 }
 
+/// `header` (encoded, little-endian) with `extra` inserted before its CRC, its length and CRC
+/// made good.
+fn with_extra(header: &[u8], extra: &[u8]) -> Vec<u8> {
+    let mut bytes = header[..header.len() - 4].to_vec();
+    bytes.extend_from_slice(extra);
+    let len = bytes.len() as u32 + 4;
+    bytes[16..20].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
 #[test]
 fn a_newer_minor_is_read_and_its_extra_header_bytes_skipped() {
     let newer = Version::new(FORMAT_VERSION.major, FORMAT_VERSION.median, FORMAT_VERSION.minor + 1);
     let mut header = sample_header(Order::Little);
     header.format = newer;
-    let mut bytes = header.encode().unwrap();
-    // A newer minor appends fields after the schema: insert 5 bytes before the CRC.
-    let crc_at = bytes.len() - 4;
-    bytes.truncate(crc_at);
-    bytes.extend_from_slice(&[1, 2, 3, 4, 5]);
-    let len = bytes.len() as u32 + 4;
-    bytes[16..20].copy_from_slice(&len.to_le_bytes());
-    let crc = crc32fast::hash(&bytes);
-    bytes.extend_from_slice(&crc.to_le_bytes());
+    header.properties.recording = Some(RecordingId([7; 16]));
+    // Since 2.0.2 a newer minor adds header properties: one this reader does not know (tag
+    // 0x7F01, 5 bytes) between the ones it knows and the CRC.
+    let mut bytes = with_extra(&header.encode().unwrap(), &[0x01, 0x7F, 5, 0, 0, 0, 1, 2, 3, 4, 5]);
     let sample = sample_stream(Order::Little);
     bytes.extend_from_slice(&sample[blocks_start(&sample)..]);
 
     let decoder = Decoder::new(&bytes[..]).expect("a newer minor is read");
     assert_eq!(decoder.header().format, newer);
-    assert_eq!(decoder.header().skipped_bytes, 5);
+    assert_eq!(decoder.header().properties.recording, Some(RecordingId([7; 16])), "the known property is read");
+    assert_eq!(decoder.header().skipped_bytes, 11, "the unknown property, its tag and length included");
     assert_eq!(dump(&bytes, DecodeOptions::default()).unwrap(), dump(&sample, DecodeOptions::default()).unwrap());
 }
 
 #[test]
+fn the_recording_id_is_a_header_property_since_2_0_2() {
+    let mut header = sample_header(Order::Little);
+    assert_eq!(header.format, Version::new(2, 0, 2));
+    let without = header.encode().unwrap();
+    let id = RecordingId(*b"0123456789abcdef");
+    header.properties.recording = Some(id);
+    let bytes = header.encode().unwrap();
+    // The property follows the host: tag 1, length 16, the id; then the CRC.
+    let end = bytes.len() - 4;
+    assert_eq!(&bytes[end - 22..end], b"\x01\x00\x10\x00\x00\x000123456789abcdef");
+    assert_eq!(bytes.len(), without.len() + 22);
+    let decoded = Header::decode(&bytes, false).unwrap();
+    assert_eq!((decoded.properties.recording, decoded.skipped_bytes), (Some(id), 0));
+    assert_eq!(decoded, header);
+
+    // A 2.0.1 reader skips the properties as extension bytes: read as 2.0.1, 22 of them.
+    let mut as_old = bytes.clone();
+    as_old[14] = 1;
+    let crc = crc32fast::hash(&as_old[..end]);
+    as_old[end..].copy_from_slice(&crc.to_le_bytes());
+    let read = Header::decode(&as_old, false).unwrap();
+    assert_eq!((read.properties.recording, read.skipped_bytes), (None, 22));
+
+    // A longer id value (a later minor's appended fields) reads its first 16 bytes.
+    let longer = with_extra(
+        &without,
+        &[
+            1, 0, 18, 0, 0, 0, b'0', b'1', b'2', b'3', b'4', b'5', b'6', b'7', b'8', b'9', b'a', b'b', b'c', b'd',
+            b'e', b'f', 0xAA, 0xBB,
+        ],
+    );
+    assert_eq!(Header::decode(&longer, false).unwrap().properties.recording, Some(id));
+
+    // Malformed: a value shorter than 16 bytes, a known tag twice, a length past the CRC, a
+    // tag and length cut short.
+    let malformed = |extra: &[u8]| {
+        let bytes = with_extra(&without, extra);
+        match Header::decode(&bytes, false) {
+            Err(HeaderError::Malformed(why)) => why,
+            other => panic!("{extra:?}: expected malformed, got {other:?}"),
+        }
+    };
+    assert!(malformed(&[1, 0, 2, 0, 0, 0, 1, 2]).contains("shorter than its 16"));
+    let mut twice = Vec::new();
+    for _ in 0..2 {
+        twice.extend_from_slice(&[1, 0, 16, 0, 0, 0]);
+        twice.extend_from_slice(&[9; 16]);
+    }
+    assert!(malformed(&twice).contains("twice"));
+    assert!(malformed(&[9, 0, 200, 0, 0, 0, 1]).contains("more than the header holds"));
+    assert!(malformed(&[9, 0, 1]).contains("run past the end"));
+}
+
+#[test]
 fn the_host_name_follows_the_sets_since_2_0_1_and_a_2_0_header_has_none() {
-    let header = sample_header(Order::Little);
-    assert_eq!(header.format, Version::new(2, 0, 1));
+    let mut header = sample_header(Order::Little);
+    header.format = Version::new(2, 0, 1);
     let bytes = header.encode().unwrap();
     // The host is the last field before the CRC: a str16.
     let end = bytes.len() - 4;

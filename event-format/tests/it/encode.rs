@@ -6,8 +6,8 @@ use event_format::Letter;
 use event_format::builtin;
 use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::wire::{
-    ArgWriter, BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, STRING_MAX, Text, Value,
-    ValueIter, body, put_record_header,
+    ArgWriter, BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, RecordingId, STRING_MAX, Text,
+    Value, ValueIter, body, put_record_header,
 };
 
 /// Integers in a chosen byte order, written the plain way, independent of the crate's code.
@@ -86,8 +86,13 @@ fn tiny_header(order: Order) -> Header {
     };
     let mut header = Header::new(tiny_schema(), 4096, clock, producer);
     header.order = order;
+    header.properties.recording = Some(TINY_RECORDING);
     header
 }
+
+/// The recording id of docs/FORMAT.md's worked example.
+const TINY_RECORDING: RecordingId =
+    RecordingId([0x0F, 0x1E, 0x2D, 0x3C, 0x4B, 0x5A, 0x69, 0x78, 0x87, 0x96, 0xA5, 0xB4, 0xC3, 0xD2, 0xE1, 0xF0]);
 
 fn expected_header(order: Order) -> Vec<u8> {
     let bom: [u8; 2] = match order {
@@ -99,7 +104,7 @@ fn expected_header(order: Order) -> Vec<u8> {
         .raw(&bom)
         .u16(2)
         .u16(0)
-        .u16(1) // format 2.0.1
+        .u16(2) // format 2.0.2
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -123,6 +128,8 @@ fn expected_header(order: Order) -> Vec<u8> {
     b.u16(1).u16(0x0002).str("R");
     // since 2.0.1: the host name after the sets
     b.str("lab1");
+    // since 2.0.2: the properties after the host; the recording id (tag 1, 16 bytes)
+    b.u16(1).u32(16).raw(&TINY_RECORDING.0);
     let len = b.out.len() as u32 + 4;
     let mut out = b.out;
     let mut len_bytes = Bytes::new(order);
@@ -153,8 +160,8 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // format 2.0.1
-            0xA0, 0x00, 0x00, 0x00, // header length 160
+            0x02, 0x00, 0x00, 0x00, 0x02, 0x00, // format 2.0.2
+            0xB6, 0x00, 0x00, 0x00, // header length 182
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
     );
@@ -544,7 +551,7 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
         "the header's dump; the encoder writes\n{}",
         hex_dump(&le)
     );
-    assert_eq!(assert_rows(header, &le, "header"), 42, "the header's tables are read");
+    assert_eq!(assert_rows(header, &le, "header"), 45, "the header's tables are read");
     let be_prefix: Vec<u8> = header
         .split_once("In big-endian order the same 24 bytes are\n`")
         .expect("the big-endian prefix is documented")

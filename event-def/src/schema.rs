@@ -6,6 +6,7 @@
 //! so a hand-written file and a hostile stream are held to the same rules.
 
 use crate::letter::{self, Letter};
+pub use crate::meaning::{Counter, Flow, FlowStep, Span};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -100,6 +101,12 @@ pub struct Schema {
     pub events: Vec<EventType>,
     /// The retired event types.
     pub retired: Vec<Retired>,
+    /// The spans its events begin and end (`SPAN` lines), in declaration order.
+    pub spans: Vec<Span>,
+    /// The counters its events sample (`COUNTER` lines), in declaration order.
+    pub counters: Vec<Counter>,
+    /// The flows its events take part in (`FLOW` lines), in declaration order.
+    pub flows: Vec<Flow>,
 }
 
 /// The default name of parameter `i` when events.def names none: `f0`, `f1`, ...
@@ -133,6 +140,30 @@ pub enum Place {
     RetiredName(usize),
     /// Retired event `i`: its code.
     RetiredCode(usize),
+    /// Span `i`: its name.
+    SpanName(usize),
+    /// Span `i`: the event that begins it.
+    SpanBegin(usize),
+    /// Span `i`: the event that ends it.
+    SpanEnd(usize),
+    /// Span `i`: its id parameter.
+    SpanId(usize),
+    /// Counter `i`: its name.
+    CounterName(usize),
+    /// Counter `i`: its event.
+    CounterEvent(usize),
+    /// Counter `i`: its value parameter.
+    CounterValue(usize),
+    /// Counter `i`: its unit.
+    CounterUnit(usize),
+    /// Flow line `i`: the flow's name.
+    FlowName(usize),
+    /// Flow line `i`: its event.
+    FlowEvent(usize),
+    /// Flow line `i`: its id parameter.
+    FlowId(usize),
+    /// Flow line `i`: its step.
+    FlowStep(usize),
 }
 
 /// A broken rule of the event set: what is wrong, where, and how to fix it.
@@ -312,6 +343,7 @@ impl Schema {
         self.check_kinds(&mut problems, rules);
         self.check_names_and_codes(&mut problems, rules);
         self.check_rows(&mut problems, rules);
+        self.check_meanings(&mut problems, rules);
         if problems.is_empty() { Ok(()) } else { Err(problems) }
     }
 

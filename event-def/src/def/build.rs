@@ -10,6 +10,7 @@ use super::parse::{self, Keyword, Statement};
 use super::suggest::{closest, shown};
 use super::{Diag, Pos};
 use crate::letter::Letter;
+use crate::meaning::{Counter, Flow, FlowStep, Span};
 use crate::schema::{self, EventType, Kind, Place, Problem, Retired, Schema, Version};
 use std::collections::{HashMap, HashSet};
 
@@ -58,11 +59,17 @@ struct Places {
     params: Vec<Vec<Pos>>,
     retired_name: Vec<Pos>,
     retired_code: Vec<Pos>,
+    /// Each declaration's arguments, by its statement's argument index (`SPAN`'s name, begin,
+    /// end and id; `COUNTER`'s name, event, value and unit; `FLOW`'s name, event, id and step).
+    spans: Vec<[Pos; 4]>,
+    counters: Vec<[Pos; 4]>,
+    flows: Vec<[Pos; 4]>,
 }
 
 impl Places {
     fn of(&self, place: Place) -> Pos {
         let at = |v: &[Pos], i: usize| v.get(i).copied().unwrap_or(Pos::START);
+        let arg = |v: &[[Pos; 4]], i: usize, j: usize| v.get(i).map_or(Pos::START, |a| a[j]);
         match place {
             Place::Version => self.version.unwrap_or(Pos::START),
             Place::KindName(i) => at(&self.kind_name, i),
@@ -78,6 +85,18 @@ impl Places {
             },
             Place::RetiredName(i) => at(&self.retired_name, i),
             Place::RetiredCode(i) => at(&self.retired_code, i),
+            Place::SpanName(i) => arg(&self.spans, i, 0),
+            Place::SpanBegin(i) => arg(&self.spans, i, 1),
+            Place::SpanEnd(i) => arg(&self.spans, i, 2),
+            Place::SpanId(i) => arg(&self.spans, i, 3),
+            Place::CounterName(i) => arg(&self.counters, i, 0),
+            Place::CounterEvent(i) => arg(&self.counters, i, 1),
+            Place::CounterValue(i) => arg(&self.counters, i, 2),
+            Place::CounterUnit(i) => arg(&self.counters, i, 3),
+            Place::FlowName(i) => arg(&self.flows, i, 0),
+            Place::FlowEvent(i) => arg(&self.flows, i, 1),
+            Place::FlowId(i) => arg(&self.flows, i, 2),
+            Place::FlowStep(i) => arg(&self.flows, i, 3),
         }
     }
 }
@@ -90,6 +109,24 @@ struct PendingKind<'a> {
     name: &'a str,
 }
 
+/// A declaration (`SPAN`, `COUNTER`, `FLOW`) whose events are named: it joins the schema
+/// once every `RELATION` has been read and its names are found.
+struct PendingDecl<'a> {
+    what: Decl,
+    /// Its events' names as written, with where: a span's begin and end, or the one event of
+    /// a counter or a flow line.
+    events: Vec<(&'a str, Pos)>,
+    /// The positions of its four arguments (the last ones where they are missing: its `)`).
+    places: [Pos; 4],
+}
+
+/// A declaration with its events' codes left to fill in.
+enum Decl {
+    Span(Span),
+    Counter(Counter),
+    Flow(Flow),
+}
+
 #[derive(Default)]
 struct Builder<'a> {
     schema: Schema,
@@ -97,6 +134,8 @@ struct Builder<'a> {
     diags: Vec<Diag>,
     /// Events whose kind is yet to be looked up.
     pending: Vec<PendingKind<'a>>,
+    /// Declarations whose events are yet to be looked up, in the order of their lines.
+    declared: Vec<PendingDecl<'a>>,
     /// Events whose kind, format or some parameter name could not be read: the check's
     /// problems about those parts would only repeat the error already given.
     unknown_kind: HashSet<usize>,
@@ -116,6 +155,213 @@ impl<'a> Builder<'a> {
             Keyword::Kind => self.kind(statement),
             Keyword::Relation => self.relation(statement),
             Keyword::Retired => self.retired(statement),
+            Keyword::Span => self.span(statement),
+            Keyword::Counter => self.counter(statement),
+            Keyword::Flow => self.flow(statement),
+        }
+    }
+
+    /// Reports a statement's arguments past `parts.len()`, or the first of the `least` it
+    /// needs that is missing; `true` when it has at least `least`. `needs` says what it needs
+    /// ("a name, an event and a value parameter"); `parts` name each argument.
+    fn arity(&mut self, statement: &Statement<'a>, least: usize, needs: &str, parts: &[&str], help: &str) -> bool {
+        let (args, keyword) = (&statement.args, statement.head.text);
+        if let Some(extra) = args.get(parts.len()) {
+            self.error(
+                extra.start,
+                format!(
+                    "{keyword} takes at most {} arguments ({}), found {}",
+                    parts.len(),
+                    parts.join(", "),
+                    args.len()
+                ),
+                help,
+            );
+        }
+        if args.len() < least {
+            if !statement.broken {
+                self.error(
+                    statement.close,
+                    format!(
+                        "{keyword} needs {needs}, found {} arguments; the {} is missing",
+                        args.len(),
+                        parts[args.len()]
+                    ),
+                    help,
+                );
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Where argument `i` of `statement` is, or its `)` when it has none.
+    fn place(statement: &Statement<'a>, i: usize) -> Pos {
+        statement.args.get(i).map_or(statement.close, |a| a.start)
+    }
+
+    fn places4(statement: &Statement<'a>) -> [Pos; 4] {
+        [0, 1, 2, 3].map(|i| Builder::place(statement, i))
+    }
+
+    /// `SPAN(name, Begin, End[, id])`: a span that event `Begin` begins and `End` ends; with
+    /// `id`, an async span whose begin and end are paired by that parameter.
+    fn span(&mut self, statement: &Statement<'a>) {
+        const HELP: &str = "write SPAN(name, BeginEvent, EndEvent), or SPAN(name, BeginEvent, EndEvent, id) for a span paired by its `id` across threads";
+        let whole = self.arity(
+            statement,
+            3,
+            "a name, a begin event and an end event",
+            &["name", "begin event", "end event", "id"],
+            HELP,
+        );
+        let args = &statement.args;
+        let name =
+            args.first().and_then(|a| self.name(a, "the span's name", "name spans with identifiers such as `request`"));
+        let begin = args.get(1).and_then(|a| self.name(a, "the event that begins the span", HELP));
+        let end = args.get(2).and_then(|a| self.name(a, "the event that ends the span", HELP));
+        let id = args.get(3).and_then(|a| self.name(a, "the span's id parameter", HELP));
+        let (true, Some((name, _)), Some(begin), Some(end)) = (whole, name, begin, end) else { return };
+        if args.len() > 3 && id.is_none() {
+            return;
+        }
+        let span = Span { name: name.to_owned(), begin: 0, end: 0, id: id.map(|(i, _)| i.to_owned()) };
+        self.declared.push(PendingDecl {
+            what: Decl::Span(span),
+            events: vec![begin, end],
+            places: Builder::places4(statement),
+        });
+    }
+
+    /// `COUNTER(name, Event, value[, "unit"])`: event `Event` samples counter `name` in its
+    /// parameter `value`.
+    fn counter(&mut self, statement: &Statement<'a>) {
+        const HELP: &str =
+            "write COUNTER(name, Event, value, \"unit\"), such as `COUNTER(queue, QueueDepth, depth, \"items\")`";
+        let whole = self.arity(
+            statement,
+            3,
+            "a name, an event and a value parameter",
+            &["name", "event", "value parameter", "unit"],
+            HELP,
+        );
+        let args = &statement.args;
+        let name = args
+            .first()
+            .and_then(|a| self.name(a, "the counter's name", "name counters with identifiers such as `queue`"));
+        let event = args.get(1).and_then(|a| self.name(a, "the event that samples the counter", HELP));
+        let value = args.get(2).and_then(|a| self.name(a, "the parameter that holds the value", HELP));
+        let unit = match args.get(3) {
+            None => Some(String::new()),
+            Some(arg) => match &arg.kind {
+                TokenKind::Str { value, .. } => Some(value.clone()),
+                _ => {
+                    self.error(
+                        arg.start,
+                        format!("expected the counter's unit in double quotes, found {}", arg.describe()),
+                        HELP,
+                    );
+                    None
+                }
+            },
+        };
+        let (true, Some((name, _)), Some(event), Some((value, _)), Some(unit)) = (whole, name, event, value, unit)
+        else {
+            return;
+        };
+        let counter = Counter { name: name.to_owned(), event: 0, value: value.to_owned(), unit };
+        self.declared.push(PendingDecl {
+            what: Decl::Counter(counter),
+            events: vec![event],
+            places: Builder::places4(statement),
+        });
+    }
+
+    /// `FLOW(name, Event, id, BEGIN|STEP|END)`: event `Event` begins, continues or ends the
+    /// piece of work of flow `name` that its parameter `id` names.
+    fn flow(&mut self, statement: &Statement<'a>) {
+        const HELP: &str =
+            "write FLOW(name, Event, id, BEGIN), with STEP or END for the events that continue or end the flow";
+        let whole = self.arity(
+            statement,
+            4,
+            "a name, an event, an id parameter and a step",
+            &["name", "event", "id parameter", "step"],
+            HELP,
+        );
+        let args = &statement.args;
+        let name =
+            args.first().and_then(|a| self.name(a, "the flow's name", "name flows with identifiers such as `request`"));
+        let event = args.get(1).and_then(|a| self.name(a, "the event", HELP));
+        let id = args.get(2).and_then(|a| self.name(a, "the id parameter", HELP));
+        let step = args.get(3).and_then(|arg| {
+            let step =
+                FlowStep::ALL.iter().find(|(w, _)| arg.kind == TokenKind::Word && *w == arg.text).map(|(_, s)| *s);
+            if step.is_none() {
+                let help = match FlowStep::ALL.iter().find(|(w, _)| w.eq_ignore_ascii_case(arg.text)) {
+                    Some((w, _)) => format!("write {w} (upper case)"),
+                    None => "write BEGIN, STEP or END".to_owned(),
+                };
+                self.error(arg.start, format!("a flow's step is BEGIN, STEP or END, found {}", arg.describe()), help);
+            }
+            step
+        });
+        let (true, Some((name, _)), Some(event), Some((id, _)), Some(step)) = (whole, name, event, id, step) else {
+            return;
+        };
+        let flow = Flow { name: name.to_owned(), event: 0, id: id.to_owned(), step };
+        self.declared.push(PendingDecl {
+            what: Decl::Flow(flow),
+            events: vec![event],
+            places: Builder::places4(statement),
+        });
+    }
+
+    /// Looks up the events of every declaration: one whose events are all found joins the
+    /// schema (its rules are the check's); an unknown event name is an error here, with the
+    /// nearest name.
+    fn resolve_declarations(&mut self) {
+        let codes: HashMap<&str, u16> = self.schema.events.iter().map(|e| (e.name.as_str(), e.code)).collect();
+        let mut found = Vec::new();
+        let mut unknown = Vec::new();
+        for decl in std::mem::take(&mut self.declared) {
+            let resolved: Vec<Option<u16>> = decl.events.iter().map(|(n, _)| codes.get(n).copied()).collect();
+            for ((name, pos), code) in decl.events.iter().zip(&resolved) {
+                if code.is_none() {
+                    let help = match closest(name, codes.keys().copied()) {
+                        Some(similar) => format!("did you mean `{similar}`?"),
+                        None => "name an event declared with RELATION in this file".to_owned(),
+                    };
+                    unknown.push((*pos, format!("unknown event `{}`", shown(name)), help));
+                }
+            }
+            let codes: Option<Vec<u16>> = resolved.into_iter().collect();
+            if let Some(codes) = codes {
+                found.push((decl, codes));
+            }
+        }
+        drop(codes);
+        for (pos, message, help) in unknown {
+            self.error(pos, message, help);
+        }
+        for (decl, codes) in found {
+            match decl.what {
+                Decl::Span(mut span) => {
+                    (span.begin, span.end) = (codes[0], codes[1]);
+                    self.schema.spans.push(span);
+                    self.places.spans.push(decl.places);
+                }
+                Decl::Counter(mut counter) => {
+                    counter.event = codes[0];
+                    self.schema.counters.push(counter);
+                    self.places.counters.push(decl.places);
+                }
+                Decl::Flow(mut flow) => {
+                    flow.event = codes[0];
+                    self.schema.flows.push(flow);
+                    self.places.flows.push(decl.places);
+                }
+            }
         }
     }
 
@@ -472,6 +718,7 @@ impl<'a> Builder<'a> {
         if self.places.version.is_none() {
             self.error(Pos::START, "missing VERSION line", "add `VERSION(1, 0, 0)` at the top");
         }
+        self.resolve_declarations();
         if let Err(problems) = self.schema.check() {
             for Problem { place, message, help } in problems {
                 if self.repeats_an_error(place) {

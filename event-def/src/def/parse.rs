@@ -17,15 +17,21 @@ pub(super) enum Keyword {
     Kind,
     Relation,
     Retired,
+    Span,
+    Counter,
+    Flow,
 }
 
 impl Keyword {
-    const ALL: [(&'static str, Keyword); 5] = [
+    const ALL: [(&'static str, Keyword); 8] = [
         ("SET", Keyword::Set),
         ("VERSION", Keyword::Version),
         ("KIND", Keyword::Kind),
         ("RELATION", Keyword::Relation),
         ("RETIRED", Keyword::Retired),
+        ("SPAN", Keyword::Span),
+        ("COUNTER", Keyword::Counter),
+        ("FLOW", Keyword::Flow),
     ];
 
     fn from_word(word: &str) -> Option<Keyword> {
@@ -62,8 +68,7 @@ struct Parser<'t, 'a, 'd> {
     statements: Vec<Statement<'a>>,
 }
 
-const STATEMENT_HELP: &str =
-    "statements are SET(...), VERSION(...), KIND(...), RELATION(...) and RETIRED(...), one after another";
+const STATEMENT_HELP: &str = "statements are SET(...), VERSION(...), KIND(...), RELATION(...), RETIRED(...), SPAN(...), COUNTER(...) and FLOW(...), one after another";
 
 impl<'a> Parser<'_, 'a, '_> {
     fn peek(&self) -> Option<&Token<'a>> {

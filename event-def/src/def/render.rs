@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 ///
 /// The text has a comment line, the `SET` line (when the set has a name: a 1.x stream's set
 /// has none), the `VERSION` line, the `KIND` lines, then the `RELATION`
-/// lines under a comment naming their columns, then the `RETIRED` lines. Columns line up;
+/// lines under a comment naming their columns, then the `RETIRED` lines, then the `SPAN`,
+/// `COUNTER` and `FLOW` lines (events named by their names). Columns line up;
 /// codes are written in hexadecimal (`0x001F`); parameter names are left out when they are
 /// the defaults `f0`, `f1`, ...
 ///
@@ -28,7 +29,7 @@ use std::fmt::Write as _;
 ///         format: vec![Letter::Pointer, Letter::Word],
 ///         params: vec!["arena".into(), "size".into()],
 ///     }],
-///     retired: vec![],
+///     ..Schema::default()
 /// };
 /// let text = def::render(&schema);
 /// assert!(text.contains("RELATION(ArenaCreate, 0x0001, TRUE,  Arena, PW,    arena, size)"));
@@ -62,7 +63,46 @@ pub fn render(schema: &Schema) -> String {
         let widths = column_widths(&rows, &[]);
         write_rows(&mut out, "RETIRED(", &rows, &widths);
     }
+    render_meanings(schema, &mut out);
     out
+}
+
+/// The `SPAN`, `COUNTER` and `FLOW` lines, each kind in a paragraph of its own.
+fn render_meanings(schema: &Schema, out: &mut String) {
+    // An event the schema does not declare (not a valid schema) is named by its code.
+    let name = |code: u16| schema.event_by_code(code).map_or_else(|| format!("Event0x{code:04X}"), |e| e.name.clone());
+    let spans: Vec<Vec<String>> = schema
+        .spans
+        .iter()
+        .map(|s| {
+            let mut row = vec![s.name.clone(), name(s.begin), name(s.end)];
+            row.extend(s.id.clone());
+            row
+        })
+        .collect();
+    let counters: Vec<Vec<String>> = schema
+        .counters
+        .iter()
+        .map(|c| {
+            let mut row = vec![c.name.clone(), name(c.event), c.value.clone()];
+            if !c.unit.is_empty() {
+                row.push(quoted(&c.unit));
+            }
+            row
+        })
+        .collect();
+    let flows: Vec<Vec<String>> = schema
+        .flows
+        .iter()
+        .map(|f| vec![f.name.clone(), name(f.event), f.id.clone(), f.step.as_str().to_owned()])
+        .collect();
+    for (head, rows) in [("SPAN(", spans), ("COUNTER(", counters), ("FLOW(", flows)] {
+        if !rows.is_empty() {
+            out.push('\n');
+            let widths = column_widths(&rows, &[]);
+            write_rows(out, head, &rows, &widths);
+        }
+    }
 }
 
 fn render_kinds(schema: &Schema, out: &mut String) {

@@ -82,9 +82,55 @@ RETIRED(Older,7)
                 EventType { name: "Poll".into(), code: 0xFEFF, always: false, kind: 0, format: vec![], params: vec![] },
             ],
             retired: vec![Retired { name: "OldThing".into(), code: 5 }, Retired { name: "Older".into(), code: 7 }],
+            ..Schema::default()
         };
         assert_eq!(schema, expected);
         assert_eq!(def::parse(&def::render(&schema), "rendered").unwrap(), schema);
+    }
+
+    const MEANINGS: &str = r#"VERSION(1, 0, 0)
+KIND(Req)
+SPAN(request, ReqBegin, ReqEnd)              # declared before its events: fine
+SPAN(job, JobStart, JobDone, id)
+COUNTER(queue, QueueDepth, depth, "items")
+COUNTER(load, QueueDepth, load)              # no unit
+FLOW(conn, ReqBegin, fd, BEGIN)
+FLOW(conn, JobStart, fd, STEP)
+FLOW(conn, ReqEnd, fd, END)
+RELATION(ReqBegin,   1, TRUE, Req, WS, fd, path)
+RELATION(ReqEnd,     2, TRUE, Req, WU, fd, status)
+RELATION(JobStart,   3, TRUE, Req, WW, id, fd)
+RELATION(JobDone,    4, TRUE, Req, W, id)
+RELATION(QueueDepth, 5, TRUE, Req, UD, depth, load)
+"#;
+
+    /// SPAN, COUNTER and FLOW lines: events by name (declared anywhere in the file), kept by
+    /// code, in declaration order; they render and parse back.
+    #[test]
+    fn spans_counters_and_flows() {
+        use event_def::schema::{Counter, Flow, FlowStep, Span};
+        let schema = def::parse(MEANINGS, "events.def").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            schema.spans,
+            [
+                Span { name: "request".into(), begin: 1, end: 2, id: None },
+                Span { name: "job".into(), begin: 3, end: 4, id: Some("id".into()) },
+            ]
+        );
+        assert_eq!(
+            schema.counters,
+            [
+                Counter { name: "queue".into(), event: 5, value: "depth".into(), unit: "items".into() },
+                Counter { name: "load".into(), event: 5, value: "load".into(), unit: "".into() },
+            ]
+        );
+        let flow = |event, step| Flow { name: "conn".into(), event, id: "fd".into(), step };
+        assert_eq!(schema.flows, [flow(1, FlowStep::Begin), flow(3, FlowStep::Step), flow(2, FlowStep::End)]);
+        let text = def::render(&schema);
+        assert!(text.contains("SPAN(job,     JobStart, JobDone, id)"), "{text}");
+        assert!(text.contains("COUNTER(queue, QueueDepth, depth, \"items\")"), "{text}");
+        assert!(text.contains("FLOW(conn, ReqEnd,   fd, END)"), "{text}");
+        assert_eq!(def::parse(&text, "rendered").unwrap(), schema);
     }
 
     #[test]
@@ -283,6 +329,38 @@ mod bad {
         );
     }
 
+    const REQ: &str = "VERSION(1, 0, 0)\nKIND(Req)\nRELATION(ReqBegin, 1, TRUE, Req, WSD, id, path, cost)\nRELATION(ReqEnd, 2, TRUE, Req, WB, id, ok)\nRELATION(Other, 3, TRUE, Req, 0)\n";
+
+    #[test]
+    fn span_errors() {
+        check(
+            "span_errors",
+            &format!(
+                "{REQ}SPAN(a, ReqBegn, ReqEnd)\nSPAN(b, ReqBegin, ReqBegin)\nSPAN(c, ReqBegin, ReqEnd, ok)\nSPAN(d, ReqBegin, Other, cost)\nSPAN(a, Other, ReqEnd)\nSPAN(e, ReqBegin)\nSPAN(f, ReqBegin, ReqEnd, id, more)\nSPAN(\"g\", ReqBegin, ReqEnd)\n"
+            ),
+        );
+    }
+
+    #[test]
+    fn counter_errors() {
+        check(
+            "counter_errors",
+            &format!(
+                "{REQ}COUNTER(a, ReqBegin, path)\nCOUNTER(b, ReqBegin, size)\nCOUNTER(c, Nothing, cost)\nCOUNTER(a, ReqBegin, cost)\nCOUNTER(d, ReqBegin, cost, items)\nCOUNTER(e, ReqBegin)\n"
+            ),
+        );
+    }
+
+    #[test]
+    fn flow_errors() {
+        check(
+            "flow_errors",
+            &format!(
+                "{REQ}FLOW(f, ReqBegin, id, begin)\nFLOW(f, ReqBegin, path, BEGIN)\nFLOW(f, ReqEnd, id, FINISH)\nFLOW(f, ReqEnd, id, END)\nFLOW(f, ReqEnd, id, END)\nFLOW(f, ReqEnd, id)\nFLOW(g, Unknown, id, STEP)\n"
+            ),
+        );
+    }
+
     #[test]
     fn several_errors() {
         check(
@@ -385,6 +463,7 @@ mod render {
                 Retired { name: "OldThing".into(), code: 5 },
                 Retired { name: "Ancient".into(), code: 0x1234 },
             ],
+            ..Schema::default()
         };
         let text = def::render(&schema);
         insta::assert_snapshot!("render_small_schema", text);
@@ -458,8 +537,9 @@ mod props {
             prop::collection::vec((identifier(), any::<String>()), 1..6),
             prop::collection::vec(raw_event(), 0..8),
             prop::collection::vec((identifier(), 1u16..=0xFEFF), 0..4),
+            prop::collection::vec(any::<bool>(), 1..12),
         )
-            .prop_map(|(version, raw_kinds, raw_events, raw_retired)| {
+            .prop_map(|(version, raw_kinds, raw_events, raw_retired, choices)| {
                 let mut kind_names = HashSet::new();
                 let kinds: Vec<Kind> =
                     raw_kinds.into_iter().map(|(name, doc)| Kind { name: fresh(name, &mut kind_names), doc }).collect();
@@ -488,14 +568,57 @@ mod props {
                     .into_iter()
                     .map(|(name, code)| Retired { name: fresh(name, &mut taken), code: fresh_code(code, &mut codes) })
                     .collect();
-                Schema {
+                let mut schema = Schema {
                     name: "events".into(),
                     version: Version::new(version.0, version.1, version.2),
                     kinds,
                     events,
                     retired,
-                }
+                    ..Schema::default()
+                };
+                declare(&mut schema, &choices);
+                schema
             })
+    }
+
+    /// Declares spans, counters and flows over `schema`'s events, valid by construction,
+    /// where `choices` say so: consecutive events pair into spans (async by a shared first
+    /// parameter when its letters allow), events with a number sample a counter, events with
+    /// an integer take part in a flow.
+    fn declare(schema: &mut Schema, choices: &[bool]) {
+        use event_def::meaning::{is_counter_letter, is_flow_id_letter, is_span_id_letter};
+        use event_def::schema::{Counter, Flow, FlowStep, Span};
+        let mut choice = choices.iter().copied().cycle();
+        let events = schema.events.clone();
+        for (i, pair) in events.chunks_exact(2).enumerate() {
+            if choice.next() == Some(true) {
+                let (b, e) = (&pair[0], &pair[1]);
+                let id = (!b.params.is_empty() && b.params.first() == e.params.first())
+                    .then(|| b.params[0].clone())
+                    .filter(|_| is_span_id_letter(b.format[0]) && is_span_id_letter(e.format[0]))
+                    .filter(|_| choice.next() == Some(true));
+                schema.spans.push(Span { name: format!("span{i}"), begin: b.code, end: e.code, id });
+            }
+        }
+        for (i, e) in events.iter().enumerate() {
+            if let Some(j) = e.format.iter().position(|l| is_counter_letter(*l))
+                && choice.next() == Some(true)
+            {
+                let unit = if choice.next() == Some(true) { "bytes \"x\"" } else { "" };
+                schema.counters.push(Counter {
+                    name: format!("counter{i}"),
+                    event: e.code,
+                    value: e.params[j].clone(),
+                    unit: unit.into(),
+                });
+            }
+            if let Some(j) = e.format.iter().position(|l| is_flow_id_letter(*l))
+                && choice.next() == Some(true)
+            {
+                let step = [FlowStep::Begin, FlowStep::Step, FlowStep::End][i % 3];
+                schema.flows.push(Flow { name: "flow".into(), event: e.code, id: e.params[j].clone(), step });
+            }
+        }
     }
 
     /// Checks what every result of `parse` must satisfy.
@@ -525,6 +648,11 @@ mod props {
             "KIND",
             "RELATION",
             "RETIRED",
+            "SPAN",
+            "COUNTER",
+            "FLOW",
+            "BEGIN",
+            "END",
             "(",
             ")",
             ",",

@@ -384,7 +384,7 @@ impl From<io::Error> for HeaderError {
     }
 }
 
-fn put_str(put: &mut Put<'_>, s: &str, what: &str) -> Result<(), EncodeError> {
+pub(crate) fn put_str(put: &mut Put<'_>, s: &str, what: &str) -> Result<(), EncodeError> {
     let len = u16::try_from(s.len())
         .map_err(|_| EncodeError(format!("{what} is {} bytes long, at most 65535 fit", s.len())))?;
     put.u16(len);
@@ -392,7 +392,7 @@ fn put_str(put: &mut Put<'_>, s: &str, what: &str) -> Result<(), EncodeError> {
     Ok(())
 }
 
-fn take_str(take: &mut Take<'_>, what: &str) -> Result<String, HeaderError> {
+pub(crate) fn take_str(take: &mut Take<'_>, what: &str) -> Result<String, HeaderError> {
     let malformed = || HeaderError::Malformed(format!("{what} runs past the end of the header"));
     let len = take.u16().ok_or_else(malformed)?;
     let bytes = take.bytes(usize::from(len)).ok_or_else(malformed)?;
@@ -468,6 +468,12 @@ impl Header {
             }
             Err(e) => return Err(EncodeError(e.to_string())),
         }
+        if !records_properties(self.format) && self.sets.iter().any(|s| s.schema.declares_meanings()) {
+            return Err(EncodeError(format!(
+                "format {} cannot carry spans, counters or flows (they are a header property since 2.0.2)",
+                self.format
+            )));
+        }
         let set_version = if v1 { self.sets[0].schema.version } else { Version::default() };
         let mut out = Vec::with_capacity(256);
         let mut put = Put { out: &mut out, order: self.order };
@@ -516,7 +522,7 @@ impl Header {
                 put_str(&mut put, &self.producer.host, "the host name")?;
             }
             if records_properties(self.format) {
-                self.properties.encode(&mut put);
+                self.properties.encode(&self.sets, &mut put)?;
             }
         }
         let len = out.len() + 4;
@@ -614,7 +620,7 @@ impl Header {
         let arch = take_str(&mut take, "the architecture name")?;
         let os = take_str(&mut take, "the OS name")?;
         let program = take_str(&mut take, "the program name")?;
-        let sets = if v1 {
+        let mut sets = if v1 {
             let mut schema = decode_schema(&mut take)?;
             schema.version = event_set;
             vec![SetEntry { schema, codes: WireCodes::Own }]
@@ -630,8 +636,11 @@ impl Header {
         };
         // Since 2.0.2 the properties follow the host, up to the CRC; what this reader does not
         // know of them is skipped by its length.
-        let (properties, skipped_properties) =
-            if records_properties(prefix.format) { Properties::decode(&mut take)? } else { Default::default() };
+        let (properties, skipped_properties) = if records_properties(prefix.format) {
+            Properties::decode(&mut take, &mut sets)?
+        } else {
+            Default::default()
+        };
         check_sets(&sets, prefix.format.major)?;
         Ok(Header {
             format: prefix.format,
@@ -830,5 +839,5 @@ fn decode_schema(take: &mut Take<'_>) -> Result<Schema, HeaderError> {
         let name = take_str(take, "retired event name")?;
         retired.push(Retired { name, code });
     }
-    Ok(Schema { name: String::new(), version: Version::default(), kinds, events, retired })
+    Ok(Schema { name: String::new(), version: Version::default(), kinds, events, retired, ..Schema::default() })
 }

@@ -20,7 +20,7 @@ pub use header::{
     Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes, records_host,
     records_properties, records_stop,
 };
-pub use properties::{PROPERTY_HEAD, Properties, RecordingId, TAG_RECORDING};
+pub use properties::{PROPERTY_HEAD, Properties, RecordingId, TAG_MEANINGS, TAG_RECORDING};
 pub use put::{ArgWriter, put_record_header};
 pub use record::{
     RawRecord, RecordError, RecordIter, Stop, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,

@@ -10,12 +10,17 @@
 //! property's value may grow in a later minor (fields appended), and a reader reads the fields
 //! it knows from the value's start.
 
+use super::header::{SetEntry, put_str, take_str};
 use super::{Put, Take};
-use crate::wire::HeaderError;
+use crate::schema::{Counter, Flow, FlowStep, Span};
+use crate::wire::{EncodeError, HeaderError};
 use std::fmt;
 
 /// Tag of [`Properties::recording`].
 pub const TAG_RECORDING: u16 = 1;
+/// Tag of the sets' meanings: the spans, counters and flows each set declares
+/// ([`Schema::spans`](crate::schema::Schema::spans), ...), kept in the sets' schemas.
+pub const TAG_MEANINGS: u16 = 2;
 
 /// Bytes of a property's tag and length, before its value.
 pub const PROPERTY_HEAD: usize = 6;
@@ -72,22 +77,32 @@ pub struct Properties {
 }
 
 impl Properties {
-    /// Writes every property that is set, in the order of their tags.
-    pub(crate) fn encode(&self, put: &mut Put<'_>) {
+    /// Writes every property that is set, in the order of their tags; the sets' meanings
+    /// come from `sets`.
+    pub(crate) fn encode(&self, sets: &[SetEntry], put: &mut Put<'_>) -> Result<(), EncodeError> {
         if let Some(id) = &self.recording {
             put.u16(TAG_RECORDING);
             put.u32(id.0.len() as u32);
             put.bytes(&id.0);
         }
+        if sets.iter().any(|s| s.schema.declares_meanings()) {
+            let mut value = Vec::new();
+            encode_meanings(sets, &mut Put { out: &mut value, order: put.order })?;
+            put.u16(TAG_MEANINGS);
+            put.u32(u32::try_from(value.len()).map_err(|_| EncodeError("the meanings do not fit a header".into()))?);
+            put.bytes(&value);
+        }
+        Ok(())
     }
 
     /// Reads properties from `take` until it is empty; returns them and the bytes of the
-    /// properties this reader does not know (skipped). A property that runs past the end, a
-    /// known one whose value is shorter than its fields, or a known tag given twice, makes the
-    /// header malformed.
-    pub(crate) fn decode(take: &mut Take<'_>) -> Result<(Properties, u32), HeaderError> {
+    /// properties this reader does not know (skipped). The sets' meanings go into `sets`. A
+    /// property that runs past the end, a known one whose value is shorter than its fields,
+    /// or a known tag given twice, makes the header malformed.
+    pub(crate) fn decode(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(Properties, u32), HeaderError> {
         let mut properties = Properties::default();
         let mut skipped = 0u32;
+        let mut meanings = false;
         while !take.rest.is_empty() {
             let malformed = |what: String| HeaderError::Malformed(what);
             let (Some(tag), Some(len)) = (take.u16(), take.u32()) else {
@@ -108,11 +123,109 @@ impl Properties {
                     })?;
                     properties.recording = Some(RecordingId(id));
                 }
+                TAG_MEANINGS => {
+                    if std::mem::replace(&mut meanings, true) {
+                        return Err(malformed("the sets' meanings are given twice".into()));
+                    }
+                    decode_meanings(&mut Take { rest: value, order: take.order }, sets)?;
+                }
                 _ => skipped = skipped.saturating_add((PROPERTY_HEAD + value.len()) as u32),
             }
         }
         Ok((properties, skipped))
     }
+}
+
+/// The meanings property's value: the sets that declare any, each with its spans, counters
+/// and flows (docs/FORMAT.md, "Meanings").
+fn encode_meanings(sets: &[SetEntry], put: &mut Put<'_>) -> Result<(), EncodeError> {
+    let count = |n: usize, what: &str| {
+        u16::try_from(n).map_err(|_| EncodeError(format!("{n} {what} do not fit in a 16-bit count")))
+    };
+    let declaring: Vec<(usize, &SetEntry)> =
+        sets.iter().enumerate().filter(|(_, s)| s.schema.declares_meanings()).collect();
+    put.u16(count(declaring.len(), "sets")?);
+    for (index, set) in declaring {
+        let schema = &set.schema;
+        put.u16(count(index, "sets")?);
+        put.u16(count(schema.spans.len(), "spans")?);
+        for span in &schema.spans {
+            put_str(put, &span.name, "a span name")?;
+            put.u16(span.begin);
+            put.u16(span.end);
+            put_str(put, span.id.as_deref().unwrap_or(""), "a span's id parameter")?;
+        }
+        put.u16(count(schema.counters.len(), "counters")?);
+        for counter in &schema.counters {
+            put_str(put, &counter.name, "a counter name")?;
+            put.u16(counter.event);
+            put_str(put, &counter.value, "a counter's value parameter")?;
+            put_str(put, &counter.unit, "a counter's unit")?;
+        }
+        put.u16(count(schema.flows.len(), "flows")?);
+        for flow in &schema.flows {
+            put_str(put, &flow.name, "a flow name")?;
+            put.u16(flow.event);
+            put_str(put, &flow.id, "a flow's id parameter")?;
+            put.u8(flow.step.to_byte());
+        }
+    }
+    Ok(())
+}
+
+/// Reads the meanings property's value into the sets it names. Its rules beyond the layout
+/// (events and parameters that exist, ...) are the sets' schema rules, checked with them.
+fn decode_meanings(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(), HeaderError> {
+    let short = || HeaderError::Malformed("the sets' meanings run past the end of their property".into());
+    let n = take.u16().ok_or_else(short)?;
+    let mut last: Option<u16> = None;
+    for _ in 0..n {
+        let index = take.u16().ok_or_else(short)?;
+        if last.is_some_and(|l| index <= l) {
+            return Err(HeaderError::Malformed(format!("the meanings of set {index} are out of order or given twice")));
+        }
+        last = Some(index);
+        let set_count = sets.len();
+        let schema = &mut sets
+            .get_mut(usize::from(index))
+            .ok_or_else(|| {
+                HeaderError::Malformed(format!(
+                    "meanings are given for set {index}, and the header has {set_count} sets"
+                ))
+            })?
+            .schema;
+        // Each item takes at least 7 bytes: nothing is reserved that the bytes could not fill.
+        let bounded = |n: u16, rest: usize| usize::from(n).min(rest / 7);
+        let spans = take.u16().ok_or_else(short)?;
+        schema.spans = Vec::with_capacity(bounded(spans, take.rest.len()));
+        for _ in 0..spans {
+            let name = take_str(take, "a span name")?;
+            let (begin, end) = (take.u16().ok_or_else(short)?, take.u16().ok_or_else(short)?);
+            let id = take_str(take, "a span's id parameter")?;
+            schema.spans.push(Span { name, begin, end, id: (!id.is_empty()).then_some(id) });
+        }
+        let counters = take.u16().ok_or_else(short)?;
+        schema.counters = Vec::with_capacity(bounded(counters, take.rest.len()));
+        for _ in 0..counters {
+            let name = take_str(take, "a counter name")?;
+            let event = take.u16().ok_or_else(short)?;
+            let value = take_str(take, "a counter's value parameter")?;
+            let unit = take_str(take, "a counter's unit")?;
+            schema.counters.push(Counter { name, event, value, unit });
+        }
+        let flows = take.u16().ok_or_else(short)?;
+        schema.flows = Vec::with_capacity(bounded(flows, take.rest.len()));
+        for _ in 0..flows {
+            let name = take_str(take, "a flow name")?;
+            let event = take.u16().ok_or_else(short)?;
+            let id = take_str(take, "a flow's id parameter")?;
+            let byte = take.u8().ok_or_else(short)?;
+            let step = FlowStep::from_byte(byte)
+                .ok_or_else(|| HeaderError::Malformed(format!("flow `{name}` has step {byte}, not 0, 1 or 2")))?;
+            schema.flows.push(Flow { name, event, id, step });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

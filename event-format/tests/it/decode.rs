@@ -225,6 +225,106 @@ fn the_recording_id_is_a_header_property_since_2_0_2() {
     assert!(malformed(&[9, 0, 1]).contains("run past the end"));
 }
 
+/// The length of [`declaring_header`]'s meanings property value: the set count; set 1's index;
+/// its span (count, name, begin, end, id), counter (count, name, event, value, unit) and flow
+/// (count, name, event, id, step).
+const MEANINGS_LEN: usize =
+    2 + 2 + (2 + 2 + 7 + 2 + 2 + 2 + 2) + (2 + 2 + 5 + 2 + 2 + 5 + 2 + 5) + (2 + 2 + 4 + 2 + 2 + 2 + 1);
+
+/// Two sets, the second of which declares a span, a counter and a flow.
+fn declaring_header() -> Header {
+    let app =
+        event_format::def::parse("SET(app)\nVERSION(1, 0, 0)\nKIND(K)\nRELATION(Tick, 1, TRUE, K, 0)\n", "app.def")
+            .unwrap();
+    let net = event_format::def::parse(
+        "SET(net)\nVERSION(1, 0, 0)\nKIND(Req)\n\
+         RELATION(Begin, 1, TRUE, Req, WS, id, path)\nRELATION(End, 2, TRUE, Req, WU, id, status)\n\
+         RELATION(Depth, 3, TRUE, Req, D, depth)\n\
+         SPAN(request, Begin, End, id)\nCOUNTER(queue, Depth, depth, \"items\")\nFLOW(work, Begin, id, BEGIN)\n",
+        "net.def",
+    )
+    .unwrap();
+    let mut header = sample_header(Order::Little);
+    header.sets = SetEntry::assign([app, net]);
+    header
+}
+
+#[test]
+fn spans_counters_and_flows_travel_in_a_header_property_since_2_0_2() {
+    let header = declaring_header();
+    let bytes = header.encode().unwrap();
+    let decoded = Header::decode(&bytes, false).unwrap();
+    assert_eq!(decoded, header, "the declarations read back into their set");
+    assert!(!decoded.sets[0].schema.declares_meanings());
+    assert_eq!(decoded.sets[1].schema.spans[0].id.as_deref(), Some("id"));
+
+    // The property: tag 2, then one set (index 1) with 1 span, 1 counter and 1 flow.
+    let end = bytes.len() - 4;
+    let net = &decoded.sets[1].schema;
+    let value_len = MEANINGS_LEN;
+    let start = end - 6 - value_len;
+    assert_eq!(&bytes[start..start + 6], &[2, 0, value_len as u8, 0, 0, 0], "tag 2 and its length");
+    assert_eq!(&bytes[start + 6..start + 12], &[1, 0, 1, 0, 1, 0], "one set: set 1, one span");
+    assert_eq!(net.flows[0].step, event_format::schema::FlowStep::Begin);
+
+    // A 2.0.1 writer cannot carry them.
+    let mut older = header.clone();
+    older.format = Version::new(2, 0, 1);
+    assert!(older.encode().unwrap_err().to_string().contains("cannot carry spans"));
+    // A 2.0.1 reader skips them as extension bytes: the events read, undeclared.
+    let mut as_old = bytes.clone();
+    as_old[14] = 1;
+    let crc = crc32fast::hash(&as_old[..end]);
+    as_old[end..].copy_from_slice(&crc.to_le_bytes());
+    let read = Header::decode(&as_old, false).unwrap();
+    assert!(!read.sets[1].schema.declares_meanings());
+    assert_eq!(read.skipped_bytes as usize, 6 + value_len);
+}
+
+#[test]
+fn declarations_a_stream_embeds_are_held_to_the_set_rules() {
+    let mut header = declaring_header();
+    let good = header.encode().unwrap();
+    // The rules apply to what a stream embeds as they do to events.def: a span whose end
+    // event does not exist, written by hand past the encoder's own check.
+    header.sets[1].schema.spans[0].end = 9;
+    let mut bytes = good.clone();
+    let at = good.windows(9).position(|w| w == b"\x07\x00request").unwrap() + 9 + 2;
+    bytes[at] = 9;
+    let crc = crc32fast::hash(&bytes[..bytes.len() - 4]);
+    let n = bytes.len();
+    bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    match Header::decode(&bytes, false) {
+        Err(HeaderError::BadSchema(problems)) => {
+            assert!(problems[0].message.contains("no RELATION of the set declares"), "{}", problems[0])
+        }
+        other => panic!("expected a bad schema, got {other:?}"),
+    }
+    assert!(header.encode().is_err(), "the encoder refuses it too");
+
+    // Layout faults are malformed: a set index past the sets, a step that is not 0..=2.
+    let malformed = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut bytes = good.clone();
+        edit(&mut bytes);
+        let n = bytes.len();
+        let crc = crc32fast::hash(&bytes[..n - 4]);
+        bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        match Header::decode(&bytes, false) {
+            Err(HeaderError::Malformed(why)) => why,
+            other => panic!("expected malformed, got {other:?}"),
+        }
+    };
+    let value = good.len() - 4 - MEANINGS_LEN;
+    assert!(malformed(&|b| b[value + 2] = 7).contains("the header has 2 sets"));
+    assert!(
+        malformed(&|b| {
+            let n = b.len();
+            b[n - 5] = 3
+        })
+        .contains("step 3")
+    );
+}
+
 #[test]
 fn the_host_name_follows_the_sets_since_2_0_1_and_a_2_0_header_has_none() {
     let mut header = sample_header(Order::Little);
@@ -442,7 +542,14 @@ prop_compose! {
         let retired = retired_codes.into_iter().filter(|c| events.iter().all(|e| e.code != *c)).enumerate()
             .map(|(i, code)| Retired { name: format!("Gone{i}"), code }).collect();
         let kinds = if kinds.is_empty() { vec![Kind { name: "K".into(), doc: String::new() }] } else { kinds };
-        Schema { name: "gen".into(), version: Version::new(version.0, version.1, version.2), kinds, events, retired }
+        Schema {
+            name: "gen".into(),
+            version: Version::new(version.0, version.1, version.2),
+            kinds,
+            events,
+            retired,
+            ..Schema::default()
+        }
     }
 }
 

@@ -64,6 +64,7 @@ fn tiny_schema() -> Schema {
             params: vec!["a".into(), "b".into()],
         }],
         retired: vec![Retired { name: "R".into(), code: 0x0002 }],
+        ..Schema::default()
     }
 }
 
@@ -595,6 +596,33 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
         hex_dump(&bytes[..80])
     );
     assert_eq!(assert_rows(stop, &bytes, "stop"), 11, "the stop block's tables are read");
+}
+
+/// docs/FORMAT.md's worked example of the meanings property (tag 2): its table rows and its
+/// dump are the bytes the encoder writes for a set with a span, a counter and a flow.
+#[test]
+fn format_md_meanings_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### Header properties");
+    let schema = event_format::def::parse(
+        "SET(web)\nVERSION(1, 0, 0)\nKIND(K)\n\
+         RELATION(Begin, 1, TRUE, K, W, id)\nRELATION(End, 2, TRUE, K, WU, id, status)\nRELATION(Depth, 3, TRUE, K, U, depth)\n\
+         SPAN(request, Begin, End, id)\nCOUNTER(queue, Depth, depth, \"items\")\nFLOW(work, Begin, id, BEGIN)\n",
+        "web.def",
+    )
+    .unwrap();
+    let mut header = tiny_header(Order::Little);
+    header.properties.recording = None;
+    header.sets = event_format::wire::SetEntry::assign([schema]);
+    let bytes = header.encode().unwrap();
+    // The only property: it ends where the CRC starts.
+    let end = bytes.len() - 4;
+    let property = &bytes[end - 69..end];
+    // The first fenced block is the events.def text: no bytes.
+    let dumps: Vec<Vec<u8>> = fenced_bytes(section).into_iter().filter(|b| !b.is_empty()).collect();
+    assert_eq!(dumps, [property.to_vec()], "the dump; the encoder writes\n{}", hex_dump(property));
+    assert_eq!(assert_rows(section, property, "meanings"), 19, "the table is read");
 }
 
 /// docs/FORMAT.md's clean-stop example: the block of thread 0, sequence 1, at time 500, after

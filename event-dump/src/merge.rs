@@ -18,7 +18,7 @@
 
 use crate::log::{DumpError, Log};
 use crate::watermark::Watermark;
-use event_format::decode::{Block, Entry, Event};
+use event_format::decode::{Block, BlockSource, Entry, Event};
 use event_format::wire::RecordIter;
 use std::cell::Cell;
 use std::cmp::Reverse;
@@ -93,7 +93,7 @@ pub(crate) struct Merged {
 pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> ControlFlow<()>) -> Result<Merged, DumpError> {
     let several = logs.len() > 1;
     let wall = several.then(|| logs.iter().map(|l| l.header().clock).collect());
-    let mut mark = Watermark::new(logs.iter_mut().map(|l| l.index.take()).collect(), wall);
+    let mut mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall);
     // The latest key handed on, and the records handed on after a later one; `None`: an
     // item reported as it is read, not in time order.
     let (last, out_of_order) = (Cell::new(i128::MIN), Cell::new(0u64));
@@ -116,7 +116,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     let mut last_key = vec![i128::MIN; logs.len()];
     // Read from the log that is furthest behind.
     while let Some(f) = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f]) {
-        match logs[f].blocks().next_block() {
+        match logs[f].next_block() {
             None => done[f] = true,
             Some(Err(e)) => {
                 mark.merged(f, e.offset, None);
@@ -225,7 +225,7 @@ fn emit_one(
     };
     (record.offset, record.time) = (offset, time);
     let end = offset + event_format::wire::RECORD_HEADER_LEN + record.args.len();
-    let flow = match logs[h.file].catalog.entry(record, thread, h.block.order) {
+    let flow = match logs[h.file].catalog().entry(record, thread, h.block.order) {
         Entry::Event(event) => visit(Some(key), Item::Event { file, event }),
         Entry::Unknown { .. } => visit(Some(key), Item::Unknown),
         Entry::Bad(_) => visit(Some(key), Item::Bad),

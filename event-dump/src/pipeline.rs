@@ -28,7 +28,7 @@
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
 use crate::watermark::Watermark;
-use event_format::decode::{Block, BlockError, Catalog, Entry, Event};
+use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
 use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;
@@ -663,11 +663,11 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
     // `spent`: blocks rendered, whose buffers their logs reuse.
     let mut read = |spent: &mut Vec<(usize, Block)>| -> Option<(usize, Result<Block, BlockError>)> {
         for (f, block) in spent.drain(..) {
-            logs[f].blocks().recycle(block);
+            logs[f].recycle(block);
         }
         loop {
             let f = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f])?;
-            match logs[f].blocks().next_block() {
+            match logs[f].next_block() {
                 None => done[f] = true,
                 Some(block) => {
                     if let Ok(b) = &block {

@@ -6,6 +6,8 @@
 //! - [`def`], [`schema`], [`letter`], [`builtin`]: `event-def`'s, re-exported.
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
+//! - [`log`] opens a log by its path (a stream or a ring file, from a file or a pipe): the one
+//!   way every reader starts.
 //! - [`ring`] reads a ring file, post mortem or live.
 //! - [`text`] renders decoded events as text.
 //! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
@@ -52,6 +54,7 @@ pub mod decode;
 pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod log;
 pub mod read_at;
 pub mod ring;
 pub mod select;

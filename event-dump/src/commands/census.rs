@@ -110,7 +110,7 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
     let clock = log.header().clock;
     // Counted by code and by block while reading (no allocation per event), named at the end.
     let mut per_code = vec![0u64; 1 << 16];
-    let mut progress = Progress::new(&format!("reading {}", log.path.display()), log.len);
+    let mut progress = Progress::new(&format!("reading {}", log.path().display()), log.len());
     // Blocks are read (checked and unpacked) on a thread of their own while this one counts
     // the records of those before: two cores where a machine has them. Where no thread can
     // be made (a thread limit), this thread reads them too.
@@ -159,7 +159,7 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
             c.damaged.push(format!("slot {slot}, block {sequence}: {why}"));
         }
     }
-    for desc in log.catalog.iter() {
+    for desc in log.catalog().iter() {
         let n = per_code[usize::from(desc.wire)];
         if n > 0 {
             // `set:Kind.Name` and `set:Kind` when the log holds more than one set.
@@ -350,7 +350,7 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let c = census(log, i, &selection);
         let h = log.header().clone();
         let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
-        let _ = writeln!(text, "log {}", log.path.display());
+        let _ = writeln!(text, "log {}", log.path().display());
         let _ = writeln!(
             text,
             "  format {}, {}, blocks of {} bytes; {} (pid {}{}, {} {}); clock {} at {} ticks/s",
@@ -569,7 +569,7 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
                 overwritten.len()
             ));
         }
-        let _ = writeln!(text, "{}: {} blocks, {} events", log.path.display(), c.blocks, c.events);
+        let _ = writeln!(text, "{}: {} blocks, {} events", log.path().display(), c.blocks, c.events);
         for n in &notes {
             let _ = writeln!(text, "  {n}");
         }

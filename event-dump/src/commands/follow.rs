@@ -6,7 +6,7 @@ use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
 use event_format::decode::{Catalog, Entry};
-use event_format::ring::{FollowItem, Follower, RingReader, STATE_CLOSED};
+use event_format::ring::{FollowItem, Follower, STATE_CLOSED};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -16,8 +16,7 @@ use std::time::Duration;
 /// `follow`: prints what the ring file's program commits, until it stops.
 pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     let shown = args.ring.display().to_string();
-    let file = std::fs::File::open(&args.ring).map_err(|e| DumpError::new(format!("{shown}: cannot open: {e}")))?;
-    let reader = RingReader::open(file, Default::default()).map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
+    let reader = event_format::log::open_ring(&args.ring).map_err(|e| DumpError::new(e.to_string()))?;
     let header = reader.header().clone();
     let pid = reader.layout().pid;
     let catalog = Catalog::new(&header.sets);

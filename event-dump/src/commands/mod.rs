@@ -19,7 +19,7 @@ use crate::filter::EventFields;
 use crate::filter::{FieldType, Filter, FilterError};
 use crate::log::DumpError;
 use event_format::builtin;
-use event_format::decode::Catalog;
+use event_format::decode::{BlockSource, Catalog};
 use event_format::decode::{Entry, Event};
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Pattern, Patterns, Word, glob};
@@ -68,9 +68,9 @@ pub(crate) fn thread_names(paths: &[PathBuf], force: bool) -> Result<ThreadNames
     for path in paths {
         let mut log = crate::log::open(path, force)?;
         let mut names = BTreeMap::new();
-        while let Some(block) = log.blocks().next_block() {
+        while let Some(block) = log.next_block() {
             let Ok(block) = block else { continue };
-            for entry in block.entries(&log.catalog) {
+            for entry in block.entries(&log.catalog()) {
                 if let Entry::Event(e) = entry
                     && e.desc.code == builtin::THREAD_NAME
                 {

@@ -21,7 +21,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
     let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
-    let catalogs: Vec<&Catalog> = logs.iter().map(|l| &l.catalog).collect();
+    let catalogs: Vec<&Catalog> = logs.iter().map(|l| l.catalog()).collect();
     let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| selection.may_show(f, c)));
     let renderer = Renderer {
         format: args.format,
@@ -32,10 +32,10 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         csv,
     };
     let clocks: Vec<Clock> = logs.iter().map(|l| l.header().clock).collect();
-    let total: u64 = logs.iter().map(|l| l.len).sum();
+    let total: u64 = logs.iter().map(|l| l.len()).sum();
     let mut progress = Progress::new("reading", total);
-    let paths: Vec<String> = logs.iter().map(|l| l.path.display().to_string()).collect();
-    let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog.clone()).collect();
+    let paths: Vec<String> = logs.iter().map(|l| l.path().display().to_string()).collect();
+    let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
     let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
     let ctx = Context {
         renderer: &renderer,
@@ -51,7 +51,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     }
     let window = args.window.unwrap_or(DEFAULT_WINDOW_MIB).max(1) << 20;
     let wall = (logs.len() > 1).then(|| clocks.clone());
-    let mark = Watermark::new(logs.iter_mut().map(|l| l.index.take()).collect(), wall.clone());
+    let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall.clone());
     let mut lanes = Lanes::new(window, wall, mark);
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     pipeline::run(&mut logs, &ctx, jobs, &mut lanes, &mut w);

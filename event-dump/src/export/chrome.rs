@@ -433,7 +433,7 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
         if i > 0 {
             text.push(',');
         }
-        json::string(&mut text, &log.path.display().to_string());
+        json::string(&mut text, &log.path().display().to_string());
     }
     text.push_str("]},\"traceEvents\":[");
     events.out.write_all(text.as_bytes())?;

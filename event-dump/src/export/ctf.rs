@@ -63,7 +63,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
     prepare_dir(out)?;
     let header = logs[0].header().clone();
     let clock = clock_offset(&header).ok_or_else(|| {
-        DumpError::new(format!("{}: its clock facts put the trace's origin out of CTF's range; the log's header is unusual, see `event-dump stats`", logs[0].path.display()))
+        DumpError::new(format!("{}: its clock facts put the trace's origin out of CTF's range; the log's header is unusual, see `event-dump stats`", logs[0].path().display()))
     })?;
     let mut trace = Trace {
         dir: out.to_owned(),
@@ -76,7 +76,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
     };
     let result = read_into(&mut logs[0], &mut trace).and_then(|skipped| {
         trace.flush_all()?;
-        let metadata = metadata(&header, &logs[0].catalog, &trace.builtins_seen, clock);
+        let metadata = metadata(&header, &logs[0].catalog(), &trace.builtins_seen, clock);
         fs::write(out.join("metadata"), metadata)?;
         Ok(skipped)
     });

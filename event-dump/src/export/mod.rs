@@ -29,7 +29,7 @@ use crate::log::{DumpError, Log, open_all, open_all_indexed};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
 use event_format::builtin;
-use event_format::decode::{Entry, Event};
+use event_format::decode::{BlockSource, Entry, Event};
 use event_format::letter::Letter;
 use event_format::wire::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -42,7 +42,7 @@ use std::process::ExitCode;
 /// big logs), and says on stderr how many events it could not put in time order; the first
 /// error `write` returns stops the reading and is returned.
 fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>) -> io::Result<()> {
-    let mut progress = Progress::new("exporting", logs.iter().map(|l| l.len).sum());
+    let mut progress = Progress::new("exporting", logs.iter().map(|l| l.len()).sum());
     let mut seen = 0u64;
     let mut failure = None;
     let merged = merge::merge(logs, |item| {
@@ -240,10 +240,10 @@ impl Counts {
 fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) -> Result<Counts, E> {
     let mut counts = Counts::default();
     let block_size = u64::from(log.header().block_size);
-    let mut progress = Progress::new(&format!("exporting {}", log.path.display()), log.len);
+    let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());
     // Thread -> its blocks' sequence numbers, for the gaps.
     let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
-    while let Some(block) = log.blocks().next_block() {
+    while let Some(block) = log.next_block() {
         let block = match block {
             Ok(b) => b,
             Err(_) => {
@@ -258,7 +258,7 @@ fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) ->
         thread.1 = thread.1.saturating_add(block.header.lost);
         sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         let mut in_block = 0u64;
-        for entry in block.entries(&log.catalog) {
+        for entry in block.entries(&log.catalog()) {
             let event = match entry {
                 Entry::Event(e) => e,
                 Entry::Unknown { .. } => {

@@ -792,8 +792,8 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
     // Table name -> (meaning, where it comes from).
     let mut meanings: HashMap<String, (String, String)> = HashMap::new();
     for (i, log) in logs.iter().enumerate() {
-        let shown = log.path.display();
-        let identity = identity(&log.path).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+        let shown = log.path().display();
+        let identity = identity(&log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
         if let Some((serial, path)) = dataset.logs.get(&identity) {
             return Err(refuse(
                 format!("{shown}: already exported into {} as log {serial} ({path})", out.display()),
@@ -803,8 +803,8 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
         if let Some(first) = seen.get(&identity) {
             return Err(refuse(format!("{shown}: the same log as {} given twice", first.display()), ""));
         }
-        seen.insert(identity.clone(), &log.path);
-        for desc in log.catalog.iter() {
+        seen.insert(identity.clone(), &log.path());
+        for desc in log.catalog().iter() {
             let Some(name) = table_name(desc) else {
                 return Err(refuse(
                     format!("{shown}: event {:?} of kind {:?} has a name no table can have", desc.name, desc.kind_name),
@@ -892,7 +892,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
             run.buffered += run.tables[i].bytes - before;
             run.relieve(i).map_err(|e| parquet_error(&run.tables[i].temp, &e))
         })?;
-        let path = fs::canonicalize(&log.path).unwrap_or_else(|_| log.path.clone());
+        let path = fs::canonicalize(log.path()).unwrap_or_else(|_| log.path().to_path_buf());
         let header = log.header().clone();
         let path_text = path.display().to_string();
         log_rows.push((serial, planned.identity.clone(), path_text.clone(), {
@@ -900,7 +900,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
             vec![
                 I64(serial),
                 Str(path_text),
-                U64(log.len),
+                U64(log.len()),
                 Str(planned.identity.clone()),
                 if header.producer.host.is_empty() { Null } else { Str(header.producer.host.clone()) },
                 Str(header.producer.program.clone()),
@@ -934,7 +934,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
             thread_rows.push(vec![Cell::I64(serial), Cell::U64(thread), name, Cell::U64(events), Cell::U64(lost)]);
         }
         summaries.push(Summary {
-            path: log.path.display().to_string(),
+            path: log.path().display().to_string(),
             serial,
             events: counts.events,
             problems: counts.problems(),
@@ -942,7 +942,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
     }
     // Every event type of these logs has a table: an empty file for a type new to the dataset.
     for log in logs.iter() {
-        for desc in log.catalog.iter() {
+        for desc in log.catalog().iter() {
             let Some(name) = table_name(desc) else { continue };
             if !run.by_name.contains_key(&name) && !run.out.join(&name).exists() {
                 run.table(&name, desc)?;

@@ -410,7 +410,7 @@ impl Glue {
 /// refuses when they disagree with what the database holds.
 fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>) -> Result<()> {
     let sql = |e: rusqlite::Error| db.error(&e);
-    let path = log.path.display();
+    let path = log.path().display();
     let sets = &log.header().sets;
     // Kinds are qualified by their set (`set:Kind`) when the log holds more than one set.
     let kinds = sets
@@ -444,7 +444,7 @@ fn register(tx: &Transaction<'_>, glue: &mut Glue, log: &Log, db: &DbErrors<'_>)
             }
         }
     }
-    for desc in log.catalog.iter() {
+    for desc in log.catalog().iter() {
         // Qualified by its set (`set:Name`, `set:Kind`) when the log holds more than one set.
         let name = type_name(desc);
         let row = TypeRow {
@@ -557,8 +557,8 @@ fn bits(value: u64) -> i64 {
 /// Imports one log: registers it and its event types, then inserts its events.
 fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_>) -> Result<Summary> {
     let sql = |e: rusqlite::Error| db.error(&e);
-    let shown = log.path.display().to_string();
-    let identity = super::identity(&log.path).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+    let shown = log.path().display().to_string();
+    let identity = super::identity(&log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let earlier: Option<(i64, String, String)> = tx
         .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -573,7 +573,7 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
         ));
     }
     register(tx, glue, log, db)?;
-    let path = std::fs::canonicalize(&log.path).unwrap_or_else(|_| log.path.clone());
+    let path = std::fs::canonicalize(log.path()).unwrap_or_else(|_| log.path().to_path_buf());
     let header = log.header().clone();
     tx.execute(
         "INSERT INTO event_log (path, size, identity, program, pid, arch, os, start_wall_ns, start, format_version, event_set_version, \
@@ -581,7 +581,7 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
          strftime('%Y-%m-%dT%H:%M:%fZ', ?8 / 1e9, 'unixepoch'), ?9, ?10, ?11, ?12, ?13, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?14)",
         (
             path.display().to_string(),
-            bits(log.len),
+            bits(log.len()),
             &identity,
             &header.producer.program,
             bits(header.producer.pid),

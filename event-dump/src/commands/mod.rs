@@ -70,7 +70,7 @@ pub(crate) fn thread_names(paths: &[PathBuf], force: bool) -> Result<ThreadNames
         let mut names = BTreeMap::new();
         while let Some(block) = log.next_block() {
             let Ok(block) = block else { continue };
-            for entry in block.entries(&log.catalog()) {
+            for entry in block.entries(log.catalog()) {
                 if let Entry::Event(e) = entry
                     && e.desc.code == builtin::THREAD_NAME
                 {

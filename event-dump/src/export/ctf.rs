@@ -76,7 +76,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
     };
     let result = read_into(&mut logs[0], &mut trace).and_then(|skipped| {
         trace.flush_all()?;
-        let metadata = metadata(&header, &logs[0].catalog(), &trace.builtins_seen, clock);
+        let metadata = metadata(&header, logs[0].catalog(), &trace.builtins_seen, clock);
         fs::write(out.join("metadata"), metadata)?;
         Ok(skipped)
     });

@@ -258,7 +258,7 @@ fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) ->
         thread.1 = thread.1.saturating_add(block.header.lost);
         sequences.entry(block.header.thread).or_default().push(block.header.sequence);
         let mut in_block = 0u64;
-        for entry in block.entries(&log.catalog()) {
+        for entry in block.entries(log.catalog()) {
             let event = match entry {
                 Entry::Event(e) => e,
                 Entry::Unknown { .. } => {

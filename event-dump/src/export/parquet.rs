@@ -793,7 +793,7 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
     let mut meanings: HashMap<String, (String, String)> = HashMap::new();
     for (i, log) in logs.iter().enumerate() {
         let shown = log.path().display();
-        let identity = identity(&log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+        let identity = identity(log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
         if let Some((serial, path)) = dataset.logs.get(&identity) {
             return Err(refuse(
                 format!("{shown}: already exported into {} as log {serial} ({path})", out.display()),
@@ -803,7 +803,7 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
         if let Some(first) = seen.get(&identity) {
             return Err(refuse(format!("{shown}: the same log as {} given twice", first.display()), ""));
         }
-        seen.insert(identity.clone(), &log.path());
+        seen.insert(identity.clone(), log.path());
         for desc in log.catalog().iter() {
             let Some(name) = table_name(desc) else {
                 return Err(refuse(

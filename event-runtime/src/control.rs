@@ -74,7 +74,7 @@ fn schemas(sets: &[Recorded]) -> Vec<&Schema> {
 
 /// The selections that an `EVENT_CONTROL` text means for `sets`, one per set.
 pub(crate) fn from_text(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>, SelectError> {
-    event_format::select::from_env_text_sets(text, sets)
+    event_format::select::from_env_text(text, sets)
 }
 
 /// The selection, held across `fork()` (`fork`'s module docs), so that the child never finds
@@ -202,8 +202,8 @@ pub fn apply(text: &str) -> Result<String, SelectError> {
     }
     let State { sets, selections, .. } = &mut *guard;
     let schemas = schemas(sets);
-    event_format::select::apply_sets(text, &schemas, selections)?;
-    let now = event_format::select::describe_sets(&schemas, selections);
+    event_format::select::apply(text, &schemas, selections)?;
+    let now = event_format::select::describe(&schemas, selections);
     publish(&guard);
     Ok(now)
 }
@@ -212,5 +212,5 @@ pub fn apply(text: &str) -> Result<String, SelectError> {
 /// runs.
 pub fn describe() -> Option<String> {
     let s = state();
-    s.running.then(|| event_format::select::describe_sets(&schemas(&s.sets), &s.selections))
+    s.running.then(|| event_format::select::describe(&schemas(&s.sets), &s.selections))
 }

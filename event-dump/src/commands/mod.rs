@@ -154,7 +154,7 @@ fn patterns(value: &Option<String>, word: Word, catalogs: &[Catalog], schemas: &
         .iter()
         .flat_map(|c| c.iter().map(|d| (d.wire, d.set.as_str(), d.kind_name.as_str(), d.name.as_str())))
         .collect();
-    let patterns = Patterns::parse_sets(value, word).map_err(bad)?.resolve(descs.iter().copied()).map_err(bad)?;
+    let patterns = Patterns::parse(value, word).map_err(bad)?.resolve(descs.iter().copied()).map_err(bad)?;
     // Names are qualified in messages when some log holds more than one set.
     let qualified = catalogs.iter().any(Catalog::qualified);
     for p in patterns.items() {
@@ -277,7 +277,7 @@ impl Selection {
                     // Compiled to wire codes: what a record carries.
                     let descs =
                         || catalog.iter().map(|d| (d.wire, d.set.as_str(), d.kind_name.as_str(), d.name.as_str()));
-                    let mut chosen = kinds.iter().chain(&events).map(|patterns| patterns.compile_sets(descs()));
+                    let mut chosen = kinds.iter().chain(&events).map(|patterns| patterns.compile(descs()));
                     let mut codes = chosen.next().unwrap_or_default();
                     for other in chosen {
                         codes.intersect(&other);

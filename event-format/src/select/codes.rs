@@ -19,7 +19,7 @@ pub const WORDS: usize = (u16::MAX as usize + 1) / 64;
 /// use event_format::select::{self, CodeSet};
 ///
 /// let schema = event_format::testing::sample_schema();
-/// let pools: CodeSet = select::from_env_text("Pool -Pool:PoolInit", &schema)?.compile(&schema);
+/// let pools: CodeSet = select::from_env_text("Pool -Pool:PoolInit", &[&schema])?[0].compile(&schema);
 /// let code = |name: &str| schema.event(name).unwrap().code;
 /// assert!(!pools.contains(code("PoolInit")));
 /// assert!(pools.contains(code("PoolStats")));

@@ -13,7 +13,7 @@ use std::fmt;
 
 /// One item of a control text, resolved against a schema by [`parse`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Item {
+pub(crate) struct Item {
     /// The item as written, with its `-` if it has one.
     pub text: String,
     /// Its column in the text: the 1-based position of its first character, counted in
@@ -28,7 +28,7 @@ pub struct Item {
 
 /// What an [`Item`] does to a [`Selection`](super::Selection).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// The kind mask becomes this mask and every override is cleared: a number, `all`,
     /// `none` or `-all`.
     SetKinds(u64),
@@ -78,20 +78,12 @@ impl fmt::Display for SelectError {
 impl std::error::Error for SelectError {}
 
 /// Reads a control text: its items, resolved against `schema` (names to kind bits and
-/// event codes), to be applied to a selection with [`Selection::apply`](super::Selection::apply).
+/// event codes), to be applied to a selection with `Selection::apply` (the one-set case of
+/// [`apply`](super::apply) and [`from_env_text`](super::from_env_text)).
 ///
 /// The first wrong item is an error; so is a text with no items, and a name or glob that
 /// matches nothing.
-///
-/// ```
-/// use event_format::select::{self, Selection};
-///
-/// let schema = event_format::testing::sample_schema();
-/// let mut selection = Selection::all(&schema);
-/// selection.apply(&select::parse("-Arena, Arena:Poll", &schema).unwrap());
-/// assert_eq!(select::describe(&selection, &schema), "Pool Arena:Poll");
-/// ```
-pub fn parse(text: &str, schema: &Schema) -> Result<Vec<Item>, SelectError> {
+pub(crate) fn parse(text: &str, schema: &Schema) -> Result<Vec<Item>, SelectError> {
     let tokens = tokens(text);
     if tokens.is_empty() {
         return Err(SelectError {

@@ -27,19 +27,17 @@
 //! Items apply left to right, so the last one wins: `Pool -Pool:PoolInit` records every
 //! Pool event but PoolInit, and `-Pool:PoolInit Pool` records every Pool event.
 //!
-//! A recorder's side: [`parse`] resolves a text against a schema into [`Item`]s, which
-//! [`Selection::apply`] applies to a current selection (what a monitor does).
-//! [`from_env_text`] gives a text its start-up meaning, [`describe`] writes a selection back
-//! as a text that reads back to it, and [`Selection::compile`] makes its [`CodeSet`].
+//! One API serves one set or several (a single set is a list of one); a program or a stream
+//! with more than one events.def qualifies items by set the way ftrace qualifies events by
+//! subsystem, `set:Kind`, `set:Kind:Event`, `set:*`, `set:0x5`, globs in every part; numbers,
+//! `all` and `none` apply to every set; an unqualified name resolves in the sets that define
+//! it, and is an error listing the qualified candidates when more than one does (a glob
+//! applies in every set where it matches). The rules are in the [`sets`] module's docs.
 //!
-//! Several event sets (a stream or a program with more than one events.def): the items are
-//! qualified by set the way ftrace qualifies events by subsystem, `set:Kind`,
-//! `set:Kind:Event`, `set:*`, `set:0x5`, globs in every part; numbers, `all` and `none`
-//! apply to every set; an unqualified name resolves in the sets that define it, and is an
-//! error listing the qualified candidates when more than one does (a glob applies in every
-//! set where it matches). [`from_env_text_sets`], [`apply_sets`] and [`describe_sets`] keep
-//! one [`Selection`] per set; with one set they are [`from_env_text`], [`Selection::apply`]
-//! and [`describe`]. The rules are in the [`sets`] module's docs.
+//! A recorder's side, one [`Selection`] per set: [`from_env_text`] gives a text its start-up
+//! meaning, [`apply`] applies a text to the current selections (what a monitor does),
+//! [`describe`] writes selections back as a text that reads back to them, and
+//! [`Selection::compile`] makes a set's [`CodeSet`].
 //!
 //! A reader's side: [`Patterns`] are the same items without numbers and keywords, where the
 //! built-in events can be named, a bare word names what the option says ([`Word`]), and
@@ -53,11 +51,11 @@
 //! use event_format::select;
 //!
 //! let schema = event_format::testing::sample_schema();
-//! let selection = select::from_env_text("all -Pool:PoolInit", &schema)?;
-//! let codes = selection.compile(&schema);
+//! let selections = select::from_env_text("all -Pool:PoolInit", &[&schema])?;
+//! let codes = selections[0].compile(&schema);
 //! assert!(!codes.contains(schema.event("PoolInit").unwrap().code));
 //! assert!(codes.contains(schema.event("PoolStats").unwrap().code));
-//! assert_eq!(select::describe(&selection, &schema), "all -Pool:PoolInit");
+//! assert_eq!(select::describe(&[&schema], &selections), "all -Pool:PoolInit");
 //! # Ok::<(), select::SelectError>(())
 //! ```
 
@@ -71,7 +69,7 @@ pub mod sets;
 mod tests;
 
 pub use codes::{CodeSet, WORDS};
-pub use grammar::{Action, Item, SelectError, parse};
+pub use grammar::SelectError;
 pub use pattern::{Pattern, Patterns, Word};
-pub use selection::{Selection, describe, from_env_text};
-pub use sets::{apply_sets, describe_sets, from_env_text_sets};
+pub use selection::Selection;
+pub use sets::{apply, describe, from_env_text};

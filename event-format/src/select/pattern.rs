@@ -9,11 +9,12 @@
 //! There are no numbers and no `all`/`none` keywords: `*` chooses everything. `Kind.Event`
 //! is read as `Kind:Event`, the way event-dump prints an event.
 //!
-//! [`Patterns::parse_sets`] reads the items qualified by set too (`set:Kind:Event`,
-//! `set:Kind.Event` as event-dump prints an event of a stream of several sets, `set:*`); an
-//! unqualified name matches in every set that has it (a reader shows more, it never
-//! records less), and an `A:B` that reads both as a kind's event and as a set's kind or
-//! event is an error once [`Patterns::resolve`] sees the logs.
+//! [`Patterns::parse`] reads items qualified by set too (`set:Kind:Event`, `set:Kind.Event`
+//! as event-dump prints an event of a stream of several sets, `set:*`); an unqualified name
+//! matches in every set that has it (a reader shows more, it never records less), and an
+//! `A:B` that reads both as a kind's event and as a set's kind or event is an error once
+//! [`Patterns::resolve`] sees the logs. A log of one set is a list of one: its names need no
+//! qualifier.
 
 use super::codes::CodeSet;
 use super::glob;
@@ -43,9 +44,8 @@ pub struct Pattern {
     /// The name or glob its events' names must match; `None`: any event (a bare kind name).
     pub event: Option<String>,
     /// The name or glob its events' set must match; `None`: any set (an unqualified item).
-    /// Only [`Patterns::parse_sets`] reads sets.
     pub set: Option<String>,
-    /// Written `A:B` by [`Patterns::parse_sets`]: `A` may be a kind (`kind` is `A`, `event`
+    /// Written `A:B`: `A` may be a kind (`kind` is `A`, `event`
     /// is `B`) or a set (then `B` names what a bare word names); [`Patterns::resolve`]
     /// decides against the logs.
     pub set_or_kind: bool,
@@ -56,8 +56,8 @@ pub struct Pattern {
 
 impl Pattern {
     /// Whether an event named `event` of the kind named `kind` matches this item, the
-    /// `-` aside.
-    pub fn matches(&self, kind: &str, event: &str) -> bool {
+    /// `-` and the set aside.
+    fn matches(&self, kind: &str, event: &str) -> bool {
         self.kind.as_deref().is_none_or(|k| glob::matches(k, kind))
             && self.event.as_deref().is_none_or(|e| glob::matches(e, event))
     }
@@ -94,10 +94,11 @@ impl Pattern {
 /// ```
 /// use event_format::select::{Patterns, Word};
 ///
-/// let events = [(0x0001, "Arena", "ArenaCreate"), (0x0002, "Pool", "PoolInit"), (0xFF03, "Builtin", "Dropped")];
-/// let kinds = Patterns::parse("Pool, Builtin", Word::Kind)?;
+/// // Code, set (empty for the built-in events), kind and event names.
+/// let events = [(0x0001, "app", "Arena", "ArenaCreate"), (0x0002, "app", "Pool", "PoolInit"), (0xFF03, "", "Builtin", "Dropped")];
+/// let kinds = Patterns::parse("Pool, Builtin", Word::Kind)?.resolve(events)?;
 /// assert_eq!(kinds.compile(events).iter().collect::<Vec<_>>(), [0x0002, 0xFF03]);
-/// let names = Patterns::parse("-Pool.PoolInit", Word::Event)?;
+/// let names = Patterns::parse("-Pool.PoolInit", Word::Event)?.resolve(events)?;
 /// assert_eq!(names.compile(events).iter().collect::<Vec<_>>(), [0x0001, 0xFF03]);
 /// # Ok::<(), event_format::select::SelectError>(())
 /// ```
@@ -108,20 +109,15 @@ pub struct Patterns {
 }
 
 impl Patterns {
-    /// Reads a list of patterns. An empty list is no error: it matches no event.
+    /// Reads a list of patterns, as event-dump prints and takes them: a word, `Kind:Event` or
+    /// `Kind.Event`, `set:Kind:Event` or `set:Kind.Event`, `set:*`, each part a glob. `A:B`
+    /// is kind `A`'s event `B` or set `A`'s `B` (what a bare word names):
+    /// [`resolve`](Patterns::resolve) decides against the logs. An unqualified name matches
+    /// in every set that has it. An empty list is no error: it matches no event.
     ///
     /// The errors are the control grammar's for the same mistakes: a `-` with nothing after
-    /// it, more than one `:`, a `:` with nothing on one side, an item too long to be a name.
-    pub fn parse(text: &str, word: Word) -> Result<Patterns, SelectError> {
-        let items = Token::all(text).into_iter().map(|token| read(&token, word)).collect::<Result<_, _>>()?;
-        Ok(Patterns { items })
-    }
-
-    /// Reads a list of patterns that may name event sets, as event-dump prints and takes
-    /// them: `set:Kind:Event` or `set:Kind.Event`, `set:*`, each part a glob, besides what
-    /// [`parse`](Patterns::parse) reads. `A:B` is kind `A`'s event `B` or set `A`'s `B` (what
-    /// a bare word names): [`resolve`](Patterns::resolve) decides against the logs. An
-    /// unqualified name matches in every set that has it.
+    /// it, more than two `:`, a `:` with nothing on one side, an item too long to be
+    /// a name.
     ///
     /// ```
     /// use event_format::select::{Patterns, Word};
@@ -132,8 +128,8 @@ impl Patterns {
     ///     (0x0003, "storage", "Page", "PageWrite"),
     /// ];
     /// let chosen = |text: &str, word| {
-    ///     let p = Patterns::parse_sets(text, word)?.resolve(events)?;
-    ///     Ok::<_, event_format::select::SelectError>(p.compile_sets(events).iter().collect::<Vec<_>>())
+    ///     let p = Patterns::parse(text, word)?.resolve(events)?;
+    ///     Ok::<_, event_format::select::SelectError>(p.compile(events).iter().collect::<Vec<_>>())
     /// };
     /// assert_eq!(chosen("storage:*", Word::Kind)?, [0x0002, 0x0003]);
     /// assert_eq!(chosen("Pool", Word::Kind)?, [0x0001, 0x0002]);
@@ -142,14 +138,14 @@ impl Patterns {
     /// assert_eq!(chosen("storage:PageWrite", Word::Event)?, [0x0003]);
     /// # Ok::<(), event_format::select::SelectError>(())
     /// ```
-    pub fn parse_sets(text: &str, word: Word) -> Result<Patterns, SelectError> {
-        let items = Token::all(text).into_iter().map(|token| read_sets(&token, word)).collect::<Result<_, _>>()?;
+    pub fn parse(text: &str, word: Word) -> Result<Patterns, SelectError> {
+        let items = Token::all(text).into_iter().map(|token| read(&token, word)).collect::<Result<_, _>>()?;
         Ok(Patterns { items })
     }
 
-    /// Decides each `A:B` of a list read by [`parse_sets`](Patterns::parse_sets) against
-    /// `events` (set, kind and event names, as [`compile_sets`](Patterns::compile_sets)
-    /// takes them, the codes aside): kind `A`'s event `B` when only that reading matches an
+    /// Decides each `A:B` of a list read by [`parse`](Patterns::parse) against `events`
+    /// (set, kind and event names, as [`compile`](Patterns::compile) takes them, the codes
+    /// aside): kind `A`'s event `B` when only that reading matches an
     /// event, set `A`'s `B` when only that one does; when both match, and not the same
     /// events, the error names both spellings (`set:A:B`, `A:B:*`). An `A:B` that matches
     /// nothing either way is left undecided (it matches nothing).
@@ -203,10 +199,11 @@ impl Patterns {
         Ok(Patterns { items })
     }
 
-    /// [`compile`](Patterns::compile) for events of named sets: the codes of `events` (code,
-    /// set, kind and event names; the set is empty for built-in events) that the list
-    /// chooses.
-    pub fn compile_sets<'a>(&self, events: impl IntoIterator<Item = (u16, &'a str, &'a str, &'a str)>) -> CodeSet {
+    /// The codes of `events` (code, set, kind and event names; the set is empty for built-in
+    /// events and for the one set of a 1.x stream) that the list chooses: for each event, the
+    /// last item that matches it decides; an event no item matches is chosen when the first
+    /// item is a removal.
+    pub fn compile<'a>(&self, events: impl IntoIterator<Item = (u16, &'a str, &'a str, &'a str)>) -> CodeSet {
         let start = self.items.first().is_some_and(|p| p.removal);
         let mut codes = CodeSet::new();
         for (code, set, kind, event) in events {
@@ -222,24 +219,10 @@ impl Patterns {
     pub fn items(&self) -> &[Pattern] {
         &self.items
     }
-
-    /// The codes of `events` (code, kind name, event name) that the list chooses: for each
-    /// event, the last item that matches it decides; an event no item matches is chosen
-    /// when the first item is a removal.
-    pub fn compile<'a>(&self, events: impl IntoIterator<Item = (u16, &'a str, &'a str)>) -> CodeSet {
-        let start = self.items.first().is_some_and(|p| p.removal);
-        let mut codes = CodeSet::new();
-        for (code, kind, event) in events {
-            let last = self.items.iter().rev().find(|p| p.matches(kind, event));
-            if last.map_or(start, |p| !p.removal) {
-                codes.insert(code);
-            }
-        }
-        codes
-    }
 }
 
-fn read(token: &Token<'_>, word: Word) -> Result<Pattern, SelectError> {
+/// An item without a set: a word, `Kind:Event` or `Kind.Event`.
+fn read_unqualified(token: &Token<'_>, word: Word) -> Result<Pattern, SelectError> {
     let (removal, body) = token.sign_and_body()?;
     let split = body.split_once(':').or_else(|| body.split_once('.'));
     let (kind, event) = match split {
@@ -266,11 +249,11 @@ fn read(token: &Token<'_>, word: Word) -> Result<Pattern, SelectError> {
     })
 }
 
-/// One item of [`Patterns::parse_sets`]: `set:Kind:Event`, `set:Kind.Event`, `A:B` (kind
-/// and event, or set and word), `Kind.Event`, a word.
-fn read_sets(token: &Token<'_>, word: Word) -> Result<Pattern, SelectError> {
+/// One item of [`Patterns::parse`]: `set:Kind:Event`, `set:Kind.Event`, `A:B` (kind and
+/// event, or set and word), `Kind.Event`, a word.
+fn read(token: &Token<'_>, word: Word) -> Result<Pattern, SelectError> {
     let (removal, body) = token.sign_and_body()?;
-    let Some((head, rest)) = body.split_once(':') else { return read(token, word) };
+    let Some((head, rest)) = body.split_once(':') else { return read_unqualified(token, word) };
     let (set, kind, event, set_or_kind) = match rest.split_once(':').or_else(|| rest.split_once('.')) {
         Some((kind, event)) => {
             if head.is_empty() {

@@ -49,7 +49,7 @@ impl Selection {
     /// use event_format::select::{self, Selection};
     ///
     /// let schema = event_format::testing::sample_schema();
-    /// let codes = select::from_env_text("Arena -Arena:Poll", &schema)?.compile(&schema);
+    /// let codes = select::from_env_text("Arena -Arena:Poll", &[&schema])?[0].compile(&schema);
     /// assert_eq!(codes.iter().collect::<Vec<_>>(), [schema.event("ArenaCreate").unwrap().code]);
     /// assert!(Selection::none().compile(&schema).is_empty());
     /// # Ok::<(), select::SelectError>(())
@@ -60,7 +60,7 @@ impl Selection {
 
     /// Applies `items`, in order, to this selection (what a monitor does with a control
     /// text: `Pool -Seg` adds Pool and removes Seg, leaving the other kinds as they are).
-    pub fn apply(&mut self, items: &[Item]) {
+    pub(crate) fn apply(&mut self, items: &[Item]) {
         for item in items {
             match &item.action {
                 Action::SetKinds(mask) => {
@@ -87,37 +87,10 @@ impl Selection {
     }
 }
 
-/// Gives a control text its start-up meaning (`EVENT_CONTROL`): when the first item is a
-/// removal (`-X`), the text starts from every kind ([`Selection::all`]), otherwise from
-/// nothing ([`Selection::none`]); then its items apply in order.
-///
-/// So `Pool Arena` records only those kinds, `-Seg` everything but Seg, `none Pool:PoolInit`
-/// only PoolInit, and `all -Pool:PoolInit` everything but PoolInit.
-///
-/// ```
-/// use event_format::select;
-///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let schema = event_format::testing::sample_schema();
-/// let init = schema.event("PoolInit").unwrap();
-/// let create = schema.event("ArenaCreate").unwrap();
-///
-/// let pools = select::from_env_text("Pool", &schema)?;
-/// assert!(pools.records(init) && !pools.records(create));
-///
-/// let all_but_init = select::from_env_text("-Pool:PoolInit", &schema)?;
-/// assert!(!all_but_init.records(init) && all_but_init.records(create));
-/// assert_eq!(select::describe(&all_but_init, &schema), "all -Pool:PoolInit");
-///
-/// let error = select::from_env_text("Arena Pol", &schema).unwrap_err();
-/// assert_eq!(
-///     format!("EVENT_CONTROL: {error}"),
-///     "EVENT_CONTROL: unknown kind \"Pol\" at column 7 (did you mean \"Pool\"?); kinds are Arena, Pool"
-/// );
-/// assert_eq!((error.item.as_str(), error.column), ("Pol", 7));
-/// # Ok(()) }
-/// ```
-pub fn from_env_text(text: &str, schema: &Schema) -> Result<Selection, SelectError> {
+/// The selection of one set that `text` gives at start-up: the one-set case of
+/// [`from_env_text`](super::from_env_text). A text whose first item is a removal starts from
+/// every kind, else from none.
+pub(super) fn from_env_text_one(text: &str, schema: &Schema) -> Result<Selection, SelectError> {
     let items = parse(text, schema)?;
     let mut selection = match items.first() {
         Some(item) if item.removal => Selection::all(schema),
@@ -127,25 +100,15 @@ pub fn from_env_text(text: &str, schema: &Schema) -> Result<Selection, SelectErr
     Ok(selection)
 }
 
-/// A short text of `selection` in the control grammar, which [`from_env_text`] reads back
-/// to the same selection: `all` or `none`, or the recorded kinds' names, then each override
-/// as `Kind:Event` or `-Kind:Event`, e.g. `Arena Pool -Pool:PoolInit Seg:SegSplit`.
+/// A short text of one set's `selection` in the control grammar, which
+/// [`from_env_text_one`] reads back to the same selection: `all` or `none`, or the recorded
+/// kinds' names, then each override as `Kind:Event` or `-Kind:Event`, e.g. `Arena Pool
+/// -Pool:PoolInit Seg:SegSplit`: the one-set case of [`describe`](super::describe).
 ///
 /// Only what `schema` declares is written: kind bits beyond its kinds and overrides of codes
 /// it has no event for are left out. When a recorded kind is named `all` or `none`, the
 /// kinds are written as a hex mask (`0x5`) instead of names.
-///
-/// ```
-/// use event_format::select::{self, Selection};
-///
-/// let schema = event_format::testing::sample_schema();
-/// assert_eq!(select::describe(&Selection::none(), &schema), "none");
-/// assert_eq!(select::describe(&Selection::all(&schema), &schema), "all");
-/// let mut selection = Selection { kinds: 0b10, ..Selection::none() };
-/// selection.overrides.insert(0x0004, true);
-/// assert_eq!(select::describe(&selection, &schema), "Pool Arena:Poll");
-/// ```
-pub fn describe(selection: &Selection, schema: &Schema) -> String {
+pub(super) fn describe_one(selection: &Selection, schema: &Schema) -> String {
     let declared = declared_mask(schema);
     let kinds = selection.kinds & declared;
     let mut words: Vec<String> = Vec::new();

@@ -1,9 +1,9 @@
-//! The selection language over several event sets: one [`Selection`] per set, addressed the
-//! way ftrace addresses subsystems (`set:Kind`, `set:Kind:Event`, `set:*`).
+//! The selection language over one or more event sets: one [`Selection`] per set, addressed
+//! the way ftrace addresses subsystems (`set:Kind`, `set:Kind:Event`, `set:*`). A single set is
+//! a list of one.
 //!
-//! With one set, every function here is its one-set counterpart ([`from_env_text`],
-//! [`Selection::apply`], [`describe`]): a one-set program's texts keep their meaning. With
-//! several, an item is read as follows (its `-` aside):
+//! With one set, names need no qualifier: `Pool`, `Pool:PoolInit` (the grammar of
+//! [`super`]'s table). With several, an item is read as follows (its `-` aside):
 //!
 //! | item | meaning |
 //! |---|---|
@@ -22,16 +22,15 @@
 
 use super::glob::{is_glob, name_matches};
 use super::grammar::{Action, Item, SelectError, Token, declared_mask, kind_bit, list, quoted, read_body};
-use super::selection::{Selection, describe, from_env_text};
+use super::selection::{Selection, describe_one, from_env_text_one};
 use crate::def::closest;
 use crate::schema::Schema;
 
 /// One item read against every set: its reading in each set, `None` where it names nothing.
 type PerSet = Vec<Option<Item>>;
 
-/// [`from_env_text`] over several sets: the selections of `sets`, in their order, that
-/// `text` gives at start-up (`EVENT_CONTROL`). A text whose first item is a removal starts
-/// every set from all its kinds, else from none.
+/// The selections of `sets`, in their order, that `text` gives at start-up (`EVENT_CONTROL`).
+/// A text whose first item is a removal starts every set from all its kinds, else from none.
 ///
 /// ```
 /// use event_format::select;
@@ -41,17 +40,29 @@ type PerSet = Vec<Option<Item>>;
 /// let mut storage = event_format::testing::sample_schema();
 /// storage.name = "storage".into();
 /// let sets = [&app, &storage];
-/// let chosen = select::from_env_text_sets("storage:Pool app:Arena:ArenaCreate", &sets)?;
-/// assert_eq!(select::describe_sets(&sets, &chosen), "app:Arena:ArenaCreate storage:Pool");
-/// let error = select::from_env_text_sets("Pool", &sets).unwrap_err();
+/// let chosen = select::from_env_text("storage:Pool app:Arena:ArenaCreate", &sets)?;
+/// assert_eq!(select::describe(&sets, &chosen), "app:Arena:ArenaCreate storage:Pool");
+/// let error = select::from_env_text("Pool", &sets).unwrap_err();
 /// assert!(error.message.contains("\"app:Pool\""), "{error}");
+///
+/// // One set is a list of one: its names need no qualifier.
+/// let one = [&app];
+/// let pools = select::from_env_text("-Pool:PoolInit", &one)?;
+/// assert!(!pools[0].records(app.event("PoolInit").unwrap()) && pools[0].records(app.event("ArenaCreate").unwrap()));
+/// assert_eq!(select::describe(&one, &pools), "all -Pool:PoolInit");
+/// let error = select::from_env_text("Arena Pol", &one).unwrap_err();
+/// assert_eq!(
+///     format!("EVENT_CONTROL: {error}"),
+///     "EVENT_CONTROL: unknown kind \"Pol\" at column 7 (did you mean \"Pool\"?); kinds are Arena, Pool"
+/// );
+/// assert_eq!((error.item.as_str(), error.column), ("Pol", 7));
 /// # Ok::<(), select::SelectError>(())
 /// ```
-pub fn from_env_text_sets(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>, SelectError> {
+pub fn from_env_text(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>, SelectError> {
     if let [schema] = sets {
-        return Ok(vec![from_env_text(text, schema)?]);
+        return Ok(vec![from_env_text_one(text, schema)?]);
     }
-    let items = parse_sets(text, sets)?;
+    let items = parse_per_set(text, sets)?;
     let start_all = items.first().and_then(|per| per.iter().flatten().next()).is_some_and(|item| item.removal);
     let mut selections: Vec<Selection> =
         sets.iter().map(|s| if start_all { Selection::all(s) } else { Selection::none() }).collect();
@@ -59,11 +70,11 @@ pub fn from_env_text_sets(text: &str, sets: &[&Schema]) -> Result<Vec<Selection>
     Ok(selections)
 }
 
-/// [`Selection::apply`] over several sets: applies `text`, in order, to `current`, the
-/// selections of `sets` in their order (what a monitor does with a control text). An error
-/// leaves `current` as it was; so does a `current` whose length is not the number of sets
-/// (an error too).
-pub fn apply_sets(text: &str, sets: &[&Schema], current: &mut [Selection]) -> Result<(), SelectError> {
+/// Applies `text`, in order, to `current`, the selections of `sets` in their order (what a
+/// monitor does with a control text: `Pool -Seg` adds Pool and removes Seg, leaving the other
+/// kinds as they are). An error leaves `current` as it was; so does a `current` whose length
+/// is not the number of sets (an error too).
+pub fn apply(text: &str, sets: &[&Schema], current: &mut [Selection]) -> Result<(), SelectError> {
     if current.len() != sets.len() {
         return Err(SelectError {
             item: String::new(),
@@ -76,19 +87,31 @@ pub fn apply_sets(text: &str, sets: &[&Schema], current: &mut [Selection]) -> Re
         selection.apply(&items);
         return Ok(());
     }
-    let items = parse_sets(text, sets)?;
+    let items = parse_per_set(text, sets)?;
     apply_items(&items, current);
     Ok(())
 }
 
-/// [`describe`] over several sets: a text that [`from_env_text_sets`] reads back to
-/// `current` (the selections of `sets`, in their order), as far as the sets declare them.
-/// With several sets every word is qualified: `set:Kind` (or `set:*`, or `set:0x5` where a
-/// name would be ambiguous or is a keyword), then each override as `set:Kind:Event` or
-/// `-set:Kind:Event`; `none` when nothing is chosen.
-pub fn describe_sets(sets: &[&Schema], current: &[Selection]) -> String {
+/// A text that [`from_env_text`] reads back to `current` (the selections of `sets`, in their
+/// order), as far as the sets declare them. With one set: `all` or `none`, or the recorded
+/// kinds' names, then each override as `Kind:Event` or `-Kind:Event`. With several every word
+/// is qualified: `set:Kind` (or `set:*`, or `set:0x5` where a name would be ambiguous or is a
+/// keyword), then each override as `set:Kind:Event` or `-set:Kind:Event`; `none` when
+/// nothing is chosen.
+///
+/// ```
+/// use event_format::select::{self, Selection};
+///
+/// let schema = event_format::testing::sample_schema();
+/// assert_eq!(select::describe(&[&schema], &[Selection::none()]), "none");
+/// assert_eq!(select::describe(&[&schema], &[Selection::all(&schema)]), "all");
+/// let mut selection = Selection { kinds: 0b10, ..Selection::none() };
+/// selection.overrides.insert(0x0004, true);
+/// assert_eq!(select::describe(&[&schema], &[selection]), "Pool Arena:Poll");
+/// ```
+pub fn describe(sets: &[&Schema], current: &[Selection]) -> String {
     if let ([schema], [selection]) = (sets, current) {
-        return describe(selection, schema);
+        return describe_one(selection, schema);
     }
     let mut words: Vec<String> = Vec::new();
     for (i, (schema, selection)) in sets.iter().zip(current).enumerate() {
@@ -159,7 +182,7 @@ fn apply_items(items: &[PerSet], selections: &mut [Selection]) {
 }
 
 /// Reads every item of `text` against several sets.
-fn parse_sets(text: &str, sets: &[&Schema]) -> Result<Vec<PerSet>, SelectError> {
+fn parse_per_set(text: &str, sets: &[&Schema]) -> Result<Vec<PerSet>, SelectError> {
     let tokens = Token::all(text);
     if tokens.is_empty() {
         return Err(SelectError {

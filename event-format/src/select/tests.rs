@@ -1,6 +1,8 @@
 //! The control grammar's behaviour, item by item and error by error, and its properties.
 
-use super::grammar::{MAX_ITEM_LEN, declared_mask};
+use super::grammar::{Action, Item, MAX_ITEM_LEN, declared_mask, parse};
+// The one-set core that the list functions delegate to with one set.
+use super::selection::{describe_one as describe, from_env_text_one as from_env_text};
 use super::*;
 use crate::schema::{Kind, Schema};
 use proptest::prelude::*;
@@ -69,6 +71,34 @@ fn sel(kinds: u64, overrides: &[(u16, bool)]) -> Selection {
 fn names(selection: &Selection) -> Vec<String> {
     let schema = schema();
     selection.enabled_codes(&schema).map(|c| schema.event_by_code(c).unwrap().name.clone()).collect()
+}
+
+mod one_set_is_a_list_of_one {
+    //! The public list functions with one set are the one-set language: the same selections,
+    //! texts and errors as the core they delegate to.
+    use super::*;
+
+    #[test]
+    fn the_list_functions_are_the_core_with_one_set() {
+        let schema = schema();
+        for text in ["all", "none", "Pool -Pool:PoolInit", "-Seg", "0x5", "*:Seg*", "A* Seg:SegSplit", "Seg:SegSplit"] {
+            let one = from_env_text(text, &schema).unwrap();
+            assert_eq!(super::super::from_env_text(text, &[&schema]).unwrap(), vec![one.clone()], "{text:?}");
+            assert_eq!(super::super::describe(&[&schema], std::slice::from_ref(&one)), describe(&one, &schema));
+            let mut current = vec![Selection::all(&schema)];
+            super::super::apply(text, &[&schema], &mut current).unwrap();
+            let mut expected = Selection::all(&schema);
+            expected.apply(&parse(text, &schema).unwrap());
+            assert_eq!(current, vec![expected], "{text:?}");
+        }
+        for text in ["Pol", "Pool:Nope", "", "-", "a:b:c", "storage:Pool"] {
+            assert_eq!(
+                super::super::from_env_text(text, &[&schema]).unwrap_err(),
+                from_env_text(text, &schema).unwrap_err(),
+                "{text:?}"
+            );
+        }
+    }
 }
 
 mod selection {

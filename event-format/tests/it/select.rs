@@ -23,20 +23,23 @@ fn schema() -> Schema {
     event_format::def::parse(DEF, "test.def").unwrap()
 }
 
-/// What a reader passes to [`Patterns::compile`]: the schema's events and the built-ins.
-fn events(schema: &Schema) -> Vec<(u16, &str, &str)> {
+/// What a reader passes to [`Patterns::compile`]: the schema's events, of its set, and the
+/// built-ins, of none.
+fn events(schema: &Schema) -> Vec<(u16, &str, &str, &str)> {
     schema
         .events
         .iter()
-        .map(|e| (e.code, schema.kinds[usize::from(e.kind)].name.as_str(), e.name.as_str()))
-        .chain(builtin::ALL.iter().map(|b| (b.code, BUILTIN_KIND, b.name)))
+        .map(|e| (e.code, schema.name.as_str(), schema.kinds[usize::from(e.kind)].name.as_str(), e.name.as_str()))
+        .chain(builtin::ALL.iter().map(|b| (b.code, "", BUILTIN_KIND, b.name)))
         .collect()
 }
 
-/// The names of the events `text` chooses, read with `word`.
+/// The names of the events `text` chooses, read with `word`, in a log of one set.
 fn chosen(text: &str, word: Word) -> Vec<String> {
     let schema = schema();
-    let codes = Patterns::parse(text, word).unwrap_or_else(|e| panic!("{text:?}: {e}")).compile(events(&schema));
+    let events = events(&schema);
+    let patterns = Patterns::parse(text, word).and_then(|p| p.resolve(events.iter().copied()));
+    let codes = patterns.unwrap_or_else(|e| panic!("{text:?}: {e}")).compile(events.iter().copied());
     codes
         .iter()
         .map(|code| match schema.event_by_code(code) {
@@ -59,7 +62,7 @@ mod compiled_selections {
         for text in
             ["all", "none", "Pool", "-Pool", "Pool -Pool:PoolInit", "*:Seg*", "-SegSplit", "0x5", "A* Seg:SegAlloc"]
         {
-            let selection = select::from_env_text(text, &schema).unwrap();
+            let selection = select::from_env_text(text, &[&schema]).unwrap().remove(0);
             let codes = selection.compile(&schema);
             for event in &schema.events {
                 assert_eq!(codes.contains(event.code), selection.records(event), "{text:?}: {}", event.name);
@@ -72,7 +75,7 @@ mod compiled_selections {
     #[test]
     fn the_bitmap_is_the_recorders_layout() {
         let schema = schema();
-        let codes = select::from_env_text("Seg:SegSplit", &schema).unwrap().compile(&schema);
+        let codes = select::from_env_text("Seg:SegSplit", &[&schema]).unwrap()[0].compile(&schema);
         let mut words = [0u64; select::WORDS];
         words[0x22 >> 6] = 1 << (0x22 & 63);
         assert_eq!(codes.words(), &words);
@@ -159,7 +162,7 @@ mod patterns {
         assert_eq!((items[0].kind.as_deref(), items[0].event.as_deref()), (None, Some("Pool")));
         assert_eq!((items[1].text.as_str(), items[1].column, items[1].removal), ("-Arena.Arena*", 7, true));
         assert_eq!((items[1].kind.as_deref(), items[1].event.as_deref()), (Some("Arena"), Some("Arena*")));
-        assert!(items[1].matches("Arena", "ArenaPoll") && !items[1].matches("Pool", "ArenaPoll"));
+        assert!(items[1].matches_in("test", "Arena", "ArenaPoll") && !items[1].matches_in("test", "Pool", "ArenaPoll"));
     }
 
     #[test]
@@ -170,10 +173,8 @@ mod patterns {
             e.message,
             "\"-\" at column 6 removes nothing; write a kind or an event right after the '-', such as \"-Kind\" or \"-Kind:Event\""
         );
-        assert_eq!(
-            error("Pool:PoolInit:x", Word::Event).message,
-            "\"Pool:PoolInit:x\" at column 1 has more than one ':'; write one Kind:Event per item"
-        );
+        // Two ':' name a set's kind's events (`set:Kind:Event`); a third is too many.
+        assert!(error("Pool:PoolInit:x:y", Word::Event).message.contains("more than one ':'"));
         assert_eq!(
             error(".PoolInit", Word::Event).message,
             "\".PoolInit\" at column 1 names no kind before the ':'; write \"*:PoolInit\" for an event of any kind"
@@ -201,7 +202,7 @@ mod patterns {
     }
 }
 
-/// Several sets ([`select::from_env_text_sets`] and its kin): two sets that reuse each other's
+/// Several sets ([`select::from_env_text`] and its kin): two sets that reuse each other's
 /// codes, kind names and event names, and a third named like a kind.
 mod several_sets {
     use super::*;
@@ -246,35 +247,13 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
     fn chosen(text: &str) -> Vec<String> {
         let (app, storage) = (set(APP), set(STORAGE));
         let sets = [&app, &storage];
-        let selections = select::from_env_text_sets(text, &sets).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        let selections = select::from_env_text(text, &sets).unwrap_or_else(|e| panic!("{text:?}: {e}"));
         recorded(&sets, &selections)
     }
 
     fn error(text: &str) -> String {
         let (app, storage) = (set(APP), set(STORAGE));
-        select::from_env_text_sets(text, &[&app, &storage]).unwrap_err().message
-    }
-
-    #[test]
-    fn one_set_is_the_one_set_language() {
-        let schema = schema();
-        for text in ["all", "none", "Pool -Pool:PoolInit", "-Seg", "0x5", "*:Seg*", "A* Seg:SegAlloc", "Seg:SegSplit"] {
-            let one = select::from_env_text(text, &schema).unwrap();
-            assert_eq!(select::from_env_text_sets(text, &[&schema]).unwrap(), vec![one.clone()], "{text:?}");
-            assert_eq!(select::describe_sets(&[&schema], std::slice::from_ref(&one)), select::describe(&one, &schema));
-            let mut current = vec![Selection::all(&schema)];
-            select::apply_sets(text, &[&schema], &mut current).unwrap();
-            let mut expected = Selection::all(&schema);
-            expected.apply(&select::parse(text, &schema).unwrap());
-            assert_eq!(current, vec![expected], "{text:?}");
-        }
-        for text in ["Pol", "Pool:Nope", "", "-", "a:b:c", "storage:Pool"] {
-            assert_eq!(
-                select::from_env_text_sets(text, &[&schema]).unwrap_err(),
-                select::from_env_text(text, &schema).unwrap_err(),
-                "{text:?}"
-            );
-        }
+        select::from_env_text(text, &[&app, &storage]).unwrap_err().message
     }
 
     #[test]
@@ -334,7 +313,7 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
     fn a_set_named_like_a_kind_is_an_ambiguity_with_both_spellings() {
         let (app, pool) = (set(APP), set(POOL));
         let sets = [&app, &pool];
-        let error = select::from_env_text_sets("Pool:PoolInit", &sets).unwrap_err();
+        let error = select::from_env_text("Pool:PoolInit", &sets).unwrap_err();
         assert_eq!(
             error.message,
             "\"Pool:PoolInit\" at column 1 is ambiguous: it reads as kind Pool's event PoolInit and as set Pool's PoolInit; write set:Kind:Event, \"app:Pool:PoolInit\" or \"Pool:PoolInit:*\""
@@ -346,12 +325,9 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
             ("Pool:0x1", vec!["Pool:Setup"]),
             ("Pool:Setup", vec!["Pool:Setup"]),
         ] {
-            let selections = select::from_env_text_sets(text, &sets).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            let selections = select::from_env_text(text, &sets).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             assert_eq!(recorded(&sets, &selections), names, "{text:?}");
-            assert_eq!(
-                select::from_env_text_sets(&select::describe_sets(&sets, &selections), &sets).unwrap(),
-                selections
-            );
+            assert_eq!(select::from_env_text(&select::describe(&sets, &selections), &sets).unwrap(), selections);
         }
     }
 
@@ -406,9 +382,9 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
             ("none -app:Arena:Poll", "none -app:Arena:Poll"),
             ("app:Pool storage:Page:PageWrite", "app:Pool storage:Page:PageWrite"),
         ] {
-            let selections = select::from_env_text_sets(text, &sets).unwrap();
-            assert_eq!(select::describe_sets(&sets, &selections), described, "{text:?}");
-            assert_eq!(select::from_env_text_sets(described, &sets).unwrap(), selections, "{text:?}");
+            let selections = select::from_env_text(text, &sets).unwrap();
+            assert_eq!(select::describe(&sets, &selections), described, "{text:?}");
+            assert_eq!(select::from_env_text(described, &sets).unwrap(), selections, "{text:?}");
         }
     }
 
@@ -417,12 +393,12 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
         let (app, storage) = (set(APP), set(STORAGE));
         let sets = [&app, &storage];
         let mut current = vec![Selection::all(&app), Selection::none()];
-        select::apply_sets("-app:Arena storage:Page:PageRead", &sets, &mut current).unwrap();
+        select::apply("-app:Arena storage:Page:PageRead", &sets, &mut current).unwrap();
         assert_eq!(recorded(&sets, &current), ["app:PoolInit", "storage:PageRead"]);
         let before = current.clone();
-        assert!(select::apply_sets("storage:Page Pool", &sets, &mut current).is_err());
+        assert!(select::apply("storage:Page Pool", &sets, &mut current).is_err());
         assert_eq!(current, before, "an error changes nothing");
-        let error = select::apply_sets("all", &sets, &mut current[..1]).unwrap_err();
+        let error = select::apply("all", &sets, &mut current[..1]).unwrap_err();
         assert_eq!(error.message, "1 selections for 2 event sets; give one selection per set");
     }
 
@@ -435,13 +411,13 @@ RELATION(Setup, 0x0001, TRUE, PoolInit, 0)
             for (s, e, on) in overrides {
                 selections[s].overrides.insert(sets[s].events[e].code, on);
             }
-            let text = select::describe_sets(&sets, &selections);
-            prop_assert_eq!(select::from_env_text_sets(&text, &sets).unwrap(), selections, "{}", text);
+            let text = select::describe(&sets, &selections);
+            prop_assert_eq!(select::from_env_text(&text, &sets).unwrap(), selections, "{}", text);
         }
     }
 }
 
-/// A reader's patterns over several sets ([`Patterns::parse_sets`]): event-dump's `--kind`
+/// A reader's patterns over several sets ([`Patterns::parse`]): event-dump's `--kind`
 /// and `--event` on a stream of two sets that reuse each other's names.
 mod reader_patterns_over_sets {
     use super::*;
@@ -456,8 +432,8 @@ mod reader_patterns_over_sets {
     ];
 
     fn chosen(text: &str, word: Word) -> Result<Vec<u16>, SelectError> {
-        let patterns = Patterns::parse_sets(text, word)?.resolve(EVENTS)?;
-        Ok(patterns.compile_sets(EVENTS).iter().collect())
+        let patterns = Patterns::parse(text, word)?.resolve(EVENTS)?;
+        Ok(patterns.compile(EVENTS).iter().collect())
     }
 
     #[test]
@@ -491,12 +467,12 @@ mod reader_patterns_over_sets {
     #[test]
     fn the_syntax_errors() {
         assert_eq!(
-            Patterns::parse_sets(":Pool:PoolInit", Word::Kind).unwrap_err().message,
+            Patterns::parse(":Pool:PoolInit", Word::Kind).unwrap_err().message,
             "\":Pool:PoolInit\" at column 1 names no set before the first ':'; write \"*:Pool:PoolInit\" for the events of every set"
         );
-        assert!(Patterns::parse_sets("a:b:c:d", Word::Kind).unwrap_err().message.contains("more than one ':'"));
-        assert!(Patterns::parse_sets("app:Pool:", Word::Kind).unwrap_err().message.contains("names no event"));
-        let p = Patterns::parse_sets("-storage:Page.Page*", Word::Event).unwrap();
+        assert!(Patterns::parse("a:b:c:d", Word::Kind).unwrap_err().message.contains("more than one ':'"));
+        assert!(Patterns::parse("app:Pool:", Word::Kind).unwrap_err().message.contains("names no event"));
+        let p = Patterns::parse("-storage:Page.Page*", Word::Event).unwrap();
         let item = &p.items()[0];
         assert_eq!(
             (item.set.as_deref(), item.kind.as_deref(), item.event.as_deref(), item.removal),
@@ -530,10 +506,10 @@ mod several_sets_never_panic {
         fn arbitrary_text(text in "[-a-zA-Z*?:., 0-9x_]{0,24}|\\PC{0,12}") {
             let owned = sets();
             let sets: Vec<&Schema> = owned.iter().collect();
-            match select::from_env_text_sets(&text, &sets) {
+            match select::from_env_text(&text, &sets) {
                 Ok(selections) => {
-                    let described = select::describe_sets(&sets, &selections);
-                    prop_assert_eq!(select::from_env_text_sets(&described, &sets).unwrap(), selections, "{}", described);
+                    let described = select::describe(&sets, &selections);
+                    prop_assert_eq!(select::from_env_text(&described, &sets).unwrap(), selections, "{}", described);
                 }
                 Err(e) => {
                     let at = format!(" at column {}", e.column);
@@ -541,12 +517,12 @@ mod several_sets_never_panic {
                 }
             }
             let mut current = vec![Selection::none(); 3];
-            let _ = select::apply_sets(&text, &sets, &mut current);
-            let _ = select::from_env_text_sets(&text, &[]);
-            if let Ok(p) = Patterns::parse_sets(&text, Word::Kind) {
+            let _ = select::apply(&text, &sets, &mut current);
+            let _ = select::from_env_text(&text, &[]);
+            if let Ok(p) = Patterns::parse(&text, Word::Kind) {
                 let events = [(1u16, "app", "Pool", "PoolInit"), (2, "Pool", "PoolInit", "Seg"), (0xFF03, "", "Builtin", "Dropped")];
                 if let Ok(p) = p.resolve(events) {
-                    p.compile_sets(events);
+                    p.compile(events);
                 }
             }
         }

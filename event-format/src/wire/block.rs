@@ -3,7 +3,8 @@
 
 use super::body;
 use super::put::{ArgWriter, put_record_header};
-use super::record::{Stop, Value, fit_strings, record_len};
+use super::record::Stop;
+use super::value::{Value, fit_strings, record_len};
 use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
 use crate::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
 use std::fmt;

@@ -6,26 +6,36 @@
 
 mod block;
 pub mod body;
+mod errors;
 mod header;
 mod properties;
 mod put;
 mod record;
+mod sets;
+mod value;
 
 pub use block::{
     BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, pack_block, packed_len, seal_block,
     seal_block_in_place, stop_block, unpack_records, unpack_records_into, verify_block,
 };
-pub(crate) use header::PREFIX_LEN;
-pub use header::{
-    Clock, ClockSource, EncodeError, Header, HeaderError, Producer, SetEntry, WireCodes, records_host,
-    records_properties, records_stop,
-};
+pub use errors::{EncodeError, HeaderError};
+pub use header::{Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop};
 pub use properties::{PROPERTY_HEAD, Properties, RecordingId, TAG_MEANINGS, TAG_RECORDING};
-pub use put::{ArgWriter, put_record_header};
-pub use record::{
-    RawRecord, RecordError, RecordIter, Stop, Text, Value, ValueIter, encode_value, fit_strings, fit_texts, record_len,
-    validate_args,
-};
+pub use put::{ArgWriter, encode_value, put_record_header};
+pub use record::{RawRecord, RecordError, RecordIter, Stop, validate_args};
+pub use sets::{SetEntry, WireCodes};
+pub use value::{Text, Value, ValueIter, fit_strings, fit_texts, record_len};
+
+/// Offsets of the record header's fields, for writers ([`put_record_header`]) and readers
+/// ([`RecordIter`]) alike.
+pub(crate) mod field {
+    /// The event code, 16 bits.
+    pub(crate) const CODE: usize = 0;
+    /// The record's length, header included, 16 bits.
+    pub(crate) const LENGTH: usize = 2;
+    /// The time since the previous record (or the block's base time), 32 bits.
+    pub(crate) const DELTA: usize = 4;
+}
 
 use crate::schema::Version;
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
@@ -75,6 +85,11 @@ pub const BLOCK_PACKED: u16 = 0x0001;
 pub const BLOCK_HEADER_LEN: usize = 48;
 /// Size of a record header (code, length, time delta) in bytes.
 pub const RECORD_HEADER_LEN: usize = 8;
+
+/// Length of the header's fixed part; the variable part starts here.
+pub(crate) const FIXED_LEN: usize = 80;
+/// Length of the prefix a reader needs to find the version, byte order and header length.
+pub(crate) const PREFIX_LEN: usize = 24;
 /// The smallest block size: big enough for the largest record without strings
 /// (64 parameters of 8 bytes) plus a time extension.
 pub const MIN_BLOCK_SIZE: u32 = 1 << 10;

@@ -10,10 +10,10 @@
 //! property's value may grow in a later minor (fields appended), and a reader reads the fields
 //! it knows from the value's start.
 
-use super::header::{SetEntry, put_str, take_str};
+use super::errors::{EncodeError, HeaderError};
+use super::sets::{SetEntry, put_str, take_str};
 use super::{Put, Take};
 use crate::schema::{Counter, Flow, FlowStep, Span};
-use crate::wire::{EncodeError, HeaderError};
 use std::fmt;
 
 /// Tag of [`Properties::recording`].

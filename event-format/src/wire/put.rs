@@ -8,18 +8,8 @@
 //! change to an element's bytes is made here once, and the recorder and the reference encoder
 //! cannot disagree (event-runtime's tests compare their bytes).
 
-use super::record::{Text, Value};
-use super::{Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED};
-
-/// Offsets of the record header's fields (readers use them too).
-pub(super) mod field {
-    /// The event code, 16 bits.
-    pub(in crate::wire) const CODE: usize = 0;
-    /// The record's length, header included, 16 bits.
-    pub(in crate::wire) const LENGTH: usize = 2;
-    /// The time since the previous record (or the block's base time), 32 bits.
-    pub(in crate::wire) const DELTA: usize = 4;
-}
+use super::value::{Text, Value, char_boundary};
+use super::{Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, field};
 
 /// Writes a record header at offset `at` of `block`: the event `code`, the record's length
 /// `len` (header included) and the time `delta` from the previous record, in `order`.
@@ -150,4 +140,20 @@ impl<'a> ArgWriter<'a> {
             Value::Str(t) => self.text(t),
         }
     }
+}
+
+/// Appends `value`'s wire encoding ([`ArgWriter::value`]) to `out`. Strings must already be
+/// cut by [`fit_strings`](super::fit_strings) (at most [`STRING_MAX`] bytes); longer ones are cut here to keep the
+/// prefix valid.
+pub fn encode_value(value: &Value<'_>, order: Order, out: &mut Vec<u8>) {
+    let value = match *value {
+        Value::Str(t) => {
+            let n = char_boundary(t.bytes, STRING_MAX);
+            Value::Str(Text { bytes: &t.bytes[..n], truncated: t.truncated || n < t.bytes.len() })
+        }
+        other => other,
+    };
+    let start = out.len();
+    out.resize(start + value.wire_len(), 0);
+    ArgWriter::new(order, &mut out[start..], &[]).value(&value);
 }

@@ -307,6 +307,28 @@ fn every_subcommand_has_help_with_an_example() {
     }
 }
 
+/// A monitor's request through the ring file's control page ([`event_dump::send_request`],
+/// what `event-dump control` sends) changes the running program's selection and is answered
+/// with what it records now; a request that does not read is refused with the reason.
+#[test]
+fn a_monitor_changes_the_selection_through_the_ring_file() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let path = dir().join("monitor.ring");
+    let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).start().unwrap();
+    let request = |text: &str| {
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        event_dump::send_request(&file, text, std::time::Duration::from_secs(10)).unwrap()
+    };
+    assert!(event_runtime::control::is_enabled(events::code::ArenaDestroy));
+    assert_eq!(request("-Arena Pool:PoolInit"), (true, "Pool Seg Object Sweep Client Pool:PoolInit".to_owned()));
+    assert!(!event_runtime::control::is_enabled(events::code::ArenaDestroy));
+    assert!(event_runtime::control::is_enabled(events::code::PoolInit));
+    let refused = request("Aren");
+    assert!(!refused.0);
+    assert!(refused.1.contains("did you mean \"Arena\""), "{}", refused.1);
+    drop(recording);
+}
+
 #[test]
 fn follow_and_control_a_running_program() {
     let stream_log = sample_log("not-ring.evt");

@@ -5,11 +5,16 @@ use std::process::Command;
 
 /// The packages that building `package` compiles (normal and build dependencies), by name.
 fn dependencies(package: &str) -> Vec<String> {
+    tree(package, "normal,build")
+}
+
+/// The packages of `package`'s dependency graph along the `edges` kinds (`cargo tree -e`).
+fn tree(package: &str, edges: &str) -> Vec<String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = Command::new(cargo)
         .current_dir(root)
-        .args(["tree", "--offline", "--locked", "-p", package, "-e", "normal,build", "--prefix", "none"])
+        .args(["tree", "--offline", "--locked", "-p", package, "-e", edges, "--prefix", "none"])
         .output()
         .expect("cargo runs");
     assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -26,4 +31,13 @@ fn the_proc_macro_compiles_the_grammar_and_no_codec() {
     for codec in ["event-format", "lz4_flex", "crc32fast", "zmij"] {
         assert!(!deps.iter().any(|d| d == codec), "event-macros compiles {codec}: {deps:?}");
     }
+}
+
+/// The recorder's tests build without the reader: event-dump is not among its dependencies of
+/// any kind, so that building and testing the recorder never compiles the exporters (the test
+/// of control through the ring file, which needs both, is event-dump's).
+#[test]
+fn the_recorder_does_not_depend_on_the_reader() {
+    let deps = tree("event-runtime", "normal,build,dev");
+    assert!(!deps.iter().any(|d| d == "event-dump"), "event-runtime depends on event-dump: {deps:?}");
 }

@@ -1,6 +1,7 @@
 //! The policies and sinks in one process: `switch` with a pool too small (emitted = decoded +
 //! reported drops, exactly), `wait`, `fill`, `ring` on the heap and in a ring file, several
-//! sinks at once, and control through the ring file's control page.
+//! sinks at once. (Control through the ring file's control page is event-dump's to send:
+//! event-dump/tests/cli.rs.)
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
 #![deny(warnings)]
@@ -264,29 +265,6 @@ fn fill_in_a_ring_file_reports_what_its_slots_refused() {
         assert!(t.dropped.values().sum::<u64>() > 0, "8 KiB per slot cannot hold 20 000 events");
         assert_eq!(t.numbers.len(), 2, "each worker has a slot of its own");
     }
-}
-
-#[test]
-fn a_monitor_changes_the_selection_through_the_ring_file() {
-    let _serial = serial();
-    let dir = tempdir("ring-control");
-    let path = dir.join("trace.ring");
-    let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).start().unwrap();
-    assert!(event_runtime::control::is_enabled(events::code::ArenaDestroy));
-    let reply = request(&path, "-Arena Pool:PoolInit");
-    assert_eq!(reply, (true, "Pool Seg Object Sweep Client Pool:PoolInit".to_owned()));
-    assert!(!event_runtime::control::is_enabled(events::code::ArenaDestroy));
-    assert!(event_runtime::control::is_enabled(events::code::PoolInit));
-    let refused = request(&path, "Aren");
-    assert!(!refused.0);
-    assert!(refused.1.contains("did you mean \"Arena\""), "{}", refused.1);
-    drop(recording);
-}
-
-/// Sends a control request through the ring file, as `event-dump control` does.
-fn request(path: &std::path::Path, text: &str) -> (bool, String) {
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
-    event_dump::send_request(&file, text, Duration::from_secs(10)).unwrap()
 }
 
 /// A ring file read as a stream, and what the reader found.

@@ -50,7 +50,9 @@ pub(crate) enum Command {
     Check(LogsArgs),
     /// Prints a running program's events from its ring file as they are committed
     /// (like ftrace's trace_pipe); ends when the program stops.
-    #[command(after_help = "Example:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool")]
+    #[command(
+        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
+    )]
     Follow(FollowArgs),
     /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, CTF or Parquet.
     #[command(
@@ -217,6 +219,11 @@ pub(crate) struct FollowArgs {
     /// How often to look for new events, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 50)]
     pub(crate) interval: u64,
+    /// Show only what the program commits from now on (as `tail -f -n 0`); without it, what
+    /// the ring file holds is shown first. Blocks its rings overwrote before following
+    /// started are not reported as lost either way: they were gone before `follow` came.
+    #[arg(long)]
+    pub(crate) from_now: bool,
 }
 
 #[derive(Args, Debug)]

@@ -329,6 +329,93 @@ fn a_monitor_changes_the_selection_through_the_ring_file() {
     drop(recording);
 }
 
+/// `follow` attached to a ring whose blocks were overwritten before it started does not call
+/// them lost (they were gone before it came, as `tail -f` does not call earlier lines lost):
+/// it shows what the file holds, then what comes; `--from-now` shows only what comes.
+#[test]
+fn follow_of_a_ring_that_wrapped_before_it_loses_nothing_of_its_own() {
+    use std::io::BufRead;
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let ring = dir().join("wrapped.ring");
+    let recording = Recorder::new()
+        .ring_file(&ring)
+        .policy(Policy::Ring)
+        .block_size(4096)
+        .buffer_size(64 << 10)
+        .ring_threads(1)
+        .start()
+        .unwrap();
+    // Far more than the ring holds: its oldest blocks are overwritten before anyone follows.
+    for i in 0..20_000u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000usize, i);
+    }
+    let spawn = |extra: &[&str]| {
+        let mut child = Command::new(DUMP)
+            .args(["follow", ring.to_str().unwrap(), "--kind", "Object", "--interval", "5"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Lines as they come, on a thread of their own.
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (child, rx)
+    };
+    let (all, all_lines) = spawn(&[]);
+    let (now, now_lines) = spawn(&["--from-now"]);
+    // Markers until each follower has shown one: then both have made their first poll.
+    let marker = 1_000_000u64;
+    let mut seen: [Vec<String>; 2] = Default::default();
+    let mut marked = [false, false];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(marked[0] && marked[1]) {
+        assert!(std::time::Instant::now() < deadline, "both followers show a marker within a minute");
+        event!(ObjectFree, 0x1000usize, 0x2000usize, marker);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        for (k, rx) in [&all_lines, &now_lines].into_iter().enumerate() {
+            while let Ok(line) = rx.try_recv() {
+                marked[k] |= line.ends_with(&format!("size={marker}"));
+                seen[k].push(line);
+            }
+        }
+    }
+    for i in 0..100u64 {
+        event!(ObjectFree, 0x1000usize, 0x2000usize, 2_000_000 + i);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    recording.stop().unwrap();
+    for (k, (child, rx)) in [(all, all_lines), (now, now_lines)].into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "follow ends when the program stops: {}", stderr(&out));
+        assert!(!stderr(&out).contains("overwritten"), "nothing lost under the follower: {}", stderr(&out));
+        seen[k].extend(rx.iter());
+        let sizes: Vec<u64> = seen[k]
+            .iter()
+            .map(|l| l.rsplit_once("size=").and_then(|(_, n)| n.parse().ok()).expect("an ObjectFree line"))
+            .collect();
+        let before: Vec<u64> = sizes.iter().copied().filter(|&n| n < marker).collect();
+        let after: Vec<u64> = sizes.iter().copied().filter(|&n| n >= 2_000_000).collect();
+        assert_eq!(after, (2_000_000..2_000_100).collect::<Vec<_>>(), "what came after, every event in order");
+        if k == 0 {
+            // The ring's latest events, up to the last recorded before following started.
+            assert!(!before.is_empty() && before.len() < 20_000, "{} of the ring's events", before.len());
+            assert_eq!(before.last(), Some(&19_999));
+            assert!(before.windows(2).all(|w| w[1] == w[0] + 1), "in order, none skipped");
+        } else {
+            assert!(before.is_empty(), "--from-now: nothing from before it: {before:?}");
+        }
+    }
+}
+
 #[test]
 fn follow_and_control_a_running_program() {
     let stream_log = sample_log("not-ring.evt");

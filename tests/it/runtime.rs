@@ -198,6 +198,14 @@ fn a_follower_sees_every_event_in_order_or_the_overwrites() {
                             seen += 1;
                         }
                     }
+                    // Blocks gone before following started explain a jump too, and come
+                    // before any event of their thread.
+                    FollowItem::Before { thread, blocks } => {
+                        assert!(blocks > 0);
+                        assert!(!next.contains_key(&thread), "thread {thread}: Before after its events");
+                        overwritten.insert(thread, true);
+                        overwrites += blocks;
+                    }
                     FollowItem::Overwritten { thread, blocks } => {
                         assert!(blocks > 0);
                         overwritten.insert(thread, true);

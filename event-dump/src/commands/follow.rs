@@ -25,7 +25,7 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
     let renderer =
         Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
-    let mut follower = Follower::new(reader);
+    let mut follower = if args.from_now { Follower::from_now(reader) } else { Follower::new(reader) };
     let mut ann = Annotations::default();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -79,6 +79,9 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                         }
                     }
                 }
+                // Gone before following started: not the follower's loss (`tail -f` does not
+                // call the lines before where it starts lost).
+                FollowItem::Before { .. } => {}
                 FollowItem::Overwritten { thread, blocks } => {
                     eprintln!("event-dump: thread {thread}: {blocks} blocks overwritten before they could be read");
                 }

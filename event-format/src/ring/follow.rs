@@ -18,7 +18,17 @@ pub enum FollowItem {
         /// Offset in `block.records` of the first record not yet yielded.
         from: usize,
     },
-    /// Blocks of a thread overwritten before the follower could read them.
+    /// Blocks of a thread its ring overwrote before following started: gone before the
+    /// follower came, so not a loss of the follower's (`tail -f` does not call the lines it
+    /// starts after lost). Reported once, on the first read of each thread there at the start.
+    Before {
+        /// The thread.
+        thread: u64,
+        /// How many blocks.
+        blocks: u64,
+    },
+    /// Blocks of a thread overwritten after following started, before the follower could read
+    /// them: events the follower lost.
     Overwritten {
         /// The thread.
         thread: u64,
@@ -44,22 +54,49 @@ struct Cursor {
     next: u64,
     /// Bytes of block `next`'s records already yielded.
     shown: usize,
+    /// Its thread was there when following started and has not been read yet: blocks its ring
+    /// lost before it are [`FollowItem::Before`], not overwritten under the follower.
+    there_at_start: bool,
+}
+
+/// Where following starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// At the oldest block the file holds: what is there is shown first.
+    Oldest,
+    /// After what is committed when following starts: only what comes next is shown.
+    Now,
 }
 
 /// Follows a ring file while its program writes it, like ftrace's `trace_pipe`: each
 /// [`poll`](Follower::poll) yields what was committed since the last, in order per thread,
-/// and reports what the writer overwrote before it could be read.
+/// and reports what the writer overwrote after following started before it could be read.
 #[derive(Debug)]
 pub struct Follower<R> {
     reader: RingReader<R>,
     cursors: Vec<Cursor>,
+    start: Start,
+    /// Whether the first poll, which finds the threads there at the start, has run.
+    started: bool,
 }
 
 impl<R: ReadAt> Follower<R> {
-    /// Follows from the oldest block still in the file.
+    /// Follows from the oldest block still in the file: the first poll yields what the file
+    /// holds, then each poll what came since. Blocks the rings overwrote before the first
+    /// poll are [`FollowItem::Before`].
     pub fn new(reader: RingReader<R>) -> Follower<R> {
+        Follower::starting(reader, Start::Oldest)
+    }
+
+    /// Follows from now: the first poll yields nothing that was committed before it (as
+    /// `tail -f -n 0`), then each poll what came since.
+    pub fn from_now(reader: RingReader<R>) -> Follower<R> {
+        Follower::starting(reader, Start::Now)
+    }
+
+    fn starting(reader: RingReader<R>, start: Start) -> Follower<R> {
         let slots = reader.layout().slots as usize;
-        Follower { reader, cursors: vec![Cursor::default(); slots] }
+        Follower { reader, cursors: vec![Cursor::default(); slots], start, started: false }
     }
 
     /// The reader.
@@ -70,11 +107,20 @@ impl<R: ReadAt> Follower<R> {
     /// What was committed since the last poll.
     pub fn poll(&mut self) -> io::Result<Vec<FollowItem>> {
         let mut out = Vec::new();
+        let first = !std::mem::replace(&mut self.started, true);
         for index in 0..self.reader.layout().slots {
             let Some(slot) = self.reader.slot(index)? else { continue };
             let cursor = &mut self.cursors[index as usize];
             if cursor.thread != slot.thread {
-                *cursor = Cursor { thread: slot.thread, next: 0, shown: 0 };
+                *cursor = Cursor { thread: slot.thread, next: 0, shown: 0, there_at_start: first };
+                if first && self.start == Start::Now {
+                    // What it committed so far is behind the follower: its current block, to
+                    // the committed end.
+                    cursor.next = u64::from(slot.sequence);
+                    cursor.shown = (slot.end as usize).saturating_sub(BLOCK_HEADER_LEN);
+                    cursor.there_at_start = false;
+                    continue;
+                }
             }
             let sequence = u64::from(slot.sequence);
             if sequence < cursor.next
@@ -88,11 +134,17 @@ impl<R: ReadAt> Follower<R> {
             if now.thread != cursor.thread {
                 continue; // changed owner meanwhile: the next poll starts it afresh
             }
-            if found.first_sequence > cursor.next {
-                out.push(FollowItem::Overwritten { thread: now.thread, blocks: found.first_sequence - cursor.next });
+            let blocks = found.first_sequence.saturating_sub(cursor.next);
+            if blocks > 0 {
+                out.push(if cursor.there_at_start {
+                    FollowItem::Before { thread: now.thread, blocks }
+                } else {
+                    FollowItem::Overwritten { thread: now.thread, blocks }
+                });
                 cursor.next = found.first_sequence;
                 cursor.shown = 0;
             }
+            cursor.there_at_start = false;
             // Damaged blocks and good ones in sequence order, so that moving the cursor past
             // a damaged block never skips a good block before it.
             let mut damaged = found.damaged.into_iter().peekable();

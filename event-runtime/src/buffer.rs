@@ -121,6 +121,10 @@ thread_local! {
     static BUFFER: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
     /// Set on the writer thread.
     static IS_WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set once this thread has used `BUFFER` (and so registered its destructor): a fatal
+    /// signal's flush reaches `BUFFER` only then (`take_for_signal`). A `Cell<bool>` has no
+    /// destructor: reaching it never registers one.
+    static ATTACHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Marks this thread as the recorder's writer thread.
@@ -888,6 +892,7 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
 #[cold]
 #[inline(never)]
 fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
+    ATTACHED.with(|a| a.set(true));
     *slot = None;
     // In a child of `fork()`, its own recording starts here, on its first event.
     let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
@@ -931,26 +936,57 @@ pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
         .flatten()
 }
 
-/// This thread's partial pool block, finished, for a fatal signal's last write; the thread
-/// records nothing more. `None` when it has none or is recording now.
+/// What a fatal signal's flush took from this thread (`crash`): its partial block, finished.
+/// The thread holds it no more, so neither the thread nor the stop can write it again.
 #[cfg(unix)]
-pub(crate) fn take_block_for_signal() -> Option<BlockBuf> {
+#[derive(Debug)]
+pub(crate) enum SignalTake {
+    /// Its pool block, out of its lane, with its used length set (the CRC is the writer's).
+    Pool(BlockBuf),
+    /// Its ring-file block, sealed in place and recorded as copied (`SlotCopy`): `len` bytes
+    /// from `at`, in the ring file's mapping, which lives as long as the recording's `Shared`.
+    Slot { at: *const u8, len: usize },
+}
+
+/// This thread's partial block, finished, for a fatal signal's last write when the stream
+/// sinks get it (a pool block, or a ring-file block whose copy they get); the thread records
+/// nothing more into it. `None` when it has none, is recording now, or never recorded.
+///
+/// Async-signal-safe: no allocation, no lock waited for (the lane's and the slot's are tried),
+/// and `BUFFER` is reached only once this thread has used it (`ATTACHED`), so that the
+/// thread-local's first use, which may allocate to register its destructor, never happens here.
+#[cfg(unix)]
+pub(crate) fn take_for_signal() -> Option<SignalTake> {
+    if !ATTACHED.with(std::cell::Cell::get) {
+        return None;
+    }
     BUFFER
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let buffer = slot.as_mut()?;
-            if !buffer.writable || buffer.end == BLOCK_HEADER_LEN || !buffer.is_pool() {
+            if !buffer.writable || buffer.end <= BLOCK_HEADER_LEN {
                 return None;
             }
-            let end = buffer.end;
-            let Home::Lane(writer) = &mut buffer.home else { return None };
-            // Never waits: the interrupted code may hold the lock.
-            let mut guard = writer.try_lock()?;
-            finish_block(guard.block_mut(0)?, end, false);
-            let block = guard.take_block();
-            drop(guard);
+            let (end, index, sequence) = (buffer.end, buffer.index, buffer.sequence);
+            let taken = match &mut buffer.home {
+                Home::Lane(writer) if buffer.ring_blocks == 1 => {
+                    // Never waits: the interrupted code may hold the lock.
+                    let mut guard = writer.try_lock()?;
+                    finish_block(guard.block_mut(0)?, end, false);
+                    SignalTake::Pool(guard.take_block()?)
+                }
+                Home::File(slot) => buffer.copy.as_ref()?.take_for_signal(sequence, || {
+                    let block = slot.block_mut(index as u32);
+                    finish_block(block, end, true);
+                    SignalTake::Slot { at: block.as_ptr(), len: block.len() }
+                })?,
+                _ => return None,
+            };
+            // The block is gone from the thread: were it to record on, it would start the
+            // next one, never this one again.
             buffer.writable = false;
-            block
+            buffer.sequence += 1;
+            Some(taken)
         })
         .ok()
         .flatten()

@@ -72,7 +72,8 @@
 //!   [`event_format`] is the stream's codec, re-exported for programs that decode what they
 //!   recorded untyped.
 //! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`], [`BufResize`] and
-//!   the `DEFAULT_*` sizes.
+//!   the `DEFAULT_*` sizes; [`Signals`], the signal handlers a recording installs (never
+//!   SIGINT or SIGTERM; [`Recorder`]'s docs, "Signals").
 //!
 //! The module `__private` is the generated code's bridge and is not an API.
 //!
@@ -135,7 +136,7 @@ pub mod __private;
 
 pub use annotate::{intern, label, message};
 pub use capture::{Capture, Captured, capture};
-pub use config::{BufResize, ConfigError, Policy};
+pub use config::{BufResize, ConfigError, Policy, Signals};
 pub use crash::TRACEBACK_EVENTS;
 pub use event_macros::include_events;
 pub use event_set::EventSet;

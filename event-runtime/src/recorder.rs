@@ -7,7 +7,7 @@
 //! over to the [`Recording`], which owns the writer thread and the stop.
 
 use crate::clock::{self, TimeSource};
-use crate::config::{self, BufResize, ConfigError, Policy};
+use crate::config::{self, BufResize, ConfigError, Policy, Signals};
 use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
@@ -146,6 +146,17 @@ enum ClockChoice {
 /// Every setting can also come from the environment ([`from_env`](Recorder::from_env)).
 /// [`start`](crate::start) is the shortcut for a recording configured by the environment
 /// alone.
+///
+/// # Signals
+///
+/// A recording never takes SIGINT, SIGTERM or any signal the program handles or ignores: a
+/// program that stops on them does so as it would without the recorder. By default
+/// ([`Signals::Default`]) it installs a handler only for those of SIGABRT, SIGILL and SIGFPE
+/// whose action is the default one when it starts, and only while it writes an event file:
+/// the handler writes the signalled thread's partial block and the writer's queue to the
+/// file, then gives the signal its default action back and raises it again. The stop gives
+/// the default action back. [`signals`](Recorder::signals) with [`Signals::None`]
+/// (`EVENT_SIGNALS=none`) installs no handler at all.
 #[derive(Debug, Clone)]
 #[must_use = "a Recorder does nothing until started"]
 pub struct Recorder {
@@ -164,6 +175,7 @@ pub struct Recorder {
     pack: bool,
     bufresize: BufResize,
     fork: bool,
+    signals: Signals,
 }
 
 impl Default for Recorder {
@@ -212,6 +224,7 @@ impl Recorder {
             pack: true,
             bufresize: BufResize::Auto,
             fork: true,
+            signals: Signals::Default,
         }
     }
 
@@ -231,7 +244,7 @@ impl Recorder {
 
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
     /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
-    /// `EVENT_PACK`, `EVENT_FORK` (README, "Configuration").
+    /// `EVENT_PACK`, `EVENT_FORK`, `EVENT_SIGNALS` (README, "Configuration").
     ///
     /// Any other `EVENT_*` variable gets one line on stderr naming the closest setting
     /// (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise ignored.
@@ -273,6 +286,9 @@ impl Recorder {
         }
         if let Some(fork) = env.fork {
             self.fork = fork;
+        }
+        if let Some(signals) = env.signals {
+            self.signals = signals;
         }
         Ok(self)
     }
@@ -384,6 +400,24 @@ impl Recorder {
     /// nothing. Either way the child never writes into its parent's buffers or files.
     pub fn record_forks(mut self, on: bool) -> Recorder {
         self.fork = on;
+        self
+    }
+
+    /// Which signal handlers the recording installs; see [`Signals`]. By default
+    /// ([`Signals::Default`]) it never takes SIGINT, SIGTERM or any signal the program
+    /// handles or ignores; while it writes an event file it flushes that file on SIGABRT,
+    /// SIGILL and SIGFPE (only those whose action is the default one at the start), and while
+    /// a ring file is mapped it keeps a truncated ring file from killing the program
+    /// (SIGBUS). [`Signals::None`] (`EVENT_SIGNALS=none`) installs nothing at all.
+    ///
+    /// ```
+    /// use event_runtime::{Recorder, Signals};
+    ///
+    /// let recording = Recorder::new().memory().signals(Signals::None).start().unwrap();
+    /// recording.stop().unwrap();
+    /// ```
+    pub fn signals(mut self, signals: Signals) -> Recorder {
+        self.signals = signals;
         self
     }
 
@@ -537,7 +571,7 @@ impl Recorder {
         control::install(recorded, selections);
         session::set_running(true);
         let recording = Recording::begin(Arc::clone(&shared), generation).map_err(StartError::WriterThread)?;
-        crash::install(&shared);
+        crash::install(&shared, self.signals == Signals::Default);
         Ok(recording)
     }
 }
@@ -652,7 +686,9 @@ impl Recorder {
 /// what the environment names explicitly (a bad value, a named file that cannot be created)
 /// is an error, one line. A machine out of threads (the writer thread cannot be started) is
 /// neither: one line on stderr, and `Ok(None)`. Use [`Recorder`] to record from code whatever
-/// the environment says.
+/// the environment says. The signal handlers a recording installs (by default only for the
+/// fatal SIGABRT, SIGILL and SIGFPE, never SIGINT or SIGTERM; `EVENT_SIGNALS=none`, none at
+/// all) are in [`Recorder`]'s docs, "Signals".
 /// Keep the returned [`Recording`]: dropping it stops the recording and flushes it.
 ///
 /// ```no_run

@@ -576,6 +576,21 @@ impl SlotCopy {
         Ok(())
     }
 
+    /// A fatal signal's take of block `sequence`, being written by the interrupted thread:
+    /// `seal` (which seals the block in place and returns where it lies) runs under the lock,
+    /// taken without waiting, and the block is then recorded as copied, so that a stop never
+    /// takes it again. `None` when the lock is held or the stop took the slot.
+    #[cfg(unix)]
+    pub(crate) fn take_for_signal<T>(&self, sequence: u64, seal: impl FnOnce() -> T) -> Option<T> {
+        let mut state = self.state.try_lock().ok()?;
+        if state.taken.is_some() || state.copied == Some(sequence) {
+            return None;
+        }
+        let sealed = seal();
+        state.copied = Some(sequence);
+        Some(sealed)
+    }
+
     /// The stop's take: the committed prefix of the block being written, unless its copy
     /// was queued already or it holds no record. `None` also when it was taken already.
     pub(crate) fn take(&self) -> Option<SlotTake> {

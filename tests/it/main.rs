@@ -9,6 +9,7 @@ mod fixtures;
 mod process;
 mod runtime;
 mod security;
+mod signals;
 mod startup;
 mod stop;
 mod tracing;

@@ -21,7 +21,6 @@ use crate::session::{self, Shared, lock};
 use crate::writer;
 use std::io;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long a flush waits for the writer thread.
@@ -38,9 +37,10 @@ const FLUSH_WAIT: Duration = Duration::from_secs(1);
 pub struct Recording {
     shared: Arc<Shared>,
     generation: u64,
-    /// The writer thread; `None` only when it could not start (then the recording never ran,
-    /// and the stop removes the event file it made if that holds nothing) or after the stop.
-    writer: Option<JoinHandle<()>>,
+    /// The writer thread's end, which the stop waits for (the thread is detached, never
+    /// joined); `None` only when it could not start (then the recording never ran, and the
+    /// stop removes the event file it made if that holds nothing) or after the stop.
+    writer: Option<writer::WriterEnd>,
     stopped: bool,
 }
 
@@ -117,7 +117,8 @@ impl Recording {
     }
 
     /// A copy of the parent's recording in a child of `fork()`: nothing of it is ours; the
-    /// writer thread it names does not exist here (joining it would panic).
+    /// writer thread it names does not exist here, and its channel is the parent's (never
+    /// touched: forgotten).
     fn let_go(&mut self) {
         self.stopped = true;
         std::mem::forget(self.writer.take());
@@ -155,7 +156,7 @@ impl Recording {
         self.shared.exchange.close();
         let mut result = Ok(());
         if let Some(writer) = self.writer.take()
-            && writer.join().is_err()
+            && !writer.wait()
         {
             // The writer thread panicked (its message is on stderr already): the blocks it
             // had not written are lost, and the stop says so.

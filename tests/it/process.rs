@@ -1,7 +1,7 @@
 //! The recorder in the process models and faults a host program meets (`recorder-child`):
-//! `fork()` without `exec` while threads record, buffers larger than the machine
-//! (`EVENT_BUFRESIZE`), a full disk, a ring file removed while recording, a directory that
-//! cannot be written. Each checks the exit status, stderr and the files afterwards.
+//! `fork()` without `exec` while threads record (and a child that returns from `main`),
+//! buffers larger than the machine (`EVENT_BUFRESIZE`), a full disk, a ring file removed
+//! while recording, a directory that cannot be written. Each checks the exit status, stderr and the files afterwards.
 
 use event_tests::{Numbered, numbered, read_ring};
 use std::io::Write;
@@ -50,9 +50,12 @@ fn assert_runs(n: &Numbered, workers: &[u64], len: Option<u64>) {
     }
 }
 
-/// Runs `fork` mode; returns the child's pid, after checking both processes exited 0.
-fn fork_run(path: &Path, kind: &str) -> (u32, Output) {
-    let out = run(child(&["fork", path.to_str().unwrap(), "3", "3000", kind], &[("EVENT_BUFSIZE", "1m")]));
+/// Runs `fork` mode (with `return` among `extra`, the child returns from `main`); returns the
+/// child's pid, after checking both processes exited 0.
+fn fork_run(path: &Path, kind: &str, extra: &[&str]) -> (u32, Output) {
+    let mut args = vec!["fork", path.to_str().unwrap(), "3", "3000", kind];
+    args.extend_from_slice(extra);
+    let out = run(child(&args, &[("EVENT_BUFSIZE", "1m")]));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -75,7 +78,7 @@ fn fork_run(path: &Path, kind: &str) -> (u32, Output) {
 fn a_forked_child_records_into_its_own_event_file_and_the_parents_stays_whole() {
     let d = dir("fork-file");
     let path = d.join("trace.evt");
-    let (pid, _) = fork_run(&path, "file");
+    let (pid, _) = fork_run(&path, "file", &[]);
     let parent = events_in(&path);
     assert_runs(&parent, &[0, 1, 2], None);
     assert!(parent.by_worker.keys().all(|w| *w < 3), "no event of the child in the parent's file");
@@ -95,7 +98,7 @@ fn a_forked_child_records_into_its_own_event_file_and_the_parents_stays_whole() 
 fn a_forked_child_records_into_its_own_ring_file_and_the_parents_stays_whole() {
     let d = dir("fork-ring");
     let path = d.join("trace.ring");
-    let (pid, _) = fork_run(&path, "ring");
+    let (pid, _) = fork_run(&path, "ring", &[]);
     // The parent's ring file: closed, no damage, every worker a gap-free run.
     event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
     let own = d.join(format!("trace-{pid}.ring"));
@@ -111,10 +114,34 @@ fn a_forked_child_records_into_its_own_ring_file_and_the_parents_stays_whole() {
 }
 
 #[test]
+fn a_forked_child_that_returns_from_main_exits_0_and_both_logs_are_whole() {
+    // The child drops the `Recording` it inherited from its parent's `main` as its own `main`
+    // returns: that stops the child's own recording, and nothing of the parent's is joined
+    // or touched (it panicked with `failed to join thread: Invalid argument`, exit 101).
+    let d = dir("fork-return");
+    let path = d.join("trace.evt");
+    let (pid, _) = fork_run(&path, "file", &["return"]);
+    assert_runs(&events_in(&path), &[0, 1, 2], None);
+    let own = d.join(format!("trace-{pid}.evt"));
+    assert_runs(&events_in(&own), &[1000, 1001], Some(3000));
+    for p in [&path, &own] {
+        let (code, text) = check(&[p]);
+        assert_eq!(code, 0, "{}: {text}", p.display());
+    }
+    let path = d.join("trace.ring");
+    let (pid, _) = fork_run(&path, "ring", &["return"]);
+    event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
+    let (stream, summary) = read_ring(&d.join(format!("trace-{pid}.ring"))).unwrap();
+    assert_eq!(summary.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
+    let child = numbered(&stream).unwrap();
+    assert_eq!(child.by_worker[&1000].last(), Some(&2999), "the child's last events");
+}
+
+#[test]
 fn a_forked_child_records_nothing_when_told_not_to() {
     let d = dir("fork-off");
     let path = d.join("trace.evt");
-    let (pid, _) = fork_run(&path, "off");
+    let (pid, _) = fork_run(&path, "off", &[]);
     assert_runs(&events_in(&path), &[0, 1, 2], None);
     assert!(!d.join(format!("trace-{pid}.evt")).exists(), "no file for the child");
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "the parent's file only");

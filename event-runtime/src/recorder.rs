@@ -16,7 +16,7 @@ use crate::files::{self, ClaimError, Purpose};
 use crate::fork;
 use crate::machine;
 use crate::recording::{self, Recording};
-use crate::ringfile::RingFile;
+use crate::ringfile::{self, RingFile};
 use crate::session::{self, AfterFork, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
@@ -525,9 +525,22 @@ impl Recorder {
                         pid: u64::from(std::process::id()),
                         created_ns: clock::wall_ns(),
                     };
-                    let ring = RingFile::create(claimed.file, &claimed.path, layout, &header_bytes)
-                        .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
-                    Some(Arc::new(ring))
+                    let len = layout.file_len();
+                    if let Err(error) = ringfile::back(&claimed.file, len) {
+                        // A ring file that its file system cannot hold is refused, as one that
+                        // is not ours: one line, and the recording goes on without it.
+                        eprintln!(
+                            "event-runtime: not recording to the ring file {}: cannot allocate its {} on the file system: {error}; free space there or lower EVENT_BUFSIZE",
+                            claimed.path.display(),
+                            machine::size_text(len)
+                        );
+                        files::discard(&claimed.path, &claimed.file);
+                        None
+                    } else {
+                        let ring = RingFile::create(claimed.file, &claimed.path, layout, &header_bytes)
+                            .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
+                        Some(Arc::new(ring))
+                    }
                 }
                 None => None,
             },

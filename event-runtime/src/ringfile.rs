@@ -78,9 +78,64 @@ unsafe impl Send for RingFile {}
 // SAFETY: as for Send: shared access is through atomics only.
 unsafe impl Sync for RingFile {}
 
+/// Allocates `len` bytes for the ring file `file` on its file system before it is mapped, so
+/// that no write through the mapping meets a page the file system cannot back (which the
+/// kernel answers with SIGBUS: a ring file made sparse on a full disk killed the first thread
+/// that wrote past what fitted). `fallocate(2)` where the file system supports it; elsewhere
+/// (or on a system without it) zeros written over the whole length. An error (ENOSPC, EDQUOT)
+/// means the ring file cannot be backed: the start refuses it.
+pub(crate) fn back(file: &File, len: u64) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsRawFd;
+        let Ok(size) = libc::off_t::try_from(len) else {
+            return Err(io::Error::from(io::ErrorKind::FileTooLarge));
+        };
+        loop {
+            // SAFETY: fallocate only reads its arguments; the descriptor is open for the call
+            // (borrowed from `file`), and mode 0 allocates without changing any byte.
+            if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size) } == 0 {
+                return Ok(());
+            }
+            let error = io::Error::last_os_error();
+            match error.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP | libc::ENOSYS) => break,
+                _ => return Err(error),
+            }
+        }
+    }
+    #[cfg(unix)]
+    {
+        write_zeros(file, len)
+    }
+    #[cfg(not(unix))]
+    {
+        // Elsewhere a mapped page the disk cannot back is no signal; the length is enough.
+        file.set_len(len)
+    }
+}
+
+/// Backs `len` bytes of `file` by writing zeros over them (a file system without
+/// `fallocate`).
+#[cfg(unix)]
+fn write_zeros(file: &File, len: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const CHUNK: usize = 64 << 10;
+    let zeros = vec![0u8; CHUNK];
+    let mut at = 0u64;
+    while at < len {
+        let n = (len - at).min(CHUNK as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
 impl RingFile {
     /// Makes `file`, just claimed at `path` (`files::claim`: created by us, 0600, locked, and
-    /// empty), the ring file, with the stream header `header` and every slot free.
+    /// empty) and backed ([`back`]), the ring file, with the stream header `header` and every
+    /// slot free.
     pub(crate) fn create(file: File, path: &Path, mut layout: Layout, header: &[u8]) -> io::Result<RingFile> {
         layout.version = RING_VERSION;
         layout.order = Order::NATIVE;
@@ -1265,6 +1320,30 @@ mod loom_tests {
             }
             writer.join().unwrap();
         });
+    }
+}
+
+#[cfg(all(test, unix, not(loom), not(miri)))]
+mod backing_tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// Both ways of backing a ring file leave its whole length allocated, not sparse.
+    #[test]
+    fn a_backed_file_has_every_block_allocated() {
+        let dir = std::env::temp_dir().join(format!("ringfile-back-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let len = (1 << 20) + 4096;
+        for (name, how) in [("fallocate", back as fn(&File, u64) -> io::Result<()>), ("zeros", write_zeros)] {
+            let path = dir.join(name);
+            let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+            how(&file, len).unwrap();
+            let meta = file.metadata().unwrap();
+            assert_eq!(meta.len(), len, "{name}: the whole length");
+            assert!(meta.blocks() * 512 >= len, "{name}: {} bytes allocated of {len}", meta.blocks() * 512);
+            let _ = std::fs::remove_file(&path);
+        }
+        let _ = std::fs::remove_dir(&dir);
     }
 }
 

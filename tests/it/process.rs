@@ -1,7 +1,8 @@
 //! The recorder in the process models and faults a host program meets (`recorder-child`):
 //! `fork()` without `exec` while threads record (and a child that returns from `main`),
-//! buffers larger than the machine (`EVENT_BUFRESIZE`), a full disk, a ring file removed
-//! while recording, a directory that cannot be written. Each checks the exit status, stderr and the files afterwards.
+//! buffers larger than the machine (`EVENT_BUFRESIZE`), a full disk (under the event file,
+//! and under the ring file), a ring file removed while recording, a directory that cannot be
+//! written. Each checks the exit status, stderr and the files afterwards.
 
 use event_tests::{Numbered, numbered, read_ring};
 use std::io::Write;
@@ -317,4 +318,59 @@ fn a_file_that_cannot_be_created_is_one_line_and_the_program_goes_on() {
     let lines = stderr_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("Read-only file system"), "{}", lines[0]);
+}
+
+/// Runs `recorder-child` with `args` and `env` in a private mount namespace where a tmpfs of
+/// `size` is mounted on `at` (only the child sees it); what it wrote under `at` is listed on
+/// stdout after `files:`. `None` where this machine cannot (not root, no `unshare`): the
+/// caller skips with a message, and fails under CI (env `CI`).
+fn on_small_tmpfs(at: &Path, size: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Output> {
+    std::fs::create_dir_all(at).unwrap();
+    let script = r#"mount -t tmpfs -o "size=$1" tmpfs "$2" || exit 97; dir=$2; shift 2; "$@"; rc=$?; echo files:; ls -A "$dir"; exit $rc"#;
+    let mut c =
+        crate::common::program("unshare", &["-m", "--propagation", "private", "sh", "-c", script, "sh", size], env);
+    c.arg(at).arg(crate::common::CHILD).args(args);
+    let out =
+        c.output().ok().filter(|o| o.status.code() != Some(97) && !(o.status.code() == Some(1) && o.stdout.is_empty()));
+    if out.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI must be able to mount a tmpfs (root, unshare -m)");
+        eprintln!("skipped: cannot mount a small file system here (needs root and unshare -m)");
+    }
+    out
+}
+
+#[test]
+fn a_ring_file_on_a_full_file_system_is_refused_at_the_start_and_the_program_runs_on() {
+    // A ring file was made sparse and mapped: the first page the file system could not back
+    // killed the recording thread with SIGBUS (exit 135).
+    let d = dir("ring-full");
+    let small = d.join("small");
+    let file = d.join("trace.evt");
+    let ring = small.join("trace.ring");
+    // 16 MiB of ring file (EVENT_BUFSIZE's default) on a 256 KiB file system; 50000 events go
+    // round the main thread's slot (512 KiB) more than once.
+    let env = [("EVENT_RING", ring.to_str().unwrap()), ("EVENT_FILE", file.to_str().unwrap())];
+    let Some(out) = on_small_tmpfs(&small, "256k", &["go-on", "50000"], &env) else { return };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("done\n"), "the program ran on: {stdout}");
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("event-runtime: not recording to the ring file {}: ", ring.display()))
+            && lines[0].contains("No space left on device"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(stdout.split("files:\n").nth(1), Some(""), "the refused ring file is removed");
+    // The other sink records everything.
+    assert_runs(&events_in(&file), &[0], Some(50000));
+    let (code, text) = check(&[&file]);
+    assert_eq!(code, 0, "{text}");
+    // A ring file alone: refused, and the program runs on without a sink.
+    let env = [("EVENT_RING", ring.to_str().unwrap())];
+    let Some(out) = on_small_tmpfs(&small, "256k", &["go-on", "50000"], &env) else { return };
+    assert!(out.status.success(), "alone: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stderr_lines(&out).len(), 1, "alone: one line: {:?}", stderr_lines(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("done\n"), "alone: the program ran on");
 }

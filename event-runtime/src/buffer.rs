@@ -144,8 +144,14 @@ impl ThreadBuffer {
         let block_size = shared.block_size as usize;
         let direct = IS_WRITER.with(std::cell::Cell::get);
         let mut slotless = false;
-        let (home, ring_blocks) = if let Some(file) = &shared.ring_file {
-            match file.claim(thread) {
+        // A ring file cut short under its mapping (`busguard`) is lost: its slot table reads
+        // as zeros (every slot free), so a slot claimed then is let go, and the thread records
+        // on the heap as without a ring file.
+        let claimed = shared.ring_file.as_ref().filter(|f| !f.is_lost()).map(|f| f.claim(thread));
+        let (home, ring_blocks) = if let Some(claimed) = claimed
+            && shared.ring_file.as_ref().is_some_and(|f| !f.is_lost())
+        {
+            match claimed {
                 Some(slot) => {
                     let blocks = u64::from(slot.blocks());
                     (Home::File(slot), blocks)
@@ -614,8 +620,17 @@ impl ThreadBuffer {
             finish_block(slot.block_mut(index as u32), end, true);
             return true;
         };
+        let base_time = self.base_time;
         let handed = copy.hand_on(sequence, || {
             let block = slot.block_mut(index as u32);
+            let mut end = end;
+            if !crate::ringfile::block_is_intact(block, thread, sequence) {
+                // Begun before the ring file was cut short under its mapping: what it held is
+                // gone. The stream gets the block all the same (its sequence number stays in
+                // line), holding one `Dropped` record that counts every record it had.
+                let header = BlockHeader { sequence, thread, base_time, ..BlockHeader::default() };
+                end = open_block(block, &header, thread, records).0;
+            }
             finish_block(block, end, true);
             shared.copy_to_streams(block, thread, records, direct);
         });

@@ -214,7 +214,33 @@ mod signals {
         unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
     }
 
+    /// Bytes of stack the flush needs (sealing computes a CRC; an unoptimised build needs far
+    /// more than an optimised one).
+    const FLUSH_STACK: usize = 64 << 10;
+
+    /// Whether there is room on the stack to flush: always on a thread's own stack; on an
+    /// alternate signal stack only if it is large enough. An abort from inside std's
+    /// stack-overflow handler (`has overflowed its stack`) runs this handler on std's small
+    /// alternate stack: flushing there would overflow it, and the process would die by
+    /// SIGSEGV instead of SIGABRT.
+    fn enough_stack() -> bool {
+        // SAFETY: a zeroed stack_t is a valid value to be overwritten.
+        let mut ss: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: with a null new stack, sigaltstack only reads the current one into `ss`.
+        if unsafe { libc::sigaltstack(std::ptr::null(), &mut ss) } != 0 {
+            return false;
+        }
+        if ss.ss_flags & libc::SS_ONSTACK == 0 {
+            return true;
+        }
+        let here = std::ptr::addr_of!(ss) as usize;
+        here.saturating_sub(ss.ss_sp as usize) >= FLUSH_STACK
+    }
+
     fn flush_for_signal() {
+        if !enough_stack() {
+            return;
+        }
         let ptr = SHARED.load(Ordering::Acquire);
         if ptr.is_null() {
             return;

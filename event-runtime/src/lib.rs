@@ -90,14 +90,15 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in exactly five modules, each of which says so with
+//! The crate denies `unsafe` except in exactly six modules, each of which says so with
 //! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
 //! file, and the heap lanes that share a thread's blocks with the stop by the same protocol;
 //! the thread buffers reach their blocks only through the safe methods of `ringfile::Slot`
 //! and `ringfile::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
-//! last `write(2)` of a fatal signal), `files::sys` (`flock` and `gethostname`) and `fork`
-//! (registering the `pthread_atfork` handlers that keep a forked child off its parent's
-//! recording).
+//! last `write(2)` of a fatal signal), `busguard` (the ring file's SIGBUS handler, which maps
+//! memory over a ring file cut short under its mapping), `files::sys` (`flock` and
+//! `gethostname`) and `fork` (registering the `pthread_atfork` handlers that keep a forked
+//! child off its parent's recording).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
 //! (README, "Contributing").
 #![warn(missing_docs)]
@@ -110,6 +111,8 @@
 
 mod annotate;
 mod buffer;
+#[cfg(unix)]
+mod busguard;
 mod capture;
 mod clock;
 mod config;

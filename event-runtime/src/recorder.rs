@@ -155,8 +155,10 @@ enum ClockChoice {
 /// whose action is the default one when it starts, and only while it writes an event file:
 /// the handler writes the signalled thread's partial block and the writer's queue to the
 /// file, then gives the signal its default action back and raises it again. The stop gives
-/// the default action back. [`signals`](Recorder::signals) with [`Signals::None`]
-/// (`EVENT_SIGNALS=none`) installs no handler at all.
+/// the default action back. While a ring file is mapped, a SIGBUS handler keeps a ring file
+/// truncated under the program from killing it, and passes every other SIGBUS on to the
+/// handler it found (std's stack-overflow report). [`signals`](Recorder::signals) with
+/// [`Signals::None`] (`EVENT_SIGNALS=none`) installs no handler at all.
 #[derive(Debug, Clone)]
 #[must_use = "a Recorder does nothing until started"]
 pub struct Recorder {
@@ -537,7 +539,8 @@ impl Recorder {
                         files::discard(&claimed.path, &claimed.file);
                         None
                     } else {
-                        let ring = RingFile::create(claimed.file, &claimed.path, layout, &header_bytes)
+                        let guard = self.signals == Signals::Default;
+                        let ring = RingFile::create(claimed.file, &claimed.path, layout, &header_bytes, guard)
                             .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
                         Some(Arc::new(ring))
                     }

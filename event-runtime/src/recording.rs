@@ -177,8 +177,27 @@ impl Recording {
             ring.set_lost(lost);
         }
         let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
+        // A ring file cut short under its mapping (`busguard`): said once (the writer thread
+        // may have said it), and the stop's error.
+        let cut_short = shared.ring_file.as_ref().is_some_and(|ring| ring.cut_short());
+        if let Some(ring) = &shared.ring_file
+            && cut_short
+        {
+            let line = ring.loss_to_say(shared.streaming);
+            if let Some(line) = &line {
+                eprintln!("event-runtime: {line}");
+            }
+            lock(&shared.sinks).fail(
+                line.unwrap_or_else(|| {
+                    format!("the ring file {} was truncated while recording", ring.path().display())
+                }),
+            );
+        }
+        // Whether the stream misses what it should have copied: then it does not say it
+        // stopped cleanly.
+        let mut copy_failed = false;
         match &shared.ring_file {
-            Some(ring) if !shared.streaming => {
+            Some(ring) if !shared.streaming && !cut_short => {
                 // The copy of the ring file carries its own loss report (RingStream's block of
                 // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
                 // thread without a slot counts its events as unattributed (the file's `lost`).
@@ -188,15 +207,20 @@ impl Recording {
                     let message = format!("copying the ring file to the sinks failed: {e}");
                     eprintln!("event-runtime: {message}");
                     lock(&shared.sinks).fail(message);
+                    copy_failed = true;
                 }
             }
             _ => {
+                // Under `ring` with a ring file cut short, the rings of the threads that
+                // started after the cut (on the heap) are all there is to copy.
+                copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.sinks).is_empty();
                 writer::write_rings(shared);
                 writer::write_reports(shared, unattributed);
             }
         }
-        // The marker is the last block: a stop whose writer thread failed is not clean.
-        if result.is_ok() {
+        // The marker is the last block: a stop whose writer thread failed, or whose stream
+        // misses the ring file's copy, is not clean.
+        if result.is_ok() && !copy_failed {
             writer::write_stop(shared);
         }
         if let Some(ring) = &shared.ring_file {

@@ -35,7 +35,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// A ring file, mapped.
 #[derive(Debug)]
@@ -49,6 +49,21 @@ pub(crate) struct RingFile {
     len: usize,
     layout: Layout,
     path: PathBuf,
+    /// The mapping's guard against SIGBUS (`busguard`): `None` without one (`Signals::None`,
+    /// memory in tests, a full guard table). Dropped before the mapping (`Drop`).
+    #[cfg(unix)]
+    guard: Option<crate::busguard::Guard>,
+    /// Whether the loss of the file (cut short under the mapping) was said on stderr.
+    said: AtomicBool,
+}
+
+impl Drop for RingFile {
+    fn drop(&mut self) {
+        // The guard goes first: the handler must never see a range that is unmapped (and
+        // perhaps reused) as the ring file's.
+        #[cfg(unix)]
+        self.guard.take();
+    }
 }
 
 /// The bytes of a ring file.
@@ -136,7 +151,14 @@ impl RingFile {
     /// Makes `file`, just claimed at `path` (`files::claim`: created by us, 0600, locked, and
     /// empty) and backed ([`back`]), the ring file, with the stream header `header` and every
     /// slot free.
-    pub(crate) fn create(file: File, path: &Path, mut layout: Layout, header: &[u8]) -> io::Result<RingFile> {
+    /// With `guard`, the mapping is guarded against SIGBUS (`busguard`) while it lives.
+    pub(crate) fn create(
+        file: File,
+        path: &Path,
+        mut layout: Layout,
+        header: &[u8],
+        guard: bool,
+    ) -> io::Result<RingFile> {
         layout.version = RING_VERSION;
         layout.order = Order::NATIVE;
         layout.header_len = header.len() as u32;
@@ -147,7 +169,15 @@ impl RingFile {
         // is why every access after this function goes through atomics or claimed slots.
         let mut map = unsafe { MmapMut::map_mut(&file)? };
         let (base, len) = (map.as_mut_ptr(), map.len());
-        Ok(RingFile::init(Memory::Mapped { map, file }, base, len, layout, header, path))
+        #[cfg_attr(not(unix), allow(unused_mut))]
+        let mut ring = RingFile::init(Memory::Mapped { map, file }, base, len, layout, header, path);
+        #[cfg(unix)]
+        if guard {
+            ring.guard = crate::busguard::register(base, len);
+        }
+        #[cfg(not(unix))]
+        let _ = guard;
+        Ok(ring)
     }
 
     /// A ring file on the heap, for tests that cannot map a file (Miri).
@@ -174,7 +204,16 @@ impl RingFile {
             std::ptr::copy_nonoverlapping(fixed.as_ptr(), base, fixed.len());
             std::ptr::copy_nonoverlapping(header.as_ptr(), base.add(h), header.len());
         }
-        let ring = RingFile { memory, base, len, layout, path: path.to_owned() };
+        let ring = RingFile {
+            memory,
+            base,
+            len,
+            layout,
+            path: path.to_owned(),
+            #[cfg(unix)]
+            guard: None,
+            said: AtomicBool::new(false),
+        };
         ring.heartbeat();
         // Release: a reader that sees RECORDING sees the header written above.
         ring.word32(at::STATE).store(STATE_RECORDING, Ordering::Release);
@@ -199,6 +238,45 @@ impl RingFile {
             #[cfg(test)]
             Memory::Heap { .. } => Err(io::Error::other("a ring file in memory has no file")),
         }
+    }
+
+    /// Whether the file was cut short under the mapping and the guard replaced it
+    /// (`busguard`): what the file held is gone, and nothing written from then on reaches it.
+    /// One atomic load: threads ask it before they claim a slot.
+    pub(crate) fn is_lost(&self) -> bool {
+        #[cfg(unix)]
+        {
+            self.guard.as_ref().is_some_and(crate::busguard::Guard::is_lost)
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
+    }
+
+    /// Whether the file is lost ([`is_lost`](Self::is_lost)) or shorter than its layout (cut
+    /// short where no thread has written since). A system call: for the writer thread and
+    /// the stop.
+    pub(crate) fn cut_short(&self) -> bool {
+        self.is_lost() || self.reopen().and_then(|f| f.metadata()).is_ok_and(|m| m.len() < self.layout.file_len())
+    }
+
+    /// The line that says the file was cut short, the first time it is asked for after that
+    /// happened; `None` before, and after. `copies`: the stream sinks get the events.
+    pub(crate) fn loss_to_say(&self, copies: bool) -> Option<String> {
+        // Relaxed: the flag orders nothing; the swap makes one caller the one that says it.
+        if self.said.load(Ordering::Relaxed) || !self.cut_short() || self.said.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        let rest = if copies {
+            "; the event file and memory still get them, but for the blocks being written then, counted lost"
+        } else {
+            ""
+        };
+        Some(format!(
+            "the ring file {} was truncated while recording: the events it held are lost, and none recorded since is in it{rest}",
+            self.path.display()
+        ))
     }
 
     /// Whether the path still names this file (not removed, not replaced).
@@ -266,6 +344,7 @@ impl RingFile {
             position: self.word(self.layout.slot(index) as usize + slot_at::POSITION),
             current: data,
             started: position(0, 0),
+            thread,
             file: Arc::clone(self),
         };
         if let Some((position, refused)) = previous {
@@ -446,6 +525,8 @@ pub(crate) struct Slot {
     /// The current block's position with its end left zero (`position(sequence, 0)`), for
     /// [`commit_end`](Slot::commit_end).
     started: u64,
+    /// The thread that claimed it.
+    thread: u64,
     file: Arc<RingFile>,
 }
 
@@ -562,9 +643,19 @@ impl Slot {
             block_size: self.block_size,
             blocks: self.blocks,
             index: self.index,
+            thread: self.thread,
             file: Arc::clone(&self.file),
         }
     }
+}
+
+/// Whether `block`, of a ring-file slot, is still the block `sequence` of `thread` that was
+/// begun there: `false` once the file was cut short under the mapping and the guard
+/// replaced it (`busguard`), for every block begun before that (its header, and what it
+/// held, became zeros; thread ids start at 1). A block begun after it is whole.
+pub(crate) fn block_is_intact(block: &[u8], thread: u64, sequence: u64) -> bool {
+    let header = BlockHeader::read(Order::NATIVE, block);
+    header.thread == thread && header.sequence == sequence
 }
 
 /// A thread's slot as the stop sees it when the stream sinks get a copy of every block
@@ -586,6 +677,8 @@ pub(crate) struct SlotCopy {
     block_size: usize,
     blocks: usize,
     index: u32,
+    /// The thread that writes the slot.
+    thread: u64,
     file: Arc<RingFile>,
 }
 
@@ -678,6 +771,11 @@ impl SlotCopy {
         // hold; the thread writes above `end` meanwhile, which we do not read.
         let from = unsafe { std::slice::from_raw_parts(self.data.add(at), end) };
         block[..end].copy_from_slice(from);
+        if !block_is_intact(&block, self.thread, sequence) {
+            // Begun before the file was cut short under the mapping: what it held is gone.
+            // The thread counts its records lost when it notices (`taken` is 0).
+            return None;
+        }
         let records = RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).count() as u64;
         state.taken = Some(records);
         event_format::wire::seal_block(Order::NATIVE, &mut block, (end - BLOCK_HEADER_LEN) as u32);

@@ -82,6 +82,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             write_reports(shared, &[]);
         }
         if let Some(ring) = &shared.ring_file {
+            if let Some(line) = ring.loss_to_say(shared.streaming) {
+                eprintln!("event-runtime: {line}");
+            }
             ring.heartbeat();
             ring.set_lost(shared.lost_here());
             if let Some((seq, text)) = ring.request() {

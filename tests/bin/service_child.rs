@@ -20,6 +20,11 @@
 //! it stops and joins its workers, records one more event as worker 100, prints `drained`, and
 //! returns from `main`, which drops (stops) the recording: exit 0.
 //!
+//! `service-child fault overflow|bus PATH`: starts recording as the environment says, records
+//! a few events, then overflows its main thread's stack (std reports it and aborts), or maps
+//! the file PATH of its own, truncates it and writes through the mapping (a SIGBUS that is
+//! not the recorder's).
+//!
 //! `service-child dispositions`: ignores SIGILL and installs a handler of its own for SIGFPE,
 //! starts recording as the environment says, and prints, for SIGABRT, SIGILL, SIGFPE,
 //! SIGSEGV, SIGBUS, SIGTERM and SIGINT, `NAME same` or `NAME changed`: whether the start
@@ -40,6 +45,20 @@ fn main() {
     let arg = |i: usize| args.get(i).cloned().unwrap_or_else(|| usage());
     if arg(0) == "dispositions" {
         return dispositions();
+    }
+    if arg(0) == "fault" {
+        let _recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
+        for i in 0..100u64 {
+            event!(ArenaDestroy, 0usize, i);
+        }
+        match arg(1).as_str() {
+            "overflow" => {
+                println!("{}", deep(0, &mut [0u8; 1024]));
+            }
+            "bus" => sys::bus_fault(&arg(2)),
+            _ => usage(),
+        }
+        fail(&"the fault did not end the process");
     }
     let (handler, order) = (arg(0), arg(1));
     if !matches!(order.as_str(), "before" | "after") {
@@ -117,6 +136,16 @@ fn dispositions() {
         println!("{name} {}", if sys::action(sig) == before { "same" } else { "changed" });
     }
     drop(recording);
+}
+
+/// Recurses until the stack overflows (the bound is never reached).
+fn deep(n: u64, pad: &mut [u8; 1024]) -> u64 {
+    pad[(n % 1024) as usize] = n as u8;
+    if n == u64::MAX {
+        return 0;
+    }
+    let mut next = [0u8; 1024];
+    u64::from(pad[0]) + deep(std::hint::black_box(n + 1), std::hint::black_box(&mut next))
 }
 
 /// How the service waits for its signal.
@@ -216,6 +245,37 @@ mod sys {
         }
     }
 
+    /// Maps the file `path` (made here, 16 KiB), truncates it to nothing and writes through
+    /// the mapping: SIGBUS.
+    pub(super) fn bus_fault(path: &str) {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .unwrap_or_else(|e| super::fail(&e));
+        file.set_len(16 << 10).unwrap_or_else(|e| super::fail(&e));
+        // SAFETY: a shared mapping of a file this process made and holds open; the write
+        // below is the fault the caller asks for.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                16 << 10,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            if map == libc::MAP_FAILED {
+                super::fail(&std::io::Error::last_os_error());
+            }
+            file.set_len(0).unwrap_or_else(|e| super::fail(&e));
+            std::ptr::write_volatile(map.cast::<u8>().add(8192), 1);
+        }
+    }
+
     /// Ignores `sig`.
     pub(super) fn ignore(sig: libc::c_int) {
         // SAFETY: setting a signal's action to SIG_IGN has no preconditions.
@@ -246,6 +306,8 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: service-child tokio|ctrlc|sigaction|none before|after | service-child dispositions");
+    eprintln!(
+        "usage: service-child tokio|ctrlc|sigaction|none before|after | service-child fault overflow|bus PATH | service-child dispositions"
+    );
     std::process::exit(2)
 }

@@ -1,8 +1,8 @@
 //! The recorder in the process models and faults a host program meets (`recorder-child`):
 //! `fork()` without `exec` while threads record (and a child that returns from `main`),
 //! buffers larger than the machine (`EVENT_BUFRESIZE`), a full disk (under the event file,
-//! and under the ring file), a ring file removed while recording, a directory that cannot be
-//! written. Each checks the exit status, stderr and the files afterwards.
+//! and under the ring file), a ring file removed or truncated while recording, a directory
+//! that cannot be written. Each checks the exit status, stderr and the files afterwards.
 
 use event_tests::{Numbered, numbered, read_ring};
 use std::io::Write;
@@ -373,4 +373,79 @@ fn a_ring_file_on_a_full_file_system_is_refused_at_the_start_and_the_program_run
     assert!(out.status.success(), "alone: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
     assert_eq!(stderr_lines(&out).len(), 1, "alone: one line: {:?}", stderr_lines(&out));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("done\n"), "alone: the program ran on");
+}
+
+/// The `Dropped` counts of `stream`, by thread (thread 0: the recorder's own reports).
+fn dropped_by_thread(stream: &[u8]) -> std::collections::BTreeMap<u64, u64> {
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::Value;
+    let mut decoder = Decoder::new(stream).unwrap();
+    let catalog = Catalog::new(&decoder.header().sets);
+    let mut lost = std::collections::BTreeMap::new();
+    while let Some(block) = decoder.next_block() {
+        let block = block.unwrap();
+        *lost.entry(block.header.thread).or_insert(0) += block.header.lost;
+        for entry in block.entries(&catalog) {
+            if let Entry::Event(e) = entry
+                && e.desc.code == event_format::builtin::DROPPED
+                && let [Value::Word(thread), Value::Word(n), ..] = e.values().collect::<Vec<_>>()[..]
+            {
+                *lost.entry(thread).or_insert(0) += n;
+            }
+        }
+    }
+    lost
+}
+
+#[test]
+fn a_ring_file_truncated_while_recording_costs_the_ring_not_the_program() {
+    // The pages cut off the mapping killed the first thread that touched them with SIGBUS.
+    let d = dir("ring-truncated");
+    for with_file in [true, false] {
+        let ring = d.join(format!("trace-{with_file}.ring"));
+        let file = d.join(format!("trace-{with_file}.evt"));
+        let mut env = vec![("EVENT_RING", ring.to_str().unwrap()), ("EVENT_BUFSIZE", "1m")];
+        if with_file {
+            env.push(("EVENT_FILE", file.to_str().unwrap()));
+        }
+        let mut c = child(&["record-hold", "5000"], &env);
+        let mut proc = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(proc.stdout.as_mut().unwrap()), &mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        // Cut to nothing while the worker records; the main thread records 5000 more after.
+        std::fs::OpenOptions::new().write(true).open(&ring).unwrap().set_len(0).unwrap();
+        proc.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let out = proc.wait_with_output().unwrap();
+        let what = if with_file { "with an event file" } else { "alone" };
+        assert!(out.status.success(), "{what}: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).ends_with("done\n"), "{what}: the program ran to its end");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{what}: one line: {lines:?}");
+        assert!(
+            lines[0]
+                .starts_with(&format!("event-runtime: the ring file {} was truncated while recording", ring.display())),
+            "{what}: {}",
+            lines[0]
+        );
+        if with_file {
+            // The event file decodes whole; each of the main thread's 10000 events is in it
+            // or counted lost (the block being written when the ring file was cut).
+            let bytes = std::fs::read(&file).unwrap();
+            let found = numbered(&bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let run = &found.by_worker[&0];
+            assert!(run.windows(2).all(|p| p[1] > p[0]), "{what}: in order, no repeat");
+            let thread = found.thread_of[&0];
+            let lost = dropped_by_thread(&bytes).get(&thread).copied().unwrap_or(0);
+            assert!(
+                run.len() as u64 + lost >= 10_000 && run.len() < 10_000,
+                "{what}: {} events of the main thread and {lost} counted lost",
+                run.len()
+            );
+            assert!(run.ends_with(&[9_999]), "{what}: the events after the cut are all there");
+            let (code, text) = check(&[&file]);
+            assert!(text.contains("lost"), "{what}: check says the loss: {text}");
+            assert_ne!(code, 0, "{what}: {text}");
+        }
+    }
 }

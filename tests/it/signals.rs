@@ -143,6 +143,41 @@ fn the_recorder_takes_only_default_fatal_signals_and_none_when_told() {
         ]
     };
     assert_eq!(dispositions(&[file_env]), expected("changed", "same"), "an event file");
+    // A ring file alone needs no flush: every committed record is in it.
+    assert_eq!(dispositions(&[ring_env]), expected("same", "changed"), "a ring file");
+    let _ = std::fs::remove_file(&ring);
+    assert_eq!(dispositions(&[file_env, ring_env]), expected("changed", "changed"), "an event file and a ring file");
+    let _ = std::fs::remove_file(&ring);
     assert_eq!(dispositions(&[file_env, ring_env, ("EVENT_SIGNALS", "none")]), expected("same", "same"), "none");
     assert_eq!(dispositions(&[]), expected("same", "same"), "no recording");
+}
+
+#[test]
+fn the_ring_files_guard_passes_every_other_sigbus_and_stack_overflow_on() {
+    // A SIGBUS of the program's own (a file it mapped, cut short) and a stack overflow (std's
+    // handler reports it and aborts) end the program as they do without the recorder: the
+    // guard passes the SIGBUS on to std's handler, and the abort's flush does not run on
+    // std's small alternate stack (it would overflow it: killed by SIGSEGV instead).
+    let d = dir("other-faults");
+    for fault in ["bus", "overflow"] {
+        let own = d.join(format!("{fault}.own"));
+        let run =
+            |env: &[(&str, &str)]| program(SERVICE, &["fault", fault, own.to_str().unwrap()], env).output().unwrap();
+        let without = run(&[]);
+        let stderr = String::from_utf8_lossy(&without.stderr).into_owned();
+        let expected = if fault == "bus" { libc::SIGBUS } else { libc::SIGABRT };
+        assert_eq!(without.status.signal(), Some(expected), "{fault}: without the recorder: {stderr}");
+        let file = d.join(format!("{fault}.evt"));
+        let ring = d.join(format!("{fault}.ring"));
+        let with = run(&[("EVENT_FILE", file.to_str().unwrap()), ("EVENT_RING", ring.to_str().unwrap())]);
+        assert_eq!(with.status.signal(), Some(expected), "{fault}: {}", String::from_utf8_lossy(&with.stderr));
+        let lines: Vec<String> = String::from_utf8_lossy(&with.stderr).lines().map(str::to_owned).collect();
+        assert!(
+            !lines.iter().any(|l| l.starts_with("event-runtime:")),
+            "{fault}: the ring file is not lost: {lines:?}"
+        );
+        if fault == "overflow" {
+            assert!(lines.iter().any(|l| l.contains("has overflowed its stack")), "std's report: {lines:?}");
+        }
+    }
 }

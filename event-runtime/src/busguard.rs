@@ -92,8 +92,8 @@ static LIVE: AtomicUsize = AtomicUsize::new(NONE);
 const NONE: usize = usize::MAX;
 
 /// Whether the handler is installed, and for how many mappings.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Installed {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Installed {
     /// Not installed (or restored).
     No,
     /// Ours is SIGBUS's action.
@@ -103,6 +103,19 @@ enum Installed {
 }
 
 static INSTALL: Mutex<(Installed, usize)> = Mutex::new((Installed::No, 0));
+
+/// The guard's lock, held across `fork()` (`fork`'s *prepare*), so that a child never finds
+/// it held by a thread that does not exist there (a ring file made or dropped on another
+/// thread at that instant): its own ring file would wait for it for ever.
+#[derive(Debug)]
+pub(crate) struct ForkHold {
+    _lock: std::sync::MutexGuard<'static, (Installed, usize)>,
+}
+
+/// Takes the guard's lock for a `fork()`.
+pub(crate) fn hold_for_fork() -> ForkHold {
+    ForkHold { _lock: crate::session::lock(&INSTALL) }
+}
 
 /// A mapping under the guard, from [`register`] until dropped (which must come before the
 /// mapping is unmapped).

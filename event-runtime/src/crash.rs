@@ -33,6 +33,23 @@ pub(crate) fn install(shared: &std::sync::Arc<Shared>, signals: bool) {
     let _ = (shared, signals);
 }
 
+/// The lock of the fatal signals' handlers, held across `fork()` (`fork`'s *prepare*), so
+/// that a child never finds it held by a thread that does not exist there (a stop on another
+/// thread at that instant): its own start would wait for it for ever.
+#[derive(Debug)]
+pub(crate) struct ForkHold {
+    #[cfg(unix)]
+    _lock: std::sync::MutexGuard<'static, [bool; 3]>,
+}
+
+/// Takes the fatal signals' lock for a `fork()`.
+pub(crate) fn hold_for_fork() -> ForkHold {
+    ForkHold {
+        #[cfg(unix)]
+        _lock: session::lock(&signals::INSTALLED),
+    }
+}
+
 /// Forgets the recording that is stopping (the signal handlers must not reach it), and gives
 /// the signals whose handler is still ours their default action back.
 pub(crate) fn uninstall() {
@@ -115,7 +132,7 @@ mod signals {
 
     /// For each of `FATAL`, whether our handler was installed by the running recording; the
     /// lock keeps a start's install and a stop's uninstall apart.
-    static INSTALLED: Mutex<[bool; 3]> = Mutex::new([false; 3]);
+    pub(super) static INSTALLED: Mutex<[bool; 3]> = Mutex::new([false; 3]);
 
     pub(super) fn publish(shared: &std::sync::Arc<Shared>) {
         let raw = std::sync::Arc::into_raw(std::sync::Arc::clone(shared)).cast_mut();

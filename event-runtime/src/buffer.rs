@@ -17,7 +17,7 @@
 //! | `Lane`, a ring | `ring`, no ring file | the next of the thread's ring, oldest overwritten; the sinks get the ring at stop |
 //! | `File` | a ring file | the next of the thread's slot in the file (`fill`: until the slot is full); with `switch` or `fill` and a stream sink, a copy is queued too |
 //!
-//! A lane (`ringfile::Lane`) is the ring file's commit protocol over heap memory: each record
+//! A lane (`lane::Lane`) is the ring file's commit protocol over heap memory: each record
 //! is committed with one release store (a plain store on x86_64), and everything else the
 //! thread does to its blocks happens under the lane's lock, a few times per block. So the
 //! stop takes the committed prefix of every live thread's current block (and every block of
@@ -38,7 +38,8 @@ use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
-use crate::ringfile::{Lane, LaneWriter, Slot, SlotCopy};
+use crate::lane::{Lane, LaneWriter};
+use crate::ringfile::{Slot, SlotCopy};
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{

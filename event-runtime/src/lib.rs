@@ -90,11 +90,11 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in exactly six modules, each of which says so with
+//! The crate denies `unsafe` except in exactly seven modules, each of which says so with
 //! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
-//! file, and the heap lanes that share a thread's blocks with the stop by the same protocol;
-//! the thread buffers reach their blocks only through the safe methods of `ringfile::Slot`
-//! and `ringfile::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
+//! file), `lane` (the heap lanes that share a thread's blocks with the stop by the ring file's
+//! protocol; the thread buffers reach their blocks only through the safe methods of
+//! `ringfile::Slot` and `lane::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
 //! last `write(2)` of a fatal signal), `busguard` (the ring file's SIGBUS handler, which maps
 //! memory over a ring file cut short under its mapping), `files::sys` (`flock` and
 //! `gethostname`) and `fork` (registering the `pthread_atfork` handlers that keep a forked
@@ -122,6 +122,7 @@ mod event_set;
 mod exchange;
 mod files;
 mod fork;
+mod lane;
 mod machine;
 pub mod read;
 mod recorder;

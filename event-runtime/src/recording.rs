@@ -3,7 +3,7 @@
 //!
 //! The stop undoes the start in reverse: the crash handlers and the control selection go,
 //! the built-in events stop, the stop takes what every thread committed to its lane (its
-//! partial block, or its ring: `ringfile::Lane`; the block it is writing in a ring-file
+//! partial block, or its ring: `lane::Lane`; the block it is writing in a ring-file
 //! slot, when the event file gets copies: `ringfile::SlotCopy`), whether the thread has ended, still runs or
 //! is blocked, the writer thread drains and ends, the session is closed (every thread buffer
 //! of it is then stale), and what only the stop can write (the lanes it took, the rings, the
@@ -244,7 +244,7 @@ impl Recording {
 
 /// Writes what the stop took from the threads' lanes: the partial pool blocks now, the rings
 /// with the others (`writer::write_rings`), and each thread's refusals as a report.
-fn write_taken(shared: &Shared, taken: Vec<crate::ringfile::LaneTake>) {
+fn write_taken(shared: &Shared, taken: Vec<crate::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {
         shared.report_dropped(take.thread, take.refused);

@@ -691,8 +691,10 @@ impl ThreadBuffer {
         }
     }
 
-    /// The last `n` events of this thread, decoded, oldest first.
-    fn last_events(&mut self, n: usize) -> Vec<String> {
+    /// Copies of this thread's latest blocks, oldest first: the previous one of a ring (still
+    /// there, finished) and the current one up to its committed end. What the traceback
+    /// decodes (`traceback`).
+    fn recent_blocks(&mut self) -> Vec<Vec<u8>> {
         let mut blocks = Vec::new();
         let (end, ring, index) = (self.end, self.ring_blocks, self.index);
         let previous = (ring > 1 && self.sequence > 0 && self.writable).then(|| ((self.sequence - 1) % ring) as usize);
@@ -729,31 +731,7 @@ impl ThreadBuffer {
             }
             Home::Nowhere => {}
         }
-        let mut lines = Vec::new();
-        let catalog = &self.shared.catalog;
-        for b in &blocks {
-            let header = BlockHeader::read(Order::NATIVE, b);
-            let block = event_format::decode::Block {
-                index: 0,
-                offset: 0,
-                header,
-                records: b[BLOCK_HEADER_LEN..].to_vec(),
-                order: Order::NATIVE,
-                stored_len: b.len() as u64,
-            };
-            for entry in block.entries(catalog) {
-                let mut line = String::new();
-                match entry {
-                    event_format::decode::Entry::Event(e) => {
-                        let _ = event_format::text::write_event(&mut line, &self.shared.clock, &e);
-                    }
-                    other => line = format!("{other:?}"),
-                }
-                lines.push(line);
-            }
-        }
-        let skip = lines.len().saturating_sub(n);
-        lines.split_off(skip)
+        blocks
     }
 }
 
@@ -939,14 +917,15 @@ pub(crate) fn detach_this_thread(generation: u64) {
     });
 }
 
-/// The last `n` events this thread recorded in the running recording, decoded; `None` when
-/// it has recorded none or is recording one now.
-pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
+/// Copies of this thread's latest blocks in the running recording (`recent_blocks`), with
+/// the recording's shared state to decode them by; `None` when it has recorded nothing in it
+/// or is recording an event now.
+pub(crate) fn recent_blocks_of_this_thread() -> Option<(Arc<Shared>, Vec<Vec<u8>>)> {
     BUFFER
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let buffer = slot.as_mut().filter(|b| b.generation == session::generation())?;
-            Some(buffer.last_events(n))
+            Some((Arc::clone(&buffer.shared), buffer.recent_blocks()))
         })
         .ok()
         .flatten()

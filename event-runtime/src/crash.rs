@@ -1,16 +1,14 @@
 //! Exit and crash: a panic hook that prints the panicking thread's last events (MPS
-//! `.sol.traceback`) and flushes, and a best-effort flush of the event file on the fatal
+//! `.sol.traceback`, decoded by `traceback`) and flushes, and a best-effort flush of the event file on the fatal
 //! signals whose action is the default (`signals`). The ring file needs neither: every
 //! committed record is already in it.
 #![allow(unsafe_code)]
 
 use crate::buffer;
 use crate::session::{self, Shared};
+use crate::traceback;
 use std::sync::Once;
 use std::time::Duration;
-
-/// How many events the traceback shows.
-pub const TRACEBACK_EVENTS: usize = 16;
 
 static INSTALL: Once = Once::new();
 
@@ -65,20 +63,7 @@ fn on_panic() {
         return;
     }
     let thread = std::thread::current();
-    let name = thread.name().unwrap_or("<unnamed>");
-    match buffer::last_events_of_this_thread(TRACEBACK_EVENTS) {
-        Some(lines) if !lines.is_empty() => {
-            let mut text =
-                format!("event-runtime: the last {} events of thread '{name}' before it panicked:\n", lines.len());
-            for line in lines {
-                text.push_str("    ");
-                text.push_str(&line);
-                text.push('\n');
-            }
-            eprint!("{text}");
-        }
-        _ => eprintln!("event-runtime: thread '{name}' recorded no events before it panicked"),
-    }
+    traceback::print(thread.name().unwrap_or("<unnamed>"));
     // If the panic ends the process (panic = "abort", or the main thread), what this thread
     // recorded is handed on and written first.
     buffer::flush_this_thread();

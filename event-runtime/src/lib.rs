@@ -131,6 +131,7 @@ mod ringfile;
 mod session;
 mod sink;
 mod sync;
+mod traceback;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
 mod writer;
@@ -141,12 +142,12 @@ pub mod __private;
 pub use annotate::{intern, label, message};
 pub use capture::{Capture, Captured, capture};
 pub use config::{BufResize, ConfigError, Policy, Signals};
-pub use crash::TRACEBACK_EVENTS;
 pub use event_macros::include_events;
 pub use event_set::EventSet;
 pub use recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start};
 pub use recording::{Recording, flush};
 pub use session::lost_unattributed;
+pub use traceback::TRACEBACK_EVENTS;
 
 /// The stream's codec, for readers: the `event-format` crate, re-exported whole so that a
 /// program that reads what it recorded (a memory sink's stream, [`Recording::bytes`]) needs

@@ -1,7 +1,7 @@
 //! Exit and crash: a panic hook that prints the panicking thread's last events (MPS
-//! `.sol.traceback`, decoded by `traceback`) and flushes, and a best-effort flush of the event file on the fatal
-//! signals whose action is the default (`signals`). The ring file needs neither: every
-//! committed record is already in it.
+//! `.sol.traceback`, decoded by `traceback`) and flushes, and a best-effort flush of the
+//! event file on the fatal signals whose action is the default (`signals`). The ring file
+//! needs neither: every committed record is already in it.
 #![allow(unsafe_code)]
 
 use crate::buffer;

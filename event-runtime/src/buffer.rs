@@ -17,7 +17,7 @@
 //! | `Lane`, a ring | `ring`, no ring file | the next of the thread's ring, oldest overwritten; the sinks get the ring at stop |
 //! | `File` | a ring file | the next of the thread's slot in the file (`fill`: until the slot is full); with `switch` or `fill` and a stream sink, a copy is queued too |
 //!
-//! A lane (`ringfile::Lane`) is the ring file's commit protocol over heap memory: each record
+//! A lane (`lane::Lane`) is the ring file's commit protocol over heap memory: each record
 //! is committed with one release store (a plain store on x86_64), and everything else the
 //! thread does to its blocks happens under the lane's lock, a few times per block. So the
 //! stop takes the committed prefix of every live thread's current block (and every block of
@@ -38,7 +38,8 @@ use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::BlockBuf;
-use crate::ringfile::{Lane, LaneWriter, Slot, SlotCopy};
+use crate::lane::{Lane, LaneWriter};
+use crate::ringfile::{Slot, SlotCopy};
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
@@ -121,6 +122,10 @@ thread_local! {
     static BUFFER: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
     /// Set on the writer thread.
     static IS_WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set once this thread has used `BUFFER` (and so registered its destructor): a fatal
+    /// signal's flush reaches `BUFFER` only then (`take_for_signal`). A `Cell<bool>` has no
+    /// destructor: reaching it never registers one.
+    static ATTACHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Marks this thread as the recorder's writer thread.
@@ -140,8 +145,14 @@ impl ThreadBuffer {
         let block_size = shared.block_size as usize;
         let direct = IS_WRITER.with(std::cell::Cell::get);
         let mut slotless = false;
-        let (home, ring_blocks) = if let Some(file) = &shared.ring_file {
-            match file.claim(thread) {
+        // A ring file cut short under its mapping (`busguard`) is lost: its slot table reads
+        // as zeros (every slot free), so a slot claimed then is let go, and the thread records
+        // on the heap as without a ring file.
+        let claimed = shared.ring_file.as_ref().filter(|f| !f.is_lost()).map(|f| f.claim(thread));
+        let (home, ring_blocks) = if let Some(claimed) = claimed
+            && shared.ring_file.as_ref().is_some_and(|f| !f.is_lost())
+        {
+            match claimed {
                 Some(slot) => {
                     let blocks = u64::from(slot.blocks());
                     (Home::File(slot), blocks)
@@ -610,8 +621,17 @@ impl ThreadBuffer {
             finish_block(slot.block_mut(index as u32), end, true);
             return true;
         };
+        let base_time = self.base_time;
         let handed = copy.hand_on(sequence, || {
             let block = slot.block_mut(index as u32);
+            let mut end = end;
+            if !crate::ringfile::block_is_intact(block, thread, sequence) {
+                // Begun before the ring file was cut short under its mapping: what it held is
+                // gone. The stream gets the block all the same (its sequence number stays in
+                // line), holding one `Dropped` record that counts every record it had.
+                let header = BlockHeader { sequence, thread, base_time, ..BlockHeader::default() };
+                end = open_block(block, &header, thread, records).0;
+            }
             finish_block(block, end, true);
             shared.copy_to_streams(block, thread, records, direct);
         });
@@ -671,8 +691,10 @@ impl ThreadBuffer {
         }
     }
 
-    /// The last `n` events of this thread, decoded, oldest first.
-    fn last_events(&mut self, n: usize) -> Vec<String> {
+    /// Copies of this thread's latest blocks, oldest first: the previous one of a ring (still
+    /// there, finished) and the current one up to its committed end. What the traceback
+    /// decodes (`traceback`).
+    fn recent_blocks(&mut self) -> Vec<Vec<u8>> {
         let mut blocks = Vec::new();
         let (end, ring, index) = (self.end, self.ring_blocks, self.index);
         let previous = (ring > 1 && self.sequence > 0 && self.writable).then(|| ((self.sequence - 1) % ring) as usize);
@@ -709,31 +731,7 @@ impl ThreadBuffer {
             }
             Home::Nowhere => {}
         }
-        let mut lines = Vec::new();
-        let catalog = &self.shared.catalog;
-        for b in &blocks {
-            let header = BlockHeader::read(Order::NATIVE, b);
-            let block = event_format::decode::Block {
-                index: 0,
-                offset: 0,
-                header,
-                records: b[BLOCK_HEADER_LEN..].to_vec(),
-                order: Order::NATIVE,
-                stored_len: b.len() as u64,
-            };
-            for entry in block.entries(catalog) {
-                let mut line = String::new();
-                match entry {
-                    event_format::decode::Entry::Event(e) => {
-                        let _ = event_format::text::write_event(&mut line, &self.shared.clock, &e);
-                    }
-                    other => line = format!("{other:?}"),
-                }
-                lines.push(line);
-            }
-        }
-        let skip = lines.len().saturating_sub(n);
-        lines.split_off(skip)
+        blocks
     }
 }
 
@@ -888,6 +886,7 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
 #[cold]
 #[inline(never)]
 fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
+    ATTACHED.with(|a| a.set(true));
     *slot = None;
     // In a child of `fork()`, its own recording starts here, on its first event.
     let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
@@ -918,39 +917,71 @@ pub(crate) fn detach_this_thread(generation: u64) {
     });
 }
 
-/// The last `n` events this thread recorded in the running recording, decoded; `None` when
-/// it has recorded none or is recording one now.
-pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
+/// Copies of this thread's latest blocks in the running recording (`recent_blocks`), with
+/// the recording's shared state to decode them by; `None` when it has recorded nothing in it
+/// or is recording an event now.
+pub(crate) fn recent_blocks_of_this_thread() -> Option<(Arc<Shared>, Vec<Vec<u8>>)> {
     BUFFER
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let buffer = slot.as_mut().filter(|b| b.generation == session::generation())?;
-            Some(buffer.last_events(n))
+            Some((Arc::clone(&buffer.shared), buffer.recent_blocks()))
         })
         .ok()
         .flatten()
 }
 
-/// This thread's partial pool block, finished, for a fatal signal's last write; the thread
-/// records nothing more. `None` when it has none or is recording now.
+/// What a fatal signal's flush took from this thread (`crash`): its partial block, finished.
+/// The thread holds it no more, so neither the thread nor the stop can write it again.
 #[cfg(unix)]
-pub(crate) fn take_block_for_signal() -> Option<BlockBuf> {
+#[derive(Debug)]
+pub(crate) enum SignalTake {
+    /// Its pool block, out of its lane, with its used length set (the CRC is the writer's).
+    Pool(BlockBuf),
+    /// Its ring-file block, sealed in place and recorded as copied (`SlotCopy`): `len` bytes
+    /// from `at`, in the ring file's mapping, which lives as long as the recording's `Shared`.
+    Slot { at: *const u8, len: usize },
+}
+
+/// This thread's partial block, finished, for a fatal signal's last write when the stream
+/// sinks get it (a pool block, or a ring-file block whose copy they get); the thread records
+/// nothing more into it. `None` when it has none, is recording now, or never recorded.
+///
+/// Async-signal-safe: no allocation, no lock waited for (the lane's and the slot's are tried),
+/// and `BUFFER` is reached only once this thread has used it (`ATTACHED`), so that the
+/// thread-local's first use, which may allocate to register its destructor, never happens here.
+#[cfg(unix)]
+pub(crate) fn take_for_signal() -> Option<SignalTake> {
+    if !ATTACHED.with(std::cell::Cell::get) {
+        return None;
+    }
     BUFFER
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let buffer = slot.as_mut()?;
-            if !buffer.writable || buffer.end == BLOCK_HEADER_LEN || !buffer.is_pool() {
+            if !buffer.writable || buffer.end <= BLOCK_HEADER_LEN {
                 return None;
             }
-            let end = buffer.end;
-            let Home::Lane(writer) = &mut buffer.home else { return None };
-            // Never waits: the interrupted code may hold the lock.
-            let mut guard = writer.try_lock()?;
-            finish_block(guard.block_mut(0)?, end, false);
-            let block = guard.take_block();
-            drop(guard);
+            let (end, index, sequence) = (buffer.end, buffer.index, buffer.sequence);
+            let taken = match &mut buffer.home {
+                Home::Lane(writer) if buffer.ring_blocks == 1 => {
+                    // Never waits: the interrupted code may hold the lock.
+                    let mut guard = writer.try_lock()?;
+                    finish_block(guard.block_mut(0)?, end, false);
+                    SignalTake::Pool(guard.take_block()?)
+                }
+                Home::File(slot) => buffer.copy.as_ref()?.take_for_signal(sequence, || {
+                    let block = slot.block_mut(index as u32);
+                    finish_block(block, end, true);
+                    SignalTake::Slot { at: block.as_ptr(), len: block.len() }
+                })?,
+                _ => return None,
+            };
+            // The block is gone from the thread: were it to record on, it would start the
+            // next one, never this one again.
             buffer.writable = false;
-            block
+            buffer.sequence += 1;
+            Some(taken)
         })
         .ok()
         .flatten()

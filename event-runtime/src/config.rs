@@ -1,5 +1,6 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
-//! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`. A value that does not parse is an error naming the
+//! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`,
+//! `EVENT_SIGNALS`. A value that does not parse is an error naming the
 //! variable and what it accepts; it never silently records nothing. Another `EVENT_*`
 //! variable is one line of warning naming the closest setting (a misspelt `EVENT_FLIE` is
 //! not ignored silently either), and the start goes on.
@@ -47,6 +48,25 @@ pub enum BufResize {
     Manual,
 }
 
+/// Which signal handlers the recorder installs (`EVENT_SIGNALS`; README, "What is
+/// guaranteed"). It never takes SIGINT, SIGTERM or any signal a program handles: the host's
+/// signals are the host's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Signals {
+    /// The few that cannot change how the program reacts (the default): while a recording
+    /// writes an event file, a handler for SIGABRT, SIGILL and SIGFPE, each only when its
+    /// action is the default one at the start, which writes the signalled thread's partial
+    /// block and the writer's queue to the event file and then lets the signal end the
+    /// process as it would have; while a ring file is mapped, a SIGBUS handler that keeps a
+    /// truncated ring file from killing the program and passes every other SIGBUS on to the
+    /// handler it found.
+    #[default]
+    Default,
+    /// No handler at all: an abort loses the event file's partial blocks, and a ring file
+    /// truncated while recording kills the program with SIGBUS when a thread next writes it.
+    None,
+}
+
 /// A setting from the environment that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -67,7 +87,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable the recorder reads, in the README's order.
-pub(crate) const VARIABLES: [&str; 8] = [
+pub(crate) const VARIABLES: [&str; 9] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -76,6 +96,7 @@ pub(crate) const VARIABLES: [&str; 8] = [
     "EVENT_BUFRESIZE",
     "EVENT_FORK",
     "EVENT_PACK",
+    "EVENT_SIGNALS",
 ];
 
 /// `EVENT_*` variables that are not the recorder's and are not warned about: this project's
@@ -114,6 +135,7 @@ pub(crate) struct Env {
     pub(crate) pack: Option<bool>,
     pub(crate) bufresize: Option<BufResize>,
     pub(crate) fork: Option<bool>,
+    pub(crate) signals: Option<Signals>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -183,6 +205,19 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
                     value: v.clone(),
                     message: "not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)"
                         .to_owned(),
+                });
+            }
+        });
+    }
+    if let Some(v) = text("EVENT_SIGNALS")? {
+        env.signals = Some(match v.as_str() {
+            "default" => Signals::Default,
+            "none" => Signals::None,
+            _ => {
+                return Err(ConfigError {
+                    variable: "EVENT_SIGNALS",
+                    value: v.clone(),
+                    message: "not a choice; write default (flush the event file on SIGABRT, SIGILL and SIGFPE left to their default action; guard the ring file against SIGBUS) or none (install no signal handler)".to_owned(),
                 });
             }
         });
@@ -322,7 +357,8 @@ mod tests {
             unknown_variables(names.map(OsString::from)),
             [
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
-                 EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK",
+                 EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
+                 EVENT_SIGNALS",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]
@@ -347,6 +383,12 @@ mod tests {
         assert_eq!(env(&[("EVENT_BUFRESIZE", "auto")]).unwrap().bufresize, Some(BufResize::Auto));
         assert_eq!(env(&[("EVENT_BUFRESIZE", "grow")]).unwrap_err().variable, "EVENT_BUFRESIZE");
         assert_eq!(env(&[("EVENT_FORK", "maybe")]).unwrap_err().variable, "EVENT_FORK");
+        assert_eq!(env(&[("EVENT_SIGNALS", "none")]).unwrap().signals, Some(Signals::None));
+        assert_eq!(env(&[("EVENT_SIGNALS", "default")]).unwrap().signals, Some(Signals::Default));
+        assert_eq!(
+            env(&[("EVENT_SIGNALS", "off")]).unwrap_err().to_string(),
+            "EVENT_SIGNALS=\"off\": not a choice; write default (flush the event file on SIGABRT, SIGILL and SIGFPE left to their default action; guard the ring file against SIGBUS) or none (install no signal handler)"
+        );
         let err = env(&[("EVENT_POLICY", "swtich")]).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -24,6 +24,9 @@ use std::time::Duration;
 /// A block's bytes.
 pub(crate) type BlockBuf = Box<[u8]>;
 
+/// Queued blocks the queue holds room for from the start (see `State::full`).
+const QUEUE_ROOM: usize = 64;
+
 #[derive(Debug)]
 struct State {
     /// Blocks not made yet: a take makes one when the free list is empty.
@@ -84,7 +87,9 @@ impl Exchange {
             unmade: blocks,
             block_size,
             free: Vec::new(),
-            full: VecDeque::new(),
+            // Room made up front for a few blocks, so that a fatal signal's flush can queue
+            // one without allocating (`try_submit`); it grows as needed otherwise.
+            full: VecDeque::with_capacity(blocks.min(QUEUE_ROOM)),
             budget,
             closed: false,
             in_flight: 0,
@@ -220,12 +225,13 @@ impl Exchange {
         self.to_threads.notify_all();
     }
 
-    /// Queues a full block without waiting for the lock (a fatal signal's last flush, which
-    /// must not wait on a lock the interrupted code may hold). Gives the block back when the
-    /// lock is held or the exchange closed.
+    /// Queues a full block without waiting for the lock and without allocating (a fatal
+    /// signal's last flush, which must neither wait on a lock the interrupted code may hold nor
+    /// call the allocator). Gives the block back when the lock is held, the exchange closed,
+    /// or the queue has no room left in what it has already allocated.
     pub(crate) fn try_submit(&self, block: BlockBuf) -> Result<(), BlockBuf> {
         let Ok(mut s) = self.state.try_lock() else { return Err(block) };
-        if s.closed {
+        if s.closed || s.full.len() == s.full.capacity() {
             return Err(block);
         }
         s.full.push_back(block);
@@ -234,17 +240,35 @@ impl Exchange {
         Ok(())
     }
 
+    /// A free block that is already made, without waiting and without allocating (a fatal
+    /// signal's last flush); `None` when the lock is held, the pool is closed or spent, or no
+    /// made block is free.
+    pub(crate) fn try_take_free(&self) -> Option<BlockBuf> {
+        let mut s = self.state.try_lock().ok()?;
+        if s.closed || s.budget == Some(0) || !s.queue.is_empty() {
+            return None;
+        }
+        let block = s.free.pop()?;
+        if let Some(b) = &mut s.budget {
+            // Cannot underflow: a spent budget returned above.
+            *b -= 1;
+        }
+        let free = if s.budget == Some(0) { 0 } else { s.free.len() + s.unmade };
+        self.free_hint.store(free, Ordering::Relaxed);
+        Some(block)
+    }
+
     /// Whether every submitted block is written; `None` when the lock is held.
     pub(crate) fn try_drained(&self) -> Option<bool> {
         let s = self.state.try_lock().ok()?;
         Some(s.full.is_empty() && s.in_flight == 0)
     }
 
-    /// Queued blocks, taken without waiting (a fatal signal's last flush). `None` when the
-    /// lock is held: the caller must not wait in a signal handler.
-    pub(crate) fn try_drain(&self) -> Option<Vec<BlockBuf>> {
-        let mut s = self.state.try_lock().ok()?;
-        Some(s.full.drain(..).collect())
+    /// The oldest queued block, taken without waiting and without allocating (a fatal
+    /// signal's last flush): the writer thread never gets it. `None` when the lock is held
+    /// or nothing is queued.
+    pub(crate) fn try_pop(&self) -> Option<BlockBuf> {
+        self.state.try_lock().ok()?.full.pop_front()
     }
 }
 
@@ -369,5 +393,24 @@ mod tests {
             assert!(later.is_none(), "round {round}: a later taker took the block a waiting thread was queued for");
             assert!(waiter.join().unwrap(), "round {round}: the waiting thread got the block");
         }
+    }
+
+    /// A fatal signal's flush queues without allocating: `try_submit` refuses a block when
+    /// the queue has no room left in what it has allocated, and `try_take_free` makes no block.
+    #[test]
+    fn the_signal_time_calls_never_allocate() {
+        let ex = Exchange::new(2 * QUEUE_ROOM, 8, None);
+        assert!(ex.try_take_free().is_none(), "no block is made for a signal");
+        let room = lock(&ex.state).full.capacity();
+        assert!(room >= QUEUE_ROOM);
+        for i in 0..room {
+            assert!(ex.try_submit(vec![0u8; 8].into_boxed_slice()).is_ok(), "block {i} fits the room made");
+        }
+        assert!(ex.try_submit(vec![0u8; 8].into_boxed_slice()).is_err(), "no room: refused, not grown");
+        assert_eq!(lock(&ex.state).full.capacity(), room);
+        assert!(ex.try_pop().is_some());
+        let block = ex.take(Duration::ZERO).unwrap();
+        ex.give_back(vec![block]);
+        assert!(ex.try_take_free().is_some(), "a made, free block is taken");
     }
 }

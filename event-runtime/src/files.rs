@@ -399,6 +399,15 @@ pub(crate) fn names(path: &Path, file: &File) -> bool {
     }
 }
 
+/// Removes `path`, a file the recorder claimed and then gave up before it held anything of a
+/// trace, if the path still names `file` (not removed or replaced meanwhile). Called while
+/// `file`, and so its lock, is still held: no other process of ours can have claimed it.
+pub(crate) fn discard(path: &Path, file: &File) {
+    if names(path, file) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// Releases the lock on `file` before it is closed (a ring file whose recording has ended
 /// while threads still hold its slots).
 pub(crate) fn unlock(file: &File) {

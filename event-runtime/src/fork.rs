@@ -12,9 +12,11 @@
 //! (`prefork`/`postfork`) do, handlers registered with `pthread_atfork` keep the process's
 //! own state consistent across the fork:
 //!
-//! - *prepare* (in the forking thread, before the fork) takes the two process-wide locks the
-//!   child needs, the session's recorder (`session::hold_for_fork`) and the selection
-//!   (`control::hold_for_fork`), in that order, so that neither is copied held;
+//! - *prepare* (in the forking thread, before the fork) takes the process-wide locks the
+//!   child needs, the session's recorder (`session::hold_for_fork`), the selection
+//!   (`control::hold_for_fork`), the fatal signals' handlers (`crash::hold_for_fork`) and the
+//!   ring file's SIGBUS guard (`busguard::hold_for_fork`), in that order, so that none is
+//!   copied held;
 //! - *parent* gives them back;
 //! - *child* (on the child's only thread) makes the parent's recording no longer current,
 //!   keeping it (never touched) for its settings, bumps the generation so that every thread
@@ -31,10 +33,19 @@
 //! `std::process::id()` and leave the parent's state alone (leaked, on purpose: it is not
 //! ours to free). The hot path gains no load: it sees a new generation, as after any stop.
 //!
+//! Nothing in the recorder joins or signals a thread: the writer thread is detached as it
+//! starts, and the stop waits for its end through a channel (`writer::WriterEnd`). A child
+//! of `fork()` gets the parent's threads' stacks back from the C library's cache for its own
+//! new threads (the child's writer among them), and a program's `JoinHandle`s copied from the
+//! parent, dropped in the child (returning from `main`), detach whatever thread now has that
+//! descriptor: a join of the child's own writer then failed (`pthread_join`: EINVAL), and
+//! std's join panicked, exit 101.
+//!
 //! This is one of the crate's modules with `unsafe` code: registering the handlers.
 #![allow(unsafe_code)]
 
 use crate::control;
+use crate::crash;
 use crate::files;
 use crate::session;
 use std::cell::RefCell;
@@ -46,9 +57,21 @@ static INSTALL: Once = Once::new();
 thread_local! {
     /// The locks *prepare* took, for *parent* or *child* to give back: all three handlers run
     /// on the forking thread (in the child, on its copy).
-    static HELD: RefCell<Option<(session::ForkHold, control::ForkHold)>> = const { RefCell::new(None) };
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
 }
 
+/// The locks *prepare* takes, in this order (module docs).
+type Held = (session::ForkHold, control::ForkHold, crash::ForkHold, Guard);
+
+#[cfg(unix)]
+type Guard = crate::busguard::ForkHold;
+#[cfg(not(unix))]
+type Guard = ();
+
+#[cfg(unix)]
+fn hold_guard() -> Guard {
+    crate::busguard::hold_for_fork()
+}
 /// Registers the fork handlers, once per process (at the first start).
 pub(crate) fn install() {
     INSTALL.call_once(|| {
@@ -70,7 +93,7 @@ pub(crate) fn install() {
 
 #[cfg(unix)]
 extern "C" fn prepare() {
-    let held = (session::hold_for_fork(), control::hold_for_fork());
+    let held = (session::hold_for_fork(), control::hold_for_fork(), crash::hold_for_fork(), hold_guard());
     let _ = HELD.try_with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
             *h = Some(held);
@@ -91,10 +114,11 @@ extern "C" fn parent() {
 extern "C" fn child() {
     let _ = HELD.try_with(|h| {
         if let Ok(mut h) = h.try_borrow_mut()
-            && let Some((session, control)) = h.take()
+            && let Some((session, control, signals, guard)) = h.take()
         {
             let records = session.in_child();
             control.in_child(records);
+            drop((signals, guard));
         }
     });
 }

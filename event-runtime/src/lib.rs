@@ -72,7 +72,8 @@
 //!   [`event_format`] is the stream's codec, re-exported for programs that decode what they
 //!   recorded untyped.
 //! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`], [`BufResize`] and
-//!   the `DEFAULT_*` sizes.
+//!   the `DEFAULT_*` sizes; [`Signals`], the signal handlers a recording installs (never
+//!   SIGINT or SIGTERM; [`Recorder`]'s docs, "Signals").
 //!
 //! The module `__private` is the generated code's bridge and is not an API.
 //!
@@ -89,14 +90,15 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in exactly five modules, each of which says so with
+//! The crate denies `unsafe` except in exactly seven modules, each of which says so with
 //! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
-//! file, and the heap lanes that share a thread's blocks with the stop by the same protocol;
-//! the thread buffers reach their blocks only through the safe methods of `ringfile::Slot`
-//! and `ringfile::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
-//! last `write(2)` of a fatal signal), `files::sys` (`flock` and `gethostname`) and `fork`
-//! (registering the `pthread_atfork` handlers that keep a forked child off its parent's
-//! recording).
+//! file), `lane` (the heap lanes that share a thread's blocks with the stop by the ring file's
+//! protocol; the thread buffers reach their blocks only through the safe methods of
+//! `ringfile::Slot` and `lane::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
+//! last `write(2)` of a fatal signal), `busguard` (the ring file's SIGBUS handler, which maps
+//! memory over a ring file cut short under its mapping), `files::sys` (`flock` and
+//! `gethostname`) and `fork` (registering the `pthread_atfork` handlers that keep a forked
+//! child off its parent's recording).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
 //! (README, "Contributing").
 #![warn(missing_docs)]
@@ -109,6 +111,8 @@
 
 mod annotate;
 mod buffer;
+#[cfg(unix)]
+mod busguard;
 mod capture;
 mod clock;
 mod config;
@@ -118,6 +122,7 @@ mod event_set;
 mod exchange;
 mod files;
 mod fork;
+mod lane;
 mod machine;
 pub mod read;
 mod recorder;
@@ -126,6 +131,7 @@ mod ringfile;
 mod session;
 mod sink;
 mod sync;
+mod traceback;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
 mod writer;
@@ -135,13 +141,13 @@ pub mod __private;
 
 pub use annotate::{intern, label, message};
 pub use capture::{Capture, Captured, capture};
-pub use config::{BufResize, ConfigError, Policy};
-pub use crash::TRACEBACK_EVENTS;
+pub use config::{BufResize, ConfigError, Policy, Signals};
 pub use event_macros::include_events;
 pub use event_set::EventSet;
 pub use recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start};
 pub use recording::{Recording, flush};
 pub use session::lost_unattributed;
+pub use traceback::TRACEBACK_EVENTS;
 
 /// The stream's codec, for readers: the `event-format` crate, re-exported whole so that a
 /// program that reads what it recorded (a memory sink's stream, [`Recording::bytes`]) needs

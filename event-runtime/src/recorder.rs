@@ -2,12 +2,23 @@
 //! from the environment, [`StartError`], and [`start`], the shortcut that configures from the
 //! environment alone.
 //!
-//! The start checks every setting before it touches a file, claims the process's recorder
-//! (`session::claim`), creates the sinks, makes the session's shared state current, and hands
-//! over to the [`Recording`], which owns the writer thread and the stop.
+//! The start ([`Recorder::start`]) runs these steps, in this order, each a function of its own:
+//!
+//! 1. `check`: every setting checked before anything is touched (`blocks`: the sizes, fitted
+//!    to the machine; `recorded_sets`; `selections`; `header`: the clock and the stream's
+//!    header; the files' names expanded), into a `Plan`;
+//! 2. `session::claim`: the process's recorder claimed (one recording at a time), and the
+//!    fork handlers registered;
+//! 3. `open_sinks`: the event file claimed and its header written, the memory sink, the ring
+//!    file claimed, backed on the disk and mapped (`open_ring_file`);
+//! 4. `share`: the session's shared state (the pool and queue, the sinks, the ring file);
+//! 5. `make_current`: that state made the running recording, its selection installed, the
+//!    built-in events on;
+//! 6. the hand-over to the [`Recording`] (`Recording::begin`), which owns the writer thread
+//!    and the stop, and the crash handlers (`crash::install`).
 
 use crate::clock::{self, TimeSource};
-use crate::config::{self, BufResize, ConfigError, Policy};
+use crate::config::{self, BufResize, ConfigError, Policy, Signals};
 use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
@@ -16,7 +27,7 @@ use crate::files::{self, ClaimError, Purpose};
 use crate::fork;
 use crate::machine;
 use crate::recording::{self, Recording};
-use crate::ringfile::RingFile;
+use crate::ringfile::{self, RingFile};
 use crate::session::{self, AfterFork, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
@@ -146,6 +157,19 @@ enum ClockChoice {
 /// Every setting can also come from the environment ([`from_env`](Recorder::from_env)).
 /// [`start`](crate::start) is the shortcut for a recording configured by the environment
 /// alone.
+///
+/// # Signals
+///
+/// A recording never takes SIGINT, SIGTERM or any signal the program handles or ignores: a
+/// program that stops on them does so as it would without the recorder. By default
+/// ([`Signals::Default`]) it installs a handler only for those of SIGABRT, SIGILL and SIGFPE
+/// whose action is the default one when it starts, and only while it writes an event file:
+/// the handler writes the signalled thread's partial block and the writer's queue to the
+/// file, then gives the signal its default action back and raises it again. The stop gives
+/// the default action back. While a ring file is mapped, a SIGBUS handler keeps a ring file
+/// truncated under the program from killing it, and passes every other SIGBUS on to the
+/// handler it found (std's stack-overflow report). [`signals`](Recorder::signals) with
+/// [`Signals::None`] (`EVENT_SIGNALS=none`) installs no handler at all.
 #[derive(Debug, Clone)]
 #[must_use = "a Recorder does nothing until started"]
 pub struct Recorder {
@@ -164,6 +188,7 @@ pub struct Recorder {
     pack: bool,
     bufresize: BufResize,
     fork: bool,
+    signals: Signals,
 }
 
 impl Default for Recorder {
@@ -212,6 +237,7 @@ impl Recorder {
             pack: true,
             bufresize: BufResize::Auto,
             fork: true,
+            signals: Signals::Default,
         }
     }
 
@@ -231,7 +257,7 @@ impl Recorder {
 
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
     /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
-    /// `EVENT_PACK`, `EVENT_FORK` (README, "Configuration").
+    /// `EVENT_PACK`, `EVENT_FORK`, `EVENT_SIGNALS` (README, "Configuration").
     ///
     /// Any other `EVENT_*` variable gets one line on stderr naming the closest setting
     /// (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise ignored.
@@ -273,6 +299,9 @@ impl Recorder {
         }
         if let Some(fork) = env.fork {
             self.fork = fork;
+        }
+        if let Some(signals) = env.signals {
+            self.signals = signals;
         }
         Ok(self)
     }
@@ -387,6 +416,24 @@ impl Recorder {
         self
     }
 
+    /// Which signal handlers the recording installs; see [`Signals`]. By default
+    /// ([`Signals::Default`]) it never takes SIGINT, SIGTERM or any signal the program
+    /// handles or ignores; while it writes an event file it flushes that file on SIGABRT,
+    /// SIGILL and SIGFPE (only those whose action is the default one at the start), and while
+    /// a ring file is mapped it keeps a truncated ring file from killing the program
+    /// (SIGBUS). [`Signals::None`] (`EVENT_SIGNALS=none`) installs nothing at all.
+    ///
+    /// ```
+    /// use event_runtime::{Recorder, Signals};
+    ///
+    /// let recording = Recorder::new().memory().signals(Signals::None).start().unwrap();
+    /// recording.stop().unwrap();
+    /// ```
+    pub fn signals(mut self, signals: Signals) -> Recorder {
+        self.signals = signals;
+        self
+    }
+
     /// Timestamps from a counter that each event advances by one, for reproducible tests.
     pub fn deterministic_clock(mut self) -> Recorder {
         self.clock = ClockChoice::Deterministic;
@@ -407,6 +454,62 @@ impl Recorder {
     /// does not pin): a writer confined to a recording thread's core takes that thread's
     /// time, which the benchmark measured at twice the cost of an event (BENCHMARKS.md).
     pub fn start(mut self) -> Result<Recording, StartError> {
+        let (plan, time) = self.check()?;
+        // The process's recorder is claimed before any file is touched.
+        let Some(vacancy) = session::claim() else {
+            return Err(StartError::AlreadyRunning);
+        };
+        fork::install();
+        let (sinks, ring_file) = self.open_sinks(&plan)?;
+        let shared = self.share(&plan, time, sinks, ring_file);
+        let generation = make_current(vacancy, &shared, plan);
+        let recording = Recording::begin(Arc::clone(&shared), generation).map_err(StartError::WriterThread)?;
+        crash::install(&shared, self.signals == Signals::Default);
+        Ok(recording)
+    }
+}
+
+/// What the start's first step ([`Recorder::check`]) found: every setting checked, nothing
+/// touched yet (and the clock, which the shared state takes).
+struct Plan {
+    /// Blocks in the buffer (`buffer_size / block_size`, at least `MIN_BLOCKS`).
+    blocks: u64,
+    /// The recorded sets, and their schemas as the header names them.
+    sets: Vec<&'static EventSet>,
+    schemas: Vec<Schema>,
+    /// Each set's first wire code: its event `j` is written as `first + j`.
+    firsts: Vec<u16>,
+    /// Each set's selection to start with.
+    selections: Vec<Selection>,
+    header: Header,
+    header_bytes: Vec<u8>,
+    /// The files' paths, their patterns expanded.
+    file_path: Option<PathBuf>,
+    ring_path: Option<PathBuf>,
+}
+
+impl Recorder {
+    /// The start's first step: every setting checked (sizes, sets, selection, clock and
+    /// header, the files' names) before anything is touched.
+    fn check(&mut self) -> Result<(Plan, TimeSource), StartError> {
+        let blocks = self.blocks()?;
+        let (sets, schemas) = self.recorded_sets()?;
+        let selections = self.selections(&schemas)?;
+        let time = match self.clock {
+            ClockChoice::Best => TimeSource::best(),
+            ClockChoice::Monotonic => TimeSource::monotonic(),
+            ClockChoice::Deterministic => TimeSource::deterministic(),
+        };
+        let (header, firsts) = self.header(&schemas, &time);
+        let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
+        let file_path = expand(&self.file, Purpose::EventFile)?;
+        let ring_path = expand(&self.ring, Purpose::RingFile)?;
+        Ok((Plan { blocks, sets, schemas, firsts, selections, header, header_bytes, file_path, ring_path }, time))
+    }
+
+    /// The number of blocks in the buffer, once the block size is checked and the buffers fit
+    /// the machine (lowered to fit, or refused: `bufresize`).
+    fn blocks(&mut self) -> Result<u64, StartError> {
         let bs = self.block_size;
         if !bs.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&bs) {
             return Err(StartError::BadBlockSize(bs));
@@ -419,8 +522,12 @@ impl Recorder {
         if blocks < config::MIN_BLOCKS {
             return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs });
         }
-        let (sets, schemas) = self.recorded_sets()?;
-        let selections = match &self.selection {
+        Ok(blocks)
+    }
+
+    /// Each set's selection to start with, as configured.
+    fn selections(&self, schemas: &[Schema]) -> Result<Vec<Selection>, StartError> {
+        Ok(match &self.selection {
             SelectionChoice::All => schemas.iter().map(Selection::all).collect(),
             SelectionChoice::Mask(mask) => {
                 schemas.iter().map(|_| Selection { kinds: *mask, overrides: Default::default() }).collect()
@@ -435,12 +542,11 @@ impl Recorder {
                     })
                 })?
             }
-        };
-        let time = match self.clock {
-            ClockChoice::Best => TimeSource::best(),
-            ClockChoice::Monotonic => TimeSource::monotonic(),
-            ClockChoice::Deterministic => TimeSource::deterministic(),
-        };
+        })
+    }
+
+    /// The stream's header for `schemas` and the clock `time`, and each set's first wire code.
+    fn header(&self, schemas: &[Schema], time: &TimeSource) -> (Header, Vec<u16>) {
         let clock = time.facts();
         let start_wall = if time.is_deterministic() { 0 } else { clock.ref_wall_ns };
         let entries = SetEntry::assign(schemas.iter().cloned());
@@ -448,58 +554,71 @@ impl Recorder {
         let firsts: Vec<u16> = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first)).collect();
         let mut header = Header::with_sets(
             entries,
-            bs,
+            self.block_size,
             clock,
             Producer { host: files::host_name().unwrap_or_default(), ..Producer::current(start_wall) },
         );
         header.properties.recording = Some(new_recording_id());
-        let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
-        let expand = |path: &Option<PathBuf>, purpose| match path {
-            Some(p) => {
-                files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message)))
-            }
-            None => Ok(None),
-        };
-        let file_path = expand(&self.file, Purpose::EventFile)?;
-        let ring_path = expand(&self.ring, Purpose::RingFile)?;
+        (header, firsts)
+    }
 
-        // Claim the process's recorder before touching any file.
-        let Some(vacancy) = session::claim() else {
-            return Err(StartError::AlreadyRunning);
-        };
-        fork::install();
-        let after_fork = self.fork.then(|| self.after_fork());
+    /// The sinks (the event file claimed and its header written, the memory sink) and the
+    /// ring file (claimed, backed on the disk, mapped). A file that is refused is said in one
+    /// line, and the recording goes on without it; one that cannot be created is an error.
+    fn open_sinks(&self, plan: &Plan) -> Result<(Sinks, Option<Arc<RingFile>>), StartError> {
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
-        let file = match &file_path {
+        let file = match &plan.file_path {
             Some(path) => claim(path, Purpose::EventFile)?.map(|c| (c.path, c.file)),
             None => None,
         };
         let mut sinks = Sinks::new(file, memory, self.pack);
-        sinks.write(&header_bytes);
-        let ring_file = match &ring_path {
-            Some(path) => match claim(path, Purpose::RingFile)? {
-                Some(claimed) => {
-                    let slots = self.ring_threads;
-                    let per_slot =
-                        (blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
-                    let layout = Layout {
-                        order: Order::NATIVE,
-                        version: event_format::ring::RING_VERSION,
-                        block_size: bs,
-                        slots,
-                        blocks_per_slot: per_slot,
-                        header_len: header_bytes.len() as u32,
-                        pid: u64::from(std::process::id()),
-                        created_ns: clock::wall_ns(),
-                    };
-                    let ring = RingFile::create(claimed.file, &claimed.path, layout, &header_bytes)
-                        .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
-                    Some(Arc::new(ring))
-                }
-                None => None,
-            },
+        sinks.write(&plan.header_bytes);
+        let ring_file = match &plan.ring_path {
+            Some(path) => self.open_ring_file(path, plan)?,
             None => None,
         };
+        Ok((sinks, ring_file))
+    }
+
+    /// The ring file at `path`: claimed, backed on the disk (`ringfile::back`), mapped.
+    /// `None` when it is refused (said in one line).
+    fn open_ring_file(&self, path: &Path, plan: &Plan) -> Result<Option<Arc<RingFile>>, StartError> {
+        let Some(claimed) = claim(path, Purpose::RingFile)? else { return Ok(None) };
+        let slots = self.ring_threads;
+        let per_slot =
+            (plan.blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
+        let layout = Layout {
+            order: Order::NATIVE,
+            version: event_format::ring::RING_VERSION,
+            block_size: self.block_size,
+            slots,
+            blocks_per_slot: per_slot,
+            header_len: plan.header_bytes.len() as u32,
+            pid: u64::from(std::process::id()),
+            created_ns: clock::wall_ns(),
+        };
+        let len = layout.file_len();
+        if let Err(error) = ringfile::back(&claimed.file, len) {
+            // A ring file that its file system cannot hold is refused, as one that is not
+            // ours: one line, and the recording goes on without it.
+            eprintln!(
+                "event-runtime: not recording to the ring file {}: cannot allocate its {} on the file system: {error}; free space there or lower EVENT_BUFSIZE",
+                claimed.path.display(),
+                machine::size_text(len)
+            );
+            files::discard(&claimed.path, &claimed.file);
+            return Ok(None);
+        }
+        let guard = self.signals == Signals::Default;
+        let ring = RingFile::create(claimed.file, &claimed.path, layout, &plan.header_bytes, guard)
+            .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
+        Ok(Some(Arc::new(ring)))
+    }
+
+    /// The state every thread buffer of the recording shares: the pool and queue (when the
+    /// stream sinks get blocks as they fill), the sinks, the ring file, the clock `time`.
+    fn share(&self, plan: &Plan, time: TimeSource, sinks: Sinks, ring_file: Option<Arc<RingFile>>) -> Arc<Shared> {
+        let (blocks, bs) = (plan.blocks, self.block_size);
         let streaming = self.policy != Policy::Ring && !sinks.is_empty();
         let pooled = streaming; // Pool homes, or copies from ring-file slots.
         let exchange = if pooled {
@@ -509,11 +628,11 @@ impl Recorder {
             Exchange::new(0, bs as usize, None)
         };
         let heap_ring_blocks = (blocks / u64::from(self.ring_threads)).clamp(2, 1 << 16) as u32;
-        let shared = Arc::new(Shared {
+        Arc::new(Shared {
             block_size: bs,
-            clock,
-            catalog: Catalog::new(&header.sets),
-            sets: sets.iter().copied().zip(firsts).collect(),
+            clock: plan.header.clock,
+            catalog: Catalog::new(&plan.header.sets),
+            sets: plan.sets.iter().copied().zip(plan.firsts.iter().copied()).collect(),
             time,
             next_thread: AtomicU64::new(1),
             policy: self.policy,
@@ -531,15 +650,26 @@ impl Recorder {
             streaming,
             pool_blocks: if pooled { blocks as usize } else { 0 },
             pid: std::process::id(),
-            after_fork,
-        });
-        let generation = vacancy.fill(&shared);
-        let recorded = sets.iter().zip(schemas).map(|(&set, schema)| control::Recorded { set, schema }).collect();
-        control::install(recorded, selections);
-        session::set_running(true);
-        let recording = Recording::begin(Arc::clone(&shared), generation).map_err(StartError::WriterThread)?;
-        crash::install(&shared);
-        Ok(recording)
+            after_fork: self.fork.then(|| self.after_fork()),
+        })
+    }
+}
+
+/// Makes `shared` the process's running recording (in the place `vacancy` holds), installs
+/// its selection and turns the built-in events on; returns its generation.
+fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> u64 {
+    let generation = vacancy.fill(shared);
+    let recorded = plan.sets.iter().zip(plan.schemas).map(|(&set, schema)| control::Recorded { set, schema }).collect();
+    control::install(recorded, plan.selections);
+    session::set_running(true);
+    generation
+}
+
+/// `path` (a pattern) expanded, for `purpose`; an unknown pattern is a configuration error.
+fn expand(path: &Option<PathBuf>, purpose: Purpose) -> Result<Option<PathBuf>, StartError> {
+    match path {
+        Some(p) => files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message))),
+        None => Ok(None),
     }
 }
 
@@ -653,7 +783,9 @@ impl Recorder {
 /// what the environment names explicitly (a bad value, a named file that cannot be created)
 /// is an error, one line. A machine out of threads (the writer thread cannot be started) is
 /// neither: one line on stderr, and `Ok(None)`. Use [`Recorder`] to record from code whatever
-/// the environment says.
+/// the environment says. The signal handlers a recording installs (by default only for the
+/// fatal SIGABRT, SIGILL and SIGFPE, never SIGINT or SIGTERM; `EVENT_SIGNALS=none`, none at
+/// all) are in [`Recorder`]'s docs, "Signals".
 /// Keep the returned [`Recording`]: dropping it stops the recording and flushes it.
 ///
 /// ```no_run

@@ -3,7 +3,7 @@
 //!
 //! The stop undoes the start in reverse: the crash handlers and the control selection go,
 //! the built-in events stop, the stop takes what every thread committed to its lane (its
-//! partial block, or its ring: `ringfile::Lane`; the block it is writing in a ring-file
+//! partial block, or its ring: `lane::Lane`; the block it is writing in a ring-file
 //! slot, when the event file gets copies: `ringfile::SlotCopy`), whether the thread has ended, still runs or
 //! is blocked, the writer thread drains and ends, the session is closed (every thread buffer
 //! of it is then stale), and what only the stop can write (the lanes it took, the rings, the
@@ -21,7 +21,6 @@ use crate::session::{self, Shared, lock};
 use crate::writer;
 use std::io;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long a flush waits for the writer thread.
@@ -38,9 +37,10 @@ const FLUSH_WAIT: Duration = Duration::from_secs(1);
 pub struct Recording {
     shared: Arc<Shared>,
     generation: u64,
-    /// The writer thread; `None` only when it could not start (then the recording never ran,
-    /// and the stop removes the event file it made if that holds nothing) or after the stop.
-    writer: Option<JoinHandle<()>>,
+    /// The writer thread's end, which the stop waits for (the thread is detached, never
+    /// joined); `None` only when it could not start (then the recording never ran, and the
+    /// stop removes the event file it made if that holds nothing) or after the stop.
+    writer: Option<writer::WriterEnd>,
     stopped: bool,
 }
 
@@ -117,7 +117,8 @@ impl Recording {
     }
 
     /// A copy of the parent's recording in a child of `fork()`: nothing of it is ours; the
-    /// writer thread it names does not exist here (joining it would panic).
+    /// writer thread it names does not exist here, and its channel is the parent's (never
+    /// touched: forgotten).
     fn let_go(&mut self) {
         self.stopped = true;
         std::mem::forget(self.writer.take());
@@ -155,7 +156,7 @@ impl Recording {
         self.shared.exchange.close();
         let mut result = Ok(());
         if let Some(writer) = self.writer.take()
-            && writer.join().is_err()
+            && !writer.wait()
         {
             // The writer thread panicked (its message is on stderr already): the blocks it
             // had not written are lost, and the stop says so.
@@ -176,8 +177,27 @@ impl Recording {
             ring.set_lost(lost);
         }
         let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
+        // A ring file cut short under its mapping (`busguard`): said once (the writer thread
+        // may have said it), and the stop's error.
+        let cut_short = shared.ring_file.as_ref().is_some_and(|ring| ring.cut_short());
+        if let Some(ring) = &shared.ring_file
+            && cut_short
+        {
+            let line = ring.loss_to_say(shared.streaming);
+            if let Some(line) = &line {
+                eprintln!("event-runtime: {line}");
+            }
+            lock(&shared.sinks).fail(
+                line.unwrap_or_else(|| {
+                    format!("the ring file {} was truncated while recording", ring.path().display())
+                }),
+            );
+        }
+        // Whether the stream misses what it should have copied: then it does not say it
+        // stopped cleanly.
+        let mut copy_failed = false;
         match &shared.ring_file {
-            Some(ring) if !shared.streaming => {
+            Some(ring) if !shared.streaming && !cut_short => {
                 // The copy of the ring file carries its own loss report (RingStream's block of
                 // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
                 // thread without a slot counts its events as unattributed (the file's `lost`).
@@ -187,15 +207,20 @@ impl Recording {
                     let message = format!("copying the ring file to the sinks failed: {e}");
                     eprintln!("event-runtime: {message}");
                     lock(&shared.sinks).fail(message);
+                    copy_failed = true;
                 }
             }
             _ => {
+                // Under `ring` with a ring file cut short, the rings of the threads that
+                // started after the cut (on the heap) are all there is to copy.
+                copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.sinks).is_empty();
                 writer::write_rings(shared);
                 writer::write_reports(shared, unattributed);
             }
         }
-        // The marker is the last block: a stop whose writer thread failed is not clean.
-        if result.is_ok() {
+        // The marker is the last block: a stop whose writer thread failed, or whose stream
+        // misses the ring file's copy, is not clean.
+        if result.is_ok() && !copy_failed {
             writer::write_stop(shared);
         }
         if let Some(ring) = &shared.ring_file {
@@ -219,7 +244,7 @@ impl Recording {
 
 /// Writes what the stop took from the threads' lanes: the partial pool blocks now, the rings
 /// with the others (`writer::write_rings`), and each thread's refusals as a report.
-fn write_taken(shared: &Shared, taken: Vec<crate::ringfile::LaneTake>) {
+fn write_taken(shared: &Shared, taken: Vec<crate::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {
         shared.report_dropped(take.thread, take.refused);

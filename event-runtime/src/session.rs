@@ -12,7 +12,8 @@ use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::{BlockBuf, Exchange};
-use crate::ringfile::{Lane, LaneTake, RingFile, SlotCopy, SlotTake};
+use crate::lane::{Lane, LaneTake};
+use crate::ringfile::{RingFile, SlotCopy, SlotTake};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::wire::{Order, seal_block_in_place};
@@ -64,7 +65,7 @@ pub(crate) struct Shared {
     pub(crate) interned: Mutex<HashMap<String, u64>>,
     /// The thread rings the stop took, written to the sinks at stop.
     pub(crate) retired: Mutex<Vec<RetiredRing>>,
-    /// Every thread's lane (`ringfile::Lane`), for the stop to take: the pool lanes of
+    /// Every thread's lane (`lane::Lane`), for the stop to take: the pool lanes of
     /// threads alive, and every ring lane. Closed by the stop.
     pub(crate) lanes: Mutex<Lanes>,
     /// Losses for the recorder to report in its own `Dropped` events: (thread, count).
@@ -200,7 +201,7 @@ impl Shared {
         slots.iter().filter_map(|slot| slot.take()).collect()
     }
 
-    /// The stop's take of every thread's lane (`ringfile::Lane::take`): what each committed,
+    /// The stop's take of every thread's lane (`lane::Lane::take`): what each committed,
     /// whether its thread is still running, blocked, or gone. No lane is added after this.
     pub(crate) fn take_lanes(&self) -> Vec<LaneTake> {
         let lanes = {

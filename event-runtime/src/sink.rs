@@ -161,9 +161,8 @@ impl Sinks {
         if let Some((path, file)) = &self.file
             && self.written.events == 0
             && self.written.lost == 0
-            && crate::files::names(path, file)
         {
-            let _ = std::fs::remove_file(path);
+            crate::files::discard(path, file);
         }
         self.close_file();
     }

@@ -17,7 +17,6 @@ use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_p
 use event_format::wire::{dropped_report, stop_block};
 use std::io::{self, Read};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often the writer thread looks at the ring file's control page and heartbeat.
@@ -26,12 +25,46 @@ const SERVICE_PERIOD: Duration = Duration::from_millis(20);
 const CLOCK_SYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// Starts the writer thread of the recording of `generation`; it ends once the exchange is
-/// closed and drained.
-pub(crate) fn spawn(shared: &Arc<Shared>, generation: u64) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name("event-writer".into()).spawn({
+/// closed and drained. The thread is detached as it starts: the stop waits for its end
+/// through the returned [`WriterEnd`] and never joins it (`fork`'s module docs say why).
+pub(crate) fn spawn(shared: &Arc<Shared>, generation: u64) -> io::Result<WriterEnd> {
+    let (ended, end) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new().name("event-writer".into()).spawn({
         let shared = Arc::clone(shared);
-        move || writer_main(&shared, generation)
-    })
+        move || {
+            let ending = Ending(ended);
+            writer_main(&shared, generation);
+            // Its share of the recording goes before it says it ended: the stop then finds
+            // nothing of the writer's left.
+            drop(shared);
+            drop(ending);
+        }
+    })?;
+    // Detached: never joined, so no `pthread_join` can meet a descriptor that a stale handle
+    // detached (a child of `fork()` dropping its parent's `JoinHandle`s).
+    drop(thread);
+    Ok(WriterEnd(end))
+}
+
+/// The end of a recording's writer thread, as the stop waits for it (a detached thread is
+/// not joined).
+#[derive(Debug)]
+pub(crate) struct WriterEnd(std::sync::mpsc::Receiver<bool>);
+
+impl WriterEnd {
+    /// Waits until the writer thread has ended; `false` when it panicked.
+    pub(crate) fn wait(self) -> bool {
+        matches!(self.0.recv(), Ok(false))
+    }
+}
+
+/// Says, when the writer thread's work ends (returned or unwound), whether it panicked.
+struct Ending(std::sync::mpsc::Sender<bool>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        let _ = self.0.send(std::thread::panicking());
+    }
 }
 
 /// The writer thread: writes full blocks to the sinks, reports losses, and serves the ring
@@ -49,6 +82,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             write_reports(shared, &[]);
         }
         if let Some(ring) = &shared.ring_file {
+            if let Some(line) = ring.loss_to_say(shared.streaming) {
+                eprintln!("event-runtime: {line}");
+            }
             ring.heartbeat();
             ring.set_lost(shared.lost_here());
             if let Some((seq, text)) = ring.request() {

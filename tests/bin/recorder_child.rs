@@ -12,6 +12,8 @@
 //! - `follow PATH THREADS N`: prints `ready` once recording, records N events per thread
 //!   from THREADS threads, then stops and exits.
 //! - `abort PATH N`: records N events to the event file PATH, then aborts.
+//! - `abort-env N`: records N events as the environment says (`event_runtime::start`), then
+//!   aborts.
 //! - `panic N`: records N events into memory, then panics.
 //! - `env`: starts recording as the environment says (`event_runtime::start`; nothing when
 //!   it asks for nothing), records a few events and stops; a bad setting is reported on
@@ -20,12 +22,13 @@
 //!   standard input ends.
 //! - `spawn N`: as `env`, but records N events, runs `recorder-child env` (which inherits
 //!   the `EVENT_*` variables) to its end, then records N more and stops.
-//! - `fork PATH THREADS N file|ring|off`: records into the event file (or ring file) PATH
-//!   from THREADS paced workers, and while they record, forks: the child records N
+//! - `fork PATH THREADS N file|ring|off [return]`: records into the event file (or ring file)
+//!   PATH from THREADS paced workers, and while they record, forks: the child records N
 //!   numbered events as worker 1000 on the forking thread and N as worker 1001 on a thread of
-//!   its own, then stops its recording (exit 3 if that fails) and exits 0. `off`: an event
-//!   file, and children record nothing. The parent prints `child PID STATUS` once the child
-//!   ended, then stops its workers and its recording.
+//!   its own, then stops its recording (exit 3 if that fails) and exits 0; with `return`, it
+//!   returns from `main` instead, which drops the `Recording` it inherited from its parent's
+//!   `main`. `off`: an event file, and children record nothing. The parent prints `child PID
+//!   STATUS` once the child ended, then stops its workers and its recording.
 //! - `go-on N`: starts recording as the environment says; if it cannot, prints the error
 //!   as `error: ...` and goes on without; records N numbered events, ends the recording by
 //!   dropping it, prints `done` and exits 0 (a program that must not fail for its tracer).
@@ -33,6 +36,10 @@
 //!   (RLIMIT_FSIZE, SIGXFSZ ignored): the disk is full from the recorder's point of view.
 //! - `go-on-hold N`: as `go-on`, but after the N events prints `ready` and waits for a line on
 //!   stdin before it ends the recording.
+//! - `record-hold N`: starts recording as the environment says; a worker (`worker-1`)
+//!   records numbered events, a millisecond's pause every 64, until the end; the main thread
+//!   records N as worker 0, prints `ready`, waits for a line on stdin, records N more, stops
+//!   the worker, ends the recording by dropping it and prints `done` (exit 0).
 
 event_runtime::include_events!("../events.def");
 
@@ -68,6 +75,14 @@ fn main() {
             // Kept alive: the abort comes while it records.
             let _recording = Recorder::new().file(arg(1)).block_size(4096).start().unwrap_or_else(|e| fail(&e));
             for i in 0..number(2) {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            std::process::abort();
+        }
+        "abort-env" => {
+            // Kept alive: the abort comes while it records.
+            let _recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
+            for i in 0..number(1) {
                 event!(ArenaDestroy, 0usize, i);
             }
             std::process::abort();
@@ -118,13 +133,22 @@ fn main() {
             stop(recording);
             println!("ok");
         }
-        "fork" => fork_mode(&arg(1), number(2), number(3), &arg(4)),
+        "fork" => {
+            let returns = match args.get(5).map(String::as_str) {
+                None => false,
+                Some("return") => true,
+                Some(_) => usage(),
+            };
+            // In a child that returns, its parent's `Recording`, dropped as `main` returns.
+            let _inherited = fork_mode(&arg(1), number(2), number(3), &arg(4), returns);
+        }
         "go-on" => go_on(number(1), false),
         "fsize" => {
             sys::limit_file_size(number(1));
             go_on(number(2), false);
         }
         "go-on-hold" => go_on(number(1), true),
+        "record-hold" => record_hold(number(1)),
         _ => usage(),
     }
 }
@@ -137,8 +161,9 @@ fn stop(recording: Option<event_runtime::Recording>) {
     }
 }
 
-/// `fork`: see the module docs.
-fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
+/// `fork`: see the module docs. Returns, in a child told to `return`, the recording it
+/// inherited, for `main` to drop.
+fn fork_mode(path: &str, threads: u64, n: u64, kind: &str, returns: bool) -> Option<event_runtime::Recording> {
     let recorder = match kind {
         "ring" => ring_recorder(path, threads),
         "file" | "off" => Recorder::new()
@@ -189,6 +214,9 @@ fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
                 .unwrap_or_else(|e| fail(&e))
                 .join()
                 .unwrap_or_else(|_| std::process::exit(4));
+            if returns {
+                return Some(recording);
+            }
             match recording.stop() {
                 Ok(_) => std::process::exit(0),
                 Err(e) => {
@@ -206,8 +234,37 @@ fn fork_mode(path: &str, threads: u64, n: u64, kind: &str) {
                 h.join().expect("a worker finishes");
             }
             recording.stop().unwrap_or_else(|e| fail(&e));
+            None
         }
     }
+}
+
+/// `record-hold`: see the module docs.
+fn record_hold(n: u64) {
+    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
+    let worker = spawn_worker(1, || {
+        for i in 0u64.. {
+            if STOP.load(Ordering::Relaxed) {
+                break;
+            }
+            event!(ArenaDestroy, 1usize, i);
+            pace(i, Some(64));
+        }
+    });
+    for i in 0..n {
+        event!(ArenaDestroy, 0usize, i);
+    }
+    ready();
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    for i in n..2 * n {
+        event!(ArenaDestroy, 0usize, i);
+    }
+    STOP.store(true, Ordering::Relaxed);
+    worker.join().expect("the worker finishes");
+    drop(recording);
+    println!("done");
 }
 
 /// `go-on` and `hold`: see the module docs.
@@ -374,7 +431,7 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | panic N | env | hold N | spawn N | fork PATH THREADS N file|ring|off | go-on N | fsize LIMIT N | go-on-hold N"
+        "usage: recorder-child ring PATH THREADS [BURST] | panic-ring PATH THREADS DELAY_MS VICTIM [BURST] | follow PATH THREADS N | abort PATH N | abort-env N | panic N | env | hold N | spawn N | fork PATH THREADS N file|ring|off [return] | go-on N | fsize LIMIT N | go-on-hold N | record-hold N"
     );
     std::process::exit(2)
 }

@@ -10,6 +10,7 @@ mod house;
 mod process;
 mod runtime;
 mod security;
+mod signals;
 mod startup;
 mod stop;
 mod tracing;

@@ -1,7 +1,8 @@
 //! The recorder in the process models and faults a host program meets (`recorder-child`):
-//! `fork()` without `exec` while threads record, buffers larger than the machine
-//! (`EVENT_BUFRESIZE`), a full disk, a ring file removed while recording, a directory that
-//! cannot be written. Each checks the exit status, stderr and the files afterwards.
+//! `fork()` without `exec` while threads record (and a child that returns from `main`),
+//! buffers larger than the machine (`EVENT_BUFRESIZE`), a full disk (under the event file,
+//! and under the ring file), a ring file removed or truncated while recording, a directory
+//! that cannot be written. Each checks the exit status, stderr and the files afterwards.
 
 use event_tests::{Numbered, numbered, read_ring};
 use std::io::Write;
@@ -50,9 +51,12 @@ fn assert_runs(n: &Numbered, workers: &[u64], len: Option<u64>) {
     }
 }
 
-/// Runs `fork` mode; returns the child's pid, after checking both processes exited 0.
-fn fork_run(path: &Path, kind: &str) -> (u32, Output) {
-    let out = run(child(&["fork", path.to_str().unwrap(), "3", "3000", kind], &[("EVENT_BUFSIZE", "1m")]));
+/// Runs `fork` mode (with `return` among `extra`, the child returns from `main`); returns the
+/// child's pid, after checking both processes exited 0.
+fn fork_run(path: &Path, kind: &str, extra: &[&str]) -> (u32, Output) {
+    let mut args = vec!["fork", path.to_str().unwrap(), "3", "3000", kind];
+    args.extend_from_slice(extra);
+    let out = run(child(&args, &[("EVENT_BUFSIZE", "1m")]));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -75,7 +79,7 @@ fn fork_run(path: &Path, kind: &str) -> (u32, Output) {
 fn a_forked_child_records_into_its_own_event_file_and_the_parents_stays_whole() {
     let d = dir("fork-file");
     let path = d.join("trace.evt");
-    let (pid, _) = fork_run(&path, "file");
+    let (pid, _) = fork_run(&path, "file", &[]);
     let parent = events_in(&path);
     assert_runs(&parent, &[0, 1, 2], None);
     assert!(parent.by_worker.keys().all(|w| *w < 3), "no event of the child in the parent's file");
@@ -95,7 +99,7 @@ fn a_forked_child_records_into_its_own_event_file_and_the_parents_stays_whole() 
 fn a_forked_child_records_into_its_own_ring_file_and_the_parents_stays_whole() {
     let d = dir("fork-ring");
     let path = d.join("trace.ring");
-    let (pid, _) = fork_run(&path, "ring");
+    let (pid, _) = fork_run(&path, "ring", &[]);
     // The parent's ring file: closed, no damage, every worker a gap-free run.
     event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
     let own = d.join(format!("trace-{pid}.ring"));
@@ -111,10 +115,34 @@ fn a_forked_child_records_into_its_own_ring_file_and_the_parents_stays_whole() {
 }
 
 #[test]
+fn a_forked_child_that_returns_from_main_exits_0_and_both_logs_are_whole() {
+    // The child drops the `Recording` it inherited from its parent's `main` as its own `main`
+    // returns: that stops the child's own recording, and nothing of the parent's is joined
+    // or touched (it panicked with `failed to join thread: Invalid argument`, exit 101).
+    let d = dir("fork-return");
+    let path = d.join("trace.evt");
+    let (pid, _) = fork_run(&path, "file", &["return"]);
+    assert_runs(&events_in(&path), &[0, 1, 2], None);
+    let own = d.join(format!("trace-{pid}.evt"));
+    assert_runs(&events_in(&own), &[1000, 1001], Some(3000));
+    for p in [&path, &own] {
+        let (code, text) = check(&[p]);
+        assert_eq!(code, 0, "{}: {text}", p.display());
+    }
+    let path = d.join("trace.ring");
+    let (pid, _) = fork_run(&path, "ring", &["return"]);
+    event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
+    let (stream, summary) = read_ring(&d.join(format!("trace-{pid}.ring"))).unwrap();
+    assert_eq!(summary.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
+    let child = numbered(&stream).unwrap();
+    assert_eq!(child.by_worker[&1000].last(), Some(&2999), "the child's last events");
+}
+
+#[test]
 fn a_forked_child_records_nothing_when_told_not_to() {
     let d = dir("fork-off");
     let path = d.join("trace.evt");
-    let (pid, _) = fork_run(&path, "off");
+    let (pid, _) = fork_run(&path, "off", &[]);
     assert_runs(&events_in(&path), &[0, 1, 2], None);
     assert!(!d.join(format!("trace-{pid}.evt")).exists(), "no file for the child");
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "the parent's file only");
@@ -290,4 +318,134 @@ fn a_file_that_cannot_be_created_is_one_line_and_the_program_goes_on() {
     let lines = stderr_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("Read-only file system"), "{}", lines[0]);
+}
+
+/// Runs `recorder-child` with `args` and `env` in a private mount namespace where a tmpfs of
+/// `size` is mounted on `at` (only the child sees it); what it wrote under `at` is listed on
+/// stdout after `files:`. `None` where this machine cannot (not root, no `unshare`): the
+/// caller skips with a message, and fails under CI (env `CI`).
+fn on_small_tmpfs(at: &Path, size: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Output> {
+    std::fs::create_dir_all(at).unwrap();
+    let script = r#"mount -t tmpfs -o "size=$1" tmpfs "$2" || exit 97; dir=$2; shift 2; "$@"; rc=$?; echo files:; ls -A "$dir"; exit $rc"#;
+    let mut c =
+        crate::common::program("unshare", &["-m", "--propagation", "private", "sh", "-c", script, "sh", size], env);
+    c.arg(at).arg(crate::common::CHILD).args(args);
+    let out =
+        c.output().ok().filter(|o| o.status.code() != Some(97) && !(o.status.code() == Some(1) && o.stdout.is_empty()));
+    if out.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI must be able to mount a tmpfs (root, unshare -m)");
+        eprintln!("skipped: cannot mount a small file system here (needs root and unshare -m)");
+    }
+    out
+}
+
+#[test]
+fn a_ring_file_on_a_full_file_system_is_refused_at_the_start_and_the_program_runs_on() {
+    // A ring file was made sparse and mapped: the first page the file system could not back
+    // killed the recording thread with SIGBUS (exit 135).
+    let d = dir("ring-full");
+    let small = d.join("small");
+    let file = d.join("trace.evt");
+    let ring = small.join("trace.ring");
+    // 16 MiB of ring file (EVENT_BUFSIZE's default) on a 256 KiB file system; 50000 events go
+    // round the main thread's slot (512 KiB) more than once.
+    let env = [("EVENT_RING", ring.to_str().unwrap()), ("EVENT_FILE", file.to_str().unwrap())];
+    let Some(out) = on_small_tmpfs(&small, "256k", &["go-on", "50000"], &env) else { return };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("done\n"), "the program ran on: {stdout}");
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("event-runtime: not recording to the ring file {}: ", ring.display()))
+            && lines[0].contains("No space left on device"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(stdout.split("files:\n").nth(1), Some(""), "the refused ring file is removed");
+    // The other sink records everything.
+    assert_runs(&events_in(&file), &[0], Some(50000));
+    let (code, text) = check(&[&file]);
+    assert_eq!(code, 0, "{text}");
+    // A ring file alone: refused, and the program runs on without a sink.
+    let env = [("EVENT_RING", ring.to_str().unwrap())];
+    let Some(out) = on_small_tmpfs(&small, "256k", &["go-on", "50000"], &env) else { return };
+    assert!(out.status.success(), "alone: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stderr_lines(&out).len(), 1, "alone: one line: {:?}", stderr_lines(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("done\n"), "alone: the program ran on");
+}
+
+/// The `Dropped` counts of `stream`, by thread (thread 0: the recorder's own reports).
+fn dropped_by_thread(stream: &[u8]) -> std::collections::BTreeMap<u64, u64> {
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::Value;
+    let mut decoder = Decoder::new(stream).unwrap();
+    let catalog = Catalog::new(&decoder.header().sets);
+    let mut lost = std::collections::BTreeMap::new();
+    while let Some(block) = decoder.next_block() {
+        let block = block.unwrap();
+        *lost.entry(block.header.thread).or_insert(0) += block.header.lost;
+        for entry in block.entries(&catalog) {
+            if let Entry::Event(e) = entry
+                && e.desc.code == event_format::builtin::DROPPED
+                && let [Value::Word(thread), Value::Word(n), ..] = e.values().collect::<Vec<_>>()[..]
+            {
+                *lost.entry(thread).or_insert(0) += n;
+            }
+        }
+    }
+    lost
+}
+
+#[test]
+fn a_ring_file_truncated_while_recording_costs_the_ring_not_the_program() {
+    // The pages cut off the mapping killed the first thread that touched them with SIGBUS.
+    let d = dir("ring-truncated");
+    for with_file in [true, false] {
+        let ring = d.join(format!("trace-{with_file}.ring"));
+        let file = d.join(format!("trace-{with_file}.evt"));
+        let mut env = vec![("EVENT_RING", ring.to_str().unwrap()), ("EVENT_BUFSIZE", "1m")];
+        if with_file {
+            env.push(("EVENT_FILE", file.to_str().unwrap()));
+        }
+        let mut c = child(&["record-hold", "5000"], &env);
+        let mut proc = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(proc.stdout.as_mut().unwrap()), &mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        // Cut to nothing while the worker records; the main thread records 5000 more after.
+        std::fs::OpenOptions::new().write(true).open(&ring).unwrap().set_len(0).unwrap();
+        proc.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let out = proc.wait_with_output().unwrap();
+        let what = if with_file { "with an event file" } else { "alone" };
+        assert!(out.status.success(), "{what}: exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).ends_with("done\n"), "{what}: the program ran to its end");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{what}: one line: {lines:?}");
+        assert!(
+            lines[0]
+                .starts_with(&format!("event-runtime: the ring file {} was truncated while recording", ring.display())),
+            "{what}: {}",
+            lines[0]
+        );
+        if with_file {
+            // The event file decodes whole; each of the main thread's 10000 events is in it
+            // or counted lost (the block being written when the ring file was cut).
+            let bytes = std::fs::read(&file).unwrap();
+            let found = numbered(&bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let run = &found.by_worker[&0];
+            assert!(run.windows(2).all(|p| p[1] > p[0]), "{what}: in order, no repeat");
+            let thread = found.thread_of[&0];
+            let lost = dropped_by_thread(&bytes).get(&thread).copied().unwrap_or(0);
+            assert!(
+                run.len() as u64 + lost >= 10_000 && run.len() < 10_000,
+                "{what}: {} events of the main thread and {lost} counted lost",
+                run.len()
+            );
+            assert!(run.ends_with(&[9_999]), "{what}: the events after the cut are all there");
+            let (code, text) = check(&[&file]);
+            assert!(text.contains("lost"), "{what}: check says the loss: {text}");
+            assert_ne!(code, 0, "{what}: {text}");
+        }
+    }
 }

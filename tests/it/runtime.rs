@@ -10,6 +10,7 @@ use event_format::wire::Value;
 use event_tests::{NUMBERED, check_ring};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -59,12 +60,12 @@ fn a_ring_file_survives_an_abort_on_a_recording_thread() {
         let path = d.join(format!("abort-{round}.ring"));
         let mut c = start_ready(child(&["ring", path.to_str().unwrap(), "3"], &[("EVENT_BUFSIZE", "1m")]));
         std::thread::sleep(Duration::from_millis(pause));
-        // `kill -ABRT`: the runtime's handler runs, finds no event-file block to write, and
-        // lets the signal take its course.
+        // `kill -ABRT`: without an event file the recorder has no handler for it (a ring
+        // file needs no flush), and the signal takes its course.
         let sent = std::process::Command::new("kill").args(["-ABRT", &c.id().to_string()]).status().unwrap();
         assert!(sent.success());
         let status = c.wait().unwrap();
-        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(6), "round {round}: ended by SIGABRT");
+        assert_eq!(status.signal(), Some(6), "round {round}: ended by SIGABRT");
         check_ring(&path, STATE_RECORDING, 3).unwrap_or_else(|e| panic!("round {round}: {e}"));
     }
 }
@@ -134,6 +135,29 @@ fn an_aborted_program_leaves_its_events_in_the_event_file() {
     let by_worker = numbers(&std::fs::read(&path).unwrap());
     assert_eq!(by_worker.get(&0).map(Vec::len), Some(10_000), "every event, the partial block included");
     assert!(by_worker[&0].windows(2).all(|p| p[1] == p[0] + 1));
+}
+
+#[test]
+fn an_aborted_program_with_a_ring_file_too_leaves_as_much_in_the_event_file() {
+    // With an event file and a ring file, the event file gets a copy of each block; the
+    // aborting thread's partial block was in the ring file only, and the event file was empty.
+    let d = dir("abort-both");
+    for n in [100u64, 10_000] {
+        let file = d.join(format!("alone-{n}.evt"));
+        let out = child(&["abort-env", &n.to_string()], &[("EVENT_FILE", file.to_str().unwrap())]).output().unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGABRT), "the child aborts");
+        let alone = numbers(&std::fs::read(&file).unwrap());
+        assert_eq!(alone.get(&0).map(Vec::len), Some(n as usize), "{n}: the event file alone holds every event");
+        let file = d.join(format!("both-{n}.evt"));
+        let ring = d.join(format!("both-{n}.ring"));
+        let env = [("EVENT_FILE", file.to_str().unwrap()), ("EVENT_RING", ring.to_str().unwrap())];
+        let out = child(&["abort-env", &n.to_string()], &env).output().unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGABRT), "the child aborts");
+        let both = numbers(&std::fs::read(&file).unwrap());
+        assert_eq!(both, alone, "{n}: with a ring file too, the event file holds what it holds alone");
+        let in_ring = numbers(&event_tests::read_ring(&ring).unwrap().0);
+        assert_eq!(in_ring, alone, "{n}: and the ring file every event");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! re-encoded as a stream.
 
 use event_format::decode::{BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
-use event_format::ring::{self, RingBlocks, RingReader, RingSummary};
+use event_format::ring::{self, RingBlocks, RingFindings, RingReader};
 use event_format::wire::{Header, HeaderError};
 use std::fmt;
 use std::fs::File;
@@ -74,10 +74,10 @@ impl Log {
     }
 
     /// For a ring file, what the ring reader found: complete once every block was read.
-    pub(crate) fn ring_summary(&self) -> Option<&RingSummary> {
+    pub(crate) fn ring_findings(&self) -> Option<&RingFindings> {
         match &self.source {
             Source::Stream(_) => None,
-            Source::Ring(ring) => Some(ring.summary()),
+            Source::Ring(ring) => Some(ring.findings()),
         }
     }
 }

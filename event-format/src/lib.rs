@@ -6,6 +6,8 @@
 //! - [`schema`] is the event set itself and its rules ([`Schema::check`]).
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
+//! - [`ledger`] counts what a log lost and what is wrong with it, by one set of rules for
+//!   every reader: gaps, repeats, losses, damage, bad records, unknown codes, the clean stop.
 //! - [`text`] renders decoded events as text.
 //! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
 //!   tracing events' text, written by the runtime's bridge and read by every reader.
@@ -53,6 +55,7 @@ pub mod def;
 pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ledger;
 pub mod letter;
 pub mod read_at;
 pub mod ring;

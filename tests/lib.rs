@@ -7,7 +7,7 @@
 //! failure as one line with the round that replays it.
 
 use event_format::decode::{Catalog, Decoder, Entry};
-use event_format::ring::{RingReader, RingStream, RingSummary, STATE_CLOSED, STATE_CREATING, STATE_RECORDING};
+use event_format::ring::{RingFindings, RingReader, RingStream, STATE_CLOSED, STATE_CREATING, STATE_RECORDING};
 use event_format::wire::Value;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -87,13 +87,13 @@ pub fn numbered(stream: &[u8]) -> Result<Numbered, String> {
 
 /// Reads the ring file at `path` as a stream, as `event-dump` does, with what the reader
 /// found on the way.
-pub fn read_ring(path: &Path) -> Result<(Vec<u8>, RingSummary), String> {
+pub fn read_ring(path: &Path) -> Result<(Vec<u8>, RingFindings), String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: cannot open: {e}", path.display()))?;
     let reader = RingReader::open(file, Default::default()).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut stream = RingStream::new(reader);
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    Ok((bytes, stream.summary().clone()))
+    Ok((bytes, stream.findings().clone()))
 }
 
 /// The name of a ring file state, for messages.
@@ -110,7 +110,7 @@ pub fn state_name(state: u32) -> &'static str {
 #[derive(Clone, Debug)]
 pub struct RingCheck {
     /// What the ring reader found.
-    pub summary: RingSummary,
+    pub summary: RingFindings,
     /// The events.
     pub numbered: Numbered,
 }

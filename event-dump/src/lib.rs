@@ -12,8 +12,10 @@
 //!
 //! Modules, each standing on those after it: [`run`] wires the command line (`cli`) to the
 //! subcommands (`commands`, `export`); they read logs through `merge` (several logs and
-//! threads in time order) and `log` (a stream or a ring file, as blocks), and write with
-//! `render` and `json`, colored on a terminal by `color`.
+//! threads in time order) and `log` (a stream or a ring file, as blocks), count what each log
+//! lost or holds that is wrong with event-format's one ledger (`event_format::ledger`), ask
+//! `lock` whether a stream's writer still runs, and write with `render` and `json`, colored on
+//! a terminal by `color`.
 
 mod cli;
 mod color;
@@ -23,6 +25,7 @@ pub mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod json;
+mod lock;
 mod log;
 mod merge;
 mod pipeline;

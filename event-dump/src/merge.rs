@@ -11,14 +11,17 @@
 //!
 //! Records are delimited by the one walk docs/FORMAT.md defines ([`RecordIter`]) and named by
 //! the catalog ([`Catalog::entry`](event_format::decode::Catalog::entry)), as every reader
-//! does: a bad record is reported and skipped by its length, and the block goes on. A block's
-//! records are walked once on entry (to count them and report what breaks the format) and
-//! then resumed record by record: the walk restarts at any record boundary given the running
-//! time there.
+//! does: a bad record is counted and skipped by its length, and the block goes on. A block's
+//! records are walked once on entry (to count them and what breaks the format) and then
+//! resumed record by record: the walk restarts at any record boundary given the running time
+//! there. What each log lost and what is wrong with it is counted in its [`Ledger`] as the
+//! blocks are read (blocks, damage, records that cannot be delimited) and as the records are
+//! handed on (events, unknown codes, bad arguments), and returned in [`Merged`].
 
 use crate::log::{DumpError, Log};
 use crate::watermark::Watermark;
 use event_format::decode::{Block, BlockSource, Entry, Event};
+use event_format::ledger::Ledger;
 use event_format::wire::RecordIter;
 use std::cell::Cell;
 use std::cmp::Reverse;
@@ -28,17 +31,11 @@ use std::ops::ControlFlow;
 /// The most record bytes the merge holds.
 pub(crate) const WINDOW_BYTES: usize = 256 << 20;
 
-/// What the merge hands on, in order.
-pub(crate) enum Item<'a> {
-    /// An event of log `file`.
-    Event { file: usize, event: Event<'a> },
-    /// A record whose code this reader does not know (skipped by its length). The exports
-    /// count these three; `print`, which says what each was, reads through the pipeline.
-    Unknown,
-    /// A record that breaks the format.
-    Bad,
-    /// A block that failed its checks (reported as it is read, not in time order).
-    Damaged,
+/// What the merge hands on, in order: an event of log `file`. (What is not an event, the
+/// logs' ledgers count.)
+pub(crate) struct Item<'a> {
+    pub(crate) file: usize,
+    pub(crate) event: Event<'a>,
 }
 
 struct Held {
@@ -73,9 +70,12 @@ impl Held {
     }
 }
 
-/// What a merge could not put in time order.
-#[derive(Debug, Default)]
+/// What a merge could not put in time order, and what each log lost or held that is wrong.
+#[derive(Debug)]
 pub(crate) struct Merged {
+    /// Each log's ledger, in the order the logs were given: complete when the merge was not
+    /// stopped.
+    pub(crate) ledgers: Vec<Ledger>,
     /// Records handed on after a record of a later time: the logs' disorder was more than the
     /// window holds, or a block held records earlier than its `base_time`.
     pub(crate) out_of_order: u64,
@@ -94,17 +94,19 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     let several = logs.len() > 1;
     let wall = several.then(|| logs.iter().map(|l| l.header().clock).collect());
     let mut mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall);
-    // The latest key handed on, and the records handed on after a later one; `None`: an
-    // item reported as it is read, not in time order.
+    // The latest key handed on, and the events handed on after a later one.
     let (last, out_of_order) = (Cell::new(i128::MIN), Cell::new(0u64));
-    let merged = |mark: &Watermark| Merged { out_of_order: out_of_order.get(), early: mark.any_early() };
-    let mut visit = |key: Option<i128>, item: Item<'_>| {
-        if let Some(key) = key {
-            if key < last.get() {
-                out_of_order.set(out_of_order.get() + 1);
-            } else {
-                last.set(key);
-            }
+    let mut ledgers: Vec<Ledger> = logs.iter().map(|l| Ledger::new(l.header().format)).collect();
+    let merged = |mark: &Watermark, ledgers: Vec<Ledger>| Merged {
+        ledgers,
+        out_of_order: out_of_order.get(),
+        early: mark.any_early(),
+    };
+    let mut visit = |key: i128, item: Item<'_>| {
+        if key < last.get() {
+            out_of_order.set(out_of_order.get() + 1);
+        } else {
+            last.set(key);
         }
         visit(item)
     };
@@ -117,16 +119,20 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     // Read from the log that is furthest behind.
     while let Some(f) = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f]) {
         match logs[f].next_block() {
-            None => done[f] = true,
+            None => {
+                done[f] = true;
+                if let Some(findings) = logs[f].ring_findings() {
+                    ledgers[f].ring_file(findings);
+                }
+            }
             Some(Err(e)) => {
                 mark.merged(f, e.offset, None);
-                // Reported as it is read, not in time order.
-                if visit(None, Item::Damaged).is_break() {
-                    return Ok(merged(&mark));
-                }
+                ledgers[f].damaged(&e);
             }
             Some(Ok(block)) => {
                 let clock = logs[f].header().clock;
+                let (thread, sequence) = (block.header.thread, block.header.sequence);
+                ledgers[f].block(&block);
                 let mut count = 0;
                 let (mut previous, mut backwards, mut earliest) = (0, false, None::<u64>);
                 for record in block.records() {
@@ -139,13 +145,9 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                             previous = record.time;
                             earliest = Some(earliest.map_or(record.time, |e| e.min(record.time)));
                         }
-                        // A record that cannot be delimited or timed is reported right away
-                        // (not in time order); the walk goes on where the format says it can.
-                        Err(_) => {
-                            if visit(None, Item::Bad).is_break() {
-                                return Ok(merged(&mark));
-                            }
-                        }
+                        // A record that cannot be delimited or timed is counted right away (it
+                        // has no time); the walk goes on where the format says it can.
+                        Err(e) => ledgers[f].entry(thread, sequence, &Entry::Bad(e)),
                     }
                 }
                 mark.merged(f, block.offset, Some((block.header.base_time, earliest)));
@@ -172,49 +174,62 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
         // Every record of a key below the mark's: no later block can precede it.
         if let Some(key) = mark.key() {
             while heap.peek().is_some_and(|Reverse(top)| top.0 < key) {
-                if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-                    return Ok(merged(&mark));
+                if emit_one(logs, &mut ledgers, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit)
+                    .is_break()
+                {
+                    return Ok(merged(&mark, ledgers));
                 }
             }
         }
         while held_bytes > WINDOW_BYTES {
-            if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-                return Ok(merged(&mark));
+            if emit_one(logs, &mut ledgers, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit)
+                .is_break()
+            {
+                return Ok(merged(&mark, ledgers));
             }
         }
     }
     while !heap.is_empty() {
-        if emit_one(logs, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit).is_break() {
-            return Ok(merged(&mark));
+        if emit_one(logs, &mut ledgers, &mut heap, &mut held, &mut free, &mut held_bytes, several, &mut visit)
+            .is_break()
+        {
+            return Ok(merged(&mark, ledgers));
         }
     }
-    Ok(merged(&mark))
+    Ok(merged(&mark, ledgers))
 }
 
-/// Held blocks by their next record: (key, log, thread, block sequence, offset, slot); key
-/// is ticks for one log, wall-clock nanoseconds for several. The fields after the key are the
-/// tie order of equal times that docs/FORMAT.md ("Merging") states: the log's place on the
-/// command line, then the thread id, the block's sequence number and the record's offset.
-type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, usize, usize)>>;
+/// Held blocks by their next record: (key, log, thread, block sequence, block's place in its
+/// log, offset, slot); key is ticks for one log, wall-clock nanoseconds for several. The
+/// fields after the key are the tie order of equal times that docs/FORMAT.md ("Merging")
+/// states: the log's place on the command line, then the thread id, the block's sequence
+/// number, the block's place in the log (a repeated block's copies in the order they come)
+/// and the record's offset.
+type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, u64, usize, usize)>>;
 
 fn push(heap: &mut Heap, h: &mut Held, slot: usize, wall: Option<&event_format::wire::Clock>) {
     h.next = h.peek();
     if let Some((offset, time)) = h.next {
         let key = wall.map_or(i128::from(time), |clock| clock.wall_ns(time));
-        heap.push(Reverse((key, h.file, h.block.header.thread, h.block.header.sequence, offset, slot)));
+        let b = &h.block;
+        heap.push(Reverse((key, h.file, b.header.thread, b.header.sequence, b.index, offset, slot)));
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn emit_one(
     logs: &[Log],
+    ledgers: &mut [Ledger],
     heap: &mut Heap,
     held: &mut [Option<Held>],
     free: &mut Vec<usize>,
     held_bytes: &mut usize,
     several: bool,
-    visit: &mut impl FnMut(Option<i128>, Item<'_>) -> ControlFlow<()>,
+    visit: &mut impl FnMut(i128, Item<'_>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let Some(Reverse((key, file, thread, _, _, slot))) = heap.pop() else { return ControlFlow::Continue(()) };
+    let Some(Reverse((key, file, thread, sequence, _, _, slot))) = heap.pop() else {
+        return ControlFlow::Continue(());
+    };
     let Some(h) = held[slot].as_mut() else { return ControlFlow::Continue(()) };
     let Some((offset, time)) = h.next else { return ControlFlow::Continue(()) };
     // peek() found a whole record at `offset` (not a TimeExtend, which is never yielded): the
@@ -225,10 +240,11 @@ fn emit_one(
     };
     (record.offset, record.time) = (offset, time);
     let end = offset + event_format::wire::RECORD_HEADER_LEN + record.args.len();
-    let flow = match logs[h.file].catalog().entry(record, thread, h.block.order) {
-        Entry::Event(event) => visit(Some(key), Item::Event { file, event }),
-        Entry::Unknown { .. } => visit(Some(key), Item::Unknown),
-        Entry::Bad(_) => visit(Some(key), Item::Bad),
+    let entry = logs[h.file].catalog().entry(record, thread, h.block.order);
+    ledgers[file].entry(thread, sequence, &entry);
+    let flow = match entry {
+        Entry::Event(event) => visit(key, Item { file, event }),
+        _ => ControlFlow::Continue(()),
     };
     h.pos = end;
     h.time = time;

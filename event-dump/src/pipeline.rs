@@ -81,6 +81,9 @@ pub(crate) struct Rendered {
     file: usize,
     thread: u64,
     sequence: u64,
+    /// The block's place among its log's blocks ([`Block::index`]): of two blocks of one
+    /// thread and number (a repeated block), the earlier's lines come first.
+    index: u64,
     /// Where the block is in its log, and the time its header says its records start at.
     offset: u64,
     base_time: u64,
@@ -161,6 +164,7 @@ impl Context<'_> {
                 file,
                 thread,
                 sequence: 0,
+                index: 0,
                 offset: 0,
                 base_time: 0,
                 text: Vec::with_capacity(block.records.len() * 4),
@@ -173,7 +177,7 @@ impl Context<'_> {
                 block: None,
             },
         };
-        (r.file, r.thread, r.sequence) = (file, thread, block.header.sequence);
+        (r.file, r.thread, r.sequence, r.index) = (file, thread, block.header.sequence, block.index);
         (r.offset, r.base_time) = (block.offset, block.header.base_time);
         let thread_text = self.renderer.thread_text(file, thread);
         let seconds = Seconds::new(clock);
@@ -246,10 +250,10 @@ impl Context<'_> {
     }
 }
 
-/// A line's place in the merge's order: (key, log, thread, block sequence, index in its
-/// block); key is ticks for one log, wall-clock nanoseconds for several. docs/FORMAT.md
-/// ("Merging") states this tie order of equal times.
-type Place = (i128, usize, u64, u64, u32);
+/// A line's place in the merge's order: (key, log, thread, block sequence, block's place in
+/// its log, index in its block); key is ticks for one log, wall-clock nanoseconds for
+/// several. docs/FORMAT.md ("Merging") states this tie order of equal times.
+type Place = (i128, usize, u64, u64, u64, u32);
 
 /// Line `i` of `r`'s place; `wall` gives each log's clock when several are merged.
 fn place(wall: Option<&[Clock]>, r: &Rendered, i: usize) -> Place {
@@ -258,7 +262,7 @@ fn place(wall: Option<&[Clock]>, r: &Rendered, i: usize) -> Place {
         Some(clocks) => clocks[r.file].wall_ns(time),
         None => i128::from(time),
     };
-    (key, r.file, r.thread, r.sequence, i as u32)
+    (key, r.file, r.thread, r.sequence, r.index, i as u32)
 }
 
 /// The end of the run of `r`'s lines from `from` that come before `bound` in the merge's
@@ -529,7 +533,7 @@ impl Lanes {
         if let Some(key) = self.mark.key() {
             // Every line of a key below the mark's (ties wait: a later block may hold a line
             // of the same time that comes first).
-            let limit = (key.saturating_sub(1), usize::MAX, u64::MAX, u64::MAX, u32::MAX);
+            let limit = (key.saturating_sub(1), usize::MAX, u64::MAX, u64::MAX, u64::MAX, u32::MAX);
             while self.heap.peek().is_some_and(|Reverse((first, _))| first.0 < key) {
                 self.emit_run(w, Some(limit))?;
             }

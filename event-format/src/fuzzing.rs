@@ -7,6 +7,7 @@
 //! input can cause must end in an error value instead.
 
 use crate::decode::{BlockSource, Catalog, DecodeOptions, Decoder, Entry};
+use crate::ledger::{Ledger, Step};
 use crate::ring::{self, Follower, RingBlocks, RingReader, RingStream};
 use crate::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
 use std::io::{self, Read};
@@ -85,16 +86,23 @@ fn index_agrees(data: &[u8]) {
     }
 }
 
-/// What a decode found, to compare two reads of the same bytes.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Tally {
-    header: Option<String>,
-    blocks: u64,
-    damaged: Vec<String>,
-    events: u64,
-    unknown: u64,
-    bad: Vec<String>,
-    text_len: usize,
+/// What a decode found, to compare two reads of the same bytes: the header's refusal, or the
+/// [`Ledger`] of its blocks (what every reader counts), and the length of the text of its
+/// events.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// Why the header was refused, if it was.
+    pub header: Option<String>,
+    /// What the blocks held that is wrong or lost, and their events.
+    pub ledger: Option<Ledger>,
+    /// Bytes of the events' text.
+    pub text_len: usize,
+}
+
+/// The tally of `data` read as a stream, as the `decode_stream` fuzz target reads it (and
+/// checks it on the way): what a test compares with what other readers count.
+pub fn tally_stream(data: &[u8]) -> Tally {
+    decode_stream(data, DecodeOptions::default())
 }
 
 /// A reader that hands out at most `step` bytes per call.
@@ -113,35 +121,33 @@ impl Read for Chunked<'_> {
 }
 
 fn decode_stream<R: Read>(reader: R, options: DecodeOptions) -> Tally {
-    let mut tally = Tally::default();
     let mut decoder = match Decoder::with_options(reader, options) {
         Ok(d) => d,
-        Err(e) => {
-            tally.header = Some(e.to_string());
-            return tally;
-        }
+        Err(e) => return Tally { header: Some(e.to_string()), ledger: None, text_len: 0 },
     };
     header_round_trip(decoder.header());
-    tally_blocks(&mut decoder, &mut tally);
-    tally
+    tally_blocks(&mut decoder)
 }
 
-/// Walks every block of `source` and every record of each, checking what must hold of
-/// blocks and events that passed their checks.
-fn tally_blocks<S: BlockSource>(source: &mut S, tally: &mut Tally) {
+/// Walks every block of `source` and every record of each into a [`Ledger`], checking what
+/// must hold of blocks and events that passed their checks, and of the ledger's counts.
+fn tally_blocks<S: BlockSource>(source: &mut S) -> Tally {
     let header = source.header().clone();
     let catalog = Catalog::new(&header.sets);
     let block_size = header.block_size as usize;
-    let mut line = String::new();
+    let mut ledger = Ledger::new(header.format);
+    let (mut text_len, mut skipped, mut line) = (0, 0u128, String::new());
     while let Some(block) = source.next_block() {
         let block = match block {
             Ok(b) => b,
             Err(e) => {
-                tally.damaged.push(e.to_string());
+                ledger.damaged(&e);
                 continue;
             }
         };
-        tally.blocks += 1;
+        if let Step::Ahead { skipped: n } = ledger.block(&block) {
+            skipped += u128::from(n);
+        }
         if block.header.flags & crate::wire::BLOCK_PACKED == 0 {
             assert_eq!(block.records.len(), block.header.used as usize, "a whole block's records are not `used` bytes");
         } else {
@@ -151,22 +157,23 @@ fn tally_blocks<S: BlockSource>(source: &mut S, tally: &mut Tally) {
             );
         }
         for entry in block.entries(&catalog) {
-            match entry {
-                Entry::Event(event) => {
-                    tally.events += 1;
-                    assert_eq!(event.values().count(), event.desc.format.len(), "a checked event lacks values");
-                    line.clear();
-                    // Writing to a String cannot fail.
-                    let _ = crate::text::write_event(&mut line, &header.clock, &event);
-                    let _ = header.clock.wall_ns(event.time);
-                    let _ = header.clock.seconds_since_start(event.time);
-                    tally.text_len += line.len();
-                }
-                Entry::Unknown { .. } => tally.unknown += 1,
-                Entry::Bad(e) => tally.bad.push(e.to_string()),
+            if let Entry::Event(event) = &entry {
+                assert_eq!(event.values().count(), event.desc.format.len(), "a checked event lacks values");
+                line.clear();
+                // Writing to a String cannot fail.
+                let _ = crate::text::write_event(&mut line, &header.clock, event);
+                let _ = header.clock.wall_ns(event.time);
+                let _ = header.clock.seconds_since_start(event.time);
+                text_len += line.len();
             }
+            ledger.entry(block.header.thread, block.header.sequence, &entry);
         }
     }
+    // The gaps a streaming reader reports as it goes, less the blocks that came late, are
+    // the gaps at the end (docs/FORMAT.md, "Block order").
+    let missing: u128 = ledger.threads().values().map(|s| u128::from(s.missing())).sum();
+    assert_eq!(skipped - ledger.late_blocks() as u128, missing, "the gaps seen on the way and at the end disagree");
+    Tally { header: None, ledger: Some(ledger), text_len }
 }
 
 /// A decoded header encodes, in its own major's layout, and the encoding decodes to the same
@@ -191,13 +198,15 @@ fn decode_ring(data: &[u8]) {
     let tally = decode_stream(stream, options);
     assert!(tally.header.is_none(), "the stream of an accepted ring file has a bad header: {:?}", tally.header);
     // The dumper reads the blocks directly; the stream the runtime copies must hold the same.
-    if let Ok(reader) = RingReader::open(data, options) {
+    if let (Ok(reader), Some(copied)) = (RingReader::open(data, options), &tally.ledger) {
         let mut blocks = RingBlocks::new(reader);
-        let mut direct = Tally::default();
-        tally_blocks(&mut blocks, &mut direct);
+        let direct = tally_blocks(&mut blocks);
+        let counts = |l: &Ledger| {
+            (l.blocks(), l.events(), l.unknown_records(), l.bad_records().len(), l.lost(), l.missing_blocks())
+        };
         assert_eq!(
-            (direct.blocks, direct.events, direct.unknown, direct.bad.len()),
-            (tally.blocks, tally.events, tally.unknown, tally.bad.len()),
+            direct.ledger.as_ref().map(counts),
+            Some(counts(copied)),
             "a ring file's blocks and its stream disagree"
         );
     }

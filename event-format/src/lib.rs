@@ -9,6 +9,8 @@
 //! - [`log`] opens a log by its path (a stream or a ring file, from a file or a pipe): the one
 //!   way every reader starts.
 //! - [`ring`] reads a ring file, post mortem or live.
+//! - [`ledger`] counts what a log lost and what is wrong with it, by one set of rules for
+//!   every reader: gaps, repeats, losses, damage, bad records, unknown codes, the clean stop.
 //! - [`text`] renders decoded events as text.
 //! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
 //!   tracing events' text, written by the runtime's bridge and read by every reader.
@@ -54,6 +56,7 @@ pub mod decode;
 pub mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ledger;
 pub mod log;
 pub mod read_at;
 pub mod ring;

@@ -23,7 +23,7 @@
 //! ```
 
 use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
-use crate::ring::{self, RingBlocks, RingError, RingReader, RingSummary};
+use crate::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
 use crate::wire::{Header, HeaderError};
 use std::fmt;
 use std::fs::File;
@@ -178,10 +178,10 @@ impl Log {
 
     /// For a ring file, what the ring reader found (the blocks it left out as damaged, what
     /// its rings overwrote): complete once every block was read. `None` for a stream.
-    pub fn ring_summary(&self) -> Option<&RingSummary> {
+    pub fn ring_findings(&self) -> Option<&RingFindings> {
         match &self.source {
             Source::Stream(_) => None,
-            Source::Ring(ring) => Some(ring.summary()),
+            Source::Ring(ring) => Some(ring.findings()),
         }
     }
 

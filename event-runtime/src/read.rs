@@ -71,16 +71,18 @@
 //! [`Item::Missing`]: a gap in a thread's block sequence numbers, a ring's overwritten blocks),
 //! damaged blocks ([`Item::Damaged`]), records that break the format ([`Item::Bad`]), codes
 //! that no set describes ([`Item::UnknownCode`], such as a newer writer's built-in events)
-//! are items, and [`Reader::summary`] counts each. A ring file's blocks that fail their checks
-//! are left out by the ring reader and listed in [`FileBlocks::ring_summary`].
+//! are items, and [`Reader::summary`] counts each, by event-format's one [`Ledger`] (the rules
+//! and counts of `event-dump stats` and `check`). A ring file's blocks that fail their checks
+//! are left out by the ring reader and listed in [`FileBlocks::ring_findings`]; a reader made
+//! by [`Reader::open`] counts them as damaged blocks once the log is read.
 
 use crate::event_set::EventSet;
 use event_format::builtin;
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, DecodeOptions, Decoder, Entry, Event};
-use event_format::ring::{self, RingBlocks, RingError, RingReader, RingSummary};
+use event_format::ledger::{Ledger, Step};
+use event_format::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
 use event_format::schema::{Schema, Version};
 use event_format::wire::{Clock, Header, HeaderError, RecordError, RecordIter, SetEntry, WireCodes};
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
@@ -145,9 +147,10 @@ pub enum Item<'a, S: TypedSet> {
         /// How many.
         count: u64,
     },
-    /// Blocks of `thread` missing before this point: its block sequence numbers jump by
-    /// `blocks` (overwritten by a ring, or never written). How many events they held is
-    /// not known.
+    /// Blocks of `thread` missing before this point: its block's sequence number jumps
+    /// `blocks` numbers past the highest of its earlier blocks (overwritten by a ring, or
+    /// never written; a block that comes later to fill one is counted in
+    /// [`Summary::late_blocks`], not here). How many events they held is not known.
     Missing {
         /// The thread.
         thread: u64,
@@ -203,9 +206,13 @@ impl<'a, S: TypedSet> fmt::Debug for Item<'a, S> {
 }
 
 /// What a [`Reader`] handed out so far: complete once [`Reader::next_item`] returned `None`.
+///
+/// A view of the reader's [`Ledger`] (event-format's one tally of what a log lost and what is
+/// wrong with it, the counts `event-dump stats` and `check` show) beside the counts of the
+/// typed reading: [`Reader::ledger`] has the details (which threads, which blocks).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// Blocks read.
+    /// Blocks read, the clean-stop marker not counted (as `event-dump stats` counts them).
     pub blocks: u64,
     /// Events of the set, typed ([`Item::Event`]).
     pub events: u64,
@@ -215,22 +222,36 @@ pub struct Summary {
     pub other: u64,
     /// Events lost, as the log counts them ([`Item::Lost`]).
     pub lost: u64,
-    /// Blocks missing from the threads' sequences ([`Item::Missing`]).
+    /// Blocks missing from the threads' sequences at this point: the [`Item::Missing`] blocks
+    /// less the blocks that came late to fill them (docs/FORMAT.md, "Block order").
     pub missing_blocks: u64,
+    /// Blocks whose number an earlier block of their thread had (their events come twice).
+    pub repeated_blocks: u64,
+    /// Blocks that came after a higher-numbered block of their thread.
+    pub late_blocks: u64,
     /// Records of codes nothing describes ([`Item::UnknownCode`]).
     pub unknown_codes: u64,
     /// Records that break the format ([`Item::Bad`]).
     pub bad_records: u64,
-    /// Blocks that failed their checks ([`Item::Damaged`]).
+    /// Blocks that failed their checks ([`Item::Damaged`]; for a log opened with
+    /// [`Reader::open`], a ring file's blocks its reader left out too, once read to the end).
     pub damaged_blocks: u64,
+    /// Strings their writer cut, in the events read.
+    pub truncated_strings: u64,
 }
 
 impl Summary {
-    /// Whether the log was read whole: nothing lost, missing, damaged or broken. Events and
-    /// codes this reader does not know ([`unknown`](Summary::unknown),
-    /// [`unknown_codes`](Summary::unknown_codes)) are a newer writer's, not damage.
+    /// Whether the log was read whole: nothing lost, missing, damaged or broken, no block
+    /// repeated or out of order. Events and codes this reader does not know
+    /// ([`unknown`](Summary::unknown), [`unknown_codes`](Summary::unknown_codes)) are a newer
+    /// writer's, not damage, and cut strings are the writer's choice.
     pub fn is_whole(&self) -> bool {
-        self.lost == 0 && self.missing_blocks == 0 && self.damaged_blocks == 0 && self.bad_records == 0
+        self.lost == 0
+            && self.missing_blocks == 0
+            && self.damaged_blocks == 0
+            && self.bad_records == 0
+            && self.repeated_blocks == 0
+            && self.late_blocks == 0
     }
 }
 
@@ -249,8 +270,23 @@ impl fmt::Display for Summary {
             self.damaged_blocks,
             self.bad_records,
             self.unknown_codes
-        )
+        )?;
+        if self.repeated_blocks + self.late_blocks > 0 {
+            write!(f, ", {} blocks repeated, {} out of order", self.repeated_blocks, self.late_blocks)?;
+        }
+        if self.truncated_strings > 0 {
+            write!(f, ", {} strings cut", self.truncated_strings)?;
+        }
+        Ok(())
     }
+}
+
+/// The typed reading's own counts, beside the ledger's.
+#[derive(Clone, Copy, Debug, Default)]
+struct Typed {
+    events: u64,
+    unknown: u64,
+    other: u64,
 }
 
 /// Why a log cannot be read with a set's types. Each is one line that names the log's and the
@@ -470,17 +506,22 @@ pub struct Reader<S: TypedSet, B> {
     /// delta counts from.
     block: Option<Block>,
     position: (usize, u64),
-    /// Per thread, the sequence number its next block should have: one entry per thread.
-    sequences: HashMap<u64, u64>,
     /// Events lost before the held block, reported after [`Item::Missing`].
     lost_before: u64,
-    summary: Summary,
+    /// What the log lost and what is wrong with it, counted as items are handed out.
+    ledger: Ledger,
+    typed: Typed,
+    /// What the source's reader left out without handing it on (a ring file's damaged
+    /// blocks), counted into the ledger at the end; `None` for a source that has none.
+    findings: fn(&B) -> Option<&RingFindings>,
+    /// The source's findings are counted.
+    finished: bool,
     set: PhantomData<fn() -> S>,
 }
 
 impl<S: TypedSet, B> fmt::Debug for Reader<S, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reader").field("set", &S::set().name()).field("summary", &self.summary).finish_non_exhaustive()
+        f.debug_struct("Reader").field("set", &S::set().name()).field("ledger", &self.ledger).finish_non_exhaustive()
     }
 }
 
@@ -513,6 +554,7 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
         let map = check(log, &program)?;
         let catalog = Catalog::new(&header.sets);
         let clock = header.clock;
+        let ledger = Ledger::new(header.format);
         Ok(Reader {
             source,
             catalog,
@@ -520,9 +562,11 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
             map,
             block: None,
             position: (0, 0),
-            sequences: HashMap::new(),
             lost_before: 0,
-            summary: Summary::default(),
+            ledger,
+            typed: Typed::default(),
+            findings: |_| None,
+            finished: false,
             set: PhantomData,
         })
     }
@@ -537,9 +581,30 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
         &self.source
     }
 
-    /// What was handed out so far.
-    pub fn summary(&self) -> &Summary {
-        &self.summary
+    /// What was handed out so far: a view of [`ledger`](Reader::ledger) and of the typed
+    /// reading's own counts. (Before the ledger it was a field, returned by reference.)
+    pub fn summary(&self) -> Summary {
+        let l = &self.ledger;
+        Summary {
+            blocks: l.blocks(),
+            events: self.typed.events,
+            unknown: self.typed.unknown,
+            other: self.typed.other,
+            lost: l.lost(),
+            missing_blocks: l.missing_blocks(),
+            repeated_blocks: l.repeated_blocks(),
+            late_blocks: l.late_blocks(),
+            unknown_codes: l.unknown_records(),
+            bad_records: l.bad_records().len() as u64,
+            damaged_blocks: l.damaged_blocks().len() as u64,
+            truncated_strings: l.truncated_strings(),
+        }
+    }
+
+    /// What the log lost and what is wrong with it so far, as every reader counts it: the
+    /// details behind [`summary`](Reader::summary).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     /// The next item, `None` at the end of the log. An item borrows the reader's block, so
@@ -547,69 +612,58 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
     pub fn next_item(&mut self) -> Option<Item<'_, S>> {
         let position = match self.advance()? {
             Next::Record(position) => position,
-            Next::Lost { thread, count } => {
-                self.summary.lost = self.summary.lost.saturating_add(count);
-                return Some(Item::Lost { thread, count });
-            }
-            Next::Missing { thread, blocks } => {
-                self.summary.missing_blocks += blocks;
-                return Some(Item::Missing { thread, blocks });
-            }
+            Next::Lost { thread, count } => return Some(Item::Lost { thread, count }),
+            Next::Missing { thread, blocks } => return Some(Item::Missing { thread, blocks }),
             Next::Damaged(error) => {
-                self.summary.damaged_blocks += 1;
+                self.ledger.damaged(&error);
                 return Some(Item::Damaged(error));
             }
         };
         let block = self.block.as_ref()?;
-        let thread = block.header.thread;
+        let (thread, sequence) = (block.header.thread, block.header.sequence);
         let record = match RecordIter::resume(&block.records, block.order, position).next()? {
             Ok(record) => record,
             Err(error) => {
-                self.summary.bad_records += 1;
+                self.ledger.entry(thread, sequence, &Entry::Bad(error.clone()));
                 return Some(Item::Bad { thread, error });
             }
         };
-        Some(match self.catalog.entry(record, thread, block.order) {
+        let entry = self.catalog.entry(record, thread, block.order);
+        self.ledger.entry(thread, sequence, &entry);
+        Some(match entry {
             Entry::Event(event) => match self.map.slot(record.code) {
                 Slot::Known(index) => match S::decode(index, event.values()) {
                     Some(typed) => {
-                        self.summary.events += 1;
+                        self.typed.events += 1;
                         let at = At { thread, ticks: event.time, seconds: self.clock.seconds_since_start(event.time) };
                         Item::Event(at, typed)
                     }
                     // The catalog checked the values against the log's format, which
                     // `check` found equal to the program's: not reached.
                     None => {
-                        self.summary.unknown += 1;
+                        self.typed.unknown += 1;
                         Item::Unknown(event)
                     }
                 },
                 Slot::Unknown => {
-                    self.summary.unknown += 1;
+                    self.typed.unknown += 1;
                     Item::Unknown(event)
                 }
                 Slot::Absent if event.desc.is_builtin() && event.desc.code == builtin::DROPPED => {
                     let mut values = event.values();
                     let (Some(Value::Word(thread)), Some(Value::Word(count))) = (values.next(), values.next()) else {
-                        self.summary.other += 1;
+                        self.typed.other += 1;
                         return Some(Item::Other(event));
                     };
-                    self.summary.lost = self.summary.lost.saturating_add(count);
                     Item::Lost { thread, count }
                 }
                 Slot::Absent => {
-                    self.summary.other += 1;
+                    self.typed.other += 1;
                     Item::Other(event)
                 }
             },
-            Entry::Unknown { code, time, .. } => {
-                self.summary.unknown_codes += 1;
-                Item::UnknownCode { thread, ticks: time, code, args: record.args }
-            }
-            Entry::Bad(error) => {
-                self.summary.bad_records += 1;
-                Item::Bad { thread, error }
-            }
+            Entry::Unknown { code, time, .. } => Item::UnknownCode { thread, ticks: time, code, args: record.args },
+            Entry::Bad(error) => Item::Bad { thread, error },
         })
     }
 
@@ -630,19 +684,29 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
                 }
                 self.block = None;
             }
-            match self.source.next_block()? {
+            let Some(next) = self.source.next_block() else {
+                if !self.finished {
+                    self.finished = true;
+                    if let Some(findings) = (self.findings)(&self.source) {
+                        self.ledger.ring_file(findings);
+                    }
+                }
+                return None;
+            };
+            match next {
                 Err(error) => return Some(Next::Damaged(error)),
                 Ok(block) => {
-                    self.summary.blocks += 1;
                     self.position = (0, block.header.base_time);
-                    let (thread, sequence) = (block.header.thread, block.header.sequence);
+                    let thread = block.header.thread;
+                    // A number below the thread's highest (repeated, or late) is no loss:
+                    // the ledger counts those apart, as event-dump's check reports them.
+                    let step = self.ledger.block(&block);
                     self.lost_before = block.header.lost;
                     self.block = Some(block);
-                    // A sequence lower than expected (repeated, or blocks out of order) is
-                    // not a loss: event-dump's check reports those.
-                    let expected = self.sequences.insert(thread, sequence.saturating_add(1)).unwrap_or(0);
-                    if sequence > expected {
-                        return Some(Next::Missing { thread, blocks: sequence - expected });
+                    if let Step::Ahead { skipped } = step
+                        && skipped > 0
+                    {
+                        return Some(Next::Missing { thread, blocks: skipped });
                     }
                 }
             }
@@ -660,7 +724,9 @@ impl<S: TypedSet, R: Read> Reader<S, Decoder<R>> {
 impl<S: TypedSet> Reader<S, FileBlocks> {
     /// Reads the log at `path`: a stream or a ring file, told apart by their magic.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader<S, FileBlocks>, ReadError> {
-        Reader::new(FileBlocks::open(path.as_ref())?)
+        let mut reader = Reader::new(FileBlocks::open(path.as_ref())?)?;
+        reader.findings = FileBlocks::ring_findings;
+        Ok(reader)
     }
 }
 
@@ -690,12 +756,13 @@ impl FileBlocks {
         Ok(FileBlocks(Blocks::Stream(Decoder::new(BufReader::with_capacity(1 << 20, file))?)))
     }
 
-    /// For a ring file, what its reader found: the blocks it left out as damaged, the blocks
-    /// its rings overwrote. Complete at the end of the log; `None` for a stream.
-    pub fn ring_summary(&self) -> Option<&RingSummary> {
+    /// For a ring file, what its reader found: the blocks it left out as damaged (counted in
+    /// a [`Reader`]'s ledger at the end), the blocks its rings overwrote, page 0's counts.
+    /// Complete at the end of the log; `None` for a stream.
+    pub fn ring_findings(&self) -> Option<&RingFindings> {
         match &self.0 {
             Blocks::Stream(_) => None,
-            Blocks::Ring(ring) => Some(ring.summary()),
+            Blocks::Ring(ring) => Some(ring.findings()),
         }
     }
 }

@@ -78,7 +78,7 @@ fn the_typed_reader_and_event_dump_json_agree_and_the_replay_holds_on_the_tours_
             other => panic!("the tour's log is whole: {other:?}"),
         }
     }
-    let summary = reader.summary().clone();
+    let summary = reader.summary();
     assert!(summary.is_whole() && summary.unknown == 0 && summary.events > 100_000, "{summary}");
 
     let out = cargo_run(&["event-dump", "--", "print", log.to_str().unwrap(), "--format", "json"], &log);

@@ -2,7 +2,9 @@
 //! a `switch` recording killed with SIGKILL is "not stopped cleanly" (exit 1), the same
 //! recording stopped is whole (exit 0); a ring file that wrapped as configured is whole with
 //! its overwritten blocks reported in one line (exit 1 only with `--strict`); the events a
-//! reused ring-file slot discarded are counted lost, in `check` and in `stats`.
+//! reused ring-file slot discarded are counted lost, in `check` and in `stats`; a stream whose
+//! writer still runs is "still recording", not "killed" (issue 31: the recorder's lock on its
+//! event file tells).
 
 use crate::common::{DUMP, child, start_ready};
 use std::path::PathBuf;
@@ -47,6 +49,28 @@ fn a_killed_switch_recording_is_not_stopped_cleanly_and_a_stopped_one_is_whole()
     assert!(stats.contains("stopped cleanly: the writer wrote"), "{stats}");
     // The marker's count of events is every event the log holds: 20000 and the built-ins.
     assert!(stats.contains(" events and counted 0 lost before its stop marker"), "{stats}");
+}
+
+/// Issue 31: a stream whose writer still runs has no stop marker yet; `check` and `stats` said
+/// "killed or aborted". The recorder holds a lock on its event file while it writes it, which
+/// the reader tests (and does not keep): "still recording", and the stopped recording is whole.
+#[test]
+fn a_stream_whose_writer_still_runs_is_still_recording() {
+    let d = dir("running");
+    let path = d.join("running.evt");
+    let log = path.to_str().unwrap();
+    let mut c = start_ready(child(&["hold", "100"], &[("EVENT_FILE", log)]));
+    for command in ["check", "stats"] {
+        let out = text(&dump(&[command, log]));
+        assert!(out.contains("still recording: its writer is alive"), "{command}: {out}");
+        assert!(!out.contains("killed or aborted"), "{command}: {out}");
+    }
+    // The lock was only tested: the writer goes on, stops cleanly and leaves a whole stream.
+    drop(c.stdin.take());
+    assert!(c.wait().unwrap().success());
+    let check = dump(&["check", log]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    assert!(text(&check).ends_with("  whole\n"), "{}", text(&check));
 }
 
 /// A ring file whose writer was killed a moment ago still has a recent heartbeat: its

@@ -4,6 +4,7 @@
 
 mod clean_stop;
 mod common;
+mod contract;
 mod files;
 mod fixtures;
 mod house;

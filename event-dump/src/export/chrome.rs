@@ -35,7 +35,7 @@
 //!   nanoseconds, as `print` computes its seconds). Several logs are aligned on wall-clock
 //!   time: `ts` counts from the start of the log that started first.
 
-use super::Skipped;
+use super::Said;
 use crate::json;
 use crate::log::{DumpError, Log};
 use crate::merge::Item;
@@ -43,6 +43,7 @@ use crate::render::Annotations;
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
 use event_format::fields::FieldValue;
+use event_format::ledger::Ledger;
 use event_format::letter::Letter;
 use event_format::wire::{Clock, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -64,12 +65,12 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
         File::create(&partial).map_err(|e| DumpError::new(format!("{}: cannot create: {e}", partial.display())))?;
     let result = write_trace(logs, BufWriter::with_capacity(1 << 16, file));
     match result {
-        Ok(skipped) => {
+        Ok(ledgers) => {
             std::fs::rename(&partial, out).map_err(|e| {
                 let _ = std::fs::remove_file(&partial);
                 DumpError::new(format!("{shown}: cannot write: {e}"))
             })?;
-            skipped.report("chrome", &[]);
+            Said::of(&ledgers).report("chrome", &[]);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -414,8 +415,8 @@ fn write_fields(out: &mut String, fields: &[(&str, FieldValue<'_>)]) {
     out.push('}');
 }
 
-/// Reads the logs and writes the whole trace to `out`; what was skipped.
-fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
+/// Reads the logs and writes the whole trace to `out`; each log's ledger.
+fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Vec<Ledger>> {
     let pids = assign_pids(logs);
     let clocks: Vec<Clock> = logs.iter().map(|l| l.header().clock).collect();
     // Several logs share one time line: the wall clock, from the earliest start.
@@ -445,18 +446,13 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
     }
 
     let mut ann = Annotations::default();
-    let mut skipped = Skipped::default();
     let mut tracks: BTreeMap<(usize, u64), Track> = BTreeMap::new();
     let mut names: BTreeMap<(usize, u64), String> = BTreeMap::new();
     // Async slices begun and not yet ended, by (log, key): their categories, latest last.
     let mut asyncs: BTreeMap<(usize, AsyncKey), Vec<AsyncOpen>> = BTreeMap::new();
     // Each log's latest event, in ns on the trace's time line, and its thread.
     let mut last: BTreeMap<usize, (i128, u64)> = BTreeMap::new();
-    super::merge_all(logs, |item| {
-        if skipped.count(&item) {
-            return Ok(());
-        }
-        let Item::Event { file, event } = item else { return Ok(()) };
+    let ledgers = super::merge_all(logs, |Item { file, event }| {
         ann.learn(file, &event);
         if event.desc.code == builtin::THREAD_NAME {
             let mut values = event.values();
@@ -533,7 +529,7 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<Skipped> {
     }
     events.out.write_all(b"\n]}\n")?;
     events.out.flush()?;
-    Ok(skipped)
+    Ok(ledgers)
 }
 
 #[cfg(test)]

@@ -29,10 +29,11 @@
 //! `DIR` is created when missing; an existing `DIR` must be empty or hold an earlier CTF
 //! export (`metadata` and `thread-*` only), which is replaced.
 
-use super::Skipped;
+use super::Said;
 use crate::log::{DumpError, Log};
 use crate::merge::Item;
 use event_format::decode::{Desc, Event};
+use event_format::ledger::Ledger;
 use event_format::letter::Letter;
 use event_format::wire::{ClockSource, Header, Order, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,14 +75,14 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
         builtins_seen: BTreeSet::new(),
         scratch: Vec::new(),
     };
-    let result = read_into(&mut logs[0], &mut trace).and_then(|skipped| {
+    let result = read_into(&mut logs[0], &mut trace).and_then(|ledger| {
         trace.flush_all()?;
         let metadata = metadata(&header, logs[0].catalog(), &trace.builtins_seen, clock);
         fs::write(out.join("metadata"), metadata)?;
-        Ok(skipped)
+        Ok(ledger)
     });
     match result {
-        Ok(skipped) => {
+        Ok(ledger) => {
             let extra: Vec<String> = match trace.clamped {
                 0 => Vec::new(),
                 1 => vec!["1 event earlier than its thread's previous event was given that event's time".to_owned()],
@@ -89,7 +90,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
                     vec![format!("{n} events earlier than their thread's previous event were given that event's time")]
                 }
             };
-            skipped.report("ctf", &extra);
+            Said::of([&ledger]).report("ctf", &extra);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -298,19 +299,11 @@ fn write_packet(order: Order, stream: &mut Stream) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads the log through the merge and adds each event to its thread's stream.
-fn read_into(log: &mut Log, trace: &mut Trace) -> io::Result<Skipped> {
-    let mut skipped = Skipped::default();
-    super::merge_all(std::slice::from_mut(log), |item| {
-        if skipped.count(&item) {
-            return Ok(());
-        }
-        match item {
-            Item::Event { event, .. } => trace.add(&event),
-            _ => Ok(()),
-        }
-    })?;
-    Ok(skipped)
+/// Reads the log through the merge and adds each event to its thread's stream; the log's
+/// ledger.
+fn read_into(log: &mut Log, trace: &mut Trace) -> io::Result<Ledger> {
+    let mut ledgers = super::merge_all(std::slice::from_mut(log), |Item { event, .. }| trace.add(&event))?;
+    Ok(ledgers.pop().unwrap_or_else(|| Ledger::new(log.header().format)))
 }
 
 /// `text` as a TSDL string literal: printable ASCII, `"` and `\` escaped, anything else `?`.

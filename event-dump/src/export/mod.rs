@@ -10,10 +10,11 @@
 //! threads and logs in time order) and write as they read. The table exports (SQLite,
 //! Parquet) need no time order (a query sorts) but do need the block headers' facts for
 //! their `logs` tables (losses, sequence gaps), which the merge does not hand on: they read
-//! each log block by block through [`walk`], one block in memory at a time. What an export
-//! cannot carry over (damaged blocks, bad records, unknown codes) it counts and reports in
-//! one line on stderr; the export still completes and exits 0, as `print` does
-//! (`event-dump check` tells the details).
+//! each log block by block through [`walk`], one block in memory at a time. Every export keeps
+//! each log's [`Ledger`] (the counts of `event-dump stats`), and says in one line on stderr
+//! what it could not carry over (damaged blocks, bad records, unknown codes: [`Said`]); the
+//! export still completes and exits 0, as `print` does (`event-dump check` tells the
+//! details).
 //!
 //! The table exports share one mapping of format letters to column types
 //! ([`column_type`]), one naming of parameter columns ([`param_columns`]) and one content
@@ -28,11 +29,10 @@ use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
-use event_format::builtin;
 use event_format::decode::{BlockSource, Entry, Event};
+use event_format::ledger::Ledger;
 use event_format::letter::Letter;
-use event_format::wire::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -40,8 +40,8 @@ use std::process::ExitCode;
 
 /// Reads `logs` through the merge into `write`, with progress on stderr (on a terminal, for
 /// big logs), and says on stderr how many events it could not put in time order; the first
-/// error `write` returns stops the reading and is returned.
-fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>) -> io::Result<()> {
+/// error `write` returns stops the reading and is returned. Each log's ledger.
+fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>) -> io::Result<Vec<Ledger>> {
     let mut progress = Progress::new("exporting", logs.iter().map(|l| l.len()).sum());
     let mut seen = 0u64;
     let mut failure = None;
@@ -72,7 +72,7 @@ fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>
         };
         eprintln!("event-dump: {} events exported out of time order: {why}", merged.out_of_order);
     }
-    Ok(())
+    Ok(merged.ledgers)
 }
 
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
@@ -121,31 +121,74 @@ fn set_versions(header: &event_format::wire::Header) -> String {
 }
 
 /// What a table export (SQLite, Parquet) took from one log: its path as shown, its number
-/// in the database or dataset, its events, and what was skipped ("1 damaged block", "2 bad
-/// records"...), when anything was.
-struct Summary {
+/// in the database or dataset, its events, and what its ledger says was skipped.
+struct Imported {
     path: String,
     serial: i64,
     events: u64,
-    problems: Vec<String>,
+    said: Said,
 }
 
 /// Says what a table export took from each log: a line on stdout per log, and on stderr what
 /// was skipped. The exit status of a run that succeeded.
-fn report(summaries: &[Summary], out: &Path) -> ExitCode {
+fn report(imported: &[Imported], out: &Path) -> ExitCode {
     let mut stdout = io::stdout().lock();
-    for s in summaries {
-        if !s.problems.is_empty() {
-            eprintln!(
-                "event-dump: {}: {} skipped, the rest exported; `event-dump check {}` lists them",
-                s.path,
-                s.problems.join(", "),
-                s.path
-            );
+    for s in imported {
+        if let Some(line) = s.said.table_line() {
+            eprintln!("event-dump: {}: {line}, the rest exported; `event-dump check {}` lists them", s.path, s.path);
         }
         let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
     }
     ExitCode::SUCCESS
+}
+
+/// What an export says of a log beside what it exported, from the log's [`Ledger`] (the
+/// counts of `event-dump stats`): what it skipped, damaged blocks, bad records and records of
+/// unknown codes. (What the log lost is in the table exports' `logs` tables, and in every
+/// viewer as the `Dropped` events; a ring's overwritten blocks are no damage.)
+#[derive(Debug, Default)]
+struct Said {
+    skipped: Vec<String>,
+}
+
+impl Said {
+    /// What the ledgers of `logs` say together, as the parts of one line.
+    fn of<'a>(ledgers: impl IntoIterator<Item = &'a Ledger>) -> Said {
+        let (mut damaged, mut bad, mut unknown) = (0u64, 0u64, 0u64);
+        for l in ledgers {
+            damaged += l.damaged_blocks().len() as u64;
+            bad += l.bad_records().len() as u64;
+            unknown = unknown.saturating_add(l.unknown_records());
+        }
+        let mut skipped = Vec::new();
+        let mut count = |n: u64, one: &str, many: &str| {
+            if n > 0 {
+                skipped.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        };
+        count(damaged, "damaged block", "damaged blocks");
+        count(bad, "bad record", "bad records");
+        count(unknown, "record of an unknown code", "records of unknown codes");
+        Said { skipped }
+    }
+
+    /// The line of a table export for one log, if anything was skipped.
+    fn table_line(&self) -> Option<String> {
+        (!self.skipped.is_empty()).then(|| format!("{} skipped", self.skipped.join(", ")))
+    }
+
+    /// The one line of a viewer's export (`chrome`, `ctf`) on stderr, with the exporter's own
+    /// notes (`extra`), if there is anything to say.
+    fn report(&self, format: &str, extra: &[String]) {
+        let skipped = (!self.skipped.is_empty()).then(|| format!("skipped {}", self.skipped.join(", ")));
+        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).collect();
+        if !all.is_empty() {
+            eprintln!(
+                "event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)",
+                all.join("; ")
+            );
+        }
+    }
 }
 
 /// The column type of a parameter of `letter`.
@@ -202,144 +245,45 @@ fn identity(path: &Path) -> io::Result<String> {
     Ok(format!("{size}:{hash:016x}"))
 }
 
-/// What a table export counts while it reads a log: the counts of `event-dump stats`.
-#[derive(Debug, Default)]
-struct Counts {
-    events: u64,
-    blocks: u64,
-    damaged: u64,
-    bad: u64,
-    unknown: u64,
-    lost: u64,
-    /// Gaps in the threads' block sequence numbers: blocks overwritten, dropped or damaged.
-    missing: u64,
-    truncated: u64,
-    /// Per thread seen in a block header: (events, events lost).
-    threads: BTreeMap<u64, (u64, u64)>,
-}
-
-impl Counts {
-    /// "1 damaged block", "2 bad records"...: what was skipped, when anything was.
-    fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let mut note = |n: u64, one: &str, many: &str| {
-            if n > 0 {
-                problems.push(format!("{n} {}", if n == 1 { one } else { many }));
-            }
-        };
-        note(self.damaged, "damaged block", "damaged blocks");
-        note(self.bad, "bad record", "bad records");
-        note(self.unknown, "record of an unknown code", "records of unknown codes");
-        problems
-    }
+/// What a table export learns of a log while it walks it: its [`Ledger`], and the events of
+/// each thread (those the export wrote, as rows).
+struct Walked {
+    ledger: Ledger,
+    events_by_thread: BTreeMap<u64, u64>,
 }
 
 /// Reads `log` block by block in the order it holds them and hands each event to `visit`,
 /// counting as it goes; the first error `visit` returns stops the reading and is returned.
-/// Memory: one block, and 8 bytes per block for the sequence gaps.
-fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) -> Result<Counts, E> {
-    let mut counts = Counts::default();
+/// Memory: one block, and the ledger's numbers of each thread's blocks (a range per gap).
+fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) -> Result<Walked, E> {
+    let mut ledger = Ledger::new(log.header().format);
+    let mut events_by_thread = BTreeMap::new();
     let block_size = u64::from(log.header().block_size);
     let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());
-    // Thread -> its blocks' sequence numbers, for the gaps.
-    let mut sequences: HashMap<u64, Vec<u64>> = HashMap::new();
     while let Some(block) = log.next_block() {
         let block = match block {
             Ok(b) => b,
-            Err(_) => {
-                counts.damaged += 1;
+            Err(e) => {
+                ledger.damaged(&e);
                 continue;
             }
         };
         progress.update(block.offset + block_size);
-        counts.blocks += 1;
-        counts.lost += block.header.lost;
-        let thread = counts.threads.entry(block.header.thread).or_default();
-        thread.1 = thread.1.saturating_add(block.header.lost);
-        sequences.entry(block.header.thread).or_default().push(block.header.sequence);
+        let (thread, sequence) = (block.header.thread, block.header.sequence);
+        ledger.block(&block);
         let mut in_block = 0u64;
         for entry in block.entries(log.catalog()) {
-            let event = match entry {
-                Entry::Event(e) => e,
-                Entry::Unknown { .. } => {
-                    counts.unknown += 1;
-                    continue;
-                }
-                Entry::Bad(_) => {
-                    counts.bad += 1;
-                    continue;
-                }
-            };
-            visit(&event)?;
-            counts.events += 1;
-            in_block += 1;
-            if event.desc.format.contains(&Letter::String) {
-                for value in event.values() {
-                    if let Value::Str(text) = value {
-                        counts.truncated += u64::from(text.truncated);
-                    }
-                }
+            if let Entry::Event(event) = &entry {
+                visit(event)?;
+                in_block += 1;
             }
-            if event.desc.code == builtin::DROPPED {
-                let mut v = event.values();
-                if let (Some(Value::Word(t)), Some(Value::Word(n))) = (v.next(), v.next()) {
-                    counts.lost += n;
-                    let victim = counts.threads.entry(t).or_default();
-                    victim.1 = victim.1.saturating_add(n);
-                }
-            }
+            ledger.entry(thread, sequence, &entry);
         }
-        counts.threads.entry(block.header.thread).or_default().0 += in_block;
+        *events_by_thread.entry(thread).or_default() += in_block;
     }
     progress.finish();
-    for mut s in sequences.into_values() {
-        s.sort_unstable();
-        s.dedup();
-        // Sequences run from 0 in each thread: those below the highest seen that are not here.
-        counts.missing += s.last().map_or(0, |last| last.saturating_add(1).saturating_sub(s.len() as u64));
+    if let Some(findings) = log.ring_findings() {
+        ledger.ring_file(findings);
     }
-    Ok(counts)
-}
-
-/// What an export could not carry over, counted as it reads.
-#[derive(Debug, Default)]
-struct Skipped {
-    damaged_blocks: u64,
-    bad_records: u64,
-    unknown_records: u64,
-}
-
-impl Skipped {
-    /// Counts `item` when it is not an event; `true` when it was one of those.
-    fn count(&mut self, item: &Item<'_>) -> bool {
-        match item {
-            Item::Event { .. } => return false,
-            Item::Unknown => self.unknown_records += 1,
-            Item::Bad => self.bad_records += 1,
-            Item::Damaged => self.damaged_blocks += 1,
-        }
-        true
-    }
-
-    /// The one line that says what was skipped, if anything was; `extra` adds the exporter's
-    /// own notes.
-    fn report(&self, format: &str, extra: &[String]) {
-        let mut parts = Vec::new();
-        let mut part = |n: u64, one: &str, many: &str| {
-            if n > 0 {
-                parts.push(format!("{n} {}", if n == 1 { one } else { many }));
-            }
-        };
-        part(self.damaged_blocks, "damaged block", "damaged blocks");
-        part(self.bad_records, "bad record", "bad records");
-        part(self.unknown_records, "record of an unknown code", "records of unknown codes");
-        let skipped = (!parts.is_empty()).then(|| format!("skipped {}", parts.join(", ")));
-        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).collect();
-        if !all.is_empty() {
-            eprintln!(
-                "event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)",
-                all.join("; ")
-            );
-        }
-    }
+    Ok(Walked { ledger, events_by_thread })
 }

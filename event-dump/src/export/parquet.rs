@@ -94,7 +94,7 @@
 //! most 64 MiB beyond one row group) and the thread and block counts, whatever the size of
 //! the log.
 
-use super::{ColumnType, Summary, column_type, identity, param_columns, walk};
+use super::{ColumnType, Imported, Said, column_type, identity, param_columns, walk};
 use crate::log::{DumpError, Log};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
@@ -166,8 +166,8 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode> {
         // Nothing of the run is left: the directory held only what the run wrote.
         let _ = fs::remove_dir_all(out);
     }
-    let summaries = result?;
-    Ok(super::report(&summaries, out))
+    let imported = result?;
+    Ok(super::report(&imported, out))
 }
 
 /// The lock file of a run, removed when dropped.
@@ -767,15 +767,15 @@ struct Planned {
     serial: i64,
 }
 
-fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Summary>> {
+fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
     let dataset = read_dataset(out)?;
     let plans = plan(logs, out, &dataset)?;
     let run = dataset.last_serial + 1;
     let mut state =
         Run { out, run, tables: Vec::new(), by_name: HashMap::new(), created_dirs: Vec::new(), buffered: 0 };
-    let result = write_run(logs, &plans, &mut state).and_then(|(summaries, files)| {
+    let result = write_run(logs, &plans, &mut state).and_then(|(imported, files)| {
         commit(out, &dataset, files)?;
-        Ok(summaries)
+        Ok(imported)
     });
     if result.is_err() {
         state.abandon();
@@ -855,12 +855,12 @@ fn existing_meaning(out: &Path, name: &str, dataset: &Dataset) -> Result<Option<
 }
 
 /// Writes every log's events into the run's temporary files, then the `threads` and `logs`
-/// files; returns the summaries and the files to rename (temporary, final), `logs` last.
-fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(Vec<Summary>, Vec<Rename>)> {
+/// files; returns the imported and the files to rename (temporary, final), `logs` last.
+fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(Vec<Imported>, Vec<Rename>)> {
     let exported = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    let mut summaries = Vec::new();
+    let mut imported = Vec::new();
     let mut log_rows = Vec::new();
     let mut thread_rows = Vec::new();
     for (log, planned) in logs.iter_mut().zip(plans) {
@@ -870,7 +870,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
         // their wire codes are not).
         let mut tables: HashMap<u16, usize> = HashMap::new();
         let mut names: BTreeMap<u64, String> = BTreeMap::new();
-        let counts = walk(log, |event| {
+        let walked = walk(log, |event| {
             let i = match tables.get(&event.desc.wire) {
                 Some(&i) => i,
                 None => {
@@ -892,6 +892,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
             run.buffered += run.tables[i].bytes - before;
             run.relieve(i).map_err(|e| parquet_error(&run.tables[i].temp, &e))
         })?;
+        let l = &walked.ledger;
         let path = fs::canonicalize(log.path()).unwrap_or_else(|_| log.path().to_path_buf());
         let header = log.header().clone();
         let path_text = path.display().to_string();
@@ -919,25 +920,29 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
                 I64(header.clock.ref_wall_ns),
                 U32(header.block_size),
                 I64(exported),
-                U64(counts.events),
-                U64(counts.blocks),
-                U64(counts.damaged),
-                U64(counts.bad),
-                U64(counts.unknown),
-                U64(counts.lost),
-                U64(counts.missing),
-                U64(counts.truncated),
+                U64(l.events()),
+                U64(l.blocks()),
+                U64(l.damaged_blocks().len() as u64),
+                U64(l.bad_records().len() as u64),
+                U64(l.unknown_records()),
+                U64(l.lost()),
+                U64(l.missing_blocks()),
+                U64(l.truncated_strings()),
             ]
         }));
-        for (&thread, &(events, lost)) in &counts.threads {
+        // Every thread with a block, and every thread a `Dropped` event names.
+        let threads: BTreeSet<u64> = l.threads().keys().chain(l.lost_by_thread().keys()).copied().collect();
+        for thread in threads {
             let name = names.get(&thread).map_or(Cell::Null, |n| Cell::Str(n.clone()));
+            let events = walked.events_by_thread.get(&thread).copied().unwrap_or(0);
+            let lost = l.lost_by_thread().get(&thread).copied().unwrap_or(0);
             thread_rows.push(vec![Cell::I64(serial), Cell::U64(thread), name, Cell::U64(events), Cell::U64(lost)]);
         }
-        summaries.push(Summary {
+        imported.push(Imported {
             path: log.path().display().to_string(),
             serial,
-            events: counts.events,
-            problems: counts.problems(),
+            events: l.events(),
+            said: Said::of([l]),
         });
     }
     // Every event type of these logs has a table: an empty file for a type new to the dataset.
@@ -981,7 +986,7 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
     }
     // From here the run's temporary files are in `files`: if the commit fails, they go.
     run.tables = Vec::new();
-    Ok((summaries, files))
+    Ok((imported, files))
 }
 
 /// Puts the run's files in place: the marker first, then leftovers of an interrupted run

@@ -81,7 +81,7 @@
 //! fail an import: they are skipped, counted in `event_log`, and reported in one line on
 //! stderr per log, like `print` does.
 
-use super::{ColumnType, Counts, Summary, column_type};
+use super::{ColumnType, Imported, Said, Walked, column_type};
 use crate::log::{DumpError, Log};
 use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
@@ -197,11 +197,11 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCo
         journal.push("-journal");
         let _ = std::fs::remove_file(journal);
     }
-    let summaries = result?;
-    Ok(super::report(&summaries, out))
+    let imported = result?;
+    Ok(super::report(&imported, out))
 }
 
-fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Summary>> {
+fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
     let db = DbErrors(out);
     let mut conn = Connection::open(out).map_err(|e| db.error(&e))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| db.error(&e))?;
@@ -210,12 +210,12 @@ fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Summary>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| db.error(&e))?;
     prepare(&tx, &db)?;
     let mut glue = Glue::load(&tx).map_err(|e| db.error(&e))?;
-    let mut summaries = Vec::new();
+    let mut imported = Vec::new();
     for log in logs.iter_mut() {
-        summaries.push(import(&tx, &mut glue, log, &db)?);
+        imported.push(import(&tx, &mut glue, log, &db)?);
     }
     tx.commit().map_err(|e| db.error(&e))?;
-    Ok(summaries)
+    Ok(imported)
 }
 
 /// Turns SQLite's errors into one line that names the database and says what to do.
@@ -555,7 +555,7 @@ fn bits(value: u64) -> i64 {
 }
 
 /// Imports one log: registers it and its event types, then inserts its events.
-fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_>) -> Result<Summary> {
+fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_>) -> Result<Imported> {
     let sql = |e: rusqlite::Error| db.error(&e);
     let shown = log.path().display().to_string();
     let identity = super::identity(log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
@@ -598,28 +598,29 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
     )
     .map_err(sql)?;
     let serial = tx.last_insert_rowid();
-    let counts = insert_events(tx, log, serial).map_err(sql)?;
+    let walked = insert_events(tx, log, serial).map_err(sql)?;
+    let l = &walked.ledger;
     tx.execute(
         "UPDATE event_log SET events = ?1, blocks = ?2, damaged_blocks = ?3, bad_records = ?4, unknown_records = ?5, \
          lost_events = ?6, missing_blocks = ?7, truncated_strings = ?8 WHERE serial = ?9",
         (
-            bits(counts.events),
-            bits(counts.blocks),
-            bits(counts.damaged),
-            bits(counts.bad),
-            bits(counts.unknown),
-            bits(counts.lost),
-            bits(counts.missing),
-            bits(counts.truncated),
+            bits(l.events()),
+            bits(l.blocks()),
+            bits(l.damaged_blocks().len() as u64),
+            bits(l.bad_records().len() as u64),
+            bits(l.unknown_records()),
+            bits(l.lost()),
+            bits(l.missing_blocks()),
+            bits(l.truncated_strings()),
             serial,
         ),
     )
     .map_err(sql)?;
-    Ok(Summary { path: shown, serial, events: counts.events, problems: counts.problems() })
+    Ok(Imported { path: shown, serial, events: l.events(), said: Said::of([l]) })
 }
 
 /// Inserts every event of `log` as a row of log `serial`, block by block.
-fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::Result<Counts> {
+fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::Result<Walked> {
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
     let clock = log.header().clock;
     super::walk(log, |event| {

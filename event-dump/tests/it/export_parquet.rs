@@ -142,7 +142,7 @@ fn integer(v: &Json) -> Option<i128> {
 /// What `print --format json` says of one event type of a log: its count, and per parameter
 /// the number of distinct values and, for integers, their sum.
 #[derive(Debug, Default, PartialEq)]
-struct Summary {
+struct Aggregates {
     count: i64,
     distinct: BTreeMap<String, i64>,
     sums: BTreeMap<String, i128>,
@@ -151,7 +151,7 @@ struct Summary {
 /// `print --format json` of `log`, summarised per `Kind.Name`, with its parameter names.
 /// A parameter has a sum when every value of it is an integer (pointers in hex, words beyond
 /// 2^53 in decimal strings).
-fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Summary)> {
+fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Aggregates)> {
     type Seen = (Vec<String>, i64, BTreeMap<String, Vec<String>>, BTreeMap<String, Option<i128>>);
     let mut values: BTreeMap<String, Seen> = BTreeMap::new();
     for p in print_json(&[log.to_str().unwrap()]) {
@@ -177,14 +177,14 @@ fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Summary)> {
                 })
                 .collect();
             let sums = sums.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
-            (name, (params, Summary { count, distinct, sums }))
+            (name, (params, Aggregates { count, distinct, sums }))
         })
         .collect()
 }
 
 /// The same summary of one event type of log `serial`, from the dataset, by DuckDB: sums of
 /// the integer columns.
-fn queried(out: &Path, name: &str, serial: i64, params: &[String]) -> Summary {
+fn queried(out: &Path, name: &str, serial: i64, params: &[String]) -> Aggregates {
     let cols = columns(params);
     let types: BTreeMap<String, String> = duck(&format!("DESCRIBE SELECT * FROM {}", table(out, name)))
         .into_iter()
@@ -201,7 +201,7 @@ fn queried(out: &Path, name: &str, serial: i64, params: &[String]) -> Summary {
     }
     let row = &duck(&format!("SELECT {} FROM {} WHERE log = {serial}", select.join(", "), table(out, name)))[0];
     let mut values = row.iter();
-    let mut s = Summary { count: values.next().unwrap().as_i64().unwrap(), ..Default::default() };
+    let mut s = Aggregates { count: values.next().unwrap().as_i64().unwrap(), ..Default::default() };
     for (p, int) in params.iter().zip(&integers) {
         s.distinct.insert(p.clone(), values.next().unwrap().as_i64().unwrap());
         if *int {

@@ -19,5 +19,6 @@ mod export_sqlite;
 mod filter_values;
 mod fuzz_corpus;
 mod hostile;
+mod ledger;
 mod print_jobs;
 mod sets;

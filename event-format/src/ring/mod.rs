@@ -83,4 +83,4 @@ pub use layout::{
     RingError, SLOT_LEN, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, at, control_at, is_ring, position, slot_at,
     split_position,
 };
-pub use read::{ReadAt, RingBlocks, RingReader, RingStream, RingSummary, SlotBlocks, SlotState, Status};
+pub use read::{ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status};

@@ -4,6 +4,7 @@
 
 use super::layout::{Layout, RECLAIMING, RingError, STATE_CREATING, at, slot_at, split_position};
 use crate::decode::{Block, BlockError, BlockSource, DecodeOptions};
+use crate::schema::Version;
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, Order, seal_block, verify_block,
 };
@@ -178,7 +179,12 @@ impl<R: ReadAt> RingReader<R> {
             lost: stable_u64(&self.source, o, at::LOST as u64)?,
             threads_without_slot: stable_u64(&self.source, o, at::THREADS_WITHOUT_SLOT as u64)?,
             slots_reused: stable_u64(&self.source, o, at::SLOTS_REUSED as u64)?,
-            discarded: stable_u64(&self.source, o, at::DISCARDED as u64)?,
+            // The word was reserved before layout 1.0.1: readers ignore it there.
+            discarded: if self.layout.version >= Version::new(1, 0, 1) {
+                stable_u64(&self.source, o, at::DISCARDED as u64)?
+            } else {
+                0
+            },
         })
     }
 
@@ -237,7 +243,9 @@ impl<R: ReadAt> RingReader<R> {
                 let checked = if seq == before.sequence {
                     self.seal_current(&mut bytes, len, seq, before.thread)
                 } else {
-                    verify_block(self.layout.order, &bytes).map(Some).map_err(|d| d.to_string())
+                    verify_block(self.layout.order, &bytes)
+                        .map_err(|d| d.to_string())
+                        .and_then(|header| in_place(&header, seq, before.thread).map(Some))
                 };
                 match checked {
                     Ok(None) => {}
@@ -286,9 +294,23 @@ impl<R: ReadAt> RingReader<R> {
     }
 }
 
+/// Whether a sealed block's header is the block its slot holds at this place: sequence
+/// `seq` (modulo 2^32, as positions hold it) of the slot's `owner`. A block that passed its
+/// CRC elsewhere in the ring (a stale copy, a block of another thread) is damage, never
+/// another thread's or another number's events (docs/FORMAT.md, "Reading a slot").
+fn in_place(header: &BlockHeader, seq: u32, owner: u64) -> Result<BlockHeader, String> {
+    if header.sequence as u32 == seq && header.thread == owner {
+        return Ok(*header);
+    }
+    Err(format!(
+        "the block says it is block {} of thread {}, where its slot holds block {seq} of thread {owner}",
+        header.sequence, header.thread
+    ))
+}
+
 /// What a [`RingBlocks`] (or [`RingStream`]) found, once read to its end.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RingSummary {
+pub struct RingFindings {
     /// Slots that held a thread.
     pub threads: u64,
     /// Blocks read from the slots (the loss report's blocks of thread 0 not included).
@@ -317,7 +339,7 @@ pub struct RingSummary {
 /// each slot's blocks oldest first, as [`RingReader::read_slot`] checks them, then, when
 /// events were refused or lost, blocks of thread 0 whose `Dropped` events report them, so
 /// that a reader counts every loss. Blocks that fail their checks are left out and listed
-/// in the [`summary`](RingBlocks::summary). One slot's blocks are in memory at a time.
+/// in its [`findings`](RingBlocks::findings). One slot's blocks are in memory at a time.
 ///
 /// Nothing is re-encoded: the blocks are the ones the reader copied and checked.
 #[derive(Debug)]
@@ -325,7 +347,7 @@ pub struct RingBlocks<R> {
     reader: RingReader<R>,
     next_slot: u32,
     pending: std::collections::VecDeque<Block>,
-    summary: RingSummary,
+    findings: RingFindings,
     drops: Vec<(u64, u64)>,
     last_time: u64,
     finished: bool,
@@ -340,7 +362,7 @@ impl<R: ReadAt> RingBlocks<R> {
             reader,
             next_slot: 0,
             pending: std::collections::VecDeque::new(),
-            summary: RingSummary::default(),
+            findings: RingFindings::default(),
             drops: Vec::new(),
             last_time: 0,
             finished: false,
@@ -350,8 +372,8 @@ impl<R: ReadAt> RingBlocks<R> {
 
     /// What was found so far; complete once [`next_block`](BlockSource::next_block) has
     /// returned `None`.
-    pub fn summary(&self) -> &RingSummary {
-        &self.summary
+    pub fn findings(&self) -> &RingFindings {
+        &self.findings
     }
 
     /// The reader.
@@ -367,31 +389,31 @@ impl<R: ReadAt> RingBlocks<R> {
             self.next_slot += 1;
             let found = self.reader.read_slot(index, 0)?;
             let Some(slot) = found.slot else { continue };
-            self.summary.threads += 1;
-            self.summary.overwritten_blocks += found.first_sequence;
+            self.findings.threads += 1;
+            self.findings.overwritten_blocks += found.first_sequence;
             // The counts come from the file, which may lie: saturate rather than wrap.
-            self.summary.refused = self.summary.refused.saturating_add(slot.refused);
+            self.findings.refused = self.findings.refused.saturating_add(slot.refused);
             if slot.refused > 0 {
                 self.drops.push((slot.thread, slot.refused));
             }
             for (seq, why) in found.damaged {
-                self.summary.damaged.push((index, seq, why));
+                self.findings.damaged.push((index, seq, why));
             }
             for block in found.blocks {
                 self.last_time = self.last_time.max(block.header.base_time);
-                self.summary.blocks += 1;
+                self.findings.blocks += 1;
                 self.pending.push_back(block);
             }
         }
         if self.pending.is_empty() && !self.finished {
             self.finished = true;
             let status = self.reader.status()?;
-            self.summary.state = status.state;
-            self.summary.heartbeat_ns = status.heartbeat_ns;
-            self.summary.lost = status.lost;
-            self.summary.threads_without_slot = status.threads_without_slot;
-            self.summary.slots_reused = status.slots_reused;
-            self.summary.discarded = status.discarded;
+            self.findings.state = status.state;
+            self.findings.heartbeat_ns = status.heartbeat_ns;
+            self.findings.lost = status.lost;
+            self.findings.threads_without_slot = status.threads_without_slot;
+            self.findings.slots_reused = status.slots_reused;
+            self.findings.discarded = status.discarded;
             if status.lost > 0 {
                 self.drops.push((0, status.lost));
             }
@@ -471,8 +493,8 @@ impl<R: ReadAt> RingStream<R> {
     }
 
     /// What was found so far; complete once the stream has been read to its end.
-    pub fn summary(&self) -> &RingSummary {
-        self.blocks.summary()
+    pub fn findings(&self) -> &RingFindings {
+        self.blocks.findings()
     }
 
     /// The reader.

@@ -825,6 +825,24 @@ mod sets {
         }
     }
 
+    /// docs/FORMAT.md ("Event sets", issue 30's S5 and S11): the `first` of a set with no
+    /// events claims no code, so any value is read; and such a set is a set all the same:
+    /// with another, names are qualified by their sets.
+    #[test]
+    fn a_set_with_no_events_has_any_first_and_counts_as_a_set() {
+        let mut empty = two_sets()[1].schema.clone();
+        empty.name = "empty".into();
+        empty.events.clear();
+        empty.retired.clear();
+        for first in [0, 0x1234, 0xFFFF] {
+            let sets = vec![two_sets()[0].clone(), SetEntry::new(empty.clone(), first)];
+            let header = header_with(sets).unwrap_or_else(|e| panic!("first {first:#x}: {e}"));
+            let catalog = Catalog::new(&header.sets);
+            assert!(catalog.qualified(), "first {first:#x}");
+            assert_eq!(catalog.get(1).unwrap().full_name().to_string(), "storage:Page.PageWrite");
+        }
+    }
+
     #[test]
     fn bad_lists_of_sets_are_refused() {
         let mut overlap = two_sets();

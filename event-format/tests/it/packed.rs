@@ -224,6 +224,24 @@ fn a_packed_block_that_unpacks_beyond_the_block_is_damage() {
     assert!(decoder.next_block().is_none());
 }
 
+/// docs/FORMAT.md ("Reading a block", issue 30's S12): a packed block with `used` = 0 holds
+/// no LZ4 block at all (one holds at least its token byte, even for no records), so it is bad
+/// packing, not an empty block; the block after it is read.
+#[test]
+fn a_packed_block_of_no_bytes_is_bad_packing() {
+    let (head, blocks, _) = sample(Order::Little);
+    let mut block = vec![0u8; packed_len(0)];
+    BlockHeader { flags: BLOCK_PACKED, thread: 1, ..Default::default() }.write(Order::Little, &mut block);
+    seal_block(Order::Little, &mut block, 0);
+    let mut bytes = head.clone();
+    bytes.extend_from_slice(&block);
+    bytes.extend_from_slice(&blocks[0]);
+    let mut decoder = Decoder::new(&bytes[..]).unwrap();
+    let err = decoder.next_block().unwrap().unwrap_err();
+    assert!(matches!(err.damage, Damage::BadPacking(_)), "{err}");
+    assert!(decoder.next_block().unwrap().is_ok(), "the block after it");
+}
+
 /// docs/FORMAT.md ("Packed blocks"): what a packed block compresses is its records area, the
 /// `used` bytes after the header in the stream's byte order, never the padding; the LZ4 block
 /// format's own fields (a match's offset) are little-endian whatever the stream's order. Here

@@ -82,8 +82,8 @@ fn lying_refused_counts_saturate() {
     let mut stream = RingStream::new(RingReader::open(&file[..], DecodeOptions::default()).unwrap());
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).unwrap();
-    assert_eq!(stream.summary().refused, u64::MAX);
-    assert_eq!(stream.summary().lost, u64::MAX);
+    assert_eq!(stream.findings().refused, u64::MAX);
+    assert_eq!(stream.findings().lost, u64::MAX);
 }
 
 /// A block whose second record is a `TimeExtend` without its time: the walk reports it and

@@ -268,12 +268,12 @@ fn fill_in_a_ring_file_reports_what_its_slots_refused() {
 }
 
 /// A ring file read as a stream, and what the reader found.
-fn read_ring(path: &std::path::Path) -> (Vec<u8>, event_format::ring::RingSummary) {
+fn read_ring(path: &std::path::Path) -> (Vec<u8>, event_format::ring::RingFindings) {
     let reader = RingReader::open(std::fs::File::open(path).unwrap(), Default::default()).unwrap();
     let mut stream = RingStream::new(reader);
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut stream, &mut bytes).unwrap();
-    (bytes, stream.summary().clone())
+    (bytes, stream.findings().clone())
 }
 
 fn tempdir(name: &str) -> std::path::PathBuf {

@@ -1,0 +1,427 @@
+//! The ledger: what is wrong with a log, and what it lost, counted once by one set of rules
+//! for every reader (`event-dump`'s `stats`, `check` and exports, the typed reader, the fuzz
+//! targets).
+//!
+//! A reader hands the ledger what it meets, in the order the log holds it: each verified
+//! block ([`Ledger::block`]), each block that failed its checks ([`Ledger::damaged`]), each
+//! record as the catalog classified it ([`Ledger::entry`], in any order), and at the end what a
+//! ring file's reader found ([`Ledger::ring_file`]). The ledger keeps:
+//!
+//! - the blocks of each thread and their sequence numbers in stream order, and from them the
+//!   one gap rule, repeats and late blocks (docs/FORMAT.md, "Block order"), and what a ring's
+//!   overwritten blocks are: a thread's oldest numbers missing, for any thread but the
+//!   recorder's own (thread 0, whose blocks no ring overwrites);
+//! - the losses per thread: blocks' `lost` fields and `Dropped` events ("Counting losses");
+//! - damaged blocks (a stream's and a ring file's), bad records, records of unknown codes,
+//!   strings their writer cut;
+//! - the clean stop ("The clean stop"): the stop marker is the last verified block when it is
+//!   a block of thread 0 whose last record is a `Stop`, in a stream of format 2.0.1 or later;
+//!   it is no block of the log's counts (though its number is one of thread 0's), and what
+//!   the writer said it wrote is compared with what was read.
+//!
+//! It is pure: no I/O, no clock, no threads. Whether a writer is still alive is the caller's
+//! to find out ([`Ledger::ending`] asks only when it matters).
+//!
+//! ```
+//! use event_format::decode::{Catalog, Decoder};
+//! use event_format::ledger::{Ending, Ledger};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let bytes = event_format::testing::sample_stream(event_format::wire::Order::Little);
+//! let mut decoder = Decoder::new(&bytes[..])?;
+//! let catalog = Catalog::new(&decoder.header().sets);
+//! let mut ledger = Ledger::new(decoder.header().format);
+//! while let Some(block) = decoder.next_block() {
+//!     match block {
+//!         Ok(block) => {
+//!             ledger.block(&block);
+//!             for entry in block.entries(&catalog) {
+//!                 ledger.entry(block.header.thread, block.header.sequence, &entry);
+//!             }
+//!         }
+//!         Err(damaged) => ledger.damaged(&damaged),
+//!     }
+//! }
+//! assert!(ledger.events() > 0);
+//! assert_eq!((ledger.missing_blocks(), ledger.damaged_blocks().len(), ledger.bad_records().len()), (0, 0, 0));
+//! // The sample stream (format 2.0.1) has no stop marker: its writer did not stop cleanly,
+//! // unless it is still writing, which only the caller can find out.
+//! assert_eq!(ledger.ending(|| false), Ending::Killed { after_marker: 0 });
+//! assert_eq!(ledger.ending(|| true), Ending::Running);
+//! # Ok(()) }
+//! ```
+
+mod sequences;
+
+pub use sequences::{Sequences, Step};
+
+use crate::builtin::{DROPPED, STOP, TIME_EXTEND};
+use crate::decode::{Block, BlockError, Entry, Event};
+use crate::letter::Letter;
+use crate::ring::{RingFindings, STATE_CLOSED};
+use crate::schema::Version;
+use crate::wire::{RecordError, Stop, Value, records_stop};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A block that failed its checks and was skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Damaged {
+    /// A block of a stream, as the decoder reported it.
+    Block(BlockError),
+    /// A block of a ring file's slot, left out by the ring reader.
+    Slot {
+        /// The slot's index.
+        slot: u32,
+        /// The block's sequence number.
+        sequence: u64,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+impl fmt::Display for Damaged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Damaged::Block(e) => write!(f, "{e}"),
+            Damaged::Slot { slot, sequence, why } => write!(f, "slot {slot}, block {sequence}: {why}"),
+        }
+    }
+}
+
+/// A record that breaks the format, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRecord {
+    /// The thread of its block.
+    pub thread: u64,
+    /// Its block's sequence number.
+    pub sequence: u64,
+    /// What is wrong.
+    pub error: RecordError,
+}
+
+impl fmt::Display for BadRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "thread {}, block {}: {}", self.thread, self.sequence, self.error)
+    }
+}
+
+/// How a log's recording ended, as far as the log can tell (docs/FORMAT.md, "The clean stop").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The writer stopped cleanly: a stream's marker (what it says was written), or a ring
+    /// file's state *closed* (`None`).
+    Clean(Option<Stop>),
+    /// A stream of format 2.0.1 or later without the marker at its end, or a ring file still
+    /// marked recording, whose writer is not alive: killed, aborted, or its disk full.
+    Killed {
+        /// Verified blocks after the last stop block (0: there is none).
+        after_marker: u64,
+    },
+    /// No marker (or a ring file still marked recording), and its writer is alive: still
+    /// recording.
+    Running,
+    /// A stream whose format has no marker (before 2.0.1): nothing to tell.
+    Unrecorded,
+}
+
+/// The stop marker's counts beside the same counts of what was read before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Marker {
+    /// What the writer says it wrote before the marker's block.
+    pub written: Stop,
+    /// What the reader read before it: verified blocks, records (every record the walk of
+    /// docs/FORMAT.md yields, other than `TimeExtend` and `Stop`: events, records of unknown
+    /// codes and records with bad arguments), and the losses they report.
+    pub read: Stop,
+}
+
+impl Marker {
+    /// Whether the two agree in every count.
+    pub fn agrees(&self) -> bool {
+        self.written == self.read
+    }
+}
+
+/// A stop block met: thread 0, ending with a `Stop` record, in a stream that has markers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StopBlock {
+    stop: Stop,
+    /// Its own records and losses, which the marker's counts leave out.
+    records: u64,
+    lost: u64,
+}
+
+/// A ring file's end, as its reader found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RingEnd {
+    state: u32,
+}
+
+/// What a log holds that is wrong or lost, counted once; see the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ledger {
+    /// The stream's format version: whether it has a clean-stop marker.
+    format: Version,
+    /// Thread -> its blocks' sequence numbers.
+    threads: BTreeMap<u64, Sequences>,
+    /// Verified blocks, stop blocks included.
+    blocks: u64,
+    /// Records the walk yields (events, unknown codes, bad arguments), stop blocks' included.
+    records: u64,
+    events: u64,
+    unknown: BTreeMap<u16, u64>,
+    bad: Vec<BadRecord>,
+    damaged: Vec<Damaged>,
+    /// Thread (0: of no thread) -> events lost.
+    lost: BTreeMap<u64, u64>,
+    truncated_strings: u64,
+    /// The last stop block, and the verified blocks after it.
+    stop_block: Option<StopBlock>,
+    after_stop_block: u64,
+    ring: Option<RingEnd>,
+}
+
+impl Ledger {
+    /// An empty ledger for a log of stream format `format`.
+    pub fn new(format: Version) -> Ledger {
+        Ledger {
+            format,
+            threads: BTreeMap::new(),
+            blocks: 0,
+            records: 0,
+            events: 0,
+            unknown: BTreeMap::new(),
+            bad: Vec::new(),
+            damaged: Vec::new(),
+            lost: BTreeMap::new(),
+            truncated_strings: 0,
+            stop_block: None,
+            after_stop_block: 0,
+            ring: None,
+        }
+    }
+
+    /// Counts a verified block, in stream order: its thread's sequence number and its `lost`
+    /// field (its records come through [`entry`](Ledger::entry)). What its number was to its
+    /// thread: a streaming reader reports [`Step::Ahead`]'s skipped blocks as missing so far.
+    pub fn block(&mut self, block: &Block) -> Step {
+        let header = &block.header;
+        self.blocks += 1;
+        self.add_lost(header.thread, header.lost);
+        let stop = if header.thread == 0 && records_stop(self.format) { block.stop() } else { None };
+        match stop {
+            Some(stop) => {
+                let (records, lost) = own_counts(block);
+                self.stop_block = Some(StopBlock { stop, records, lost });
+                self.after_stop_block = 0;
+            }
+            None if self.stop_block.is_some() => self.after_stop_block += 1,
+            None => {}
+        }
+        self.threads.entry(header.thread).or_default().add(header.sequence)
+    }
+
+    /// Counts a block that failed its checks.
+    pub fn damaged(&mut self, error: &BlockError) {
+        self.damaged.push(Damaged::Block(error.clone()));
+    }
+
+    /// Counts one record of the block of `thread` numbered `sequence`, as the catalog
+    /// classified it ([`Catalog::entry`](crate::decode::Catalog::entry)): an event (its
+    /// `Dropped` count, its cut strings), an unknown code, or a bad record. Records may come
+    /// in any order (a reader that merges by time hands them on in time order).
+    #[inline]
+    pub fn entry(&mut self, thread: u64, sequence: u64, entry: &Entry<'_>) {
+        match entry {
+            Entry::Event(event) => self.event(event),
+            Entry::Unknown { code, .. } => {
+                self.records += 1;
+                *self.unknown.entry(*code).or_default() += 1;
+            }
+            Entry::Bad(error) => {
+                // A record with bad arguments is a record its writer wrote (and counted);
+                // a TimeExtend or Stop without its arguments, or bytes that delimit no
+                // record, are not.
+                if let RecordError::BadArguments { code, .. } = error
+                    && *code != TIME_EXTEND
+                    && *code != STOP
+                {
+                    self.records += 1;
+                }
+                self.bad.push(BadRecord { thread, sequence, error: error.clone() });
+            }
+        }
+    }
+
+    #[inline]
+    fn event(&mut self, event: &Event<'_>) {
+        self.records += 1;
+        self.events += 1;
+        let desc = event.desc;
+        if desc.code == DROPPED && desc.is_builtin() {
+            let mut v = event.values();
+            if let (Some(Value::Word(thread)), Some(Value::Word(count))) = (v.next(), v.next()) {
+                self.add_lost(thread, count);
+            }
+        } else if desc.format.contains(&Letter::String) {
+            for value in event.values() {
+                if let Value::Str(text) = value {
+                    self.truncated_strings += u64::from(text.truncated);
+                }
+            }
+        }
+    }
+
+    /// Counts what a ring file's reader found once every block was read: the blocks it left
+    /// out as damaged, and the file's state for [`ending`](Ledger::ending).
+    pub fn ring_file(&mut self, findings: &RingFindings) {
+        for (slot, sequence, why) in &findings.damaged {
+            self.damaged.push(Damaged::Slot { slot: *slot, sequence: *sequence, why: why.clone() });
+        }
+        self.ring = Some(RingEnd { state: findings.state });
+    }
+
+    /// Adds `n` lost events to `thread`'s count. Counts come from the log, which may lie: they
+    /// saturate rather than wrap.
+    fn add_lost(&mut self, thread: u64, n: u64) {
+        if n > 0 {
+            let count = self.lost.entry(thread).or_default();
+            *count = count.saturating_add(n);
+        }
+    }
+
+    /// The stop block that ends the log, when the last verified block is one.
+    fn marker_block(&self) -> Option<&StopBlock> {
+        self.stop_block.as_ref().filter(|_| self.after_stop_block == 0)
+    }
+
+    /// Whether the last verified block so far is a stop block: the log's stop marker, if
+    /// no verified block follows it. A reader that sums its own facts of blocks (their bytes)
+    /// holds that block's apart until the next one comes.
+    pub fn ends_with_marker(&self) -> bool {
+        self.marker_block().is_some()
+    }
+
+    /// The log's verified blocks, the stop marker not counted (a stop block that blocks
+    /// follow is no marker, and counts).
+    pub fn blocks(&self) -> u64 {
+        self.blocks - u64::from(self.marker_block().is_some())
+    }
+
+    /// Events: records whose code the catalog knows and whose arguments match their format.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Records of codes nothing describes, by wire code.
+    pub fn unknown_codes(&self) -> &BTreeMap<u16, u64> {
+        &self.unknown
+    }
+
+    /// Records of unknown codes, all codes together.
+    pub fn unknown_records(&self) -> u64 {
+        saturating_sum(self.unknown.values().copied())
+    }
+
+    /// Records that break the format, in the order they were counted.
+    pub fn bad_records(&self) -> &[BadRecord] {
+        &self.bad
+    }
+
+    /// Blocks that failed their checks: the stream's, then (once counted) the ring file's.
+    pub fn damaged_blocks(&self) -> &[Damaged] {
+        &self.damaged
+    }
+
+    /// Events lost per thread (0: of no thread): `lost` fields and `Dropped` counts.
+    pub fn lost_by_thread(&self) -> &BTreeMap<u64, u64> {
+        &self.lost
+    }
+
+    /// Events lost, all threads together.
+    pub fn lost(&self) -> u64 {
+        saturating_sum(self.lost.values().copied())
+    }
+
+    /// Strings their writer cut, in events.
+    pub fn truncated_strings(&self) -> u64 {
+        self.truncated_strings
+    }
+
+    /// Each thread that has a verified block, with its blocks' numbers.
+    pub fn threads(&self) -> &BTreeMap<u64, Sequences> {
+        &self.threads
+    }
+
+    /// Blocks missing: every thread's gaps together, a ring's overwritten blocks included.
+    pub fn missing_blocks(&self) -> u64 {
+        saturating_sum(self.threads.values().map(Sequences::missing))
+    }
+
+    /// The oldest blocks a ring overwrote, per thread, as (thread, blocks): a thread's first
+    /// numbers missing, for every thread but 0, whose blocks are the recorder's own reports
+    /// and are never overwritten (its gaps are blocks dropped or damaged).
+    pub fn overwritten(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.threads.iter().filter(|(t, _)| **t != 0).map(|(t, s)| (*t, s.oldest_missing())).filter(|o| o.1 > 0)
+    }
+
+    /// Blocks whose number an earlier block of their thread had.
+    pub fn repeated_blocks(&self) -> u64 {
+        self.threads.values().map(|s| s.repeats().len() as u64).sum()
+    }
+
+    /// Blocks that came after a higher-numbered block of their thread.
+    pub fn late_blocks(&self) -> u64 {
+        self.threads.values().map(|s| s.late().len() as u64).sum()
+    }
+
+    /// The stop marker's counts beside what was read before it, when the log ends with one.
+    pub fn marker(&self) -> Option<Marker> {
+        let block = self.marker_block()?;
+        let read = Stop {
+            blocks: self.blocks(),
+            events: self.records - block.records,
+            lost: self.lost().saturating_sub(block.lost),
+        };
+        Some(Marker { written: block.stop, read })
+    }
+
+    /// How the recording ended. `alive` is asked, only when the log has no marker (or is a
+    /// ring file not closed), whether its writer is still alive: the caller's to find out
+    /// (a ring file's heartbeat and process, the lock a stream's writer holds).
+    pub fn ending(&self, alive: impl FnOnce() -> bool) -> Ending {
+        if let Some(ring) = self.ring {
+            return match ring.state {
+                STATE_CLOSED => Ending::Clean(None),
+                _ if alive() => Ending::Running,
+                _ => Ending::Killed { after_marker: 0 },
+            };
+        }
+        if !records_stop(self.format) {
+            return Ending::Unrecorded;
+        }
+        match self.marker_block() {
+            Some(block) => Ending::Clean(Some(block.stop)),
+            None if self.stop_block.is_none() && alive() => Ending::Running,
+            None => Ending::Killed { after_marker: self.after_stop_block },
+        }
+    }
+}
+
+/// A block's own records (as a writer counts them: every record the walk yields) and the
+/// losses it reports (its `lost` field and its `Dropped` counts).
+fn own_counts(block: &Block) -> (u64, u64) {
+    let (mut records, mut lost) = (0u64, block.header.lost);
+    for record in block.records().flatten() {
+        records += 1;
+        if record.code == DROPPED && record.args.len() >= 16 {
+            lost = lost.saturating_add(block.order.u64(&record.args[8..]));
+        }
+    }
+    (records, lost)
+}
+
+/// The sum of `counts`, saturating at `u64::MAX`: counts from a log may lie.
+fn saturating_sum(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
+}

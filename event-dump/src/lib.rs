@@ -6,9 +6,9 @@
 //! for `check`, that is not whole), 2 for a command line that does not parse (a mistyped
 //! subcommand gets a did-you-mean).
 //!
-//! The binary is [`run`]; the library exists for it, and exposes the [`filter`] language for
-//! the fuzz targets and [`send_request`] (a ring file's control request) for the runtime's
-//! tests. It is not a stable API.
+//! The binary is [`run`]; the library exists for it, and exposes [`send_request`] (a ring
+//! file's control request) for the tests. It is not a stable API. The filter language of
+//! `--filter` is event-format's (`event_format::filter`), shared with the recorder.
 //!
 //! Modules, each standing on those after it: [`run`] wires the command line (`cli`) to the
 //! subcommands (`commands`, `export`); they read logs through `merge` (several logs and
@@ -21,9 +21,6 @@ mod cli;
 mod color;
 mod commands;
 mod export;
-pub mod filter;
-#[doc(hidden)]
-pub mod fuzzing;
 mod json;
 mod lock;
 mod log;

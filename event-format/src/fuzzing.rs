@@ -12,6 +12,10 @@ use crate::ring::{self, Follower, RingBlocks, RingReader, RingStream};
 use crate::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
 use std::io::{self, Read};
 
+mod filter;
+
+pub use filter::fuzz_filter;
+
 /// `def_parse`: the events.def parser on `data` as UTF-8 (or, when it is not UTF-8, its lossy
 /// conversion). When it parses, the schema rendered back to events.def text must parse to
 /// the same schema; when it does not, every error must render as one line.

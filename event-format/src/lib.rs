@@ -12,6 +12,8 @@
 //! - [`ledger`] counts what a log lost and what is wrong with it, by one set of rules for
 //!   every reader: gaps, repeats, losses, damage, bad records, unknown codes, the clean stop.
 //! - [`text`] renders decoded events as text.
+//! - [`filter`] is ftrace's filter language (`size >= 512 && name ~ "Object*"`): event-dump's
+//!   `--filter`, and a recorder's trigger conditions.
 //! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
 //!   tracing events' text, written by the runtime's bridge and read by every reader.
 //! - [`select`] is the one language that chooses events (`EVENT_CONTROL`, a monitor's
@@ -54,6 +56,7 @@
 
 pub mod decode;
 pub mod fields;
+pub mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ledger;

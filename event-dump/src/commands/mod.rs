@@ -15,12 +15,12 @@ pub(crate) mod schema;
 
 use crate::cli::Select;
 use crate::color::Palette;
-use crate::filter::EventFields;
-use crate::filter::{FieldType, Filter, FilterError};
 use crate::log::DumpError;
 use event_format::builtin;
 use event_format::decode::{BlockSource, Catalog};
 use event_format::decode::{Entry, Event};
+use event_format::filter::EventFields;
+use event_format::filter::{FieldType, Filter, FilterError};
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Pattern, Patterns, Word, glob};
 use event_format::wire::{Clock, Header, Value};

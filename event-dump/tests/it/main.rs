@@ -17,7 +17,6 @@ mod export_ctf;
 mod export_parquet;
 mod export_sqlite;
 mod filter_values;
-mod fuzz_corpus;
 mod hostile;
 mod ledger;
 mod print_jobs;

@@ -35,3 +35,8 @@ fn def_parse_corpus() {
 fn decode_stream_corpus() {
     replay("decode_stream", event_format::fuzzing::fuzz_decode);
 }
+
+#[test]
+fn filter_parse_corpus() {
+    replay("filter_parse", event_format::fuzzing::fuzz_filter);
+}

@@ -2,8 +2,10 @@
 //! argument values, used by `print --format json` and the Chrome export alike. The shapes
 //! they make are a stable output, documented in docs/OUTPUT.md.
 
+use event_format::fields::FieldValue;
 use event_format::text::{push_decimal, push_hex, push_value};
 use event_format::wire::Value;
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// The largest integer every JSON reader holds exactly: most parse numbers as IEEE doubles,
@@ -98,4 +100,40 @@ mod tests {
         string(&mut s, "a\u{202e}b\u{7f}\u{9b}\u{2066}\u{200d}\u{1}");
         assert_eq!(s, "\"a\\u202eb\\u007f\\u009b\\u2066\u{200d}\\u0001\"");
     }
+}
+
+/// Writes `tracing` fields as a JSON object by name, each value with its type (integers as
+/// numbers while a double holds them exactly, as decimal strings beyond; finite floats as
+/// numbers, others as strings; booleans; strings): the first of repeated keys wins. The
+/// Chrome export's `args` and the SQLite export's `fields_json` are this object.
+pub(crate) fn fields(out: &mut String, fields: &[(&str, FieldValue<'_>)]) {
+    out.push('{');
+    let mut seen = BTreeSet::new();
+    for (key, value) in fields {
+        if !seen.insert(*key) {
+            continue;
+        }
+        if seen.len() > 1 {
+            out.push(',');
+        }
+        string(out, key);
+        out.push(':');
+        match value {
+            FieldValue::Int(i) if i.unsigned_abs() <= u128::from(MAX_SAFE_INTEGER) => {
+                let _ = write!(out, "{i}");
+            }
+            FieldValue::Int(i) => {
+                let _ = write!(out, "\"{i}\"");
+            }
+            FieldValue::Float(x) if x.is_finite() => {
+                let _ = write!(out, "{x:?}");
+            }
+            FieldValue::Float(x) => string(out, &format!("{x:?}")),
+            FieldValue::Bool(b) => {
+                let _ = write!(out, "{b}");
+            }
+            FieldValue::Str(text) => string(out, text),
+        }
+    }
+    out.push('}');
 }

@@ -42,7 +42,6 @@ use crate::merge::Item;
 use crate::render::Annotations;
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
-use event_format::fields::FieldValue;
 use event_format::ledger::Ledger;
 use event_format::letter::Letter;
 use event_format::wire::{Clock, Value};
@@ -358,7 +357,7 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
         json::string(out, name);
         out.push(':');
         match &traced {
-            Some(fields) if is_span && i == 2 => write_fields(out, fields),
+            Some(fields) if is_span && i == 2 => json::fields(out, fields),
             _ => json::value(out, &value),
         }
         let label = match value {
@@ -375,42 +374,7 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
     }
     if let Some(fields) = traced.as_ref().filter(|_| !is_span) {
         out.push_str(",\"fields\":");
-        write_fields(out, fields);
-    }
-    out.push('}');
-}
-
-/// `tracing` fields as a JSON object: integers as numbers (as decimal strings beyond
-/// ±(2^53 − 1)), floats as numbers (`"NaN"`, `"inf"`, `"-inf"` as strings), booleans,
-/// strings. A key repeated keeps its first value.
-fn write_fields(out: &mut String, fields: &[(&str, FieldValue<'_>)]) {
-    out.push('{');
-    let mut seen = BTreeSet::new();
-    for (key, value) in fields {
-        if !seen.insert(*key) {
-            continue;
-        }
-        if seen.len() > 1 {
-            out.push(',');
-        }
-        json::string(out, key);
-        out.push(':');
-        match value {
-            FieldValue::Int(i) if i.unsigned_abs() <= u128::from(json::MAX_SAFE_INTEGER) => {
-                let _ = write!(out, "{i}");
-            }
-            FieldValue::Int(i) => {
-                let _ = write!(out, "\"{i}\"");
-            }
-            FieldValue::Float(x) if x.is_finite() => {
-                let _ = write!(out, "{x:?}");
-            }
-            FieldValue::Float(x) => json::string(out, &format!("{x:?}")),
-            FieldValue::Bool(b) => {
-                let _ = write!(out, "{b}");
-            }
-            FieldValue::Str(text) => json::string(out, text),
-        }
+        json::fields(out, fields);
     }
     out.push('}');
 }

@@ -23,6 +23,8 @@
 //!              damaged_blocks INTEGER, bad_records INTEGER, unknown_records INTEGER,
 //!              lost_events INTEGER, missing_blocks INTEGER, truncated_strings INTEGER)
 //! EVENT_<Name> (log INTEGER, time INTEGER, seconds REAL, thread INTEGER, <param> <type>, ...)
+//! EVENT_TraceEvent, EVENT_SpanEnter: ..., fields_json TEXT            -- tracing's fields by name
+//! events      (log, time, seconds, thread, event, kind, args)         -- a view: every event
 //! ```
 //!
 //! - Event sets: `event_set` is the name of the set a kind or an event type belongs to (empty
@@ -56,6 +58,16 @@
 //!   (from `Dropped` events and block headers), `missing_blocks` (gaps in a thread's block
 //!   sequence numbers: overwritten by a ring, dropped, or damaged). `start` and `imported` are
 //!   UTC, ISO 8601.
+//! - The built-in `TraceEvent` and `SpanEnter` (the `tracing` bridge's) have one more column,
+//!   `fields_json`: the fields of their text read by `tracing`'s grammar, as a JSON object by
+//!   name with each value typed (`{"id":7,"user":"ada"}`; NULL when the text holds none in the
+//!   grammar), so that a query reaches a field by name: `json_extract(fields_json, '$.user')`.
+//!   A database of an older exporter gets the column when a log is exported into it.
+//! - `events` is a view of every event table at once, for "what happened between t1 and t2"
+//!   across types: `log`, `time`, `seconds`, `thread`, `event` (as `event_type.name`), `kind`,
+//!   and `args`, the parameters as a JSON object by column name. It is made again by every
+//!   export, over every event table the database holds (SQLite keeps no view over tables it
+//!   does not know).
 //! - Rows are in the order the log holds them, block by block: `ORDER BY time` for time
 //!   order. There are no indexes; create those the queries need.
 //!
@@ -83,6 +95,7 @@
 
 use super::{ColumnType, Imported, Said, Walked, column_type};
 use crate::log::{DumpError, Log};
+use event_format::builtin;
 use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
 use event_format::schema::BUILTIN_KIND;
@@ -106,6 +119,13 @@ const LAYOUT_VERSION: i64 = 2;
 
 /// The columns before the parameters in every event table.
 const FIXED_COLUMNS: [&str; 4] = ["log", "time", "seconds", "thread"];
+
+/// The column after the parameters of the `tracing` bridge's events: their fields, as JSON.
+const FIELDS_COLUMN: &str = "fields_json";
+
+/// The most SELECTs SQLite joins with one UNION ALL (its SQLITE_MAX_COMPOUND_SELECT is 500):
+/// the `events` view unions groups of at most this many tables.
+const UNION_GROUP: usize = 400;
 
 /// What to do about a log that disagrees with the database.
 const ELSEWHERE: &str = "; export this log into another database (-o another.db)";
@@ -214,6 +234,7 @@ fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
     for log in logs.iter_mut() {
         imported.push(import(&tx, &mut glue, log, &db)?);
     }
+    make_events_view(&tx).map_err(|e| db.error(&e))?;
     tx.commit().map_err(|e| db.error(&e))?;
     Ok(imported)
 }
@@ -536,15 +557,75 @@ fn add_type(tx: &Transaction<'_>, desc: &Desc, name: &str, always: bool, row: &T
         create.push_str(&format!(", {} {ty}{null}", quoted(column)));
         insert.execute((name, i as i64, param, letter.as_char().to_string(), ty, column))?;
     }
+    if has_fields(desc) {
+        create.push_str(&format!(", {FIELDS_COLUMN} TEXT"));
+    }
     create.push(')');
-    tx.execute_batch(&create)
+    tx.execute_batch(&create)?;
+    // A table an exporter before `fields_json` made has not got it.
+    if has_fields(desc) {
+        let present: i64 =
+            tx.query_row("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", (table, FIELDS_COLUMN), |r| {
+                r.get(0)
+            })?;
+        if present == 0 {
+            tx.execute_batch(&format!("ALTER TABLE {} ADD COLUMN {FIELDS_COLUMN} TEXT", quoted(table)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the table of `desc` has [`FIELDS_COLUMN`]: the `tracing` bridge's events, whose
+/// text holds fields.
+fn has_fields(desc: &Desc) -> bool {
+    desc.is_builtin() && matches!(desc.code, builtin::TRACE_EVENT | builtin::SPAN_ENTER)
+}
+
+/// Makes the `events` view again, over every event table the database holds: one row per
+/// event, its parameters as a JSON object by column name.
+fn make_events_view(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let mut selects = Vec::new();
+    {
+        let mut types = tx.prepare("SELECT name, kind, table_name FROM event_type ORDER BY table_name")?;
+        let mut columns = tx.prepare("SELECT column_name FROM event_param WHERE event = ?1 ORDER BY position")?;
+        let mut rows = types.query([])?;
+        while let Some(row) = rows.next()? {
+            let (name, kind, table): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            let args: Vec<String> = columns
+                .query_map([&name], |r| r.get::<_, String>(0))?
+                .map(|c| c.map(|c| format!("{}, {}", sql_string(&c), quoted(&c))))
+                .collect::<rusqlite::Result<_>>()?;
+            selects.push(format!(
+                "SELECT log, time, seconds, thread, {} AS event, {} AS kind, json_object({}) AS args FROM {}",
+                sql_string(&name),
+                sql_string(&kind),
+                args.join(", "),
+                quoted(&table)
+            ));
+        }
+    }
+    tx.execute_batch("DROP VIEW IF EXISTS events")?;
+    if selects.is_empty() {
+        return Ok(());
+    }
+    let groups: Vec<String> =
+        selects.chunks(UNION_GROUP).map(|g| format!("SELECT * FROM ({})", g.join(" UNION ALL "))).collect();
+    tx.execute_batch(&format!("CREATE VIEW events AS {}", groups.join(" UNION ALL ")))
+}
+
+/// `text` as an SQL string literal.
+fn sql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// The INSERT of a row of event type `desc`.
 fn insert_sql(desc: &Desc) -> String {
     let columns = param_columns(&desc.params);
-    let names: Vec<String> =
+    let mut names: Vec<String> =
         FIXED_COLUMNS.iter().map(|c| (*c).to_owned()).chain(columns.iter().map(|c| quoted(c))).collect();
+    if has_fields(desc) {
+        names.push(FIELDS_COLUMN.to_owned());
+    }
     let marks: Vec<String> = (1..=names.len()).map(|i| format!("?{i}")).collect();
     format!("INSERT INTO {} ({}) VALUES ({})", quoted(&table_name(desc)), names.join(", "), marks.join(", "))
 }
@@ -643,6 +724,15 @@ fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::
                 Value::Bool(v) => stmt.raw_bind_parameter(at, i64::from(v))?,
                 Value::Str(text) => stmt.raw_bind_parameter(at, String::from_utf8_lossy(text.bytes))?,
             }
+        }
+        if has_fields(event.desc) {
+            let at = FIXED_COLUMNS.len() + 1 + event.desc.format.len();
+            let json = event_format::fields::of_event(event).map(|fields| {
+                let mut out = String::new();
+                crate::json::fields(&mut out, &fields);
+                out
+            });
+            stmt.raw_bind_parameter(at, json)?;
         }
         stmt.raw_execute()?;
         Ok(())

@@ -463,3 +463,79 @@ fn bad_outputs_are_one_line_and_exit_1() {
     assert_eq!(stderr(&missing).lines().count(), 1);
     assert!(!d.join("missing.db").exists());
 }
+
+/// A log of the `tracing` bridge's events beside the program's own: the fields of a
+/// `TraceEvent` and of a `SpanEnter` are a JSON object by name in `fields_json`, each value
+/// with its type, and the `events` view holds every event of every table, in time order when
+/// asked, with its parameters as JSON.
+#[test]
+fn tracing_fields_are_queried_by_name_and_every_event_is_one_view() {
+    use event_format::builtin::{SPAN_ENTER, TRACE_EVENT};
+    use event_format::wire::{BlockHeader, Text};
+    let (schema, _, _) = common::handmade_schema();
+    let header =
+        Header::with_sets(common::wire_is_own(schema), 1024, common::handmade_clock(), common::handmade_producer());
+    let mut bytes = header.encode().unwrap();
+    let t0 = header.clock.start_ticks;
+    let s = |t: &'static str| Value::Str(Text::new(t));
+    let mut block =
+        BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    block
+        .push(
+            TRACE_EVENT,
+            t0 + 10,
+            &[Value::Unsigned(2), s("app::db"), s("retry in 2s attempt=3 user=\"ada\" slow=true")],
+        )
+        .unwrap();
+    block.push(SPAN_ENTER, t0 + 20, &[Value::Word(7), s("request"), s("id=42 path=\"/index\"")]).unwrap();
+    block.push(TRACE_EVENT, t0 + 30, &[Value::Unsigned(3), s("app"), s("plain text, no fields here:")]).unwrap();
+    bytes.extend(block.finish());
+    common::end_with_stop(&mut bytes);
+    let log = dir().join("tracing.evt");
+    std::fs::write(&log, &bytes).unwrap();
+    let db = fresh_db("tracing.db");
+    let out = export(&db, &[&log]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let conn = Connection::open(&db).unwrap();
+    let fields: Vec<(Option<String>, Option<i64>, Option<i64>)> = conn
+        .prepare(
+            "SELECT json_extract(fields_json, '$.user'), json_extract(fields_json, '$.attempt'), \
+             json_extract(fields_json, '$.slow') FROM EVENT_TraceEvent ORDER BY time",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(fields, [(Some("ada".to_owned()), Some(3), Some(1)), (None, None, None)]);
+    let plain: Option<String> =
+        conn.query_row("SELECT fields_json FROM EVENT_TraceEvent ORDER BY time DESC", [], |r| r.get(0)).unwrap();
+    assert_eq!(plain, None, "a text with no fields in the grammar has none");
+    let span: (i64, String) = conn
+        .query_row(
+            "SELECT json_extract(fields_json, '$.id'), json_extract(fields_json, '$.path') FROM EVENT_SpanEnter",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(span, (42, "/index".to_owned()));
+    // The view: every event, each table's, in time order with ORDER BY.
+    let total: i64 = conn.query_row("SELECT events FROM event_log", [], |r| r.get(0)).unwrap();
+    let in_view: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0)).unwrap();
+    assert_eq!(in_view, total);
+    let ordered: Vec<(String, String)> = conn
+        .prepare("SELECT event, json_extract(args, '$.target') FROM events WHERE kind = 'Builtin' ORDER BY time")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        ordered,
+        [
+            ("TraceEvent".to_owned(), "app::db".to_owned()),
+            ("SpanEnter".to_owned(), String::new()),
+            ("TraceEvent".to_owned(), "app".to_owned())
+        ]
+    );
+}

@@ -70,38 +70,6 @@ pub(crate) fn value(out: &mut String, value: &Value<'_>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_a_double_cannot_hold_are_strings() {
-        let json = |v: Value<'_>| {
-            let mut s = String::new();
-            value(&mut s, &v);
-            s
-        };
-        assert_eq!(json(Value::Word(MAX_SAFE_INTEGER)), "9007199254740991");
-        assert_eq!(json(Value::Word(MAX_SAFE_INTEGER + 2)), "\"9007199254740993\"");
-        assert_eq!(json(Value::Word(u64::MAX)), "\"18446744073709551615\"");
-        assert_eq!(json(Value::Signed(-(MAX_SAFE_INTEGER as i64))), "-9007199254740991");
-        assert_eq!(json(Value::Signed(i64::MIN)), "\"-9223372036854775808\"");
-        assert_eq!(json(Value::Pointer(0x10)), "\"0x10\"");
-        assert_eq!(json(Value::Double(f64::NAN)), "\"NaN\"");
-        assert_eq!(json(Value::Double(0.25)), "0.25");
-        let mut s = String::new();
-        unsigned(&mut s, MAX_SAFE_INTEGER + 1);
-        assert_eq!(s, "\"9007199254740992\"");
-    }
-
-    #[test]
-    fn controls_and_bidi_characters_are_escaped() {
-        let mut s = String::new();
-        string(&mut s, "a\u{202e}b\u{7f}\u{9b}\u{2066}\u{200d}\u{1}");
-        assert_eq!(s, "\"a\\u202eb\\u007f\\u009b\\u2066\u{200d}\\u0001\"");
-    }
-}
-
 /// Writes `tracing` fields as a JSON object by name, each value with its type (integers as
 /// numbers while a double holds them exactly, as decimal strings beyond; finite floats as
 /// numbers, others as strings; booleans; strings): the first of repeated keys wins. The
@@ -136,4 +104,36 @@ pub(crate) fn fields(out: &mut String, fields: &[(&str, FieldValue<'_>)]) {
         }
     }
     out.push('}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_a_double_cannot_hold_are_strings() {
+        let json = |v: Value<'_>| {
+            let mut s = String::new();
+            value(&mut s, &v);
+            s
+        };
+        assert_eq!(json(Value::Word(MAX_SAFE_INTEGER)), "9007199254740991");
+        assert_eq!(json(Value::Word(MAX_SAFE_INTEGER + 2)), "\"9007199254740993\"");
+        assert_eq!(json(Value::Word(u64::MAX)), "\"18446744073709551615\"");
+        assert_eq!(json(Value::Signed(-(MAX_SAFE_INTEGER as i64))), "-9007199254740991");
+        assert_eq!(json(Value::Signed(i64::MIN)), "\"-9223372036854775808\"");
+        assert_eq!(json(Value::Pointer(0x10)), "\"0x10\"");
+        assert_eq!(json(Value::Double(f64::NAN)), "\"NaN\"");
+        assert_eq!(json(Value::Double(0.25)), "0.25");
+        let mut s = String::new();
+        unsigned(&mut s, MAX_SAFE_INTEGER + 1);
+        assert_eq!(s, "\"9007199254740992\"");
+    }
+
+    #[test]
+    fn controls_and_bidi_characters_are_escaped() {
+        let mut s = String::new();
+        string(&mut s, "a\u{202e}b\u{7f}\u{9b}\u{2066}\u{200d}\u{1}");
+        assert_eq!(s, "\"a\\u202eb\\u007f\\u009b\\u2066\u{200d}\\u0001\"");
+    }
 }

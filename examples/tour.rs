@@ -40,6 +40,14 @@ impl Arena {
     fn release(&self, index: usize) {
         self.free_segments.lock().expect("no thread panics holding it").push(index);
     }
+
+    /// Records the arena's state: the bytes of its segments in use, and their share
+    /// (`ArenaPoll`, whose `committed` and `load` events.def declares counters).
+    fn poll(&self) {
+        let free = self.free_segments.lock().expect("no thread panics holding it").len();
+        let committed = ((SEGMENTS - free) * SEGMENT_SIZE) as u64;
+        event!(ArenaPoll, self.base() as usize, committed, (SEGMENTS - free) as f64 / SEGMENTS as f64);
+    }
 }
 
 struct Pool<'a> {
@@ -130,7 +138,11 @@ impl<'a> Pool<'a> {
     }
 }
 
-fn worker(arena: &Arena, index: u64) {
+/// A worker's pool churns objects, then finishes: its segments go back to the arena, which
+/// the main thread frees (`SegFree`): each segment's `Segment` span of events.def begins on
+/// the worker and ends on the main thread, and the `release` flow leads from the pool's
+/// `PoolFinish` to them. Returns the pool and its segments.
+fn worker(arena: &Arena, index: u64) -> (u64, Vec<usize>) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (index + 1));
     let class = ["small", "medium", "large", "huge"][index as usize % 4];
     let mut pool = Pool {
@@ -170,11 +182,8 @@ fn worker(arena: &Arena, index: u64) {
     }
     let ok = pool.allocated - pool.freed == pool.live.len() as u64;
     event!(ClientCheck, ok, "balance", if ok { "allocated - freed = live" } else { "MISMATCH" });
-    for seg in std::mem::take(&mut pool.segments) {
-        event!(SegFree, pool.object(seg, 0) as usize, pool.id as usize, SEGMENT_SIZE as u64);
-        arena.release(seg);
-    }
     event!(PoolFinish, pool.id as usize, pool.live.len() as u64);
+    (pool.id, std::mem::take(&mut pool.segments))
 }
 
 fn main() {
@@ -203,7 +212,7 @@ fn main() {
     event_runtime::label(arena.base() as usize, "the tour's arena");
     event!(ArenaCreate, arena.base() as usize, arena.base(), arena.memory.len() as u64);
     event_runtime::message("starting 4 workers");
-    std::thread::scope(|s| {
+    let finished = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WORKERS)
             .map(|i| {
                 let arena = &arena;
@@ -215,13 +224,24 @@ fn main() {
                     .expect("the tour can start its threads")
             })
             .collect();
-        for handle in handles {
-            handle.join().expect("workers do not panic");
+        // The main thread polls the arena while the workers run: the counters' samples.
+        while !handles.iter().all(|h| h.is_finished()) {
+            arena.poll();
+            std::thread::sleep(std::time::Duration::from_micros(250));
         }
+        handles.into_iter().map(|h| h.join().expect("workers do not panic")).collect::<Vec<_>>()
     });
+    // The finished pools' segments go back to the arena.
+    for (pool, segments) in finished {
+        for seg in segments {
+            let base = arena.base() + (seg * SEGMENT_SIZE) as u64;
+            event!(SegFree, base as usize, pool as usize, SEGMENT_SIZE as u64);
+            arena.release(seg);
+        }
+        arena.poll();
+    }
     let free = arena.free_segments.lock().expect("workers are done").len();
     let committed = ((SEGMENTS - free) * SEGMENT_SIZE) as u64;
-    event!(ArenaPoll, arena.base() as usize, committed, (SEGMENTS - free) as f64 / SEGMENTS as f64);
     event!(ClientMark);
     event!(ArenaDestroy, arena.base() as usize, committed);
     let elapsed = began.elapsed();
@@ -349,6 +369,9 @@ fn show(path: &std::path::Path, elapsed: std::time::Duration) {
     println!("  cargo run -p event-dump -- stats {p}                      counts per event, kind and thread");
     println!("  cargo run -p event-dump -- print {p} --filter 'size >= 512 && name == ObjectAlloc' --limit 5");
     println!("  cargo run -p event-dump -- check {p}                      exit code 0 only when the trace is whole");
+    println!("  cargo run -p event-dump -- latency {p} --by pool          how long Sweeps and Segments last");
+    println!("  cargo run -p event-dump -- export --to perfetto {p} -o tour.pftrace    open it in ui.perfetto.dev");
+    println!("  docs/guide/looking-at-a-trace.md   what the trace shows in Perfetto, and latency");
     println!("  docs/FORMAT.md            how every byte of {p} is laid out");
     println!("  EVENT_CONTROL='Pool Seg' cargo run --release --example tour    record only two kinds");
     println!(

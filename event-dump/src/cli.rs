@@ -54,11 +54,17 @@ pub(crate) enum Command {
         after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
     )]
     Follow(FollowArgs),
-    /// Writes a log in another tool's format: Chrome/Perfetto JSON, SQLite, CTF or Parquet.
+    /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF or Parquet.
     #[command(
-        after_help = "Examples:\n  event-dump export --to chrome trace.evt -o trace.json     open in ui.perfetto.dev\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n\nchrome: one track per thread; events named FooBegin and FooEnd on one thread (and\nSpanEnter/SpanExit) become the slice Foo; other events are instants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
+        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd, and SpanEnter/SpanExit) are\nslices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
     )]
     Export(ExportArgs),
+    /// How long spans last: count, min, percentiles, max and a histogram per span (or per
+    /// value of a parameter), then the slowest spans and where they start.
+    #[command(
+        after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's SpanEnter/SpanExit, paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles are exact, by\nnearest rank (the p-th of n durations is the ceil(p*n/100)-th smallest); every duration is\nkept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
+    )]
+    Latency(LatencyArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
         after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
@@ -231,21 +237,60 @@ pub(crate) struct ExportArgs {
     /// The format to write.
     #[arg(long, value_enum)]
     pub(crate) to: Target,
-    /// Logs to export (`sqlite` and `parquet` take several; `chrome` merges several, one
-    /// process each; `ctf` takes one).
+    /// Logs to export (`sqlite` and `parquet` take several; `perfetto` and `chrome` merge
+    /// several, one process each; `ctf` takes one).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
-    /// Where to write: a file (`chrome`, `sqlite`) or a directory (`ctf`, `parquet`).
+    /// Where to write: a file (`perfetto`, `chrome`, `sqlite`) or a directory (`ctf`, `parquet`).
     #[arg(short, long, value_name = "OUT")]
     pub(crate) out: PathBuf,
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,
-    /// `chrome` and `ctf`, which merge events by time: merge by the window alone, without first
+    /// `perfetto`, `chrome` and `ctf`, which merge events by time: merge by the window alone, without first
     /// reading where each block starts and when its records do (for a log whose blocks hold
     /// records earlier than their header says; the export says when one does).
     #[arg(long)]
     pub(crate) window_only: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LatencyArgs {
+    /// Logs to read: streams or ring files.
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// The spans counted, by their begin event (as `print` selects events); their ends are
+    /// always read.
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// Only the spans of these names (comma-separated, globs: `Sweep,req*`).
+    #[arg(long, value_name = "NAMES")]
+    pub(crate) span: Option<String>,
+    /// Counts per value of this parameter of the span's begin (or, when the begin has none,
+    /// its end): `--by pool`.
+    #[arg(long, value_name = "PARAM")]
+    pub(crate) by: Option<String>,
+    /// How many of the slowest spans to list.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) top: usize,
+    /// Output format; the JSON shape is documented in docs/OUTPUT.md.
+    #[arg(long, value_enum, default_value_t = LatencyFormat::Text)]
+    pub(crate) format: LatencyFormat,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Merge by the window alone, without first reading where each block starts (as `print`).
+    #[arg(long)]
+    pub(crate) window_only: bool,
+}
+
+/// `latency`'s output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LatencyFormat {
+    /// A summary per span, with histograms, then the slowest spans.
+    Text,
+    /// One JSON document (docs/OUTPUT.md, "latency").
+    Json,
 }
 
 #[derive(Args, Debug)]
@@ -281,6 +326,8 @@ pub(crate) fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Wr
 /// The formats `export` writes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Target {
+    /// Perfetto's protobuf trace (ui.perfetto.dev, trace_processor).
+    Perfetto,
     /// Chrome trace-event JSON (Perfetto's UI, chrome://tracing).
     Chrome,
     /// SQLite, one table per event type (MPS mpseventsql's shape).

@@ -1,6 +1,6 @@
 //! `event-dump`: reads any event stream or ring file. Subcommands `print` (the default),
-//! `stats`, `schema`, `check`, `follow`, `export`, `control` and `completions`; each
-//! `--help` shows an example.
+//! `stats`, `schema`, `check`, `follow`, `export`, `latency`, `control` and `completions`;
+//! each `--help` shows an example.
 //!
 //! Errors are one line on stderr and a non-zero exit: 1 for a log that cannot be read (or,
 //! for `check`, that is not whole), 2 for a command line that does not parse (a mistyped
@@ -73,6 +73,7 @@ pub fn run() -> ExitCode {
         Some(Command::Check(args)) => commands::census::check(&args),
         Some(Command::Follow(args)) => commands::follow::follow(&args, colors),
         Some(Command::Export(args)) => export::export(&args),
+        Some(Command::Latency(args)) => commands::latency::latency(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
         Some(Command::Completions(args)) => {
             cli::completions(args.shell, &mut std::io::stdout());

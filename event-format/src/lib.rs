@@ -11,6 +11,9 @@
 //! - [`ring`] reads a ring file, post mortem or live.
 //! - [`ledger`] counts what a log lost and what is wrong with it, by one set of rules for
 //!   every reader: gaps, repeats, losses, damage, bad records, unknown codes, the clean stop.
+//! - [`roles`] tells what a log's events mean beyond their fields (the spans they begin and
+//!   end, the counters they sample, the flows they take part in), and pairs spans' ends with
+//!   their begins: the one rule every reader uses.
 //! - [`text`] renders decoded events as text.
 //! - [`filter`] is ftrace's filter language (`size >= 512 && name ~ "Object*"`): event-dump's
 //!   `--filter`, and a recorder's trigger conditions.
@@ -63,6 +66,7 @@ pub mod ledger;
 pub mod log;
 pub mod read_at;
 pub mod ring;
+pub mod roles;
 pub mod select;
 pub mod testing;
 pub mod text;

@@ -393,6 +393,30 @@ impl Seconds {
         if r >= self.rate { (q + 1, r - self.rate) } else { (q, r) }
     }
 
+    /// The time from the clock's start to `ticks` in nanoseconds, truncated toward zero: the
+    /// number [`Seconds::push`] writes as seconds (`1.000000001` is 1 000 000 001), so that a
+    /// reader that counts in nanoseconds (an export, a duration) agrees with `print`.
+    ///
+    /// ```
+    /// use event_format::text::Seconds;
+    /// use event_format::wire::{Clock, ClockSource};
+    /// let clock = Clock { source: ClockSource::Tsc, ticks_per_second: 3_000_000_000,
+    ///                     ref_ticks: 0, ref_wall_ns: 0, start_ticks: 3_000 };
+    /// let seconds = Seconds::new(&clock);
+    /// assert_eq!(seconds.nanos(3_000 + 3_000_000_004), 1_000_000_001); // 1 s and 1.33 ns
+    /// assert_eq!(seconds.nanos(0), -1_000);
+    /// ```
+    pub fn nanos(&self, ticks: u64) -> i128 {
+        if !(self.fits && ticks >= self.clock.start_ticks) {
+            let delta = i128::from(ticks) - i128::from(self.clock.start_ticks);
+            let ns = delta.abs() * 1_000_000_000 / i128::from(self.rate);
+            return if delta < 0 { -ns } else { ns };
+        }
+        let (whole, rest) = self.divide(ticks - self.clock.start_ticks);
+        let (nanos, _) = self.divide(rest * 1_000_000_000);
+        i128::from(whole) * 1_000_000_000 + i128::from(nanos)
+    }
+
     /// Writes the time from the clock's start to `ticks`, as [`Seconds::push`] appends it.
     pub fn write<W: Write>(&self, out: &mut W, ticks: u64) -> fmt::Result {
         via_sink(out, |sink| self.push(sink, ticks))

@@ -100,9 +100,9 @@ pub(crate) const VARIABLES: [&str; 9] = [
 ];
 
 /// `EVENT_*` variables that are not the recorder's and are not warned about: this project's
-/// own test switches (event-dump's tests of the babeltrace2 and DuckDB readers), which its
-/// test programs inherit.
-const NOT_OURS: [&str; 2] = ["EVENT_REQUIRE_BABELTRACE", "EVENT_REQUIRE_DUCKDB"];
+/// own test switches (event-dump's tests of the babeltrace2, DuckDB and Perfetto readers),
+/// which its test programs inherit.
+const NOT_OURS: [&str; 3] = ["EVENT_REQUIRE_BABELTRACE", "EVENT_REQUIRE_DUCKDB", "EVENT_REQUIRE_PERFETTO"];
 
 /// One warning (without a prefix) for each `EVENT_*` variable among `names` that the recorder
 /// does not read: a misspelt setting must not be ignored silently. It names the closest
@@ -351,8 +351,15 @@ mod tests {
 
     #[test]
     fn unknown_variables_are_named_with_the_closest_setting() {
-        let names =
-            ["PATH", "EVENT_FLIE", "EVENT_FILE", "EVENT_CONTORL", "EVENT_COLOUR_SCHEME", "EVENT_REQUIRE_DUCKDB"];
+        let names = [
+            "PATH",
+            "EVENT_FLIE",
+            "EVENT_FILE",
+            "EVENT_CONTORL",
+            "EVENT_COLOUR_SCHEME",
+            "EVENT_REQUIRE_DUCKDB",
+            "EVENT_REQUIRE_PERFETTO",
+        ];
         assert_eq!(
             unknown_variables(names.map(OsString::from)),
             [

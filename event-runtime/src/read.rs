@@ -65,6 +65,43 @@
 //! iterator: `while let Some(item) = reader.next_item() { .. }`. Nothing is allocated per
 //! event; a block's records are one allocation, in the decoder.
 //!
+//! # Spans
+//!
+//! The reader hands out events; what they mean beyond their fields (the spans events.def's
+//! `SPAN` lines say they begin and end, its counters and flows, or the naming convention of
+//! a set that declares none) is [`event_format::roles`], read from the log's header, and
+//! its [`Pairer`](event_format::roles::Pairer) pairs ends with begins as every reader does
+//! (`event-dump latency`, the Perfetto and Chrome exports). A span of one thread pairs right
+//! in the reader's order; one paired by an id across threads needs the threads merged by
+//! time first (as `event-dump latency` does).
+//!
+//! ```
+//! event_runtime::include_events!("../events.def"); // SPAN(Sweep, SweepBegin, SweepEnd)
+//! use event_runtime::event_format::roles::{Pairer, Roles};
+//! use event_runtime::read::Item;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let recording = event_runtime::Recorder::new().memory().deterministic_clock().start()?;
+//! # event!(SweepBegin, 0x1000usize, 1u64, "full");
+//! # event!(SweepReclaim, 0x1000usize, 1u64, 48u64, 0i64);
+//! # event!(SweepEnd, 0x1000usize, 1u64, true);
+//! # let stream = recording.stop()?;
+//! let mut reader = events::from_reader(&stream[..])?;
+//! let (roles, mut pairer, mut durations) = (Roles::new(&reader.header().sets), Pairer::new(), Vec::new());
+//! while let Some(item) = reader.next_item() {
+//!     let Item::Event(at, event) = item else { continue };
+//!     let Some(role) = roles.of_code(events::SET.name(), event.code()) else { continue };
+//!     let values: Vec<_> = (0..event.params().len()).filter_map(|i| event.value(i)).collect();
+//!     if let Some(end) = role.ends.and_then(|e| roles.key_of(&e, &values)) {
+//!         if let Some(ended) = pairer.end(at.thread, &end) { durations.push(at.ticks - ended.begin) }
+//!     }
+//!     if let Some(begin) = role.begins.and_then(|b| roles.key_of(&b, &values)) {
+//!         pairer.begin(at.thread, begin, at.ticks);
+//!     }
+//! }
+//! assert_eq!(durations, [2]); // ticks from SweepBegin to SweepEnd (this clock: one per event)
+//! # Ok(()) }
+//! ```
+//!
 //! # Nothing skipped silently
 //!
 //! Losses ([`Item::Lost`]: a block header's `lost` count and the runtime's `Dropped` events;

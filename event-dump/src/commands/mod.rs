@@ -5,11 +5,13 @@
 //! - [`census`]: `stats` and `check`, one pass over each log.
 //! - [`schema`]: the embedded schema, and how it differs from an events.def.
 //! - [`follow`]: a running program's ring file, live.
+//! - [`latency`]: how long spans last.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
 pub(crate) mod control;
 pub(crate) mod follow;
+pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;
 

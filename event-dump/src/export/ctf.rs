@@ -302,7 +302,7 @@ fn write_packet(order: Order, stream: &mut Stream) -> io::Result<()> {
 /// Reads the log through the merge and adds each event to its thread's stream; the log's
 /// ledger.
 fn read_into(log: &mut Log, trace: &mut Trace) -> io::Result<Ledger> {
-    let mut ledgers = super::merge_all(std::slice::from_mut(log), |Item { event, .. }| trace.add(&event))?;
+    let mut ledgers = super::merge_all(std::slice::from_mut(log), "exported", |Item { event, .. }| trace.add(&event))?;
     Ok(ledgers.pop().unwrap_or_else(|| Ledger::new(log.header().format)))
 }
 

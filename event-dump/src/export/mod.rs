@@ -1,13 +1,18 @@
 //! `export`: a log in another tool's format.
 //!
 //! - [`chrome`]: Chrome trace-event JSON, which Perfetto's UI and chrome://tracing open.
+//! - [`perfetto`]: Perfetto's own protobuf trace, which ui.perfetto.dev and trace_processor
+//!   read natively (written by [`proto`], a protobuf writer of a few field types).
 //! - [`sqlite`]: a database in the shape of MPS's mpseventsql.
 //! - [`ctf`]: a CTF 1.8 trace that babeltrace2 reads.
 //! - [`parquet`]: a Parquet dataset (a directory of tables) that DuckDB, DataFusion, Polars
 //!   and Spark query.
 //!
-//! The viewers' exports (Chrome, CTF) read the logs through the merge (bounded memory,
-//! threads and logs in time order) and write as they read. The table exports (SQLite,
+//! The viewers' exports (Chrome, Perfetto, CTF) read the logs through the merge (bounded
+//! memory, threads and logs in time order) and write as they read; Chrome's and Perfetto's
+//! put the logs on one time line ([`timeline`]), show what events mean by the log's roles
+//! (`event_format::roles`: spans, counters, flows), and write their file whole or not at all
+//! ([`trace_file`]). The table exports (SQLite,
 //! Parquet) need no time order (a query sorts) but do need the block headers' facts for
 //! their `logs` tables (losses, sequence gaps), which the merge does not hand on: they read
 //! each log block by block through [`walk`], one block in memory at a time. Every export keeps
@@ -23,7 +28,11 @@
 mod chrome;
 mod ctf;
 mod parquet;
+mod perfetto;
+mod proto;
 mod sqlite;
+mod timeline;
+mod trace_file;
 
 use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
@@ -39,9 +48,15 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Reads `logs` through the merge into `write`, with progress on stderr (on a terminal, for
-/// big logs), and says on stderr how many events it could not put in time order; the first
-/// error `write` returns stops the reading and is returned. Each log's ledger.
-fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>) -> io::Result<Vec<Ledger>> {
+/// big logs), and says on stderr how many events it could not put in time order (`N events
+/// {done} out of time order`: `exported`, or what the caller does); the first error `write`
+/// returns stops the reading and is returned. Each log's ledger. `latency` reads through it
+/// too.
+pub(crate) fn merge_all(
+    logs: &mut [Log],
+    done: &str,
+    mut write: impl FnMut(Item<'_>) -> io::Result<()>,
+) -> io::Result<Vec<Ledger>> {
     let mut progress = Progress::new("exporting", logs.iter().map(|l| l.len()).sum());
     let mut seen = 0u64;
     let mut failure = None;
@@ -70,7 +85,7 @@ fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>
         } else {
             "the log's disorder is more than the merge window (256 MiB of records) holds"
         };
-        eprintln!("event-dump: {} events exported out of time order: {why}", merged.out_of_order);
+        eprintln!("event-dump: {} events {done} out of time order: {why}", merged.out_of_order);
     }
     Ok(merged.ledgers)
 }
@@ -78,11 +93,14 @@ fn merge_all(logs: &mut [Log], mut write: impl FnMut(Item<'_>) -> io::Result<()>
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
     // The viewers' exports merge by the logs' block indexes; the table exports walk blocks.
     let mut logs = match args.to {
-        Target::Chrome | Target::Ctf if !args.window_only => open_all_indexed(&args.logs, args.force)?,
+        Target::Chrome | Target::Perfetto | Target::Ctf if !args.window_only => {
+            open_all_indexed(&args.logs, args.force)?
+        }
         _ => open_all(&args.logs, args.force)?,
     };
     match args.to {
         Target::Chrome => chrome::export(&mut logs, &args.out),
+        Target::Perfetto => perfetto::export(&mut logs, &args.out),
         Target::Sqlite => sqlite::export(&mut logs, &args.out),
         Target::Ctf => ctf::export(&mut logs, &args.out),
         Target::Parquet => parquet::export(&mut logs, &args.out),

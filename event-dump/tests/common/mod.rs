@@ -771,3 +771,87 @@ pub(crate) fn migrating_jobs_log(path: &Path) {
     end_with_stop(&mut bytes);
     std::fs::write(path, bytes).unwrap();
 }
+
+/// The size of a segment in [`meanings_log`].
+pub(crate) const SEGMENT: u64 = 65_536;
+
+/// The test program of what events.def declares (its `SPAN`, `COUNTER` and `FLOW` lines),
+/// recorded here: four workers, one after the other, each with nested `Sweep` spans (their
+/// durations differing by worker), `SegAlloc`s that begin `Segment` spans ended by the next
+/// worker's `SegFree`s (async spans that migrate between threads), `ArenaPoll` samples of
+/// the `committed` and `load` counters on every thread, and a `PoolFinish` that begins the
+/// `release` flow its segments' `SegFree`s step through, on the next thread. The main thread
+/// begins with an end never begun of each kind (`SweepEnd`, `SegFree`), frees the last
+/// worker's segments but one (never ended), and ends with a `Sweep` never ended.
+pub(crate) fn meanings_log(path: &Path) {
+    program_log(path, true);
+}
+
+/// [`meanings_log`] with its spans never ended and ends never begun (`loose`), or without:
+/// every span ends, and a thread's spans nest.
+pub(crate) fn program_log(path: &Path, loose: bool) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let recording = Recorder::new().file(path).block_size(1024).deterministic_clock().start().unwrap();
+    let arena = 0x7f00_0000_1000usize;
+    event_runtime::label(arena, "the arena");
+    event!(ArenaCreate, arena, arena, 1u64 << 24);
+    if loose {
+        event!(SweepEnd, 0x1usize, 0u64, false);
+        event!(SegFree, 0xdead_0000usize, 0x1usize, SEGMENT);
+    }
+    let mut handed: Vec<(usize, usize)> = Vec::new();
+    let mut committed = 0u64;
+    for w in 0..4u64 {
+        let previous = std::mem::take(&mut handed);
+        let mut used = committed;
+        let (mine, now) = std::thread::Builder::new()
+            .name(format!("worker-{w}"))
+            .spawn(move || {
+                let pool = 0x1000 + w as usize;
+                event!(PoolInit, pool, arena, "AMC", 16u32);
+                for (seg, owner) in previous {
+                    event!(SegFree, seg, owner, SEGMENT);
+                    used -= SEGMENT;
+                }
+                event!(SweepBegin, pool, 1u64, "outer");
+                for i in 0..3 * w + 2 {
+                    event!(ObjectAlloc, pool, 0x2000 + i as usize, 16 * i, 1u32);
+                }
+                event!(SweepBegin, pool, 2u64, "inner");
+                for _ in 0..w {
+                    event!(SweepReclaim, pool, 2u64, 48u64, -1);
+                }
+                event!(SweepEnd, pool, 2u64, true);
+                event!(SweepEnd, pool, 1u64, true);
+                let mut mine = Vec::new();
+                for k in 0..=w as usize {
+                    let seg = 0x10_0000 * (w as usize + 1) + 0x1_0000 * k;
+                    event!(SegAlloc, seg, pool, seg as u64, SEGMENT);
+                    used += SEGMENT;
+                    event!(ArenaPoll, arena, used, used as f64 / (1u64 << 24) as f64);
+                    mine.push((seg, pool));
+                }
+                event!(PoolFinish, pool, 0u64);
+                (mine, used)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        handed = mine;
+        committed = now;
+    }
+    if loose {
+        handed.pop();
+    }
+    for (seg, owner) in handed {
+        event!(SegFree, seg, owner, SEGMENT);
+        committed -= SEGMENT;
+    }
+    event!(ArenaPoll, arena, committed, committed as f64 / (1u64 << 24) as f64);
+    if loose {
+        event!(SweepBegin, 0x1usize, 9u64, "never ends");
+    }
+    event!(ClientMark);
+    event!(ArenaDestroy, arena, committed);
+    recording.stop().unwrap();
+}

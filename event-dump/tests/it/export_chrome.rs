@@ -85,6 +85,15 @@ fn check_args(exported: &Value, printed: &Printed) -> Result<(), String> {
     Ok(())
 }
 
+/// `printed` with its argument `name` alone, and no labels.
+fn only(printed: &Printed, name: &str) -> Printed {
+    let mut one = printed.clone();
+    one.args.retain(|k, _| k == name);
+    one.labels.clear();
+    assert_eq!(one.args.len(), 1, "{printed:?} has an argument {name}");
+    one
+}
+
 /// Each exported event of each track is the printed event of its thread at the same
 /// place: same name (`Foo` of a slice for `FooBegin`/`FooEnd`), kind, time and arguments.
 /// Only the tracks of process `pid` are compared, with `printed` of its log alone. Slices
@@ -111,6 +120,17 @@ fn compare(trace: &Value, pid: u64, printed: &[Printed]) -> Vec<Value> {
                 !open
             })
             .collect();
+        // The samples of events.def's counters (`ArenaPoll`'s `committed` and `load`, named
+        // after their parameters) are `"ph":"C"` events beside the instant they sample: each
+        // holds that event's values.
+        let (counters, exported): (Vec<&Value>, Vec<&Value>) = exported.into_iter().partition(|e| e["ph"] == "C");
+        for c in &counters {
+            let sampled = printed.iter().find(|p| p.ns == ts_ns(c) && c["name"] == p.event.as_str());
+            let sampled = sampled.unwrap_or_else(|| panic!("{thread}: a counter sample of no event: {c}"));
+            for (series, value) in c["args"].as_object().unwrap() {
+                assert_eq!(check_args(&json!({ series: value }), &only(sampled, series)), Ok(()), "{c}");
+            }
+        }
         assert_eq!(exported.len(), printed.len(), "{thread}: as many events as print shows");
         for (e, p) in exported.iter().zip(printed) {
             let name = e["name"].as_str().unwrap();

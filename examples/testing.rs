@@ -1,6 +1,6 @@
 //! Testing your instrumentation: a test records the events of the code it calls with
 //! `event_runtime::capture` and asserts on them, while `cargo test` runs the other tests in
-//! parallel (README, "Testing your instrumentation"). Copy the `tests` module below into your
+//! parallel (docs/guide/testing.md). Copy the `tests` module below into your
 //! crate.
 //!
 //! Run it with `cargo test -p examples --example testing`.

@@ -188,7 +188,7 @@ fn worker(arena: &Arena, index: u64) -> (u64, Vec<usize>) {
 
 fn main() {
     // The trace goes to target/tour.evt unless EVENT_FILE says otherwise; every other
-    // EVENT_* variable applies too (README, "Configuration").
+    // EVENT_* variable applies too (docs/guide/configuration.md).
     let path = PathBuf::from(std::env::var_os("EVENT_FILE").unwrap_or_else(|| "target/tour.evt".into()));
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         let _ = std::fs::create_dir_all(dir);

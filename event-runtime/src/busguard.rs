@@ -1,5 +1,5 @@
 //! The ring file's guard against SIGBUS: no recording thread dies because someone cut the
-//! ring file short under its mapping (README, "What is guaranteed"; SECURITY.md, "Files").
+//! ring file short under its mapping (docs/guide/guarantees.md; SECURITY.md, "Files").
 //!
 //! A ring file is allocated on the disk before it is mapped (`ringfile::back`), so a disk
 //! that fills later cannot take its pages. But a file can still be truncated while it is

@@ -48,9 +48,9 @@ pub enum BufResize {
     Manual,
 }
 
-/// Which signal handlers the recorder installs (`EVENT_SIGNALS`; README, "What is
-/// guaranteed"). It never takes SIGINT, SIGTERM or any signal a program handles: the host's
-/// signals are the host's.
+/// Which signal handlers the recorder installs (`EVENT_SIGNALS`; docs/guide/guarantees.md).
+/// It never takes SIGINT, SIGTERM or any signal a program handles: the host's signals are
+/// the host's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Signals {
     /// The few that cannot change how the program reacts (the default): while a recording
@@ -86,7 +86,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Every variable the recorder reads, in the README's order.
+/// Every variable the recorder reads, in docs/guide/configuration.md's order.
 pub(crate) const VARIABLES: [&str; 9] = [
     "EVENT_FILE",
     "EVENT_RING",
@@ -225,7 +225,7 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
     Ok(env)
 }
 
-// The buffer's limits, stated once: the README ("Configuration"), the rustdoc of
+// The buffer's limits, stated once: docs/guide/configuration.md, the rustdoc of
 // `Recorder::buffer_size` and `Recorder::block_size` and the errors below and in
 // `StartError` say these numbers. The block size's own limits are the format's
 // (`event_format::wire::{MIN_BLOCK_SIZE, MAX_BLOCK_SIZE}`, docs/FORMAT.md).
@@ -329,7 +329,7 @@ mod tests {
         for bad in ["", "k", "12q", "-1", "1.5m", "99999999999999999999", "1k", "2000g", "1025g"] {
             assert!(parse_size(bad).is_err(), "{bad:?} is refused");
         }
-        // The limits as the README states them.
+        // The limits as docs/guide/configuration.md states them.
         assert_eq!(
             parse_size("1k").unwrap_err(),
             "1024 bytes is out of range; the buffer size is 4k..=1024g, and at least 4 blocks: 256k with the default 64k blocks"

@@ -76,7 +76,7 @@ fn on_panic() {
 
 #[cfg(unix)]
 mod signals {
-    //! The fatal signals' flush of the event file (README, "What is guaranteed"; SECURITY.md,
+    //! The fatal signals' flush of the event file (docs/guide/guarantees.md; SECURITY.md,
     //! "Signals"). The host's signals are the host's:
     //!
     //! - SIGINT, SIGTERM, SIGHUP, SIGQUIT and every other signal a program may handle to go

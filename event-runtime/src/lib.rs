@@ -58,14 +58,14 @@
 //! - Start: [`Recorder`] configures a recording (sinks, policy, sizes, clock, what to record)
 //!   and [`Recorder::start`] starts it. [`start`] is the shortcut for a program configured by
 //!   the environment alone (`EVENT_*`): it records only when the environment asks, as
-//!   `RUST_LOG` does (README, "Configuration").
+//!   `RUST_LOG` does (docs/guide/configuration.md).
 //! - Run: [`Recording`] is the running recording; [`Recording::stop`] (or dropping it) ends
 //!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
 //!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
 //!   built-in events; [`control`] changes what is recorded while it runs.
 //! - Test: [`capture`] (and [`Capture`]) records the events of the code a test calls, on the
 //!   test's thread only, in parallel with other tests and with a recording; [`Captured`]
-//!   decodes them for assertions (README, "Testing your instrumentation").
+//!   decodes them for assertions (docs/guide/testing.md).
 //! - Read: [`read`] is the typed reader that `include_events!` generates for its set
 //!   (`events::Event`, `events::read`, `events::from_reader`): a log read back with the types
 //!   that wrote it, checked against the compiled set before the first event.

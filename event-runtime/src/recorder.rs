@@ -257,7 +257,7 @@ impl Recorder {
 
     /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
     /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
-    /// `EVENT_PACK`, `EVENT_FORK`, `EVENT_SIGNALS` (README, "Configuration").
+    /// `EVENT_PACK`, `EVENT_FORK`, `EVENT_SIGNALS` (docs/guide/configuration.md).
     ///
     /// Any other `EVENT_*` variable gets one line on stderr naming the closest setting
     /// (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise ignored.
@@ -307,7 +307,7 @@ impl Recorder {
     }
 
     /// Writes the stream to a file, created readable by its owner only. The path is a
-    /// pattern, as `EVENT_FILE`'s (README, "Configuration"): `%p` the process id, `%t` the
+    /// pattern, as `EVENT_FILE`'s (docs/guide/configuration.md): `%p` the process id, `%t` the
     /// start time, `%h` the host name, `%n` the program name, `%%` a `%`.
     ///
     /// The recorder never writes over what is not its own: when the path holds anything but

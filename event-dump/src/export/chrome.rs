@@ -1,51 +1,8 @@
 //! `export --to chrome`: Chrome trace-event JSON, which Perfetto's UI (ui.perfetto.dev) and
 //! chrome://tracing open.
 //!
-//! The file is `{"displayTimeUnit":"ns","otherData":{..},"traceEvents":[..]}`, one event per
-//! line, written as the logs are read (never held whole):
-//!
-//! - **Processes and threads.** Each log is a process (`pid` from its header; a log whose
-//!   pid an earlier log already has gets the next free number, its name keeps the real
-//!   one), named `program (pid N)`. Each thread is a track (`tid` = the log's thread id),
-//!   named by the log's `ThreadName` events, `T<n>` when it has none.
-//! - **Events.** Each event is an instant (`"ph":"i"`, `"s":"t"`) named by the event, its
-//!   kind as `cat`, its parameters as `args`: pointers and addresses as `"0x.."` strings
-//!   (with the address's label, when the log gave one, under `"<param> (label)"`), other
-//!   integers as numbers, except those beyond ±(2^53 − 1) (which a JSON reader would round)
-//!   as decimal strings; doubles as numbers (`"NaN"`, `"inf"`, `"-inf"` as strings), strings
-//!   as strings (invalid UTF-8 replaced). `Dropped` events are instants like any other.
-//!   The `tracing` fields of a built-in `SpanEnter` or `TraceEvent` are an object by name
-//!   ([`event_format::fields::of_event`]): the span's `fields`, the event's `"fields"` beside
-//!   its `text`; a text with no fields in the grammar stays as it is.
-//! - **Slices.** What the log's [`Roles`] say begins and ends a span (a `SPAN` of events.def;
-//!   in a set that declares nothing, `FooBegin` and `FooEnd`, and `SpanEnter(span, name, ..)`
-//!   and `SpanExit(span, ..)`, matched by `span`, named by `name`), paired by the one
-//!   [`Pairer`]: a span of one thread is the slice of its name (`"ph":"B"` and `"ph":"E"`,
-//!   each with its event's args); an end closes the innermost open slice of its name (or
-//!   span), and slices opened inside it and still open close with it, marked
-//!   `"unended":true`. An end with no open slice is an instant. A slice still open at the
-//!   end of the log ends at its thread's last event, with `"unended":true` in its args.
-//! - **Async slices.** A span paired by an id (a `SPAN` with an id; `FooBegin` and `FooEnd`
-//!   with a parameter named `id`), across threads: the async slice (`"ph":"b"` and
-//!   `"ph":"e"`, with `"scope"` its name, the kind as `cat`, and `"id2":{"local":..}`, a
-//!   hash of its name and the id, so that Perfetto draws one track per slice, in its
-//!   process), for work that moves between threads (a task of an async runtime, a job
-//!   handed to a pool). An end closes the latest open slice of its name and id; one with
-//!   none open is an instant. A slice still open at the end of the log ends at the log's
-//!   last event, with `"unended":true` in its args.
-//! - **Counters.** An event that samples declared counters is, beside itself (an instant
-//!   with every parameter), a `"ph":"C"` event of its name whose `args` hold a value per
-//!   counter, named by the counter (a Chrome counter event holds values only; Perfetto shows
-//!   the series `Event counter`).
-//! - **Flows.** An event that takes part in a declared flow carries the piece of work's id
-//!   as `"bind_id"`, with `"flow_out":true` where the piece goes on (a begin, a step) and
-//!   `"flow_in":true` where it comes from an earlier event (a step, an end): on its `"B"`,
-//!   or, for an instant, on a zero-length slice (`"ph":"X"`, `"dur":0`) in its place, since
-//!   Perfetto binds flows to slices. A span's end carries none (Perfetto's JSON reader binds
-//!   no flow to an `"E"`; the Perfetto export shows it).
-//! - **Time.** `ts` is in microseconds since the start of recording with 3 decimals (exact
-//!   nanoseconds, as `print` computes its seconds). Several logs are aligned on wall-clock
-//!   time: `ts` counts from the start of the log that started first.
+//! What the file holds (processes, threads, events, slices, counters, flows, time) is stated
+//! once, in docs/OUTPUT.md ("Chrome JSON").
 
 use super::Said;
 use super::timeline::Timeline;

@@ -1,33 +1,7 @@
 //! `export --to ctf`: a CTF 1.8 trace directory that babeltrace2 (and Trace Compass) read.
 //!
-//! `DIR/metadata` is the TSDL text (plain, not packetized); `DIR/thread-<id>` holds the
-//! events of one thread of the log as a CTF stream, in packets of at most [`PACKET_MAX`]
-//! bytes (a single larger event makes a larger packet). One log makes one trace.
-//!
-//! - **Layout.** The log's byte order; every field byte-aligned, with no padding.
-//!   Packet header: `uint32 magic` (0xC1FC1FC1), `uint32 stream_id` (always 0). Packet
-//!   context: `timestamp_begin`, `timestamp_end` (the clock's), `content_size` and
-//!   `packet_size` (bits, equal: no padding), `uint64 thread_id`. Event header:
-//!   `uint16 id` (the event's code), `uint64 timestamp` (the record's ticks, mapped to the
-//!   clock).
-//! - **Clock.** `event_clock`: `freq` is the log's ticks per second; `offset_s` and
-//!   `offset` put tick 0 where the header's (counter, wall time) pair says, so readers show
-//!   wall-clock time (to within one tick when the rate is not a whole number of nanoseconds).
-//! - **Event classes.** One per event of the log's schema, and one per built-in event that
-//!   occurs, named `Kind:Name` (`Pool:PoolInit`, `Builtin:ThreadName`). Fields are named by
-//!   the parameters (written with a leading `_`, which CTF readers strip, so that names such
-//!   as `align` are no TSDL keywords). Types by letter: `P`, `A` 64-bit unsigned shown in
-//!   base 16; `W` 64-bit unsigned; `U` 32-bit unsigned; `I` 64-bit signed; `D` IEEE 754
-//!   double; `B` 8-bit unsigned (0 or 1); `S` a null-terminated UTF-8 `string`: bytes that are
-//!   not UTF-8 and NUL bytes inside the text become U+FFFD, and a string the writer cut is
-//!   exported as it was recorded (CTF has no mark for it).
-//! - **Time order.** A CTF stream must not go back in time. The merge hands each thread's
-//!   events on in time order whenever the log's disorder fits in its window; an event that
-//!   still comes earlier than the one before it on its thread (a damaged or hand-made log
-//!   beyond the window) gets its predecessor's timestamp, and the export says how many did.
-//!
-//! `DIR` is created when missing; an existing `DIR` must be empty or hold an earlier CTF
-//! export (`metadata` and `thread-*` only), which is replaced.
+//! What the directory holds (layout, clock, event classes, time order, what `DIR` may be) is
+//! stated once, in docs/OUTPUT.md ("CTF").
 
 use super::Said;
 use crate::log::{DumpError, Log};

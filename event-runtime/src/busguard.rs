@@ -114,7 +114,7 @@ pub(crate) struct ForkHold {
 
 /// Takes the guard's lock for a `fork()`.
 pub(crate) fn hold_for_fork() -> ForkHold {
-    ForkHold { _lock: crate::session::lock(&INSTALL) }
+    ForkHold { _lock: crate::locks::lock(&INSTALL) }
 }
 
 /// A mapping under the guard, from [`register`] until dropped (which must come before the
@@ -142,7 +142,7 @@ impl Drop for Guard {
         e.len.store(0, Ordering::Relaxed);
         e.late.store(0, Ordering::Relaxed);
         e.used.store(false, Ordering::Release);
-        let mut install = crate::session::lock(&INSTALL);
+        let mut install = crate::locks::lock(&INSTALL);
         install.1 -= 1;
         if install.1 == 0 && install.0 == Installed::Yes {
             if is_ours() {
@@ -158,7 +158,7 @@ impl Drop for Guard {
 /// Guards `len` bytes of a ring file's shared mapping from `base` (module docs), installing
 /// the handler if it is not. `None` when the table is full (the mapping is then unguarded).
 pub(crate) fn register(base: *mut u8, len: usize) -> Option<Guard> {
-    let mut install = crate::session::lock(&INSTALL);
+    let mut install = crate::locks::lock(&INSTALL);
     let index =
         TABLE.iter().position(|e| e.used.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok())?;
     let e = &TABLE[index];

@@ -160,7 +160,7 @@ impl Capture {
     /// Starts capturing this thread's events.
     pub fn start() -> Capture {
         let outer = SINK.with(|s| s.borrow_mut().replace(Sink::new()));
-        let mut running = crate::session::lock(&RUNNING);
+        let mut running = crate::locks::lock(&RUNNING);
         *running += 1;
         // Relaxed: the lock orders the stores; see `any`. The word first, then the sets'
         // bits forced on: an event that passes the forced bits always finds the word set.
@@ -184,7 +184,7 @@ impl Capture {
         self.finished = true;
         let outer = self.outer.take();
         let sink = SINK.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
-        let mut running = crate::session::lock(&RUNNING);
+        let mut running = crate::locks::lock(&RUNNING);
         *running = running.saturating_sub(1);
         if *running == 0 {
             // The selection back first, then the word cleared (as at the start, reversed).

@@ -23,7 +23,7 @@ pub(crate) fn install(shared: &std::sync::Arc<Shared>, signals: bool) {
         }));
     });
     #[cfg(unix)]
-    if signals && session::lock(&shared.sinks).raw_fd().is_some() {
+    if signals && crate::locks::lock(&shared.sinks).raw_fd().is_some() {
         signals::publish(shared);
         signals::install();
     }
@@ -44,7 +44,7 @@ pub(crate) struct ForkHold {
 pub(crate) fn hold_for_fork() -> ForkHold {
     ForkHold {
         #[cfg(unix)]
-        _lock: session::lock(&signals::INSTALLED),
+        _lock: crate::locks::lock(&signals::INSTALLED),
     }
 }
 
@@ -168,7 +168,7 @@ mod signals {
 
     /// Installs our handler for each of `FATAL` whose action is the default one now.
     pub(super) fn install() {
-        let mut installed = session::lock(&INSTALLED);
+        let mut installed = crate::locks::lock(&INSTALLED);
         for (i, sig) in FATAL.into_iter().enumerate() {
             if installed[i] || is_ours(sig) {
                 installed[i] = true;
@@ -185,7 +185,7 @@ mod signals {
     /// program installed over ours meanwhile is left as it is (our handler, if it chains to
     /// it, does nothing without a recording).
     pub(super) fn uninstall() {
-        let mut installed = session::lock(&INSTALLED);
+        let mut installed = crate::locks::lock(&INSTALLED);
         for (i, sig) in FATAL.into_iter().enumerate() {
             if std::mem::take(&mut installed[i]) && is_ours(sig) {
                 set(sig, libc::SIG_DFL);

@@ -123,6 +123,7 @@ mod exchange;
 mod files;
 mod fork;
 mod lane;
+mod locks;
 mod machine;
 pub mod read;
 mod recorder;

@@ -17,7 +17,8 @@
 use crate::buffer;
 use crate::control;
 use crate::crash;
-use crate::session::{self, Shared, lock};
+use crate::locks::lock;
+use crate::session::{self, Shared};
 use crate::writer;
 use std::io;
 use std::sync::Arc;

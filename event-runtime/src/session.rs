@@ -13,6 +13,7 @@ use crate::config::Policy;
 use crate::event_set::EventSet;
 use crate::exchange::{BlockBuf, Exchange};
 use crate::lane::{Lane, LaneTake};
+use crate::locks::lock;
 use crate::ringfile::{RingFile, SlotCopy, SlotTake};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
@@ -21,12 +22,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every update under these locks is complete before it is released; a panic elsewhere
-    // leaves no half state.
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// A thread's heap ring, as the stop took it (`ring` policy).
 #[derive(Debug)]

@@ -68,6 +68,9 @@ pub mod read_at;
 pub mod ring;
 pub mod roles;
 pub mod select;
+/// Sample data for this workspace's tests and examples: not part of the API (hidden from the
+/// docs, as the fuzz bodies are), and it may change in any release.
+#[doc(hidden)]
 pub mod testing;
 pub mod text;
 pub mod wire;

@@ -409,7 +409,7 @@ impl Recorder {
 
     /// Whether a child of `fork()` (without `exec`) records: on by default, into its own
     /// files, named as the parent's with the child's pid before the extension
-    /// (`trace.evt` -> `trace.4242.evt`), from its first event on; off, the child records
+    /// (`trace.evt` -> `trace-4242.evt`), from its first event on; off, the child records
     /// nothing. Either way the child never writes into its parent's buffers or files.
     pub fn record_forks(mut self, on: bool) -> Recorder {
         self.fork = on;

@@ -328,7 +328,6 @@ struct Typed {
 
 /// Why a log cannot be read with a set's types. Each is one line that names the log's and the
 /// program's side.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum ReadError {
     /// The file cannot be opened or read.
@@ -400,6 +399,17 @@ impl fmt::Display for ReadError {
                  and the log's version {log} is not newer than the program's {program}"
             ),
         }
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), ReadError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

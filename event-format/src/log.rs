@@ -195,6 +195,15 @@ impl Log {
         }
     }
 
+    /// For a ring file, its geometry (slots, blocks per slot, block size): what a reader
+    /// needs to say how long its rings hold at the rate it recorded. `None` for a stream.
+    pub fn ring_layout(&self) -> Option<&ring::Layout> {
+        match &self.source {
+            Source::Stream(_) => None,
+            Source::Ring(ring) => Some(ring.reader().layout()),
+        }
+    }
+
     /// Where its blocks start and when they say their records do, from their headers, when it
     /// was opened with [`OpenOptions::index`] and is a stream in a regular file: taken once.
     /// Its blocks are then read up to the length the index was made at, so that they are the

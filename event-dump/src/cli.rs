@@ -56,7 +56,7 @@ pub(crate) enum Command {
     Follow(FollowArgs),
     /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF or Parquet.
     #[command(
-        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd, and SpanEnter/SpanExit) are\nslices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
+        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd, and SpanEnter/SpanExit) are\nslices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
     )]
     Export(ExportArgs),
     /// How long spans last: count, min, percentiles, max and a histogram per span (or per
@@ -244,6 +244,12 @@ pub(crate) struct ExportArgs {
     /// Where to write: a file (`perfetto`, `chrome`, `sqlite`) or a directory (`ctf`, `parquet`).
     #[arg(short, long, value_name = "OUT")]
     pub(crate) out: PathBuf,
+    /// The events exported, as `print` selects them. Every format leaves the rest out and
+    /// says how many it left out (not as losses). `perfetto` and `chrome` choose a span by its
+    /// begin: a span begun in the selection is exported whole, its end included; an end whose
+    /// begin was left out is an instant.
+    #[command(flatten)]
+    pub(crate) select: Select,
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,

@@ -11,7 +11,8 @@
 //! `--filter` is event-format's (`event_format::filter`), shared with the recorder.
 //!
 //! Modules, each standing on those after it: [`run`] wires the command line (`cli`) to the
-//! subcommands (`commands`, `export`); they read logs through `merge` (several logs and
+//! subcommands (`commands`, `export`); they choose events with `selection` (print's
+//! `--kind`, `--since`, `--filter`, ...), read logs through `merge` (several logs and
 //! threads in time order) and `log` (a stream or a ring file, as blocks), count what each log
 //! lost or holds that is wrong with event-format's one ledger (`event_format::ledger`), ask
 //! `lock` whether a stream's writer still runs, and write with `render` and `json`, colored on
@@ -28,6 +29,7 @@ mod merge;
 mod pipeline;
 mod progress;
 mod render;
+mod selection;
 mod watermark;
 
 pub use commands::control::{ControlError, send_request};

@@ -43,7 +43,6 @@ pub struct OpenOptions {
 
 /// Why a log could not be opened: one line that names the path, says what is wrong and, where
 /// there is one, what to do.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum OpenError {
     /// The file cannot be opened or read.
@@ -86,6 +85,17 @@ impl fmt::Display for OpenError {
             OpenError::Header { path, error } => write!(f, "{}: {error}", path.display()),
             OpenError::Ring { path, error } => write!(f, "{}: {error}", path.display()),
         }
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), OpenError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -182,6 +192,15 @@ impl Log {
         match &self.source {
             Source::Stream(_) => None,
             Source::Ring(ring) => Some(ring.findings()),
+        }
+    }
+
+    /// For a ring file, its geometry (slots, blocks per slot, block size): what a reader
+    /// needs to say how long its rings hold at the rate it recorded. `None` for a stream.
+    pub fn ring_layout(&self) -> Option<&ring::Layout> {
+        match &self.source {
+            Source::Stream(_) => None,
+            Source::Ring(ring) => Some(ring.reader().layout()),
         }
     }
 

@@ -171,6 +171,17 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
             Reader::open(path)
         }
 
+        /// Opens the log at `path` and reads its event set named `name` with this set's types:
+        /// for a log whose set has another name (a writer's events.def without a SET line is
+        /// named after its package). Every event of the log's set must be one of this set's,
+        /// the same in code, name, kind, format and parameters (`event_runtime::read`).
+        pub fn read_as(
+            path: impl ::core::convert::AsRef<::std::path::Path>,
+            name: &str,
+        ) -> ::core::result::Result<Reader<::event_runtime::read::FileBlocks>, ::event_runtime::read::ReadError> {
+            Reader::open_as(path, name)
+        }
+
         /// Reads the stream `reader` gives, after checking its event set against this one.
         pub fn from_reader<R: ::std::io::Read>(
             reader: R,

@@ -68,7 +68,7 @@ pub enum Signals {
 }
 
 /// A setting from the environment that does not parse.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ConfigError {
     /// The variable.
     pub variable: &'static str,
@@ -81,6 +81,17 @@ pub struct ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}={:?}: {}", self.variable, self.value, self.message)
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), ConfigError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -301,7 +312,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "us" => Duration::from_micros(n),
         "ms" => Duration::from_millis(n),
         "s" => Duration::from_secs(n),
-        _ => return Err(format!("{text:?} needs a unit: us, ms or s")),
+        "" => return Err(format!("{text:?} needs a unit: us, ms or s")),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use us, ms or s)")),
     };
     if d > Duration::from_secs(60) {
         return Err(format!("{text:?} is longer than the longest wait, 60s"));
@@ -347,6 +359,19 @@ mod tests {
         for bad in ["Switch", "rings", "wait=", "wait=5", "wait=5h", "wait=61s"] {
             assert!(parse_policy(bad).is_err(), "{bad:?} is refused");
         }
+    }
+
+    #[test]
+    fn a_wait_of_an_unknown_unit_names_the_unit_and_the_units() {
+        assert_eq!(
+            env(&[("EVENT_POLICY", "wait=5parsecs")]).unwrap_err().to_string(),
+            "EVENT_POLICY=\"wait=5parsecs\": \"5parsecs\": unknown unit \"parsecs\" (use us, ms or s); write switch, \
+             ring, fill, wait or wait=DURATION (e.g. wait=50ms)"
+        );
+        assert_eq!(
+            parse_policy("wait=5").unwrap_err(),
+            "\"5\" needs a unit: us, ms or s; write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)"
+        );
     }
 
     #[test]

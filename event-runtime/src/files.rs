@@ -5,8 +5,10 @@
 //! A tracer must never harm its host's files. So a path is used only when it holds nothing,
 //! an empty regular file (what `mktemp` makes), or an event log or ring file of ours (its
 //! first bytes are the stream's or the ring file's magic) that no live process writes;
-//! anything else (a file of other content, a symbolic link, a directory, a device, a FIFO, a
-//! socket) is refused with one line and left as it is. An older trace of ours is not
+//! anything else (a file of other content, a symbolic link, a device, a FIFO, a socket) is
+//! refused with one line and left as it is. A directory at the path is refused as a path
+//! under a missing directory is: no file can ever be made there, so the setting is wrong and
+//! the start fails (an I/O error, `is a directory`), left as it is all the same. An older trace of ours is not
 //! overwritten: it is renamed `NAME.old`, as perf keeps `perf.data.old`, and the new file is
 //! created exclusively (`O_EXCL`, mode 0600) at the final name. Not at a temporary name
 //! renamed at the end: a ring file must be at its name while the program runs, for
@@ -237,6 +239,10 @@ fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<File>, ClaimError>
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e.into()),
             },
+            // A directory at the path: no file can ever be made there, as under a missing
+            // directory; the setting is wrong, and the start fails as it does for that one
+            // (README, "Configuration": one rule for a path that can hold no file).
+            Found::Foreign(Some(DIRECTORY)) => return Err(ClaimError::Io(io::ErrorKind::IsADirectory.into())),
             Found::Foreign(what) => {
                 return Err(ClaimError::Refused(format!(
                     "not recording to {}: it {}; remove it or choose another {}",
@@ -324,6 +330,9 @@ fn inspect(path: &Path) -> io::Result<Found> {
     }
 }
 
+/// What a directory is, in [`not_regular`]'s words.
+const DIRECTORY: &str = "is a directory";
+
 /// What `meta` is when it is not a regular file: "is a symbolic link (not followed)", ...
 fn not_regular(meta: &Metadata) -> Option<&'static str> {
     let t = meta.file_type();
@@ -334,7 +343,7 @@ fn not_regular(meta: &Metadata) -> Option<&'static str> {
         return Some("is a symbolic link (not followed)");
     }
     if t.is_dir() {
-        return Some("is a directory");
+        return Some(DIRECTORY);
     }
     #[cfg(unix)]
     {

@@ -145,7 +145,9 @@ pub use capture::{Capture, Captured, capture};
 pub use config::{BufResize, ConfigError, Policy, Signals};
 pub use event_macros::include_events;
 pub use event_set::EventSet;
-pub use recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start};
+pub use recorder::{
+    DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start, start_or_warn,
+};
 pub use recording::{Recording, flush};
 pub use session::lost_unattributed;
 pub use traceback::TRACEBACK_EVENTS;

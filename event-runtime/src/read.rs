@@ -55,6 +55,15 @@
 //!   values, counted in [`Summary::unknown`]; refused when the log's version is not newer
 //!   ([`ReadError::Undeclared`]: events.def changed without a version bump).
 //!
+//! The log's set is found by the program's set's name. A log whose set has another name (the
+//! writer's events.def has no SET line, so its set is named after the writer's package, or
+//! another SET line) is refused with [`ReadError::NoSet`], which says both ways out: a
+//! `SET(name)` line in the writer's events.def, or `events::read_as(path, "its-name")`
+//! ([`Reader::open_as`], [`Reader::new_as`]), which reads the log's set of that name with the
+//! program's types after checking every one of its events against the program's set (code,
+//! name, kind, format, parameters; an event the program does not describe is refused,
+//! [`ReadError::NotDescribed`]): no event is typed by a schema that does not describe it.
+//!
 //! # Order and memory
 //!
 //! Items come in the log's order: block by block, each block's records in order. Each
@@ -328,7 +337,6 @@ struct Typed {
 
 /// Why a log cannot be read with a set's types. Each is one line that names the log's and the
 /// program's side.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum ReadError {
     /// The file cannot be opened or read.
@@ -339,10 +347,21 @@ pub enum ReadError {
     Ring(RingError),
     /// The log holds no set of this name.
     NoSet {
-        /// The program's set.
+        /// The program's set (or the name it was asked to read as).
         set: String,
         /// The log's sets.
         found: Vec<String>,
+    },
+    /// Read as another set's name ([`Reader::open_as`]), the log's set has an event the
+    /// program's set does not describe: it cannot be typed, and the versions of two sets of
+    /// different names say nothing of each other, so the reading is refused.
+    NotDescribed {
+        /// The program's set.
+        set: String,
+        /// The log's set it was asked to read as.
+        read_as: String,
+        /// The event, as the log describes it.
+        event: String,
     },
     /// The log's set has another major version.
     Major {
@@ -384,8 +403,25 @@ impl fmt::Display for ReadError {
             ReadError::Header(e) => write!(f, "{e}"),
             ReadError::Ring(e) => write!(f, "{e}"),
             ReadError::NoSet { set, found } => {
-                write!(f, "the log holds no event set `{set}` (it holds: {})", found.join(", "))
+                // A log of one set other than the built-ins: the name to read it as.
+                let named: Vec<&String> = found.iter().filter(|s| !s.starts_with("`` ")).collect();
+                let read_as = match named.as_slice() {
+                    [one] => one.split('`').nth(1).unwrap_or("NAME").to_owned(),
+                    _ => "NAME".to_owned(),
+                };
+                write!(
+                    f,
+                    "the log holds no event set `{set}` (it holds: {}); an events.def without a SET line names its \
+                     set after the package that includes it: add `SET({set})` at the top of the writer's events.def, \
+                     or read the log as its set, `events::read_as(path, \"{read_as}\")`",
+                    found.join(", ")
+                )
             }
+            ReadError::NotDescribed { set, read_as, event } => write!(
+                f,
+                "the log's event set `{read_as}` has {event}, which the program's set `{set}` does not describe; \
+                 read as another set, the program's events.def must describe every event of the log's set"
+            ),
             ReadError::Major { set, log, program } => write!(
                 f,
                 "event set `{set}`: the log's version {log} has another major version than the program's {program}; \
@@ -400,6 +436,17 @@ impl fmt::Display for ReadError {
                  and the log's version {log} is not newer than the program's {program}"
             ),
         }
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), ReadError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -461,11 +508,13 @@ fn describe(schema: &Schema, index: usize) -> String {
 }
 
 /// Checks the log's set against the program's (the rules in the module docs) and maps the
-/// log's wire codes onto the program's events.
-fn check(log: &SetEntry, program: &Schema) -> Result<Map, ReadError> {
+/// log's wire codes onto the program's events. A set read as another name (`renamed`) has no
+/// version to compare with the program's: every event of it must be one of the program's,
+/// the same in code, name, kind, format and parameters.
+fn check(log: &SetEntry, program: &Schema, renamed: bool) -> Result<Map, ReadError> {
     let set = &program.name;
     let (lv, pv) = (log.schema.version, program.version);
-    if lv.major != pv.major {
+    if lv.major != pv.major && !renamed {
         return Err(ReadError::Major { set: set.clone(), log: lv, program: pv });
     }
     let kind_name = |s: &Schema, k: u8| s.kinds.get(usize::from(k)).map_or(String::new(), |k| k.name.clone());
@@ -492,6 +541,13 @@ fn check(log: &SetEntry, program: &Schema) -> Result<Map, ReadError> {
                 }
                 // Schema::check bounds a set's events by its 16-bit codes.
                 Slot::Known(i as u16)
+            }
+            None if renamed => {
+                return Err(ReadError::NotDescribed {
+                    set: set.clone(),
+                    read_as: log.schema.name.clone(),
+                    event: describe(&log.schema, j),
+                });
             }
             None if newer || program.retired.iter().any(|r| r.code == e.code) => Slot::Unknown,
             None => {
@@ -580,15 +636,33 @@ enum Next {
 impl<S: TypedSet, B: BlockSource> Reader<S, B> {
     /// Reads the blocks of `source`, after checking its header's set against `S`'s.
     pub fn new(source: B) -> Result<Reader<S, B>, ReadError> {
+        Reader::with_set(source, None)
+    }
+
+    /// Reads the blocks of `source` with `S`'s types as the log's set named `name`: for a log
+    /// whose set has another name than the program's (a writer's events.def without a SET
+    /// line is named after the writer's package). The log's set is checked event by event:
+    /// every one of its events must be one of `S`'s, of the same code, name, kind, format and
+    /// parameters ([`ReadError::NotDescribed`], [`ReadError::Mismatch`]), so that no event
+    /// is typed by a schema that does not describe it.
+    pub fn new_as(source: B, name: &str) -> Result<Reader<S, B>, ReadError> {
+        Reader::with_set(source, Some(name))
+    }
+
+    fn with_set(source: B, name: Option<&str>) -> Result<Reader<S, B>, ReadError> {
         let set = S::set();
         // The macro checked the text it embedded, so it parses.
         let program = set.schema().map_err(|e| io::Error::other(e.to_string()))?;
         let header = source.header();
-        let log = find(header, set).ok_or_else(|| ReadError::NoSet {
-            set: set.name().to_owned(),
+        let log = match name {
+            None => find(header, set),
+            Some(name) => header.sets.iter().find(|s| s.schema.name == name),
+        };
+        let log = log.ok_or_else(|| ReadError::NoSet {
+            set: name.unwrap_or(set.name()).to_owned(),
             found: header.sets.iter().map(|s| format!("`{}` {}", s.schema.name, s.schema.version)).collect(),
         })?;
-        let map = check(log, &program)?;
+        let map = check(log, &program, name.is_some_and(|n| n != set.name()))?;
         let catalog = Catalog::new(&header.sets);
         let clock = header.clock;
         let ledger = Ledger::new(header.format);
@@ -765,6 +839,13 @@ impl<S: TypedSet> Reader<S, FileBlocks> {
         reader.findings = FileBlocks::ring_findings;
         Ok(reader)
     }
+
+    /// Reads the log at `path` as its set named `name` ([`Reader::new_as`]).
+    pub fn open_as(path: impl AsRef<Path>, name: &str) -> Result<Reader<S, FileBlocks>, ReadError> {
+        let mut reader = Reader::new_as(FileBlocks::open(path.as_ref())?, name)?;
+        reader.findings = FileBlocks::ring_findings;
+        Ok(reader)
+    }
 }
 
 /// The blocks of a log file: a stream's, decoded as it is read, or a ring file's, as its
@@ -861,7 +942,7 @@ mod tests {
         RELATION(ObjectAlloc, 0x0030, FALSE, Object, PAW, pool, addr, size)\n";
 
     fn map(log: &str, program: &str) -> Result<Map, ReadError> {
-        check(&SetEntry::new(schema(log), 5), &schema(program))
+        check(&SetEntry::new(schema(log), 5), &schema(program), false)
     }
 
     #[test]

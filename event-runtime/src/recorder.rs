@@ -44,7 +44,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Why a recording could not start. Its message is one line: what is wrong, what to do.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum StartError {
     /// Another recording is running in this process.
@@ -122,6 +121,17 @@ impl fmt::Display for StartError {
                 write!(f, "cannot create the {what} {}: {error}; choose a writable path", path.display())
             }
         }
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), StartError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -409,7 +419,7 @@ impl Recorder {
 
     /// Whether a child of `fork()` (without `exec`) records: on by default, into its own
     /// files, named as the parent's with the child's pid before the extension
-    /// (`trace.evt` -> `trace.4242.evt`), from its first event on; off, the child records
+    /// (`trace.evt` -> `trace-4242.evt`), from its first event on; off, the child records
     /// nothing. Either way the child never writes into its parent's buffers or files.
     pub fn record_forks(mut self, on: bool) -> Recorder {
         self.fork = on;
@@ -788,6 +798,10 @@ impl Recorder {
 /// all) are in [`Recorder`]'s docs, "Signals".
 /// Keep the returned [`Recording`]: dropping it stops the recording and flushes it.
 ///
+/// An error returned from `main` with `?` prints as its one-line sentence (`Error:
+/// EVENT_POLICY="wait=5parsecs": ...`, not the variant's fields), and the program exits 1; a
+/// service that should warn and run instead calls [`start_or_warn`].
+///
 /// ```no_run
 /// event_runtime::include_events!("../events.def");
 ///
@@ -821,6 +835,32 @@ pub fn start() -> Result<Option<Recording>, StartError> {
             Ok(None)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// [`start`] for a service that must run whatever its environment says: when [`start`]
+/// returns an error (a bad `EVENT_*` value, a named file that cannot be created), one line on
+/// stderr says so, `event-runtime: not recording: ` and the error's sentence, and the program
+/// goes on without a recording (`None`: every event is a disabled one). Use [`start`] (and `?`)
+/// where a mistake in the environment should stop the program instead.
+///
+/// ```
+/// event_runtime::include_events!("../events.def");
+///
+/// fn main() {
+///     // EVENT_POLICY=wait=5parsecs ./service prints
+///     // `event-runtime: not recording: EVENT_POLICY="wait=5parsecs": ...` and runs.
+///     let _recording = event_runtime::start_or_warn();
+///     event!(ClientPhase, "work", 1u64, 0); // recorded only when a recording runs
+/// }
+/// ```
+pub fn start_or_warn() -> Option<Recording> {
+    match start() {
+        Ok(recording) => recording,
+        Err(e) => {
+            eprintln!("event-runtime: not recording: {e}");
+            None
+        }
     }
 }
 

@@ -1,6 +1,8 @@
-//! A bridge from the [`tracing`](https://docs.rs/tracing) crate: a
-//! [`Layer`] that records tracing's events and span entries and
-//! exits as built-in events of the stream (feature `tracing`).
+//! A bridge from the [`tracing`](https://docs.rs/tracing) crate: its events and spans as built-in events (feature `tracing`).
+//!
+//! [`EventLayer`] is a tracing-subscriber [`Layer`] that records them into the running
+//! recording. (The summary above is one line, linking nothing in this module: with a link
+//! to `Layer` in it, the crate's index showed only "A bridge from the tracing crate: a".)
 //!
 //! A program already instrumented with `tracing` adds three lines: the layer on a
 //! subscriber, the subscriber as the default, and a recording. It needs no events.def: a

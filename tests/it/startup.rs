@@ -170,3 +170,48 @@ fn a_writer_thread_that_cannot_be_started_is_one_line_and_the_program_runs() {
     );
     assert!(files(&d).is_empty(), "no trace that recorded nothing is left: {:?}", files(&d));
 }
+
+/// An error returned from `main` with `?` is printed by the standard library with `Debug`:
+/// the user reads one sentence, not `Config(ConfigError { variable: .. })`, and the exit code
+/// is 1; with `start_or_warn`, the same sentence is one line and the program runs.
+#[test]
+fn an_error_returned_from_main_is_one_sentence_and_start_or_warn_runs() {
+    let d = dir("main-error");
+    let sentence = "EVENT_POLICY=\"wait=5parsecs\": \"5parsecs\": unknown unit \"parsecs\" (use us, ms or s); \
+                    write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)";
+    let out = run(&d, &[("EVENT_POLICY", "wait=5parsecs"), ("EVENT_FILE", "t.evt")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "the program stopped at the start");
+    assert_eq!(lines(&out.stderr), [format!("Error: {sentence}")]);
+    let mut c = crate::common::program(MAIN, &["warn"], &[("EVENT_POLICY", "wait=5parsecs"), ("EVENT_FILE", "t.evt")]);
+    c.current_dir(&d);
+    let out = c.output().unwrap();
+    assert_eq!(ran(&out), [format!("event-runtime: not recording: {sentence}")]);
+    assert_eq!(files(&d), Vec::<String>::new());
+}
+
+/// One rule for a path that can hold no file: under a missing directory, or a directory
+/// itself, `EVENT_FILE` and `EVENT_RING` fail the start with one sentence (exit 1 from the
+/// README's `main`), and the directory is left as it was; `start_or_warn` says the same in
+/// one line and runs.
+#[test]
+fn a_path_that_can_hold_no_file_fails_the_start_whatever_the_reason() {
+    let d = dir("no-file");
+    std::fs::create_dir(d.join("adir")).unwrap();
+    std::fs::write(d.join("adir").join("inside"), "x").unwrap();
+    for variable in ["EVENT_FILE", "EVENT_RING"] {
+        let what = if variable == "EVENT_FILE" { "event file" } else { "ring file" };
+        for (path, why) in [("no/such/dir/a.evt", "No such file or directory (os error 2)"), ("adir", "is a directory")]
+        {
+            let sentence = format!("cannot create the {what} {path}: {why}; choose a writable path");
+            let out = run(&d, &[(variable, path)]);
+            assert_eq!(out.status.code(), Some(1), "{variable}={path}");
+            assert_eq!(lines(&out.stderr), [format!("Error: {sentence}")], "{variable}={path}");
+            let mut c = crate::common::program(MAIN, &["warn"], &[(variable, path)]);
+            c.current_dir(&d);
+            assert_eq!(ran(&c.output().unwrap()), [format!("event-runtime: not recording: {sentence}")]);
+            assert_eq!(files(&d), ["adir"]);
+            assert_eq!(files(&d.join("adir")), ["inside"], "the directory is left as it was");
+        }
+    }
+}

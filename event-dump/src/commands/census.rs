@@ -41,6 +41,9 @@ struct Census {
     names: BTreeMap<u64, String>,
     first: Option<u64>,
     last: u64,
+    /// Each thread's earliest and latest event times, and its events (all of them, the
+    /// selection's or not): how long a ring file's ring held at the rate it recorded.
+    threads: BTreeMap<u64, (u64, u64, u64)>,
     ledger: Ledger,
     /// The block counted last, for its buffer to be reused.
     spare: Option<Block>,
@@ -85,6 +88,7 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
         names: BTreeMap::new(),
         first: None,
         last: 0,
+        threads: BTreeMap::new(),
         ledger: Ledger::new(log.header().format),
         spare: None,
     };
@@ -232,6 +236,8 @@ fn count_block(
     if in_block > 0 {
         c.first = Some(c.first.map_or(first, |f| f.min(first)));
         c.last = c.last.max(last);
+        let span = c.threads.entry(thread).or_insert((first, last, 0));
+        *span = (span.0.min(first), span.1.max(last), span.2 + in_block);
     }
     if kept > 0 {
         c.selected_first = Some(c.selected_first.map_or(kept_first, |f| f.min(kept_first)));
@@ -337,6 +343,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
                 "  {repeats} blocks repeated, {late} blocks out of order (a thread's block numbered as an earlier one, or lower than one before it)"
             );
         }
+        if let Some(note) = ring_note(&c, log) {
+            let _ = writeln!(text, "  {note}");
+        }
         if let Some(summary) = log.ring_findings() {
             let state = match summary.state {
                 ring::STATE_RECORDING => "recording (or its program died)",
@@ -384,6 +393,65 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     }
     write_all(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long a ring file's rings held, when one overwrote blocks: the time that the events
+/// left in the ring of the thread whose ring wrapped soonest cover (its rate decides), and
+/// the `EVENT_BUFSIZE` that would hold [`RING_TARGET_S`] at that rate (the rings share the
+/// buffer equally, a slot each: FORMAT.md's ring file layout). `None` for a stream, or a ring
+/// that overwrote nothing.
+fn ring_note(c: &Census, log: &Log) -> Option<String> {
+    let layout = log.ring_layout()?;
+    let clock = log.header().clock;
+    // The wrapped threads' (seconds held, events held, thread), the shortest first.
+    let (held, events, thread) = c
+        .ledger
+        .overwritten()
+        .filter_map(|(thread, _)| {
+            let &(first, last, events) = c.threads.get(&thread)?;
+            Some((seconds(&clock, first, last), events, thread))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let block = u64::from(layout.block_size);
+    let size = u64::from(layout.slots) * u64::from(layout.blocks_per_slot) * block;
+    let rate = if held > 0.0 { format!("{:.0} events/s", events as f64 / held) } else { "no time span".to_owned() };
+    let mut note = format!(
+        "ring size: each thread's ring ({} blocks of {} bytes; EVENT_BUFSIZE={} over {} threads) held \
+         about {held:.3} s at the rate seen (T{thread}, the soonest to wrap: {events} events, {rate})",
+        layout.blocks_per_slot,
+        layout.block_size,
+        size_text(size),
+        layout.slots
+    );
+    if held > 0.0 && held < RING_TARGET_S {
+        let per_slot = (f64::from(layout.blocks_per_slot) * RING_TARGET_S / held).ceil();
+        if per_slot <= f64::from(event_format::ring::MAX_BLOCKS_PER_SLOT) {
+            let wanted = u64::from(layout.slots) * per_slot as u64 * block;
+            let _ = write!(note, "; EVENT_BUFSIZE={} would hold about {RING_TARGET_S:.0} s", size_text(wanted));
+        } else {
+            let most = held * f64::from(event_format::ring::MAX_BLOCKS_PER_SLOT) / f64::from(layout.blocks_per_slot);
+            let _ = write!(
+                note,
+                "; at the most a ring holds ({} blocks a thread) about {most:.1} s",
+                event_format::ring::MAX_BLOCKS_PER_SLOT
+            );
+        }
+    }
+    Some(note)
+}
+
+/// The time [`ring_note`] sizes a ring for: an incident's few seconds before and after.
+const RING_TARGET_S: f64 = 10.0;
+
+/// `bytes` as `EVENT_BUFSIZE` takes it, rounded up: `k`, `m` or `g` (powers of 1024).
+fn size_text(bytes: u64) -> String {
+    let units = [(1u64 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")];
+    for (unit, suffix) in units {
+        if bytes >= unit {
+            return format!("{}{suffix}", bytes.div_ceil(unit));
+        }
+    }
+    format!("{bytes}")
 }
 
 /// `, on HOST` after the pid when the header names the host (format 2.0.1).

@@ -4,8 +4,8 @@
 //! What the file holds (processes, threads, events, slices, counters, flows, time) is stated
 //! once, in docs/OUTPUT.md ("Chrome JSON").
 
-use super::Said;
 use super::timeline::Timeline;
+use super::{Said, Window};
 use crate::json;
 use crate::log::{DumpError, Log};
 use crate::merge::Item;
@@ -21,9 +21,10 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError> {
-    let (ledgers, notes) = super::trace_file::write_whole(out, "trace.json", |file| write_trace(logs, file))?;
-    Said::of(&ledgers).report("chrome", &notes);
+pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<ExitCode, DumpError> {
+    let (ledgers, notes) =
+        super::trace_file::write_whole(out, "trace.json", |file| write_trace(logs, file, &mut *window))?;
+    Said::of(&ledgers).report("chrome", &notes, window);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -71,12 +72,15 @@ fn event_name(desc: &Desc) -> std::borrow::Cow<'_, str> {
     if desc.qualified { format!("{}:{}", desc.set, desc.name).into() } else { desc.name.as_str().into() }
 }
 
-/// A slice begun and not yet ended: its name and category, and for an async slice its key.
+/// A slice begun and not yet ended: its name and category, for an async slice its key, and
+/// whether the window selected its begin (a span left out is paired all the same, so that
+/// its end closes it, but nothing of it is written).
 #[derive(Debug)]
 struct Open {
     name: String,
     cat: String,
     key: Option<AsyncKey>,
+    selected: bool,
 }
 
 /// The `traceEvents` array, one event per line.
@@ -215,9 +219,10 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
     out.push('}');
 }
 
-/// Reads the logs and writes the whole trace to `out`; each log's ledger, and notes on the
-/// spans that were not paired.
-fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Vec<String>)> {
+/// Reads the logs and writes the whole trace of what `window` selects to `out` (a span by
+/// its begin: module docs of `export`); each log's ledger, and notes on the spans that were
+/// not paired.
+fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Result<(Vec<Ledger>, Vec<String>)> {
     let timeline = Timeline::new(logs);
     let pids = &timeline.pids;
     let mut events = Events { out, first: true, line: String::new() };
@@ -249,7 +254,12 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
     // Each log's latest event, in ns on the trace's time line, and its thread.
     let mut last: BTreeMap<usize, (i128, u64)> = BTreeMap::new();
     let mut cut = 0u64;
+    // Ends of spans whose begin the window left out, exported as instants.
+    let mut begun_outside = 0u64;
     let ledgers = super::merge_all(logs, "exported", |Item { file, event }| {
+        let selected = window.keeps(file, &event);
+        // Labels, interned strings and thread names are learned from every event, selected
+        // or not, as `print` learns them.
         ann.learn(file, &event);
         if event.desc.code == builtin::THREAD_NAME {
             let mut values = event.values();
@@ -259,8 +269,10 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
         }
         let ns = timeline.ns(file, event.time);
         let (pid, tid) = (pids[file], event.thread);
-        tracks.insert((file, event.thread), ns);
-        last.insert(file, (ns, event.thread));
+        if selected {
+            tracks.insert((file, event.thread), ns);
+            last.insert(file, (ns, event.thread));
+        }
         // `set:Kind` when the log holds more than one set.
         let cat = event.desc.full_kind();
         let cat = cat.as_str();
@@ -268,7 +280,11 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
         let at = At { ns, pid, tid, key: None, flow: None };
         let roles = &roles[file];
         let Some(role) = roles.of(event.desc.wire) else {
-            return event_line(&mut events, (&instant, cat, "i"), at, &ann, file, &event);
+            return if selected {
+                event_line(&mut events, (&instant, cat, "i"), at, &ann, file, &event)
+            } else {
+                Ok(())
+            };
         };
         // The flows it takes part in (each piece of work steps on); a Chrome event binds one.
         let links: Vec<(u64, bool, bool)> = role
@@ -279,28 +295,44 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
                 Some((link.serial * n_logs + file as u64, link.incoming, link.outgoing))
             })
             .collect();
-        // Bound by the first line that can carry it: a begin's, or the instant's.
-        let mut flow = links.first().copied();
+        // Bound by the first line that can carry it: a begin's, or the instant's. (The flows
+        // step on every event, so that a flow's ids stay those of the whole log.)
+        let mut flow = links.first().copied().filter(|_| selected);
         let mut shown = false;
         if let Some(end) = role.ends
             && let Some(key) = roles.key(&end, &event)
             && let Some(ended) = pairers[file].end(event.thread, &key)
         {
             // Slices opened inside this one and still open end with it.
-            for inner in &ended.cut {
+            for inner in ended.cut.iter().filter(|o| o.selected) {
                 cut += 1;
                 unended(&mut events, inner, at)?;
             }
             let open = ended.begin;
-            let ph = if open.key.is_some() { "e" } else { "E" };
-            // An async end is keyed by its own id, and has its begin's category: Chrome
-            // pairs `b` and `e` within one.
-            let key = match (&open.key, end.pairing) {
-                (Some(_), event_format::roles::Pairing::Async { param }) => AsyncKey::of(&open.name, &event, param),
-                _ => None,
-            };
-            event_line(&mut events, (&open.name, &open.cat, ph), At { key: key.as_ref(), ..at }, &ann, file, &event)?;
-            shown = true;
+            if !open.selected {
+                // Its begin was left out: the span is left out, and this end, when selected,
+                // is an instant.
+                begun_outside += u64::from(selected);
+            } else {
+                tracks.insert((file, event.thread), ns);
+                last.insert(file, (ns, event.thread));
+                let ph = if open.key.is_some() { "e" } else { "E" };
+                // An async end is keyed by its own id, and has its begin's category: Chrome
+                // pairs `b` and `e` within one.
+                let key = match (&open.key, end.pairing) {
+                    (Some(_), event_format::roles::Pairing::Async { param }) => AsyncKey::of(&open.name, &event, param),
+                    _ => None,
+                };
+                event_line(
+                    &mut events,
+                    (&open.name, &open.cat, ph),
+                    At { key: key.as_ref(), ..at },
+                    &ann,
+                    file,
+                    &event,
+                )?;
+                shown = true;
+            }
         }
         if let Some(begin) = role.begins
             && let Some(key) = roles.key(&begin, &event)
@@ -312,11 +344,16 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
                 }
                 _ => None,
             };
-            let ph = if async_key.is_some() { "b" } else { "B" };
-            let at = At { key: async_key.as_ref(), flow: flow.take(), ..at };
-            event_line(&mut events, (&name, cat, ph), at, &ann, file, &event)?;
-            pairers[file].begin(event.thread, key, Open { name, cat: cat.to_owned(), key: async_key });
-            shown = true;
+            if selected {
+                let ph = if async_key.is_some() { "b" } else { "B" };
+                let at = At { key: async_key.as_ref(), flow: flow.take(), ..at };
+                event_line(&mut events, (&name, cat, ph), at, &ann, file, &event)?;
+                shown = true;
+            }
+            pairers[file].begin(event.thread, key, Open { name, cat: cat.to_owned(), key: async_key, selected });
+        }
+        if !selected {
+            return Ok(());
         }
         if !shown {
             event_line(&mut events, (&instant, cat, "i"), At { flow, ..at }, &ann, file, &event)?;
@@ -349,11 +386,15 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
         unmatched += pairer.unmatched();
         never += pairer.given_up();
         let left = pairer.finish();
-        never += left.len() as u64;
         for (thread, open) in left.threads {
-            threads.insert((file, thread), open.into_iter().map(|(_, o)| o).collect());
+            let open: Vec<Open> = open.into_iter().map(|(_, o)| o).filter(|o| o.selected).collect();
+            never += open.len() as u64;
+            threads.insert((file, thread), open);
         }
-        asyncs.extend(left.asyncs.into_iter().flat_map(|(_, opens)| opens.into_iter().map(move |o| (file, o))));
+        let opens = left.asyncs.into_iter().flat_map(|(_, opens)| opens.into_iter().filter(|o| o.selected));
+        let before = asyncs.len();
+        asyncs.extend(opens.map(|o| (file, o)));
+        never += (asyncs.len() - before) as u64;
     }
     // Async slices never ended end at their log's last event, marked: by log, name and id,
     // the latest first.
@@ -379,6 +420,13 @@ fn write_trace(logs: &mut [Log], out: impl Write) -> io::Result<(Vec<Ledger>, Ve
             "{never} {} never ended (each closed at its thread's or log's last event, or with the span enclosing it, \
              marked \"unended\")",
             if never == 1 { "span" } else { "spans" }
+        ));
+    }
+    if begun_outside > 0 {
+        notes.push(format!(
+            "{begun_outside} {} whose begin the selection left out, exported as {}",
+            if begun_outside == 1 { "span end" } else { "span ends" },
+            if begun_outside == 1 { "an instant" } else { "instants" }
         ));
     }
     if unmatched > 0 {

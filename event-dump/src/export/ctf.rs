@@ -3,7 +3,7 @@
 //! What the directory holds (layout, clock, event classes, time order, what `DIR` may be) is
 //! stated once, in docs/OUTPUT.md ("CTF").
 
-use super::Said;
+use super::{Said, Window};
 use crate::log::{DumpError, Log};
 use crate::merge::Item;
 use event_format::decode::{Desc, Event};
@@ -28,7 +28,7 @@ const MAGIC: u32 = 0xC1FC_1FC1;
 /// The first line of the metadata text.
 const METADATA_MAGIC: &str = "/* CTF 1.8 */";
 
-pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError> {
+pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<ExitCode, DumpError> {
     if logs.len() != 1 {
         return Err(DumpError::new(
             "export --to ctf takes one log (a CTF trace has one clock); export each log to a directory of its own",
@@ -49,7 +49,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
         builtins_seen: BTreeSet::new(),
         scratch: Vec::new(),
     };
-    let result = read_into(&mut logs[0], &mut trace).and_then(|ledger| {
+    let result = read_into(&mut logs[0], &mut trace, window).and_then(|ledger| {
         trace.flush_all()?;
         let metadata = metadata(&header, logs[0].catalog(), &trace.builtins_seen, clock);
         fs::write(out.join("metadata"), metadata)?;
@@ -64,7 +64,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError
                     vec![format!("{n} events earlier than their thread's previous event were given that event's time")]
                 }
             };
-            Said::of([&ledger]).report("ctf", &extra);
+            Said::of([&ledger]).report("ctf", &extra, window);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -273,10 +273,12 @@ fn write_packet(order: Order, stream: &mut Stream) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads the log through the merge and adds each event to its thread's stream; the log's
-/// ledger.
-fn read_into(log: &mut Log, trace: &mut Trace) -> io::Result<Ledger> {
-    let mut ledgers = super::merge_all(std::slice::from_mut(log), "exported", |Item { event, .. }| trace.add(&event))?;
+/// Reads the log through the merge and adds each event the window selects to its thread's
+/// stream; the log's ledger.
+fn read_into(log: &mut Log, trace: &mut Trace, window: &mut Window) -> io::Result<Ledger> {
+    let mut ledgers = super::merge_all(std::slice::from_mut(log), "exported", |Item { file, event }| {
+        if window.keeps(file, &event) { trace.add(&event) } else { Ok(()) }
+    })?;
     Ok(ledgers.pop().unwrap_or_else(|| Ledger::new(log.header().format)))
 }
 

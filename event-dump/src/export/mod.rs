@@ -21,6 +21,14 @@
 //! export still completes and exits 0, as `print` does (`event-dump check` tells the
 //! details).
 //!
+//! Every export takes `print`'s selection ([`Window`]: `--kind`, `--event`, `--thread`,
+//! `--since`, `--until`, `--filter`, with `print`'s meaning, from the one parser of
+//! [`crate::cli::Select`]): the events it leaves out are counted per log and said (on stderr,
+//! and in SQLite's `event_log.left_out`), never as losses. Perfetto and Chrome choose a span
+//! by its begin, as `latency` does: a span begun in the selection is exported whole (its end
+//! included, whatever the selection says of it); an end whose begin was left out is an
+//! instant when it is itself selected, and nothing otherwise.
+//!
 //! The table exports share one mapping of format letters to column types
 //! ([`column_type`]), one naming of parameter columns ([`param_columns`]) and one content
 //! identity of a log ([`identity`]), by which both refuse a log already exported.
@@ -38,9 +46,11 @@ use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
 use crate::merge::{self, Item};
 use crate::progress::Progress;
+use crate::selection::{Selection, thread_names};
 use event_format::decode::{BlockSource, Entry, Event};
 use event_format::ledger::Ledger;
 use event_format::letter::Letter;
+use event_format::wire::Clock;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
@@ -98,13 +108,64 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         }
         _ => open_all(&args.logs, args.force)?,
     };
+    let mut window = {
+        let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+        let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+        Window::new(selection, headers.iter().map(|h| h.clock).collect())
+    };
     match args.to {
-        Target::Chrome => chrome::export(&mut logs, &args.out),
-        Target::Perfetto => perfetto::export(&mut logs, &args.out),
-        Target::Sqlite => sqlite::export(&mut logs, &args.out),
-        Target::Ctf => ctf::export(&mut logs, &args.out),
-        Target::Parquet => parquet::export(&mut logs, &args.out),
+        Target::Chrome => chrome::export(&mut logs, &args.out, &mut window),
+        Target::Perfetto => perfetto::export(&mut logs, &args.out, &mut window),
+        Target::Sqlite => sqlite::export(&mut logs, &args.out, &mut window),
+        Target::Ctf => ctf::export(&mut logs, &args.out, &mut window),
+        Target::Parquet => parquet::export(&mut logs, &args.out, &mut window),
     }
+}
+
+/// The events an export writes: `print`'s selection, and what it left out of each log.
+pub(crate) struct Window {
+    /// `None` when the command line chose nothing: every event is exported.
+    selection: Option<Selection>,
+    clocks: Vec<Clock>,
+    /// Each log's events the selection left out.
+    left_out: Vec<u64>,
+}
+
+impl Window {
+    fn new(selection: Selection, clocks: Vec<Clock>) -> Window {
+        let left_out = vec![0; clocks.len()];
+        Window { selection: (!selection.is_everything()).then_some(selection), clocks, left_out }
+    }
+
+    /// Whether event `event` of log `file` is selected; one that is not is counted as left out.
+    fn keeps(&mut self, file: usize, event: &Event<'_>) -> bool {
+        let Some(selection) = &self.selection else { return true };
+        let keeps = selection.keeps(file, event, &self.clocks[file]);
+        if !keeps {
+            self.left_out[file] += 1;
+        }
+        keeps
+    }
+
+    /// The events of log `file` left out so far.
+    fn left_out(&self, file: usize) -> u64 {
+        self.left_out[file]
+    }
+
+    /// The events of every log left out.
+    fn left_out_of_all(&self) -> u64 {
+        self.left_out.iter().sum()
+    }
+}
+
+/// The words of an export's note on what its selection left out, if it left out any.
+fn left_out_note(n: u64) -> Option<String> {
+    (n > 0).then(|| {
+        format!(
+            "{n} {} outside the selection (--kind, --event, --thread, --since, --until, --filter) left out",
+            if n == 1 { "event" } else { "events" }
+        )
+    })
 }
 
 /// The type of a parameter's column in a table export: one mapping of format letters,
@@ -144,6 +205,8 @@ struct Imported {
     path: String,
     serial: i64,
     events: u64,
+    /// The events the selection left out (not rows, not lost).
+    left_out: u64,
     said: Said,
 }
 
@@ -155,7 +218,8 @@ fn report(imported: &[Imported], out: &Path) -> ExitCode {
         if let Some(line) = s.said.table_line() {
             eprintln!("event-dump: {}: {line}, the rest exported; `event-dump check {}` lists them", s.path, s.path);
         }
-        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
+        let left_out = left_out_note(s.left_out).map(|n| format!(" ({n})")).unwrap_or_default();
+        let _ = writeln!(stdout, "{}: {} events as log {} in {}{left_out}", s.path, s.events, s.serial, out.display());
     }
     ExitCode::SUCCESS
 }
@@ -197,9 +261,10 @@ impl Said {
 
     /// The one line of a viewer's export (`chrome`, `ctf`) on stderr, with the exporter's own
     /// notes (`extra`), if there is anything to say.
-    fn report(&self, format: &str, extra: &[String]) {
+    fn report(&self, format: &str, extra: &[String], window: &Window) {
         let skipped = (!self.skipped.is_empty()).then(|| format!("skipped {}", self.skipped.join(", ")));
-        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).collect();
+        let left_out = left_out_note(window.left_out_of_all());
+        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).chain(left_out).collect();
         if !all.is_empty() {
             eprintln!(
                 "event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)",
@@ -263,17 +328,31 @@ fn identity(path: &Path) -> io::Result<String> {
     Ok(format!("{size}:{hash:016x}"))
 }
 
-/// What a table export learns of a log while it walks it: its [`Ledger`], and the events of
-/// each thread (those the export wrote, as rows).
+/// What a table export learns of a log while it walks it: its [`Ledger`], the events of
+/// each thread (those the export wrote, as rows), and the events the selection left out.
 struct Walked {
     ledger: Ledger,
     events_by_thread: BTreeMap<u64, u64>,
+    left_out: u64,
 }
 
-/// Reads `log` block by block in the order it holds them and hands each event to `visit`,
-/// counting as it goes; the first error `visit` returns stops the reading and is returned.
-/// Memory: one block, and the ledger's numbers of each thread's blocks (a range per gap).
-fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) -> Result<Walked, E> {
+impl Walked {
+    /// The events written, as rows.
+    fn rows(&self) -> u64 {
+        self.events_by_thread.values().sum()
+    }
+}
+
+/// Reads `log` (log `file` of the export) block by block in the order it holds them and hands
+/// each event `window` selects to `visit`, counting as it goes (the ledger counts every
+/// event); the first error `visit` returns stops the reading and is returned. Memory: one
+/// block, and the ledger's numbers of each thread's blocks (a range per gap).
+fn walk<E>(
+    log: &mut Log,
+    file: usize,
+    window: &mut Window,
+    mut visit: impl FnMut(&Event<'_>) -> Result<(), E>,
+) -> Result<Walked, E> {
     let mut ledger = Ledger::new(log.header().format);
     let mut events_by_thread = BTreeMap::new();
     let block_size = u64::from(log.header().block_size);
@@ -291,7 +370,9 @@ fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) ->
         ledger.block(&block);
         let mut in_block = 0u64;
         for entry in block.entries(log.catalog()) {
-            if let Entry::Event(event) = &entry {
+            if let Entry::Event(event) = &entry
+                && window.keeps(file, event)
+            {
                 visit(event)?;
                 in_block += 1;
             }
@@ -303,5 +384,5 @@ fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) ->
     if let Some(findings) = log.ring_findings() {
         ledger.ring_file(findings);
     }
-    Ok(Walked { ledger, events_by_thread })
+    Ok(Walked { ledger, events_by_thread, left_out: window.left_out(file) })
 }

@@ -94,7 +94,7 @@
 //! most 64 MiB beyond one row group) and the thread and block counts, whatever the size of
 //! the log.
 
-use super::{ColumnType, Imported, Said, column_type, identity, param_columns, walk};
+use super::{ColumnType, Imported, Said, Window, column_type, identity, param_columns, walk};
 use crate::log::{DumpError, Log};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
@@ -146,7 +146,7 @@ const KEY_LOGS: &str = "event-dump.logs";
 const ELSEWHERE: &str = "; export this log into another dataset (-o another/)";
 
 /// Exports `logs` into the dataset `out` (created when missing), all or nothing.
-pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode> {
+pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<ExitCode> {
     if out.exists() && !out.is_dir() {
         return Err(DumpError::new(format!(
             "{}: not a directory; give the dataset directory to write, e.g. -o fleet/",
@@ -158,7 +158,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode> {
         fs::create_dir_all(out).map_err(|e| io_error(out, &e))?;
     }
     let result = Lock::take(out).and_then(|lock| {
-        let result = export_into(logs, out);
+        let result = export_into(logs, out, window);
         drop(lock);
         result
     });
@@ -767,13 +767,13 @@ struct Planned {
     serial: i64,
 }
 
-fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
+fn export_into(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<Vec<Imported>> {
     let dataset = read_dataset(out)?;
     let plans = plan(logs, out, &dataset)?;
     let run = dataset.last_serial + 1;
     let mut state =
         Run { out, run, tables: Vec::new(), by_name: HashMap::new(), created_dirs: Vec::new(), buffered: 0 };
-    let result = write_run(logs, &plans, &mut state).and_then(|(imported, files)| {
+    let result = write_run(logs, &plans, &mut state, window).and_then(|(imported, files)| {
         commit(out, &dataset, files)?;
         Ok(imported)
     });
@@ -856,21 +856,26 @@ fn existing_meaning(out: &Path, name: &str, dataset: &Dataset) -> Result<Option<
 
 /// Writes every log's events into the run's temporary files, then the `threads` and `logs`
 /// files; returns the imported and the files to rename (temporary, final), `logs` last.
-fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(Vec<Imported>, Vec<Rename>)> {
+fn write_run(
+    logs: &mut [Log],
+    plans: &[Planned],
+    run: &mut Run<'_>,
+    window: &mut Window,
+) -> Result<(Vec<Imported>, Vec<Rename>)> {
     let exported = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
     let mut imported = Vec::new();
     let mut log_rows = Vec::new();
     let mut thread_rows = Vec::new();
-    for (log, planned) in logs.iter_mut().zip(plans) {
+    for (file, (log, planned)) in logs.iter_mut().zip(plans).enumerate() {
         let serial = planned.serial;
         let clock = log.header().clock;
         // Wire code -> table index, for this log's catalog (codes of two sets may be equal;
         // their wire codes are not).
         let mut tables: HashMap<u16, usize> = HashMap::new();
         let mut names: BTreeMap<u64, String> = BTreeMap::new();
-        let walked = walk(log, |event| {
+        let walked = walk(log, file, window, |event| {
             let i = match tables.get(&event.desc.wire) {
                 Some(&i) => i,
                 None => {
@@ -941,7 +946,8 @@ fn write_run(logs: &mut [Log], plans: &[Planned], run: &mut Run<'_>) -> Result<(
         imported.push(Imported {
             path: log.path().display().to_string(),
             serial,
-            events: l.events(),
+            events: walked.rows(),
+            left_out: walked.left_out,
             said: Said::of([l]),
         });
     }

@@ -43,9 +43,9 @@
 //!   batches, to an encoder thread that writes the packets ([`write_trace`]); the bytes are
 //!   those one thread would write.
 
-use super::Said;
 use super::proto::Proto;
 use super::timeline::Timeline;
+use super::{Said, Window};
 use crate::log::{DumpError, Log};
 use crate::merge::Item;
 use crate::render::{Annotations, Fast};
@@ -150,9 +150,11 @@ pub(crate) const MAX_INTERNED: usize = 16 << 20;
 /// Bytes written at a time.
 const FLUSH_AT: usize = 1 << 20;
 
-pub(crate) fn export(logs: &mut [Log], out: &Path) -> Result<ExitCode, DumpError> {
-    let report = super::trace_file::write_whole(out, "trace.pftrace", |file| write_trace(logs, file, MAX_INTERNED))?;
-    Said::of(&report.ledgers).report("perfetto", &report.notes());
+pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<ExitCode, DumpError> {
+    let report = super::trace_file::write_whole(out, "trace.pftrace", |file| {
+        write_trace(logs, file, MAX_INTERNED, &mut *window)
+    })?;
+    Said::of(&report.ledgers).report("perfetto", &report.notes(), window);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -165,6 +167,8 @@ pub(crate) struct Report {
     pub(crate) unended: u64,
     /// Ends that closed no span.
     pub(crate) unmatched: u64,
+    /// Ends of spans whose begin the window left out, exported as instants.
+    pub(crate) begun_outside: u64,
     /// Events before the trace's start.
     pub(crate) before_start: u64,
 }
@@ -186,6 +190,13 @@ impl Report {
                 "{} with no open span, exported as {}",
                 plural(self.unmatched, "span end", "span ends"),
                 if self.unmatched == 1 { "an instant" } else { "instants" }
+            ));
+        }
+        if self.begun_outside > 0 {
+            notes.push(format!(
+                "{} whose begin the selection left out, exported as {}",
+                plural(self.begun_outside, "span end", "span ends"),
+                if self.begun_outside == 1 { "an instant" } else { "instants" }
             ));
         }
         if self.before_start > 0 {
@@ -275,10 +286,13 @@ struct Names {
     labels: Vec<u64>,
 }
 
-/// A span begun and not yet ended: the track its slice is on, and its async lane.
+/// A span begun and not yet ended: the track its slice is on, and its async lane; or, when
+/// the window left its begin out, `selected` false (it is paired, so that its end closes
+/// it, but has no slice).
 struct Open {
     track: u64,
     lane: Option<(SpanId, usize)>,
+    selected: bool,
 }
 
 /// The tracks of one async span of a log: one per span open at once.
@@ -412,7 +426,13 @@ impl<W: Write> Trace<W> {
 /// each event, its arguments copied, in batches of [`BATCH`] bytes, which the encoder's
 /// thread turns into packets in the same order. At most [`BATCHES`] batches are on their
 /// way at a time: memory stays bounded whatever the logs' size.
-fn write_trace(logs: &mut [Log], out: impl Write + Send, max_interned: usize) -> io::Result<Report> {
+/// Only the events `window` selects are written, a span by its begin (`export`'s module docs).
+fn write_trace(
+    logs: &mut [Log],
+    out: impl Write + Send,
+    max_interned: usize,
+    window: &mut Window,
+) -> io::Result<Report> {
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
     let orders: Vec<Order> = logs.iter().map(|l| l.header().order).collect();
     let mut encoder = Encoder::new(logs, out, max_interned);
@@ -422,8 +442,8 @@ fn write_trace(logs: &mut [Log], out: impl Write + Send, max_interned: usize) ->
         let encoding = scope.spawn(move || -> io::Result<Encoder<_>> {
             for batch in batches {
                 let mut at = 0;
-                while let Some((file, event)) = batch::read(&batch, &mut at, &catalogs, &orders) {
-                    encoder.event(file, &event)?;
+                while let Some((file, event, selected)) = batch::read(&batch, &mut at, &catalogs, &orders) {
+                    encoder.event(file, &event, selected)?;
                 }
                 let _ = give_back.send(batch);
             }
@@ -431,7 +451,8 @@ fn write_trace(logs: &mut [Log], out: impl Write + Send, max_interned: usize) ->
         });
         let mut batch = Vec::with_capacity(BATCH + 1024);
         let merged = super::merge_all(logs, "exported", |Item { file, event }| {
-            batch::write(&mut batch, file, &event);
+            let selected = window.keeps(file, &event);
+            batch::write(&mut batch, file, &event, selected);
             if batch.len() >= BATCH {
                 let mut next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH + 1024));
                 next.clear();
@@ -462,18 +483,20 @@ const BATCH: usize = 256 << 10;
 const BATCHES: usize = 4;
 
 /// Events as the merge hands them to the encoder: each `file` (u32), `wire` code (u16),
-/// `thread` (u64), `time` (u64), the arguments' length (u32) and bytes, in native order.
+/// `thread` (u64), `time` (u64), whether the window selected it (u8), the arguments' length
+/// (u32) and bytes, in native order.
 mod batch {
     use event_format::decode::{Catalog, Event};
     use event_format::wire::Order;
 
-    const HEAD: usize = 4 + 2 + 8 + 8 + 4;
+    const HEAD: usize = 4 + 2 + 8 + 8 + 1 + 4;
 
-    pub(super) fn write(batch: &mut Vec<u8>, file: usize, event: &Event<'_>) {
+    pub(super) fn write(batch: &mut Vec<u8>, file: usize, event: &Event<'_>, selected: bool) {
         batch.extend_from_slice(&(file as u32).to_ne_bytes());
         batch.extend_from_slice(&event.desc.wire.to_ne_bytes());
         batch.extend_from_slice(&event.thread.to_ne_bytes());
         batch.extend_from_slice(&event.time.to_ne_bytes());
+        batch.push(u8::from(selected));
         batch.extend_from_slice(&(event.args.len() as u32).to_ne_bytes());
         batch.extend_from_slice(event.args);
     }
@@ -484,18 +507,19 @@ mod batch {
         at: &mut usize,
         catalogs: &'b [Catalog],
         orders: &[Order],
-    ) -> Option<(usize, Event<'b>)> {
+    ) -> Option<(usize, Event<'b>, bool)> {
         let head = batch.get(*at..*at + HEAD)?;
         let file = u32::from_ne_bytes(head[0..4].try_into().ok()?) as usize;
         let wire = u16::from_ne_bytes(head[4..6].try_into().ok()?);
         let thread = u64::from_ne_bytes(head[6..14].try_into().ok()?);
         let time = u64::from_ne_bytes(head[14..22].try_into().ok()?);
-        let len = u32::from_ne_bytes(head[22..26].try_into().ok()?) as usize;
+        let selected = head[22] != 0;
+        let len = u32::from_ne_bytes(head[23..27].try_into().ok()?) as usize;
         let args = batch.get(*at + HEAD..*at + HEAD + len)?;
         *at += HEAD + len;
         // The catalog that named the event names it again.
         let desc = catalogs.get(file)?.get(wire)?;
-        Some((file, Event { desc, time, thread, args, order: *orders.get(file)? }))
+        Some((file, Event { desc, time, thread, args, order: *orders.get(file)? }, selected))
     }
 }
 
@@ -553,8 +577,9 @@ impl<W: Write> Encoder<W> {
         Encoder { trace, timeline, roles, processes, ann: Annotations::default(), max_interned }
     }
 
-    /// The packets of one event of log `file`.
-    fn event(&mut self, file: usize, event: &Event<'_>) -> io::Result<()> {
+    /// The packets of one event of log `file`; of an event the window did not select, only
+    /// the end of a span whose begin it selected.
+    fn event(&mut self, file: usize, event: &Event<'_>, selected: bool) -> io::Result<()> {
         let Encoder { trace, timeline, roles, processes, ann, max_interned } = self;
         ann.learn(file, event);
         let process = &mut processes[file];
@@ -569,7 +594,7 @@ impl<W: Write> Encoder<W> {
             }
         }
         let Ok(ts) = u64::try_from(timeline.ns(file, event.time)) else {
-            trace.report.before_start += 1;
+            trace.report.before_start += u64::from(selected);
             return Ok(());
         };
         if trace.interner.bytes > *max_interned {
@@ -578,6 +603,9 @@ impl<W: Write> Encoder<W> {
         }
         let thread = match process.threads.get(&event.thread) {
             Some(&uuid) => uuid,
+            // A left-out event writes nothing on its thread's track (a span's end goes on
+            // its begin's): no track for it.
+            None if !selected => 0,
             None => {
                 let uuid = trace.uuid();
                 let name = process.names.get(&event.thread).cloned().unwrap_or_else(|| format!("T{}", event.thread));
@@ -586,7 +614,7 @@ impl<W: Write> Encoder<W> {
                 uuid
             }
         };
-        write_event(trace, process, &roles[file], file, event, ts, thread, ann);
+        write_event(trace, process, &roles[file], (file, selected), event, ts, thread, ann);
         trace.flush_if_full()
     }
 
@@ -596,7 +624,11 @@ impl<W: Write> Encoder<W> {
         for process in processes {
             trace.report.unmatched += process.pairer.unmatched();
             trace.report.unended += process.pairer.given_up();
-            trace.report.unended += process.pairer.finish().len() as u64;
+            // Spans left open, those the window selected: Perfetto shows them not ended.
+            let left = process.pairer.finish();
+            let threads = left.threads.into_iter().flat_map(|(_, open)| open.into_iter().map(|(_, o)| o));
+            let open = threads.chain(left.asyncs.into_iter().flat_map(|(_, opens)| opens));
+            trace.report.unended += open.filter(|o| o.selected).count() as u64;
         }
         let Trace { mut out, p, report, .. } = trace;
         out.write_all(&p.buf)?;
@@ -611,15 +643,17 @@ fn write_event<W: Write>(
     trace: &mut Trace<W>,
     process: &mut Process,
     roles: &Roles,
-    file: usize,
+    (file, selected): (usize, bool),
     event: &Event<'_>,
     ts: u64,
     thread: u64,
     ann: &Annotations,
 ) {
     let Some(role) = roles.of(event.desc.wire) else {
-        let names = names(trace, process, event);
-        instant(trace, event, ts, thread, names, ann, file, &[]);
+        if selected {
+            let names = names(trace, process, event);
+            instant(trace, event, ts, thread, names, ann, file, &[]);
+        }
         return;
     };
     let role: &Role = role;
@@ -632,7 +666,9 @@ fn write_event<W: Write>(
         })
         .collect();
     let flow = |link: &FlowLink| link.serial * trace.logs + file as u64;
-    let flows: Vec<(u64, bool)> = links.iter().map(|l| (flow(l), !l.outgoing)).collect();
+    // The flows step on every event, so that a flow's ids stay those of the whole log; a
+    // left-out event carries none.
+    let flows: Vec<(u64, bool)> = links.iter().filter(|_| selected).map(|l| (flow(l), !l.outgoing)).collect();
     let mut flows_left: &[(u64, bool)] = &flows;
     let mut shown = false;
     // Its end first: the span it closes, and those it cuts.
@@ -640,34 +676,37 @@ fn write_event<W: Write>(
         && let Some(key) = roles.key(&end, event)
         && let Some(ended) = process.pairer.end(event.thread, &key)
     {
-        for cut in ended.cut {
-            trace.report.unended += 1;
+        // Slices opened inside it and still open end with it.
+        for cut in ended.cut.iter().filter(|c| c.selected) {
+            unended_cut(trace, cut, ts);
+        }
+        if !ended.begin.selected {
+            // Its begin was left out: so is the span, and this end, when selected, is an
+            // instant (below).
+            trace.report.begun_outside += u64::from(selected);
+        } else {
+            let names = names(trace, process, event);
             let handle = trace.begin_packet(ts);
             trace.p.uint(field::TYPE, SLICE_END);
-            trace.p.uint(field::TRACK_UUID, cut.track);
-            let iid = trace.interner.text(field::ANNOTATION_NAMES, "unended");
-            trace.p.message(field::DEBUG_ANNOTATIONS, |p| {
-                p.uint(field::ANNOTATION_NAME_IID, iid);
-                p.uint(field::BOOL_VALUE, 1);
-            });
+            trace.p.uint(field::TRACK_UUID, ended.begin.track);
+            annotations(trace, event, names, ann, file);
+            write_flows(&mut trace.p, flows_left);
+            flows_left = &[];
             trace.end_packet(handle);
+            if let Some((span, lane)) = ended.begin.lane
+                && let Some(lanes) = process.lanes.get_mut(&span)
+            {
+                lanes.free.insert(lane);
+            }
+            shown = true;
         }
-        let names = names(trace, process, event);
-        let handle = trace.begin_packet(ts);
-        trace.p.uint(field::TYPE, SLICE_END);
-        trace.p.uint(field::TRACK_UUID, ended.begin.track);
-        annotations(trace, event, names, ann, file);
-        write_flows(&mut trace.p, flows_left);
-        flows_left = &[];
-        trace.end_packet(handle);
-        if let Some((span, lane)) = ended.begin.lane
-            && let Some(lanes) = process.lanes.get_mut(&span)
-        {
-            lanes.free.insert(lane);
-        }
-        shown = true;
     }
     if let Some(begin) = role.begins
+        && let Some(key) = roles.key(&begin, event)
+        && !selected
+    {
+        process.pairer.begin(event.thread, key, Open { track: 0, lane: None, selected: false });
+    } else if let Some(begin) = role.begins
         && let Some(key) = roles.key(&begin, event)
     {
         let (track, lane) = match &key {
@@ -689,8 +728,11 @@ fn write_event<W: Write>(
         write_flows(&mut trace.p, flows_left);
         flows_left = &[];
         trace.end_packet(handle);
-        process.pairer.begin(event.thread, key, Open { track, lane });
+        process.pairer.begin(event.thread, key, Open { track, lane, selected: true });
         shown = true;
+    }
+    if !selected {
+        return;
     }
     for (i, counter) in role.counters.iter().enumerate() {
         let Some(value) = event.values().nth(counter.param) else { continue };
@@ -723,6 +765,20 @@ fn write_event<W: Write>(
         let names = names(trace, process, event);
         instant(trace, event, ts, thread, names, ann, file, flows_left);
     }
+}
+
+/// The end of a slice `cut` cut short by the end of a span enclosing it, marked `unended`.
+fn unended_cut<W: Write>(trace: &mut Trace<W>, cut: &Open, ts: u64) {
+    trace.report.unended += 1;
+    let handle = trace.begin_packet(ts);
+    trace.p.uint(field::TYPE, SLICE_END);
+    trace.p.uint(field::TRACK_UUID, cut.track);
+    let iid = trace.interner.text(field::ANNOTATION_NAMES, "unended");
+    trace.p.message(field::DEBUG_ANNOTATIONS, |p| {
+        p.uint(field::ANNOTATION_NAME_IID, iid);
+        p.uint(field::BOOL_VALUE, 1);
+    });
+    trace.end_packet(handle);
 }
 
 /// Writes `flows`' ids: (id, whether the piece ends here).

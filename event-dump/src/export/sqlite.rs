@@ -7,7 +7,7 @@
 //! The schema, what each column holds, several logs in one database and transactions are
 //! stated once, in docs/OUTPUT.md ("SQLite").
 
-use super::{ColumnType, Imported, Said, Walked, column_type};
+use super::{ColumnType, Imported, Said, Walked, Window, column_type};
 use crate::log::{DumpError, Log};
 use event_format::builtin;
 use event_format::decode::Desc;
@@ -109,13 +109,14 @@ CREATE TABLE IF NOT EXISTS event_log (
     lost_events       INTEGER NOT NULL DEFAULT 0,
     missing_blocks    INTEGER NOT NULL DEFAULT 0,
     truncated_strings INTEGER NOT NULL DEFAULT 0,
-    host              TEXT
+    host              TEXT,
+    left_out          INTEGER NOT NULL DEFAULT 0
 );
 "#
 );
 
 /// Exports `logs` into the database `out` (created when missing), all or nothing.
-pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCode, DumpError> {
+pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> std::result::Result<ExitCode, DumpError> {
     if out.is_dir() {
         return Err(DumpError::new(format!(
             "{}: is a directory; give the database file to write, e.g. -o logs.db",
@@ -123,7 +124,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCo
         )));
     }
     let existed = out.exists();
-    let result = export_into(logs, out);
+    let result = export_into(logs, out, window);
     if result.is_err() && !existed {
         // The run created the file and the transaction rolled back: leave nothing behind.
         let _ = std::fs::remove_file(out);
@@ -135,7 +136,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path) -> std::result::Result<ExitCo
     Ok(super::report(&imported, out))
 }
 
-fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
+fn export_into(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<Vec<Imported>> {
     let db = DbErrors(out);
     let mut conn = Connection::open(out).map_err(|e| db.error(&e))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| db.error(&e))?;
@@ -145,8 +146,8 @@ fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
     prepare(&tx, &db)?;
     let mut glue = Glue::load(&tx).map_err(|e| db.error(&e))?;
     let mut imported = Vec::new();
-    for log in logs.iter_mut() {
-        imported.push(import(&tx, &mut glue, log, &db)?);
+    for (file, log) in logs.iter_mut().enumerate() {
+        imported.push(import(&tx, &mut glue, log, (file, &mut *window), &db)?);
     }
     make_events_view(&tx).map_err(|e| db.error(&e))?;
     tx.commit().map_err(|e| db.error(&e))?;
@@ -211,6 +212,13 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
         .map_err(sql)?;
     if has_host == 0 {
         tx.execute_batch("ALTER TABLE event_log ADD COLUMN host TEXT").map_err(sql)?;
+    }
+    // Nor has a database of an exporter without `export`'s selection a `left_out` column.
+    let has_left_out: i64 = tx
+        .query_row("SELECT count(*) FROM pragma_table_info('event_log') WHERE name = 'left_out'", [], |r| r.get(0))
+        .map_err(sql)?;
+    if has_left_out == 0 {
+        tx.execute_batch("ALTER TABLE event_log ADD COLUMN left_out INTEGER NOT NULL DEFAULT 0").map_err(sql)?;
     }
     Ok(())
 }
@@ -549,8 +557,15 @@ fn bits(value: u64) -> i64 {
     i64::from_ne_bytes(value.to_ne_bytes())
 }
 
-/// Imports one log: registers it and its event types, then inserts its events.
-fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_>) -> Result<Imported> {
+/// Imports one log (log `file` of the export): registers it and its event types, then
+/// inserts the events `window` selects.
+fn import(
+    tx: &Transaction<'_>,
+    glue: &mut Glue,
+    log: &mut Log,
+    window: (usize, &mut Window),
+    db: &DbErrors<'_>,
+) -> Result<Imported> {
     let sql = |e: rusqlite::Error| db.error(&e);
     let shown = log.path().display().to_string();
     let identity = super::identity(log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
@@ -593,11 +608,11 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
     )
     .map_err(sql)?;
     let serial = tx.last_insert_rowid();
-    let walked = insert_events(tx, log, serial).map_err(sql)?;
+    let walked = insert_events(tx, log, window, serial).map_err(sql)?;
     let l = &walked.ledger;
     tx.execute(
         "UPDATE event_log SET events = ?1, blocks = ?2, damaged_blocks = ?3, bad_records = ?4, unknown_records = ?5, \
-         lost_events = ?6, missing_blocks = ?7, truncated_strings = ?8 WHERE serial = ?9",
+         lost_events = ?6, missing_blocks = ?7, truncated_strings = ?8, left_out = ?10 WHERE serial = ?9",
         (
             bits(l.events()),
             bits(l.blocks()),
@@ -608,17 +623,23 @@ fn import(tx: &Transaction<'_>, glue: &mut Glue, log: &mut Log, db: &DbErrors<'_
             bits(l.missing_blocks()),
             bits(l.truncated_strings()),
             serial,
+            bits(walked.left_out),
         ),
     )
     .map_err(sql)?;
-    Ok(Imported { path: shown, serial, events: l.events(), said: Said::of([l]) })
+    Ok(Imported { path: shown, serial, events: walked.rows(), left_out: walked.left_out, said: Said::of([l]) })
 }
 
 /// Inserts every event of `log` as a row of log `serial`, block by block.
-fn insert_events(tx: &Transaction<'_>, log: &mut Log, serial: i64) -> rusqlite::Result<Walked> {
+fn insert_events(
+    tx: &Transaction<'_>,
+    log: &mut Log,
+    (file, window): (usize, &mut Window),
+    serial: i64,
+) -> rusqlite::Result<Walked> {
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
     let clock = log.header().clock;
-    super::walk(log, |event| {
+    super::walk(log, file, window, |event| {
         // By wire code: sets may reuse each other's own codes.
         let stmt = match statements.entry(event.desc.wire) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),

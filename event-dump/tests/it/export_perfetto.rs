@@ -721,3 +721,45 @@ fn errors_are_one_line_and_leave_no_file() {
     assert!(!out.exists());
     assert!(std::fs::read_dir(&d).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".partial")));
 }
+
+/// With a window (`--since` just at a thread's inner span, `--until` before the last spans
+/// end), Perfetto's slices are Chrome's: a span by its begin, whole; the outer span begun
+/// before `--since` has no slice and its end is an instant; no span is left open.
+#[test]
+fn a_window_gives_the_slices_chrome_gives() {
+    if !perfetto_available() {
+        return;
+    }
+    let d = common::dir("perfetto-window");
+    let log = d.join("program.evt");
+    program_log(&log, false);
+    let printed = print_json(&[log.to_str().unwrap()]);
+    let inner = printed.iter().find(|p| p.event == "SweepBegin" && p.args.values().any(|v| v == "inner")).unwrap();
+    let seconds = |ns: i128| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let last = printed.iter().rev().find(|p| p.event == "SweepBegin").unwrap();
+    let window = ["--since".to_owned(), seconds(inner.ns), "--until".to_owned(), seconds(last.ns + 1)];
+    let window: Vec<&str> = window.iter().map(String::as_str).collect();
+    let out = d.join("window.pftrace");
+    let mut args = vec!["export", "--to", "perfetto", log.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend_from_slice(&window);
+    let run_p = run(&args);
+    assert!(run_p.status.success(), "{}", stderr(&run_p));
+    assert!(stderr(&run_p).contains("1 span end whose begin the selection left out, exported as an instant"));
+    let trace = read(&out);
+    assert!(trace.events.iter().all(|e| e.ts >= inner.ns), "nothing before --since");
+    let json_out = d.join("window.json");
+    let mut args = vec!["export", "--to", "chrome", log.to_str().unwrap(), "-o", json_out.to_str().unwrap()];
+    args.extend_from_slice(&window);
+    let run_c = run(&args);
+    assert!(run_c.status.success(), "{}", stderr(&run_c));
+    let chrome: Value = serde_json::from_str(&std::fs::read_to_string(&json_out).unwrap()).unwrap();
+    let (mut theirs, _) = chrome_slices(&chrome);
+    let mut ours: Vec<(String, i128, i128)> =
+        slices(&trace).into_iter().map(|s| (s.name, s.start, s.end.expect("every slice ends"))).collect();
+    theirs.sort();
+    ours.sort();
+    assert_eq!(ours, theirs);
+    assert!(ours.iter().any(|s| s.2 > last.ns + 1), "a span begun in the window ends after it: {ours:?}");
+    let outer = printed.iter().find(|p| p.event == "SweepBegin" && p.thread == inner.thread).unwrap();
+    assert!(!ours.iter().any(|s| s.1 == outer.ns), "the span begun before --since has no slice");
+}

@@ -17,6 +17,7 @@ mod export_ctf;
 mod export_parquet;
 mod export_perfetto;
 mod export_sqlite;
+mod export_window;
 mod filter_values;
 mod hostile;
 mod latency;

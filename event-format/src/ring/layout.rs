@@ -155,7 +155,6 @@ pub struct Layout {
 }
 
 /// Why a ring file cannot be read (or written).
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum RingError {
     /// Reading failed.
@@ -200,6 +199,17 @@ impl fmt::Display for RingError {
             }
             RingError::Stream(e) => write!(f, "the ring file's stream header: {e}"),
         }
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), RingError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

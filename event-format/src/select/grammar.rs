@@ -58,7 +58,7 @@ pub(crate) enum Action {
 /// the item and its column, for example
 /// `unknown kind "Pol" at column 6 (did you mean "Pool"?); kinds are Arena, Pool`.
 /// Callers prefix where the text came from: `EVENT_CONTROL: ...`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SelectError {
     /// The offending item as written (empty when the text chooses nothing).
     pub item: String,
@@ -72,6 +72,17 @@ pub struct SelectError {
 impl fmt::Display for SelectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), SelectError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for SelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

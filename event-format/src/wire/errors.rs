@@ -19,7 +19,6 @@ impl std::error::Error for EncodeError {}
 
 /// Why a stream's header was refused. Each message is one line that says what is wrong and
 /// what to do.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum HeaderError {
     /// Reading failed.
@@ -113,6 +112,17 @@ impl fmt::Display for HeaderError {
             }
             HeaderError::BadSets(what) => write!(f, "the header's event sets are invalid: {what}"),
         }
+    }
+}
+
+/// `Debug` writes the one-line message that `Display` writes, not the variant and its
+/// fields: an error returned from `main` (`fn main() -> Result<(), HeaderError>`, or through
+/// `Box<dyn Error>`) is printed by the standard library with `Debug`, as `Error: {:?}`, and
+/// that line is what the program's user reads. A program that needs the parts matches on
+/// them.
+impl fmt::Debug for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -263,7 +263,12 @@ fn a_log_without_the_set_is_refused_and_built_ins_it_does_not_know_are_items() {
     let mut other = program();
     other.name = "elsewhere".into();
     let e = events::from_reader(&log_of(other, &[])[..]).unwrap_err().to_string();
-    assert_eq!(e, "the log holds no event set `event-runtime` (it holds: `elsewhere` 1.0.0)");
+    assert_eq!(
+        e,
+        "the log holds no event set `event-runtime` (it holds: `elsewhere` 1.0.0); an events.def without a SET line \
+         names its set after the package that includes it: add `SET(event-runtime)` at the top of the writer's \
+         events.def, or read the log as its set, `events::read_as(path, \"elsewhere\")`"
+    );
 
     // A built-in code this reader does not know (a newer writer's): an item, counted.
     let mut stream = log_of(program(), &[]);
@@ -297,4 +302,67 @@ fn a_1x_log_is_read_as_its_one_unnamed_set() {
         let summary = reader.summary();
         assert_eq!((summary.lost, summary.damaged_blocks, summary.bad_records), (16, 0, 0), "{order}: {summary}");
     }
+}
+
+/// A log whose set has another name (a writer's events.def without a SET line is named after
+/// its package): the error says what to do, and `read_as` reads it with the program's types
+/// once every event of the log's set is the program's; one the program does not describe, or
+/// describes otherwise, is refused.
+#[test]
+fn a_set_of_another_name_is_read_as_named_and_checked_event_by_event() {
+    let mut other = program();
+    other.name = "service".into();
+    other.version.major += 3; // another set's version says nothing of this one's
+    let alloc = index_of(&other, "ObjectAlloc");
+    let stream = log_of(
+        other.clone(),
+        &[(alloc, vec![Value::Pointer(1), Value::Address(0x10), Value::Word(48), Value::Unsigned(2)])],
+    );
+    let e = events::from_reader(&stream[..]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "the log holds no event set `event-runtime` (it holds: `service` 4.0.0); an events.def without a SET line \
+         names its set after the package that includes it: add `SET(event-runtime)` at the top of the writer's \
+         events.def, or read the log as its set, `events::read_as(path, \"service\")`"
+    );
+    let d = std::env::temp_dir().join(format!("typed-read-as-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("service.evt");
+    std::fs::write(&path, &stream).unwrap();
+    let mut reader = events::read_as(&path, "service").expect("read as the log's set");
+    let mut seen = Vec::new();
+    while let Some(item) = reader.next_item() {
+        if let Item::Event(_, events::Event::ObjectAlloc { size, class, .. }) = item {
+            seen.push((size, class));
+        }
+    }
+    assert_eq!(seen, [(48, 2)]);
+    let e = events::read_as(&path, "nope").unwrap_err().to_string();
+    assert!(e.starts_with("the log holds no event set `nope` (it holds: `service` 4.0.0)"), "{e}");
+
+    // An event of the log's set that the program's does not describe: refused.
+    let mut more = other.clone();
+    more.events.push(EventType {
+        name: "ObjectMove".into(),
+        code: 0x0034,
+        always: false,
+        kind: more.events[alloc].kind,
+        format: vec![Letter::Pointer],
+        params: vec!["pool".into()],
+    });
+    std::fs::write(&path, log_of(more, &[])).unwrap();
+    let e = events::read_as(&path, "service").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "the log's event set `service` has `ObjectMove`: code 0x0034, kind Object, format P (pool), which the \
+         program's set `event-runtime` does not describe; read as another set, the program's events.def must \
+         describe every event of the log's set"
+    );
+    // An event it describes otherwise: refused, naming both sides.
+    let mut changed = other;
+    changed.events[alloc].format[3] = Letter::Word;
+    std::fs::write(&path, log_of(changed, &[])).unwrap();
+    let e = events::read_as(&path, "service").unwrap_err().to_string();
+    assert!(e.starts_with("event set `event-runtime`, event `ObjectAlloc`: the log says"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -40,6 +40,11 @@
 //!   records numbered events, a millisecond's pause every 64, until the end; the main thread
 //!   records N as worker 0, prints `ready`, waits for a line on stdin, records N more, stops
 //!   the worker, ends the recording by dropping it and prints `done` (exit 0).
+//! - `rotate N K`: starts recording as the environment says (segments: `EVENT_ROTATE`);
+//!   labels an address (an interned string), then K times: worker 0 (the main thread) and a
+//!   worker (`worker-1`, a thread alive throughout) each record N numbered events, flush, and
+//!   the main thread calls `Recording::rotate` and prints `rotated INDEX`; then both record N
+//!   more, the recording is dropped and it prints `done`.
 
 event_runtime::include_events!("../events.def");
 
@@ -149,6 +154,7 @@ fn main() {
         }
         "go-on-hold" => go_on(number(1), true),
         "record-hold" => record_hold(number(1)),
+        "rotate" => rotate(number(1), number(2)),
         _ => usage(),
     }
 }
@@ -262,6 +268,51 @@ fn record_hold(n: u64) {
         event!(ArenaDestroy, 0usize, i);
     }
     STOP.store(true, Ordering::Relaxed);
+    worker.join().expect("the worker finishes");
+    drop(recording);
+    println!("done");
+}
+
+/// `rotate`: see the module docs.
+fn rotate(n: u64, k: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e)).unwrap_or_else(|| {
+        eprintln!("rotate needs EVENT_FILE and EVENT_ROTATE");
+        std::process::exit(2)
+    });
+    event_runtime::label(0x7f3a_0000_1000, "tour arena");
+    let (to_worker, turns) = std::sync::mpsc::channel::<u64>();
+    let (done_turn, turn_done) = std::sync::mpsc::channel::<()>();
+    let worker = spawn_worker(1, move || {
+        let mut i = 0u64;
+        while turns.recv().is_ok() {
+            for _ in 0..n {
+                event!(ArenaDestroy, 1usize, i);
+                i += 1;
+            }
+            event_runtime::flush();
+            let _ = done_turn.send(());
+        }
+    });
+    let mut i = 0u64;
+    for turn in 0..=k {
+        for _ in 0..n {
+            event!(ArenaDestroy, 0usize, i);
+            i += 1;
+        }
+        event_runtime::flush();
+        to_worker.send(turn).expect("the worker runs");
+        turn_done.recv().expect("the worker runs");
+        if turn < k {
+            match recording.rotate() {
+                Some(index) => println!("rotated {index}"),
+                None => {
+                    eprintln!("the recording writes no segments");
+                    std::process::exit(3)
+                }
+            }
+        }
+    }
+    drop(to_worker);
     worker.join().expect("the worker finishes");
     drop(recording);
     println!("done");

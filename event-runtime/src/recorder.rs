@@ -500,6 +500,11 @@ impl Recorder {
     /// time, which the benchmark measured at twice the cost of an event (BENCHMARKS.md).
     pub fn start(mut self) -> Result<Recording, StartError> {
         let (plan, time) = self.check()?;
+        if self.rotate.is_some() && plan.file_path.is_none() {
+            eprintln!(
+                "event-runtime: EVENT_ROTATE (Recorder::rotate) is for an event file, and none is written; set EVENT_FILE"
+            );
+        }
         // The process's recorder is claimed before any file is touched.
         let Some(vacancy) = session::claim() else {
             return Err(StartError::AlreadyRunning);

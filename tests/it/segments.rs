@@ -194,6 +194,25 @@ fn rotation_on_demand_starts_a_segment_with_every_name_and_label() {
 }
 
 #[test]
+fn rotation_by_age_seals_a_segment_a_second() {
+    let d = dir("age");
+    let base = d.join("trace.evt");
+    let mut c =
+        start_ready(child(&["record-hold", "100"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1s")]));
+    // The writer looks at the segment's age every 20 ms: after 2.5 s, two were sealed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !d.join("trace.000001.evt").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    c.stdin.take().unwrap().write_all(b"\n").unwrap();
+    assert!(c.wait().unwrap().success());
+    let paths = sealed(&d);
+    assert!(paths.len() >= 3, "{:?}", listing(&d));
+    let worker: Vec<u64> = paths.iter().flat_map(|p| numbers(&read(p), 1)).collect();
+    assert_eq!(worker, (0..worker.len() as u64).collect::<Vec<_>>(), "the worker's events, once each, in order");
+}
+
+#[test]
 fn the_control_command_rotates_a_running_program() {
     let d = dir("control");
     let base = d.join("trace.evt");

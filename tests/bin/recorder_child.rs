@@ -40,6 +40,11 @@
 //!   records numbered events, a millisecond's pause every 64, until the end; the main thread
 //!   records N as worker 0, prints `ready`, waits for a line on stdin, records N more, stops
 //!   the worker, ends the recording by dropping it and prints `done` (exit 0).
+//! - `steady THREADS RATE SECONDS`: a service-like load: starts recording as the environment
+//!   says; THREADS workers (`worker-0`, ...) record numbered events at RATE events a second in
+//!   all, paced, for SECONDS; every second the main thread prints `sample RSS_KIB FDS` (its
+//!   resident memory and open descriptors, from /proc/self); at the end it prints
+//!   `emitted W N` for each worker, drops the recording and prints `done`.
 //! - `rotate N K`: starts recording as the environment says (segments: `EVENT_ROTATE`);
 //!   labels an address (an interned string), then K times: worker 0 (the main thread) and a
 //!   worker (`worker-1`, a thread alive throughout) each record N numbered events, flush, and
@@ -155,6 +160,7 @@ fn main() {
         "go-on-hold" => go_on(number(1), true),
         "record-hold" => record_hold(number(1)),
         "rotate" => rotate(number(1), number(2)),
+        "steady" => steady(number(1), number(2), number(3)),
         _ => usage(),
     }
 }
@@ -269,6 +275,57 @@ fn record_hold(n: u64) {
     }
     STOP.store(true, Ordering::Relaxed);
     worker.join().expect("the worker finishes");
+    drop(recording);
+    println!("done");
+}
+
+/// `steady`: see the module docs.
+fn steady(threads: u64, rate: u64, seconds: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
+    let started = Instant::now();
+    let end = started + Duration::from_secs(seconds);
+    let per_thread = (rate / threads.max(1)).max(1);
+    let workers: Vec<_> = (0..threads)
+        .map(|w| {
+            let worker = std::thread::Builder::new().name(format!("worker-{w}"));
+            worker
+                .spawn(move || {
+                    let mut i = 0u64;
+                    loop {
+                        let now = Instant::now();
+                        if now >= end {
+                            return i;
+                        }
+                        // Where the schedule says this worker should be; a batch at a time.
+                        let due = (now - started).as_nanos() as u64 * per_thread / 1_000_000_000;
+                        if i >= due {
+                            std::thread::sleep(Duration::from_micros(500));
+                            continue;
+                        }
+                        for _ in 0..(due - i).min(1000) {
+                            event!(ArenaDestroy, w as usize, i);
+                            i += 1;
+                        }
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e))
+        })
+        .collect();
+    while Instant::now() < end {
+        let rss = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
+            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+            .unwrap_or(0);
+        let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+        println!("sample {rss} {fds}");
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for (w, h) in workers.into_iter().enumerate() {
+        let n = h.join().expect("a worker finishes");
+        println!("emitted {w} {n}");
+    }
     drop(recording);
     println!("done");
 }

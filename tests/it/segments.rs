@@ -430,18 +430,18 @@ fn a_long_run_stays_within_its_budget_and_accounts_for_every_event() {
     let stdout = BufReader::new(running.stdout.take().unwrap());
     // Read on a thread of its own: the directory is sampled here meanwhile.
     let lines = std::thread::spawn(move || stdout.lines().map_while(Result::ok).collect::<Vec<String>>());
-    let (mut samples, mut largest) = (0u64, 0u64);
+    let (mut dir_samples, mut largest) = (0u64, 0u64);
     while running.try_wait().unwrap().is_none() {
         let bytes = dir_bytes(&d);
         largest = largest.max(bytes);
         // The budget and one segment (a segment reaches its size by less than a block more).
         assert!(bytes <= BUDGET + SEGMENT + 2 * (64 << 10), "{bytes} bytes in the directory: {:?}", listing(&d));
-        samples += 1;
+        dir_samples += 1;
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(running.wait().unwrap().success());
     let lines = lines.join().unwrap();
-    assert!(samples > 10 && largest > BUDGET / 2, "{samples} samples, at most {largest} bytes");
+    assert!(dir_samples > 10 && largest > BUDGET / 2, "{dir_samples} samples, at most {largest} bytes");
     let emitted: u64 = lines
         .iter()
         .filter_map(|l| l.strip_prefix("emitted "))
@@ -482,4 +482,15 @@ fn a_long_run_stays_within_its_budget_and_accounts_for_every_event() {
         "removed {removed_numbered} + present {present} + lost {lost}"
     );
     assert!(last_read.segment.removed_events >= removed_numbered);
+    println!(
+        "long run: {emitted} events in {seconds} s; {} segments, {} removed by the budget ({removed_numbered} numbered \
+         events); {present} present, {lost} counted lost; the directory at most {largest} bytes ({dir_samples} \
+         samples); resident {} -> {} KiB, {} -> {} descriptors",
+        last_read.segment.index + 1,
+        last_read.segment.removed_segments,
+        first.0,
+        last.0,
+        first.1,
+        last.1
+    );
 }

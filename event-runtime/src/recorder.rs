@@ -505,6 +505,11 @@ impl Recorder {
                 "event-runtime: EVENT_ROTATE (Recorder::rotate) is for an event file, and none is written; set EVENT_FILE"
             );
         }
+        if self.rotate.is_none() && self.keep != Keep::default() {
+            eprintln!(
+                "event-runtime: EVENT_KEEP (Recorder::keep) is a budget for segments, and none are written; set EVENT_ROTATE"
+            );
+        }
         // The process's recorder is claimed before any file is touched.
         let Some(vacancy) = session::claim() else {
             return Err(StartError::AlreadyRunning);

@@ -54,16 +54,34 @@ pub const SPAN_ENTER: u16 = 0xFF08;
 /// `SpanExit(span W, name S)` (since format 1.1): the thread left the `tracing` span `span`.
 pub const SPAN_EXIT: u16 = 0xFF09;
 
-/// `Stop(blocks W, events W, lost W)` (since format 2.0.1): the clean-stop marker. The writer
-/// writes it last, when the recording stops cleanly, as the only record of a block of thread
-/// 0 after every other block: the stream held `blocks` blocks before that block, with
+/// `Stop(blocks W, events W, lost W, cause W, unwritten W)` (since format 2.0.1; `cause` and
+/// `unwritten` since 2.0.3): the clean-stop marker. The writer writes it last, when the
+/// recording stops cleanly or stops writing the stream, as the only record of a block of
+/// thread 0 after every other block: the stream held `blocks` blocks before that block, with
 /// `events` events in them, and `lost` events were counted lost in them (`Dropped` counts and
-/// block `lost` fields). Like [`TIME_EXTEND`] it is consumed while records are delimited
-/// (event-format's `wire::RecordIter`), never an event of its own; a stream of 2.0.1 or later without
-/// it was not stopped cleanly (docs/FORMAT.md, "The clean stop"). Not in [`ALL`].
+/// block `lost` fields); `cause` says why the stream ends ([`STOP_STOPPED`], [`STOP_ROTATED`],
+/// [`STOP_DISK_FULL`], [`STOP_WRITE_ERROR`]) and `unwritten` counts the events the writer held
+/// for the stream and could not write. Like [`TIME_EXTEND`] it is consumed while records are
+/// delimited (event-format's `wire::RecordIter`), never an event of its own; a stream of 2.0.1
+/// or later without it was not stopped cleanly (docs/FORMAT.md, "The clean stop"). Not in
+/// [`ALL`].
 pub const STOP: u16 = 0xFF0A;
-/// Bytes of `Stop`'s arguments (`blocks`, `events`, `lost`), its whole body.
+/// Bytes of `Stop`'s arguments a reader requires (`blocks`, `events`, `lost`): its whole body
+/// before format 2.0.3 (record length 32).
 pub const STOP_FIXED: usize = 24;
+/// Bytes of `Stop`'s arguments since format 2.0.3 (`blocks`, `events`, `lost`, `cause`,
+/// `unwritten`; record length 48). A shorter body reads `cause` and `unwritten` as 0.
+pub const STOP_ARGS: usize = 40;
+/// `Stop` cause 0 (since 2.0.3; the cause of every older marker): the program stopped the
+/// recording, or its process exited.
+pub const STOP_STOPPED: u64 = 0;
+/// `Stop` cause 1 (since 2.0.3): the stream is a segment the writer sealed; the recording goes
+/// on in the next segment.
+pub const STOP_ROTATED: u64 = 1;
+/// `Stop` cause 2 (since 2.0.3): the writer could not write for want of space (a full disk).
+pub const STOP_DISK_FULL: u64 = 2;
+/// `Stop` cause 3 (since 2.0.3): the writer could not write for another I/O error.
+pub const STOP_WRITE_ERROR: u64 = 3;
 
 use Letter::{Address, Signed, String as Str, Unsigned, Word};
 

@@ -657,7 +657,7 @@ pub(crate) enum Counting {
 /// [`end_with_stop`], the marker's `events` counted as `counting` says.
 pub(crate) fn end_with_stop_counting(bytes: &mut Vec<u8>, counting: Counting) {
     use event_format::decode::{Catalog, Decoder, Entry};
-    use event_format::wire::{Stop, Value, stop_block};
+    use event_format::wire::{Stop, Value, stop_block_of};
     let mut decoder = Decoder::new(&bytes[..]).unwrap();
     let header = decoder.header().clone();
     let catalog = Catalog::new(&header.sets);
@@ -685,7 +685,7 @@ pub(crate) fn end_with_stop_counting(bytes: &mut Vec<u8>, counting: Counting) {
             }
         }
     }
-    bytes.extend(stop_block(header.order, header.block_size, sequence, time, &stop));
+    bytes.extend(stop_block_of(header.format, header.order, header.block_size, sequence, time, &stop));
 }
 
 /// The schema of [`migrating_jobs_log`]: jobs paired by `id` across threads, and steps

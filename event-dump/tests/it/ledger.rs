@@ -102,7 +102,7 @@ fn damaged_log(path: &Path) {
     ];
     // Block 1 of thread 1: a byte of its record flipped after it was sealed.
     blocks[1][60] ^= 0x40;
-    let mut written = Stop { blocks: blocks.len() as u64, events: 0, lost: 5 };
+    let mut written = Stop { blocks: blocks.len() as u64, events: 0, lost: 5, ..Stop::default() };
     for (i, b) in blocks.iter().enumerate() {
         // The records each block holds, as its writer counted them.
         written.events += [3, 1, 3, 1, 1, 1, 1, 1][i];

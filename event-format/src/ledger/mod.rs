@@ -108,8 +108,9 @@ impl fmt::Display for BadRecord {
 /// How a log's recording ended, as far as the log can tell (docs/FORMAT.md, "The clean stop").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
-    /// The writer stopped cleanly: a stream's marker (what it says was written), or a ring
-    /// file's state *closed* (`None`).
+    /// The writer stopped writing the stream and said so: a stream's marker (what it says
+    /// was written, and since 2.0.3 why it stopped: [`Stop::cause`], which may be a full disk
+    /// with [`Stop::unwritten`] events not written), or a ring file's state *closed* (`None`).
     Clean(Option<Stop>),
     /// A stream of format 2.0.1 or later without the marker at its end, or a ring file still
     /// marked recording, whose writer is not alive: killed, aborted, or its disk full.
@@ -131,14 +132,16 @@ pub struct Marker {
     pub written: Stop,
     /// What the reader read before it: verified blocks, records (every record the walk of
     /// docs/FORMAT.md yields, other than `TimeExtend` and `Stop`: events, records of unknown
-    /// codes and records with bad arguments), and the losses they report.
+    /// codes and records with bad arguments), and the losses they report. Its `cause` and
+    /// `unwritten` are the written marker's: the log has nothing else to tell them by.
     pub read: Stop,
 }
 
 impl Marker {
-    /// Whether the two agree in every count.
+    /// Whether the two agree in every count (`blocks`, `events`, `lost`; the cause and the
+    /// unwritten events are the writer's alone).
     pub fn agrees(&self) -> bool {
-        self.written == self.read
+        self.written.same_counts(&self.read)
     }
 }
 
@@ -382,6 +385,8 @@ impl Ledger {
             blocks: self.blocks(),
             events: self.records - block.records,
             lost: self.lost().saturating_sub(block.lost),
+            cause: block.stop.cause,
+            unwritten: block.stop.unwritten,
         };
         Some(Marker { written: block.stop, read })
     }

@@ -2,11 +2,13 @@
 //! (docs/FORMAT.md, "Blocks").
 
 use super::body;
+use super::header::records_stop_cause;
 use super::put::{ArgWriter, put_record_header};
 use super::record::Stop;
 use super::value::{Value, fit_strings, record_len};
-use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
+use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, FORMAT_VERSION, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
 use crate::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
+use crate::schema::Version;
 use std::fmt;
 
 /// Offsets of the block header's fields.
@@ -389,13 +391,28 @@ pub fn dropped_report(
 }
 
 /// The block of thread 0 that ends a cleanly stopped stream (since format 2.0.1): one `Stop`
-/// record with `stop`'s counts at `time`, delta 0, in a block of sequence `sequence` (the
-/// recorder's next) whose base time is `time` (docs/FORMAT.md, "The clean stop").
+/// record (length 48 since 2.0.3) with `stop`'s counts, cause and unwritten events at `time`,
+/// delta 0, in a block of sequence `sequence` (the recorder's next) whose base time is `time`
+/// (docs/FORMAT.md, "The clean stop"). The marker of the current [`FORMAT_VERSION`].
 pub fn stop_block(order: Order, block_size: u32, sequence: u64, time: u64, stop: &Stop) -> Vec<u8> {
+    stop_block_of(FORMAT_VERSION, order, block_size, sequence, time, stop)
+}
+
+/// [`stop_block`] as a writer of `format` writes it: before 2.0.3 the `Stop` record has its
+/// first three arguments only (length 32), and `stop`'s cause and unwritten events are left
+/// out (a frozen stream of an older version made again byte for byte).
+pub fn stop_block_of(format: Version, order: Order, block_size: u32, sequence: u64, time: u64, stop: &Stop) -> Vec<u8> {
     let header = BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
     let mut writer = BlockWriter::new(order, block_size, &header);
-    let values = [Value::Word(stop.blocks), Value::Word(stop.events), Value::Word(stop.lost)];
-    // 32 bytes always fit an empty block (1 KiB at least).
-    let _ = writer.push(STOP, time, &values);
+    let values = [
+        Value::Word(stop.blocks),
+        Value::Word(stop.events),
+        Value::Word(stop.lost),
+        Value::Word(stop.cause.to_word()),
+        Value::Word(stop.unwritten),
+    ];
+    let values = if records_stop_cause(format) { &values[..] } else { &values[..3] };
+    // 48 bytes always fit an empty block (1 KiB at least).
+    let _ = writer.push(STOP, time, values);
     writer.finish()
 }

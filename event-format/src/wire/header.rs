@@ -457,6 +457,12 @@ pub fn records_properties(format: Version) -> bool {
     format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (0, 2)
 }
 
+/// Whether a stream of `format` has the stop marker's `cause` and `unwritten` and may carry
+/// the segment property: 2.0.3 and later of major 2 (docs/FORMAT.md, "Segments").
+pub fn records_stop_cause(format: Version) -> bool {
+    format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (0, 3)
+}
+
 /// Whether a stream of `format` ends with a `Stop` record when its writer stopped cleanly:
 /// 2.0.1 and later of major 2 (docs/FORMAT.md, "The clean stop").
 pub fn records_stop(format: Version) -> bool {

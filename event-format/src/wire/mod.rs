@@ -16,13 +16,17 @@ mod value;
 
 pub use block::{
     BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, pack_block, packed_len, seal_block,
-    seal_block_in_place, stop_block, unpack_records, unpack_records_into, verify_block,
+    seal_block_in_place, stop_block, stop_block_of, unpack_records, unpack_records_into, verify_block,
 };
 pub use errors::{EncodeError, HeaderError};
-pub use header::{Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop};
-pub use properties::{PROPERTY_HEAD, Properties, RecordingId, TAG_MEANINGS, TAG_RECORDING};
+pub use header::{
+    Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop, records_stop_cause,
+};
+pub use properties::{
+    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, TAG_MEANINGS, TAG_RECORDING, TAG_SEGMENT,
+};
 pub use put::{ArgWriter, encode_value, put_record_header};
-pub use record::{RawRecord, RecordError, RecordIter, Stop, validate_args};
+pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
 pub use sets::{SetEntry, WireCodes};
 pub use value::{Text, Value, ValueIter, fit_strings, fit_texts, record_len};
 
@@ -62,10 +66,13 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// 2.0.1 the host name after the sets, and the clean-stop marker ([`crate::builtin::STOP`],
 /// [`Stop`]) that ends a stream whose writer stopped cleanly (minor: a 2.0 reader skips both);
 /// 2.0.2 the header's properties after the host ([`Properties`]: the recording's id, ...;
-/// minor: a 2.0.1 reader skips them as extension bytes).
+/// minor: a 2.0.1 reader skips them as extension bytes); 2.0.3 the stop marker's `cause`
+/// and `unwritten` ([`StopCause`]) and the header's segment property ([`Segment`]) for a
+/// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
+/// arguments and skips the property by its length).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 2);
+pub const FORMAT_VERSION: Version = Version::new(2, 0, 3);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

@@ -22,6 +22,11 @@ pub const TAG_RECORDING: u16 = 1;
 /// ([`Schema::spans`](crate::schema::Schema::spans), ...), kept in the sets' schemas.
 pub const TAG_MEANINGS: u16 = 2;
 
+/// Tag of [`Properties::segment`] (since format 2.0.3).
+pub const TAG_SEGMENT: u16 = 3;
+/// Bytes of the segment property's value: four `u64`.
+pub const SEGMENT_LEN: usize = 32;
+
 /// Bytes of a property's tag and length, before its value.
 pub const PROPERTY_HEAD: usize = 6;
 
@@ -68,12 +73,32 @@ impl fmt::Debug for RecordingId {
     }
 }
 
+/// Where a stream stands in a recording written as a sequence of segments (the header's
+/// segment property, [`TAG_SEGMENT`], since format 2.0.3; docs/FORMAT.md, "Segments"). Every
+/// count is cumulative from the recording's start, so that one segment alone says what came
+/// before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Segment {
+    /// The segment's number: 0 for the recording's first, one more for each next.
+    pub index: u64,
+    /// Sealed segments of the recording that its disk budget deleted before this one started.
+    pub removed_segments: u64,
+    /// The events those deleted segments held (their stop markers' `events`).
+    pub removed_events: u64,
+    /// Events the recorder could not write between the previous segment's stop and this
+    /// segment's start (while the disk was full, ...): in no segment's counts.
+    pub lost_between: u64,
+}
+
 /// The properties of a header that this reader knows, each `None` when the header has none
 /// (every header before format 2.0.2).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Properties {
     /// The recording's id ([`TAG_RECORDING`]): 16 bytes.
     pub recording: Option<RecordingId>,
+    /// Where the stream stands in a recording of segments ([`TAG_SEGMENT`], since 2.0.3):
+    /// `None` in a stream that is not a segment.
+    pub segment: Option<Segment>,
 }
 
 impl Properties {
@@ -91,6 +116,14 @@ impl Properties {
             put.u16(TAG_MEANINGS);
             put.u32(u32::try_from(value.len()).map_err(|_| EncodeError("the meanings do not fit a header".into()))?);
             put.bytes(&value);
+        }
+        if let Some(segment) = &self.segment {
+            put.u16(TAG_SEGMENT);
+            put.u32(SEGMENT_LEN as u32);
+            put.u64(segment.index);
+            put.u64(segment.removed_segments);
+            put.u64(segment.removed_events);
+            put.u64(segment.lost_between);
         }
         Ok(())
     }
@@ -128,6 +161,25 @@ impl Properties {
                         return Err(malformed("the sets' meanings are given twice".into()));
                     }
                     decode_meanings(&mut Take { rest: value, order: take.order }, sets)?;
+                }
+                TAG_SEGMENT => {
+                    if properties.segment.is_some() {
+                        return Err(malformed("the segment property is given twice".into()));
+                    }
+                    let mut fields = Take { rest: value, order: take.order };
+                    let mut field = || {
+                        fields.u64().ok_or_else(|| {
+                            malformed(format!(
+                                "the segment property is {len} bytes long, shorter than its {SEGMENT_LEN}"
+                            ))
+                        })
+                    };
+                    properties.segment = Some(Segment {
+                        index: field()?,
+                        removed_segments: field()?,
+                        removed_events: field()?,
+                        lost_between: field()?,
+                    });
                 }
                 _ => skipped = skipped.saturating_add((PROPERTY_HEAD + value.len()) as u32),
             }

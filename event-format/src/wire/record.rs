@@ -2,7 +2,10 @@
 //! by format letter (docs/FORMAT.md, "Records").
 
 use super::{Order, RECORD_HEADER_LEN, STRING_TRUNCATED, Take, field};
-use crate::builtin::{STOP, STOP_FIXED, TIME_EXTEND, TIME_EXTEND_FIXED};
+use crate::builtin::{
+    STOP, STOP_ARGS, STOP_DISK_FULL, STOP_FIXED, STOP_ROTATED, STOP_STOPPED, STOP_WRITE_ERROR, TIME_EXTEND,
+    TIME_EXTEND_FIXED,
+};
 use crate::letter::Letter;
 use std::fmt;
 
@@ -74,7 +77,8 @@ pub struct RawRecord<'a> {
 }
 
 /// What a clean-stop marker says (a `Stop` record, [`crate::builtin::STOP`], since format
-/// 2.0.1): what the writer wrote before the marker's block, as it counted it.
+/// 2.0.1): what the writer wrote before the marker's block, as it counted it, and (since
+/// 2.0.3) why the stream ends and what the writer could not write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Stop {
     /// Blocks the stream held before the marker's block.
@@ -83,14 +87,98 @@ pub struct Stop {
     pub events: u64,
     /// Events counted lost in those blocks: the `lost` fields and `Dropped` counts.
     pub lost: u64,
+    /// Why the stream ends (since 2.0.3; [`StopCause::Stopped`] in an older marker).
+    pub cause: StopCause,
+    /// Events the writer held for this stream and could not write (since 2.0.3; 0 in an older
+    /// marker, and 0 unless `cause` is [`StopCause::DiskFull`] or [`StopCause::WriteError`]).
+    pub unwritten: u64,
+}
+
+/// Why a stream ends, as its stop marker says (docs/FORMAT.md, "The clean stop").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StopCause {
+    /// 0: the program stopped the recording, or its process exited (every marker before
+    /// format 2.0.3).
+    #[default]
+    Stopped,
+    /// 1: the stream is a segment its writer sealed; the recording goes on in the next one.
+    Rotated,
+    /// 2: the writer could not write for want of space.
+    DiskFull,
+    /// 3: the writer could not write for another I/O error.
+    WriteError,
+    /// A cause a later minor version defines: the stream ended, for a reason this reader
+    /// does not know.
+    Other(u64),
+}
+
+impl StopCause {
+    /// The cause written as `word` (the marker's fourth argument).
+    pub fn from_word(word: u64) -> StopCause {
+        match word {
+            STOP_STOPPED => StopCause::Stopped,
+            STOP_ROTATED => StopCause::Rotated,
+            STOP_DISK_FULL => StopCause::DiskFull,
+            STOP_WRITE_ERROR => StopCause::WriteError,
+            other => StopCause::Other(other),
+        }
+    }
+
+    /// The word the cause is written as.
+    pub fn to_word(self) -> u64 {
+        match self {
+            StopCause::Stopped => STOP_STOPPED,
+            StopCause::Rotated => STOP_ROTATED,
+            StopCause::DiskFull => STOP_DISK_FULL,
+            StopCause::WriteError => STOP_WRITE_ERROR,
+            StopCause::Other(word) => word,
+        }
+    }
+
+    /// Whether the writer stopped writing the stream because it could not write (a full disk
+    /// or another I/O error): events after the marker's counts may be missing.
+    pub fn is_failure(self) -> bool {
+        matches!(self, StopCause::DiskFull | StopCause::WriteError)
+    }
+}
+
+impl fmt::Display for StopCause {
+    /// `stopped`, `rotated`, `disk full`, `write error`, or `cause N`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopCause::Stopped => f.write_str("stopped"),
+            StopCause::Rotated => f.write_str("rotated"),
+            StopCause::DiskFull => f.write_str("disk full"),
+            StopCause::WriteError => f.write_str("write error"),
+            StopCause::Other(word) => write!(f, "cause {word}"),
+        }
+    }
 }
 
 impl Stop {
-    /// The marker's arguments, `blocks`, `events`, `lost`, each a `u64` in `order`; bytes after
-    /// them (a later minor's) are ignored. `None` when `args` is shorter than 24 bytes.
+    /// The marker's arguments, `blocks`, `events`, `lost`, and since 2.0.3 `cause` and
+    /// `unwritten`, each a `u64` in `order`; `cause` and `unwritten` read as 0 when `args` ends
+    /// before them (a marker of 2.0.1 or 2.0.2); bytes after them (a later minor's) are
+    /// ignored. `None` when `args` is shorter than 24 bytes.
     pub fn read(args: &[u8], order: Order) -> Option<Stop> {
-        let args = args.get(..STOP_FIXED)?;
-        Some(Stop { blocks: order.u64(args), events: order.u64(&args[8..]), lost: order.u64(&args[16..]) })
+        let fixed = args.get(..STOP_FIXED)?;
+        let (cause, unwritten) = match args.get(STOP_FIXED..STOP_ARGS) {
+            Some(more) => (order.u64(more), order.u64(&more[8..])),
+            None => (0, 0),
+        };
+        Some(Stop {
+            blocks: order.u64(fixed),
+            events: order.u64(&fixed[8..]),
+            lost: order.u64(&fixed[16..]),
+            cause: StopCause::from_word(cause),
+            unwritten,
+        })
+    }
+
+    /// Whether `other` says the same counts of what was written before the marker (`blocks`,
+    /// `events`, `lost`), whatever either says of the cause and the unwritten events.
+    pub fn same_counts(&self, other: &Stop) -> bool {
+        (self.blocks, self.events, self.lost) == (other.blocks, other.events, other.lost)
     }
 }
 

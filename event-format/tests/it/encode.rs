@@ -105,7 +105,7 @@ fn expected_header(order: Order) -> Vec<u8> {
         .raw(&bom)
         .u16(2)
         .u16(0)
-        .u16(2) // format 2.0.2
+        .u16(3) // format 2.0.3
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -161,7 +161,7 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x00, 0x00, 0x02, 0x00, // format 2.0.2
+            0x02, 0x00, 0x00, 0x00, 0x03, 0x00, // format 2.0.3
             0xB6, 0x00, 0x00, 0x00, // header length 182
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
@@ -591,11 +591,11 @@ fn format_md_worked_examples_are_what_the_encoder_writes() {
     let bytes = stop_example(Order::Little);
     assert_eq!(
         fenced_bytes(stop),
-        [bytes[..80].to_vec()],
+        [bytes[..96].to_vec()],
         "the stop block; the encoder writes\n{}",
-        hex_dump(&bytes[..80])
+        hex_dump(&bytes[..96])
     );
-    assert_eq!(assert_rows(stop, &bytes, "stop"), 11, "the stop block's tables are read");
+    assert_eq!(assert_rows(stop, &bytes, "stop"), 13, "the stop block's tables are read");
 }
 
 /// docs/FORMAT.md's worked example of the meanings property (tag 2): its table rows and its
@@ -626,9 +626,20 @@ fn format_md_meanings_example_is_what_the_encoder_writes() {
 }
 
 /// docs/FORMAT.md's clean-stop example: the block of thread 0, sequence 1, at time 500, after
-/// 5 blocks holding 76 events of which 2 were counted lost.
+/// 5 blocks holding 76 events of which 2 were counted lost, written because the disk was full,
+/// with 300 events its writer could not write (since 2.0.3).
 fn stop_example(order: Order) -> Vec<u8> {
-    event_format::wire::stop_block(order, 1024, 1, 500, &event_format::wire::Stop { blocks: 5, events: 76, lost: 2 })
+    event_format::wire::stop_block(order, 1024, 1, 500, &example_stop())
+}
+
+fn example_stop() -> event_format::wire::Stop {
+    event_format::wire::Stop {
+        blocks: 5,
+        events: 76,
+        lost: 2,
+        cause: event_format::wire::StopCause::DiskFull,
+        unwritten: 300,
+    }
 }
 
 #[test]
@@ -637,13 +648,116 @@ fn a_stop_block_is_byte_exact_and_read_back() {
         let bytes = stop_example(order);
         assert_eq!(bytes.len(), 1024);
         let mut b = Bytes::new(order);
-        b.u16(0xFF0A).u16(32).u32(0).u64(5).u64(76).u64(2);
-        assert_eq!(bytes[48..80], b.out[..], "{order:?}");
+        b.u16(0xFF0A).u16(48).u32(0).u64(5).u64(76).u64(2).u64(2).u64(300);
+        assert_eq!(bytes[48..96], b.out[..], "{order:?}");
         let header = event_format::wire::verify_block(order, &bytes).expect("a sealed block");
-        assert_eq!((header.thread, header.sequence, header.base_time, header.used), (0, 1, 500, 32));
+        assert_eq!((header.thread, header.sequence, header.base_time, header.used), (0, 1, 500, 48));
         // Consumed while delimiting: no record comes out, the marker is kept.
-        let mut records = event_format::wire::RecordIter::new(&bytes[48..80], order, 500);
+        let mut records = event_format::wire::RecordIter::new(&bytes[48..96], order, 500);
         assert!(records.next().is_none(), "a Stop record is not yielded");
-        assert_eq!(records.stop(), Some(event_format::wire::Stop { blocks: 5, events: 76, lost: 2 }));
+        assert_eq!(records.stop(), Some(example_stop()));
+    }
+}
+
+/// A marker of 2.0.1 or 2.0.2 (record length 32) reads as cause 0 with nothing unwritten; a
+/// later minor's arguments after `unwritten` are ignored; a cause this reader does not know is
+/// kept as its number.
+#[test]
+fn a_stop_of_length_32_reads_as_stopped_and_appended_arguments_are_ignored() {
+    use event_format::wire::{Stop, StopCause};
+    for order in [Order::Little, Order::Big] {
+        let mut old = Bytes::new(order);
+        old.u16(0xFF0A).u16(32).u32(0).u64(5).u64(76).u64(2);
+        let mut records = event_format::wire::RecordIter::new(&old.out, order, 500);
+        assert!(records.next().is_none());
+        assert_eq!(
+            records.stop(),
+            Some(Stop { blocks: 5, events: 76, lost: 2, cause: StopCause::Stopped, unwritten: 0 })
+        );
+
+        let mut newer = Bytes::new(order);
+        newer.u16(0xFF0A).u16(56).u32(0).u64(5).u64(76).u64(2).u64(7).u64(9).u64(0xEEEE);
+        let mut records = event_format::wire::RecordIter::new(&newer.out, order, 500);
+        assert!(records.next().is_none());
+        let stop = records.stop().expect("a marker");
+        assert_eq!((stop.cause, stop.unwritten), (StopCause::Other(7), 9));
+        assert_eq!(stop.cause.to_string(), "cause 7");
+    }
+    for (word, cause, text) in [
+        (0, StopCause::Stopped, "stopped"),
+        (1, StopCause::Rotated, "rotated"),
+        (2, StopCause::DiskFull, "disk full"),
+        (3, StopCause::WriteError, "write error"),
+    ] {
+        assert_eq!((StopCause::from_word(word), cause.to_word(), cause.to_string()), (cause, word, text.to_owned()));
+    }
+}
+
+/// docs/FORMAT.md's worked example of the segment property (tag 3): the fourth segment of a
+/// recording whose budget deleted one segment of 5000 events, 120 events lost before it.
+fn segment_example() -> event_format::wire::Segment {
+    event_format::wire::Segment { index: 3, removed_segments: 1, removed_events: 5000, lost_between: 120 }
+}
+
+#[test]
+fn format_md_segment_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### A segment's header property");
+    let mut header = tiny_header(Order::Little);
+    header.properties.recording = None;
+    header.properties.segment = Some(segment_example());
+    let bytes = header.encode().unwrap();
+    let end = bytes.len() - 4;
+    let property = &bytes[end - 38..end];
+    assert_eq!(fenced_bytes(section), [property.to_vec()], "the dump; the encoder writes\n{}", hex_dump(property));
+    assert_eq!(assert_rows(section, property, "segment"), 6, "the table is read");
+}
+
+/// The segment property reads back in both byte orders, beside the recording id; a value longer
+/// than its 32 bytes is read by its fields (a later minor's appended field ignored), a shorter
+/// one or a second one makes the header malformed.
+#[test]
+fn the_segment_property_reads_back_and_its_damage_is_malformed() {
+    use event_format::wire::{HeaderError, TAG_SEGMENT};
+    for order in [Order::Little, Order::Big] {
+        let mut header = tiny_header(order);
+        header.properties.segment = Some(segment_example());
+        let bytes = header.encode().unwrap();
+        let read = Header::decode(&bytes, false).unwrap();
+        assert_eq!(read.properties.segment, Some(segment_example()));
+        assert_eq!(read.properties.recording, Some(TINY_RECORDING));
+        assert_eq!(read.skipped_bytes, 0);
+        assert_eq!(tiny_header(order).properties.segment, None, "no segment unless the writer says so");
+        assert_eq!(Header::decode(&tiny_header(order).encode().unwrap(), false).unwrap().properties.segment, None);
+
+        // The segment property rewritten: a longer value, a shorter one, a second one.
+        let with_value = |value: Vec<u8>, twice: bool| {
+            let body_end = bytes.len() - 4 - 38;
+            let mut out = bytes[..body_end].to_vec();
+            for _ in 0..if twice { 2 } else { 1 } {
+                let mut p = Bytes::new(order);
+                p.u16(TAG_SEGMENT).u32(value.len() as u32).raw(&value);
+                out.extend(p.out);
+            }
+            let len = out.len() as u32 + 4;
+            let mut l = Bytes::new(order);
+            l.u32(len);
+            out[16..20].copy_from_slice(&l.out);
+            let mut crc = Bytes::new(order);
+            crc.u32(crc32fast::hash(&out));
+            out.extend(crc.out);
+            Header::decode(&out, false)
+        };
+        let mut fields = Bytes::new(order);
+        fields.u64(3).u64(1).u64(5000).u64(120);
+        let mut longer = fields.out.clone();
+        longer.extend([0xAB; 8]);
+        assert_eq!(with_value(longer, false).unwrap().properties.segment, Some(segment_example()));
+        assert_eq!(with_value(fields.out.clone(), false).unwrap().properties.segment, Some(segment_example()));
+        let short = with_value(fields.out[..24].to_vec(), false).unwrap_err();
+        assert!(matches!(&short, HeaderError::Malformed(m) if m.contains("segment")), "{short}");
+        let twice = with_value(fields.out.clone(), true).unwrap_err();
+        assert!(matches!(&twice, HeaderError::Malformed(m) if m.contains("twice")), "{twice}");
     }
 }

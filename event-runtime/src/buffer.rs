@@ -240,6 +240,7 @@ impl ThreadBuffer {
         let current = std::thread::current();
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
         let strs = [Text::new(&name)];
+        crate::session::lock(&buffer.shared.thread_names).push((thread, name.clone()));
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer
     }

@@ -162,6 +162,70 @@ impl Lane {
         Some(LaneTake { bytes, sequence, end, thread, refused })
     }
 
+    /// A snapshot's copy of a ring lane (`snapshot`): its blocks oldest first, each whole and
+    /// finished (its `used` set; the current one up to its committed end), unsealed; nothing
+    /// changes in the lane. Each block is copied under the lock on its own, so that the
+    /// thread waits at most for one block's copy on its cold path (it never waits on its hot
+    /// path, which takes no lock); between two copies it may move on, and the copy follows
+    /// it: blocks it overwrote meanwhile are left out (their events were the oldest, as a ring
+    /// drops them), and the copy ends at the block that is current when the copy reaches it.
+    /// Empty for a pool lane, a lane without memory, or one the stop took.
+    pub(crate) fn copy_ring(&self) -> Vec<Box<[u8]>> {
+        let (bs, blocks) = (self.block_size, self.blocks as u64);
+        let mut out = Vec::new();
+        let first = {
+            let s = self.lock();
+            if !self.is_ring() || s.memory.is_null() || s.taken.is_some() {
+                return out;
+            }
+            (s.sequence + 1).saturating_sub(blocks)
+        };
+        // Bounded: a thread that keeps moving on is followed for one ring's length at most.
+        for seq in first..first + 2 * blocks {
+            let s = self.lock();
+            if s.taken.is_some() {
+                break;
+            }
+            if s.sequence >= seq + blocks {
+                // Overwritten since the copy started.
+                continue;
+            }
+            let index = (seq % blocks) as usize;
+            let current = s.sequence == seq;
+            // Acquire: pairs with the thread's release in `LaneWriter::commit`; every byte
+            // below `end` is visible. Read only for the current block.
+            let end = if current { (self.committed.load(Ordering::Acquire) & 0xFFFF_FFFF) as usize } else { bs };
+            let len = end.min(bs);
+            let mut block = vec![0u8; bs].into_boxed_slice();
+            // SAFETY: `memory` holds `blocks * block_size` bytes and we hold the lock. A block
+            // other than the current one changes only under the lock; the current one's
+            // bytes below `end` are committed and never written again by the thread, which
+            // writes above `end` only (`LaneWriter::record_mut`): as in `take`.
+            let from = unsafe { std::slice::from_raw_parts(s.memory.add(index * bs), len) };
+            block[..len].copy_from_slice(from);
+            drop(s);
+            let header = event_format::wire::BlockHeader::read(event_format::wire::Order::NATIVE, &block);
+            if header.sequence != seq || header.thread != self.thread {
+                // Not a block of this ring's writing (never written): nothing to copy.
+                if current {
+                    break;
+                }
+                continue;
+            }
+            if current {
+                if end <= event_format::wire::BLOCK_HEADER_LEN {
+                    break;
+                }
+                let used = (end - event_format::wire::BLOCK_HEADER_LEN) as u32;
+                event_format::wire::Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
+                out.push(block);
+                break;
+            }
+            out.push(block);
+        }
+        out
+    }
+
     /// Whether the stop took this lane.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_taken(&self) -> bool {

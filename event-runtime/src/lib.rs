@@ -130,6 +130,7 @@ mod recording;
 mod ringfile;
 mod session;
 mod sink;
+mod snapshot;
 mod sync;
 mod traceback;
 #[cfg(feature = "tracing")]
@@ -147,6 +148,7 @@ pub use event_set::EventSet;
 pub use recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start};
 pub use recording::{Recording, flush};
 pub use session::lost_unattributed;
+pub use snapshot::SnapshotInfo;
 pub use traceback::TRACEBACK_EVENTS;
 
 /// The stream's codec, for readers: the `event-format` crate, re-exported whole so that a

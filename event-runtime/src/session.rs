@@ -63,6 +63,18 @@ pub(crate) struct Shared {
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,
+    /// Every thread's name as its `ThreadName` event gave it, for snapshots (`snapshot`),
+    /// whose rings may no longer hold that event. Added to once per thread, on its cold path.
+    pub(crate) thread_names: Mutex<Vec<(u64, String)>>,
+    /// Every labelled address and its interned string's id (the latest label), for
+    /// snapshots.
+    pub(crate) labels: Mutex<HashMap<u64, u64>>,
+    /// The stream's header, which a snapshot's starts from.
+    pub(crate) header: event_format::wire::Header,
+    /// Whether blocks are packed before they reach a file (a snapshot's too).
+    pub(crate) pack: bool,
+    /// Snapshots taken so far (the next one's sequence is this plus one).
+    pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// The thread rings the stop took, written to the sinks at stop.
     pub(crate) retired: Mutex<Vec<RetiredRing>>,
     /// Every thread's lane (`lane::Lane`), for the stop to take: the pool lanes of
@@ -199,6 +211,16 @@ impl Shared {
     pub(crate) fn take_slots(&self) -> Vec<SlotTake> {
         let slots = std::mem::take(&mut lock(&self.lanes).slots);
         slots.iter().filter_map(|slot| slot.take()).collect()
+    }
+
+    /// Every ring lane registered so far, for a snapshot to copy (`lane::Lane::copy_ring`);
+    /// none once the stop took them.
+    pub(crate) fn ring_lanes(&self) -> Vec<Arc<Lane>> {
+        let lanes = lock(&self.lanes);
+        if lanes.closed {
+            return Vec::new();
+        }
+        lanes.list.iter().filter(|l| l.is_ring()).cloned().collect()
     }
 
     /// The stop's take of every thread's lane (`lane::Lane::take`): what each committed,

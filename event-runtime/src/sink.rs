@@ -167,6 +167,14 @@ impl Sinks {
         self.close_file();
     }
 
+    /// Gives the event file up, whatever it holds, and removes it when its path still names
+    /// `ours` (a copy of its descriptor, kept by the caller that made the file): a snapshot
+    /// cut short (`snapshot`).
+    pub(crate) fn discard_as(&mut self, path: &std::path::Path, ours: &File) {
+        self.file = None;
+        crate::files::discard(path, ours);
+    }
+
     /// The file sink's descriptor, for a fatal signal's last write.
     #[cfg(unix)]
     pub(crate) fn raw_fd(&self) -> Option<i32> {

@@ -9,11 +9,12 @@
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 
+use crate::common::FIXTURE_VERSION;
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, RecordingId, Stop, Text,
-    Value, pack_block, stop_block,
+    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, RecordingId, Stop, Text, Value, pack_block,
+    stop_block,
 };
 use event_format::{def, text};
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0", "v2.0.1"];
 
 /// The current version's directory.
 fn current() -> String {
-    format!("v{FORMAT_VERSION}")
+    format!("v{FIXTURE_VERSION}")
 }
 
 fn data_of(version: &str, name: &str) -> PathBuf {
@@ -148,6 +149,7 @@ fn generate(order: Order) -> Vec<u8> {
     };
     let mut header = Header::new(schema, BLOCK_SIZE, clock, producer);
     header.order = order;
+    header.format = FIXTURE_VERSION;
     // Since 2.0.2 the header's properties: the recording's id.
     header.properties.recording = Some(RecordingId(*b"fixture-record-1"));
     let mut out = header.encode().unwrap();

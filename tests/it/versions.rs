@@ -30,7 +30,7 @@ fn skew(name: &str) -> PathBuf {
 }
 
 fn base_path() -> PathBuf {
-    let v = FORMAT_VERSION;
+    let v = crate::common::FIXTURE_VERSION;
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("data/v{}.{}.{}/tour-le.evt", v.major, v.median, v.minor))
 }
 

@@ -20,7 +20,9 @@ pub use block::{
 };
 pub use errors::{EncodeError, HeaderError};
 pub use header::{Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop};
-pub use properties::{PROPERTY_HEAD, Properties, RecordingId, TAG_MEANINGS, TAG_RECORDING};
+pub use properties::{
+    PROPERTY_HEAD, Properties, RecordingId, Snapshot, SnapshotCause, TAG_MEANINGS, TAG_RECORDING, TAG_SNAPSHOT,
+};
 pub use put::{ArgWriter, encode_value, put_record_header};
 pub use record::{RawRecord, RecordError, RecordIter, Stop, validate_args};
 pub use sets::{SetEntry, WireCodes};
@@ -62,10 +64,12 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// 2.0.1 the host name after the sets, and the clean-stop marker ([`crate::builtin::STOP`],
 /// [`Stop`]) that ends a stream whose writer stopped cleanly (minor: a 2.0 reader skips both);
 /// 2.0.2 the header's properties after the host ([`Properties`]: the recording's id, ...;
-/// minor: a 2.0.1 reader skips them as extension bytes).
+/// minor: a 2.0.1 reader skips them as extension bytes); 2.0.3 the snapshot property
+/// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
+/// minor: a 2.0.2 reader skips it by its length).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 2);
+pub const FORMAT_VERSION: Version = Version::new(2, 0, 3);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

@@ -174,7 +174,7 @@ fn a_newer_minor_is_read_and_its_extra_header_bytes_skipped() {
 #[test]
 fn the_recording_id_is_a_header_property_since_2_0_2() {
     let mut header = sample_header(Order::Little);
-    assert_eq!(header.format, Version::new(2, 0, 2));
+    assert_eq!(header.format, Version::new(2, 0, 3));
     let without = header.encode().unwrap();
     let id = RecordingId(*b"0123456789abcdef");
     header.properties.recording = Some(id);

@@ -135,6 +135,7 @@ mod sync;
 mod traceback;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
+mod trigger;
 mod writer;
 
 #[doc(hidden)]

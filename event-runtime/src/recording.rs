@@ -187,6 +187,9 @@ impl Recording {
         }
         self.stopped = true;
         let never_ran = self.writer.is_none();
+        // Triggered snapshots still waiting for their `post` window are taken now, while the
+        // rings are whole.
+        crate::snapshot::at_stop(&self.shared);
         crash::uninstall();
         session::set_running(false);
         control::uninstall();

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) header: event_format::wire::Header,
     /// Whether blocks are packed before they reach a file (a snapshot's too).
     pub(crate) pack: bool,
+    /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
+    pub(crate) triggers: Option<crate::trigger::Triggers>,
     /// Snapshots taken so far (the next one's sequence is this plus one).
     pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// The thread rings the stop took, written to the sinks at stop.

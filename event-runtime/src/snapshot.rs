@@ -73,8 +73,73 @@ impl Cause {
     }
 }
 
+/// Serves a control request for a snapshot (`@snapshot PATH`, docs/FORMAT.md, "Control
+/// protocol") on the writer thread: the reply says what was written, or why not.
+pub(crate) fn requested(shared: &Shared, request: &str) -> Result<String, String> {
+    let path = request[event_format::ring::SNAPSHOT_REQUEST.trim_end().len()..].trim();
+    if path.is_empty() || !Path::new(path).is_absolute() {
+        return Err(format!("a snapshot request names the new file's absolute path, not `{path}`"));
+    }
+    let info = take(shared, Path::new(path), Cause::on_demand()).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "{}: {} events of {} threads over {:.6} s",
+        info.path.display(),
+        info.events,
+        info.threads,
+        info.duration.as_secs_f64()
+    ))
+}
+
+/// On the writer thread, every 20 ms or so: fires the `lost` trigger when events were lost
+/// since the last look (`lost_seen`), and takes the triggered snapshots whose `post` window
+/// is over. A snapshot that cannot be taken is said in one line; the recording goes on.
+pub(crate) fn serve(shared: &Shared, lost_seen: &mut u64) {
+    let Some(triggers) = &shared.triggers else { return };
+    if triggers.watches_losses() {
+        let lost = shared.lost_here().saturating_add(lock(&shared.reports).iter().map(|r| r.1).sum());
+        if lost > *lost_seen {
+            *lost_seen = lost;
+            triggers.on_lost();
+        }
+    }
+    for pending in triggers.ready(std::time::Instant::now()) {
+        triggered(shared, triggers, pending.cause);
+    }
+}
+
+/// At the stop, while the recording still runs: takes every pending snapshot (their `post`
+/// windows end with the recording), and says what the rate policies declined since the last
+/// snapshot each took.
+pub(crate) fn at_stop(shared: &Shared) {
+    let Some(triggers) = &shared.triggers else { return };
+    for pending in triggers.all_pending() {
+        triggered(shared, triggers, pending.cause);
+    }
+    for line in triggers.declined_lines() {
+        eprintln!("event-runtime: {line}");
+    }
+}
+
+/// Takes a triggered snapshot into the next path of the triggers' pattern.
+pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause) {
+    let taken = take_numbered(shared, |sequence| triggers.path(sequence).map_err(io::Error::other), cause);
+    if let Err(e) = taken {
+        eprintln!("event-runtime: a triggered snapshot was not taken: {e}");
+    }
+}
+
 /// Takes a snapshot of `shared`'s rings into a new file at `path`.
 pub(crate) fn take(shared: &Shared, path: &Path, cause: Cause) -> io::Result<SnapshotInfo> {
+    take_numbered(shared, |_| Ok(path.to_owned()), cause)
+}
+
+/// Takes a snapshot of `shared`'s rings into a new file at the path `path` gives for its
+/// sequence number.
+fn take_numbered(
+    shared: &Shared,
+    path: impl FnOnce(u32) -> io::Result<PathBuf>,
+    cause: Cause,
+) -> io::Result<SnapshotInfo> {
     if shared.policy != Policy::Ring {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -87,6 +152,7 @@ pub(crate) fn take(shared: &Shared, path: &Path, cause: Cause) -> io::Result<Sna
     let taken_time = shared.time.now();
     let taken_wall_ns = if shared.time.is_deterministic() { 0 } else { clock::wall_ns() };
     let sequence = shared.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
+    let path = &path(sequence)?;
 
     // The file first: nothing is copied for a path that cannot be written.
     let file = create_new(path)?;

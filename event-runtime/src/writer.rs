@@ -12,6 +12,7 @@ use crate::control;
 use crate::exchange::{Batch, BlockBuf};
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared, lock};
+use crate::snapshot;
 use event_format::ring::{RingReader, RingStream};
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
 use event_format::wire::{dropped_report, stop_block};
@@ -72,6 +73,7 @@ impl Drop for Ending {
 fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::mark_writer();
     let mut last_sync = Instant::now();
+    let mut lost_seen = 0u64;
     loop {
         let batch = shared.exchange.next_batch(SERVICE_PERIOD);
         let closed = matches!(batch, Batch::Closed);
@@ -91,6 +93,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
                 // An empty request reads the selection (docs/FORMAT.md, "Control protocol").
                 let answer = match text.trim() {
                     "" => control::describe().ok_or_else(|| "no recording runs".to_owned()),
+                    t if t.starts_with(event_format::ring::SNAPSHOT_REQUEST.trim_end()) => {
+                        snapshot::requested(shared, t)
+                    }
                     _ => control::apply(&text).map_err(|e| e.to_string()),
                 };
                 match answer {
@@ -98,6 +103,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
                     Err(e) => ring.reply(seq, false, &e),
                 }
             }
+        }
+        if session::is_running() {
+            snapshot::serve(shared, &mut lost_seen);
         }
         if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
             last_sync = Instant::now();

@@ -12,6 +12,7 @@ mod process;
 mod runtime;
 mod security;
 mod signals;
+mod snapshots;
 mod startup;
 mod stop;
 mod tracing;

@@ -28,6 +28,10 @@ pub const MAX_SLOTS: u32 = 1 << 16;
 pub const MAX_BLOCKS_PER_SLOT: u32 = 1 << 20;
 /// The longest control request, in bytes.
 pub const REQUEST_MAX: usize = 2032;
+/// The prefix of a control request that asks for a snapshot (docs/FORMAT.md, "Control
+/// protocol"): `@snapshot ` and the absolute path of the new file. `@` begins no selection
+/// item, so a program of an older runtime refuses it as a bad selection.
+pub const SNAPSHOT_REQUEST: &str = "@snapshot ";
 /// The longest control reply, in bytes.
 pub const REPLY_MAX: usize = 1024;
 

@@ -15,6 +15,10 @@
 //!   after number AT, `ClientPhase("incident", AT, 0)`; then the recording stops.
 //! - `hot M`: as `trigger`, the main thread records M events `ClientPhase("hot", i, 0)` in a
 //!   loop; then the recording stops.
+//! - `full LIMIT OUT`: as `demand` with 3 threads of 20 000 events, but the files this
+//!   process writes are limited to LIMIT bytes (RLIMIT_FSIZE, SIGXFSZ ignored: the disk is full
+//!   from the recorder's point of view): prints `no snapshot: ERROR`, records on, stops and
+//!   prints `stopped` (exit 0).
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -34,13 +38,14 @@ fn main() {
         "hold-ring" => hold_ring(&arg(1), number(2)),
         "trigger" => trigger(number(1), number(2)),
         "hot" => hot(number(1)),
+        "full" => full(number(1), &arg(2)),
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT"
     );
     std::process::exit(2)
 }
@@ -193,4 +198,31 @@ fn hot(m: u64) {
         event!(ClientPhase, "hot", i, 0);
     }
     recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn full(limit: u64, out: &str) {
+    let recording = small_rings();
+    let handles: Vec<_> = (0..3).map(|w| worker(w, 20_000)).collect();
+    for h in handles {
+        h.join().unwrap_or_else(|_| fail(&"a worker panicked"));
+    }
+    let bytes = limit as libc::rlim_t;
+    // SAFETY: ignoring SIGXFSZ and setting a resource limit from a valid struct have no
+    // other preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let limit = libc::rlimit { rlim_cur: bytes, rlim_max: libc::RLIM_INFINITY };
+        if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+            fail(&std::io::Error::last_os_error());
+        }
+    }
+    match recording.snapshot(out) {
+        Ok(taken) => say(&format!("snapshot {}", taken.events)),
+        Err(e) => say(&format!("no snapshot: {e}")),
+    }
+    for i in 0..1000u64 {
+        event!(ArenaDestroy, 9usize, i);
+    }
+    recording.stop().unwrap_or_else(|e| fail(&e));
+    say("stopped");
 }

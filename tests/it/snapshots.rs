@@ -273,3 +273,20 @@ fn a_bad_trigger_is_one_line_naming_the_variable() {
     assert!(err.contains("EVENT_TRIGGER") && err.contains("NoSuchEvent"), "{err}");
     assert!(snapshots_in(&d).is_empty());
 }
+
+/// The disk fills while a snapshot is written: what was written is removed (the file is the
+/// snapshot's own), the error says so, and the recording goes on and stops cleanly.
+#[test]
+fn a_snapshot_cut_short_by_a_full_disk_is_removed_and_the_recording_goes_on() {
+    let d = dir("snapshots", "full");
+    let out = d.join("cut.evt");
+    let output = program(CHILD, &["full", "40000", out.to_str().unwrap()], &[]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stdout);
+    assert!(
+        said.contains(&format!("no snapshot: the snapshot {} was not written whole and is removed", out.display())),
+        "{said}"
+    );
+    assert!(said.ends_with("stopped\n"), "{said}");
+    assert!(!out.exists(), "the cut snapshot is removed");
+}

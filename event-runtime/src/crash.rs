@@ -68,7 +68,7 @@ fn on_panic() {
     // panic may end the process (`trigger`).
     if let Some(shared) = session::try_current()
         && let Some(triggers) = &shared.triggers
-        && let Some(cause) = triggers.on_panic()
+        && let Some(cause) = triggers.on_panic(shared.time.now())
     {
         crate::snapshot::triggered(&shared, triggers, cause);
     }

@@ -62,6 +62,8 @@ pub struct SnapshotInfo {
 pub(crate) struct Cause {
     pub(crate) cause: SnapshotCause,
     pub(crate) trigger_code: u16,
+    /// When it fired, in the recording's ticks; `None` on demand (the snapshot's own time).
+    pub(crate) trigger_time: Option<u64>,
     pub(crate) trigger: String,
     pub(crate) not_taken: u64,
 }
@@ -69,7 +71,13 @@ pub(crate) struct Cause {
 impl Cause {
     /// A snapshot asked for, from code or through the control page.
     pub(crate) fn on_demand() -> Cause {
-        Cause { cause: SnapshotCause::OnDemand, trigger_code: 0, trigger: String::new(), not_taken: 0 }
+        Cause {
+            cause: SnapshotCause::OnDemand,
+            trigger_code: 0,
+            trigger_time: None,
+            trigger: String::new(),
+            not_taken: 0,
+        }
     }
 }
 
@@ -99,7 +107,7 @@ pub(crate) fn serve(shared: &Shared, lost_seen: &mut u64) {
         let lost = shared.lost_here().saturating_add(lock(&shared.reports).iter().map(|r| r.1).sum());
         if lost > *lost_seen {
             *lost_seen = lost;
-            triggers.on_lost();
+            triggers.on_lost(shared.time.now());
         }
     }
     for pending in triggers.ready(std::time::Instant::now()) {
@@ -185,6 +193,7 @@ fn take_numbered(
         not_taken: cause.not_taken,
         cause: cause.cause,
         trigger_code: cause.trigger_code,
+        trigger_time: cause.trigger_time.unwrap_or(taken_time),
         trigger: cause.trigger,
     });
     let header_bytes = header.encode().map_err(io::Error::other)?;

@@ -257,8 +257,8 @@ impl Trigger {
         }
     }
 
-    fn cause(&self, cause: SnapshotCause, code: u16, declined: u64) -> Cause {
-        Cause { cause, trigger_code: code, trigger: self.text.clone(), not_taken: declined }
+    fn cause(&self, cause: SnapshotCause, code: u16, time: u64, declined: u64) -> Cause {
+        Cause { cause, trigger_code: code, trigger_time: Some(time), trigger: self.text.clone(), not_taken: declined }
     }
 }
 
@@ -287,7 +287,7 @@ impl Triggers {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let counting = matches!(trigger.post, Post::Events(n) if n > 0);
         self.push(Pending {
-            cause: trigger.cause(SnapshotCause::Event, event.desc.wire, declined),
+            cause: trigger.cause(SnapshotCause::Event, event.desc.wire, event.time, declined),
             counting,
             at: Instant::now(),
             post: trigger.post,
@@ -308,13 +308,13 @@ impl Triggers {
     }
 
     /// Events were lost: the `lost` trigger's snapshot, if there is one and its policy takes it.
-    pub(crate) fn on_lost(&self) {
+    pub(crate) fn on_lost(&self, now: u64) {
         if let Some(trigger) = self.list.iter().find(|t| t.what == What::Lost)
             && let Some(declined) = trigger.admit(Instant::now())
         {
             let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.push(Pending {
-                cause: trigger.cause(SnapshotCause::Lost, 0, declined),
+                cause: trigger.cause(SnapshotCause::Lost, 0, now, declined),
                 counting: false,
                 at: Instant::now(),
                 post: trigger.post,
@@ -324,10 +324,10 @@ impl Triggers {
     }
 
     /// The `panic` trigger's cause, when there is one and its policy takes this panic.
-    pub(crate) fn on_panic(&self) -> Option<Cause> {
+    pub(crate) fn on_panic(&self, now: u64) -> Option<Cause> {
         let trigger = self.list.iter().find(|t| t.what == What::Panic)?;
         let declined = trigger.admit(Instant::now())?;
-        Some(trigger.cause(SnapshotCause::Panic, 0, declined))
+        Some(trigger.cause(SnapshotCause::Panic, 0, now, declined))
     }
 
     /// Every pending snapshot, ready or not (the stop takes them: their `post` windows end

@@ -20,8 +20,9 @@ struct Read {
     threads: BTreeMap<u64, u64>,
     snapshot: event_format::wire::Snapshot,
     stop: Option<event_format::wire::Stop>,
-    /// The `step` of every `ClientPhase`, in order.
+    /// The `step` of every `ClientPhase`, in order, and its time.
     phases: Vec<u64>,
+    phase_times: Vec<u64>,
     /// Every `ArenaDestroy` (worker, number) and `ClientPhase` (`u64::MAX`, step), in the
     /// order of the stream (one thread's blocks are in order).
     order: Vec<(u64, u64)>,
@@ -39,6 +40,7 @@ fn read(path: &Path) -> Read {
         snapshot,
         stop: None,
         phases: Vec::new(),
+        phase_times: Vec::new(),
         order: Vec::new(),
     };
     while let Some(block) = decoder.next_block() {
@@ -57,6 +59,7 @@ fn read(path: &Path) -> Read {
                 }
                 ("ClientPhase", [Value::Str(_), Value::Word(step), _]) => {
                     r.phases.push(*step);
+                    r.phase_times.push(e.time);
                     r.order.push((u64::MAX, *step));
                     continue;
                 }
@@ -207,6 +210,7 @@ fn a_trigger_keeps_the_window_before_it_and_the_post_events_after_it() {
     assert_eq!(r.snapshot.cause, SnapshotCause::Event);
     assert_eq!(r.snapshot.trigger, "Client:ClientPhase if phase == incident, post=500");
     assert_eq!(r.phases, [at], "the trigger event");
+    assert_eq!(r.snapshot.trigger_time, r.phase_times[0], "the header says when it fired");
     let numbers = &r.numbers[&0];
     assert!(numbers[0] > 0 && numbers.len() < 20_000, "back to the ring's capacity: from {}", numbers[0]);
     assert_eq!(*numbers.last().unwrap(), at + 500, "the 500 events after the trigger");

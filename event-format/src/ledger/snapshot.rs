@@ -20,6 +20,7 @@ use crate::wire::{Header, SnapshotCause};
 ///     not_taken: 4,
 ///     cause: SnapshotCause::OnDemand,
 ///     trigger_code: 0,
+///     trigger_time: 0,
 ///     trigger: String::new(),
 /// });
 /// let line = event_format::ledger::describe_snapshot(&header).unwrap();
@@ -32,6 +33,7 @@ pub fn describe_snapshot(header: &Header) -> Option<String> {
     let p = &header.producer;
     let when = if s.taken_wall_ns > 0 { format!("{} ", utc(s.taken_wall_ns)) } else { String::new() };
     let offset = header.clock.seconds_since_start(s.taken_time);
+    let fired = format!("{:.6} s", header.clock.seconds_since_start(s.trigger_time));
     let why = match s.cause {
         SnapshotCause::OnDemand => "taken on demand".to_owned(),
         SnapshotCause::Event => {
@@ -40,13 +42,13 @@ pub fn describe_snapshot(header: &Header) -> Option<String> {
                 .get(s.trigger_code)
                 .map_or_else(|| format!("code {:#06x}", s.trigger_code), |d| d.full_name().to_string());
             if s.trigger.is_empty() {
-                format!("triggered by {name}")
+                format!("triggered by {name} at {fired}")
             } else {
-                format!("triggered by {name} (`{}`)", s.trigger)
+                format!("triggered by {name} at {fired} (`{}`)", s.trigger)
             }
         }
-        SnapshotCause::Panic => "triggered by a panic".to_owned(),
-        SnapshotCause::Lost => "triggered by lost events".to_owned(),
+        SnapshotCause::Panic => format!("triggered by a panic at {fired}"),
+        SnapshotCause::Lost => format!("triggered by lost events at {fired}"),
         SnapshotCause::Other(b) => format!("taken for cause {b} (a newer format's)"),
     };
     let declined = if s.not_taken > 0 {

@@ -142,12 +142,16 @@ pub struct Snapshot {
     pub cause: SnapshotCause,
     /// Under [`SnapshotCause::Event`], the wire code of the trigger event; else 0.
     pub trigger_code: u16,
+    /// When the trigger fired, in the stream's ticks: the trigger event's time, the panic's,
+    /// or when the loss was noticed; on demand, `taken_time`. What `print --since` starts
+    /// near to see what led to it.
+    pub trigger_time: u64,
     /// The trigger as configured (`Req:ReqEnd if status >= 500`); empty when on demand.
     pub trigger: String,
 }
 
 /// The fixed fields of the snapshot property's value, before its trigger text.
-const SNAPSHOT_FIXED: usize = 8 + 8 + 4 + 8 + 1 + 2;
+const SNAPSHOT_FIXED: usize = 8 + 8 + 4 + 8 + 1 + 2 + 8;
 
 impl Properties {
     /// Writes every property that is set, in the order of their tags; the sets' meanings
@@ -174,6 +178,7 @@ impl Properties {
             v.u64(snapshot.not_taken);
             v.u8(snapshot.cause.to_byte());
             v.u16(snapshot.trigger_code);
+            v.u64(snapshot.trigger_time);
             put_str(&mut v, &snapshot.trigger, "a snapshot's trigger")?;
             put.u16(TAG_SNAPSHOT);
             put.u32(value.len() as u32);
@@ -245,8 +250,9 @@ fn decode_snapshot(take: &mut Take<'_>) -> Result<Snapshot, HeaderError> {
     let not_taken = take.u64().ok_or_else(short)?;
     let cause = SnapshotCause::from_byte(take.u8().ok_or_else(short)?);
     let trigger_code = take.u16().ok_or_else(short)?;
+    let trigger_time = take.u64().ok_or_else(short)?;
     let trigger = take_str(take, "a snapshot's trigger")?;
-    Ok(Snapshot { taken_wall_ns, taken_time, sequence, not_taken, cause, trigger_code, trigger })
+    Ok(Snapshot { taken_wall_ns, taken_time, sequence, not_taken, cause, trigger_code, trigger_time, trigger })
 }
 
 /// The meanings property's value: the sets that declare any, each with its spans, counters

@@ -664,6 +664,7 @@ fn format_md_snapshot_example_is_what_the_encoder_writes() {
         not_taken: 3,
         cause: SnapshotCause::Event,
         trigger_code: 2,
+        trigger_time: 4000,
         trigger: "E if a >= 500".into(),
     };
     let mut header = tiny_header(Order::Little);
@@ -672,9 +673,9 @@ fn format_md_snapshot_example_is_what_the_encoder_writes() {
     let bytes = header.encode().unwrap();
     // The only property: it ends where the CRC starts.
     let end = bytes.len() - 4;
-    let property = &bytes[end - 52..end];
+    let property = &bytes[end - 60..end];
     assert_eq!(fenced_bytes(section), [property.to_vec()], "the dump; the encoder writes\n{}", hex_dump(property));
-    assert_eq!(assert_rows(section, property, "snapshot"), 9, "the table is read");
+    assert_eq!(assert_rows(section, property, "snapshot"), 10, "the table is read");
     let decoded = Header::decode(&bytes, false).unwrap();
     assert_eq!(decoded.properties.snapshot, Some(snapshot));
     assert_eq!(decoded.skipped_bytes, 0);
@@ -693,21 +694,22 @@ fn a_short_snapshot_property_is_malformed_and_an_unknown_cause_is_kept() {
         not_taken: 0,
         cause: SnapshotCause::Other(9),
         trigger_code: 0,
+        trigger_time: 1,
         trigger: String::new(),
     });
     let bytes = header.encode().unwrap();
     let decoded = Header::decode(&bytes, false).unwrap();
     assert_eq!(decoded.properties.snapshot.unwrap().cause, SnapshotCause::Other(9));
-    // Cut the value to 32 bytes: the trigger's length no longer fits.
+    // Cut the value to 40 bytes: the trigger's length no longer fits.
     let end = bytes.len() - 4;
-    let start = end - (6 + 33);
+    let start = end - (6 + 41);
     let mut cut = bytes[..start].to_vec();
-    cut.extend_from_slice(&[4, 0, 32, 0, 0, 0]);
-    cut.extend_from_slice(&bytes[start + 6..start + 6 + 32]);
+    cut.extend_from_slice(&[4, 0, 40, 0, 0, 0]);
+    cut.extend_from_slice(&bytes[start + 6..start + 6 + 40]);
     let len = (cut.len() + 4) as u32;
     cut[16..20].copy_from_slice(&len.to_le_bytes());
     let crc = crc32fast::hash(&cut);
     cut.extend_from_slice(&crc.to_le_bytes());
     let e = Header::decode(&cut, false).unwrap_err();
-    assert!(e.to_string().contains("snapshot property is 32 bytes long"), "{e}");
+    assert!(e.to_string().contains("snapshot property is 40 bytes long"), "{e}");
 }

@@ -26,7 +26,7 @@ fn serve(id: u64) {
     let table = if id.is_multiple_of(3) { "orders" } else { "items" };
     let query = Instant::now();
     if id == SLOW {
-        std::thread::sleep(Duration::from_millis(25));
+        std::thread::sleep(Duration::from_millis(60));
     }
     event!(DbQuery, id, table, query.elapsed().as_micros() as u64);
     let status = if id == SLOW { 504u32 } else { 200 };

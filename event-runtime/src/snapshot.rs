@@ -101,15 +101,9 @@ pub(crate) fn requested(shared: &Shared, request: &str) -> Result<String, String
 /// On the writer thread, every 20 ms or so: fires the `lost` trigger when events were lost
 /// since the last look (`lost_seen`), and takes the triggered snapshots whose `post` window
 /// is over. A snapshot that cannot be taken is said in one line; the recording goes on.
-pub(crate) fn serve(shared: &Shared, lost_seen: &mut u64) {
+pub(crate) fn serve(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
-    if triggers.watches_losses() {
-        let lost = shared.lost_here().saturating_add(lock(&shared.reports).iter().map(|r| r.1).sum());
-        if lost > *lost_seen {
-            *lost_seen = lost;
-            triggers.on_lost(shared.time.now());
-        }
-    }
+    notice_losses(shared, triggers);
     for pending in triggers.ready(std::time::Instant::now()) {
         triggered(shared, triggers, pending.cause);
     }
@@ -120,11 +114,26 @@ pub(crate) fn serve(shared: &Shared, lost_seen: &mut u64) {
 /// snapshot each took.
 pub(crate) fn at_stop(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
+    // Losses since the writer thread last looked (it looks about every 20 ms) are noticed
+    // here, so that a `lost` trigger misses none.
+    notice_losses(shared, triggers);
     for pending in triggers.all_pending() {
         triggered(shared, triggers, pending.cause);
     }
     for line in triggers.declined_lines() {
         eprintln!("event-runtime: {line}");
+    }
+}
+
+/// Fires the `lost` trigger when events were lost since the last look: unattributed, or
+/// waiting in the recorder's reports.
+fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
+    if !triggers.watches_losses() {
+        return;
+    }
+    let lost = shared.lost_here().saturating_add(lock(&shared.reports).iter().map(|r| r.1).sum());
+    if lost > triggers.lost_seen.swap(lost, Ordering::Relaxed) {
+        triggers.on_lost(shared.time.now());
     }
 }
 

@@ -112,6 +112,8 @@ pub(crate) struct Triggers {
     pub(crate) pattern: PathBuf,
     pub(crate) pending: Mutex<Vec<Pending>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// The losses counted at the last look (`snapshot::serve`), for the `lost` trigger.
+    pub(crate) lost_seen: std::sync::atomic::AtomicU64,
 }
 
 /// Parses `text` (`EVENT_TRIGGER`'s grammar, module docs) against the recording's header.
@@ -138,6 +140,7 @@ pub(crate) fn parse(text: &str, header: &Header, pattern: PathBuf) -> Result<Tri
         pattern,
         pending: Mutex::new(Vec::new()),
         next_id: std::sync::atomic::AtomicU64::new(1),
+        lost_seen: std::sync::atomic::AtomicU64::new(0),
     })
 }
 

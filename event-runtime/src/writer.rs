@@ -73,7 +73,6 @@ impl Drop for Ending {
 fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::mark_writer();
     let mut last_sync = Instant::now();
-    let mut lost_seen = 0u64;
     loop {
         let batch = shared.exchange.next_batch(SERVICE_PERIOD);
         let closed = matches!(batch, Batch::Closed);
@@ -105,7 +104,7 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             }
         }
         if session::is_running() {
-            snapshot::serve(shared, &mut lost_seen);
+            snapshot::serve(shared);
         }
         if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
             last_sync = Instant::now();

@@ -19,6 +19,11 @@
 //!   process writes are limited to LIMIT bytes (RLIMIT_FSIZE, SIGXFSZ ignored: the disk is full
 //!   from the recorder's point of view): prints `no snapshot: ERROR`, records on, stops and
 //!   prints `stopped` (exit 0).
+//! - `panic`: as `trigger` (`EVENT_TRIGGER=panic`), `worker-0` records 100 numbered events
+//!   and panics; the main thread records on and stops (exit 0).
+//! - `lost RING`: records into the ring file RING with one slot: the main thread records 10
+//!   numbered events (it has the slot), `worker-1` 10 (it finds no slot: they are lost); then
+//!   the recording stops (exit 0).
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -39,13 +44,15 @@ fn main() {
         "trigger" => trigger(number(1), number(2)),
         "hot" => hot(number(1)),
         "full" => full(number(1), &arg(2)),
+        "panic" => panic_mode(),
+        "lost" => lost(&arg(1)),
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING"
     );
     std::process::exit(2)
 }
@@ -225,4 +232,38 @@ fn full(limit: u64, out: &str) {
     }
     recording.stop().unwrap_or_else(|e| fail(&e));
     say("stopped");
+}
+
+fn panic_mode() {
+    let recording = small_rings();
+    let worker = std::thread::Builder::new()
+        .name("worker-0".into())
+        .spawn(|| {
+            for i in 0..100u64 {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            panic!("the incident");
+        })
+        .unwrap_or_else(|e| fail(&e));
+    assert!(worker.join().is_err(), "the worker panicked");
+    event!(ArenaDestroy, 1usize, 0u64);
+    recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn lost(ring: &str) {
+    let recording = Recorder::new()
+        .policy(Policy::Ring)
+        .ring_file(ring)
+        .block_size(4096)
+        .buffer_size(1 << 20)
+        .ring_threads(1)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+        .start()
+        .unwrap_or_else(|e| fail(&e));
+    for i in 0..10u64 {
+        event!(ArenaDestroy, 0usize, i);
+    }
+    worker(1, 10).join().unwrap_or_else(|_| fail(&"the worker panicked"));
+    recording.stop().unwrap_or_else(|e| fail(&e));
 }

@@ -294,3 +294,36 @@ fn a_snapshot_cut_short_by_a_full_disk_is_removed_and_the_recording_goes_on() {
     assert!(said.ends_with("stopped\n"), "{said}");
     assert!(!out.exists(), "the cut snapshot is removed");
 }
+
+/// `EVENT_TRIGGER=panic`: the panicking thread writes the snapshot in the panic hook, with
+/// its events up to the panic; `lost`: a thread that finds no ring-file slot loses its events,
+/// and the snapshot (of the ring file) says it was triggered by the loss.
+#[test]
+fn a_panic_and_lost_events_are_triggers() {
+    let d = dir("snapshots", "panic");
+    let pattern = d.join("p-%s.evt");
+    let env = [("EVENT_TRIGGER", "panic"), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["panic"], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(snapshots_in(&d), [d.join("p-1.evt")]);
+    let r = read(&d.join("p-1.evt"));
+    assert_eq!(r.snapshot.cause, SnapshotCause::Panic);
+    assert_eq!(r.numbers[&0], (0..100).collect::<Vec<u64>>(), "worker-0's events up to its panic");
+    assert!(!r.numbers.contains_key(&1), "taken at the panic, before the main thread's event");
+    assert_whole(&d.join("p-1.evt"), "triggered by a panic");
+
+    let d = dir("snapshots", "lost");
+    let pattern = d.join("l-%s.evt");
+    let ring = d.join("one-slot.ring");
+    let env = [("EVENT_TRIGGER", "lost, every=once"), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["lost", ring.to_str().unwrap()], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let files: Vec<_> = snapshots_in(&d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "evt")).collect();
+    assert_eq!(files, [d.join("l-1.evt")]);
+    let r = read(&d.join("l-1.evt"));
+    assert_eq!(r.snapshot.cause, SnapshotCause::Lost);
+    assert_eq!(r.numbers[&0], (0..10).collect::<Vec<u64>>(), "the main thread's events, in the ring file");
+    assert!(!r.numbers.contains_key(&1), "worker-1's were lost");
+    let stats = text(&dump(&["stats", d.join("l-1.evt").to_str().unwrap()]).stdout);
+    assert!(stats.contains("triggered by lost events"), "{stats}");
+}

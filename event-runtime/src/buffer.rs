@@ -431,7 +431,7 @@ impl ThreadBuffer {
     /// (`trigger`'s module docs). Cold: only trigger events and the `post` window get here.
     #[cold]
     #[inline(never)]
-    fn watched(&mut self, code: u16) {
+    fn watched(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
         let shared = Arc::clone(&self.shared);
         let Some(triggers) = &shared.triggers else { return };
         if let Some((id, left)) = self.post {
@@ -447,12 +447,10 @@ impl ThreadBuffer {
             }
         }
         // The record just written is the current block's last (none when it was refused).
-        let Some(block) = self.current_block() else { return };
-        let mut last = None;
-        for record in RecordIter::new(&block[BLOCK_HEADER_LEN..], Order::NATIVE, self.base_time).flatten() {
-            last = Some(record);
-        }
-        let Some(record) = last.filter(|r| r.code == code) else { return };
+        let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
+        let Some((bytes, time)) = self.last_record(code, len) else { return };
+        let Some(Ok(mut record)) = RecordIter::new(&bytes, Order::NATIVE, 0).next() else { return };
+        record.time = time;
         let event_format::decode::Entry::Event(event) = shared.catalog.entry(record, self.thread, Order::NATIVE) else {
             return;
         };
@@ -746,15 +744,45 @@ impl ThreadBuffer {
 
     /// A copy of the current block up to its committed end; `None` without one.
     fn current_block(&mut self) -> Option<Vec<u8>> {
-        if !self.writable {
+        self.current_bytes(0)
+    }
+
+    /// A copy of the current block's bytes from `from` up to its committed end; `None`
+    /// without a current block or with `from` past its end.
+    fn current_bytes(&mut self, from: usize) -> Option<Vec<u8>> {
+        if !self.writable || from > self.end {
             return None;
         }
         let (end, index) = (self.end, self.index);
         match &mut self.home {
-            Home::Lane(writer) => writer.lock().ok()?.block_mut(index).map(|b| b[..end].to_vec()),
-            Home::File(slot) => Some(slot.block_mut(index as u32)[..end].to_vec()),
+            Home::Lane(writer) => writer.lock().ok()?.block_mut(index).map(|b| b[from..end].to_vec()),
+            Home::File(slot) => Some(slot.block_mut(index as u32)[from..end].to_vec()),
             Home::Nowhere => None,
         }
+    }
+
+    /// The record just written, of wire code `code` and `len` bytes (as `write` computed it
+    /// from the arguments), and its time: read from the block's end, without walking the
+    /// block; the block walked only when that is not the record (its strings were cut). `None`
+    /// when it was refused.
+    fn last_record(&mut self, code: u16, len: usize) -> Option<(Vec<u8>, u64)> {
+        let order = Order::NATIVE;
+        if let Some(start) = self.end.checked_sub(len).filter(|&s| s >= BLOCK_HEADER_LEN)
+            && let Some(bytes) = self.current_bytes(start)
+            && bytes.len() >= RECORD_HEADER_LEN
+            && order.u16(&bytes) == code
+            && usize::from(order.u16(&bytes[2..])) == len
+        {
+            return Some((bytes, self.time));
+        }
+        let block = self.current_block()?;
+        let record = RecordIter::new(&block[BLOCK_HEADER_LEN..], order, self.base_time).flatten().last()?;
+        if record.code != code {
+            return None;
+        }
+        let at = BLOCK_HEADER_LEN + record.offset;
+        let len = usize::from(order.u16(&block[at + 2..]));
+        Some((block[at..at + len].to_vec(), record.time))
     }
 
     /// Copies of this thread's latest blocks, oldest first: the previous one of a ring (still
@@ -923,7 +951,7 @@ fn write_in(
             buffer.write(code, fixed, strs, fill);
             // One subtraction and one comparison: 0 < span only with triggers configured.
             if code.wrapping_sub(buffer.trigger_lo) < buffer.trigger_span {
-                buffer.watched(code);
+                buffer.watched(code, fixed, strs);
             }
         }
         None => buffer.refuse(),

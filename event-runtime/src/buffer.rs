@@ -442,13 +442,20 @@ impl ThreadBuffer {
             } else {
                 self.post = Some((id, left - 1));
             }
-            if code.wrapping_sub(triggers.lo) >= triggers.span {
-                return;
-            }
+        }
+        let (pinned, trigger) = (triggers.is_pinned(code), triggers.is_trigger(code));
+        if !pinned && !trigger {
+            return;
         }
         // The record just written is the current block's last (none when it was refused).
         let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
         let Some((bytes, time)) = self.last_record(code, len) else { return };
+        if pinned {
+            triggers.pin(crate::trigger::Pinned { thread: self.thread, time, record: bytes.clone() });
+            if !trigger {
+                return;
+            }
+        }
         let Some(Ok(mut record)) = RecordIter::new(&bytes, Order::NATIVE, 0).next() else { return };
         record.time = time;
         let event_format::decode::Entry::Event(event) = shared.catalog.entry(record, self.thread, Order::NATIVE) else {

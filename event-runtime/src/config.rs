@@ -87,7 +87,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable the recorder reads, in the README's order.
-pub(crate) const VARIABLES: [&str; 11] = [
+pub(crate) const VARIABLES: [&str; 12] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -99,6 +99,7 @@ pub(crate) const VARIABLES: [&str; 11] = [
     "EVENT_SIGNALS",
     "EVENT_TRIGGER",
     "EVENT_SNAPSHOT",
+    "EVENT_PIN",
 ];
 
 /// `EVENT_*` variables that are not the recorder's and are not warned about: this project's
@@ -142,6 +143,8 @@ pub(crate) struct Env {
     pub(crate) trigger: Option<String>,
     /// `EVENT_SNAPSHOT`: where triggered snapshots go (a pattern).
     pub(crate) snapshot: Option<PathBuf>,
+    /// `EVENT_PIN`'s selection, parsed at the start (`trigger`).
+    pub(crate) pin: Option<String>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -181,6 +184,7 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
         control: text("EVENT_CONTROL")?,
         trigger: text("EVENT_TRIGGER")?,
         snapshot: path("EVENT_SNAPSHOT")?,
+        pin: text("EVENT_PIN")?,
         ..Env::default()
     };
     if let Some(v) = text("EVENT_POLICY")? {
@@ -377,7 +381,7 @@ mod tests {
             [
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
-                 EVENT_SIGNALS, EVENT_TRIGGER, EVENT_SNAPSHOT",
+                 EVENT_SIGNALS, EVENT_TRIGGER, EVENT_SNAPSHOT, EVENT_PIN",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]

@@ -67,7 +67,8 @@
 //!   into a whole event file while the recording goes on ([`SnapshotInfo`]);
 //!   [`Recorder::trigger`] (`EVENT_TRIGGER`) makes the recording write them by itself when an
 //!   event matches a condition, on a panic or on lost events, into [`Recorder::snapshots`]'
-//!   pattern (docs/guide/keeping-the-incident.md).
+//!   pattern; [`Recorder::pin`] (`EVENT_PIN`) keeps rare events apart for every snapshot
+//!   (docs/guide/keeping-the-incident.md).
 //! - Test: [`capture`] (and [`Capture`]) records the events of the code a test calls, on the
 //!   test's thread only, in parallel with other tests and with a recording; [`Captured`]
 //!   decodes them for assertions (README, "Testing your instrumentation").

@@ -192,6 +192,8 @@ pub struct Recorder {
     /// `EVENT_TRIGGER`'s text (`trigger`), and where its snapshots go (`EVENT_SNAPSHOT`).
     trigger: Option<String>,
     snapshot_pattern: Option<PathBuf>,
+    /// `EVENT_PIN`: the events every snapshot keeps whatever the rings overwrite.
+    pin: Option<String>,
 }
 
 impl Default for Recorder {
@@ -243,6 +245,7 @@ impl Recorder {
             signals: Signals::Default,
             trigger: None,
             snapshot_pattern: None,
+            pin: None,
         }
     }
 
@@ -310,6 +313,9 @@ impl Recorder {
         }
         if let Some(trigger) = env.trigger {
             self.trigger = Some(trigger);
+        }
+        if let Some(pin) = env.pin {
+            self.pin = Some(pin);
         }
         if let Some(path) = env.snapshot {
             // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
@@ -486,6 +492,16 @@ impl Recorder {
         self
     }
 
+    /// Pinned events (`EVENT_PIN`), in `EVENT_CONTROL`'s selection grammar (`Client:ClientPhase`,
+    /// `Config`): rare events that a hot kind would overwrite in the rings (start-up,
+    /// configuration). The latest 256 are kept apart, and every snapshot holds those its
+    /// rings lost. Each costs a copy of its record when it is recorded (off the common path,
+    /// as a trigger event's check).
+    pub fn pin(mut self, selection: impl Into<String>) -> Recorder {
+        self.pin = Some(selection.into());
+        self
+    }
+
     /// Where triggered snapshots go: a pattern as [`file`](Self::file)'s, with `%s` the
     /// snapshot's sequence number (without `%s`, `.N` goes before the extension). By default
     /// (`EVENT_SNAPSHOT` unset) `%n-%p-snapshot-%s.evt` in the current directory. A path
@@ -568,13 +584,12 @@ impl Recorder {
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
         let file_path = expand(&self.file, Purpose::EventFile)?;
         let ring_path = expand(&self.ring, Purpose::RingFile)?;
-        let triggers = match &self.trigger {
-            Some(text) => {
-                let pattern =
-                    self.snapshot_pattern.clone().unwrap_or_else(|| PathBuf::from(crate::trigger::DEFAULT_SNAPSHOT));
-                Some(crate::trigger::parse(text, &header, pattern)?)
-            }
-            None => None,
+        let triggers = if self.trigger.is_some() || self.pin.is_some() {
+            let pattern =
+                self.snapshot_pattern.clone().unwrap_or_else(|| PathBuf::from(crate::trigger::DEFAULT_SNAPSHOT));
+            Some(crate::trigger::parse(self.trigger.as_deref(), self.pin.as_deref(), &header, pattern)?)
+        } else {
+            None
         };
         let plan =
             Plan { blocks, sets, schemas, firsts, selections, header, header_bytes, file_path, ring_path, triggers };

@@ -179,6 +179,7 @@ fn take_numbered(
 
     let mut blocks = copy_blocks(shared)?;
     let bs = shared.block_size;
+    let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
     // ring file's reading wrote, then the clean-stop marker.
     let first_time = blocks.iter().map(|b| BlockHeader::read(Order::NATIVE, b).base_time).min().unwrap_or(taken_time);
@@ -218,7 +219,7 @@ fn take_numbered(
     let mut threads = BTreeSet::new();
     let mut sinks = Sinks::new(Some((path.to_owned(), file)), false, shared.pack);
     sinks.write(&header_bytes);
-    for block in names.iter().chain(&blocks) {
+    for block in names.iter().chain(&pinned).chain(&blocks) {
         let h = BlockHeader::read(Order::NATIVE, block);
         if h.thread != 0 {
             let end = (BLOCK_HEADER_LEN + h.used as usize).min(block.len());
@@ -303,6 +304,59 @@ fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
         blocks.extend(lane.copy_ring());
     }
     Ok(blocks)
+}
+
+/// The pinned events (`EVENT_PIN`) that the rings copied into `blocks` no longer hold: for
+/// each thread, a block of its own numbered just below its oldest block there, holding its
+/// pinned events older than that block (docs/FORMAT.md, "Snapshot"). A thread whose ring
+/// still holds its block 0 (nothing overwritten) has them there already; one without blocks
+/// in the snapshot gets them as its block 0. Sealed.
+fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
+    let Some(triggers) = &shared.triggers else { return Vec::new() };
+    let pinned = triggers.pinned_now();
+    if pinned.is_empty() {
+        return Vec::new();
+    }
+    // Each thread's oldest block in the snapshot: (sequence, base time).
+    let mut oldest: std::collections::BTreeMap<u64, (u64, u64)> = std::collections::BTreeMap::new();
+    for block in blocks {
+        let h = BlockHeader::read(Order::NATIVE, block);
+        if h.thread != 0 {
+            let e = oldest.entry(h.thread).or_insert((h.sequence, h.base_time));
+            if h.sequence < e.0 {
+                *e = (h.sequence, h.base_time);
+            }
+        }
+    }
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::trigger::Pinned>> =
+        std::collections::BTreeMap::new();
+    for p in &pinned {
+        match oldest.get(&p.thread) {
+            Some(&(0, _)) => {}
+            Some(&(_, base)) if p.time >= base => {}
+            _ => by_thread.entry(p.thread).or_default().push(p),
+        }
+    }
+    let mut out = Vec::new();
+    for (thread, records) in by_thread {
+        let sequence = oldest.get(&thread).map_or(0, |&(first, _)| first - 1);
+        let base_time = records.iter().map(|p| p.time).min().unwrap_or(0);
+        let header = BlockHeader { flags: 0, sequence, thread, base_time, lost: 0, used: 0, crc: 0 };
+        let mut writer = BlockWriter::new(Order::NATIVE, shared.block_size, &header);
+        for p in records {
+            let Some(Ok(record)) = RecordIter::new(&p.record, Order::NATIVE, p.time).next() else { continue };
+            let event_format::decode::Entry::Event(event) = shared.catalog.entry(record, thread, Order::NATIVE) else {
+                continue;
+            };
+            let values: Vec<Value<'_>> = event.values().collect();
+            // The pin ring is smaller than a block: a record that does not fit is left out.
+            let _ = writer.push(event.desc.wire, p.time, &values);
+        }
+        if !writer.is_empty() {
+            out.push(writer.finish().into_boxed_slice());
+        }
+    }
+    out
 }
 
 /// Blocks of thread 0 that name every thread, interned string and label the recording

@@ -29,6 +29,10 @@
 //! one whose code lies between two triggers'). While a thread counts its `post=N` events, its
 //! range is every code, until the count is done.
 //!
+//! Pinned events (`EVENT_PIN`, [`Recorder::pin`](crate::Recorder::pin)) share the range:
+//! their codes join it, and the cold path copies their records into the pin ring (the latest
+//! [`PIN_RECORDS`]), which every snapshot holds (`snapshot`'s `pinned_blocks`).
+//!
 //! The snapshot itself is written by the writer thread (or, for a panic, by the panicking
 //! thread in the panic hook), never by the thread that recorded the trigger.
 
@@ -90,6 +94,17 @@ struct RateState {
     window: Option<(Instant, u64)>,
 }
 
+/// The pinned events a recording keeps apart (the latest ones; older ones leave the ring).
+pub(crate) const PIN_RECORDS: usize = 256;
+
+/// A pinned event: a copy of its record (header and arguments), its thread and its time.
+#[derive(Debug, Clone)]
+pub(crate) struct Pinned {
+    pub(crate) thread: u64,
+    pub(crate) time: u64,
+    pub(crate) record: Vec<u8>,
+}
+
 /// A snapshot a trigger decided to take, waiting for its `post` window.
 #[derive(Debug)]
 pub(crate) struct Pending {
@@ -105,6 +120,10 @@ pub(crate) struct Pending {
 #[derive(Debug)]
 pub(crate) struct Triggers {
     list: Vec<Trigger>,
+    /// The wire codes of the pinned events (`EVENT_PIN`), and their ring: the latest
+    /// [`PIN_RECORDS`] of them, each a copy of its record with its thread and time.
+    pinned: Vec<u16>,
+    pin_ring: Mutex<std::collections::VecDeque<Pinned>>,
     /// The lowest trigger event's wire code, and the width of the range up to the highest
     /// (`span` 0: no event triggers).
     pub(crate) lo: u16,
@@ -117,25 +136,46 @@ pub(crate) struct Triggers {
     pub(crate) lost_seen: std::sync::atomic::AtomicU64,
 }
 
-/// Parses `text` (`EVENT_TRIGGER`'s grammar, module docs) against the recording's header.
-pub(crate) fn parse(text: &str, header: &Header, pattern: PathBuf) -> Result<Triggers, ConfigError> {
-    let error = |message: String| ConfigError { variable: "EVENT_TRIGGER", value: text.to_owned(), message };
+/// Parses `text` (`EVENT_TRIGGER`'s grammar, module docs) and `pin` (`EVENT_PIN`: a
+/// selection, the events kept in the pin ring) against the recording's header.
+pub(crate) fn parse(
+    text: Option<&str>,
+    pin: Option<&str>,
+    header: &Header,
+    pattern: PathBuf,
+) -> Result<Triggers, ConfigError> {
     let schemas: Vec<&Schema> = header.sets.iter().map(|s| &s.schema).collect();
     let mut list = Vec::new();
-    for one in text.split(';').map(str::trim).filter(|t| !t.is_empty()) {
-        list.push(parse_one(one, header, &schemas).map_err(error)?);
+    if let Some(text) = text {
+        let error = |message: String| ConfigError { variable: "EVENT_TRIGGER", value: text.to_owned(), message };
+        for one in text.split(';').map(str::trim).filter(|t| !t.is_empty()) {
+            list.push(parse_one(one, header, &schemas).map_err(error)?);
+        }
+        if list.is_empty() {
+            return Err(error("names no trigger; write one such as `Req:ReqEnd if status >= 500`".into()));
+        }
     }
-    if list.is_empty() {
-        return Err(error("names no trigger; write one such as `Req:ReqEnd if status >= 500`".into()));
-    }
-    let codes: Vec<u16> =
-        list.iter().flat_map(|t| if let What::Events(c) = &t.what { c.clone() } else { Vec::new() }).collect();
+    let pinned = match pin {
+        Some(pin) => codes(pin, header, &schemas).map_err(|message| ConfigError {
+            variable: "EVENT_PIN",
+            value: pin.to_owned(),
+            message,
+        })?,
+        None => Vec::new(),
+    };
+    let codes: Vec<u16> = list
+        .iter()
+        .flat_map(|t| if let What::Events(c) = &t.what { c.clone() } else { Vec::new() })
+        .chain(pinned.iter().copied())
+        .collect();
     let (lo, span) = match (codes.iter().min(), codes.iter().max()) {
         (Some(&lo), Some(&hi)) => (lo, (hi - lo).saturating_add(1)),
         _ => (0, 0),
     };
     Ok(Triggers {
         list,
+        pinned,
+        pin_ring: Mutex::new(std::collections::VecDeque::new()),
         lo,
         span,
         pattern,
@@ -267,6 +307,30 @@ impl Trigger {
 }
 
 impl Triggers {
+    /// Whether `code` is a trigger event's.
+    pub(crate) fn is_trigger(&self, code: u16) -> bool {
+        self.for_code(code).is_some()
+    }
+
+    /// Whether `code` is a pinned event's.
+    pub(crate) fn is_pinned(&self, code: u16) -> bool {
+        self.pinned.contains(&code)
+    }
+
+    /// Keeps a pinned event's record; the oldest leaves when the ring is full.
+    pub(crate) fn pin(&self, pinned: Pinned) {
+        let mut ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
+        if ring.len() == PIN_RECORDS {
+            ring.pop_front();
+        }
+        ring.push_back(pinned);
+    }
+
+    /// The pinned events kept now, oldest first.
+    pub(crate) fn pinned_now(&self) -> Vec<Pinned> {
+        self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+    }
+
     /// The event trigger that `code` fires, if any.
     fn for_code(&self, code: u16) -> Option<&Trigger> {
         self.list.iter().find(|t| matches!(&t.what, What::Events(c) if c.contains(&code)))

@@ -24,6 +24,9 @@
 //! - `lost RING`: records into the ring file RING with one slot: the main thread records 10
 //!   numbered events (it has the slot), `worker-1` 10 (it finds no slot: they are lost); then
 //!   the recording stops (exit 0).
+//! - `pin OUT`: as `trigger` (`EVENT_PIN` from the environment), the main thread records
+//!   `ClientPhase("config", 42, 0)`, then 20 000 numbered events (its ring goes round), and
+//!   writes a snapshot to OUT.
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -46,13 +49,14 @@ fn main() {
         "full" => full(number(1), &arg(2)),
         "panic" => panic_mode(),
         "lost" => lost(&arg(1)),
+        "pin" => pin(&arg(1)),
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT"
     );
     std::process::exit(2)
 }
@@ -265,5 +269,15 @@ fn lost(ring: &str) {
         event!(ArenaDestroy, 0usize, i);
     }
     worker(1, 10).join().unwrap_or_else(|_| fail(&"the worker panicked"));
+    recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn pin(out: &str) {
+    let recording = small_rings();
+    event!(ClientPhase, "config", 42u64, 0);
+    for i in 0..20_000u64 {
+        event!(ArenaDestroy, 0usize, i);
+    }
+    recording.snapshot(out).unwrap_or_else(|e| fail(&e));
     recording.stop().unwrap_or_else(|e| fail(&e));
 }

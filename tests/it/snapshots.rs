@@ -327,3 +327,29 @@ fn a_panic_and_lost_events_are_triggers() {
     let stats = text(&dump(&["stats", d.join("l-1.evt").to_str().unwrap()]).stdout);
     assert!(stats.contains("triggered by lost events"), "{stats}");
 }
+
+/// `EVENT_PIN`: a configuration event that the thread's ring overwrote long ago is in the
+/// snapshot, in a block of its thread just below the ring's oldest, and the snapshot is whole;
+/// without the pin it is gone.
+#[test]
+fn a_pinned_event_outlives_its_ring_in_every_snapshot() {
+    for (pin, kept) in [(Some("Client:ClientPhase"), true), (None, false)] {
+        let d = dir("snapshots", if kept { "pin" } else { "no-pin" });
+        let out = d.join("s.evt");
+        let env: Vec<(&str, &str)> = pin.map(|p| ("EVENT_PIN", p)).into_iter().collect();
+        let output = program(CHILD, &["pin", out.to_str().unwrap()], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let r = read(&out);
+        let numbers = &r.numbers[&0];
+        assert!(numbers[0] > 0, "the ring went round");
+        assert_eq!(*numbers.last().unwrap(), 19_999);
+        assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "consecutive");
+        if kept {
+            assert_eq!(r.phases, [42], "the pinned event");
+            assert_eq!(r.order[0], (u64::MAX, 42), "before the ring's events");
+        } else {
+            assert!(r.phases.is_empty(), "overwritten with the ring: {:?}", r.phases);
+        }
+        assert_whole(&out, "taken on demand");
+    }
+}

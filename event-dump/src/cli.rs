@@ -67,7 +67,7 @@ pub(crate) enum Command {
     Latency(LatencyArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
-        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
+        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
     )]
     Control(ControlArgs),
     /// Prints a shell completion script for event-dump.
@@ -314,8 +314,12 @@ pub(crate) struct ControlArgs {
     pub(crate) disable: Vec<String>,
     /// Asks a program that records segments (EVENT_ROTATE) to seal the segment it writes and
     /// start the next; a request of its own, without --enable and --disable.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "snapshot")]
     pub(crate) rotate: bool,
+    /// Asks the program to write a snapshot of its rings (policy `ring`) into the new file
+    /// OUT, while it goes on recording, and waits until it is written.
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["enable", "disable"])]
+    pub(crate) snapshot: Option<PathBuf>,
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,

@@ -13,6 +13,7 @@ mod runtime;
 mod security;
 mod segments;
 mod signals;
+mod snapshots;
 mod startup;
 mod stop;
 mod tracing;

@@ -287,6 +287,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             h.clock.source.name(),
             h.clock.ticks_per_second
         );
+        if let Some(line) = event_format::ledger::describe_snapshot(&h) {
+            let _ = writeln!(text, "  {line}");
+        }
         for set in &h.sets {
             let s = &set.schema;
             // A one-set stream reads as before; several sets are named, with their counts.
@@ -461,6 +464,22 @@ fn host_part(h: &Header) -> String {
 
 /// How the recording ended, in one line (`stats`; `check` says the same in its problems).
 fn ending_line(ending: &Ending, h: &Header) -> String {
+    // A snapshot (docs/FORMAT.md, "Snapshot") ends with the marker its writer wrote when it
+    // had written the whole snapshot; the recording itself went on.
+    if h.properties.snapshot.is_some() {
+        match ending {
+            Ending::Clean(Some(stop)) => {
+                return format!(
+                    "written whole: the snapshot's writer wrote {} blocks, {} events and counted {} lost before its stop marker",
+                    stop.blocks, stop.events, stop.lost
+                );
+            }
+            Ending::Killed { .. } => {
+                return "not written whole: the snapshot has no stop marker (cut short)".to_owned();
+            }
+            _ => {}
+        }
+    }
     match ending {
         Ending::Clean(Some(stop)) => format!(
             "stopped cleanly: the writer wrote {} blocks, {} events and counted {} lost before its stop marker",
@@ -528,6 +547,7 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         let header = log.header().clone();
         let ending = ending(l, log);
         let mut notes = Vec::new();
+        notes.extend(event_format::ledger::describe_snapshot(&header));
         match &ending {
             Ending::Killed { .. } => problems.push(ending_line(&ending, &header)),
             Ending::Clean(Some(_)) => {

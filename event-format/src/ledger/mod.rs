@@ -51,8 +51,10 @@
 //! ```
 
 mod sequences;
+mod snapshot;
 
 pub use sequences::{Sequences, Step};
+pub use snapshot::describe_snapshot;
 
 use crate::builtin::{DROPPED, STOP, TIME_EXTEND};
 use crate::decode::{Block, BlockError, Entry, Event};

@@ -96,7 +96,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     let mut mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall);
     // The latest key handed on, and the events handed on after a later one.
     let (last, out_of_order) = (Cell::new(i128::MIN), Cell::new(0u64));
-    let mut ledgers: Vec<Ledger> = logs.iter().map(|l| Ledger::new(l.header().format)).collect();
+    let mut ledgers: Vec<Ledger> = logs.iter().map(Log::ledger).collect();
     let merged = |mark: &Watermark, ledgers: Vec<Ledger>| Merged {
         ledgers,
         out_of_order: out_of_order.get(),

@@ -35,6 +35,26 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let total: u64 = logs.iter().map(|l| l.len()).sum();
     let mut progress = Progress::new("reading", total);
     let paths: Vec<String> = logs.iter().map(|l| l.path().display().to_string()).collect();
+    // What a recording of segments misses, by its segments' properties (`check` says more).
+    let mut missing_segments: Vec<String> = Vec::new();
+    for (log, path) in logs.iter().zip(&paths) {
+        let ledger = log.ledger();
+        let (removed, events) = ledger.removed();
+        let (gaps, between) = (ledger.segment_gaps(), ledger.lost_between());
+        let mut said = Vec::new();
+        if removed > 0 {
+            said.push(format!("{removed} segments removed by the disk budget ({events} events)"));
+        }
+        if gaps > 0 {
+            said.push(format!("{gaps} segments missing (deleted, moved or not given)"));
+        }
+        if between > 0 {
+            said.push(format!("{between} events lost between segments"));
+        }
+        if !said.is_empty() {
+            missing_segments.push(format!("{path}: {}; `event-dump check {path}` tells more", said.join("; ")));
+        }
+    }
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
     let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
     let ctx = Context {
@@ -89,6 +109,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
             )
         });
     }
+    problems.extend(missing_segments);
     for p in &problems {
         eprintln!("event-dump: {}", colors.err.paint(Style::Warning, p));
     }

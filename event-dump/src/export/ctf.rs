@@ -303,7 +303,7 @@ fn write_packet(order: Order, stream: &mut Stream) -> io::Result<()> {
 /// ledger.
 fn read_into(log: &mut Log, trace: &mut Trace) -> io::Result<Ledger> {
     let mut ledgers = super::merge_all(std::slice::from_mut(log), "exported", |Item { event, .. }| trace.add(&event))?;
-    Ok(ledgers.pop().unwrap_or_else(|| Ledger::new(log.header().format)))
+    Ok(ledgers.pop().unwrap_or_else(|| log.ledger()))
 }
 
 /// `text` as a TSDL string literal: printable ASCII, `"` and `\` escaped, anything else `?`.

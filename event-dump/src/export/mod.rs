@@ -167,16 +167,46 @@ fn report(imported: &[Imported], out: &Path) -> ExitCode {
 #[derive(Debug, Default)]
 struct Said {
     skipped: Vec<String>,
+    /// What a recording of segments misses that no export can carry: segments the disk budget
+    /// removed or that are missing, events the recorder could not write.
+    segments: Vec<String>,
 }
 
 impl Said {
     /// What the ledgers of `logs` say together, as the parts of one line.
     fn of<'a>(ledgers: impl IntoIterator<Item = &'a Ledger>) -> Said {
         let (mut damaged, mut bad, mut unknown) = (0u64, 0u64, 0u64);
+        let (mut removed, mut removed_events, mut gaps, mut full, mut unwritten, mut between) =
+            (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
         for l in ledgers {
             damaged += l.damaged_blocks().len() as u64;
             bad += l.bad_records().len() as u64;
             unknown = unknown.saturating_add(l.unknown_records());
+            let (r, e) = l.removed();
+            removed += r;
+            removed_events = removed_events.saturating_add(e);
+            gaps += l.segment_gaps();
+            full = full.saturating_add(l.unwritten_for_disk_full());
+            unwritten = unwritten.saturating_add(l.unwritten() - l.unwritten_for_disk_full());
+            between = between.saturating_add(l.lost_between());
+        }
+        let mut segments = Vec::new();
+        if removed > 0 {
+            let s = if removed == 1 { "" } else { "s" };
+            segments.push(format!("{removed} segment{s} removed by the disk budget ({removed_events} events)"));
+        }
+        if gaps > 0 {
+            let s = if gaps == 1 { "" } else { "s" };
+            segments.push(format!("{gaps} segment{s} missing"));
+        }
+        if full > 0 {
+            segments.push(format!("disk full: {full} events not written"));
+        }
+        if unwritten > 0 {
+            segments.push(format!("write error: {unwritten} events not written"));
+        }
+        if between > 0 {
+            segments.push(format!("{between} events lost between segments"));
         }
         let mut skipped = Vec::new();
         let mut count = |n: u64, one: &str, many: &str| {
@@ -187,19 +217,22 @@ impl Said {
         count(damaged, "damaged block", "damaged blocks");
         count(bad, "bad record", "bad records");
         count(unknown, "record of an unknown code", "records of unknown codes");
-        Said { skipped }
+        Said { skipped, segments }
     }
 
-    /// The line of a table export for one log, if anything was skipped.
+    /// The line of a table export for one log, if anything was skipped or is missing.
     fn table_line(&self) -> Option<String> {
-        (!self.skipped.is_empty()).then(|| format!("{} skipped", self.skipped.join(", ")))
+        let skipped = (!self.skipped.is_empty()).then(|| format!("{} skipped", self.skipped.join(", ")));
+        let all: Vec<String> = skipped.into_iter().chain(self.segments.iter().cloned()).collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     /// The one line of a viewer's export (`chrome`, `ctf`) on stderr, with the exporter's own
     /// notes (`extra`), if there is anything to say.
     fn report(&self, format: &str, extra: &[String]) {
         let skipped = (!self.skipped.is_empty()).then(|| format!("skipped {}", self.skipped.join(", ")));
-        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).collect();
+        let all: Vec<String> =
+            skipped.into_iter().chain(self.segments.iter().cloned()).chain(extra.iter().cloned()).collect();
         if !all.is_empty() {
             eprintln!(
                 "event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)",
@@ -239,26 +272,28 @@ fn param_columns(fixed: &[&str], params: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// A log's content identity: its size and a 64-bit FNV-1a digest of all its bytes,
-/// `size:digest` with the digest in hex. The table exports refuse a log whose identity they
-/// already hold.
-fn identity(path: &Path) -> io::Result<String> {
+/// A log's content identity: its size and a 64-bit FNV-1a digest of all its bytes (of its
+/// files' bytes one after the other, for a recording of segments), `size:digest` with the
+/// digest in hex. The table exports refuse a log whose identity they already hold.
+fn identity(files: &[&Path]) -> io::Result<String> {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 1 << 20];
     let (mut hash, mut size) = (OFFSET, 0u64);
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        for &b in &buf[..n] {
-            hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+    for path in files {
+        let mut file = std::fs::File::open(path)?;
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            for &b in &buf[..n] {
+                hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+            }
+            size += n as u64;
         }
-        size += n as u64;
     }
     Ok(format!("{size}:{hash:016x}"))
 }
@@ -274,7 +309,7 @@ struct Walked {
 /// counting as it goes; the first error `visit` returns stops the reading and is returned.
 /// Memory: one block, and the ledger's numbers of each thread's blocks (a range per gap).
 fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) -> Result<Walked, E> {
-    let mut ledger = Ledger::new(log.header().format);
+    let mut ledger = log.ledger();
     let mut events_by_thread = BTreeMap::new();
     let block_size = u64::from(log.header().block_size);
     let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());

@@ -22,4 +22,5 @@ mod hostile;
 mod latency;
 mod ledger;
 mod print_jobs;
+mod segments;
 mod sets;

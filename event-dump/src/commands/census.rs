@@ -453,12 +453,12 @@ fn ending_line(ending: &Ending, h: &Header) -> String {
                 "stopped cleanly: the writer wrote {} blocks, {} events and counted {} lost before its stop marker",
                 stop.blocks, stop.events, stop.lost
             ),
-            StopCause::Rotated => "rotated: the recording goes on in a next segment, not read (still being written, \
-                                   `*.open`, or not given)"
+            StopCause::Rotated => "sealed segment (rotated): the recording goes on in the next segment, not read \
+                                   (still being written, `*.open`, or not given)"
                 .to_owned(),
             StopCause::DiskFull => format!("stopped writing: disk full: {} events not written", stop.unwritten),
             StopCause::WriteError => format!("stopped writing: write error: {} events not written", stop.unwritten),
-            StopCause::Other(n) => format!("stopped (cause {n}, which this reader does not know)"),
+            StopCause::Other(n) => format!("stopped (cause {n})"),
         },
         Ending::Clean(None) => "stopped cleanly (ring file closed)".to_owned(),
         Ending::Killed { after_marker: 0 } => "not stopped cleanly (killed or aborted): no stop marker".to_owned(),
@@ -535,28 +535,27 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             }
         }
         if let Some(segments) = segments {
-            for m in segments.missing() {
+            let span = |first: u64, n: u64| {
+                if n == 1 { format!("{first}") } else { format!("{first}..{}", first + n - 1) }
+            };
+            let removed: Vec<String> =
+                segments.missing().iter().filter(|m| m.removed > 0).map(|m| span(m.first, m.removed)).collect();
+            let (count, events) = segments.removed();
+            if count > 0 {
+                let last = segments.present().last().map_or("?", |e| e.name.as_str());
+                let s = if count == 1 { "" } else { "s" };
+                notes.push(format!(
+                    "removed by the disk budget: segment{s} {}, {events} events (as {last} counts them)",
+                    removed.join(", ")
+                ));
+            }
+            for m in segments.missing().iter().filter(|m| m.gaps() > 0) {
                 let next = segments.present().get(m.before).map_or("?", |e| e.name.as_str());
-                if m.removed > 0 {
-                    let which = if m.removed == 1 {
-                        format!("segment {}", m.first)
-                    } else {
-                        format!("segments {}..{}", m.first, m.first + m.removed - 1)
-                    };
-                    notes.push(format!(
-                        "removed by the disk budget: {which}, {} events (as {next} says)",
-                        m.removed_events
-                    ));
-                }
-                if m.gaps() > 0 {
-                    let first = m.first_gap();
-                    let which = if m.gaps() == 1 {
-                        format!("segment {first}")
-                    } else {
-                        format!("segments {first}..{}", first + m.gaps() - 1)
-                    };
-                    problems.push(format!("gap: {which} missing before {next} (deleted, moved or not given; not removed by the disk budget)"));
-                }
+                let s = if m.gaps() == 1 { "" } else { "s" };
+                problems.push(format!(
+                    "gap: segment{s} {} missing before {next} (deleted, moved or not given; not removed by the disk budget)",
+                    span(m.first_gap(), m.gaps())
+                ));
             }
         }
         problems.extend(unwritten_lines(l));

@@ -195,7 +195,10 @@ fn a_segment_the_budget_removed_is_reported_with_its_events() {
     let check = run(&["check", arg(&d)]);
     let text = stdout(&check);
     assert!(check.status.success(), "removed by the budget is no problem: {text}");
-    assert!(text.contains("removed by the disk budget: segments 0..1, 17 events"), "{text}");
+    assert!(
+        text.contains("removed by the disk budget: segments 0..1, 17 events (as trace.000003.evt counts them)"),
+        "{text}"
+    );
     assert_eq!(number_before(&text, " events\n"), Some(events), "{text}");
     let stats = stdout(&run(&["stats", arg(&d)]));
     assert!(stats.contains("2 here, 2 removed by the disk budget (17 events)"), "{stats}");
@@ -285,7 +288,7 @@ fn a_segment_still_open_is_read_only_when_named() {
     let open = write(&d, &Seg { end: None, ..Seg::sealed(1, 1) }, Some("trace.000001.evt.open"));
     let text = stdout(&run(&["check", arg(&d)]));
     assert!(text.contains("recording of segments: 1 here"), "{text}");
-    assert!(text.contains("rotated: the recording goes on in a next segment"), "{text}");
+    assert!(text.contains("sealed segment (rotated): the recording goes on in the next segment"), "{text}");
     // Named, it is read, and its writer (not running) did not stop it.
     let named = run(&["check", arg(&sealed), arg(&open)]);
     let text = stdout(&named);
@@ -328,6 +331,19 @@ fn several_recordings_in_one_directory_are_several_logs() {
     std::fs::write(d.join("other.000000.evt"), bytes).unwrap();
     let text = stdout(&run(&["check", arg(&d)]));
     assert_eq!(text.lines().filter(|l| !l.starts_with(' ')).count(), 2, "{text}");
+    // A segment named alone is read as the stream it is: no segment accounting.
+    let alone = run(&["check", arg(&d.join("trace.000003.evt"))]);
+    assert!(alone.status.success(), "{}", stdout(&alone));
+    assert!(!stdout(&alone).contains("recording of segments"), "{}", stdout(&alone));
+    // A directory without a log is refused in one line.
+    let empty = fresh("two-empty");
+    let none = run(&["stats", arg(&empty)]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        stderr(&none).ends_with("no log found (segments still being written, `*.open`, are read only when named)\n"),
+        "{}",
+        stderr(&none)
+    );
     // Where one log is needed, the directory is refused in one line.
     let schema = run(&["schema", arg(&d)]);
     assert_eq!(schema.status.code(), Some(1));

@@ -19,19 +19,15 @@ pub struct SegmentEntry {
 }
 
 /// A run of consecutive segment indexes that no present segment has, before a present one
-/// (`before`): the budget removed the oldest `removed` of them (holding `removed_events`
-/// events), the rest are gaps.
+/// (`before`): the budget removed the lowest `removed` of them, the rest are gaps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Missing {
     /// The first missing index.
     pub first: u64,
     /// How many indexes are missing.
     pub count: u64,
-    /// How many of them the disk budget removed, by the next present segment's cumulative
-    /// counts (at most `count`).
+    /// How many of them (the lowest) the disk budget removed.
     pub removed: u64,
-    /// The events the removed segments held, by the same counts.
-    pub removed_events: u64,
     /// The place (among the present segments) of the segment after the run.
     pub before: usize,
 }
@@ -42,7 +38,7 @@ impl Missing {
         self.count - self.removed
     }
 
-    /// The first index of the gap (after the removed ones, which are the oldest).
+    /// The first index of the gap (after the removed ones, which are the lowest).
     pub fn first_gap(&self) -> u64 {
         self.first + self.removed
     }
@@ -53,35 +49,37 @@ impl Missing {
 pub struct Segments {
     present: Vec<SegmentEntry>,
     missing: Vec<Missing>,
+    /// The segments the budget removed and the events they accounted for, as the last
+    /// present segment counts them (the segments capped at the indexes absent).
+    removed: (u64, u64),
 }
 
 impl Segments {
-    /// What `present` (in increasing order of index, no index twice) says of the recording.
+    /// What `present` (in increasing order of index, no index twice) says of the recording
+    /// (docs/FORMAT.md, "Counting a recording of segments").
     ///
-    /// Walking the indexes from 0: the indexes before a present segment that no segment has
-    /// are missing; the rise of the segment's cumulative `removed_segments` over the previous
-    /// present segment's says how many of them the budget removed (the oldest: the budget
-    /// removes the oldest sealed segments first), and the rise of `removed_events` the events
-    /// they held. Missing indexes beyond that rise are gaps. A rise larger than the run (a
-    /// property that lies) removes the whole run and no more.
+    /// The indexes below the last present segment's that no segment has are absent. The
+    /// budget deletes the oldest sealed segments first, so of the absent indexes the lowest,
+    /// as many as the last present segment's cumulative `removed_segments`, are the budget's;
+    /// the others are gaps. The events the removed segments accounted for are that segment's
+    /// `removed_events`. A count larger than the indexes absent (a property that lies)
+    /// removes every absent index and no more.
     pub fn new(present: Vec<SegmentEntry>) -> Segments {
+        let (said, events) = present.last().map_or((0, 0), |e| (e.segment.removed_segments, e.segment.removed_events));
+        let mut left = said;
         let mut missing = Vec::new();
-        let (mut expect, mut removed, mut removed_events) = (0u64, 0u64, 0u64);
+        let mut expect = 0u64;
         for (at, entry) in present.iter().enumerate() {
-            let s = &entry.segment;
-            let count = s.index.saturating_sub(expect);
-            let rise = s.removed_segments.saturating_sub(removed);
-            let rise_events = s.removed_events.saturating_sub(removed_events);
-            if count > 0 || rise > 0 {
-                let run =
-                    Missing { first: expect, count, removed: rise.min(count), removed_events: rise_events, before: at };
-                missing.push(run);
+            let index = entry.segment.index;
+            let count = index.saturating_sub(expect);
+            if count > 0 {
+                let removed = left.min(count);
+                left -= removed;
+                missing.push(Missing { first: expect, count, removed, before: at });
             }
-            expect = s.index.saturating_add(1);
-            removed = removed.max(s.removed_segments);
-            removed_events = removed_events.max(s.removed_events);
+            expect = expect.max(index.saturating_add(1));
         }
-        Segments { present, missing }
+        Segments { present, missing, removed: (said - left, events) }
     }
 
     /// The present segments, in order.
@@ -89,16 +87,14 @@ impl Segments {
         &self.present
     }
 
-    /// The runs of missing indexes, in order (a run the budget removed wholly too).
+    /// The runs of absent indexes, in order (a run the budget removed wholly too).
     pub fn missing(&self) -> &[Missing] {
         &self.missing
     }
 
-    /// Segments the budget removed, and the events they held.
+    /// Segments the budget removed, and the events they accounted for.
     pub fn removed(&self) -> (u64, u64) {
-        self.missing
-            .iter()
-            .fold((0u64, 0u64), |(s, e), m| (s.saturating_add(m.removed), e.saturating_add(m.removed_events)))
+        self.removed
     }
 
     /// Segments missing that the budget did not remove.
@@ -134,31 +130,36 @@ mod tests {
     }
 
     #[test]
-    fn segments_the_budget_removed_are_counted_with_their_events() {
-        // 0 and 1 removed (100 events), 2 present, 3 removed (50 more), 4 present.
+    fn segments_the_budget_removed_are_the_lowest_absent() {
+        // 0 and 1 removed before 2 started (100 events), 3 removed later (50 more): the last
+        // present segment counts 3 and 150.
         let s = Segments::new(vec![entry(2, 2, 100, 0), entry(4, 3, 150, 0)]);
         let m = s.missing();
         assert_eq!(m.len(), 2);
-        assert_eq!((m[0].first, m[0].count, m[0].removed, m[0].removed_events, m[0].gaps()), (0, 2, 2, 100, 0));
-        assert_eq!((m[1].first, m[1].count, m[1].removed, m[1].removed_events, m[1].gaps()), (3, 1, 1, 50, 0));
+        assert_eq!((m[0].first, m[0].count, m[0].removed, m[0].gaps(), m[0].before), (0, 2, 2, 0, 0));
+        assert_eq!((m[1].first, m[1].count, m[1].removed, m[1].gaps(), m[1].before), (3, 1, 1, 0, 1));
         assert_eq!((s.removed(), s.gaps()), ((3, 150), 0));
     }
 
     #[test]
     fn a_segment_deleted_by_someone_else_is_a_gap() {
-        // 1 is missing and no budget count rose: a gap.
+        // 1 is missing and nothing was removed: a gap.
         let s = Segments::new(vec![entry(0, 0, 0, 0), entry(2, 0, 0, 0)]);
         assert_eq!((s.removed(), s.gaps()), ((0, 0), 1));
         assert_eq!((s.missing()[0].first_gap(), s.missing()[0].before), (1, 1));
-        // 0..=2 missing, the budget removed one: the oldest, 0; 1 and 2 are gaps.
+        // 0..=2 absent, the budget removed one: the lowest, 0; 1 and 2 are gaps.
         let s = Segments::new(vec![entry(3, 1, 10, 0)]);
         assert_eq!((s.removed(), s.gaps(), s.missing()[0].first_gap()), ((1, 10), 2, 1));
+        // Absent 0, 1 (before 2) and 4 (before 5); 3 removed: the lowest three, 0, 1 and 4.
+        let s = Segments::new(vec![entry(2, 0, 0, 0), entry(3, 0, 0, 0), entry(5, 3, 30, 0)]);
+        assert_eq!((s.removed(), s.gaps()), ((3, 30), 0));
     }
 
     #[test]
-    fn counts_that_lie_neither_overflow_nor_remove_more_than_is_missing() {
-        let s = Segments::new(vec![entry(u64::MAX, u64::MAX, u64::MAX, u64::MAX), entry(1, 0, 0, u64::MAX)]);
+    fn counts_that_lie_neither_overflow_nor_remove_more_than_is_absent() {
+        let s = Segments::new(vec![entry(1, 0, 0, u64::MAX), entry(u64::MAX, u64::MAX, u64::MAX, u64::MAX)]);
         assert_eq!(s.lost_between(), u64::MAX);
+        assert_eq!(s.removed(), (u64::MAX - 1, u64::MAX));
         let s = Segments::new(vec![entry(1, 9, 90, 0)]);
         assert_eq!((s.removed(), s.gaps()), ((1, 90), 0));
     }

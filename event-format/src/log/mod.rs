@@ -323,7 +323,8 @@ pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
 ///   logs;
 /// - then the segments of one recording (streams with the segment header property and the
 ///   same recording id) are one log, in the order of their index, at the place of the first
-///   one; files of several recordings are several logs, each read as one.
+///   one; files of several recordings are several logs, each read as one; one segment named
+///   alone is read as the stream it is (no accounting of the segments not asked for).
 ///
 /// Two files that are the same segment of a recording, or a segment whose event sets differ
 /// from its recording's first segment's, are an error.

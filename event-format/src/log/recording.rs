@@ -7,7 +7,7 @@
 //! are not event logs (no stream or ring-file magic) are passed over. Then the segments of one
 //! recording (streams whose headers have the segment property and the same recording id) are
 //! one log, in the order of their index, at the place of the first of them; every other file
-//! is a log of its own. Files of several recordings given together are several logs, each
+//! is a log of its own, and so is a segment named alone (read as the stream it is). Files of several recordings given together are several logs, each
 //! read as one, as several files are.
 
 use super::OpenError;
@@ -64,8 +64,18 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
     // Recording id -> its place in `plans` and its segments (with the header of each).
     let mut plans: Vec<Option<Plan>> = Vec::new();
     let mut recordings: BTreeMap<RecordingId, (usize, Vec<Member>)> = BTreeMap::new();
+    // The directories and globs given, and whether a log was found by each.
+    let mut searched: Vec<(PathBuf, bool)> = Vec::new();
     for Found { path, from } in found {
-        match peek(&path, decode, from.is_some())? {
+        let peeked = peek(&path, decode, from.is_some())?;
+        if let Some(from) = &from {
+            let found_one = !matches!(peeked, Peek::NotALog);
+            match searched.iter_mut().find(|(p, _)| p == from) {
+                Some(entry) => entry.1 |= found_one,
+                None => searched.push((from.clone(), found_one)),
+            }
+        }
+        match peeked {
             Peek::NotALog => {}
             Peek::Other => plans.push(Some(Plan::File(path))),
             Peek::Segment { recording, segment, len, header } => {
@@ -78,7 +88,16 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
             }
         }
     }
+    if let Some((path, _)) = searched.iter().find(|(_, found)| !found) {
+        return Err(OpenError::NoLog(path.clone()));
+    }
     for (recording, (at, mut files)) in recordings {
+        // One segment named alone is read as the stream it is, without the accounting of a
+        // recording (whose other segments were not asked for).
+        if let [(file, _, None)] = &files[..] {
+            plans[at] = Some(Plan::File(file.path.clone()));
+            continue;
+        }
         files.sort_by_key(|(f, _, _)| f.segment.index);
         for pair in files.windows(2) {
             let ((a, _, _), (b, _, _)) = (&pair[0], &pair[1]);

@@ -189,6 +189,18 @@ fn micro(plan: &Plan) {
     drop(recording);
 }
 
+/// Removes the segments a rotating configuration wrote beside `path` (`config.000000.evt`, ...).
+fn remove_segments(path: &Path) {
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) else { return };
+    let prefix = format!("{}.", stem.to_string_lossy());
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) && name.contains(".evt") && name != format!("{prefix}evt") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// How a configuration's sample is taken (see [`configurations`]).
 #[derive(Clone, Copy)]
 enum Sample {
@@ -215,12 +227,23 @@ fn configurations(plan: &Plan) {
     const DEFAULT_ROUND: u64 = (16 << 20) / EVENT;
     const BIG_ROUND: u64 = (256 << 20) / EVENT;
     // (name, writes a file, sample, make)
-    let configs: [(&str, bool, Sample, Make); 8] = [
+    let configs: [(&str, bool, Sample, Make); 9] = [
         (
             "**`switch` to a file, the defaults (16 MiB buffer, packed), bursts of 12 MiB: the writer keeps up**",
             true,
             Sample::Bursts(DEFAULT_ROUND, (12 << 20) / EVENT),
             |p| Recorder::new().file(p),
+        ),
+        (
+            "**the same, rotating: segments of 4 MiB (`EVENT_ROTATE=4m`), 4 kept (`EVENT_KEEP=4`)**",
+            false,
+            Sample::Bursts(DEFAULT_ROUND, (12 << 20) / EVENT),
+            |p| {
+                Recorder::new()
+                    .file(p)
+                    .rotate(event_runtime::Rotate { size: Some(4 << 20), age: None })
+                    .keep(event_runtime::Keep { segments: Some(4), bytes: None })
+            },
         ),
         (
             "`switch` to a file, the defaults, without a pause: the thread outruns the writer",
@@ -296,6 +319,7 @@ fn configurations(plan: &Plan) {
                 }
             };
             recording.stop().expect("the recording stops");
+            remove_segments(&path);
             times[i].push(t.as_nanos() as f64 / timed as f64);
             if *file {
                 let (events, refused) = census(&path);

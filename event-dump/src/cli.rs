@@ -311,6 +311,10 @@ pub(crate) struct ControlArgs {
     /// Kinds or events to stop recording.
     #[arg(long, value_name = "ITEMS")]
     pub(crate) disable: Vec<String>,
+    /// Asks a program that records segments (EVENT_ROTATE) to seal the segment it writes and
+    /// start the next; a request of its own, without --enable and --disable.
+    #[arg(long)]
+    pub(crate) rotate: bool,
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,

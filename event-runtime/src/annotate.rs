@@ -38,6 +38,9 @@ pub fn intern(text: &str) -> u64 {
 pub fn label(address: usize, text: &str) {
     let id = intern(text);
     if id != 0 {
+        if let Some(shared) = session::current(session::generation()) {
+            crate::session::lock(&shared.labels).insert(address as u64, id);
+        }
         buffer::emit(builtin::LABEL, builtin::LABEL_FIXED, &[], |w| body::label(w, address as u64, id));
     }
 }

@@ -1,6 +1,6 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
 //! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`,
-//! `EVENT_SIGNALS`. A value that does not parse is an error naming the
+//! `EVENT_SIGNALS`, `EVENT_ROTATE`, `EVENT_KEEP`. A value that does not parse is an error naming the
 //! variable and what it accepts; it never silently records nothing. Another `EVENT_*`
 //! variable is one line of warning naming the closest setting (a misspelt `EVENT_FLIE` is
 //! not ignored silently either), and the start goes on.
@@ -87,7 +87,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable the recorder reads, in the README's order.
-pub(crate) const VARIABLES: [&str; 9] = [
+pub(crate) const VARIABLES: [&str; 11] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -97,7 +97,114 @@ pub(crate) const VARIABLES: [&str; 9] = [
     "EVENT_FORK",
     "EVENT_PACK",
     "EVENT_SIGNALS",
+    "EVENT_ROTATE",
+    "EVENT_KEEP",
 ];
+
+/// When a recording to an event file ends its segment and goes on in a new one
+/// (`EVENT_ROTATE`; docs/guide/long-running-services.md): at a size, an age, or whichever
+/// comes first. Rotation on demand needs neither ([`Recording::rotate`](crate::Recording::rotate)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rotate {
+    /// A segment is sealed once it holds this many bytes (or more: a block is never split).
+    pub size: Option<u64>,
+    /// A segment is sealed once it has been written this long.
+    pub age: Option<Duration>,
+}
+
+/// How many sealed segments a recording keeps (`EVENT_KEEP`): the oldest are deleted to stay
+/// within every limit given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// At most this many sealed segments.
+    pub segments: Option<u64>,
+    /// At most this many bytes of sealed segments.
+    pub bytes: Option<u64>,
+}
+
+/// The smallest segment size `EVENT_ROTATE` takes: 4 KiB, the smallest block (a segment holds
+/// its header and whole blocks, so it is always larger than one block).
+pub(crate) const MIN_SEGMENT: u64 = 4 << 10;
+
+/// A size for a segment or a budget: digits with a `k`, `m` or `g` suffix (powers of 1024).
+fn parse_file_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let shift = match t.as_bytes().last().map(u8::to_ascii_lowercase)? {
+        b'k' => 10,
+        b'm' => 20,
+        b'g' => 30,
+        _ => return None,
+    };
+    let digits = &t[..t.len() - 1];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// An age: digits with `s`, `min`, `h` or `d`.
+fn parse_age(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit())?;
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let seconds = match unit {
+        "s" => n,
+        "min" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        "d" => n.checked_mul(86400)?,
+        _ => return None,
+    };
+    (seconds > 0).then(|| Duration::from_secs(seconds))
+}
+
+/// `EVENT_ROTATE`: a size (`64m`), an age (`1h`), or both (`64m,1h`).
+pub(crate) fn parse_rotate(text: &str) -> Result<Rotate, String> {
+    let accepted = "write a size (64m: k, m or g), an age (1h: s, min, h or d) or both (64m,1h)";
+    let mut rotate = Rotate::default();
+    for part in text.split(',') {
+        if let Some(size) = parse_file_size(part) {
+            if rotate.size.replace(size).is_some() {
+                return Err(format!("two sizes; {accepted}"));
+            }
+            if size < MIN_SEGMENT {
+                return Err(format!("{size} bytes is smaller than the smallest segment, 4k; {accepted}"));
+            }
+        } else if let Some(age) = parse_age(part) {
+            if rotate.age.replace(age).is_some() {
+                return Err(format!("two ages; {accepted}"));
+            }
+        } else {
+            return Err(format!("{:?} is neither a size nor an age; {accepted}", part.trim()));
+        }
+    }
+    Ok(rotate)
+}
+
+/// `EVENT_KEEP`: a count of segments (`10`), a total size (`1g`), or both (`10,1g`).
+pub(crate) fn parse_keep(text: &str) -> Result<Keep, String> {
+    let accepted = "write a number of segments (10), a total size (1g: k, m or g) or both (10,1g)";
+    let mut keep = Keep::default();
+    for part in text.split(',') {
+        let part = part.trim();
+        if let Some(size) = parse_file_size(part) {
+            if keep.bytes.replace(size).is_some() {
+                return Err(format!("two sizes; {accepted}"));
+            }
+        } else if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+            let n: u64 = part.parse().map_err(|_| format!("{part:?} is too large; {accepted}"))?;
+            if n == 0 {
+                return Err(format!("0 segments would keep nothing; {accepted}"));
+            }
+            if keep.segments.replace(n).is_some() {
+                return Err(format!("two counts; {accepted}"));
+            }
+        } else {
+            return Err(format!("{part:?} is neither a count nor a size; {accepted}"));
+        }
+    }
+    Ok(keep)
+}
 
 /// `EVENT_*` variables that are not the recorder's and are not warned about: this project's
 /// own test switches (event-dump's tests of the babeltrace2, DuckDB and Perfetto readers),
@@ -136,6 +243,8 @@ pub(crate) struct Env {
     pub(crate) bufresize: Option<BufResize>,
     pub(crate) fork: Option<bool>,
     pub(crate) signals: Option<Signals>,
+    pub(crate) rotate: Option<Rotate>,
+    pub(crate) keep: Option<Keep>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -221,6 +330,20 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
                 });
             }
         });
+    }
+    if let Some(v) = text("EVENT_ROTATE")? {
+        env.rotate = Some(parse_rotate(&v).map_err(|message| ConfigError {
+            variable: "EVENT_ROTATE",
+            value: v.clone(),
+            message,
+        })?);
+    }
+    if let Some(v) = text("EVENT_KEEP")? {
+        env.keep = Some(parse_keep(&v).map_err(|message| ConfigError {
+            variable: "EVENT_KEEP",
+            value: v.clone(),
+            message,
+        })?);
     }
     Ok(env)
 }
@@ -337,6 +460,29 @@ mod tests {
     }
 
     #[test]
+    fn rotation_and_budget() {
+        let mb = |n: u64| Some(n << 20);
+        assert_eq!(parse_rotate("64m"), Ok(Rotate { size: mb(64), age: None }));
+        assert_eq!(parse_rotate("1h"), Ok(Rotate { size: None, age: Some(Duration::from_secs(3600)) }));
+        assert_eq!(parse_rotate("64m,1h"), Ok(Rotate { size: mb(64), age: Some(Duration::from_secs(3600)) }));
+        assert_eq!(parse_rotate("10min"), Ok(Rotate { size: None, age: Some(Duration::from_secs(600)) }));
+        for bad in ["64", "1k", "64m,64m", "1h,2h", "fast", "0s", ""] {
+            assert!(parse_rotate(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_keep("10"), Ok(Keep { segments: Some(10), bytes: None }));
+        assert_eq!(parse_keep("1g"), Ok(Keep { segments: None, bytes: Some(1 << 30) }));
+        assert_eq!(parse_keep("10,1g"), Ok(Keep { segments: Some(10), bytes: Some(1 << 30) }));
+        for bad in ["0", "10,20", "1g,2g", "ten", "1h", ""] {
+            assert!(parse_keep(bad).is_err(), "{bad}");
+        }
+        let e = env(&[("EVENT_ROTATE", "64")]).unwrap_err();
+        assert_eq!(e.variable, "EVENT_ROTATE");
+        assert!(e.message.contains("neither a size nor an age"), "{e}");
+        let e = env(&[("EVENT_ROTATE", "1m"), ("EVENT_KEEP", "3,8m")]).unwrap();
+        assert_eq!((e.rotate.unwrap().size, e.keep.unwrap().segments), (mb(1), Some(3)));
+    }
+
+    #[test]
     fn policies() {
         assert_eq!(parse_policy("switch"), Ok((Policy::Switch, Duration::ZERO)));
         assert_eq!(parse_policy("ring"), Ok((Policy::Ring, Duration::ZERO)));
@@ -365,7 +511,7 @@ mod tests {
             [
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
-                 EVENT_SIGNALS",
+                 EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]

@@ -408,6 +408,31 @@ pub(crate) fn discard(path: &Path, file: &File) {
     }
 }
 
+/// Creates a segment file at `path` exclusively (`O_EXCL`, mode 0600: never an existing file
+/// or a link's target) and locks it for as long as it is open (module docs).
+pub(crate) fn create_segment(path: &Path) -> io::Result<File> {
+    let file = create_new(path)?;
+    if !sys::try_lock(&file)? {
+        return Err(io::Error::other("another process locked it at once"));
+    }
+    Ok(file)
+}
+
+/// Gives the file at `from` (ours) the name `to` without ever replacing a file at `to`: a
+/// hard link made exclusively, then `from` removed; where the file system has no hard links,
+/// a rename once `to` is found free. `AlreadyExists` when `to` names something.
+pub(crate) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => std::fs::remove_file(from),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => match std::fs::symlink_metadata(to) {
+            Ok(_) => Err(io::Error::new(io::ErrorKind::AlreadyExists, "the name is taken")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::rename(from, to),
+            Err(e) => Err(e),
+        },
+    }
+}
+
 /// Releases the lock on `file` before it is closed (a ring file whose recording has ended
 /// while threads still hold its slots).
 pub(crate) fn unlock(file: &File) {

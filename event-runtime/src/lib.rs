@@ -128,8 +128,10 @@ pub mod read;
 mod recorder;
 mod recording;
 mod ringfile;
+mod segments;
 mod session;
 mod sink;
+mod space;
 mod sync;
 mod traceback;
 #[cfg(feature = "tracing")]
@@ -141,7 +143,7 @@ pub mod __private;
 
 pub use annotate::{intern, label, message};
 pub use capture::{Capture, Captured, capture};
-pub use config::{BufResize, ConfigError, Policy, Signals};
+pub use config::{BufResize, ConfigError, Keep, Policy, Rotate, Signals};
 pub use event_macros::include_events;
 pub use event_set::EventSet;
 pub use recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start};

@@ -18,7 +18,7 @@
 //!    and the stop, and the crash handlers (`crash::install`).
 
 use crate::clock::{self, TimeSource};
-use crate::config::{self, BufResize, ConfigError, Policy, Signals};
+use crate::config::{self, BufResize, ConfigError, Keep, Policy, Rotate, Signals};
 use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
@@ -28,6 +28,7 @@ use crate::fork;
 use crate::machine;
 use crate::recording::{self, Recording};
 use crate::ringfile::{self, RingFile};
+use crate::segments::Segments;
 use crate::session::{self, AfterFork, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
@@ -189,6 +190,10 @@ pub struct Recorder {
     bufresize: BufResize,
     fork: bool,
     signals: Signals,
+    /// Segments instead of one event file (`EVENT_ROTATE`).
+    rotate: Option<Rotate>,
+    /// The disk budget of the segments (`EVENT_KEEP`).
+    keep: Keep,
 }
 
 impl Default for Recorder {
@@ -238,6 +243,8 @@ impl Recorder {
             bufresize: BufResize::Auto,
             fork: true,
             signals: Signals::Default,
+            rotate: None,
+            keep: Keep::default(),
         }
     }
 
@@ -303,7 +310,45 @@ impl Recorder {
         if let Some(signals) = env.signals {
             self.signals = signals;
         }
+        if let Some(rotate) = env.rotate {
+            self.rotate = Some(rotate);
+        }
+        if let Some(keep) = env.keep {
+            self.keep = keep;
+        }
         Ok(self)
+    }
+
+    /// Writes the event file as a sequence of segments (`EVENT_ROTATE`; docs/FORMAT.md,
+    /// "Segments"; docs/guide/long-running-services.md): the [`file`](Self::file) path gives
+    /// their names (`trace.evt`: `trace.000000.evt`, `trace.000001.evt`, ...), each written as
+    /// `NAME.open` and renamed to `NAME` once sealed; a new segment starts when the one being
+    /// written reaches `rotate`'s size or age, or on demand ([`Recording::rotate`]). Each
+    /// segment is a whole stream that reads alone, with every thread name, label and interned
+    /// string its events use.
+    ///
+    /// ```no_run
+    /// use event_runtime::{Keep, Recorder, Rotate};
+    /// let recording = Recorder::new()
+    ///     .file("/var/log/app/trace.evt")
+    ///     .rotate(Rotate { size: Some(64 << 20), age: None })
+    ///     .keep(Keep { segments: Some(10), bytes: None })
+    ///     .start()?;
+    /// # Ok::<(), event_runtime::StartError>(())
+    /// ```
+    ///
+    /// [`Recording::rotate`]: crate::Recording::rotate
+    pub fn rotate(mut self, rotate: Rotate) -> Recorder {
+        self.rotate = Some(rotate);
+        self
+    }
+
+    /// The disk budget of a recording of segments (`EVENT_KEEP`): the oldest sealed segments
+    /// are deleted to stay within it, and the next segment counts them. Without
+    /// [`rotate`](Self::rotate) there are no segments, and nothing is deleted.
+    pub fn keep(mut self, keep: Keep) -> Recorder {
+        self.keep = keep;
+        self
     }
 
     /// Writes the stream to a file, created readable by its owner only. The path is a
@@ -455,6 +500,11 @@ impl Recorder {
     /// time, which the benchmark measured at twice the cost of an event (BENCHMARKS.md).
     pub fn start(mut self) -> Result<Recording, StartError> {
         let (plan, time) = self.check()?;
+        if self.rotate.is_some() && plan.file_path.is_none() {
+            eprintln!(
+                "event-runtime: EVENT_ROTATE (Recorder::rotate) is for an event file, and none is written; set EVENT_FILE"
+            );
+        }
         // The process's recorder is claimed before any file is touched.
         let Some(vacancy) = session::claim() else {
             return Err(StartError::AlreadyRunning);
@@ -567,12 +617,29 @@ impl Recorder {
     /// line, and the recording goes on without it; one that cannot be created is an error.
     fn open_sinks(&self, plan: &Plan) -> Result<(Sinks, Option<Arc<RingFile>>), StartError> {
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
-        let file = match &plan.file_path {
-            Some(path) => claim(path, Purpose::EventFile)?.map(|c| (c.path, c.file)),
-            None => None,
+        let sinks = match (&plan.file_path, self.rotate) {
+            (Some(base), Some(rotate)) => {
+                let mut segments = Segments::new(base.clone(), rotate, self.keep, plan.header.clone());
+                let opened = segments.open(0).map_err(|error| StartError::Io {
+                    what: "first segment",
+                    path: crate::segments::segment_path(base, 0),
+                    error,
+                })?;
+                let mut sinks =
+                    Sinks::new(Some((opened.path, opened.file)), memory, self.pack, self.block_size, Some(segments));
+                sinks.write(&opened.header);
+                sinks
+            }
+            (path, _) => {
+                let file = match path {
+                    Some(path) => claim(path, Purpose::EventFile)?.map(|c| (c.path, c.file)),
+                    None => None,
+                };
+                let mut sinks = Sinks::new(file, memory, self.pack, self.block_size, None);
+                sinks.write(&plan.header_bytes);
+                sinks
+            }
         };
-        let mut sinks = Sinks::new(file, memory, self.pack);
-        sinks.write(&plan.header_bytes);
         let ring_file = match &plan.ring_path {
             Some(path) => self.open_ring_file(path, plan)?,
             None => None,
@@ -642,6 +709,8 @@ impl Recorder {
             heap_ring_blocks,
             sinks: Mutex::new(sinks),
             interned: Mutex::new(HashMap::new()),
+            names: Mutex::new(Vec::new()),
+            labels: Mutex::new(HashMap::new()),
             retired: Mutex::new(Vec::new()),
             lanes: Mutex::default(),
             reports: Mutex::new(Vec::new()),

@@ -97,7 +97,28 @@ impl Recording {
         if self.shared.is_parents() {
             return lock(&ADOPTED).as_ref().and_then(Recording::file_path);
         }
-        lock(&self.shared.sinks).file_path().map(std::path::Path::to_path_buf)
+        lock(&self.shared.sinks).file_path()
+    }
+
+    /// Seals the segment being written and starts the next (a recording of segments,
+    /// [`Recorder::rotate`](crate::Recorder::rotate), `EVENT_ROTATE`); `event-dump control
+    /// RINGFILE --rotate` asks the same of a running program. The writer thread does it, as
+    /// it seals segments by size or age: this call waits for it, up to a second, and returns
+    /// the number of the segment now being written. `None` when the recording writes no
+    /// segments (or, in a child of `fork()`, has none of its own).
+    pub fn rotate(&self) -> Option<u64> {
+        if self.shared.is_parents() {
+            return lock(&ADOPTED).as_ref().and_then(Recording::rotate);
+        }
+        let before = lock(&self.shared.sinks).request_rotation()?;
+        let deadline = std::time::Instant::now() + FLUSH_WAIT;
+        loop {
+            let now = lock(&self.shared.sinks).segment_index();
+            if now.is_some_and(|n| n > before) || std::time::Instant::now() >= deadline {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Stops recording and returns the memory sink's stream (empty without one). Errors

@@ -63,6 +63,11 @@ pub(crate) struct Shared {
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,
+    /// Every thread's id and name, as its `ThreadName` said: repeated in each new segment.
+    pub(crate) names: Mutex<Vec<(u64, String)>>,
+    /// Every labelled address and its label's interned id (the latest): repeated in each
+    /// new segment.
+    pub(crate) labels: Mutex<HashMap<u64, u64>>,
     /// The thread rings the stop took, written to the sinks at stop.
     pub(crate) retired: Mutex<Vec<RetiredRing>>,
     /// Every thread's lane (`lane::Lane`), for the stop to take: the pool lanes of

@@ -6,21 +6,48 @@
 //! write error gives the file sink up with one line on stderr and is returned by the stop;
 //! it never stops the program.
 
+use crate::segments::Segments;
+use crate::space::{Room, is_no_space, make_room};
 use event_format::builtin::DROPPED;
-use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, Stop, pack_block};
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, Stop, StopCause, pack_block, stop_block};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How often a recording of segments that found the disk full tries a new segment.
+const RETRY_PERIOD: Duration = Duration::from_secs(1);
+
+/// Whether the event file can be written (docs/guide/long-running-services.md, "A full
+/// disk").
+#[derive(Debug, Default)]
+enum Writable {
+    /// Blocks go to the file.
+    #[default]
+    Yes,
+    /// One event file, ended by a stop block (disk full or write error) at `stop_at`, in room
+    /// reserved for it: later blocks are counted as unwritten, and the stop rewrites the
+    /// block there with the final count.
+    Ended { stop_at: u64, cause: StopCause, sequence: u64, time: u64 },
+    /// Segments: the last one was sealed for want of room; blocks are counted for the next
+    /// segment's `lost_between` until a new segment can be made (tried every second).
+    Waiting { lost_between: u64, tried: Instant },
+}
 
 /// The stream sinks: where sealed blocks are written, in order.
 #[derive(Debug, Default)]
 pub(crate) struct Sinks {
+    /// The event file (under segments: the segment being written, by its final name; the
+    /// file is at its `.open` name until sealed).
     file: Option<(PathBuf, File)>,
     memory: Option<Vec<u8>>,
     /// The first write error; the file sink is given up after it.
     failed: Option<String>,
     /// Blocks the file sink could not write.
     unwritten: u64,
+    /// Events (and the losses they reported) the file could not hold: the stop marker's
+    /// `unwritten` (docs/FORMAT.md, "The clean stop").
+    unwritten_events: u64,
     /// The next sequence number of the recorder's own blocks (thread 0).
     recorder_sequence: u64,
     /// What the blocks written so far hold, for the clean-stop marker (docs/FORMAT.md, "The
@@ -30,84 +57,368 @@ pub(crate) struct Sinks {
     pack: bool,
     /// Where a block is packed; reused.
     packed: Vec<u8>,
+    /// Bytes written to the event file (or segment).
+    file_len: u64,
+    /// Bytes kept free after the file's end for its stop block: one whole block.
+    reserve: u64,
+    /// The recording's segments (`EVENT_ROTATE`), when it writes them.
+    segments: Option<Segments>,
+    /// The `lost_between` of the segment being written.
+    lost_between: u64,
+    /// The latest block start written: a stop block the writer writes on its own is at it.
+    last_time: u64,
+    writable: Writable,
 }
 
 impl Sinks {
-    /// Sinks to `file` (claimed by `files::claim`) and, when `memory`, to memory; blocks
-    /// packed when `pack`.
-    pub(crate) fn new(file: Option<(PathBuf, File)>, memory: bool, pack: bool) -> Sinks {
-        Sinks { file, memory: memory.then(Vec::new), pack, ..Sinks::default() }
+    /// Sinks to `file` (claimed by `files::claim`, or a recording's first segment with its
+    /// `segments`) and, when `memory`, to memory; blocks packed when `pack`; room for a stop
+    /// block of `block_size` bytes kept after the file's end.
+    pub(crate) fn new(
+        file: Option<(PathBuf, File)>,
+        memory: bool,
+        pack: bool,
+        block_size: u32,
+        segments: Option<Segments>,
+    ) -> Sinks {
+        Sinks {
+            file,
+            memory: memory.then(Vec::new),
+            pack,
+            reserve: u64::from(block_size),
+            segments,
+            ..Sinks::default()
+        }
     }
 
     /// The event file's path, while the file sink is written (`None` without one, or after
-    /// a write failed and it was given up).
-    pub(crate) fn file_path(&self) -> Option<&std::path::Path> {
-        self.file.as_ref().map(|(path, _)| path.as_path())
+    /// a write failed and it was given up). Under segments, the segment being written, by the
+    /// name it has now (`NAME.open`).
+    pub(crate) fn file_path(&self) -> Option<PathBuf> {
+        let (path, _) = self.file.as_ref()?;
+        Some(if self.segments.is_some() { crate::segments::open_path(path) } else { path.clone() })
     }
 
     /// Whether there is no sink at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.file.is_none() && self.memory.is_none()
+        self.file.is_none() && self.memory.is_none() && self.segments.is_none()
     }
 
-    /// Writes one sealed block (or the header) to every sink.
+    /// Writes the header (or another piece that must be whole) to every sink; a failure gives
+    /// the file up.
     pub(crate) fn write(&mut self, bytes: &[u8]) {
         if let Some(memory) = &mut self.memory {
             memory.extend_from_slice(bytes);
         }
-        if let Some((path, file)) = &mut self.file {
-            if let Err(e) = file.write_all(bytes) {
-                let message = format!(
-                    "writing the event file {} failed: {e}; the rest of the trace is not in it",
-                    path.display()
-                );
-                eprintln!("event-runtime: {message}");
-                self.failed = Some(message);
-                self.file = None;
+        if self.file.is_some() {
+            if let Err(e) = self.write_file(bytes, true) {
+                self.give_up(&e);
             }
         } else if self.failed.is_some() {
             self.unwritten += 1;
         }
     }
 
-    /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
-    /// packing, and the writer is keeping up (`hurry` false).
-    pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
-        self.count(block);
-        if !self.pack || hurry {
-            return self.write(block);
+    /// Writes `bytes` at the file's end, with room for a stop block after them when
+    /// `reserve` (the stop block itself needs none: its room was kept).
+    fn write_file(&mut self, bytes: &[u8], reserve: bool) -> io::Result<()> {
+        let Some((_, file)) = &mut self.file else { return Ok(()) };
+        let extra = if reserve { self.reserve } else { 0 };
+        if let Room::Full(e) = make_room(file, self.file_len, bytes.len() as u64 + extra) {
+            return Err(e);
         }
-        // Taken out and put back: `write` borrows the whole of `self`.
-        let mut packed = std::mem::take(&mut self.packed);
-        packed.clear();
-        self.write(if pack_block(Order::NATIVE, block, &mut packed) { &packed } else { block });
-        self.packed = packed;
-    }
-
-    /// Counts a sealed block for the clean-stop marker: its events (every record but
-    /// `TimeExtend`) and the losses it reports (its `lost` field, its `Dropped` counts). A walk
-    /// of the record headers, on the writer thread or at stop, never on a recording thread's
-    /// hot path.
-    fn count(&mut self, block: &[u8]) {
-        let header = BlockHeader::read(Order::NATIVE, block);
-        let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
-        let mut events = 0u64;
-        let mut lost = header.lost;
-        for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).flatten() {
-            events += 1;
-            if record.code == DROPPED && record.args.len() >= 16 {
-                lost = lost.saturating_add(Order::NATIVE.u64(&record.args[8..]));
+        match file.write_all(bytes) {
+            Ok(()) => {
+                self.file_len += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Whatever part was written goes: the file ends at its last whole block.
+                let _ = file.set_len(self.file_len);
+                let _ = std::io::Seek::seek(file, std::io::SeekFrom::Start(self.file_len));
+                Err(e)
             }
         }
+    }
+
+    /// Gives the file sink up after `e`, saying so in one line.
+    fn give_up(&mut self, e: &io::Error) {
+        if let Some((path, _)) = &self.file {
+            let message =
+                format!("writing the event file {} failed: {e}; the rest of the trace is not in it", path.display());
+            eprintln!("event-runtime: {message}");
+            self.failed = Some(message);
+        }
+        self.file = None;
+    }
+
+    /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
+    /// packing, and the writer is keeping up (`hurry` false). Under segments, the block gets
+    /// its thread's number in the segment first.
+    pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        if let Some(segments) = &mut self.segments {
+            let thread = BlockHeader::read(Order::NATIVE, block).thread;
+            if segments.renumbers(thread) {
+                let mut copy = block.to_vec();
+                segments.renumber(&mut copy);
+                return self.put_block(&copy, hurry);
+            }
+            let mut header = [0u8; BLOCK_HEADER_LEN];
+            header.copy_from_slice(&block[..BLOCK_HEADER_LEN]);
+            segments.renumber(&mut header);
+        }
+        self.put_block(block, hurry);
+    }
+
+    fn put_block(&mut self, block: &[u8], hurry: bool) {
+        let counts = block_counts(block);
+        match &mut self.writable {
+            Writable::Yes => {}
+            Writable::Ended { .. } => {
+                self.unwritten_events = self.unwritten_events.saturating_add(counts.0 + counts.1);
+                return;
+            }
+            Writable::Waiting { lost_between, .. } => {
+                *lost_between = lost_between.saturating_add(counts.0 + counts.1);
+                return;
+            }
+        }
+        self.last_time = BlockHeader::read(Order::NATIVE, block).base_time.max(self.last_time);
+        let result = self.emit(block, self.pack && !hurry, true);
+        match result {
+            Some(Err(e)) => {
+                self.unwritten_events = self.unwritten_events.saturating_add(counts.0 + counts.1);
+                let cause = if is_no_space(&e) { StopCause::DiskFull } else { StopCause::WriteError };
+                self.cannot_write(cause, &e);
+                return;
+            }
+            Some(Ok(())) => {}
+            None if self.failed.is_some() => {
+                self.unwritten += 1;
+                return;
+            }
+            None => {}
+        }
+        self.add(counts);
+    }
+
+    /// Writes `block` to every sink, packed when `pack` and worth it, with room kept after it
+    /// for a stop block when `reserve`; the file's result (`None` without a file). Counts
+    /// nothing.
+    fn emit(&mut self, block: &[u8], pack: bool, reserve: bool) -> Option<io::Result<()>> {
+        // Taken out and put back: `write_file` borrows the whole of `self`.
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        let is_packed = pack && pack_block(Order::NATIVE, block, &mut packed);
+        let bytes: &[u8] = if is_packed { &packed } else { block };
+        if let Some(memory) = &mut self.memory {
+            memory.extend_from_slice(bytes);
+        }
+        let result = if self.file.is_some() { Some(self.write_file(bytes, reserve)) } else { None };
+        self.packed = packed;
+        result
+    }
+
+    /// The file cannot take more (`cause`: a full disk or another error): the stream ends
+    /// here with its stop block, in the room kept for it, saying why and how many events it
+    /// could not hold. One event file stays open, its stop block rewritten at the stop with
+    /// the final count; a segment is sealed, and the recording waits for room for the next.
+    fn cannot_write(&mut self, cause: StopCause, e: &io::Error) {
+        let time = self.last_time;
+        let sequence = self.recorder_sequence;
+        let stop_at = self.file_len;
+        let stop = Stop { cause, unwritten: self.unwritten_events, ..self.written };
+        let block = stop_block(Order::NATIVE, self.reserve as u32, sequence, time, &stop);
+        let what = if cause == StopCause::DiskFull { "no room on the disk" } else { "a write error" };
+        let path = self.file.as_ref().map(|(p, _)| p.display().to_string()).unwrap_or_default();
+        if let Err(again) = self.write_file(&block, false) {
+            // Not even the stop block: the file ends at its last whole block, unmarked.
+            let message = format!(
+                "writing the event file {path} failed ({what}: {e}; then {again}); the rest of the trace is not in it"
+            );
+            eprintln!("event-runtime: {message}");
+            self.failed = Some(message);
+            self.file = None;
+            self.writable = Writable::Ended { stop_at, cause, sequence, time };
+            return;
+        }
+        self.recorder_sequence += 1;
+        if self.segments.is_some() {
+            eprintln!(
+                "event-runtime: {what} for the segment {path} ({e}): it is sealed with what it holds, and the recording goes on in a new segment once there is room (events until then are counted, not written)"
+            );
+            self.seal(true);
+            self.writable = Writable::Waiting { lost_between: 0, tried: Instant::now() };
+        } else {
+            eprintln!(
+                "event-runtime: {what} for the event file {path} ({e}): it ends here, its stop marker says so, and the events recorded from now on are counted, not written"
+            );
+            self.writable = Writable::Ended { stop_at, cause, sequence, time };
+        }
+    }
+
+    /// Seals the segment being written (its stop block written) and lets go of its file;
+    /// `more` when another segment follows (the budget then deletes: `Segments::seal`).
+    fn seal(&mut self, more: bool) {
+        let accounted = self
+            .written
+            .events
+            .saturating_add(self.written.lost)
+            .saturating_add(self.unwritten_events)
+            .saturating_add(self.lost_between);
+        if let (Some(segments), Some((path, file))) = (&mut self.segments, self.file.take()) {
+            segments.seal(&path, &file, accounted, more);
+        }
+    }
+
+    /// Opens the next segment, which says `lost_between` events were not written before it,
+    /// and writes its header and `names` (blocks of thread 0 numbered from 0: the names, labels
+    /// and strings its events use). `false` when it cannot be made now (no room: tried again
+    /// later; a name taken: said).
+    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>) -> bool {
+        let Some(segments) = &mut self.segments else { return false };
+        let opened = match segments.open(lost_between) {
+            Ok(opened) => opened,
+            Err(e) => {
+                if !is_no_space(&e) && !matches!(self.writable, Writable::Waiting { .. }) {
+                    eprintln!("event-runtime: cannot start the next segment: {e}; trying again every second");
+                }
+                return false;
+            }
+        };
+        let open = crate::segments::open_path(&opened.path);
+        self.file = Some((opened.path, opened.file));
+        self.file_len = 0;
+        if let Err(e) = self.write_file(&opened.header, true) {
+            if let Some((_, file)) = self.file.take()
+                && crate::files::names(&open, &file)
+            {
+                let _ = std::fs::remove_file(&open);
+            }
+            if !is_no_space(&e) {
+                eprintln!(
+                    "event-runtime: cannot start the next segment {}: {e}; trying again every second",
+                    open.display()
+                );
+            }
+            return false;
+        }
+        self.written = Stop::default();
+        self.unwritten_events = 0;
+        self.recorder_sequence = 0;
+        self.lost_between = lost_between;
+        self.writable = Writable::Yes;
+        self.recorder_sequence = names.len() as u64;
+        for block in &names {
+            self.put_block(block, false);
+        }
+        true
+    }
+
+    /// The writer's turn at the segments: seals the segment being written and opens the next
+    /// when it is due (its size, its age, or asked for), or, after a full disk, tries again for
+    /// room (at most every second). `names` are the blocks of thread 0, numbered from 0, that
+    /// repeat the names, labels and strings in a new segment. `time` is the stop block's.
+    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>) {
+        if !self.rotation_due() {
+            return;
+        }
+        match self.writable {
+            Writable::Waiting { lost_between, .. } => {
+                if !self.open_next(lost_between, names) {
+                    self.writable = Writable::Waiting { lost_between, tried: Instant::now() };
+                }
+            }
+            Writable::Yes => {
+                self.write_stop(time, StopCause::Rotated);
+                self.seal(true);
+                if !self.open_next(0, names) {
+                    self.writable = Writable::Waiting { lost_between: 0, tried: Instant::now() };
+                }
+            }
+            Writable::Ended { .. } => {}
+        }
+    }
+
+    /// Whether [`rotate_if_due`](Self::rotate_if_due) has anything to do now.
+    pub(crate) fn rotation_due(&self) -> bool {
+        let Some(segments) = &self.segments else { return false };
+        match self.writable {
+            Writable::Waiting { tried, .. } => tried.elapsed() >= RETRY_PERIOD || segments.requested,
+            Writable::Yes => self.file.is_some() && segments.due(self.file_len),
+            Writable::Ended { .. } => false,
+        }
+    }
+
+    /// Asks for the segment being written to be sealed and a new one started (by the writer
+    /// thread, at its next turn). The number of the segment being written, `None` without
+    /// segments.
+    pub(crate) fn request_rotation(&mut self) -> Option<u64> {
+        let segments = self.segments.as_mut()?;
+        segments.requested = true;
+        Some(segments.index())
+    }
+
+    /// The number of the segment being written (or of the next one), `None` without segments.
+    pub(crate) fn segment_index(&self) -> Option<u64> {
+        self.segments.as_ref().map(Segments::index)
+    }
+
+    /// Writes the stream's stop block (docs/FORMAT.md, "The clean stop") saying `cause`,
+    /// counting what was written. A single event file that a full disk ended gets its stop
+    /// block rewritten in place with the final count of unwritten events; segments waiting for
+    /// room try once more for a segment that counts what was not written.
+    pub(crate) fn write_stop(&mut self, time: u64, cause: StopCause) {
+        match std::mem::take(&mut self.writable) {
+            Writable::Yes => {}
+            Writable::Ended { stop_at, cause, sequence, time } => {
+                self.rewrite_stop(stop_at, cause, sequence, time);
+                return;
+            }
+            Writable::Waiting { lost_between, .. } => {
+                if !self.open_next(lost_between, Vec::new()) {
+                    if lost_between > 0 {
+                        eprintln!(
+                            "event-runtime: {lost_between} events were not written: no room for a new segment since the disk was full"
+                        );
+                    }
+                    return;
+                }
+            }
+        }
+        let stop = Stop { cause, unwritten: self.unwritten_events, ..self.written };
+        let block = stop_block(Order::NATIVE, self.reserve as u32, self.recorder_sequence, time, &stop);
+        self.recorder_sequence += 1;
+        if let Some(Err(e)) = self.emit(&block, self.pack, false) {
+            self.give_up(&e);
+        }
+    }
+
+    /// Writes the stop block of an event file that a full disk ended again, in its place, with
+    /// the events counted since.
+    fn rewrite_stop(&mut self, stop_at: u64, cause: StopCause, sequence: u64, time: u64) {
+        let Some((path, file)) = &self.file else { return };
+        let stop = Stop { cause, unwritten: self.unwritten_events, ..self.written };
+        let block = stop_block(Order::NATIVE, self.reserve as u32, sequence, time, &stop);
+        #[cfg(unix)]
+        if let Err(e) = std::os::unix::fs::FileExt::write_all_at(file, &block, stop_at) {
+            eprintln!("event-runtime: updating the stop block of {} failed: {e}", path.display());
+        }
+        if self.unwritten_events > 0 {
+            self.failed = Some(format!(
+                "the event file {} ended when the disk was full: {} events were not written",
+                path.display(),
+                self.unwritten_events
+            ));
+        }
+        self.writable = Writable::Ended { stop_at, cause, sequence, time };
+    }
+
+    fn add(&mut self, (events, lost): (u64, u64)) {
         let w = &mut self.written;
         w.blocks += 1;
         w.events += events;
         w.lost = w.lost.saturating_add(lost);
-    }
-
-    /// What the blocks written so far hold: the clean-stop marker's counts.
-    pub(crate) fn written(&self) -> Stop {
-        self.written
     }
 
     /// The sequence number of the recorder's next own block (thread 0).
@@ -147,9 +458,12 @@ impl Sinks {
     }
 
     /// Closes the event file, which releases its lock (`files`): the recording has ended, and
-    /// another may claim the path.
+    /// another may claim the path. The last segment is sealed.
     pub(crate) fn close_file(&mut self) {
         self.flush_file();
+        if self.segments.is_some() {
+            self.seal(false);
+        }
         self.file = None;
     }
 
@@ -158,11 +472,13 @@ impl Sinks {
     /// would say it stopped cleanly) and its path still names it: it is this recording's own
     /// file, made by it, and removed while its lock is held, before another may claim the path.
     pub(crate) fn discard_file(&mut self) {
-        if let Some((path, file)) = &self.file
+        if let Some(path) = self.file_path()
+            && let Some((_, file)) = &self.file
             && self.written.events == 0
             && self.written.lost == 0
         {
-            crate::files::discard(path, file);
+            crate::files::discard(&path, file);
+            self.file = None;
         }
         self.close_file();
     }
@@ -173,4 +489,21 @@ impl Sinks {
         use std::os::fd::AsRawFd;
         self.file.as_ref().map(|(_, f)| f.as_raw_fd())
     }
+}
+
+/// A block's events (every record but `TimeExtend` and `Stop`) and the losses it reports (its
+/// `lost` field, its `Dropped` counts), as the stop marker counts them. A walk of the record
+/// headers, on the writer thread or at stop, never on a recording thread's hot path.
+fn block_counts(block: &[u8]) -> (u64, u64) {
+    let header = BlockHeader::read(Order::NATIVE, block);
+    let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
+    let mut events = 0u64;
+    let mut lost = header.lost;
+    for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).flatten() {
+        events += 1;
+        if record.code == DROPPED && record.args.len() >= 16 {
+            lost = lost.saturating_add(Order::NATIVE.u64(&record.args[8..]));
+        }
+    }
+    (events, lost)
 }

@@ -12,9 +12,10 @@ use crate::control;
 use crate::exchange::{Batch, BlockBuf};
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared, lock};
-use event_format::ring::{RingReader, RingStream};
+use event_format::builtin;
+use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
-use event_format::wire::{dropped_report, stop_block};
+use event_format::wire::{BlockHeader, BlockWriter, StopCause, Text, Value, dropped_report};
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -91,6 +92,10 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
                 // An empty request reads the selection (docs/FORMAT.md, "Control protocol").
                 let answer = match text.trim() {
                     "" => control::describe().ok_or_else(|| "no recording runs".to_owned()),
+                    ROTATE_REQUEST => match lock(&shared.sinks).request_rotation() {
+                        Some(index) => Ok(format!("segment {index} is being sealed; the next one starts")),
+                        None => Err("this recording writes no segments (EVENT_ROTATE is not set)".to_owned()),
+                    },
                     _ => control::apply(&text).map_err(|e| e.to_string()),
                 };
                 match answer {
@@ -99,6 +104,7 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
                 }
             }
         }
+        rotate_if_due(shared);
         if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
             last_sync = Instant::now();
             annotate::clock_sync(&shared.time);
@@ -123,6 +129,7 @@ fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         // program is outrunning the writer, and blocks go as they are, so that no event
         // is dropped for the sake of size.
         let hurry = shared.exchange.free_hint() < shared.pool_blocks / 4;
+        rotate_if_due(shared);
         lock(&shared.sinks).write_block(&block, hurry);
         written.push(block);
         if written.len() == GIVE_BACK_EVERY {
@@ -153,10 +160,60 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
 /// every other block, by a stop that lost nothing it could not count.
 pub(crate) fn write_stop(shared: &Shared) {
     let time = shared.time.now();
-    let mut sinks = lock(&shared.sinks);
-    let block = stop_block(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &sinks.written());
-    sinks.advance_recorder_sequence(1);
-    sinks.write_block(&block, false);
+    lock(&shared.sinks).write_stop(time, StopCause::Stopped);
+}
+
+/// Seals the segment being written and starts the next when it is due (docs/FORMAT.md,
+/// "Segments"); after a full disk, tries again for room. On the writer thread (or at stop):
+/// never on a recording thread.
+fn rotate_if_due(shared: &Shared) {
+    if !lock(&shared.sinks).rotation_due() {
+        return;
+    }
+    // Made before the sinks are locked: a thread may hold the table of interned strings while
+    // it hands a block to the sinks.
+    let time = shared.time.now();
+    let names = names_blocks(shared, 0, time);
+    lock(&shared.sinks).rotate_if_due(time, names);
+}
+
+/// Blocks of thread 0, numbered from `first`, that repeat in a new segment every thread name,
+/// interned string and label of the recording so far, so that the segment reads alone with
+/// the names of the whole recording.
+fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
+    let names = lock(&shared.names).clone();
+    let labels = lock(&shared.labels).clone();
+    let mut interned: Vec<(u64, String)> =
+        lock(&shared.interned).iter().map(|(text, &id)| (id, text.clone())).collect();
+    interned.sort();
+    let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
+    for (thread, name) in &names {
+        records.push((builtin::THREAD_NAME, vec![Value::Word(*thread), Value::Str(Text::new(name))]));
+    }
+    for (id, text) in &interned {
+        records.push((builtin::INTERN, vec![Value::Word(*id), Value::Str(Text::new(text))]));
+    }
+    for (address, id) in &labels {
+        records.push((builtin::LABEL, vec![Value::Address(*address), Value::Word(*id)]));
+    }
+    let header = |sequence| BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
+    let mut blocks = Vec::new();
+    let mut writer = BlockWriter::new(Order::NATIVE, shared.block_size, &header(first));
+    for (code, values) in &records {
+        if writer.push(*code, time, values).is_err() {
+            let full = std::mem::replace(
+                &mut writer,
+                BlockWriter::new(Order::NATIVE, shared.block_size, &header(first + blocks.len() as u64 + 1)),
+            );
+            blocks.push(full.finish());
+            // A name longer than a block is cut to fit by the writer (`fit_strings`).
+            let _ = writer.push(*code, time, values);
+        }
+    }
+    if !writer.is_empty() {
+        blocks.push(writer.finish());
+    }
+    blocks
 }
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.

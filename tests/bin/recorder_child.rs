@@ -40,6 +40,16 @@
 //!   records numbered events, a millisecond's pause every 64, until the end; the main thread
 //!   records N as worker 0, prints `ready`, waits for a line on stdin, records N more, stops
 //!   the worker, ends the recording by dropping it and prints `done` (exit 0).
+//! - `steady THREADS RATE SECONDS`: a service-like load: starts recording as the environment
+//!   says; THREADS workers (`worker-0`, ...) record numbered events at RATE events a second in
+//!   all, paced, for SECONDS; every second the main thread prints `sample RSS_KIB FDS` (its
+//!   resident memory and open descriptors, from /proc/self); at the end it prints
+//!   `emitted W N` for each worker, drops the recording and prints `done`.
+//! - `rotate N K`: starts recording as the environment says (segments: `EVENT_ROTATE`);
+//!   labels an address (an interned string), then K times: worker 0 (the main thread) and a
+//!   worker (`worker-1`, a thread alive throughout) each record N numbered events, flush, and
+//!   the main thread calls `Recording::rotate` and prints `rotated INDEX`; then both record N
+//!   more, the recording is dropped and it prints `done`.
 
 event_runtime::include_events!("../events.def");
 
@@ -149,6 +159,8 @@ fn main() {
         }
         "go-on-hold" => go_on(number(1), true),
         "record-hold" => record_hold(number(1)),
+        "rotate" => rotate(number(1), number(2)),
+        "steady" => steady(number(1), number(2), number(3)),
         _ => usage(),
     }
 }
@@ -262,6 +274,102 @@ fn record_hold(n: u64) {
         event!(ArenaDestroy, 0usize, i);
     }
     STOP.store(true, Ordering::Relaxed);
+    worker.join().expect("the worker finishes");
+    drop(recording);
+    println!("done");
+}
+
+/// `steady`: see the module docs.
+fn steady(threads: u64, rate: u64, seconds: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e));
+    let started = Instant::now();
+    let end = started + Duration::from_secs(seconds);
+    let per_thread = (rate / threads.max(1)).max(1);
+    let workers: Vec<_> = (0..threads)
+        .map(|w| {
+            let worker = std::thread::Builder::new().name(format!("worker-{w}"));
+            worker
+                .spawn(move || {
+                    let mut i = 0u64;
+                    loop {
+                        let now = Instant::now();
+                        if now >= end {
+                            return i;
+                        }
+                        // Where the schedule says this worker should be; a batch at a time.
+                        let due = (now - started).as_nanos() as u64 * per_thread / 1_000_000_000;
+                        if i >= due {
+                            std::thread::sleep(Duration::from_micros(500));
+                            continue;
+                        }
+                        for _ in 0..(due - i).min(1000) {
+                            event!(ArenaDestroy, w as usize, i);
+                            i += 1;
+                        }
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e))
+        })
+        .collect();
+    while Instant::now() < end {
+        let rss = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
+            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+            .unwrap_or(0);
+        let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+        println!("sample {rss} {fds}");
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for (w, h) in workers.into_iter().enumerate() {
+        let n = h.join().expect("a worker finishes");
+        println!("emitted {w} {n}");
+    }
+    drop(recording);
+    println!("done");
+}
+
+/// `rotate`: see the module docs.
+fn rotate(n: u64, k: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e)).unwrap_or_else(|| {
+        eprintln!("rotate needs EVENT_FILE and EVENT_ROTATE");
+        std::process::exit(2)
+    });
+    event_runtime::label(0x7f3a_0000_1000, "tour arena");
+    let (to_worker, turns) = std::sync::mpsc::channel::<u64>();
+    let (done_turn, turn_done) = std::sync::mpsc::channel::<()>();
+    let worker = spawn_worker(1, move || {
+        let mut i = 0u64;
+        while turns.recv().is_ok() {
+            for _ in 0..n {
+                event!(ArenaDestroy, 1usize, i);
+                i += 1;
+            }
+            event_runtime::flush();
+            let _ = done_turn.send(());
+        }
+    });
+    let mut i = 0u64;
+    for turn in 0..=k {
+        for _ in 0..n {
+            event!(ArenaDestroy, 0usize, i);
+            i += 1;
+        }
+        event_runtime::flush();
+        to_worker.send(turn).expect("the worker runs");
+        turn_done.recv().expect("the worker runs");
+        if turn < k {
+            match recording.rotate() {
+                Some(index) => println!("rotated {index}"),
+                None => {
+                    eprintln!("the recording writes no segments");
+                    std::process::exit(3)
+                }
+            }
+        }
+    }
+    drop(to_worker);
     worker.join().expect("the worker finishes");
     drop(recording);
     println!("done");

@@ -11,6 +11,7 @@ mod house;
 mod process;
 mod runtime;
 mod security;
+mod segments;
 mod signals;
 mod startup;
 mod stop;

@@ -197,7 +197,8 @@ fn an_oversized_buffer_is_lowered_to_what_the_machine_holds() {
 fn a_full_disk_costs_the_rest_of_the_trace_not_the_program() {
     let d = dir("fsize");
     let path = d.join("trace.evt");
-    // 256 KiB: the header and three blocks of 64 KiB fit, the rest does not.
+    // 256 KiB: the header and two blocks of 64 KiB fit, with the room kept for the stop block
+    // (tests/it/segments.rs checks that block and its counts).
     let out = run(child(
         &["fsize", "262144", "200000"],
         &[("EVENT_FILE", path.to_str().unwrap()), ("EVENT_PACK", "off"), ("EVENT_BUFSIZE", "1m")],
@@ -206,13 +207,14 @@ fn a_full_disk_costs_the_rest_of_the_trace_not_the_program() {
     let lines = stderr_lines(&out);
     assert_eq!(lines.len(), 1, "one line: {lines:?}");
     assert!(
-        lines[0].starts_with("event-runtime: writing the event file") && lines[0].contains("failed"),
+        lines[0].starts_with("event-runtime: no room on the disk for the event file")
+            && lines[0].contains("it ends here, its stop marker says so"),
         "{}",
         lines[0]
     );
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.len() as u64 <= 262144);
-    // Every whole block before the fault decodes, a run from event 0; only the cut end fails.
+    // Every block before the fault decodes, a run from event 0, and the file ends whole.
     let mut decoder = event_format::decode::Decoder::new(&bytes[..]).unwrap();
     let catalog = event_format::decode::Catalog::new(&decoder.header().sets);
     let mut last = None;

@@ -9,7 +9,7 @@ use super::{Result, write_all};
 use crate::cli::ControlArgs;
 use crate::log::DumpError;
 use event_format::decode::DecodeOptions;
-use event_format::ring::{REPLY_MAX, REQUEST_MAX, RingError, RingReader, STATE_RECORDING, control_at};
+use event_format::ring::{REPLY_MAX, REQUEST_MAX, ROTATE_REQUEST, RingError, RingReader, STATE_RECORDING, control_at};
 use std::fmt;
 use std::fs::File;
 use std::io;
@@ -144,7 +144,12 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
     for d in &args.disable {
         items.extend(d.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| format!("-{s}")));
     }
-    let text = items.join(" ");
+    if args.rotate && !items.is_empty() {
+        return Err(DumpError::new(
+            "--rotate is a request of its own; give --enable and --disable in another `control` call".to_owned(),
+        ));
+    }
+    let text = if args.rotate { ROTATE_REQUEST.to_owned() } else { items.join(" ") };
     let file = std::fs::OpenOptions::new().read(true).write(true).open(&args.ring).map_err(|e| {
         DumpError::new(format!(
             "{shown}: cannot open for writing: {e}; only the ring file's owner can change what its program records"
@@ -160,6 +165,11 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
         Ok((false, _)) if text.is_empty() => Err(DumpError::new(format!(
             "{shown}: the program did not say what it records (its event-runtime predates the empty request); change something with --enable or --disable to see it"
         ))),
+        Ok((true, now)) if args.rotate => {
+            write_all(&format!("{now} (answered in {} ms)\n", began.elapsed().as_millis()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok((false, why)) if args.rotate => Err(DumpError::new(format!("{shown}: the program did not rotate: {why}"))),
         Ok((true, now)) => {
             write_all(&format!("now recording: {now} (answered in {} ms)\n", began.elapsed().as_millis()))?;
             Ok(ExitCode::SUCCESS)

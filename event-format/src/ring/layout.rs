@@ -28,6 +28,10 @@ pub const MAX_SLOTS: u32 = 1 << 16;
 pub const MAX_BLOCKS_PER_SLOT: u32 = 1 << 20;
 /// The longest control request, in bytes.
 pub const REQUEST_MAX: usize = 2032;
+/// The control request that asks a recording of segments to seal the segment it writes and
+/// start the next (since format 2.0.3; docs/FORMAT.md, "Control protocol"): outside the
+/// selection language, so that a recorder that predates it refuses it.
+pub const ROTATE_REQUEST: &str = "!rotate";
 /// The longest control reply, in bytes.
 pub const REPLY_MAX: usize = 1024;
 

@@ -337,6 +337,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         if let Some(line) = segments_line(l) {
             let _ = writeln!(text, "  {line}");
         }
+        if let Some(line) = left_open_line(log) {
+            let _ = writeln!(text, "  {line}");
+        }
         for line in unwritten_lines(l) {
             let _ = writeln!(text, "  {}", palette.paint(Style::Warning, &line));
         }
@@ -416,6 +419,18 @@ fn segments_line(l: &Ledger) -> Option<String> {
         let _ = write!(line, ", {gaps} missing (deleted, moved or not given)");
     }
     Some(line)
+}
+
+/// The `.open` segments of the recording its directory or glob left out, if any.
+fn left_open_line(log: &Log) -> Option<String> {
+    let names: Vec<String> = log
+        .left_open()
+        .iter()
+        .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!("left out: {} (still being written, or left by a killed writer; name it to read it)", names.join(", "))
+    })
 }
 
 /// What the recorder could not write (`stats` and `check`): between segments, and at a
@@ -601,6 +616,9 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         let _ = writeln!(text, "{}: {} blocks, {} events", log.path().display(), l.blocks(), l.events());
         if let Some(line) = segments_line(l) {
             let _ = writeln!(text, "  {line}");
+        }
+        if let Some(line) = left_open_line(log) {
+            notes.push(line);
         }
         for n in &notes {
             let _ = writeln!(text, "  {n}");

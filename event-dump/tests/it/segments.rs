@@ -289,6 +289,10 @@ fn a_segment_still_open_is_read_only_when_named() {
     let text = stdout(&run(&["check", arg(&d)]));
     assert!(text.contains("recording of segments: 1 here"), "{text}");
     assert!(text.contains("sealed segment (rotated): the recording goes on in the next segment"), "{text}");
+    // Left out, and said so.
+    assert!(text.contains("left out: trace.000001.evt.open (still being written"), "{text}");
+    let stats = stdout(&run(&["stats", arg(&d)]));
+    assert!(stats.contains("left out: trace.000001.evt.open"), "{stats}");
     // Named, it is read, and its writer (not running) did not stop it.
     let named = run(&["check", arg(&sealed), arg(&open)]);
     let text = stdout(&named);

@@ -166,6 +166,9 @@ pub struct Log {
     catalog: Catalog,
     len: u64,
     index: Option<Vec<BlockStart>>,
+    /// Segments of its recording that the directory or glob it was found by left out
+    /// because their names end in `.open`.
+    left_open: Vec<PathBuf>,
 }
 
 impl fmt::Debug for Log {
@@ -201,6 +204,13 @@ impl Log {
             Source::Segments(chain) => chain.files(),
             _ => &[],
         }
+    }
+
+    /// Segments of its recording left out because their names end in `.open` (still being
+    /// written, or left by a killed writer): in the directory or glob it was found by, not
+    /// named. Readers say so; a segment named is read.
+    pub fn left_open(&self) -> &[PathBuf] {
+        &self.left_open
     }
 
     /// The files it reads: its segments', or its own path.
@@ -334,11 +344,12 @@ pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, Ope
     for plan in recording::plan(paths, decode)? {
         match plan {
             Plan::File(path) => logs.push(open_file(&path, options)?),
-            Plan::Recording { shown, files, header } => {
+            Plan::Recording { shown, files, header, mut left_open } => {
                 let len = files.iter().map(|f| f.len).sum();
                 let catalog = Catalog::new(&header.sets);
                 let source = Source::Segments(Chain::new(files, *header, decode));
-                logs.push(Log { path: shown, source, catalog, len, index: None });
+                left_open.sort();
+                logs.push(Log { path: shown, source, catalog, len, index: None, left_open });
             }
         }
     }
@@ -365,7 +376,7 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
             RingReader::open(file, decode).map_err(|error| OpenError::Ring { path: path.to_owned(), error })?;
         let catalog = Catalog::new(&reader.header().sets);
         let source = Source::Ring(RingBlocks::new(reader));
-        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None });
+        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None, left_open: Vec::new() });
     }
     // The index reads block headers at positions, through a second handle (a pipe has none).
     let len = meta.len();
@@ -383,7 +394,7 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
     // A read error leaves the log unindexed: its blocks are merged by the window alone.
     let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());
     let catalog = Catalog::new(&decoder.header().sets);
-    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index })
+    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index, left_open: Vec::new() })
 }
 
 /// Opens the ring file at `path` to follow it live or to control its program: a ring file

@@ -42,7 +42,7 @@ pub(super) enum Plan {
     /// A recording of segments: the path it is shown by (the directory or glob it was found
     /// by, else its first segment's), its segments in order of index, and its first
     /// segment's header.
-    Recording { shown: PathBuf, files: Vec<SegmentFile>, header: Box<Header> },
+    Recording { shown: PathBuf, files: Vec<SegmentFile>, header: Box<Header>, left_open: Vec<PathBuf> },
 }
 
 /// A segment of a recording being gathered: its file, its header, the directory or glob it
@@ -57,9 +57,16 @@ struct Found {
 
 /// The logs `paths` name, in order.
 pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>, OpenError> {
-    let mut found = Vec::new();
+    let (mut found, mut open) = (Vec::new(), Vec::new());
     for path in paths {
-        expand(path, &mut found)?;
+        expand(path, &mut found, &mut open)?;
+    }
+    // The `.open` segments a directory or glob left out, by recording: said by the readers.
+    let mut left_open: BTreeMap<RecordingId, Vec<PathBuf>> = BTreeMap::new();
+    for path in open {
+        if let Ok(Peek::Segment { recording, .. }) = peek(&path, decode, true) {
+            left_open.entry(recording).or_default().push(path);
+        }
     }
     // Recording id -> its place in `plans` and its segments (with the header of each).
     let mut plans: Vec<Option<Plan>> = Vec::new();
@@ -125,13 +132,15 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
             )));
         }
         let files = files.into_iter().map(|(f, _, _)| f).collect();
-        plans[at] = Some(Plan::Recording { shown, files, header: Box::new(header) });
+        let left_open = left_open.remove(&recording).unwrap_or_default();
+        plans[at] = Some(Plan::Recording { shown, files, header: Box::new(header), left_open });
     }
     Ok(plans.into_iter().flatten().collect())
 }
 
-/// The files `path` names, onto `found`.
-fn expand(path: &Path, found: &mut Vec<Found>) -> Result<(), OpenError> {
+/// The files `path` names, onto `found`; the `.open` ones a directory or glob leaves out, onto
+/// `open`.
+fn expand(path: &Path, found: &mut Vec<Found>, open: &mut Vec<PathBuf>) -> Result<(), OpenError> {
     let io_error = |error| OpenError::Io { path: path.to_owned(), error };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (dir, pattern) = match std::fs::metadata(path) {
@@ -152,8 +161,12 @@ fn expand(path: &Path, found: &mut Vec<Found>) -> Result<(), OpenError> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let wanted = pattern.as_deref().is_none_or(|p| glob::matches(p, &name));
         let file = entry.file_type().is_ok_and(|t| t.is_file() || t.is_symlink());
-        if wanted && file && !name.starts_with('.') && !name.ends_with(OPEN_SUFFIX) {
-            names.push(entry.path());
+        if wanted && file && !name.starts_with('.') {
+            if name.ends_with(OPEN_SUFFIX) {
+                open.push(entry.path());
+            } else {
+                names.push(entry.path());
+            }
         }
     }
     if names.is_empty() {

@@ -90,15 +90,16 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` except in exactly seven modules, each of which says so with
+//! The crate denies `unsafe` except in exactly eight modules, each of which says so with
 //! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
 //! file), `lane` (the heap lanes that share a thread's blocks with the stop by the ring file's
 //! protocol; the thread buffers reach their blocks only through the safe methods of
 //! `ringfile::Slot` and `lane::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
 //! last `write(2)` of a fatal signal), `busguard` (the ring file's SIGBUS handler, which maps
 //! memory over a ring file cut short under its mapping), `files::sys` (`flock` and
-//! `gethostname`) and `fork` (registering the `pthread_atfork` handlers that keep a forked
-//! child off its parent's recording).
+//! `gethostname`), `fork` (registering the `pthread_atfork` handlers that keep a forked
+//! child off its parent's recording) and `space` (`getrlimit` and `fallocate`, the room kept on
+//! the disk for a stop block).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
 //! (README, "Contributing").
 #![warn(missing_docs)]

@@ -213,6 +213,48 @@ fn rotation_by_age_seals_a_segment_a_second() {
 }
 
 #[test]
+fn sealed_segments_taken_by_a_shipper_are_said_once_and_recording_goes_on() {
+    let d = dir("shipped");
+    let shipped = dir("shipped-away");
+    let base = d.join("trace.evt");
+    let mut command = child(
+        &["record-hold", "100"],
+        &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1s"), ("EVENT_KEEP", "1")],
+    );
+    command.stderr(std::process::Stdio::piped());
+    let mut c = start_ready(command);
+    // A shipper: every sealed segment is moved away as soon as it appears, until four were.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut moved = Vec::new();
+    while moved.len() < 4 && std::time::Instant::now() < deadline {
+        for name in listing(&d) {
+            if !name.ends_with(".open") {
+                std::fs::rename(d.join(&name), shipped.join(&name)).unwrap();
+                moved.push(name);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    c.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(moved.len(), 4, "{moved:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("removed or renamed by someone else")).collect();
+    assert_eq!(said.len(), 1, "said once: {stderr}");
+    // Nothing the shipper took was counted as the budget's, and every segment is whole.
+    let mut all: Vec<PathBuf> = moved.iter().map(|n| shipped.join(n)).collect();
+    all.extend(sealed(&d));
+    let mut worker = Vec::new();
+    for path in &all {
+        let r = read(path);
+        assert_eq!(r.segment.removed_segments, 0, "{}", path.display());
+        worker.extend(numbers(&r, 1));
+    }
+    assert_eq!(worker, (0..worker.len() as u64).collect::<Vec<_>>(), "the worker's events, once each, in order");
+}
+
+#[test]
 fn the_control_command_rotates_a_running_program() {
     let d = dir("control");
     let base = d.join("trace.evt");

@@ -97,8 +97,9 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
     // Blocks are read (checked and unpacked) on a thread of their own while this one counts
     // the records of those before: two cores where a machine has them. Where no thread can
     // be made (a thread limit), this thread reads them too.
+    let starts = log.segment_starts();
     let (source, catalog) = log.blocks_and_catalog();
-    let how = Counting { catalog, file, selection, clock };
+    let how = Counting { catalog, file, selection, clock, starts: &starts };
     let (block_tx, blocks) = mpsc::sync_channel::<std::result::Result<Block, BlockError>>(4);
     let (spent, spent_rx) = mpsc::channel::<Block>();
     let read_apart = std::thread::scope(|s| {
@@ -161,6 +162,8 @@ struct Counting<'a> {
     file: usize,
     selection: &'a Selection,
     clock: Clock,
+    /// Where each segment starts among the log's bytes, for progress.
+    starts: &'a [u64],
 }
 
 /// Counts `block` into `c` (events by wire code into `per_code`); leaves the block in
@@ -172,7 +175,7 @@ fn count_block(
     how: &Counting<'_>,
     block: std::result::Result<Block, BlockError>,
 ) {
-    let Counting { catalog, file, selection, ref clock } = *how;
+    let Counting { catalog, file, selection, ref clock, starts } = *how;
     let block = match block {
         Ok(b) => b,
         Err(e) => {
@@ -180,7 +183,8 @@ fn count_block(
             return;
         }
     };
-    progress.update(block.offset + block.stored_len);
+    let start = starts.get(block.segment as usize).copied().unwrap_or(0);
+    progress.update(start + block.offset + block.stored_len);
     let (thread, sequence) = (block.header.thread, block.header.sequence);
     c.ledger.block(&block);
     // The stop marker's block (thread 0, ending with a Stop record, the last block) is the

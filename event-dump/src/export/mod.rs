@@ -312,6 +312,7 @@ fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) ->
     let mut ledger = log.ledger();
     let mut events_by_thread = BTreeMap::new();
     let block_size = u64::from(log.header().block_size);
+    let starts = log.segment_starts();
     let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());
     while let Some(block) = log.next_block() {
         let block = match block {
@@ -321,7 +322,8 @@ fn walk<E>(log: &mut Log, mut visit: impl FnMut(&Event<'_>) -> Result<(), E>) ->
                 continue;
             }
         };
-        progress.update(block.offset + block_size);
+        let start = starts.get(block.segment as usize).copied().unwrap_or(0);
+        progress.update(start + block.offset + block_size);
         let (thread, sequence) = (block.header.thread, block.header.sequence);
         ledger.block(&block);
         let mut in_block = 0u64;

@@ -213,6 +213,19 @@ impl Log {
         &self.left_open
     }
 
+    /// Where each of its segments starts among the log's bytes ([`len`](Log::len) counts them
+    /// all): the lengths of the segments before it, by [`Block::segment`]; `[0]` for a log of
+    /// one file. A block's place in the log is its segment's start plus its `offset`: for
+    /// progress.
+    pub fn segment_starts(&self) -> Vec<u64> {
+        let mut starts = vec![0u64];
+        for f in self.segments() {
+            let last = starts.last().copied().unwrap_or(0);
+            starts.push(last.saturating_add(f.len));
+        }
+        starts
+    }
+
     /// The files it reads: its segments', or its own path.
     pub fn files(&self) -> Vec<&Path> {
         match &self.source {

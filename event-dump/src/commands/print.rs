@@ -42,11 +42,12 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         let (removed, events) = ledger.removed();
         let (gaps, between) = (ledger.segment_gaps(), ledger.lost_between());
         let mut said = Vec::new();
+        let plural = |n: u64| if n == 1 { "segment" } else { "segments" };
         if removed > 0 {
-            said.push(format!("{removed} segments removed by the disk budget ({events} events)"));
+            said.push(format!("{removed} {} removed by the disk budget ({events} events)", plural(removed)));
         }
         if gaps > 0 {
-            said.push(format!("{gaps} segments missing (deleted, moved or not given)"));
+            said.push(format!("{gaps} {} missing (deleted, moved or not given)", plural(gaps)));
         }
         if between > 0 {
             said.push(format!("{between} events lost between segments"));

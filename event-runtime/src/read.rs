@@ -7,7 +7,8 @@
 //! parameter is a compile error where the reader matches on it.
 //!
 //! The reader is event-format's codec, not a second one: blocks come from a [`BlockSource`]
-//! (the stream [`Decoder`] or a ring file's [`RingBlocks`]), records are delimited by
+//! (the stream [`Decoder`], or [`FileBlocks`]: a log opened by event-format's one opener,
+//! `event_format::log`, a stream, a ring file or a recording of segments), records are delimited by
 //! [`RecordIter`] and named and checked by the [`Catalog`], as `event-dump` reads them; the
 //! generated code only maps a record's [`Value`]s, already checked against the format, to its
 //! variant.

@@ -63,6 +63,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         keeps: (!selection.is_everything()).then_some(&keeps),
         catalogs: catalogs.clone(),
         clocks: clocks.clone(),
+        starts: logs.iter().map(|l| l.segment_starts()).collect(),
         spare: Default::default(),
     };
     let mut w = Writer::new(&renderer, &catalogs, &paths, args.limit, &mut progress);

@@ -3,11 +3,11 @@
 //! segments), since every segment restarts its threads' block numbers.
 
 use super::SegmentFile;
-use crate::decode::{Block, BlockError, BlockSource, DecodeOptions, Decoder};
+use crate::decode::{Block, BlockError, BlockSource, BlockStart, DecodeOptions, Decoder, index_blocks};
 use crate::wire::{Damage, Header};
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read, Take};
 
 /// The segments' blocks, one segment open at a time.
 pub(super) struct Chain {
@@ -16,14 +16,35 @@ pub(super) struct Chain {
     header: Header,
     decode: DecodeOptions,
     /// The segment being read, and its place.
-    current: Option<(Decoder<BufReader<File>>, u32)>,
+    current: Option<(Decoder<BufReader<Take<File>>>, u32)>,
+    /// Whether each segment is read up to the length it was found (and indexed) at, so that
+    /// its blocks are those its index lists.
+    limited: bool,
     /// The place of the next segment to open.
     next: usize,
 }
 
 impl Chain {
     pub(super) fn new(files: Vec<SegmentFile>, header: Header, decode: DecodeOptions) -> Chain {
-        Chain { files, header, decode, current: None, next: 0 }
+        Chain { files, header, decode, current: None, next: 0, limited: false }
+    }
+
+    /// The blocks of every segment from their headers ([`index_blocks`]), each block's offset
+    /// made its place in the log (its segment's start, the lengths of the segments before it,
+    /// plus its offset: `Log::segment_starts`); `None` when a segment cannot be indexed. From
+    /// then on each segment is read up to the length it was found at.
+    pub(super) fn index(&mut self) -> Option<Vec<BlockStart>> {
+        let mut all = Vec::new();
+        let mut start = 0u64;
+        for f in &self.files {
+            let file = File::open(&f.path).ok()?;
+            let header = Decoder::with_options(BufReader::new((&file).take(f.header_len)), self.decode).ok()?;
+            let blocks = index_blocks(&file, header.header(), f.header_len, f.len).ok()??;
+            all.extend(blocks.into_iter().map(|b| BlockStart { offset: start + b.offset, ..b }));
+            start = start.saturating_add(f.len);
+        }
+        self.limited = true;
+        Some(all)
     }
 
     pub(super) fn files(&self) -> &[SegmentFile] {
@@ -43,7 +64,8 @@ impl Chain {
             offset: 0,
             damage: Damage::Unreadable(format!("segment {}: {why}", file.path.display())),
         };
-        let opened = File::open(&file.path).map_err(|e| unreadable(e.to_string()));
+        let limit = if self.limited { file.len } else { u64::MAX };
+        let opened = File::open(&file.path).map(|f| f.take(limit)).map_err(|e| unreadable(e.to_string()));
         let decoder = opened.and_then(|f| {
             Decoder::with_options(BufReader::with_capacity(1 << 20, f), self.decode)
                 .map_err(|e| unreadable(e.to_string()))

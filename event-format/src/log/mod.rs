@@ -51,7 +51,8 @@ pub struct OpenOptions {
     pub force: bool,
     /// Index a stream's blocks before reading it ([`Log::take_index`]): one positioned read
     /// of each block's header, for readers that merge by time (event-dump's `print` and
-    /// exports). Only a stream in a regular file is indexed.
+    /// exports). Only a stream in a regular file is indexed, or a recording of segments
+    /// (each block's offset then its place in the log: [`Log::segment_starts`]).
     pub index: bool,
 }
 
@@ -155,7 +156,7 @@ enum Source {
     /// A ring file, read slot by slot: its blocks as the ring reader checked them.
     Ring(RingBlocks<File>),
     /// A recording of segments, segment after segment.
-    Segments(Chain),
+    Segments(Box<Chain>),
 }
 
 /// An open log: its header, the catalog its records are named by, and its blocks, in the
@@ -360,9 +361,17 @@ pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, Ope
             Plan::Recording { shown, files, header, mut left_open } => {
                 let len = files.iter().map(|f| f.len).sum();
                 let catalog = Catalog::new(&header.sets);
-                let source = Source::Segments(Chain::new(files, *header, decode));
+                let mut chain = Chain::new(files, *header, decode);
+                let index = if options.index { chain.index() } else { None };
                 left_open.sort();
-                logs.push(Log { path: shown, source, catalog, len, index: None, left_open });
+                logs.push(Log {
+                    path: shown,
+                    source: Source::Segments(Box::new(chain)),
+                    catalog,
+                    len,
+                    index,
+                    left_open,
+                });
             }
         }
     }

@@ -32,6 +32,8 @@ pub struct SegmentFile {
     pub segment: Segment,
     /// Its length in bytes when it was found.
     pub len: u64,
+    /// Its header's length: where its first block starts.
+    pub header_len: u64,
 }
 
 /// What to open for one log.
@@ -85,8 +87,8 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
         match peeked {
             Peek::NotALog => {}
             Peek::Other => plans.push(Some(Plan::File(path))),
-            Peek::Segment { recording, segment, len, header } => {
-                let file = SegmentFile { path, segment, len };
+            Peek::Segment { recording, segment, len, header_len, header } => {
+                let file = SegmentFile { path, segment, len, header_len };
                 let entry = recordings.entry(recording).or_insert_with(|| {
                     plans.push(None);
                     (plans.len() - 1, Vec::new())
@@ -184,7 +186,7 @@ enum Peek {
     /// A log of its own: a ring file, a pipe, a stream that is not a segment.
     Other,
     /// A segment of a recording.
-    Segment { recording: RecordingId, segment: Segment, len: u64, header: Box<Header> },
+    Segment { recording: RecordingId, segment: Segment, len: u64, header_len: u64, header: Box<Header> },
 }
 
 fn peek(path: &Path, decode: DecodeOptions, found: bool) -> Result<Peek, OpenError> {
@@ -204,15 +206,15 @@ fn peek(path: &Path, decode: DecodeOptions, found: bool) -> Result<Peek, OpenErr
         return Ok(if found { Peek::NotALog } else { Peek::Other });
     }
     let rest = BufReader::with_capacity(1 << 16, (&magic[..]).chain(file));
-    let header = match Decoder::with_options(rest, decode) {
-        Ok(decoder) => decoder.header().clone(),
+    let (header, header_len) = match Decoder::with_options(rest, decode) {
+        Ok(decoder) => (decoder.header().clone(), decoder.header_len()),
         // A damaged header is the opener's to report, as for any stream.
         Err(HeaderError::Io(error)) => return Err(io_error(error)),
         Err(_) => return Ok(Peek::Other),
     };
     match (header.properties.recording, header.properties.segment) {
         (Some(recording), Some(segment)) => {
-            Ok(Peek::Segment { recording, segment, len: meta.len(), header: Box::new(header) })
+            Ok(Peek::Segment { recording, segment, len: meta.len(), header_len, header: Box::new(header) })
         }
         _ => Ok(Peek::Other),
     }

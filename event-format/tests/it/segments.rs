@@ -139,3 +139,22 @@ fn each_segment_is_judged_by_its_own_marker_and_the_last_one_ends_the_log() {
     assert!(matches!(ledger.ending(|| true), Ending::Clean(Some(Stop { cause: StopCause::DiskFull, .. }))));
     assert_eq!((ledger.lost_between(), ledger.lost()), (4, 4));
 }
+
+#[test]
+fn a_recording_of_segments_is_indexed_by_each_blocks_place_in_the_log() {
+    let d = fresh("index");
+    segment(&d.join("s0"), 1, at(0), 2, Some(StopCause::Rotated));
+    segment(&d.join("s1"), 1, at(1), 3, Some(StopCause::Stopped));
+    let mut log = log::open(&d, OpenOptions { index: true, ..OpenOptions::default() }).unwrap();
+    let index = log.take_index().expect("indexed");
+    let starts = log.segment_starts();
+    assert_eq!(starts.len(), 3);
+    let mut read = Vec::new();
+    while let Some(block) = log.next_block() {
+        let block = block.unwrap();
+        read.push((starts[block.segment as usize] + block.offset, block.header.base_time));
+    }
+    let listed: Vec<(u64, u64)> = index.iter().map(|b| (b.offset, b.base_time)).collect();
+    assert_eq!(listed, read, "every block, stop blocks included, where the index says");
+    assert_eq!(listed.len(), 2 + 1 + 3 + 1);
+}

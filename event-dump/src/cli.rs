@@ -134,7 +134,8 @@ pub(crate) struct Select {
 
 #[derive(Args, Debug, Default)]
 pub(crate) struct PrintArgs {
-    /// Logs to read: streams or ring files.
+    /// Logs to read: streams or ring files, or a recording of segments (its directory, a
+    /// quoted glob, or its segment files: one log).
     #[arg(value_name = "LOG")]
     pub(crate) logs: Vec<PathBuf>,
     #[command(flatten)]
@@ -172,7 +173,8 @@ pub(crate) struct PrintArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct LogsArgs {
-    /// Logs to read.
+    /// Logs to read: streams, ring files, or a recording of segments (its directory, a quoted
+    /// glob, or its segment files: one log).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
     /// Count the blocks a ring overwrote (a thread's oldest, missing as the `ring` policy
@@ -186,7 +188,8 @@ pub(crate) struct LogsArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct StatsArgs {
-    /// Logs to read.
+    /// Logs to read: streams, ring files, or a recording of segments (its directory, a quoted
+    /// glob, or its segment files: one log).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
     /// The events counted (as `print` selects them); the log's blocks, bytes and losses are
@@ -213,7 +216,8 @@ pub(crate) struct SchemaArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct FollowArgs {
-    /// The running program's ring file.
+    /// The running program's ring file; or its recording of segments (the directory, or a
+    /// segment), followed across rotations; or an event stream.
     #[arg(value_name = "RINGFILE")]
     pub(crate) ring: PathBuf,
     #[command(flatten)]
@@ -301,7 +305,8 @@ pub(crate) enum LatencyFormat {
 
 #[derive(Args, Debug)]
 pub(crate) struct ControlArgs {
-    /// The running program's ring file.
+    /// The running program's ring file; or its recording of segments (the directory, or a
+    /// segment), followed across rotations; or an event stream.
     #[arg(value_name = "RINGFILE")]
     pub(crate) ring: PathBuf,
     /// Kinds or events to record from now on (EVENT_CONTROL grammar: `Pool`, `Seg:SegAlloc`,

@@ -9,6 +9,7 @@ mod files;
 mod fixtures;
 mod house;
 mod process;
+mod reading_segments;
 mod runtime;
 mod security;
 mod segments;

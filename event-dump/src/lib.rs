@@ -24,11 +24,9 @@ mod export;
 mod json;
 mod lock;
 mod log;
-mod merge;
 mod pipeline;
 mod progress;
 mod render;
-mod watermark;
 
 pub use commands::control::{ControlError, send_request};
 

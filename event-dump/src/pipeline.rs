@@ -18,7 +18,7 @@
 //! last opens a lane of its own), so that the heap that picks the next line holds a lane per
 //! thread, not a block, and lines are taken from a lane in runs. After each block it writes
 //! every line that no later block can precede, by the logs' block indexes
-//! ([`Watermark`](crate::watermark::Watermark)), so that it holds what is out of order in the
+//! ([`Watermark`](event_format::merge::Watermark)), so that it holds what is out of order in the
 //! file rather than lines already in order; and it holds at most a window of rendered bytes
 //! (`--window`): when more is held, it writes the earliest lines until it holds less. The
 //! order is exact whenever the log's disorder fits in the window (and its blocks' records
@@ -27,8 +27,8 @@
 
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
-use crate::watermark::Watermark;
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
+use event_format::merge::Watermark;
 use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;

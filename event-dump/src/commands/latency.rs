@@ -22,8 +22,8 @@
 
 use super::{Result, Selection, thread_names, write_all};
 use crate::cli::LatencyArgs;
+use crate::export::Item;
 use crate::log::{DumpError, open_all, open_all_indexed};
-use crate::merge::Item;
 use event_format::decode::Event;
 use event_format::roles::{Pairer, Pairing, Roles, SpanKey, SpanUse};
 use event_format::select::glob;

@@ -10,8 +10,8 @@ use crate::log::{open_all, open_all_indexed};
 use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, Lanes, Writer, default_jobs};
 use crate::progress::Progress;
 use crate::render::{CsvColumns, Format, Renderer};
-use crate::watermark::Watermark;
 use event_format::decode::{Catalog, Event};
+use event_format::merge::Watermark;
 use event_format::wire::{Clock, Header};
 use std::process::ExitCode;
 

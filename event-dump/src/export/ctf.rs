@@ -30,8 +30,8 @@
 //! export (`metadata` and `thread-*` only), which is replaced.
 
 use super::Said;
+use crate::export::Item;
 use crate::log::{DumpError, Log};
-use crate::merge::Item;
 use event_format::decode::{Desc, Event};
 use event_format::ledger::Ledger;
 use event_format::letter::Letter;

@@ -46,8 +46,8 @@
 use super::Said;
 use super::proto::Proto;
 use super::timeline::Timeline;
+use crate::export::Item;
 use crate::log::{DumpError, Log};
-use crate::merge::Item;
 use crate::render::{Annotations, Fast};
 use event_format::builtin;
 use event_format::decode::{Catalog, Event};

@@ -49,7 +49,7 @@ static RUNNING: Mutex<usize> = Mutex::new(0);
 
 thread_local! {
     /// This thread's capture, while one runs.
-    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+    static CAPTURE: RefCell<Option<CaptureBuffer>> = const { RefCell::new(None) };
 }
 
 /// The word `event!` ors into its set's bits: all ones while a capture runs, else zero.
@@ -70,7 +70,7 @@ pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
 
 /// Whether this thread captures now.
 fn captures_here() -> bool {
-    SINK.try_with(|s| s.try_borrow().is_ok_and(|s| s.is_some())).unwrap_or(false)
+    CAPTURE.try_with(|s| s.try_borrow().is_ok_and(|s| s.is_some())).unwrap_or(false)
 }
 
 /// Records event `index` of `set` into this thread's capture; gives `fill` back when this
@@ -87,7 +87,7 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
         return Some(fill);
     }
     let mut fill = Some(fill);
-    let _ = SINK.try_with(|cell| {
+    let _ = CAPTURE.try_with(|cell| {
         if let Ok(mut slot) = cell.try_borrow_mut()
             && let Some(sink) = slot.as_mut()
             && let Some(fill) = fill.take()
@@ -149,7 +149,7 @@ pub fn capture(f: impl FnOnce()) -> Captured {
 #[must_use = "a Capture captures until it is finished or dropped"]
 pub struct Capture {
     /// The capture this one interrupted on this thread, given back at the end.
-    outer: Option<Sink>,
+    outer: Option<CaptureBuffer>,
     finished: bool,
     /// A capture belongs to the thread that started it.
     _thread: PhantomData<*const ()>,
@@ -158,7 +158,7 @@ pub struct Capture {
 impl Capture {
     /// Starts capturing this thread's events.
     pub fn start() -> Capture {
-        let outer = SINK.with(|s| s.borrow_mut().replace(Sink::new()));
+        let outer = CAPTURE.with(|s| s.borrow_mut().replace(CaptureBuffer::new()));
         let mut running = crate::session::lock(&RUNNING);
         *running += 1;
         // Relaxed: the lock orders the stores; see `any`. The word first, then the sets'
@@ -172,17 +172,17 @@ impl Capture {
     /// Stops capturing and returns what was captured.
     pub fn finish(mut self) -> Captured {
         let sink = self.end();
-        Captured::decode(sink.map(Sink::into_stream).unwrap_or_default())
+        Captured::decode(sink.map(CaptureBuffer::into_stream).unwrap_or_default())
     }
 
     /// Ends the capture: this thread's sink, and the outer one back in its place.
-    fn end(&mut self) -> Option<Sink> {
+    fn end(&mut self) -> Option<CaptureBuffer> {
         if self.finished {
             return None;
         }
         self.finished = true;
         let outer = self.outer.take();
-        let sink = SINK.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
+        let sink = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
         let mut running = crate::session::lock(&RUNNING);
         *running = running.saturating_sub(1);
         if *running == 0 {
@@ -242,7 +242,7 @@ fn prepared() -> Option<&'static Prepared> {
 
 /// A capture's buffer: the stream so far and the block being written, by event-format's
 /// [`BlockWriter`] (the one way to append a record outside the hot path).
-struct Sink {
+struct CaptureBuffer {
     prepared: Option<&'static Prepared>,
     /// The header and every finished block.
     stream: Vec<u8>,
@@ -253,17 +253,17 @@ struct Sink {
     time: u64,
 }
 
-impl fmt::Debug for Sink {
+impl fmt::Debug for CaptureBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sink").field("stream_bytes", &self.stream.len()).finish_non_exhaustive()
+        f.debug_struct("CaptureBuffer").field("stream_bytes", &self.stream.len()).finish_non_exhaustive()
     }
 }
 
-impl Sink {
-    fn new() -> Sink {
+impl CaptureBuffer {
+    fn new() -> CaptureBuffer {
         let prepared = prepared();
         let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
-        let mut sink = Sink { prepared, stream, block: Sink::block(0, 1), sequence: 0, time: 0 };
+        let mut sink = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0 };
         let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
         sink.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
             body::thread_name(w, THREAD)
@@ -280,9 +280,9 @@ impl Sink {
     /// Seals the block being written into the stream (when it holds a record) and starts
     /// the next, whose first record is at `base_time`.
     fn finish_block(&mut self, base_time: u64) {
-        let block = std::mem::replace(&mut self.block, Sink::block(self.sequence + 1, base_time));
+        let block = std::mem::replace(&mut self.block, CaptureBuffer::block(self.sequence + 1, base_time));
         if block.is_empty() {
-            self.block = Sink::block(self.sequence, base_time);
+            self.block = CaptureBuffer::block(self.sequence, base_time);
         } else {
             self.stream.extend_from_slice(&block.finish());
             self.sequence += 1;

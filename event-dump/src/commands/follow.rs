@@ -1,7 +1,7 @@
 //! `follow`: a running program's events from its ring file as they are committed (ftrace's
 //! `trace_pipe`), until the program stops or dies.
 
-use super::{Colors, Result, Selection, out_line, thread_names};
+use super::{Choice, Colors, Result, out_line, thread_names};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
@@ -21,7 +21,7 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     let pid = reader.layout().pid;
     let catalog = Catalog::new(&header.sets);
     // Thread names are those the ring file holds when following starts.
-    let selection = Selection::new(&args.select, &[&header], || thread_names(std::slice::from_ref(&args.ring), false))?;
+    let selection = Choice::new(&args.select, &[&header], || thread_names(std::slice::from_ref(&args.ring), false))?;
     let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
     let renderer =
         Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };

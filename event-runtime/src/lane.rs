@@ -533,6 +533,64 @@ mod tests {
     }
 
     #[test]
+    fn an_idle_flush_writes_the_committed_records_once_and_the_block_goes_on_numbered_after() {
+        use event_format::wire::{
+            BLOCK_HEADER_LEN as H, BLOCK_USED_AT, BlockHeader, Order, RecordIter, put_record_header,
+        };
+        const BS: usize = 512;
+        let lane = Arc::new(Lane::new(4, 1, BS, false));
+        let mut writer = LaneWriter::new(Arc::clone(&lane));
+        writer.lock().unwrap().install(vec![0u8; BS].into_boxed_slice()).unwrap();
+        {
+            let mut g = writer.lock().unwrap();
+            g.start(0, 7, H);
+            let header = BlockHeader { thread: 4, sequence: 7, base_time: 100, lost: 3, ..BlockHeader::default() };
+            header.write(Order::NATIVE, g.block_mut(0).unwrap());
+        }
+        let mut end = H;
+        let mut record = |writer: &mut LaneWriter, value: u64, n: u64| {
+            let r = writer.record_mut(end, 16).unwrap();
+            put_record_header(Order::NATIVE, r, 0, 0x0030, 16, 5);
+            Order::NATIVE.put_u64(&mut r[8..], value);
+            end += 16;
+            writer.commit(end, n);
+        };
+        let mut flushed = Vec::new();
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())), "nothing to flush");
+        record(&mut writer, 1, 1);
+        record(&mut writer, 2, 2);
+        // The first look only notes the lane; the second, with nothing new, flushes.
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())));
+        assert!(lane.flush_idle(|b| flushed.push(b.to_vec())));
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())), "nothing new since");
+        record(&mut writer, 3, 3);
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())));
+        assert!(lane.flush_idle(|b| flushed.push(b.to_vec())));
+        record(&mut writer, 4, 4);
+        // The thread's cold path: the block handed on with the number it has now.
+        let mut g = writer.lock().unwrap();
+        assert_eq!(g.sequence(), 9, "two flushes took numbers 7 and 8");
+        let block = g.block_mut(0).unwrap();
+        Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (end - H) as u32);
+        let last = g.take_block().unwrap().to_vec();
+        drop(g);
+        flushed.push(last);
+        let mut seen = Vec::new();
+        for (n, b) in flushed.iter().enumerate() {
+            let header = BlockHeader::read(Order::NATIVE, b);
+            assert_eq!((header.thread, header.sequence), (4, 7 + n as u64));
+            assert_eq!(header.lost, if n == 0 { 3 } else { 0 }, "the first block carries the losses, once");
+            let used = header.used as usize;
+            for r in RecordIter::new(&b[H..H + used], Order::NATIVE, header.base_time) {
+                let r = r.unwrap();
+                seen.push((Order::NATIVE.u64(r.args), r.time));
+            }
+        }
+        // Each record once, at the time it had in the one block: 100 + 5 per record.
+        assert_eq!(seen, [(1, 105), (2, 110), (3, 115), (4, 120)]);
+    }
+
+    #[test]
     fn a_ring_lane_gives_every_block_it_wrote() {
         let lane = Arc::new(Lane::new(1, 4, BS, true));
         let mut writer = LaneWriter::new(Arc::clone(&lane));

@@ -1,6 +1,6 @@
 //! The events of one or more logs in time order, with bounded memory: the one merge by time
 //! of every reader that needs one timeline (event-dump's exports and `latency`, the typed
-//! reader's [`by time`](../../event_runtime/read/struct.Reader.html) reading; `print` merges
+//! reader's reading by time, `Reader::by_time` in event-runtime; `print` merges
 //! its rendered lines by the same [`Watermark`] and tie order).
 //!
 //! Each thread's records are in time order within a log, but blocks of different threads
@@ -252,7 +252,7 @@ type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, u64, usize, usize)>>;
 /// Each held block is a cursor over its records (they are in time order within the block),
 /// and the heap holds one entry per block: memory is the records' bytes and a few words per
 /// block, whatever the number of records. A source that gives its block index
-/// ([`Source::take_index`]: an indexed [`Log`](crate::log::Log)) is merged by it as it
+/// ([`Source::take_index`]: an indexed [`Log`]) is merged by it as it
 /// is read; any other is held up to the window.
 pub struct Merge<S> {
     logs: Vec<S>,

@@ -18,6 +18,7 @@
 //! `lock` whether a stream's writer still runs, and write with `render` and `json`, colored on
 //! a terminal by `color`.
 
+mod choice;
 mod cli;
 mod color;
 mod commands;
@@ -25,12 +26,9 @@ mod export;
 mod json;
 mod lock;
 mod log;
-mod merge;
 mod pipeline;
 mod progress;
 mod render;
-mod selection;
-mod watermark;
 
 pub use commands::control::{ControlError, send_request};
 

@@ -13,12 +13,12 @@
 //! only on the blocks, so the output is the same, byte for byte, with any number of workers,
 //! and with none (`--jobs 1` renders on the main thread).
 //!
-//! The merge ([`Lanes`]) holds rendered blocks in lanes: the blocks of one thread of one
+//! The merge ([`LineMerge`]) holds rendered blocks in lanes: the blocks of one thread of one
 //! log, in time order, one after another (a block that goes back in time before its lane's
 //! last opens a lane of its own), so that the heap that picks the next line holds a lane per
 //! thread, not a block, and lines are taken from a lane in runs. After each block it writes
 //! every line that no later block can precede, by the logs' block indexes
-//! ([`Watermark`](crate::watermark::Watermark)), so that it holds what is out of order in the
+//! ([`Watermark`](event_format::merge::Watermark)), so that it holds what is out of order in the
 //! file rather than lines already in order; and it holds at most a window of rendered bytes
 //! (`--window`): when more is held, it writes the earliest lines until it holds less. The
 //! order is exact whenever the log's disorder fits in the window (and its blocks' records
@@ -27,8 +27,8 @@
 
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
-use crate::watermark::Watermark;
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
+use event_format::merge::Watermark;
 use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
 use std::cmp::Reverse;
@@ -494,7 +494,7 @@ impl<'a> Writer<'a> {
 }
 
 /// The merge: rendered blocks in lanes, the earliest line of each lane on a heap.
-pub(crate) struct Lanes {
+pub(crate) struct LineMerge {
     lanes: Vec<Lane>,
     free: Vec<usize>,
     /// The lane of each (log, thread) that its next block goes on when it follows.
@@ -510,12 +510,12 @@ pub(crate) struct Lanes {
     spent: Vec<Rendered>,
 }
 
-impl Lanes {
+impl LineMerge {
     /// A merge that holds at most `window` bytes and writes every line before `mark`'s as soon
     /// as it has it; `wall` gives each log's clock when several logs are merged on wall-clock
     /// time.
-    pub(crate) fn new(window: usize, wall: Option<Vec<Clock>>, mark: Watermark) -> Lanes {
-        Lanes {
+    pub(crate) fn new(window: usize, wall: Option<Vec<Clock>>, mark: Watermark) -> LineMerge {
+        LineMerge {
             lanes: Vec::new(),
             free: Vec::new(),
             primary: HashMap::new(),
@@ -668,12 +668,12 @@ pub(crate) fn default_jobs() -> usize {
 
 /// Reads the blocks of `logs` (from the log furthest behind, by its blocks' start times),
 /// renders them on `jobs` workers (on this thread for 1) and merges them into `w`.
-pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut Lanes, w: &mut Writer<'_>) {
+pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut LineMerge, w: &mut Writer<'_>) {
     let several = logs.len() > 1;
     // Every buffer written out is reused: freeing them to allocate others as the next blocks
     // come would cost the kernel's time, and, freed by one thread after another allocated
     // them, grow the allocator's heaps with the length of the log.
-    let recycle = |lanes: &mut Lanes| {
+    let recycle = |lanes: &mut LineMerge| {
         if let Ok(mut spare) = ctx.spare.lock() {
             spare.append(&mut lanes.spent);
         }

@@ -437,6 +437,20 @@ impl<R: Read> BlockSource for Decoder<R> {
     }
 }
 
+impl<S: BlockSource + ?Sized> BlockSource for &mut S {
+    fn header(&self) -> &Header {
+        (**self).header()
+    }
+
+    fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        (**self).next_block()
+    }
+
+    fn recycle(&mut self, block: Block) {
+        (**self).recycle(block);
+    }
+}
+
 impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
     fn header(&self) -> &Header {
         (**self).header()

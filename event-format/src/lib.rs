@@ -64,6 +64,7 @@ pub mod filter;
 pub mod fuzzing;
 pub mod ledger;
 pub mod log;
+pub mod merge;
 pub mod read_at;
 pub mod ring;
 pub mod roles;

@@ -23,19 +23,19 @@ pub fn is_bidi_control(c: char) -> bool {
 /// characters ([`is_bidi_control`]) and invalid UTF-8 (one `\xNN` per byte), and marks a cut
 /// string with `...` after the closing quote: [`push_text`]'s text.
 pub fn write_text<W: Write>(out: &mut W, text: &Text<'_>) -> fmt::Result {
-    via_sink(out, |sink| push_text(sink, text))
+    via_append(out, |sink| push_text(sink, text))
 }
 
 /// Writes one value as text: [`push_value`]'s text.
 pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
-    via_sink(out, |sink| push_value(sink, value))
+    via_append(out, |sink| push_value(sink, value))
 }
 
 /// Where the text writers append: a `Vec<u8>` (what `print` renders into, the fast path) or,
 /// through [`write_value`] and the other `write_*`, any [`fmt::Write`]. The rules are written
 /// once, in the `push_*` functions, over this. Every piece they append is UTF-8 on its own
 /// (numbers, escapes and marks are ASCII; a string's text is appended at character
-/// boundaries).
+/// boundaries). (Named `Sink` before: `Sink` names the recorder's stream sinks.)
 ///
 /// ```
 /// use event_format::text::{push_value, write_value};
@@ -48,7 +48,7 @@ pub fn write_value<W: Write>(out: &mut W, value: &Value<'_>) -> fmt::Result {
 /// assert_eq!(text, r#""a \"quoted\" word""#);
 /// assert_eq!(bytes, text.as_bytes());
 /// ```
-pub trait Sink {
+pub trait Append {
     /// Appends `bytes`.
     fn put(&mut self, bytes: &[u8]);
 
@@ -58,7 +58,7 @@ pub trait Sink {
     }
 }
 
-impl Sink for Vec<u8> {
+impl Append for Vec<u8> {
     #[inline]
     fn put(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
@@ -74,7 +74,7 @@ impl Sink for Vec<u8> {
     }
 }
 
-impl Sink for String {
+impl Append for String {
     #[inline]
     fn put(&mut self, bytes: &[u8]) {
         // Each piece is UTF-8 (the trait's promise); were one not, it would show with
@@ -86,13 +86,21 @@ impl Sink for String {
     }
 }
 
-/// A [`fmt::Write`] as a [`Sink`]: the first error is kept, and nothing is written after it.
-struct FmtSink<'a, W> {
+/// The old name of [`Append`]: every [`Append`] is one, so that a bound `S: Sink` still
+/// takes what the `push_*` functions do.
+#[deprecated(note = "renamed `event_format::text::Append`: `Sink` names the recorder's stream sinks")]
+pub trait Sink: Append {}
+
+#[allow(deprecated)]
+impl<T: Append + ?Sized> Sink for T {}
+
+/// A [`fmt::Write`] as an [`Append`]: the first error is kept, and nothing is written after it.
+struct FmtAppend<'a, W> {
     out: &'a mut W,
     result: fmt::Result,
 }
 
-impl<W: Write> Sink for FmtSink<'_, W> {
+impl<W: Write> Append for FmtAppend<'_, W> {
     fn put(&mut self, bytes: &[u8]) {
         if self.result.is_ok() {
             // Each piece is UTF-8 (the trait's promise); were one not, the write fails.
@@ -102,8 +110,8 @@ impl<W: Write> Sink for FmtSink<'_, W> {
 }
 
 /// Writes to `out` what `push` appends.
-fn via_sink<W: Write>(out: &mut W, push: impl FnOnce(&mut FmtSink<'_, W>)) -> fmt::Result {
-    let mut sink = FmtSink { out, result: Ok(()) };
+fn via_append<W: Write>(out: &mut W, push: impl FnOnce(&mut FmtAppend<'_, W>)) -> fmt::Result {
+    let mut sink = FmtAppend { out, result: Ok(()) };
     push(&mut sink);
     sink.result
 }
@@ -189,7 +197,7 @@ static DECIMAL_BYTES: [u8; 40_000] = digit_table(10, 4);
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
 /// in integers so that equal ticks always print equal text: [`Seconds::push`]'s text.
 pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::Result {
-    via_sink(out, |sink| Seconds::new(clock).push(sink, ticks))
+    via_append(out, |sink| Seconds::new(clock).push(sink, ticks))
 }
 
 /// `00` to `99`, for the byte writers two digits at a time.
@@ -202,7 +210,7 @@ fn pair(v: u64) -> [u8; 2] {
 }
 
 /// Appends `v` in decimal, as `{v}` writes it: [`write_value`]'s text of a word, as bytes.
-pub fn push_decimal<S: Sink>(out: &mut S, mut v: u64) {
+pub fn push_decimal<S: Append>(out: &mut S, mut v: u64) {
     let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
     let mut buf = [b'0'; 20];
     let mut at = digits;
@@ -221,7 +229,7 @@ pub fn push_decimal<S: Sink>(out: &mut S, mut v: u64) {
 
 /// Appends `v` in hex, as `{v:#x}` writes it: all sixteen digits at once, the first one
 /// that is not a leading zero shifted to the front, then what is beyond the last cut off.
-pub fn push_hex<S: Sink>(out: &mut S, v: u64) {
+pub fn push_hex<S: Append>(out: &mut S, v: u64) {
     let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
     let v = v << (4 * (16 - digits));
     let mut buf = [0; 18];
@@ -247,7 +255,7 @@ fn hex8(v: u32) -> [u8; 8] {
 
 /// Appends `text` as [`write_text`] writes it. A string of printable ASCII without a quote or
 /// a backslash (what logs mostly hold) goes in as it is, without walking its characters.
-pub fn push_text<S: Sink>(out: &mut S, text: &Text<'_>) {
+pub fn push_text<S: Append>(out: &mut S, text: &Text<'_>) {
     if is_plain(text.bytes) {
         out.put(b"\"");
         out.put(text.bytes);
@@ -324,7 +332,7 @@ fn is_plain(bytes: &[u8]) -> bool {
 // Always: in the loop that renders a dump's lines, its call was a quarter of `print`'s time
 // (BENCHMARKS.md), and with a second caller (CSV) the compiler stopped inlining it.
 #[inline(always)]
-pub fn push_value<S: Sink>(out: &mut S, value: &Value<'_>) {
+pub fn push_value<S: Append>(out: &mut S, value: &Value<'_>) {
     match value {
         Value::Pointer(v) | Value::Address(v) => push_hex(out, *v),
         Value::Word(v) => push_decimal(out, *v),
@@ -343,7 +351,7 @@ pub fn push_value<S: Sink>(out: &mut S, value: &Value<'_>) {
 
 /// Appends `v` as `{v:?}` writes it (the shortest digits that read back as `v`; an exponent
 /// below 1e-4 and from 1e16).
-fn push_double<S: Sink>(out: &mut S, v: f64) {
+fn push_double<S: Append>(out: &mut S, v: f64) {
     let mut buffer = zmij::Buffer::new();
     match shortest(v, &mut buffer) {
         Some((head, tail)) => {
@@ -419,12 +427,12 @@ impl Seconds {
 
     /// Writes the time from the clock's start to `ticks`, as [`Seconds::push`] appends it.
     pub fn write<W: Write>(&self, out: &mut W, ticks: u64) -> fmt::Result {
-        via_sink(out, |sink| self.push(sink, ticks))
+        via_append(out, |sink| self.push(sink, ticks))
     }
 
     /// Appends the time from the clock's start to `ticks` as seconds with 9 decimals, computed
     /// in integers so that equal ticks always print equal text.
-    pub fn push<S: Sink>(&self, out: &mut S, ticks: u64) {
+    pub fn push<S: Append>(&self, out: &mut S, ticks: u64) {
         if !(self.fits && ticks >= self.clock.start_ticks) {
             // Before the start, or a rate of 18 GHz or more: in 128 bits.
             let delta = i128::from(ticks) - i128::from(self.clock.start_ticks);

@@ -615,6 +615,8 @@ impl ThreadBuffer {
                 let handed = match writer.lock() {
                     Err(taken) => Err(taken),
                     Ok(mut guard) => {
+                        // The writer's idle flushes gave the block a later number.
+                        let sequence = guard.sequence();
                         if let Some(block) = guard.block_mut(index) {
                             finish_block(block, end, false);
                         }
@@ -628,15 +630,18 @@ impl ThreadBuffer {
                                 session::count_lost_unattributed(records);
                             }
                         }
-                        Ok(())
+                        Ok(sequence)
                     }
                 };
-                if let Err(taken) = handed {
-                    self.lane_taken(taken);
-                    return false;
-                }
+                let sequence = match handed {
+                    Ok(sequence) => sequence,
+                    Err(taken) => {
+                        self.lane_taken(taken);
+                        return false;
+                    }
+                };
                 self.records = 0;
-                self.sequence += 1;
+                self.sequence = sequence + 1;
                 if pool && !direct {
                     match shared.exchange.take(shared.wait) {
                         Some(block) => return self.install(block, now),

@@ -32,8 +32,7 @@ use crate::event_set::EventSet;
 use event_format::builtin;
 use event_format::decode::{Block, Catalog, Decoder, Entry, Event};
 use event_format::wire::{
-    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, Clock, Header, MAX_RECORD_LEN, Order, Producer, RECORD_HEADER_LEN,
-    STRING_MAX, SetEntry, Text, Value, body, fit_texts, put_record_header, seal_block,
+    ArgWriter, BlockHeader, BlockWriter, Clock, Header, Order, Producer, SetEntry, Text, Value, body,
 };
 use std::cell::RefCell;
 use std::fmt;
@@ -50,7 +49,7 @@ static RUNNING: Mutex<usize> = Mutex::new(0);
 
 thread_local! {
     /// This thread's capture, while one runs.
-    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+    static CAPTURE: RefCell<Option<CaptureBuffer>> = const { RefCell::new(None) };
 }
 
 /// The word `event!` ors into its set's bits: all ones while a capture runs, else zero.
@@ -71,7 +70,7 @@ pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
 
 /// Whether this thread captures now.
 fn captures_here() -> bool {
-    SINK.try_with(|s| s.try_borrow().is_ok_and(|s| s.is_some())).unwrap_or(false)
+    CAPTURE.try_with(|s| s.try_borrow().is_ok_and(|s| s.is_some())).unwrap_or(false)
 }
 
 /// Records event `index` of `set` into this thread's capture; gives `fill` back when this
@@ -88,7 +87,7 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
         return Some(fill);
     }
     let mut fill = Some(fill);
-    let _ = SINK.try_with(|cell| {
+    let _ = CAPTURE.try_with(|cell| {
         if let Ok(mut slot) = cell.try_borrow_mut()
             && let Some(sink) = slot.as_mut()
             && let Some(fill) = fill.take()
@@ -150,7 +149,7 @@ pub fn capture(f: impl FnOnce()) -> Captured {
 #[must_use = "a Capture captures until it is finished or dropped"]
 pub struct Capture {
     /// The capture this one interrupted on this thread, given back at the end.
-    outer: Option<Sink>,
+    outer: Option<CaptureBuffer>,
     finished: bool,
     /// A capture belongs to the thread that started it.
     _thread: PhantomData<*const ()>,
@@ -159,7 +158,7 @@ pub struct Capture {
 impl Capture {
     /// Starts capturing this thread's events.
     pub fn start() -> Capture {
-        let outer = SINK.with(|s| s.borrow_mut().replace(Sink::new()));
+        let outer = CAPTURE.with(|s| s.borrow_mut().replace(CaptureBuffer::new()));
         let mut running = crate::locks::lock(&RUNNING);
         *running += 1;
         // Relaxed: the lock orders the stores; see `any`. The word first, then the sets'
@@ -173,17 +172,17 @@ impl Capture {
     /// Stops capturing and returns what was captured.
     pub fn finish(mut self) -> Captured {
         let sink = self.end();
-        Captured::decode(sink.map(Sink::into_stream).unwrap_or_default())
+        Captured::decode(sink.map(CaptureBuffer::into_stream).unwrap_or_default())
     }
 
     /// Ends the capture: this thread's sink, and the outer one back in its place.
-    fn end(&mut self) -> Option<Sink> {
+    fn end(&mut self) -> Option<CaptureBuffer> {
         if self.finished {
             return None;
         }
         self.finished = true;
         let outer = self.outer.take();
-        let sink = SINK.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
+        let sink = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
         let mut running = crate::locks::lock(&RUNNING);
         *running = running.saturating_sub(1);
         if *running == 0 {
@@ -241,32 +240,30 @@ fn prepared() -> Option<&'static Prepared> {
         .as_ref()
 }
 
-/// A capture's buffer: the stream so far and the block being written.
-struct Sink {
+/// A capture's buffer: the stream so far and the block being written, by event-format's
+/// [`BlockWriter`] (the one way to append a record outside the hot path).
+struct CaptureBuffer {
     prepared: Option<&'static Prepared>,
     /// The header and every finished block.
     stream: Vec<u8>,
     /// The block being written, `BLOCK_SIZE` bytes.
-    block: Vec<u8>,
-    /// The end of its records, in `BLOCK_HEADER_LEN..=BLOCK_SIZE`.
-    end: usize,
+    block: BlockWriter,
     sequence: u64,
     /// The last record's time; each record is one tick later.
     time: u64,
 }
 
-impl fmt::Debug for Sink {
+impl fmt::Debug for CaptureBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sink").field("bytes", &(self.stream.len() + self.end)).finish()
+        f.debug_struct("CaptureBuffer").field("stream_bytes", &self.stream.len()).finish_non_exhaustive()
     }
 }
 
-impl Sink {
-    fn new() -> Sink {
+impl CaptureBuffer {
+    fn new() -> CaptureBuffer {
         let prepared = prepared();
         let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
-        let mut sink = Sink { prepared, stream, block: vec![0; BLOCK_SIZE], end: 0, sequence: 0, time: 0 };
-        sink.start_block();
+        let mut sink = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0 };
         let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
         sink.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
             body::thread_name(w, THREAD)
@@ -274,25 +271,20 @@ impl Sink {
         sink
     }
 
-    fn start_block(&mut self) {
-        self.block.fill(0);
-        let header = BlockHeader {
-            flags: 0,
-            sequence: self.sequence,
-            thread: THREAD,
-            base_time: self.time,
-            lost: 0,
-            used: 0,
-            crc: 0,
-        };
-        header.write(Order::NATIVE, &mut self.block);
-        self.end = BLOCK_HEADER_LEN;
+    /// An empty block of number `sequence` whose first record is at `base_time`.
+    fn block(sequence: u64, base_time: u64) -> BlockWriter {
+        let header = BlockHeader { flags: 0, sequence, thread: THREAD, base_time, lost: 0, used: 0, crc: 0 };
+        BlockWriter::new(Order::NATIVE, BLOCK_SIZE as u32, &header)
     }
 
-    fn finish_block(&mut self) {
-        if self.end > BLOCK_HEADER_LEN {
-            seal_block(Order::NATIVE, &mut self.block, (self.end - BLOCK_HEADER_LEN) as u32);
-            self.stream.extend_from_slice(&self.block);
+    /// Seals the block being written into the stream (when it holds a record) and starts
+    /// the next, whose first record is at `base_time`.
+    fn finish_block(&mut self, base_time: u64) {
+        let block = std::mem::replace(&mut self.block, CaptureBuffer::block(self.sequence + 1, base_time));
+        if block.is_empty() {
+            self.block = CaptureBuffer::block(self.sequence, base_time);
+        } else {
+            self.stream.extend_from_slice(&block.finish());
             self.sequence += 1;
         }
     }
@@ -312,50 +304,24 @@ impl Sink {
         self.write(first.wrapping_add(index), fixed, strs, fill);
     }
 
+    /// Appends a record, one tick after the one before, in a new block when it does not fit
+    /// in this one. A record that no block takes (its fixed arguments alone are too long,
+    /// which no valid events.def allows) is not recorded.
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-        let max = (BLOCK_SIZE - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
-        let len = |strs: &[Text<'_>]| RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
-        let mut cut;
-        let strs = if len(strs) > max || strs.iter().any(|s| s.bytes.len() > STRING_MAX) {
-            cut = strs.to_vec();
-            if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, max) {
+        let time = self.time + 1;
+        if !self.block.fits(time, fixed, strs) {
+            if self.block.is_empty() {
                 return;
             }
-            &cut[..]
-        } else {
-            strs
-        };
-        let len = len(strs);
-        if self.end + len > BLOCK_SIZE {
-            self.finish_block();
-            self.start_block();
+            self.finish_block(time);
         }
-        let delta = if self.end == BLOCK_HEADER_LEN { 0 } else { 1 };
-        if delta == 0 {
-            // The block's first record is at its base time.
-            BlockHeader {
-                flags: 0,
-                sequence: self.sequence,
-                thread: THREAD,
-                base_time: self.time + 1,
-                lost: 0,
-                used: 0,
-                crc: 0,
-            }
-            .write(Order::NATIVE, &mut self.block);
+        if self.block.push_with(code, time, fixed, strs, fill).is_ok() {
+            self.time = time;
         }
-        self.time += 1;
-        let at = self.end;
-        // len <= max <= MAX_RECORD_LEN = u16::MAX.
-        put_record_header(Order::NATIVE, &mut self.block, at, code, len as u16, delta);
-        let mut args = ArgWriter::new(Order::NATIVE, &mut self.block[at + RECORD_HEADER_LEN..at + len], strs);
-        fill(&mut args);
-        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
-        self.end = at + len;
     }
 
     fn into_stream(mut self) -> Vec<u8> {
-        self.finish_block();
+        self.finish_block(self.time + 1);
         std::mem::take(&mut self.stream)
     }
 }

@@ -12,6 +12,9 @@
 
 use std::sync::atomic::Ordering;
 
+/// The length of a `TimeExtend` record, header included: the least an idle flush pads with.
+const TIME_EXTEND_LEN: usize = event_format::wire::RECORD_HEADER_LEN + event_format::builtin::TIME_EXTEND_FIXED;
+
 /// A thread's blocks on the heap (its pool block under `switch` and `fill`, its ring under
 /// `ring`), shared with the stop so that the stop can take what the thread committed without
 /// its cooperation: a thread still running, blocked or never joined loses nothing recorded
@@ -70,6 +73,13 @@ struct LaneState {
     /// The thread writes nothing below the committed end from then on, and counts every later
     /// record and refusal as lost.
     taken: Option<(u64, u64)>,
+    /// The idle flush (`Lane::flush_idle`): the end of the current block's records already
+    /// written to the sinks (0: none), which the block then holds as `TimeExtend` padding.
+    /// Reset when a block starts.
+    flushed: usize,
+    /// The (sequence, committed word) the writer saw at its last idle check: the lane is
+    /// idle when it sees the same at the next.
+    seen: Option<(u64, u64)>,
 }
 
 // SAFETY: `memory` is owned by the lane (it came from `Box::into_raw` and goes back to a
@@ -107,7 +117,14 @@ impl Lane {
             std::ptr::null_mut()
         };
         Lane {
-            state: crate::sync::Mutex::new(LaneState { memory, current: 0, sequence: 0, taken: None }),
+            state: crate::sync::Mutex::new(LaneState {
+                memory,
+                current: 0,
+                sequence: 0,
+                taken: None,
+                flushed: 0,
+                seen: None,
+            }),
             committed: crate::sync::AtomicU64::new(0),
             block_size,
             blocks,
@@ -224,6 +241,86 @@ impl Lane {
             out.push(block);
         }
         out
+    }
+
+    /// The writer's idle flush of a pool lane (its thread recorded nothing since the writer's
+    /// previous call): the current block's committed records not yet flushed, as a block of
+    /// their own that `write` gets (sealed, numbered with the current block's sequence), so
+    /// that an idle thread's records reach the sinks without waiting for its block to fill.
+    /// Returns whether it flushed.
+    ///
+    /// The thread's bytes are never written while it may write them: as the stop's take does,
+    /// this reads only below the committed end, under the lock, and then, still under the
+    /// lock, rewrites only what lies below that end (the records just flushed become one
+    /// `TimeExtend` record to the time of the last of them, which readers pass over,
+    /// docs/FORMAT.md "Delimiting records") and the block's header (its sequence one more, as
+    /// the flushed block took this one, its `lost` 0, as the flushed block carries it). The
+    /// thread writes below its committed end and the header only under the lock too; it
+    /// reads the sequence back at its next cold path (`LaneGuard::sequence`). `write` runs
+    /// under the lock, so that the flushed block reaches the sinks before any later block of
+    /// the thread can.
+    ///
+    /// Nothing changes on the thread's hot path. A block whose unflushed records are fewer
+    /// than 16 bytes (the smallest `TimeExtend`) at the block's start is left as it is.
+    pub(crate) fn flush_idle(&self, write: impl FnOnce(&mut [u8])) -> bool {
+        use event_format::builtin::TIME_EXTEND;
+        use event_format::wire::{
+            BLOCK_HEADER_LEN, BlockHeader, Order, RECORD_HEADER_LEN, RecordIter, put_record_header, seal_block,
+        };
+        let mut s = self.lock();
+        if s.taken.is_some() || s.memory.is_null() || self.blocks != 1 {
+            return false;
+        }
+        // Acquire: as the stop's take; every byte below `end` is visible.
+        let word = self.committed.load(Ordering::Acquire);
+        let end = (word & 0xFFFF_FFFF) as usize;
+        let seen = Some((s.sequence, word));
+        let from = s.flushed.max(BLOCK_HEADER_LEN);
+        if s.seen != seen || end <= from || end - BLOCK_HEADER_LEN < TIME_EXTEND_LEN {
+            // Not idle for a whole period yet, nothing new, or too little to pad.
+            s.seen = seen;
+            return false;
+        }
+        s.seen = None;
+        let bs = self.block_size;
+        // SAFETY: `memory` holds one block of `block_size` bytes (a pool lane), we hold the
+        // lock, and `end` is the committed end: the thread writes at or above it only, and
+        // below it (and the header) only under the lock.
+        let block = unsafe { std::slice::from_raw_parts_mut(s.memory, bs) };
+        let header = BlockHeader::read(Order::NATIVE, block);
+        // The unflushed records count from the header's base time: the block's start, or,
+        // after a flush, the padding's time, which the padding's TimeExtend sets again.
+        let start_time = header.base_time;
+        let mut records = RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, start_time);
+        for _ in records.by_ref() {}
+        let end_time = records.position().1;
+        let mut out = vec![0u8; bs];
+        BlockHeader { base_time: start_time, used: 0, crc: 0, ..header }.write(Order::NATIVE, &mut out);
+        out[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + (end - from)].copy_from_slice(&block[from..end]);
+        seal_block(Order::NATIVE, &mut out, (end - from) as u32);
+        write(&mut out);
+        // The block from here: one more in the sequence, starting at the flushed records' end
+        // time, its records so far one TimeExtend (or a few, past 64 KiB) to that time.
+        let mut at = BLOCK_HEADER_LEN;
+        while at < end {
+            let left = end - at;
+            let len = if left <= usize::from(u16::MAX) {
+                left
+            } else if left - usize::from(u16::MAX) >= TIME_EXTEND_LEN {
+                usize::from(u16::MAX)
+            } else {
+                left - TIME_EXTEND_LEN
+            };
+            put_record_header(Order::NATIVE, block, at, TIME_EXTEND, len as u16, 0);
+            block[at + RECORD_HEADER_LEN..at + len].fill(0);
+            Order::NATIVE.put_u64(&mut block[at + RECORD_HEADER_LEN..], end_time);
+            at += len;
+        }
+        s.sequence += 1;
+        BlockHeader { sequence: s.sequence, base_time: end_time, lost: 0, used: 0, crc: 0, ..header }
+            .write(Order::NATIVE, block);
+        s.flushed = end;
+        true
     }
 
     /// Whether the stop took this lane.
@@ -379,6 +476,8 @@ impl LaneGuard<'_> {
         debug_assert!(index < self.lane.blocks, "block {index} of a lane of {}", self.lane.blocks);
         self.state.current = index;
         self.state.sequence = sequence;
+        self.state.flushed = 0;
+        self.state.seen = None;
         *self.end = end;
         if self.state.memory.is_null() {
             *self.block = std::ptr::NonNull::dangling().as_ptr();
@@ -403,6 +502,12 @@ impl LaneGuard<'_> {
     /// Publishes the refused count (as `LaneWriter::set_refused`).
     pub(crate) fn set_refused(&mut self, refused: u64) {
         self.lane.refused.store(refused, Ordering::Release);
+    }
+
+    /// The current block's sequence number: one more than the thread gave it for each idle
+    /// flush of the writer (`Lane::flush_idle`) since.
+    pub(crate) fn sequence(&self) -> u64 {
+        self.state.sequence
     }
 
     /// Takes the pool block out of the lane (which then holds none).
@@ -489,6 +594,64 @@ mod tests {
             assert!(take.bytes[take.end..].iter().all(|&b| b == 0), "nothing past the committed end");
             assert_eq!(take.thread, 7);
         }
+    }
+
+    #[test]
+    fn an_idle_flush_writes_the_committed_records_once_and_the_block_goes_on_numbered_after() {
+        use event_format::wire::{
+            BLOCK_HEADER_LEN as H, BLOCK_USED_AT, BlockHeader, Order, RecordIter, put_record_header,
+        };
+        const BS: usize = 512;
+        let lane = Arc::new(Lane::new(4, 1, BS, false));
+        let mut writer = LaneWriter::new(Arc::clone(&lane));
+        writer.lock().unwrap().install(vec![0u8; BS].into_boxed_slice()).unwrap();
+        {
+            let mut g = writer.lock().unwrap();
+            g.start(0, 7, H);
+            let header = BlockHeader { thread: 4, sequence: 7, base_time: 100, lost: 3, ..BlockHeader::default() };
+            header.write(Order::NATIVE, g.block_mut(0).unwrap());
+        }
+        let mut end = H;
+        let mut record = |writer: &mut LaneWriter, value: u64, n: u64| {
+            let r = writer.record_mut(end, 16).unwrap();
+            put_record_header(Order::NATIVE, r, 0, 0x0030, 16, 5);
+            Order::NATIVE.put_u64(&mut r[8..], value);
+            end += 16;
+            writer.commit(end, n);
+        };
+        let mut flushed = Vec::new();
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())), "nothing to flush");
+        record(&mut writer, 1, 1);
+        record(&mut writer, 2, 2);
+        // The first look only notes the lane; the second, with nothing new, flushes.
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())));
+        assert!(lane.flush_idle(|b| flushed.push(b.to_vec())));
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())), "nothing new since");
+        record(&mut writer, 3, 3);
+        assert!(!lane.flush_idle(|b| flushed.push(b.to_vec())));
+        assert!(lane.flush_idle(|b| flushed.push(b.to_vec())));
+        record(&mut writer, 4, 4);
+        // The thread's cold path: the block handed on with the number it has now.
+        let mut g = writer.lock().unwrap();
+        assert_eq!(g.sequence(), 9, "two flushes took numbers 7 and 8");
+        let block = g.block_mut(0).unwrap();
+        Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (end - H) as u32);
+        let last = g.take_block().unwrap().to_vec();
+        drop(g);
+        flushed.push(last);
+        let mut seen = Vec::new();
+        for (n, b) in flushed.iter().enumerate() {
+            let header = BlockHeader::read(Order::NATIVE, b);
+            assert_eq!((header.thread, header.sequence), (4, 7 + n as u64));
+            assert_eq!(header.lost, if n == 0 { 3 } else { 0 }, "the first block carries the losses, once");
+            let used = header.used as usize;
+            for r in RecordIter::new(&b[H..H + used], Order::NATIVE, header.base_time) {
+                let r = r.unwrap();
+                seen.push((Order::NATIVE.u64(r.args), r.time));
+            }
+        }
+        // Each record once, at the time it had in the one block: 100 + 5 per record.
+        assert_eq!(seen, [(1, 105), (2, 110), (3, 115), (4, 120)]);
     }
 
     #[test]
@@ -675,6 +838,71 @@ mod loom_tests {
                 assert!(header.used == 0 || header.used == 8);
                 assert!(block[H..H + header.used as usize].iter().all(|&b| b == header.sequence as u8 + 1));
             }
+        });
+    }
+
+    #[test]
+    fn loom_an_idle_flush_hands_on_each_record_once_and_keeps_the_sequence() {
+        // The writer's idle flush (two checks: the second flushes when the thread committed
+        // nothing in between) while the thread writes two records and then reaches its cold
+        // path (a full block: it finishes the block under the lock). Every record is in the
+        // flushed block or the thread's block, once, and the blocks are numbered one after
+        // the other: the thread reads the number the flush gave its block.
+        use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order, RecordIter, put_record_header};
+        const BS: usize = 256;
+        loom::model(|| {
+            let lane = Arc::new(Lane::new(1, 1, BS, false));
+            let mut writer = LaneWriter::new(Arc::clone(&lane));
+            writer.lock().unwrap().install(vec![0u8; BS].into_boxed_slice()).unwrap();
+            {
+                let mut g = writer.lock().unwrap();
+                g.start(0, 0, H);
+                let header = BlockHeader { thread: 1, sequence: 0, base_time: 100, ..BlockHeader::default() };
+                header.write(Order::NATIVE, g.block_mut(0).unwrap());
+            }
+            let flusher = {
+                let lane = Arc::clone(&lane);
+                thread::spawn(move || {
+                    let mut flushed = Vec::new();
+                    for _ in 0..2 {
+                        lane.flush_idle(|block| flushed.push(block.to_vec()));
+                    }
+                    flushed
+                })
+            };
+            let mut end = H;
+            for i in 0..2u64 {
+                let record = writer.record_mut(end, 16).unwrap();
+                put_record_header(Order::NATIVE, record, 0, 0x0030, 16, 1);
+                Order::NATIVE.put_u64(&mut record[8..], i + 1);
+                end += 16;
+                writer.commit(end, i + 1);
+            }
+            // The cold path: the block finished and handed on under the lock (as
+            // `ThreadBuffer::hand_on` does), with the number it has now.
+            let (sequence, block) = {
+                let mut g = writer.lock().unwrap();
+                let sequence = g.sequence();
+                let block = g.block_mut(0).unwrap();
+                Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], (end - H) as u32);
+                (sequence, g.take_block().unwrap().to_vec())
+            };
+            let flushed = flusher.join().unwrap();
+            let mut blocks = flushed.clone();
+            blocks.push(block);
+            let mut values = Vec::new();
+            for (n, b) in blocks.iter().enumerate() {
+                let header = BlockHeader::read(Order::NATIVE, b);
+                assert_eq!(header.sequence, n as u64, "blocks numbered one after the other");
+                let used = header.used as usize;
+                for r in RecordIter::new(&b[H..H + used], Order::NATIVE, header.base_time) {
+                    let r = r.expect("every record delimits");
+                    assert!(r.time >= 100, "times go on from the block's start");
+                    values.push(Order::NATIVE.u64(r.args));
+                }
+            }
+            assert_eq!(values, [1, 2], "each record once, in order");
+            assert_eq!(sequence, flushed.len() as u64);
         });
     }
 

@@ -149,6 +149,24 @@ impl Shared {
         }
     }
 
+    /// The writer's idle flush (`Lane::flush_idle`): every pool lane whose thread recorded
+    /// nothing since the last call gets its unflushed records written to the stream sinks.
+    /// Called every `writer::IDLE_FLUSH_PERIOD`, so an idle thread's records reach the sinks
+    /// within two periods of its last one.
+    pub(crate) fn flush_idle_lanes(&self) {
+        let lanes = {
+            let lanes = lock(&self.lanes);
+            if lanes.closed {
+                return;
+            }
+            lanes.list.clone()
+        };
+        for lane in lanes.iter().filter(|lane| !lane.is_ring()) {
+            // Lock order: the lane's, then the sinks' (as a direct write under the lane's).
+            lane.flush_idle(|block| lock(&self.sinks).write_block(block, false));
+        }
+    }
+
     /// Writes the writer thread's own full block now, and returns it for reuse.
     pub(crate) fn write_now(&self, mut block: BlockBuf) -> BlockBuf {
         seal_block_in_place(Order::NATIVE, &mut block);

@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 const SERVICE_PERIOD: Duration = Duration::from_millis(20);
 /// How often the writer thread records a `ClockSync` event.
 const CLOCK_SYNC_PERIOD: Duration = Duration::from_secs(1);
+/// How often the writer thread flushes idle threads' partial blocks (`Shared::flush_idle_lanes`):
+/// a thread's records reach the sinks at most two periods after its last.
+pub(crate) const IDLE_FLUSH_PERIOD: Duration = Duration::from_secs(1);
 
 /// Starts the writer thread of the recording of `generation`; it ends once the exchange is
 /// closed and drained. The thread is detached as it starts: the stop waits for its end
@@ -75,6 +78,7 @@ impl Drop for Ending {
 fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::mark_writer();
     let mut last_sync = Instant::now();
+    let mut last_idle_flush = Instant::now();
     loop {
         let batch = shared.exchange.next_batch(SERVICE_PERIOD);
         let closed = matches!(batch, Batch::Closed);
@@ -83,6 +87,10 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
         }
         if shared.streaming {
             write_reports(shared, &[]);
+            if last_idle_flush.elapsed() >= IDLE_FLUSH_PERIOD {
+                last_idle_flush = Instant::now();
+                shared.flush_idle_lanes();
+            }
         }
         if let Some(ring) = &shared.ring_file {
             if let Some(line) = ring.loss_to_say(shared.streaming) {

@@ -293,3 +293,27 @@ fn bad_settings_are_one_clear_line_and_a_failure() {
     let by_worker = numbers(&std::fs::read(d.join(format!("recorder-child-{pid}.evt"))).unwrap());
     assert_eq!(by_worker[&0].len(), 1000);
 }
+
+#[test]
+fn an_idle_threads_start_up_events_reach_the_event_file_before_a_sigkill() {
+    // The main thread records its start-up events, then idles while a worker records: the
+    // writer flushes the main thread's partial block once it has been idle for a second
+    // (README, "Guarantees": within two seconds of its last event), so a SIGKILL after that
+    // loses none of them. Before, they reached the file only at the stop.
+    let d = dir("idle-flush");
+    let file = d.join("idle.evt");
+    let mut c = start_ready(child(&["record-hold", "3"], &[("EVENT_FILE", file.to_str().unwrap())]));
+    let main_events = |bytes: &[u8]| event_tests::numbered(bytes).ok().and_then(|n| n.by_worker.get(&0).cloned());
+    // Waits for the file to hold them: the bound is two seconds; the minute is for a loaded
+    // machine, and the check after the kill is what the test asserts.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline && main_events(&std::fs::read(&file).unwrap_or_default()).is_none() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c.kill().unwrap(); // SIGKILL
+    c.wait().unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let found = event_tests::numbered(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(found.by_worker.get(&0), Some(&vec![0, 1, 2]), "the main thread's start-up events are in the file");
+    assert!(found.by_worker.get(&1).is_some_and(|w| !w.is_empty()), "the worker recorded meanwhile");
+}

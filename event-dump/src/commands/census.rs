@@ -1,7 +1,7 @@
 //! `stats` and `check`: one pass over each log that counts what it holds (a census) and
 //! what is wrong with it, then one report per log.
 
-use super::{Colors, Result, Selection, thread_names, write_all};
+use super::{Choice, Colors, Result, thread_names, write_all};
 use crate::cli::{LogsArgs, Select, StatsArgs};
 use crate::color::{Palette, Style};
 use crate::log::{Log, open_all};
@@ -74,7 +74,7 @@ fn ending(ledger: &Ledger, log: &Log) -> Ending {
 
 /// The census of `log`, the `file`th of the command line, counting the events `selection`
 /// keeps (damage, losses and blocks are the whole log's).
-fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
+fn census(log: &mut Log, file: usize, selection: &Choice) -> Census {
     let mut c = Census {
         packed: 0,
         stored_bytes: 0,
@@ -164,7 +164,7 @@ struct Counting<'a> {
     catalog: &'a Catalog,
     /// The log's place on the command line.
     file: usize,
-    selection: &'a Selection,
+    selection: &'a Choice,
     clock: Clock,
     /// Where each segment starts among the log's bytes, for progress.
     starts: &'a [u64],
@@ -270,7 +270,7 @@ fn padded(palette: Palette, style: Style, text: &str, width: usize) -> String {
 pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let palette = colors.out;
     let mut text = String::new();
     for (i, log) in logs.iter_mut().enumerate() {
@@ -580,7 +580,7 @@ fn ending_line(ending: &Ending, h: &Header) -> String {
 pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let everything = Selection::new(&Select::default(), &headers, || Ok(Vec::new()))?;
+    let everything = Choice::new(&Select::default(), &headers, || Ok(Vec::new()))?;
     let mut text = String::new();
     let mut whole = true;
     for (i, log) in logs.iter_mut().enumerate() {

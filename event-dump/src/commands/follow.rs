@@ -2,7 +2,7 @@
 //! `trace_pipe`), until the program stops or dies; or from its recording of segments, across
 //! rotations ([`segments`](super::follow_segments)).
 
-use super::{Colors, Result, Selection, out_line, thread_names};
+use super::{Choice, Colors, Result, out_line, thread_names};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// What `follow` prints with: the selection and the renderer, and what they learn on the way.
 pub(super) struct Printer {
-    selection: Selection,
+    selection: Choice,
     renderer: Renderer,
     header: Header,
     seconds: Seconds,
@@ -36,10 +36,10 @@ impl Printer {
         args: &FollowArgs,
         colors: Colors,
         header: &Header,
-        names: impl FnOnce() -> Result<crate::selection::ThreadNames>,
+        names: impl FnOnce() -> Result<crate::choice::ThreadNames>,
     ) -> Result<Printer> {
         let catalog = Catalog::new(&header.sets);
-        let selection = Selection::new(&args.select, &[header], names)?;
+        let selection = Choice::new(&args.select, &[header], names)?;
         let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
         let renderer =
             Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };

@@ -127,7 +127,7 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
         let header = decoder.header().clone();
         pid.set(header.producer.pid);
         if printer.is_none() {
-            let names = || crate::selection::thread_names(std::slice::from_ref(&path), false);
+            let names = || crate::choice::thread_names(std::slice::from_ref(&path), false);
             let p = Printer::new(args, colors, &header, names)?;
             p.start(&mut out)?;
             printer = Some(p);

@@ -20,10 +20,10 @@
 //!   that closes nothing is counted too. A span whose end is timed before its begin (a
 //!   clock that stepped back) is counted and left out.
 
-use super::{Result, Selection, thread_names, write_all};
+use super::{Choice, Result, thread_names, write_all};
 use crate::cli::LatencyArgs;
+use crate::export::Item;
 use crate::log::{DumpError, open_all, open_all_indexed};
-use crate::merge::Item;
 use event_format::decode::Event;
 use event_format::roles::{Pairer, Pairing, Roles, SpanKey, SpanUse};
 use event_format::select::glob;
@@ -81,7 +81,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     let mut logs =
         if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let roles: Vec<Roles> = headers.iter().map(|h| Roles::new(&h.sets)).collect();
     if let Some(by) = &args.by {
         check_by(by, &logs, &roles)?;

@@ -16,9 +16,9 @@ pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;
 
+pub(crate) use crate::choice::{Choice, thread_names};
 use crate::color::Palette;
 use crate::log::DumpError;
-pub(crate) use crate::selection::{Selection, thread_names};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 

@@ -3,15 +3,15 @@
 //! window could not put in order) goes to stderr. The work is done by the `pipeline`: blocks
 //! rendered on `--jobs` workers, merged and written in order.
 
-use super::{Colors, Result, Selection, thread_names};
+use super::{Choice, Colors, Result, thread_names};
 use crate::cli::PrintArgs;
 use crate::color::Style;
 use crate::log::{open_all, open_all_indexed};
-use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, Lanes, Writer, default_jobs};
+use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, LineMerge, Writer, default_jobs};
 use crate::progress::Progress;
 use crate::render::{CsvColumns, Format, Renderer};
-use crate::watermark::Watermark;
 use event_format::decode::{Catalog, Event};
+use event_format::merge::Watermark;
 use event_format::wire::{Clock, Header};
 use std::process::ExitCode;
 
@@ -20,7 +20,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs =
         if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let catalogs: Vec<&Catalog> = logs.iter().map(|l| l.catalog()).collect();
     let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| selection.may_show(f, c)));
     let renderer = Renderer {
@@ -74,7 +74,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let window = args.window.unwrap_or(DEFAULT_WINDOW_MIB).max(1) << 20;
     let wall = (logs.len() > 1).then(|| clocks.clone());
     let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall.clone());
-    let mut lanes = Lanes::new(window, wall, mark);
+    let mut lanes = LineMerge::new(window, wall, mark);
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     pipeline::run(&mut logs, &ctx, jobs, &mut lanes, &mut w);
     if w.failure.is_none() {

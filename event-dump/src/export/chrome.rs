@@ -6,9 +6,9 @@
 
 use super::timeline::Timeline;
 use super::{Said, Window};
+use crate::export::Item;
 use crate::json;
 use crate::log::{DumpError, Log};
-use crate::merge::Item;
 use crate::render::Annotations;
 use event_format::builtin;
 use event_format::decode::{Desc, Event};

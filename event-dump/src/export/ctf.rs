@@ -4,8 +4,8 @@
 //! stated once, in docs/OUTPUT.md ("CTF").
 
 use super::{Said, Window};
+use crate::export::Item;
 use crate::log::{DumpError, Log};
-use crate::merge::Item;
 use event_format::decode::{Desc, Event};
 use event_format::ledger::Ledger;
 use event_format::letter::Letter;

@@ -42,26 +42,32 @@ mod sqlite;
 mod timeline;
 mod trace_file;
 
+use crate::choice::{Choice, thread_names};
 use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
-use crate::merge::{self, Item};
 use crate::progress::Progress;
-use crate::selection::{Selection, thread_names};
 use event_format::decode::{BlockSource, Entry, Event};
 use event_format::ledger::Ledger;
 use event_format::letter::Letter;
+use event_format::merge::{self, Merge};
 use event_format::wire::Clock;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Reads `logs` through the merge into `write`, with progress on stderr (on a terminal, for
-/// big logs), and says on stderr how many events it could not put in time order (`N events
-/// {done} out of time order`: `exported`, or what the caller does); the first error `write`
-/// returns stops the reading and is returned. Each log's ledger. `latency` reads through it
-/// too.
+/// An event of log `file`, as the merge hands it on to an export. (What is not an event, the
+/// logs' ledgers count.)
+pub(crate) struct Item<'a> {
+    pub(crate) file: usize,
+    pub(crate) event: Event<'a>,
+}
+
+/// Reads `logs` through the merge by time ([`event_format::merge`]) into `write`, with
+/// progress on stderr (on a terminal, for big logs), and says on stderr how many events it
+/// could not put in time order (`N events {done} out of time order`: `exported`, or what the
+/// caller does); the first error `write` returns stops the reading and is returned. Each
+/// log's ledger. `latency` reads through it too.
 pub(crate) fn merge_all(
     logs: &mut [Log],
     done: &str,
@@ -69,35 +75,29 @@ pub(crate) fn merge_all(
 ) -> io::Result<Vec<Ledger>> {
     let mut progress = Progress::new("exporting", logs.iter().map(|l| l.len()).sum());
     let mut seen = 0u64;
-    let mut failure = None;
-    let merged = merge::merge(logs, |item| {
+    let mut merge = Merge::new(logs.iter_mut().collect());
+    while let Some(item) = merge.next_item() {
+        let merge::Item::Event { log, event } = item else { continue };
         seen += 1;
         if seen.is_multiple_of(1 << 16) {
             progress.update(seen * 32);
         }
-        match write(item) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                failure = Some(e);
-                ControlFlow::Break(())
-            }
+        if let Err(e) = write(Item { file: log, event }) {
+            progress.finish();
+            return Err(e);
         }
-    });
-    progress.finish();
-    if let Some(e) = failure {
-        return Err(e);
     }
-    let merged = merged.map_err(|e| io::Error::other(e.0))?;
-    if merged.out_of_order > 0 {
-        let why = if merged.early {
+    progress.finish();
+    if merge.out_of_order() > 0 {
+        let why = if merge.early() {
             "a block has records earlier than the time its header says they start at, which the merge goes \
              by; `--window-only` orders them by the merge window alone"
         } else {
             "the log's disorder is more than the merge window (256 MiB of records) holds"
         };
-        eprintln!("event-dump: {} events {done} out of time order: {why}", merged.out_of_order);
+        eprintln!("event-dump: {} events {done} out of time order: {why}", merge.out_of_order());
     }
-    Ok(merged.ledgers)
+    Ok(merge.into_ledgers())
 }
 
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
@@ -110,7 +110,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
     };
     let mut window = {
         let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-        let selection = Selection::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+        let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
         Window::new(selection, headers.iter().map(|h| h.clock).collect())
     };
     match args.to {
@@ -125,14 +125,14 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
 /// The events an export writes: `print`'s selection, and what it left out of each log.
 pub(crate) struct Window {
     /// `None` when the command line chose nothing: every event is exported.
-    selection: Option<Selection>,
+    selection: Option<Choice>,
     clocks: Vec<Clock>,
     /// Each log's events the selection left out.
     left_out: Vec<u64>,
 }
 
 impl Window {
-    fn new(selection: Selection, clocks: Vec<Clock>) -> Window {
+    fn new(selection: Choice, clocks: Vec<Clock>) -> Window {
         let left_out = vec![0; clocks.len()];
         Window { selection: (!selection.is_everything()).then_some(selection), clocks, left_out }
     }

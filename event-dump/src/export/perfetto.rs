@@ -46,8 +46,8 @@
 use super::proto::Proto;
 use super::timeline::Timeline;
 use super::{Said, Window};
+use crate::export::Item;
 use crate::log::{DumpError, Log};
-use crate::merge::Item;
 use crate::render::{Annotations, Fast};
 use event_format::builtin;
 use event_format::decode::{Catalog, Event};
@@ -297,7 +297,7 @@ struct Open {
 
 /// The tracks of one async span of a log: one per span open at once.
 #[derive(Default)]
-struct Lanes {
+struct SpanTracks {
     uuids: Vec<u64>,
     free: BTreeSet<usize>,
 }
@@ -311,7 +311,7 @@ struct Process {
     names: HashMap<u64, String, Fast>,
     pairer: Pairer<Open>,
     flows: Flows,
-    lanes: HashMap<SpanId, Lanes, Fast>,
+    lanes: HashMap<SpanId, SpanTracks, Fast>,
     /// Each counter's track, 0 until described.
     counters: Vec<u64>,
     /// Wire code -> its event type's names.

@@ -5,10 +5,13 @@ use super::body;
 use super::header::records_stop_cause;
 use super::put::{ArgWriter, put_record_header};
 use super::record::Stop;
-use super::value::{Value, fit_strings, record_len};
-use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, FORMAT_VERSION, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN};
+use super::value::{Text, Value, fit_strings, fit_texts, record_len};
+use super::{
+    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, FORMAT_VERSION, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX,
+};
 use crate::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
 use crate::schema::Version;
+use std::borrow::Cow;
 use std::fmt;
 
 /// Offsets of the block header's fields.
@@ -322,9 +325,83 @@ impl BlockWriter {
             return Err(PushError::TooLarge);
         }
         let len = record_len(&values);
+        let at = self.reserve(code, time, len)?;
+        let mut args = ArgWriter::new(self.order, &mut self.block[at + RECORD_HEADER_LEN..at + len], &[]);
+        for v in &values {
+            args.value(v);
+        }
+        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN);
+        self.end = at + len;
+        self.time = time;
+        Ok(())
+    }
+
+    /// Appends a record of `code` at `time` whose arguments `fill` writes, as the generated
+    /// emit code writes them: `fixed` bytes of fixed-size arguments, then the strings `strs`
+    /// (each its 2-byte length and its bytes), cut as [`fit_texts`] says. What
+    /// [`push`](BlockWriter::push) does for values, for a writer that holds its arguments as
+    /// a fill (the test capture); [`fits`](BlockWriter::fits) says beforehand whether it is
+    /// [`PushError::Full`], which leaves `fill` uncalled.
+    pub fn push_with(
+        &mut self,
+        code: u16,
+        time: u64,
+        fixed: usize,
+        strs: &[Text<'_>],
+        fill: impl FnOnce(&mut ArgWriter<'_>),
+    ) -> Result<(), PushError> {
+        if code == TIME_EXTEND {
+            return Err(PushError::ReservedCode);
+        }
+        let (strs, len) = self.fitted(fixed, strs).ok_or(PushError::TooLarge)?;
+        let at = self.reserve(code, time, len)?;
+        let mut args = ArgWriter::new(self.order, &mut self.block[at + RECORD_HEADER_LEN..at + len], &strs);
+        fill(&mut args);
+        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
+        self.end = at + len;
+        self.time = time;
+        Ok(())
+    }
+
+    /// Whether [`push_with`](BlockWriter::push_with) of a record at `time` with `fixed` bytes
+    /// of fixed-size arguments and strings `strs` fits in what is left of the block (`false`
+    /// too for a record no block takes).
+    pub fn fits(&self, time: u64, fixed: usize, strs: &[Text<'_>]) -> bool {
+        self.fitted(fixed, strs).is_some_and(|(_, len)| self.end + self.extend_len(time) + len <= self.block.len())
+    }
+
+    /// `strs` cut to fit a record of `fixed` bytes of fixed-size arguments, and the record's
+    /// length; `None` when the fixed arguments alone are too long.
+    fn fitted<'s, 't>(&self, fixed: usize, strs: &'s [Text<'t>]) -> Option<(Cow<'s, [Text<'t>]>, usize)> {
+        let max = self.max_record_len();
+        let len = |strs: &[Text<'_>]| RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
+        let strs = if len(strs) > max || strs.iter().any(|s| s.bytes.len() > STRING_MAX) {
+            let mut cut = strs.to_vec();
+            if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, max) {
+                return None;
+            }
+            Cow::Owned(cut)
+        } else {
+            Cow::Borrowed(strs)
+        };
+        let len = len(&strs);
+        Some((strs, len))
+    }
+
+    /// The `TimeExtend` record's length that a record at `time` needs before it: when its
+    /// delta from the previous record is negative or does not fit in 32 bits.
+    fn extend_len(&self, time: u64) -> usize {
+        match time.checked_sub(self.time).and_then(|d| u32::try_from(d).ok()) {
+            Some(_) => 0,
+            None => TIME_EXTEND_LEN,
+        }
+    }
+
+    /// Writes the header of a record of `code` at `time`, `len` bytes long, preceded by a
+    /// `TimeExtend` record where its delta needs one, and returns where the record starts.
+    fn reserve(&mut self, code: u16, time: u64, len: usize) -> Result<usize, PushError> {
         let delta = time.checked_sub(self.time).and_then(|d| u32::try_from(d).ok());
-        let extend = if delta.is_none() { TIME_EXTEND_LEN } else { 0 };
-        if self.end + extend + len > self.block.len() {
+        if self.end + self.extend_len(time) + len > self.block.len() {
             return Err(PushError::Full);
         }
         let order = self.order;
@@ -339,16 +416,9 @@ impl BlockWriter {
                 0
             }
         };
-        // fit_strings made len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
+        // Callers made len <= max_record_len() <= MAX_RECORD_LEN = u16::MAX.
         put_record_header(order, &mut self.block, at, code, len as u16, delta);
-        let mut args = ArgWriter::new(order, &mut self.block[at + RECORD_HEADER_LEN..at + len], &[]);
-        for v in &values {
-            args.value(v);
-        }
-        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN);
-        self.end = at + len;
-        self.time = time;
-        Ok(())
+        Ok(at)
     }
 
     /// Seals the block (used length and CRC) and returns its bytes, `block_size` long.

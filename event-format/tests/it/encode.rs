@@ -827,3 +827,40 @@ fn a_short_snapshot_property_is_malformed_and_an_unknown_cause_is_kept() {
     let e = Header::decode(&cut, false).unwrap_err();
     assert!(e.to_string().contains("snapshot property is 40 bytes long"), "{e}");
 }
+
+/// `BlockWriter::push_with` (a fill writes the arguments, as the generated code and the test
+/// capture do) writes the same bytes as `push` of the same values: a word and a string cut to
+/// `STRING_MAX`, a `TimeExtend` before a time that goes back, and `Full` (the fill uncalled)
+/// exactly when `fits` says no.
+#[test]
+fn push_with_a_fill_writes_the_bytes_push_writes() {
+    use event_format::wire::PushError;
+    let long = "x".repeat(STRING_MAX + 10);
+    let header = BlockHeader { thread: 3, base_time: 100, ..BlockHeader::default() };
+    let (mut by_values, mut by_fill) =
+        (BlockWriter::new(Order::Big, 4096, &header), BlockWriter::new(Order::Big, 4096, &header));
+    let mut time = 100;
+    let mut n = 0;
+    loop {
+        let strs = [Text::new(&long)];
+        let fits = by_fill.fits(time, 8, &strs);
+        let mut called = false;
+        let filled = by_fill.push_with(0x30, time, 8, &strs, |w| {
+            called = true;
+            w.word(n);
+            w.str(0);
+        });
+        let pushed = by_values.push(0x30, time, &[Value::Word(n), Value::Str(Text::new(&long))]);
+        assert_eq!(filled, pushed, "record {n}");
+        assert_eq!(fits, filled.is_ok());
+        assert_eq!(called, filled.is_ok(), "the fill runs only when the record is written");
+        if filled == Err(PushError::Full) {
+            break;
+        }
+        // Every third record goes back in time: a TimeExtend record precedes it.
+        time = if n % 3 == 2 { time - 50 } else { time + 7 };
+        n += 1;
+    }
+    assert!(n > 2);
+    assert_eq!(by_fill.finish(), by_values.finish());
+}

@@ -366,3 +366,98 @@ fn a_set_of_another_name_is_read_as_named_and_checked_event_by_event() {
     assert!(e.starts_with("event set `event-runtime`, event `ObjectAlloc`: the log says"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A record of a hand-made block: event index, time in ticks, values.
+type Record<'a> = (usize, u64, Vec<Value<'a>>);
+
+/// A stream of the program's set whose blocks are `blocks` (thread, then records of event
+/// index, time and values), in that order in the file.
+fn log_of_blocks(blocks: &[(u64, Vec<Record<'_>>)]) -> Vec<u8> {
+    let sets = SetEntry::assign([program()]);
+    let header = Header::with_sets(sets.clone(), 4096, Clock::deterministic(), Producer::current(0));
+    let mut stream = header.encode().unwrap();
+    for (thread, records) in blocks {
+        let mut block =
+            BlockWriter::new(Order::NATIVE, 4096, &BlockHeader { thread: *thread, ..BlockHeader::default() });
+        for (index, time, values) in records {
+            block.push(sets[0].wire_code(*index).unwrap(), *time, values).unwrap();
+        }
+        stream.extend(block.finish());
+    }
+    stream
+}
+
+/// Each request's latency (ticks from its `SegAlloc` to the `SegFree` of its `seg`, paired
+/// by events.def's `SPAN(Segment, SegAlloc, SegFree, seg)` as every reader pairs), in the
+/// order the reader hands the events out.
+fn latencies<B: event_format::decode::BlockSource>(
+    mut reader: event_runtime::read::Reader<events::Typed, B>,
+) -> Vec<u64> {
+    use event_format::roles::{Pairer, Roles};
+    let (roles, mut pairer, mut durations) = (Roles::new(&reader.header().sets), Pairer::new(), Vec::new());
+    while let Some(item) = reader.next_item() {
+        let Item::Event(at, event) = item else { continue };
+        let Some(role) = roles.of_code(events::SET.name(), event.code()) else { continue };
+        let values: Vec<_> = (0..event.params().len()).filter_map(|i| event.value(i)).collect();
+        if let Some(end) = role.ends.and_then(|e| roles.key_of(&e, &values))
+            && let Some(ended) = pairer.end(at.thread, &end)
+        {
+            durations.push(at.ticks - ended.begin);
+        }
+        if let Some(begin) = role.begins.and_then(|b| roles.key_of(&b, &values)) {
+            pairer.begin(at.thread, begin, at.ticks);
+        }
+    }
+    assert!(reader.summary().is_whole(), "{}", reader.summary());
+    durations.sort_unstable();
+    durations
+}
+
+#[test]
+fn read_by_time_a_request_that_migrates_between_threads_pairs_with_its_latency() {
+    // The slow request begins on thread 1 and ends on thread 2 (it migrated); the fast ones
+    // begin and end on thread 1. Thread 2's block reached the file first, as a busy thread's
+    // full block does before an idle one's partial block.
+    let schema = program();
+    let (alloc, free) = (index_of(&schema, "SegAlloc"), index_of(&schema, "SegFree"));
+    let begin =
+        |seg: u64, time: u64| (alloc, time, vec![Value::Word(seg), Value::Word(1), Value::Word(0), Value::Word(64)]);
+    let end = |seg: u64, time: u64| (free, time, vec![Value::Word(seg), Value::Word(1), Value::Word(64)]);
+    let mut thread1 = vec![begin(100, 10)];
+    for i in 0..20 {
+        thread1.extend([begin(i, 20 + i * 10), end(i, 22 + i * 10)]);
+    }
+    let stream = log_of_blocks(&[(2, vec![end(100, 500)]), (1, thread1)]);
+
+    // The log's order: the end comes before its begin, and the slow request is lost.
+    let in_log_order = latencies(events::from_reader(&stream[..]).unwrap());
+    assert_eq!(in_log_order, [2; 20], "the log's order pairs only the requests of one thread");
+    // By time, every request pairs, the slow one with its latency.
+    let by_time = latencies(events::from_reader(&stream[..]).unwrap().by_time().unwrap());
+    let mut want = vec![2; 20];
+    want.push(490);
+    assert_eq!(by_time, want);
+}
+
+#[test]
+fn read_by_time_hands_out_every_thread_in_one_timeline_and_is_chosen_before_reading() {
+    let stream = log_of_blocks(&[
+        (2, vec![(index_of(&program(), "ClientMark"), 30, vec![]), (index_of(&program(), "ClientMark"), 50, vec![])]),
+        (1, vec![(index_of(&program(), "ClientMark"), 20, vec![]), (index_of(&program(), "ClientMark"), 40, vec![])]),
+    ]);
+    let mut reader = events::from_reader(&stream[..]).unwrap().by_time().unwrap();
+    let mut seen = Vec::new();
+    while let Some(item) = reader.next_item() {
+        if let Item::Event(at, _) = item {
+            seen.push((at.ticks, at.thread));
+        }
+    }
+    assert_eq!(seen, [(20, 1), (30, 2), (40, 1), (50, 2)]);
+    assert_eq!(reader.summary().events, 4);
+    assert!(reader.summary().is_whole());
+
+    let mut started = events::from_reader(&stream[..]).unwrap();
+    assert!(started.next_item().is_some());
+    let refused = started.by_time().unwrap_err();
+    assert!(refused.to_string().contains("before the first `next_item()`"), "{refused}");
+}

@@ -21,8 +21,11 @@ type Result<T> = std::result::Result<T, DumpError>;
 /// Each log's thread names: thread id -> the name its last `ThreadName` event gave.
 pub(crate) type ThreadNames = Vec<BTreeMap<u64, String>>;
 
-/// The selection of `print`, `stats` and `follow`, compiled against the logs' schemas.
-pub(crate) struct Selection {
+/// Which events `print`, `stats`, `follow`, `latency` and `export` read (their `--kind`,
+/// `--event`, `--thread`, `--since`, `--until` and `--filter`), compiled against the logs'
+/// schemas: a choice of events to read, named apart from [`event_format::select::Selection`]
+/// (which events a program records).
+pub(crate) struct Choice {
     /// For each log, the codes that `--kind` and `--event` choose (both, when both are
     /// given), compiled once against its schema; `None` when neither is given.
     codes: Option<Vec<CodeSet>>,
@@ -236,14 +239,14 @@ fn unknown_in_sets(flag: &str, p: &Pattern, schemas: &[&Schema]) -> DumpError {
     DumpError::new(format!("{flag} {text}: no such event in the log{hint}"))
 }
 
-impl Selection {
+impl Choice {
     /// Compiles `select` against the logs' sets; `names` gives the logs' thread names, and is
     /// called only when `--thread` names a thread.
     pub(crate) fn new(
         select: &Select,
         headers: &[&Header],
         names: impl FnOnce() -> Result<ThreadNames>,
-    ) -> Result<Selection> {
+    ) -> Result<Choice> {
         // Every set of every log: their kinds, events and parameters.
         let schemas: Vec<&Schema> = headers.iter().flat_map(|h| h.sets.iter().map(|s| &s.schema)).collect();
         let schemas = &schemas[..];
@@ -329,7 +332,7 @@ impl Selection {
             Some(value) => Some(threads(value, headers.len(), &mut thread_names)?),
         };
         let filter_names = filter.as_ref().is_some_and(Filter::uses_thread_names).then(|| read.unwrap_or_default());
-        Ok(Selection { codes, threads, since: select.since, until: select.until, filter, filter_names })
+        Ok(Choice { codes, threads, since: select.since, until: select.until, filter, filter_names })
     }
 
     /// Whether `--kind` and `--event` let events of `code`, of log `file`, be shown (the

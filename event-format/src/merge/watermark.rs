@@ -1,4 +1,4 @@
-//! How far `print` may write before it has read every block: the earliest time a block not
+//! How far a merge by time (`print`'s, [`Merge`](super::Merge)) may hand on before it has read every block: the earliest time a block not
 //! yet merged can hold, from the logs' block indexes ([`index_blocks`]).
 //!
 //! A block's records start no earlier than its header's `base_time` (the reference writer
@@ -15,10 +15,10 @@
 //! A line written early that a later block then precedes is counted, as the window's are,
 //! and [`Watermark::early`] tells `print` which logs broke the rule, so that it can say why.
 //!
-//! [`index_blocks`]: event_format::decode::index_blocks
+//! [`index_blocks`]: crate::decode::index_blocks
 
-use event_format::decode::BlockStart;
-use event_format::wire::Clock;
+use crate::decode::BlockStart;
+use crate::wire::Clock;
 
 /// One log's index and how far its merge has come.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ struct Log {
 
 /// The logs' indexes, and the time before which every line is known to be merged.
 #[derive(Debug)]
-pub(crate) struct Watermark {
+pub struct Watermark {
     logs: Vec<Log>,
     /// Each log's clock, when several are merged on wall-clock time.
     wall: Option<Vec<Clock>>,
@@ -45,7 +45,7 @@ pub(crate) struct Watermark {
 impl Watermark {
     /// The marks of logs whose indexes are `indexes` (`None` for a log without one), merged
     /// on wall-clock time by `wall` when several are.
-    pub(crate) fn new(indexes: Vec<Option<Vec<BlockStart>>>, wall: Option<Vec<Clock>>) -> Watermark {
+    pub fn new(indexes: Vec<Option<Vec<BlockStart>>>, wall: Option<Vec<Clock>>) -> Watermark {
         let logs = indexes
             .into_iter()
             .map(|index| {
@@ -64,7 +64,7 @@ impl Watermark {
 
     /// The block of log `file` at `offset` is merged: `block` gives its `base_time` and the
     /// time of its earliest line (`None` without lines), or is `None` for a damaged block.
-    pub(crate) fn merged(&mut self, file: usize, offset: u64, block: Option<(u64, Option<u64>)>) {
+    pub fn merged(&mut self, file: usize, offset: u64, block: Option<(u64, Option<u64>)>) {
         let Some(log) = self.logs.get_mut(file) else { return };
         if log.bound.is_none() {
             return;
@@ -91,7 +91,7 @@ impl Watermark {
 
     /// The merge key (ticks of the one log, or wall-clock nanoseconds of several) before
     /// which every line is merged; `None` when no line may be written early.
-    pub(crate) fn key(&self) -> Option<i128> {
+    pub fn key(&self) -> Option<i128> {
         let mut key = i128::MAX;
         for (f, log) in self.logs.iter().enumerate() {
             let bound = log.bound?;
@@ -108,12 +108,12 @@ impl Watermark {
     }
 
     /// Whether a block of log `file` had a line earlier than its `base_time`.
-    pub(crate) fn early(&self, file: usize) -> bool {
+    pub fn early(&self, file: usize) -> bool {
         self.logs.get(file).is_some_and(|l| l.early)
     }
 
     /// Whether a block of any log had a line earlier than its `base_time`.
-    pub(crate) fn any_early(&self) -> bool {
+    pub fn any_early(&self) -> bool {
         self.logs.iter().any(|l| l.early)
     }
 }

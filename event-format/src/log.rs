@@ -24,7 +24,7 @@
 
 use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
 use crate::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
-use crate::wire::{Header, HeaderError};
+use crate::wire::{Header, HeaderError, RecordingId};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
@@ -126,6 +126,7 @@ pub struct Log {
     catalog: Catalog,
     len: u64,
     index: Option<Vec<BlockStart>>,
+    recording_id: RecordingId,
 }
 
 impl fmt::Debug for Log {
@@ -150,6 +151,15 @@ impl Log {
             Source::Stream(decoder) => decoder.header(),
             Source::Ring(ring) => ring.header(),
         }
+    }
+
+    /// Its recording id: the header's ([`Properties::recording`](crate::wire::Properties),
+    /// since format 2.0.2), or for a log without one the id derived from its header's bytes
+    /// ([`RecordingId::derived`]). Every stream of one recording has the header's id; two
+    /// logs of older formats have the same derived id only if their headers are byte for byte
+    /// the same (same program, pid, host, clock readings and event sets).
+    pub fn recording_id(&self) -> RecordingId {
+        self.recording_id
     }
 
     /// The catalog of its sets, which names and checks its records.
@@ -235,8 +245,9 @@ pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
         let reader =
             RingReader::open(file, decode).map_err(|error| OpenError::Ring { path: path.to_owned(), error })?;
         let catalog = Catalog::new(&reader.header().sets);
+        let recording_id = id_of(reader.header(), reader.header_bytes());
         let source = Source::Ring(RingBlocks::new(reader));
-        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None });
+        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None, recording_id });
     }
     // The index reads block headers at positions, through a second handle (a pipe has none).
     let len = meta.len();
@@ -254,7 +265,13 @@ pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
     // A read error leaves the log unindexed: its blocks are merged by the window alone.
     let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());
     let catalog = Catalog::new(&decoder.header().sets);
-    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index })
+    let recording_id = id_of(decoder.header(), decoder.header_bytes());
+    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index, recording_id })
+}
+
+/// The header's recording id, or the one derived from its bytes.
+fn id_of(header: &Header, bytes: &[u8]) -> RecordingId {
+    header.properties.recording.unwrap_or_else(|| RecordingId::derived(bytes))
 }
 
 /// Opens the ring file at `path` to follow it live or to control its program: a ring file

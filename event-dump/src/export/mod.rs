@@ -138,13 +138,15 @@ fn set_versions(header: &event_format::wire::Header) -> String {
         .join(" ")
 }
 
-/// What a table export (SQLite, Parquet) took from one log: its path as shown, its number
-/// in the database or dataset, its events, and what its ledger says was skipped.
+/// What a table export (SQLite, Parquet) took from one log: its path as shown, its id in the
+/// database or dataset (SQLite's serial number, Parquet's recording id), its events, what its
+/// ledger says was skipped, and whether the output already held it (nothing added).
 struct Imported {
     path: String,
-    serial: i64,
+    log: String,
     events: u64,
     said: Said,
+    already: bool,
 }
 
 /// Says what a table export took from each log: a line on stdout per log, and on stderr what
@@ -152,10 +154,14 @@ struct Imported {
 fn report(imported: &[Imported], out: &Path) -> ExitCode {
     let mut stdout = io::stdout().lock();
     for s in imported {
+        if s.already {
+            let _ = writeln!(stdout, "{}: already in {} as log {}; nothing added", s.path, out.display(), s.log);
+            continue;
+        }
         if let Some(line) = s.said.table_line() {
             eprintln!("event-dump: {}: {line}, the rest exported; `event-dump check {}` lists them", s.path, s.path);
         }
-        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.serial, out.display());
+        let _ = writeln!(stdout, "{}: {} events as log {} in {}", s.path, s.events, s.log, out.display());
     }
     ExitCode::SUCCESS
 }
@@ -206,6 +212,24 @@ impl Said {
                 all.join("; ")
             );
         }
+    }
+}
+
+/// Whether an event type's table has a fields column (SQLite's `fields_json`, Parquet's
+/// `fields`): the `tracing` bridge's events, whose text holds fields.
+fn has_fields(desc: &event_format::decode::Desc) -> bool {
+    desc.is_builtin() && matches!(desc.code, event_format::builtin::TRACE_EVENT | event_format::builtin::SPAN_ENTER)
+}
+
+/// The fields of a `tracing` bridge's event as one JSON object by name ([`crate::json::fields`]),
+/// appended to `out`; false (nothing appended) when its text holds none in `tracing`'s grammar.
+fn fields_json(event: &Event<'_>, out: &mut String) -> bool {
+    match event_format::fields::of_event(event) {
+        Some(fields) => {
+            crate::json::fields(out, &fields);
+            true
+        }
+        None => false,
     }
 }
 

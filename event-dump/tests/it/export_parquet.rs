@@ -20,12 +20,12 @@ use std::process::{Command, Output};
 /// The columns before the parameters in every event table.
 const FIXED: [&str; 6] = ["log", "thread", "ticks", "ns", "time", "date"];
 
-fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     common::dir("export-parquet")
 }
 
 /// A fresh dataset path (removed if a previous run left one).
-fn fresh(name: &str) -> PathBuf {
+pub(crate) fn fresh(name: &str) -> PathBuf {
     let d = dir().join(name);
     let _ = std::fs::remove_dir_all(&d);
     d
@@ -37,7 +37,7 @@ fn export(out: &Path, logs: &[&Path]) -> Output {
     run(&args)
 }
 
-fn export_ok(out: &Path, logs: &[&Path]) -> Output {
+pub(crate) fn export_ok(out: &Path, logs: &[&Path]) -> Output {
     let result = export(out, logs);
     assert!(result.status.success(), "{}", stderr(&result));
     result
@@ -45,7 +45,7 @@ fn export_ok(out: &Path, logs: &[&Path]) -> Output {
 
 /// Whether DuckDB's Python package can be imported; when it cannot, says so (past the test
 /// harness's capture) or fails when `EVENT_REQUIRE_DUCKDB=1`.
-fn duckdb_available() -> bool {
+pub(crate) fn duckdb_available() -> bool {
     let ok = Command::new("python3").args(["-c", "import duckdb"]).output().is_ok_and(|o| o.status.success());
     if ok {
         return true;
@@ -87,7 +87,7 @@ fn table(out: &Path, name: &str) -> String {
 }
 
 /// The recording id an export's stdout gives `log` (`LOG: N events as log ID in OUT`).
-fn id_in(output: &Output, log: &Path) -> String {
+pub(crate) fn id_in(output: &Output, log: &Path) -> String {
     let text = stdout(output);
     let line = text.lines().find(|l| l.starts_with(&format!("{}:", log.display()))).unwrap_or_else(|| panic!("{text}"));
     let id = line.split(" as log ").nth(1).unwrap().split([' ', ';']).next().unwrap();
@@ -96,7 +96,7 @@ fn id_in(output: &Output, log: &Path) -> String {
 }
 
 /// `stats`' counts per event of `log`: `Kind.Name` -> count.
-fn stats_per_event(log: &Path) -> BTreeMap<String, i64> {
+pub(crate) fn stats_per_event(log: &Path) -> BTreeMap<String, i64> {
     let out = run(&["stats", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -122,7 +122,7 @@ fn stats_number(log: &Path, what: &str) -> u64 {
 }
 
 /// The column of parameter `params[i]`, as the exporter names it.
-fn columns(params: &[String]) -> Vec<String> {
+pub(crate) fn columns(params: &[String]) -> Vec<String> {
     let mut taken: Vec<String> = FIXED.iter().map(|c| (*c).to_owned()).collect();
     params
         .iter()
@@ -152,16 +152,16 @@ fn integer(v: &Json) -> Option<i128> {
 /// What `print --format json` says of one event type of a log: its count, and per parameter
 /// the number of distinct values and, for integers, their sum.
 #[derive(Debug, Default, PartialEq)]
-struct Aggregates {
-    count: i64,
-    distinct: BTreeMap<String, i64>,
-    sums: BTreeMap<String, i128>,
+pub(crate) struct Aggregates {
+    pub(crate) count: i64,
+    pub(crate) distinct: BTreeMap<String, i64>,
+    pub(crate) sums: BTreeMap<String, i128>,
 }
 
 /// `print --format json` of `log`, summarised per `Kind.Name`, with its parameter names.
 /// A parameter has a sum when every value of it is an integer (pointers in hex, words beyond
 /// 2^53 in decimal strings).
-fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Aggregates)> {
+pub(crate) fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Aggregates)> {
     type Seen = (Vec<String>, i64, BTreeMap<String, Vec<String>>, BTreeMap<String, Option<i128>>);
     let mut values: BTreeMap<String, Seen> = BTreeMap::new();
     for p in print_json(&[log.to_str().unwrap()]) {
@@ -241,7 +241,7 @@ fn check_log(out: &Path, log: &Path, id: &str) {
 }
 
 /// A log of many `ObjectAlloc` events of several sizes, on one thread.
-fn allocations_log(path: &Path) {
+pub(crate) fn allocations_log(path: &Path) {
     many_events_log(path, 3000);
 }
 
@@ -521,7 +521,7 @@ fn files_of(out: &Path, name: &str) -> usize {
 }
 
 /// Every file under `d`, hidden ones too, with its bytes.
-fn tree(d: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn tree(d: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut todo = vec![d.to_owned()];
     while let Some(at) = todo.pop() {

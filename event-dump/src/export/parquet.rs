@@ -676,6 +676,10 @@ fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Ev
 /// toward zero), saturated to the i64 range.
 fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
     let rate = clock.ticks_per_second.max(1);
+    if rate == NS_PER_SECOND {
+        // A clock in nanoseconds (the recorder's monotonic clock): no division.
+        return clamp(i128::from(ticks) - i128::from(clock.start_ticks));
+    }
     if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
         let delta = ticks - clock.start_ticks;
         let ns = (delta / rate).saturating_mul(1_000_000_000).saturating_add((delta % rate) * 1_000_000_000 / rate);
@@ -688,8 +692,16 @@ fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
 
 /// The wall-clock time of `ticks` in microseconds since the Unix epoch, saturated.
 fn wall_micros(clock: &Clock, ticks: u64) -> i64 {
+    if clock.ticks_per_second == NS_PER_SECOND {
+        // `wall_ns` without its 128-bit division, which a clock in nanoseconds does not need.
+        let ns = i128::from(clock.ref_wall_ns) + (i128::from(ticks) - i128::from(clock.ref_ticks));
+        return clamp(ns.div_euclid(1000));
+    }
     clamp(clock.wall_ns(ticks).div_euclid(1000))
 }
+
+/// Ticks per second of a clock in nanoseconds.
+const NS_PER_SECOND: u64 = 1_000_000_000;
 
 fn clamp(v: i128) -> i64 {
     i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
@@ -1222,6 +1234,20 @@ mod tests {
             let want = if text.starts_with('-') { -want } else { want };
             assert_eq!(i128::from(ns_since_start(&c, ticks)), want.clamp(i64::MIN.into(), i64::MAX.into()), "{text}");
         }
+    }
+
+    #[test]
+    fn a_clock_in_nanoseconds_gives_the_times_of_the_general_rule() {
+        let mut c = clock(NS_PER_SECOND, 1_000);
+        c.ref_ticks = 500;
+        c.ref_wall_ns = 1_700_000_000_123_456_789;
+        for ticks in [0, 1, 499, 500, 999, 1_000, 1_001, 123_456_789_012, u64::MAX] {
+            assert_eq!(wall_micros(&c, ticks), clamp(c.wall_ns(ticks).div_euclid(1000)), "{ticks}");
+            let general = i128::from(ticks) - i128::from(c.start_ticks);
+            assert_eq!(ns_since_start(&c, ticks), clamp(general), "{ticks}");
+        }
+        c.ref_wall_ns = i64::MIN;
+        assert_eq!(wall_micros(&c, 0), clamp(c.wall_ns(0).div_euclid(1000)));
     }
 
     #[test]

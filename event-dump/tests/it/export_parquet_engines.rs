@@ -27,19 +27,21 @@ const ENGINES: [(&str, &str, &str); 4] = [
     ("spark", "pyspark", "EVENT_REQUIRE_SPARK"),
 ];
 
-/// Whether `engine` can run here; when it cannot, says so past the harness's capture, or
-/// fails when its `EVENT_REQUIRE_*` variable is 1.
-fn available(engine: &str, module: &str, require: &str) -> bool {
-    let python = Command::new("python3").args(["-c", &format!("import {module}")]).output();
+/// Whether `engine` can run here (its Python modules `imports` import; Spark also needs a
+/// Java runtime); when it cannot, says so past the harness's capture, or fails when its
+/// `EVENT_REQUIRE_*` variable `require` is 1.
+fn available(engine: &str, imports: &str, require: &str) -> bool {
+    let python = Command::new("python3").args(["-c", &format!("import {imports}")]).output();
     let java = engine != "spark" || Command::new("java").arg("-version").output().is_ok_and(|o| o.status.success());
     let ok = python.is_ok_and(|o| o.status.success()) && java;
     if !ok {
+        let pip = imports.replace(", ", " ").replace("moto", "'moto[server]'");
+        let java = if engine == "spark" { " and a Java runtime" } else { "" };
         assert!(
             std::env::var(require).as_deref() != Ok("1"),
-            "{engine} not found (python3 -c 'import {module}'{}), and {require}=1 requires it",
-            if engine == "spark" { ", and a Java runtime" } else { "" }
+            "{engine} not found (python3 -m pip install {pip}{java}), and {require}=1 requires it"
         );
-        let _ = writeln!(std::io::stderr(), "skipped: {engine} not found (pip install {module})");
+        let _ = writeln!(std::io::stderr(), "skipped: {engine} not found (python3 -m pip install {pip}{java})");
     }
     ok
 }
@@ -186,5 +188,33 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
                 }
             }
         }
+    }
+}
+
+/// Object storage: a dataset copied to an S3-compatible server (moto's server mode) and read
+/// by Polars over `s3://` has every table's rows of every log, as `stats` counts them.
+#[test]
+fn a_dataset_in_object_storage_reads_as_on_disk() {
+    if !available("polars over s3 (moto)", "moto, boto3, polars", "EVENT_REQUIRE_S3") {
+        return;
+    }
+    let handmade = dir().join("s3-handmade.evt");
+    handmade_log(&handmade, Order::Little);
+    let allocations = dir().join("s3-allocations.evt");
+    allocations_log(&allocations);
+    let out = fresh("s3");
+    let result = export_ok(&out, &[&handmade, &allocations]);
+    const SCRIPT: &str = include_str!("parquet_s3.py");
+    let read = Command::new("python3").args(["-c", SCRIPT]).arg(&out).output().unwrap();
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    let text = String::from_utf8(read.stdout).unwrap();
+    let got: Json = serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap();
+    for log in [&handmade, &allocations] {
+        let id = id_in(&result, log);
+        for (table, count) in stats_per_event(log) {
+            let rows = got[&table][&id].as_i64().unwrap_or(0);
+            assert_eq!(rows, count, "{table} of {} over s3://", log.display());
+        }
+        assert_eq!(got["logs"][&id].as_i64(), Some(1));
     }
 }

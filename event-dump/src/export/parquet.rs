@@ -60,14 +60,16 @@
 //! most 64 MiB beyond one row group) and the thread and block counts, whatever the size of
 //! the log. Each log's files are closed before the next log is read.
 
+mod encode;
+
 use super::{ColumnType, Imported, Said, column_type, fields_json, has_fields, param_columns, walk};
 use crate::log::{DumpError, Log};
+use encode::{Buffer, Encoder, Strings};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
 use event_format::letter;
 use event_format::wire::{Clock, Value};
 use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -94,8 +96,9 @@ const MARKER: &str = "_event-dump";
 /// The lock file of a run.
 const LOCK: &str = "_event-dump.lock";
 
-/// The most rows in a row group.
-const ROW_GROUP_ROWS: usize = 1 << 20;
+/// The most rows in a row group: small enough that the encoder's thread works while the
+/// log is read (DuckDB's own row groups are 122,880 rows).
+const ROW_GROUP_ROWS: usize = 1 << 17;
 
 /// The most bytes the column buffers of all tables hold before the largest is written out.
 const BUFFER_BYTES: usize = 64 << 20;
@@ -413,50 +416,6 @@ impl Column {
     }
 }
 
-/// Strings of a column not yet written: their bytes one after another and where each ends,
-/// so that a row costs no allocation; cut into `ByteArray`s (slices of one buffer) when the
-/// row group is written.
-#[derive(Default)]
-struct Strings {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl Strings {
-    fn push(&mut self, s: &[u8]) {
-        self.bytes.extend_from_slice(s);
-        self.ends.push(self.bytes.len());
-    }
-
-    /// The strings as `ByteArray`s, the buffer handed over.
-    fn take(&mut self) -> Vec<ByteArray> {
-        let all = bytes::Bytes::from(std::mem::take(&mut self.bytes));
-        let mut start = 0;
-        let arrays = self
-            .ends
-            .iter()
-            .map(|&end| {
-                let a = ByteArray::from(all.slice(start..end));
-                start = end;
-                a
-            })
-            .collect();
-        self.ends.clear();
-        arrays
-    }
-}
-
-/// A column's values not yet written. Unsigned values are kept as their bits (Parquet
-/// stores UINT64 in INT64 and UINT32 in INT32).
-enum Buffer {
-    I64(Vec<i64>),
-    I32(Vec<i32>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    /// Strings, and the definition levels of a nullable column (1 there, 0 null).
-    Str(Strings, Option<Vec<i16>>),
-}
-
 /// A value for a column of the `logs` or `threads` tables.
 enum Cell {
     I64(i64),
@@ -465,20 +424,19 @@ enum Cell {
     Null,
 }
 
-impl Buffer {
-    fn push_cell(&mut self, cell: Cell) {
-        match (self, cell) {
-            (Buffer::I64(v), Cell::I64(x)) => v.push(x),
-            (Buffer::I32(v), Cell::I32(x)) => v.push(x),
-            (Buffer::Str(v, defs), Cell::Str(s)) => {
-                v.push(s.as_bytes());
-                if let Some(d) = defs {
-                    d.push(1);
-                }
+/// Appends a cell to its column's buffer.
+fn push_cell(buffer: &mut Buffer, cell: Cell) {
+    match (buffer, cell) {
+        (Buffer::I64(v), Cell::I64(x)) => v.push(x),
+        (Buffer::I32(v), Cell::I32(x)) => v.push(x),
+        (Buffer::Str(v, defs), Cell::Str(s)) => {
+            v.push(s.as_bytes());
+            if let Some(d) = defs {
+                d.push(1);
             }
-            (Buffer::Str(_, Some(d)), Cell::Null) => d.push(0),
-            _ => debug_assert!(false, "a cell of the wrong type"),
         }
+        (Buffer::Str(_, Some(d)), Cell::Null) => d.push(0),
+        _ => debug_assert!(false, "a cell of the wrong type"),
     }
 }
 
@@ -498,11 +456,13 @@ fn count(v: u64) -> Cell {
     Cell::I64(bits64(v))
 }
 
-/// One table file of a log, open under its temporary name, and its buffered rows.
+/// One table file of a log, its writer with the [`Encoder`] under its temporary name, and
+/// its buffered rows.
 struct TableFile {
     temp: PathBuf,
     path: PathBuf,
-    writer: SerializedFileWriter<File>,
+    /// Its number at the encoder.
+    file: usize,
     buffers: Vec<Buffer>,
     rows: usize,
     /// About how many bytes the buffers hold.
@@ -515,8 +475,14 @@ struct TableFile {
 
 impl TableFile {
     /// Creates the file `name` (`<id>.parquet`) in directory `dir`, with `columns` and
-    /// key-value metadata.
-    fn create(dir: &Path, name: &str, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<TableFile> {
+    /// key-value metadata, its writer handed to `encoder`.
+    fn create(
+        dir: &Path,
+        name: &str,
+        columns: Vec<Column>,
+        metadata: Vec<KeyValue>,
+        encoder: &mut Encoder,
+    ) -> Result<TableFile> {
         let path = dir.join(name);
         // The process id keeps it apart from a temporary file an interrupted run left.
         let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -550,67 +516,29 @@ impl TableFile {
                 _ => 8,
             })
             .sum();
-        Ok(TableFile { temp, path, writer, buffers, rows: 0, bytes: 0, row_bytes, fields: has_fields })
+        let file = encoder.open(writer);
+        Ok(TableFile { temp, path, file, buffers, rows: 0, bytes: 0, row_bytes, fields: has_fields })
     }
 
-    /// Writes the buffered rows as one row group.
-    fn flush(&mut self) -> std::result::Result<(), ParquetError> {
+    /// Hands the buffered rows to the encoder as one row group.
+    fn flush(&mut self, encoder: &mut Encoder) {
         if self.rows == 0 {
-            return Ok(());
+            return;
         }
-        let mut group = self.writer.next_row_group()?;
-        for buffer in &mut self.buffers {
-            let Some(mut column) = group.next_column()? else {
-                return Err(ParquetError::General("fewer columns than buffers".into()));
-            };
-            match buffer {
-                Buffer::I64(v) => {
-                    column.typed::<Int64Type>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::I32(v) => {
-                    column.typed::<Int32Type>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::F64(v) => {
-                    column.typed::<DoubleType>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::Bool(v) => {
-                    column.typed::<BoolType>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::Str(v, defs) => {
-                    let arrays = v.take();
-                    column.typed::<ByteArrayType>().write_batch(&arrays, defs.as_deref(), None)?;
-                    if let Some(d) = defs {
-                        d.clear();
-                    }
-                }
-            }
-            column.close()?;
-        }
-        group.close()?;
+        let empty = encoder.spare(self.file, &self.buffers);
+        let full = std::mem::replace(&mut self.buffers, empty);
+        encoder.write(self.file, full);
         self.rows = 0;
         self.bytes = 0;
-        Ok(())
     }
 
     /// Appends one row of cells (the `logs` and `threads` tables).
     fn push_cells(&mut self, cells: Vec<Cell>) {
         debug_assert_eq!(cells.len(), self.buffers.len());
         for (buffer, cell) in self.buffers.iter_mut().zip(cells) {
-            buffer.push_cell(cell);
+            push_cell(buffer, cell);
         }
         self.rows += 1;
-    }
-
-    /// Writes the rest and the footer, and syncs the file: ready to be renamed into place.
-    fn finish(mut self) -> Result<Rename> {
-        self.flush().map_err(|e| parquet_error(&self.temp, &e))?;
-        let file = self.writer.into_inner().map_err(|e| parquet_error(&self.temp, &e))?;
-        file.sync_all().map_err(|e| io_error(&self.temp, &e))?;
-        Ok((self.temp, self.path))
     }
 }
 
@@ -781,13 +709,15 @@ fn threads_columns() -> Vec<Column> {
 /// A finished file of the run: (its temporary name, its name in the dataset).
 type Rename = (PathBuf, PathBuf);
 
-/// The files of one log being written: its open table files, keyed by table and day.
+/// The files of one log being written: its open table files, keyed by table and day, and
+/// the encoder that writes them.
 struct LogFiles<'a> {
     out: &'a Path,
     /// `<id>.parquet`.
     name: String,
     tables: Vec<TableFile>,
     by_key: HashMap<(String, i64), usize>,
+    encoder: Encoder,
     /// Directories this run created (removed if it fails), shared by the run's logs.
     created_dirs: &'a mut Vec<PathBuf>,
     /// What the buffers of all tables hold, about.
@@ -814,52 +744,60 @@ impl LogFiles<'_> {
                 self.created_dirs.push(d.clone());
             }
         }
-        let file = TableFile::create(&dir, &self.name, columns, metadata)?;
+        let file = TableFile::create(&dir, &self.name, columns, metadata, &mut self.encoder)?;
         self.tables.push(file);
         self.by_key.insert((name.to_owned(), day), self.tables.len() - 1);
         Ok(self.tables.len() - 1)
     }
 
-    /// Writes out row groups while the table `i` is full or all buffers are over budget.
-    fn relieve(&mut self, i: usize) -> std::result::Result<(), ParquetError> {
+    /// Hands row groups to the encoder while the table `i` is full or all buffers are over
+    /// budget.
+    fn relieve(&mut self, i: usize) {
         if self.tables[i].rows >= ROW_GROUP_ROWS {
             self.buffered -= self.tables[i].bytes;
-            self.tables[i].flush()?;
+            self.tables[i].flush(&mut self.encoder);
         }
         if self.buffered > BUFFER_BYTES
             && let Some(largest) = self.tables.iter_mut().max_by_key(|t| t.bytes)
         {
             self.buffered -= largest.bytes;
-            largest.flush()?;
+            largest.flush(&mut self.encoder);
         }
-        Ok(())
     }
 
-    /// Finishes every file; on an error removes them all.
-    fn finish(self, files: &mut Vec<Rename>) -> Result<()> {
-        let mut rest = self.tables.into_iter();
-        let first = files.len();
-        for table in rest.by_ref() {
-            let temp = table.temp.clone();
-            match table.finish() {
-                Ok(pair) => files.push(pair),
-                Err(e) => {
-                    let _ = fs::remove_file(temp);
-                    for t in rest {
-                        let _ = fs::remove_file(&t.temp);
-                    }
-                    for (temp, _) in files.drain(first..) {
-                        let _ = fs::remove_file(temp);
-                    }
-                    return Err(e);
+    /// Finishes every file (the rest of its rows, its footer) and syncs it; on an error
+    /// removes them all.
+    fn finish(mut self, files: &mut Vec<Rename>) -> Result<()> {
+        for table in &mut self.tables {
+            table.flush(&mut self.encoder);
+        }
+        let written = self.encoder.finish();
+        let synced = written
+            .map_err(|(i, e)| parquet_error(self.tables.get(i).map_or(self.out, |t| t.temp.as_path()), &e))
+            .and_then(|written| {
+                for (table, file) in self.tables.iter().zip(written) {
+                    file.sync_all().map_err(|e| io_error(&table.temp, &e))?;
                 }
+                Ok(())
+            });
+        match synced {
+            Ok(()) => {
+                files.extend(self.tables.into_iter().map(|t| (t.temp, t.path)));
+                Ok(())
+            }
+            Err(e) => {
+                for t in &self.tables {
+                    let _ = fs::remove_file(&t.temp);
+                }
+                Err(e)
             }
         }
-        Ok(())
     }
 
     /// Removes every file it opened.
     fn abandon(self) {
+        // The encoder's thread ends with its channel; the files go by name.
+        drop(self.encoder);
         for t in self.tables {
             let _ = fs::remove_file(&t.temp);
         }
@@ -1030,6 +968,7 @@ fn write_log(
         name: format!("{id}.parquet"),
         tables: Vec::new(),
         by_key: HashMap::new(),
+        encoder: Encoder::start(),
         created_dirs,
         buffered: 0,
     };
@@ -1065,7 +1004,8 @@ fn write_log(
         let before = table.bytes;
         high |= push_event(table, &facts, wall, event);
         files_of.buffered += files_of.tables[i].bytes - before;
-        files_of.relieve(i).map_err(|e| parquet_error(&files_of.tables[i].temp, &e))
+        files_of.relieve(i);
+        Ok(())
     });
     let walked = match walked {
         Ok(w) => w,

@@ -832,3 +832,36 @@ fn tracing_fields_are_json_by_name_and_one_query_reads_every_event() {
     assert_eq!(all[0][0].as_i64(), Some(stats.values().sum()));
     assert_eq!(all[0][1].as_i64(), Some(stats.values().filter(|&&n| n > 0).count() as i64), "{stats:?}");
 }
+
+/// A table of more rows than a row group holds: written as several row groups by the
+/// encoder's thread (the later ones in the buffers it gave back), every row there once, in
+/// the log's order.
+#[test]
+fn a_big_table_is_several_row_groups_with_every_row() {
+    if !duckdb_available() {
+        return;
+    }
+    let n: u64 = 300_000;
+    let log = dir().join("big.evt");
+    many_events_log(&log, n);
+    let out = fresh("big");
+    let id = id_in(&export_ok(&out, &[&log]), &log);
+    let alloc = table(&out, "Object.ObjectAlloc");
+    let rows = duck(&format!(
+        "SELECT count(*), sum(size)::VARCHAR, min(size), max(size), count(DISTINCT addr), bool_and(log = '{id}') FROM {alloc}"
+    ));
+    let want = [Json::from(n), Json::from((0..n).sum::<u64>().to_string()), Json::from(0), Json::from(n - 1)];
+    assert_eq!(rows[0][..4], want);
+    assert_eq!(rows[0][4], Json::from(n));
+    assert_eq!(rows[0][5], Json::from(true));
+    // Rows in the order the log holds them: `size` counts up.
+    let unordered = duck(&format!(
+        "SELECT count(*) FROM (SELECT size, lag(size) OVER () AS before FROM {alloc}) WHERE size <> before + 1"
+    ));
+    assert_eq!(unordered[0][0], 0);
+    let groups = duck(&format!(
+        "SELECT count(DISTINCT row_group_id) FROM parquet_metadata('{}/Object.ObjectAlloc/*/*.parquet')",
+        out.display()
+    ));
+    assert!(groups[0][0].as_i64().unwrap() > 1, "{groups:?}");
+}

@@ -53,11 +53,13 @@
 //! a directory it created. A lock file (`_event-dump.lock`, created exclusively) keeps two
 //! exports out of one dataset.
 //!
-//! # Memory
+//! # Memory and threads
 //!
 //! Each log is read block by block ([`super::walk`]) and each row goes into its table's
-//! column buffers, written out as a row group when it is full: memory is the buffers (at
-//! most 64 MiB beyond one row group) and the thread and block counts, whatever the size of
+//! column buffers, handed as a row group to the encoder's thread ([`encode`]) when it is
+//! full: the reading and the encoding run on two cores. Memory is the buffers (at most
+//! 64 MiB beyond one row group per table), at most two row groups in the encoder and one
+//! emptied set of buffers per table, and the thread and block counts, whatever the size of
 //! the log. Each log's files are closed before the next log is read.
 
 mod encode;
@@ -625,6 +627,15 @@ fn wall_micros(clock: &Clock, ticks: u64) -> i64 {
         let ns = i128::from(clock.ref_wall_ns) + (i128::from(ticks) - i128::from(clock.ref_ticks));
         return clamp(ns.div_euclid(1000));
     }
+    let rate = clock.ticks_per_second;
+    if ticks >= clock.ref_ticks && rate != 0 && rate <= u64::MAX / NS_PER_SECOND {
+        // `wall_ns`'s floor((ticks - ref) * 10^9 / rate) in two 64-bit divisions instead of
+        // one of 128 bits: q * 10^9 + floor(r * 10^9 / rate), where ticks - ref = q * rate + r.
+        let delta = ticks - clock.ref_ticks;
+        let ns =
+            u128::from(delta / rate) * u128::from(NS_PER_SECOND) + u128::from((delta % rate) * NS_PER_SECOND / rate);
+        return clamp((i128::from(clock.ref_wall_ns) + ns.cast_signed()).div_euclid(1000));
+    }
     clamp(clock.wall_ns(ticks).div_euclid(1000))
 }
 
@@ -1188,6 +1199,30 @@ mod tests {
         }
         c.ref_wall_ns = i64::MIN;
         assert_eq!(wall_micros(&c, 0), clamp(c.wall_ns(0).div_euclid(1000)));
+    }
+
+    #[test]
+    fn times_of_any_clock_rate_are_those_of_the_general_rule() {
+        for (rate, reference, wall) in [
+            (2_600_000_198, 5_000_000_000, 1_700_000_000_123_456_789),
+            (3, 10, -5),
+            (u64::MAX / NS_PER_SECOND, 0, 0),
+            (u64::MAX / NS_PER_SECOND + 1, 7, i64::MAX),
+            (1, u64::MAX, i64::MIN),
+        ] {
+            let mut c = clock(rate, 0);
+            c.ref_ticks = reference;
+            c.ref_wall_ns = wall;
+            for ticks in
+                [0, 1, reference.saturating_sub(1), reference, reference.saturating_add(1), rate, 1 << 40, u64::MAX]
+            {
+                assert_eq!(
+                    wall_micros(&c, ticks),
+                    clamp(c.wall_ns(ticks).div_euclid(1000)),
+                    "rate {rate} ticks {ticks}"
+                );
+            }
+        }
     }
 
     #[test]

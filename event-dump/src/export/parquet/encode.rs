@@ -4,9 +4,9 @@
 //! over whole ([`Encoder::write`]); the encoder gives them back emptied, their memory kept,
 //! for the table's next row group ([`Encoder::spare`]).
 //!
-//! Memory: one job waits while one is written (the channel holds one), so at most two row
-//! groups are in the encoder beside the export's own buffers, and each table keeps at most
-//! one emptied set of buffers.
+//! Memory: at most [`QUEUE`] (one) job waits while one is written, so at most two row groups
+//! are in the encoder beside the export's own buffers, and each table keeps at most one emptied set
+//! of buffers.
 
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
@@ -111,6 +111,10 @@ fn write_group(writer: &mut SerializedFileWriter<File>, buffers: &mut [Buffer]) 
     Ok(())
 }
 
+/// Row groups that wait for the encoder beside the one it writes: a bound on memory (4 made
+/// no difference to the time on the 2-core machine of BENCHMARKS.md).
+const QUEUE: usize = 1;
+
 enum Job {
     /// A file's writer; its number is how many were opened before it.
     Open(Box<SerializedFileWriter<File>>),
@@ -135,7 +139,7 @@ impl Encoder {
     /// Starts the thread. If the system refuses one, every job is dropped and
     /// [`finish`](Encoder::finish) says why.
     pub(super) fn start() -> Encoder {
-        let (jobs, inbox) = sync_channel::<Job>(1);
+        let (jobs, inbox) = sync_channel::<Job>(QUEUE);
         let (give_back, returned) = channel();
         let thread = std::thread::Builder::new()
             .name("parquet-encoder".into())

@@ -122,6 +122,8 @@ pub struct Decoder<R> {
     reader: R,
     header: Header,
     header_len: u64,
+    /// The header's bytes as read, CRC included.
+    header_bytes: Vec<u8>,
     /// Bytes read and not yet consumed are `buf[pos..]`; it grows only as bytes arrive, and
     /// holds at most a block and a read step.
     buf: Vec<u8>,
@@ -188,6 +190,7 @@ impl<R: Read> Decoder<R> {
             reader,
             header,
             header_len: u64::from(header_len),
+            header_bytes: buf,
             buf: rest,
             pos: 0,
             offset: u64::from(header_len),
@@ -207,6 +210,11 @@ impl<R: Read> Decoder<R> {
     /// The header's length: the offset of the first block.
     pub fn header_len(&self) -> u64 {
         self.header_len
+    }
+
+    /// The header's bytes as the stream holds them, CRC included.
+    pub fn header_bytes(&self) -> &[u8] {
+        &self.header_bytes
     }
 
     /// Makes `n` bytes available at `pos` if the input has them; returns how many are.

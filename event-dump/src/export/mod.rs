@@ -118,7 +118,13 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         Target::Perfetto => perfetto::export(&mut logs, &args.out, &mut window),
         Target::Sqlite => sqlite::export(&mut logs, &args.out, &mut window),
         Target::Ctf => ctf::export(&mut logs, &args.out, &mut window),
-        Target::Parquet => parquet::export(&mut logs, &args.out, &mut window),
+        Target::Parquet if window.selection.is_some() => Err(DumpError::new(
+            "the Parquet export takes no --kind, --event, --thread, --since, --until or --filter: a dataset holds \
+             whole logs, so that a log exported anywhere gives the same files and rows; select in the query \
+             (WHERE ...), or export the window with --to sqlite"
+                .to_owned(),
+        )),
+        Target::Parquet => parquet::export(logs, &args.out),
     }
 }
 
@@ -199,15 +205,17 @@ fn set_versions(header: &event_format::wire::Header) -> String {
         .join(" ")
 }
 
-/// What a table export (SQLite, Parquet) took from one log: its path as shown, its number
-/// in the database or dataset, its events, and what its ledger says was skipped.
+/// What a table export (SQLite, Parquet) took from one log: its path as shown, its id in the
+/// database or dataset (SQLite's serial number, Parquet's recording id), its events, what its
+/// ledger says was skipped, and whether the output already held it (nothing added).
 struct Imported {
     path: String,
-    serial: i64,
+    log: String,
     events: u64,
     /// The events the selection left out (not rows, not lost).
     left_out: u64,
     said: Said,
+    already: bool,
 }
 
 /// Says what a table export took from each log: a line on stdout per log, and on stderr what
@@ -215,11 +223,15 @@ struct Imported {
 fn report(imported: &[Imported], out: &Path) -> ExitCode {
     let mut stdout = io::stdout().lock();
     for s in imported {
+        if s.already {
+            let _ = writeln!(stdout, "{}: already in {} as log {}; nothing added", s.path, out.display(), s.log);
+            continue;
+        }
         if let Some(line) = s.said.table_line() {
             eprintln!("event-dump: {}: {line}, the rest exported; `event-dump check {}` lists them", s.path, s.path);
         }
         let left_out = left_out_note(s.left_out).map(|n| format!(" ({n})")).unwrap_or_default();
-        let _ = writeln!(stdout, "{}: {} events as log {} in {}{left_out}", s.path, s.events, s.serial, out.display());
+        let _ = writeln!(stdout, "{}: {} events as log {} in {}{left_out}", s.path, s.events, s.log, out.display());
     }
     ExitCode::SUCCESS
 }
@@ -311,6 +323,24 @@ impl Said {
     }
 }
 
+/// Whether an event type's table has a fields column (SQLite's `fields_json`, Parquet's
+/// `fields`): the `tracing` bridge's events, whose text holds fields.
+fn has_fields(desc: &event_format::decode::Desc) -> bool {
+    desc.is_builtin() && matches!(desc.code, event_format::builtin::TRACE_EVENT | event_format::builtin::SPAN_ENTER)
+}
+
+/// The fields of a `tracing` bridge's event as one JSON object by name ([`crate::json::fields`]),
+/// appended to `out`; false (nothing appended) when its text holds none in `tracing`'s grammar.
+fn fields_json(event: &Event<'_>, out: &mut String) -> bool {
+    match event_format::fields::of_event(event) {
+        Some(fields) => {
+            crate::json::fields(out, &fields);
+            true
+        }
+        None => false,
+    }
+}
+
 /// The column type of a parameter of `letter`.
 fn column_type(letter: Letter) -> ColumnType {
     match letter {
@@ -390,6 +420,18 @@ fn walk<E>(
     log: &mut Log,
     file: usize,
     window: &mut Window,
+    visit: impl FnMut(&Event<'_>) -> Result<(), E>,
+) -> Result<Walked, E> {
+    let mut walked = walk_chosen(log, |event| window.keeps(file, event), visit)?;
+    walked.left_out = window.left_out(file);
+    Ok(walked)
+}
+
+/// [`walk`] with the choice of events `keeps` makes (every event: the Parquet export, whose
+/// dataset holds whole logs); `left_out` is left 0 for the caller to set.
+fn walk_chosen<E>(
+    log: &mut Log,
+    mut keeps: impl FnMut(&Event<'_>) -> bool,
     mut visit: impl FnMut(&Event<'_>) -> Result<(), E>,
 ) -> Result<Walked, E> {
     let mut ledger = log.ledger();
@@ -412,7 +454,7 @@ fn walk<E>(
         let mut in_block = 0u64;
         for entry in block.entries(log.catalog()) {
             if let Entry::Event(event) = &entry
-                && window.keeps(file, event)
+                && keeps(event)
             {
                 visit(event)?;
                 in_block += 1;
@@ -425,5 +467,5 @@ fn walk<E>(
     if let Some(findings) = log.ring_findings() {
         ledger.ring_file(findings);
     }
-    Ok(Walked { ledger, events_by_thread, left_out: window.left_out(file) })
+    Ok(Walked { ledger, events_by_thread, left_out: 0 })
 }

@@ -2,106 +2,76 @@
 //! Polars, Spark and Trino query, on local disk or in object storage.
 //!
 //! The shape is the SQLite export's (MPS's mpseventsql): one table per event type with one
-//! typed column per parameter, and tables that describe the logs. A table is a directory of
-//! Parquet files, one file per export run, so that appending never rewrites a file: engines
-//! read a table as `OUT/<table>/*.parquet`.
+//! typed column per parameter, and tables that describe the logs. Every file is one log's and
+//! is named by the log's recording id ([`Log::recording_id`]), so that datasets exported on
+//! many hosts are gathered by copying them into one directory (`cp -r`, `aws s3 sync`):
+//! another log's export never writes a file of that name, and the same log exported twice,
+//! anywhere, writes the same files with the same rows. docs/OUTPUT.md ("The Parquet
+//! export") is the reference of the layout and the schema; this is a summary.
 //!
-//! # Layout
+//! # Layout (layout 2)
 //!
 //! ```text
-//! OUT/_event-dump                 marks the directory as a dataset of this exporter, with its layout version
-//! OUT/logs/part-000001.parquet    one row per log of the run whose first log is log 1
-//! OUT/threads/part-000001.parquet one row per thread of those logs
-//! OUT/<Kind>.<Event>/part-000001.parquet   the events of one type (Object.ObjectAlloc, Builtin.Dropped)
+//! OUT/_event-dump                                   marks the directory as a dataset of this exporter, with its layout version
+//! OUT/logs/date=2026-11-26/<id>.parquet             the log's one row (date: the day its recording started, UTC)
+//! OUT/threads/date=2026-11-26/<id>.parquet          one row per thread of the log (same date)
+//! OUT/<Kind>.<Event>/date=2026-11-26/<id>.parquet   the log's events of one type on one day (UTC, their `time`)
 //! ```
 //!
+//! `<id>` is the recording id in 32 lowercase hex digits. `date=` is a hive-style partition:
+//! engines read it as a column `date` and skip the directories a `WHERE date ...` excludes.
 //! A table's directory name is its event's name qualified by its kind, `<Kind>.<Event>`, and
 //! by its set, `<set>.<Kind>.<Event>`, when the log holds more than one event set (as `print`
-//! qualifies it).
-//! Every event type of every exported log has a directory, the built-in events (kind
-//! `Builtin`) too; a type that no log of the dataset recorded holds one file of no rows, so
-//! that a query of it finds an empty table rather than no files.
+//! qualifies it). An event type new to the dataset that the log did not record gets one file
+//! of no rows (in its start date's partition), so that a query of it finds an empty table.
 //!
 //! # Schema
 //!
-//! Every event table: `log` INT64 (the row's log, `logs.log`), `thread` UINT64, `ticks` UINT64
-//! (the clock's raw ticks), `ns` INT64 (nanoseconds since the log's start, exactly as `print`
-//! shows the seconds), `time` TIMESTAMP(MICROS, UTC) (the wall-clock time, from the header's
-//! clock facts), then one column per parameter, named after it, typed by its letter through
-//! the exports' one mapping ([`super::column_type`]): `P A W` UINT64, `U` UINT32, `I` INT64,
-//! `D` DOUBLE (NaN and infinities as they are), `B` BOOLEAN, `S` STRING. A parameter whose
-//! name is taken (ignoring case, as DuckDB and SQLite compare names) by a fixed column or an
-//! earlier parameter gets `_` appended: `Dropped(thread, count)` has columns `thread_` and
-//! `count`. Every column is required (never null).
+//! Every event table: `log` STRING (the recording id), `thread` INT64, `ticks` INT64, `ns`
+//! INT64 (nanoseconds since the log's start, exactly as `print` shows the seconds), `time`
+//! TIMESTAMP(MICROS, UTC), then one column per parameter typed by its letter through the
+//! exports' one mapping ([`super::column_type`]): `P A W` UINT64, `U` UINT32, `I` INT64, `D`
+//! DOUBLE, `B` BOOLEAN, `S` STRING; the `tracing` bridge's `TraceEvent` and `SpanEnter` have
+//! one more, `fields` (STRING, JSON; null when the text holds none). Thread ids and ticks are
+//! unsigned on the wire and signed here: a value above 2^63 − 1 (no clock or thread id
+//! reaches it in practice) would be stored as its bits, a negative number, and the export
+//! says so on stderr. `logs` and `threads`: docs/OUTPUT.md.
 //!
-//! - `time` is in microseconds because every engine reads that (Spark refuses nanosecond
-//!   timestamps); `ns` and `ticks` hold the exact time.
-//! - Strings are UTF-8, as the JSON output renders them: bytes that are not UTF-8 are each
-//!   maximal invalid sequence replaced by U+FFFD (Parquet's STRING is UTF-8, and engines
-//!   check it). A string the writer cut holds the part kept; `logs.truncated_strings` counts
-//!   them.
+//! # Appending, idempotence, atomicity
 //!
-//! `logs`: `log` INT64, `path` STRING (as exported, made absolute), `size` UINT64, `identity`
-//! STRING (size and FNV-1a digest, see below), `host` STRING (the producer's host name from the
-//! stream header, format 2.0.1 and later; null for older logs, whose `path` tells where they
-//! came from), `program` STRING, `pid`
-//! UINT64, `arch` STRING, `os` STRING, `pointer_width` UINT32, `start` TIMESTAMP(MICROS, UTC),
-//! `start_wall_ns` INT64, `format_version` STRING, `event_set_version` STRING (each set's
-//! version, space-separated), `clock`
-//! STRING, `ticks_per_second` UINT64, `start_ticks` UINT64, `ref_ticks` UINT64,
-//! `ref_wall_ns` INT64, `block_size` UINT32, `exported` TIMESTAMP(MICROS, UTC), and the counts
-//! of `event-dump stats`, each UINT64: `events` (rows), `blocks` (whole blocks),
-//! `damaged_blocks`, `bad_records`, `unknown_records` (skipped), `lost_events` (from
-//! `Dropped` events and block headers), `missing_blocks` (gaps in a thread's block sequence
-//! numbers), `truncated_strings`.
+//! A log whose recording id the dataset holds (its `logs` file is there) adds nothing, and
+//! the run says so; one whose id the dataset holds from a file of another size (another file
+//! of the same recording: a stream exported while it was still written) is refused, as is a
+//! log whose event type disagrees with the table already there. Every check is made before
+//! anything is written; a refused run leaves the dataset byte for byte as it was.
 //!
-//! `threads`: `log` INT64, `thread` UINT64, `name` STRING (null when the log names it not),
-//! `events` UINT64, `lost_events` UINT64: every thread that has a block or lost events.
+//! A run writes every file under a temporary name (`.<id>.parquet.PID.tmp`: hidden, and not
+//! `*.parquet`, so engines do not read it), then renames them into place, each log's `logs`
+//! file last. If the run is killed during the renames, some event files of a log are in place
+//! without its `logs` file; exporting that log again writes them again (the same names, the
+//! same bytes) and completes it. An error before the renames removes what the run wrote, and
+//! a directory it created. A lock file (`_event-dump.lock`, created exclusively) keeps two
+//! exports out of one dataset.
 //!
-//! # Files
-//!
-//! Row groups of up to 2^20 rows (fewer when the buffers of all tables together reach
-//! 64 MiB: then the largest is written out), Snappy compression (every engine reads it, and
-//! it costs no C library to build), statistics per column chunk and page, dictionary
-//! encoding for `log`, `thread`, the strings and the `U` columns (where values repeat; not
-//! for times and doubles). Each file's key-value metadata names what it holds
-//! (`event-dump.event`: the event's kind, code, format and parameters; `event-dump.logs`:
-//! the logs of a `logs` file with their identities), which is how the next run reads the
-//! dataset without a query engine.
-//!
-//! # Appending, refusing, atomicity
-//!
-//! Every run adds logs numbered after those already there. A log whose identity (size and a
-//! 64-bit FNV-1a digest of its bytes, as the SQLite export computes it) is already in the
-//! dataset, or given twice, is refused before anything is written: the dataset is left byte
-//! for byte as it was. So is a log whose event type disagrees with the table already there
-//! (another code, kind, format or parameter names).
-//!
-//! A run writes every file under a temporary name (`.part-N.parquet.PID.tmp`, which engines
-//! do not read: not `*.parquet`, and hidden), then renames them into place, the `logs` file
-//! last. Each rename is atomic: a file is there whole or not at all. The run as a whole is
-//! not, since no file system renames several files at once: if the run is killed during the
-//! renames, some event files of it are in place without their `logs` file. A query that joins
-//! `logs` never sees those rows; the next export removes them (and any temporary file left)
-//! before it writes, and says so. An error before the renames (a refused log, a full disk)
-//! removes what the run wrote; a directory the run created is removed too. A lock file
-//! (`_event-dump.lock`, created exclusively) keeps two exports out of one dataset.
-//!
-//! # Memory
+//! # Memory and threads
 //!
 //! Each log is read block by block ([`super::walk`]) and each row goes into its table's
-//! column buffers, written out as a row group when it is full: memory is the buffers (at
-//! most 64 MiB beyond one row group) and the thread and block counts, whatever the size of
-//! the log.
+//! column buffers, handed as a row group to the encoder's thread ([`encode`]) when it is
+//! full: the reading and the encoding run on two cores. Memory is the buffers (at most
+//! 64 MiB beyond one row group per table), at most two row groups in the encoder and one
+//! emptied set of buffers per table, and the thread and block counts, whatever the size of
+//! the log. Each log's files are closed before the next log is read.
 
-use super::{ColumnType, Imported, Said, Window, column_type, identity, param_columns, walk};
+mod encode;
+
+use super::{ColumnType, Imported, Said, column_type, fields_json, has_fields, param_columns, walk_chosen};
 use crate::log::{DumpError, Log};
+use encode::{Buffer, Encoder, Strings};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
 use event_format::letter;
 use event_format::wire::{Clock, Value};
 use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -118,8 +88,9 @@ use std::sync::Arc;
 type Result<T> = std::result::Result<T, DumpError>;
 
 /// The layout version written into the marker file. A change that an older exporter would
-/// misread bumps it; an exporter refuses a dataset of a newer layout.
-const LAYOUT_VERSION: u32 = 1;
+/// misread bumps it; an exporter refuses a dataset of another layout. Layout 2: files named
+/// by recording id in `date=` partitions (layout 1 numbered logs and files per run).
+const LAYOUT_VERSION: u32 = 2;
 
 /// The file that marks a directory as a dataset of this exporter.
 const MARKER: &str = "_event-dump";
@@ -127,26 +98,64 @@ const MARKER: &str = "_event-dump";
 /// The lock file of a run.
 const LOCK: &str = "_event-dump.lock";
 
-/// The most rows in a row group.
-const ROW_GROUP_ROWS: usize = 1 << 20;
+/// The most rows in a row group: small enough that the encoder's thread works while the
+/// log is read (DuckDB's own row groups are 122,880 rows).
+const ROW_GROUP_ROWS: usize = 1 << 17;
 
 /// The most bytes the column buffers of all tables hold before the largest is written out.
 const BUFFER_BYTES: usize = 64 << 20;
 
-/// The columns before the parameters in every event table.
-const FIXED_COLUMNS: [&str; 5] = ["log", "thread", "ticks", "ns", "time"];
+/// The columns before the parameters in every event table, and `date`, the partition's
+/// column, which engines add: a parameter takes none of these names.
+const RESERVED_COLUMNS: [&str; 6] = ["log", "thread", "ticks", "ns", "time", "date"];
+
+/// The column after the parameters of the `tracing` bridge's events: their fields, as JSON.
+const FIELDS_COLUMN: &str = "fields_json";
 
 /// Key-value metadata: what an event table's file holds.
 const KEY_EVENT: &str = "event-dump.event";
 
-/// Key-value metadata: the logs of a `logs` file, one line each: serial, identity, path.
-const KEY_LOGS: &str = "event-dump.logs";
+/// Key-value metadata of a `logs` file: the log's recording id and size in bytes, `id size`.
+const KEY_LOG: &str = "event-dump.log";
+
+/// The logs to export, a recording of segments as its segments, each opened alone: each is a
+/// log of the dataset, named by its recording id and its index (`id_of`), so that a recording
+/// exported whole and one exported a sealed segment at a time give the same files.
+fn one_per_segment(logs: Vec<Log>) -> Result<Vec<Log>> {
+    let mut each = Vec::with_capacity(logs.len());
+    for log in logs {
+        if log.segments().is_empty() {
+            each.push(log);
+            continue;
+        }
+        let files: Vec<PathBuf> = log.files().into_iter().map(Path::to_path_buf).collect();
+        for file in files {
+            let one = event_format::log::open(&file, event_format::log::OpenOptions::default())
+                .map_err(|e| DumpError::new(e.to_string()))?;
+            each.push(one);
+        }
+    }
+    Ok(each)
+}
+
+/// A log's name in the dataset: its recording id (32 hex digits), and for a segment, `-` and
+/// its index in six digits (`0f1e...f0-000003`).
+fn id_of(log: &Log) -> String {
+    let id = log.recording_id().to_hex();
+    match log.header().properties.segment {
+        Some(segment) => format!("{id}-{:06}", segment.index),
+        None => id,
+    }
+}
 
 /// What to do about a log that disagrees with the dataset.
 const ELSEWHERE: &str = "; export this log into another dataset (-o another/)";
 
+/// Microseconds in a day.
+const DAY_MICROS: i64 = 86_400_000_000;
+
 /// Exports `logs` into the dataset `out` (created when missing), all or nothing.
-pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<ExitCode> {
+pub(crate) fn export(logs: Vec<Log>, out: &Path) -> Result<ExitCode> {
     if out.exists() && !out.is_dir() {
         return Err(DumpError::new(format!(
             "{}: not a directory; give the dataset directory to write, e.g. -o fleet/",
@@ -157,12 +166,15 @@ pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Resul
     if created {
         fs::create_dir_all(out).map_err(|e| io_error(out, &e))?;
     }
+    let mut logs = one_per_segment(logs)?;
+    let logs = &mut logs[..];
     let result = Lock::take(out).and_then(|lock| {
-        let result = export_into(logs, out, window);
+        let result = export_into(logs, out);
         drop(lock);
         result
     });
-    if result.is_err() && created {
+    let empty = || fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
+    if created && (result.is_err() || empty()) {
         // Nothing of the run is left: the directory held only what the run wrote.
         let _ = fs::remove_dir_all(out);
     }
@@ -225,23 +237,32 @@ fn refuse(what: String, fix: &str) -> DumpError {
     DumpError::new(format!("{what}; nothing was written{fix}"))
 }
 
-/// What the dataset holds, as its files' metadata say.
-#[derive(Default)]
-struct Dataset {
-    /// Identity -> (serial, path) of every log of a committed run.
-    logs: HashMap<String, (i64, String)>,
-    /// The runs whose `logs` file is in place: their first serials.
-    runs: BTreeSet<i64>,
-    last_serial: i64,
+/// `2026-11-26` for day 20783 since the Unix epoch (the proleptic Gregorian calendar, UTC).
+/// Days before year 1 or after year 9999 are those years' ends, which every engine's DATE
+/// reads.
+fn date(days: i64) -> String {
+    // Howard Hinnant's civil_from_days.
+    let days = days.clamp(-719_162, 2_932_896);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
-/// `part-000042.parquet` -> 42.
-fn run_of(name: &str) -> Option<i64> {
-    name.strip_prefix("part-")?.strip_suffix(".parquet")?.parse().ok()
+/// The partition directory name of day `days`.
+fn partition(days: i64) -> String {
+    format!("date={}", date(days))
 }
 
-fn part_name(run: i64) -> String {
-    format!("part-{run:06}.parquet")
+/// The day (since the Unix epoch, UTC) of `micros` since the epoch.
+fn day_of(micros: i64) -> i64 {
+    micros.div_euclid(DAY_MICROS)
 }
 
 /// The key-value metadata `key` of the Parquet file at `path`.
@@ -257,16 +278,39 @@ fn file_key(path: &Path, key: &str) -> Result<Option<String>> {
     Ok(metadata.key_value_metadata().and_then(|kv| kv.iter().find(|k| k.key == key)).and_then(|k| k.value.clone()))
 }
 
-/// Checks that `out` is empty or a dataset this exporter wrote, and reads its logs.
-fn read_dataset(out: &Path) -> Result<Dataset> {
-    let mut dataset = Dataset::default();
+/// The `.parquet` files (not hidden) in the partitions of table directory `dir`, sorted.
+fn table_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(partitions) = fs::read_dir(dir) else { return files };
+    for p in partitions.filter_map(std::result::Result::ok) {
+        let Ok(entries) = fs::read_dir(p.path()) else { continue };
+        for e in entries.filter_map(std::result::Result::ok) {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".parquet") && !name.starts_with('.') {
+                files.push(e.path());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Checks that `out` is empty or a dataset of this layout, and lists its logs: recording id
+/// (hex) -> its `logs` file.
+fn read_dataset(out: &Path) -> Result<HashMap<String, PathBuf>> {
     let marker = out.join(MARKER);
     let shown = out.display();
     match fs::read_to_string(&marker) {
         Ok(text) => {
             let layout: Option<u32> = text.split_whitespace().last().and_then(|v| v.parse().ok());
             match layout {
-                Some(l) if l <= LAYOUT_VERSION => {}
+                Some(LAYOUT_VERSION) => {}
+                Some(l) if l < LAYOUT_VERSION => {
+                    return Err(DumpError::new(format!(
+                        "{shown}: a dataset of layout {l}, which numbered logs per dataset (this event-dump writes layout {LAYOUT_VERSION}, files named by recording id); export into a new -o directory"
+                    )));
+                }
                 Some(l) => {
                     return Err(DumpError::new(format!(
                         "{shown}: written by a newer event-dump (dataset layout {l}, this one writes {LAYOUT_VERSION}); use that event-dump or give a new -o directory"
@@ -290,33 +334,17 @@ fn read_dataset(out: &Path) -> Result<Dataset> {
                     "{shown}: a directory that event-dump did not write (no {MARKER} in it); give an empty or new -o directory"
                 )));
             }
-            return Ok(dataset);
+            return Ok(HashMap::new());
         }
         Err(e) => return Err(io_error(&marker, &e)),
     }
-    let logs_dir = out.join("logs");
-    let entries = match fs::read_dir(&logs_dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(dataset),
-        Err(e) => return Err(io_error(&logs_dir, &e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| io_error(&logs_dir, &e))?;
-        let Some(run) = entry.file_name().to_str().and_then(run_of) else { continue };
-        dataset.runs.insert(run);
-        let path = entry.path();
-        let listed = file_key(&path, KEY_LOGS)?.unwrap_or_default();
-        for line in listed.lines() {
-            let mut fields = line.splitn(3, '\t');
-            let (Some(serial), Some(identity), Some(log_path)) = (fields.next(), fields.next(), fields.next()) else {
-                continue;
-            };
-            let Ok(serial) = serial.parse::<i64>() else { continue };
-            dataset.last_serial = dataset.last_serial.max(serial);
-            dataset.logs.insert(identity.to_owned(), (serial, log_path.to_owned()));
+    let mut logs = HashMap::new();
+    for path in table_files(&out.join("logs")) {
+        if let Some(id) = path.file_stem().and_then(|s| s.to_str()) {
+            logs.insert(id.to_owned(), path.clone());
         }
     }
-    Ok(dataset)
+    Ok(logs)
 }
 
 /// The directory name of the table of event type `desc`: its name qualified by its kind,
@@ -360,6 +388,8 @@ enum Shape {
     Param(ColumnType),
     /// Signed 64-bit.
     Int64,
+    /// Signed 32-bit.
+    Int32,
     /// Wall-clock time: microseconds since the Unix epoch, UTC.
     Micros,
     /// A string that may be null.
@@ -382,6 +412,7 @@ impl Column {
             Shape::Param(ColumnType::U64) => (Physical::INT64, Some(LogicalType::integer(64, false))),
             Shape::Param(ColumnType::U32) => (Physical::INT32, Some(LogicalType::integer(32, false))),
             Shape::Param(ColumnType::I64) | Shape::Int64 => (Physical::INT64, None),
+            Shape::Int32 => (Physical::INT32, None),
             Shape::Param(ColumnType::F64) => (Physical::DOUBLE, None),
             Shape::Param(ColumnType::Bool) => (Physical::BOOLEAN, None),
             Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
@@ -394,67 +425,57 @@ impl Column {
             .build()
     }
 
-    /// Whether dictionary encoding pays: values that repeat.
+    /// Whether dictionary encoding pays: values that repeat (the log, threads, strings and
+    /// small unsigned values); not for times, doubles and 64-bit parameters, which rarely
+    /// repeat and whose dictionary costs a hash per value.
     fn dictionary(&self) -> bool {
         match self.shape {
-            Shape::Param(ColumnType::U32 | ColumnType::Utf8 | ColumnType::U64 | ColumnType::I64)
-            | Shape::NullableUtf8 => true,
-            Shape::Param(ColumnType::F64 | ColumnType::Bool) | Shape::Micros => false,
-            Shape::Int64 => self.name == "log",
+            Shape::Param(ColumnType::U32 | ColumnType::Utf8) | Shape::NullableUtf8 => true,
+            Shape::Param(ColumnType::F64 | ColumnType::Bool | ColumnType::U64 | ColumnType::I64)
+            | Shape::Micros
+            | Shape::Int32 => false,
+            Shape::Int64 => self.name == "thread",
         }
     }
 
     fn buffer(&self) -> Buffer {
         match self.shape {
             Shape::Param(ColumnType::U64 | ColumnType::I64) | Shape::Int64 | Shape::Micros => Buffer::I64(Vec::new()),
-            Shape::Param(ColumnType::U32) => Buffer::I32(Vec::new()),
+            Shape::Param(ColumnType::U32) | Shape::Int32 => Buffer::I32(Vec::new()),
             Shape::Param(ColumnType::F64) => Buffer::F64(Vec::new()),
             Shape::Param(ColumnType::Bool) => Buffer::Bool(Vec::new()),
-            Shape::Param(ColumnType::Utf8) => Buffer::Str(Vec::new(), None),
-            Shape::NullableUtf8 => Buffer::Str(Vec::new(), Some(Vec::new())),
+            Shape::Param(ColumnType::Utf8) => Buffer::Str(Strings::default(), None),
+            Shape::NullableUtf8 => Buffer::Str(Strings::default(), Some(Vec::new())),
         }
     }
-}
-
-/// A column's values not yet written. Unsigned values are kept as their bits (Parquet
-/// stores UINT64 in INT64 and UINT32 in INT32).
-enum Buffer {
-    I64(Vec<i64>),
-    I32(Vec<i32>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    /// Strings, and the definition levels of a nullable column (1 there, 0 null).
-    Str(Vec<ByteArray>, Option<Vec<i16>>),
 }
 
 /// A value for a column of the `logs` or `threads` tables.
 enum Cell {
     I64(i64),
-    U64(u64),
-    U32(u32),
+    I32(i32),
     Str(String),
     Null,
 }
 
-impl Buffer {
-    fn push_cell(&mut self, cell: Cell) {
-        match (self, cell) {
-            (Buffer::I64(v), Cell::I64(x)) => v.push(x),
-            (Buffer::I64(v), Cell::U64(x)) => v.push(bits64(x)),
-            (Buffer::I32(v), Cell::U32(x)) => v.push(bits32(x)),
-            (Buffer::Str(v, defs), Cell::Str(s)) => {
-                v.push(ByteArray::from(s.into_bytes()));
-                if let Some(d) = defs {
-                    d.push(1);
-                }
+/// Appends a cell to its column's buffer.
+fn push_cell(buffer: &mut Buffer, cell: Cell) {
+    match (buffer, cell) {
+        (Buffer::I64(v), Cell::I64(x)) => v.push(x),
+        (Buffer::I32(v), Cell::I32(x)) => v.push(x),
+        (Buffer::Str(v, defs), Cell::Str(s)) => {
+            v.push(s.as_bytes());
+            if let Some(d) = defs {
+                d.push(1);
             }
-            (Buffer::Str(_, Some(d)), Cell::Null) => d.push(0),
-            _ => debug_assert!(false, "a cell of the wrong type"),
         }
+        (Buffer::Str(_, Some(d)), Cell::Null) => d.push(0),
+        _ => debug_assert!(false, "a cell of the wrong type"),
     }
 }
 
-/// A u64 as Parquet stores a UINT64: its bits in an INT64.
+/// A u64 as Parquet stores a UINT64 (and as the signed columns hold thread ids and ticks):
+/// its bits in an INT64.
 fn bits64(v: u64) -> i64 {
     i64::from_ne_bytes(v.to_ne_bytes())
 }
@@ -464,130 +485,124 @@ fn bits32(v: u32) -> i32 {
     i32::from_ne_bytes(v.to_ne_bytes())
 }
 
-/// One table's file of this run, open under its temporary name, and its buffered rows.
+/// A count or size as a signed column holds it.
+fn count(v: u64) -> Cell {
+    Cell::I64(bits64(v))
+}
+
+/// One table file of a log, its writer with the [`Encoder`] under its temporary name, and
+/// its buffered rows.
 struct TableFile {
     temp: PathBuf,
     path: PathBuf,
-    writer: SerializedFileWriter<File>,
+    /// Its number at the encoder.
+    file: usize,
     buffers: Vec<Buffer>,
     rows: usize,
     /// About how many bytes the buffers hold.
     bytes: usize,
     /// Bytes a row takes in the buffers, strings aside.
     row_bytes: usize,
+    /// The table has the `fields` column.
+    fields: bool,
 }
 
 impl TableFile {
-    /// Creates the file of table `dir` for run `run`, with `columns` and key-value metadata.
-    fn create(dir: &Path, run: i64, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<TableFile> {
-        let path = dir.join(part_name(run));
+    /// Creates the file `name` (`<id>.parquet`) in directory `dir`, with `columns` and
+    /// key-value metadata, its writer handed to `encoder`.
+    fn create(
+        dir: &Path,
+        name: &str,
+        columns: Vec<Column>,
+        metadata: Vec<KeyValue>,
+        encoder: &mut Encoder,
+    ) -> Result<TableFile> {
+        let path = dir.join(name);
         // The process id keeps it apart from a temporary file an interrupted run left.
-        let temp = dir.join(format!(".{}.{}.tmp", part_name(run), std::process::id()));
+        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let error = |e: ParquetError| parquet_error(&temp, &e);
         let fields = columns.iter().map(|c| c.parquet_type().map(Arc::new)).collect::<std::result::Result<_, _>>();
         let schema = Type::group_type_builder("schema").with_fields(fields.map_err(error)?).build().map_err(error)?;
         let mut props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
-            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_created_by(format!("event-dump {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(metadata));
         for c in &columns {
             props = props.set_column_dictionary_enabled(ColumnPath::from(c.name.as_str()), c.dictionary());
         }
-        let file = fs::OpenOptions::new().write(true).create_new(true).open(&temp).map_err(|e| io_error(&temp, &e))?;
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)
+            .map_err(|e| io_error(&temp, &e))?;
         let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props.build())).map_err(error)?;
+        let has_fields = columns.last().is_some_and(|c| c.name == FIELDS_COLUMN && c.shape == Shape::NullableUtf8);
         let buffers = columns.iter().map(Column::buffer).collect();
         let row_bytes = columns
             .iter()
             .map(|c| match c.shape {
                 Shape::Param(ColumnType::Bool) => 1,
-                Shape::Param(ColumnType::U32) => 4,
-                Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => std::mem::size_of::<ByteArray>() + 2,
+                Shape::Param(ColumnType::U32) | Shape::Int32 => 4,
+                Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => std::mem::size_of::<usize>() + 2,
                 _ => 8,
             })
             .sum();
-        Ok(TableFile { temp, path, writer, buffers, rows: 0, bytes: 0, row_bytes })
+        let file = encoder.open(writer);
+        Ok(TableFile { temp, path, file, buffers, rows: 0, bytes: 0, row_bytes, fields: has_fields })
     }
 
-    /// Writes the buffered rows as one row group.
-    fn flush(&mut self) -> std::result::Result<(), ParquetError> {
+    /// Hands the buffered rows to the encoder as one row group.
+    fn flush(&mut self, encoder: &mut Encoder) {
         if self.rows == 0 {
-            return Ok(());
+            return;
         }
-        let mut group = self.writer.next_row_group()?;
-        for buffer in &mut self.buffers {
-            let Some(mut column) = group.next_column()? else {
-                return Err(ParquetError::General("fewer columns than buffers".into()));
-            };
-            match buffer {
-                Buffer::I64(v) => {
-                    column.typed::<Int64Type>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::I32(v) => {
-                    column.typed::<Int32Type>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::F64(v) => {
-                    column.typed::<DoubleType>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::Bool(v) => {
-                    column.typed::<BoolType>().write_batch(v, None, None)?;
-                    v.clear();
-                }
-                Buffer::Str(v, defs) => {
-                    column.typed::<ByteArrayType>().write_batch(v, defs.as_deref(), None)?;
-                    v.clear();
-                    if let Some(d) = defs {
-                        d.clear();
-                    }
-                }
-            }
-            column.close()?;
-        }
-        group.close()?;
+        let empty = encoder.spare(self.file, &self.buffers);
+        let full = std::mem::replace(&mut self.buffers, empty);
+        encoder.write(self.file, full);
         self.rows = 0;
         self.bytes = 0;
-        Ok(())
     }
 
     /// Appends one row of cells (the `logs` and `threads` tables).
     fn push_cells(&mut self, cells: Vec<Cell>) {
         debug_assert_eq!(cells.len(), self.buffers.len());
         for (buffer, cell) in self.buffers.iter_mut().zip(cells) {
-            buffer.push_cell(cell);
+            push_cell(buffer, cell);
         }
         self.rows += 1;
     }
+}
 
-    /// Writes the rest and the footer, and syncs the file: ready to be renamed into place.
-    fn finish(mut self) -> Result<(PathBuf, PathBuf)> {
-        self.flush().map_err(|e| parquet_error(&self.temp, &e))?;
-        let file = self.writer.into_inner().map_err(|e| parquet_error(&self.temp, &e))?;
-        file.sync_all().map_err(|e| io_error(&self.temp, &e))?;
-        Ok((self.temp, self.path))
-    }
+/// What a log's event rows hold beyond their values, the same for every row of the log.
+struct RowFacts<'a> {
+    id: &'a [u8],
+    clock: Clock,
 }
 
 /// An event's row into `table`. Values are those the catalog checked against the format,
-/// one per parameter column.
-fn push_event(table: &mut TableFile, serial: i64, clock: &Clock, event: &Event<'_>) {
+/// one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
+/// is above 2^63 - 1).
+fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Event<'_>) -> u64 {
     let time = event.time;
     let mut buffers = table.buffers.iter_mut();
+    let mut extra = 0;
+    if let Some(Buffer::Str(ids, _)) = buffers.next() {
+        ids.push(facts.id);
+    }
     let mut fixed = |v: i64| {
         if let Some(Buffer::I64(b)) = buffers.next() {
             b.push(v);
         }
     };
-    fixed(serial);
     fixed(bits64(event.thread));
     fixed(bits64(time));
-    fixed(ns_since_start(clock, time));
-    fixed(wall_micros(clock, time));
-    let mut extra = 0;
-    for (buffer, value) in buffers.zip(event.values()) {
+    fixed(ns_since_start(&facts.clock, time));
+    fixed(wall);
+    // The values first: `zip` then takes no buffer past the last value (the fields column's).
+    for (value, buffer) in event.values().zip(buffers.by_ref()) {
         match (buffer, value) {
             (Buffer::I64(b), Value::Pointer(v) | Value::Address(v) | Value::Word(v)) => b.push(bits64(v)),
             (Buffer::I64(b), Value::Signed(v)) => b.push(v),
@@ -595,20 +610,38 @@ fn push_event(table: &mut TableFile, serial: i64, clock: &Clock, event: &Event<'
             (Buffer::F64(b), Value::Double(v)) => b.push(v),
             (Buffer::Bool(b), Value::Bool(v)) => b.push(v),
             (Buffer::Str(b, _), Value::Str(text)) => {
-                extra += text.bytes.len();
-                b.push(ByteArray::from(String::from_utf8_lossy(text.bytes).into_owned().into_bytes()));
+                let text = String::from_utf8_lossy(text.bytes);
+                extra += text.len();
+                b.push(text.as_bytes());
             }
             _ => debug_assert!(false, "a value of another letter than its column"),
         }
     }
+    if table.fields
+        && let Some(Buffer::Str(b, Some(defs))) = buffers.next()
+    {
+        let mut json = String::new();
+        if fields_json(event, &mut json) {
+            extra += json.len();
+            b.push(json.as_bytes());
+            defs.push(1);
+        } else {
+            defs.push(0);
+        }
+    }
     table.rows += 1;
     table.bytes += table.row_bytes + extra;
+    event.thread | time
 }
 
 /// Nanoseconds from the clock's start to `ticks`, as `print` computes its seconds (truncated
 /// toward zero), saturated to the i64 range.
 fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
     let rate = clock.ticks_per_second.max(1);
+    if rate == NS_PER_SECOND {
+        // A clock in nanoseconds (the recorder's monotonic clock): no division.
+        return clamp(i128::from(ticks) - i128::from(clock.start_ticks));
+    }
     if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
         let delta = ticks - clock.start_ticks;
         let ns = (delta / rate).saturating_mul(1_000_000_000).saturating_add((delta % rate) * 1_000_000_000 / rate);
@@ -621,8 +654,25 @@ fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
 
 /// The wall-clock time of `ticks` in microseconds since the Unix epoch, saturated.
 fn wall_micros(clock: &Clock, ticks: u64) -> i64 {
+    if clock.ticks_per_second == NS_PER_SECOND {
+        // `wall_ns` without its 128-bit division, which a clock in nanoseconds does not need.
+        let ns = i128::from(clock.ref_wall_ns) + (i128::from(ticks) - i128::from(clock.ref_ticks));
+        return clamp(ns.div_euclid(1000));
+    }
+    let rate = clock.ticks_per_second;
+    if ticks >= clock.ref_ticks && rate != 0 && rate <= u64::MAX / NS_PER_SECOND {
+        // `wall_ns`'s floor((ticks - ref) * 10^9 / rate) in two 64-bit divisions instead of
+        // one of 128 bits: q * 10^9 + floor(r * 10^9 / rate), where ticks - ref = q * rate + r.
+        let delta = ticks - clock.ref_ticks;
+        let ns =
+            u128::from(delta / rate) * u128::from(NS_PER_SECOND) + u128::from((delta % rate) * NS_PER_SECOND / rate);
+        return clamp((i128::from(clock.ref_wall_ns) + ns.cast_signed()).div_euclid(1000));
+    }
     clamp(clock.wall_ns(ticks).div_euclid(1000))
 }
+
+/// Ticks per second of a clock in nanoseconds.
+const NS_PER_SECOND: u64 = 1_000_000_000;
 
 fn clamp(v: i128) -> i64 {
     i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
@@ -631,52 +681,55 @@ fn clamp(v: i128) -> i64 {
 /// The columns of the event table of `desc`.
 fn event_columns(desc: &Desc) -> Vec<Column> {
     let fixed = [
-        Column::new("log", Shape::Int64),
-        Column::new("thread", Shape::Param(ColumnType::U64)),
-        Column::new("ticks", Shape::Param(ColumnType::U64)),
+        Column::new("log", Shape::Param(ColumnType::Utf8)),
+        Column::new("thread", Shape::Int64),
+        Column::new("ticks", Shape::Int64),
         Column::new("ns", Shape::Int64),
         Column::new("time", Shape::Micros),
     ];
-    let params = param_columns(&FIXED_COLUMNS, &desc.params)
+    let mut reserved: Vec<&str> = RESERVED_COLUMNS.to_vec();
+    if has_fields(desc) {
+        reserved.push(FIELDS_COLUMN);
+    }
+    let params = param_columns(&reserved, &desc.params)
         .into_iter()
         .zip(&desc.format)
         .map(|(name, l)| Column { name, shape: Shape::Param(column_type(*l)) });
-    fixed.into_iter().chain(params).collect()
+    let fields = has_fields(desc).then(|| Column::new(FIELDS_COLUMN, Shape::NullableUtf8));
+    fixed.into_iter().chain(params).chain(fields).collect()
 }
 
 fn logs_columns() -> Vec<Column> {
-    use ColumnType::{U32, U64, Utf8};
-    let p = Shape::Param;
+    use Shape::{Int32, Int64, Micros, NullableUtf8};
+    let text = Shape::Param(ColumnType::Utf8);
     [
-        ("log", Shape::Int64),
-        ("path", p(Utf8)),
-        ("size", p(U64)),
-        ("identity", p(Utf8)),
-        ("host", Shape::NullableUtf8),
-        ("program", p(Utf8)),
-        ("pid", p(U64)),
-        ("arch", p(Utf8)),
-        ("os", p(Utf8)),
-        ("pointer_width", p(U32)),
-        ("start", Shape::Micros),
-        ("start_wall_ns", Shape::Int64),
-        ("format_version", p(Utf8)),
-        ("event_set_version", p(Utf8)),
-        ("clock", p(Utf8)),
-        ("ticks_per_second", p(U64)),
-        ("start_ticks", p(U64)),
-        ("ref_ticks", p(U64)),
-        ("ref_wall_ns", Shape::Int64),
-        ("block_size", p(U32)),
-        ("exported", Shape::Micros),
-        ("events", p(U64)),
-        ("blocks", p(U64)),
-        ("damaged_blocks", p(U64)),
-        ("bad_records", p(U64)),
-        ("unknown_records", p(U64)),
-        ("lost_events", p(U64)),
-        ("missing_blocks", p(U64)),
-        ("truncated_strings", p(U64)),
+        ("log", text),
+        ("id_source", text),
+        ("size", Int64),
+        ("host", NullableUtf8),
+        ("program", text),
+        ("pid", Int64),
+        ("arch", text),
+        ("os", text),
+        ("pointer_width", Int32),
+        ("start", Micros),
+        ("start_wall_ns", Int64),
+        ("format_version", text),
+        ("event_set_version", text),
+        ("clock", text),
+        ("ticks_per_second", Int64),
+        ("start_ticks", Int64),
+        ("ref_ticks", Int64),
+        ("ref_wall_ns", Int64),
+        ("block_size", Int32),
+        ("events", Int64),
+        ("blocks", Int64),
+        ("damaged_blocks", Int64),
+        ("bad_records", Int64),
+        ("unknown_records", Int64),
+        ("lost_events", Int64),
+        ("missing_blocks", Int64),
+        ("truncated_strings", Int64),
     ]
     .into_iter()
     .map(|(name, shape)| Column::new(name, shape))
@@ -685,125 +738,222 @@ fn logs_columns() -> Vec<Column> {
 
 fn threads_columns() -> Vec<Column> {
     [
-        ("log", Shape::Int64),
-        ("thread", Shape::Param(ColumnType::U64)),
+        ("log", Shape::Param(ColumnType::Utf8)),
+        ("thread", Shape::Int64),
         ("name", Shape::NullableUtf8),
-        ("events", Shape::Param(ColumnType::U64)),
-        ("lost_events", Shape::Param(ColumnType::U64)),
+        ("events", Shape::Int64),
+        ("lost_events", Shape::Int64),
     ]
     .into_iter()
     .map(|(name, shape)| Column::new(name, shape))
     .collect()
 }
 
-/// A run in progress: its open table files and what it created.
-struct Run<'a> {
+/// A finished file of the run: (its temporary name, its name in the dataset).
+type Rename = (PathBuf, PathBuf);
+
+/// The files of one log being written: its open table files, keyed by table and day, and
+/// the encoder that writes them.
+struct LogFiles<'a> {
     out: &'a Path,
-    run: i64,
-    /// Table directory name -> its file of this run.
+    /// `<id>.parquet`.
+    name: String,
     tables: Vec<TableFile>,
-    by_name: HashMap<String, usize>,
-    /// Directories this run created (removed if it fails).
-    created_dirs: Vec<PathBuf>,
+    by_key: HashMap<(String, i64), usize>,
+    encoder: Encoder,
+    /// Directories this run created (removed if it fails), shared by the run's logs.
+    created_dirs: &'a mut Vec<PathBuf>,
     /// What the buffers of all tables hold, about.
     buffered: usize,
 }
 
-impl Run<'_> {
-    /// The index of the file of table `name`, created (with its directory) when new.
-    fn table(&mut self, name: &str, desc: &Desc) -> Result<usize> {
-        if let Some(&i) = self.by_name.get(name) {
+impl LogFiles<'_> {
+    /// The index of the file of table `name` on day `day`, created (with its directories)
+    /// when new.
+    fn table(&mut self, name: &str, day: i64, desc: &Desc) -> Result<usize> {
+        if let Some(&i) = self.by_key.get(&(name.to_owned(), day)) {
             return Ok(i);
         }
-        let columns = event_columns(desc);
         let metadata = vec![KeyValue::new(KEY_EVENT.to_owned(), event_meaning(desc))];
-        self.open(name, columns, metadata)
+        self.open(name, day, event_columns(desc), metadata)
     }
 
-    fn open(&mut self, name: &str, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<usize> {
-        let dir = self.out.join(name);
-        if !dir.exists() {
-            fs::create_dir(&dir).map_err(|e| io_error(&dir, &e))?;
-            self.created_dirs.push(dir.clone());
+    fn open(&mut self, name: &str, day: i64, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<usize> {
+        let table_dir = self.out.join(name);
+        let dir = table_dir.join(partition(day));
+        for d in [&table_dir, &dir] {
+            if !d.exists() {
+                fs::create_dir(d).map_err(|e| io_error(d, &e))?;
+                self.created_dirs.push(d.clone());
+            }
         }
-        let file = TableFile::create(&dir, self.run, columns, metadata)?;
+        let file = TableFile::create(&dir, &self.name, columns, metadata, &mut self.encoder)?;
         self.tables.push(file);
-        self.by_name.insert(name.to_owned(), self.tables.len() - 1);
+        self.by_key.insert((name.to_owned(), day), self.tables.len() - 1);
         Ok(self.tables.len() - 1)
     }
 
-    /// Writes out row groups while the table `i` is full or all buffers are over budget.
-    fn relieve(&mut self, i: usize) -> std::result::Result<(), ParquetError> {
+    /// Hands row groups to the encoder while the table `i` is full or all buffers are over
+    /// budget.
+    fn relieve(&mut self, i: usize) {
         if self.tables[i].rows >= ROW_GROUP_ROWS {
             self.buffered -= self.tables[i].bytes;
-            self.tables[i].flush()?;
+            self.tables[i].flush(&mut self.encoder);
         }
         if self.buffered > BUFFER_BYTES
             && let Some(largest) = self.tables.iter_mut().max_by_key(|t| t.bytes)
         {
             self.buffered -= largest.bytes;
-            largest.flush()?;
+            largest.flush(&mut self.encoder);
         }
-        Ok(())
     }
 
-    /// Removes every file and directory the run wrote.
-    fn abandon(&mut self) {
-        for t in self.tables.drain(..) {
+    /// Finishes every file (the rest of its rows, its footer) and syncs it; on an error
+    /// removes them all.
+    fn finish(mut self, files: &mut Vec<Rename>) -> Result<()> {
+        for table in &mut self.tables {
+            table.flush(&mut self.encoder);
+        }
+        let written = self.encoder.finish();
+        let synced = written
+            .map_err(|(i, e)| parquet_error(self.tables.get(i).map_or(self.out, |t| t.temp.as_path()), &e))
+            .and_then(|written| {
+                for (table, file) in self.tables.iter().zip(written) {
+                    file.sync_all().map_err(|e| io_error(&table.temp, &e))?;
+                }
+                Ok(())
+            });
+        match synced {
+            Ok(()) => {
+                files.extend(self.tables.into_iter().map(|t| (t.temp, t.path)));
+                Ok(())
+            }
+            Err(e) => {
+                for t in &self.tables {
+                    let _ = fs::remove_file(&t.temp);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes every file it opened.
+    fn abandon(self) {
+        // The encoder's thread ends with its channel; the files go by name.
+        drop(self.encoder);
+        for t in self.tables {
             let _ = fs::remove_file(&t.temp);
         }
-        for dir in self.created_dirs.iter().rev() {
-            let _ = fs::remove_dir_all(dir);
-        }
     }
 }
 
-/// A finished file of the run: (its temporary name, its name in the dataset).
-type Rename = (PathBuf, PathBuf);
-
-/// A log to export, checked: its identity and serial.
-struct Planned {
-    identity: String,
-    serial: i64,
+/// What to do with one log of the run, once checked.
+enum Plan {
+    /// Write it, under its recording id (hex).
+    Export(String),
+    /// The dataset (or an earlier log of the run) holds it: nothing to add.
+    Already(String),
 }
 
-fn export_into(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<Vec<Imported>> {
+fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
     let dataset = read_dataset(out)?;
     let plans = plan(logs, out, &dataset)?;
-    let run = dataset.last_serial + 1;
-    let mut state =
-        Run { out, run, tables: Vec::new(), by_name: HashMap::new(), created_dirs: Vec::new(), buffered: 0 };
-    let result = write_run(logs, &plans, &mut state, window).and_then(|(imported, files)| {
-        commit(out, &dataset, files)?;
-        Ok(imported)
-    });
-    if result.is_err() {
-        state.abandon();
+    let mut created_dirs = Vec::new();
+    let mut files = Vec::new();
+    let mut logs_files = Vec::new();
+    let mut imported = Vec::new();
+    let mut result = Ok(());
+    for (log, plan) in logs.iter_mut().zip(&plans) {
+        match plan {
+            Plan::Already(id) => imported.push(Imported {
+                path: log.path().display().to_string(),
+                log: id.clone(),
+                events: 0,
+                left_out: 0,
+                said: Said::default(),
+                already: true,
+            }),
+            Plan::Export(id) => match write_log(log, id, out, &mut created_dirs, &mut files, &mut logs_files) {
+                Ok(i) => imported.push(i),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            },
+        }
     }
-    result
+    files.extend(logs_files);
+    if result.is_ok() && !files.is_empty() {
+        result = commit(out, &files);
+    }
+    if let Err(e) = result {
+        for (temp, _) in &files {
+            let _ = fs::remove_file(temp);
+        }
+        for dir in created_dirs.iter().rev() {
+            let _ = fs::remove_dir_all(dir);
+        }
+        return Err(e);
+    }
+    Ok(imported)
 }
 
-/// Checks every log against the dataset and each other before anything is written: its
-/// identity is new, its tables' names are safe and its event types agree with the tables
-/// already there.
-fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
+/// The recording id and size in bytes that a `logs` file says it holds.
+fn logged(path: &Path) -> Result<Option<(String, u64)>> {
+    let value = file_key(path, KEY_LOG)?;
+    Ok(value.and_then(|v| {
+        let (id, size) = v.split_once(' ')?;
+        Some((id.to_owned(), size.parse().ok()?))
+    }))
+}
+
+/// Checks every log against the dataset and each other before anything is written: a log
+/// the dataset holds adds nothing, one whose id it holds from a file of another size is
+/// refused; its tables' names are safe and its event types agree with the tables already
+/// there.
+fn plan(logs: &[Log], out: &Path, dataset: &HashMap<String, PathBuf>) -> Result<Vec<Plan>> {
     let mut plans = Vec::new();
-    let mut seen: HashMap<String, &Path> = HashMap::new();
+    // Id -> (size, path) of the logs of this run.
+    let mut seen: HashMap<String, (u64, &Path)> = HashMap::new();
     // Table name -> (meaning, where it comes from).
     let mut meanings: HashMap<String, (String, String)> = HashMap::new();
-    for (i, log) in logs.iter().enumerate() {
+    let another_file = |shown: &dyn std::fmt::Display, id: &str, size: u64, there: &str, other: u64| {
+        refuse(
+            format!(
+                "{shown}: recording {id} is {there} from a file of {other} bytes and this file has {size}: another file of the same recording (a stream exported while it was still written?)"
+            ),
+            ELSEWHERE,
+        )
+    };
+    for log in logs {
         let shown = log.path().display();
-        let identity = identity(&log.files()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
-        if let Some((serial, path)) = dataset.logs.get(&identity) {
-            return Err(refuse(
-                format!("{shown}: already exported into {} as log {serial} ({path})", out.display()),
-                "",
-            ));
+        let id = id_of(log);
+        let size = log.len();
+        if let Some(path) = dataset.get(&id) {
+            match logged(path)? {
+                Some((_, other)) if other == size => {
+                    plans.push(Plan::Already(id));
+                    continue;
+                }
+                Some((_, other)) => {
+                    return Err(another_file(&shown, &id, size, &format!("in {}", out.display()), other));
+                }
+                None => {
+                    return Err(DumpError::new(format!(
+                        "{}: not a logs file of this exporter (no {KEY_LOG}); remove it or give a new -o",
+                        path.display()
+                    )));
+                }
+            }
         }
-        if let Some(first) = seen.get(&identity) {
-            return Err(refuse(format!("{shown}: the same log as {} given twice", first.display()), ""));
+        if let Some(&(other, first)) = seen.get(&id) {
+            if other != size {
+                return Err(another_file(&shown, &id, size, &format!("given as {} too", first.display()), other));
+            }
+            plans.push(Plan::Already(id));
+            continue;
         }
-        seen.insert(identity.clone(), log.path());
+        seen.insert(id.clone(), (size, log.path()));
         for desc in log.catalog().iter() {
             let Some(name) = table_name(desc) else {
                 return Err(refuse(
@@ -814,7 +964,7 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
             let meaning = event_meaning(desc);
             let known = match meanings.get(&name) {
                 Some(known) => Some(known.clone()),
-                None => existing_meaning(out, &name, dataset)?.map(|m| (m, format!("in {}", out.display()))),
+                None => existing_meaning(out, &name)?.map(|m| (m, format!("in {}", out.display()))),
             };
             match known {
                 Some((m, whence)) if m == meaning => {
@@ -831,200 +981,196 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
                 }
             }
         }
-        plans.push(Planned { identity, serial: dataset.last_serial + 1 + i as i64 });
+        plans.push(Plan::Export(id));
     }
     Ok(plans)
 }
 
-/// The meaning recorded in a committed file of table `name`, if the dataset has one.
-fn existing_meaning(out: &Path, name: &str, dataset: &Dataset) -> Result<Option<String>> {
-    let dir = out.join(name);
-    let Ok(entries) = fs::read_dir(&dir) else { return Ok(None) };
-    let mut committed: Vec<(i64, PathBuf)> = entries
-        .filter_map(std::result::Result::ok)
-        .filter_map(|e| {
-            let run = e.file_name().to_str().and_then(run_of)?;
-            dataset.runs.contains(&run).then(|| (run, e.path()))
-        })
-        .collect();
-    committed.sort();
-    match committed.first() {
-        Some((_, path)) => file_key(path, KEY_EVENT),
+/// The meaning recorded in a file of table `name`, if the dataset has one.
+fn existing_meaning(out: &Path, name: &str) -> Result<Option<String>> {
+    match table_files(&out.join(name)).first() {
+        Some(path) => file_key(path, KEY_EVENT),
         None => Ok(None),
     }
 }
 
-/// Writes every log's events into the run's temporary files, then the `threads` and `logs`
-/// files; returns the imported and the files to rename (temporary, final), `logs` last.
-fn write_run(
-    logs: &mut [Log],
-    plans: &[Planned],
-    run: &mut Run<'_>,
-    window: &mut Window,
-) -> Result<(Vec<Imported>, Vec<Rename>)> {
-    let exported = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    let mut imported = Vec::new();
-    let mut log_rows = Vec::new();
-    let mut thread_rows = Vec::new();
-    for (file, (log, planned)) in logs.iter_mut().zip(plans).enumerate() {
-        let serial = planned.serial;
-        let clock = log.header().clock;
-        // Wire code -> table index, for this log's catalog (codes of two sets may be equal;
-        // their wire codes are not).
-        let mut tables: HashMap<u16, usize> = HashMap::new();
-        let mut names: BTreeMap<u64, String> = BTreeMap::new();
-        let walked = walk(log, file, window, |event| {
-            let i = match tables.get(&event.desc.wire) {
-                Some(&i) => i,
-                None => {
+/// Writes one log's events into temporary files, then its `threads` and `logs` files; adds
+/// them to `files` and `logs_files` (renamed last).
+fn write_log(
+    log: &mut Log,
+    id: &str,
+    out: &Path,
+    created_dirs: &mut Vec<PathBuf>,
+    files: &mut Vec<Rename>,
+    logs_files: &mut Vec<Rename>,
+) -> Result<Imported> {
+    let header = log.header().clone();
+    let facts = RowFacts { id: id.as_bytes(), clock: header.clock };
+    let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
+    let mut files_of = LogFiles {
+        out,
+        name: format!("{id}.parquet"),
+        tables: Vec::new(),
+        by_key: HashMap::new(),
+        encoder: Encoder::start(),
+        created_dirs,
+        buffered: 0,
+    };
+    // Wire code -> (table name, its day, its file index) of the last row of that type.
+    let mut last: Vec<Option<(String, i64, usize)>> = vec![None; 1 << 16];
+    let mut names: BTreeMap<u64, String> = BTreeMap::new();
+    let mut high =
+        header.producer.pid | header.clock.ticks_per_second | header.clock.start_ticks | header.clock.ref_ticks;
+    let walked = walk_chosen(
+        log,
+        |_| true,
+        |event| {
+            let wall = wall_micros(&facts.clock, event.time);
+            let day = day_of(wall);
+            let slot = &mut last[usize::from(event.desc.wire)];
+            let i = match slot {
+                Some((_, d, i)) if *d == day => *i,
+                _ => {
                     // plan() checked every name.
-                    let name = table_name(event.desc).unwrap_or_default();
-                    let i = run.table(&name, event.desc)?;
-                    tables.insert(event.desc.wire, i);
+                    let name = match slot.take() {
+                        Some((name, _, _)) => name,
+                        None => table_name(event.desc).unwrap_or_default(),
+                    };
+                    let i = files_of.table(&name, day, event.desc)?;
+                    *slot = Some((name, day, i));
                     i
                 }
             };
-            if event.desc.code == builtin::THREAD_NAME {
+            if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
                 let mut v = event.values();
                 if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
                     names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
                 }
             }
-            let before = run.tables[i].bytes;
-            push_event(&mut run.tables[i], serial, &clock, event);
-            run.buffered += run.tables[i].bytes - before;
-            run.relieve(i).map_err(|e| parquet_error(&run.tables[i].temp, &e))
-        })?;
-        let l = &walked.ledger;
-        let path = fs::canonicalize(log.path()).unwrap_or_else(|_| log.path().to_path_buf());
-        let header = log.header().clone();
-        let path_text = path.display().to_string();
-        log_rows.push((serial, planned.identity.clone(), path_text.clone(), {
-            use Cell::*;
-            vec![
-                I64(serial),
-                Str(path_text),
-                U64(log.len()),
-                Str(planned.identity.clone()),
-                if header.producer.host.is_empty() { Null } else { Str(header.producer.host.clone()) },
-                Str(header.producer.program.clone()),
-                U64(header.producer.pid),
-                Str(header.producer.arch.clone()),
-                Str(header.producer.os.clone()),
-                U32(u32::from(header.producer.pointer_width)),
-                I64(header.producer.start_wall_ns.div_euclid(1000)),
-                I64(header.producer.start_wall_ns),
-                Str(header.format.to_string()),
-                Str(super::set_versions(&header)),
-                Str(header.clock.source.name().to_owned()),
-                U64(header.clock.ticks_per_second),
-                U64(header.clock.start_ticks),
-                U64(header.clock.ref_ticks),
-                I64(header.clock.ref_wall_ns),
-                U32(header.block_size),
-                I64(exported),
-                U64(l.events()),
-                U64(l.blocks()),
-                U64(l.damaged_blocks().len() as u64),
-                U64(l.bad_records().len() as u64),
-                U64(l.unknown_records()),
-                U64(l.lost()),
-                U64(l.missing_blocks()),
-                U64(l.truncated_strings()),
-            ]
-        }));
-        // Every thread with a block, and every thread a `Dropped` event names.
-        let threads: BTreeSet<u64> = l.threads().map(|(t, _)| t).chain(l.lost_by_thread().keys().copied()).collect();
-        for thread in threads {
-            let name = names.get(&thread).map_or(Cell::Null, |n| Cell::Str(n.clone()));
-            let events = walked.events_by_thread.get(&thread).copied().unwrap_or(0);
-            let lost = l.lost_by_thread().get(&thread).copied().unwrap_or(0);
-            thread_rows.push(vec![Cell::I64(serial), Cell::U64(thread), name, Cell::U64(events), Cell::U64(lost)]);
-        }
-        imported.push(Imported {
-            path: log.path().display().to_string(),
-            serial,
-            events: walked.rows(),
-            left_out: walked.left_out,
-            said: Said::of([l]),
-        });
-    }
-    // Every event type of these logs has a table: an empty file for a type new to the dataset.
-    for log in logs.iter() {
-        for desc in log.catalog().iter() {
-            let Some(name) = table_name(desc) else { continue };
-            if !run.by_name.contains_key(&name) && !run.out.join(&name).exists() {
-                run.table(&name, desc)?;
-            }
-        }
-    }
-    let threads = run.open("threads", threads_columns(), Vec::new())?;
-    for row in thread_rows {
-        run.tables[threads].push_cells(row);
-    }
-    let listed: Vec<String> =
-        log_rows.iter().map(|(s, id, p, _)| format!("{s}\t{id}\t{}", p.replace(['\t', '\n'], " "))).collect();
-    let logs_table = run.open("logs", logs_columns(), vec![KeyValue::new(KEY_LOGS.to_owned(), listed.join("\n"))])?;
-    for (_, _, _, row) in log_rows {
-        run.tables[logs_table].push_cells(row);
-    }
-    // Finish the files; `logs` is the last opened, so the last renamed.
-    let mut files = Vec::new();
-    let tables = std::mem::take(&mut run.tables);
-    let mut rest = tables.into_iter();
-    for table in rest.by_ref() {
-        let temp = table.temp.clone();
-        match table.finish() {
-            Ok(pair) => files.push(pair),
-            Err(e) => {
-                let _ = fs::remove_file(temp);
-                for t in rest {
-                    let _ = fs::remove_file(&t.temp);
-                }
-                for (temp, _) in &files {
-                    let _ = fs::remove_file(temp);
-                }
-                return Err(e);
-            }
-        }
-    }
-    // From here the run's temporary files are in `files`: if the commit fails, they go.
-    run.tables = Vec::new();
-    Ok((imported, files))
-}
-
-/// Puts the run's files in place: the marker first, then leftovers of an interrupted run
-/// removed, then each file renamed, `logs` last.
-fn commit(out: &Path, dataset: &Dataset, files: Vec<(PathBuf, PathBuf)>) -> Result<()> {
-    let remove_temps = |files: &[(PathBuf, PathBuf)]| {
-        for (temp, _) in files {
-            let _ = fs::remove_file(temp);
+            let table = &mut files_of.tables[i];
+            let before = table.bytes;
+            high |= push_event(table, &facts, wall, event);
+            files_of.buffered += files_of.tables[i].bytes - before;
+            files_of.relieve(i);
+            Ok(())
+        },
+    );
+    let walked = match walked {
+        Ok(w) => w,
+        Err(e) => {
+            files_of.abandon();
+            return Err(e);
         }
     };
+    let l = &walked.ledger;
+    let shown = log.path().display().to_string();
+    let id_source = if header.properties.recording.is_some() { "header" } else { "derived" };
+    let log_row = {
+        use Cell::*;
+        vec![
+            Str(id.to_owned()),
+            Str(id_source.to_owned()),
+            count(log.len()),
+            if header.producer.host.is_empty() { Null } else { Str(header.producer.host.clone()) },
+            Str(header.producer.program.clone()),
+            count(header.producer.pid),
+            Str(header.producer.arch.clone()),
+            Str(header.producer.os.clone()),
+            I32(i32::from(header.producer.pointer_width)),
+            I64(header.producer.start_wall_ns.div_euclid(1000)),
+            I64(header.producer.start_wall_ns),
+            Str(header.format.to_string()),
+            Str(super::set_versions(&header)),
+            Str(header.clock.source.name().to_owned()),
+            count(header.clock.ticks_per_second),
+            count(header.clock.start_ticks),
+            count(header.clock.ref_ticks),
+            I64(header.clock.ref_wall_ns),
+            I32(bits32(header.block_size)),
+            count(l.events()),
+            count(l.blocks()),
+            count(l.damaged_blocks().len() as u64),
+            count(l.bad_records().len() as u64),
+            count(l.unknown_records()),
+            count(l.lost()),
+            count(l.missing_blocks()),
+            count(l.truncated_strings()),
+        ]
+    };
+    // Every thread with a block, and every thread a `Dropped` event names.
+    let threads: BTreeSet<u64> = l.threads().map(|(t, _)| t).chain(l.lost_by_thread().keys().copied()).collect();
+    let mut thread_rows = Vec::new();
+    for thread in threads {
+        high |= thread;
+        let name = names.get(&thread).map_or(Cell::Null, |n| Cell::Str(n.clone()));
+        let events = walked.events_by_thread.get(&thread).copied().unwrap_or(0);
+        let lost = l.lost_by_thread().get(&thread).copied().unwrap_or(0);
+        thread_rows.push(vec![Cell::Str(id.to_owned()), count(thread), name, count(events), count(lost)]);
+    }
+    if high >> 63 != 0 {
+        eprintln!(
+            "event-dump: {shown}: a thread id, tick count or header number is above 2^63 - 1; the signed column holds its bits (a negative number), as docs/OUTPUT.md says"
+        );
+    }
+    let built = (|| {
+        // Every event type of the log new to the dataset has a table: an empty file.
+        for desc in log.catalog().iter() {
+            let Some(name) = table_name(desc) else { continue };
+            let written = files_of.by_key.keys().any(|(n, _)| *n == name);
+            if !written && !out.join(&name).exists() {
+                files_of.table(&name, start_day, desc)?;
+            }
+        }
+        let threads = files_of.open("threads", start_day, threads_columns(), Vec::new())?;
+        for row in thread_rows {
+            files_of.tables[threads].push_cells(row);
+        }
+        let meta = vec![KeyValue::new(KEY_LOG.to_owned(), format!("{id} {}", log.len()))];
+        let logs_table = files_of.open("logs", start_day, logs_columns(), meta)?;
+        files_of.tables[logs_table].push_cells(log_row);
+        Ok(())
+    })();
+    if let Err(e) = built {
+        files_of.abandon();
+        return Err(e);
+    }
+    let mut mine = Vec::new();
+    files_of.finish(&mut mine)?;
+    // The `logs` file was opened last: it is renamed after every other file of the run.
+    if let Some(logs_file) = mine.pop() {
+        logs_files.push(logs_file);
+    }
+    files.extend(mine);
+    Ok(Imported {
+        path: shown,
+        log: id.to_owned(),
+        events: l.events(),
+        left_out: 0,
+        said: Said::of([l]),
+        already: false,
+    })
+}
+
+/// Puts the run's files in place: the marker first, then each file renamed, each log's
+/// `logs` file after all the others.
+fn commit(out: &Path, files: &[Rename]) -> Result<()> {
     let marker = out.join(MARKER);
     if !marker.exists() {
         let text = format!("event-dump parquet dataset, layout {LAYOUT_VERSION}\n");
-        if let Err(e) = fs::write(&marker, text) {
-            remove_temps(&files);
-            return Err(io_error(&marker, &e));
-        }
+        fs::write(&marker, text).map_err(|e| io_error(&marker, &e))?;
     }
-    let ours: BTreeSet<&Path> = files.iter().map(|(t, _)| t.as_path()).collect();
-    let removed = remove_leftovers(out, dataset, &ours);
+    let removed = remove_stale_temps(files);
     if removed > 0 {
         eprintln!(
-            "event-dump: {}: removed {removed} file(s) of an export that was interrupted before it completed",
+            "event-dump: {}: removed {removed} temporary file(s) that an interrupted export of these logs left",
             out.display()
         );
     }
-    for (i, (temp, path)) in files.iter().enumerate() {
+    for (temp, path) in files {
         if let Err(e) = fs::rename(temp, path) {
-            remove_temps(&files[i..]);
             let error = io_error(path, &e);
             return Err(DumpError::new(format!(
-                "{}; files of this run already renamed stay until the next export removes them",
+                "{}; files of this run already renamed stay: export the same logs again to complete them",
                 error.0.trim_end_matches("; the dataset is as it was")
             )));
         }
@@ -1032,21 +1178,21 @@ fn commit(out: &Path, dataset: &Dataset, files: Vec<(PathBuf, PathBuf)>) -> Resu
     Ok(())
 }
 
-/// Removes the files that an interrupted run left: temporary files, and part files of a run
-/// whose `logs` file is not there. Returns how many.
-fn remove_leftovers(out: &Path, dataset: &Dataset, ours: &BTreeSet<&Path>) -> usize {
+/// Removes the temporary files that an interrupted export of the same files left beside
+/// them (`.<id>.parquet.PID.tmp` of another run); returns how many.
+fn remove_stale_temps(files: &[Rename]) -> usize {
     let mut removed = 0;
-    let Ok(dirs) = fs::read_dir(out) else { return 0 };
-    for dir in dirs.filter_map(std::result::Result::ok) {
-        let Ok(files) = fs::read_dir(dir.path()) else { continue };
-        for file in files.filter_map(std::result::Result::ok) {
-            let path = file.path();
-            let Some(name) = file.file_name().to_str().map(str::to_owned) else { continue };
-            let leftover = match run_of(&name) {
-                Some(run) => !dataset.runs.contains(&run),
-                None => name.starts_with(".part-") && name.ends_with(".parquet.tmp") && !ours.contains(path.as_path()),
-            };
-            if leftover && fs::remove_file(&path).is_ok() {
+    let dirs: BTreeSet<(&Path, String)> = files
+        .iter()
+        .filter_map(|(_, path)| Some((path.parent()?, format!(".{}.", path.file_name()?.to_str()?))))
+        .collect();
+    let ours: BTreeSet<&Path> = files.iter().map(|(temp, _)| temp.as_path()).collect();
+    for (dir, prefix) in dirs {
+        let Ok(entries) = fs::read_dir(dir) else { continue };
+        for e in entries.filter_map(std::result::Result::ok) {
+            let path = e.path();
+            let stale = e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".tmp"));
+            if stale && !ours.contains(path.as_path()) && fs::remove_file(&path).is_ok() {
                 removed += 1;
             }
         }
@@ -1086,10 +1232,54 @@ mod tests {
     }
 
     #[test]
-    fn run_numbers_name_the_files() {
-        assert_eq!(part_name(42), "part-000042.parquet");
-        assert_eq!(run_of("part-000042.parquet"), Some(42));
-        assert_eq!(run_of(".part-000042.parquet.tmp"), None);
-        assert_eq!(run_of("notes.txt"), None);
+    fn a_clock_in_nanoseconds_gives_the_times_of_the_general_rule() {
+        let mut c = clock(NS_PER_SECOND, 1_000);
+        c.ref_ticks = 500;
+        c.ref_wall_ns = 1_700_000_000_123_456_789;
+        for ticks in [0, 1, 499, 500, 999, 1_000, 1_001, 123_456_789_012, u64::MAX] {
+            assert_eq!(wall_micros(&c, ticks), clamp(c.wall_ns(ticks).div_euclid(1000)), "{ticks}");
+            let general = i128::from(ticks) - i128::from(c.start_ticks);
+            assert_eq!(ns_since_start(&c, ticks), clamp(general), "{ticks}");
+        }
+        c.ref_wall_ns = i64::MIN;
+        assert_eq!(wall_micros(&c, 0), clamp(c.wall_ns(0).div_euclid(1000)));
+    }
+
+    #[test]
+    fn times_of_any_clock_rate_are_those_of_the_general_rule() {
+        for (rate, reference, wall) in [
+            (2_600_000_198, 5_000_000_000, 1_700_000_000_123_456_789),
+            (3, 10, -5),
+            (u64::MAX / NS_PER_SECOND, 0, 0),
+            (u64::MAX / NS_PER_SECOND + 1, 7, i64::MAX),
+            (1, u64::MAX, i64::MIN),
+        ] {
+            let mut c = clock(rate, 0);
+            c.ref_ticks = reference;
+            c.ref_wall_ns = wall;
+            for ticks in
+                [0, 1, reference.saturating_sub(1), reference, reference.saturating_add(1), rate, 1 << 40, u64::MAX]
+            {
+                assert_eq!(
+                    wall_micros(&c, ticks),
+                    clamp(c.wall_ns(ticks).div_euclid(1000)),
+                    "rate {rate} ticks {ticks}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn days_are_dates_of_the_gregorian_calendar() {
+        assert_eq!(date(0), "1970-01-01");
+        assert_eq!(date(-1), "1969-12-31");
+        assert_eq!(date(20_418), "2025-11-26");
+        assert_eq!(date(20_783), "2026-11-26");
+        assert_eq!(date(11_016), "2000-02-29");
+        assert_eq!(date(i64::MIN), "0001-01-01");
+        assert_eq!(date(i64::MAX), "9999-12-31");
+        assert_eq!(day_of(-1), -1, "a microsecond before 1970 is on 1969-12-31");
+        assert_eq!(day_of(DAY_MICROS), 1);
+        assert_eq!(partition(20_783), "date=2026-11-26");
     }
 }

@@ -7,9 +7,8 @@
 //! The schema, what each column holds, several logs in one database and transactions are
 //! stated once, in docs/OUTPUT.md ("SQLite").
 
-use super::{ColumnType, Imported, Said, Walked, Window, column_type};
+use super::{ColumnType, Imported, Said, Walked, Window, column_type, fields_json, has_fields};
 use crate::log::{DumpError, Log};
-use event_format::builtin;
 use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
 use event_format::schema::BUILTIN_KIND;
@@ -497,12 +496,6 @@ fn add_type(tx: &Transaction<'_>, desc: &Desc, name: &str, always: bool, row: &T
     Ok(())
 }
 
-/// Whether the table of `desc` has [`FIELDS_COLUMN`]: the `tracing` bridge's events, whose
-/// text holds fields.
-fn has_fields(desc: &Desc) -> bool {
-    desc.is_builtin() && matches!(desc.code, builtin::TRACE_EVENT | builtin::SPAN_ENTER)
-}
-
 /// Makes the `events` view again, over every event table the database holds: one row per
 /// event, its parameters as a JSON object by column name.
 fn make_events_view(tx: &Transaction<'_>) -> rusqlite::Result<()> {
@@ -627,7 +620,14 @@ fn import(
         ),
     )
     .map_err(sql)?;
-    Ok(Imported { path: shown, serial, events: walked.rows(), left_out: walked.left_out, said: Said::of([l]) })
+    Ok(Imported {
+        path: shown,
+        log: serial.to_string(),
+        events: walked.rows(),
+        left_out: walked.left_out,
+        said: Said::of([l]),
+        already: false,
+    })
 }
 
 /// Inserts every event of `log` as a row of log `serial`, block by block.
@@ -662,11 +662,8 @@ fn insert_events(
         }
         if has_fields(event.desc) {
             let at = FIXED_COLUMNS.len() + 1 + event.desc.format.len();
-            let json = event_format::fields::of_event(event).map(|fields| {
-                let mut out = String::new();
-                crate::json::fields(&mut out, &fields);
-                out
-            });
+            let mut out = String::new();
+            let json = fields_json(event, &mut out).then_some(out);
             stmt.raw_bind_parameter(at, json)?;
         }
         stmt.raw_execute()?;

@@ -18,14 +18,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The columns before the parameters in every event table.
-const FIXED: [&str; 5] = ["log", "thread", "ticks", "ns", "time"];
+const FIXED: [&str; 6] = ["log", "thread", "ticks", "ns", "time", "date"];
 
-fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     common::dir("export-parquet")
 }
 
 /// A fresh dataset path (removed if a previous run left one).
-fn fresh(name: &str) -> PathBuf {
+pub(crate) fn fresh(name: &str) -> PathBuf {
     let d = dir().join(name);
     let _ = std::fs::remove_dir_all(&d);
     d
@@ -37,7 +37,7 @@ fn export(out: &Path, logs: &[&Path]) -> Output {
     run(&args)
 }
 
-fn export_ok(out: &Path, logs: &[&Path]) -> Output {
+pub(crate) fn export_ok(out: &Path, logs: &[&Path]) -> Output {
     let result = export(out, logs);
     assert!(result.status.success(), "{}", stderr(&result));
     result
@@ -45,7 +45,7 @@ fn export_ok(out: &Path, logs: &[&Path]) -> Output {
 
 /// Whether DuckDB's Python package can be imported; when it cannot, says so (past the test
 /// harness's capture) or fails when `EVENT_REQUIRE_DUCKDB=1`.
-fn duckdb_available() -> bool {
+pub(crate) fn duckdb_available() -> bool {
     let ok = Command::new("python3").args(["-c", "import duckdb"]).output().is_ok_and(|o| o.status.success());
     if ok {
         return true;
@@ -81,12 +81,22 @@ print(json.dumps([[conv(v) for v in row] for row in rows]))
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// A table of the dataset `out` as DuckDB reads it: every partition, `date` a column.
 fn table(out: &Path, name: &str) -> String {
-    format!("read_parquet('{}/{name}/*.parquet')", out.display())
+    format!("read_parquet('{}/{name}/*/*.parquet', hive_partitioning = true)", out.display())
+}
+
+/// The recording id an export's stdout gives `log` (`LOG: N events as log ID in OUT`).
+pub(crate) fn id_in(output: &Output, log: &Path) -> String {
+    let text = stdout(output);
+    let line = text.lines().find(|l| l.starts_with(&format!("{}:", log.display()))).unwrap_or_else(|| panic!("{text}"));
+    let id = line.split(" as log ").nth(1).unwrap().split([' ', ';']).next().unwrap();
+    assert_eq!(id.len(), 32, "{line}");
+    id.to_owned()
 }
 
 /// `stats`' counts per event of `log`: `Kind.Name` -> count.
-fn stats_per_event(log: &Path) -> BTreeMap<String, i64> {
+pub(crate) fn stats_per_event(log: &Path) -> BTreeMap<String, i64> {
     let out = run(&["stats", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -112,7 +122,7 @@ fn stats_number(log: &Path, what: &str) -> u64 {
 }
 
 /// The column of parameter `params[i]`, as the exporter names it.
-fn columns(params: &[String]) -> Vec<String> {
+pub(crate) fn columns(params: &[String]) -> Vec<String> {
     let mut taken: Vec<String> = FIXED.iter().map(|c| (*c).to_owned()).collect();
     params
         .iter()
@@ -142,16 +152,16 @@ fn integer(v: &Json) -> Option<i128> {
 /// What `print --format json` says of one event type of a log: its count, and per parameter
 /// the number of distinct values and, for integers, their sum.
 #[derive(Debug, Default, PartialEq)]
-struct Aggregates {
-    count: i64,
-    distinct: BTreeMap<String, i64>,
-    sums: BTreeMap<String, i128>,
+pub(crate) struct Aggregates {
+    pub(crate) count: i64,
+    pub(crate) distinct: BTreeMap<String, i64>,
+    pub(crate) sums: BTreeMap<String, i128>,
 }
 
 /// `print --format json` of `log`, summarised per `Kind.Name`, with its parameter names.
 /// A parameter has a sum when every value of it is an integer (pointers in hex, words beyond
 /// 2^53 in decimal strings).
-fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Aggregates)> {
+pub(crate) fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Aggregates)> {
     type Seen = (Vec<String>, i64, BTreeMap<String, Vec<String>>, BTreeMap<String, Option<i128>>);
     let mut values: BTreeMap<String, Seen> = BTreeMap::new();
     for p in print_json(&[log.to_str().unwrap()]) {
@@ -184,7 +194,7 @@ fn printed(log: &Path) -> BTreeMap<String, (Vec<String>, Aggregates)> {
 
 /// The same summary of one event type of log `serial`, from the dataset, by DuckDB: sums of
 /// the integer columns.
-fn queried(out: &Path, name: &str, serial: i64, params: &[String]) -> Aggregates {
+fn queried(out: &Path, name: &str, id: &str, params: &[String]) -> Aggregates {
     let cols = columns(params);
     let types: BTreeMap<String, String> = duck(&format!("DESCRIBE SELECT * FROM {}", table(out, name)))
         .into_iter()
@@ -199,7 +209,7 @@ fn queried(out: &Path, name: &str, serial: i64, params: &[String]) -> Aggregates
             select.push(format!("sum(\"{c}\")::VARCHAR"));
         }
     }
-    let row = &duck(&format!("SELECT {} FROM {} WHERE log = {serial}", select.join(", "), table(out, name)))[0];
+    let row = &duck(&format!("SELECT {} FROM {} WHERE log = '{id}'", select.join(", "), table(out, name)))[0];
     let mut values = row.iter();
     let mut s = Aggregates { count: values.next().unwrap().as_i64().unwrap(), ..Default::default() };
     for (p, int) in params.iter().zip(&integers) {
@@ -211,9 +221,9 @@ fn queried(out: &Path, name: &str, serial: i64, params: &[String]) -> Aggregates
     s
 }
 
-/// Checks every event type of `log`, exported as log `serial` into `out`, against `stats`
+/// Checks every event type of `log`, exported as log `id` into `out`, against `stats`
 /// and `print`.
-fn check_log(out: &Path, log: &Path, serial: i64) {
+fn check_log(out: &Path, log: &Path, id: &str) {
     let stats = stats_per_event(log);
     let printed = printed(log);
     assert_eq!(
@@ -222,16 +232,16 @@ fn check_log(out: &Path, log: &Path, serial: i64) {
         "print and stats agree"
     );
     for (name, (params, want)) in &printed {
-        let got = queried(out, name, serial, params);
-        assert_eq!(&got, want, "{name} of log {serial} ({})", log.display());
+        let got = queried(out, name, id, params);
+        assert_eq!(&got, want, "{name} of log {id} ({})", log.display());
     }
     let total: i64 = stats.values().sum();
-    let row = &duck(&format!("SELECT events FROM {} WHERE log = {serial}", table(out, "logs")))[0];
+    let row = &duck(&format!("SELECT events FROM {} WHERE log = '{id}'", table(out, "logs")))[0];
     assert_eq!(row[0].as_i64(), Some(total));
 }
 
 /// A log of many `ObjectAlloc` events of several sizes, on one thread.
-fn allocations_log(path: &Path) {
+pub(crate) fn allocations_log(path: &Path) {
     many_events_log(path, 3000);
 }
 
@@ -250,32 +260,46 @@ fn several_processes_in_two_runs_agree_with_stats_and_print() {
     allocations_log(&d);
     let out = fresh("fleet");
     let first = export_ok(&out, &[&a, &b]);
-    assert!(stdout(&first).contains("events as log 2 in"), "{}", stdout(&first));
     let second = export_ok(&out, &[&c, &d]);
-    assert!(stdout(&second).contains("events as log 4 in"), "a second run appends: {}", stdout(&second));
-    for (serial, log) in [(1, &a), (2, &b), (3, &c), (4, &d)] {
-        check_log(&out, log, serial);
+    let ids = [id_in(&first, &a), id_in(&first, &b), id_in(&second, &c), id_in(&second, &d)];
+    for (id, log) in ids.iter().zip([&a, &b, &c, &d]) {
+        check_log(&out, log, id);
     }
     // The logs are told apart: each has its own program and pid.
-    let logs = duck(&format!("SELECT log, program, pid, format_version FROM {} ORDER BY log", table(&out, "logs")));
-    assert_eq!(logs.len(), 4);
-    assert_eq!(logs[1][1], "handmade");
-    assert_eq!(logs[1][2], 4242);
-    assert_eq!(logs[0][3].as_str().unwrap(), event_format::wire::FORMAT_VERSION.to_string());
+    let logs = duck(&format!(
+        "SELECT log, program, pid, format_version, id_source FROM {} WHERE log = '{}'",
+        table(&out, "logs"),
+        ids[1]
+    ));
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0][1], "handmade");
+    assert_eq!(logs[0][2], 4242);
+    assert_eq!(logs[0][4], "derived", "a handmade stream has no recording id");
+    let all = duck(&format!("SELECT count(*), count(DISTINCT log) FROM {}", table(&out, "logs")));
+    assert_eq!((all[0][0].as_i64(), all[0][1].as_i64()), (Some(4), Some(4)));
+    let recorded =
+        duck(&format!("SELECT format_version, id_source FROM {} WHERE log = '{}'", table(&out, "logs"), ids[0]));
+    assert_eq!(recorded[0][0].as_str().unwrap(), event_format::wire::FORMAT_VERSION.to_string());
+    assert_eq!(recorded[0][1], "header", "the recorder writes a recording id");
     // A query over all logs at once, as a user writes it.
     let rows = duck(&format!(
-        "SELECT log, count(*), sum(size)::VARCHAR FROM {} GROUP BY log ORDER BY log",
+        "SELECT log, count(*), sum(size)::VARCHAR FROM {} GROUP BY log ORDER BY count(*)",
         table(&out, "Object.ObjectAlloc")
     ));
     assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1][0].as_str(), Some(ids[3].as_str()));
     assert_eq!(rows[1][1], 3000);
     assert_eq!(rows[1][2].as_str().unwrap(), (0..3000u64).sum::<u64>().to_string());
     // Thread names are a table.
-    let names =
-        duck(&format!("SELECT name FROM {} WHERE log = 1 AND name IS NOT NULL ORDER BY name", table(&out, "threads")));
+    let names = duck(&format!(
+        "SELECT name FROM {} WHERE log = '{}' AND name IS NOT NULL ORDER BY name",
+        table(&out, "threads"),
+        ids[0]
+    ));
     let names: Vec<&str> = names.iter().map(|r| r[0].as_str().unwrap()).collect();
     assert!(names.contains(&"worker-0") && names.contains(&"worker-1"), "{names:?}");
-    let io = duck(&format!("SELECT name, events FROM {} WHERE log = 2 AND thread = 2", table(&out, "threads")));
+    let io =
+        duck(&format!("SELECT name, events FROM {} WHERE log = '{}' AND thread = 2", table(&out, "threads"), ids[1]));
     assert_eq!(io[0][0], "io");
     // An event type no log recorded is an empty table, not missing files.
     let empty = duck(&format!("SELECT count(*) FROM {}", table(&out, "Seg.SegSplit")));
@@ -294,7 +318,9 @@ fn losses_and_missing_blocks_in_the_logs_table_equal_stats() {
     let out = fresh("losses");
     let result = export_ok(&out, &[&drops, &ring]);
     assert_eq!(stderr(&result), "", "losses are no damage");
-    let rows = duck(&format!("SELECT lost_events, missing_blocks FROM {} ORDER BY log", table(&out, "logs")));
+    let (drops_id, ring_id) = (id_in(&result, &drops), id_in(&result, &ring));
+    let rows =
+        duck(&format!("SELECT lost_events, missing_blocks FROM {} ORDER BY log = '{ring_id}'", table(&out, "logs")));
     let lost = stats_number(&drops, "events lost");
     assert!(lost > 0, "the log drops");
     assert_eq!(rows[0][0].as_u64(), Some(lost), "lost_events as stats counts them");
@@ -303,10 +329,12 @@ fn losses_and_missing_blocks_in_the_logs_table_equal_stats() {
     assert!(missing > 0, "the ring overwrote blocks");
     assert_eq!(rows[1][1].as_u64(), Some(missing));
     // Per thread too: the losses are the refusing thread's.
-    let threads = duck(&format!("SELECT sum(lost_events)::BIGINT FROM {} WHERE log = 1", table(&out, "threads")));
+    let threads =
+        duck(&format!("SELECT sum(lost_events)::BIGINT FROM {} WHERE log = '{drops_id}'", table(&out, "threads")));
     assert_eq!(threads[0][0].as_u64(), Some(lost));
     // Dropped events are rows, their parameter `thread` in column `thread_`.
-    let dropped = duck(&format!("SELECT thread, thread_ FROM {} WHERE log = 1", table(&out, "Builtin.Dropped")));
+    let dropped =
+        duck(&format!("SELECT thread, thread_ FROM {} WHERE log = '{drops_id}'", table(&out, "Builtin.Dropped")));
     assert!(!dropped.is_empty());
     assert_eq!((dropped[0][0].as_u64(), dropped[0][1].as_u64()), (Some(0), Some(1)));
 }
@@ -398,9 +426,9 @@ fn every_letters_extremes_come_back_exactly() {
     let types: Vec<(String, String)> =
         types.iter().map(|r| (r[0].as_str().unwrap().to_owned(), r[1].as_str().unwrap().to_owned())).collect();
     let want = [
-        ("log", "BIGINT"),
-        ("thread", "UBIGINT"),
-        ("ticks", "UBIGINT"),
+        ("log", "VARCHAR"),
+        ("thread", "BIGINT"),
+        ("ticks", "BIGINT"),
         ("ns", "BIGINT"),
         ("time", "TIMESTAMP WITH TIME ZONE"),
         ("p", "UBIGINT"),
@@ -411,6 +439,7 @@ fn every_letters_extremes_come_back_exactly() {
         ("d", "DOUBLE"),
         ("b", "BOOLEAN"),
         ("s", "VARCHAR"),
+        ("date", "DATE"),
     ];
     assert_eq!(types, want.map(|(a, b)| (a.to_owned(), b.to_owned())));
 
@@ -481,13 +510,18 @@ fn damaged_blocks_are_counted_and_reported_in_one_line() {
     assert!(err.contains("1 damaged block skipped"), "{err}");
     let rows = duck(&format!("SELECT damaged_blocks, events FROM {}", table(&out, "logs")));
     assert_eq!(rows[0][0], 1);
-    check_log(&out, &damaged, 1);
+    check_log(&out, &damaged, &id_in(&result, &damaged));
     let whole_events: i64 = stats_per_event(&whole).values().sum();
     assert!(rows[0][1].as_i64().unwrap() < whole_events);
 }
 
+/// How many `.parquet` files table `name` of dataset `out` has, in all its partitions.
+fn files_of(out: &Path, name: &str) -> usize {
+    tree(&out.join(name)).keys().filter(|p| p.extension().is_some_and(|e| e == "parquet")).count()
+}
+
 /// Every file under `d`, hidden ones too, with its bytes.
-fn tree(d: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn tree(d: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut todo = vec![d.to_owned()];
     while let Some(at) = todo.pop() {
@@ -521,41 +555,91 @@ fn disagreeing_log(path: &Path) {
 }
 
 #[test]
-fn a_refused_export_leaves_the_dataset_byte_for_byte() {
+fn exporting_a_log_again_adds_nothing() {
     let log = dir().join("again.evt");
     sample_log(&log);
     let out = fresh("again");
-    export_ok(&out, &[&log]);
+    let first = export_ok(&out, &[&log]);
+    let id = id_in(&first, &log);
     let before = tree(&out);
-    assert!(before.keys().any(|p| p.ends_with("Object.ObjectAlloc/part-000001.parquet")), "{:?}", before.keys());
-
-    let again = export(&out, &[&log]);
-    assert_eq!(again.status.code(), Some(1));
-    let err = stderr(&again);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let alloc = "Object.ObjectAlloc/date=";
     assert!(
-        err.contains("already exported into") && err.contains("as log 1") && err.contains("nothing was written"),
-        "{err}"
+        before.keys().any(|p| p.to_string_lossy().contains(alloc) && p.ends_with(format!("{id}.parquet"))),
+        "{:?}",
+        before.keys()
     );
-    assert!(again.stdout.is_empty());
+
+    let again = export_ok(&out, &[&log]);
+    assert_eq!(stderr(&again), "");
+    assert!(
+        stdout(&again).contains(&format!("already in {} as log {id}; nothing added", out.display())),
+        "{}",
+        stdout(&again)
+    );
     assert_eq!(tree(&out), before, "the dataset is unchanged");
 
     // The same content under another name is the same log.
     let copy = dir().join("again-copy.evt");
     std::fs::copy(&log, &copy).unwrap();
-    assert_eq!(export(&out, &[&copy]).status.code(), Some(1));
+    assert!(stdout(&export_ok(&out, &[&copy])).contains("nothing added"));
     assert_eq!(tree(&out), before);
 
-    // A new log with a duplicate after it: all or nothing.
+    // A new log beside it: only the new one is added.
     let other = dir().join("again-other.evt");
     handmade_log(&other, Order::Little);
-    assert_eq!(export(&out, &[&other, &log]).status.code(), Some(1));
-    assert_eq!(tree(&out), before, "the first log of a refused run is not kept either");
+    let both = export_ok(&out, &[&other, &log]);
+    let other_id = id_in(&both, &other);
+    assert_ne!(other_id, id);
+    assert!(stdout(&both).contains("nothing added"), "{}", stdout(&both));
+    let after = tree(&out);
+    for (path, bytes) in &before {
+        assert_eq!(after.get(path), Some(bytes), "{} is as it was", path.display());
+    }
+    let added: Vec<&PathBuf> = after.keys().filter(|p| !before.contains_key(*p)).collect();
+    assert!(!added.is_empty());
+    for path in added {
+        assert!(path.is_dir() || path.ends_with(format!("{other_id}.parquet")), "{} is the new log's", path.display());
+    }
 
-    // A log whose ObjectAlloc means something else: refused, naming both.
-    let changed = dir().join("again-changed.evt");
+    // Twice in one run into a new dataset: exported once, with the same files as alone.
+    let twice = fresh("again-twice");
+    let result = export_ok(&twice, &[&log, &copy]);
+    assert!(stdout(&result).contains("nothing added"), "{}", stdout(&result));
+    let alone = fresh("again-alone");
+    export_ok(&alone, &[&log]);
+    let relative = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        tree(d).into_iter().map(|(p, b)| (p.strip_prefix(d).unwrap().to_owned(), b)).collect()
+    };
+    assert_eq!(relative(&twice), relative(&alone), "the same log: the same names and bytes");
+}
+
+#[test]
+fn a_refused_export_leaves_the_dataset_byte_for_byte() {
+    let log = dir().join("refused.evt");
+    sample_log(&log);
+    let out = fresh("refused");
+    export_ok(&out, &[&log]);
+    let before = tree(&out);
+
+    // Another file of the same recording (a stream exported while still written): refused.
+    let grown = dir().join("refused-grown.evt");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(&[0; 100]);
+    std::fs::write(&grown, bytes).unwrap();
+    let result = export(&out, &[&grown]);
+    assert_eq!(result.status.code(), Some(1));
+    let err = stderr(&result);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("another file of the same recording") && err.contains("nothing was written"), "{err}");
+    assert_eq!(tree(&out), before);
+
+    // A log whose ObjectAlloc means something else: refused, naming both, and the new log
+    // before it in the same run is not kept either.
+    let other = dir().join("refused-other.evt");
+    handmade_log(&other, Order::Little);
+    let changed = dir().join("refused-changed.evt");
     disagreeing_log(&changed);
-    let refused = export(&out, &[&changed]);
+    let refused = export(&out, &[&other, &changed]);
     assert_eq!(refused.status.code(), Some(1));
     let err = stderr(&refused);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -563,18 +647,16 @@ fn a_refused_export_leaves_the_dataset_byte_for_byte() {
         err.contains("event ObjectAlloc has code 0x0030, kind Object, format PAWW") && err.contains("format PAWU"),
         "{err}"
     );
-    assert_eq!(tree(&out), before);
+    assert!(refused.stdout.is_empty());
+    assert_eq!(tree(&out), before, "all or nothing");
 
-    // Twice in one run into a new dataset: refused, and no directory is left behind.
-    let new = fresh("again-twice");
-    let twice = export(&new, &[&log, &log]);
-    assert_eq!(twice.status.code(), Some(1));
-    assert!(stderr(&twice).contains("given twice"), "{}", stderr(&twice));
+    // Refused into a new dataset: no directory is left behind.
+    let new = fresh("refused-new");
+    assert_eq!(export(&new, &[&log, &grown]).status.code(), Some(1));
     assert!(!new.exists(), "a refused run leaves no new directory");
 
     // The refused log goes on to export into the first dataset once it is new to it.
-    let added = export_ok(&out, &[&other]);
-    assert!(stdout(&added).contains("as log 2"), "{}", stdout(&added));
+    export_ok(&out, &[&other]);
 }
 
 #[test]
@@ -613,24 +695,27 @@ fn outputs_that_are_not_datasets_are_left_alone() {
 }
 
 #[test]
-fn leftovers_of_an_interrupted_export_are_removed() {
+fn an_interrupted_export_is_completed_by_exporting_the_log_again() {
     let log = dir().join("leftover.evt");
     handmade_log(&log, Order::Little);
+    let whole = fresh("leftover-whole");
+    let id = id_in(&export_ok(&whole, &[&log]), &log);
     let out = fresh("leftover");
     export_ok(&out, &[&log]);
-    // As if a run of log 2 was killed while renaming: an event file in place without its
-    // `logs` file, and a temporary file.
-    let orphan = out.join("Trace.Poll/part-000002.parquet");
-    std::fs::copy(out.join("Trace.Poll/part-000001.parquet"), &orphan).unwrap();
-    let temp = out.join("Trace.Every/.part-000002.parquet.tmp");
+    // As if the run was killed while renaming: event files in place without the `logs`
+    // file, which is renamed last, and a temporary file of the log's.
+    let logs_file = tree(&out).into_keys().find(|p| p.starts_with(out.join("logs")) && p.is_file()).unwrap();
+    std::fs::remove_file(&logs_file).unwrap();
+    let poll = tree(&out).into_keys().find(|p| p.starts_with(out.join("Trace.Poll")) && p.is_file()).unwrap();
+    let temp = poll.with_file_name(format!(".{id}.parquet.99999.tmp"));
     std::fs::write(&temp, b"half").unwrap();
-    let other = dir().join("leftover-other.evt");
-    handmade_log(&other, Order::Big);
-    let result = export_ok(&out, &[&other]);
-    assert!(stderr(&result).contains("removed 2 file(s) of an export that was interrupted"), "{}", stderr(&result));
-    assert!(!temp.exists());
-    // Log 2 is the new one: its Poll file is this run's, the orphan's name reused.
-    assert!(orphan.exists());
+    let result = export_ok(&out, &[&log]);
+    assert!(stdout(&result).contains(&format!("as log {id}")), "exported, not skipped: {}", stdout(&result));
+    assert!(stderr(&result).contains("removed 1 temporary file"), "{}", stderr(&result));
+    let relative = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        tree(d).into_iter().map(|(p, b)| (p.strip_prefix(d).unwrap().to_owned(), b)).collect()
+    };
+    assert_eq!(relative(&out), relative(&whole), "complete, as one export makes it");
     assert!(!out.join("_event-dump.lock").exists(), "the lock is gone");
 }
 
@@ -667,7 +752,7 @@ fn a_log_of_several_sets_has_tables_qualified_by_set() {
     let out = fresh("sets");
     export_ok(&out, &[&log]);
     for name in ["alpha.Trace.Poll", "beta.Trace.Poll"] {
-        assert!(out.join(name).join("part-000001.parquet").exists(), "{name}");
+        assert_eq!(files_of(&out, name), 1, "{name}");
     }
     assert!(!out.join("Trace.Poll").exists(), "no unqualified table when the log has two sets");
     if !duckdb_available() {
@@ -690,6 +775,93 @@ fn a_set_name_with_a_dash_names_its_tables() {
     let out = fresh("dash");
     export_ok(&out, &[&log]);
     for name in ["storage-v2.Page.PageWrite", "storage-v2.Pool.PoolInit", "app.Pool.PoolInit", "app.Req.ReqStart"] {
-        assert!(out.join(name).join("part-000001.parquet").exists(), "{name}");
+        assert_eq!(files_of(&out, name), 1, "{name}");
     }
+}
+
+/// A log of the `tracing` bridge's events: the fields of a `TraceEvent` and of a `SpanEnter`
+/// are a JSON object by name in `fields_json` (the SQLite export's column, written by the
+/// same code), and one query over every event table at once (docs/OUTPUT.md's "all events")
+/// counts every event of the log.
+#[test]
+fn tracing_fields_are_json_by_name_and_one_query_reads_every_event() {
+    use event_format::builtin::{SPAN_ENTER, TRACE_EVENT};
+    let (schema, _, _) = handmade_schema();
+    let header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
+    let mut bytes = header.encode().unwrap();
+    let t0 = header.clock.start_ticks;
+    let s = |t: &'static str| Value::Str(Text::new(t));
+    let mut block =
+        BlockWriter::new(header.order, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
+    block
+        .push(
+            TRACE_EVENT,
+            t0 + 10,
+            &[Value::Unsigned(2), s("app::db"), s("retry in 2s attempt=3 user=\"ada\" slow=true")],
+        )
+        .unwrap();
+    block.push(SPAN_ENTER, t0 + 20, &[Value::Word(7), s("request"), s("id=42 path=\"/index\"")]).unwrap();
+    block.push(TRACE_EVENT, t0 + 30, &[Value::Unsigned(3), s("app"), s("plain text, no fields here:")]).unwrap();
+    bytes.extend(block.finish());
+    end_with_stop(&mut bytes);
+    let log = dir().join("tracing.evt");
+    std::fs::write(&log, &bytes).unwrap();
+    let out = fresh("tracing");
+    export_ok(&out, &[&log]);
+    if !duckdb_available() {
+        return;
+    }
+    let fields = duck(&format!(
+        "SELECT fields_json->>'user', (fields_json->>'attempt')::BIGINT, (fields_json->>'slow')::BOOLEAN, fields_json IS NULL FROM {} ORDER BY ticks",
+        table(&out, "Builtin.TraceEvent")
+    ));
+    assert_eq!(fields[0], [Json::from("ada"), Json::from(3), Json::from(true), Json::from(false)]);
+    assert_eq!(fields[1], [Json::Null, Json::Null, Json::Null, Json::from(true)], "no fields: null");
+    let span = duck(&format!(
+        "SELECT (fields_json->>'id')::BIGINT, fields_json->>'path', fields FROM {}",
+        table(&out, "Builtin.SpanEnter")
+    ));
+    assert_eq!(span[0], [Json::from(42), Json::from("/index"), Json::from("id=42 path=\"/index\"")]);
+    // Every event table at once: the directories named `Kind.Event` (logs and threads have
+    // no dot), their columns united by name.
+    let all = duck(&format!(
+        "SELECT count(*), count(DISTINCT filename) FROM read_parquet('{}/*.*/*/*.parquet', union_by_name = true, filename = true, hive_partitioning = true)",
+        out.display()
+    ));
+    let stats = stats_per_event(&log);
+    assert_eq!(all[0][0].as_i64(), Some(stats.values().sum()));
+    assert_eq!(all[0][1].as_i64(), Some(stats.values().filter(|&&n| n > 0).count() as i64), "{stats:?}");
+}
+
+/// A table of more rows than a row group holds: written as several row groups by the
+/// encoder's thread (the later ones in the buffers it gave back), every row there once, in
+/// the log's order.
+#[test]
+fn a_big_table_is_several_row_groups_with_every_row() {
+    if !duckdb_available() {
+        return;
+    }
+    let n: u64 = 300_000;
+    let log = dir().join("big.evt");
+    many_events_log(&log, n);
+    let out = fresh("big");
+    let id = id_in(&export_ok(&out, &[&log]), &log);
+    let alloc = table(&out, "Object.ObjectAlloc");
+    let rows = duck(&format!(
+        "SELECT count(*), sum(size)::VARCHAR, min(size), max(size), count(DISTINCT addr), bool_and(log = '{id}') FROM {alloc}"
+    ));
+    let want = [Json::from(n), Json::from((0..n).sum::<u64>().to_string()), Json::from(0), Json::from(n - 1)];
+    assert_eq!(rows[0][..4], want);
+    assert_eq!(rows[0][4], Json::from(n));
+    assert_eq!(rows[0][5], Json::from(true));
+    // Rows in the order the log holds them: `size` counts up.
+    let unordered = duck(&format!(
+        "SELECT count(*) FROM (SELECT size, lag(size) OVER () AS before FROM {alloc}) WHERE size <> before + 1"
+    ));
+    assert_eq!(unordered[0][0], 0);
+    let groups = duck(&format!(
+        "SELECT count(DISTINCT row_group_id) FROM parquet_metadata('{}/Object.ObjectAlloc/*/*.parquet')",
+        out.display()
+    ));
+    assert!(groups[0][0].as_i64().unwrap() > 1, "{groups:?}");
 }

@@ -199,7 +199,9 @@ fn from_parquet(log: &str, out: &Path) -> Counted {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let export = run(&["export", "--to", "parquet", log, "-o", out.to_str().unwrap()]);
     assert!(export.status.success(), "{}", stderr(&export));
-    let part = std::fs::read_dir(out.join("logs")).unwrap().next().unwrap().unwrap().path();
+    // The log's one `logs` file, in its `date=` partition.
+    let partition = std::fs::read_dir(out.join("logs")).unwrap().next().unwrap().unwrap().path();
+    let part = std::fs::read_dir(partition).unwrap().next().unwrap().unwrap().path();
     let reader = SerializedFileReader::new(std::fs::File::open(part).unwrap()).unwrap();
     let mut fields = BTreeMap::new();
     for row in reader.get_row_iter(None).unwrap() {

@@ -15,6 +15,7 @@ mod common;
 mod export_chrome;
 mod export_ctf;
 mod export_parquet;
+mod export_parquet_engines;
 mod export_perfetto;
 mod export_sqlite;
 mod export_window;

@@ -157,7 +157,42 @@ fn segments_read_as_one_trace_by_every_reader() {
     let _ = std::fs::remove_dir_all(&parquet);
     let export = run(&["export", "--to", "parquet", arg(&d), "-o", arg(&parquet)]);
     assert!(export.status.success(), "{}", stderr(&export));
-    assert!(stdout(&export).contains(&format!("{events} events as log 1")), "{}", stdout(&export));
+    // Segment by segment: each a log of the dataset, named by the recording id and its index,
+    // whose events add up to the recording's.
+    let said = stdout(&export);
+    let per_segment: Vec<(u64, String)> = said
+        .lines()
+        .map(|l| {
+            let (_, rest) = l.split_once(": ").unwrap();
+            let (n, rest) = rest.split_once(" events as log ").unwrap();
+            (n.parse().unwrap(), rest.split_whitespace().next().unwrap().to_owned())
+        })
+        .collect();
+    assert_eq!(per_segment.iter().map(|(n, _)| n).sum::<u64>(), events, "{said}");
+    for (i, (_, id)) in per_segment.iter().enumerate() {
+        assert_eq!(id.len(), 32 + 7, "{id}");
+        assert!(id.ends_with(&format!("-{i:06}")), "{id}");
+        assert_eq!(id[..32], per_segment[0].1[..32], "one recording id");
+    }
+    // One sealed segment exported again, alone, into the same dataset: nothing added.
+    let files = |dir: &std::path::Path| {
+        let mut all = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() { stack.push(p) } else { all.push((p.clone(), std::fs::read(&p).unwrap())) }
+            }
+        }
+        all.sort();
+        all
+    };
+    let before = files(&parquet);
+    let one = d.join("trace.000001.evt");
+    let again = run(&["export", "--to", "parquet", arg(&one), "-o", arg(&parquet)]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(stdout(&again).contains("nothing added"), "{}", stdout(&again));
+    assert_eq!(files(&parquet), before, "the dataset is as it was");
     for (to, out) in [("chrome", "json"), ("perfetto", "pftrace"), ("ctf", "ctf")] {
         let out = d.with_extension(out);
         let _ = std::fs::remove_file(&out);

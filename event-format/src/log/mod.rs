@@ -36,7 +36,7 @@ pub use recording::{FoundSegment, OPEN_SUFFIX, SegmentFile, segment_at, segments
 use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
 use crate::ledger::{Ledger, SegmentEntry};
 use crate::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
-use crate::wire::{Header, HeaderError};
+use crate::wire::{Header, HeaderError, RecordingId};
 use chain::Chain;
 use recording::Plan;
 use std::fmt;
@@ -180,6 +180,7 @@ pub struct Log {
     /// Segments of its recording that the directory or glob it was found by left out
     /// because their names end in `.open`.
     left_open: Vec<PathBuf>,
+    recording_id: RecordingId,
 }
 
 impl fmt::Debug for Log {
@@ -266,6 +267,15 @@ impl Log {
             }
             _ => ledger,
         }
+    }
+
+    /// Its recording id: the header's ([`Properties::recording`](crate::wire::Properties),
+    /// since format 2.0.2), or for a log without one the id derived from its header's bytes
+    /// ([`RecordingId::derived`]). Every stream of one recording has the header's id; two
+    /// logs of older formats have the same derived id only if their headers are byte for byte
+    /// the same (same program, pid, host, clock readings and event sets).
+    pub fn recording_id(&self) -> RecordingId {
+        self.recording_id
     }
 
     /// The catalog of its sets, which names and checks its records.
@@ -383,6 +393,13 @@ pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, Ope
                 let mut chain = Chain::new(files, *header, decode);
                 let index = if options.index { chain.index() } else { None };
                 left_open.sort();
+                // Segments are grouped by their recording's id; one without (a hand-made
+                // stream) is named by its first segment's header, as encoded.
+                let recording_id = chain
+                    .header()
+                    .properties
+                    .recording
+                    .unwrap_or_else(|| RecordingId::derived(&chain.header().encode().unwrap_or_default()));
                 logs.push(Log {
                     path: shown,
                     source: Source::Segments(Box::new(chain)),
@@ -390,6 +407,7 @@ pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, Ope
                     len,
                     index,
                     left_open,
+                    recording_id,
                 });
             }
         }
@@ -416,8 +434,17 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
         let reader =
             RingReader::open(file, decode).map_err(|error| OpenError::Ring { path: path.to_owned(), error })?;
         let catalog = Catalog::new(&reader.header().sets);
+        let recording_id = id_of(reader.header(), reader.header_bytes());
         let source = Source::Ring(RingBlocks::new(reader));
-        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None, left_open: Vec::new() });
+        return Ok(Log {
+            path: path.to_owned(),
+            source,
+            catalog,
+            len: meta.len(),
+            index: None,
+            left_open: Vec::new(),
+            recording_id,
+        });
     }
     // The index reads block headers at positions, through a second handle (a pipe has none).
     let len = meta.len();
@@ -435,7 +462,21 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
     // A read error leaves the log unindexed: its blocks are merged by the window alone.
     let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());
     let catalog = Catalog::new(&decoder.header().sets);
-    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index, left_open: Vec::new() })
+    let recording_id = id_of(decoder.header(), decoder.header_bytes());
+    Ok(Log {
+        path: path.to_owned(),
+        source: Source::Stream(decoder),
+        catalog,
+        len,
+        index,
+        left_open: Vec::new(),
+        recording_id,
+    })
+}
+
+/// The header's recording id, or the one derived from its bytes.
+fn id_of(header: &Header, bytes: &[u8]) -> RecordingId {
+    header.properties.recording.unwrap_or_else(|| RecordingId::derived(bytes))
 }
 
 /// Opens the ring file at `path` to follow it live or to control its program: a ring file

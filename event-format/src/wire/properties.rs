@@ -45,6 +45,26 @@ impl RecordingId {
         self.to_string()
     }
 
+    /// The id of a log whose header has none (older than format 2.0.2, or a test stream): the
+    /// 128-bit FNV-1a hash of the header's bytes as the log holds them (magic to CRC
+    /// included; for a ring file, its embedded stream header), the hash's 16 bytes
+    /// most significant first. The rule is docs/OUTPUT.md's ("Recording ids"), for a second
+    /// implementation: offset basis `0x6c62272e07bb014262b821756295c58d`, prime
+    /// `0x0000000001000000000000000000013b`, for each byte `hash = (hash ^ byte) * prime`
+    /// modulo 2^128.
+    ///
+    /// ```
+    /// use event_format::wire::RecordingId;
+    /// assert_eq!(RecordingId::derived(b"").to_hex(), "6c62272e07bb014262b821756295c58d");
+    /// assert_eq!(RecordingId::derived(b"a").to_hex(), "d228cb696f1a8caf78912b704e4a8964");
+    /// ```
+    pub fn derived(header: &[u8]) -> RecordingId {
+        const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+        const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+        let hash = header.iter().fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME));
+        RecordingId(hash.to_be_bytes())
+    }
+
     /// Reads 32 hex digits (either case) back into an id.
     pub fn from_hex(text: &str) -> Option<RecordingId> {
         let digits = text.as_bytes();

@@ -898,3 +898,37 @@ mod sets {
         assert!(header.encode().is_err());
     }
 }
+
+/// `Log::recording_id`: the header's id when it has one, else the FNV-1a 128 hash of the
+/// header's bytes (docs/OUTPUT.md, "Recording ids"), the same for every copy of the log and
+/// another for another header.
+#[test]
+fn a_log_without_a_recording_id_has_one_derived_from_its_header_bytes() {
+    let dir = std::env::temp_dir().join(format!("event-format-ids-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let open = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        event_format::log::open(&path, event_format::log::OpenOptions::default()).unwrap().recording_id()
+    };
+    let without = sample_stream(Order::Little);
+    let header_len = blocks_start(&without);
+    let derived = open("without.evt", &without);
+    assert_eq!(derived, RecordingId::derived(&without[..header_len]));
+    // Written out by hand, as a second implementation would compute it.
+    let mut hash: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for &b in &without[..header_len] {
+        hash = (hash ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    assert_eq!(derived.to_hex(), format!("{hash:032x}"));
+    // A copy has the same id (the blocks do not count), another header another.
+    let mut longer = without.clone();
+    longer.truncate(header_len);
+    assert_eq!(open("copy.evt", &longer), derived);
+    assert_ne!(open("big.evt", &sample_stream(Order::Big)), derived);
+    // A header with an id: that one.
+    let mut header = sample_header(Order::Little);
+    header.properties.recording = Some(RecordingId([9; 16]));
+    assert_eq!(open("with.evt", &header.encode().unwrap()), RecordingId([9; 16]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

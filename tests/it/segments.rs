@@ -536,3 +536,41 @@ fn a_long_run_stays_within_its_budget_and_accounts_for_every_event() {
         last.1
     );
 }
+
+/// `EVENT_POLICY=ring` writes the event file once, at the stop: there is nothing to cut into
+/// segments while the program runs (rotation by size never came, rotation by age made empty
+/// segments). The two together are refused at the start, as a bad value is: one line naming
+/// both variables, no recording, no file.
+#[test]
+fn the_ring_policy_with_rotation_is_refused_in_one_line_naming_both() {
+    let d = dir("ring-policy");
+    let base = d.join("trace.evt");
+    for rotate in ["256k", "1s", "256k,1s"] {
+        let out = child(
+            &["env"],
+            &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_POLICY", "ring"), ("EVENT_ROTATE", rotate)],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(2), "EVENT_ROTATE={rotate}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line: {lines:?}");
+        assert!(
+            lines[0].contains(&format!("EVENT_ROTATE=\"{rotate}\"")) && lines[0].contains("EVENT_POLICY=ring"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(listing(&d), Vec::<String>::new(), "no file made");
+    }
+    // Each alone starts.
+    for env in
+        [[("EVENT_POLICY", "ring"), ("EVENT_ROTATE", "")], [("EVENT_POLICY", "switch"), ("EVENT_ROTATE", "256k")]]
+    {
+        let vars: Vec<(&str, &str)> = std::iter::once(("EVENT_FILE", base.to_str().unwrap()))
+            .chain(env.into_iter().filter(|(_, v)| !v.is_empty()))
+            .collect();
+        run(child(&["env"], &vars));
+    }
+    assert!(!listing(&d).is_empty());
+}

@@ -574,3 +574,44 @@ fn the_ring_policy_with_rotation_is_refused_in_one_line_naming_both() {
     }
     assert!(!listing(&d).is_empty());
 }
+
+/// A later segment's name taken by a file that is not the recording's (someone put
+/// `trace.000002.evt` there): the file is never opened, written or replaced; the recording
+/// says so in one line and goes on under the next free name; the segments' `index` goes on
+/// 0, 1, 2, ... (no gap for readers: nothing was lost).
+#[test]
+fn a_later_segment_name_taken_by_another_file_is_left_alone_and_skipped() {
+    let d = dir("taken");
+    let base = d.join("trace.evt");
+    let foreign = d.join("trace.000002.evt");
+    std::fs::write(&foreign, b"not this recording's").unwrap();
+    let out = run(child(&["rotate", "1000", "3"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1h")]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("rotated ")).collect::<Vec<_>>(),
+        ["rotated 1", "rotated 2", "rotated 3"]
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(
+        lines[0].contains(&format!("{} is taken by a file that is not this recording's", foreign.display()))
+            && lines[0].contains("trace.000003.evt.open"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(std::fs::read(&foreign).unwrap(), b"not this recording's", "the foreign file as it was");
+    std::fs::remove_file(&foreign).unwrap();
+    let names = listing(&d);
+    assert_eq!(names, ["trace.000000.evt", "trace.000001.evt", "trace.000003.evt", "trace.000004.evt"]);
+    let (mut main, mut worker) = (Vec::new(), Vec::new());
+    for (name, index) in names.iter().zip([0, 1, 2, 3]) {
+        let r = read(&d.join(name));
+        assert_eq!(r.segment.index, index, "{name}: the header's index has no gap");
+        assert_eq!(r.segment.lost_between, 0);
+        main.extend(numbers(&r, 0));
+        worker.extend(numbers(&r, 1));
+    }
+    assert_eq!(main, (0..4000).collect::<Vec<_>>(), "nothing lost to the skip");
+    assert_eq!(worker, (0..4000).collect::<Vec<_>>());
+}

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 /// How often a recording of segments that found the disk full tries a new segment.
 const RETRY_PERIOD: Duration = Duration::from_secs(1);
+/// How often the writer looks whether the segment being written still has its `.open` name.
+const NAME_CHECK_PERIOD: Duration = Duration::from_secs(1);
 
 /// Whether the event file can be written (docs/guide/long-running-services.md, "A full
 /// disk").
@@ -68,6 +70,10 @@ pub(crate) struct Sinks {
     /// The latest block start written: a stop block the writer writes on its own is at it.
     last_time: u64,
     writable: Writable,
+    /// When the segment being written was last found at its `.open` name.
+    name_checked: Option<Instant>,
+    /// The segment being written was found gone from its `.open` name: to be sealed.
+    name_gone: bool,
 }
 
 impl Sinks {
@@ -266,6 +272,7 @@ impl Sinks {
             .saturating_add(self.written.lost)
             .saturating_add(self.unwritten_events)
             .saturating_add(self.lost_between);
+        self.name_gone = false;
         if let (Some(segments), Some((path, file))) = (&mut self.segments, self.file.take()) {
             segments.seal(&path, &file, accounted, more);
         }
@@ -340,12 +347,26 @@ impl Sinks {
         }
     }
 
-    /// Whether [`rotate_if_due`](Self::rotate_if_due) has anything to do now.
-    pub(crate) fn rotation_due(&self) -> bool {
+    /// Whether [`rotate_if_due`](Self::rotate_if_due) has anything to do now: the segment is
+    /// due, or (looked at once a second) someone else removed or renamed it while it was
+    /// written, so that its events would go to a file that no name reaches (sealing it says so
+    /// once, and the recording goes on in the next segment).
+    pub(crate) fn rotation_due(&mut self) -> bool {
         let Some(segments) = &self.segments else { return false };
         match self.writable {
             Writable::Waiting { tried, .. } => tried.elapsed() >= RETRY_PERIOD || segments.requested,
-            Writable::Yes => self.file.is_some() && segments.due(self.file_len),
+            Writable::Yes => {
+                let Some((path, file)) = &self.file else { return false };
+                if self.name_gone || segments.due(self.file_len) {
+                    return true;
+                }
+                if self.name_checked.is_some_and(|t| t.elapsed() < NAME_CHECK_PERIOD) {
+                    return false;
+                }
+                self.name_checked = Some(Instant::now());
+                self.name_gone = !crate::files::names(&crate::segments::open_path(path), file);
+                self.name_gone
+            }
             Writable::Ended { .. } => false,
         }
     }

@@ -615,3 +615,44 @@ fn a_later_segment_name_taken_by_another_file_is_left_alone_and_skipped() {
     assert_eq!(main, (0..4000).collect::<Vec<_>>(), "nothing lost to the skip");
     assert_eq!(worker, (0..4000).collect::<Vec<_>>());
 }
+
+/// The segment being written (`trace.000000.evt.open`) deleted by someone else while the
+/// program records: the recorder notices within about a second, says so once, and goes on in
+/// the next segment (not writing on into a file that no name reaches until the segment's age
+/// of an hour); the program exits 0; what is left is whole, and readers see segment 0 as a gap.
+#[test]
+fn an_open_segment_deleted_while_recording_is_said_once_and_recording_goes_on_in_the_next() {
+    let d = dir("open-deleted");
+    let base = d.join("trace.evt");
+    let mut command = child(&["record-hold", "100"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1h")]);
+    command.stderr(std::process::Stdio::piped());
+    let mut c = start_ready(command);
+    std::fs::remove_file(d.join("trace.000000.evt.open")).unwrap();
+    let next = d.join("trace.000001.evt.open");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !next.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let found = next.exists();
+    c.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let out = c.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(found, "the next segment was started: {:?}\n{stderr}", listing(&d));
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(lines[0].contains("trace.000000.evt.open was removed or renamed by someone else"), "{}", lines[0]);
+    assert_eq!(listing(&d), ["trace.000001.evt"], "nothing written at segment 0's names");
+    let r = read(&d.join("trace.000001.evt"));
+    assert_eq!(r.segment.index, 1, "readers see segment 0 missing: a gap");
+    assert_eq!((r.segment.removed_segments, r.segment.lost_between), (0, 0), "not the budget's, not lost between");
+    assert_eq!(r.stop.cause, StopCause::Stopped);
+    // The events of the deleted segment are gone with it; from the next segment on, each
+    // thread's events are one run to its last.
+    let main = numbers(&r, 0);
+    assert!(main.ends_with(&(100..200).collect::<Vec<_>>()), "the main thread's last 100: {main:?}");
+    let worker = numbers(&r, 1);
+    assert!(!worker.is_empty() && worker.windows(2).all(|w| w[1] == w[0] + 1), "the worker's events, one run");
+    let names: Vec<&str> = r.names.values().map(String::as_str).collect();
+    assert!(names.contains(&"main") && names.contains(&"worker-1"), "{names:?}");
+}

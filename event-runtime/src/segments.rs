@@ -220,6 +220,13 @@ impl Segments {
         }
     }
 
+    /// Gives up the segment being written without sealing it (not even its stop block could
+    /// be written: it stays under its `.open` name): the next segment takes the next number.
+    pub(crate) fn abandon(&mut self) {
+        self.requested = false;
+        self.index += 1;
+    }
+
     /// Deletes the oldest sealed segments until the budget holds: a segment someone else
     /// removed or replaced meanwhile is said once and not counted.
     fn keep_within_budget(&mut self) {

@@ -3,8 +3,9 @@
 //!
 //! A sink is plain I/O with no knowledge of threads or policies, so that the session, the
 //! writer thread and the stop can all write through it under one lock (`Shared::sinks`). A
-//! write error gives the file sink up with one line on stderr and is returned by the stop;
-//! it never stops the program.
+//! write error gives the one event file up with one line on stderr and is returned by the
+//! stop; under segments it ends the segment and the recording goes on in a new one (as a full
+//! disk does). It never stops the program.
 
 use crate::segments::Segments;
 use crate::space::{Room, is_no_space, make_room};
@@ -74,6 +75,8 @@ pub(crate) struct Sinks {
     name_checked: Option<Instant>,
     /// The segment being written was found gone from its `.open` name: to be sealed.
     name_gone: bool,
+    /// A segment that could not be written, not even its stop block, was said (once).
+    said_write_error: bool,
 }
 
 impl Sinks {
@@ -238,6 +241,27 @@ impl Sinks {
         let what = if cause == StopCause::DiskFull { "no room on the disk" } else { "a write error" };
         let path = self.file.as_ref().map(|(p, _)| p.display().to_string()).unwrap_or_default();
         if let Err(again) = self.write_file(&block, false) {
+            if self.segments.is_some() {
+                // Not even the stop block: the segment ends at its last whole block, unmarked,
+                // under its `.open` name (a sealed name promises a marker), and the recording
+                // goes on in a new segment, which counts what this one could not hold.
+                if !std::mem::replace(&mut self.said_write_error, true)
+                    && let Some((path, _)) = &self.file
+                {
+                    let open = crate::segments::open_path(path);
+                    eprintln!(
+                        "event-runtime: writing the segment {} failed ({what}: {e}; then {again}): it stays under that name without a stop marker, and the recording goes on in a new segment once one can be written (events until then are counted, not written)",
+                        open.display()
+                    );
+                }
+                self.file = None;
+                self.name_gone = false;
+                if let Some(segments) = &mut self.segments {
+                    segments.abandon();
+                }
+                self.writable = Writable::Waiting { lost_between: self.unwritten_events, tried: Instant::now() };
+                return;
+            }
             // Not even the stop block: the file ends at its last whole block, unmarked.
             let message = format!(
                 "writing the event file {path} failed ({what}: {e}; then {again}); the rest of the trace is not in it"

@@ -656,3 +656,99 @@ fn an_open_segment_deleted_while_recording_is_said_once_and_recording_goes_on_in
     let names: Vec<&str> = r.names.values().map(String::as_str).collect();
     assert!(names.contains(&"main") && names.contains(&"worker-1"), "{names:?}");
 }
+
+/// `chattr +i` (or `-i`) on `path`; `false` when it cannot be done here.
+fn immutable(path: &Path, on: bool) -> bool {
+    Command::new("chattr").arg(if on { "+i" } else { "-i" }).arg(path).output().is_ok_and(|o| o.status.success())
+}
+
+/// A write error that is not a full disk (stop cause 3) while a segment is written. The real
+/// cause used: the segment made immutable (`chattr +i`, as an administrator or a security
+/// tool may do) while the recorder holds it open: every write to it, the stop block's too,
+/// fails with `EPERM` (ext4, xfs, btrfs, tmpfs since Linux 6.0), not `ENOSPC`/`EFBIG` (the
+/// full-disk tests cover those, through `RLIMIT_FSIZE`). It needs root (`CAP_LINUX_IMMUTABLE`)
+/// and e2fsprogs' `chattr`: skipped without them, except in CI (`.ci/run` runs as root and
+/// installs e2fsprogs). EIO from a failing disk takes the same path, untested: no test can
+/// make one without a device-mapper target.
+///
+/// The segment ends at its last whole block, unmarked, under its `.open` name; one line says
+/// so; the recording goes on in a new segment, whose `lost_between` counts what neither
+/// holds; the program exits 0. Before, a write error ended the whole recording: no segment
+/// after it, every event from then on lost.
+#[test]
+fn a_write_error_in_a_segment_is_one_line_and_recording_goes_on_in_a_new_segment() {
+    let d = dir("write-error");
+    let probe = d.join("probe");
+    std::fs::write(&probe, b"").unwrap();
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !(root && immutable(&probe, true)) {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root with chattr (e2fsprogs) on a file system with it");
+        eprintln!("skipped: needs root and chattr +i on {}", d.display());
+        return;
+    }
+    assert!(immutable(&probe, false));
+    std::fs::remove_file(&probe).unwrap();
+    let base = d.join("trace.evt");
+    let mut command = child(&["record-hold", "100"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1h")]);
+    command.stderr(std::process::Stdio::piped());
+    let mut c = start_ready(command);
+    let first = d.join("trace.000000.evt.open");
+    assert!(immutable(&first, true));
+    // Made mutable again however the test ends, so that the directory can be removed.
+    struct Mutable<'a>(&'a Path);
+    impl Drop for Mutable<'_> {
+        fn drop(&mut self) {
+            immutable(self.0, false);
+        }
+    }
+    let _mutable = Mutable(&first);
+    let next = d.join("trace.000001.evt.open");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !next.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let found = next.exists();
+    c.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let out = c.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(found, "a new segment was started: {:?}\n{stderr}", listing(&d));
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {lines:?}");
+    assert!(
+        lines[0].contains(&format!("writing the segment {} failed (a write error", first.display()))
+            && lines[0].contains("Operation not permitted")
+            && lines[0].contains("goes on in a new segment"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(listing(&d), ["trace.000000.evt.open", "trace.000001.evt"]);
+    // The abandoned segment: whole blocks, numbered from 0, and no marker (its writer could
+    // not write one), as readers judge it.
+    let bytes = std::fs::read(&first).unwrap();
+    let old = numbered(&bytes).unwrap_or_else(|e| panic!("{}: whole blocks: {e}", first.display()));
+    let mut decoder = Decoder::new(&bytes[..]).unwrap();
+    let mut ledger = Ledger::new(decoder.header().format);
+    while let Some(block) = decoder.next_block() {
+        ledger.block(&block.expect("every block whole"));
+    }
+    assert!(!matches!(ledger.ending(|| false), Ending::Clean(_)), "no stop marker: {:?}", ledger.ending(|| false));
+    let new = read(&d.join("trace.000001.evt"));
+    assert_eq!(new.segment.index, 1);
+    assert_eq!(new.stop.cause, StopCause::Stopped);
+    // The worker's events: a run from 0 in the old segment, a run to its last in the new, and
+    // every one between them counted in the new segment's `lost_between`.
+    let before = old.by_worker.get(&1).cloned().unwrap_or_default();
+    let after = numbers(&new, 1);
+    assert_eq!(before, (0..before.len() as u64).collect::<Vec<_>>());
+    assert!(!after.is_empty() && after.windows(2).all(|w| w[1] == w[0] + 1), "one run");
+    let between = after[0] - before.len() as u64;
+    assert!(between > 0, "the failed block's events are not in either segment");
+    assert!(
+        new.segment.lost_between >= between,
+        "{between} of the worker's events between the segments, {} counted",
+        new.segment.lost_between
+    );
+    let main = numbers(&new, 0);
+    assert!(main.ends_with(&(100..200).collect::<Vec<_>>()), "the main thread's last 100: {main:?}");
+}

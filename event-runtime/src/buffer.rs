@@ -239,7 +239,8 @@ impl ThreadBuffer {
         }
         let current = std::thread::current();
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
-        // Kept for the segments to come, which repeat every name (`writer::names_blocks`).
+        // Kept for the segments to come, which name the threads whose blocks they hold
+        // (`Sinks::write_block`).
         crate::locks::lock(&buffer.shared.names).push((thread, name.clone()));
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));

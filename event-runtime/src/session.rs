@@ -58,7 +58,8 @@ pub(crate) struct Shared {
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,
-    /// Every thread's id and name, as its `ThreadName` said: repeated in each new segment.
+    /// Every thread's id and name, as its `ThreadName` said: given to the sinks at each
+    /// rotation, which name again in a new segment the threads whose blocks it holds.
     pub(crate) names: Mutex<Vec<(u64, String)>>,
     /// Every labelled address and its label's interned id (the latest): repeated in each
     /// new segment.

@@ -9,8 +9,10 @@
 
 use crate::segments::Segments;
 use crate::space::{Room, is_no_space, make_room};
-use event_format::builtin::DROPPED;
-use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, Stop, StopCause, pack_block, stop_block};
+use event_format::builtin::{DROPPED, THREAD_NAME};
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, RecordIter, Stop, StopCause, Text, Value};
+use event_format::wire::{pack_block, stop_block};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -77,6 +79,11 @@ pub(crate) struct Sinks {
     name_gone: bool,
     /// A segment that could not be written, not even its stop block, was said (once).
     said_write_error: bool,
+    /// Under segments: the threads' names as the recording knew them at the last rotation
+    /// (`session::Shared::names`), for the segments to name the threads whose blocks they hold.
+    known: HashMap<u64, String>,
+    /// Under segments: the threads the segment being written names already.
+    named: HashSet<u64>,
 }
 
 impl Sinks {
@@ -165,6 +172,10 @@ impl Sinks {
     /// packing, and the writer is keeping up (`hurry` false). Under segments, the block gets
     /// its thread's number in the segment first.
     pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        if self.segments.is_some() {
+            let thread = BlockHeader::read(Order::NATIVE, block).thread;
+            self.name_in_segment(thread, block);
+        }
         if let Some(segments) = &mut self.segments {
             let thread = BlockHeader::read(Order::NATIVE, block).thread;
             if segments.renumbers(thread) {
@@ -177,6 +188,49 @@ impl Sinks {
             segments.renumber(&mut header);
         }
         self.put_block(block, hurry);
+    }
+
+    /// Under segments, before a block of `thread` goes into the segment being written: names
+    /// the thread in it once (a block of thread 0 with its `ThreadName`), unless the block
+    /// names it itself (a thread's first block) or its name is not known. So each segment
+    /// names every thread whose blocks it holds, and no other: a program that runs many short
+    /// threads does not repeat all their names in every segment.
+    fn name_in_segment(&mut self, thread: u64, block: &[u8]) {
+        if thread == 0 || self.named.contains(&thread) || self.file.is_none() || !matches!(self.writable, Writable::Yes)
+        {
+            return;
+        }
+        if names_itself(block, thread) {
+            self.named.insert(thread);
+            return;
+        }
+        self.name_threads([thread], self.last_time);
+    }
+
+    /// Under segments: names in the segment being written those of `threads` it does not name
+    /// yet and whose names are known, in blocks of thread 0 at `time`.
+    pub(crate) fn name_threads(&mut self, threads: impl IntoIterator<Item = u64>, time: u64) {
+        if self.segments.is_none() || self.file.is_none() || !matches!(self.writable, Writable::Yes) {
+            return;
+        }
+        let mut names = Vec::new();
+        for thread in threads {
+            if thread != 0
+                && !self.named.contains(&thread)
+                && let Some(name) = self.known.get(&thread)
+            {
+                self.named.insert(thread);
+                names.push((THREAD_NAME, vec![Value::Word(thread), Value::Str(Text::new(name))]));
+            }
+        }
+        if names.is_empty() {
+            return;
+        }
+        let blocks = recorder_blocks(self.reserve as u32, self.recorder_sequence, time, &names);
+        self.recorder_sequence += blocks.len() as u64;
+        for block in &blocks {
+            self.put_block(block, false);
+        }
     }
 
     fn put_block(&mut self, block: &[u8], hurry: bool) {
@@ -335,6 +389,7 @@ impl Sinks {
             return false;
         }
         self.written = Stop::default();
+        self.named.clear();
         self.unwritten_events = 0;
         self.recorder_sequence = 0;
         self.lost_between = lost_between;
@@ -350,10 +405,11 @@ impl Sinks {
     /// when it is due (its size, its age, or asked for), or, after a full disk, tries again for
     /// room (at most every second). `names` are the blocks of thread 0, numbered from 0, that
     /// repeat the names, labels and strings in a new segment. `time` is the stop block's.
-    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>) {
+    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>, threads: Vec<(u64, String)>) {
         if !self.rotation_due() {
             return;
         }
+        self.known = threads.into_iter().collect();
         match self.writable {
             Writable::Waiting { lost_between, .. } => {
                 if !self.open_next(lost_between, names) {
@@ -534,6 +590,44 @@ impl Sinks {
         use std::os::fd::AsRawFd;
         self.file.as_ref().map(|(_, f)| f.as_raw_fd())
     }
+}
+
+/// Whether `block` holds a `ThreadName` record that names `thread` (a thread's first block).
+fn names_itself(block: &[u8], thread: u64) -> bool {
+    let header = BlockHeader::read(Order::NATIVE, block);
+    let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
+    RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0)
+        .flatten()
+        .any(|r| r.code == THREAD_NAME && r.args.len() >= 8 && Order::NATIVE.u64(r.args) == thread)
+}
+
+/// Blocks of thread 0 (the recorder's own), numbered from `first`, with base time `time`,
+/// holding `records` (code and arguments, each at `time`) in order, as many blocks of
+/// `block_size` bytes as they need.
+pub(crate) fn recorder_blocks(
+    block_size: u32,
+    first: u64,
+    time: u64,
+    records: &[(u16, Vec<Value<'_>>)],
+) -> Vec<Vec<u8>> {
+    let header = |sequence| BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
+    let mut blocks = Vec::new();
+    let mut writer = BlockWriter::new(Order::NATIVE, block_size, &header(first));
+    for (code, values) in records {
+        if writer.push(*code, time, values).is_err() {
+            let full = std::mem::replace(
+                &mut writer,
+                BlockWriter::new(Order::NATIVE, block_size, &header(first + blocks.len() as u64 + 1)),
+            );
+            blocks.push(full.finish());
+            // A string longer than a block is cut to fit by the writer (`fit_strings`).
+            let _ = writer.push(*code, time, values);
+        }
+    }
+    if !writer.is_empty() {
+        blocks.push(writer.finish());
+    }
+    blocks
 }
 
 /// A block's events (every record but `TimeExtend` and `Stop`) and the losses it reports (its

@@ -13,10 +13,11 @@ use crate::exchange::{Batch, BlockBuf};
 use crate::locks::lock;
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared};
+use crate::sink;
 use event_format::builtin;
 use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
-use event_format::wire::{BlockHeader, BlockWriter, StopCause, Text, Value, dropped_report};
+use event_format::wire::{StopCause, Text, Value, dropped_report};
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -149,6 +150,8 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
     }
     let time = shared.time.now();
     let mut sinks = lock(&shared.sinks);
+    // A segment names the threads whose losses it reports, before the report.
+    sinks.name_threads(reports.iter().map(|&(thread, _)| thread), time);
     let blocks = dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
     sinks.advance_recorder_sequence(blocks.len() as u64);
     for block in &blocks {
@@ -175,46 +178,28 @@ fn rotate_if_due(shared: &Shared) {
     // it hands a block to the sinks.
     let time = shared.time.now();
     let names = names_blocks(shared, 0, time);
-    lock(&shared.sinks).rotate_if_due(time, names);
+    let threads = lock(&shared.names).iter().cloned().collect();
+    lock(&shared.sinks).rotate_if_due(time, names, threads);
 }
 
-/// Blocks of thread 0, numbered from `first`, that repeat in a new segment every thread name,
-/// interned string and label of the recording so far, so that the segment reads alone with
-/// the names of the whole recording.
+/// Blocks of thread 0, numbered from `first`, that repeat in a new segment every interned
+/// string and label of the recording so far, so that the segment reads alone with the names
+/// of the whole recording. Thread names are not among them: the sinks name in each segment
+/// the threads whose blocks it holds (`Sinks::write_block`), so that a segment does not
+/// repeat the name of every thread the program ever ran.
 fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
-    let names = lock(&shared.names).clone();
     let labels = lock(&shared.labels).clone();
     let mut interned: Vec<(u64, String)> =
         lock(&shared.interned).iter().map(|(text, &id)| (id, text.clone())).collect();
     interned.sort();
     let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
-    for (thread, name) in &names {
-        records.push((builtin::THREAD_NAME, vec![Value::Word(*thread), Value::Str(Text::new(name))]));
-    }
     for (id, text) in &interned {
         records.push((builtin::INTERN, vec![Value::Word(*id), Value::Str(Text::new(text))]));
     }
     for (address, id) in &labels {
         records.push((builtin::LABEL, vec![Value::Address(*address), Value::Word(*id)]));
     }
-    let header = |sequence| BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
-    let mut blocks = Vec::new();
-    let mut writer = BlockWriter::new(Order::NATIVE, shared.block_size, &header(first));
-    for (code, values) in &records {
-        if writer.push(*code, time, values).is_err() {
-            let full = std::mem::replace(
-                &mut writer,
-                BlockWriter::new(Order::NATIVE, shared.block_size, &header(first + blocks.len() as u64 + 1)),
-            );
-            blocks.push(full.finish());
-            // A name longer than a block is cut to fit by the writer (`fit_strings`).
-            let _ = writer.push(*code, time, values);
-        }
-    }
-    if !writer.is_empty() {
-        blocks.push(writer.finish());
-    }
-    blocks
+    sink::recorder_blocks(shared.block_size, first, time, &records)
 }
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.

@@ -50,6 +50,11 @@
 //!   worker (`worker-1`, a thread alive throughout) each record N numbered events, flush, and
 //!   the main thread calls `Recording::rotate` and prints `rotated INDEX`; then both record N
 //!   more, the recording is dropped and it prints `done`.
+//! - `churn K ROUNDS N`: starts recording as the environment says (segments: `EVENT_ROTATE`);
+//!   ROUNDS times: K threads (`churn-R-I`) each record N numbered events as worker `R*K+I+1`,
+//!   flush and end; the main thread records one as worker 0 (event R), joins them and calls
+//!   `Recording::rotate`. Then the recording is dropped and it prints `done`: a program that
+//!   runs many short threads over many segments.
 
 event_runtime::include_events!("../events.def");
 
@@ -161,6 +166,7 @@ fn main() {
         "record-hold" => record_hold(number(1)),
         "rotate" => rotate(number(1), number(2)),
         "steady" => steady(number(1), number(2), number(3)),
+        "churn" => churn(number(1), number(2), number(3)),
         _ => usage(),
     }
 }
@@ -371,6 +377,40 @@ fn rotate(n: u64, k: u64) {
     }
     drop(to_worker);
     worker.join().expect("the worker finishes");
+    drop(recording);
+    println!("done");
+}
+
+/// `churn`: see the module docs.
+fn churn(k: u64, rounds: u64, n: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e)).unwrap_or_else(|| {
+        eprintln!("churn needs EVENT_FILE and EVENT_ROTATE");
+        std::process::exit(2)
+    });
+    for round in 0..rounds {
+        let threads: Vec<_> = (0..k)
+            .map(|i| {
+                let worker = (round * k + i + 1) as usize;
+                std::thread::Builder::new()
+                    .name(format!("churn-{round}-{i}"))
+                    .spawn(move || {
+                        for e in 0..n {
+                            event!(ArenaDestroy, worker, e);
+                        }
+                        event_runtime::flush();
+                    })
+                    .unwrap_or_else(|e| fail(&e))
+            })
+            .collect();
+        event!(ArenaDestroy, 0usize, round);
+        for t in threads {
+            t.join().expect("a churn thread finishes");
+        }
+        if recording.rotate().is_none() {
+            eprintln!("the recording writes no segments");
+            std::process::exit(3)
+        }
+    }
     drop(recording);
     println!("done");
 }

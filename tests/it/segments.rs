@@ -153,12 +153,23 @@ fn rotation_by_size_seals_segments_that_each_read_alone_with_every_name() {
         // A block is never split: a sealed segment reaches the size by less than a block more.
         let len = std::fs::metadata(path).unwrap().len();
         assert!(len <= (256 << 10) + 2 * (64 << 10), "{}: {len} bytes", path.display());
-        // The last segment may hold no numbered event: its names, and its marker.
+        // The last segment may hold no numbered event: its marker, and the names of the
+        // threads whose blocks it holds (every one of them).
         if let Some(&thread) = r.numbered.thread_of.get(&0) {
             assert_eq!(*main_thread.get_or_insert(thread), thread);
         }
         let main = main_thread.expect("the first segment holds events");
-        assert_eq!(r.names.get(&main).map(String::as_str), Some("main"), "{}: the main thread's name", path.display());
+        if r.numbered.first_block.contains_key(&main) {
+            assert_eq!(
+                r.names.get(&main).map(String::as_str),
+                Some("main"),
+                "{}: the main thread's name",
+                path.display()
+            );
+        }
+        for thread in r.numbered.first_block.keys().filter(|&&t| t != 0) {
+            assert!(r.names.contains_key(thread), "{}: thread {thread} holds blocks and is not named", path.display());
+        }
         all.extend(numbers(&r, 0));
     }
     assert_eq!(all, (0..n).collect::<Vec<_>>(), "every event once, in order, across the segments");
@@ -751,4 +762,54 @@ fn a_write_error_in_a_segment_is_one_line_and_recording_goes_on_in_a_new_segment
     );
     let main = numbers(&new, 0);
     assert!(main.ends_with(&(100..200).collect::<Vec<_>>()), "the main thread's last 100: {main:?}");
+}
+
+/// A program that runs many short threads over many segments: each segment names every
+/// thread whose blocks it holds, and no other, so the names a segment repeats stay bounded by
+/// the threads that write in it. Before, every new segment repeated the name of every thread
+/// the program had ever run (here 8 a round: 96 names by the last segment).
+#[test]
+fn each_segment_names_the_threads_it_holds_and_not_every_thread_ever_run() {
+    let d = dir("churn");
+    let base = d.join("trace.evt");
+    let (k, rounds, n) = (8u64, 12u64, 500u64);
+    run(child(
+        &["churn", &k.to_string(), &rounds.to_string(), &n.to_string()],
+        &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1h")],
+    ));
+    let paths = sealed(&d);
+    assert_eq!(paths.len() as u64, rounds + 1, "{:?}", listing(&d));
+    let mut workers: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for path in &paths {
+        let r = read(path);
+        // Every thread with a block here is named here ...
+        for thread in r.numbered.first_block.keys().filter(|&&t| t != 0) {
+            assert!(r.names.contains_key(thread), "{}: thread {thread} holds blocks and is not named", path.display());
+        }
+        // ... and no other: the names this segment repeats are of its own threads.
+        for thread in r.names.keys() {
+            assert!(
+                r.numbered.first_block.contains_key(thread),
+                "{}: names thread {thread} ({}), which holds no block here",
+                path.display(),
+                r.names[thread]
+            );
+        }
+        // At most two rounds' threads (a round's last blocks may follow its rotation), the
+        // main thread and the writer's.
+        assert!(r.names.len() as u64 <= 2 * k + 2, "{}: {} names: {:?}", path.display(), r.names.len(), r.names);
+        for (worker, numbers) in &r.numbered.by_worker {
+            let thread = r.numbered.thread_of[worker];
+            if *worker > 0 {
+                let (round, i) = ((worker - 1) / k, (worker - 1) % k);
+                assert_eq!(r.names[&thread], format!("churn-{round}-{i}"), "{}", path.display());
+            }
+            workers.entry(*worker).or_default().extend(numbers);
+        }
+    }
+    assert_eq!(workers.len() as u64, rounds * k + 1);
+    for (worker, numbers) in &workers {
+        let want = if *worker == 0 { rounds } else { n };
+        assert_eq!(numbers, &(0..want).collect::<Vec<_>>(), "worker {worker}: every event once, in order");
+    }
 }

@@ -813,3 +813,68 @@ fn each_segment_names_the_threads_it_holds_and_not_every_thread_ever_run() {
         assert_eq!(numbers, &(0..want).collect::<Vec<_>>(), "worker {worker}: every event once, in order");
     }
 }
+
+/// The same write error with one event file (no segments): there is no next file to go on
+/// in, and the file refuses even its stop block. One line; the file ends at its last whole
+/// block, unmarked (a reader judges it as a killed writer's: nothing more can be written into
+/// it to say otherwise); the program records on and exits 0. Root and `chattr` as above.
+#[test]
+fn a_write_error_in_the_event_file_is_one_line_and_the_program_goes_on() {
+    use std::io::{BufRead, BufReader};
+    let d = dir("write-error-file");
+    let probe = d.join("probe");
+    std::fs::write(&probe, b"").unwrap();
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !(root && immutable(&probe, true)) {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root with chattr (e2fsprogs) on a file system with it");
+        eprintln!("skipped: needs root and chattr +i on {}", d.display());
+        return;
+    }
+    assert!(immutable(&probe, false));
+    std::fs::remove_file(&probe).unwrap();
+    let path = d.join("trace.evt");
+    let mut command = child(&["record-hold", "100"], &[("EVENT_FILE", path.to_str().unwrap())]);
+    command.stderr(std::process::Stdio::piped());
+    let mut c = start_ready(command);
+    assert!(immutable(&path, true));
+    struct Mutable<'a>(&'a Path);
+    impl Drop for Mutable<'_> {
+        fn drop(&mut self) {
+            immutable(self.0, false);
+        }
+    }
+    let _mutable = Mutable(&path);
+    // Its stderr, read on a thread of its own: the line comes once the writer's next block
+    // fails (the worker fills one every few dozen milliseconds).
+    let stderr = BufReader::new(c.stderr.take().unwrap());
+    let (line_to, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = line_to.send(line);
+        }
+    });
+    let first = lines.recv_timeout(std::time::Duration::from_secs(30));
+    c.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let status = c.wait().unwrap();
+    reader.join().unwrap();
+    let mut said: Vec<String> = first.into_iter().collect();
+    said.extend(lines.try_iter());
+    assert!(status.success(), "{status:?}: {said:?}");
+    assert_eq!(said.len(), 1, "one line: {said:?}");
+    assert!(
+        said[0].contains(&format!("writing the event file {} failed (a write error", path.display()))
+            && said[0].contains("Operation not permitted"),
+        "{}",
+        said[0]
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    let numbered = numbered(&bytes).unwrap_or_else(|e| panic!("whole blocks: {e}"));
+    let worker = numbered.by_worker.get(&1).cloned().unwrap_or_default();
+    assert_eq!(worker, (0..worker.len() as u64).collect::<Vec<_>>(), "a run from 0, then nothing");
+    let mut decoder = Decoder::new(&bytes[..]).unwrap();
+    let mut ledger = Ledger::new(decoder.header().format);
+    while let Some(block) = decoder.next_block() {
+        ledger.block(&block.expect("every block whole"));
+    }
+    assert!(!matches!(ledger.ending(|| false), Ending::Clean(_)), "no stop marker: {:?}", ledger.ending(|| false));
+}

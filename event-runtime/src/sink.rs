@@ -207,6 +207,13 @@ impl Sinks {
         self.name_threads([thread], self.last_time);
     }
 
+    /// Forgets the names of `threads`, which ended and whose blocks are written.
+    pub(crate) fn forget_threads(&mut self, threads: &[u64]) {
+        for thread in threads {
+            self.known.remove(thread);
+        }
+    }
+
     /// Under segments: names in the segment being written those of `threads` it does not name
     /// yet and whose names are known, in blocks of thread 0 at `time`.
     pub(crate) fn name_threads(&mut self, threads: impl IntoIterator<Item = u64>, time: u64) {

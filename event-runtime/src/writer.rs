@@ -76,6 +76,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::mark_writer();
     let mut last_sync = Instant::now();
     loop {
+        // Threads that ended before this turn: every block they handed on is written by its
+        // end (the batch takes every block queued), and then their names are forgotten.
+        let ended: Vec<u64> = lock(&shared.names).iter().filter(|e| e.2).map(|e| e.0).collect();
         let batch = shared.exchange.next_batch(SERVICE_PERIOD);
         let closed = matches!(batch, Batch::Closed);
         if let Batch::Blocks(blocks) = batch {
@@ -107,6 +110,7 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             }
         }
         rotate_if_due(shared);
+        forget_ended(shared, &ended);
         if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
             last_sync = Instant::now();
             annotate::clock_sync(&shared.time);
@@ -139,6 +143,16 @@ fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         }
     }
     shared.exchange.give_back(written);
+}
+
+/// Forgets the names of the threads that had ended before this turn began (`ended`): their
+/// last blocks and loss reports are written, so no later segment needs their names.
+fn forget_ended(shared: &Shared, ended: &[u64]) {
+    if ended.is_empty() {
+        return;
+    }
+    lock(&shared.names).retain(|e| !ended.contains(&e.0));
+    lock(&shared.sinks).forget_threads(ended);
 }
 
 /// Writes the recorder's reports (`Dropped` events of thread 0), if any, in one block.
@@ -178,7 +192,7 @@ fn rotate_if_due(shared: &Shared) {
     // it hands a block to the sinks.
     let time = shared.time.now();
     let names = names_blocks(shared, 0, time);
-    let threads = lock(&shared.names).iter().cloned().collect();
+    let threads = lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
     lock(&shared.sinks).rotate_if_due(time, names, threads);
 }
 

@@ -878,3 +878,34 @@ fn a_write_error_in_the_event_file_is_one_line_and_the_program_goes_on() {
     }
     assert!(!matches!(ledger.ending(|| false), Ending::Clean(_)), "no stop marker: {:?}", ledger.ending(|| false));
 }
+
+/// The recorder's memory for thread names holds the threads alive, not every thread the
+/// program ever ran: a child runs 5000 short threads with 4000-byte names (20 MB of names)
+/// over 25 segments, and its resident memory does not grow by more than 8 MiB from the fifth
+/// segment to the last. Before, the recorder kept every name (and a copy for the segments),
+/// some 40 MB by the end.
+#[test]
+fn the_names_of_ended_threads_are_forgotten() {
+    let d = dir("churn-memory");
+    let base = d.join("trace.evt");
+    let out = run(child(
+        &["churn", "200", "25", "1", "4000"],
+        &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1h"), ("EVENT_BUFSIZE", "1m")],
+    ));
+    let samples: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("sample "))
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(samples.len(), 25);
+    let (fifth, last) = (samples[4], samples[24]);
+    assert!(fifth > 0, "{samples:?}");
+    assert!(last <= fifth + 8 * 1024, "resident KiB grew from {fifth} to {last}: {samples:?}");
+    // Each segment still names the threads whose blocks it holds.
+    for path in sealed(&d) {
+        let r = read(&path);
+        for thread in r.numbered.first_block.keys().filter(|&&t| t != 0) {
+            assert!(r.names.contains_key(thread), "{}: thread {thread} is not named", path.display());
+        }
+    }
+}

@@ -67,7 +67,7 @@ pub(crate) enum Command {
     Latency(LatencyArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
-        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'"
+        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
     )]
     Control(ControlArgs),
     /// Prints a shell completion script for event-dump.
@@ -134,7 +134,8 @@ pub(crate) struct Select {
 
 #[derive(Args, Debug, Default)]
 pub(crate) struct PrintArgs {
-    /// Logs to read: streams or ring files.
+    /// Logs to read: streams or ring files, or a recording of segments (its directory, a
+    /// quoted glob, or its segment files: one log).
     #[arg(value_name = "LOG")]
     pub(crate) logs: Vec<PathBuf>,
     #[command(flatten)]
@@ -172,7 +173,8 @@ pub(crate) struct PrintArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct LogsArgs {
-    /// Logs to read.
+    /// Logs to read: streams, ring files, or a recording of segments (its directory, a quoted
+    /// glob, or its segment files: one log).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
     /// Count the blocks a ring overwrote (a thread's oldest, missing as the `ring` policy
@@ -186,7 +188,8 @@ pub(crate) struct LogsArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct StatsArgs {
-    /// Logs to read.
+    /// Logs to read: streams, ring files, or a recording of segments (its directory, a quoted
+    /// glob, or its segment files: one log).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
     /// The events counted (as `print` selects them); the log's blocks, bytes and losses are
@@ -213,7 +216,8 @@ pub(crate) struct SchemaArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct FollowArgs {
-    /// The running program's ring file.
+    /// The running program's ring file; or its recording of segments (the directory, or a
+    /// segment), followed across rotations; or an event stream.
     #[arg(value_name = "RINGFILE")]
     pub(crate) ring: PathBuf,
     #[command(flatten)]
@@ -301,7 +305,8 @@ pub(crate) enum LatencyFormat {
 
 #[derive(Args, Debug)]
 pub(crate) struct ControlArgs {
-    /// The running program's ring file.
+    /// The running program's ring file; or its recording of segments (the directory, or a
+    /// segment), followed across rotations; or an event stream.
     #[arg(value_name = "RINGFILE")]
     pub(crate) ring: PathBuf,
     /// Kinds or events to record from now on (EVENT_CONTROL grammar: `Pool`, `Seg:SegAlloc`,
@@ -314,8 +319,12 @@ pub(crate) struct ControlArgs {
     pub(crate) disable: Vec<String>,
     /// Asks a program that records segments (EVENT_ROTATE) to seal the segment it writes and
     /// start the next; a request of its own, without --enable and --disable.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "snapshot")]
     pub(crate) rotate: bool,
+    /// Asks the program to write a snapshot of its rings (policy `ring`) into the new file
+    /// OUT, while it goes on recording, and waits until it is written.
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["enable", "disable"])]
+    pub(crate) snapshot: Option<PathBuf>,
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,

@@ -22,15 +22,17 @@ impl DumpError {
     }
 }
 
-/// Opens every log of `paths`; the first that cannot be opened is the error.
+/// Opens every log of `paths` (a file, or a directory or glob of segments: the segments of
+/// one recording are one log; `event_format::log::open_all`); the first that cannot be
+/// opened is the error.
 pub(crate) fn open_all(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
-    paths.iter().map(|p| open_with(p, OpenOptions { force, index: false })).collect()
+    event_format::log::open_all(paths, OpenOptions { force, index: false }).map_err(|e| DumpError::new(e.to_string()))
 }
 
 /// Opens every log of `paths` as [`open_all`] does, and indexes the blocks of each stream in
 /// a regular file ([`Log::take_index`]).
 pub(crate) fn open_all_indexed(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
-    paths.iter().map(|p| open_with(p, OpenOptions { force, index: true })).collect()
+    event_format::log::open_all(paths, OpenOptions { force, index: true }).map_err(|e| DumpError::new(e.to_string()))
 }
 
 /// Opens `path`: a stream, or a ring file (recognised by its magic).

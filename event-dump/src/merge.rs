@@ -94,9 +94,12 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
     let several = logs.len() > 1;
     let wall = several.then(|| logs.iter().map(|l| l.header().clock).collect());
     let mut mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall);
+    // A block's place in its log, as the index gives it: its segment's start plus its offset.
+    let starts: Vec<Vec<u64>> = logs.iter().map(Log::segment_starts).collect();
+    let at = |f: usize, segment: u32, offset: u64| starts[f].get(segment as usize).copied().unwrap_or(0) + offset;
     // The latest key handed on, and the events handed on after a later one.
     let (last, out_of_order) = (Cell::new(i128::MIN), Cell::new(0u64));
-    let mut ledgers: Vec<Ledger> = logs.iter().map(|l| Ledger::new(l.header().format)).collect();
+    let mut ledgers: Vec<Ledger> = logs.iter().map(Log::ledger).collect();
     let merged = |mark: &Watermark, ledgers: Vec<Ledger>| Merged {
         ledgers,
         out_of_order: out_of_order.get(),
@@ -126,7 +129,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                 }
             }
             Some(Err(e)) => {
-                mark.merged(f, e.offset, None);
+                mark.merged(f, at(f, e.segment, e.offset), None);
                 ledgers[f].damaged(&e);
             }
             Some(Ok(block)) => {
@@ -150,7 +153,7 @@ pub(crate) fn merge(logs: &mut [Log], mut visit: impl FnMut(Item<'_>) -> Control
                         Err(e) => ledgers[f].entry(thread, sequence, &Entry::Bad(e)),
                     }
                 }
-                mark.merged(f, block.offset, Some((block.header.base_time, earliest)));
+                mark.merged(f, at(f, block.segment, block.offset), Some((block.header.base_time, earliest)));
                 if count == 0 {
                     continue;
                 }

@@ -84,7 +84,9 @@ pub(crate) struct Rendered {
     /// The block's place among its log's blocks ([`Block::index`]): of two blocks of one
     /// thread and number (a repeated block), the earlier's lines come first.
     index: u64,
-    /// Where the block is in its log, and the time its header says its records start at.
+    /// Where the block is in its log (for a recording of segments, its segment's start plus its
+    /// offset: the place the log's index gives), and the time its header says its records
+    /// start at.
     offset: u64,
     base_time: u64,
     /// The shown lines' text, each followed by a newline: a run of lines that need nothing
@@ -117,7 +119,12 @@ impl Rendered {
 #[derive(Debug)]
 pub(crate) enum Piece {
     /// A damaged block of log `file`.
-    Damaged { file: usize, error: BlockError },
+    Damaged {
+        file: usize,
+        error: BlockError,
+        /// Where it is in its log, as [`Rendered::offset`].
+        at: u64,
+    },
     /// A block, rendered.
     Block(Rendered),
 }
@@ -132,18 +139,28 @@ pub(crate) struct Context<'a> {
     pub(crate) keeps: Option<&'a Keeps<'a>>,
     pub(crate) catalogs: Vec<Catalog>,
     pub(crate) clocks: Vec<Clock>,
+    /// Each log's segments' starts among its bytes (`Log::segment_starts`).
+    pub(crate) starts: Vec<Vec<u64>>,
     /// Rendered blocks written out, whose buffers the next blocks reuse (fresh buffers of
     /// this size cost the kernel's time as much as rendering does).
     pub(crate) spare: Mutex<Vec<Rendered>>,
 }
 
 impl Context<'_> {
+    /// Where segment `segment` of log `file` starts among the log's bytes.
+    fn start(&self, file: usize, segment: u32) -> u64 {
+        self.starts.get(file).and_then(|s| s.get(segment as usize)).copied().unwrap_or(0)
+    }
+
     /// Decodes, selects and renders `block` of log `file`, with the templates the calling
     /// thread made so far.
     pub(crate) fn render(&self, templates: &mut Templates, file: usize, block: Result<Block, BlockError>) -> Piece {
         let block = match block {
             Ok(block) => block,
-            Err(error) => return Piece::Damaged { file, error },
+            Err(error) => {
+                let at = self.start(file, error.segment) + error.offset;
+                return Piece::Damaged { file, error, at };
+            }
         };
         let catalog = &self.catalogs[file];
         let clock = &self.clocks[file];
@@ -178,7 +195,7 @@ impl Context<'_> {
             },
         };
         (r.file, r.thread, r.sequence, r.index) = (file, thread, block.header.sequence, block.index);
-        (r.offset, r.base_time) = (block.offset, block.header.base_time);
+        (r.offset, r.base_time) = (self.start(file, block.segment) + block.offset, block.header.base_time);
         let thread_text = self.renderer.thread_text(file, thread);
         let seconds = Seconds::new(clock);
         let origin = Origin { file, thread: &thread_text, seconds: &seconds };
@@ -515,8 +532,8 @@ impl Lanes {
     /// no later block can precede, and the earliest lines while more than the window is held.
     pub(crate) fn insert(&mut self, piece: Piece, w: &mut Writer<'_>) -> ControlFlow<()> {
         match piece {
-            Piece::Damaged { file, error } => {
-                self.mark.merged(file, error.offset, None);
+            Piece::Damaged { file, error, at } => {
+                self.mark.merged(file, at, None);
                 w.problems.push(format!("{}: {error}", w.paths[file]));
             }
             Piece::Block(r) => {

@@ -41,12 +41,12 @@ struct Threads {
     named: Vec<BTreeSet<u64>>,
 }
 
-/// Reads the thread names of each log of `paths`: one more pass over them, made only when
-/// `--thread` names a thread.
+/// Reads the thread names of each log of `paths` (as `open_all` makes them logs): one more
+/// pass over them, made only when `--thread` names a thread.
 pub(crate) fn thread_names(paths: &[PathBuf], force: bool) -> Result<ThreadNames> {
-    let mut all = Vec::with_capacity(paths.len());
-    for path in paths {
-        let mut log = crate::log::open(path, force)?;
+    let logs = crate::log::open_all(paths, force)?;
+    let mut all = Vec::with_capacity(logs.len());
+    for mut log in logs {
         let mut names = BTreeMap::new();
         while let Some(block) = log.next_block() {
             let Ok(block) = block else { continue };

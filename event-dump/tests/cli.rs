@@ -267,6 +267,9 @@ fn unreadable_logs_are_one_line_and_exit_1() {
     let truncated = d.join("truncated.evt");
     let sample = std::fs::read(sample_log("to-truncate.evt")).unwrap();
     std::fs::write(&truncated, &sample[..40]).unwrap();
+    let no_logs = d.join("no-logs");
+    std::fs::create_dir_all(&no_logs).unwrap();
+    std::fs::write(no_logs.join("notes.txt"), "hello, world\n").unwrap();
     let major = d.join("major.evt");
     let mut newer = sample.clone();
     newer[10] = 9; // the format's major version, in the fixed part
@@ -276,7 +279,9 @@ fn unreadable_logs_are_one_line_and_exit_1() {
         ("not a log", not_a_log.clone()),
         ("truncated", truncated),
         ("missing", d.join("missing.evt")),
-        ("a directory", d.clone()),
+        // A directory is read as the logs in it (a recording of segments): one without any
+        // (its own, not this test's directory, which other tests write logs into) is refused.
+        ("a directory", no_logs),
         ("another major", major),
     ] {
         for cmd in ["print", "stats", "check", "schema"] {

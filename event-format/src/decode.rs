@@ -50,6 +50,10 @@ pub struct DecodeOptions {
 pub struct BlockError {
     /// The block's index in the stream, from 0.
     pub index: u64,
+    /// The segment of the log it is in: its place among the segments of a recording of
+    /// segments ([`crate::log`]), 0 for a log of one file. `index` and `offset` are the
+    /// segment's own.
+    pub segment: u32,
     /// The block's byte offset in the stream.
     pub offset: u64,
     /// What is wrong.
@@ -69,6 +73,10 @@ impl std::error::Error for BlockError {}
 pub struct Block {
     /// The block's index in the stream, from 0.
     pub index: u64,
+    /// The segment of the log it is in: its place among the segments of a recording of
+    /// segments ([`crate::log`]), 0 for a log of one file. `index` and `offset` are the
+    /// segment's own.
+    pub segment: u32,
     /// The block's byte offset in the stream.
     pub offset: u64,
     /// Its header.
@@ -262,6 +270,7 @@ impl<R: Read> Decoder<R> {
                 self.done = true;
                 Some(Err(BlockError {
                     index: self.next_index,
+                    segment: 0,
                     offset: self.offset,
                     damage: Damage::Unreadable(e.to_string()),
                 }))
@@ -289,7 +298,7 @@ impl<R: Read> Decoder<R> {
             return Ok(None);
         }
         self.next_index += 1;
-        let damaged = |damage| Ok(Some(Err(BlockError { index, offset, damage })));
+        let damaged = |damage| Ok(Some(Err(BlockError { index, segment: 0, offset, damage })));
         if have < BLOCK_HEADER_LEN {
             return damaged(Damage::Truncated { have, need: size });
         }
@@ -316,7 +325,7 @@ impl<R: Read> Decoder<R> {
             records.extend_from_slice(body);
         }
         self.consume(len);
-        Ok(Some(Ok(Block { index, offset, header, records, order, stored_len: len as u64 })))
+        Ok(Some(Ok(Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 })))
     }
 }
 

@@ -175,7 +175,7 @@ fn tally_blocks<S: BlockSource>(source: &mut S) -> Tally {
     }
     // The gaps a streaming reader reports as it goes, less the blocks that came late, are
     // the gaps at the end (docs/FORMAT.md, "Block order").
-    let missing: u128 = ledger.threads().values().map(|s| u128::from(s.missing())).sum();
+    let missing: u128 = ledger.threads().map(|(_, s)| u128::from(s.missing())).sum();
     assert_eq!(skipped - ledger.late_blocks() as u128, missing, "the gaps seen on the way and at the end disagree");
     Tally { header: None, ledger: Some(ledger), text_len }
 }

@@ -163,7 +163,8 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
         /// the log holds (other sets, built-in events, losses, damage).
         pub type Item<'a> = ::event_runtime::read::Item<'a, Typed>;
 
-        /// Opens the log at `path` (a stream or a ring file) and checks its event set against
+        /// Opens the log at `path` (a stream, a ring file, or a recording of segments: its
+        /// directory or a glob, read as one log) and checks its event set against
         /// this one (`event_runtime::read`).
         pub fn read(
             path: impl ::core::convert::AsRef<::std::path::Path>,

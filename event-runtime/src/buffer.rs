@@ -43,8 +43,8 @@ use crate::ringfile::{Slot, SlotCopy};
 use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
-    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, Text, body,
-    fit_texts, put_record_header, seal_block,
+    ArgWriter, BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, STRING_MAX, Text,
+    body, fit_texts, put_record_header, seal_block,
 };
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -116,6 +116,13 @@ pub(crate) struct ThreadBuffer {
     base_time: u64,
     /// The time of the last record: the next delta counts from it.
     time: u64,
+    /// The trigger events' wire codes (`trigger`'s module docs, "Cost"): a record whose code
+    /// minus `trigger_lo` (wrapping) is below `trigger_span` is looked at (`watched`); `span`
+    /// 0 without triggers. While the thread counts `post=N` events, every code.
+    trigger_lo: u16,
+    trigger_span: u16,
+    /// The pending snapshot whose `post=N` events this thread counts, and how many are left.
+    post: Option<(u64, u64)>,
 }
 
 thread_local! {
@@ -233,14 +240,20 @@ impl ThreadBuffer {
             end: BLOCK_HEADER_LEN,
             base_time: now,
             time: now,
+            trigger_lo: 0,
+            trigger_span: 0,
+            post: None,
         };
+        if let Some(t) = &buffer.shared.triggers {
+            (buffer.trigger_lo, buffer.trigger_span) = (t.lo, t.span);
+        }
         if buffer.has_block() {
             buffer.start_block(now);
         }
         let current = std::thread::current();
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
         // Kept for the segments to come, which name the threads whose blocks they hold
-        // (`Sinks::write_block`).
+        // (`Sinks::write_block`), and for snapshots, whose rings may no longer hold this event.
         crate::locks::lock(&buffer.shared.names).push((thread, name.clone(), false));
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
@@ -413,6 +426,50 @@ impl ThreadBuffer {
         self.set = set;
         self.first = first;
         Some(first)
+    }
+
+    /// A record whose wire code lies in the trigger range was written (or refused): counts
+    /// it as a `post=N` event, and when it is a trigger's, decodes it and asks its trigger
+    /// (`trigger`'s module docs). Cold: only trigger events and the `post` window get here.
+    #[cold]
+    #[inline(never)]
+    fn watched(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
+        let shared = Arc::clone(&self.shared);
+        let Some(triggers) = &shared.triggers else { return };
+        if let Some((id, left)) = self.post {
+            if left <= 1 {
+                self.post = None;
+                (self.trigger_lo, self.trigger_span) = (triggers.lo, triggers.span);
+                triggers.counted(id);
+            } else {
+                self.post = Some((id, left - 1));
+            }
+        }
+        let (pinned, trigger) = (triggers.is_pinned(code), triggers.is_trigger(code));
+        if !pinned && !trigger {
+            return;
+        }
+        // The record just written is the current block's last (none when it was refused).
+        let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
+        let Some((bytes, time)) = self.last_record(code, len) else { return };
+        if pinned {
+            triggers.pin(crate::trigger::Pinned { thread: self.thread, time, record: bytes.clone() });
+            if !trigger {
+                return;
+            }
+        }
+        let Some(Ok(mut record)) = RecordIter::new(&bytes, Order::NATIVE, 0).next() else { return };
+        record.time = time;
+        let event_format::decode::Entry::Event(event) = shared.catalog.entry(record, self.thread, Order::NATIVE) else {
+            return;
+        };
+        if let Some((id, n)) = triggers.on_event(&event, &shared.clock) {
+            if let Some((older, _)) = self.post.replace((id, n)) {
+                // A trigger while counting another's post window: the older one is taken now.
+                triggers.counted(older);
+            }
+            (self.trigger_lo, self.trigger_span) = (0, u16::MAX);
+        }
     }
 
     /// Counts an event that could not be recorded.
@@ -694,6 +751,49 @@ impl ThreadBuffer {
         }
     }
 
+    /// A copy of the current block up to its committed end; `None` without one.
+    fn current_block(&mut self) -> Option<Vec<u8>> {
+        self.current_bytes(0)
+    }
+
+    /// A copy of the current block's bytes from `from` up to its committed end; `None`
+    /// without a current block or with `from` past its end.
+    fn current_bytes(&mut self, from: usize) -> Option<Vec<u8>> {
+        if !self.writable || from > self.end {
+            return None;
+        }
+        let (end, index) = (self.end, self.index);
+        match &mut self.home {
+            Home::Lane(writer) => writer.lock().ok()?.block_mut(index).map(|b| b[from..end].to_vec()),
+            Home::File(slot) => Some(slot.block_mut(index as u32)[from..end].to_vec()),
+            Home::Nowhere => None,
+        }
+    }
+
+    /// The record just written, of wire code `code` and `len` bytes (as `write` computed it
+    /// from the arguments), and its time: read from the block's end, without walking the
+    /// block; the block walked only when that is not the record (its strings were cut). `None`
+    /// when it was refused.
+    fn last_record(&mut self, code: u16, len: usize) -> Option<(Vec<u8>, u64)> {
+        let order = Order::NATIVE;
+        if let Some(start) = self.end.checked_sub(len).filter(|&s| s >= BLOCK_HEADER_LEN)
+            && let Some(bytes) = self.current_bytes(start)
+            && bytes.len() >= RECORD_HEADER_LEN
+            && order.u16(&bytes) == code
+            && usize::from(order.u16(&bytes[2..])) == len
+        {
+            return Some((bytes, self.time));
+        }
+        let block = self.current_block()?;
+        let record = RecordIter::new(&block[BLOCK_HEADER_LEN..], order, self.base_time).flatten().last()?;
+        if record.code != code {
+            return None;
+        }
+        let at = BLOCK_HEADER_LEN + record.offset;
+        let len = usize::from(order.u16(&block[at + 2..]));
+        Some((block[at..at + len].to_vec(), record.time))
+    }
+
     /// Copies of this thread's latest blocks, oldest first: the previous one of a ring (still
     /// there, finished) and the current one up to its committed end. What the traceback
     /// decodes (`traceback`).
@@ -874,7 +974,13 @@ fn write_in(
     fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
     match code.wire(buffer) {
-        Some(code) => buffer.write(code, fixed, strs, fill),
+        Some(code) => {
+            buffer.write(code, fixed, strs, fill);
+            // One subtraction and one comparison: 0 < span only with triggers configured.
+            if code.wrapping_sub(buffer.trigger_lo) < buffer.trigger_span {
+                buffer.watched(code, fixed, strs);
+            }
+        }
         None => buffer.refuse(),
     }
 }

@@ -98,7 +98,7 @@ impl fmt::Debug for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable the recorder reads, in docs/guide/configuration.md's order.
-pub(crate) const VARIABLES: [&str; 11] = [
+pub(crate) const VARIABLES: [&str; 14] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -110,6 +110,9 @@ pub(crate) const VARIABLES: [&str; 11] = [
     "EVENT_SIGNALS",
     "EVENT_ROTATE",
     "EVENT_KEEP",
+    "EVENT_TRIGGER",
+    "EVENT_SNAPSHOT",
+    "EVENT_PIN",
 ];
 
 /// When a recording to an event file ends its segment and goes on in a new one
@@ -268,6 +271,12 @@ pub(crate) struct Env {
     pub(crate) signals: Option<Signals>,
     pub(crate) rotate: Option<Rotate>,
     pub(crate) keep: Option<Keep>,
+    /// `EVENT_TRIGGER`'s text, parsed at the start against the recorded sets (`trigger`).
+    pub(crate) trigger: Option<String>,
+    /// `EVENT_SNAPSHOT`: where triggered snapshots go (a pattern).
+    pub(crate) snapshot: Option<PathBuf>,
+    /// `EVENT_PIN`'s selection, parsed at the start (`trigger`).
+    pub(crate) pin: Option<String>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -301,8 +310,15 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             v => Ok(v.map(PathBuf::from)),
         }
     };
-    let mut env =
-        Env { file: path("EVENT_FILE")?, ring: path("EVENT_RING")?, control: text("EVENT_CONTROL")?, ..Env::default() };
+    let mut env = Env {
+        file: path("EVENT_FILE")?,
+        ring: path("EVENT_RING")?,
+        control: text("EVENT_CONTROL")?,
+        trigger: text("EVENT_TRIGGER")?,
+        snapshot: path("EVENT_SNAPSHOT")?,
+        pin: text("EVENT_PIN")?,
+        ..Env::default()
+    };
     if let Some(v) = text("EVENT_POLICY")? {
         env.policy = Some(parse_policy(&v).map_err(|message| ConfigError {
             variable: "EVENT_POLICY",
@@ -439,7 +455,7 @@ pub(crate) fn parse_policy(text: &str) -> Result<(Policy, Duration), String> {
 }
 
 /// A duration: digits followed by `us`, `ms` or `s`, at most 60 s.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     let n: u64 = digits.parse().map_err(|_| format!("{text:?} is not a duration"))?;
@@ -548,7 +564,8 @@ mod tests {
             [
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
-                 EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP",
+                 EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP, EVENT_TRIGGER,
+                 EVENT_SNAPSHOT, EVENT_PIN",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]

@@ -64,6 +64,14 @@ fn on_panic() {
     }
     let thread = std::thread::current();
     traceback::print(thread.name().unwrap_or("<unnamed>"));
+    // A `panic` trigger: the snapshot is taken here, on the panicking thread, before the
+    // panic may end the process (`trigger`).
+    if let Some(shared) = session::try_current()
+        && let Some(triggers) = &shared.triggers
+        && let Some(cause) = triggers.on_panic(shared.time.now())
+    {
+        crate::snapshot::triggered(&shared, triggers, cause);
+    }
     // If the panic ends the process (panic = "abort", or the main thread), what this thread
     // recorded is handed on and written first.
     buffer::flush_this_thread();

@@ -162,6 +162,70 @@ impl Lane {
         Some(LaneTake { bytes, sequence, end, thread, refused })
     }
 
+    /// A snapshot's copy of a ring lane (`snapshot`): its blocks oldest first, each whole and
+    /// finished (its `used` set; the current one up to its committed end), unsealed; nothing
+    /// changes in the lane. Each block is copied under the lock on its own, so that the
+    /// thread waits at most for one block's copy on its cold path (it never waits on its hot
+    /// path, which takes no lock); between two copies it may move on, and the copy follows
+    /// it: blocks it overwrote meanwhile are left out (their events were the oldest, as a ring
+    /// drops them), and the copy ends at the block that is current when the copy reaches it.
+    /// Empty for a pool lane, a lane without memory, or one the stop took.
+    pub(crate) fn copy_ring(&self) -> Vec<Box<[u8]>> {
+        let (bs, blocks) = (self.block_size, self.blocks as u64);
+        let mut out = Vec::new();
+        let first = {
+            let s = self.lock();
+            if !self.is_ring() || s.memory.is_null() || s.taken.is_some() {
+                return out;
+            }
+            (s.sequence + 1).saturating_sub(blocks)
+        };
+        // Bounded: a thread that keeps moving on is followed for one ring's length at most.
+        for seq in first..first + 2 * blocks {
+            let s = self.lock();
+            if s.taken.is_some() {
+                break;
+            }
+            if s.sequence >= seq + blocks {
+                // Overwritten since the copy started.
+                continue;
+            }
+            let index = (seq % blocks) as usize;
+            let current = s.sequence == seq;
+            // Acquire: pairs with the thread's release in `LaneWriter::commit`; every byte
+            // below `end` is visible. Read only for the current block.
+            let end = if current { (self.committed.load(Ordering::Acquire) & 0xFFFF_FFFF) as usize } else { bs };
+            let len = end.min(bs);
+            let mut block = vec![0u8; bs].into_boxed_slice();
+            // SAFETY: `memory` holds `blocks * block_size` bytes and we hold the lock. A block
+            // other than the current one changes only under the lock; the current one's
+            // bytes below `end` are committed and never written again by the thread, which
+            // writes above `end` only (`LaneWriter::record_mut`): as in `take`.
+            let from = unsafe { std::slice::from_raw_parts(s.memory.add(index * bs), len) };
+            block[..len].copy_from_slice(from);
+            drop(s);
+            let header = event_format::wire::BlockHeader::read(event_format::wire::Order::NATIVE, &block);
+            if header.sequence != seq || header.thread != self.thread {
+                // Not a block of this ring's writing (never written): nothing to copy.
+                if current {
+                    break;
+                }
+                continue;
+            }
+            if current {
+                if end <= event_format::wire::BLOCK_HEADER_LEN {
+                    break;
+                }
+                let used = (end - event_format::wire::BLOCK_HEADER_LEN) as u32;
+                event_format::wire::Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
+                out.push(block);
+                break;
+            }
+            out.push(block);
+        }
+        out
+    }
+
     /// Whether the stop took this lane.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_taken(&self) -> bool {
@@ -451,6 +515,79 @@ mod tests {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod copy_tests {
+    //! A snapshot's copy of a ring (`Lane::copy_ring`) while its thread writes: run under Miri
+    //! too, which checks that the copy reads only bytes the thread no longer writes.
+    use super::*;
+    use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order};
+    use std::sync::Arc;
+
+    pub(super) const BS: usize = 96;
+    pub(super) const REC: usize = 8;
+
+    /// Writes `blocks` blocks of a ring lane of thread 1, each with a real header and as many
+    /// 8-byte records as fit, every byte of a record its block's sequence plus one.
+    pub(super) fn write_ring(writer: &mut LaneWriter, ring: u64, blocks: u64) {
+        for seq in 0..blocks {
+            let index = (seq % ring) as usize;
+            let mut g = writer.lock().unwrap();
+            g.start(index, seq, H);
+            let header = BlockHeader { sequence: seq, thread: 1, ..Default::default() };
+            header.write(Order::NATIVE, g.block_mut(index).unwrap());
+            drop(g);
+            let mut end = H;
+            while end + REC <= BS {
+                writer.record_mut(end, REC).unwrap().fill(seq as u8 + 1);
+                end += REC;
+                writer.commit(end, ((end - H) / REC) as u64);
+            }
+            // A finished block says how much it holds (as the thread buffer's `finish_block`).
+            let mut g = writer.lock().unwrap();
+            Order::NATIVE
+                .put_u32(&mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..], (end - H) as u32);
+        }
+    }
+
+    /// What a copy must be: consecutive blocks of the ring's thread, each holding only whole
+    /// records of its own sequence, as many as its `used` says.
+    pub(super) fn check_copy(copy: &[Box<[u8]>]) {
+        let mut last = None;
+        for block in copy {
+            let header = BlockHeader::read(Order::NATIVE, block);
+            assert_eq!(header.thread, 1);
+            if let Some(l) = last {
+                assert_eq!(header.sequence, l + 1, "consecutive blocks");
+            }
+            last = Some(header.sequence);
+            let used = header.used as usize;
+            assert_eq!(used % REC, 0, "whole records");
+            assert!(block[H..H + used].iter().all(|&b| b == header.sequence as u8 + 1), "its own records only");
+        }
+    }
+
+    #[test]
+    fn a_copy_of_a_ring_while_its_thread_writes_is_consecutive_and_whole() {
+        for delay in [0, 1, 3, 10, 30] {
+            let lane = Arc::new(Lane::new(1, 4, BS, true));
+            let mut writer = LaneWriter::new(Arc::clone(&lane));
+            let thread = std::thread::spawn(move || write_ring(&mut writer, 4, 12));
+            for _ in 0..delay {
+                std::thread::yield_now();
+            }
+            let copy = lane.copy_ring();
+            thread.join().unwrap();
+            check_copy(&copy);
+            assert!(!lane.is_taken(), "a copy takes nothing");
+            // After the thread: the ring's last four blocks, whole.
+            let after = lane.copy_ring();
+            check_copy(&after);
+            let first = BlockHeader::read(Order::NATIVE, &after[0]).sequence;
+            assert_eq!((after.len(), first), (4, 8));
+        }
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     //! The lane protocol under loom: the real `Lane` on loom's lock and atomics. Whatever the
@@ -497,6 +634,47 @@ mod loom_tests {
                 None => (0, 0),
             };
             assert_eq!(taken + refused + late, 3, "every record and refusal is taken or counted, once");
+        });
+    }
+
+    #[test]
+    fn loom_a_snapshots_copy_of_a_ring_is_consecutive_and_holds_only_committed_records() {
+        // A ring of 2 blocks, its thread writing 3 (the third overwrites the first) while a
+        // snapshot copies it: whatever the interleaving, the copy is consecutive blocks, each
+        // with only whole records of its own, and it reaches the block that was current when
+        // the copy began (nothing recorded before the copy is missing but what the ring itself
+        // overwrote).
+        use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order};
+        const BS: usize = H + 16;
+        loom::model(|| {
+            let lane = Arc::new(Lane::new(1, 2, BS, true));
+            let mut writer = LaneWriter::new(Arc::clone(&lane));
+            let thread = thread::spawn(move || {
+                for seq in 0..3u64 {
+                    let index = (seq % 2) as usize;
+                    let mut g = writer.lock().unwrap();
+                    g.start(index, seq, H);
+                    let header = BlockHeader { sequence: seq, thread: 1, ..Default::default() };
+                    header.write(Order::NATIVE, g.block_mut(index).unwrap());
+                    drop(g);
+                    writer.record_mut(H, 8).unwrap().fill(seq as u8 + 1);
+                    writer.commit(H + 8, 1);
+                    let mut g = writer.lock().unwrap();
+                    Order::NATIVE.put_u32(&mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..], 8);
+                }
+            });
+            let copy = lane.copy_ring();
+            thread.join().unwrap();
+            let mut last = None;
+            for block in &copy {
+                let header = BlockHeader::read(Order::NATIVE, block);
+                if let Some(l) = last {
+                    assert_eq!(header.sequence, l + 1);
+                }
+                last = Some(header.sequence);
+                assert!(header.used == 0 || header.used == 8);
+                assert!(block[H..H + header.used as usize].iter().all(|&b| b == header.sequence as u8 + 1));
+            }
         });
     }
 

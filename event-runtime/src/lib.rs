@@ -63,6 +63,12 @@
 //!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
 //!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
 //!   built-in events; [`control`] changes what is recorded while it runs.
+//! - Keep the incident: under `ring`, [`Recording::snapshot`] writes what the rings hold now
+//!   into a whole event file while the recording goes on ([`SnapshotInfo`]);
+//!   [`Recorder::trigger`] (`EVENT_TRIGGER`) makes the recording write them by itself when an
+//!   event matches a condition, on a panic or on lost events, into [`Recorder::snapshots`]'
+//!   pattern; [`Recorder::pin`] (`EVENT_PIN`) keeps rare events apart for every snapshot
+//!   (docs/guide/keeping-the-incident.md).
 //! - Test: [`capture`] (and [`Capture`]) records the events of the code a test calls, on the
 //!   test's thread only, in parallel with other tests and with a recording; [`Captured`]
 //!   decodes them for assertions (docs/guide/testing.md).
@@ -133,11 +139,13 @@ mod ringfile;
 mod segments;
 mod session;
 mod sink;
+mod snapshot;
 mod space;
 mod sync;
 mod traceback;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
+mod trigger;
 mod writer;
 
 #[doc(hidden)]
@@ -153,6 +161,7 @@ pub use recorder::{
 };
 pub use recording::{Recording, flush};
 pub use session::lost_unattributed;
+pub use snapshot::SnapshotInfo;
 pub use traceback::TRACEBACK_EVENTS;
 
 /// The stream's codec, for readers: the `event-format` crate, re-exported whole so that a

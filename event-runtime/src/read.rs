@@ -7,7 +7,8 @@
 //! parameter is a compile error where the reader matches on it.
 //!
 //! The reader is event-format's codec, not a second one: blocks come from a [`BlockSource`]
-//! (the stream [`Decoder`] or a ring file's [`RingBlocks`]), records are delimited by
+//! (the stream [`Decoder`], or [`FileBlocks`]: a log opened by event-format's one opener,
+//! `event_format::log`, a stream, a ring file or a recording of segments), records are delimited by
 //! [`RecordIter`] and named and checked by the [`Catalog`], as `event-dump` reads them; the
 //! generated code only maps a record's [`Value`]s, already checked against the format, to its
 //! variant.
@@ -124,14 +125,14 @@
 
 use crate::event_set::EventSet;
 use event_format::builtin;
-use event_format::decode::{Block, BlockError, BlockSource, Catalog, DecodeOptions, Decoder, Entry, Event};
+use event_format::decode::{Block, BlockError, BlockSource, Catalog, Decoder, Entry, Event};
 use event_format::ledger::{Ledger, Step};
-use event_format::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
+use event_format::log::{self, Log, OpenError, OpenOptions};
+use event_format::ring::{RingError, RingFindings};
 use event_format::schema::{Schema, Version};
 use event_format::wire::{Clock, Header, HeaderError, RecordError, RecordIter, SetEntry, WireCodes};
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 use std::marker::PhantomData;
 use std::path::Path;
 
@@ -284,6 +285,13 @@ pub struct Summary {
     pub damaged_blocks: u64,
     /// Strings their writer cut, in the events read.
     pub truncated_strings: u64,
+    /// For a recording of segments ([`Reader::open`] of a directory, or of a glob): the
+    /// segments its disk budget removed, and the events they held (reported, no damage).
+    pub removed_segments: u64,
+    /// The events the removed segments held.
+    pub removed_events: u64,
+    /// Segments missing that the budget did not remove (deleted, moved): gaps.
+    pub missing_segments: u64,
 }
 
 impl Summary {
@@ -294,6 +302,7 @@ impl Summary {
     pub fn is_whole(&self) -> bool {
         self.lost == 0
             && self.missing_blocks == 0
+            && self.missing_segments == 0
             && self.damaged_blocks == 0
             && self.bad_records == 0
             && self.repeated_blocks == 0
@@ -323,6 +332,16 @@ impl fmt::Display for Summary {
         if self.truncated_strings > 0 {
             write!(f, ", {} strings cut", self.truncated_strings)?;
         }
+        if self.removed_segments > 0 {
+            write!(
+                f,
+                ", {} segments removed by the disk budget ({} events)",
+                self.removed_segments, self.removed_events
+            )?;
+        }
+        if self.missing_segments > 0 {
+            write!(f, ", {} segments missing", self.missing_segments)?;
+        }
         Ok(())
     }
 }
@@ -345,6 +364,9 @@ pub enum ReadError {
     Header(HeaderError),
     /// The ring file cannot be read.
     Ring(RingError),
+    /// The path names no log, or several (a directory of several recordings), or segments
+    /// that cannot be read as one.
+    Open(OpenError),
     /// The log holds no set of this name.
     NoSet {
         /// The program's set (or the name it was asked to read as).
@@ -402,6 +424,7 @@ impl fmt::Display for ReadError {
             ReadError::Io(e) => write!(f, "cannot read the log: {e}"),
             ReadError::Header(e) => write!(f, "{e}"),
             ReadError::Ring(e) => write!(f, "{e}"),
+            ReadError::Open(e) => write!(f, "{e}"),
             ReadError::NoSet { set, found } => {
                 // A log of one set other than the built-ins: the name to read it as.
                 let named: Vec<&String> = found.iter().filter(|s| !s.starts_with("`` ")).collect();
@@ -709,6 +732,9 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
             bad_records: l.bad_records().len() as u64,
             damaged_blocks: l.damaged_blocks().len() as u64,
             truncated_strings: l.truncated_strings(),
+            removed_segments: l.removed().0,
+            removed_events: l.removed().1,
+            missing_segments: l.segment_gaps(),
         }
     }
 
@@ -833,9 +859,14 @@ impl<S: TypedSet, R: Read> Reader<S, Decoder<R>> {
 }
 
 impl<S: TypedSet> Reader<S, FileBlocks> {
-    /// Reads the log at `path`: a stream or a ring file, told apart by their magic.
+    /// Reads the log at `path`: a stream or a ring file, told apart by their magic, or a
+    /// recording of segments (a directory or a glob that holds one recording's segments, read
+    /// as one log), opened by event-format's one opener (`event_format::log`).
     pub fn open(path: impl AsRef<Path>) -> Result<Reader<S, FileBlocks>, ReadError> {
-        let mut reader = Reader::new(FileBlocks::open(path.as_ref())?)?;
+        let blocks = FileBlocks::open(path.as_ref())?;
+        let ledger = blocks.0.ledger();
+        let mut reader = Reader::new(blocks)?;
+        reader.ledger = ledger;
         reader.findings = FileBlocks::ring_findings;
         Ok(reader)
     }
@@ -848,56 +879,43 @@ impl<S: TypedSet> Reader<S, FileBlocks> {
     }
 }
 
-/// The blocks of a log file: a stream's, decoded as it is read, or a ring file's, as its
-/// reader checks them (never re-encoded as a stream).
+/// The blocks of a log: a stream's, decoded as it is read, a ring file's, as its reader
+/// checks them (never re-encoded as a stream), or a recording of segments', segment after
+/// segment.
 #[derive(Debug)]
-pub struct FileBlocks(Blocks);
-
-#[derive(Debug)]
-enum Blocks {
-    Stream(Decoder<BufReader<File>>),
-    Ring(RingBlocks<File>),
-}
+pub struct FileBlocks(Log);
 
 impl FileBlocks {
-    /// Opens `path` and reads its header.
+    /// Opens `path` and reads its header (its first segment's, for a recording of segments).
     pub fn open(path: &Path) -> Result<FileBlocks, ReadError> {
-        let mut file = File::open(path)?;
-        let mut magic = Vec::with_capacity(8);
-        (&mut file).take(8).read_to_end(&mut magic)?;
-        if ring::is_ring(&magic) {
-            // The ring reader reads at positions: where the magic left the file does not matter.
-            let reader = RingReader::open(file, DecodeOptions::default())?;
-            return Ok(FileBlocks(Blocks::Ring(RingBlocks::new(reader))));
+        match log::open(path, OpenOptions::default()) {
+            Ok(log) => Ok(FileBlocks(log)),
+            Err(OpenError::Io { error, .. }) => Err(ReadError::Io(error)),
+            Err(OpenError::Header { error, .. }) => Err(ReadError::Header(error)),
+            Err(OpenError::Ring { error, .. }) => Err(ReadError::Ring(error)),
+            Err(other) => Err(ReadError::Open(other)),
         }
-        file.seek(SeekFrom::Start(0))?;
-        Ok(FileBlocks(Blocks::Stream(Decoder::new(BufReader::with_capacity(1 << 20, file))?)))
     }
 
     /// For a ring file, what its reader found: the blocks it left out as damaged (counted in
     /// a [`Reader`]'s ledger at the end), the blocks its rings overwrote, page 0's counts.
     /// Complete at the end of the log; `None` for a stream.
     pub fn ring_findings(&self) -> Option<&RingFindings> {
-        match &self.0 {
-            Blocks::Stream(_) => None,
-            Blocks::Ring(ring) => Some(ring.findings()),
-        }
+        self.0.ring_findings()
     }
 }
 
 impl BlockSource for FileBlocks {
     fn header(&self) -> &Header {
-        match &self.0 {
-            Blocks::Stream(d) => d.header(),
-            Blocks::Ring(r) => r.header(),
-        }
+        self.0.header()
     }
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
-        match &mut self.0 {
-            Blocks::Stream(d) => d.next_block(),
-            Blocks::Ring(r) => r.next_block(),
-        }
+        self.0.next_block()
+    }
+
+    fn recycle(&mut self, block: Block) {
+        self.0.recycle(block);
     }
 }
 

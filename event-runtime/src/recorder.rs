@@ -204,6 +204,11 @@ pub struct Recorder {
     rotate: Option<Rotate>,
     /// The disk budget of the segments (`EVENT_KEEP`).
     keep: Keep,
+    /// `EVENT_TRIGGER`'s text (`trigger`), and where its snapshots go (`EVENT_SNAPSHOT`).
+    trigger: Option<String>,
+    snapshot_pattern: Option<PathBuf>,
+    /// `EVENT_PIN`: the events every snapshot keeps whatever the rings overwrite.
+    pin: Option<String>,
 }
 
 impl Default for Recorder {
@@ -255,6 +260,9 @@ impl Recorder {
             signals: Signals::Default,
             rotate: None,
             keep: Keep::default(),
+            trigger: None,
+            snapshot_pattern: None,
+            pin: None,
         }
     }
 
@@ -325,6 +333,22 @@ impl Recorder {
         }
         if let Some(keep) = env.keep {
             self.keep = keep;
+        }
+        if let Some(trigger) = env.trigger {
+            self.trigger = Some(trigger);
+        }
+        if let Some(pin) = env.pin {
+            self.pin = Some(pin);
+        }
+        if let Some(path) = env.snapshot {
+            // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
+            let numbered = PathBuf::from(path.to_string_lossy().replace("%s", "1"));
+            files::check_pattern(&numbered).map_err(|message| ConfigError {
+                variable: "EVENT_SNAPSHOT",
+                value: path.to_string_lossy().into_owned(),
+                message,
+            })?;
+            self.snapshot_pattern = Some(path);
         }
         Ok(self)
     }
@@ -490,6 +514,59 @@ impl Recorder {
         self
     }
 
+    /// Triggers that make the recording write a snapshot of its rings by itself (policy
+    /// `ring`), in `EVENT_TRIGGER`'s grammar: the events of a selection (`EVENT_CONTROL`'s
+    /// grammar), optionally with a condition in `event-dump`'s filter language, `panic`, or
+    /// `lost`; how much to keep after it (`post=` a count of the triggering thread's events,
+    /// or a duration); a rate policy (`every=N`, `every=once`, `every=N/PERIOD`; by default
+    /// `every=1/1s`). Several are separated by `;`. Snapshots go to
+    /// [`snapshots`](Self::snapshots)' pattern. docs/guide/keeping-the-incident.md.
+    ///
+    /// ```
+    /// event_runtime::include_events!("../events.def");
+    ///
+    /// fn main() {
+    ///     let dir = std::env::temp_dir().join(format!("trigger-doc-{}", std::process::id()));
+    ///     std::fs::create_dir_all(&dir).unwrap();
+    ///     let recording = event_runtime::Recorder::new()
+    ///         .policy(event_runtime::Policy::Ring)
+    ///         .trigger("Client:ClientPhase if step >= 3, every=once")
+    ///         .snapshots(dir.join("incident-%s.evt"))
+    ///         .start()
+    ///         .unwrap();
+    ///     for step in 0..5u64 {
+    ///         event!(ClientPhase, "work", step, 0);
+    ///     }
+    ///     recording.stop().unwrap();
+    ///     // Step 3 took the snapshot (step 4 was declined: `every=once`).
+    ///     assert!(dir.join("incident-1.evt").exists() && !dir.join("incident-2.evt").exists());
+    ///     # std::fs::remove_dir_all(&dir).unwrap();
+    /// }
+    /// ```
+    pub fn trigger(mut self, text: impl Into<String>) -> Recorder {
+        self.trigger = Some(text.into());
+        self
+    }
+
+    /// Pinned events (`EVENT_PIN`), in `EVENT_CONTROL`'s selection grammar (`Client:ClientPhase`,
+    /// `Config`): rare events that a hot kind would overwrite in the rings (start-up,
+    /// configuration). The latest 256 are kept apart, and every snapshot holds those its
+    /// rings lost. Each costs a copy of its record when it is recorded (off the common path,
+    /// as a trigger event's check).
+    pub fn pin(mut self, selection: impl Into<String>) -> Recorder {
+        self.pin = Some(selection.into());
+        self
+    }
+
+    /// Where triggered snapshots go: a pattern as [`file`](Self::file)'s, with `%s` the
+    /// snapshot's sequence number (without `%s`, `.N` goes before the extension). By default
+    /// (`EVENT_SNAPSHOT` unset) `%n-%p-snapshot-%s.evt` in the current directory. A path
+    /// that exists is never written over: that snapshot is not taken, and a line says so.
+    pub fn snapshots(mut self, pattern: impl Into<PathBuf>) -> Recorder {
+        self.snapshot_pattern = Some(pattern.into());
+        self
+    }
+
     /// Timestamps from a counter that each event advances by one, for reproducible tests.
     pub fn deterministic_clock(mut self) -> Recorder {
         self.clock = ClockChoice::Deterministic;
@@ -527,7 +604,8 @@ impl Recorder {
         };
         fork::install();
         let (sinks, ring_file) = self.open_sinks(&plan)?;
-        let shared = self.share(&plan, time, sinks, ring_file);
+        let mut plan = plan;
+        let shared = self.share(&mut plan, time, sinks, ring_file);
         let generation = make_current(vacancy, &shared, plan);
         let recording = Recording::begin(Arc::clone(&shared), generation).map_err(StartError::WriterThread)?;
         crash::install(&shared, self.signals == Signals::Default);
@@ -552,6 +630,8 @@ struct Plan {
     /// The files' paths, their patterns expanded.
     file_path: Option<PathBuf>,
     ring_path: Option<PathBuf>,
+    /// The triggers, parsed against the header.
+    triggers: Option<crate::trigger::Triggers>,
 }
 
 impl Recorder {
@@ -577,7 +657,16 @@ impl Recorder {
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
         let file_path = expand(&self.file, Purpose::EventFile)?;
         let ring_path = expand(&self.ring, Purpose::RingFile)?;
-        Ok((Plan { blocks, sets, schemas, firsts, selections, header, header_bytes, file_path, ring_path }, time))
+        let triggers = if self.trigger.is_some() || self.pin.is_some() {
+            let pattern =
+                self.snapshot_pattern.clone().unwrap_or_else(|| PathBuf::from(crate::trigger::DEFAULT_SNAPSHOT));
+            Some(crate::trigger::parse(self.trigger.as_deref(), self.pin.as_deref(), &header, pattern)?)
+        } else {
+            None
+        };
+        let plan =
+            Plan { blocks, sets, schemas, firsts, selections, header, header_bytes, file_path, ring_path, triggers };
+        Ok((plan, time))
     }
 
     /// The number of blocks in the buffer, once the block size is checked and the buffers fit
@@ -707,7 +796,7 @@ impl Recorder {
 
     /// The state every thread buffer of the recording shares: the pool and queue (when the
     /// stream sinks get blocks as they fill), the sinks, the ring file, the clock `time`.
-    fn share(&self, plan: &Plan, time: TimeSource, sinks: Sinks, ring_file: Option<Arc<RingFile>>) -> Arc<Shared> {
+    fn share(&self, plan: &mut Plan, time: TimeSource, sinks: Sinks, ring_file: Option<Arc<RingFile>>) -> Arc<Shared> {
         let (blocks, bs) = (plan.blocks, self.block_size);
         let streaming = self.policy != Policy::Ring && !sinks.is_empty();
         let pooled = streaming; // Pool homes, or copies from ring-file slots.
@@ -734,6 +823,10 @@ impl Recorder {
             interned: Mutex::new(HashMap::new()),
             names: Mutex::new(Vec::new()),
             labels: Mutex::new(HashMap::new()),
+            header: plan.header.clone(),
+            pack: self.pack,
+            triggers: plan.triggers.take(),
+            snapshots: std::sync::atomic::AtomicU32::new(0),
             retired: Mutex::new(Vec::new()),
             lanes: Mutex::default(),
             reports: Mutex::new(Vec::new()),

@@ -122,6 +122,48 @@ impl Recording {
         }
     }
 
+    /// Writes a snapshot of what the rings hold now into a new file at `path`, while the
+    /// recording goes on: a whole, independently readable event file of every thread's ring
+    /// (the ring file's too), with every thread's name, the interned strings and the labels,
+    /// and a header property that says it is a snapshot (docs/FORMAT.md, "Snapshot"). It
+    /// needs the `ring` policy ([`Policy::Ring`](crate::Policy::Ring)), in memory or with a
+    /// ring file; returns what it wrote.
+    ///
+    /// A recording thread waits for it at most for the copy of one of its blocks, and only
+    /// when it changes blocks; an event recorded meanwhile is in the snapshot or still in its
+    /// ring. The file is created new: a path that exists is an error, never written over. A
+    /// snapshot that cannot be written whole (a full disk) is removed and the error
+    /// returned; the recording goes on either way.
+    ///
+    /// ```
+    /// event_runtime::include_events!("../events.def");
+    ///
+    /// fn main() {
+    ///     let dir = std::env::temp_dir().join(format!("snapshot-doc-{}", std::process::id()));
+    ///     std::fs::create_dir_all(&dir).unwrap();
+    ///     let recording = event_runtime::Recorder::new().policy(event_runtime::Policy::Ring).start().unwrap();
+    ///     for i in 0..100u64 {
+    ///         event!(ClientPhase, "work", i, 0);
+    ///     }
+    ///     let taken = recording.snapshot(dir.join("incident.evt")).unwrap();
+    ///     assert!(taken.events >= 100 && taken.threads == 1);
+    ///     // The recording goes on; the snapshot reads as any event file.
+    ///     event!(ClientPhase, "after", 0u64, 0);
+    ///     recording.stop().unwrap();
+    ///     # std::fs::remove_dir_all(&dir).unwrap();
+    /// }
+    /// ```
+    pub fn snapshot(&self, path: impl AsRef<std::path::Path>) -> io::Result<crate::SnapshotInfo> {
+        if self.shared.is_parents() {
+            let adopted = lock(&ADOPTED);
+            return match adopted.as_ref() {
+                Some(own) => own.snapshot(path),
+                None => Err(io::Error::other("this child of fork() has recorded nothing; no snapshot taken")),
+            };
+        }
+        crate::snapshot::take(&self.shared, path.as_ref(), crate::snapshot::Cause::on_demand())
+    }
+
     /// Stops recording and returns the memory sink's stream (empty without one). Errors
     /// when a sink could not be written, the writer thread ended early, or the ring file was
     /// lost; the recording is stopped all the same.
@@ -167,6 +209,9 @@ impl Recording {
         }
         self.stopped = true;
         let never_ran = self.writer.is_none();
+        // Triggered snapshots still waiting for their `post` window are taken now, while the
+        // rings are whole.
+        crate::snapshot::at_stop(&self.shared);
         crash::uninstall();
         session::set_running(false);
         control::uninstall();

@@ -67,6 +67,14 @@ pub(crate) struct Shared {
     /// Every labelled address and its label's interned id (the latest): repeated in each
     /// new segment.
     pub(crate) labels: Mutex<HashMap<u64, u64>>,
+    /// The stream's header, which a snapshot's starts from.
+    pub(crate) header: event_format::wire::Header,
+    /// Whether blocks are packed before they reach a file (a snapshot's too).
+    pub(crate) pack: bool,
+    /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
+    pub(crate) triggers: Option<crate::trigger::Triggers>,
+    /// Snapshots taken so far (the next one's sequence is this plus one).
+    pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// The thread rings the stop took, written to the sinks at stop.
     pub(crate) retired: Mutex<Vec<RetiredRing>>,
     /// Every thread's lane (`lane::Lane`), for the stop to take: the pool lanes of
@@ -203,6 +211,16 @@ impl Shared {
     pub(crate) fn take_slots(&self) -> Vec<SlotTake> {
         let slots = std::mem::take(&mut lock(&self.lanes).slots);
         slots.iter().filter_map(|slot| slot.take()).collect()
+    }
+
+    /// Every ring lane registered so far, for a snapshot to copy (`lane::Lane::copy_ring`);
+    /// none once the stop took them.
+    pub(crate) fn ring_lanes(&self) -> Vec<Arc<Lane>> {
+        let lanes = lock(&self.lanes);
+        if lanes.closed {
+            return Vec::new();
+        }
+        lanes.list.iter().filter(|l| l.is_ring()).cloned().collect()
     }
 
     /// The stop's take of every thread's lane (`lane::Lane::take`): what each committed,

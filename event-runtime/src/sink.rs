@@ -529,6 +529,11 @@ impl Sinks {
         w.lost = w.lost.saturating_add(lost);
     }
 
+    /// What the blocks written so far hold: the clean-stop marker's counts.
+    pub(crate) fn written(&self) -> Stop {
+        self.written
+    }
+
     /// The sequence number of the recorder's next own block (thread 0).
     pub(crate) fn recorder_sequence(&self) -> u64 {
         self.recorder_sequence
@@ -589,6 +594,14 @@ impl Sinks {
             self.file = None;
         }
         self.close_file();
+    }
+
+    /// Gives the event file up, whatever it holds, and removes it when its path still names
+    /// `ours` (a copy of its descriptor, kept by the caller that made the file): a snapshot
+    /// cut short (`snapshot`).
+    pub(crate) fn discard_as(&mut self, path: &std::path::Path, ours: &File) {
+        self.file = None;
+        crate::files::discard(path, ours);
     }
 
     /// The file sink's descriptor, for a fatal signal's last write.

@@ -17,6 +17,7 @@ pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
     for b in &blocks {
         let block = Block {
             index: 0,
+            segment: 0,
             offset: 0,
             header: BlockHeader::read(Order::NATIVE, b),
             records: b[BLOCK_HEADER_LEN..].to_vec(),

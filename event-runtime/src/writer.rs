@@ -14,6 +14,7 @@ use crate::locks::lock;
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared};
 use crate::sink;
+use crate::snapshot;
 use event_format::builtin;
 use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
@@ -101,6 +102,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
                         Some(index) => Ok(format!("segment {index} is being sealed; the next one starts")),
                         None => Err("this recording writes no segments (EVENT_ROTATE is not set)".to_owned()),
                     },
+                    t if t.starts_with(event_format::ring::SNAPSHOT_REQUEST.trim_end()) => {
+                        snapshot::requested(shared, t)
+                    }
                     _ => control::apply(&text).map_err(|e| e.to_string()),
                 };
                 match answer {
@@ -110,6 +114,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             }
         }
         rotate_if_due(shared);
+        if session::is_running() {
+            snapshot::serve(shared);
+        }
         forget_ended(shared, &ended);
         if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
             last_sync = Instant::now();

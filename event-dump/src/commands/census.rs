@@ -8,9 +8,9 @@ use crate::log::{Log, open_all};
 use crate::progress::Progress;
 use event_format::builtin;
 use event_format::decode::{Block, BlockError, Catalog, Entry};
-use event_format::ledger::{Ending, Ledger};
+use event_format::ledger::{Damaged, Ending, Ledger, Marker};
 use event_format::ring::{self, STATE_CLOSED};
-use event_format::wire::{Clock, Header, Value};
+use event_format::wire::{Clock, Header, StopCause, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -26,8 +26,9 @@ struct Census {
     stored_bytes: u64,
     record_bytes: u64,
     /// The last block's (packed, stored bytes, record bytes) while it may be the stop marker,
-    /// counted when a block follows it.
-    held: Option<(u64, u64, u64)>,
+    /// counted when a block of its segment follows it, with its segment (a segment's last
+    /// stop block is that segment's marker).
+    held: Option<(u32, (u64, u64, u64))>,
     /// The events the selection keeps (all of them without one), and the first and last
     /// of their times; `per_event`, `per_kind` and `per_thread` count only these.
     selected: u64,
@@ -66,7 +67,8 @@ fn ending(ledger: &Ledger, log: &Log) -> Ending {
             now.saturating_sub(ring.heartbeat_ns) < ALIVE_NS
                 && super::follow::writer_alive(log.header().producer.pid, ring.heartbeat_ns)
         }
-        None => crate::lock::held_by_writer(log.path()),
+        // A recording of segments: the writer of its last segment.
+        None => log.files().last().is_some_and(|path| crate::lock::held_by_writer(path)),
     })
 }
 
@@ -89,7 +91,7 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
         first: None,
         last: 0,
         threads: BTreeMap::new(),
-        ledger: Ledger::new(log.header().format),
+        ledger: log.ledger(),
         spare: None,
     };
     let clock = log.header().clock;
@@ -99,8 +101,9 @@ fn census(log: &mut Log, file: usize, selection: &Selection) -> Census {
     // Blocks are read (checked and unpacked) on a thread of their own while this one counts
     // the records of those before: two cores where a machine has them. Where no thread can
     // be made (a thread limit), this thread reads them too.
+    let starts = log.segment_starts();
     let (source, catalog) = log.blocks_and_catalog();
-    let how = Counting { catalog, file, selection, clock };
+    let how = Counting { catalog, file, selection, clock, starts: &starts };
     let (block_tx, blocks) = mpsc::sync_channel::<std::result::Result<Block, BlockError>>(4);
     let (spent, spent_rx) = mpsc::channel::<Block>();
     let read_apart = std::thread::scope(|s| {
@@ -163,6 +166,8 @@ struct Counting<'a> {
     file: usize,
     selection: &'a Selection,
     clock: Clock,
+    /// Where each segment starts among the log's bytes, for progress.
+    starts: &'a [u64],
 }
 
 /// Counts `block` into `c` (events by wire code into `per_code`); leaves the block in
@@ -174,7 +179,7 @@ fn count_block(
     how: &Counting<'_>,
     block: std::result::Result<Block, BlockError>,
 ) {
-    let Counting { catalog, file, selection, ref clock } = *how;
+    let Counting { catalog, file, selection, ref clock, starts } = *how;
     let block = match block {
         Ok(b) => b,
         Err(e) => {
@@ -182,13 +187,16 @@ fn count_block(
             return;
         }
     };
-    progress.update(block.offset + block.stored_len);
+    let start = starts.get(block.segment as usize).copied().unwrap_or(0);
+    progress.update(start + block.offset + block.stored_len);
     let (thread, sequence) = (block.header.thread, block.header.sequence);
     c.ledger.block(&block);
     // The stop marker's block (thread 0, ending with a Stop record, the last block) is the
     // end of the stream, not a block of events: its bytes are not counted (its records, if
     // any, still are). A stop block that another block follows is a block like any other.
-    if let Some((packed, stored, records)) = c.held.take() {
+    if let Some((segment, (packed, stored, records))) = c.held.take()
+        && segment == block.segment
+    {
         c.packed += packed;
         c.stored_bytes += stored;
         c.record_bytes += records;
@@ -199,7 +207,7 @@ fn count_block(
         block.records.len() as u64,
     );
     if c.ledger.ends_with_marker() {
-        c.held = Some(own);
+        c.held = Some((block.segment, own));
     } else {
         c.packed += own.0;
         c.stored_bytes += own.1;
@@ -287,6 +295,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             h.clock.source.name(),
             h.clock.ticks_per_second
         );
+        if let Some(line) = event_format::ledger::describe_snapshot(&h) {
+            let _ = writeln!(text, "  {line}");
+        }
         for set in &h.sets {
             let s = &set.schema;
             // A one-set stream reads as before; several sets are named, with their counts.
@@ -336,6 +347,15 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let whole = lost == 0 && gaps == 0 && damaged == 0 && bad == 0 && unknown == 0;
         let losses = if whole { losses } else { palette.paint(Style::Warning, &losses) };
         let _ = writeln!(text, "  {losses}");
+        if let Some(line) = segments_line(l) {
+            let _ = writeln!(text, "  {line}");
+        }
+        if let Some(line) = left_open_line(log) {
+            let _ = writeln!(text, "  {line}");
+        }
+        for line in unwritten_lines(l) {
+            let _ = writeln!(text, "  {}", palette.paint(Style::Warning, &line));
+        }
         let (repeats, late) = (l.repeated_blocks(), l.late_blocks());
         if repeats + late > 0 {
             let _ = writeln!(
@@ -363,7 +383,7 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             );
         }
         let ending = ending(&c.ledger, log);
-        let ended = ending_line(&ending, &h);
+        let ended = of_last_segment(&c.ledger, ending_line(&ending, &h));
         let ended = if matches!(ending, Ending::Killed { .. }) { palette.paint(Style::Warning, &ended) } else { ended };
         let _ = writeln!(text, "  {ended}");
         // Names qualified by their sets may be longer than the usual column.
@@ -459,13 +479,93 @@ fn host_part(h: &Header) -> String {
     if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) }
 }
 
+/// For a recording of segments, what its segments are (`stats`): how many are here, how many
+/// the disk budget removed (with their events), how many are missing for another reason.
+fn segments_line(l: &Ledger) -> Option<String> {
+    let segments = l.segments()?;
+    let present = segments.present().len();
+    let (removed, removed_events) = l.removed();
+    let mut line = format!("recording of segments: {present} here");
+    if removed > 0 {
+        let _ = write!(line, ", {removed} removed by the disk budget ({removed_events} events)");
+    }
+    let gaps = l.segment_gaps();
+    if gaps > 0 {
+        let _ = write!(line, ", {gaps} missing (deleted, moved or not given)");
+    }
+    Some(line)
+}
+
+/// The `.open` segments of the recording its directory or glob left out, if any.
+fn left_open_line(log: &Log) -> Option<String> {
+    let names: Vec<String> = log
+        .left_open()
+        .iter()
+        .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!("left out: {} (still being written, or left by a killed writer; name it to read it)", names.join(", "))
+    })
+}
+
+/// What the recorder could not write (`stats` and `check`): between segments, and at a
+/// stop for a full disk or another write error (counted lost).
+fn unwritten_lines(l: &Ledger) -> Vec<String> {
+    let mut lines = Vec::new();
+    let full = l.unwritten_for_disk_full();
+    if full > 0 {
+        lines.push(format!("disk full: {full} events not written"));
+    }
+    let other = l.unwritten() - full;
+    if other > 0 {
+        lines.push(format!("write error: {other} events not written"));
+    }
+    let between = l.lost_between();
+    if between > 0 {
+        lines.push(format!("lost between segments: {between} events the recorder could not write"));
+    }
+    lines
+}
+
+/// `line`, said of a recording of segments' last segment, which says how it ended.
+fn of_last_segment(l: &Ledger, line: String) -> String {
+    match l.parts().last().and_then(|p| p.name) {
+        Some(name) => format!("{line} (its last segment, {name})"),
+        None => line,
+    }
+}
+
 /// How the recording ended, in one line (`stats`; `check` says the same in its problems).
 fn ending_line(ending: &Ending, h: &Header) -> String {
+    // A snapshot (docs/FORMAT.md, "Snapshot") ends with the marker its writer wrote when it
+    // had written the whole snapshot; the recording itself went on.
+    if h.properties.snapshot.is_some() {
+        match ending {
+            Ending::Clean(Some(stop)) => {
+                return format!(
+                    "written whole: the snapshot's writer wrote {} blocks, {} events and counted {} lost before its stop marker",
+                    stop.blocks, stop.events, stop.lost
+                );
+            }
+            Ending::Killed { .. } => {
+                return "not written whole: the snapshot has no stop marker (cut short)".to_owned();
+            }
+            _ => {}
+        }
+    }
     match ending {
-        Ending::Clean(Some(stop)) => format!(
-            "stopped cleanly: the writer wrote {} blocks, {} events and counted {} lost before its stop marker",
-            stop.blocks, stop.events, stop.lost
-        ),
+        Ending::Clean(Some(stop)) => match stop.cause {
+            StopCause::Stopped => format!(
+                "stopped cleanly: the writer wrote {} blocks, {} events and counted {} lost before its stop marker",
+                stop.blocks, stop.events, stop.lost
+            ),
+            StopCause::Rotated => "sealed segment (rotated): the recording goes on in the next segment, not read \
+                                   (still being written, `*.open`, or not given)"
+                .to_owned(),
+            StopCause::DiskFull => format!("stopped writing: disk full: {} events not written", stop.unwritten),
+            StopCause::WriteError => format!("stopped writing: write error: {} events not written", stop.unwritten),
+            StopCause::Other(n) => format!("stopped (cause {n})"),
+        },
         Ending::Clean(None) => "stopped cleanly (ring file closed)".to_owned(),
         Ending::Killed { after_marker: 0 } => "not stopped cleanly (killed or aborted): no stop marker".to_owned(),
         Ending::Killed { after_marker } => {
@@ -487,35 +587,84 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         let c = census(log, i, &everything);
         let l = &c.ledger;
         let mut problems = Vec::new();
+        let mut notes = Vec::new();
         for d in l.damaged_blocks() {
-            problems.push(format!("damaged: {d}"));
+            let of = match d {
+                Damaged::Block(e) => l.segment_name(e.segment).map(|n| format!("segment {n}: ")),
+                Damaged::Slot { .. } => None,
+            };
+            problems.push(format!("damaged: {}{d}", of.unwrap_or_default()));
         }
         for b in l.bad_records() {
             problems.push(format!("bad record: {b}"));
         }
-        for (t, seqs) in l.threads() {
-            for (first, n) in seqs.gaps() {
-                let what = if n == 1 { format!("block {first}") } else { format!("blocks {first}..{}", first + n - 1) };
-                // A thread's oldest blocks are what a ring overwrites: normal unless --strict.
-                // The recorder's own (thread 0) are never overwritten.
-                let overwritten = first == 0 && *t != 0;
-                if overwritten && !args.strict {
-                    continue;
+        let segments = l.segments();
+        for part in l.parts() {
+            let of = part.name.map(|n| format!("segment {n}: ")).unwrap_or_default();
+            for (t, seqs) in part.threads {
+                for (first, n) in seqs.gaps() {
+                    let what =
+                        if n == 1 { format!("block {first}") } else { format!("blocks {first}..{}", first + n - 1) };
+                    // A thread's oldest blocks are what a ring overwrites: normal unless --strict.
+                    // The recorder's own (thread 0) are never overwritten.
+                    let overwritten = first == 0 && *t != 0;
+                    if overwritten && !args.strict {
+                        continue;
+                    }
+                    let why = match (overwritten, *t) {
+                        (true, _) => "overwritten by its ring",
+                        (false, 0) => "dropped or damaged",
+                        (false, _) => "overwritten, dropped or damaged",
+                    };
+                    problems.push(format!("gap: {of}thread {t}: {what} missing ({why})"));
                 }
-                let why = match (overwritten, *t) {
-                    (true, _) => "overwritten by its ring",
-                    (false, 0) => "dropped or damaged",
-                    (false, _) => "overwritten, dropped or damaged",
-                };
-                problems.push(format!("gap: thread {t}: {what} missing ({why})"));
+                for n in seqs.repeats() {
+                    problems
+                        .push(format!("repeat: {of}thread {t}: block {n} appears again (its events are read twice)"));
+                }
+                for (highest, n) in seqs.late() {
+                    problems.push(format!("backwards: {of}thread {t}: block {n} comes after block {highest}"));
+                }
             }
-            for n in seqs.repeats() {
-                problems.push(format!("repeat: thread {t}: block {n} appears again (its events are read twice)"));
+            // Each segment but the last ends with its own marker, which its blocks must agree
+            // with; the last one's is the log's (below).
+            if part.last {
+                continue;
             }
-            for (highest, n) in seqs.late() {
-                problems.push(format!("backwards: thread {t}: block {n} comes after block {highest}"));
+            match part.marker {
+                Some(m) => marker_problems(&m, &of, &mut problems),
+                None if part.after_marker > 0 => problems
+                    .push(format!("{of}not stopped cleanly: {} blocks come after its stop marker", part.after_marker)),
+                None => {
+                    problems.push(format!("{of}not stopped cleanly: no stop marker (cut, or its writer was killed)"))
+                }
             }
         }
+        if let Some(segments) = segments {
+            let span = |first: u64, n: u64| {
+                if n == 1 { format!("{first}") } else { format!("{first}..{}", first + n - 1) }
+            };
+            let removed: Vec<String> =
+                segments.missing().iter().filter(|m| m.removed > 0).map(|m| span(m.first, m.removed)).collect();
+            let (count, events) = segments.removed();
+            if count > 0 {
+                let last = segments.present().last().map_or("?", |e| e.name.as_str());
+                let s = if count == 1 { "" } else { "s" };
+                notes.push(format!(
+                    "removed by the disk budget: segment{s} {}, {events} events (as {last} counts them)",
+                    removed.join(", ")
+                ));
+            }
+            for m in segments.missing().iter().filter(|m| m.gaps() > 0) {
+                let next = segments.present().get(m.before).map_or("?", |e| e.name.as_str());
+                let s = if m.gaps() == 1 { "" } else { "s" };
+                problems.push(format!(
+                    "gap: segment{s} {} missing before {next} (deleted, moved or not given; not removed by the disk budget)",
+                    span(m.first_gap(), m.gaps())
+                ));
+            }
+        }
+        problems.extend(unwritten_lines(l));
         for (t, n) in l.lost_by_thread() {
             let who = if *t == 0 { "no thread".to_owned() } else { format!("thread {t}") };
             problems.push(format!("lost: {who}: {n} events"));
@@ -527,30 +676,23 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         }
         let header = log.header().clone();
         let ending = ending(l, log);
-        let mut notes = Vec::new();
+        // What a snapshot is comes first (docs/FORMAT.md, "Snapshot").
+        notes.splice(0..0, event_format::ledger::describe_snapshot(&header));
         match &ending {
-            Ending::Killed { .. } => problems.push(ending_line(&ending, &header)),
-            Ending::Clean(Some(_)) => {
+            Ending::Killed { .. } => problems.push(of_last_segment(l, ending_line(&ending, &header))),
+            Ending::Clean(Some(stop)) => {
                 // What the writer wrote before its marker, against what is here: the records
                 // every walk yields (an event, a record of an unknown code, or one with bad
                 // arguments), the marker's block not counted (docs/FORMAT.md, "The clean stop").
+                // (A full disk or a write error is a problem above, with its count.)
                 if let Some(m) = l.marker() {
-                    let (written, read) = (m.written, m.read);
-                    if written.blocks != read.blocks {
-                        problems.push(format!(
-                            "blocks: the writer wrote {} before its stop marker, {} are here",
-                            written.blocks, read.blocks
-                        ));
-                    }
-                    if written.events != read.events {
-                        problems.push(format!("events: the writer wrote {}, {} are here", written.events, read.events));
-                    }
-                    if written.lost != read.lost {
-                        problems.push(format!(
-                            "losses: the writer counted {} lost, the log reports {}",
-                            written.lost, read.lost
-                        ));
-                    }
+                    let of =
+                        l.parts().last().and_then(|p| p.name).map(|n| format!("segment {n}: ")).unwrap_or_default();
+                    marker_problems(&m, &of, &mut problems);
+                }
+                match stop.cause {
+                    StopCause::Rotated | StopCause::Other(_) => notes.push(ending_line(&ending, &header)),
+                    _ => {}
                 }
             }
             Ending::Clean(None) => {}
@@ -565,6 +707,12 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             ));
         }
         let _ = writeln!(text, "{}: {} blocks, {} events", log.path().display(), l.blocks(), l.events());
+        if let Some(line) = segments_line(l) {
+            let _ = writeln!(text, "  {line}");
+        }
+        if let Some(line) = left_open_line(log) {
+            notes.push(line);
+        }
         for n in &notes {
             let _ = writeln!(text, "  {n}");
         }
@@ -581,4 +729,22 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     }
     write_all(&text)?;
     Ok(if whole { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// What a stop marker's counts and what was read before it disagree in, as problems; `of`
+/// names the segment (empty for a log of one file).
+fn marker_problems(m: &Marker, of: &str, problems: &mut Vec<String>) {
+    let (written, read) = (m.written, m.read);
+    if written.blocks != read.blocks {
+        problems.push(format!(
+            "{of}blocks: the writer wrote {} before its stop marker, {} are here",
+            written.blocks, read.blocks
+        ));
+    }
+    if written.events != read.events {
+        problems.push(format!("{of}events: the writer wrote {}, {} are here", written.events, read.events));
+    }
+    if written.lost != read.lost {
+        problems.push(format!("{of}losses: the writer counted {} lost, the log reports {}", written.lost, read.lost));
+    }
 }

@@ -149,7 +149,17 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
             "--rotate is a request of its own; give --enable and --disable in another `control` call".to_owned(),
         ));
     }
-    let text = if args.rotate { ROTATE_REQUEST.to_owned() } else { items.join(" ") };
+    let mut text = if args.rotate { ROTATE_REQUEST.to_owned() } else { items.join(" ") };
+    let snapshot = match &args.snapshot {
+        Some(out) => {
+            // The program writes it, from its own working directory: the path is made whole here.
+            let out = std::path::absolute(out)
+                .map_err(|e| DumpError::new(format!("{}: cannot make the path absolute: {e}", out.display())))?;
+            text = format!("{}{}", event_format::ring::SNAPSHOT_REQUEST, out.display());
+            Some(out)
+        }
+        None => None,
+    };
     let file = std::fs::OpenOptions::new().read(true).write(true).open(&args.ring).map_err(|e| {
         DumpError::new(format!(
             "{shown}: cannot open for writing: {e}; only the ring file's owner can change what its program records"
@@ -158,6 +168,11 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
     let began = Instant::now();
     let answer = send_request(&file, &text, Duration::from_millis(args.timeout));
     match answer {
+        Ok((true, wrote)) if snapshot.is_some() => {
+            write_all(&format!("snapshot written: {wrote} (answered in {} ms)\n", began.elapsed().as_millis()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok((false, why)) if snapshot.is_some() => Err(DumpError::new(format!("{shown}: no snapshot: {why}"))),
         Ok((true, now)) if text.is_empty() => {
             write_all(&format!("recording: {now}\n"))?;
             Ok(ExitCode::SUCCESS)

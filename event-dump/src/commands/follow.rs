@@ -1,41 +1,106 @@
 //! `follow`: a running program's events from its ring file as they are committed (ftrace's
-//! `trace_pipe`), until the program stops or dies.
+//! `trace_pipe`), until the program stops or dies; or from its recording of segments, across
+//! rotations ([`segments`](super::follow_segments)).
 
 use super::{Colors, Result, Selection, out_line, thread_names};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
-use event_format::decode::{Catalog, Entry};
+use event_format::decode::{Catalog, Entry, Event};
 use event_format::ring::{FollowItem, Follower, STATE_CLOSED};
+use event_format::text::Seconds;
+use event_format::wire::Header;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// `follow`: prints what the ring file's program commits, until it stops.
+/// What `follow` prints with: the selection and the renderer, and what they learn on the way.
+pub(super) struct Printer {
+    selection: Selection,
+    renderer: Renderer,
+    header: Header,
+    seconds: Seconds,
+    ann: Annotations,
+    templates: Templates,
+    line: Vec<u8>,
+    holes: Vec<crate::render::Hole>,
+    filled: Vec<u8>,
+}
+
+impl Printer {
+    /// The printer of `args`' selection and format for a log of `header`, whose thread names
+    /// `names` reads (only when `--thread` or the filter names a thread).
+    pub(super) fn new(
+        args: &FollowArgs,
+        colors: Colors,
+        header: &Header,
+        names: impl FnOnce() -> Result<crate::selection::ThreadNames>,
+    ) -> Result<Printer> {
+        let catalog = Catalog::new(&header.sets);
+        let selection = Selection::new(&args.select, &[header], names)?;
+        let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
+        let renderer =
+            Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
+        Ok(Printer {
+            selection,
+            renderer,
+            header: header.clone(),
+            seconds: Seconds::new(&header.clock),
+            ann: Annotations::default(),
+            templates: Templates::default(),
+            line: Vec::new(),
+            holes: Vec::new(),
+            filled: Vec::new(),
+        })
+    }
+
+    /// The CSV header line, if the format has one.
+    pub(super) fn start(&self, out: &mut impl Write) -> Result<()> {
+        if let Some(h) = self.renderer.header() {
+            let _ = out_line(out, h)?;
+        }
+        Ok(())
+    }
+
+    /// Learns what `event` says (labels, interned strings) and prints it if it is selected;
+    /// `Break` when stdout is closed.
+    pub(super) fn event(&mut self, out: &mut impl Write, event: &Event<'_>) -> Result<ControlFlow<()>> {
+        self.ann.learn(0, event);
+        if !self.selection.keeps(0, event, &self.header.clock) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        self.line.clear();
+        self.holes.clear();
+        let thread = self.renderer.thread_text(0, event.thread);
+        let origin = Origin { file: 0, thread: &thread, seconds: &self.seconds };
+        let template = self.templates.get(&self.renderer, 0, event.desc);
+        self.renderer.line(&mut self.line, &mut self.holes, &origin, template, event);
+        self.filled.clear();
+        self.renderer.fill(&mut self.filled, &self.line, &self.holes, &self.ann, 0, event.desc);
+        self.filled.push(b'\n');
+        out_bytes(out, &self.filled)
+    }
+}
+
+/// `follow`: prints what the ring file's program commits, until it stops; for a recording of
+/// segments (a directory, or a segment), what its recorder writes, across rotations.
 pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
+    if super::follow_segments::is_segments(&args.ring) {
+        return super::follow_segments::follow(args, colors);
+    }
     let shown = args.ring.display().to_string();
     let reader = event_format::log::open_ring(&args.ring).map_err(|e| DumpError::new(e.to_string()))?;
     let header = reader.header().clone();
     let pid = reader.layout().pid;
     let catalog = Catalog::new(&header.sets);
     // Thread names are those the ring file holds when following starts.
-    let selection = Selection::new(&args.select, &[&header], || thread_names(std::slice::from_ref(&args.ring), false))?;
-    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
-    let renderer =
-        Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
+    let mut printer = Printer::new(args, colors, &header, || thread_names(std::slice::from_ref(&args.ring), false))?;
     let mut follower = if args.from_now { Follower::from_now(reader) } else { Follower::new(reader) };
-    let mut ann = Annotations::default();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    if let Some(h) = renderer.header() {
-        let _ = out_line(&mut out, h)?;
-    }
-    let mut line = Vec::new();
-    let seconds = event_format::text::Seconds::new(&header.clock);
-    let mut templates = Templates::default();
-    let (mut holes, mut filled) = (Vec::new(), Vec::new());
+    printer.start(&mut out)?;
     // Records of codes this reader does not know, by code: reported when following ends.
     let mut unknown: BTreeMap<u16, u64> = BTreeMap::new();
     let report_unknown = |unknown: &BTreeMap<u16, u64>| {
@@ -55,20 +120,8 @@ pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                     for entry in block.entries_from(&catalog, from) {
                         match entry {
                             Entry::Event(event) => {
-                                ann.learn(0, &event);
-                                if selection.keeps(0, &event, &header.clock) {
-                                    line.clear();
-                                    holes.clear();
-                                    let thread = renderer.thread_text(0, event.thread);
-                                    let origin = Origin { file: 0, thread: &thread, seconds: &seconds };
-                                    let template = templates.get(&renderer, 0, event.desc);
-                                    renderer.line(&mut line, &mut holes, &origin, template, &event);
-                                    filled.clear();
-                                    renderer.fill(&mut filled, &line, &holes, &ann, 0, event.desc);
-                                    filled.push(b'\n');
-                                    if out_bytes(&mut out, &filled)?.is_break() {
-                                        return Ok(ExitCode::SUCCESS);
-                                    }
+                                if printer.event(&mut out, &event)?.is_break() {
+                                    return Ok(ExitCode::SUCCESS);
                                 }
                             }
                             Entry::Unknown { code, .. } => *unknown.entry(code).or_insert(0u64) += 1,

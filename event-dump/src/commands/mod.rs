@@ -11,6 +11,7 @@
 pub(crate) mod census;
 pub(crate) mod control;
 pub(crate) mod follow;
+mod follow_segments;
 pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;

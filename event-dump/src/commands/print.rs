@@ -35,6 +35,27 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let total: u64 = logs.iter().map(|l| l.len()).sum();
     let mut progress = Progress::new("reading", total);
     let paths: Vec<String> = logs.iter().map(|l| l.path().display().to_string()).collect();
+    // What a recording of segments misses, by its segments' properties (`check` says more).
+    let mut missing_segments: Vec<String> = Vec::new();
+    for (log, path) in logs.iter().zip(&paths) {
+        let ledger = log.ledger();
+        let (removed, events) = ledger.removed();
+        let (gaps, between) = (ledger.segment_gaps(), ledger.lost_between());
+        let mut said = Vec::new();
+        let plural = |n: u64| if n == 1 { "segment" } else { "segments" };
+        if removed > 0 {
+            said.push(format!("{removed} {} removed by the disk budget ({events} events)", plural(removed)));
+        }
+        if gaps > 0 {
+            said.push(format!("{gaps} {} missing (deleted, moved or not given)", plural(gaps)));
+        }
+        if between > 0 {
+            said.push(format!("{between} events lost between segments"));
+        }
+        if !said.is_empty() {
+            missing_segments.push(format!("{path}: {}; `event-dump check {path}` tells more", said.join("; ")));
+        }
+    }
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
     let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
     let ctx = Context {
@@ -42,6 +63,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         keeps: (!selection.is_everything()).then_some(&keeps),
         catalogs: catalogs.clone(),
         clocks: clocks.clone(),
+        starts: logs.iter().map(|l| l.segment_starts()).collect(),
         spare: Default::default(),
     };
     let mut w = Writer::new(&renderer, &catalogs, &paths, args.limit, &mut progress);
@@ -89,6 +111,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
             )
         });
     }
+    problems.extend(missing_segments);
     for p in &problems {
         eprintln!("event-dump: {}", colors.err.paint(Style::Warning, p));
     }

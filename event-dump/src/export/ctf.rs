@@ -279,7 +279,7 @@ fn read_into(log: &mut Log, trace: &mut Trace, window: &mut Window) -> io::Resul
     let mut ledgers = super::merge_all(std::slice::from_mut(log), "exported", |Item { file, event }| {
         if window.keeps(file, &event) { trace.add(&event) } else { Ok(()) }
     })?;
-    Ok(ledgers.pop().unwrap_or_else(|| Ledger::new(log.header().format)))
+    Ok(ledgers.pop().unwrap_or_else(|| log.ledger()))
 }
 
 /// `text` as a TSDL string literal: printable ASCII, `"` and `\` escaped, anything else `?`.

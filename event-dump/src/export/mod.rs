@@ -231,16 +231,46 @@ fn report(imported: &[Imported], out: &Path) -> ExitCode {
 #[derive(Debug, Default)]
 struct Said {
     skipped: Vec<String>,
+    /// What a recording of segments misses that no export can carry: segments the disk budget
+    /// removed or that are missing, events the recorder could not write.
+    segments: Vec<String>,
 }
 
 impl Said {
     /// What the ledgers of `logs` say together, as the parts of one line.
     fn of<'a>(ledgers: impl IntoIterator<Item = &'a Ledger>) -> Said {
         let (mut damaged, mut bad, mut unknown) = (0u64, 0u64, 0u64);
+        let (mut removed, mut removed_events, mut gaps, mut full, mut unwritten, mut between) =
+            (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
         for l in ledgers {
             damaged += l.damaged_blocks().len() as u64;
             bad += l.bad_records().len() as u64;
             unknown = unknown.saturating_add(l.unknown_records());
+            let (r, e) = l.removed();
+            removed += r;
+            removed_events = removed_events.saturating_add(e);
+            gaps += l.segment_gaps();
+            full = full.saturating_add(l.unwritten_for_disk_full());
+            unwritten = unwritten.saturating_add(l.unwritten() - l.unwritten_for_disk_full());
+            between = between.saturating_add(l.lost_between());
+        }
+        let mut segments = Vec::new();
+        if removed > 0 {
+            let s = if removed == 1 { "" } else { "s" };
+            segments.push(format!("{removed} segment{s} removed by the disk budget ({removed_events} events)"));
+        }
+        if gaps > 0 {
+            let s = if gaps == 1 { "" } else { "s" };
+            segments.push(format!("{gaps} segment{s} missing"));
+        }
+        if full > 0 {
+            segments.push(format!("disk full: {full} events not written"));
+        }
+        if unwritten > 0 {
+            segments.push(format!("write error: {unwritten} events not written"));
+        }
+        if between > 0 {
+            segments.push(format!("{between} events lost between segments"));
         }
         let mut skipped = Vec::new();
         let mut count = |n: u64, one: &str, many: &str| {
@@ -251,12 +281,14 @@ impl Said {
         count(damaged, "damaged block", "damaged blocks");
         count(bad, "bad record", "bad records");
         count(unknown, "record of an unknown code", "records of unknown codes");
-        Said { skipped }
+        Said { skipped, segments }
     }
 
-    /// The line of a table export for one log, if anything was skipped.
+    /// The line of a table export for one log, if anything was skipped or is missing.
     fn table_line(&self) -> Option<String> {
-        (!self.skipped.is_empty()).then(|| format!("{} skipped", self.skipped.join(", ")))
+        let skipped = (!self.skipped.is_empty()).then(|| format!("{} skipped", self.skipped.join(", ")));
+        let all: Vec<String> = skipped.into_iter().chain(self.segments.iter().cloned()).collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     /// The one line of a viewer's export (`chrome`, `ctf`) on stderr, with the exporter's own
@@ -264,7 +296,12 @@ impl Said {
     fn report(&self, format: &str, extra: &[String], window: &Window) {
         let skipped = (!self.skipped.is_empty()).then(|| format!("skipped {}", self.skipped.join(", ")));
         let left_out = left_out_note(window.left_out_of_all());
-        let all: Vec<String> = skipped.into_iter().chain(extra.iter().cloned()).chain(left_out).collect();
+        let all: Vec<String> = skipped
+            .into_iter()
+            .chain(self.segments.iter().cloned())
+            .chain(extra.iter().cloned())
+            .chain(left_out)
+            .collect();
         if !all.is_empty() {
             eprintln!(
                 "event-dump: export --to {format}: {}; the rest was exported (`event-dump check LOG` tells more)",
@@ -304,26 +341,28 @@ fn param_columns(fixed: &[&str], params: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// A log's content identity: its size and a 64-bit FNV-1a digest of all its bytes,
-/// `size:digest` with the digest in hex. The table exports refuse a log whose identity they
-/// already hold.
-fn identity(path: &Path) -> io::Result<String> {
+/// A log's content identity: its size and a 64-bit FNV-1a digest of all its bytes (of its
+/// files' bytes one after the other, for a recording of segments), `size:digest` with the
+/// digest in hex. The table exports refuse a log whose identity they already hold.
+fn identity(files: &[&Path]) -> io::Result<String> {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 1 << 20];
     let (mut hash, mut size) = (OFFSET, 0u64);
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        for &b in &buf[..n] {
-            hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+    for path in files {
+        let mut file = std::fs::File::open(path)?;
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            for &b in &buf[..n] {
+                hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+            }
+            size += n as u64;
         }
-        size += n as u64;
     }
     Ok(format!("{size}:{hash:016x}"))
 }
@@ -353,9 +392,10 @@ fn walk<E>(
     window: &mut Window,
     mut visit: impl FnMut(&Event<'_>) -> Result<(), E>,
 ) -> Result<Walked, E> {
-    let mut ledger = Ledger::new(log.header().format);
+    let mut ledger = log.ledger();
     let mut events_by_thread = BTreeMap::new();
     let block_size = u64::from(log.header().block_size);
+    let starts = log.segment_starts();
     let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());
     while let Some(block) = log.next_block() {
         let block = match block {
@@ -365,7 +405,8 @@ fn walk<E>(
                 continue;
             }
         };
-        progress.update(block.offset + block_size);
+        let start = starts.get(block.segment as usize).copied().unwrap_or(0);
+        progress.update(start + block.offset + block_size);
         let (thread, sequence) = (block.header.thread, block.header.sequence);
         ledger.block(&block);
         let mut in_block = 0u64;

@@ -793,7 +793,7 @@ fn plan(logs: &[Log], out: &Path, dataset: &Dataset) -> Result<Vec<Planned>> {
     let mut meanings: HashMap<String, (String, String)> = HashMap::new();
     for (i, log) in logs.iter().enumerate() {
         let shown = log.path().display();
-        let identity = identity(log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+        let identity = identity(&log.files()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
         if let Some((serial, path)) = dataset.logs.get(&identity) {
             return Err(refuse(
                 format!("{shown}: already exported into {} as log {serial} ({path})", out.display()),
@@ -936,7 +936,7 @@ fn write_run(
             ]
         }));
         // Every thread with a block, and every thread a `Dropped` event names.
-        let threads: BTreeSet<u64> = l.threads().keys().chain(l.lost_by_thread().keys()).copied().collect();
+        let threads: BTreeSet<u64> = l.threads().map(|(t, _)| t).chain(l.lost_by_thread().keys().copied()).collect();
         for thread in threads {
             let name = names.get(&thread).map_or(Cell::Null, |n| Cell::Str(n.clone()));
             let events = walked.events_by_thread.get(&thread).copied().unwrap_or(0);

@@ -568,7 +568,7 @@ fn import(
 ) -> Result<Imported> {
     let sql = |e: rusqlite::Error| db.error(&e);
     let shown = log.path().display().to_string();
-    let identity = super::identity(log.path()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+    let identity = super::identity(&log.files()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let earlier: Option<(i64, String, String)> = tx
         .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))

@@ -23,4 +23,5 @@ mod hostile;
 mod latency;
 mod ledger;
 mod print_jobs;
+mod segments;
 mod sets;

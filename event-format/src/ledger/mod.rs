@@ -17,7 +17,15 @@
 //! - the clean stop ("The clean stop"): the stop marker is the last verified block when it is
 //!   a block of thread 0 whose last record is a `Stop`, in a stream of format 2.0.1 or later;
 //!   it is no block of the log's counts (though its number is one of thread 0's), and what
-//!   the writer said it wrote is compared with what was read.
+//!   the writer said it wrote is compared with what was read;
+//! - for a recording of segments (a log of several files, [`crate::log`]; docs/FORMAT.md,
+//!   "Reading segments"), made by [`Ledger::with_segments`]: each segment's blocks apart
+//!   (every segment restarts its threads' numbers), each segment's stop marker against its
+//!   own blocks, and from the segments' header properties the segments the disk budget
+//!   removed (with their events, reported, no problem), the segments missing for any other
+//!   reason (gaps, a problem) and the events the recorder could not write between segments
+//!   or at a stop for a full disk ([`Ledger::lost_between`], [`Ledger::unwritten`]), which
+//!   are losses. The last segment's marker says how the recording ended.
 //!
 //! It is pure: no I/O, no clock, no threads. Whether a writer is still alive is the caller's
 //! to find out ([`Ledger::ending`] asks only when it matters).
@@ -50,16 +58,20 @@
 //! # Ok(()) }
 //! ```
 
+mod segments;
 mod sequences;
+mod snapshot;
 
+pub use segments::{Missing, SegmentEntry, Segments};
 pub use sequences::{Sequences, Step};
+pub use snapshot::describe_snapshot;
 
 use crate::builtin::{DROPPED, STOP, TIME_EXTEND};
 use crate::decode::{Block, BlockError, Entry, Event};
 use crate::letter::Letter;
 use crate::ring::{RingFindings, STATE_CLOSED};
 use crate::schema::Version;
-use crate::wire::{RecordError, Stop, Value, records_stop};
+use crate::wire::{RecordError, Stop, StopCause, Value, records_stop};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -165,8 +177,11 @@ struct RingEnd {
 pub struct Ledger {
     /// The stream's format version: whether it has a clean-stop marker.
     format: Version,
-    /// Thread -> its blocks' sequence numbers.
-    threads: BTreeMap<u64, Sequences>,
+    /// The log's segments as the ledger met them (one part for a log of one file): each
+    /// with its threads' blocks and its stop blocks.
+    parts: Vec<Part>,
+    /// For a recording of segments: what their properties say.
+    segments: Option<Segments>,
     /// Verified blocks, stop blocks included.
     blocks: u64,
     /// Records the walk yields (events, unknown codes, bad arguments), stop blocks' included.
@@ -178,10 +193,60 @@ pub struct Ledger {
     /// Thread (0: of no thread) -> events lost.
     lost: BTreeMap<u64, u64>,
     truncated_strings: u64,
+    ring: Option<RingEnd>,
+}
+
+/// The ledger's counts at a point of the log: where a segment starts or ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    blocks: u64,
+    records: u64,
+    /// Events lost as the blocks report them (their `lost` fields and `Dropped` counts).
+    lost: u64,
+}
+
+/// One segment of the log as the ledger met it (the whole log when it is one file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Part {
+    /// Its place among the log's segments ([`Block::segment`]).
+    segment: u32,
+    /// Thread -> its blocks' sequence numbers in this segment.
+    threads: BTreeMap<u64, Sequences>,
     /// The last stop block, and the verified blocks after it.
     stop_block: Option<StopBlock>,
     after_stop_block: u64,
-    ring: Option<RingEnd>,
+    /// The counts when it started, and when the next one did (`None` while it is the last).
+    start: Counts,
+    end: Option<Counts>,
+}
+
+impl Part {
+    fn new(segment: u32, start: Counts) -> Part {
+        Part { segment, threads: BTreeMap::new(), stop_block: None, after_stop_block: 0, start, end: None }
+    }
+
+    /// Its stop marker's block: its last stop block when no verified block follows it.
+    fn marker_block(&self) -> Option<&StopBlock> {
+        self.stop_block.as_ref().filter(|_| self.after_stop_block == 0)
+    }
+}
+
+/// One segment of a log as its ledger counted it: [`Ledger::parts`].
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentPart<'a> {
+    /// Its place among the log's segments (0 for a log of one file).
+    pub segment: u32,
+    /// Its file's name, for a recording of segments.
+    pub name: Option<&'a str>,
+    /// Each thread of it that has a verified block, with its blocks' numbers (a segment
+    /// restarts them).
+    pub threads: &'a BTreeMap<u64, Sequences>,
+    /// Its stop marker's counts beside what was read of it, when it ends with one.
+    pub marker: Option<Marker>,
+    /// Verified blocks after its last stop block, when it has one and does not end with it.
+    pub after_marker: u64,
+    /// Whether it is the log's last segment, whose marker says how the recording ended.
+    pub last: bool,
 }
 
 impl Ledger {
@@ -189,7 +254,8 @@ impl Ledger {
     pub fn new(format: Version) -> Ledger {
         Ledger {
             format,
-            threads: BTreeMap::new(),
+            parts: vec![Part::new(0, Counts::default())],
+            segments: None,
             blocks: 0,
             records: 0,
             events: 0,
@@ -198,10 +264,37 @@ impl Ledger {
             damaged: Vec::new(),
             lost: BTreeMap::new(),
             truncated_strings: 0,
-            stop_block: None,
-            after_stop_block: 0,
             ring: None,
         }
+    }
+
+    /// The ledger of a recording of segments whose present segments are `present`, in the
+    /// order their blocks come ([`Block::segment`] is the place in it), which is the order of
+    /// their indexes.
+    pub fn with_segments(mut self, present: Vec<SegmentEntry>) -> Ledger {
+        self.segments = Some(Segments::new(present));
+        self
+    }
+
+    fn counts(&self) -> Counts {
+        Counts { blocks: self.blocks, records: self.records, lost: self.recorded_lost() }
+    }
+
+    /// The part of segment `segment`: a new one when the log has gone on to it.
+    fn part(&mut self, segment: u32) -> &mut Part {
+        if self.parts.last().is_none_or(|p| p.segment != segment) {
+            let now = self.counts();
+            if let Some(last) = self.parts.last_mut() {
+                last.end = Some(now);
+            }
+            self.parts.push(Part::new(segment, now));
+        }
+        let last = self.parts.len() - 1;
+        &mut self.parts[last]
+    }
+
+    fn last_part(&self) -> Option<&Part> {
+        self.parts.last()
     }
 
     /// Counts a verified block, in stream order: its thread's sequence number and its `lost`
@@ -209,23 +302,27 @@ impl Ledger {
     /// thread: a streaming reader reports [`Step::Ahead`]'s skipped blocks as missing so far.
     pub fn block(&mut self, block: &Block) -> Step {
         let header = &block.header;
-        self.blocks += 1;
-        self.add_lost(header.thread, header.lost);
-        let stop = if header.thread == 0 && records_stop(self.format) { block.stop() } else { None };
+        let format = self.format;
+        let part = self.part(block.segment);
+        let stop = if header.thread == 0 && records_stop(format) { block.stop() } else { None };
         match stop {
             Some(stop) => {
                 let (records, lost) = own_counts(block);
-                self.stop_block = Some(StopBlock { stop, records, lost });
-                self.after_stop_block = 0;
+                part.stop_block = Some(StopBlock { stop, records, lost });
+                part.after_stop_block = 0;
             }
-            None if self.stop_block.is_some() => self.after_stop_block += 1,
+            None if part.stop_block.is_some() => part.after_stop_block += 1,
             None => {}
         }
-        self.threads.entry(header.thread).or_default().add(header.sequence)
+        let step = part.threads.entry(header.thread).or_default().add(header.sequence);
+        self.blocks += 1;
+        self.add_lost(header.thread, header.lost);
+        step
     }
 
     /// Counts a block that failed its checks.
     pub fn damaged(&mut self, error: &BlockError) {
+        self.part(error.segment);
         self.damaged.push(Damaged::Block(error.clone()));
     }
 
@@ -293,9 +390,15 @@ impl Ledger {
         }
     }
 
-    /// The stop block that ends the log, when the last verified block is one.
+    /// The stop block that ends the log, when the last verified block (of its last segment)
+    /// is one.
     fn marker_block(&self) -> Option<&StopBlock> {
-        self.stop_block.as_ref().filter(|_| self.after_stop_block == 0)
+        self.last_part().and_then(Part::marker_block)
+    }
+
+    /// Events lost as the blocks report them: `lost` fields and `Dropped` counts.
+    fn recorded_lost(&self) -> u64 {
+        saturating_sum(self.lost.values().copied())
     }
 
     /// Whether the last verified block so far is a stop block: the log's stop marker, if
@@ -306,9 +409,10 @@ impl Ledger {
     }
 
     /// The log's verified blocks, the stop marker not counted (a stop block that blocks
-    /// follow is no marker, and counts).
+    /// follow is no marker, and counts; each segment of a recording of segments has its own
+    /// marker).
     pub fn blocks(&self) -> u64 {
-        self.blocks - u64::from(self.marker_block().is_some())
+        self.blocks - self.parts.iter().filter(|p| p.marker_block().is_some()).count() as u64
     }
 
     /// Events: records whose code the catalog knows and whose arguments match their format.
@@ -341,9 +445,67 @@ impl Ledger {
         &self.lost
     }
 
-    /// Events lost, all threads together.
+    /// Events lost: all threads' together ([`lost_by_thread`](Ledger::lost_by_thread)), and
+    /// for a recording of segments those the recorder could not write between segments
+    /// ([`lost_between`](Ledger::lost_between)) or held when it could not write
+    /// ([`unwritten`](Ledger::unwritten)).
     pub fn lost(&self) -> u64 {
-        saturating_sum(self.lost.values().copied())
+        saturating_sum([self.recorded_lost(), self.lost_between(), self.unwritten()].into_iter())
+    }
+
+    /// Events the recorder could not write between two segments (the segments' header
+    /// property), counted lost; 0 for a log of one file.
+    pub fn lost_between(&self) -> u64 {
+        self.segments.as_ref().map_or(0, Segments::lost_between)
+    }
+
+    /// Events the writer held and could not write when it stopped writing a segment (or the
+    /// log) for a full disk or another write error, as its stop markers say; counted lost.
+    pub fn unwritten(&self) -> u64 {
+        let failed = self.parts.iter().filter_map(|p| p.marker_block()).filter(|b| b.stop.cause.is_failure());
+        saturating_sum(failed.map(|b| b.stop.unwritten))
+    }
+
+    /// Events the writer held and could not write for a full disk (the part of
+    /// [`unwritten`](Ledger::unwritten) whose markers say `disk full`).
+    pub fn unwritten_for_disk_full(&self) -> u64 {
+        let full = self.parts.iter().filter_map(|p| p.marker_block()).filter(|b| b.stop.cause == StopCause::DiskFull);
+        saturating_sum(full.map(|b| b.stop.unwritten))
+    }
+
+    /// For a recording of segments, what their properties say: the segments present, those
+    /// the disk budget removed and the gaps. `None` for a log of one file.
+    pub fn segments(&self) -> Option<&Segments> {
+        self.segments.as_ref()
+    }
+
+    /// Segments the disk budget removed, and the events they held: reported, no problem.
+    pub fn removed(&self) -> (u64, u64) {
+        self.segments.as_ref().map_or((0, 0), Segments::removed)
+    }
+
+    /// Segments missing that the budget did not remove (deleted, moved or not given): gaps.
+    pub fn segment_gaps(&self) -> u64 {
+        self.segments.as_ref().map_or(0, Segments::gaps)
+    }
+
+    /// The name of the file of the segment at `place` ([`Block::segment`]), for a recording
+    /// of segments.
+    pub fn segment_name(&self, place: u32) -> Option<&str> {
+        self.segments.as_ref().and_then(|s| s.name(place))
+    }
+
+    /// The log's segments as they were counted (one for a log of one file), in order.
+    pub fn parts(&self) -> impl Iterator<Item = SegmentPart<'_>> + '_ {
+        let count = self.parts.len();
+        self.parts.iter().enumerate().map(move |(i, p)| SegmentPart {
+            segment: p.segment,
+            name: self.segment_name(p.segment),
+            threads: &p.threads,
+            marker: self.part_marker(p),
+            after_marker: if p.stop_block.is_some() { p.after_stop_block } else { 0 },
+            last: i + 1 == count,
+        })
     }
 
     /// Strings their writer cut, in events.
@@ -351,40 +513,50 @@ impl Ledger {
         self.truncated_strings
     }
 
-    /// Each thread that has a verified block, with its blocks' numbers.
-    pub fn threads(&self) -> &BTreeMap<u64, Sequences> {
-        &self.threads
+    /// Each thread that has a verified block, with its blocks' numbers: per segment, for a
+    /// recording of segments (whose segments restart them; [`parts`](Ledger::parts) tells
+    /// which), so a thread may come once per segment.
+    pub fn threads(&self) -> impl Iterator<Item = (u64, &Sequences)> + '_ {
+        self.parts.iter().flat_map(|p| p.threads.iter().map(|(t, s)| (*t, s)))
     }
 
     /// Blocks missing: every thread's gaps together, a ring's overwritten blocks included.
     pub fn missing_blocks(&self) -> u64 {
-        saturating_sum(self.threads.values().map(Sequences::missing))
+        saturating_sum(self.threads().map(|(_, s)| s.missing()))
     }
 
     /// The oldest blocks a ring overwrote, per thread, as (thread, blocks): a thread's first
     /// numbers missing, for every thread but 0, whose blocks are the recorder's own reports
     /// and are never overwritten (its gaps are blocks dropped or damaged).
     pub fn overwritten(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.threads.iter().filter(|(t, _)| **t != 0).map(|(t, s)| (*t, s.oldest_missing())).filter(|o| o.1 > 0)
+        self.threads().filter(|(t, _)| *t != 0).map(|(t, s)| (t, s.oldest_missing())).filter(|o| o.1 > 0)
     }
 
     /// Blocks whose number an earlier block of their thread had.
     pub fn repeated_blocks(&self) -> u64 {
-        self.threads.values().map(|s| s.repeats().len() as u64).sum()
+        self.threads().map(|(_, s)| s.repeats().len() as u64).sum()
     }
 
     /// Blocks that came after a higher-numbered block of their thread.
     pub fn late_blocks(&self) -> u64 {
-        self.threads.values().map(|s| s.late().len() as u64).sum()
+        self.threads().map(|(_, s)| s.late().len() as u64).sum()
     }
 
-    /// The stop marker's counts beside what was read before it, when the log ends with one.
+    /// The stop marker's counts beside what was read before it, when the log ends with one
+    /// (for a recording of segments: its last segment's marker, against that segment).
     pub fn marker(&self) -> Option<Marker> {
-        let block = self.marker_block()?;
+        self.part_marker(self.last_part()?)
+    }
+
+    /// `part`'s marker's counts beside what was read of the part before it.
+    fn part_marker(&self, part: &Part) -> Option<Marker> {
+        let block = part.marker_block()?;
+        let end = part.end.unwrap_or_else(|| self.counts());
         let read = Stop {
-            blocks: self.blocks(),
-            events: self.records - block.records,
-            lost: self.lost().saturating_sub(block.lost),
+            // The marker's own block is no block of the counts.
+            blocks: (end.blocks - part.start.blocks).saturating_sub(1),
+            events: (end.records - part.start.records).saturating_sub(block.records),
+            lost: end.lost.saturating_sub(part.start.lost).saturating_sub(block.lost),
             cause: block.stop.cause,
             unwritten: block.stop.unwritten,
         };
@@ -405,10 +577,11 @@ impl Ledger {
         if !records_stop(self.format) {
             return Ending::Unrecorded;
         }
-        match self.marker_block() {
+        let Some(part) = self.last_part() else { return Ending::Killed { after_marker: 0 } };
+        match part.marker_block() {
             Some(block) => Ending::Clean(Some(block.stop)),
-            None if self.stop_block.is_none() && alive() => Ending::Running,
-            None => Ending::Killed { after_marker: self.after_stop_block },
+            None if part.stop_block.is_none() && alive() => Ending::Running,
+            None => Ending::Killed { after_marker: part.after_stop_block },
         }
     }
 }

@@ -32,6 +32,11 @@ pub const REQUEST_MAX: usize = 2032;
 /// start the next (since format 2.0.3; docs/FORMAT.md, "Control protocol"): outside the
 /// selection language, so that a recorder that predates it refuses it.
 pub const ROTATE_REQUEST: &str = "!rotate";
+
+/// The prefix of a control request that asks for a snapshot (docs/FORMAT.md, "Control
+/// protocol"): `@snapshot ` and the absolute path of the new file. `@` begins no selection
+/// item, so a program of an older runtime refuses it as a bad selection.
+pub const SNAPSHOT_REQUEST: &str = "@snapshot ";
 /// The longest control reply, in bytes.
 pub const REPLY_MAX: usize = 1024;
 

@@ -80,7 +80,7 @@ mod read;
 pub use follow::{FollowItem, Follower};
 pub use layout::{
     Layout, MAX_BLOCKS_PER_SLOT, MAX_SLOTS, PAGE, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_MAGIC, RING_VERSION,
-    ROTATE_REQUEST, RingError, SLOT_LEN, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, at, control_at, is_ring,
-    position, slot_at, split_position,
+    ROTATE_REQUEST, RingError, SLOT_LEN, SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, at,
+    control_at, is_ring, position, slot_at, split_position,
 };
 pub use read::{ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status};

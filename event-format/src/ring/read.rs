@@ -260,6 +260,7 @@ impl<R: ReadAt> RingReader<R> {
                         let used = header.used as usize;
                         out.blocks.push(Block {
                             index: u64::from(seq),
+                            segment: 0,
                             offset: self.layout.block(index, seq % k),
                             header,
                             records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
@@ -427,6 +428,7 @@ impl<R: ReadAt> RingBlocks<R> {
                     let used = header.used as usize;
                     self.pending.push_back(Block {
                         index: 0,
+                        segment: 0,
                         offset: 0,
                         header,
                         records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
@@ -468,7 +470,12 @@ impl<R: ReadAt> BlockSource for RingBlocks<R> {
                 self.pending.clear();
                 let offset = self.reader.layout.slot(self.next_slot.saturating_sub(1));
                 self.next_slot = self.reader.layout.slots;
-                Some(Err(BlockError { index: self.handed, offset, damage: Damage::Unreadable(e.to_string()) }))
+                Some(Err(BlockError {
+                    index: self.handed,
+                    segment: 0,
+                    offset,
+                    damage: Damage::Unreadable(e.to_string()),
+                }))
             }
         }
     }

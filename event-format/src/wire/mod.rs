@@ -23,7 +23,8 @@ pub use header::{
     Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop, records_stop_cause,
 };
 pub use properties::{
-    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, TAG_MEANINGS, TAG_RECORDING, TAG_SEGMENT,
+    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_MEANINGS, TAG_RECORDING,
+    TAG_SEGMENT, TAG_SNAPSHOT,
 };
 pub use put::{ArgWriter, encode_value, put_record_header};
 pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
@@ -69,7 +70,9 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// minor: a 2.0.1 reader skips them as extension bytes); 2.0.3 the stop marker's `cause`
 /// and `unwritten` ([`StopCause`]) and the header's segment property ([`Segment`]) for a
 /// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
-/// arguments and skips the property by its length).
+/// arguments and skips the property by its length), and the snapshot property
+/// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
+/// minor: a 2.0.2 reader skips it by its length).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
 pub const FORMAT_VERSION: Version = Version::new(2, 0, 3);

@@ -26,6 +26,9 @@ pub const TAG_MEANINGS: u16 = 2;
 pub const TAG_SEGMENT: u16 = 3;
 /// Bytes of the segment property's value: four `u64`.
 pub const SEGMENT_LEN: usize = 32;
+/// Tag of [`Properties::snapshot`] (since format 2.0.3): the stream is a snapshot of a running
+/// recording's rings, and why it was taken.
+pub const TAG_SNAPSHOT: u16 = 4;
 
 /// Bytes of a property's tag and length, before its value.
 pub const PROPERTY_HEAD: usize = 6;
@@ -99,7 +102,80 @@ pub struct Properties {
     /// Where the stream stands in a recording of segments ([`TAG_SEGMENT`], since 2.0.3):
     /// `None` in a stream that is not a segment.
     pub segment: Option<Segment>,
+    /// What the stream is when it is a snapshot ([`TAG_SNAPSHOT`], since format 2.0.3):
+    /// `None` for a whole recording's stream.
+    pub snapshot: Option<Snapshot>,
 }
+
+/// Why a snapshot was taken ([`Snapshot::cause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SnapshotCause {
+    /// Asked for: from code (`Recording::snapshot`) or from outside (`event-dump control
+    /// --snapshot`). Byte 0.
+    OnDemand,
+    /// A trigger event was recorded ([`Snapshot::trigger_code`] names it). Byte 1.
+    Event,
+    /// The program panicked. Byte 2.
+    Panic,
+    /// Events were lost (`Dropped`). Byte 3.
+    Lost,
+    /// A cause of a later minor version (its byte): shown as such, read as the others.
+    Other(u8),
+}
+
+impl SnapshotCause {
+    /// The cause's byte on the wire.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            SnapshotCause::OnDemand => 0,
+            SnapshotCause::Event => 1,
+            SnapshotCause::Panic => 2,
+            SnapshotCause::Lost => 3,
+            SnapshotCause::Other(b) => b,
+        }
+    }
+
+    /// The cause of a byte on the wire (an unknown one is [`SnapshotCause::Other`]).
+    pub fn from_byte(b: u8) -> SnapshotCause {
+        match b {
+            0 => SnapshotCause::OnDemand,
+            1 => SnapshotCause::Event,
+            2 => SnapshotCause::Panic,
+            3 => SnapshotCause::Lost,
+            b => SnapshotCause::Other(b),
+        }
+    }
+}
+
+/// The snapshot property ([`TAG_SNAPSHOT`], since format 2.0.3): the stream holds what a running
+/// recording's rings held at one moment, not the whole recording (docs/FORMAT.md, "Header
+/// properties"). Blocks before the window were overwritten in the rings: a reader judges the
+/// stream as it judges a ring.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Snapshot {
+    /// When it was taken: nanoseconds since the Unix epoch (0 under a deterministic clock).
+    pub taken_wall_ns: i64,
+    /// When it was taken, in the stream's clock (ticks, as a record's time): the records of
+    /// the rings end at or before it, but for those of its `post` window.
+    pub taken_time: u64,
+    /// Its number among the snapshots of its recording, from 1.
+    pub sequence: u32,
+    /// Snapshots that a rate policy did not take since the previous one was taken.
+    pub not_taken: u64,
+    /// Why it was taken.
+    pub cause: SnapshotCause,
+    /// Under [`SnapshotCause::Event`], the wire code of the trigger event; else 0.
+    pub trigger_code: u16,
+    /// When the trigger fired, in the stream's ticks: the trigger event's time, the panic's,
+    /// or when the loss was noticed; on demand, `taken_time`. What `print --since` starts
+    /// near to see what led to it.
+    pub trigger_time: u64,
+    /// The trigger as configured (`Req:ReqEnd if status >= 500`); empty when on demand.
+    pub trigger: String,
+}
+
+/// The fixed fields of the snapshot property's value, before its trigger text.
+const SNAPSHOT_FIXED: usize = 8 + 8 + 4 + 8 + 1 + 2 + 8;
 
 impl Properties {
     /// Writes every property that is set, in the order of their tags; the sets' meanings
@@ -124,6 +200,21 @@ impl Properties {
             put.u64(segment.removed_segments);
             put.u64(segment.removed_events);
             put.u64(segment.lost_between);
+        }
+        if let Some(snapshot) = &self.snapshot {
+            let mut value = Vec::new();
+            let mut v = Put { out: &mut value, order: put.order };
+            v.u64(snapshot.taken_wall_ns as u64);
+            v.u64(snapshot.taken_time);
+            v.u32(snapshot.sequence);
+            v.u64(snapshot.not_taken);
+            v.u8(snapshot.cause.to_byte());
+            v.u16(snapshot.trigger_code);
+            v.u64(snapshot.trigger_time);
+            put_str(&mut v, &snapshot.trigger, "a snapshot's trigger")?;
+            put.u16(TAG_SNAPSHOT);
+            put.u32(value.len() as u32);
+            put.bytes(&value);
         }
         Ok(())
     }
@@ -181,11 +272,38 @@ impl Properties {
                         lost_between: field()?,
                     });
                 }
+                TAG_SNAPSHOT => {
+                    if properties.snapshot.is_some() {
+                        return Err(malformed("the snapshot property is given twice".into()));
+                    }
+                    properties.snapshot = Some(decode_snapshot(&mut Take { rest: value, order: take.order })?);
+                }
                 _ => skipped = skipped.saturating_add((PROPERTY_HEAD + value.len()) as u32),
             }
         }
         Ok((properties, skipped))
     }
+}
+
+/// The snapshot property's value ([`Snapshot`]).
+fn decode_snapshot(take: &mut Take<'_>) -> Result<Snapshot, HeaderError> {
+    let len = take.rest.len();
+    if len < SNAPSHOT_FIXED + 2 {
+        return Err(HeaderError::Malformed(format!(
+            "the snapshot property is {len} bytes long, shorter than its {}",
+            SNAPSHOT_FIXED + 2
+        )));
+    }
+    let short = || HeaderError::Malformed("the snapshot property runs past its end".into());
+    let taken_wall_ns = take.u64().ok_or_else(short)? as i64;
+    let taken_time = take.u64().ok_or_else(short)?;
+    let sequence = take.u32().ok_or_else(short)?;
+    let not_taken = take.u64().ok_or_else(short)?;
+    let cause = SnapshotCause::from_byte(take.u8().ok_or_else(short)?);
+    let trigger_code = take.u16().ok_or_else(short)?;
+    let trigger_time = take.u64().ok_or_else(short)?;
+    let trigger = take_str(take, "a snapshot's trigger")?;
+    Ok(Snapshot { taken_wall_ns, taken_time, sequence, not_taken, cause, trigger_code, trigger_time, trigger })
 }
 
 /// The meanings property's value: the sets that declare any, each with its spans, counters

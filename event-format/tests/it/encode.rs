@@ -761,3 +761,69 @@ fn the_segment_property_reads_back_and_its_damage_is_malformed() {
         assert!(matches!(&twice, HeaderError::Malformed(m) if m.contains("twice")), "{twice}");
     }
 }
+
+/// docs/FORMAT.md's snapshot property example: the second snapshot of its recording, taken at
+/// 2026-01-01 00:00:00 UTC at tick 5000 by the trigger `E if a >= 500` on wire code 2, with 3
+/// declined by the rate policy; and it reads back.
+#[test]
+fn format_md_snapshot_example_is_what_the_encoder_writes() {
+    use event_format::wire::{Snapshot, SnapshotCause};
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### Snapshot property");
+    let snapshot = Snapshot {
+        taken_wall_ns: 1_767_225_600_000_000_000,
+        taken_time: 5000,
+        sequence: 2,
+        not_taken: 3,
+        cause: SnapshotCause::Event,
+        trigger_code: 2,
+        trigger_time: 4000,
+        trigger: "E if a >= 500".into(),
+    };
+    let mut header = tiny_header(Order::Little);
+    header.properties.recording = None;
+    header.properties.snapshot = Some(snapshot.clone());
+    let bytes = header.encode().unwrap();
+    // The only property: it ends where the CRC starts.
+    let end = bytes.len() - 4;
+    let property = &bytes[end - 60..end];
+    assert_eq!(fenced_bytes(section), [property.to_vec()], "the dump; the encoder writes\n{}", hex_dump(property));
+    assert_eq!(assert_rows(section, property, "snapshot"), 10, "the table is read");
+    let decoded = Header::decode(&bytes, false).unwrap();
+    assert_eq!(decoded.properties.snapshot, Some(snapshot));
+    assert_eq!(decoded.skipped_bytes, 0);
+}
+
+/// A snapshot property shorter than its fixed fields makes the header malformed; a cause of a
+/// later minor is read as such.
+#[test]
+fn a_short_snapshot_property_is_malformed_and_an_unknown_cause_is_kept() {
+    use event_format::wire::{Snapshot, SnapshotCause};
+    let mut header = tiny_header(Order::Little);
+    header.properties.snapshot = Some(Snapshot {
+        taken_wall_ns: 0,
+        taken_time: 1,
+        sequence: 1,
+        not_taken: 0,
+        cause: SnapshotCause::Other(9),
+        trigger_code: 0,
+        trigger_time: 1,
+        trigger: String::new(),
+    });
+    let bytes = header.encode().unwrap();
+    let decoded = Header::decode(&bytes, false).unwrap();
+    assert_eq!(decoded.properties.snapshot.unwrap().cause, SnapshotCause::Other(9));
+    // Cut the value to 40 bytes: the trigger's length no longer fits.
+    let end = bytes.len() - 4;
+    let start = end - (6 + 41);
+    let mut cut = bytes[..start].to_vec();
+    cut.extend_from_slice(&[4, 0, 40, 0, 0, 0]);
+    cut.extend_from_slice(&bytes[start + 6..start + 6 + 40]);
+    let len = (cut.len() + 4) as u32;
+    cut[16..20].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32fast::hash(&cut);
+    cut.extend_from_slice(&crc.to_le_bytes());
+    let e = Header::decode(&cut, false).unwrap_err();
+    assert!(e.to_string().contains("snapshot property is 40 bytes long"), "{e}");
+}

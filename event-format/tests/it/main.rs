@@ -10,4 +10,5 @@ mod fuzz_corpus;
 mod index;
 mod packed;
 mod regressions;
+mod segments;
 mod select;

@@ -3,6 +3,12 @@
 //! regular file or a pipe, read as a [`BlockSource`] either way: a ring file's blocks come
 //! straight from the ring reader, never re-encoded as a stream.
 //!
+//! A recording of segments (a directory, a glob, or a list of its segment files; see
+//! [`open_all`] for which files make which logs) is one log: its segments' blocks in the order
+//! of their index, each block saying which segment it is of ([`Block::segment`]), read with
+//! one header (the first segment's) and one catalog. [`Log::ledger`] is the ledger that
+//! counts it segment by segment (docs/FORMAT.md, "Reading segments").
+//!
 //! ```
 //! use event_format::decode::BlockSource;
 //! use event_format::log::{self, OpenOptions};
@@ -22,9 +28,17 @@
 //! # Ok(()) }
 //! ```
 
+mod chain;
+mod recording;
+
+pub use recording::{FoundSegment, OPEN_SUFFIX, SegmentFile, segment_at, segments_in};
+
 use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
+use crate::ledger::{Ledger, SegmentEntry};
 use crate::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
 use crate::wire::{Header, HeaderError};
+use chain::Chain;
+use recording::Plan;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
@@ -37,7 +51,8 @@ pub struct OpenOptions {
     pub force: bool,
     /// Index a stream's blocks before reading it ([`Log::take_index`]): one positioned read
     /// of each block's header, for readers that merge by time (event-dump's `print` and
-    /// exports). Only a stream in a regular file is indexed.
+    /// exports). Only a stream in a regular file is indexed, or a recording of segments
+    /// (each block's offset then its place in the log: [`Log::segment_starts`]).
     pub index: bool,
 }
 
@@ -52,8 +67,19 @@ pub enum OpenError {
         /// Why.
         error: io::Error,
     },
-    /// The path is a directory.
+    /// The path is a directory (where a log file is needed: a ring file to follow).
     Directory(PathBuf),
+    /// A directory or glob in which no log was found.
+    NoLog(PathBuf),
+    /// A directory or glob that holds several logs, where one is needed.
+    Several {
+        /// The path.
+        path: PathBuf,
+        /// How many logs it holds.
+        logs: usize,
+    },
+    /// The segments of a recording given cannot be read as one (the whole line).
+    Segments(String),
     /// A ring file given through a pipe, which cannot be read at positions.
     RingFromPipe(PathBuf),
     /// The stream's header is refused (not a stream, another format major, damaged, ...).
@@ -77,6 +103,15 @@ impl fmt::Display for OpenError {
         match self {
             OpenError::Io { path, error } => write!(f, "{}: cannot open: {}", path.display(), io_reason(error)),
             OpenError::Directory(path) => write!(f, "{}: is a directory; give a log file", path.display()),
+            OpenError::NoLog(path) => write!(
+                f,
+                "{}: no log found (segments still being written, `*{OPEN_SUFFIX}`, are read only when named)",
+                path.display()
+            ),
+            OpenError::Several { path, logs } => {
+                write!(f, "{}: holds {logs} logs (recordings or files); give one of them", path.display())
+            }
+            OpenError::Segments(line) => f.write_str(line),
             OpenError::RingFromPipe(path) => write!(
                 f,
                 "{}: a ring file is read at positions, which a pipe cannot give; read the ring file itself, or a copy of it",
@@ -105,7 +140,11 @@ impl std::error::Error for OpenError {
             OpenError::Io { error, .. } => Some(error),
             OpenError::Header { error, .. } => Some(error),
             OpenError::Ring { error, .. } => Some(error),
-            OpenError::Directory(_) | OpenError::RingFromPipe(_) => None,
+            OpenError::Directory(_)
+            | OpenError::NoLog(_)
+            | OpenError::Several { .. }
+            | OpenError::Segments(_)
+            | OpenError::RingFromPipe(_) => None,
         }
     }
 }
@@ -126,6 +165,8 @@ enum Source {
     Stream(Decoder<BufReader<Box<dyn Read + Send>>>),
     /// A ring file, read slot by slot: its blocks as the ring reader checked them.
     Ring(RingBlocks<File>),
+    /// A recording of segments, segment after segment.
+    Segments(Box<Chain>),
 }
 
 /// An open log: its header, the catalog its records are named by, and its blocks, in the
@@ -136,6 +177,9 @@ pub struct Log {
     catalog: Catalog,
     len: u64,
     index: Option<Vec<BlockStart>>,
+    /// Segments of its recording that the directory or glob it was found by left out
+    /// because their names end in `.open`.
+    left_open: Vec<PathBuf>,
 }
 
 impl fmt::Debug for Log {
@@ -143,22 +187,84 @@ impl fmt::Debug for Log {
         let kind = match self.source {
             Source::Stream(_) => "stream",
             Source::Ring(_) => "ring file",
+            Source::Segments(_) => "recording of segments",
         };
         f.debug_struct("Log").field("path", &self.path).field("kind", &kind).field("len", &self.len).finish()
     }
 }
 
 impl Log {
-    /// The path it was opened at.
+    /// The path it was opened at (for a recording of segments: the directory or glob it was
+    /// found by, or its first segment's path).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Its header.
+    /// Its header (for a recording of segments: its first segment's).
     pub fn header(&self) -> &Header {
         match &self.source {
             Source::Stream(decoder) => decoder.header(),
             Source::Ring(ring) => ring.header(),
+            Source::Segments(chain) => chain.header(),
+        }
+    }
+
+    /// Its segments, in order, for a recording of segments; empty for a log of one file.
+    pub fn segments(&self) -> &[SegmentFile] {
+        match &self.source {
+            Source::Segments(chain) => chain.files(),
+            _ => &[],
+        }
+    }
+
+    /// Segments of its recording left out because their names end in `.open` (still being
+    /// written, or left by a killed writer): in the directory or glob it was found by, not
+    /// named. Readers say so; a segment named is read.
+    pub fn left_open(&self) -> &[PathBuf] {
+        &self.left_open
+    }
+
+    /// Where each of its segments starts among the log's bytes ([`len`](Log::len) counts them
+    /// all): the lengths of the segments before it, by [`Block::segment`]; `[0]` for a log of
+    /// one file. A block's place in the log is its segment's start plus its `offset`: for
+    /// progress.
+    pub fn segment_starts(&self) -> Vec<u64> {
+        let mut starts = vec![0u64];
+        for f in self.segments() {
+            let last = starts.last().copied().unwrap_or(0);
+            starts.push(last.saturating_add(f.len));
+        }
+        starts
+    }
+
+    /// The files it reads: its segments', or its own path.
+    pub fn files(&self) -> Vec<&Path> {
+        match &self.source {
+            Source::Segments(chain) => chain.files().iter().map(|f| f.path.as_path()).collect(),
+            _ => vec![self.path.as_path()],
+        }
+    }
+
+    /// A new ledger for its blocks: one that knows its segments, for a recording of segments
+    /// ([`Ledger::with_segments`]).
+    pub fn ledger(&self) -> Ledger {
+        let ledger = Ledger::new(self.header().format);
+        match &self.source {
+            Source::Segments(chain) => {
+                let entries = chain
+                    .files()
+                    .iter()
+                    .map(|f| SegmentEntry {
+                        name: f
+                            .path
+                            .file_name()
+                            .map_or_else(|| f.path.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                        segment: f.segment,
+                    })
+                    .collect();
+                ledger.with_segments(entries)
+            }
+            _ => ledger,
         }
     }
 
@@ -182,6 +288,7 @@ impl Log {
         let blocks: &mut (dyn BlockSource + Send) = match &mut self.source {
             Source::Stream(decoder) => decoder,
             Source::Ring(ring) => ring,
+            Source::Segments(chain) => chain,
         };
         (blocks, &self.catalog)
     }
@@ -190,7 +297,7 @@ impl Log {
     /// its rings overwrote): complete once every block was read. `None` for a stream.
     pub fn ring_findings(&self) -> Option<&RingFindings> {
         match &self.source {
-            Source::Stream(_) => None,
+            Source::Stream(_) | Source::Segments(_) => None,
             Source::Ring(ring) => Some(ring.findings()),
         }
     }
@@ -199,7 +306,7 @@ impl Log {
     /// needs to say how long its rings hold at the rate it recorded. `None` for a stream.
     pub fn ring_layout(&self) -> Option<&ring::Layout> {
         match &self.source {
-            Source::Stream(_) => None,
+            Source::Stream(_) | Source::Segments(_) => None,
             Source::Ring(ring) => Some(ring.reader().layout()),
         }
     }
@@ -222,6 +329,7 @@ impl BlockSource for Log {
         match &mut self.source {
             Source::Stream(decoder) => decoder.next_block(),
             Source::Ring(ring) => ring.next_block(),
+            Source::Segments(chain) => chain.next_block(),
         }
     }
 
@@ -229,14 +337,68 @@ impl BlockSource for Log {
         match &mut self.source {
             Source::Stream(decoder) => decoder.recycle(block),
             Source::Ring(ring) => ring.recycle(block),
+            Source::Segments(chain) => chain.recycle(block),
         }
     }
 }
 
 /// Opens the log at `path`: a stream or a ring file, told apart by their magic, from a
 /// regular file or a pipe (`zcat log.evt.gz | event-dump print /dev/stdin`; not a ring file,
-/// which is read at positions).
+/// which is read at positions); or a directory or glob that holds one log, such as the
+/// segments of one recording ([`open_all`] says which files make a log).
 pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return open_file(path, options);
+    }
+    let mut logs = open_all(std::slice::from_ref(&path.to_owned()), options)?;
+    match logs.len() {
+        1 => Ok(logs.remove(0)),
+        n => Err(OpenError::Several { path: path.to_owned(), logs: n }),
+    }
+}
+
+/// Opens the logs that `paths` name, in order (docs/FORMAT.md, "Reading segments"):
+///
+/// - a file named is a log (a stream, a ring file, a pipe; a segment `*.open` too);
+/// - a directory names the files in it, and a path whose file name holds `*` or `?` (a glob
+///   the shell did not expand) the files of its directory that match, less those ending in
+///   `.open` (segments still being written: read when named) and those that are not event
+///   logs;
+/// - then the segments of one recording (streams with the segment header property and the
+///   same recording id) are one log, in the order of their index, at the place of the first
+///   one; files of several recordings are several logs, each read as one; one segment named
+///   alone is read as the stream it is (no accounting of the segments not asked for).
+///
+/// Two files that are the same segment of a recording, or a segment whose event sets differ
+/// from its recording's first segment's, are an error.
+pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, OpenError> {
+    let decode = DecodeOptions { force: options.force };
+    let mut logs = Vec::new();
+    for plan in recording::plan(paths, decode)? {
+        match plan {
+            Plan::File(path) => logs.push(open_file(&path, options)?),
+            Plan::Recording { shown, files, header, mut left_open } => {
+                let len = files.iter().map(|f| f.len).sum();
+                let catalog = Catalog::new(&header.sets);
+                let mut chain = Chain::new(files, *header, decode);
+                let index = if options.index { chain.index() } else { None };
+                left_open.sort();
+                logs.push(Log {
+                    path: shown,
+                    source: Source::Segments(Box::new(chain)),
+                    catalog,
+                    len,
+                    index,
+                    left_open,
+                });
+            }
+        }
+    }
+    Ok(logs)
+}
+
+/// Opens the log file at `path`: a stream or a ring file, from a regular file or a pipe.
+fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
     let io_error = |error: io::Error| OpenError::Io { path: path.to_owned(), error };
     let meta = std::fs::metadata(path).map_err(io_error)?;
     if meta.is_dir() {
@@ -255,7 +417,7 @@ pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
             RingReader::open(file, decode).map_err(|error| OpenError::Ring { path: path.to_owned(), error })?;
         let catalog = Catalog::new(&reader.header().sets);
         let source = Source::Ring(RingBlocks::new(reader));
-        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None });
+        return Ok(Log { path: path.to_owned(), source, catalog, len: meta.len(), index: None, left_open: Vec::new() });
     }
     // The index reads block headers at positions, through a second handle (a pipe has none).
     let len = meta.len();
@@ -273,7 +435,7 @@ pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
     // A read error leaves the log unindexed: its blocks are merged by the window alone.
     let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());
     let catalog = Catalog::new(&decoder.header().sets);
-    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index })
+    Ok(Log { path: path.to_owned(), source: Source::Stream(decoder), catalog, len, index, left_open: Vec::new() })
 }
 
 /// Opens the ring file at `path` to follow it live or to control its program: a ring file

@@ -1,0 +1,227 @@
+//! `follow` of a recording of segments (or of one event stream): the events its recorder
+//! writes, as it writes them, across rotations.
+//!
+//! Following starts at the recording's latest segment (the directory's; or the segment
+//! named), from its start (or, with `--from-now`, from where it ends now). A segment still
+//! being written (`*.open`) is read as it grows: at its end the reader waits for more, until
+//! the file is renamed (sealed) or its writer's process is gone. A segment ends at its stop
+//! marker: cause `rotated` goes on with the next segment of the same recording (the
+//! directory is polled until it appears), `stopped` ends following, and a full disk or a
+//! write error is said on stderr (with the events not written) and following waits for the
+//! segment the recorder resumes in. A file that is not a segment is followed alone, until
+//! its stop marker or until its writer no longer holds it (`lock`).
+
+use super::follow::{Printer, writer_alive};
+use super::{Colors, Result};
+use crate::cli::FollowArgs;
+use crate::log::DumpError;
+use event_format::decode::{DecodeOptions, Decoder, Entry};
+use event_format::log::{FoundSegment, OPEN_SUFFIX, OpenOptions, segment_at, segments_in};
+use event_format::wire::{MAGIC, StopCause};
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Whether `path` is followed as a recording of segments or a stream: a directory, or a file
+/// that starts as an event stream does (a ring file is followed by its own follower).
+pub(super) fn is_segments(path: &Path) -> bool {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => true,
+        Ok(meta) if meta.is_file() => {
+            let mut magic = [0u8; 8];
+            File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == MAGIC
+        }
+        _ => false,
+    }
+}
+
+/// A file read as its writer writes it: at its end, the reader waits for more while the file
+/// is live (still at the path it was opened by, its writer alive).
+struct Tail {
+    file: File,
+    /// The path it was opened by, while it is followed live.
+    live: Option<PathBuf>,
+    /// Whether its writer is still at work: asked at the end of what is written so far.
+    alive: Box<dyn Fn(&Path) -> bool>,
+    interval: Duration,
+}
+
+impl Read for Tail {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let n = self.file.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let Some(path) = &self.live else { return Ok(0) };
+            // Renamed (sealed) or removed, or its writer gone: what it holds is all it will
+            // hold, read to its end once more.
+            if !path.exists() || !(self.alive)(path) {
+                self.live = None;
+                continue;
+            }
+            std::thread::sleep(self.interval);
+        }
+    }
+}
+
+/// The segment to start with: the one named, or the latest of the directory's one recording.
+fn first(path: &Path) -> Result<(PathBuf, Option<FoundSegment>)> {
+    let options = OpenOptions::default();
+    if path.is_dir() {
+        let found = segments_in(path, options).map_err(|e| DumpError::new(format!("{}: {e}", path.display())))?;
+        let recordings: BTreeSet<_> = found.iter().map(|f| f.recording).collect();
+        if recordings.len() > 1 {
+            return Err(DumpError::new(format!(
+                "{}: holds segments of {} recordings; follow one of its segment files",
+                path.display(),
+                recordings.len()
+            )));
+        }
+        let latest = found.into_iter().last().ok_or_else(|| {
+            DumpError::new(format!(
+                "{}: no segment of a recording in it; follow a ring file, a stream or a directory of segments",
+                path.display()
+            ))
+        })?;
+        return Ok((path.to_owned(), Some(latest)));
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
+    // The file named, if it is a segment; only its own header is read.
+    Ok((dir, segment_at(path, options)))
+}
+
+/// `follow` of a recording of segments, or of a stream.
+pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
+    let (dir, start) = first(&args.ring)?;
+    let interval = Duration::from_millis(args.interval.max(1));
+    let mut path = start.as_ref().map_or_else(|| args.ring.clone(), |s| s.path.clone());
+    let mut segment = start;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut printer: Option<Printer> = None;
+    let pid = Rc::new(Cell::new(0u64));
+    let mut skip_before = if args.from_now { std::fs::metadata(&path).map_or(0, |m| m.len()) } else { 0 };
+    loop {
+        let shown = path.display().to_string();
+        let file = File::open(&path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {e}")))?;
+        let open = shown.ends_with(OPEN_SUFFIX);
+        let writer = Rc::clone(&pid);
+        // A segment being written is live until it is renamed or its writer dies; a stream
+        // named alone, while its writer holds it.
+        let alive: Box<dyn Fn(&Path) -> bool> = if open {
+            Box::new(move |_| writer.get() == 0 || writer_alive(writer.get(), now_ns()))
+        } else {
+            Box::new(crate::lock::held_by_writer)
+        };
+        let live = (open || segment.is_none()).then(|| path.clone());
+        let tail = Tail { file, live, alive, interval };
+        let decode = DecodeOptions { force: false };
+        let mut decoder = Decoder::with_options(BufReader::with_capacity(1 << 16, tail), decode)
+            .map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
+        let header = decoder.header().clone();
+        pid.set(header.producer.pid);
+        if printer.is_none() {
+            let names = || crate::selection::thread_names(std::slice::from_ref(&path), false);
+            let p = Printer::new(args, colors, &header, names)?;
+            p.start(&mut out)?;
+            printer = Some(p);
+        }
+        let Some(printer) = printer.as_mut() else { return Ok(ExitCode::SUCCESS) };
+        let catalog = event_format::decode::Catalog::new(&header.sets);
+        let mut stop = None;
+        while let Some(block) = decoder.next_block() {
+            let block = match block {
+                Ok(block) => block,
+                Err(e) => {
+                    eprintln!("event-dump: {shown}: {e}");
+                    continue;
+                }
+            };
+            if block.offset >= skip_before {
+                for entry in block.entries(&catalog) {
+                    match entry {
+                        Entry::Event(event) => {
+                            if printer.event(&mut out, &event)?.is_break() {
+                                return Ok(ExitCode::SUCCESS);
+                            }
+                        }
+                        Entry::Unknown { code, .. } => {
+                            eprintln!("event-dump: {shown}: a record of unknown code {code:#06x} skipped")
+                        }
+                        Entry::Bad(error) => {
+                            let (thread, sequence) = (block.header.thread, block.header.sequence);
+                            eprintln!("event-dump: {shown}: thread {thread}, block {sequence}: {error}");
+                        }
+                    }
+                }
+            }
+            if out.flush().is_err() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // The stop marker ends the segment: nothing is written after it.
+            if block.header.thread == 0
+                && let Some(s) = block.stop()
+            {
+                stop = Some(s);
+                break;
+            }
+        }
+        skip_before = 0;
+        let Some(current) = segment.take() else {
+            if stop.is_none() {
+                eprintln!(
+                    "event-dump: {shown}: its writer stopped holding it without a stop marker (killed or aborted)"
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        };
+        match stop.map(|s| (s.cause, s.unwritten)) {
+            Some((StopCause::Rotated, _)) => {}
+            Some((cause @ (StopCause::DiskFull | StopCause::WriteError), unwritten)) => {
+                eprintln!(
+                    "event-dump: {shown}: the recorder stopped writing it: {cause}: {unwritten} events not written; waiting for it to resume"
+                );
+            }
+            Some(_) => return Ok(ExitCode::SUCCESS),
+            None => {
+                eprintln!(
+                    "event-dump: {shown}: the program (pid {}) ended without sealing it; everything it wrote was shown",
+                    pid.get()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        // The next segment of the recording, once it exists.
+        let next = current.segment.index.saturating_add(1);
+        loop {
+            let found = segments_in(&dir, OpenOptions::default()).unwrap_or_default();
+            let later = found.into_iter().find(|f| f.recording == current.recording && f.segment.index >= next);
+            if let Some(s) = later {
+                if s.segment.index > next {
+                    eprintln!(
+                        "event-dump: segments {next}..{} of the recording are not there (removed before they could be followed)",
+                        s.segment.index - 1
+                    );
+                }
+                path = s.path.clone();
+                segment = Some(s);
+                break;
+            }
+            if pid.get() != 0 && !writer_alive(pid.get(), now_ns()) {
+                eprintln!("event-dump: the program (pid {}) ended after {shown}; no next segment", pid.get());
+                return Ok(ExitCode::SUCCESS);
+            }
+            std::thread::sleep(interval);
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}

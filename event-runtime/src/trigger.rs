@@ -1,0 +1,507 @@
+//! Triggers: events (and a panic, and lost events) that make a recording under `ring` write a
+//! snapshot of its rings by itself (`EVENT_TRIGGER`, [`Recorder::trigger`](crate::Recorder::trigger);
+//! docs/guide/keeping-the-incident.md).
+//!
+//! ```text
+//! EVENT_TRIGGER = trigger ( ";" trigger )*
+//! trigger       = what [ " if " condition ] ( "," option )*
+//! what          = a selection (EVENT_CONTROL's grammar: `Req:ReqEnd`, `Req`) | "panic" | "lost"
+//! condition     = event-dump's filter language (`status >= 500 && path ~ "/api/*"`)
+//! option        = "post=" ( N | DURATION )          events of the triggering thread, or a time, to keep after it
+//!               | "every=" ( N | "once" | N "/" DURATION )   the rate policy
+//! DURATION      = digits and `us`, `ms` or `s` (at most 60 s)
+//! ```
+//!
+//! The rate policy: `every=N` takes the 1st match, the (N+1)th, ...; `every=once` the first
+//! only; `every=N/PERIOD` at most N in each PERIOD. Without one, `every=1/1s`. What it does
+//! not take is counted, and the next snapshot it takes says how many (its header's
+//! `not_taken`). Snapshots go to `EVENT_SNAPSHOT` ([`Recorder::snapshots`](crate::Recorder::snapshots)),
+//! a pattern as `EVENT_FILE`'s with `%s`, the snapshot's sequence number.
+//!
+//! # Cost
+//!
+//! A thread buffer keeps the range of the trigger events' wire codes (`lo`, `span`; `span`
+//! 0 without triggers); after writing a record it compares its wire code with it, one
+//! subtraction and one comparison of values it already holds (5 instructions of about 105 an
+//! event, triggers or not: BENCHMARKS.md), and calls `ThreadBuffer::watched` (cold) only for a
+//! code in the range. There the record is decoded, its trigger's condition
+//! evaluated, and the rate policy asked: off the common path, and only for a trigger event (or
+//! one whose code lies between two triggers'). While a thread counts its `post=N` events, its
+//! range is every code, until the count is done.
+//!
+//! Pinned events (`EVENT_PIN`, [`Recorder::pin`](crate::Recorder::pin)) share the range:
+//! their codes join it, and the cold path copies their records into the pin ring (the latest
+//! [`PIN_RECORDS`]), which every snapshot holds (`snapshot`'s `pinned_blocks`).
+//!
+//! The snapshot itself is written by the writer thread (or, for a panic, by the panicking
+//! thread in the panic hook), never by the thread that recorded the trigger.
+
+use crate::config::ConfigError;
+use crate::snapshot::Cause;
+use event_format::filter::Filter;
+use event_format::schema::Schema;
+use event_format::wire::{Header, SnapshotCause};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The snapshot pattern without `EVENT_SNAPSHOT`.
+pub(crate) const DEFAULT_SNAPSHOT: &str = "%n-%p-snapshot-%s.evt";
+
+/// What fires a trigger.
+#[derive(Debug, Clone, PartialEq)]
+enum What {
+    /// Events, by wire code.
+    Events(Vec<u16>),
+    Panic,
+    Lost,
+}
+
+/// How much to keep after the trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Post {
+    /// Nothing: the snapshot is taken at once.
+    None,
+    /// The next N events of the thread that recorded the trigger.
+    Events(u64),
+    /// What is recorded in this time.
+    Time(Duration),
+}
+
+/// The rate policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Every {
+    Nth(u64),
+    Once,
+    Per(u64, Duration),
+}
+
+/// One trigger, as configured.
+#[derive(Debug)]
+struct Trigger {
+    text: String,
+    what: What,
+    filter: Option<Filter>,
+    post: Post,
+    every: Every,
+    state: Mutex<RateState>,
+}
+
+#[derive(Debug, Default)]
+struct RateState {
+    matches: u64,
+    declined: u64,
+    window: Option<(Instant, u64)>,
+}
+
+/// The pinned events a recording keeps apart (the latest ones; older ones leave the ring).
+pub(crate) const PIN_RECORDS: usize = 256;
+
+/// A pinned event: a copy of its record (header and arguments), its thread and its time.
+#[derive(Debug, Clone)]
+pub(crate) struct Pinned {
+    pub(crate) thread: u64,
+    pub(crate) time: u64,
+    pub(crate) record: Vec<u8>,
+}
+
+/// A snapshot a trigger decided to take, waiting for its `post` window.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) cause: Cause,
+    /// `Some` while the triggering thread still counts its `post=N` events.
+    pub(crate) counting: bool,
+    pub(crate) at: Instant,
+    pub(crate) post: Post,
+    pub(crate) id: u64,
+}
+
+/// A recording's triggers.
+#[derive(Debug)]
+pub(crate) struct Triggers {
+    list: Vec<Trigger>,
+    /// The wire codes of the pinned events (`EVENT_PIN`), and their ring: the latest
+    /// [`PIN_RECORDS`] of them, each a copy of its record with its thread and time.
+    pinned: Vec<u16>,
+    pin_ring: Mutex<std::collections::VecDeque<Pinned>>,
+    /// The lowest trigger event's wire code, and the width of the range up to the highest
+    /// (`span` 0: no event triggers).
+    pub(crate) lo: u16,
+    pub(crate) span: u16,
+    /// Where snapshots go: a pattern (`%s` its sequence number, ...).
+    pub(crate) pattern: PathBuf,
+    pub(crate) pending: Mutex<Vec<Pending>>,
+    next_id: std::sync::atomic::AtomicU64,
+    /// The losses counted at the last look (`snapshot::serve`), for the `lost` trigger.
+    pub(crate) lost_seen: std::sync::atomic::AtomicU64,
+}
+
+/// Parses `text` (`EVENT_TRIGGER`'s grammar, module docs) and `pin` (`EVENT_PIN`: a
+/// selection, the events kept in the pin ring) against the recording's header.
+pub(crate) fn parse(
+    text: Option<&str>,
+    pin: Option<&str>,
+    header: &Header,
+    pattern: PathBuf,
+) -> Result<Triggers, ConfigError> {
+    let schemas: Vec<&Schema> = header.sets.iter().map(|s| &s.schema).collect();
+    let mut list = Vec::new();
+    if let Some(text) = text {
+        let error = |message: String| ConfigError { variable: "EVENT_TRIGGER", value: text.to_owned(), message };
+        for one in text.split(';').map(str::trim).filter(|t| !t.is_empty()) {
+            list.push(parse_one(one, header, &schemas).map_err(error)?);
+        }
+        if list.is_empty() {
+            return Err(error("names no trigger; write one such as `Req:ReqEnd if status >= 500`".into()));
+        }
+    }
+    let pinned = match pin {
+        Some(pin) => codes(pin, header, &schemas).map_err(|message| ConfigError {
+            variable: "EVENT_PIN",
+            value: pin.to_owned(),
+            message,
+        })?,
+        None => Vec::new(),
+    };
+    let codes: Vec<u16> = list
+        .iter()
+        .flat_map(|t| if let What::Events(c) = &t.what { c.clone() } else { Vec::new() })
+        .chain(pinned.iter().copied())
+        .collect();
+    let (lo, span) = match (codes.iter().min(), codes.iter().max()) {
+        (Some(&lo), Some(&hi)) => (lo, (hi - lo).saturating_add(1)),
+        _ => (0, 0),
+    };
+    Ok(Triggers {
+        list,
+        pinned,
+        pin_ring: Mutex::new(std::collections::VecDeque::new()),
+        lo,
+        span,
+        pattern,
+        pending: Mutex::new(Vec::new()),
+        next_id: std::sync::atomic::AtomicU64::new(1),
+        lost_seen: std::sync::atomic::AtomicU64::new(0),
+    })
+}
+
+fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger, String> {
+    // Options from the end: a condition may hold commas (in quotes), an option never does.
+    let mut head = text;
+    let (mut post, mut every) = (Post::None, Every::Per(1, Duration::from_secs(1)));
+    while let Some((before, after)) = head.rsplit_once(',') {
+        let option = after.trim();
+        if let Some(v) = option.strip_prefix("post=") {
+            post = parse_post(v.trim())?;
+        } else if let Some(v) = option.strip_prefix("every=") {
+            every = parse_every(v.trim())?;
+        } else {
+            break;
+        }
+        head = before;
+    }
+    let (what_text, condition) = match head.split_once(" if ") {
+        Some((w, c)) => (w.trim(), Some(c.trim())),
+        None => (head.trim(), None),
+    };
+    let what = match what_text {
+        "panic" => What::Panic,
+        "lost" => What::Lost,
+        _ => What::Events(codes(what_text, header, schemas)?),
+    };
+    let filter = match condition {
+        Some(c) => {
+            let What::Events(codes) = &what else {
+                return Err(format!("`{what_text}` takes no condition; a condition is for events"));
+            };
+            let catalog = event_format::decode::Catalog::new(&header.sets);
+            let mut params: Vec<&str> = Vec::new();
+            for code in codes {
+                if let Some(d) = catalog.get(*code) {
+                    params.extend(d.params.iter().map(String::as_str));
+                }
+            }
+            Some(Filter::parse(c, &params).map_err(|e| format!("its condition `{c}`, {e}"))?)
+        }
+        None => None,
+    };
+    if what == What::Panic && post != Post::None {
+        return Err("`panic` takes no post=: the snapshot is taken as the thread panics".into());
+    }
+    Ok(Trigger { text: text.to_owned(), what, filter, post, every, state: Mutex::default() })
+}
+
+/// The wire codes of the events `selection` names (EVENT_CONTROL's grammar).
+fn codes(selection: &str, header: &Header, schemas: &[&Schema]) -> Result<Vec<u16>, String> {
+    let selections = crate::control::from_text(selection, schemas).map_err(|e| e.to_string())?;
+    let mut codes = Vec::new();
+    for (set, selection) in header.sets.iter().zip(&selections) {
+        for event in &set.schema.events {
+            if selection.records(event)
+                && let Some(wire) = set.wire_code_of(event.code)
+            {
+                codes.push(wire);
+            }
+        }
+    }
+    if codes.is_empty() {
+        return Err(format!("`{selection}` names no event; name one as EVENT_CONTROL does (`Set:Event`, `Kind`)"));
+    }
+    Ok(codes)
+}
+
+fn parse_post(v: &str) -> Result<Post, String> {
+    if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
+        return v.parse().map(Post::Events).map_err(|_| format!("post={v} is too large"));
+    }
+    crate::config::parse_duration(v).map(Post::Time).map_err(|e| format!("post={v}: {e}"))
+}
+
+fn parse_every(v: &str) -> Result<Every, String> {
+    if v == "once" {
+        return Ok(Every::Once);
+    }
+    if let Some((n, period)) = v.split_once('/') {
+        let n: u64 = n.trim().parse().map_err(|_| format!("every={v}: `{n}` is not a count"))?;
+        let period = crate::config::parse_duration(period.trim()).map_err(|e| format!("every={v}: {e}"))?;
+        if n == 0 || period.is_zero() {
+            return Err(format!("every={v} takes nothing; write at least 1 per a period above 0"));
+        }
+        return Ok(Every::Per(n, period));
+    }
+    match v.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Every::Nth(n)),
+        _ => Err(format!("every={v}: write a count (every=10), `once`, or a rate (every=2/1s)")),
+    }
+}
+
+impl Trigger {
+    /// A match: whether the rate policy takes it, and how many it declined before it.
+    fn admit(&self, now: Instant) -> Option<u64> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.matches += 1;
+        let take = match self.every {
+            Every::Nth(n) => (s.matches - 1).is_multiple_of(n),
+            Every::Once => s.matches == 1,
+            Every::Per(n, period) => {
+                let (start, count) = match s.window {
+                    Some((start, count)) if now.duration_since(start) < period => (start, count),
+                    _ => (now, 0),
+                };
+                let take = count < n;
+                s.window = Some((start, if take { count + 1 } else { count }));
+                take
+            }
+        };
+        if take {
+            Some(std::mem::take(&mut s.declined))
+        } else {
+            s.declined += 1;
+            None
+        }
+    }
+
+    fn cause(&self, cause: SnapshotCause, code: u16, time: u64, declined: u64) -> Cause {
+        Cause { cause, trigger_code: code, trigger_time: Some(time), trigger: self.text.clone(), not_taken: declined }
+    }
+}
+
+impl Triggers {
+    /// Whether `code` is a trigger event's.
+    pub(crate) fn is_trigger(&self, code: u16) -> bool {
+        self.for_code(code).is_some()
+    }
+
+    /// Whether `code` is a pinned event's.
+    pub(crate) fn is_pinned(&self, code: u16) -> bool {
+        self.pinned.contains(&code)
+    }
+
+    /// Keeps a pinned event's record; the oldest leaves when the ring is full.
+    pub(crate) fn pin(&self, pinned: Pinned) {
+        let mut ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
+        if ring.len() == PIN_RECORDS {
+            ring.pop_front();
+        }
+        ring.push_back(pinned);
+    }
+
+    /// The pinned events kept now, oldest first.
+    pub(crate) fn pinned_now(&self) -> Vec<Pinned> {
+        self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+    }
+
+    /// The event trigger that `code` fires, if any.
+    fn for_code(&self, code: u16) -> Option<&Trigger> {
+        self.list.iter().find(|t| matches!(&t.what, What::Events(c) if c.contains(&code)))
+    }
+
+    /// A trigger event was recorded (`event`, decoded): whether it matches, and if the rate
+    /// policy takes it, the snapshot is pending. Returns the pending snapshot's id and its
+    /// `post=N` count when the recording thread must count its next events.
+    pub(crate) fn on_event(
+        &self,
+        event: &event_format::decode::Event<'_>,
+        clock: &event_format::wire::Clock,
+    ) -> Option<(u64, u64)> {
+        let trigger = self.for_code(event.desc.wire)?;
+        if let Some(filter) = &trigger.filter {
+            let fields = event_format::filter::EventFields { event, clock, names: None };
+            if !filter.matches(&fields) {
+                return None;
+            }
+        }
+        let declined = trigger.admit(Instant::now())?;
+        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let counting = matches!(trigger.post, Post::Events(n) if n > 0);
+        self.push(Pending {
+            cause: trigger.cause(SnapshotCause::Event, event.desc.wire, event.time, declined),
+            counting,
+            at: Instant::now(),
+            post: trigger.post,
+            id,
+        });
+        match trigger.post {
+            Post::Events(n) if n > 0 => Some((id, n)),
+            _ => None,
+        }
+    }
+
+    /// The triggering thread has recorded its `post=N` events for snapshot `id`.
+    pub(crate) fn counted(&self, id: u64) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pending.iter_mut().find(|p| p.id == id) {
+            p.counting = false;
+        }
+    }
+
+    /// Events were lost: the `lost` trigger's snapshot, if there is one and its policy takes it.
+    pub(crate) fn on_lost(&self, now: u64) {
+        if let Some(trigger) = self.list.iter().find(|t| t.what == What::Lost)
+            && let Some(declined) = trigger.admit(Instant::now())
+        {
+            let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.push(Pending {
+                cause: trigger.cause(SnapshotCause::Lost, 0, now, declined),
+                counting: false,
+                at: Instant::now(),
+                post: trigger.post,
+                id,
+            });
+        }
+    }
+
+    /// The `panic` trigger's cause, when there is one and its policy takes this panic.
+    pub(crate) fn on_panic(&self, now: u64) -> Option<Cause> {
+        let trigger = self.list.iter().find(|t| t.what == What::Panic)?;
+        let declined = trigger.admit(Instant::now())?;
+        Some(trigger.cause(SnapshotCause::Panic, 0, now, declined))
+    }
+
+    /// Every pending snapshot, ready or not (the stop takes them: their `post` windows end
+    /// with the recording).
+    pub(crate) fn all_pending(&self) -> Vec<Pending> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// One line per trigger whose rate policy declined snapshots that no later snapshot
+    /// counted (the stop says them: `every=once`'s, or those after the last one taken).
+    pub(crate) fn declined_lines(&self) -> Vec<String> {
+        self.list
+            .iter()
+            .filter_map(|t| {
+                let declined = t.state.lock().unwrap_or_else(|p| p.into_inner()).declined;
+                (declined > 0).then(|| {
+                    format!(
+                        "the trigger `{}` matched {declined} more times than its rate policy took snapshots",
+                        t.text
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Whether a `lost` trigger is configured.
+    pub(crate) fn watches_losses(&self) -> bool {
+        self.list.iter().any(|t| t.what == What::Lost)
+    }
+
+    fn push(&self, pending: Pending) {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).push(pending);
+    }
+
+    /// The pending snapshots whose `post` window is over, taken out.
+    pub(crate) fn ready(&self, now: Instant) -> Vec<Pending> {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let (ready, waiting): (Vec<Pending>, Vec<Pending>) = pending.drain(..).partition(|p| match p.post {
+            Post::None => true,
+            Post::Events(_) => !p.counting,
+            Post::Time(d) => now.duration_since(p.at) >= d,
+        });
+        *pending = waiting;
+        ready
+    }
+
+    /// The path of snapshot `sequence`: the pattern expanded, `%s` the sequence number (or,
+    /// without `%s`, `.N` before the extension).
+    pub(crate) fn path(&self, sequence: u32) -> Result<PathBuf, String> {
+        snapshot_path(&self.pattern, sequence)
+    }
+}
+
+/// `pattern` expanded for snapshot `sequence` (module docs).
+pub(crate) fn snapshot_path(pattern: &Path, sequence: u32) -> Result<PathBuf, String> {
+    let text = pattern.to_string_lossy();
+    let with_sequence = if text.contains("%s") {
+        PathBuf::from(text.replace("%s", &sequence.to_string()))
+    } else {
+        match (pattern.file_stem(), pattern.extension()) {
+            (Some(stem), Some(ext)) => {
+                pattern.with_file_name(format!("{}.{sequence}.{}", stem.to_string_lossy(), ext.to_string_lossy()))
+            }
+            _ => PathBuf::from(format!("{text}.{sequence}")),
+        }
+    };
+    crate::files::expand(&with_sequence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_policies() {
+        let t0 = Instant::now();
+        let trigger = |every| Trigger {
+            text: String::new(),
+            what: What::Panic,
+            filter: None,
+            post: Post::None,
+            every,
+            state: Mutex::default(),
+        };
+        let nth = trigger(Every::Nth(3));
+        let taken: Vec<Option<u64>> = (0..7).map(|_| nth.admit(t0)).collect();
+        assert_eq!(taken, [Some(0), None, None, Some(2), None, None, Some(2)]);
+        let once = trigger(Every::Once);
+        let taken: Vec<Option<u64>> = (0..3).map(|_| once.admit(t0)).collect();
+        assert_eq!(taken, [Some(0), None, None]);
+        let per = trigger(Every::Per(2, Duration::from_secs(1)));
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let taken: Vec<Option<u64>> = [0, 10, 20, 999, 1000, 1001].into_iter().map(|ms| per.admit(at(ms))).collect();
+        assert_eq!(taken, [Some(0), Some(0), None, None, Some(2), Some(0)]);
+    }
+
+    #[test]
+    fn options_and_paths() {
+        assert_eq!(parse_post("100").unwrap(), Post::Events(100));
+        assert_eq!(parse_post("50ms").unwrap(), Post::Time(Duration::from_millis(50)));
+        assert!(parse_post("5m").is_err());
+        assert_eq!(parse_every("once").unwrap(), Every::Once);
+        assert_eq!(parse_every("10").unwrap(), Every::Nth(10));
+        assert_eq!(parse_every("2/1s").unwrap(), Every::Per(2, Duration::from_secs(1)));
+        assert!(parse_every("0").is_err() && parse_every("0/1s").is_err() && parse_every("x").is_err());
+        assert_eq!(snapshot_path(Path::new("/t/s-%s.evt"), 3).unwrap(), PathBuf::from("/t/s-3.evt"));
+        assert_eq!(snapshot_path(Path::new("/t/s.evt"), 3).unwrap(), PathBuf::from("/t/s.3.evt"));
+    }
+}

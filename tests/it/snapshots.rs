@@ -1,0 +1,355 @@
+//! Snapshots of a running recording's rings (issue 32): on demand from code, through the ring
+//! file's control page (`event-dump control --snapshot`), and taken while threads start and
+//! exit; each one a whole event file that `event-dump` reads alone and says what it is.
+
+use crate::common::{DUMP, dir, program, start_ready};
+use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::wire::{SnapshotCause, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+const CHILD: &str = env!("CARGO_BIN_EXE_snapshot-child");
+
+/// What a snapshot holds: each thread's `ArenaDestroy` numbers in order (by the worker number
+/// the event carries), the thread names, and the header's snapshot property.
+struct Read {
+    numbers: BTreeMap<u64, Vec<u64>>,
+    names: BTreeMap<u64, String>,
+    /// Worker number to the thread id that recorded it.
+    threads: BTreeMap<u64, u64>,
+    snapshot: event_format::wire::Snapshot,
+    stop: Option<event_format::wire::Stop>,
+    /// The `step` of every `ClientPhase`, in order, and its time.
+    phases: Vec<u64>,
+    phase_times: Vec<u64>,
+    /// Every `ArenaDestroy` (worker, number) and `ClientPhase` (`u64::MAX`, step), in the
+    /// order of the stream (one thread's blocks are in order).
+    order: Vec<(u64, u64)>,
+}
+
+fn read(path: &Path) -> Read {
+    let bytes = std::fs::read(path).unwrap();
+    let mut decoder = Decoder::new(&bytes[..]).unwrap();
+    let snapshot = decoder.header().properties.snapshot.clone().expect("a snapshot property in the header");
+    let catalog = Catalog::new(&decoder.header().sets);
+    let mut r = Read {
+        numbers: BTreeMap::new(),
+        names: BTreeMap::new(),
+        threads: BTreeMap::new(),
+        snapshot,
+        stop: None,
+        phases: Vec::new(),
+        phase_times: Vec::new(),
+        order: Vec::new(),
+    };
+    while let Some(block) = decoder.next_block() {
+        let block = block.expect("no damaged block");
+        if let Some(stop) = block.stop() {
+            r.stop = Some(stop);
+        }
+        for entry in block.entries(&catalog) {
+            let Entry::Event(e) = entry else { continue };
+            let values: Vec<Value<'_>> = e.values().collect();
+            match (e.desc.name.as_str(), values.as_slice()) {
+                ("ArenaDestroy", [Value::Pointer(w), Value::Word(i)]) => {
+                    r.numbers.entry(*w).or_default().push(*i);
+                    r.order.push((*w, *i));
+                    r.threads.insert(*w, e.thread);
+                }
+                ("ClientPhase", [Value::Str(_), Value::Word(step), _]) => {
+                    r.phases.push(*step);
+                    r.phase_times.push(e.time);
+                    r.order.push((u64::MAX, *step));
+                    continue;
+                }
+                ("ThreadName", [Value::Word(t), Value::Str(s)]) => {
+                    r.names.insert(*t, String::from_utf8_lossy(s.bytes).into_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    r
+}
+
+fn dump(args: &[&str]) -> std::process::Output {
+    Command::new(DUMP).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `check` finds the snapshot whole and says what it is; `stats` too.
+fn assert_whole(path: &Path, why: &str) {
+    let p = path.to_str().unwrap();
+    let check = dump(&["check", p]);
+    let out = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{p}: {out}{}", text(&check.stderr));
+    assert!(out.contains("whole") && out.contains("snapshot ") && out.contains(why), "{out}");
+    let stats = dump(&["stats", p]);
+    let out = text(&stats.stdout);
+    assert!(stats.status.success(), "{}", text(&stats.stderr));
+    assert!(out.contains("snapshot ") && out.contains(why) && out.contains("written whole"), "{out}");
+}
+
+/// A snapshot from code, after three threads recorded more than their rings hold: each
+/// thread's latest events, consecutive and in order, ending with its last; every thread named
+/// (their `ThreadName` events were overwritten in the rings); whole by `check`.
+#[test]
+fn a_snapshot_from_code_holds_each_threads_latest_events_and_every_name() {
+    let d = dir("snapshots", "demand");
+    let out = d.join("incident.evt");
+    let output = program(CHILD, &["demand", out.to_str().unwrap(), "3", "20000"], &[]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stdout);
+    let r = read(&out);
+    assert_eq!(r.snapshot.cause, SnapshotCause::OnDemand);
+    assert_eq!(r.snapshot.sequence, 1);
+    assert_eq!(r.numbers.len(), 3, "three workers");
+    let mut events = 0;
+    for (w, numbers) in &r.numbers {
+        assert!(numbers.len() < 20000, "worker {w}'s ring went round: {} events", numbers.len());
+        assert_eq!(*numbers.last().unwrap(), 19999, "worker {w}: the snapshot ends with its last event");
+        assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "worker {w}: consecutive, in order");
+        let thread = r.threads[w];
+        assert_eq!(r.names.get(&thread).map(String::as_str), Some(format!("worker-{w}").as_str()), "named");
+        events += numbers.len();
+    }
+    assert!(said.starts_with("snapshot "), "{said}");
+    let stop = r.stop.expect("a clean-stop marker");
+    assert!(stop.events as usize > events, "the marker counts every record: {stop:?}");
+    assert_eq!(said.trim(), format!("snapshot {} 3", stop.events));
+    assert_whole(&out, "taken on demand");
+}
+
+/// Snapshots taken while rounds of threads start, record and exit: each is whole, and holds
+/// of each thread a run of its events from its first (the rings hold everything: nothing is
+/// overwritten, so a hole would be an event the copy lost); the last one, after every thread
+/// ended, holds every event of every thread.
+#[test]
+fn snapshots_taken_while_threads_start_and_exit_lose_nothing() {
+    let d = dir("snapshots", "stress");
+    let output = program(CHILD, &["stress", d.to_str().unwrap(), "12"], &[]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stdout);
+    let taken: u64 = said.trim().strip_prefix("snapshots ").unwrap().parse().unwrap();
+    assert!(taken >= 1, "{said}");
+    for n in 1..=taken {
+        let path = d.join(format!("s-{n}.evt"));
+        let r = read(&path);
+        assert_eq!(r.snapshot.sequence as u64, n);
+        for (w, numbers) in &r.numbers {
+            let expected: Vec<u64> = (0..numbers.len() as u64).collect();
+            assert_eq!(numbers, &expected, "{}: worker {w}: its events from the first, without a hole", path.display());
+        }
+    }
+    let last = d.join("last.evt");
+    let r = read(&last);
+    assert_eq!(r.numbers.len(), 48, "every worker");
+    for (w, numbers) in &r.numbers {
+        assert_eq!(numbers, &(0..500).collect::<Vec<u64>>(), "worker {w}: every event");
+        assert_eq!(r.names.get(&r.threads[w]), Some(&format!("worker-{w}")));
+    }
+    assert_whole(&last, "taken on demand");
+    assert_whole(&d.join("s-1.evt"), "taken on demand");
+}
+
+/// `event-dump control RING --snapshot OUT` against a running program: the program writes the
+/// snapshot (of its ring file) and the command says where; a second request for the same
+/// path is refused, and the file is left as it was.
+#[test]
+fn control_asks_a_running_program_for_a_snapshot() {
+    let d = dir("snapshots", "control");
+    let ring = d.join("prog.ring");
+    let out = d.join("now.evt");
+    let mut child = start_ready(program(CHILD, &["hold-ring", ring.to_str().unwrap(), "1000"], &[]));
+    let asked = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
+    let said = text(&asked.stdout);
+    assert!(asked.status.success(), "{said}{}", text(&asked.stderr));
+    assert!(said.starts_with(&format!("snapshot written: {}: ", out.display())), "{said}");
+    let before = std::fs::read(&out).unwrap();
+    let again = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again.stderr).contains("exists; a snapshot never writes over a file"), "{}", text(&again.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), before, "the file is left as it was");
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+
+    let r = read(&out);
+    assert_eq!(r.numbers.get(&0), Some(&(0..1000).collect::<Vec<u64>>()), "every event of the worker");
+    assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
+    assert_whole(&out, "taken on demand");
+}
+
+/// The snapshot files in `d`, by name.
+fn snapshots_in(d: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+/// A trigger with `post=500` in a thread recording at full speed: one snapshot, holding the
+/// thread's events back to its ring's capacity, the trigger event in its place, and exactly
+/// the 500 events after it (the thread recorded no more), in order, whole, its thread named.
+#[test]
+fn a_trigger_keeps_the_window_before_it_and_the_post_events_after_it() {
+    let d = dir("snapshots", "trigger");
+    let pattern = d.join("incident-%s.evt");
+    let env = [
+        ("EVENT_TRIGGER", "Client:ClientPhase if phase == incident, post=500"),
+        ("EVENT_SNAPSHOT", pattern.to_str().unwrap()),
+    ];
+    let at = 30_000u64;
+    let output = program(CHILD, &["trigger", &(at + 501).to_string(), &at.to_string()], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "", "nothing declined, nothing failed");
+    assert_eq!(snapshots_in(&d), [d.join("incident-1.evt")]);
+    let r = read(&d.join("incident-1.evt"));
+    assert_eq!(r.snapshot.cause, SnapshotCause::Event);
+    assert_eq!(r.snapshot.trigger, "Client:ClientPhase if phase == incident, post=500");
+    assert_eq!(r.phases, [at], "the trigger event");
+    assert_eq!(r.snapshot.trigger_time, r.phase_times[0], "the header says when it fired");
+    let numbers = &r.numbers[&0];
+    assert!(numbers[0] > 0 && numbers.len() < 20_000, "back to the ring's capacity: from {}", numbers[0]);
+    assert_eq!(*numbers.last().unwrap(), at + 500, "the 500 events after the trigger");
+    assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "consecutive");
+    let trigger_at = r.order.iter().position(|e| e.0 == u64::MAX).unwrap();
+    assert_eq!((r.order[trigger_at - 1], r.order[trigger_at + 1]), ((0, at), (0, at + 1)), "in its place");
+    assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
+    assert_whole(&d.join("incident-1.evt"), "triggered by Client.ClientPhase");
+}
+
+/// A trigger in a hot loop: `every=10` takes the 1st, 11th, ... of 95 matches, 10 snapshots,
+/// each after the first counting the 9 declined before it, and the stop says the 4 declined
+/// after the last; `every=once` takes one and the stop says the 94 others.
+#[test]
+fn a_rate_policy_takes_exactly_the_allowed_snapshots_and_counts_the_rest() {
+    for (every, taken, after) in [("every=10", 10u32, 4u64), ("every=once", 1, 94)] {
+        let d = dir("snapshots", &format!("hot-{}", &every[6..]));
+        let pattern = d.join("hot-%s.evt");
+        let trigger = format!("Client:ClientPhase, {every}");
+        let env = [("EVENT_TRIGGER", trigger.as_str()), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+        let output = program(CHILD, &["hot", "95"], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let files = snapshots_in(&d);
+        assert_eq!(files.len(), taken as usize, "{every}: {files:?}");
+        let mut declined = 0;
+        for n in 1..=taken {
+            let r = read(&d.join(format!("hot-{n}.evt")));
+            assert_eq!((r.snapshot.sequence, r.snapshot.cause), (n, SnapshotCause::Event));
+            assert_eq!(r.snapshot.not_taken, if n == 1 { 0 } else { 9 }, "{every}: snapshot {n}");
+            declined += r.snapshot.not_taken;
+        }
+        assert_eq!(u64::from(taken) + declined + after, 95);
+        assert_eq!(
+            text(&output.stderr),
+            format!(
+                "event-runtime: the trigger `{trigger}` matched {after} more times than its rate policy took snapshots\n"
+            )
+        );
+    }
+}
+
+/// A condition that never matches takes no snapshot and says nothing.
+#[test]
+fn a_condition_that_never_matches_takes_nothing() {
+    let d = dir("snapshots", "never");
+    let pattern = d.join("never-%s.evt");
+    let env =
+        [("EVENT_TRIGGER", "Client:ClientPhase if step > 1000000"), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["hot", "1000"], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "");
+    assert!(snapshots_in(&d).is_empty());
+}
+
+/// A trigger that does not parse stops the start with one line naming the variable.
+#[test]
+fn a_bad_trigger_is_one_line_naming_the_variable() {
+    let d = dir("snapshots", "bad");
+    let env = [("EVENT_TRIGGER", "Client:NoSuchEvent, every=2/1s")];
+    let output = program(CHILD, &["hot", "1"], &env).output().unwrap();
+    assert!(!output.status.success());
+    let err = text(&output.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("EVENT_TRIGGER") && err.contains("NoSuchEvent"), "{err}");
+    assert!(snapshots_in(&d).is_empty());
+}
+
+/// The disk fills while a snapshot is written: what was written is removed (the file is the
+/// snapshot's own), the error says so, and the recording goes on and stops cleanly.
+#[test]
+fn a_snapshot_cut_short_by_a_full_disk_is_removed_and_the_recording_goes_on() {
+    let d = dir("snapshots", "full");
+    let out = d.join("cut.evt");
+    let output = program(CHILD, &["full", "40000", out.to_str().unwrap()], &[]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stdout);
+    assert!(
+        said.contains(&format!("no snapshot: the snapshot {} was not written whole and is removed", out.display())),
+        "{said}"
+    );
+    assert!(said.ends_with("stopped\n"), "{said}");
+    assert!(!out.exists(), "the cut snapshot is removed");
+}
+
+/// `EVENT_TRIGGER=panic`: the panicking thread writes the snapshot in the panic hook, with
+/// its events up to the panic; `lost`: a thread that finds no ring-file slot loses its events,
+/// and the snapshot (of the ring file) says it was triggered by the loss.
+#[test]
+fn a_panic_and_lost_events_are_triggers() {
+    let d = dir("snapshots", "panic");
+    let pattern = d.join("p-%s.evt");
+    let env = [("EVENT_TRIGGER", "panic"), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["panic"], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(snapshots_in(&d), [d.join("p-1.evt")]);
+    let r = read(&d.join("p-1.evt"));
+    assert_eq!(r.snapshot.cause, SnapshotCause::Panic);
+    assert_eq!(r.numbers[&0], (0..100).collect::<Vec<u64>>(), "worker-0's events up to its panic");
+    assert!(!r.numbers.contains_key(&1), "taken at the panic, before the main thread's event");
+    assert_whole(&d.join("p-1.evt"), "triggered by a panic");
+
+    let d = dir("snapshots", "lost");
+    let pattern = d.join("l-%s.evt");
+    let ring = d.join("one-slot.ring");
+    let env = [("EVENT_TRIGGER", "lost, every=once"), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["lost", ring.to_str().unwrap()], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let files: Vec<_> = snapshots_in(&d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "evt")).collect();
+    assert_eq!(files, [d.join("l-1.evt")]);
+    let r = read(&d.join("l-1.evt"));
+    assert_eq!(r.snapshot.cause, SnapshotCause::Lost);
+    assert_eq!(r.numbers[&0], (0..10).collect::<Vec<u64>>(), "the main thread's events, in the ring file");
+    assert!(!r.numbers.contains_key(&1), "worker-1's were lost");
+    let stats = text(&dump(&["stats", d.join("l-1.evt").to_str().unwrap()]).stdout);
+    assert!(stats.contains("triggered by lost events"), "{stats}");
+}
+
+/// `EVENT_PIN`: a configuration event that the thread's ring overwrote long ago is in the
+/// snapshot, in a block of its thread just below the ring's oldest, and the snapshot is whole;
+/// without the pin it is gone.
+#[test]
+fn a_pinned_event_outlives_its_ring_in_every_snapshot() {
+    for (pin, kept) in [(Some("Client:ClientPhase"), true), (None, false)] {
+        let d = dir("snapshots", if kept { "pin" } else { "no-pin" });
+        let out = d.join("s.evt");
+        let env: Vec<(&str, &str)> = pin.map(|p| ("EVENT_PIN", p)).into_iter().collect();
+        let output = program(CHILD, &["pin", out.to_str().unwrap()], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let r = read(&out);
+        let numbers = &r.numbers[&0];
+        assert!(numbers[0] > 0, "the ring went round");
+        assert_eq!(*numbers.last().unwrap(), 19_999);
+        assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "consecutive");
+        if kept {
+            assert_eq!(r.phases, [42], "the pinned event");
+            assert_eq!(r.order[0], (u64::MAX, 42), "before the ring's events");
+        } else {
+            assert!(r.phases.is_empty(), "overwritten with the ring: {:?}", r.phases);
+        }
+        assert_whole(&out, "taken on demand");
+    }
+}

@@ -252,9 +252,9 @@ impl ThreadBuffer {
         }
         let current = std::thread::current();
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
-        // Kept for the segments to come, which repeat every name (`writer::names_blocks`), and
-        // for snapshots, whose rings may no longer hold this event.
-        crate::locks::lock(&buffer.shared.names).push((thread, name.clone()));
+        // Kept for the segments to come, which name the threads whose blocks they hold
+        // (`Sinks::write_block`), and for snapshots, whose rings may no longer hold this event.
+        crate::locks::lock(&buffer.shared.names).push((thread, name.clone(), false));
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer
@@ -885,7 +885,25 @@ impl Drop for ThreadBuffer {
             return;
         }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
+        let pool = self.is_pool();
         self.flush(true);
+        self.end_losses();
+        // After its last block and report were handed on to the writer (a pool block; a
+        // ring-file block is copied by the stop, which may still need the name, as it does
+        // a lane the stop took meanwhile): the writer forgets its name once it has written
+        // what was handed on before it looked (`writer::forget_ended`).
+        if pool && matches!(self.home, Home::Lane(_)) {
+            let thread = self.thread;
+            if let Some(entry) = crate::locks::lock(&self.shared.names).iter_mut().find(|e| e.0 == thread) {
+                entry.2 = true;
+            }
+        }
+    }
+}
+
+impl ThreadBuffer {
+    /// At the thread's end, after its last block: its refused events reported.
+    fn end_losses(&mut self) {
         if self.lost > 0 {
             if let Home::Lane(writer) = &mut self.home {
                 // Refused after the last block: the recorder reports them, unless the stop

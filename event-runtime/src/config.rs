@@ -195,6 +195,18 @@ pub(crate) fn parse_rotate(text: &str) -> Result<Rotate, String> {
     Ok(rotate)
 }
 
+/// `rotate` written as `EVENT_ROTATE` takes it (`256k,1s`), for a message about it.
+pub(crate) fn rotate_text(rotate: Rotate) -> String {
+    let size = rotate.size.map(|b| if b % 1024 == 0 { format!("{}k", b / 1024) } else { format!("{b} bytes") });
+    let age = rotate.age.map(|a| format!("{}s", a.as_secs()));
+    [size, age].into_iter().flatten().collect::<Vec<_>>().join(",")
+}
+
+/// Why `EVENT_ROTATE` and `EVENT_POLICY=ring` are refused together (docs/guide/configuration.md):
+/// under `ring` nothing reaches the event file until the stop, which writes the rings once, so
+/// there is no stream to cut by size or age while the program runs.
+pub(crate) const RING_ROTATE: &str = "EVENT_ROTATE (segments) cannot go with EVENT_POLICY=ring, which writes the event file once, at the stop (there is nothing to rotate while it runs); unset EVENT_ROTATE, or choose another EVENT_POLICY (switch streams into segments)";
+
 /// `EVENT_KEEP`: a count of segments (`10`), a total size (`1g`), or both (`10,1g`).
 pub(crate) fn parse_keep(text: &str) -> Result<Keep, String> {
     let accepted = "write a number of segments (10), a total size (1g: k, m or g) or both (10,1g)";

@@ -359,7 +359,8 @@ impl Recorder {
     /// `NAME.open` and renamed to `NAME` once sealed; a new segment starts when the one being
     /// written reaches `rotate`'s size or age, or on demand ([`Recording::rotate`]). Each
     /// segment is a whole stream that reads alone, with every thread name, label and interned
-    /// string its events use.
+    /// string its events use. Not with [`Policy::Ring`], which writes the event file once, at
+    /// the stop: [`start`](Self::start) refuses the two together ([`StartError::Config`]).
     ///
     /// ```no_run
     /// use event_runtime::{Keep, Recorder, Rotate};
@@ -637,6 +638,13 @@ impl Recorder {
     /// The start's first step: every setting checked (sizes, sets, selection, clock and
     /// header, the files' names) before anything is touched.
     fn check(&mut self) -> Result<(Plan, TimeSource), StartError> {
+        if let (Policy::Ring, Some(rotate)) = (self.policy, self.rotate) {
+            return Err(StartError::Config(ConfigError {
+                variable: "EVENT_ROTATE",
+                value: config::rotate_text(rotate),
+                message: config::RING_ROTATE.to_owned(),
+            }));
+        }
         let blocks = self.blocks()?;
         let (sets, schemas) = self.recorded_sets()?;
         let selections = self.selections(&schemas)?;

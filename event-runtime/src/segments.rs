@@ -19,6 +19,10 @@ use std::time::Instant;
 /// Digits of a segment's number in its name: names sort by number up to 999999.
 const DIGITS: usize = 6;
 
+/// The most numbers a new segment tries, past names taken by files that are not the
+/// recording's, before it gives up until the next try (`sink`: every second).
+const SKIP: u64 = 16;
+
 /// The name of segment `index` of the recording whose `EVENT_FILE` is `base`: the number
 /// between the stem and the extension (`trace.evt` -> `trace.000002.evt`).
 pub(crate) fn segment_path(base: &Path, index: u64) -> PathBuf {
@@ -61,8 +65,12 @@ pub(crate) struct Segments {
     keep: Keep,
     /// The header every segment repeats (with its own segment property).
     header: Header,
-    /// The number of the segment being written (or of the next, while none is open).
+    /// The number of the segment being written (or of the next, while none is open): its
+    /// header's `index`, 0, 1, 2, ... with none skipped.
     index: u64,
+    /// The number in the segment's name: its `index`, plus the names skipped because files
+    /// that are not the recording's took them.
+    skipped: u64,
     /// When the segment being written was opened.
     opened: Instant,
     /// Sealed segments on the disk, oldest first.
@@ -77,6 +85,8 @@ pub(crate) struct Segments {
     pub(crate) requested: bool,
     /// Whether a segment was found removed or renamed by someone else (said once).
     said_missing: bool,
+    /// Whether the first segment was made (a name taken later is skipped, not an error).
+    started: bool,
 }
 
 /// A segment file just created, with its header to write first.
@@ -97,6 +107,7 @@ impl Segments {
             keep,
             header,
             index: 0,
+            skipped: 0,
             opened: Instant::now(),
             sealed: VecDeque::new(),
             removed_segments: 0,
@@ -105,27 +116,53 @@ impl Segments {
             offset: HashMap::new(),
             requested: false,
             said_missing: false,
+            started: false,
         }
     }
 
     /// Creates the next segment's file (`NAME.open`, exclusively) and its header, saying
     /// `lost_between` events were not written since the previous one. Block numbers restart.
+    ///
+    /// The first segment's name taken by a file that is not this recording's is an error (the
+    /// recording does not start). A later one's is left as it is: the segment's name takes the
+    /// next free number instead (at most [`SKIP`] numbers at a time; its header's `index` is
+    /// still the next, docs/FORMAT.md, "Segments"), said in one line, so that the recording
+    /// goes on and never writes into, or over, a file that is not its own.
     pub(crate) fn open(&mut self, lost_between: u64) -> io::Result<Opened> {
-        let path = segment_path(&self.base, self.index);
-        let open = open_path(&path);
-        for taken in [&path, &open] {
-            if std::fs::symlink_metadata(taken).is_ok() {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and is not this recording's; remove it or choose another EVENT_FILE",
-                        taken.display()
-                    ),
-                ));
+        let first_taken = self.index + self.skipped;
+        let (path, open, file) = loop {
+            let path = segment_path(&self.base, self.index + self.skipped);
+            let open = open_path(&path);
+            let taken = [&path, &open].into_iter().find(|p| std::fs::symlink_metadata(p).is_ok()).cloned();
+            let created = match taken {
+                None => files::create_segment(&open).map_err(|e| (e, open.clone())),
+                Some(taken) => Err((io::Error::from(io::ErrorKind::AlreadyExists), taken)),
+            };
+            match created {
+                Ok(file) => break (path, open, file),
+                Err((e, taken)) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    if !self.started || self.index + self.skipped - first_taken + 1 >= SKIP {
+                        return Err(io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            format!(
+                                "{} exists and is not this recording's; remove it or choose another EVENT_FILE",
+                                taken.display()
+                            ),
+                        ));
+                    }
+                    self.skipped += 1;
+                }
+                Err((e, at)) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
             }
+        };
+        if self.index + self.skipped != first_taken {
+            eprintln!(
+                "event-runtime: the segment name {} is taken by a file that is not this recording's; it is left as it is, and the recording goes on as {}",
+                segment_path(&self.base, first_taken).display(),
+                open.display()
+            );
         }
-        let file =
-            files::create_segment(&open).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", open.display())))?;
+        self.started = true;
         let mut header = self.header.clone();
         header.properties.segment = Some(Segment {
             index: self.index,
@@ -181,6 +218,13 @@ impl Segments {
         if more {
             self.keep_within_budget();
         }
+    }
+
+    /// Gives up the segment being written without sealing it (not even its stop block could
+    /// be written: it stays under its `.open` name): the next segment takes the next number.
+    pub(crate) fn abandon(&mut self) {
+        self.requested = false;
+        self.index += 1;
     }
 
     /// Deletes the oldest sealed segments until the budget holds: a segment someone else

@@ -58,8 +58,12 @@ pub(crate) struct Shared {
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,
-    /// Every thread's id and name, as its `ThreadName` said: repeated in each new segment.
-    pub(crate) names: Mutex<Vec<(u64, String)>>,
+    /// Each thread's id and name, as its `ThreadName` said, and whether it has ended (its
+    /// last block handed on): given to the sinks at each rotation, which name again in a new
+    /// segment the threads whose blocks it holds. The writer thread forgets an ended thread's
+    /// name once that block is written (`writer::forget_ended`), so the list holds the threads
+    /// alive, not every thread the program ever ran.
+    pub(crate) names: Mutex<Vec<(u64, String, bool)>>,
     /// Every labelled address and its label's interned id (the latest): repeated in each
     /// new segment.
     pub(crate) labels: Mutex<HashMap<u64, u64>>,

@@ -3,13 +3,16 @@
 //!
 //! A sink is plain I/O with no knowledge of threads or policies, so that the session, the
 //! writer thread and the stop can all write through it under one lock (`Shared::sinks`). A
-//! write error gives the file sink up with one line on stderr and is returned by the stop;
-//! it never stops the program.
+//! write error gives the one event file up with one line on stderr and is returned by the
+//! stop; under segments it ends the segment and the recording goes on in a new one (as a full
+//! disk does). It never stops the program.
 
 use crate::segments::Segments;
 use crate::space::{Room, is_no_space, make_room};
-use event_format::builtin::DROPPED;
-use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, Stop, StopCause, pack_block, stop_block};
+use event_format::builtin::{DROPPED, THREAD_NAME};
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, RecordIter, Stop, StopCause, Text, Value};
+use event_format::wire::{pack_block, stop_block};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -17,6 +20,8 @@ use std::time::{Duration, Instant};
 
 /// How often a recording of segments that found the disk full tries a new segment.
 const RETRY_PERIOD: Duration = Duration::from_secs(1);
+/// How often the writer looks whether the segment being written still has its `.open` name.
+const NAME_CHECK_PERIOD: Duration = Duration::from_secs(1);
 
 /// Whether the event file can be written (docs/guide/long-running-services.md, "A full
 /// disk").
@@ -68,6 +73,17 @@ pub(crate) struct Sinks {
     /// The latest block start written: a stop block the writer writes on its own is at it.
     last_time: u64,
     writable: Writable,
+    /// When the segment being written was last found at its `.open` name.
+    name_checked: Option<Instant>,
+    /// The segment being written was found gone from its `.open` name: to be sealed.
+    name_gone: bool,
+    /// A segment that could not be written, not even its stop block, was said (once).
+    said_write_error: bool,
+    /// Under segments: the threads' names as the recording knew them at the last rotation
+    /// (`session::Shared::names`), for the segments to name the threads whose blocks they hold.
+    known: HashMap<u64, String>,
+    /// Under segments: the threads the segment being written names already.
+    named: HashSet<u64>,
 }
 
 impl Sinks {
@@ -156,6 +172,10 @@ impl Sinks {
     /// packing, and the writer is keeping up (`hurry` false). Under segments, the block gets
     /// its thread's number in the segment first.
     pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        if self.segments.is_some() {
+            let thread = BlockHeader::read(Order::NATIVE, block).thread;
+            self.name_in_segment(thread, block);
+        }
         if let Some(segments) = &mut self.segments {
             let thread = BlockHeader::read(Order::NATIVE, block).thread;
             if segments.renumbers(thread) {
@@ -168,6 +188,56 @@ impl Sinks {
             segments.renumber(&mut header);
         }
         self.put_block(block, hurry);
+    }
+
+    /// Under segments, before a block of `thread` goes into the segment being written: names
+    /// the thread in it once (a block of thread 0 with its `ThreadName`), unless the block
+    /// names it itself (a thread's first block) or its name is not known. So each segment
+    /// names every thread whose blocks it holds, and no other: a program that runs many short
+    /// threads does not repeat all their names in every segment.
+    fn name_in_segment(&mut self, thread: u64, block: &[u8]) {
+        if thread == 0 || self.named.contains(&thread) || self.file.is_none() || !matches!(self.writable, Writable::Yes)
+        {
+            return;
+        }
+        if names_itself(block, thread) {
+            self.named.insert(thread);
+            return;
+        }
+        self.name_threads([thread], self.last_time);
+    }
+
+    /// Forgets the names of `threads`, which ended and whose blocks are written.
+    pub(crate) fn forget_threads(&mut self, threads: &[u64]) {
+        for thread in threads {
+            self.known.remove(thread);
+        }
+    }
+
+    /// Under segments: names in the segment being written those of `threads` it does not name
+    /// yet and whose names are known, in blocks of thread 0 at `time`.
+    pub(crate) fn name_threads(&mut self, threads: impl IntoIterator<Item = u64>, time: u64) {
+        if self.segments.is_none() || self.file.is_none() || !matches!(self.writable, Writable::Yes) {
+            return;
+        }
+        let mut names = Vec::new();
+        for thread in threads {
+            if thread != 0
+                && !self.named.contains(&thread)
+                && let Some(name) = self.known.get(&thread)
+            {
+                self.named.insert(thread);
+                names.push((THREAD_NAME, vec![Value::Word(thread), Value::Str(Text::new(name))]));
+            }
+        }
+        if names.is_empty() {
+            return;
+        }
+        let blocks = recorder_blocks(self.reserve as u32, self.recorder_sequence, time, &names);
+        self.recorder_sequence += blocks.len() as u64;
+        for block in &blocks {
+            self.put_block(block, false);
+        }
     }
 
     fn put_block(&mut self, block: &[u8], hurry: bool) {
@@ -232,6 +302,27 @@ impl Sinks {
         let what = if cause == StopCause::DiskFull { "no room on the disk" } else { "a write error" };
         let path = self.file.as_ref().map(|(p, _)| p.display().to_string()).unwrap_or_default();
         if let Err(again) = self.write_file(&block, false) {
+            if self.segments.is_some() {
+                // Not even the stop block: the segment ends at its last whole block, unmarked,
+                // under its `.open` name (a sealed name promises a marker), and the recording
+                // goes on in a new segment, which counts what this one could not hold.
+                if !std::mem::replace(&mut self.said_write_error, true)
+                    && let Some((path, _)) = &self.file
+                {
+                    let open = crate::segments::open_path(path);
+                    eprintln!(
+                        "event-runtime: writing the segment {} failed ({what}: {e}; then {again}): it stays under that name without a stop marker, and the recording goes on in a new segment once one can be written (events until then are counted, not written)",
+                        open.display()
+                    );
+                }
+                self.file = None;
+                self.name_gone = false;
+                if let Some(segments) = &mut self.segments {
+                    segments.abandon();
+                }
+                self.writable = Writable::Waiting { lost_between: self.unwritten_events, tried: Instant::now() };
+                return;
+            }
             // Not even the stop block: the file ends at its last whole block, unmarked.
             let message = format!(
                 "writing the event file {path} failed ({what}: {e}; then {again}); the rest of the trace is not in it"
@@ -266,6 +357,7 @@ impl Sinks {
             .saturating_add(self.written.lost)
             .saturating_add(self.unwritten_events)
             .saturating_add(self.lost_between);
+        self.name_gone = false;
         if let (Some(segments), Some((path, file))) = (&mut self.segments, self.file.take()) {
             segments.seal(&path, &file, accounted, more);
         }
@@ -304,6 +396,7 @@ impl Sinks {
             return false;
         }
         self.written = Stop::default();
+        self.named.clear();
         self.unwritten_events = 0;
         self.recorder_sequence = 0;
         self.lost_between = lost_between;
@@ -319,10 +412,11 @@ impl Sinks {
     /// when it is due (its size, its age, or asked for), or, after a full disk, tries again for
     /// room (at most every second). `names` are the blocks of thread 0, numbered from 0, that
     /// repeat the names, labels and strings in a new segment. `time` is the stop block's.
-    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>) {
+    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>, threads: Vec<(u64, String)>) {
         if !self.rotation_due() {
             return;
         }
+        self.known = threads.into_iter().collect();
         match self.writable {
             Writable::Waiting { lost_between, .. } => {
                 if !self.open_next(lost_between, names) {
@@ -340,12 +434,26 @@ impl Sinks {
         }
     }
 
-    /// Whether [`rotate_if_due`](Self::rotate_if_due) has anything to do now.
-    pub(crate) fn rotation_due(&self) -> bool {
+    /// Whether [`rotate_if_due`](Self::rotate_if_due) has anything to do now: the segment is
+    /// due, or (looked at once a second) someone else removed or renamed it while it was
+    /// written, so that its events would go to a file that no name reaches (sealing it says so
+    /// once, and the recording goes on in the next segment).
+    pub(crate) fn rotation_due(&mut self) -> bool {
         let Some(segments) = &self.segments else { return false };
         match self.writable {
             Writable::Waiting { tried, .. } => tried.elapsed() >= RETRY_PERIOD || segments.requested,
-            Writable::Yes => self.file.is_some() && segments.due(self.file_len),
+            Writable::Yes => {
+                let Some((path, file)) = &self.file else { return false };
+                if self.name_gone || segments.due(self.file_len) {
+                    return true;
+                }
+                if self.name_checked.is_some_and(|t| t.elapsed() < NAME_CHECK_PERIOD) {
+                    return false;
+                }
+                self.name_checked = Some(Instant::now());
+                self.name_gone = !crate::files::names(&crate::segments::open_path(path), file);
+                self.name_gone
+            }
             Writable::Ended { .. } => false,
         }
     }
@@ -502,6 +610,44 @@ impl Sinks {
         use std::os::fd::AsRawFd;
         self.file.as_ref().map(|(_, f)| f.as_raw_fd())
     }
+}
+
+/// Whether `block` holds a `ThreadName` record that names `thread` (a thread's first block).
+fn names_itself(block: &[u8], thread: u64) -> bool {
+    let header = BlockHeader::read(Order::NATIVE, block);
+    let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
+    RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0)
+        .flatten()
+        .any(|r| r.code == THREAD_NAME && r.args.len() >= 8 && Order::NATIVE.u64(r.args) == thread)
+}
+
+/// Blocks of thread 0 (the recorder's own), numbered from `first`, with base time `time`,
+/// holding `records` (code and arguments, each at `time`) in order, as many blocks of
+/// `block_size` bytes as they need.
+pub(crate) fn recorder_blocks(
+    block_size: u32,
+    first: u64,
+    time: u64,
+    records: &[(u16, Vec<Value<'_>>)],
+) -> Vec<Vec<u8>> {
+    let header = |sequence| BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
+    let mut blocks = Vec::new();
+    let mut writer = BlockWriter::new(Order::NATIVE, block_size, &header(first));
+    for (code, values) in records {
+        if writer.push(*code, time, values).is_err() {
+            let full = std::mem::replace(
+                &mut writer,
+                BlockWriter::new(Order::NATIVE, block_size, &header(first + blocks.len() as u64 + 1)),
+            );
+            blocks.push(full.finish());
+            // A string longer than a block is cut to fit by the writer (`fit_strings`).
+            let _ = writer.push(*code, time, values);
+        }
+    }
+    if !writer.is_empty() {
+        blocks.push(writer.finish());
+    }
+    blocks
 }
 
 /// A block's events (every record but `TimeExtend` and `Stop`) and the losses it reports (its

@@ -362,7 +362,7 @@ fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
 /// Blocks of thread 0 that name every thread, interned string and label the recording
 /// knows, at `time`, numbered from 0.
 fn names_blocks(shared: &Shared, bs: u32, time: u64) -> Vec<Box<[u8]>> {
-    let threads: Vec<(u64, String)> = lock(&shared.names).clone();
+    let threads: Vec<(u64, String)> = lock(&shared.names).iter().map(|(t, name, _)| (*t, name.clone())).collect();
     let mut interned: Vec<(u64, String)> = lock(&shared.interned).iter().map(|(s, &id)| (id, s.clone())).collect();
     interned.sort();
     let labels: Vec<(u64, u64)> = lock(&shared.labels).iter().map(|(&a, &id)| (a, id)).collect();

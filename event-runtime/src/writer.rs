@@ -13,11 +13,12 @@ use crate::exchange::{Batch, BlockBuf};
 use crate::locks::lock;
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared};
+use crate::sink;
 use crate::snapshot;
 use event_format::builtin;
 use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
 use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
-use event_format::wire::{BlockHeader, BlockWriter, StopCause, Text, Value, dropped_report};
+use event_format::wire::{StopCause, Text, Value, dropped_report};
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -80,6 +81,9 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
     let mut last_sync = Instant::now();
     let mut last_idle_flush = Instant::now();
     loop {
+        // Threads that ended before this turn: every block they handed on is written by its
+        // end (the batch takes every block queued), and then their names are forgotten.
+        let ended: Vec<u64> = lock(&shared.names).iter().filter(|e| e.2).map(|e| e.0).collect();
         let batch = shared.exchange.next_batch(SERVICE_PERIOD);
         let closed = matches!(batch, Batch::Closed);
         if let Batch::Blocks(blocks) = batch {
@@ -121,6 +125,7 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
         if session::is_running() {
             snapshot::serve(shared);
         }
+        forget_ended(shared, &ended);
         if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
             last_sync = Instant::now();
             annotate::clock_sync(&shared.time);
@@ -155,6 +160,16 @@ fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
     shared.exchange.give_back(written);
 }
 
+/// Forgets the names of the threads that had ended before this turn began (`ended`): their
+/// last blocks and loss reports are written, so no later segment needs their names.
+fn forget_ended(shared: &Shared, ended: &[u64]) {
+    if ended.is_empty() {
+        return;
+    }
+    lock(&shared.names).retain(|e| !ended.contains(&e.0));
+    lock(&shared.sinks).forget_threads(ended);
+}
+
 /// Writes the recorder's reports (`Dropped` events of thread 0), if any, in one block.
 pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
     let mut reports = std::mem::take(&mut *lock(&shared.reports));
@@ -164,6 +179,8 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
     }
     let time = shared.time.now();
     let mut sinks = lock(&shared.sinks);
+    // A segment names the threads whose losses it reports, before the report.
+    sinks.name_threads(reports.iter().map(|&(thread, _)| thread), time);
     let blocks = dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
     sinks.advance_recorder_sequence(blocks.len() as u64);
     for block in &blocks {
@@ -190,46 +207,28 @@ fn rotate_if_due(shared: &Shared) {
     // it hands a block to the sinks.
     let time = shared.time.now();
     let names = names_blocks(shared, 0, time);
-    lock(&shared.sinks).rotate_if_due(time, names);
+    let threads = lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
+    lock(&shared.sinks).rotate_if_due(time, names, threads);
 }
 
-/// Blocks of thread 0, numbered from `first`, that repeat in a new segment every thread name,
-/// interned string and label of the recording so far, so that the segment reads alone with
-/// the names of the whole recording.
+/// Blocks of thread 0, numbered from `first`, that repeat in a new segment every interned
+/// string and label of the recording so far, so that the segment reads alone with the names
+/// of the whole recording. Thread names are not among them: the sinks name in each segment
+/// the threads whose blocks it holds (`Sinks::write_block`), so that a segment does not
+/// repeat the name of every thread the program ever ran.
 fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
-    let names = lock(&shared.names).clone();
     let labels = lock(&shared.labels).clone();
     let mut interned: Vec<(u64, String)> =
         lock(&shared.interned).iter().map(|(text, &id)| (id, text.clone())).collect();
     interned.sort();
     let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
-    for (thread, name) in &names {
-        records.push((builtin::THREAD_NAME, vec![Value::Word(*thread), Value::Str(Text::new(name))]));
-    }
     for (id, text) in &interned {
         records.push((builtin::INTERN, vec![Value::Word(*id), Value::Str(Text::new(text))]));
     }
     for (address, id) in &labels {
         records.push((builtin::LABEL, vec![Value::Address(*address), Value::Word(*id)]));
     }
-    let header = |sequence| BlockHeader { thread: 0, sequence, base_time: time, ..BlockHeader::default() };
-    let mut blocks = Vec::new();
-    let mut writer = BlockWriter::new(Order::NATIVE, shared.block_size, &header(first));
-    for (code, values) in &records {
-        if writer.push(*code, time, values).is_err() {
-            let full = std::mem::replace(
-                &mut writer,
-                BlockWriter::new(Order::NATIVE, shared.block_size, &header(first + blocks.len() as u64 + 1)),
-            );
-            blocks.push(full.finish());
-            // A name longer than a block is cut to fit by the writer (`fit_strings`).
-            let _ = writer.push(*code, time, values);
-        }
-    }
-    if !writer.is_empty() {
-        blocks.push(writer.finish());
-    }
-    blocks
+    sink::recorder_blocks(shared.block_size, first, time, &records)
 }
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.

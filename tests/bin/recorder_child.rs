@@ -50,6 +50,12 @@
 //!   worker (`worker-1`, a thread alive throughout) each record N numbered events, flush, and
 //!   the main thread calls `Recording::rotate` and prints `rotated INDEX`; then both record N
 //!   more, the recording is dropped and it prints `done`.
+//! - `churn K ROUNDS N [NAME_LEN]`: starts recording as the environment says (segments:
+//!   `EVENT_ROTATE`); ROUNDS times: K threads (`churn-R-I`, padded with `x` to NAME_LEN bytes
+//!   when given) each record N numbered events as worker `R*K+I+1`, flush and end; the main
+//!   thread records one as worker 0 (event R), joins them, calls `Recording::rotate` and
+//!   prints `sample RSS_KIB` (its resident memory). Then the recording is dropped and it
+//!   prints `done`: a program that runs many short threads over many segments.
 
 event_runtime::include_events!("../events.def");
 
@@ -161,6 +167,7 @@ fn main() {
         "record-hold" => record_hold(number(1)),
         "rotate" => rotate(number(1), number(2)),
         "steady" => steady(number(1), number(2), number(3)),
+        "churn" => churn(number(1), number(2), number(3), args.get(4).map(|_| number(4) as usize)),
         _ => usage(),
     }
 }
@@ -312,11 +319,7 @@ fn steady(threads: u64, rate: u64, seconds: u64) {
         })
         .collect();
     while Instant::now() < end {
-        let rss = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
-            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
-            .unwrap_or(0);
+        let rss = resident_kib();
         let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
         println!("sample {rss} {fds}");
         let _ = std::io::stdout().flush();
@@ -328,6 +331,15 @@ fn steady(threads: u64, rate: u64, seconds: u64) {
     }
     drop(recording);
     println!("done");
+}
+
+/// This process's resident memory in KiB (`VmRSS`), 0 where /proc says nothing.
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .unwrap_or(0)
 }
 
 /// `rotate`: see the module docs.
@@ -371,6 +383,41 @@ fn rotate(n: u64, k: u64) {
     }
     drop(to_worker);
     worker.join().expect("the worker finishes");
+    drop(recording);
+    println!("done");
+}
+
+/// `churn`: see the module docs.
+fn churn(k: u64, rounds: u64, n: u64, name_len: Option<usize>) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e)).unwrap_or_else(|| {
+        eprintln!("churn needs EVENT_FILE and EVENT_ROTATE");
+        std::process::exit(2)
+    });
+    for round in 0..rounds {
+        let threads: Vec<_> = (0..k)
+            .map(|i| {
+                let worker = (round * k + i + 1) as usize;
+                std::thread::Builder::new()
+                    .name(format!("{:x<1$}", format!("churn-{round}-{i}"), name_len.unwrap_or(0)))
+                    .spawn(move || {
+                        for e in 0..n {
+                            event!(ArenaDestroy, worker, e);
+                        }
+                        event_runtime::flush();
+                    })
+                    .unwrap_or_else(|e| fail(&e))
+            })
+            .collect();
+        event!(ArenaDestroy, 0usize, round);
+        for t in threads {
+            t.join().expect("a churn thread finishes");
+        }
+        if recording.rotate().is_none() {
+            eprintln!("the recording writes no segments");
+            std::process::exit(3)
+        }
+        println!("sample {}", resident_kib());
+    }
     drop(recording);
     println!("done");
 }

@@ -1,4 +1,5 @@
-//! The workspace's shape, as a build sees it: what compiling the proc macro pulls in.
+//! The workspace's shape, as a build sees it: what compiling the proc macro, the recorder and
+//! the reader pull in.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,11 +11,17 @@ fn dependencies(package: &str) -> Vec<String> {
 
 /// The packages of `package`'s dependency graph along the `edges` kinds (`cargo tree -e`).
 fn tree(package: &str, edges: &str) -> Vec<String> {
+    tree_with(package, edges, &[])
+}
+
+/// [`tree`] with more arguments for `cargo tree` (`--no-default-features`, `--features`).
+fn tree_with(package: &str, edges: &str, more: &[&str]) -> Vec<String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = Command::new(cargo)
         .current_dir(root)
         .args(["tree", "--offline", "--locked", "-p", package, "-e", edges, "--prefix", "none"])
+        .args(more)
         .output()
         .expect("cargo runs");
     assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -40,4 +47,18 @@ fn the_proc_macro_compiles_the_grammar_and_no_codec() {
 fn the_recorder_does_not_depend_on_the_reader() {
     let deps = tree("event-runtime", "normal,build,dev");
     assert!(!deps.iter().any(|d| d == "event-dump"), "event-runtime depends on event-dump: {deps:?}");
+}
+
+/// The table exports are features of event-dump (on by default): a build without them
+/// compiles neither SQLite (C, built with the crate) nor the `parquet` crate, and one with a
+/// feature compiles what that export needs.
+#[test]
+fn the_table_exports_are_features_of_the_reader() {
+    let all = tree_with("event-dump", "normal,build", &[]);
+    let none = tree_with("event-dump", "normal,build", &["--no-default-features"]);
+    let sqlite = tree_with("event-dump", "normal,build", &["--no-default-features", "--features", "sqlite"]);
+    for (deps, has_sqlite, has_parquet) in [(&all, true, true), (&none, false, false), (&sqlite, true, false)] {
+        assert_eq!(deps.iter().any(|d| d == "rusqlite"), has_sqlite, "{deps:?}");
+        assert_eq!(deps.iter().any(|d| d == "parquet"), has_parquet, "{deps:?}");
+    }
 }

@@ -35,10 +35,14 @@
 
 mod chrome;
 mod ctf;
+#[cfg(feature = "parquet")]
 mod parquet;
 mod perfetto;
 mod proto;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "parquet"))]
+mod tables;
 mod timeline;
 mod trace_file;
 
@@ -46,14 +50,11 @@ use crate::choice::{Choice, thread_names};
 use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
 use crate::progress::Progress;
-use event_format::decode::{BlockSource, Entry, Event};
+use event_format::decode::Event;
 use event_format::ledger::Ledger;
-use event_format::letter::Letter;
 use event_format::merge::{self, Merge};
 use event_format::wire::Clock;
-use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
-use std::path::Path;
+use std::io;
 use std::process::ExitCode;
 
 /// An event of log `file`, as the merge hands it on to an export. (What is not an event, the
@@ -116,7 +117,10 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
     match args.to {
         Target::Chrome => chrome::export(&mut logs, &args.out, &mut window),
         Target::Perfetto => perfetto::export(&mut logs, &args.out, &mut window),
+        #[cfg(feature = "sqlite")]
         Target::Sqlite => sqlite::export(&mut logs, &args.out, &mut window),
+        #[cfg(not(feature = "sqlite"))]
+        Target::Sqlite => Err(without("sqlite")),
         Target::Ctf => ctf::export(&mut logs, &args.out, &mut window),
         Target::Parquet if window.selection.is_some() => Err(DumpError::new(
             "the Parquet export takes no --kind, --event, --thread, --since, --until or --filter: a dataset holds \
@@ -124,8 +128,20 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
              (WHERE ...), or export the window with --to sqlite"
                 .to_owned(),
         )),
+        #[cfg(feature = "parquet")]
         Target::Parquet => parquet::export(logs, &args.out),
+        #[cfg(not(feature = "parquet"))]
+        Target::Parquet => Err(without("parquet")),
     }
+}
+
+/// The error of an export this build left out (its cargo feature was off).
+#[cfg(not(all(feature = "sqlite", feature = "parquet")))]
+fn without(feature: &str) -> DumpError {
+    DumpError::new(format!(
+        "this event-dump was built without the {feature} export; build it with `--features {feature}` (on by \
+         default)"
+    ))
 }
 
 /// The events an export writes: `print`'s selection, and what it left out of each log.
@@ -154,6 +170,7 @@ impl Window {
     }
 
     /// The events of log `file` left out so far.
+    #[cfg(feature = "sqlite")]
     fn left_out(&self, file: usize) -> u64 {
         self.left_out[file]
     }
@@ -174,24 +191,6 @@ fn left_out_note(n: u64) -> Option<String> {
     })
 }
 
-/// The type of a parameter's column in a table export: one mapping of format letters,
-/// shared by the SQLite and the Parquet exports, each of which spells it in its own types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ColumnType {
-    /// `P`, `A`, `W`: unsigned 64-bit.
-    U64,
-    /// `U`: unsigned 32-bit.
-    U32,
-    /// `I`: signed 64-bit.
-    I64,
-    /// `D`: IEEE 754 double.
-    F64,
-    /// `B`: boolean.
-    Bool,
-    /// `S`: UTF-8 text (bytes that are not UTF-8 replaced by U+FFFD, as the JSON output does).
-    Utf8,
-}
-
 /// The log's event-set versions as the table exports and CTF's environment write them: the
 /// one set's version (`1.2.0`), or `set:version` for each when the log holds more than one
 /// (`app:1.2.0 storage-v2:2.0.1`).
@@ -203,37 +202,6 @@ fn set_versions(header: &event_format::wire::Header) -> String {
         .map(|s| if several { format!("{}:{}", s.schema.name, s.schema.version) } else { s.schema.version.to_string() })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// What a table export (SQLite, Parquet) took from one log: its path as shown, its id in the
-/// database or dataset (SQLite's serial number, Parquet's recording id), its events, what its
-/// ledger says was skipped, and whether the output already held it (nothing added).
-struct Imported {
-    path: String,
-    log: String,
-    events: u64,
-    /// The events the selection left out (not rows, not lost).
-    left_out: u64,
-    said: Said,
-    already: bool,
-}
-
-/// Says what a table export took from each log: a line on stdout per log, and on stderr what
-/// was skipped. The exit status of a run that succeeded.
-fn report(imported: &[Imported], out: &Path) -> ExitCode {
-    let mut stdout = io::stdout().lock();
-    for s in imported {
-        if s.already {
-            let _ = writeln!(stdout, "{}: already in {} as log {}; nothing added", s.path, out.display(), s.log);
-            continue;
-        }
-        if let Some(line) = s.said.table_line() {
-            eprintln!("event-dump: {}: {line}, the rest exported; `event-dump check {}` lists them", s.path, s.path);
-        }
-        let left_out = left_out_note(s.left_out).map(|n| format!(" ({n})")).unwrap_or_default();
-        let _ = writeln!(stdout, "{}: {} events as log {} in {}{left_out}", s.path, s.events, s.log, out.display());
-    }
-    ExitCode::SUCCESS
 }
 
 /// What an export says of a log beside what it exported, from the log's [`Ledger`] (the
@@ -297,6 +265,7 @@ impl Said {
     }
 
     /// The line of a table export for one log, if anything was skipped or is missing.
+    #[cfg(any(feature = "sqlite", feature = "parquet"))]
     fn table_line(&self) -> Option<String> {
         let skipped = (!self.skipped.is_empty()).then(|| format!("{} skipped", self.skipped.join(", ")));
         let all: Vec<String> = skipped.into_iter().chain(self.segments.iter().cloned()).collect();
@@ -321,151 +290,4 @@ impl Said {
             );
         }
     }
-}
-
-/// Whether an event type's table has a fields column (SQLite's `fields_json`, Parquet's
-/// `fields`): the `tracing` bridge's events, whose text holds fields.
-fn has_fields(desc: &event_format::decode::Desc) -> bool {
-    desc.is_builtin() && matches!(desc.code, event_format::builtin::TRACE_EVENT | event_format::builtin::SPAN_ENTER)
-}
-
-/// The fields of a `tracing` bridge's event as one JSON object by name ([`crate::json::fields`]),
-/// appended to `out`; false (nothing appended) when its text holds none in `tracing`'s grammar.
-fn fields_json(event: &Event<'_>, out: &mut String) -> bool {
-    match event_format::fields::of_event(event) {
-        Some(fields) => {
-            crate::json::fields(out, &fields);
-            true
-        }
-        None => false,
-    }
-}
-
-/// The column type of a parameter of `letter`.
-fn column_type(letter: Letter) -> ColumnType {
-    match letter {
-        Letter::Pointer | Letter::Address | Letter::Word => ColumnType::U64,
-        Letter::Unsigned => ColumnType::U32,
-        Letter::Signed => ColumnType::I64,
-        Letter::Double => ColumnType::F64,
-        Letter::Bool => ColumnType::Bool,
-        Letter::String => ColumnType::Utf8,
-    }
-}
-
-/// The columns of parameters `params` in a table whose columns before them are `fixed`:
-/// their names, made distinct (ignoring ASCII case, as SQLite and DuckDB compare names) from
-/// the fixed columns and from each other by appending `_`.
-fn param_columns(fixed: &[&str], params: &[String]) -> Vec<String> {
-    let mut taken: Vec<String> = fixed.iter().map(|c| (*c).to_owned()).collect();
-    params
-        .iter()
-        .map(|p| {
-            let mut column = p.clone();
-            while taken.iter().any(|t| t.eq_ignore_ascii_case(&column)) {
-                column.push('_');
-            }
-            taken.push(column.clone());
-            column
-        })
-        .collect()
-}
-
-/// A log's content identity: its size and a 64-bit FNV-1a digest of all its bytes (of its
-/// files' bytes one after the other, for a recording of segments), `size:digest` with the
-/// digest in hex. The table exports refuse a log whose identity they already hold.
-fn identity(files: &[&Path]) -> io::Result<String> {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut buf = vec![0u8; 1 << 20];
-    let (mut hash, mut size) = (OFFSET, 0u64);
-    for path in files {
-        let mut file = std::fs::File::open(path)?;
-        loop {
-            let n = match file.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            for &b in &buf[..n] {
-                hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
-            }
-            size += n as u64;
-        }
-    }
-    Ok(format!("{size}:{hash:016x}"))
-}
-
-/// What a table export learns of a log while it walks it: its [`Ledger`], the events of
-/// each thread (those the export wrote, as rows), and the events the selection left out.
-struct Walked {
-    ledger: Ledger,
-    events_by_thread: BTreeMap<u64, u64>,
-    left_out: u64,
-}
-
-impl Walked {
-    /// The events written, as rows.
-    fn rows(&self) -> u64 {
-        self.events_by_thread.values().sum()
-    }
-}
-
-/// Reads `log` (log `file` of the export) block by block in the order it holds them and hands
-/// each event `window` selects to `visit`, counting as it goes (the ledger counts every
-/// event); the first error `visit` returns stops the reading and is returned. Memory: one
-/// block, and the ledger's numbers of each thread's blocks (a range per gap).
-fn walk<E>(
-    log: &mut Log,
-    file: usize,
-    window: &mut Window,
-    visit: impl FnMut(&Event<'_>) -> Result<(), E>,
-) -> Result<Walked, E> {
-    let mut walked = walk_chosen(log, |event| window.keeps(file, event), visit)?;
-    walked.left_out = window.left_out(file);
-    Ok(walked)
-}
-
-/// [`walk`] with the choice of events `keeps` makes (every event: the Parquet export, whose
-/// dataset holds whole logs); `left_out` is left 0 for the caller to set.
-fn walk_chosen<E>(
-    log: &mut Log,
-    mut keeps: impl FnMut(&Event<'_>) -> bool,
-    mut visit: impl FnMut(&Event<'_>) -> Result<(), E>,
-) -> Result<Walked, E> {
-    let mut ledger = log.ledger();
-    let mut events_by_thread = BTreeMap::new();
-    let block_size = u64::from(log.header().block_size);
-    let starts = log.segment_starts();
-    let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());
-    while let Some(block) = log.next_block() {
-        let block = match block {
-            Ok(b) => b,
-            Err(e) => {
-                ledger.damaged(&e);
-                continue;
-            }
-        };
-        let start = starts.get(block.segment as usize).copied().unwrap_or(0);
-        progress.update(start + block.offset + block_size);
-        let (thread, sequence) = (block.header.thread, block.header.sequence);
-        ledger.block(&block);
-        let mut in_block = 0u64;
-        for entry in block.entries(log.catalog()) {
-            if let Entry::Event(event) = &entry
-                && keeps(event)
-            {
-                visit(event)?;
-                in_block += 1;
-            }
-            ledger.entry(thread, sequence, &entry);
-        }
-        *events_by_thread.entry(thread).or_default() += in_block;
-    }
-    progress.finish();
-    if let Some(findings) = log.ring_findings() {
-        ledger.ring_file(findings);
-    }
-    Ok(Walked { ledger, events_by_thread, left_out: 0 })
 }

@@ -64,7 +64,8 @@
 
 mod encode;
 
-use super::{ColumnType, Imported, Said, column_type, fields_json, has_fields, param_columns, walk_chosen};
+use super::Said;
+use super::tables::{ColumnType, Imported, column_type, fields_json, has_fields, param_columns, walk_chosen};
 use crate::log::{DumpError, Log};
 use encode::{Buffer, Encoder, Strings};
 use event_format::builtin;
@@ -179,7 +180,7 @@ pub(crate) fn export(logs: Vec<Log>, out: &Path) -> Result<ExitCode> {
         let _ = fs::remove_dir_all(out);
     }
     let imported = result?;
-    Ok(super::report(&imported, out))
+    Ok(super::tables::report(&imported, out))
 }
 
 /// The lock file of a run, removed when dropped.

@@ -7,7 +7,8 @@
 //! The schema, what each column holds, several logs in one database and transactions are
 //! stated once, in docs/OUTPUT.md ("SQLite").
 
-use super::{ColumnType, Imported, Said, Walked, Window, column_type, fields_json, has_fields};
+use super::tables::{ColumnType, Imported, Walked, column_type, fields_json, has_fields};
+use super::{Said, Window};
 use crate::log::{DumpError, Log};
 use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
@@ -132,7 +133,7 @@ pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> std::
         let _ = std::fs::remove_file(journal);
     }
     let imported = result?;
-    Ok(super::report(&imported, out))
+    Ok(super::tables::report(&imported, out))
 }
 
 fn export_into(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<Vec<Imported>> {
@@ -283,7 +284,7 @@ fn type_name(desc: &Desc) -> String {
 
 /// The columns of parameters `params`, after the fixed ones.
 fn param_columns(params: &[String]) -> Vec<String> {
-    super::param_columns(&FIXED_COLUMNS, params)
+    super::tables::param_columns(&FIXED_COLUMNS, params)
 }
 
 /// An event type as the glue tables hold it: what must agree between logs.
@@ -561,7 +562,8 @@ fn import(
 ) -> Result<Imported> {
     let sql = |e: rusqlite::Error| db.error(&e);
     let shown = log.path().display().to_string();
-    let identity = super::identity(&log.files()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
+    let identity =
+        super::tables::identity(&log.files()).map_err(|e| DumpError::new(format!("{shown}: cannot read: {e}")))?;
     let earlier: Option<(i64, String, String)> = tx
         .query_row("SELECT serial, path, imported FROM event_log WHERE identity = ?1", [&identity], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -639,7 +641,7 @@ fn insert_events(
 ) -> rusqlite::Result<Walked> {
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
     let clock = log.header().clock;
-    super::walk(log, file, window, |event| {
+    super::tables::walk(log, file, window, |event| {
         // By wire code: sets may reuse each other's own codes.
         let stmt = match statements.entry(event.desc.wire) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),

@@ -71,7 +71,7 @@ pub fn run() -> ExitCode {
         Some(Command::Stats(args)) => commands::census::stats(&args, colors),
         Some(Command::Schema(args)) => commands::schema::schema(&args),
         Some(Command::Check(args)) => commands::census::check(&args),
-        Some(Command::Follow(args)) => commands::follow::follow(&args, colors),
+        Some(Command::Follow(args)) => commands::follow(&args, colors),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Latency(args)) => commands::latency::latency(&args),
         Some(Command::Control(args)) => commands::control::control(&args),

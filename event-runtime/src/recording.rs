@@ -161,7 +161,7 @@ impl Recording {
                 None => Err(io::Error::other("this child of fork() has recorded nothing; no snapshot taken")),
             };
         }
-        crate::snapshot::take(&self.shared, path.as_ref(), crate::snapshot::Cause::on_demand())
+        crate::snapshot::take(&self.shared, path.as_ref(), crate::trigger::Cause::on_demand())
     }
 
     /// Stops recording and returns the memory sink's stream (empty without one). Errors
@@ -373,7 +373,7 @@ mod tests {
     #[test]
     fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
         let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
-        let emit = |i: u64| crate::__private::emit(&SET, 0, 8, &[], |w| w.word(i));
+        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             s.spawn(|| {
                 (0..10).for_each(emit);

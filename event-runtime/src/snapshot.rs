@@ -29,9 +29,10 @@ use crate::config::Policy;
 use crate::locks::lock;
 use crate::session::{self, Shared};
 use crate::sink::Sinks;
+use crate::trigger::Cause;
 use event_format::builtin;
 use event_format::wire::{
-    BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, PushError, RecordIter, SnapshotCause, StopCause, Text, Value,
+    BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, PushError, RecordIter, StopCause, Text, Value,
     seal_block_in_place,
 };
 use std::collections::BTreeSet;
@@ -56,30 +57,6 @@ pub struct SnapshotInfo {
     pub span: Option<(u64, u64)>,
     /// `span` as a duration, by the recording's clock.
     pub duration: std::time::Duration,
-}
-
-/// Why a snapshot is taken, as its header says.
-#[derive(Clone, Debug)]
-pub(crate) struct Cause {
-    pub(crate) cause: SnapshotCause,
-    pub(crate) trigger_code: u16,
-    /// When it fired, in the recording's ticks; `None` on demand (the snapshot's own time).
-    pub(crate) trigger_time: Option<u64>,
-    pub(crate) trigger: String,
-    pub(crate) not_taken: u64,
-}
-
-impl Cause {
-    /// A snapshot asked for, from code or through the control page.
-    pub(crate) fn on_demand() -> Cause {
-        Cause {
-            cause: SnapshotCause::OnDemand,
-            trigger_code: 0,
-            trigger_time: None,
-            trigger: String::new(),
-            not_taken: 0,
-        }
-    }
 }
 
 /// Serves a control request for a snapshot (`@snapshot PATH`, docs/FORMAT.md, "Control
@@ -454,7 +431,7 @@ mod tests {
             .memory()
             .start()
             .unwrap();
-        let emit = |i: u64| crate::__private::emit(&SET, 0, 8, &[], |w| w.word(i));
+        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             for t in 0..3u64 {
                 s.spawn(move || {

@@ -37,13 +37,36 @@
 //! thread in the panic hook), never by the thread that recorded the trigger.
 
 use crate::config::ConfigError;
-use crate::snapshot::Cause;
 use event_format::filter::Filter;
 use event_format::schema::Schema;
 use event_format::wire::{Header, SnapshotCause};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Why a snapshot is taken, as its header says.
+#[derive(Clone, Debug)]
+pub(crate) struct Cause {
+    pub(crate) cause: SnapshotCause,
+    pub(crate) trigger_code: u16,
+    /// When it fired, in the recording's ticks; `None` on demand (the snapshot's own time).
+    pub(crate) trigger_time: Option<u64>,
+    pub(crate) trigger: String,
+    pub(crate) not_taken: u64,
+}
+
+impl Cause {
+    /// A snapshot asked for, from code or through the control page.
+    pub(crate) fn on_demand() -> Cause {
+        Cause {
+            cause: SnapshotCause::OnDemand,
+            trigger_code: 0,
+            trigger_time: None,
+            trigger: String::new(),
+            not_taken: 0,
+        }
+    }
+}
 
 /// The snapshot pattern without `EVENT_SNAPSHOT`.
 pub(crate) const DEFAULT_SNAPSHOT: &str = "%n-%p-snapshot-%s.evt";

@@ -84,12 +84,9 @@ impl Printer {
     }
 }
 
-/// `follow`: prints what the ring file's program commits, until it stops; for a recording of
-/// segments (a directory, or a segment), what its recorder writes, across rotations.
-pub(crate) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
-    if super::follow_segments::is_segments(&args.ring) {
-        return super::follow_segments::follow(args, colors);
-    }
+/// `follow` of a ring file: prints what its program commits, until it stops (a recording of
+/// segments is `follow_segments`', which `follow` in mod.rs chooses).
+pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     let shown = args.ring.display().to_string();
     let reader = event_format::log::open_ring(&args.ring).map_err(|e| DumpError::new(e.to_string()))?;
     let header = reader.header().clone();

@@ -10,7 +10,7 @@
 
 pub(crate) mod census;
 pub(crate) mod control;
-pub(crate) mod follow;
+mod follow;
 mod follow_segments;
 pub(crate) mod latency;
 pub(crate) mod print;
@@ -46,5 +46,15 @@ pub(crate) fn write_all(text: &str) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(DumpError::new(format!("cannot write the output: {e}"))),
+    }
+}
+
+/// `follow`: what a running program records, as it records it: from its ring file until it
+/// stops, or from its recording of segments (a directory, or a segment), across rotations.
+pub(crate) fn follow(args: &crate::cli::FollowArgs, colors: Colors) -> Result<std::process::ExitCode> {
+    if follow_segments::is_segments(&args.ring) {
+        follow_segments::follow(args, colors)
+    } else {
+        follow::follow_ring(args, colors)
     }
 }

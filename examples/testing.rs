@@ -43,7 +43,7 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::Pool;
-    use event_runtime::event_format::wire::{Text, Value};
+    use event_runtime::format::{Text, Value};
 
     /// The names, in order: the quickest assertion.
     #[test]

@@ -187,7 +187,7 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
         pub fn from_reader<R: ::std::io::Read>(
             reader: R,
         ) -> ::core::result::Result<
-            Reader<::event_runtime::event_format::decode::Decoder<R>>,
+            Reader<::event_runtime::format::Decoder<R>>,
             ::event_runtime::read::ReadError,
         > {
             Reader::from_reader(reader)
@@ -195,7 +195,7 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
 
         /// Reads the blocks of any source (a stream's decoder, a ring file's blocks), after
         /// checking its event set against this one.
-        pub fn from_blocks<B: ::event_runtime::event_format::decode::BlockSource>(
+        pub fn from_blocks<B: ::event_runtime::format::BlockSource>(
             blocks: B,
         ) -> ::core::result::Result<Reader<B>, ::event_runtime::read::ReadError> {
             Reader::new(blocks)

@@ -139,7 +139,7 @@ pub fn capture(f: impl FnOnce()) -> Captured {
 ///     let loaded = load();
 ///     let events = capture.finish();
 ///     assert_eq!(loaded, 4);
-///     use event_runtime::event_format::wire::{Text, Value};
+///     use event_runtime::format::{Text, Value};
 ///     let phase = &events.values("ClientPhase")[0];
 ///     assert_eq!(phase[1..], [Value::Word(3), Value::Signed(-1)]);
 ///     assert_eq!(phase[0], Value::Str(Text::new("load")));

@@ -18,7 +18,7 @@
 //!     let stream = recording.stop().unwrap();
 //!
 //!     // The stream names its events: any reader decodes it.
-//!     use event_runtime::event_format::decode::{Catalog, Decoder, Entry};
+//!     use event_runtime::format::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..]).unwrap();
 //!     let catalog = Catalog::new(&decoder.header().sets);
 //!     let block = decoder.next_block().unwrap().unwrap();
@@ -75,8 +75,8 @@
 //! - Read: [`read`] is the typed reader that `include_events!` generates for its set
 //!   (`events::Event`, `events::read`, `events::from_reader`): a log read back with the types
 //!   that wrote it, checked against the compiled set before the first event.
-//!   [`event_format`] is the stream's codec, re-exported for programs that decode what they
-//!   recorded untyped.
+//!   [`format`](mod@format) is what of the stream's codec a program needs to decode what it recorded
+//!   untyped (the decoder, its events, their text); the whole codec is the `event-format` crate.
 //! - Losses and limits: [`lost_unattributed`], [`StartError`], [`ConfigError`], [`Policy`], [`BufResize`] and
 //!   the `DEFAULT_*` sizes; [`Signals`], the signal handlers a recording installs (never
 //!   SIGINT or SIGTERM; [`Recorder`]'s docs, "Signals").
@@ -164,12 +164,15 @@ pub use session::lost_unattributed;
 pub use snapshot::SnapshotInfo;
 pub use traceback::TRACEBACK_EVENTS;
 
-/// The stream's codec, for readers: the `event-format` crate, re-exported whole so that a
-/// program that reads what it recorded (a memory sink's stream, [`Recording::bytes`]) needs
-/// no other dependency. Start at [`event_format::decode`]; [`event_format::text`] renders an
-/// event as `event-dump` prints it.
-///
-/// It is re-exported whole because a decoded stream's types (its header, values, schema,
-/// clock) are the codec's own, spread over its modules. Recording needs none of it: the
-/// recorder's API is the items above.
-pub use event_format;
+/// What a program that reads what it recorded needs of the stream's codec (a memory sink's
+/// stream, [`Recording::bytes`]; a test capture's `bytes()`; the typed reader's blocks): the
+/// decoder and what it decodes, and the text `event-dump print` writes ([`format::text`]) and
+/// the spans events.def declares ([`format::roles`]). These are `event-format`'s items; a
+/// program that reads streams in depth (ring files, the ledger of losses, the filter and
+/// selection languages, the encoder) depends on `event-format` itself. Recording needs none of
+/// this: the recorder's API is the items above.
+pub mod format {
+    pub use event_format::decode::{Block, BlockError, BlockSource, Catalog, Decoder, Desc, Entry, Event};
+    pub use event_format::wire::{Header, Text, Value};
+    pub use event_format::{roles, text};
+}

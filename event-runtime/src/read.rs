@@ -100,7 +100,7 @@
 //!
 //! ```
 //! event_runtime::include_events!("../events.def"); // SPAN(Sweep, SweepBegin, SweepEnd)
-//! use event_runtime::event_format::roles::{Pairer, Roles};
+//! use event_runtime::format::roles::{Pairer, Roles};
 //! use event_runtime::read::Item;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let recording = event_runtime::Recorder::new().memory().deterministic_clock().start()?;

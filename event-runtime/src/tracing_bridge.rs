@@ -23,7 +23,7 @@
 //!     let stream = recording.stop()?;
 //!     // The stream holds a SpanEnter (span "request", fields `id=7`), a TraceEvent (level 2,
 //!     // text `slow reply user="ada"`) and a SpanExit; `event-dump print` shows them.
-//!     use event_runtime::event_format::decode::{Catalog, Decoder, Entry};
+//!     use event_runtime::format::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..])?;
 //!     let catalog = Catalog::new(&decoder.header().sets);
 //!     let mut names = Vec::new();

@@ -6,7 +6,7 @@
 
 event_runtime::include_events!("events.def");
 
-use event_runtime::event_format::decode::BlockSource;
+use event_runtime::format::BlockSource;
 use event_runtime::read::{Item, Reader, TypedEvent, TypedSet};
 use event_tests::json_of;
 use serde_json::json;

@@ -8,7 +8,7 @@ use crate::log::DumpError;
 use event_format::builtin;
 use event_format::decode::{BlockSource, Catalog};
 use event_format::decode::{Entry, Event};
-use event_format::filter::EventFields;
+use event_format::filter::FilterEvent;
 use event_format::filter::{FieldType, Filter, FilterError};
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Pattern, Patterns, Word, glob};
@@ -374,7 +374,7 @@ impl Choice {
         match &self.filter {
             Some(f) => {
                 let names = self.filter_names.as_ref().and_then(|n| n.get(file));
-                f.matches(&EventFields { event, clock, names })
+                f.matches(&FilterEvent { event, clock, names })
             }
             None => true,
         }

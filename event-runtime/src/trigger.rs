@@ -369,7 +369,7 @@ impl Triggers {
     ) -> Option<(u64, u64)> {
         let trigger = self.for_code(event.desc.wire)?;
         if let Some(filter) = &trigger.filter {
-            let fields = event_format::filter::EventFields { event, clock, names: None };
+            let fields = event_format::filter::FilterEvent { event, clock, names: None };
             if !filter.matches(&fields) {
                 return None;
             }

@@ -1,8 +1,8 @@
 //! Evaluating a parsed filter against one event: each comparison reads its field through
-//! [`Fields`] and compares it with its value.
+//! [`Filterable`] and compares it with its value.
 
 use super::value::{Num, Op, Value};
-use super::{FieldValue, Fields};
+use super::{FieldValue, Filterable};
 use std::fmt;
 
 /// A parsed expression. `&&` and `||` chains are flat lists, so that only `(` and `!` nest.
@@ -16,7 +16,7 @@ pub(super) enum Node {
 
 impl Node {
     /// Recursion is as deep as the nesting of `(` and `!`, which [`MAX_NESTING`] bounds.
-    pub(super) fn matches(&self, event: &dyn Fields) -> bool {
+    pub(super) fn matches(&self, event: &dyn Filterable) -> bool {
         match self {
             Node::Or(terms) => terms.iter().any(|t| t.matches(event)),
             Node::And(terms) => terms.iter().all(|t| t.matches(event)),
@@ -102,7 +102,7 @@ pub(super) struct Compare {
 }
 
 impl Compare {
-    pub(super) fn matches(&self, event: &dyn Fields) -> bool {
+    pub(super) fn matches(&self, event: &dyn Filterable) -> bool {
         let field = match &self.target {
             Target::Param(name) => event.param(name),
             Target::Tracing(name) => event.tracing_field(name),
@@ -129,7 +129,7 @@ impl Compare {
 
     /// `thread` of an event on thread `id`: by id when the value is one (`3`, `T3`), else by
     /// the thread's name.
-    pub(super) fn matches_thread(&self, event: &dyn Fields, id: i128) -> bool {
+    pub(super) fn matches_thread(&self, event: &dyn Filterable, id: i128) -> bool {
         match (&self.value, self.value.thread()) {
             (_, Some(t)) => compare_numbers(self.op, Num::Int(id), t),
             (Value::Text { text, .. }, None) => {

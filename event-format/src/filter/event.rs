@@ -1,7 +1,7 @@
 //! A decoded event of a log as the filter sees it: its parameters, built-ins and `tracing`
-//! fields, through [`Fields`].
+//! fields, through [`Filterable`].
 
-use super::{FieldValue, Fields};
+use super::{FieldValue, Filterable};
 use crate::decode::Event;
 use crate::wire::{Clock, Value as WireValue};
 use std::borrow::Cow;
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// An event of a log as the filter sees it.
 #[derive(Debug)]
-pub struct EventFields<'a> {
+pub struct FilterEvent<'a> {
     /// The event.
     pub event: &'a Event<'a>,
     /// Its log's clock, for `time`.
@@ -30,7 +30,7 @@ fn field_value<'a>(value: &WireValue<'a>) -> FieldValue<'a> {
     }
 }
 
-impl Fields for EventFields<'_> {
+impl Filterable for FilterEvent<'_> {
     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
         let e = self.event;
         match field {

@@ -29,7 +29,7 @@
 //!   not `id=70`. Any name is accepted; an event without that field does not match.
 //! - `name` and `kind` compared with a string or word that holds a `:` are compared in their
 //!   form qualified by the event's set, `set:Name` and `set:Kind` (`name == storage:PageWrite`,
-//!   `kind ~ "storage:*"`), through [`Fields::qualified`]; `name` with a value that holds a
+//!   `kind ~ "storage:*"`), through [`Filterable::qualified`]; `name` with a value that holds a
 //!   `.` in the form `print` writes, `Kind.Name` (`set:Kind.Name` with a `:` too).
 //! - A number is a decimal integer (`42`, `-7`), a hexadecimal one (`0x1f`, `-0x10`) or a
 //!   float (`1.5`, `-.5`, `2e-3`, `1E+6`). A word that starts like a number (a digit, or `-`
@@ -78,7 +78,7 @@ mod parse;
 mod tests;
 mod value;
 
-pub use event::EventFields;
+pub use event::FilterEvent;
 
 use eval::{Node, Target};
 use lex::Tok;
@@ -106,7 +106,7 @@ pub struct Filter {
     root: Node,
 }
 
-/// The value of one field of one event, as a [`Fields`] implementation gives it: the
+/// The value of one field of one event, as a [`Filterable`] implementation gives it: the
 /// values of tracing fields and of parameters are one type (integers of every letter as
 /// `Int`, `time` as `Float`, booleans compare with `true`/`false` and as 0 and 1 with
 /// numbers, text for `name`, `kind` and string parameters).
@@ -166,8 +166,10 @@ impl FieldType {
     }
 }
 
-/// An event as a filter sees it: its fields by name.
-pub trait Fields {
+/// An event as a filter sees it: the values its comparisons name, by name (`time`, `thread`,
+/// `name`, the parameters, `args.NAME`, a `tracing` event's `fields.NAME`). Named apart from
+/// the `tracing` fields ([`crate::fields`]), which are one kind of value it gives.
+pub trait Filterable {
     /// The value of `field` in this event, or `None` when the event has no such field (a
     /// comparison of it is then false). `thread` is the thread's id.
     fn get(&self, field: &str) -> Option<FieldValue<'_>>;
@@ -182,7 +184,7 @@ pub trait Fields {
     }
 
     /// The event's parameter `name`, for `args.NAME`, even where a built-in field has its
-    /// name. The default is [`Fields::get`].
+    /// name. The default is [`Filterable::get`].
     fn param(&self, name: &str) -> Option<FieldValue<'_>> {
         self.get(name)
     }
@@ -245,11 +247,11 @@ impl Filter {
     /// [`BUILTIN_FIELDS`] are always known. Never panics; linear time.
     ///
     /// ```
-    /// use event_format::filter::{FieldValue, Fields, Filter};
+    /// use event_format::filter::{FieldValue, Filterable, Filter};
     /// use std::borrow::Cow;
     ///
     /// struct Alloc;
-    /// impl Fields for Alloc {
+    /// impl Filterable for Alloc {
     ///     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
     ///         match field {
     ///             "name" => Some(FieldValue::Str(Cow::Borrowed("PoolAlloc"))),
@@ -304,7 +306,7 @@ impl Filter {
 
     /// Whether `event` is selected. A comparison of a field `event` does not have, or of a
     /// value of another type, is false; see the [module documentation](self).
-    pub fn matches(&self, event: &dyn Fields) -> bool {
+    pub fn matches(&self, event: &dyn Filterable) -> bool {
         self.root.matches(event)
     }
 
@@ -341,7 +343,7 @@ impl Filter {
         out
     }
 
-    /// Whether the filter compares `thread` with a name or a glob: then [`Fields::thread_name`]
+    /// Whether the filter compares `thread` with a name or a glob: then [`Filterable::thread_name`]
     /// must give the names.
     pub fn uses_thread_names(&self) -> bool {
         let mut uses = false;

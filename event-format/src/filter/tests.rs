@@ -12,7 +12,7 @@ const FIELDS: &[&str] = &["a", "b", "c", "size", "arena", "class", "ratio", "siz
 #[derive(Debug, Default)]
 struct Event(HashMap<&'static str, FieldValue<'static>>);
 
-impl Fields for Event {
+impl Filterable for Event {
     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
         self.0.get(field).cloned()
     }
@@ -37,7 +37,7 @@ fn event(fields: &[(&'static str, FieldValue<'static>)]) -> Event {
 /// An event of set `storage`: `name` and `kind` have qualified forms.
 struct InSet;
 
-impl Fields for InSet {
+impl Filterable for InSet {
     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
         match field {
             "name" => Some(string("PageWrite")),
@@ -75,7 +75,7 @@ fn parse(expr: &str) -> Filter {
 /// A tracing span's entry: its parameter `name`, its fields, its thread's name.
 struct Span;
 
-impl Fields for Span {
+impl Filterable for Span {
     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
         match field {
             "name" => Some(string("SpanEnter")),
@@ -207,7 +207,7 @@ fn parse_error(expr: &str) -> FilterError {
 #[test]
 fn doc_example() {
     struct Alloc;
-    impl Fields for Alloc {
+    impl Filterable for Alloc {
         fn get(&self, field: &str) -> Option<FieldValue<'_>> {
             match field {
                 "name" => Some(FieldValue::Str(Cow::Borrowed("PoolAlloc"))),

@@ -1,6 +1,6 @@
 //! `filter_parse`: the filter language on arbitrary text.
 
-use crate::filter::{FieldType, FieldValue, Fields, Filter};
+use crate::filter::{FieldType, FieldValue, Filter, Filterable};
 use std::borrow::Cow;
 
 /// The parameter names the fuzzed filters may use, beside the built-in fields, with their
@@ -17,7 +17,7 @@ const FIELDS: [(&str, FieldType); 6] = [
 /// An event with one field of each type, and some fields missing.
 struct Sample;
 
-impl Fields for Sample {
+impl Filterable for Sample {
     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
         Some(match field {
             "time" => FieldValue::Float(0.25),

@@ -255,6 +255,7 @@ impl ThreadBuffer {
         // Kept for the segments to come, which name the threads whose blocks they hold
         // (`Sinks::write_block`), and for snapshots, whose rings may no longer hold this event.
         crate::locks::lock(&buffer.shared.names).push((thread, name.clone(), false));
+        buffer.shared.names_added.fetch_add(1, Ordering::Release);
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer

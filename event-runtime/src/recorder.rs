@@ -822,6 +822,8 @@ impl Recorder {
             sinks: Mutex::new(sinks),
             interned: Mutex::new(HashMap::new()),
             names: Mutex::new(Vec::new()),
+            names_added: AtomicU64::new(0),
+            names_learned: AtomicU64::new(0),
             labels: Mutex::new(HashMap::new()),
             header: plan.header.clone(),
             pack: self.pack,

@@ -64,6 +64,13 @@ pub(crate) struct Shared {
     /// name once that block is written (`writer::forget_ended`), so the list holds the threads
     /// alive, not every thread the program ever ran.
     pub(crate) names: Mutex<Vec<(u64, String, bool)>>,
+    /// How many names were added to `names` so far (a thread's start): the writer thread hands
+    /// the sinks the new ones before it writes a block (`learn_names`), so that a segment can
+    /// name a thread that started after the last rotation even when its own `ThreadName`
+    /// record was refused (a full pool) and its first block does not name it.
+    pub(crate) names_added: AtomicU64,
+    /// `names_added` as the writer thread last handed the names to the sinks.
+    pub(crate) names_learned: AtomicU64,
     /// Every labelled address and its label's interned id (the latest): repeated in each
     /// new segment.
     pub(crate) labels: Mutex<HashMap<u64, u64>>,
@@ -167,8 +174,25 @@ impl Shared {
         };
         for lane in lanes.iter().filter(|lane| !lane.is_ring()) {
             // Lock order: the lane's, then the sinks' (as a direct write under the lane's).
-            lane.flush_idle(|block| lock(&self.sinks).write_block(block, false));
+            lane.flush_idle(|block| {
+                self.learn_names();
+                lock(&self.sinks).write_block(block, false);
+            });
         }
+    }
+
+    /// On the writer thread, before it writes a block: hands the sinks the names of the threads
+    /// that started since it last did (`names_added`), for the segment being written to name
+    /// them (`Sinks::learn_names`). The block's thread added its name before it committed a
+    /// record, and the writer took the block after (through the exchange's lock, or the lane's
+    /// acquire of the committed end): the count read here covers it.
+    pub(crate) fn learn_names(&self) {
+        let added = self.names_added.load(Ordering::Acquire);
+        if added == self.names_learned.swap(added, Ordering::Relaxed) {
+            return;
+        }
+        let names: Vec<(u64, String)> = lock(&self.names).iter().map(|e| (e.0, e.1.clone())).collect();
+        lock(&self.sinks).learn_names(names);
     }
 
     /// Writes the writer thread's own full block now, and returns it for reuse.

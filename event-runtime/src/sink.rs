@@ -207,6 +207,17 @@ impl Sinks {
         self.name_threads([thread], self.last_time);
     }
 
+    /// Under segments: learns the names of threads that started since the last rotation
+    /// (`Shared::learn_names`), which the segment being written may have to name.
+    pub(crate) fn learn_names(&mut self, names: Vec<(u64, String)>) {
+        if self.segments.is_none() {
+            return;
+        }
+        for (thread, name) in names {
+            self.known.entry(thread).or_insert(name);
+        }
+    }
+
     /// Forgets the names of `threads`, which ended and whose blocks are written.
     pub(crate) fn forget_threads(&mut self, threads: &[u64]) {
         for thread in threads {

@@ -151,6 +151,7 @@ fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         // is dropped for the sake of size.
         let hurry = shared.exchange.free_hint() < shared.pool_blocks / 4;
         rotate_if_due(shared);
+        shared.learn_names();
         lock(&shared.sinks).write_block(&block, hurry);
         written.push(block);
         if written.len() == GIVE_BACK_EVERY {

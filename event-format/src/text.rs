@@ -194,6 +194,27 @@ const fn digit_table<const N: usize>(base: usize, width: usize) -> [u8; N] {
 /// `0000` to `9999`: the decimals of seconds are written four digits at a time.
 static DECIMAL_BYTES: [u8; 40_000] = digit_table(10, 4);
 
+/// The civil date (year, month, day) of day `days` since the Unix epoch, in the proleptic
+/// Gregorian calendar (Howard Hinnant's `civil_from_days`): the one conversion of the readers
+/// that print a date (a snapshot's time, the Parquet export's `date=` partitions).
+///
+/// ```
+/// assert_eq!(event_format::text::civil_date(0), (1970, 1, 1));
+/// assert_eq!(event_format::text::civil_date(11_016), (2000, 2, 29));
+/// assert_eq!(event_format::text::civil_date(-1), (1969, 12, 31));
+/// ```
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
 /// in integers so that equal ticks always print equal text: [`Seconds::push`]'s text.
 pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::Result {

@@ -901,6 +901,9 @@ impl<S: TypedSet, B: Source> Reader<S, B> {
     /// # Ok(()) }
     /// ```
     pub fn by_time(self) -> Result<Reader<S, B>, ReadError> {
+        if matches!(self.reading, Reading::ByTime(_)) {
+            return Ok(self);
+        }
         let Reader {
             reading,
             catalog,
@@ -919,24 +922,8 @@ impl<S: TypedSet, B: Source> Reader<S, B> {
             Reading::Blocks(source) if ledger.blocks() == 0 && ledger.damaged_blocks().is_empty() && !finished => {
                 source
             }
-            Reading::ByTime(merge) => {
-                let reading = Reading::ByTime(merge);
-                return Ok(Reader {
-                    reading,
-                    catalog,
-                    clock,
-                    map,
-                    block,
-                    position,
-                    lost_before,
-                    ledger,
-                    typed,
-                    findings,
-                    finished,
-                    set,
-                });
-            }
-            Reading::Blocks(_) => return Err(ReadError::Started),
+            // Read from already (a `ByTime` reading returned above).
+            _ => return Err(ReadError::Started),
         };
         let reading = Reading::ByTime(Box::new(Merge::new(vec![source])));
         Ok(Reader {

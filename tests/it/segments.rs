@@ -465,7 +465,8 @@ fn env_number(name: &str, default: u64) -> u64 {
 /// segment; afterwards every sealed segment is whole, the events the budget removed, those
 /// present and those counted lost are every event the child emitted, and the child's resident
 /// memory and open descriptors did not grow from the first sealed segment to the last.
-/// `#[ignore]`d: `scripts/test` runs it on its own, in release.
+/// `#[ignore]`d so that `cargo test` stays short: `scripts/test` runs it as a step of its own
+/// ("long run", `--ignored segments::a_long_run`), so CI runs it on every submission.
 #[test]
 #[ignore = "a minute long: scripts/test runs it explicitly"]
 fn a_long_run_stays_within_its_budget_and_accounts_for_every_event() {

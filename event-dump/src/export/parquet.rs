@@ -242,17 +242,7 @@ fn refuse(what: String, fix: &str) -> DumpError {
 /// Days before year 1 or after year 9999 are those years' ends, which every engine's DATE
 /// reads.
 fn date(days: i64) -> String {
-    // Howard Hinnant's civil_from_days.
-    let days = days.clamp(-719_162, 2_932_896);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = event_format::text::civil_date(days.clamp(-719_162, 2_932_896));
     format!("{year:04}-{month:02}-{day:02}")
 }
 

@@ -63,20 +63,12 @@ pub fn describe_snapshot(header: &Header) -> Option<String> {
 }
 
 /// `ns` since the Unix epoch as `YYYY-MM-DD hh:mm:ss.mmm UTC` (the proleptic Gregorian
-/// calendar; days to civil dates by Howard Hinnant's algorithm).
+/// calendar, [`crate::text::civil_date`]).
 fn utc(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let millis = ns.rem_euclid(1_000_000_000) / 1_000_000;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::text::civil_date(days);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{millis:03} UTC", rem / 3600, rem / 60 % 60, rem % 60)
 }
 

@@ -74,9 +74,9 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let window = args.window.unwrap_or(DEFAULT_WINDOW_MIB).max(1) << 20;
     let wall = (logs.len() > 1).then(|| clocks.clone());
     let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall.clone());
-    let mut lanes = LineMerge::new(window, wall, mark);
+    let mut merge = LineMerge::new(window, wall, mark);
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
-    pipeline::run(&mut logs, &ctx, jobs, &mut lanes, &mut w);
+    pipeline::run(&mut logs, &ctx, jobs, &mut merge, &mut w);
     if w.failure.is_none() {
         let _ = w.flush();
     }
@@ -92,7 +92,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         ));
     }
     // The logs with a block whose records start before its header says.
-    let early: Vec<&str> = (0..paths.len()).filter(|&f| lanes.early(f)).map(|f| paths[f].as_str()).collect();
+    let early: Vec<&str> = (0..paths.len()).filter(|&f| merge.early(f)).map(|f| paths[f].as_str()).collect();
     for (file, n) in disorder.iter().enumerate().filter(|(_, n)| **n > 0) {
         problems.push(if !early.is_empty() {
             format!(

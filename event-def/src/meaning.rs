@@ -1,4 +1,4 @@
-//! What a set's events mean beyond their fields, declared in events.def and carried in the
+//! What a set's events mean beyond their parameters, declared in events.def and carried in the
 //! stream (since format 2.0.2): spans, counters and flows.
 //!
 //! ```text

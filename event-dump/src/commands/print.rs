@@ -20,9 +20,9 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs =
         if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let catalogs: Vec<&Catalog> = logs.iter().map(|l| l.catalog()).collect();
-    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| selection.may_show(f, c)));
+    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| choice.may_show(f, c)));
     let renderer = Renderer {
         format: args.format,
         raw_ticks: args.raw_ticks,
@@ -57,10 +57,10 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         }
     }
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
-    let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
+    let keeps = |file: usize, event: &Event<'_>, clock: &Clock| choice.keeps(file, event, clock);
     let ctx = Context {
         renderer: &renderer,
-        keeps: (!selection.is_everything()).then_some(&keeps),
+        keeps: (!choice.is_everything()).then_some(&keeps),
         catalogs: catalogs.clone(),
         clocks: clocks.clone(),
         starts: logs.iter().map(|l| l.segment_starts()).collect(),

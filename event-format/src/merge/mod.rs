@@ -1,7 +1,9 @@
 //! The events of one or more logs in time order, with bounded memory: the one merge by time
 //! of every reader that needs one timeline (event-dump's exports and `latency`, the typed
-//! reader's reading by time, `Reader::by_time` in event-runtime; `print` merges
-//! its rendered lines by the same [`Watermark`] and tie order).
+//! reader's reading by time, `Reader::by_time` in event-runtime). Its ordering, [`Order`]
+//! (chains of pieces, the heap, the [`Watermark`], the window and the tie order), is the one
+//! `print` merges its rendered lines by too: [`Merge`] gives it decoded blocks, `print`'s
+//! pipeline blocks rendered to text on worker threads.
 //!
 //! Each thread's records are in time order within a log, but blocks of different threads
 //! arrive in the order they were handed on (or thread by thread, from a ring). The merge
@@ -483,7 +485,13 @@ impl<S: BlockSource> Merge<S> {
 /// The item of `held`'s record at `offset`, whose time is `time`, counted in its log's
 /// ledger; `None` when the record cannot be read again (not reached: it was read when the
 /// block came in).
-fn hand_on<'a>(held: &'a Held, offset: usize, time: u64, catalog: &'a Catalog, ledger: &mut Ledger) -> Option<Item<'a>> {
+fn hand_on<'a>(
+    held: &'a Held,
+    offset: usize,
+    time: u64,
+    catalog: &'a Catalog,
+    ledger: &mut Ledger,
+) -> Option<Item<'a>> {
     let (log, thread, sequence) = (held.log, held.block.header.thread, held.block.header.sequence);
     let Some(Ok(mut record)) = RecordIter::resume(&held.block.records, held.block.order, (offset, 0)).next() else {
         return None;

@@ -512,3 +512,74 @@ fn hand_on<'a>(
 fn place(starts: &[u64], segment: u32, offset: u64) -> u64 {
     starts.get(segment as usize).copied().unwrap_or(0) + offset
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::sample_header;
+    use crate::wire::{BlockHeader, BlockWriter, Order};
+
+    /// A stream whose blocks are out of time order in the file, one block of which goes back
+    /// in time (a clock stepped back: a `TimeExtend` back) and one that jumps ahead past 2^32
+    /// ticks; every event is `Poll` (code 4), its time its identity.
+    fn disordered() -> (Vec<u8>, Vec<(u64, u64)>) {
+        let header = sample_header(Order::Little);
+        let mut out = header.encode().unwrap();
+        let mut all = Vec::new();
+        // (thread, sequence, base_time, times): in the order they are in the file.
+        let blocks: [(u64, u64, u64, &[u64]); 6] = [
+            (1, 0, 5000, &[5000, 5100, 5100, 5300]),
+            (2, 0, 1000, &[1000, 1200, 5100, 9000]),
+            (1, 1, 5400, &[5400, 5450, 3000, 3100, 6000]),
+            (3, 0, 2000, &[2000, 2000, 7000, 5_000_000_000]),
+            (2, 1, 9000, &[9000, 9001]),
+            (3, 1, 5_000_000_001, &[5_000_000_001]),
+        ];
+        for (thread, sequence, base_time, times) in blocks {
+            let mut w = BlockWriter::new(
+                Order::Little,
+                header.block_size,
+                &BlockHeader { thread, sequence, base_time, ..Default::default() },
+            );
+            for &t in times {
+                w.push(4, t, &[]).unwrap();
+                all.push((t, thread));
+            }
+            out.extend(w.finish());
+        }
+        (out, all)
+    }
+
+    fn times(window: usize) -> (Vec<(u64, u64)>, u64) {
+        let (stream, _) = disordered();
+        let log = Decoder::new(&stream[..]).unwrap();
+        let mut merge = Merge::with_window(vec![log], window);
+        let mut out = Vec::new();
+        while let Some(item) = merge.next_item() {
+            match item {
+                Item::Event { event, .. } => out.push((event.time, event.thread)),
+                other => panic!("only events: {other:?}"),
+            }
+        }
+        assert_eq!(merge.ledgers()[0].events(), out.len() as u64);
+        (out, merge.out_of_order())
+    }
+
+    /// With room for every block, the merge hands on every event once, in time order, equal
+    /// times by thread; with a window of one byte, every event still once, the disorder
+    /// counted.
+    #[test]
+    fn every_event_once_in_order_and_the_window_counts_what_it_could_not_order() {
+        let (_, mut expected) = disordered();
+        expected.sort();
+        let (whole, late) = times(usize::MAX);
+        assert_eq!(whole, expected);
+        assert_eq!(late, 0);
+        let (cramped, late) = times(1);
+        let mut sorted = cramped.clone();
+        sorted.sort();
+        assert_eq!(sorted, expected, "each event once");
+        let inversions = cramped.windows(2).filter(|w| w[1].0 < w[0].0).count() as u64;
+        assert!(late >= inversions && late > 0, "{late} counted, {inversions} seen: {cramped:?}");
+    }
+}

@@ -74,11 +74,6 @@ impl Keys {
         Keys { wall }
     }
 
-    /// Whether keys are wall-clock nanoseconds.
-    pub fn wall(&self) -> bool {
-        self.wall.is_some()
-    }
-
     /// The key of `time` in log `log`.
     #[inline]
     pub fn key(&self, log: usize, time: u64) -> i128 {

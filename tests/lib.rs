@@ -110,7 +110,7 @@ pub fn state_name(state: u32) -> &'static str {
 #[derive(Clone, Debug)]
 pub struct RingCheck {
     /// What the ring reader found.
-    pub summary: RingFindings,
+    pub findings: RingFindings,
     /// The events.
     pub numbered: Numbered,
 }
@@ -137,14 +137,14 @@ impl RingCheck {
 ///   file, events that threads recorded while the recording stopped: those are counted as
 ///   lost (the file's `lost` word).
 pub fn check_ring(path: &Path, state: u32, workers: u64) -> Result<RingCheck, String> {
-    let (stream, summary) = read_ring(path)?;
-    if summary.state != state {
-        return Err(format!("the file's state is {}, expected {}", state_name(summary.state), state_name(state)));
+    let (stream, findings) = read_ring(path)?;
+    if findings.state != state {
+        return Err(format!("the file's state is {}, expected {}", state_name(findings.state), state_name(state)));
     }
-    if let Some((slot, sequence, why)) = summary.damaged.first() {
+    if let Some((slot, sequence, why)) = findings.damaged.first() {
         return Err(format!(
             "{} damaged blocks; the first: slot {slot}, block {sequence}: {why}",
-            summary.damaged.len()
+            findings.damaged.len()
         ));
     }
     let numbered = numbered(&stream)?;
@@ -176,22 +176,22 @@ pub fn check_ring(path: &Path, state: u32, workers: u64) -> Result<RingCheck, St
         return Err(format!("events of a worker {w} that does not exist"));
     }
     let missing: u64 = numbered.first_block.values().sum();
-    if missing != summary.overwritten_blocks {
+    if missing != findings.overwritten_blocks {
         return Err(format!(
             "the reader counts {} overwritten blocks, but the threads' first blocks say {missing}",
-            summary.overwritten_blocks
+            findings.overwritten_blocks
         ));
     }
     // Events recorded while the recording stops (other threads still run when a panic
     // unwinds `main`) are counted as lost; anything else would be a loss to explain.
     let lost_allowed = state == STATE_CLOSED;
-    if summary.refused != 0 || (summary.lost != 0 && !lost_allowed) || summary.threads_without_slot != 0 {
+    if findings.refused != 0 || (findings.lost != 0 && !lost_allowed) || findings.threads_without_slot != 0 {
         return Err(format!(
             "losses where there should be none: {} refused, {} lost, {} threads without a slot",
-            summary.refused, summary.lost, summary.threads_without_slot
+            findings.refused, findings.lost, findings.threads_without_slot
         ));
     }
-    Ok(RingCheck { summary, numbered })
+    Ok(RingCheck { findings, numbered })
 }
 
 /// A value as docs/OUTPUT.md says `event-dump`'s JSON writes it, written here independently

@@ -11,7 +11,7 @@
 //! - [`schema`] is the event set itself and its rules ([`Schema::check`]), applied alike to a
 //!   hand-written file and to the schema a stream embeds.
 //! - [`letter`] is the type of one parameter ([`Letter`]).
-//! - [`meaning`] is what events mean beyond their fields: the spans they begin and end, the
+//! - [`meaning`] is what events mean beyond their parameters: the spans they begin and end, the
 //!   counters they sample and the flows they take part in (`SPAN`, `COUNTER`, `FLOW`).
 //! - [`builtin`] lists the runtime's built-in events (codes `0xFF00..`), the same in every
 //!   stream.

@@ -1,4 +1,4 @@
-//! The selection of events that `print`, `stats`, `follow`, `latency` and `export` share:
+//! The choice of events that `print`, `stats`, `follow`, `latency` and `export` share:
 //! `--kind`, `--event`, `--thread`, `--since`, `--until` and `--filter` (parsed once, by
 //! [`crate::cli::Select`]), compiled against the logs' schemas with event-format's selection
 //! and filter languages (`event_format::select`, `event_format::filter`).
@@ -281,18 +281,18 @@ impl Choice {
         let filter = match &select.filter {
             None => None,
             Some(expr) => {
-                let mut fields: BTreeSet<(String, FieldType)> = BTreeSet::new();
+                let mut params: BTreeSet<(String, FieldType)> = BTreeSet::new();
                 for s in schemas {
                     for e in &s.events {
                         let types = e.format.iter().map(|l| FieldType::of_letter(*l));
-                        fields.extend(e.params.iter().cloned().zip(types));
+                        params.extend(e.params.iter().cloned().zip(types));
                     }
                 }
                 for b in builtin::ALL {
                     let types = b.format.iter().map(|l| FieldType::of_letter(*l));
-                    fields.extend(b.params.iter().map(|p| (*p).to_owned()).zip(types));
+                    params.extend(b.params.iter().map(|p| (*p).to_owned()).zip(types));
                 }
-                let typed: Vec<(&str, FieldType)> = fields.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+                let typed: Vec<(&str, FieldType)> = params.iter().map(|(n, t)| (n.as_str(), *t)).collect();
                 let bad = |e: FilterError| DumpError::new(e.render(expr).replacen("error: ", "", 1));
                 let filter = Filter::parse_typed(expr, &typed).map_err(bad)?;
                 for (name, column) in filter.event_names() {
@@ -300,7 +300,7 @@ impl Choice {
                     if !events.any(|d| d.name == name) {
                         let all: BTreeSet<&str> =
                             catalogs.iter().flat_map(|c| c.iter().map(|d| d.name.as_str())).collect();
-                        let hint = if fields.iter().any(|(p, _)| p == "name") {
+                        let hint = if params.iter().any(|(p, _)| p == "name") {
                             "; an event's parameter called `name` is `args.name`".to_owned()
                         } else {
                             event_format::def::closest(name, all.iter().copied())

@@ -13,14 +13,16 @@
 //! only on the blocks, so the output is the same, byte for byte, with any number of workers,
 //! and with none (`--jobs 1` renders on the main thread).
 //!
-//! The merge ([`LineMerge`]) holds rendered blocks in lanes: the blocks of one thread of one
-//! log, in time order, one after another (a block that goes back in time before its lane's
-//! last opens a lane of its own), so that the heap that picks the next line holds a lane per
-//! thread, not a block, and lines are taken from a lane in runs. After each block it writes
-//! every line that no later block can precede, by the logs' block indexes
+//! The merge ([`LineMerge`]) is the workspace's one merge by time
+//! ([`Order`](event_format::merge::Order), which [`Merge`](event_format::merge::Merge) of the
+//! exports uses too) over rendered blocks: it holds them in chains, the blocks of one thread
+//! of one log, in time order, one after another (a block that goes back in time before its
+//! chain's last opens a chain of its own), so that the heap that picks the next line holds a
+//! chain per thread, not a block, and lines are written from a chain in runs. After each block
+//! it writes every line that no later block can precede, by the logs' block indexes
 //! ([`Watermark`](event_format::merge::Watermark)), so that it holds what is out of order in the
 //! file rather than lines already in order; and it holds at most a window of rendered bytes
-//! (`--window`): when more is held, it writes the earliest lines until it holds less. The
+//! (`--window`): when more is held, it writes the earliest runs until it holds less. The
 //! order is exact whenever the log's disorder fits in the window (and its blocks' records
 //! start no earlier than their headers say); a line written after a later one is counted,
 //! and `print` says so.
@@ -28,11 +30,10 @@
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
-use event_format::merge::Watermark;
+use event_format::merge::{At, Keys, Order, Place, Tie, Timed, Watermark};
 use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::sync::{Mutex, mpsc};
@@ -267,53 +268,35 @@ impl Context<'_> {
     }
 }
 
-/// A line's place in the merge's order: (key, log, thread, block sequence, block's place in
-/// its log, index in its block); key is ticks for one log, wall-clock nanoseconds for
-/// several. docs/FORMAT.md ("Merging") states this tie order of equal times.
-type Place = (i128, usize, u64, u64, u64, u32);
-
-/// Line `i` of `r`'s place; `wall` gives each log's clock when several are merged.
-fn place(wall: Option<&[Clock]>, r: &Rendered, i: usize) -> Place {
-    let time = r.lines[i].time;
-    let key = match wall {
-        Some(clocks) => clocks[r.file].wall_ns(time),
-        None => i128::from(time),
-    };
-    (key, r.file, r.thread, r.sequence, r.index, i as u32)
-}
-
-/// The end of the run of `r`'s lines from `from` that come before `bound` in the merge's
-/// order (all of them without a bound). Of one log, a line's key is its time: times before
-/// the bound's are compared alone, and only an equal time needs the whole place.
-fn run_end(wall: Option<&[Clock]>, r: &Rendered, from: usize, bound: Option<Place>) -> usize {
-    let Some(bound) = bound else { return r.lines.len() };
-    let mut i = from;
-    if wall.is_none() {
-        while let Some(line) = r.lines.get(i) {
-            let time = i128::from(line.time);
-            if time > bound.0 || (time == bound.0 && place(wall, r, i) > bound) {
-                break;
-            }
-            i += 1;
-        }
-    } else {
-        while i < r.lines.len() && place(wall, r, i) <= bound {
-            i += 1;
-        }
+impl Timed for Rendered {
+    fn tie(&self) -> Tie {
+        Tie { log: self.file, thread: self.thread, sequence: self.sequence, index: self.index }
     }
-    i
+
+    #[inline]
+    fn first(&self) -> At {
+        (0, self.lines[0].time)
+    }
+
+    #[inline]
+    fn next(&self, (i, _): At) -> Option<At> {
+        self.lines.get(i + 1).map(|line| (i + 1, line.time))
+    }
+
+    fn last(&self) -> At {
+        let i = self.lines.len() - 1;
+        (i, self.lines[i].time)
+    }
+
+    fn bytes(&self) -> usize {
+        Rendered::bytes(self)
+    }
 }
 
-/// A lane: blocks of one thread of one log whose lines follow one another in time.
-#[derive(Debug, Default)]
-struct Lane {
-    blocks: VecDeque<Rendered>,
-    /// The next line of the front block.
-    next: usize,
-    /// The place of the back block's last line.
-    last: Option<Place>,
-    /// The lane of its thread that its next block goes on (not freed while it is).
-    primary: bool,
+/// Line `i` of `r`'s place in the merge's order.
+#[inline]
+fn place(keys: &Keys, r: &Rendered, i: usize) -> Place {
+    keys.place(r, (i, r.lines[i].time))
 }
 
 /// Where `print` writes, and what it learns and counts in the order it writes.
@@ -401,19 +384,19 @@ impl<'a> Writer<'a> {
     }
 
     /// Lines `from..to` of `r`, which follow one another in the merge's order (a run of a
-    /// lane): as [`Writer::emit`] of each, with the bookkeeping done once for the run, and
+    /// chain): as [`Writer::emit`] of each, with the bookkeeping done once for the run, and
     /// the text of consecutive lines that need nothing filled in copied at once.
-    fn emit_lines(&mut self, wall: Option<&[Clock]>, r: &Rendered, from: usize, to: usize) -> ControlFlow<()> {
-        let first = place(wall, r, from);
+    fn emit_lines(&mut self, keys: &Keys, r: &Rendered, from: usize, to: usize) -> ControlFlow<()> {
+        let first = place(keys, r, from);
         // Out of order (the window was exceeded) or cut by `--limit`: line by line.
         if self.limit.is_some() || self.last.is_some_and(|last| first < last) {
             for i in from..to {
-                self.emit(r, i, place(wall, r, i))?;
+                self.emit(r, i, place(keys, r, i))?;
             }
             return ControlFlow::Continue(());
         }
         // The run's lines are in order: each is after the one before, so after `last`.
-        self.last = Some(place(wall, r, to - 1));
+        self.last = Some(place(keys, r, to - 1));
         let seen = self.seen;
         self.seen += (to - from) as u64;
         if seen >> 16 != self.seen >> 16 {
@@ -493,21 +476,10 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// The merge: rendered blocks in lanes, the earliest line of each lane on a heap.
+/// The merge: rendered blocks in the one [`Order`] of the workspace's merges, their lines
+/// written in runs.
 pub(crate) struct LineMerge {
-    lanes: Vec<Lane>,
-    free: Vec<usize>,
-    /// The lane of each (log, thread) that its next block goes on when it follows.
-    primary: HashMap<(usize, u64), usize>,
-    heap: BinaryHeap<Reverse<(Place, usize)>>,
-    held: usize,
-    window: usize,
-    /// Wall-clock time lines the keys, when several logs are merged.
-    wall: Option<Vec<Clock>>,
-    /// The time before which every line is merged, from the logs' block indexes.
-    mark: Watermark,
-    /// Blocks written out, for their buffers to be reused.
-    spent: Vec<Rendered>,
+    order: Order<Rendered>,
 }
 
 impl LineMerge {
@@ -515,17 +487,7 @@ impl LineMerge {
     /// as it has it; `wall` gives each log's clock when several logs are merged on wall-clock
     /// time.
     pub(crate) fn new(window: usize, wall: Option<Vec<Clock>>, mark: Watermark) -> LineMerge {
-        LineMerge {
-            lanes: Vec::new(),
-            free: Vec::new(),
-            primary: HashMap::new(),
-            heap: BinaryHeap::new(),
-            held: 0,
-            window,
-            wall,
-            mark,
-            spent: Vec::new(),
-        }
+        LineMerge { order: Order::new(Keys::new(wall), window, mark) }
     }
 
     /// Takes the next piece (in the order the blocks were read), then writes the lines that
@@ -533,7 +495,7 @@ impl LineMerge {
     pub(crate) fn insert(&mut self, piece: Piece, w: &mut Writer<'_>) -> ControlFlow<()> {
         match piece {
             Piece::Damaged { file, error, at } => {
-                self.mark.merged(file, at, None);
+                self.order.merged(file, at, None);
                 w.problems.push(format!("{}: {error}", w.paths[file]));
             }
             Piece::Block(r) => {
@@ -541,120 +503,32 @@ impl LineMerge {
                     w.problems.push(format!("{}: thread {}: {error}", w.paths[r.file], r.thread));
                 }
                 // The lines are sorted by time: the first is the earliest.
-                self.mark.merged(r.file, r.offset, Some((r.base_time, r.lines.first().map(|l| l.time))));
+                self.order.merged(r.file, r.offset, Some((r.base_time, r.lines.first().map(|l| l.time))));
                 if !r.lines.is_empty() {
-                    self.hold(r);
+                    self.order.hold(r);
                 }
             }
         }
-        if let Some(key) = self.mark.key() {
-            // Every line of a key below the mark's (ties wait: a later block may hold a line
-            // of the same time that comes first).
-            let limit = (key.saturating_sub(1), usize::MAX, u64::MAX, u64::MAX, u64::MAX, u32::MAX);
-            while self.heap.peek().is_some_and(|Reverse((first, _))| first.0 < key) {
-                self.emit_run(w, Some(limit))?;
-            }
-        }
-        while self.held > self.window {
-            self.emit_run(w, None)?;
-        }
-        ControlFlow::Continue(())
+        self.order.hand_on_due(&mut |keys: &Keys, r: &Rendered, from: At, to: Option<At>| {
+            w.emit_lines(keys, r, from.0, to.map_or(r.lines.len(), |to| to.0))
+        })
     }
 
     /// Whether a block of log `file` had a line earlier than its `base_time`.
     pub(crate) fn early(&self, file: usize) -> bool {
-        self.mark.early(file)
-    }
-
-    fn hold(&mut self, r: Rendered) {
-        let wall = self.wall.as_deref();
-        let first = place(wall, &r, 0);
-        let last = place(wall, &r, r.lines.len() - 1);
-        self.held += r.bytes();
-        let key = (r.file, r.thread);
-        let lane = match self.primary.get(&key) {
-            Some(&l) if self.lanes[l].last.is_none_or(|end| first > end) => l,
-            before => {
-                // A block before its lane's last (a clock stepped back, or a ring read from
-                // the middle of its wrap) opens a lane that its thread's next blocks go on.
-                let l = self.free.pop().unwrap_or_else(|| {
-                    self.lanes.push(Lane::default());
-                    self.lanes.len() - 1
-                });
-                if let Some(&old) = before {
-                    self.lanes[old].primary = false;
-                }
-                self.primary.insert(key, l);
-                self.lanes[l].primary = true;
-                l
-            }
-        };
-        let lane_ref = &mut self.lanes[lane];
-        lane_ref.last = Some(last);
-        lane_ref.blocks.push_back(r);
-        if lane_ref.blocks.len() == 1 {
-            lane_ref.next = 0;
-            self.heap.push(Reverse((first, lane)));
-        }
-    }
-
-    /// Writes the earliest lane's lines up to the next lane's earliest line (and no line
-    /// after `limit`).
-    fn emit_run(&mut self, w: &mut Writer<'_>, limit: Option<Place>) -> ControlFlow<()> {
-        let Some(&Reverse((_, l))) = self.heap.peek() else { return ControlFlow::Continue(()) };
-        // The next lane's earliest line: the earlier of the top's children (the heap's slice
-        // is its tree, level by level). The top stays on the heap, to be replaced below with
-        // one sifting instead of a pop and a push: runs are short where threads interleave.
-        let children = self.heap.as_slice().get(1..).unwrap_or_default();
-        let next = children.iter().take(2).max().map(|Reverse((place, _))| *place);
-        let bound = match (next, limit) {
-            (Some(next), Some(limit)) => Some(next.min(limit)),
-            (next, limit) => next.or(limit),
-        };
-        let wall = self.wall.as_deref();
-        let lane = &mut self.lanes[l];
-        let mut flow = ControlFlow::Continue(());
-        while let Some(r) = lane.blocks.front() {
-            let from = lane.next;
-            let to = run_end(wall, r, from, bound);
-            if to > from {
-                flow = w.emit_lines(wall, r, from, to);
-                lane.next = to;
-            }
-            if lane.next == r.lines.len() {
-                self.held -= r.bytes();
-                self.spent.extend(lane.blocks.pop_front());
-                lane.next = 0;
-            } else {
-                break;
-            }
-            if flow.is_break() {
-                break;
-            }
-        }
-        match lane.blocks.front() {
-            Some(r) => {
-                if let Some(mut top) = self.heap.peek_mut() {
-                    *top = Reverse((place(wall, r, lane.next), l));
-                }
-            }
-            None => {
-                self.heap.pop();
-                lane.last = None;
-                if !lane.primary {
-                    self.free.push(l);
-                }
-            }
-        }
-        flow
+        self.order.early(file)
     }
 
     /// Writes every line held.
     pub(crate) fn finish(&mut self, w: &mut Writer<'_>) -> ControlFlow<()> {
-        while !self.heap.is_empty() {
-            self.emit_run(w, None)?;
-        }
-        ControlFlow::Continue(())
+        self.order.finish(&mut |keys: &Keys, r: &Rendered, from: At, to: Option<At>| {
+            w.emit_lines(keys, r, from.0, to.map_or(r.lines.len(), |to| to.0))
+        })
+    }
+
+    /// Blocks written out, whose buffers the next blocks reuse.
+    fn spent(&mut self) -> &mut Vec<Rendered> {
+        self.order.spent()
     }
 }
 
@@ -668,16 +542,16 @@ pub(crate) fn default_jobs() -> usize {
 
 /// Reads the blocks of `logs` (from the log furthest behind, by its blocks' start times),
 /// renders them on `jobs` workers (on this thread for 1) and merges them into `w`.
-pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut LineMerge, w: &mut Writer<'_>) {
+pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, merge: &mut LineMerge, w: &mut Writer<'_>) {
     let several = logs.len() > 1;
     // Every buffer written out is reused: freeing them to allocate others as the next blocks
     // come would cost the kernel's time, and, freed by one thread after another allocated
     // them, grow the allocator's heaps with the length of the log.
-    let recycle = |lanes: &mut LineMerge| {
+    let recycle = |merge: &mut LineMerge| {
         if let Ok(mut spare) = ctx.spare.lock() {
-            spare.append(&mut lanes.spent);
+            spare.append(merge.spent());
         }
-        lanes.spent.clear();
+        merge.spent().clear();
     };
     let mut done = vec![false; logs.len()];
     let mut last_key = vec![i128::MIN; logs.len()];
@@ -763,7 +637,7 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                     }
                 }
                 if taken == sent {
-                    let _ = lanes.finish(w);
+                    let _ = merge.finish(w);
                     break;
                 }
                 let mut piece = loop {
@@ -781,10 +655,10 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
                 };
                 taken += 1;
                 hand_back(&mut piece, &mut spent);
-                if lanes.insert(piece, w).is_break() {
+                if merge.insert(piece, w).is_break() {
                     break;
                 }
-                recycle(lanes);
+                recycle(merge);
             }
             drop(job_tx);
             true
@@ -798,10 +672,10 @@ pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, lanes: &mut 
     while let Some((f, block)) = read(&mut spent) {
         let mut piece = ctx.render(&mut templates, f, block);
         hand_back(&mut piece, &mut spent);
-        if lanes.insert(piece, w).is_break() {
+        if merge.insert(piece, w).is_break() {
             return;
         }
-        recycle(lanes);
+        recycle(merge);
     }
-    let _ = lanes.finish(w);
+    let _ = merge.finish(w);
 }

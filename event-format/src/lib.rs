@@ -11,7 +11,7 @@
 //! - [`ring`] reads a ring file, post mortem or live.
 //! - [`ledger`] counts what a log lost and what is wrong with it, by one set of rules for
 //!   every reader: gaps, repeats, losses, damage, bad records, unknown codes, the clean stop.
-//! - [`roles`] tells what a log's events mean beyond their fields (the spans they begin and
+//! - [`roles`] tells what a log's events mean beyond their parameters (the spans they begin and
 //!   end, the counters they sample, the flows they take part in), and pairs spans' ends with
 //!   their begins: the one rule every reader uses.
 //! - [`text`] renders decoded events as text.

@@ -89,10 +89,10 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
     let mut fill = Some(fill);
     let _ = CAPTURE.try_with(|cell| {
         if let Ok(mut slot) = cell.try_borrow_mut()
-            && let Some(sink) = slot.as_mut()
+            && let Some(buffer) = slot.as_mut()
             && let Some(fill) = fill.take()
         {
-            sink.event(set, index, fixed, strs, fill);
+            buffer.event(set, index, fixed, strs, fill);
         }
     });
     fill
@@ -171,18 +171,18 @@ impl Capture {
 
     /// Stops capturing and returns what was captured.
     pub fn finish(mut self) -> Captured {
-        let sink = self.end();
-        Captured::decode(sink.map(CaptureBuffer::into_stream).unwrap_or_default())
+        let buffer = self.end();
+        Captured::decode(buffer.map(CaptureBuffer::into_stream).unwrap_or_default())
     }
 
-    /// Ends the capture: this thread's sink, and the outer one back in its place.
+    /// Ends the capture: this thread's capture buffer, and the outer one back in its place.
     fn end(&mut self) -> Option<CaptureBuffer> {
         if self.finished {
             return None;
         }
         self.finished = true;
         let outer = self.outer.take();
-        let sink = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
+        let buffer = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
         let mut running = crate::locks::lock(&RUNNING);
         *running = running.saturating_sub(1);
         if *running == 0 {
@@ -190,7 +190,7 @@ impl Capture {
             crate::event_set::force_all(false);
             ANY.store(0, Ordering::Relaxed);
         }
-        sink
+        buffer
     }
 }
 
@@ -263,12 +263,12 @@ impl CaptureBuffer {
     fn new() -> CaptureBuffer {
         let prepared = prepared();
         let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
-        let mut sink = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0 };
+        let mut buffer = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0 };
         let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
-        sink.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
+        buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
             body::thread_name(w, THREAD)
         });
-        sink
+        buffer
     }
 
     /// An empty block of number `sequence` whose first record is at `base_time`.

@@ -1,7 +1,7 @@
 //! The typed reader: a log read back with the types of the events.def that wrote it.
 //!
 //! `include_events!` generates, beside the emitters, `events::Event` (one variant per event of
-//! the set, its fields typed by their format letters) and `events::read`, `events::from_reader`
+//! the set, its parameters typed by their format letters, as the variant's fields) and `events::read`, `events::from_reader`
 //! and `events::from_blocks`, which open a [`Reader`] over a log. A program that reads logs is
 //! then checked by the compiler as a program that writes them is: a renamed event or
 //! parameter is a compile error where the reader matches on it.
@@ -90,7 +90,7 @@
 //!
 //! # Spans
 //!
-//! The reader hands out events; what they mean beyond their fields (the spans events.def's
+//! The reader hands out events; what they mean beyond their parameters (the spans events.def's
 //! `SPAN` lines say they begin and end, its counters and flows, or the naming convention of
 //! a set that declares none) is [`event_format::roles`], read from the log's header, and
 //! its [`Pairer`](event_format::roles::Pairer) pairs ends with begins as every reader does

@@ -57,7 +57,7 @@
 //! control mask says.
 //!
 //! **Without a running recording the layer does nothing**: tracing events are ignored
-//! silently, as a subscriber without a sink ignores them, and the layer costs one relaxed
+//! silently, as a subscriber that records nowhere ignores them, and the layer costs one relaxed
 //! atomic load per callback. A span's fields are kept only while a recording runs, so a span
 //! created before the recording started is entered with empty `fields`.
 //!

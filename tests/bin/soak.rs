@@ -212,7 +212,7 @@ mod soak {
             );
             match run_round(&child, &dump, &ring, &p) {
                 Ok(out) => {
-                    let s = &out.check.summary;
+                    let s = &out.check.findings;
                     println!(
                         "round {round:>4} {what}: {:>9} events, {:>5} blocks overwritten ({} threads), {} lost, {}, check exit {} [{:.2} s]",
                         out.check.numbered.numbered_events(),
@@ -462,7 +462,7 @@ mod soak {
     /// `event-dump check` and `stats` say what the checks found; returns `check`'s exit code.
     fn agree_with_dump(dump: &Path, ring: &Path, check: &RingCheck) -> Result<i32, String> {
         let path = ring.to_str().ok_or("the ring file's path is not UTF-8")?;
-        let (s, n) = (&check.summary, &check.numbered);
+        let (s, n) = (&check.findings, &check.numbered);
         let disagree = |what: &str, output: &str| Err(format!("event-dump {what}; it printed:\n{output}"));
 
         let (check_code, out) = run_dump(dump, &["check", path])?;

@@ -103,9 +103,9 @@ fn a_forked_child_records_into_its_own_ring_file_and_the_parents_stays_whole() {
     // The parent's ring file: closed, no damage, every worker a gap-free run.
     event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
     let own = d.join(format!("trace-{pid}.ring"));
-    let (stream, summary) = read_ring(&own).unwrap();
-    assert_eq!(summary.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
-    assert!(summary.damaged.is_empty(), "{:?}", summary.damaged);
+    let (stream, findings) = read_ring(&own).unwrap();
+    assert_eq!(findings.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
+    assert!(findings.damaged.is_empty(), "{:?}", findings.damaged);
     let child = numbered(&stream).unwrap();
     assert!(child.by_worker.keys().all(|w| *w >= 1000), "none of the parent's events in the child's file");
     let ns = &child.by_worker[&1000];
@@ -132,8 +132,8 @@ fn a_forked_child_that_returns_from_main_exits_0_and_both_logs_are_whole() {
     let path = d.join("trace.ring");
     let (pid, _) = fork_run(&path, "ring", &["return"]);
     event_tests::check_ring(&path, event_format::ring::STATE_CLOSED, 3).unwrap_or_else(|e| panic!("parent: {e}"));
-    let (stream, summary) = read_ring(&d.join(format!("trace-{pid}.ring"))).unwrap();
-    assert_eq!(summary.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
+    let (stream, findings) = read_ring(&d.join(format!("trace-{pid}.ring"))).unwrap();
+    assert_eq!(findings.state, event_format::ring::STATE_CLOSED, "the child closed its own ring file");
     let child = numbered(&stream).unwrap();
     assert_eq!(child.by_worker[&1000].last(), Some(&2999), "the child's last events");
 }

@@ -111,7 +111,7 @@ fn the_crash_check_reports_a_wrong_state_a_missing_worker_and_a_damaged_block() 
     c.kill().unwrap();
     c.wait().unwrap();
     let whole = check_ring(&path, STATE_RECORDING, 2).unwrap();
-    assert_eq!(whole.summary.overwritten_blocks, 0, "a ring large enough for 20 ms");
+    assert_eq!(whole.findings.overwritten_blocks, 0, "a ring large enough for 20 ms");
     assert!(check_ring(&path, STATE_CLOSED, 2).unwrap_err().contains("state is recording, expected closed"));
     assert!(check_ring(&path, STATE_RECORDING, 3).unwrap_err().contains("worker 2: no event"));
     // A flipped bit in the sync word of block 0 of the first slot, sealed or being written

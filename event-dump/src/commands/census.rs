@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 
 /// What one log holds, for `stats` and `check`: what is wrong with it or lost is the
-/// [`Ledger`]'s (the one tally every reader keeps); the rest (counts of the selection, rates,
+/// [`Ledger`]'s (the one tally every reader keeps); the rest (counts of the choice, rates,
 /// names, bytes) is the census's own.
 struct Census {
     /// Blocks that were packed in the stream, bytes the blocks take in the stream, and bytes
@@ -29,7 +29,7 @@ struct Census {
     /// counted when a block of its segment follows it, with its segment (a segment's last
     /// stop block is that segment's marker).
     held: Option<(u32, (u64, u64, u64))>,
-    /// The events the selection keeps (all of them without one), and the first and last
+    /// The events the choice keeps (all of them without one), and the first and last
     /// of their times; `per_event`, `per_kind` and `per_thread` count only these.
     selected: u64,
     selected_first: Option<u64>,
@@ -43,7 +43,7 @@ struct Census {
     first: Option<u64>,
     last: u64,
     /// Each thread's earliest and latest event times, and its events (all of them, the
-    /// selection's or not): how long a ring file's ring held at the rate it recorded.
+    /// choice's or not): how long a ring file's ring held at the rate it recorded.
     threads: BTreeMap<u64, (u64, u64, u64)>,
     ledger: Ledger,
     /// The block counted last, for its buffer to be reused.
@@ -72,9 +72,9 @@ fn ending(ledger: &Ledger, log: &Log) -> Ending {
     })
 }
 
-/// The census of `log`, the `file`th of the command line, counting the events `selection`
+/// The census of `log`, the `file`th of the command line, counting the events `choice`
 /// keeps (damage, losses and blocks are the whole log's).
-fn census(log: &mut Log, file: usize, selection: &Choice) -> Census {
+fn census(log: &mut Log, file: usize, choice: &Choice) -> Census {
     let mut c = Census {
         packed: 0,
         stored_bytes: 0,
@@ -103,7 +103,7 @@ fn census(log: &mut Log, file: usize, selection: &Choice) -> Census {
     // be made (a thread limit), this thread reads them too.
     let starts = log.segment_starts();
     let (source, catalog) = log.blocks_and_catalog();
-    let how = Counting { catalog, file, selection, clock, starts: &starts };
+    let how = Counting { catalog, file, choice, clock, starts: &starts };
     let (block_tx, blocks) = mpsc::sync_channel::<std::result::Result<Block, BlockError>>(4);
     let (spent, spent_rx) = mpsc::channel::<Block>();
     let read_apart = std::thread::scope(|s| {
@@ -164,7 +164,7 @@ struct Counting<'a> {
     catalog: &'a Catalog,
     /// The log's place on the command line.
     file: usize,
-    selection: &'a Choice,
+    choice: &'a Choice,
     clock: Clock,
     /// Where each segment starts among the log's bytes, for progress.
     starts: &'a [u64],
@@ -179,7 +179,7 @@ fn count_block(
     how: &Counting<'_>,
     block: std::result::Result<Block, BlockError>,
 ) {
-    let Counting { catalog, file, selection, ref clock, starts } = *how;
+    let Counting { catalog, file, choice, ref clock, starts } = *how;
     let block = match block {
         Ok(b) => b,
         Err(e) => {
@@ -213,8 +213,8 @@ fn count_block(
         c.stored_bytes += own.1;
         c.record_bytes += own.2;
     }
-    // Without a selection every event is kept: no test per event (`check`'s case).
-    let everything = selection.is_everything();
+    // Without a choice every event is kept: no test per event (`check`'s case).
+    let everything = choice.is_everything();
     let mut kept = 0u64;
     // The block's earliest and latest times, of all events and of those kept: folded
     // into the census once per block.
@@ -225,7 +225,7 @@ fn count_block(
             in_block += 1;
             first = first.min(e.time);
             last = last.max(e.time);
-            if everything || selection.keeps(file, e, clock) {
+            if everything || choice.keeps(file, e, clock) {
                 kept += 1;
                 kept_first = kept_first.min(e.time);
                 kept_last = kept_last.max(e.time);
@@ -266,18 +266,18 @@ fn padded(palette: Palette, style: Style, text: &str, width: usize) -> String {
     format!("{}{}", palette.paint(style, text), " ".repeat(pad))
 }
 
-/// `stats`: what each log holds; with a selection, its counts are of the events selected.
+/// `stats`: what each log holds; with a choice, its counts are of the events selected.
 pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let palette = colors.out;
     let mut text = String::new();
     for (i, log) in logs.iter_mut().enumerate() {
         if i > 0 {
             text.push('\n');
         }
-        let c = census(log, i, &selection);
+        let c = census(log, i, &choice);
         let h = log.header().clone();
         let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
         let _ = writeln!(text, "log {}", log.path().display());
@@ -318,7 +318,7 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let (events, blocks) = (c.ledger.events(), c.ledger.blocks());
         let rate = if span > 0.0 { format!("{:.0} events/s", events as f64 / span) } else { "no time span".to_owned() };
         let _ = writeln!(text, "  {events} events in {blocks} blocks over {span:.9} s ({rate})");
-        if !selection.is_everything() {
+        if !choice.is_everything() {
             let span = c.selected_first.map_or(0.0, |f| seconds(&h.clock, f, c.selected_last));
             let rate = if span > 0.0 {
                 format!("{:.0} events/s", c.selected as f64 / span)
@@ -366,8 +366,8 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         if let Some(note) = ring_note(&c, log) {
             let _ = writeln!(text, "  {note}");
         }
-        if let Some(summary) = log.ring_findings() {
-            let state = match summary.state {
+        if let Some(findings) = log.ring_findings() {
+            let state = match findings.state {
                 ring::STATE_RECORDING => "recording (or its program died)",
                 STATE_CLOSED => "closed",
                 _ => "unknown",
@@ -375,11 +375,11 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             let _ = writeln!(
                 text,
                 "  ring file: {state}; {} threads, {} overwritten blocks, {} threads without a slot, {} slots reused ({} events discarded with them, counted lost)",
-                summary.threads,
-                summary.overwritten_blocks,
-                summary.threads_without_slot,
-                summary.slots_reused,
-                summary.discarded
+                findings.threads,
+                findings.overwritten_blocks,
+                findings.threads_without_slot,
+                findings.slots_reused,
+                findings.discarded
             );
         }
         let ending = ending(&c.ledger, log);

@@ -16,9 +16,9 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// What `follow` prints with: the selection and the renderer, and what they learn on the way.
+/// What `follow` prints with: the choice and the renderer, and what they learn on the way.
 pub(super) struct Printer {
-    selection: Choice,
+    choice: Choice,
     renderer: Renderer,
     header: Header,
     seconds: Seconds,
@@ -30,7 +30,7 @@ pub(super) struct Printer {
 }
 
 impl Printer {
-    /// The printer of `args`' selection and format for a log of `header`, whose thread names
+    /// The printer of `args`' choice and format for a log of `header`, whose thread names
     /// `names` reads (only when `--thread` or the filter names a thread).
     pub(super) fn new(
         args: &FollowArgs,
@@ -39,12 +39,12 @@ impl Printer {
         names: impl FnOnce() -> Result<crate::choice::ThreadNames>,
     ) -> Result<Printer> {
         let catalog = Catalog::new(&header.sets);
-        let selection = Choice::new(&args.select, &[header], names)?;
-        let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| selection.may_show(f, c)));
+        let choice = Choice::new(&args.select, &[header], names)?;
+        let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| choice.may_show(f, c)));
         let renderer =
             Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
         Ok(Printer {
-            selection,
+            choice,
             renderer,
             header: header.clone(),
             seconds: Seconds::new(&header.clock),
@@ -68,7 +68,7 @@ impl Printer {
     /// `Break` when stdout is closed.
     pub(super) fn event(&mut self, out: &mut impl Write, event: &Event<'_>) -> Result<ControlFlow<()>> {
         self.ann.learn(0, event);
-        if !self.selection.keeps(0, event, &self.header.clock) {
+        if !self.choice.keeps(0, event, &self.header.clock) {
             return Ok(ControlFlow::Continue(()));
         }
         self.line.clear();

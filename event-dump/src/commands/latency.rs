@@ -49,7 +49,7 @@ struct Begun {
     by: Option<String>,
     /// Its id as `print` writes it: an async span's id, a `tracing` span's `span`.
     id: Option<String>,
-    /// Whether the selection keeps it.
+    /// Whether the choice keeps it.
     selected: bool,
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     let mut logs =
         if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let roles: Vec<Roles> = headers.iter().map(|h| Roles::new(&h.sets)).collect();
     if let Some(by) = &args.by {
         check_by(by, &logs, &roles)?;
@@ -144,7 +144,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
                 }
                 None => {
                     let name = end_name(roles, &end, &event);
-                    if wanted(&name) && selection.keeps(file, &event, &clocks[file]) {
+                    if wanted(&name) && choice.keeps(file, &event, &clocks[file]) {
                         groups.entry((name, by_value(args.by.as_deref(), &event))).or_default().unmatched += 1;
                     }
                 }
@@ -154,7 +154,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
             && let Some(key) = roles.key(&begin, &event)
         {
             let name = roles.begin_name(&begin, &event).into_owned();
-            let selected = wanted(&name) && selection.keeps(file, &event, &clocks[file]);
+            let selected = wanted(&name) && choice.keeps(file, &event, &clocks[file]);
             let id = id_text(&begin, &key, &event);
             let by = by_value(args.by.as_deref(), &event);
             pairers[file].begin(event.thread, key, Begun { ns, thread: event.thread, name, by, id, selected });
@@ -185,7 +185,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
         }
     }
     if groups.is_empty() {
-        return Err(DumpError::new(if args.span.is_some() || !selection.is_everything() {
+        return Err(DumpError::new(if args.span.is_some() || !choice.is_everything() {
             "no span of the log is selected; `event-dump latency LOG` lists them all"
         } else {
             "no span in the log: declare one in events.def (SPAN(name, Begin, End)), or name two events FooBegin and FooEnd"

@@ -20,9 +20,9 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs =
         if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
     let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
-    let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
     let catalogs: Vec<&Catalog> = logs.iter().map(|l| l.catalog()).collect();
-    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| selection.may_show(f, c)));
+    let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&catalogs, |f, c| choice.may_show(f, c)));
     let renderer = Renderer {
         format: args.format,
         raw_ticks: args.raw_ticks,
@@ -57,10 +57,10 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         }
     }
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
-    let keeps = |file: usize, event: &Event<'_>, clock: &Clock| selection.keeps(file, event, clock);
+    let keeps = |file: usize, event: &Event<'_>, clock: &Clock| choice.keeps(file, event, clock);
     let ctx = Context {
         renderer: &renderer,
-        keeps: (!selection.is_everything()).then_some(&keeps),
+        keeps: (!choice.is_everything()).then_some(&keeps),
         catalogs: catalogs.clone(),
         clocks: clocks.clone(),
         starts: logs.iter().map(|l| l.segment_starts()).collect(),
@@ -74,9 +74,9 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let window = args.window.unwrap_or(DEFAULT_WINDOW_MIB).max(1) << 20;
     let wall = (logs.len() > 1).then(|| clocks.clone());
     let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall.clone());
-    let mut lanes = LineMerge::new(window, wall, mark);
+    let mut merge = LineMerge::new(window, wall, mark);
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
-    pipeline::run(&mut logs, &ctx, jobs, &mut lanes, &mut w);
+    pipeline::run(&mut logs, &ctx, jobs, &mut merge, &mut w);
     if w.failure.is_none() {
         let _ = w.flush();
     }
@@ -92,7 +92,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         ));
     }
     // The logs with a block whose records start before its header says.
-    let early: Vec<&str> = (0..paths.len()).filter(|&f| lanes.early(f)).map(|f| paths[f].as_str()).collect();
+    let early: Vec<&str> = (0..paths.len()).filter(|&f| merge.early(f)).map(|f| paths[f].as_str()).collect();
     for (file, n) in disorder.iter().enumerate().filter(|(_, n)| **n > 0) {
         problems.push(if !early.is_empty() {
             format!(

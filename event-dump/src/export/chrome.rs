@@ -115,7 +115,7 @@ struct At<'k> {
     flow: Option<(u64, bool, bool)>,
 }
 
-/// The fields every event line has, up to `args` (which the caller writes): an instant with
+/// The keys every event line has, up to `args` (which the caller writes): an instant with
 /// a flow is a zero-length slice (`"X"`) carrying it.
 fn head(line: &mut String, name: &str, cat: &str, ph: &str, at: At<'_>) {
     let ph = if ph == "i" && at.flow.is_some() { "X" } else { ph };

@@ -180,7 +180,7 @@ fn put64(order: Order, out: &mut Vec<u8>, v: u64) {
     });
 }
 
-/// Appends `event` (header and fields) to `out`.
+/// Appends `event` (its header and payload) to `out`.
 fn encode_event(order: Order, out: &mut Vec<u8>, event: &Event<'_>, time: u64) {
     put16(order, out, class_id(event.desc));
     put64(order, out, time);

@@ -21,12 +21,12 @@
 //! export still completes and exits 0, as `print` does (`event-dump check` tells the
 //! details).
 //!
-//! Every export takes `print`'s selection ([`Window`]: `--kind`, `--event`, `--thread`,
+//! Every export takes `print`'s choice ([`Window`]: `--kind`, `--event`, `--thread`,
 //! `--since`, `--until`, `--filter`, with `print`'s meaning, from the one parser of
 //! [`crate::cli::Select`]): the events it leaves out are counted per log and said (on stderr,
 //! and in SQLite's `event_log.left_out`), never as losses. Perfetto and Chrome choose a span
-//! by its begin, as `latency` does: a span begun in the selection is exported whole (its end
-//! included, whatever the selection says of it); an end whose begin was left out is an
+//! by its begin, as `latency` does: a span begun in the choice is exported whole (its end
+//! included, whatever the choice says of it); an end whose begin was left out is an
 //! instant when it is itself selected, and nothing otherwise.
 //!
 //! The table exports share one mapping of format letters to column types
@@ -111,8 +111,8 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
     };
     let mut window = {
         let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-        let selection = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
-        Window::new(selection, headers.iter().map(|h| h.clock).collect())
+        let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+        Window::new(choice, headers.iter().map(|h| h.clock).collect())
     };
     match args.to {
         Target::Chrome => chrome::export(&mut logs, &args.out, &mut window),
@@ -122,7 +122,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         #[cfg(not(feature = "sqlite"))]
         Target::Sqlite => Err(without("sqlite")),
         Target::Ctf => ctf::export(&mut logs, &args.out, &mut window),
-        Target::Parquet if window.selection.is_some() => Err(DumpError::new(
+        Target::Parquet if window.choice.is_some() => Err(DumpError::new(
             "the Parquet export takes no --kind, --event, --thread, --since, --until or --filter: a dataset holds \
              whole logs, so that a log exported anywhere gives the same files and rows; select in the query \
              (WHERE ...), or export the window with --to sqlite"
@@ -144,25 +144,25 @@ fn without(feature: &str) -> DumpError {
     ))
 }
 
-/// The events an export writes: `print`'s selection, and what it left out of each log.
+/// The events an export writes: `print`'s choice, and what it left out of each log.
 pub(crate) struct Window {
     /// `None` when the command line chose nothing: every event is exported.
-    selection: Option<Choice>,
+    choice: Option<Choice>,
     clocks: Vec<Clock>,
-    /// Each log's events the selection left out.
+    /// Each log's events the choice left out.
     left_out: Vec<u64>,
 }
 
 impl Window {
-    fn new(selection: Choice, clocks: Vec<Clock>) -> Window {
+    fn new(choice: Choice, clocks: Vec<Clock>) -> Window {
         let left_out = vec![0; clocks.len()];
-        Window { selection: (!selection.is_everything()).then_some(selection), clocks, left_out }
+        Window { choice: (!choice.is_everything()).then_some(choice), clocks, left_out }
     }
 
     /// Whether event `event` of log `file` is selected; one that is not is counted as left out.
     fn keeps(&mut self, file: usize, event: &Event<'_>) -> bool {
-        let Some(selection) = &self.selection else { return true };
-        let keeps = selection.keeps(file, event, &self.clocks[file]);
+        let Some(choice) = &self.choice else { return true };
+        let keeps = choice.keeps(file, event, &self.clocks[file]);
         if !keeps {
             self.left_out[file] += 1;
         }
@@ -181,7 +181,7 @@ impl Window {
     }
 }
 
-/// The words of an export's note on what its selection left out, if it left out any.
+/// The words of an export's note on what its choice left out, if it left out any.
 fn left_out_note(n: u64) -> Option<String> {
     (n > 0).then(|| {
         format!(

@@ -213,7 +213,7 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
     if has_host == 0 {
         tx.execute_batch("ALTER TABLE event_log ADD COLUMN host TEXT").map_err(sql)?;
     }
-    // Nor has a database of an exporter without `export`'s selection a `left_out` column.
+    // Nor has a database of an exporter without `export`'s choice a `left_out` column.
     let has_left_out: i64 = tx
         .query_row("SELECT count(*) FROM pragma_table_info('event_log') WHERE name = 'left_out'", [], |r| r.get(0))
         .map_err(sql)?;

@@ -251,7 +251,7 @@ fn a_block_whose_records_start_before_its_base_time_is_said_and_the_window_order
 
 /// A thread whose blocks come in order but overlap in time (a clock that stepped back
 /// between blocks) still prints in time order, within the window: its block goes back in
-/// time before its lane's last and merges on a lane of its own.
+/// time before its chain's last and merges on a chain of its own.
 #[test]
 fn a_thread_whose_blocks_overlap_in_time_prints_in_order() {
     let d = dir("print-jobs-overlap");

@@ -242,7 +242,7 @@ impl fmt::Display for FilterError {
 impl std::error::Error for FilterError {}
 
 impl Filter {
-    /// Parses `expr` (see the [module documentation](self) for the language). `fields` are
+    /// Parses `expr` (see the [module documentation](self) for the language). `params` are
     /// the parameter names the log's events have (repeats are fine); the built-ins
     /// [`BUILTIN_FIELDS`] are always known. Never panics; linear time.
     ///
@@ -272,8 +272,8 @@ impl Filter {
     ///     "error: bad filter: unknown operator `=`; did you mean `==`?\n    size = 4096\n         ^",
     /// );
     /// ```
-    pub fn parse(expr: &str, fields: &[&str]) -> Result<Filter, FilterError> {
-        let typed: Vec<(&str, FieldType)> = fields.iter().map(|f| (*f, FieldType::Any)).collect();
+    pub fn parse(expr: &str, params: &[&str]) -> Result<Filter, FilterError> {
+        let typed: Vec<(&str, FieldType)> = params.iter().map(|p| (*p, FieldType::Any)).collect();
         Filter::parse_typed(expr, &typed)
     }
 
@@ -285,13 +285,13 @@ impl Filter {
     /// ```
     /// use event_format::filter::{FieldType, Filter};
     ///
-    /// let fields = [("ok", FieldType::Bool), ("size", FieldType::Int), ("class", FieldType::Str)];
-    /// assert!(Filter::parse_typed("ok == true && size > 0x10 && class == AMC", &fields).is_ok());
-    /// let err = Filter::parse_typed("class == 5", &fields).unwrap_err();
+    /// let params = [("ok", FieldType::Bool), ("size", FieldType::Int), ("class", FieldType::Str)];
+    /// assert!(Filter::parse_typed("ok == true && size > 0x10 && class == AMC", &params).is_ok());
+    /// let err = Filter::parse_typed("class == 5", &params).unwrap_err();
     /// assert_eq!(err.column, 10);
     /// ```
-    pub fn parse_typed(expr: &str, fields: &[(&str, FieldType)]) -> Result<Filter, FilterError> {
-        let mut parser = Parser::new(expr, fields);
+    pub fn parse_typed(expr: &str, params: &[(&str, FieldType)]) -> Result<Filter, FilterError> {
+        let mut parser = Parser::new(expr, params);
         if matches!(parser.peek()?.tok, Tok::End) {
             return Err(error(1, "empty filter: write a condition such as `name == PoolInit` or `size >= 4096`"));
         }

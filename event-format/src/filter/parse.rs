@@ -25,8 +25,8 @@ pub(super) fn expected_join(token: &Token<'_>, in_parens: bool) -> FilterError {
 pub(super) struct Parser<'a, 'f> {
     pub(super) lexer: Lexer<'a>,
     pub(super) peeked: Option<Token<'a>>,
-    /// The caller's field names, sorted, without repeats or built-ins.
-    pub(super) fields: Vec<&'f str>,
+    /// The caller's parameter names, sorted, without repeats or built-ins.
+    pub(super) params: Vec<&'f str>,
     /// Every parameter name the caller gave (built-ins' names too) with its types.
     pub(super) types: BTreeMap<&'f str, Vec<FieldType>>,
     /// How many `(` and `!` enclose the token being read.
@@ -35,9 +35,9 @@ pub(super) struct Parser<'a, 'f> {
 
 impl<'a, 'f> Parser<'a, 'f> {
     pub(super) fn new(text: &'a str, given: &[(&'f str, FieldType)]) -> Parser<'a, 'f> {
-        let mut fields: Vec<&str> = given.iter().map(|(f, _)| *f).filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
-        fields.sort_unstable();
-        fields.dedup();
+        let mut params: Vec<&str> = given.iter().map(|(f, _)| *f).filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
+        params.sort_unstable();
+        params.dedup();
         let mut types: BTreeMap<&str, Vec<FieldType>> = BTreeMap::new();
         for &(name, ty) in given {
             let known = types.entry(name).or_default();
@@ -45,7 +45,7 @@ impl<'a, 'f> Parser<'a, 'f> {
                 known.push(ty);
             }
         }
-        Parser { lexer: Lexer { text, at: 0, column: 1, end_column: 1 }, peeked: None, fields, types, depth: 0 }
+        Parser { lexer: Lexer { text, at: 0, column: 1, end_column: 1 }, peeked: None, params, types, depth: 0 }
     }
 
     /// The types of field `name` as a comparison reads it (a built-in's, but for `set`,
@@ -193,7 +193,7 @@ impl<'a, 'f> Parser<'a, 'f> {
             }
             Target::Tracing(field.to_owned())
         } else {
-            if !BUILTIN_FIELDS.contains(&word) && self.fields.binary_search(&word).is_err() {
+            if !BUILTIN_FIELDS.contains(&word) && self.params.binary_search(&word).is_err() {
                 return Err(error(column, self.unknown_field(word)));
             }
             Target::Field(word.to_owned())
@@ -287,7 +287,7 @@ impl<'a, 'f> Parser<'a, 'f> {
     pub(super) fn unknown_field(&self, word: &str) -> String {
         let mut builtins = BUILTIN_FIELDS;
         builtins.sort_unstable();
-        let all: Vec<&str> = builtins.iter().copied().chain(self.fields.iter().copied()).collect();
+        let all: Vec<&str> = builtins.iter().copied().chain(self.params.iter().copied()).collect();
         let hint = match (crate::def::closest(word, all.iter().copied()), word) {
             (Some(near), _) => format!("did you mean `{}`?", near.escape_debug()),
             (None, "not" | "NOT") => "to negate a condition, write `!`;".to_owned(),

@@ -1,7 +1,9 @@
 //! The events of one or more logs in time order, with bounded memory: the one merge by time
 //! of every reader that needs one timeline (event-dump's exports and `latency`, the typed
-//! reader's reading by time, `Reader::by_time` in event-runtime; `print` merges
-//! its rendered lines by the same [`Watermark`] and tie order).
+//! reader's reading by time, `Reader::by_time` in event-runtime). Its ordering, [`Order`]
+//! (chains of pieces, the heap, the [`Watermark`], the window and the tie order), is the one
+//! `print` merges its rendered lines by too: [`Merge`] gives it decoded blocks, `print`'s
+//! pipeline blocks rendered to text on worker threads.
 //!
 //! Each thread's records are in time order within a log, but blocks of different threads
 //! arrive in the order they were handed on (or thread by thread, from a ring). The merge
@@ -42,8 +44,10 @@
 //! assert_eq!(merge.ledgers()[0].events(), events);
 //! ```
 
+mod order;
 mod watermark;
 
+pub use order::{At, Keys, Order, Place, Tie, Timed};
 pub use watermark::Watermark;
 
 use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, Decoder, Entry, Event};
@@ -52,8 +56,7 @@ use crate::log::Log;
 use crate::read_at::ReadAt;
 use crate::ring::{RingBlocks, RingFindings};
 use crate::wire::{Clock, RecordError, RecordIter};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// The most record bytes the merge holds.
 pub const WINDOW_BYTES: usize = 256 << 20;
@@ -231,36 +234,60 @@ impl Found {
     }
 }
 
+/// A block the merge holds: a cursor over its records, which are in time order within it.
+/// A position is a record's offset in the block, or, for a block whose times go backwards
+/// (a clock stepped back), its index among the block's records sorted by time.
 #[derive(Debug)]
 struct Held {
     block: Block,
-    file: usize,
-    /// Where its next record starts, and the time its delta counts from.
-    pos: usize,
-    time: u64,
-    /// Its records not yet handed on.
-    remaining: usize,
-    /// For a block whose times go backwards (a clock stepped back): its records as (time,
-    /// offset), sorted, handed on by index instead of in place.
+    log: usize,
+    /// For a block whose times go backwards: its records as (time, offset), sorted.
     sorted: Option<Vec<(u64, usize)>>,
-    /// What `peek` gave when the block was last pushed on the heap.
-    next: Option<(usize, u64)>,
+    /// Its first and last records that can be delimited and timed (records that break the
+    /// format were reported when the block came in and are passed over).
+    first: At,
+    last: At,
 }
 
 impl Held {
-    /// Its next record: (offset, time); `None` when all are handed on. Records that break the
-    /// format were reported when the block came in and are passed over.
-    fn peek(&self) -> Option<(usize, u64)> {
-        if self.remaining == 0 {
+    /// The offset of the record at `pos`.
+    fn offset(&self, pos: usize) -> usize {
+        self.sorted.as_ref().map_or(pos, |sorted| sorted[pos].1)
+    }
+}
+
+impl Timed for Held {
+    fn tie(&self) -> Tie {
+        let h = &self.block.header;
+        Tie { log: self.log, thread: h.thread, sequence: h.sequence, index: self.block.index }
+    }
+
+    fn first(&self) -> At {
+        self.first
+    }
+
+    fn next(&self, (pos, time): At) -> Option<At> {
+        if let Some(sorted) = &self.sorted {
+            return sorted.get(pos + 1).map(|&(time, _)| (pos + 1, time));
+        }
+        if pos == self.last.0 {
             return None;
         }
-        if let Some(sorted) = &self.sorted {
-            let &(time, offset) = sorted.get(sorted.len() - self.remaining)?;
-            return Some((offset, time));
-        }
-        let record =
-            RecordIter::new(&self.block.records[self.pos..], self.block.order, self.time).find_map(Result::ok)?;
-        Some((self.pos + record.offset, record.time))
+        let (records, order) = (&self.block.records[..], self.block.order);
+        // The walk resumed at the record at `pos` (whose time is `time`), and past it.
+        let mut walk = RecordIter::resume(records, order, (pos, 0));
+        walk.next()?.ok()?;
+        let record = RecordIter::resume(records, order, (walk.position().0, time)).find_map(Result::ok)?;
+        Some((record.offset, record.time))
+    }
+
+    fn last(&self) -> At {
+        self.last
+    }
+
+    /// The window counts a block's record bytes.
+    fn bytes(&self) -> usize {
+        self.block.records.len()
     }
 }
 
@@ -268,49 +295,31 @@ impl<S> std::fmt::Debug for Merge<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Merge")
             .field("logs", &self.logs.len())
-            .field("held_bytes", &self.held_bytes)
             .field("out_of_order", &self.out_of_order)
             .finish_non_exhaustive()
     }
 }
 
-/// Held blocks by their next record: (key, log, thread, block sequence, block's place in its
-/// log, offset, slot); key is ticks for one log, wall-clock nanoseconds for several. The
-/// fields after the key are the tie order of equal times that docs/FORMAT.md ("Merging")
-/// states: the log's place in the list, then the thread id, the block's sequence number, the
-/// block's place in the log (a repeated block's copies in the order they come) and the
-/// record's offset.
-type Heap = BinaryHeap<Reverse<(i128, usize, u64, u64, u64, usize, usize)>>;
-
 /// A merge by time of the blocks of `S` sources: a lending iterator
 /// (`while let Some(item) = merge.next_item() { .. }`); see the module docs.
 ///
 /// Each held block is a cursor over its records (they are in time order within the block),
-/// and the heap holds one entry per block: memory is the records' bytes and a few words per
-/// block, whatever the number of records. A source that gives its block index
-/// ([`Source::take_index`]: an indexed [`Log`]) is merged by it as it
-/// is read; any other is held up to the window.
+/// ordered by the one [`Order`] of the workspace's merges: memory is the records' bytes and a
+/// few words per block, whatever the number of records. A source that gives its block index
+/// ([`Source::take_index`]: an indexed [`Log`]) is merged by it as it is read; any other is
+/// held up to the window.
 pub struct Merge<S> {
     logs: Vec<S>,
     catalogs: Vec<Catalog>,
-    clocks: Vec<Clock>,
-    /// Several logs: keys are wall-clock nanoseconds.
-    several: bool,
-    mark: Watermark,
     ledgers: Vec<Ledger>,
-    /// The latest key handed on, and the events handed on after a later one.
+    /// The blocks held, in order.
+    order: Order<Held>,
+    /// The latest key of an event handed on, and the events handed on after a later one.
     last: i128,
     out_of_order: u64,
-    held: Vec<Option<Held>>,
-    free: Vec<usize>,
-    heap: Heap,
-    held_bytes: usize,
-    window: usize,
     done: Vec<bool>,
     last_key: Vec<i128>,
     found: VecDeque<Found>,
-    /// A slot whose last record was handed on: freed on the next call (the item borrowed it).
-    spent: Option<usize>,
     /// [`Source::ring_findings`] of the logs (kept here, so that reading needs no more than a
     /// [`BlockSource`]).
     findings: fn(&S) -> Option<&RingFindings>,
@@ -328,29 +337,20 @@ impl<S: Source> Merge<S> {
 
     /// A merge that holds at most `window` bytes of records.
     pub fn with_window(mut logs: Vec<S>, window: usize) -> Merge<S> {
-        let several = logs.len() > 1;
-        let clocks: Vec<Clock> = logs.iter().map(|l| l.header().clock).collect();
-        let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), several.then(|| clocks.clone()));
+        let wall = (logs.len() > 1).then(|| logs.iter().map(|l| l.header().clock).collect::<Vec<Clock>>());
+        let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall.clone());
         let n = logs.len();
         Merge {
             catalogs: logs.iter().map(|l| Catalog::new(&l.header().sets)).collect(),
             ledgers: logs.iter().map(|l| l.ledger()).collect(),
             starts: logs.iter().map(|l| l.segment_starts()).collect(),
             logs,
-            clocks,
-            several,
-            mark,
+            order: Order::new(Keys::new(wall), window, mark),
             last: i128::MIN,
             out_of_order: 0,
-            held: Vec::new(),
-            free: Vec::new(),
-            heap: BinaryHeap::new(),
-            held_bytes: 0,
-            window,
             done: vec![false; n],
             last_key: vec![i128::MIN; n],
             found: VecDeque::new(),
-            spent: None,
             findings: |log| log.ring_findings(),
         }
     }
@@ -382,31 +382,33 @@ impl<S: BlockSource> Merge<S> {
     /// Whether a block held records earlier than its `base_time` (a writer other than the
     /// reference one, or one before 2026-11-24 whose thread's clock stepped back).
     pub fn early(&self) -> bool {
-        self.mark.any_early()
+        self.order.any_early()
     }
 
     /// The next item in time order; `None` when every log is read and every record handed on.
     #[allow(clippy::should_implement_trait)] // a lending iterator: the item borrows the merge
     pub fn next_item(&mut self) -> Option<Item<'_>> {
-        if let Some(slot) = self.spent.take() {
-            self.held[slot] = None;
-            self.free.push(slot);
-        }
+        // Blocks whose last record was handed on (the item borrowed it).
+        self.order.spent().clear();
         loop {
             if let Some(found) = self.found.pop_front() {
                 return Some(found.item());
             }
-            // Every record of a key below the mark's: no later block can precede it. (The
-            // heap's least key only grows as records are handed on, so this holds until the
-            // next block is read, as when it was checked right after it.)
-            let below_mark =
-                self.mark.key().is_some_and(|key| self.heap.peek().is_some_and(|Reverse(top)| top.0 < key));
+            // Every record of a key below the mark's: no later block can precede it.
             let reading = self.done.iter().any(|d| !d);
-            if below_mark || self.held_bytes > self.window || (!reading && !self.heap.is_empty()) {
-                if let Some(next) = self.take_next() {
-                    return self.hand_on(next);
+            if self.order.below_mark() || self.order.over_window() || (!reading && !self.order.is_empty()) {
+                // (Something is held: each of the three says so.)
+                let (held, (pos, time), place) = self.order.take()?;
+                let log = held.log;
+                let item = hand_on(held, held.offset(pos), time, &self.catalogs[log], &mut self.ledgers[log]);
+                if let Some(Item::Event { .. }) = item {
+                    if place.0 < self.last {
+                        self.out_of_order += 1;
+                    } else {
+                        self.last = place.0;
+                    }
                 }
-                continue;
+                return item;
             }
             if !reading {
                 return None;
@@ -430,12 +432,11 @@ impl<S: BlockSource> Merge<S> {
             }
             Some(Err(error)) => {
                 let at = place(&self.starts[f], error.segment, error.offset);
-                self.mark.merged(f, at, None);
+                self.order.merged(f, at, None);
                 ledger.damaged(&error);
                 self.found.push_back(Found::Damaged { log: f, error });
             }
             Some(Ok(block)) => {
-                let clock = self.clocks[f];
                 let (thread, sequence) = (block.header.thread, block.header.sequence);
                 if let Step::Ahead { skipped } = ledger.block(&block)
                     && skipped > 0
@@ -445,16 +446,16 @@ impl<S: BlockSource> Merge<S> {
                 if block.header.lost > 0 {
                     self.found.push_back(Found::Lost { log: f, thread, count: block.header.lost });
                 }
-                let mut count = 0;
-                let (mut previous, mut backwards, mut earliest) = (0, false, None::<u64>);
+                let (mut first, mut last) = (None::<At>, (0, 0));
+                let (mut backwards, mut earliest) = (false, None::<u64>);
                 for record in block.records() {
                     match record {
                         Ok(record) => {
-                            let key = if self.several { clock.wall_ns(record.time) } else { i128::from(record.time) };
+                            let key = self.order.keys().key(f, record.time);
                             self.last_key[f] = self.last_key[f].max(key);
-                            count += 1;
-                            backwards |= record.time < previous;
-                            previous = record.time;
+                            backwards |= first.is_some() && record.time < last.1;
+                            last = (record.offset, record.time);
+                            first.get_or_insert(last);
                             earliest = Some(earliest.map_or(record.time, |e| e.min(record.time)));
                         }
                         // A record that cannot be delimited or timed is counted right away (it
@@ -466,105 +467,119 @@ impl<S: BlockSource> Merge<S> {
                     }
                 }
                 let at = place(&self.starts[f], block.segment, block.offset);
-                self.mark.merged(f, at, Some((block.header.base_time, earliest)));
-                if count == 0 {
-                    return;
-                }
-                let slot = self.free.pop().unwrap_or_else(|| {
-                    self.held.push(None);
-                    self.held.len() - 1
-                });
-                self.held_bytes += block.records.len();
+                self.order.merged(f, at, Some((block.header.base_time, earliest)));
+                let Some(mut first) = first else { return };
                 let sorted = backwards.then(|| {
                     let mut v: Vec<(u64, usize)> =
                         block.records().filter_map(Result::ok).map(|r| (r.time, r.offset)).collect();
                     v.sort_unstable();
+                    (first, last) = ((0, v[0].0), (v.len() - 1, v[v.len() - 1].0));
                     v
                 });
-                let mut h =
-                    Held { time: block.header.base_time, block, file: f, pos: 0, remaining: count, sorted, next: None };
-                push(&mut self.heap, &mut h, slot, self.several.then_some(&clock));
-                self.held[slot] = Some(h);
+                self.order.hold(Held { block, log: f, sorted, first, last });
             }
         }
-    }
-
-    /// Takes the earliest record held off the heap and moves its block past it: `None` for
-    /// none (or a stale entry).
-    fn take_next(&mut self) -> Option<Next> {
-        let Reverse((key, file, thread, sequence, _, _, slot)) = self.heap.pop()?;
-        let h = self.held[slot].as_mut()?;
-        let (offset, time) = h.next?;
-        // peek() found a whole record at `offset` (not a TimeExtend, which is never yielded):
-        // the walk started there yields it first. Its time is peek's, which counted from the
-        // block's start.
-        let Some(Ok(record)) = RecordIter::new(&h.block.records[offset..], h.block.order, 0).next() else {
-            return None;
-        };
-        h.pos = offset + crate::wire::RECORD_HEADER_LEN + record.args.len();
-        h.time = time;
-        h.remaining -= 1;
-        if h.remaining == 0 {
-            self.held_bytes -= h.block.records.len();
-            self.spent = Some(slot);
-        } else {
-            let clock = self.clocks[file];
-            push(&mut self.heap, h, slot, self.several.then_some(&clock));
-        }
-        Some(Next { key, file, thread, sequence, slot, offset, time })
-    }
-
-    /// The item of the record `take_next` took, counted in its ledger.
-    fn hand_on(&mut self, next: Next) -> Option<Item<'_>> {
-        let Next { key, file, thread, sequence, slot, offset, time } = next;
-        let h = self.held[slot].as_ref()?;
-        // The walk `take_next` made of the same bytes: it yields the record again.
-        let Some(Ok(mut record)) = RecordIter::new(&h.block.records[offset..], h.block.order, 0).next() else {
-            return None;
-        };
-        (record.offset, record.time) = (offset, time);
-        let entry = self.catalogs[file].entry(record, thread, h.block.order);
-        self.ledgers[file].entry(thread, sequence, &entry);
-        let args = record.args;
-        Some(match entry {
-            Entry::Event(event) => {
-                if key < self.last {
-                    self.out_of_order += 1;
-                } else {
-                    self.last = key;
-                }
-                Item::Event { log: file, event }
-            }
-            Entry::Unknown { code, time, .. } => Item::Unknown { log: file, thread, time, code, args },
-            Entry::Bad(error) => Item::Bad { log: file, thread, error },
-        })
     }
 }
 
-/// The record `take_next` took: its merge key, log, thread, block sequence, the slot of its
-/// block, and its offset and time there.
-#[derive(Clone, Copy, Debug)]
-struct Next {
-    key: i128,
-    file: usize,
-    thread: u64,
-    sequence: u64,
-    slot: usize,
+/// The item of `held`'s record at `offset`, whose time is `time`, counted in its log's
+/// ledger; `None` when the record cannot be read again (not reached: it was read when the
+/// block came in).
+fn hand_on<'a>(
+    held: &'a Held,
     offset: usize,
     time: u64,
-}
-
-fn push(heap: &mut Heap, h: &mut Held, slot: usize, wall: Option<&Clock>) {
-    h.next = h.peek();
-    if let Some((offset, time)) = h.next {
-        let key = wall.map_or(i128::from(time), |clock| clock.wall_ns(time));
-        let b = &h.block;
-        heap.push(Reverse((key, h.file, b.header.thread, b.header.sequence, b.index, offset, slot)));
-    }
+    catalog: &'a Catalog,
+    ledger: &mut Ledger,
+) -> Option<Item<'a>> {
+    let (log, thread, sequence) = (held.log, held.block.header.thread, held.block.header.sequence);
+    let Some(Ok(mut record)) = RecordIter::resume(&held.block.records, held.block.order, (offset, 0)).next() else {
+        return None;
+    };
+    record.time = time;
+    let entry = catalog.entry(record, thread, held.block.order);
+    ledger.entry(thread, sequence, &entry);
+    let args = record.args;
+    Some(match entry {
+        Entry::Event(event) => Item::Event { log, event },
+        Entry::Unknown { code, time, .. } => Item::Unknown { log, thread, time, code, args },
+        Entry::Bad(error) => Item::Bad { log, thread, error },
+    })
 }
 
 /// The place in a log's index of a block at `offset` in its segment `segment`, where `starts`
 /// are its segments' starts ([`Source::segment_starts`]).
 fn place(starts: &[u64], segment: u32, offset: u64) -> u64 {
     starts.get(segment as usize).copied().unwrap_or(0) + offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::sample_header;
+    use crate::wire::{BlockHeader, BlockWriter, Order};
+
+    /// A stream whose blocks are out of time order in the file, one block of which goes back
+    /// in time (a clock stepped back: a `TimeExtend` back) and one that jumps ahead past 2^32
+    /// ticks; every event is `Poll` (code 4), its time its identity.
+    fn disordered() -> (Vec<u8>, Vec<(u64, u64)>) {
+        let header = sample_header(Order::Little);
+        let mut out = header.encode().unwrap();
+        let mut all = Vec::new();
+        // (thread, sequence, base_time, times): in the order they are in the file.
+        let blocks: [(u64, u64, u64, &[u64]); 6] = [
+            (1, 0, 5000, &[5000, 5100, 5100, 5300]),
+            (2, 0, 1000, &[1000, 1200, 5100, 9000]),
+            (1, 1, 5400, &[5400, 5450, 3000, 3100, 6000]),
+            (3, 0, 2000, &[2000, 2000, 7000, 5_000_000_000]),
+            (2, 1, 9000, &[9000, 9001]),
+            (3, 1, 5_000_000_001, &[5_000_000_001]),
+        ];
+        for (thread, sequence, base_time, times) in blocks {
+            let mut w = BlockWriter::new(
+                Order::Little,
+                header.block_size,
+                &BlockHeader { thread, sequence, base_time, ..Default::default() },
+            );
+            for &t in times {
+                w.push(4, t, &[]).unwrap();
+                all.push((t, thread));
+            }
+            out.extend(w.finish());
+        }
+        (out, all)
+    }
+
+    fn times(window: usize) -> (Vec<(u64, u64)>, u64) {
+        let (stream, _) = disordered();
+        let log = Decoder::new(&stream[..]).unwrap();
+        let mut merge = Merge::with_window(vec![log], window);
+        let mut out = Vec::new();
+        while let Some(item) = merge.next_item() {
+            match item {
+                Item::Event { event, .. } => out.push((event.time, event.thread)),
+                other => panic!("only events: {other:?}"),
+            }
+        }
+        assert_eq!(merge.ledgers()[0].events(), out.len() as u64);
+        (out, merge.out_of_order())
+    }
+
+    /// With room for every block, the merge hands on every event once, in time order, equal
+    /// times by thread; with a window of one byte, every event still once, the disorder
+    /// counted.
+    #[test]
+    fn every_event_once_in_order_and_the_window_counts_what_it_could_not_order() {
+        let (_, mut expected) = disordered();
+        expected.sort();
+        let (whole, late) = times(usize::MAX);
+        assert_eq!(whole, expected);
+        assert_eq!(late, 0);
+        let (cramped, late) = times(1);
+        let mut sorted = cramped.clone();
+        sorted.sort();
+        assert_eq!(sorted, expected, "each event once");
+        let inversions = cramped.windows(2).filter(|w| w[1].0 < w[0].0).count() as u64;
+        assert!(late >= inversions && late > 0, "{late} counted, {inversions} seen: {cramped:?}");
+    }
 }

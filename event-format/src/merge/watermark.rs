@@ -1,5 +1,6 @@
-//! How far a merge by time (`print`'s, [`Merge`](super::Merge)) may hand on before it has read every block: the earliest time a block not
-//! yet merged can hold, from the logs' block indexes ([`index_blocks`]).
+//! How far a merge by time ([`Order`](super::Order), of `print` and of [`Merge`](super::Merge))
+//! may hand on before it has read every block: the earliest time a block not yet merged can
+//! hold, from the logs' block indexes ([`index_blocks`]).
 //!
 //! A block's records start no earlier than its header's `base_time` (the reference writer
 //! starts a block at the time of its first record, and a new block when its thread's clock

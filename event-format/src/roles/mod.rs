@@ -1,4 +1,4 @@
-//! What a log's events mean beyond their fields, for a reader: the spans they begin and end,
+//! What a log's events mean beyond their parameters, for a reader: the spans they begin and end,
 //! the counters they sample, the flows they take part in. One model, built from a log's
 //! header, that every reader asks (event-dump's Chrome and Perfetto exports, `latency`, a
 //! program that reads logs).

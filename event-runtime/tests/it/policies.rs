@@ -292,8 +292,8 @@ fn threads_that_come_and_go_each_get_a_slot_of_their_own() {
         let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).block_size(4096).start().unwrap();
         run_workers(3, 2_000);
         recording.stop().unwrap();
-        let (bytes, summary) = read_ring(&path);
-        assert_eq!(summary.threads, 3);
+        let (bytes, findings) = read_ring(&path);
+        assert_eq!(findings.threads, 3);
         assert_exact(&tally(&bytes), 3, 2_000);
     }
 }
@@ -324,8 +324,8 @@ fn a_thread_without_a_slot_is_counted_not_lost_silently() {
         h.join().unwrap();
     }
     recording.stop().unwrap();
-    let (bytes, summary) = read_ring(&path);
-    assert_eq!((summary.threads, summary.threads_without_slot, summary.slots_reused), (1, 1, 0));
+    let (bytes, findings) = read_ring(&path);
+    assert_eq!((findings.threads, findings.threads_without_slot, findings.slots_reused), (1, 1, 0));
     let t = tally(&bytes);
     assert_eq!(t.numbers.len(), 1, "one thread recorded");
     assert_eq!(t.numbers.values().next().unwrap().len() as u64, n);

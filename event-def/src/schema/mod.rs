@@ -10,6 +10,8 @@ pub use crate::meaning::{Counter, Flow, FlowStep, Span};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+mod meanings;
+
 /// The most kinds an event set can declare: one bit each in a 64-bit control mask.
 pub const MAX_KINDS: usize = 64;
 /// The most parameters one event can have.

@@ -73,6 +73,13 @@ impl Proto {
         self.buf.extend_from_slice(b);
     }
 
+    /// The key and length of a `bytes` field or message of `len` bytes, which the caller
+    /// writes after them (elsewhere: bytes too many to copy here).
+    pub(crate) fn len_prefix(&mut self, field: u32, len: usize) {
+        self.key(field, LEN);
+        self.varint(len as u64);
+    }
+
     /// Starts a nested message in field `field`; its fields follow, then [`Proto::end`].
     #[inline]
     pub(crate) fn begin(&mut self, field: u32) -> Nested {
@@ -124,6 +131,9 @@ mod tests {
         let mut p = Proto::default();
         p.bytes(2, b"testing");
         assert_eq!(p.buf, [0x12, 0x07, b't', b'e', b's', b't', b'i', b'n', b'g']);
+        let mut head = Proto::default();
+        head.len_prefix(2, 7);
+        assert_eq!([&head.buf[..], b"testing"].concat(), p.buf, "the same field, its bytes written apart");
         let mut p = Proto::default();
         p.int(1, -2);
         assert_eq!(p.buf, [0x08, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);

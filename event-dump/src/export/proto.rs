@@ -27,6 +27,11 @@ impl Proto {
     /// Appends `v` as a varint.
     #[inline]
     pub(crate) fn varint(&mut self, mut v: u64) {
+        if v < 0x80 {
+            // Most of a trace's varints: keys, small numbers.
+            self.buf.push(v as u8);
+            return;
+        }
         while v >= 0x80 {
             self.buf.push(v as u8 | 0x80);
             v >>= 7;
@@ -97,6 +102,13 @@ impl Proto {
             self.buf[start - 1] = len as u8;
             return;
         }
+        self.end_long(start, len);
+    }
+
+    /// [`Proto::end`] of a message whose length takes more than a byte: the message moves.
+    #[cold]
+    #[inline(never)]
+    fn end_long(&mut self, start: usize, len: usize) {
         let mut head = [0u8; 10];
         let mut n = 0;
         let mut v = len as u64;

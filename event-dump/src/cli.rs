@@ -262,6 +262,11 @@ pub(crate) struct ExportArgs {
     /// records earlier than their header says; the export says when one does).
     #[arg(long)]
     pub(crate) window_only: bool,
+    /// `perfetto`: write the packets as they are, not deflated in `compressed_packets` (for a
+    /// reader that does not inflate them; ui.perfetto.dev and trace_processor do). About four
+    /// times the size.
+    #[arg(long)]
+    pub(crate) uncompressed: bool,
 }
 
 #[derive(Args, Debug)]

@@ -102,6 +102,11 @@ pub(crate) fn merge_all(
 }
 
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
+    if args.uncompressed && !matches!(args.to, Target::Perfetto) {
+        return Err(DumpError::new(
+            "--uncompressed is for --to perfetto, whose packets are otherwise deflated".to_owned(),
+        ));
+    }
     // The viewers' exports merge by the logs' block indexes; the table exports walk blocks.
     let mut logs = match args.to {
         Target::Chrome | Target::Perfetto | Target::Ctf if !args.window_only => {
@@ -116,7 +121,10 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
     };
     match args.to {
         Target::Chrome => chrome::export(&mut logs, &args.out, &mut window),
-        Target::Perfetto => perfetto::export(&mut logs, &args.out, &mut window),
+        Target::Perfetto => {
+            let packing = if args.uncompressed { perfetto::Packing::Plain } else { perfetto::Packing::Deflated };
+            perfetto::export(&mut logs, &args.out, packing, &mut window)
+        }
         #[cfg(feature = "sqlite")]
         Target::Sqlite => sqlite::export(&mut logs, &args.out, &mut window),
         #[cfg(not(feature = "sqlite"))]

@@ -27,6 +27,11 @@ impl Proto {
     /// Appends `v` as a varint.
     #[inline]
     pub(crate) fn varint(&mut self, mut v: u64) {
+        if v < 0x80 {
+            // Most of a trace's varints: keys, small numbers.
+            self.buf.push(v as u8);
+            return;
+        }
         while v >= 0x80 {
             self.buf.push(v as u8 | 0x80);
             v >>= 7;
@@ -73,6 +78,13 @@ impl Proto {
         self.buf.extend_from_slice(b);
     }
 
+    /// The key and length of a `bytes` field or message of `len` bytes, which the caller
+    /// writes after them (elsewhere: bytes too many to copy here).
+    pub(crate) fn len_prefix(&mut self, field: u32, len: usize) {
+        self.key(field, LEN);
+        self.varint(len as u64);
+    }
+
     /// Starts a nested message in field `field`; its fields follow, then [`Proto::end`].
     #[inline]
     pub(crate) fn begin(&mut self, field: u32) -> Nested {
@@ -90,6 +102,13 @@ impl Proto {
             self.buf[start - 1] = len as u8;
             return;
         }
+        self.end_long(start, len);
+    }
+
+    /// [`Proto::end`] of a message whose length takes more than a byte: the message moves.
+    #[cold]
+    #[inline(never)]
+    fn end_long(&mut self, start: usize, len: usize) {
         let mut head = [0u8; 10];
         let mut n = 0;
         let mut v = len as u64;
@@ -124,6 +143,9 @@ mod tests {
         let mut p = Proto::default();
         p.bytes(2, b"testing");
         assert_eq!(p.buf, [0x12, 0x07, b't', b'e', b's', b't', b'i', b'n', b'g']);
+        let mut head = Proto::default();
+        head.len_prefix(2, 7);
+        assert_eq!([&head.buf[..], b"testing"].concat(), p.buf, "the same field, its bytes written apart");
         let mut p = Proto::default();
         p.int(1, -2);
         assert_eq!(p.buf, [0x08, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);

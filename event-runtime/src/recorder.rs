@@ -775,6 +775,13 @@ impl Recorder {
             header_len: plan.header_bytes.len() as u32,
             pid: u64::from(std::process::id()),
             created_ns: clock::wall_ns(),
+            // With pinned events (`EVENT_PIN`), the pin area: halves of a block's records, so
+            // that a reader puts each thread's pinned records back in one block.
+            pin_half: if plan.triggers.as_ref().is_some_and(crate::trigger::Triggers::pins_any) {
+                self.block_size - event_format::wire::BLOCK_HEADER_LEN as u32
+            } else {
+                0
+            },
         };
         let len = layout.file_len();
         if let Err(error) = ringfile::back(&claimed.file, len) {
@@ -848,6 +855,11 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     let generation = vacancy.fill(shared);
     let recorded = plan.sets.iter().zip(plan.schemas).map(|(&set, schema)| control::Recorded { set, schema }).collect();
     control::install(recorded, plan.selections);
+    // The events its triggers and pins watch divert to the cold path (`trigger`'s module
+    // docs, "Cost"); without any, nothing does.
+    if let Some(triggers) = &shared.triggers {
+        crate::capture::watch(generation, Some(triggers.mask));
+    }
     session::set_running(true);
     generation
 }

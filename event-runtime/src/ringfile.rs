@@ -23,8 +23,8 @@
 
 use crate::files;
 use event_format::ring::{
-    Layout, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at, control_at, position,
-    slot_at, split_position,
+    Layout, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at,
+    control_at, pin_at, pin_entry, position, slot_at, split_position,
 };
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, verify_block};
 use memmap2::MmapMut;
@@ -195,10 +195,13 @@ impl RingFile {
         let fixed = layout.encode();
         let h = layout.stream_header() as usize;
         assert!(len as u64 >= layout.file_len() && h + header.len() <= len, "the memory holds the layout");
-        // SAFETY: in bounds (asserted), and nobody else can see this memory yet: these plain
-        // writes happen before the release store of STATE below that publishes them.
+        let pin_half = layout.encode_pin_half();
+        // SAFETY: in bounds (asserted; the pin area's size is at 52, in page 0), and nobody
+        // else can see this memory yet: these plain writes happen before the release store of
+        // STATE below that publishes them.
         unsafe {
             std::ptr::copy_nonoverlapping(fixed.as_ptr(), base, fixed.len());
+            std::ptr::copy_nonoverlapping(pin_half.as_ptr(), base.add(at::PIN_HALF), pin_half.len());
             std::ptr::copy_nonoverlapping(header.as_ptr(), base.add(h), header.len());
         }
         let ring = RingFile {
@@ -389,6 +392,69 @@ impl RingFile {
         self.word(page + control_at::ACK_SEQ).store(seq, Ordering::Release);
     }
 
+    /// Whether the file has a pin area (docs/FORMAT.md, "Pin area").
+    pub(crate) fn has_pins(&self) -> bool {
+        self.layout.pin_half > 0
+    }
+
+    /// Keeps a pinned record (its bytes as in its block: header and arguments) of `thread` at
+    /// `time` in the pin area, by the protocol of docs/FORMAT.md, "Pin area": appended to the
+    /// current half and committed with one release store of the area's position; when it does
+    /// not fit, the oldest entries leave (counted in `PINS_DROPPED`) and the ones left, with
+    /// it, are written into the other half, which the next epoch then names. `state` is what
+    /// the area holds (the caller's, kept under its lock: one writer at a time).
+    pub(crate) fn pin(&self, state: &mut FilePins, thread: u64, time: u64, record: &[u8]) {
+        let half = self.layout.pin_half as usize;
+        if half == 0 {
+            return;
+        }
+        let len = (PIN_ENTRY_HEADER + record.len()).next_multiple_of(8);
+        if len > half {
+            state.dropped += 1;
+            self.word(at::PINS_DROPPED).store(state.dropped, Ordering::Relaxed);
+            return;
+        }
+        let entry = pin_entry(Order::NATIVE, thread, time, record);
+        if state.end + len <= half {
+            self.write_pin(state.epoch, state.end, &entry);
+            state.end += len;
+            state.entries.push_back(entry);
+        } else {
+            while state.end + len > half {
+                let Some(oldest) = state.entries.pop_front() else { break };
+                state.end -= oldest.len();
+                state.dropped += 1;
+            }
+            state.entries.push_back(entry);
+            state.epoch = state.epoch.wrapping_add(1);
+            // The other half held the entries of the epoch before last, which no reader
+            // keeps now: the position moved on from it when the last compaction committed. A
+            // release fence keeps these bytes from being visible before that store (as a
+            // slot's block reuse, module docs).
+            std::sync::atomic::fence(Ordering::Release);
+            let mut at = 0;
+            for e in &state.entries {
+                self.write_pin(state.epoch, at, e);
+                at += e.len();
+            }
+            state.end = at;
+            self.word(at::PINS_DROPPED).store(state.dropped, Ordering::Relaxed);
+        }
+        // Release: a reader that loads this position sees the entries below its end.
+        self.word(at::PIN_POSITION).store(position(u64::from(state.epoch), state.end as u32), Ordering::Release);
+    }
+
+    /// Writes `entry` at `at` of the pin area's half of `epoch`.
+    fn write_pin(&self, epoch: u32, at: usize, entry: &[u8]) {
+        let half = self.layout.pin_half as usize;
+        let offset = self.layout.pin_area() as usize + (epoch % 2) as usize * half + at;
+        assert!(at + entry.len() <= half && offset + entry.len() <= self.len, "a pin entry in the pin area");
+        // SAFETY: in bounds (asserted). The pin area is written by one thread at a time (the
+        // caller's lock); readers in other processes copy it and check the copy against the
+        // area's position (docs/FORMAT.md, "Pin area"), so plain stores are what they expect.
+        unsafe { std::ptr::copy_nonoverlapping(entry.as_ptr(), self.base.add(offset), entry.len()) }
+    }
+
     fn byte(&self, offset: usize) -> u8 {
         assert!(offset < self.len, "a byte in the file");
         // SAFETY: in bounds; the control page's text is shared with the monitor process, so it
@@ -400,6 +466,24 @@ impl RingFile {
         assert!(offset < self.len, "a byte in the file");
         // SAFETY: as for `byte`.
         unsafe { std::sync::atomic::AtomicU8::from_ptr(self.base.add(offset)) }.store(v, Ordering::Relaxed);
+    }
+}
+
+/// What the ring file's pin area holds, as its writer keeps it (under the pin ring's lock):
+/// the entries of the current half, their end, the epoch, and the records let go.
+#[derive(Debug, Default)]
+pub(crate) struct FilePins {
+    entries: std::collections::VecDeque<Vec<u8>>,
+    end: usize,
+    epoch: u32,
+    dropped: u64,
+}
+
+impl FilePins {
+    /// Whether the area holds an entry of `thread` whose record has wire code `code`.
+    pub(crate) fn holds(&self, thread: u64, code: u16) -> bool {
+        let o = Order::NATIVE;
+        self.entries.iter().any(|e| o.u64(&e[pin_at::THREAD..]) == thread && o.u16(&e[pin_at::RECORD..]) == code)
     }
 }
 
@@ -811,6 +895,7 @@ mod tests {
             header_len: 0,
             pid: 1,
             created_ns: 0,
+            pin_half: 0,
         };
         let ring = Arc::new(RingFile::in_memory(layout, &header_bytes));
         let code = header.sets[0].wire_code(0).expect("a wire code");

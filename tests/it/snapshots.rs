@@ -353,3 +353,46 @@ fn a_pinned_event_outlives_its_ring_in_every_snapshot() {
         assert_whole(&out, "taken on demand");
     }
 }
+
+/// `EVENT_PIN` with a ring file: the pinned events (and the name of the thread that recorded
+/// them) that the thread's ring overwrote many times over are in the file's pin area, and a
+/// reader of the file after a `kill -9` puts them back, whole, in a block of their thread just
+/// below its ring's oldest: `print` shows them first, under the thread's name, and `check`
+/// judges the file as it judges a ring file without pins. Without the pin they are gone.
+#[test]
+fn pinned_events_outlive_their_ring_in_the_ring_file_after_a_kill() {
+    for (pin, kept) in [(Some("Client:ClientPhase"), true), (None, false)] {
+        let d = dir("snapshots", if kept { "pin-ring" } else { "no-pin-ring" });
+        let ring = d.join("r.ring");
+        let env: Vec<(&str, &str)> = pin.map(|p| ("EVENT_PIN", p)).into_iter().collect();
+        let mut child = crate::common::start_ready(program(CHILD, &["pin-ring", ring.to_str().unwrap()], &env));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let r = ring.to_str().unwrap();
+        let print = dump(&["print", r]);
+        let lines = text(&print.stdout);
+        assert!(print.status.success(), "{lines}{}", text(&print.stderr));
+        let phases: Vec<&str> = lines.lines().filter(|l| l.contains("ClientPhase")).collect();
+        let destroys: Vec<&str> = lines.lines().filter(|l| l.contains("ArenaDestroy")).collect();
+        assert!(destroys.len() < 40_000 && destroys.last().unwrap().contains("39999"), "the ring went round");
+        let stats = dump(&["stats", r]);
+        let stats = text(&stats.stdout);
+        if kept {
+            assert_eq!(phases.len(), 2, "both pinned events: {phases:?}");
+            assert!(phases[0].contains("phase=\"config\" step=42 delta=0"), "{phases:?}");
+            assert!(phases[1].contains("phase=\"phase\" step=7 delta=1"), "{phases:?}");
+            let first_event = lines.lines().find(|l| l.contains("ClientPhase") || l.contains("ArenaDestroy")).unwrap();
+            assert!(first_event.contains("ClientPhase"), "before the ring's events: {first_event}");
+            assert!(stats.contains("worker-0"), "the thread is named: {stats}");
+        } else {
+            assert!(phases.is_empty(), "overwritten with the ring: {phases:?}");
+        }
+        // Judged as any ring file killed while recording: its rings overwritten (normal), and
+        // not stopped cleanly, its one problem; the pinned block is no gap and no damage.
+        let check = dump(&["check", r]);
+        let out = text(&check.stdout);
+        assert_eq!(check.status.code(), Some(1), "{r}: {out}{}", text(&check.stderr));
+        assert!(out.contains("overwritten: ") && out.contains("not stopped cleanly"), "{out}");
+        assert!(out.ends_with("  NOT whole: 1 problem\n") && !out.contains("damaged"), "{out}");
+    }
+}

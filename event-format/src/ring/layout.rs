@@ -328,8 +328,16 @@ impl Layout {
         if self.pin_half == 0 { self.data_end() } else { self.pin_area() + 2 * self.pin_half as u64 }
     }
 
-    /// Checks the geometry: block size, slot and block counts, header length.
+    /// Checks the geometry: block size, slot and block counts, header length, and the pin
+    /// area's size ([`check_pin_half`](Self::check_pin_half)).
     pub fn check(&self) -> Result<(), String> {
+        self.check_slots()?;
+        self.check_pin_half()
+    }
+
+    /// Checks what a reader of the slots needs: block size, slot and block counts, header
+    /// length.
+    pub fn check_slots(&self) -> Result<(), String> {
         if !self.block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
             return Err(format!(
                 "block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
@@ -345,6 +353,12 @@ impl Layout {
         if self.header_len == 0 || self.header_len > MAX_HEADER_LEN {
             return Err(format!("stream header length {} is not in 1..={MAX_HEADER_LEN}", self.header_len));
         }
+        Ok(())
+    }
+
+    /// Checks the pin area's size (since layout 1.0.2): 0, or a multiple of 8 in
+    /// `PIN_ENTRY_HEADER + 8 ..= MAX_PIN_HALF`.
+    pub fn check_pin_half(&self) -> Result<(), String> {
         if self.pin_half != 0
             && (!self.pin_half.is_multiple_of(8)
                 || !(PIN_ENTRY_HEADER as u32 + 8..=MAX_PIN_HALF).contains(&self.pin_half))
@@ -389,8 +403,17 @@ impl Layout {
 
     /// Reads and checks the fixed part of page 0 and, for layout 1.0.2 and later when `b`
     /// holds it, the pin area's size at [`at::PIN_HALF`] (0 otherwise: the bytes are reserved
-    /// in older files). `force` reads a newer median version.
+    /// in older files). `force` reads a newer median version. A pin area's size that breaks
+    /// its rules is taken as 0: see [`decode_with_pins`](Self::decode_with_pins).
     pub fn decode(b: &[u8], force: bool) -> Result<Layout, RingError> {
+        Layout::decode_with_pins(b, force).map(|(layout, _)| layout)
+    }
+
+    /// As [`decode`](Self::decode), and why the pin area's size at [`at::PIN_HALF`] was not
+    /// taken, when it breaks its rules. That `u32` is outside the fixed part's CRC, so a
+    /// damaged one costs the pin area (its `pin_half` is then 0 here), never the file's
+    /// slots (docs/FORMAT.md, "Opening a ring file", step 5).
+    pub fn decode_with_pins(b: &[u8], force: bool) -> Result<(Layout, Option<String>), RingError> {
         if b.len() < at::CRC + 4 || b[..8] != RING_MAGIC {
             return Err(RingError::NotARing);
         }
@@ -409,7 +432,7 @@ impl Layout {
         if version.major != RING_VERSION.major || (version.median > RING_VERSION.median && !force) {
             return Err(RingError::Version(version));
         }
-        let layout = Layout {
+        let mut layout = Layout {
             order,
             version,
             block_size: o.u32(&b[at::BLOCK_SIZE..]),
@@ -424,8 +447,12 @@ impl Layout {
                 0
             },
         };
-        layout.check().map_err(RingError::BadHeader)?;
-        Ok(layout)
+        layout.check_slots().map_err(RingError::BadHeader)?;
+        let pin_damage = layout.check_pin_half().err();
+        if pin_damage.is_some() {
+            layout.pin_half = 0;
+        }
+        Ok((layout, pin_damage))
     }
 }
 

@@ -101,6 +101,9 @@ pub struct RingReader<R> {
     layout: Layout,
     header: Header,
     header_bytes: Vec<u8>,
+    /// Why the pin area's size was not taken (`Layout::decode_with_pins`): the pin area's
+    /// damage, reported by [`read_pins`](RingReader::read_pins).
+    pin_damage: Option<String>,
 }
 
 /// Reads an atomic word twice until two reads agree: a positioned read is not one load, so
@@ -138,7 +141,7 @@ impl<R: ReadAt> RingReader<R> {
         // The fixed part and, since layout 1.0.2, the pin area's size after it.
         let mut page = vec![0u8; (at::PIN_HALF + 4).min(len as usize)];
         source.read_exact_at(&mut page, 0)?;
-        let layout = Layout::decode(&page, options.force)?;
+        let (layout, pin_damage) = Layout::decode_with_pins(&page, options.force)?;
         // The slots need the file up to the data area's end; a pin area cut short is the pin
         // area's damage (`read_pins`), not the file's.
         if len < layout.data_end() {
@@ -167,7 +170,7 @@ impl<R: ReadAt> RingReader<R> {
                 layout.block_size
             )));
         }
-        Ok(RingReader { source, layout, header, header_bytes })
+        Ok(RingReader { source, layout, header, header_bytes, pin_damage })
     }
 
     /// The file's geometry.
@@ -238,11 +241,31 @@ impl<R: ReadAt> RingReader<R> {
     /// The pin area (since layout 1.0.2; docs/FORMAT.md, "Pin area"): the records pinned
     /// apart from the threads' rings, copied and checked as a slot is (the position read
     /// again after the copy; a copy raced by a compaction is read again). Empty when the file
-    /// has no pin area.
+    /// has no pin area; damaged, and empty, when its size at `PIN_HALF` breaks its rules, or
+    /// is 0 while the area's words say that pins were kept (the size is outside page 0's CRC:
+    /// a damaged one costs the pins, never the slots).
     pub fn read_pins(&self) -> io::Result<PinArea> {
         let layout = self.layout;
         let half = u64::from(layout.pin_half);
         if half == 0 {
+            if let Some(why) = &self.pin_damage {
+                let dropped = stable_u64(&self.source, layout.order, at::PINS_DROPPED as u64)?;
+                return Ok(PinArea { dropped, damage: Some(format!("its size: {why}")), ..PinArea::default() });
+            }
+            if layout.version >= Version::new(1, 0, 2) {
+                // Reserved before 1.0.2; since, 0 in a file without a pin area.
+                let position = stable_u64(&self.source, layout.order, at::PIN_POSITION as u64)?;
+                let dropped = stable_u64(&self.source, layout.order, at::PINS_DROPPED as u64)?;
+                if position != 0 || dropped != 0 {
+                    return Ok(PinArea {
+                        dropped,
+                        damage: Some(format!(
+                            "its size reads 0 (no pin area), yet its position is {position:#x} and {dropped} pins were dropped"
+                        )),
+                        ..PinArea::default()
+                    });
+                }
+            }
             return Ok(PinArea::default());
         }
         let area = layout.pin_area();

@@ -766,7 +766,7 @@ impl Recorder {
         let slots = self.ring_threads;
         let per_slot =
             (plan.blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
-        let layout = Layout {
+        let mut layout = Layout {
             order: Order::NATIVE,
             version: event_format::ring::RING_VERSION,
             block_size: self.block_size,
@@ -783,8 +783,31 @@ impl Recorder {
                 0
             },
         };
-        let len = layout.file_len();
-        if let Err(error) = ringfile::back(&claimed.file, len) {
+        // A pin area that cannot be made costs the pins kept in the file, never the file:
+        // the in-memory pin ring (snapshots) keeps them still.
+        if let Err(why) = layout.check_pin_half() {
+            eprintln!(
+                "event-runtime: the ring file {} keeps no pinned events: {why}; snapshots still hold them",
+                claimed.path.display()
+            );
+            layout.pin_half = 0;
+        }
+        let mut len = layout.file_len();
+        let mut backed = ringfile::back(&claimed.file, len);
+        if let Err(error) = &backed
+            && layout.pin_half > 0
+            && ringfile::back(&claimed.file, layout.data_end()).is_ok()
+        {
+            eprintln!(
+                "event-runtime: the ring file {} keeps no pinned events: cannot allocate its pin area ({}) on the file system: {error}; snapshots still hold them",
+                claimed.path.display(),
+                machine::size_text(len - layout.data_end())
+            );
+            layout.pin_half = 0;
+            len = layout.file_len();
+            backed = Ok(());
+        }
+        if let Err(error) = backed {
             // A ring file that its file system cannot hold is refused, as one that is not
             // ours: one line, and the recording goes on without it.
             eprintln!(

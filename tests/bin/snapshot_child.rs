@@ -31,7 +31,8 @@
 //!   slot; `EVENT_PIN` from the environment): `worker-0` records `ClientPhase("config", 42,
 //!   0)`, then 20 000 numbered events (its ring goes round many times), then
 //!   `ClientPhase("phase", 7, 1)` and 20 000 more; prints `ready` and waits to be killed
-//!   (`kill -9`), never stopping the recording.
+//!   (`kill -9`), never stopping the recording. With LIMIT (`pin-ring RING LIMIT`), the
+//!   process's files are limited to LIMIT bytes first (RLIMIT_FSIZE, SIGXFSZ ignored).
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -55,14 +56,14 @@ fn main() {
         "panic" => panic_mode(),
         "lost" => lost(&arg(1)),
         "pin" => pin(&arg(1)),
-        "pin-ring" => pin_ring(&arg(1)),
+        "pin-ring" => pin_ring(&arg(1), args.get(2).map(|l| l.parse().unwrap_or_else(|_| usage()))),
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
     );
     std::process::exit(2)
 }
@@ -288,7 +289,18 @@ fn pin(out: &str) {
     recording.stop().unwrap_or_else(|e| fail(&e));
 }
 
-fn pin_ring(ring: &str) {
+fn pin_ring(ring: &str, limit: Option<u64>) {
+    if let Some(bytes) = limit {
+        // SAFETY: ignoring SIGXFSZ and setting a resource limit from a valid struct have no
+        // other preconditions.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: libc::RLIM_INFINITY };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                fail(&std::io::Error::last_os_error());
+            }
+        }
+    }
     let _recording = Recorder::new()
         .policy(Policy::Ring)
         .ring_file(ring)

@@ -396,3 +396,40 @@ fn pinned_events_outlive_their_ring_in_the_ring_file_after_a_kill() {
         assert!(out.ends_with("  NOT whole: 1 problem\n") && !out.contains("damaged"), "{out}");
     }
 }
+
+/// A pin area that the file system cannot hold (here the process's file size limit lets the
+/// ring file's slots be allocated, not its pin area) costs the pins kept in the file, said
+/// in one line, never the ring file: the recording goes on into it, without a pin area.
+#[test]
+fn a_pin_area_the_disk_cannot_hold_costs_the_pins_not_the_ring_file() {
+    let d = dir("snapshots", "pin-area-full");
+    let env = [("EVENT_PIN", "Client:ClientPhase")];
+    // The layout the child makes, from a first run without a limit.
+    let sized = d.join("sized.ring");
+    let mut child = start_ready(program(CHILD, &["pin-ring", sized.to_str().unwrap()], &env));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let bytes = std::fs::read(&sized).unwrap();
+    let layout = event_format::ring::Layout::decode(&bytes, false).unwrap();
+    assert!(layout.pin_half > 0 && layout.file_len() > layout.data_end(), "{layout:?}");
+    let ring = d.join("r.ring");
+    let limit = layout.data_end().to_string();
+    let mut c = program(CHILD, &["pin-ring", ring.to_str().unwrap(), &limit], &env);
+    c.stderr(std::process::Stdio::piped());
+    let mut child = start_ready(c);
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("keeps no pinned events: cannot allocate its pin area"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let r = ring.to_str().unwrap();
+    let head = std::fs::read(&ring).unwrap();
+    let written = event_format::ring::Layout::decode(&head, false).unwrap();
+    assert_eq!((written.pin_half, head.len() as u64), (0, layout.data_end()), "a ring file without a pin area");
+    let print = dump(&["print", r]);
+    let lines = text(&print.stdout);
+    assert!(print.status.success(), "{lines}");
+    assert!(lines.lines().rfind(|l| l.contains("ArenaDestroy")).unwrap().contains("39999"), "recorded");
+    let stats = text(&dump(&["stats", r]).stdout);
+    assert!(!stats.contains("pin area"), "{stats}");
+}

@@ -44,10 +44,9 @@ pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>],
         return crate::buffer::emit_event(set, index, fixed, strs, fill);
     }
     // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
-    // otherwise the recording writes it and looks at it (`buffer::emit_watched`).
-    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
-        crate::buffer::emit_watched(set, index, fixed, strs, fill)
-    }
+    // otherwise the recording writes it and looks at it. One call out of line, so that
+    // the diverted path takes no register of the common one (`buffer::emit_diverted`).
+    crate::buffer::emit_diverted(set, index, fixed, strs, fill)
 }
 
 /// Whether `module_path` (the caller's `module_path!()`) is a crate root: a module below it

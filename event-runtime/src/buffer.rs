@@ -1013,19 +1013,24 @@ fn write_in(
     }
 }
 
-/// Records event `index` of `set`, diverted (`__private::emit`): as [`emit_event`], then
-/// looked at (`ThreadBuffer::watched`): a trigger's or a pin's event, one that shares its
-/// bit in the divert word, or any while a thread counts `post=N` events.
+/// Records event `index` of `set`, diverted (`__private::emit`): into this thread's capture
+/// when it has one (`capture::try_emit`); else as [`emit_event`], then looked at
+/// (`ThreadBuffer::watched`): a trigger's or a pin's event, one that shares its bit in the
+/// divert word, or any while a thread counts `post=N` events. Out of line and cold: the
+/// common path keeps its registers (without it, the diverted path inlined into a caller's
+/// loop held two of them, and the common path spilled: 2 instructions an event).
 #[cold]
 #[inline(never)]
-pub(crate) fn emit_watched(
+pub(crate) fn emit_diverted(
     set: &'static EventSet,
     index: u16,
     fixed: usize,
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
-    emit_as(Code::Event(set, index), fixed, strs, fill, Watch::Yes)
+    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
+        emit_as(Code::Event(set, index), fixed, strs, fill, Watch::Yes)
+    }
 }
 
 /// The `ThreadName` record of `thread` as the recording names it, for the ring file's pin

@@ -1256,6 +1256,7 @@ fn dead_ring(path: &Path, pid: u64) {
         header_len: header.len() as u32,
         pid,
         created_ns: 0,
+        pin_half: 0,
     };
     let mut file = std::fs::read(path).unwrap();
     file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());

@@ -19,9 +19,11 @@ pub const COOL: bool = !cfg!(any(feature = "hot", feature = "rash"));
 pub const HOT: bool = !cfg!(feature = "rash");
 
 /// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
-/// is recorded now. Off: one load, a test and a branch. While a test captures (`capture`'s
-/// module docs), every set's bits are forced on and the cold path decides, before any
-/// argument is evaluated.
+/// is recorded now. Off: one load, a test and a branch. On: the divert word's bit of the
+/// event tested too (one load, a test and a branch), set while a test captures (`capture`'s
+/// module docs: every set's bits are then forced on and the cold path decides, before any
+/// argument is evaluated) and for the events a trigger or a pin watches (`trigger`'s module
+/// docs, "Cost").
 #[inline(always)]
 pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
     // Relaxed: see `control`'s module docs.
@@ -29,7 +31,7 @@ pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
     if word & (1 << (index & 63)) == 0 {
         return false;
     }
-    crate::capture::any() == 0 || crate::capture::enabled_here(bits, index)
+    crate::capture::any() & (1 << (index & 63)) == 0 || crate::capture::enabled_here(bits, index)
 }
 
 /// Records event `index` (its position in `set`) on this thread: `fixed` bytes of
@@ -38,10 +40,13 @@ pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
 /// `index`; a set that it does not hold has its event refused and counted.
 #[inline(always)]
 pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    // A test's capture takes this thread's events (`capture`'s module docs).
-    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
-        crate::buffer::emit_event(set, index, fixed, strs, fill)
+    if crate::capture::any() & (1 << (index & 63)) == 0 {
+        return crate::buffer::emit_event(set, index, fixed, strs, fill);
     }
+    // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
+    // otherwise the recording writes it and looks at it. One call out of line, so that
+    // the diverted path takes no register of the common one (`buffer::emit_diverted`).
+    crate::buffer::emit_diverted(set, index, fixed, strs, fill)
 }
 
 /// Whether `module_path` (the caller's `module_path!()`) is a crate root: a module below it

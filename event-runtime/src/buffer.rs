@@ -116,12 +116,8 @@ pub(crate) struct ThreadBuffer {
     base_time: u64,
     /// The time of the last record: the next delta counts from it.
     time: u64,
-    /// The trigger events' wire codes (`trigger`'s module docs, "Cost"): a record whose code
-    /// minus `trigger_lo` (wrapping) is below `trigger_span` is looked at (`watched`); `span`
-    /// 0 without triggers. While the thread counts `post=N` events, every code.
-    trigger_lo: u16,
-    trigger_span: u16,
     /// The pending snapshot whose `post=N` events this thread counts, and how many are left.
+    /// While it does, every event is diverted to `watched` (`capture::post_window`).
     post: Option<(u64, u64)>,
 }
 
@@ -240,13 +236,8 @@ impl ThreadBuffer {
             end: BLOCK_HEADER_LEN,
             base_time: now,
             time: now,
-            trigger_lo: 0,
-            trigger_span: 0,
             post: None,
         };
-        if let Some(t) = &buffer.shared.triggers {
-            (buffer.trigger_lo, buffer.trigger_span) = (t.lo, t.span);
-        }
         if buffer.has_block() {
             buffer.start_block(now);
         }
@@ -429,19 +420,25 @@ impl ThreadBuffer {
         Some(first)
     }
 
-    /// A record whose wire code lies in the trigger range was written (or refused): counts
-    /// it as a `post=N` event, and when it is a trigger's, decodes it and asks its trigger
-    /// (`trigger`'s module docs). Cold: only trigger events and the `post` window get here.
+    /// A diverted record was written (or refused): counts it as a `post=N` event, and when it
+    /// is a pinned event's, copies it into the pin ring (and the ring file's pin area); when
+    /// it is a trigger's, decodes it and asks its trigger (`trigger`'s module docs, "Cost").
+    /// Cold: only watched events (and those that share their bit in the divert word) and the
+    /// `post` window get here.
     #[cold]
     #[inline(never)]
     fn watched(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
+        let Some(triggers) = &self.shared.triggers else { return };
+        if self.post.is_none() && !triggers.watches(code) {
+            return; // an event that shares a watched one's bit
+        }
         let shared = Arc::clone(&self.shared);
         let Some(triggers) = &shared.triggers else { return };
         if let Some((id, left)) = self.post {
             if left <= 1 {
                 self.post = None;
-                (self.trigger_lo, self.trigger_span) = (triggers.lo, triggers.span);
                 triggers.counted(id);
+                crate::capture::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
             }
@@ -454,7 +451,10 @@ impl ThreadBuffer {
         let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
         let Some((bytes, time)) = self.last_record(code, len) else { return };
         if pinned {
-            triggers.pin(crate::trigger::Pinned { thread: self.thread, time, record: bytes.clone() });
+            let thread = self.thread;
+            let name = || thread_name_record(&shared, thread);
+            let pin = crate::trigger::Pinned { thread, time, record: bytes.clone() };
+            triggers.pin(pin, shared.ring_file.as_deref(), name);
             if !trigger {
                 return;
             }
@@ -465,11 +465,12 @@ impl ThreadBuffer {
             return;
         };
         if let Some((id, n)) = triggers.on_event(&event, &shared.clock) {
-            if let Some((older, _)) = self.post.replace((id, n)) {
-                // A trigger while counting another's post window: the older one is taken now.
-                triggers.counted(older);
+            match self.post.replace((id, n)) {
+                // A trigger while counting another's post window: the older one is taken now,
+                // and this thread's window goes on.
+                Some((older, _)) => triggers.counted(older),
+                None => crate::capture::post_window(self.generation, true),
             }
-            (self.trigger_lo, self.trigger_span) = (0, u16::MAX);
         }
     }
 
@@ -885,6 +886,14 @@ impl Drop for ThreadBuffer {
             std::mem::forget(std::mem::replace(&mut self.home, Home::Nowhere));
             return;
         }
+        // A thread that ends while it counts `post=N` events: its window ends with it, and
+        // the snapshot waits no more.
+        if let Some((id, _)) = self.post.take() {
+            if let Some(triggers) = &self.shared.triggers {
+                triggers.counted(id);
+            }
+            crate::capture::post_window(self.generation, false);
+        }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         let pool = self.is_pool();
         self.flush(true);
@@ -932,7 +941,7 @@ impl ThreadBuffer {
 /// strings; `strs` are the string arguments, written by [`ArgWriter::str`] in `fill`.
 #[inline]
 pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-    emit_as(Code::Wire(code), fixed, strs, fill)
+    emit_as(Code::Wire(code), fixed, strs, fill, Watch::WhileCounting)
 }
 
 /// Records event `index` (its position in `set`) with its arguments: its wire code is the
@@ -947,7 +956,7 @@ pub(crate) fn emit_event(
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
-    emit_as(Code::Event(set, index), fixed, strs, fill)
+    emit_as(Code::Event(set, index), fixed, strs, fill, Watch::No)
 }
 
 /// What a record's code is given as.
@@ -970,7 +979,20 @@ impl Code {
     }
 }
 
-/// Writes the record in `buffer`, or refuses it (counted) when its set is not recorded.
+/// What a record's writer does after writing it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// Nothing: an event that the divert word did not divert (`__private::emit`).
+    No,
+    /// Looks at it (`ThreadBuffer::watched`): a diverted event.
+    Yes,
+    /// Looks at it while the thread counts `post=N` events: a built-in event (which no
+    /// trigger or pin names, and which the divert word does not see).
+    WhileCounting,
+}
+
+/// Writes the record in `buffer`, or refuses it (counted) when its set is not recorded; then
+/// looks at it as `watch` says.
 #[inline(always)]
 fn write_in(
     buffer: &mut ThreadBuffer,
@@ -978,12 +1000,12 @@ fn write_in(
     fixed: usize,
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
+    watch: Watch,
 ) {
     match code.wire(buffer) {
         Some(code) => {
             buffer.write(code, fixed, strs, fill);
-            // One subtraction and one comparison: 0 < span only with triggers configured.
-            if code.wrapping_sub(buffer.trigger_lo) < buffer.trigger_span {
+            if watch == Watch::Yes || (watch == Watch::WhileCounting && buffer.post.is_some()) {
                 buffer.watched(code, fixed, strs);
             }
         }
@@ -991,8 +1013,44 @@ fn write_in(
     }
 }
 
+/// Records event `index` of `set`, diverted (`__private::emit`): into this thread's capture
+/// when it has one (`capture::try_emit`); else as [`emit_event`], then looked at
+/// (`ThreadBuffer::watched`): a trigger's or a pin's event, one that shares its bit in the
+/// divert word, or any while a thread counts `post=N` events. Out of line and cold: the
+/// common path keeps its registers (without it, the diverted path inlined into a caller's
+/// loop held two of them, and the common path spilled: 2 instructions an event).
+#[cold]
+#[inline(never)]
+pub(crate) fn emit_diverted(
+    set: &'static EventSet,
+    index: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut ArgWriter<'_>),
+) {
+    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
+        emit_as(Code::Event(set, index), fixed, strs, fill, Watch::Yes)
+    }
+}
+
+/// The `ThreadName` record of `thread` as the recording names it, for the ring file's pin
+/// area; `None` when it has no name.
+fn thread_name_record(shared: &Shared, thread: u64) -> Option<Vec<u8>> {
+    let name = crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone())?;
+    let mut strs = [Text::new(&name)];
+    let max = (shared.block_size as usize - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
+    if !fit_texts(&mut strs, RECORD_HEADER_LEN + builtin::THREAD_NAME_FIXED, max) {
+        return None;
+    }
+    let len = RECORD_HEADER_LEN + builtin::THREAD_NAME_FIXED + 2 + strs[0].bytes.len();
+    let mut record = vec![0u8; len];
+    put_record_header(Order::NATIVE, &mut record, 0, builtin::THREAD_NAME, len as u16, 0);
+    body::thread_name(&mut ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], &strs), thread);
+    Some(record)
+}
+
 #[inline]
-fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
+fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>), watch: Watch) {
     let done = BUFFER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
             session::count_lost_unattributed(1);
@@ -1005,7 +1063,7 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
             return session::count_lost_unattributed(1);
         }
         if let Some(buffer) = slot.as_mut() {
-            write_in(buffer, code, fixed, strs, fill);
+            write_in(buffer, code, fixed, strs, fill, watch);
         }
     });
     if done.is_err() {

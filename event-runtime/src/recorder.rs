@@ -766,7 +766,7 @@ impl Recorder {
         let slots = self.ring_threads;
         let per_slot =
             (plan.blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
-        let layout = Layout {
+        let mut layout = Layout {
             order: Order::NATIVE,
             version: event_format::ring::RING_VERSION,
             block_size: self.block_size,
@@ -775,9 +775,39 @@ impl Recorder {
             header_len: plan.header_bytes.len() as u32,
             pid: u64::from(std::process::id()),
             created_ns: clock::wall_ns(),
+            // With pinned events (`EVENT_PIN`), the pin area: halves of a block's records, so
+            // that a reader puts each thread's pinned records back in one block.
+            pin_half: if plan.triggers.as_ref().is_some_and(crate::trigger::Triggers::pins_any) {
+                self.block_size - event_format::wire::BLOCK_HEADER_LEN as u32
+            } else {
+                0
+            },
         };
-        let len = layout.file_len();
-        if let Err(error) = ringfile::back(&claimed.file, len) {
+        // A pin area that cannot be made costs the pins kept in the file, never the file:
+        // the in-memory pin ring (snapshots) keeps them still.
+        if let Err(why) = layout.check_pin_half() {
+            eprintln!(
+                "event-runtime: the ring file {} keeps no pinned events: {why}; snapshots still hold them",
+                claimed.path.display()
+            );
+            layout.pin_half = 0;
+        }
+        let mut len = layout.file_len();
+        let mut backed = ringfile::back(&claimed.file, len);
+        if let Err(error) = &backed
+            && layout.pin_half > 0
+            && ringfile::back(&claimed.file, layout.data_end()).is_ok()
+        {
+            eprintln!(
+                "event-runtime: the ring file {} keeps no pinned events: cannot allocate its pin area ({}) on the file system: {error}; snapshots still hold them",
+                claimed.path.display(),
+                machine::size_text(len - layout.data_end())
+            );
+            layout.pin_half = 0;
+            len = layout.file_len();
+            backed = Ok(());
+        }
+        if let Err(error) = backed {
             // A ring file that its file system cannot hold is refused, as one that is not
             // ours: one line, and the recording goes on without it.
             eprintln!(
@@ -848,6 +878,11 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     let generation = vacancy.fill(shared);
     let recorded = plan.sets.iter().zip(plan.schemas).map(|(&set, schema)| control::Recorded { set, schema }).collect();
     control::install(recorded, plan.selections);
+    // The events its triggers and pins watch divert to the cold path (`trigger`'s module
+    // docs, "Cost"); without any, nothing does.
+    if let Some(triggers) = &shared.triggers {
+        crate::capture::watch(generation, Some(triggers.mask));
+    }
     session::set_running(true);
     generation
 }

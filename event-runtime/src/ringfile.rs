@@ -23,8 +23,8 @@
 
 use crate::files;
 use event_format::ring::{
-    Layout, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at, control_at, position,
-    slot_at, split_position,
+    Layout, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at,
+    control_at, pin_at, pin_entry, position, slot_at, split_position,
 };
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, verify_block};
 use memmap2::MmapMut;
@@ -195,10 +195,13 @@ impl RingFile {
         let fixed = layout.encode();
         let h = layout.stream_header() as usize;
         assert!(len as u64 >= layout.file_len() && h + header.len() <= len, "the memory holds the layout");
-        // SAFETY: in bounds (asserted), and nobody else can see this memory yet: these plain
-        // writes happen before the release store of STATE below that publishes them.
+        let pin_half = layout.encode_pin_half();
+        // SAFETY: in bounds (asserted; the pin area's size is at 52, in page 0), and nobody
+        // else can see this memory yet: these plain writes happen before the release store of
+        // STATE below that publishes them.
         unsafe {
             std::ptr::copy_nonoverlapping(fixed.as_ptr(), base, fixed.len());
+            std::ptr::copy_nonoverlapping(pin_half.as_ptr(), base.add(at::PIN_HALF), pin_half.len());
             std::ptr::copy_nonoverlapping(header.as_ptr(), base.add(h), header.len());
         }
         let ring = RingFile {
@@ -389,6 +392,18 @@ impl RingFile {
         self.word(page + control_at::ACK_SEQ).store(seq, Ordering::Release);
     }
 
+    /// Whether the file has a pin area (docs/FORMAT.md, "Pin area").
+    pub(crate) fn has_pins(&self) -> bool {
+        self.layout.pin_half > 0
+    }
+
+    /// Keeps a pinned record (its bytes as in its block: header and arguments) of `thread` at
+    /// `time` in the pin area ([`pin_into`]). `state` is what the area holds (the caller's,
+    /// kept under its lock: one writer at a time).
+    pub(crate) fn pin(&self, state: &mut FilePins, thread: u64, time: u64, record: &[u8]) {
+        pin_into(self, state, thread, time, record);
+    }
+
     fn byte(&self, offset: usize) -> u8 {
         assert!(offset < self.len, "a byte in the file");
         // SAFETY: in bounds; the control page's text is shared with the monitor process, so it
@@ -401,6 +416,117 @@ impl RingFile {
         // SAFETY: as for `byte`.
         unsafe { std::sync::atomic::AtomicU8::from_ptr(self.base.add(offset)) }.store(v, Ordering::Relaxed);
     }
+}
+
+/// What the ring file's pin area holds, as its writer keeps it (under the pin ring's lock):
+/// the entries of the current half, their end, the epoch, and the records let go.
+#[derive(Debug, Default)]
+pub(crate) struct FilePins {
+    entries: std::collections::VecDeque<Vec<u8>>,
+    end: usize,
+    epoch: u32,
+    dropped: u64,
+}
+
+impl FilePins {
+    /// Whether the area holds an entry of `thread` whose record has wire code `code`.
+    pub(crate) fn holds(&self, thread: u64, code: u16) -> bool {
+        let o = Order::NATIVE;
+        self.entries.iter().any(|e| o.u64(&e[pin_at::THREAD..]) == thread && o.u16(&e[pin_at::RECORD..]) == code)
+    }
+}
+
+/// Where the pin area's writer ([`pin_into`]) writes: the ring file's pin area, or a loom
+/// model's.
+pub(crate) trait PinArea {
+    type W64: Word<u64>;
+    /// Bytes in each half (0: no pin area).
+    fn pin_half(&self) -> usize;
+    /// The area's position word (`PIN_POSITION`).
+    fn pin_position(&self) -> &Self::W64;
+    /// The area's `PINS_DROPPED` word.
+    fn pins_dropped(&self) -> &Self::W64;
+    /// Writes `entry` at `at` of half `half` (0 or 1), with plain (relaxed) stores.
+    fn write_pin(&self, half: u32, at: usize, entry: &[u8]);
+    /// A release fence (std's, or loom's in the models).
+    fn release_fence(&self);
+}
+
+impl PinArea for RingFile {
+    type W64 = AtomicU64;
+    fn pin_half(&self) -> usize {
+        self.layout.pin_half as usize
+    }
+    fn pin_position(&self) -> &AtomicU64 {
+        self.word(at::PIN_POSITION)
+    }
+    fn pins_dropped(&self) -> &AtomicU64 {
+        self.word(at::PINS_DROPPED)
+    }
+    fn write_pin(&self, half: u32, at: usize, entry: &[u8]) {
+        let size = self.layout.pin_half as usize;
+        let offset = self.layout.pin_area() as usize + half as usize * size + at;
+        assert!(
+            half < 2 && at + entry.len() <= size && offset + entry.len() <= self.len,
+            "a pin entry in the pin area"
+        );
+        // SAFETY: in bounds (asserted). The pin area is written by one thread at a time (the
+        // caller's lock); readers in other processes copy it and check the copy against the
+        // area's position (docs/FORMAT.md, "Pin area"), so plain stores are what they expect.
+        unsafe { std::ptr::copy_nonoverlapping(entry.as_ptr(), self.base.add(offset), entry.len()) }
+    }
+    fn release_fence(&self) {
+        std::sync::atomic::fence(Ordering::Release);
+    }
+}
+
+/// Keeps a pinned record (its bytes as in its block: header and arguments) of `thread` at
+/// `time` in `area`, by the protocol of docs/FORMAT.md, "Pin area": appended to the current
+/// half and committed with one release store of the area's position; when it does not fit,
+/// the oldest entries leave (counted in `PINS_DROPPED`) and the ones left, with it, are
+/// written into the other half, which the next epoch then names. `state` is what the area
+/// holds (one writer at a time: the caller's lock). The loom model
+/// `loom_a_pin_area_reader_keeps_only_whole_committed_entries` checks it against the reader.
+pub(crate) fn pin_into<A: PinArea>(area: &A, state: &mut FilePins, thread: u64, time: u64, record: &[u8]) {
+    let half = area.pin_half();
+    if half == 0 {
+        return;
+    }
+    let len = (PIN_ENTRY_HEADER + record.len()).next_multiple_of(8);
+    if len > half {
+        state.dropped += 1;
+        // Relaxed: a count, read by a reader as it is.
+        area.pins_dropped().store(state.dropped, Ordering::Relaxed);
+        return;
+    }
+    let entry = pin_entry(Order::NATIVE, thread, time, record);
+    if state.end + len <= half {
+        area.write_pin(state.epoch % 2, state.end, &entry);
+        state.end += len;
+        state.entries.push_back(entry);
+    } else {
+        while state.end + len > half {
+            let Some(oldest) = state.entries.pop_front() else { break };
+            state.end -= oldest.len();
+            state.dropped += 1;
+        }
+        state.entries.push_back(entry);
+        state.epoch = state.epoch.wrapping_add(1);
+        // The other half held the entries of the epoch before last, which no reader keeps
+        // now: the position moved on from it when the last compaction committed. A release
+        // fence keeps these bytes from being visible before that store (as a slot's block
+        // reuse, module docs): a reader that copied any of them then sees the epoch changed.
+        area.release_fence();
+        let mut at = 0;
+        for e in &state.entries {
+            area.write_pin(state.epoch % 2, at, e);
+            at += e.len();
+        }
+        state.end = at;
+        area.pins_dropped().store(state.dropped, Ordering::Relaxed);
+    }
+    // Release: a reader that loads this position sees the entries below its end.
+    area.pin_position().store(position(u64::from(state.epoch), state.end as u32), Ordering::Release);
 }
 
 /// An atomic word, as the claim protocol uses it: std's in the ring file, loom's in the
@@ -811,6 +937,7 @@ mod tests {
             header_len: 0,
             pid: 1,
             created_ns: 0,
+            pin_half: 0,
         };
         let ring = Arc::new(RingFile::in_memory(layout, &header_bytes));
         let code = header.sets[0].wire_code(0).expect("a wire code");
@@ -1056,6 +1183,135 @@ mod loom_tests {
                 }
             }
             writer.join().unwrap();
+        });
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_pin_tests {
+    //! The pin area's protocol under loom (docs/FORMAT.md, "Pin area"): the real writer
+    //! ([`pin_into`]) on a model area whose bytes are loom atomics (one per 8 bytes), against
+    //! the reader's copy-and-recheck as `RingReader::read_pins` does it.
+    use super::*;
+    use event_format::ring::split_position;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicU64 as LoomU64, fence};
+    use loom::thread;
+
+    /// Bytes in each half: two entries of 32 bytes (a record of 8).
+    const HALF: usize = 64;
+
+    struct Area {
+        position: LoomU64,
+        dropped: LoomU64,
+        /// Both halves, 8 bytes a word.
+        words: Vec<LoomU64>,
+    }
+
+    impl PinArea for Area {
+        type W64 = LoomU64;
+        fn pin_half(&self) -> usize {
+            HALF
+        }
+        fn pin_position(&self) -> &LoomU64 {
+            &self.position
+        }
+        fn pins_dropped(&self) -> &LoomU64 {
+            &self.dropped
+        }
+        fn write_pin(&self, half: u32, at: usize, entry: &[u8]) {
+            assert!(at + entry.len() <= HALF && entry.len() % 8 == 0);
+            for (i, chunk) in entry.chunks(8).enumerate() {
+                let word = u64::from_ne_bytes(chunk.try_into().unwrap());
+                // Relaxed: the real writer's plain stores.
+                self.words[(half as usize * HALF + at) / 8 + i].store(word, Ordering::Relaxed);
+            }
+        }
+        fn release_fence(&self) {
+            fence(Ordering::Release);
+        }
+    }
+
+    /// Pinned record `id`: a record of 8 bytes (code 0x20 + id, no arguments) of thread `id`
+    /// at time `id`.
+    fn record(id: u64) -> Vec<u8> {
+        let mut r = vec![0u8; 8];
+        Order::NATIVE.put_u16(&mut r, 0x20 + id as u16);
+        Order::NATIVE.put_u16(&mut r[2..], 8);
+        r
+    }
+
+    fn entry(id: u64) -> Vec<u8> {
+        pin_entry(Order::NATIVE, id, id, &record(id))
+    }
+
+    /// The reader as `read_pins` does it, `tries` times at most: the position, an acquire
+    /// fence, a copy of the current half up to its end, an acquire fence, the position again;
+    /// the copy is kept when the epoch is the same. Returns the ids of the entries it kept, or
+    /// `None` when every try met a compaction.
+    fn read(area: &Area, tries: usize) -> Option<Vec<u64>> {
+        for _ in 0..tries {
+            let (epoch, end) = split_position(area.position.load(Ordering::Acquire));
+            assert!(end as usize <= HALF, "the committed end is in its half");
+            fence(Ordering::Acquire);
+            let first = (epoch % 2) as usize * HALF / 8;
+            let copy: Vec<u8> = (0..end as usize / 8)
+                .flat_map(|i| area.words[first + i].load(Ordering::Relaxed).to_ne_bytes())
+                .collect();
+            fence(Ordering::Acquire);
+            let (again, _) = split_position(area.position.load(Ordering::Acquire));
+            if again != epoch {
+                continue;
+            }
+            // Every entry whole, and the one pinned with its id: a torn copy would differ.
+            let ids: Vec<u64> = copy
+                .chunks(32)
+                .map(|e| {
+                    let id = Order::NATIVE.u64(&e[event_format::ring::pin_at::THREAD..]);
+                    assert_eq!(e, &entry(id)[..], "entry of id {id} is the one pinned, whole");
+                    id
+                })
+                .collect();
+            return Some(ids);
+        }
+        None
+    }
+
+    #[test]
+    fn loom_a_pin_area_reader_keeps_only_whole_committed_entries() {
+        // Entries 1 and 2 fill half 0 before the reader starts; the writer then pins 3 (a
+        // compaction into half 1, dropping 1) and 4 (a compaction back into half 0, the half
+        // the reader may be copying, dropping 2), while the reader reads.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let area = Arc::new(Area {
+                position: LoomU64::new(0),
+                dropped: LoomU64::new(0),
+                words: (0..2 * HALF / 8).map(|_| LoomU64::new(0)).collect(),
+            });
+            let mut state = FilePins::default();
+            for id in 1..=2 {
+                pin_into(&*area, &mut state, id, id, &record(id));
+            }
+            let writer = {
+                let area = Arc::clone(&area);
+                thread::spawn(move || {
+                    for id in 3..=4 {
+                        pin_into(&*area, &mut state, id, id, &record(id));
+                    }
+                    state
+                })
+            };
+            if let Some(ids) = read(&area, 2) {
+                // The latest two pinned when it read: consecutive, never fewer than the two
+                // that any committed position names.
+                assert!([vec![1, 2], vec![2, 3], vec![3, 4]].contains(&ids), "{ids:?}");
+            }
+            let state = writer.join().unwrap();
+            assert_eq!(state.dropped, 2);
+            assert_eq!(area.dropped.load(Ordering::Relaxed), 2);
+            assert_eq!(read(&area, 1), Some(vec![3, 4]), "after the writer: its last two");
         });
     }
 }

@@ -101,6 +101,13 @@ pub(crate) fn at_stop(shared: &Shared) {
     for line in triggers.declined_lines() {
         eprintln!("event-runtime: {line}");
     }
+    let dropped = triggers.pins_dropped();
+    if dropped > 0 {
+        eprintln!(
+            "event-runtime: {dropped} pinned events left the pin ring to make room for newer ones (it keeps the latest {}): snapshots hold the latest only",
+            crate::trigger::PIN_RECORDS
+        );
+    }
 }
 
 /// Fires the `lost` trigger when events were lost since the last look: unattributed, or

@@ -20,18 +20,29 @@
 //!
 //! # Cost
 //!
-//! A thread buffer keeps the range of the trigger events' wire codes (`lo`, `span`; `span`
-//! 0 without triggers); after writing a record it compares its wire code with it, one
-//! subtraction and one comparison of values it already holds (5 instructions of about 105 an
-//! event, triggers or not: BENCHMARKS.md), and calls `ThreadBuffer::watched` (cold) only for a
-//! code in the range. There the record is decoded, its trigger's condition
-//! evaluated, and the rate policy asked: off the common path, and only for a trigger event (or
-//! one whose code lies between two triggers'). While a thread counts its `post=N` events, its
-//! range is every code, until the count is done.
+//! A recording without triggers and pins records every event as it did before triggers
+//! existed: nothing on the path of an event looks at them. The events a trigger or a pin
+//! names are *watched*: at the start each sets its bit (its index in its set, mod 64) in the
+//! divert word that `event!` already tests (`capture`'s module docs, "The hook"), and only an
+//! event whose bit is set there takes the cold path, where `ThreadBuffer::watched` looks its
+//! wire code up, copies a pinned record into the pin ring (and the ring file's pin area),
+//! decodes a trigger event, evaluates its condition and asks its rate policy. Events of other
+//! sets, or of the same set at an index 64 apart, that share a watched event's bit take the
+//! cold path too, find that they are not watched, and return (about 40 instructions). While
+//! a thread counts its `post=N` events, the divert word is all ones, so that every event
+//! takes the cold path to be counted; it goes back when the count is done.
 //!
-//! Pinned events (`EVENT_PIN`, [`Recorder::pin`](crate::Recorder::pin)) share the range:
-//! their codes join it, and the cold path copies their records into the pin ring (the latest
-//! [`PIN_RECORDS`]), which every snapshot holds (`snapshot`'s `pinned_blocks`).
+//! The diverted path is one call out of line (`buffer::emit_diverted`), so that it takes no
+//! register of the common path in the caller's code: callgrind on `benches/examples/emit_probe`
+//! (`Word3`, `EVENT_POLICY=ring EVENT_PACK=off`) counts 101.96 instructions an event, as
+//! before triggers existed (101.95 at 4d39099), with or without a trigger on another event.
+//!
+//! Pinned events (`EVENT_PIN`, [`Recorder::pin`](crate::Recorder::pin)) are watched the same
+//! way: the cold path copies their records into the pin ring (the latest [`PIN_RECORDS`]),
+//! which every snapshot holds (`snapshot`'s `pinned_blocks`), and, in a recording with a ring
+//! file, into the file's pin area (`RingFile::pin`, with the thread's `ThreadName` record
+//! the first time a thread pins), which a reader of the file puts back before each thread's
+//! ring (docs/FORMAT.md, "Pin area").
 //!
 //! The snapshot itself is written by the writer thread (or, for a panic, by the panicking
 //! thread in the panic hook), never by the thread that recorded the trigger.
@@ -117,8 +128,19 @@ struct RateState {
     window: Option<(Instant, u64)>,
 }
 
-/// The pinned events a recording keeps apart (the latest ones; older ones leave the ring).
+/// The pinned events a recording keeps apart in memory (the latest ones; older ones leave
+/// the ring, counted).
 pub(crate) const PIN_RECORDS: usize = 256;
+
+/// The pin ring, in memory, and what the ring file's pin area holds: one lock for both, taken
+/// only by a thread that records a pinned event (and by a snapshot, to copy it).
+#[derive(Debug, Default)]
+struct PinRing {
+    memory: std::collections::VecDeque<Pinned>,
+    /// Pinned records that left `memory` to make room.
+    dropped: u64,
+    file: crate::ringfile::FilePins,
+}
 
 /// A pinned event: a copy of its record (header and arguments), its thread and its time.
 #[derive(Debug, Clone)]
@@ -146,11 +168,12 @@ pub(crate) struct Triggers {
     /// The wire codes of the pinned events (`EVENT_PIN`), and their ring: the latest
     /// [`PIN_RECORDS`] of them, each a copy of its record with its thread and time.
     pinned: Vec<u16>,
-    pin_ring: Mutex<std::collections::VecDeque<Pinned>>,
-    /// The lowest trigger event's wire code, and the width of the range up to the highest
-    /// (`span` 0: no event triggers).
-    pub(crate) lo: u16,
-    pub(crate) span: u16,
+    pin_ring: Mutex<PinRing>,
+    /// The wire codes of the events a trigger or a pin names, sorted.
+    watched: Vec<u16>,
+    /// Their bits in the divert word (`capture::watch`): bit `index % 64` of each, by its
+    /// index in its set.
+    pub(crate) mask: u64,
     /// Where snapshots go: a pattern (`%s` its sequence number, ...).
     pub(crate) pattern: PathBuf,
     pub(crate) pending: Mutex<Vec<Pending>>,
@@ -186,21 +209,29 @@ pub(crate) fn parse(
         })?,
         None => Vec::new(),
     };
-    let codes: Vec<u16> = list
+    let mut watched: Vec<u16> = list
         .iter()
         .flat_map(|t| if let What::Events(c) = &t.what { c.clone() } else { Vec::new() })
         .chain(pinned.iter().copied())
         .collect();
-    let (lo, span) = match (codes.iter().min(), codes.iter().max()) {
-        (Some(&lo), Some(&hi)) => (lo, (hi - lo).saturating_add(1)),
-        _ => (0, 0),
-    };
+    watched.sort_unstable();
+    watched.dedup();
+    // Each code's index in its set: the generated `event!` knows its event by that index.
+    let mask = watched
+        .iter()
+        .filter_map(|&code| {
+            header.sets.iter().find_map(|set| {
+                let (first, last) = set.range()?;
+                (first..=last).contains(&code).then(|| 1u64 << ((code - first) % 64))
+            })
+        })
+        .fold(0, |mask, bit| mask | bit);
     Ok(Triggers {
         list,
         pinned,
-        pin_ring: Mutex::new(std::collections::VecDeque::new()),
-        lo,
-        span,
+        pin_ring: Mutex::default(),
+        watched,
+        mask,
         pattern,
         pending: Mutex::new(Vec::new()),
         next_id: std::sync::atomic::AtomicU64::new(1),
@@ -340,18 +371,50 @@ impl Triggers {
         self.pinned.contains(&code)
     }
 
-    /// Keeps a pinned event's record; the oldest leaves when the ring is full.
-    pub(crate) fn pin(&self, pinned: Pinned) {
+    /// Whether `code` is watched: a trigger event's or a pinned event's.
+    pub(crate) fn watches(&self, code: u16) -> bool {
+        self.watched.binary_search(&code).is_ok()
+    }
+
+    /// Whether any event is pinned (`EVENT_PIN`): a ring file then gets a pin area.
+    pub(crate) fn pins_any(&self) -> bool {
+        !self.pinned.is_empty()
+    }
+
+    /// Keeps a pinned event's record in the pin ring (the oldest leaves when it is full,
+    /// counted) and, with a ring file that has a pin area, in that area, after the thread's
+    /// `ThreadName` record (`name`: the record's bytes) when the area holds none of it.
+    pub(crate) fn pin(
+        &self,
+        pinned: Pinned,
+        file: Option<&crate::ringfile::RingFile>,
+        name: impl FnOnce() -> Option<Vec<u8>>,
+    ) {
         let mut ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
-        if ring.len() == PIN_RECORDS {
-            ring.pop_front();
+        let ring = &mut *ring;
+        if let Some(file) = file.filter(|f| f.has_pins() && !f.is_lost()) {
+            if !ring.file.holds(pinned.thread, event_format::builtin::THREAD_NAME)
+                && let Some(name) = name()
+            {
+                file.pin(&mut ring.file, pinned.thread, pinned.time, &name);
+            }
+            file.pin(&mut ring.file, pinned.thread, pinned.time, &pinned.record);
         }
-        ring.push_back(pinned);
+        if ring.memory.len() == PIN_RECORDS {
+            ring.memory.pop_front();
+            ring.dropped += 1;
+        }
+        ring.memory.push_back(pinned);
     }
 
     /// The pinned events kept now, oldest first.
     pub(crate) fn pinned_now(&self) -> Vec<Pinned> {
-        self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+        self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).memory.iter().cloned().collect()
+    }
+
+    /// Pinned events that left the in-memory pin ring to make room for newer ones.
+    pub(crate) fn pins_dropped(&self) -> u64 {
+        self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).dropped
     }
 
     /// The event trigger that `code` fires, if any.

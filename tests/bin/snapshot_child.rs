@@ -27,6 +27,12 @@
 //! - `pin OUT`: as `trigger` (`EVENT_PIN` from the environment), the main thread records
 //!   `ClientPhase("config", 42, 0)`, then 20 000 numbered events (its ring goes round), and
 //!   writes a snapshot to OUT.
+//! - `pin-ring RING`: records into the ring file RING (policy `ring`, 4 KiB blocks, 8 a
+//!   slot; `EVENT_PIN` from the environment): `worker-0` records `ClientPhase("config", 42,
+//!   0)`, then 20 000 numbered events (its ring goes round many times), then
+//!   `ClientPhase("phase", 7, 1)` and 20 000 more; prints `ready` and waits to be killed
+//!   (`kill -9`), never stopping the recording. With LIMIT (`pin-ring RING LIMIT`), the
+//!   process's files are limited to LIMIT bytes first (RLIMIT_FSIZE, SIGXFSZ ignored).
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -50,13 +56,14 @@ fn main() {
         "panic" => panic_mode(),
         "lost" => lost(&arg(1)),
         "pin" => pin(&arg(1)),
+        "pin-ring" => pin_ring(&arg(1), args.get(2).map(|l| l.parse().unwrap_or_else(|_| usage()))),
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
     );
     std::process::exit(2)
 }
@@ -280,4 +287,48 @@ fn pin(out: &str) {
     }
     recording.snapshot(out).unwrap_or_else(|e| fail(&e));
     recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn pin_ring(ring: &str, limit: Option<u64>) {
+    if let Some(bytes) = limit {
+        // SAFETY: ignoring SIGXFSZ and setting a resource limit from a valid struct have no
+        // other preconditions.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: libc::RLIM_INFINITY };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                fail(&std::io::Error::last_os_error());
+            }
+        }
+    }
+    let _recording = Recorder::new()
+        .policy(Policy::Ring)
+        .ring_file(ring)
+        .block_size(4096)
+        .buffer_size(32 << 10)
+        .ring_threads(4)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+        .start()
+        .unwrap_or_else(|e| fail(&e));
+    std::thread::Builder::new()
+        .name("worker-0".into())
+        .spawn(|| {
+            event!(ClientPhase, "config", 42u64, 0);
+            for i in 0..20_000u64 {
+                event!(ArenaDestroy, 0usize, i);
+            }
+            event!(ClientPhase, "phase", 7u64, 1);
+            for i in 20_000..40_000u64 {
+                event!(ArenaDestroy, 0usize, i);
+            }
+        })
+        .unwrap_or_else(|e| fail(&e))
+        .join()
+        .unwrap_or_else(|_| fail(&"the worker panicked"));
+    say("ready");
+    // Killed here: the recording never stops.
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
 }

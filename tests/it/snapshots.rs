@@ -353,3 +353,83 @@ fn a_pinned_event_outlives_its_ring_in_every_snapshot() {
         assert_whole(&out, "taken on demand");
     }
 }
+
+/// `EVENT_PIN` with a ring file: the pinned events (and the name of the thread that recorded
+/// them) that the thread's ring overwrote many times over are in the file's pin area, and a
+/// reader of the file after a `kill -9` puts them back, whole, in a block of their thread just
+/// below its ring's oldest: `print` shows them first, under the thread's name, and `check`
+/// judges the file as it judges a ring file without pins. Without the pin they are gone.
+#[test]
+fn pinned_events_outlive_their_ring_in_the_ring_file_after_a_kill() {
+    for (pin, kept) in [(Some("Client:ClientPhase"), true), (None, false)] {
+        let d = dir("snapshots", if kept { "pin-ring" } else { "no-pin-ring" });
+        let ring = d.join("r.ring");
+        let env: Vec<(&str, &str)> = pin.map(|p| ("EVENT_PIN", p)).into_iter().collect();
+        let mut child = crate::common::start_ready(program(CHILD, &["pin-ring", ring.to_str().unwrap()], &env));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let r = ring.to_str().unwrap();
+        let print = dump(&["print", r]);
+        let lines = text(&print.stdout);
+        assert!(print.status.success(), "{lines}{}", text(&print.stderr));
+        let phases: Vec<&str> = lines.lines().filter(|l| l.contains("ClientPhase")).collect();
+        let destroys: Vec<&str> = lines.lines().filter(|l| l.contains("ArenaDestroy")).collect();
+        assert!(destroys.len() < 40_000 && destroys.last().unwrap().contains("39999"), "the ring went round");
+        let stats = dump(&["stats", r]);
+        let stats = text(&stats.stdout);
+        if kept {
+            assert_eq!(phases.len(), 2, "both pinned events: {phases:?}");
+            assert!(phases[0].contains("phase=\"config\" step=42 delta=0"), "{phases:?}");
+            assert!(phases[1].contains("phase=\"phase\" step=7 delta=1"), "{phases:?}");
+            let first_event = lines.lines().find(|l| l.contains("ClientPhase") || l.contains("ArenaDestroy")).unwrap();
+            assert!(first_event.contains("ClientPhase"), "before the ring's events: {first_event}");
+            assert!(stats.contains("worker-0"), "the thread is named: {stats}");
+        } else {
+            assert!(phases.is_empty(), "overwritten with the ring: {phases:?}");
+        }
+        // Judged as any ring file killed while recording: its rings overwritten (normal), and
+        // not stopped cleanly, its one problem; the pinned block is no gap and no damage.
+        let check = dump(&["check", r]);
+        let out = text(&check.stdout);
+        assert_eq!(check.status.code(), Some(1), "{r}: {out}{}", text(&check.stderr));
+        assert!(out.contains("overwritten: ") && out.contains("not stopped cleanly"), "{out}");
+        assert!(out.ends_with("  NOT whole: 1 problem\n") && !out.contains("damaged"), "{out}");
+    }
+}
+
+/// A pin area that the file system cannot hold (here the process's file size limit lets the
+/// ring file's slots be allocated, not its pin area) costs the pins kept in the file, said
+/// in one line, never the ring file: the recording goes on into it, without a pin area.
+#[test]
+fn a_pin_area_the_disk_cannot_hold_costs_the_pins_not_the_ring_file() {
+    let d = dir("snapshots", "pin-area-full");
+    let env = [("EVENT_PIN", "Client:ClientPhase")];
+    // The layout the child makes, from a first run without a limit.
+    let sized = d.join("sized.ring");
+    let mut child = start_ready(program(CHILD, &["pin-ring", sized.to_str().unwrap()], &env));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let bytes = std::fs::read(&sized).unwrap();
+    let layout = event_format::ring::Layout::decode(&bytes, false).unwrap();
+    assert!(layout.pin_half > 0 && layout.file_len() > layout.data_end(), "{layout:?}");
+    let ring = d.join("r.ring");
+    let limit = layout.data_end().to_string();
+    let mut c = program(CHILD, &["pin-ring", ring.to_str().unwrap(), &limit], &env);
+    c.stderr(std::process::Stdio::piped());
+    let mut child = start_ready(c);
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("keeps no pinned events: cannot allocate its pin area"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let r = ring.to_str().unwrap();
+    let head = std::fs::read(&ring).unwrap();
+    let written = event_format::ring::Layout::decode(&head, false).unwrap();
+    assert_eq!((written.pin_half, head.len() as u64), (0, layout.data_end()), "a ring file without a pin area");
+    let print = dump(&["print", r]);
+    let lines = text(&print.stdout);
+    assert!(print.status.success(), "{lines}");
+    assert!(lines.lines().rfind(|l| l.contains("ArenaDestroy")).unwrap().contains("39999"), "recorded");
+    let stats = text(&dump(&["stats", r]).stdout);
+    assert!(!stats.contains("pin area"), "{stats}");
+}

@@ -381,6 +381,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
                 findings.slots_reused,
                 findings.discarded
             );
+            if let Some(line) = pin_line(log, summary, true) {
+                let _ = writeln!(text, "  {line}");
+            }
         }
         let ending = ending(&c.ledger, log);
         let ended = of_last_segment(&c.ledger, ending_line(&ending, &h));
@@ -598,6 +601,14 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         for b in l.bad_records() {
             problems.push(format!("bad record: {b}"));
         }
+        if let Some(findings) = log.ring_findings() {
+            if let Some(why) = &findings.pin_damage {
+                problems.push(format!("damaged: the ring file's pin area: {why}"));
+            }
+            if let Some(line) = pin_line(log, findings, false) {
+                notes.push(line);
+            }
+        }
         let segments = l.segments();
         for part in l.parts() {
             let of = part.name.map(|n| format!("segment {n}: ")).unwrap_or_default();
@@ -729,6 +740,23 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     }
     write_all(&text)?;
     Ok(if whole { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// What a ring file's pin area (docs/FORMAT.md, "Pin area") held, for `stats` and `check`:
+/// its records put back before their threads' rings, the pins dropped, its damage. `None`
+/// for a file without a pin area (nor any sign of one). `check` says the damage as a problem
+/// of its own (`with_damage` false).
+fn pin_line(log: &Log, findings: &ring::RingFindings, with_damage: bool) -> Option<String> {
+    let has_area = log.ring_layout().is_some_and(|l| l.pin_half > 0);
+    if !has_area && findings.pin_damage.is_none() && findings.pins_dropped == 0 && findings.pinned == 0 {
+        return None;
+    }
+    let damage = findings.pin_damage.as_ref().filter(|_| with_damage).map(|why| format!("damaged: {why}; "));
+    let damage = damage.unwrap_or_default();
+    Some(format!(
+        "pin area: {damage}{} pinned records put back in {} blocks, {} pins dropped (the area keeps the latest)",
+        findings.pinned, findings.pinned_blocks, findings.pins_dropped
+    ))
 }
 
 /// What a stop marker's counts and what was read before it disagree in, as problems; `of`

@@ -542,6 +542,7 @@ pub(crate) fn handmade_ring(path: &Path, order: Order, blocks: &[&[u8]], refused
         header_len: header.len() as u32,
         pid: 4242,
         created_ns: 0,
+        pin_half: 0,
     };
     let mut file = vec![0u8; layout.file_len() as usize];
     file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());

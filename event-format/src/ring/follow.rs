@@ -1,7 +1,7 @@
 //! Following a ring file while its program writes it (docs/FORMAT.md, "Following a ring
 //! file"): each poll yields what was committed since the last, once.
 
-use super::read::{ReadAt, RingReader};
+use super::read::{PinnedRecord, ReadAt, RingReader, pins_by_thread, put_back};
 use crate::decode::Block;
 use crate::wire::BLOCK_HEADER_LEN;
 use std::io;
@@ -78,6 +78,10 @@ pub struct Follower<R> {
     start: Start,
     /// Whether the first poll, which finds the threads there at the start, has run.
     started: bool,
+    /// The pin area's records by thread (since layout 1.0.2), read at the first poll when
+    /// following from the oldest block: a thread there at the start whose ring lost its
+    /// pinned records gets them first, in blocks below its oldest (as `RingBlocks` does).
+    pins: std::collections::BTreeMap<u64, Vec<PinnedRecord>>,
 }
 
 impl<R: ReadAt> Follower<R> {
@@ -96,7 +100,13 @@ impl<R: ReadAt> Follower<R> {
 
     fn starting(reader: RingReader<R>, start: Start) -> Follower<R> {
         let slots = reader.layout().slots as usize;
-        Follower { reader, cursors: vec![Cursor::default(); slots], start, started: false }
+        Follower {
+            reader,
+            cursors: vec![Cursor::default(); slots],
+            start,
+            started: false,
+            pins: std::collections::BTreeMap::new(),
+        }
     }
 
     /// The reader.
@@ -108,6 +118,10 @@ impl<R: ReadAt> Follower<R> {
     pub fn poll(&mut self) -> io::Result<Vec<FollowItem>> {
         let mut out = Vec::new();
         let first = !std::mem::replace(&mut self.started, true);
+        if first && self.start == Start::Oldest {
+            // Damage of the pin area leaves the threads' rings as they are.
+            self.pins = self.reader.read_pins().map(pins_by_thread).unwrap_or_default();
+        }
         for index in 0..self.reader.layout().slots {
             let Some(slot) = self.reader.slot(index)? else { continue };
             let cursor = &mut self.cursors[index as usize];
@@ -135,6 +149,15 @@ impl<R: ReadAt> Follower<R> {
                 continue; // changed owner meanwhile: the next poll starts it afresh
             }
             let blocks = found.first_sequence.saturating_sub(cursor.next);
+            if cursor.there_at_start
+                && let Some(records) = self.pins.remove(&now.thread)
+            {
+                let oldest = found.blocks.first().map(|b| (b.header.sequence, b.header.base_time));
+                let oldest = oldest.or((found.first_sequence > 0).then_some((found.first_sequence, u64::MAX)));
+                for block in put_back(self.reader.layout(), now.thread, &records, oldest).0 {
+                    out.push(FollowItem::Records { slot: index, block, from: 0 });
+                }
+            }
             if blocks > 0 {
                 out.push(if cursor.there_at_start {
                     FollowItem::Before { thread: now.thread, blocks }

@@ -16,7 +16,7 @@ pub const RING_MAGIC: [u8; 8] = [0x89, b'E', b'V', b'R', b'\r', b'\n', 0x1A, b'\
 /// What forces a bump: **major**, a change of any offset or field size below; **median**, a
 /// new meaning for a field; **minor**, a use for a reserved byte that an older reader may
 /// ignore.
-pub const RING_VERSION: Version = Version::new(1, 0, 1);
+pub const RING_VERSION: Version = Version::new(1, 0, 2);
 
 /// The unit of the layout: the header, control page and tables start on multiples of it.
 pub const PAGE: u64 = 4096;
@@ -63,6 +63,10 @@ pub mod at {
     pub const CREATED_NS: usize = 40;
     /// `u32`: CRC-32 of bytes `0..48`.
     pub const CRC: usize = 48;
+    /// `u32` (since layout 1.0.2, written once with the fixed part, outside its CRC): bytes
+    /// in each of the two halves of the [pin area](crate::ring::Layout::pin_area); 0 when the
+    /// file has none. Reserved (ignored) in older files.
+    pub const PIN_HALF: usize = 52;
     /// `u32`, atomic: [`STATE_CREATING`](crate::ring::STATE_CREATING), `RECORDING` or `CLOSED`.
     pub const STATE: usize = 64;
     /// `u64`, atomic: wall time of the writer's last sign of life, ns since the epoch.
@@ -80,6 +84,48 @@ pub mod at {
     /// reported) and its `refused` count, added up when the slot was reused. 0 in an older
     /// file, whose writer left the word reserved.
     pub const DISCARDED: usize = 104;
+    /// `u64`, atomic (since layout 1.0.2, with a pin area): the pin area's
+    /// [`position`](crate::ring::position): its epoch (which half holds the entries, `epoch`
+    /// mod 2) in the high 32 bits, the end of its committed entries in that half in the low 32.
+    pub const PIN_POSITION: usize = 112;
+    /// `u64`, atomic (since layout 1.0.2, with a pin area): pinned records that left the pin
+    /// area to make room for newer ones, or that never fitted in it.
+    pub const PINS_DROPPED: usize = 120;
+}
+
+/// The bytes before each pinned record in a half of the pin area (docs/FORMAT.md, "Pin
+/// area"): `u32` entry length, `u32` CRC, `u64` thread, `u64` time.
+pub const PIN_ENTRY_HEADER: usize = 24;
+/// The largest half of a pin area a reader accepts.
+pub const MAX_PIN_HALF: u32 = 1 << 24;
+
+/// A pin area entry (docs/FORMAT.md, "Pin area") of `thread`'s `record` (its bytes as in a
+/// block: header and arguments) at `time`: the entry header, the record, zeros up to a
+/// multiple of 8.
+pub fn pin_entry(order: Order, thread: u64, time: u64, record: &[u8]) -> Vec<u8> {
+    let len = (PIN_ENTRY_HEADER + record.len()).next_multiple_of(8);
+    let mut e = vec![0u8; len];
+    order.put_u32(&mut e[pin_at::LEN..], len as u32);
+    order.put_u64(&mut e[pin_at::THREAD..], thread);
+    order.put_u64(&mut e[pin_at::TIME..], time);
+    e[pin_at::RECORD..pin_at::RECORD + record.len()].copy_from_slice(record);
+    let crc = crc32fast::hash(&e[pin_at::THREAD..pin_at::RECORD + record.len()]);
+    order.put_u32(&mut e[pin_at::CRC..], crc);
+    e
+}
+
+/// Byte offsets in a pin area entry.
+pub mod pin_at {
+    /// `u32`: the entry's length, this header included, a multiple of 8.
+    pub const LEN: usize = 0;
+    /// `u32`: CRC-32 of the entry's bytes from [`THREAD`] to the end of its record.
+    pub const CRC: usize = 4;
+    /// `u64`: the thread that recorded the event.
+    pub const THREAD: usize = 8;
+    /// `u64`: the record's time, in the stream's ticks.
+    pub const TIME: usize = 16;
+    /// The record, as it is in a block (its delta field is not read), then zeros up to `LEN`.
+    pub const RECORD: usize = 24;
 }
 
 /// Byte offsets in the control page (page 1).
@@ -161,6 +207,9 @@ pub struct Layout {
     pub pid: u64,
     /// When the file was created, nanoseconds since the Unix epoch.
     pub created_ns: i64,
+    /// Bytes in each half of the pin area (since layout 1.0.2); 0: the file has none (always
+    /// 0 in an older file).
+    pub pin_half: u32,
 }
 
 /// Why a ring file cannot be read (or written).
@@ -261,13 +310,34 @@ impl Layout {
         self.data() + (slot as u64 * self.blocks_per_slot as u64 + index as u64) * self.block_size as u64
     }
 
-    /// The whole file's length.
-    pub const fn file_len(&self) -> u64 {
+    /// The end of the data area: what a reader of the slots needs the file to hold.
+    pub const fn data_end(&self) -> u64 {
         self.data() + self.slots as u64 * self.blocks_per_slot as u64 * self.block_size as u64
     }
 
-    /// Checks the geometry: block size, slot and block counts, header length.
+    /// Offset of the pin area (since layout 1.0.2; meaningful when `pin_half` is not 0): the
+    /// end of the data area rounded up to a page. Its half `h` (0 or 1) starts at
+    /// `pin_area() + h × pin_half`.
+    pub const fn pin_area(&self) -> u64 {
+        align_up(self.data_end())
+    }
+
+    /// The whole file's length: up to the end of the pin area when there is one, else of
+    /// the data area.
+    pub const fn file_len(&self) -> u64 {
+        if self.pin_half == 0 { self.data_end() } else { self.pin_area() + 2 * self.pin_half as u64 }
+    }
+
+    /// Checks the geometry: block size, slot and block counts, header length, and the pin
+    /// area's size ([`check_pin_half`](Self::check_pin_half)).
     pub fn check(&self) -> Result<(), String> {
+        self.check_slots()?;
+        self.check_pin_half()
+    }
+
+    /// Checks what a reader of the slots needs: block size, slot and block counts, header
+    /// length.
+    pub fn check_slots(&self) -> Result<(), String> {
         if !self.block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
             return Err(format!(
                 "block size {} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
@@ -286,7 +356,24 @@ impl Layout {
         Ok(())
     }
 
-    /// The fixed part of page 0 (`0..52`), with its CRC.
+    /// Checks the pin area's size (since layout 1.0.2): 0, or a multiple of 8 in
+    /// `PIN_ENTRY_HEADER + 8 ..= MAX_PIN_HALF`.
+    pub fn check_pin_half(&self) -> Result<(), String> {
+        if self.pin_half != 0
+            && (!self.pin_half.is_multiple_of(8)
+                || !(PIN_ENTRY_HEADER as u32 + 8..=MAX_PIN_HALF).contains(&self.pin_half))
+        {
+            return Err(format!(
+                "a pin area of halves of {} bytes is not a multiple of 8 in {}..={MAX_PIN_HALF}",
+                self.pin_half,
+                PIN_ENTRY_HEADER + 8
+            ));
+        }
+        Ok(())
+    }
+
+    /// The fixed part of page 0 (`0..52`), with its CRC. The pin area's size (since layout
+    /// 1.0.2) is outside it: [`encode_pin_half`](Self::encode_pin_half).
     pub fn encode(&self) -> [u8; at::CRC + 4] {
         let mut b = [0u8; at::CRC + 4];
         let o = self.order;
@@ -306,8 +393,27 @@ impl Layout {
         b
     }
 
-    /// Reads and checks the fixed part of page 0. `force` reads a newer median version.
+    /// The `u32` at [`at::PIN_HALF`], in the layout's byte order (written with the fixed
+    /// part, before the file is marked recording).
+    pub fn encode_pin_half(&self) -> [u8; 4] {
+        let mut b = [0u8; 4];
+        self.order.put_u32(&mut b, self.pin_half);
+        b
+    }
+
+    /// Reads and checks the fixed part of page 0 and, for layout 1.0.2 and later when `b`
+    /// holds it, the pin area's size at [`at::PIN_HALF`] (0 otherwise: the bytes are reserved
+    /// in older files). `force` reads a newer median version. A pin area's size that breaks
+    /// its rules is taken as 0: see [`decode_with_pins`](Self::decode_with_pins).
     pub fn decode(b: &[u8], force: bool) -> Result<Layout, RingError> {
+        Layout::decode_with_pins(b, force).map(|(layout, _)| layout)
+    }
+
+    /// As [`decode`](Self::decode), and why the pin area's size at [`at::PIN_HALF`] was not
+    /// taken, when it breaks its rules. That `u32` is outside the fixed part's CRC, so a
+    /// damaged one costs the pin area (its `pin_half` is then 0 here), never the file's
+    /// slots (docs/FORMAT.md, "Opening a ring file", step 5).
+    pub fn decode_with_pins(b: &[u8], force: bool) -> Result<(Layout, Option<String>), RingError> {
         if b.len() < at::CRC + 4 || b[..8] != RING_MAGIC {
             return Err(RingError::NotARing);
         }
@@ -326,7 +432,7 @@ impl Layout {
         if version.major != RING_VERSION.major || (version.median > RING_VERSION.median && !force) {
             return Err(RingError::Version(version));
         }
-        let layout = Layout {
+        let mut layout = Layout {
             order,
             version,
             block_size: o.u32(&b[at::BLOCK_SIZE..]),
@@ -335,9 +441,18 @@ impl Layout {
             header_len: o.u32(&b[at::HEADER_LEN..]),
             pid: o.u64(&b[at::PID..]),
             created_ns: o.u64(&b[at::CREATED_NS..]) as i64,
+            pin_half: if version >= Version::new(1, 0, 2) && b.len() >= at::PIN_HALF + 4 {
+                o.u32(&b[at::PIN_HALF..])
+            } else {
+                0
+            },
         };
-        layout.check().map_err(RingError::BadHeader)?;
-        Ok(layout)
+        layout.check_slots().map_err(RingError::BadHeader)?;
+        let pin_damage = layout.check_pin_half().err();
+        if pin_damage.is_some() {
+            layout.pin_half = 0;
+        }
+        Ok((layout, pin_damage))
     }
 }
 

@@ -15,6 +15,8 @@
 //! page 2..    the stream header, exactly as a stream starts (schema, clock, producer)
 //! then        the slot table: one 64-byte slot per thread (owner, position, live, refused)
 //! then        the data: slots × blocks_per_slot blocks of block_size bytes
+//! then        (since layout 1.0.2, optional) the pin area: two halves, one of which holds
+//!             the pinned records (`EVENT_PIN`) of every thread, each with its thread and time
 //! ```
 //!
 //! Each thread owns one slot and writes its blocks round the slot's ring, oldest
@@ -79,8 +81,10 @@ mod read;
 
 pub use follow::{FollowItem, Follower};
 pub use layout::{
-    Layout, MAX_BLOCKS_PER_SLOT, MAX_SLOTS, PAGE, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_MAGIC, RING_VERSION,
-    ROTATE_REQUEST, RingError, SLOT_LEN, SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, at,
-    control_at, is_ring, position, slot_at, split_position,
+    Layout, MAX_BLOCKS_PER_SLOT, MAX_PIN_HALF, MAX_SLOTS, PAGE, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX, REQUEST_MAX,
+    RING_MAGIC, RING_VERSION, ROTATE_REQUEST, RingError, SLOT_LEN, SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING,
+    STATE_RECORDING, at, control_at, is_ring, pin_at, pin_entry, position, slot_at, split_position,
 };
-pub use read::{ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status};
+pub use read::{
+    PinArea, PinnedRecord, ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status,
+};

@@ -2,11 +2,15 @@
 //! against a second read of the slot, docs/FORMAT.md "Reading a slot"), and its blocks as a
 //! [`BlockSource`], or re-encoded as a stream for a stream sink ([`RingStream`]).
 
-use super::layout::{Layout, RECLAIMING, RingError, STATE_CREATING, at, slot_at, split_position};
+use super::layout::{
+    Layout, PIN_ENTRY_HEADER, RECLAIMING, RingError, STATE_CREATING, at, pin_at, slot_at, split_position,
+};
+use crate::builtin::TIME_EXTEND;
 use crate::decode::{Block, BlockError, BlockSource, DecodeOptions};
 use crate::schema::Version;
 use crate::wire::{
-    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, Order, seal_block, verify_block,
+    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, BlockWriter, Damage, Header, Order, PushError,
+    RECORD_HEADER_LEN, seal_block, verify_block,
 };
 use std::io;
 
@@ -65,6 +69,31 @@ pub struct SlotBlocks {
     pub partial: Option<u64>,
 }
 
+/// A pinned record read from the pin area (docs/FORMAT.md, "Pin area").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinnedRecord {
+    /// The thread that recorded it.
+    pub thread: u64,
+    /// Its time, in the stream's ticks.
+    pub time: u64,
+    /// The record as it is in a block: its header (code, length, a delta not to be read)
+    /// and its arguments.
+    pub record: Vec<u8>,
+}
+
+/// What [`RingReader::read_pins`] found in the pin area.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PinArea {
+    /// The pinned records, in the order they were pinned (oldest first).
+    pub records: Vec<PinnedRecord>,
+    /// Pinned records the writer let go to make room (or that never fitted): the area's
+    /// `PINS_DROPPED` word.
+    pub dropped: u64,
+    /// Why the area (or its entries from some point on) could not be read; the entries
+    /// before the damage are in `records`.
+    pub damage: Option<String>,
+}
+
 /// Reads a ring file, post mortem or while its program runs.
 #[derive(Debug)]
 pub struct RingReader<R> {
@@ -72,6 +101,9 @@ pub struct RingReader<R> {
     layout: Layout,
     header: Header,
     header_bytes: Vec<u8>,
+    /// Why the pin area's size was not taken (`Layout::decode_with_pins`): the pin area's
+    /// damage, reported by [`read_pins`](RingReader::read_pins).
+    pin_damage: Option<String>,
 }
 
 /// Reads an atomic word twice until two reads agree: a positioned read is not one load, so
@@ -106,11 +138,14 @@ impl<R: ReadAt> RingReader<R> {
     /// Opens a ring file: checks its header, its length and the stream header inside.
     pub fn open(source: R, options: DecodeOptions) -> Result<RingReader<R>, RingError> {
         let len = source.size()?;
-        let mut page = vec![0u8; (at::CRC + 4).min(len as usize)];
+        // The fixed part and, since layout 1.0.2, the pin area's size after it.
+        let mut page = vec![0u8; (at::PIN_HALF + 4).min(len as usize)];
         source.read_exact_at(&mut page, 0)?;
-        let layout = Layout::decode(&page, options.force)?;
-        if len < layout.file_len() {
-            return Err(RingError::Truncated { have: len, need: layout.file_len() });
+        let (layout, pin_damage) = Layout::decode_with_pins(&page, options.force)?;
+        // The slots need the file up to the data area's end; a pin area cut short is the pin
+        // area's damage (`read_pins`), not the file's.
+        if len < layout.data_end() {
+            return Err(RingError::Truncated { have: len, need: layout.data_end() });
         }
         let state = read_u32(&source, layout.order, at::STATE as u64)?;
         if state == STATE_CREATING {
@@ -135,7 +170,7 @@ impl<R: ReadAt> RingReader<R> {
                 layout.block_size
             )));
         }
-        Ok(RingReader { source, layout, header, header_bytes })
+        Ok(RingReader { source, layout, header, header_bytes, pin_damage })
     }
 
     /// The file's geometry.
@@ -201,6 +236,67 @@ impl<R: ReadAt> RingReader<R> {
         let live = read_u32(&self.source, o, base + slot_at::LIVE as u64)? != 0;
         let refused = stable_u64(&self.source, o, base + slot_at::REFUSED as u64)?;
         Ok(Some(SlotState { index, thread, sequence, end, live, refused }))
+    }
+
+    /// The pin area (since layout 1.0.2; docs/FORMAT.md, "Pin area"): the records pinned
+    /// apart from the threads' rings, copied and checked as a slot is (the position read
+    /// again after the copy; a copy raced by a compaction is read again). Empty when the file
+    /// has no pin area; damaged, and empty, when its size at `PIN_HALF` breaks its rules, or
+    /// is 0 while the area's words say that pins were kept (the size is outside page 0's CRC:
+    /// a damaged one costs the pins, never the slots).
+    pub fn read_pins(&self) -> io::Result<PinArea> {
+        let layout = self.layout;
+        let half = u64::from(layout.pin_half);
+        if half == 0 {
+            if let Some(why) = &self.pin_damage {
+                let dropped = stable_u64(&self.source, layout.order, at::PINS_DROPPED as u64)?;
+                return Ok(PinArea { dropped, damage: Some(format!("its size: {why}")), ..PinArea::default() });
+            }
+            if layout.version >= Version::new(1, 0, 2) {
+                // Reserved before 1.0.2; since, 0 in a file without a pin area.
+                let position = stable_u64(&self.source, layout.order, at::PIN_POSITION as u64)?;
+                let dropped = stable_u64(&self.source, layout.order, at::PINS_DROPPED as u64)?;
+                if position != 0 || dropped != 0 {
+                    return Ok(PinArea {
+                        dropped,
+                        damage: Some(format!(
+                            "its size reads 0 (no pin area), yet its position is {position:#x} and {dropped} pins were dropped"
+                        )),
+                        ..PinArea::default()
+                    });
+                }
+            }
+            return Ok(PinArea::default());
+        }
+        let area = layout.pin_area();
+        if self.source.size()? < layout.file_len() {
+            return Ok(PinArea {
+                damage: Some(format!("the pin area is cut short (the file ends before byte {})", layout.file_len())),
+                ..PinArea::default()
+            });
+        }
+        let dropped = stable_u64(&self.source, layout.order, at::PINS_DROPPED as u64)?;
+        for _ in 0..8 {
+            let (epoch, end) = split_position(stable_u64(&self.source, layout.order, at::PIN_POSITION as u64)?);
+            if u64::from(end) > half {
+                return Ok(PinArea {
+                    dropped,
+                    damage: Some(format!("its committed end {end} is past its half of {half} bytes")),
+                    ..PinArea::default()
+                });
+            }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            let mut bytes = vec![0u8; end as usize];
+            self.source.read_exact_at(&mut bytes, area + u64::from(epoch % 2) * half)?;
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            let (again, _) = split_position(stable_u64(&self.source, layout.order, at::PIN_POSITION as u64)?);
+            if again != epoch {
+                continue; // the writer compacted the area meanwhile: read it again
+            }
+            let (records, damage) = pin_entries(layout.order, &bytes);
+            return Ok(PinArea { records, dropped, damage });
+        }
+        Err(io::Error::other("the pin area kept changing while it was read"))
     }
 
     /// The blocks of slot `index` from sequence `from` on (the low 32 bits, as positions
@@ -295,6 +391,70 @@ impl<R: ReadAt> RingReader<R> {
     }
 }
 
+/// The entries of a copy of the pin area's current half, up to its committed end; the first
+/// that fails its checks ends them, and says why.
+fn pin_entries(order: Order, bytes: &[u8]) -> (Vec<PinnedRecord>, Option<String>) {
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        let damage = |why: String| Some(format!("its entry at byte {at}: {why}"));
+        if rest.len() < PIN_ENTRY_HEADER + RECORD_HEADER_LEN {
+            return (records, damage(format!("{} bytes are too few for an entry", rest.len())));
+        }
+        let len = order.u32(&rest[pin_at::LEN..]) as usize;
+        if len > rest.len() || !len.is_multiple_of(8) || len < PIN_ENTRY_HEADER + RECORD_HEADER_LEN {
+            return (records, damage(format!("length {len} is not a multiple of 8 in the {} bytes left", rest.len())));
+        }
+        let record_len = usize::from(order.u16(&rest[pin_at::RECORD + 2..]));
+        if record_len < RECORD_HEADER_LEN || PIN_ENTRY_HEADER + record_len > len {
+            return (records, damage(format!("its record's length {record_len} does not fit its {len} bytes")));
+        }
+        let end = PIN_ENTRY_HEADER + record_len;
+        if crc32fast::hash(&rest[pin_at::THREAD..end]) != order.u32(&rest[pin_at::CRC..]) {
+            return (records, damage("checksum mismatch".to_owned()));
+        }
+        if order.u16(&rest[pin_at::RECORD..]) == TIME_EXTEND {
+            return (records, damage("a TimeExtend record is never pinned".to_owned()));
+        }
+        records.push(PinnedRecord {
+            thread: order.u64(&rest[pin_at::THREAD..]),
+            time: order.u64(&rest[pin_at::TIME..]),
+            record: rest[pin_at::RECORD..end].to_vec(),
+        });
+        at += len;
+    }
+    (records, None)
+}
+
+/// Sealed blocks of `thread` that hold `records` (pinned records of that thread, in time
+/// order), as many as they need, numbered 0 (the caller numbers them), each one's records
+/// before the next one's.
+fn pinned_blocks(order: Order, block_size: u32, thread: u64, records: &[PinnedRecord]) -> Vec<Vec<u8>> {
+    let mut blocks = Vec::new();
+    let mut writer: Option<BlockWriter> = None;
+    for r in records {
+        let code = order.u16(&r.record);
+        let args = &r.record[RECORD_HEADER_LEN..];
+        loop {
+            let w = writer.get_or_insert_with(|| {
+                let header = BlockHeader { thread, base_time: r.time, ..BlockHeader::default() };
+                BlockWriter::new(order, block_size, &header)
+            });
+            match w.push_record(code, r.time, args) {
+                Err(PushError::Full) if !w.is_empty() => {
+                    blocks.extend(writer.take().map(BlockWriter::finish));
+                }
+                // Written, or a record no block of this size holds (a writer of bigger blocks'):
+                // left out.
+                _ => break,
+            }
+        }
+    }
+    blocks.extend(writer.take().filter(|w| !w.is_empty()).map(BlockWriter::finish));
+    blocks
+}
+
 /// Whether a sealed block's header is the block its slot holds at this place: sequence
 /// `seq` (modulo 2^32, as positions hold it) of the slot's `owner`. A block that passed its
 /// CRC elsewhere in the ring (a stale copy, a block of another thread) is damage, never
@@ -330,6 +490,16 @@ pub struct RingFindings {
     pub slots_reused: u64,
     /// Events discarded with reused slots; reported, after `lost`, as a `Dropped(0, ..)`.
     pub discarded: u64,
+    /// Pinned records (since layout 1.0.2, docs/FORMAT.md "Pin area") that the threads'
+    /// rings no longer held, put back in blocks of their threads; and those blocks.
+    pub pinned: u64,
+    /// The blocks that hold them (not counted in `blocks`).
+    pub pinned_blocks: u64,
+    /// Pinned records the writer let go of to make room (the pin area's `PINS_DROPPED`),
+    /// and any that did not fit the blocks numbered below their thread's oldest.
+    pub pins_dropped: u64,
+    /// Why the pin area (or its entries from some point on) could not be read.
+    pub pin_damage: Option<String>,
     /// The file's state when it was read.
     pub state: u32,
     /// The writer's last sign of life, ns since the Unix epoch, when the file was read.
@@ -354,12 +524,82 @@ pub struct RingBlocks<R> {
     finished: bool,
     /// How many blocks were handed out: the next one's index.
     handed: u64,
+    /// The pin area's records by thread, once read (at the first slot); a thread's are taken
+    /// out when its slot is read.
+    pins: Option<std::collections::BTreeMap<u64, Vec<PinnedRecord>>>,
+}
+
+/// The pin area's records by thread, each thread's in time order (stable: pin order among
+/// equal times).
+pub(crate) fn pins_by_thread(area: PinArea) -> std::collections::BTreeMap<u64, Vec<PinnedRecord>> {
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<PinnedRecord>> = std::collections::BTreeMap::new();
+    for r in area.records {
+        by_thread.entry(r.thread).or_default().push(r);
+    }
+    for list in by_thread.values_mut() {
+        list.sort_by_key(|r| r.time);
+    }
+    by_thread
+}
+
+/// The blocks that put `thread`'s pinned records back before its ring (docs/FORMAT.md,
+/// "Reading a ring file as a stream", step 2): those older than `oldest`, the
+/// (sequence, base time) of the oldest block its slot still holds (`None`: no block), in
+/// blocks numbered up to just below it; none when the ring still holds its block 0. Returns
+/// the blocks, checked, and the records that did not fit below the oldest block's number.
+pub(crate) fn put_back(
+    layout: &Layout,
+    thread: u64,
+    records: &[PinnedRecord],
+    oldest: Option<(u64, u64)>,
+) -> (Vec<Block>, u64) {
+    let (below, base) = match oldest {
+        Some((0, _)) => return (Vec::new(), 0),
+        Some((sequence, base)) => (sequence, base),
+        None => (0, u64::MAX),
+    };
+    let older: Vec<PinnedRecord> = records.iter().filter(|r| r.time < base).cloned().collect();
+    let mut sealed = pinned_blocks(layout.order, layout.block_size, thread, &older);
+    let mut left_out = 0;
+    // Numbered up to `below - 1`; without a block of the thread, from 0.
+    let room = if oldest.is_some() { below } else { u64::MAX };
+    while sealed.len() as u64 > room {
+        let first = sealed.remove(0);
+        let h = BlockHeader::read(layout.order, &first);
+        let records = &first[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + h.used as usize];
+        left_out +=
+            crate::wire::RecordIter::new(records, layout.order, 0).flatten().filter(|r| r.code != TIME_EXTEND).count()
+                as u64;
+    }
+    let first_number = if oldest.is_some() { below - sealed.len() as u64 } else { 0 };
+    let mut blocks = Vec::new();
+    for (i, mut bytes) in sealed.into_iter().enumerate() {
+        let mut header = BlockHeader::read(layout.order, &bytes);
+        header.sequence = first_number + i as u64;
+        header.write(layout.order, &mut bytes);
+        seal_block(layout.order, &mut bytes, header.used);
+        // Blocks just built here: they pass their checks.
+        if let Ok(header) = verify_block(layout.order, &bytes) {
+            let used = header.used as usize;
+            blocks.push(Block {
+                index: header.sequence,
+                segment: 0,
+                offset: layout.pin_area(),
+                header,
+                records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
+                order: layout.order,
+                stored_len: bytes.len() as u64,
+            });
+        }
+    }
+    (blocks, left_out)
 }
 
 impl<R: ReadAt> RingBlocks<R> {
     /// The blocks of the ring file `reader` reads.
     pub fn new(reader: RingReader<R>) -> RingBlocks<R> {
         RingBlocks {
+            pins: None,
             reader,
             next_slot: 0,
             pending: std::collections::VecDeque::new(),
@@ -385,11 +625,27 @@ impl<R: ReadAt> RingBlocks<R> {
     /// Reads slots until a block is pending or all are read; then the loss report.
     fn refill(&mut self) -> io::Result<()> {
         let layout = self.reader.layout;
+        if self.pins.is_none() {
+            let area = self.reader.read_pins()?;
+            self.findings.pins_dropped = area.dropped;
+            self.findings.pin_damage = area.damage.clone();
+            self.pins = Some(pins_by_thread(area));
+        }
         while self.pending.is_empty() && self.next_slot < layout.slots {
             let index = self.next_slot;
             self.next_slot += 1;
             let found = self.reader.read_slot(index, 0)?;
             let Some(slot) = found.slot else { continue };
+            if let Some(records) = self.pins.as_mut().and_then(|p| p.remove(&slot.thread)) {
+                let oldest = match found.blocks.first() {
+                    Some(b) => Some((b.header.sequence, b.header.base_time)),
+                    // No block of the thread left: the pinned ones go below the first
+                    // sequence its ring still had.
+                    None if found.first_sequence > 0 => Some((found.first_sequence, u64::MAX)),
+                    None => None,
+                };
+                self.put_back(slot.thread, &records, oldest);
+            }
             self.findings.threads += 1;
             self.findings.overwritten_blocks += found.first_sequence;
             // The counts come from the file, which may lie: saturate rather than wrap.
@@ -408,6 +664,10 @@ impl<R: ReadAt> RingBlocks<R> {
         }
         if self.pending.is_empty() && !self.finished {
             self.finished = true;
+            // The pinned records of threads no slot holds now (their slots were reused).
+            for (thread, records) in std::mem::take(self.pins.get_or_insert_with(Default::default)) {
+                self.put_back(thread, &records, None);
+            }
             let status = self.reader.status()?;
             self.findings.state = status.state;
             self.findings.heartbeat_ns = status.heartbeat_ns;
@@ -443,6 +703,18 @@ impl<R: ReadAt> RingBlocks<R> {
 }
 
 impl<R: ReadAt> RingBlocks<R> {
+    /// Queues the blocks that put `thread`'s pinned records back ([`put_back`]).
+    fn put_back(&mut self, thread: u64, records: &[PinnedRecord], oldest: Option<(u64, u64)>) {
+        let (blocks, left_out) = put_back(&self.reader.layout, thread, records, oldest);
+        self.findings.pins_dropped = self.findings.pins_dropped.saturating_add(left_out);
+        for block in blocks {
+            self.findings.pinned += block.records().flatten().filter(|r| r.code != TIME_EXTEND).count() as u64;
+            self.findings.pinned_blocks += 1;
+            self.last_time = self.last_time.max(block.header.base_time);
+            self.pending.push_back(block);
+        }
+    }
+
     /// The next block; an error when the file cannot be read.
     fn next_read(&mut self) -> io::Result<Option<Block>> {
         if self.pending.is_empty() && !self.finished {

@@ -363,6 +363,25 @@ impl BlockWriter {
         Ok(())
     }
 
+    /// Appends a record of `code` at `time` whose arguments are `args`, already encoded (a
+    /// record copied from another block, its delta rewritten): preceded by a `TimeExtend`
+    /// where its delta needs one, as [`push`](BlockWriter::push). Nothing is cut: a record
+    /// longer than a block holds is [`PushError::TooLarge`].
+    pub fn push_record(&mut self, code: u16, time: u64, args: &[u8]) -> Result<(), PushError> {
+        if code == TIME_EXTEND {
+            return Err(PushError::ReservedCode);
+        }
+        let len = RECORD_HEADER_LEN + args.len();
+        if len > self.max_record_len() {
+            return Err(PushError::TooLarge);
+        }
+        let at = self.reserve(code, time, len)?;
+        self.block[at + RECORD_HEADER_LEN..at + len].copy_from_slice(args);
+        self.end = at + len;
+        self.time = time;
+        Ok(())
+    }
+
     /// Whether [`push_with`](BlockWriter::push_with) of a record at `time` with `fixed` bytes
     /// of fixed-size arguments and strings `strs` fits in what is left of the block (`false`
     /// too for a record no block takes).

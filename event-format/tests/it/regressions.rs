@@ -24,6 +24,7 @@ fn ring_file(slots: u32, sequences: &[u64], position: u64, refused: u64, lost: u
         header_len: header.len() as u32,
         pid: 1,
         created_ns: 0,
+        pin_half: 0,
     };
     let mut file = vec![0u8; layout.file_len() as usize];
     file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());

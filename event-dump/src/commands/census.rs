@@ -381,7 +381,7 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
                 findings.slots_reused,
                 findings.discarded
             );
-            if let Some(line) = pin_line(log, summary, true) {
+            if let Some(line) = pin_line(log, findings, true) {
                 let _ = writeln!(text, "  {line}");
             }
         }

@@ -318,6 +318,25 @@ fn a_damaged_pin_area_size_costs_the_pins_not_the_rings() {
         assert!(check.ends_with("  NOT whole: 1 problem\n"), "{check}");
         let (_, stats) = dump(&["stats", p]);
         assert!(stats.contains("pin area: damaged: its size"), "{stats}");
+        // Following from the oldest block says so too, once, and shows the rings.
+        let mut follower = ring::Follower::new(RingReader::open(&bad[..], DecodeOptions::default()).unwrap());
+        let items = follower.poll().unwrap();
+        let said: Vec<_> = items
+            .iter()
+            .filter_map(|i| match i {
+                ring::FollowItem::PinAreaDamaged { why } => Some(why.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(said.len(), 1, "{items:?}");
+        assert!(said[0].contains("its size"), "{said:?}");
+        let records = items.iter().filter(|i| matches!(i, ring::FollowItem::Records { .. })).count();
+        assert_eq!(records, 3, "the rings' blocks: {items:?}");
+        assert!(follower.poll().unwrap().is_empty(), "said once");
+        let (code, follow) = dump(&["follow", p]);
+        assert_eq!(code, Some(0), "{follow}");
+        assert!(follow.contains("the ring file's pin area is damaged (its size"), "{follow}");
+        assert_eq!(follow.lines().filter(|l| l.contains("ArenaPoll")).count(), 41, "{follow}");
     }
 }
 

@@ -236,6 +236,7 @@ fn a_follower_sees_every_event_in_order_or_the_overwrites() {
                         overwrites += blocks;
                     }
                     FollowItem::Damaged { thread, sequence, why } => panic!("thread {thread} block {sequence}: {why}"),
+                    FollowItem::PinAreaDamaged { why } => panic!("the pin area: {why}"),
                 }
             }
             if closed {

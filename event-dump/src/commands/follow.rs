@@ -138,6 +138,11 @@ pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode>
                 FollowItem::Damaged { thread, sequence, why } => {
                     eprintln!("event-dump: thread {thread}, block {sequence}: {why}");
                 }
+                FollowItem::PinAreaDamaged { why } => {
+                    eprintln!(
+                        "event-dump: {shown}: the ring file's pin area is damaged ({why}): the pinned events from the damage on are not shown"
+                    );
+                }
             }
         }
         if out.flush().is_err() {

@@ -44,6 +44,13 @@ pub enum FollowItem {
         /// Why.
         why: String,
     },
+    /// The pin area (since layout 1.0.2) could not be read whole, on the first poll from the
+    /// oldest block: the pinned records before the damage are put back as usual, those after
+    /// it are lost. Reported once.
+    PinAreaDamaged {
+        /// Why.
+        why: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -119,8 +126,16 @@ impl<R: ReadAt> Follower<R> {
         let mut out = Vec::new();
         let first = !std::mem::replace(&mut self.started, true);
         if first && self.start == Start::Oldest {
-            // Damage of the pin area leaves the threads' rings as they are.
-            self.pins = self.reader.read_pins().map(pins_by_thread).unwrap_or_default();
+            // Damage of the pin area leaves the threads' rings as they are, and is said.
+            match self.reader.read_pins() {
+                Ok(area) => {
+                    if let Some(why) = &area.damage {
+                        out.push(FollowItem::PinAreaDamaged { why: why.clone() });
+                    }
+                    self.pins = pins_by_thread(area);
+                }
+                Err(e) => out.push(FollowItem::PinAreaDamaged { why: format!("it could not be read: {e}") }),
+            }
         }
         for index in 0..self.reader.layout().slots {
             let Some(slot) = self.reader.slot(index)? else { continue };

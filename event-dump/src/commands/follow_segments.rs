@@ -91,7 +91,7 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
         pid.store(header.producer.pid, Ordering::Relaxed);
         if printer.is_none() {
             let names = || crate::choice::thread_names(std::slice::from_ref(&path), false);
-            let p = Printer::new(args, colors, &header, names)?;
+            let p = Printer::new(args, colors, &header, log.catalog(), names)?;
             p.start(&mut out)?;
             printer = Some(p);
         }

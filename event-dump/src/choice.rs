@@ -9,7 +9,7 @@ use event_format::builtin;
 use event_format::decode::{BlockSource, Catalog};
 use event_format::decode::{Entry, Event};
 use event_format::filter::FilterEvent;
-use event_format::filter::{FieldType, Filter, FilterError};
+use event_format::filter::{Filter, FilterError, ValueType};
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Pattern, Patterns, Word, glob};
 use event_format::wire::{Clock, Header, Value};
@@ -281,18 +281,18 @@ impl Choice {
         let filter = match &select.filter {
             None => None,
             Some(expr) => {
-                let mut params: BTreeSet<(String, FieldType)> = BTreeSet::new();
+                let mut params: BTreeSet<(String, ValueType)> = BTreeSet::new();
                 for s in schemas {
                     for e in &s.events {
-                        let types = e.format.iter().map(|l| FieldType::of_letter(*l));
+                        let types = e.format.iter().map(|l| ValueType::of_letter(*l));
                         params.extend(e.params.iter().cloned().zip(types));
                     }
                 }
                 for b in builtin::ALL {
-                    let types = b.format.iter().map(|l| FieldType::of_letter(*l));
+                    let types = b.format.iter().map(|l| ValueType::of_letter(*l));
                     params.extend(b.params.iter().map(|p| (*p).to_owned()).zip(types));
                 }
-                let typed: Vec<(&str, FieldType)> = params.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+                let typed: Vec<(&str, ValueType)> = params.iter().map(|(n, t)| (n.as_str(), *t)).collect();
                 let bad = |e: FilterError| DumpError::new(e.render(expr).replacen("error: ", "", 1));
                 let filter = Filter::parse_typed(expr, &typed).map_err(bad)?;
                 for (name, column) in filter.event_names() {

@@ -123,7 +123,7 @@ pub(crate) struct Select {
     #[arg(long, value_name = "SECONDS")]
     pub(crate) until: Option<f64>,
     /// Only events the expression selects (ftrace's filter language:
-    /// `field op value`, `&&`, `||`, `!`, parentheses; fields `time`, `thread`, `code`, `name`,
+    /// `name op value`, `&&`, `||`, `!`, parentheses; names `time`, `thread`, `code`, `name`,
     /// `kind`, `set` and the parameters; `args.NAME` is always parameter NAME, as a span's
     /// `args.name`, and `fields.NAME` a tracing field, as `fields.id == 7`). Values as print
     /// shows them: `ok == true`, `thread == T6` or `thread == compactor`, hex, quoted strings

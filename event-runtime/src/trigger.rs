@@ -432,8 +432,8 @@ impl Triggers {
     ) -> Option<(u64, u64)> {
         let trigger = self.for_code(event.desc.wire)?;
         if let Some(filter) = &trigger.filter {
-            let fields = event_format::filter::FilterEvent { event, clock, names: None };
-            if !filter.matches(&fields) {
+            let seen = event_format::filter::FilterEvent { event, clock, names: None };
+            if !filter.matches(&seen) {
                 return None;
             }
         }

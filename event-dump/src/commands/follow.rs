@@ -30,17 +30,18 @@ pub(super) struct Printer {
 }
 
 impl Printer {
-    /// The printer of `args`' choice and format for a log of `header`, whose thread names
-    /// `names` reads (only when `--thread` or the filter names a thread).
+    /// The printer of `args`' choice and format for a log of `header`, named by `catalog` (the
+    /// reader's own: no second one is built), whose thread names `names` reads (only when
+    /// `--thread` or the filter names a thread).
     pub(super) fn new(
         args: &FollowArgs,
         colors: Colors,
         header: &Header,
+        catalog: &Catalog,
         names: impl FnOnce() -> Result<crate::choice::ThreadNames>,
     ) -> Result<Printer> {
-        let catalog = Catalog::new(&header.sets);
         let choice = Choice::new(&args.select, &[header], names)?;
-        let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[&catalog], |f, c| choice.may_show(f, c)));
+        let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[catalog], |f, c| choice.may_show(f, c)));
         let renderer =
             Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
         Ok(Printer {
@@ -93,7 +94,8 @@ pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode>
     let pid = reader.layout().pid;
     let catalog = Catalog::new(&header.sets);
     // Thread names are those the ring file holds when following starts.
-    let mut printer = Printer::new(args, colors, &header, || thread_names(std::slice::from_ref(&args.ring), false))?;
+    let mut printer =
+        Printer::new(args, colors, &header, &catalog, || thread_names(std::slice::from_ref(&args.ring), false))?;
     let mut follower = if args.from_now { Follower::from_now(reader) } else { Follower::new(reader) };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

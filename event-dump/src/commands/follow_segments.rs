@@ -10,65 +10,25 @@
 //! write error is said on stderr (with the events not written) and following waits for the
 //! segment the recorder resumes in. A file that is not a segment is followed alone, until
 //! its stop marker or until its writer no longer holds it (`lock`).
+//!
+//! Each file is opened through event-format's one opener: a growing one with
+//! `event_format::log::open_growing` (this module says only whether its writer is at work), a
+//! sealed segment with `event_format::log::open`.
 
 use super::follow::{Printer, writer_alive};
 use super::{Colors, Result};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
-use event_format::decode::{DecodeOptions, Decoder, Entry};
-use event_format::log::{FoundSegment, OPEN_SUFFIX, OpenOptions, segment_at, segments_in};
-use event_format::wire::{MAGIC, StopCause};
-use std::cell::Cell;
+use event_format::decode::Entry;
+use event_format::log::{self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, segment_at, segments_in};
+use event_format::wire::StopCause;
 use std::collections::BTreeSet;
-use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-/// Whether `path` is followed as a recording of segments or a stream: a directory, or a file
-/// that starts as an event stream does (a ring file is followed by its own follower).
-pub(super) fn is_segments(path: &Path) -> bool {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => true,
-        Ok(meta) if meta.is_file() => {
-            let mut magic = [0u8; 8];
-            File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == MAGIC
-        }
-        _ => false,
-    }
-}
-
-/// A file read as its writer writes it: at its end, the reader waits for more while the file
-/// is live (still at the path it was opened by, its writer alive).
-struct Tail {
-    file: File,
-    /// The path it was opened by, while it is followed live.
-    live: Option<PathBuf>,
-    /// Whether its writer is still at work: asked at the end of what is written so far.
-    alive: Box<dyn Fn(&Path) -> bool>,
-    interval: Duration,
-}
-
-impl Read for Tail {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let n = self.file.read(buf)?;
-            if n > 0 || buf.is_empty() {
-                return Ok(n);
-            }
-            let Some(path) = &self.live else { return Ok(0) };
-            // Renamed (sealed) or removed, or its writer gone: what it holds is all it will
-            // hold, read to its end once more.
-            if !path.exists() || !(self.alive)(path) {
-                self.live = None;
-                continue;
-            }
-            std::thread::sleep(self.interval);
-        }
-    }
-}
 
 /// The segment to start with: the one named, or the latest of the directory's one recording.
 fn first(path: &Path) -> Result<(PathBuf, Option<FoundSegment>)> {
@@ -105,37 +65,40 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut printer: Option<Printer> = None;
-    let pid = Rc::new(Cell::new(0u64));
+    let pid = Arc::new(AtomicU64::new(0));
     let mut skip_before = if args.from_now { std::fs::metadata(&path).map_or(0, |m| m.len()) } else { 0 };
     loop {
         let shown = path.display().to_string();
-        let file = File::open(&path).map_err(|e| DumpError::new(format!("{shown}: cannot open: {e}")))?;
         let open = shown.ends_with(OPEN_SUFFIX);
-        let writer = Rc::clone(&pid);
         // A segment being written is live until it is renamed or its writer dies; a stream
-        // named alone, while its writer holds it.
-        let alive: Box<dyn Fn(&Path) -> bool> = if open {
-            Box::new(move |_| writer.get() == 0 || writer_alive(writer.get(), now_ns()))
+        // named alone, while its writer holds it; a sealed segment is read as it is.
+        let mut log = if open || segment.is_none() {
+            let writer = Arc::clone(&pid);
+            let writing: Box<dyn FnMut(&Path) -> bool + Send> = if open {
+                Box::new(move |_| {
+                    let pid = writer.load(Ordering::Relaxed);
+                    pid == 0 || writer_alive(pid, now_ns())
+                })
+            } else {
+                Box::new(crate::lock::held_by_writer)
+            };
+            log::open_growing(&path, OpenOptions::default(), Growing { writing, interval })
         } else {
-            Box::new(crate::lock::held_by_writer)
-        };
-        let live = (open || segment.is_none()).then(|| path.clone());
-        let tail = Tail { file, live, alive, interval };
-        let decode = DecodeOptions { force: false };
-        let mut decoder = Decoder::with_options(BufReader::with_capacity(1 << 16, tail), decode)
-            .map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
-        let header = decoder.header().clone();
-        pid.set(header.producer.pid);
+            log::open(&path, OpenOptions::default())
+        }
+        .map_err(|e| DumpError::new(e.to_string()))?;
+        let header = log.header().clone();
+        pid.store(header.producer.pid, Ordering::Relaxed);
         if printer.is_none() {
             let names = || crate::choice::thread_names(std::slice::from_ref(&path), false);
-            let p = Printer::new(args, colors, &header, names)?;
+            let p = Printer::new(args, colors, &header, log.catalog(), names)?;
             p.start(&mut out)?;
             printer = Some(p);
         }
         let Some(printer) = printer.as_mut() else { return Ok(ExitCode::SUCCESS) };
-        let catalog = event_format::decode::Catalog::new(&header.sets);
+        let (blocks, catalog) = log.blocks_and_catalog();
         let mut stop = None;
-        while let Some(block) = decoder.next_block() {
+        while let Some(block) = blocks.next_block() {
             let block = match block {
                 Ok(block) => block,
                 Err(e) => {
@@ -144,7 +107,7 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                 }
             };
             if block.offset >= skip_before {
-                for entry in block.entries(&catalog) {
+                for entry in block.entries(catalog) {
                     match entry {
                         Entry::Event(event) => {
                             if printer.event(&mut out, &event)?.is_break() {
@@ -192,7 +155,7 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
             None => {
                 eprintln!(
                     "event-dump: {shown}: the program (pid {}) ended without sealing it; everything it wrote was shown",
-                    pid.get()
+                    pid.load(Ordering::Relaxed)
                 );
                 return Ok(ExitCode::SUCCESS);
             }
@@ -213,8 +176,11 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
                 segment = Some(s);
                 break;
             }
-            if pid.get() != 0 && !writer_alive(pid.get(), now_ns()) {
-                eprintln!("event-dump: the program (pid {}) ended after {shown}; no next segment", pid.get());
+            if pid.load(Ordering::Relaxed) != 0 && !writer_alive(pid.load(Ordering::Relaxed), now_ns()) {
+                eprintln!(
+                    "event-dump: the program (pid {}) ended after {shown}; no next segment",
+                    pid.load(Ordering::Relaxed)
+                );
                 return Ok(ExitCode::SUCCESS);
             }
             std::thread::sleep(interval);

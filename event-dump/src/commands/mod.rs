@@ -52,9 +52,13 @@ pub(crate) fn write_all(text: &str) -> Result<()> {
 /// `follow`: what a running program records, as it records it: from its ring file until it
 /// stops, or from its recording of segments (a directory, or a segment), across rotations.
 pub(crate) fn follow(args: &crate::cli::FollowArgs, colors: Colors) -> Result<std::process::ExitCode> {
-    if follow_segments::is_segments(&args.ring) {
-        follow_segments::follow(args, colors)
-    } else {
-        follow::follow_ring(args, colors)
+    // What the path is, as the one opener reads it: a directory of segments or a stream is
+    // followed across rotations; a ring file, or what cannot be read, by the ring's follower
+    // (which says what is wrong with it).
+    match event_format::log::kind(&args.ring) {
+        Ok(event_format::log::Kind::Directory | event_format::log::Kind::Stream) => {
+            follow_segments::follow(args, colors)
+        }
+        _ => follow::follow_ring(args, colors),
     }
 }

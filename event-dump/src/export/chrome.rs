@@ -424,7 +424,7 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
     }
     if begun_outside > 0 {
         notes.push(format!(
-            "{begun_outside} {} whose begin the selection left out, exported as {}",
+            "{begun_outside} {} whose begin the choice left out, exported as {}",
             if begun_outside == 1 { "span end" } else { "span ends" },
             if begun_outside == 1 { "an instant" } else { "instants" }
         ));

@@ -193,7 +193,7 @@ impl Window {
 fn left_out_note(n: u64) -> Option<String> {
     (n > 0).then(|| {
         format!(
-            "{n} {} outside the selection (--kind, --event, --thread, --since, --until, --filter) left out",
+            "{n} {} outside the choice (--kind, --event, --thread, --since, --until, --filter) left out",
             if n == 1 { "event" } else { "events" }
         )
     })

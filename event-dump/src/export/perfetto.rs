@@ -224,7 +224,7 @@ impl Report {
         }
         if self.begun_outside > 0 {
             notes.push(format!(
-                "{} whose begin the selection left out, exported as {}",
+                "{} whose begin the choice left out, exported as {}",
                 plural(self.begun_outside, "span end", "span ends"),
                 if self.begun_outside == 1 { "an instant" } else { "instants" }
             ));
@@ -341,7 +341,7 @@ struct Process {
     names: HashMap<u64, String, Fast>,
     pairer: Pairer<Open>,
     flows: Flows,
-    lanes: HashMap<SpanId, SpanTracks, Fast>,
+    tracks: HashMap<SpanId, SpanTracks, Fast>,
     /// Each counter's track, 0 until described.
     counters: Vec<u64>,
     /// Wire code -> its event type's names.
@@ -693,7 +693,7 @@ impl<W: Write> Encoder<W> {
                 span_names: vec![(u32::MAX, 0); roles[file].spans().len()],
                 pairer: Pairer::new(),
                 flows: Flows::new(),
-                lanes: HashMap::default(),
+                tracks: HashMap::default(),
                 descs: HashMap::default(),
             });
         }
@@ -816,7 +816,7 @@ fn write_event<W: Write>(
             flows_left = &[];
             trace.end_packet(handle);
             if let Some((span, lane)) = ended.begin.lane
-                && let Some(lanes) = process.lanes.get_mut(&span)
+                && let Some(lanes) = process.tracks.get_mut(&span)
             {
                 lanes.free.insert(lane);
             }
@@ -978,7 +978,7 @@ fn span_name<W: Write>(
 
 /// A free track of async span `span` (described when new): its uuid and lane.
 fn lane<W: Write>(trace: &mut Trace<W>, process: &mut Process, roles: &Roles, span: SpanId) -> (u64, usize) {
-    let lanes = process.lanes.entry(span).or_default();
+    let lanes = process.tracks.entry(span).or_default();
     if let Some(lane) = lanes.free.pop_first() {
         return (lanes.uuids[lane], lane);
     }

@@ -44,7 +44,7 @@ pub(super) struct Imported {
     pub(super) path: String,
     pub(super) log: String,
     pub(super) events: u64,
-    /// The events the selection left out (not rows, not lost).
+    /// The events the choice left out (not rows, not lost).
     pub(super) left_out: u64,
     pub(super) said: Said,
     pub(super) already: bool,

@@ -827,7 +827,7 @@ fn a_window_gives_the_slices_chrome_gives() {
     args.extend_from_slice(&window);
     let run_p = run(&args);
     assert!(run_p.status.success(), "{}", stderr(&run_p));
-    assert!(stderr(&run_p).contains("1 span end whose begin the selection left out, exported as an instant"));
+    assert!(stderr(&run_p).contains("1 span end whose begin the choice left out, exported as an instant"));
     let trace = read(&out);
     assert!(trace.events.iter().all(|e| e.ts >= inner.ns), "nothing before --since");
     let json_out = d.join("window.json");

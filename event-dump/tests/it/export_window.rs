@@ -45,7 +45,7 @@ fn first_inner_begin(printed: &[Printed]) -> &Printed {
 }
 
 fn left_out_line(n: usize) -> String {
-    format!("{n} events outside the selection (--kind, --event, --thread, --since, --until, --filter) left out")
+    format!("{n} events outside the choice (--kind, --event, --thread, --since, --until, --filter) left out")
 }
 
 /// Chrome's events that are not metadata, counters or the closing of a slice cut short.
@@ -80,7 +80,7 @@ fn chrome_since_exports_what_print_shows_and_a_span_begun_before_is_an_instant()
     let instants: Vec<_> = events.iter().filter(|e| e["name"] == "SweepEnd" && e["ph"] == "i").collect();
     assert_eq!(instants.len(), 1, "{instants:?}");
     assert_eq!(events.iter().filter(|e| e["ph"] == "B").count(), events.iter().filter(|e| e["ph"] == "E").count());
-    assert!(err.contains("1 span end whose begin the selection left out, exported as an instant"), "{err}");
+    assert!(err.contains("1 span end whose begin the choice left out, exported as an instant"), "{err}");
     assert!(err.contains(&left_out_line(printed.len() - shown)), "{err}");
     assert!(!err.contains("never ended"), "{err}");
 }

@@ -1,16 +1,16 @@
-//! The type check: a comparison that can never match because of its field's type is an
+//! The type check: a comparison that can never match because of its name's type is an
 //! error where the filter is parsed, with a caret under the value or the operator.
 
 use super::value::{Num, Op, Value};
-use super::{FieldType, shown};
+use super::{ValueType, shown};
 
-/// Why `field op value` can never match where `field` has type `ty` (`types` names all its
+/// Why `name op value` can never match where `name` has type `ty` (`types` names all its
 /// types, for the message): whether the fault is the operator's (else the value's), and the
 /// message. `None` when it can match.
 pub(super) fn mismatch(
-    ty: FieldType,
+    ty: ValueType,
     types: &str,
-    field: &str,
+    name: &str,
     op: Op,
     value: &Value,
     raw: &str,
@@ -21,41 +21,41 @@ pub(super) fn mismatch(
     let never = "the comparison can never match";
     let value_fault = |what: &str| {
         let hint = match ty {
-            FieldType::Str => format!("quote it to compare text: \"{raw}\""),
+            ValueType::Str => format!("quote it to compare text: \"{raw}\""),
             ty => ty.hint().to_owned(),
         };
-        Some((false, format!("`{field}` is {types} and `{raw}` is {what}: {never}; {hint}")))
+        Some((false, format!("`{name}` is {types} and `{raw}` is {what}: {never}; {hint}")))
     };
     match ty {
-        FieldType::Any => None,
-        FieldType::Str => match value {
+        ValueType::Any => None,
+        ValueType::Str => match value {
             Value::Num(_) => value_fault("a number"),
             Value::Text { .. } => None,
         },
-        FieldType::Int | FieldType::Float if glob => Some((
+        ValueType::Int | ValueType::Float if glob => Some((
             true,
             format!(
-                "`{op}` matches text against a glob, and `{field}` is {types}: {never}; compare it with ==, !=, <, <=, > or >="
+                "`{op}` matches text against a glob, and `{name}` is {types}: {never}; compare it with ==, !=, <, <=, > or >="
             ),
         )),
-        FieldType::Int | FieldType::Float => match value.number() {
+        ValueType::Int | ValueType::Float => match value.number() {
             Some(_) => None,
             None if value.boolean().is_some() => value_fault("a boolean"),
             None => value_fault("text"),
         },
-        FieldType::Bool if glob || ordering => Some((
+        ValueType::Bool if glob || ordering => Some((
             true,
             format!(
-                "`{op}` {}, and `{field}` is {types}: {never}; compare it with == or !=",
+                "`{op}` {}, and `{name}` is {types}: {never}; compare it with == or !=",
                 if glob { "matches text against a glob" } else { "orders numbers and text" }
             ),
         )),
-        FieldType::Bool => match (value.boolean(), value.number()) {
+        ValueType::Bool => match (value.boolean(), value.number()) {
             (Some(_), _) | (None, Some(Num::Int(0 | 1))) => None,
             (None, Some(_)) => value_fault("a number other than 0 and 1"),
             (None, None) => value_fault("text"),
         },
-        FieldType::Thread => match (value, value.thread()) {
+        ValueType::Thread => match (value, value.thread()) {
             (_, Some(_)) => None,
             (Value::Num(_), None) => value_fault("not a thread id"),
             (Value::Text { .. }, None) if ordering => Some((

@@ -1,4 +1,4 @@
-//! Evaluating a parsed filter against one event: each comparison reads its field through
+//! Evaluating a parsed filter against one event: each comparison reads its name's value through
 //! [`Filterable`] and compares it with its value.
 
 use super::value::{Num, Op, Value};
@@ -74,7 +74,7 @@ impl Node {
 #[derive(Debug, Clone)]
 pub(super) enum Target {
     /// A built-in or a parameter, by its name.
-    Field(String),
+    Name(String),
     /// `args.NAME`: the parameter, always.
     Param(String),
     /// `fields.NAME`: a `tracing` field.
@@ -84,14 +84,14 @@ pub(super) enum Target {
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Field(name) => f.write_str(name),
+            Target::Name(name) => f.write_str(name),
             Target::Param(name) => write!(f, "args.{name}"),
             Target::Tracing(name) => write!(f, "fields.{name}"),
         }
     }
 }
 
-/// `FIELD OP VALUE`.
+/// `NAME OP VALUE`.
 #[derive(Debug, Clone)]
 pub(super) struct Compare {
     pub(super) target: Target,
@@ -103,10 +103,10 @@ pub(super) struct Compare {
 
 impl Compare {
     pub(super) fn matches(&self, event: &dyn Filterable) -> bool {
-        let field = match &self.target {
+        let got = match &self.target {
             Target::Param(name) => event.param(name),
             Target::Tracing(name) => event.tracing_field(name),
-            Target::Field(name) => {
+            Target::Name(name) => {
                 if name == "thread"
                     && let Some(FieldValue::Int(id)) = event.get("thread")
                 {
@@ -124,7 +124,7 @@ impl Compare {
                 printed.or_else(|| event.get(name))
             }
         };
-        field.is_some_and(|field| compare_value(self.op, &field, &self.value))
+        got.is_some_and(|got| compare_value(self.op, &got, &self.value))
     }
 
     /// `thread` of an event on thread `id`: by id when the value is one (`3`, `T3`), else by
@@ -142,17 +142,15 @@ impl Compare {
     /// The thread name the comparison names, when it compares `thread` with one.
     pub(super) fn thread_name(&self) -> Option<&str> {
         match (&self.target, &self.value) {
-            (Target::Field(f), Value::Text { text, .. }) if f == "thread" && self.value.thread().is_none() => {
-                Some(text)
-            }
+            (Target::Name(f), Value::Text { text, .. }) if f == "thread" && self.value.thread().is_none() => Some(text),
             _ => None,
         }
     }
 }
 
-/// Whether `field op value` holds, for a field of any type.
-pub(super) fn compare_value(op: Op, field: &FieldValue<'_>, value: &Value) -> bool {
-    match (field, value) {
+/// Whether `got op value` holds, for an event's value `got` of any type.
+pub(super) fn compare_value(op: Op, got: &FieldValue<'_>, value: &Value) -> bool {
+    match (got, value) {
         (FieldValue::Str(s), Value::Text { text, .. }) => compare_strings(op, s, text),
         (FieldValue::Str(_), Value::Num(_)) => false,
         (FieldValue::Bool(b), value) => {
@@ -168,7 +166,7 @@ pub(super) fn compare_value(op: Op, field: &FieldValue<'_>, value: &Value) -> bo
 }
 
 pub(super) fn compare_numbers(op: Op, a: Num, b: Num) -> bool {
-    // `NaN` written in a filter is the NaN `print` shows: it equals a NaN field.
+    // `NaN` written in a filter is the NaN `print` shows: it equals a NaN value.
     if let Num::Float(b) = b
         && b.is_nan()
     {
@@ -194,11 +192,11 @@ pub(super) fn compare_numbers(op: Op, a: Num, b: Num) -> bool {
     }
 }
 
-pub(super) fn compare_strings(op: Op, field: &str, value: &str) -> bool {
+pub(super) fn compare_strings(op: Op, got: &str, value: &str) -> bool {
     match op {
-        Op::Glob => glob_matches(value, field),
-        Op::NotGlob => !glob_matches(value, field),
-        _ => op.holds(field.cmp(value)),
+        Op::Glob => glob_matches(value, got),
+        Op::NotGlob => !glob_matches(value, got),
+        _ => op.holds(got.cmp(value)),
     }
 }
 

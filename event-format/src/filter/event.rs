@@ -31,9 +31,9 @@ fn field_value<'a>(value: &WireValue<'a>) -> FieldValue<'a> {
 }
 
 impl Filterable for FilterEvent<'_> {
-    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
+    fn get(&self, name: &str) -> Option<FieldValue<'_>> {
         let e = self.event;
-        match field {
+        match name {
             // An event's own parameter named `set` wins: it was there before sets were.
             "set" if !e.desc.params.iter().any(|p| p == "set") => {
                 return Some(FieldValue::Str(Cow::Borrowed(&e.desc.set)));
@@ -45,7 +45,7 @@ impl Filterable for FilterEvent<'_> {
             "kind" => return Some(FieldValue::Str(Cow::Borrowed(&e.desc.kind_name))),
             _ => {}
         }
-        self.param(field)
+        self.param(name)
     }
 
     fn param(&self, name: &str) -> Option<FieldValue<'_>> {
@@ -54,12 +54,12 @@ impl Filterable for FilterEvent<'_> {
         Some(field_value(&e.values().nth(i)?))
     }
 
-    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
+    fn qualified(&self, name: &str) -> Option<FieldValue<'_>> {
         let d = self.event.desc;
         if d.set.is_empty() {
             return None;
         }
-        match field {
+        match name {
             "name" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.name)))),
             "kind" => Some(FieldValue::Str(Cow::Owned(format!("{}:{}", d.set, d.kind_name)))),
             _ => None,

@@ -16,7 +16,7 @@ pub(super) enum Tok<'a> {
     OrOr,
     /// A run of `= < > ~ !` (starting with `!` only as `!=` or `!~`): an operator, or not.
     Op(&'a str),
-    /// A bare word: a field name, a number or a string.
+    /// A bare word: a name, a number or a string.
     Word(&'a str),
     /// A double-quoted string, unescaped; `cut` when `print`'s `...` followed it.
     Str {
@@ -124,7 +124,7 @@ impl<'a> Lexer<'a> {
                 return Err(error(
                     column,
                     format!(
-                        "unexpected character `{}`; a filter is conditions FIELD OP VALUE joined by `&&`, `||`, `!` and parentheses",
+                        "unexpected character `{}`; a filter is conditions NAME OP VALUE joined by `&&`, `||`, `!` and parentheses",
                         c.escape_debug()
                     ),
                 ));
@@ -152,7 +152,7 @@ impl<'a> Lexer<'a> {
 
     /// The rest of a string whose `"` is at column `open`, unescaped: the escapes of
     /// `print`'s text and of JSON strings. `\xNN` escapes bytes; those that are not UTF-8
-    /// read as U+FFFD, as a field's do.
+    /// read as U+FFFD, as an event's strings do.
     pub(super) fn string(&mut self, open: usize) -> Result<String, FilterError> {
         let unterminated = || error(open, "unterminated string: add a closing `\"`");
         let mut out: Vec<u8> = Vec::new();

@@ -1,13 +1,15 @@
-//! `--filter EXPR`: ftrace's filter language, comparisons of an event's fields joined with
-//! `&&`, `||`, `!` and parentheses.
+//! `--filter EXPR`: ftrace's filter language, comparisons of an event's values (its
+//! parameters and the built-ins, by name) joined with `&&`, `||`, `!` and parentheses.
+//! ftrace calls what a comparison reads a "field"; here it is a *name*, since "field" is a
+//! `tracing` field (`fields.NAME`, [`crate::fields`]).
 //!
 //! ```text
 //! expr    := or
 //! or      := and ( "||" and )*
 //! and     := unary ( "&&" unary )*
 //! unary   := "!" unary | "(" expr ")" | compare
-//! compare := FIELD OP VALUE
-//! FIELD   := built-in | parameter | "args." parameter | "fields." tracing-field
+//! compare := NAME OP VALUE
+//! NAME    := built-in | parameter | "args." parameter | "fields." tracing-field
 //! OP      := "==" | "!=" | "<" | "<=" | ">" | ">=" | "~" | "!~"
 //! VALUE   := number | "string" | word
 //! ```
@@ -15,11 +17,11 @@
 //! Reading:
 //! - `!` binds tightest, then `&&`, then `||`: `!a == 1 || b == 2 && c == 3` is
 //!   `(!(a == 1)) || ((b == 2) && (c == 3))`. Parentheses group; whitespace is free.
-//! - A FIELD is one of the built-ins `time` (seconds since the start, a float), `thread` (its
+//! - A NAME is one of the built-ins `time` (seconds since the start, a float), `thread` (its
 //!   id, or its name), `code` (an integer), `name` (the event's name), `kind` (its kind's
 //!   name), `set` (its event set's name; empty for built-in events and 1.x logs; an event's
 //!   own parameter named `set` comes first), or a parameter name the caller passes to
-//!   [`Filter::parse`]. Any other name is an error that lists the fields and suggests the
+//!   [`Filter::parse`]. Any other name is an error that lists the names and suggests the
 //!   closest.
 //! - `args.NAME` is always the parameter `NAME`, also where a built-in has its name: the
 //!   `name` of a tracing span (`SpanEnter`) is `args.name`, while `name` is the event's name.
@@ -34,7 +36,7 @@
 //! - A number is a decimal integer (`42`, `-7`), a hexadecimal one (`0x1f`, `-0x10`) or a
 //!   float (`1.5`, `-.5`, `2e-3`, `1E+6`). A word that starts like a number (a digit, or `-`
 //!   or `.` before a digit) must be one: `0xZZ` and `1.2.3` are errors; quote them to mean
-//!   text. `NaN`, `inf` and `-inf` are floats where the field is one.
+//!   text. `NaN`, `inf` and `-inf` are floats where the name's values are.
 //! - A string is double-quoted, with the escapes `print` and `--format json` write: `\"`,
 //!   `\\`, `\n`, `\r`, `\t`, `\u{1b}`, `\u001b` and `\xNN` (a byte that is not UTF-8; such
 //!   bytes compare as U+FFFD, as `from_utf8_lossy` reads them). The `...` that `print`
@@ -49,23 +51,23 @@
 //! - Nesting of `(` and `!` is limited to 255 levels, so that no input can exhaust the stack;
 //!   parsing takes time linear in the length of the expression.
 //!
-//! Types: the caller gives each parameter's types ([`FieldType`]; a name several event
+//! Types: the caller gives each parameter's types ([`ValueType`]; a name several event
 //! types share may have several). **A comparison that cannot match because of its type is an
-//! error**, with a caret under the value or the operator: a number with a string field
+//! error**, with a caret under the value or the operator: a number with a string parameter
 //! (`class == 5`: quote it), text or a boolean with a numeric one, anything but `true`,
 //! `false`, `1` and `0` with a boolean, `~` with a number or a boolean, `<` with a boolean
-//! or a thread's name. A name whose types the caller does not know ([`FieldType::Any`]), and
+//! or a thread's name. A name whose types the caller does not know ([`ValueType::Any`]), and
 //! `fields.NAME`, are checked event by event.
 //!
 //! Matching:
-//! - **A comparison of a field the event does not have is false**, whatever the operator:
+//! - **A comparison of a name the event does not have is false**, whatever the operator:
 //!   `x != 1` and `x !~ "a*"` are false for an event without `x`, and `!(x == 1)` is true.
-//! - So is a comparison with an event whose field has another type than the value (a name
-//!   that different events give different types). A string that reads as a number
-//!   (`"0x10"`, `"1.5"`) compares with a numeric field as that number.
+//! - So is a comparison with an event whose value of the name has another type than the
+//!   value compared (a name that different events give different types). A string that
+//!   reads as a number (`"0x10"`, `"1.5"`) compares with a numeric value as that number.
 //! - Numbers compare exactly as `i128` when both sides are integers, as `f64` otherwise
-//!   (IEEE rules: a NaN field is `!=` to everything and nothing else, but for the value
-//!   `NaN`, which `==` matches a NaN field as `print` shows it). Booleans compare as 0 and 1.
+//!   (IEEE rules: a NaN value is `!=` to everything and nothing else, but for the value
+//!   `NaN`, which `==` matches a NaN value as `print` shows it). Booleans compare as 0 and 1.
 //! - Strings: `==` and `!=` exact, `<`, `<=`, `>`, `>=` lexicographic by code point, `~` a
 //!   glob match over the whole string, `!~` its negation.
 
@@ -87,8 +89,9 @@ use std::borrow::Cow;
 use std::fmt;
 use value::{Op, Value};
 
-/// The fields every event has, whatever the caller passes to [`Filter::parse`].
-pub const BUILTIN_FIELDS: [&str; 6] = ["time", "thread", "code", "name", "kind", "set"];
+/// The built-in names: values every event has, whatever the caller passes to
+/// [`Filter::parse`].
+pub const BUILTIN_NAMES: [&str; 6] = ["time", "thread", "code", "name", "kind", "set"];
 
 /// The deepest nesting of `(` and `!` a filter may have.
 const MAX_NESTING: usize = 255;
@@ -106,15 +109,16 @@ pub struct Filter {
     root: Node,
 }
 
-/// The value of one field of one event, as a [`Filterable`] implementation gives it: the
-/// values of tracing fields and of parameters are one type (integers of every letter as
+/// The value of one name of one event, as a [`Filterable`] implementation gives it: the
+/// values of tracing fields, of parameters and of the built-ins are one type (integers of every letter as
 /// `Int`, `time` as `Float`, booleans compare with `true`/`false` and as 0 and 1 with
 /// numbers, text for `name`, `kind` and string parameters).
 pub use crate::fields::FieldValue;
 
-/// The type of a field's values, as [`Filter::parse_typed`] checks a comparison against it.
+/// The type of a name's values (a parameter's, or a built-in's), as [`Filter::parse_typed`]
+/// checks a comparison against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FieldType {
+pub enum ValueType {
     /// Integers: pointers and addresses (written in hex), words, signed and unsigned.
     Int,
     /// Doubles.
@@ -129,39 +133,39 @@ pub enum FieldType {
     Any,
 }
 
-impl FieldType {
+impl ValueType {
     /// The type of the values of a format letter.
-    pub fn of_letter(letter: crate::letter::Letter) -> FieldType {
+    pub fn of_letter(letter: crate::letter::Letter) -> ValueType {
         use crate::letter::Letter;
         match letter {
-            Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed => FieldType::Int,
-            Letter::Double => FieldType::Float,
-            Letter::Bool => FieldType::Bool,
-            Letter::String => FieldType::Str,
+            Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed => ValueType::Int,
+            Letter::Double => ValueType::Float,
+            Letter::Bool => ValueType::Bool,
+            Letter::String => ValueType::Str,
         }
     }
 
     /// The type as a message names it, with an article.
     fn described(self) -> &'static str {
         match self {
-            FieldType::Int => "an integer",
-            FieldType::Float => "a float",
-            FieldType::Bool => "a boolean",
-            FieldType::Str => "a string",
-            FieldType::Thread => "a thread",
-            FieldType::Any => "any value",
+            ValueType::Int => "an integer",
+            ValueType::Float => "a float",
+            ValueType::Bool => "a boolean",
+            ValueType::Str => "a string",
+            ValueType::Thread => "a thread",
+            ValueType::Any => "any value",
         }
     }
 
     /// What to write instead, for a value of the wrong type.
     fn hint(self) -> &'static str {
         match self {
-            FieldType::Int => "write an integer such as 42, -7 or 0x1f",
-            FieldType::Float => "write a number such as 1.5, 2e-3, NaN or inf",
-            FieldType::Bool => "write true or false (or 1, 0)",
-            FieldType::Str => "quote the value to compare text",
-            FieldType::Thread => "write a thread as print shows it, T3 or 3, or its name",
-            FieldType::Any => "",
+            ValueType::Int => "write an integer such as 42, -7 or 0x1f",
+            ValueType::Float => "write a number such as 1.5, 2e-3, NaN or inf",
+            ValueType::Bool => "write true or false (or 1, 0)",
+            ValueType::Str => "quote the value to compare text",
+            ValueType::Thread => "write a thread as print shows it, T3 or 3, or its name",
+            ValueType::Any => "",
         }
     }
 }
@@ -170,20 +174,20 @@ impl FieldType {
 /// `name`, the parameters, `args.NAME`, a `tracing` event's `fields.NAME`). Named apart from
 /// the `tracing` fields ([`crate::fields`]), which are one kind of value it gives.
 pub trait Filterable {
-    /// The value of `field` in this event, or `None` when the event has no such field (a
-    /// comparison of it is then false). `thread` is the thread's id.
-    fn get(&self, field: &str) -> Option<FieldValue<'_>>;
+    /// The value of `name` in this event (a built-in or a parameter), or `None` when the
+    /// event has none (a comparison of it is then false). `thread` is the thread's id.
+    fn get(&self, name: &str) -> Option<FieldValue<'_>>;
 
     /// The value of `name` or `kind` qualified by the event's set (`storage:PageWrite`,
     /// `storage:Page`), which a comparison with a value that holds a `:` uses; `None` (the
     /// default) when the event has no set (built-in events, 1.x logs): the plain value is
     /// compared then.
-    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
-        let _ = field;
+    fn qualified(&self, name: &str) -> Option<FieldValue<'_>> {
+        let _ = name;
         None
     }
 
-    /// The event's parameter `name`, for `args.NAME`, even where a built-in field has its
+    /// The event's parameter `name`, for `args.NAME`, even where a built-in has its
     /// name. The default is [`Filterable::get`].
     fn param(&self, name: &str) -> Option<FieldValue<'_>> {
         self.get(name)
@@ -244,7 +248,7 @@ impl std::error::Error for FilterError {}
 impl Filter {
     /// Parses `expr` (see the [module documentation](self) for the language). `params` are
     /// the parameter names the log's events have (repeats are fine); the built-ins
-    /// [`BUILTIN_FIELDS`] are always known. Never panics; linear time.
+    /// [`BUILTIN_NAMES`] are always known. Never panics; linear time.
     ///
     /// ```
     /// use event_format::filter::{FieldValue, Filterable, Filter};
@@ -252,8 +256,8 @@ impl Filter {
     ///
     /// struct Alloc;
     /// impl Filterable for Alloc {
-    ///     fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-    ///         match field {
+    ///     fn get(&self, name: &str) -> Option<FieldValue<'_>> {
+    ///         match name {
     ///             "name" => Some(FieldValue::Str(Cow::Borrowed("PoolAlloc"))),
     ///             "size" => Some(FieldValue::Int(8192)),
     ///             _ => None,
@@ -263,7 +267,7 @@ impl Filter {
     ///
     /// let filter = Filter::parse(r#"size >= 0x1000 && name ~ "Pool*""#, &["pool", "size"]).unwrap();
     /// assert!(filter.matches(&Alloc));
-    /// // A field the event lacks makes its comparison false.
+    /// // A name the event lacks makes its comparison false.
     /// assert!(!Filter::parse("pool == 1", &["pool"]).unwrap().matches(&Alloc));
     ///
     /// let err = Filter::parse("size = 4096", &["size"]).unwrap_err();
@@ -273,7 +277,7 @@ impl Filter {
     /// );
     /// ```
     pub fn parse(expr: &str, params: &[&str]) -> Result<Filter, FilterError> {
-        let typed: Vec<(&str, FieldType)> = params.iter().map(|p| (*p, FieldType::Any)).collect();
+        let typed: Vec<(&str, ValueType)> = params.iter().map(|p| (*p, ValueType::Any)).collect();
         Filter::parse_typed(expr, &typed)
     }
 
@@ -283,14 +287,14 @@ impl Filter {
     /// comparison). The built-ins' types are known.
     ///
     /// ```
-    /// use event_format::filter::{FieldType, Filter};
+    /// use event_format::filter::{ValueType, Filter};
     ///
-    /// let params = [("ok", FieldType::Bool), ("size", FieldType::Int), ("class", FieldType::Str)];
+    /// let params = [("ok", ValueType::Bool), ("size", ValueType::Int), ("class", ValueType::Str)];
     /// assert!(Filter::parse_typed("ok == true && size > 0x10 && class == AMC", &params).is_ok());
     /// let err = Filter::parse_typed("class == 5", &params).unwrap_err();
     /// assert_eq!(err.column, 10);
     /// ```
-    pub fn parse_typed(expr: &str, params: &[(&str, FieldType)]) -> Result<Filter, FilterError> {
+    pub fn parse_typed(expr: &str, params: &[(&str, ValueType)]) -> Result<Filter, FilterError> {
         let mut parser = Parser::new(expr, params);
         if matches!(parser.peek()?.tok, Tok::End) {
             return Err(error(1, "empty filter: write a condition such as `name == PoolInit` or `size >= 4096`"));
@@ -304,7 +308,7 @@ impl Filter {
         }
     }
 
-    /// Whether `event` is selected. A comparison of a field `event` does not have, or of a
+    /// Whether `event` is selected. A comparison of a name `event` does not have, or of a
     /// value of another type, is false; see the [module documentation](self).
     pub fn matches(&self, event: &dyn Filterable) -> bool {
         self.root.matches(event)
@@ -332,7 +336,7 @@ impl Filter {
     pub fn event_names(&self) -> Vec<(&str, usize)> {
         let mut out = Vec::new();
         self.root.visit(&mut |c| {
-            if let (Target::Field(f), Value::Text { text, .. }) = (&c.target, &c.value)
+            if let (Target::Name(f), Value::Text { text, .. }) = (&c.target, &c.value)
                 && f == "name"
                 && matches!(c.op, Op::Eq | Op::Ne)
                 && !text.contains([':', '.'])

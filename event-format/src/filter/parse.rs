@@ -1,11 +1,11 @@
 //! Reading tokens into a tree of comparisons by recursive descent, with one token of
-//! lookahead, checking each field and each comparison's types as it goes.
+//! lookahead, checking each name and each comparison's types as it goes.
 
 use super::check::mismatch;
 use super::eval::{Compare, Node, Target};
 use super::lex::{Lexer, Tok, Token, describe};
 use super::value::{Op, Value, looks_numeric, parse_number};
-use super::{BUILTIN_FIELDS, FieldType, FilterError, MAX_NESTING, OPERATORS, error, shown};
+use super::{BUILTIN_NAMES, FilterError, MAX_NESTING, OPERATORS, ValueType, error, shown};
 use std::collections::BTreeMap;
 
 /// The error for `token` where a condition has ended and `&&`, `||` (or, `in_parens`, `)`)
@@ -28,17 +28,17 @@ pub(super) struct Parser<'a, 'f> {
     /// The caller's parameter names, sorted, without repeats or built-ins.
     pub(super) params: Vec<&'f str>,
     /// Every parameter name the caller gave (built-ins' names too) with its types.
-    pub(super) types: BTreeMap<&'f str, Vec<FieldType>>,
+    pub(super) types: BTreeMap<&'f str, Vec<ValueType>>,
     /// How many `(` and `!` enclose the token being read.
     pub(super) depth: usize,
 }
 
 impl<'a, 'f> Parser<'a, 'f> {
-    pub(super) fn new(text: &'a str, given: &[(&'f str, FieldType)]) -> Parser<'a, 'f> {
-        let mut params: Vec<&str> = given.iter().map(|(f, _)| *f).filter(|f| !BUILTIN_FIELDS.contains(f)).collect();
+    pub(super) fn new(text: &'a str, given: &[(&'f str, ValueType)]) -> Parser<'a, 'f> {
+        let mut params: Vec<&str> = given.iter().map(|(f, _)| *f).filter(|f| !BUILTIN_NAMES.contains(f)).collect();
         params.sort_unstable();
         params.dedup();
-        let mut types: BTreeMap<&str, Vec<FieldType>> = BTreeMap::new();
+        let mut types: BTreeMap<&str, Vec<ValueType>> = BTreeMap::new();
         for &(name, ty) in given {
             let known = types.entry(name).or_default();
             if !known.contains(&ty) {
@@ -48,22 +48,22 @@ impl<'a, 'f> Parser<'a, 'f> {
         Parser { lexer: Lexer { text, at: 0, column: 1, end_column: 1 }, peeked: None, params, types, depth: 0 }
     }
 
-    /// The types of field `name` as a comparison reads it (a built-in's, but for `set`,
+    /// The types of the name a comparison reads (a built-in's, but for `set`,
     /// which an event's own parameter of that name overrides).
-    pub(super) fn types_of(&self, target: &Target) -> Vec<FieldType> {
+    pub(super) fn types_of(&self, target: &Target) -> Vec<ValueType> {
         let given = |name: &str| self.types.get(name).cloned().unwrap_or_default();
         match target {
-            Target::Tracing(_) => vec![FieldType::Any],
+            Target::Tracing(_) => vec![ValueType::Any],
             Target::Param(name) => given(name),
-            Target::Field(name) => match name.as_str() {
-                "time" => vec![FieldType::Float],
-                "thread" => vec![FieldType::Thread],
-                "code" => vec![FieldType::Int],
-                "name" | "kind" => vec![FieldType::Str],
+            Target::Name(name) => match name.as_str() {
+                "time" => vec![ValueType::Float],
+                "thread" => vec![ValueType::Thread],
+                "code" => vec![ValueType::Int],
+                "name" | "kind" => vec![ValueType::Str],
                 "set" => {
                     let mut types = given("set");
-                    if !types.contains(&FieldType::Str) {
-                        types.insert(0, FieldType::Str);
+                    if !types.contains(&ValueType::Str) {
+                        types.insert(0, ValueType::Str);
                     }
                     types
                 }
@@ -145,11 +145,10 @@ impl<'a, 'f> Parser<'a, 'f> {
                 Ok(inner)
             }
             Tok::Word(word) => self.compare(word, column),
-            Tok::Str { .. } => Err(error(column, "expected a field name, found a string; field names are not quoted")),
-            Tok::Op(op) => Err(error(
-                column,
-                format!("expected a field name before `{}`; a condition is FIELD OP VALUE", shown(op)),
-            )),
+            Tok::Str { .. } => Err(error(column, "expected a name, found a string; names are not quoted")),
+            Tok::Op(op) => {
+                Err(error(column, format!("expected a name before `{}`; a condition is NAME OP VALUE", shown(op))))
+            }
             Tok::End | Tok::RParen | Tok::AndAnd | Tok::OrOr => {
                 Err(error(column, format!("expected a condition {after}, found {}", describe(&token.tok))))
             }
@@ -168,13 +167,13 @@ impl<'a, 'f> Parser<'a, 'f> {
         Ok(())
     }
 
-    /// `compare := FIELD OP VALUE`, after the field `word` at `column`.
+    /// `compare := NAME OP VALUE`, after the name `word` at `column`.
     pub(super) fn compare(&mut self, word: &str, column: usize) -> Result<Node, FilterError> {
         if looks_numeric(word) {
             return Err(error(
                 column,
                 format!(
-                    "expected a field name, found the number `{}`; a condition is FIELD OP VALUE, as in `size > 4096`",
+                    "expected a name, found the number `{}`; a condition is NAME OP VALUE, as in `size > 4096`",
                     shown(word)
                 ),
             ));
@@ -185,6 +184,7 @@ impl<'a, 'f> Parser<'a, 'f> {
             }
             Target::Param(param.to_owned())
         } else if let Some(field) = word.strip_prefix("fields.") {
+            // A `tracing` field: the one thing here that is a field.
             if field.is_empty() {
                 return Err(error(
                     column,
@@ -193,10 +193,10 @@ impl<'a, 'f> Parser<'a, 'f> {
             }
             Target::Tracing(field.to_owned())
         } else {
-            if !BUILTIN_FIELDS.contains(&word) && self.params.binary_search(&word).is_err() {
-                return Err(error(column, self.unknown_field(word)));
+            if !BUILTIN_NAMES.contains(&word) && self.params.binary_search(&word).is_err() {
+                return Err(error(column, self.unknown_name(word)));
             }
-            Target::Field(word.to_owned())
+            Target::Name(word.to_owned())
         };
 
         let token = self.bump()?;
@@ -262,9 +262,9 @@ impl<'a, 'f> Parser<'a, 'f> {
         let types = self.types_of(&target);
         let names: Vec<&str> = types.iter().map(|t| t.described()).collect();
         let named = names.join(" or ");
-        let field = target.to_string();
+        let shown_target = target.to_string();
         let faults: Vec<Option<(bool, String)>> =
-            types.iter().map(|&ty| mismatch(ty, &named, &field, op, &value, &raw)).collect();
+            types.iter().map(|&ty| mismatch(ty, &named, &shown_target, op, &value, &raw)).collect();
         if let Some(Some((at_op, message))) = faults.first()
             && faults.iter().all(Option::is_some)
         {
@@ -283,9 +283,9 @@ impl<'a, 'f> Parser<'a, 'f> {
         format!("no parameter is named `{}`; {hint}the parameters are {}", shown(word), all.join(", "))
     }
 
-    /// The message for an unknown field: a suggestion, and the fields there are.
-    pub(super) fn unknown_field(&self, word: &str) -> String {
-        let mut builtins = BUILTIN_FIELDS;
+    /// The message for an unknown name: a suggestion, and the names there are.
+    pub(super) fn unknown_name(&self, word: &str) -> String {
+        let mut builtins = BUILTIN_NAMES;
         builtins.sort_unstable();
         let all: Vec<&str> = builtins.iter().copied().chain(self.params.iter().copied()).collect();
         let hint = match (crate::def::closest(word, all.iter().copied()), word) {
@@ -298,9 +298,9 @@ impl<'a, 'f> Parser<'a, 'f> {
         let all: Vec<String> = all.iter().map(|f| f.escape_debug().to_string()).collect();
         let all = all.join(", ");
         if hint.is_empty() {
-            format!("unknown field `{word}`; the fields are {all}")
+            format!("unknown name `{word}`; the names are {all}")
         } else {
-            format!("unknown field `{word}`; {hint} the fields are {all}")
+            format!("unknown name `{word}`; {hint} the names are {all}")
         }
     }
 }

@@ -6,15 +6,15 @@ use super::*;
 use std::collections::HashMap;
 
 /// The parameter names of a small schema.
-const FIELDS: &[&str] = &["a", "b", "c", "size", "arena", "class", "ratio", "size", "label"];
+const PARAMS: &[&str] = &["a", "b", "c", "size", "arena", "class", "ratio", "size", "label"];
 
-/// An event: its fields in a map.
+/// An event: its values in a map, by name.
 #[derive(Debug, Default)]
 struct Event(HashMap<&'static str, FieldValue<'static>>);
 
 impl Filterable for Event {
-    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-        self.0.get(field).cloned()
+    fn get(&self, name: &str) -> Option<FieldValue<'_>> {
+        self.0.get(name).cloned()
     }
 }
 
@@ -30,16 +30,16 @@ fn string(v: &'static str) -> FieldValue<'static> {
     FieldValue::Str(Cow::Borrowed(v))
 }
 
-fn event(fields: &[(&'static str, FieldValue<'static>)]) -> Event {
-    Event(fields.iter().cloned().collect())
+fn event(values: &[(&'static str, FieldValue<'static>)]) -> Event {
+    Event(values.iter().cloned().collect())
 }
 
 /// An event of set `storage`: `name` and `kind` have qualified forms.
 struct InSet;
 
 impl Filterable for InSet {
-    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-        match field {
+    fn get(&self, name: &str) -> Option<FieldValue<'_>> {
+        match name {
             "name" => Some(string("PageWrite")),
             "kind" => Some(string("Page")),
             "set" => Some(string("storage")),
@@ -47,8 +47,8 @@ impl Filterable for InSet {
         }
     }
 
-    fn qualified(&self, field: &str) -> Option<FieldValue<'_>> {
-        match field {
+    fn qualified(&self, name: &str) -> Option<FieldValue<'_>> {
+        match name {
             "name" => Some(string("storage:PageWrite")),
             "kind" => Some(string("storage:Page")),
             _ => None,
@@ -69,15 +69,15 @@ fn name_and_kind_with_a_colon_compare_qualified() {
 }
 
 fn parse(expr: &str) -> Filter {
-    Filter::parse(expr, FIELDS).unwrap_or_else(|e| panic!("{}", e.render(expr)))
+    Filter::parse(expr, PARAMS).unwrap_or_else(|e| panic!("{}", e.render(expr)))
 }
 
-/// A tracing span's entry: its parameter `name`, its fields, its thread's name.
+/// A tracing span's entry: its parameter `name`, its tracing fields, its thread's name.
 struct Span;
 
 impl Filterable for Span {
-    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-        match field {
+    fn get(&self, name: &str) -> Option<FieldValue<'_>> {
+        match name {
             "name" => Some(string("SpanEnter")),
             "thread" => Some(int(6)),
             "cut" => Some(string("abc")),
@@ -113,12 +113,12 @@ impl Filterable for Span {
 
 #[test]
 fn values_read_back_as_print_shows_them() {
-    let fields =
-        [("cut", FieldType::Str), ("bytes", FieldType::Str), ("ok", FieldType::Bool), ("name", FieldType::Str)];
+    let params =
+        [("cut", ValueType::Str), ("bytes", ValueType::Str), ("ok", ValueType::Bool), ("name", ValueType::Str)];
     let yes = |expr: &str| {
-        let filter = Filter::parse_typed(expr, &fields).unwrap_or_else(|e| panic!("{}", e.render(expr)));
+        let filter = Filter::parse_typed(expr, &params).unwrap_or_else(|e| panic!("{}", e.render(expr)));
         // The canonical form reads back as itself, and selects the same.
-        let again = Filter::parse_typed(&filter.to_string(), &fields).unwrap();
+        let again = Filter::parse_typed(&filter.to_string(), &params).unwrap();
         assert_eq!(again.to_string(), filter.to_string());
         assert_eq!(again.matches(&Span), filter.matches(&Span), "{expr}");
         filter.matches(&Span)
@@ -161,21 +161,21 @@ fn values_read_back_as_print_shows_them() {
     ] {
         assert!(!yes(expr), "{expr}");
     }
-    let shown = |expr: &str| Filter::parse_typed(expr, &fields).unwrap().to_string();
+    let shown = |expr: &str| Filter::parse_typed(expr, &params).unwrap().to_string();
     assert_eq!(shown("cut == \"abc\"..."), "cut == \"abc\"...");
     assert_eq!(shown("args.ok == 1 && fields.x.y != \"z\""), "args.ok == 1 && fields.x.y != \"z\"");
 }
 
 #[test]
 fn type_errors_point_at_the_value_or_the_operator() {
-    let fields = [
-        ("ok", FieldType::Bool),
-        ("size", FieldType::Int),
-        ("class", FieldType::Str),
-        ("x", FieldType::Int),
-        ("x", FieldType::Str),
+    let params = [
+        ("ok", ValueType::Bool),
+        ("size", ValueType::Int),
+        ("class", ValueType::Str),
+        ("x", ValueType::Int),
+        ("x", ValueType::Str),
     ];
-    let column = |expr: &str| Filter::parse_typed(expr, &fields).map(|_| 0).unwrap_or_else(|e| e.column);
+    let column = |expr: &str| Filter::parse_typed(expr, &params).map(|_| 0).unwrap_or_else(|e| e.column);
     assert_eq!(column("ok == yes"), 7);
     assert_eq!(column("ok <= true"), 4);
     assert_eq!(column("size ~ \"4*\""), 6);
@@ -198,7 +198,7 @@ fn matches(expr: &str, event: &Event) -> bool {
 }
 
 fn parse_error(expr: &str) -> FilterError {
-    match Filter::parse(expr, FIELDS) {
+    match Filter::parse(expr, PARAMS) {
         Ok(filter) => panic!("`{expr}` parsed as `{filter}`"),
         Err(e) => e,
     }
@@ -208,8 +208,8 @@ fn parse_error(expr: &str) -> FilterError {
 fn doc_example() {
     struct Alloc;
     impl Filterable for Alloc {
-        fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-            match field {
+        fn get(&self, name: &str) -> Option<FieldValue<'_>> {
+            match name {
                 "name" => Some(FieldValue::Str(Cow::Borrowed("PoolAlloc"))),
                 "size" => Some(FieldValue::Int(8192)),
                 _ => None,
@@ -219,7 +219,7 @@ fn doc_example() {
 
     let filter = Filter::parse(r#"size >= 0x1000 && name ~ "Pool*""#, &["pool", "size"]).unwrap();
     assert!(filter.matches(&Alloc));
-    // A field the event lacks makes its comparison false.
+    // A name the event lacks makes its comparison false.
     assert!(!Filter::parse("pool == 1", &["pool"]).unwrap().matches(&Alloc));
 
     let err = Filter::parse("size = 4096", &["size"]).unwrap_err();
@@ -427,7 +427,7 @@ fn glob_matching_is_not_exponential() {
 }
 
 #[test]
-fn missing_fields_make_comparisons_false() {
+fn missing_names_make_comparisons_false() {
     let e = event(&[("size", int(1))]);
     for op in ["==", "!=", "<", "<=", ">", ">="] {
         assert!(!matches(&format!("a {op} 1"), &e), "{op}");
@@ -444,10 +444,10 @@ fn missing_fields_make_comparisons_false() {
 
 #[test]
 fn type_mismatches_make_comparisons_false() {
-    // Parameters whose types are not known (`FieldType::Any`, as a name that event types
+    // Parameters whose types are not known (`ValueType::Any`, as a name that event types
     // give different types is for some of them): checked event by event.
     let e = event(&[("name", string("12")), ("label", string("12")), ("size", int(12)), ("ratio", float(0.5))]);
-    // A string field with a number: false, even when the text is the number's.
+    // A string parameter with a number: false, even when the text is the number's.
     for op in ["==", "!=", "<", "<=", ">", ">="] {
         assert!(!matches(&format!("label {op} 12"), &e), "{op}");
         // A built-in whose type is known: an error, never an empty result.
@@ -455,10 +455,10 @@ fn type_mismatches_make_comparisons_false() {
         assert!(!matches(&format!("size {op} twelve"), &e), "{op}");
         assert!(!matches(&format!("ratio {op} \"half\""), &e), "{op}");
     }
-    // Text with a string field, of course, compares as text.
+    // Text with a string parameter, of course, compares as text.
     assert!(matches("name == \"12\"", &e));
     assert!(matches("name < \"9\"", &e));
-    // A numeric field with a string that reads as a number: as that number.
+    // A numeric parameter with a string that reads as a number: as that number.
     assert!(matches("size == \"12\"", &e));
     assert!(matches("size == \"0xc\"", &e));
     assert!(matches("size < \"12.5\"", &e));
@@ -472,10 +472,10 @@ fn type_mismatches_make_comparisons_false() {
 }
 
 #[test]
-fn fields_are_known_by_name() {
+fn names_are_known() {
     // Built-ins are known without being passed; repeats and built-ins among the
     // parameter names are harmless.
-    for name in BUILTIN_FIELDS {
+    for name in BUILTIN_NAMES {
         // Each with a value of its type: `name == 1` can never match.
         let value = if matches!(name, "name" | "kind" | "set") { "x" } else { "1" };
         assert!(Filter::parse(&format!("{name} == {value}"), &[]).is_ok(), "{name}");
@@ -534,7 +534,7 @@ fn numbers() {
 #[test]
 fn nesting_is_bounded() {
     let deep = |n: usize| format!("{}a == 1{}", "(".repeat(n), ")".repeat(n));
-    assert!(Filter::parse(&deep(MAX_NESTING), FIELDS).is_ok());
+    assert!(Filter::parse(&deep(MAX_NESTING), PARAMS).is_ok());
     let err = parse_error(&deep(MAX_NESTING + 1));
     assert_eq!(err.column, MAX_NESTING + 1);
     assert!(err.message.starts_with("nested too deeply"), "{}", err.message);
@@ -593,18 +593,18 @@ fn errors_point_at_their_token() {
 #[test]
 fn errors_render_with_a_caret() {
     let max_nesting = format!("{}a == 1{}", "(".repeat(MAX_NESTING + 1), ")".repeat(MAX_NESTING + 1));
-    let long_field = format!("{} == 1", "x".repeat(60));
+    let long_name = format!("{} == 1", "x".repeat(60));
     let cases: Vec<(&str, &str)> = vec![
-        // Fields.
-        ("unknown_field", "sise > 4096"),
-        ("unknown_field_case", "Name == PoolInit"),
-        ("unknown_field_no_suggestion", "colour == red"),
-        ("unknown_field_after_others", "size > 1 && clas == \"x\""),
-        ("unknown_field_long", &long_field),
-        ("unknown_field_not", "not a == 1"),
-        ("field_is_a_number", "1 == a"),
-        ("field_is_a_string", "\"name\" == PoolInit"),
-        ("field_missing_before_operator", "== 1"),
+        // Names.
+        ("unknown_name", "sise > 4096"),
+        ("unknown_name_case", "Name == PoolInit"),
+        ("unknown_name_no_suggestion", "colour == red"),
+        ("unknown_name_after_others", "size > 1 && clas == \"x\""),
+        ("unknown_name_long", &long_name),
+        ("unknown_name_not", "not a == 1"),
+        ("name_is_a_number", "1 == a"),
+        ("name_is_a_string", "\"name\" == PoolInit"),
+        ("name_missing_before_operator", "== 1"),
         // Operators.
         ("operator_single_equals", "a = 1"),
         ("operator_reversed", "a =< 1"),
@@ -683,7 +683,7 @@ impl Rng {
 /// within the input (or just after it); a filter reads back from its canonical form and
 /// can match any event.
 fn check(expr: &str, events: &[Event]) {
-    match Filter::parse(expr, FIELDS) {
+    match Filter::parse(expr, PARAMS) {
         Err(e) => {
             let chars = expr.chars().count();
             assert!((1..=chars + 1).contains(&e.column), "{expr:?}: {e:?}");
@@ -693,7 +693,7 @@ fn check(expr: &str, events: &[Event]) {
         Ok(filter) => {
             let canonical = filter.to_string();
             let again =
-                Filter::parse(&canonical, FIELDS).unwrap_or_else(|e| panic!("{expr:?} -> {canonical:?}: {e:?}"));
+                Filter::parse(&canonical, PARAMS).unwrap_or_else(|e| panic!("{expr:?} -> {canonical:?}: {e:?}"));
             assert_eq!(again.to_string(), canonical, "{expr:?}");
             for e in events {
                 assert_eq!(filter.matches(e), again.matches(e), "{expr:?}");
@@ -776,7 +776,7 @@ fn grammar_soup_never_panics() {
         let picked: Vec<&str> = (0..len).map(|_| tokens[rng.below(tokens.len())]).collect();
         let glue = if rng.below(2) == 0 { " " } else { "" };
         let expr = picked.join(glue);
-        parsed += usize::from(Filter::parse(&expr, FIELDS).is_ok());
+        parsed += usize::from(Filter::parse(&expr, PARAMS).is_ok());
         check(&expr, &events);
     }
     // The soup makes some valid filters too, whose canonical forms were checked.
@@ -788,9 +788,9 @@ fn valid_filter(rng: &mut Rng, depth: usize, out: &mut String) {
     let space = |rng: &mut Rng, out: &mut String| out.push_str(["", " ", "  ", "\t"][rng.below(4)]);
     match if depth == 0 { 0 } else { rng.below(5) } {
         0 | 1 => {
-            let field = ["a", "b", "size", "name", "time", "label"][rng.below(6)];
+            let target = ["a", "b", "size", "name", "time", "label"][rng.below(6)];
             // The built-ins have their types: `time` a float, `name` a string.
-            let ops: &[&str] = if field == "time" {
+            let ops: &[&str] = if target == "time" {
                 &["==", "!=", "<", "<=", ">", ">="]
             } else {
                 &["==", "!=", "<", "<=", ">", ">=", "~", "!~"]
@@ -798,14 +798,14 @@ fn valid_filter(rng: &mut Rng, depth: usize, out: &mut String) {
             let op = ops[rng.below(ops.len())];
             let value = if op.contains('~') {
                 ["*", "P*", "\"?\"", "a", "\"x y\"", "größe*"][rng.below(6)]
-            } else if field == "name" {
+            } else if target == "name" {
                 ["PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""][rng.below(4)]
-            } else if field == "time" {
+            } else if target == "time" {
                 ["1", "-1", "0x1f", "1.5", "-2e-3", "\"1\""][rng.below(6)]
             } else {
                 ["1", "-1", "0x1f", "1.5", "-2e-3", "PoolInit", "\"1\"", "\"a\\\"b\"", "\"\""][rng.below(9)]
             };
-            out.push_str(field);
+            out.push_str(target);
             space(rng, out);
             out.push_str(op);
             space(rng, out);
@@ -840,7 +840,7 @@ fn valid_filters_read_back_from_their_canonical_form() {
     for _ in 0..5_000 {
         let mut expr = String::new();
         valid_filter(&mut rng, 6, &mut expr);
-        assert!(Filter::parse(&expr, FIELDS).is_ok(), "{expr:?}");
+        assert!(Filter::parse(&expr, PARAMS).is_ok(), "{expr:?}");
         check(&expr, &events);
     }
 }

@@ -96,7 +96,7 @@ impl Value {
         Value::Text { text, num, cut }
     }
 
-    /// The value as a number: for a numeric field.
+    /// The value as a number: for a name of numeric values.
     pub(super) fn number(&self) -> Option<Num> {
         match self {
             Value::Num(n) => Some(*n),
@@ -132,7 +132,7 @@ impl Value {
 }
 
 /// `NaN`, `inf` and `-inf` (and `+inf`), as `print` writes those doubles: floats where the
-/// field is one.
+/// name's values are.
 pub(super) fn special_float(text: &str) -> Option<Num> {
     Some(Num::Float(match text {
         "NaN" => f64::NAN,

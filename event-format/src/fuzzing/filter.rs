@@ -1,25 +1,25 @@
 //! `filter_parse`: the filter language on arbitrary text.
 
-use crate::filter::{FieldType, FieldValue, Filter, Filterable};
+use crate::filter::{FieldValue, Filter, Filterable, ValueType};
 use std::borrow::Cow;
 
-/// The parameter names the fuzzed filters may use, beside the built-in fields, with their
+/// The parameter names the fuzzed filters may use, beside the built-in names, with their
 /// types (`f0` of unknown type, so that comparisons of every type parse).
-const FIELDS: [(&str, FieldType); 6] = [
-    ("pool", FieldType::Int),
-    ("size", FieldType::Int),
-    ("class", FieldType::Str),
-    ("load", FieldType::Float),
-    ("full", FieldType::Bool),
-    ("f0", FieldType::Any),
+const PARAMS: [(&str, ValueType); 6] = [
+    ("pool", ValueType::Int),
+    ("size", ValueType::Int),
+    ("class", ValueType::Str),
+    ("load", ValueType::Float),
+    ("full", ValueType::Bool),
+    ("f0", ValueType::Any),
 ];
 
-/// An event with one field of each type, and some fields missing.
+/// An event with one parameter of each type, and some missing.
 struct Sample;
 
 impl Filterable for Sample {
-    fn get(&self, field: &str) -> Option<FieldValue<'_>> {
-        Some(match field {
+    fn get(&self, name: &str) -> Option<FieldValue<'_>> {
+        Some(match name {
             "time" => FieldValue::Float(0.25),
             "thread" => FieldValue::Int(1),
             "code" => FieldValue::Int(2),
@@ -40,10 +40,10 @@ impl Filterable for Sample {
 /// its end) and render as three lines.
 pub fn fuzz_filter(data: &[u8]) {
     let expr = String::from_utf8_lossy(data);
-    match Filter::parse_typed(&expr, &FIELDS) {
+    match Filter::parse_typed(&expr, &PARAMS) {
         Ok(filter) => {
             let shown = filter.to_string();
-            match Filter::parse_typed(&shown, &FIELDS) {
+            match Filter::parse_typed(&shown, &PARAMS) {
                 Ok(again) => {
                     assert_eq!(again.to_string(), shown, "Display then parse changed the filter `{expr}`");
                     assert_eq!(

@@ -9,6 +9,10 @@
 //! one header (the first segment's) and one catalog. [`Log::ledger`] is the ledger that
 //! counts it segment by segment (docs/FORMAT.md, "Reading segments").
 //!
+//! A log still being written is followed through the same opener: [`kind`] says what a path
+//! holds, [`open_ring`] opens a ring file to follow, and [`open_growing`] a stream file (a
+//! segment `*.open`, or a stream its writer holds) whose reader waits at its end for more.
+//!
 //! ```
 //! use event_format::decode::BlockSource;
 //! use event_format::log::{self, OpenOptions};
@@ -30,8 +34,10 @@
 
 mod chain;
 mod recording;
+mod tail;
 
 pub use recording::{FoundSegment, OPEN_SUFFIX, SegmentFile, segment_at, segments_in};
+pub use tail::Growing;
 
 use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
 use crate::ledger::{Ledger, SegmentEntry};
@@ -43,6 +49,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use tail::Tail;
 
 /// How to open a log.
 #[derive(Clone, Copy, Debug, Default)]
@@ -426,7 +433,7 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
     let mut magic = [0u8; 8];
     let got = read_up_to(&mut file, &mut magic).map_err(io_error)?;
     let decode = DecodeOptions { force: options.force };
-    if ring::is_ring(&magic[..got]) {
+    if kind_of(&magic[..got]) == Kind::Ring {
         if !meta.is_file() {
             return Err(OpenError::RingFromPipe(path.to_owned()));
         }
@@ -469,6 +476,84 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
         catalog,
         len,
         index,
+        left_open: Vec::new(),
+        recording_id,
+    })
+}
+
+/// What a path holds, as the opener reads it: by its metadata and, for a regular file, its
+/// first bytes (the magic). [`open`] reads a `Ring` as a ring file and any other file as a
+/// stream (whose header then says what is wrong, if it is not one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory: of the segments of a recording, or of several logs.
+    Directory,
+    /// A regular file that starts with an event stream's magic (a segment is one).
+    Stream,
+    /// A regular file that starts with a ring file's magic.
+    Ring,
+    /// Not a regular file (a pipe): not read here, since what is read of a pipe is gone; it
+    /// is read once, by the log that opens it.
+    Pipe,
+    /// A regular file that starts with neither magic: not an event log, or one whose first
+    /// bytes are not written yet.
+    Other,
+}
+
+/// What `path` holds ([`Kind`]).
+pub fn kind(path: &Path) -> Result<Kind, OpenError> {
+    let io_error = |error: io::Error| OpenError::Io { path: path.to_owned(), error };
+    let meta = std::fs::metadata(path).map_err(io_error)?;
+    if meta.is_dir() {
+        return Ok(Kind::Directory);
+    }
+    if !meta.is_file() {
+        return Ok(Kind::Pipe);
+    }
+    let mut file = File::open(path).map_err(io_error)?;
+    let mut magic = [0u8; 8];
+    let got = read_up_to(&mut file, &mut magic).map_err(io_error)?;
+    Ok(kind_of(&magic[..got]))
+}
+
+/// What a regular file whose first bytes are `magic` holds: the one test of the magics.
+fn kind_of(magic: &[u8]) -> Kind {
+    if ring::is_ring(magic) {
+        Kind::Ring
+    } else if magic == crate::wire::MAGIC {
+        Kind::Stream
+    } else {
+        Kind::Other
+    }
+}
+
+/// Opens the event stream at `path` that its writer is still writing, to follow it (event-dump's
+/// `follow` of a segment `*.open`, or of a stream its recorder holds): its blocks as they are
+/// written. At the end of what is written so far (its header included), the reader asks
+/// [`Growing::writing`] whether more will come and waits [`Growing::interval`] before reading
+/// again; once the writer is done, or the file is no longer at `path` (renamed when sealed, or
+/// removed), the file is read to its end and the log ends there. [`OpenOptions::index`] does
+/// not apply (a growing file has no length to index up to). A file that is not a stream is
+/// refused as [`open`] refuses it: by its header.
+pub fn open_growing(path: &Path, options: OpenOptions, growing: Growing) -> Result<Log, OpenError> {
+    let io_error = |error: io::Error| OpenError::Io { path: path.to_owned(), error };
+    let meta = std::fs::metadata(path).map_err(io_error)?;
+    if meta.is_dir() {
+        return Err(OpenError::Directory(path.to_owned()));
+    }
+    let file = File::open(path).map_err(io_error)?;
+    let reader: Box<dyn Read + Send> = Box::new(Tail::new(file, path, growing));
+    let decode = DecodeOptions { force: options.force };
+    let decoder = Decoder::with_options(BufReader::with_capacity(1 << 16, reader), decode)
+        .map_err(|error| OpenError::Header { path: path.to_owned(), error })?;
+    let catalog = Catalog::new(&decoder.header().sets);
+    let recording_id = id_of(decoder.header(), decoder.header_bytes());
+    Ok(Log {
+        path: path.to_owned(),
+        source: Source::Stream(decoder),
+        catalog,
+        len: meta.len(),
+        index: None,
         left_open: Vec::new(),
         recording_id,
     })

@@ -10,9 +10,8 @@
 //! is a log of its own, and so is a segment named alone (read as the stream it is). Files of several recordings given together are several logs, each
 //! read as one, as several files are.
 
-use super::OpenError;
+use super::{Kind, OpenError};
 use crate::decode::{DecodeOptions, Decoder};
-use crate::ring;
 use crate::select::glob;
 use crate::wire::{Header, HeaderError, RecordingId, Segment};
 use std::collections::BTreeMap;
@@ -199,11 +198,10 @@ fn peek(path: &Path, decode: DecodeOptions, found: bool) -> Result<Peek, OpenErr
     let mut file = File::open(path).map_err(io_error)?;
     let mut magic = [0u8; 8];
     let got = super::read_up_to(&mut file, &mut magic).map_err(io_error)?;
-    if ring::is_ring(&magic[..got]) {
-        return Ok(Peek::Other);
-    }
-    if magic[..got] != crate::wire::MAGIC[..] {
-        return Ok(if found { Peek::NotALog } else { Peek::Other });
+    match super::kind_of(&magic[..got]) {
+        Kind::Stream => {}
+        Kind::Ring => return Ok(Peek::Other),
+        _ => return Ok(if found { Peek::NotALog } else { Peek::Other }),
     }
     let rest = BufReader::with_capacity(1 << 16, (&magic[..]).chain(file));
     let (header, header_len) = match Decoder::with_options(rest, decode) {

@@ -106,12 +106,15 @@ fn a_ring_file_keeps_a_panicking_workers_events_up_to_its_last() {
 fn the_crash_check_reports_a_wrong_state_a_missing_worker_and_a_damaged_block() {
     let d = dir("check-fails");
     let path = d.join("whole.ring");
-    let mut c = start_ready(child(&["ring", path.to_str().unwrap(), "2"], &[("EVENT_BUFSIZE", "16m")]));
+    // Paced (a millisecond's pause every 100 events, at most 100 000 events a second per
+    // worker): the 16 MiB rings hold seconds of it, however long a loaded machine makes the
+    // 20 ms before the kill (flat out, a run of the whole suite once overwrote 966 blocks).
+    let mut c = start_ready(child(&["ring", path.to_str().unwrap(), "2", "100"], &[("EVENT_BUFSIZE", "16m")]));
     std::thread::sleep(Duration::from_millis(20));
     c.kill().unwrap();
     c.wait().unwrap();
     let whole = check_ring(&path, STATE_RECORDING, 2).unwrap();
-    assert_eq!(whole.findings.overwritten_blocks, 0, "a ring large enough for 20 ms");
+    assert_eq!(whole.findings.overwritten_blocks, 0, "a ring large enough for the paced workers");
     assert!(check_ring(&path, STATE_CLOSED, 2).unwrap_err().contains("state is recording, expected closed"));
     assert!(check_ring(&path, STATE_RECORDING, 3).unwrap_err().contains("worker 2: no event"));
     // A flipped bit in the sync word of block 0 of the first slot, sealed or being written

@@ -385,6 +385,8 @@ enum Shape {
     Micros,
     /// A string that may be null.
     NullableUtf8,
+    /// An event table's `log` column: a string, the log's recording id in every row.
+    Id,
 }
 
 /// One column of a table.
@@ -406,7 +408,9 @@ impl Column {
             Shape::Int32 => (Physical::INT32, None),
             Shape::Param(ColumnType::F64) => (Physical::DOUBLE, None),
             Shape::Param(ColumnType::Bool) => (Physical::BOOLEAN, None),
-            Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+            Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 | Shape::Id => {
+                (Physical::BYTE_ARRAY, Some(LogicalType::String))
+            }
             Shape::Micros => (Physical::INT64, Some(LogicalType::timestamp(true, TimeUnit::MICROS))),
         };
         let repetition = if self.shape == Shape::NullableUtf8 { Repetition::OPTIONAL } else { Repetition::REQUIRED };
@@ -421,7 +425,7 @@ impl Column {
     /// repeat and whose dictionary costs a hash per value.
     fn dictionary(&self) -> bool {
         match self.shape {
-            Shape::Param(ColumnType::U32 | ColumnType::Utf8) | Shape::NullableUtf8 => true,
+            Shape::Param(ColumnType::U32 | ColumnType::Utf8) | Shape::NullableUtf8 | Shape::Id => true,
             Shape::Param(ColumnType::F64 | ColumnType::Bool | ColumnType::U64 | ColumnType::I64)
             | Shape::Micros
             | Shape::Int32 => false,
@@ -437,6 +441,7 @@ impl Column {
             Shape::Param(ColumnType::Bool) => Buffer::Bool(Vec::new()),
             Shape::Param(ColumnType::Utf8) => Buffer::Str(Strings::default(), None),
             Shape::NullableUtf8 => Buffer::Str(Strings::default(), Some(Vec::new())),
+            Shape::Id => Buffer::Id(0),
         }
     }
 }
@@ -535,6 +540,7 @@ impl TableFile {
         let row_bytes = columns
             .iter()
             .map(|c| match c.shape {
+                Shape::Id => 0,
                 Shape::Param(ColumnType::Bool) => 1,
                 Shape::Param(ColumnType::U32) | Shape::Int32 => 4,
                 Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => std::mem::size_of::<usize>() + 2,
@@ -568,20 +574,19 @@ impl TableFile {
 }
 
 /// What a log's event rows hold beyond their values, the same for every row of the log.
-struct RowFacts<'a> {
-    id: &'a [u8],
-    clock: Clock,
+struct RowFacts {
+    times: Times,
 }
 
 /// An event's row into `table`. Values are those the catalog checked against the format,
 /// one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
 /// is above 2^63 - 1).
-fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Event<'_>) -> u64 {
+fn push_event(table: &mut TableFile, facts: &RowFacts, wall: i64, event: &Event<'_>) -> u64 {
     let time = event.time;
     let mut buffers = table.buffers.iter_mut();
     let mut extra = 0;
-    if let Some(Buffer::Str(ids, _)) = buffers.next() {
-        ids.push(facts.id);
+    if let Some(Buffer::Id(rows)) = buffers.next() {
+        *rows += 1;
     }
     let mut fixed = |v: i64| {
         if let Some(Buffer::I64(b)) = buffers.next() {
@@ -590,7 +595,7 @@ fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Ev
     };
     fixed(bits64(event.thread));
     fixed(bits64(time));
-    fixed(ns_since_start(&facts.clock, time));
+    fixed(ns_since_start(&facts.times, time));
     fixed(wall);
     // The values first: `zip` then takes no buffer past the last value (the fields column's).
     for (value, buffer) in event.values().zip(buffers.by_ref()) {
@@ -601,9 +606,18 @@ fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Ev
             (Buffer::F64(b), Value::Double(v)) => b.push(v),
             (Buffer::Bool(b), Value::Bool(v)) => b.push(v),
             (Buffer::Str(b, _), Value::Str(text)) => {
-                let text = String::from_utf8_lossy(text.bytes);
-                extra += text.len();
-                b.push(text.as_bytes());
+                // UTF-8 as it is (most text), checked faster than `from_utf8_lossy` does.
+                match std::str::from_utf8(text.bytes) {
+                    Ok(text) => {
+                        extra += text.len();
+                        b.push(text.as_bytes());
+                    }
+                    Err(_) => {
+                        let text = String::from_utf8_lossy(text.bytes);
+                        extra += text.len();
+                        b.push(text.as_bytes());
+                    }
+                }
             }
             _ => debug_assert!(false, "a value of another letter than its column"),
         }
@@ -625,17 +639,62 @@ fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Ev
     event.thread | time
 }
 
+/// A log's clock, and its rate as a [`Divisor`]: the times of an event without a division.
+struct Times {
+    clock: Clock,
+    rate: Divisor,
+}
+
+impl Times {
+    fn new(clock: Clock) -> Times {
+        Times { clock, rate: Divisor::new(clock.ticks_per_second) }
+    }
+}
+
+/// Division of 64-bit numbers by one divisor, `d`, by a multiplication: with
+/// m = ceil(2^64 / d), floor(x * m / 2^64) is floor(x / d) or one more (x * m / 2^64 is
+/// x / d + x * e / (d * 2^64) for the e < d that makes m * d = 2^64 + e, and x < 2^64), which
+/// one product tells.
+#[derive(Clone, Copy)]
+struct Divisor {
+    d: u64,
+    m: u128,
+}
+
+impl Divisor {
+    /// The divisor `d`, 1 for 0.
+    fn new(d: u64) -> Divisor {
+        let d = d.max(1);
+        Divisor { d, m: (1u128 << 64).div_ceil(u128::from(d)) }
+    }
+
+    /// `(x / d, x % d)`.
+    fn div_rem(self, x: u64) -> (u64, u64) {
+        // x * m < 2^64 * (2^64 / d + 1) <= 2^128 for d >= 1 (m = 2^64 only when d = 1).
+        let q = u64::try_from((u128::from(x) * self.m) >> 64).unwrap_or(u64::MAX);
+        match q.checked_mul(self.d) {
+            Some(p) if p <= x => (q, x - p),
+            _ => {
+                let q = q - 1;
+                (q, x - q * self.d)
+            }
+        }
+    }
+}
+
 /// Nanoseconds from the clock's start to `ticks`, as `print` computes its seconds (truncated
 /// toward zero), saturated to the i64 range.
-fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
+fn ns_since_start(times: &Times, ticks: u64) -> i64 {
+    let clock = &times.clock;
     let rate = clock.ticks_per_second.max(1);
     if rate == NS_PER_SECOND {
         // A clock in nanoseconds (the recorder's monotonic clock): no division.
         return clamp(i128::from(ticks) - i128::from(clock.start_ticks));
     }
-    if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
-        let delta = ticks - clock.start_ticks;
-        let ns = (delta / rate).saturating_mul(1_000_000_000).saturating_add((delta % rate) * 1_000_000_000 / rate);
+    if ticks >= clock.start_ticks && rate <= u64::MAX / NS_PER_SECOND {
+        let (whole, part) = times.rate.div_rem(ticks - clock.start_ticks);
+        // part < rate, so part * 10^9 fits.
+        let ns = whole.saturating_mul(NS_PER_SECOND).saturating_add(times.rate.div_rem(part * NS_PER_SECOND).0);
         return i64::try_from(ns).unwrap_or(i64::MAX);
     }
     let delta = i128::from(ticks) - i128::from(clock.start_ticks);
@@ -644,20 +703,29 @@ fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
 }
 
 /// The wall-clock time of `ticks` in microseconds since the Unix epoch, saturated.
-fn wall_micros(clock: &Clock, ticks: u64) -> i64 {
+fn wall_micros(times: &Times, ticks: u64) -> i64 {
+    let clock = &times.clock;
+    // floor((ref_wall_ns + ns) / 1000) in 64 bits when the sum fits (as it does for every
+    // time of a log this side of the year 2262), in 128 otherwise.
+    let micros = |ns: u128| match i64::try_from(ns).ok().and_then(|ns| clock.ref_wall_ns.checked_add(ns)) {
+        Some(wall) => wall.div_euclid(1000),
+        None => clamp((i128::from(clock.ref_wall_ns) + ns.cast_signed()).div_euclid(1000)),
+    };
     if clock.ticks_per_second == NS_PER_SECOND {
         // `wall_ns` without its 128-bit division, which a clock in nanoseconds does not need.
+        if ticks >= clock.ref_ticks {
+            return micros(u128::from(ticks - clock.ref_ticks));
+        }
         let ns = i128::from(clock.ref_wall_ns) + (i128::from(ticks) - i128::from(clock.ref_ticks));
         return clamp(ns.div_euclid(1000));
     }
     let rate = clock.ticks_per_second;
     if ticks >= clock.ref_ticks && rate != 0 && rate <= u64::MAX / NS_PER_SECOND {
-        // `wall_ns`'s floor((ticks - ref) * 10^9 / rate) in two 64-bit divisions instead of
-        // one of 128 bits: q * 10^9 + floor(r * 10^9 / rate), where ticks - ref = q * rate + r.
-        let delta = ticks - clock.ref_ticks;
-        let ns =
-            u128::from(delta / rate) * u128::from(NS_PER_SECOND) + u128::from((delta % rate) * NS_PER_SECOND / rate);
-        return clamp((i128::from(clock.ref_wall_ns) + ns.cast_signed()).div_euclid(1000));
+        // `wall_ns`'s floor((ticks - ref) * 10^9 / rate) without a division: q * 10^9 +
+        // floor(r * 10^9 / rate), where ticks - ref = q * rate + r.
+        let (whole, part) = times.rate.div_rem(ticks - clock.ref_ticks);
+        let ns = u128::from(whole) * u128::from(NS_PER_SECOND) + u128::from(times.rate.div_rem(part * NS_PER_SECOND).0);
+        return micros(ns);
     }
     clamp(clock.wall_ns(ticks).div_euclid(1000))
 }
@@ -672,7 +740,7 @@ fn clamp(v: i128) -> i64 {
 /// The columns of the event table of `desc`.
 fn event_columns(desc: &Desc) -> Vec<Column> {
     let fixed = [
-        Column::new("log", Shape::Param(ColumnType::Utf8)),
+        Column::new("log", Shape::Id),
         Column::new("thread", Shape::Int64),
         Column::new("ticks", Shape::Int64),
         Column::new("ns", Shape::Int64),
@@ -996,14 +1064,14 @@ fn write_log(
     logs_files: &mut Vec<Rename>,
 ) -> Result<Imported> {
     let header = log.header().clone();
-    let facts = RowFacts { id: id.as_bytes(), clock: header.clock };
+    let facts = RowFacts { times: Times::new(header.clock) };
     let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
     let mut files_of = LogFiles {
         out,
         name: format!("{id}.parquet"),
         tables: Vec::new(),
         by_key: HashMap::new(),
-        encoder: Encoder::start(),
+        encoder: Encoder::start(id.as_bytes()),
         created_dirs,
         buffered: 0,
     };
@@ -1016,7 +1084,7 @@ fn write_log(
         log,
         |_| true,
         |event| {
-            let wall = wall_micros(&facts.clock, event.time);
+            let wall = wall_micros(&facts.times, event.time);
             let day = day_of(wall);
             let slot = &mut last[usize::from(event.desc.wire)];
             let i = match slot {
@@ -1218,7 +1286,11 @@ mod tests {
             let want =
                 i128::from(whole.parse::<i64>().unwrap_or(i64::MAX)) * 1_000_000_000 + frac.parse::<i128>().unwrap();
             let want = if text.starts_with('-') { -want } else { want };
-            assert_eq!(i128::from(ns_since_start(&c, ticks)), want.clamp(i64::MIN.into(), i64::MAX.into()), "{text}");
+            assert_eq!(
+                i128::from(ns_since_start(&Times::new(c), ticks)),
+                want.clamp(i64::MIN.into(), i64::MAX.into()),
+                "{text}"
+            );
         }
     }
 
@@ -1228,12 +1300,12 @@ mod tests {
         c.ref_ticks = 500;
         c.ref_wall_ns = 1_700_000_000_123_456_789;
         for ticks in [0, 1, 499, 500, 999, 1_000, 1_001, 123_456_789_012, u64::MAX] {
-            assert_eq!(wall_micros(&c, ticks), clamp(c.wall_ns(ticks).div_euclid(1000)), "{ticks}");
+            assert_eq!(wall_micros(&Times::new(c), ticks), clamp(c.wall_ns(ticks).div_euclid(1000)), "{ticks}");
             let general = i128::from(ticks) - i128::from(c.start_ticks);
-            assert_eq!(ns_since_start(&c, ticks), clamp(general), "{ticks}");
+            assert_eq!(ns_since_start(&Times::new(c), ticks), clamp(general), "{ticks}");
         }
         c.ref_wall_ns = i64::MIN;
-        assert_eq!(wall_micros(&c, 0), clamp(c.wall_ns(0).div_euclid(1000)));
+        assert_eq!(wall_micros(&Times::new(c), 0), clamp(c.wall_ns(0).div_euclid(1000)));
     }
 
     #[test]
@@ -1252,12 +1324,38 @@ mod tests {
                 [0, 1, reference.saturating_sub(1), reference, reference.saturating_add(1), rate, 1 << 40, u64::MAX]
             {
                 assert_eq!(
-                    wall_micros(&c, ticks),
+                    wall_micros(&Times::new(c), ticks),
                     clamp(c.wall_ns(ticks).div_euclid(1000)),
                     "rate {rate} ticks {ticks}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_divisor_divides_as_the_division_does() {
+        let mut divisors = vec![1, 2, 3, 7, 1000, 2_600_000_198, 3_000_000_000, u64::MAX / NS_PER_SECOND, u64::MAX];
+        divisors.extend((0..64).map(|b| 1u64 << b));
+        divisors.extend((1..64).map(|b| (1u64 << b) - 1));
+        divisors.extend((1..64).map(|b| (1u64 << b) + 1));
+        // A fixed generator: the same numbers every run.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for d in divisors {
+            let divisor = Divisor::new(d);
+            let mut xs = vec![0, 1, d - 1, d, d.saturating_add(1), u64::MAX, u64::MAX - 1, u64::MAX / d * d];
+            xs.extend((0..200).map(|_| next()));
+            xs.extend((0..200).map(|_| next() >> (next() % 64)));
+            for x in xs {
+                assert_eq!(divisor.div_rem(x), (x / d, x % d), "{x} / {d}");
+            }
+        }
+        assert_eq!(Divisor::new(0).div_rem(5), (5, 0), "0 divides as 1");
     }
 
     #[test]

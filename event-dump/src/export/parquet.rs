@@ -589,15 +589,10 @@ impl TableFile {
     }
 }
 
-/// What a log's event rows hold beyond their values, the same for every row of the log.
-struct RowFacts {
-    times: Times,
-}
-
-/// An event's row into `table`. Values are those the catalog checked against the format,
-/// one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
+/// An event's row into `table`, its `ns` and `time` (`wall`) computed. Values are those the
+/// catalog checked against the format, one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
 /// is above 2^63 - 1).
-fn push_event(table: &mut TableFile, facts: &RowFacts, wall: i64, event: &Event<'_>) -> u64 {
+fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u64 {
     let time = event.time;
     let mut buffers = table.buffers.iter_mut();
     let mut extra = 0;
@@ -611,7 +606,7 @@ fn push_event(table: &mut TableFile, facts: &RowFacts, wall: i64, event: &Event<
     };
     fixed(bits64(event.thread));
     fixed(bits64(time));
-    fixed(ns_since_start(&facts.times, time));
+    fixed(ns);
     fixed(wall);
     // The values first: `zip` then takes no buffer past the last value (the fields column's).
     for (value, buffer) in event.values().zip(buffers.by_ref()) {
@@ -744,6 +739,33 @@ fn wall_micros(times: &Times, ticks: u64) -> i64 {
         return micros(ns);
     }
     clamp(clock.wall_ns(ticks).div_euclid(1000))
+}
+
+/// [`wall_micros`] of `ticks`, given `ns` = [`ns_since_start`] of `ticks`: from `ns` when the
+/// clock's reference is its start (as the recorder writes every clock) and `ticks` is not
+/// before it, for then both are floor((ticks - start) * 10^9 / rate), `ns` exact when below
+/// i64::MAX; by [`wall_micros`] otherwise.
+fn wall_micros_of(times: &Times, ticks: u64, ns: i64) -> i64 {
+    let clock = &times.clock;
+    if clock.ref_ticks == clock.start_ticks
+        && ticks >= clock.start_ticks
+        && clock.ticks_per_second != 0
+        && ns < i64::MAX
+        && let Some(wall) = clock.ref_wall_ns.checked_add(ns)
+    {
+        return wall.div_euclid(1000);
+    }
+    wall_micros(times, ticks)
+}
+
+/// Where the rows of an event type went last: its table, the file of the day and that day's
+/// range of `time` (microseconds, `from` included, `until` not).
+#[derive(Clone)]
+struct Last {
+    name: String,
+    from: i64,
+    until: i64,
+    file: usize,
 }
 
 /// Ticks per second of a clock in nanoseconds.
@@ -1080,7 +1102,7 @@ fn write_log(
     logs_files: &mut Vec<Rename>,
 ) -> Result<Imported> {
     let header = log.header().clone();
-    let facts = RowFacts { times: Times::new(header.clock) };
+    let times = Times::new(header.clock);
     let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
     let mut files_of = LogFiles {
         out,
@@ -1091,8 +1113,8 @@ fn write_log(
         created_dirs,
         buffered: 0,
     };
-    // Wire code -> (table name, its day, its file index) of the last row of that type.
-    let mut last: Vec<Option<(String, i64, usize)>> = vec![None; 1 << 16];
+    // Wire code -> the table and day of the last row of that type.
+    let mut last: Vec<Option<Last>> = vec![None; 1 << 16];
     let mut names: BTreeMap<u64, String> = BTreeMap::new();
     let mut high =
         header.producer.pid | header.clock.ticks_per_second | header.clock.start_ticks | header.clock.ref_ticks;
@@ -1100,20 +1122,25 @@ fn write_log(
         log,
         |_| true,
         |event| {
-            let wall = wall_micros(&facts.times, event.time);
-            let day = day_of(wall);
+            let ns = ns_since_start(&times, event.time);
+            let wall = wall_micros_of(&times, event.time, ns);
             let slot = &mut last[usize::from(event.desc.wire)];
             let i = match slot {
-                Some((_, d, i)) if *d == day => *i,
+                // The day of the last row of its type: no division.
+                Some(l) if l.from <= wall && wall < l.until => l.file,
                 _ => {
+                    let day = day_of(wall);
                     // plan() checked every name.
                     let name = match slot.take() {
-                        Some((name, _, _)) => name,
+                        Some(l) => l.name,
                         None => table_name(event.desc).unwrap_or_default(),
                     };
-                    let i = files_of.table(&name, day, event.desc)?;
-                    *slot = Some((name, day, i));
-                    i
+                    let file = files_of.table(&name, day, event.desc)?;
+                    // Saturated at the ends of the i64 range: a time there takes this way
+                    // again, and finds the same file.
+                    let (from, until) = (day.saturating_mul(DAY_MICROS), (day + 1).saturating_mul(DAY_MICROS));
+                    *slot = Some(Last { name, from, until, file });
+                    file
                 }
             };
             if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
@@ -1124,7 +1151,7 @@ fn write_log(
             }
             let table = &mut files_of.tables[i];
             let before = table.bytes;
-            high |= push_event(table, &facts, wall, event);
+            high |= push_event(table, ns, wall, event);
             files_of.buffered += files_of.tables[i].bytes - before;
             files_of.relieve(i);
             Ok(())
@@ -1344,6 +1371,36 @@ mod tests {
                     clamp(c.wall_ns(ticks).div_euclid(1000)),
                     "rate {rate} ticks {ticks}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn the_wall_time_from_nanoseconds_is_the_wall_time() {
+        for (rate, start, wall) in [
+            (NS_PER_SECOND, 1_000, 1_700_000_000_123_456_789),
+            (2_600_000_198, 5_000_000_000, 1_700_000_000_123_456_789),
+            (3, 10, -5),
+            (3, 10, -1_000_000_000_007),
+            (u64::MAX / NS_PER_SECOND, 0, 0),
+            (u64::MAX / NS_PER_SECOND + 1, 7, i64::MAX),
+            (u64::MAX / NS_PER_SECOND + 1, 7, i64::MIN),
+            (1, u64::MAX, i64::MIN),
+            (1, 0, i64::MAX - 999),
+        ] {
+            for reference in [start, start / 2, start.saturating_add(3)] {
+                let mut c = clock(rate, start);
+                c.ref_ticks = reference;
+                c.ref_wall_ns = wall;
+                let times = Times::new(c);
+                for ticks in [0, 1, start.saturating_sub(1), start, start.saturating_add(1), rate, 1 << 40, u64::MAX] {
+                    let ns = ns_since_start(&times, ticks);
+                    assert_eq!(
+                        wall_micros_of(&times, ticks, ns),
+                        wall_micros(&times, ticks),
+                        "rate {rate} start {start} reference {reference} ticks {ticks}"
+                    );
+                }
             }
         }
     }

@@ -46,7 +46,8 @@
 //! anything is written; a refused run leaves the dataset byte for byte as it was.
 //!
 //! A run writes every file under a temporary name (`.<id>.parquet.PID.tmp`: hidden, and not
-//! `*.parquet`, so engines do not read it), then renames them into place, each log's `logs`
+//! `*.parquet`, so engines do not read it) and syncs it (a log's files all at once, once the
+//! last is written), then renames them into place, each log's `logs`
 //! file last. If the run is killed during the renames, some event files of a log are in place
 //! without its `logs` file; exporting that log again writes them again (the same names, the
 //! same bytes) and completes it. An error before the renames removes what the run wrote, and
@@ -905,8 +906,8 @@ impl LogFiles<'_> {
         }
     }
 
-    /// Finishes every file (the rest of its rows, its footer) and syncs it; on an error
-    /// removes them all.
+    /// Finishes every file (the rest of its rows, its footer) and syncs it (all at once,
+    /// [`sync_all`]); on an error removes them all.
     fn finish(mut self, files: &mut Vec<Rename>) -> Result<()> {
         for table in &mut self.tables {
             table.flush(&mut self.encoder);
@@ -914,12 +915,7 @@ impl LogFiles<'_> {
         let written = self.encoder.finish();
         let synced = written
             .map_err(|(i, e)| parquet_error(self.tables.get(i).map_or(self.out, |t| t.temp.as_path()), &e))
-            .and_then(|written| {
-                for (table, file) in self.tables.iter().zip(written) {
-                    file.sync_all().map_err(|e| io_error(&table.temp, &e))?;
-                }
-                Ok(())
-            });
+            .and_then(|written| sync_all(&self.tables, written));
         match synced {
             Ok(()) => {
                 files.extend(self.tables.into_iter().map(|t| (t.temp, t.path)));
@@ -941,6 +937,45 @@ impl LogFiles<'_> {
         for t in self.tables {
             let _ = fs::remove_file(&t.temp);
         }
+    }
+}
+
+/// The most threads that sync a log's files: syncs wait for the disk, not a core, and the
+/// file system makes one commit of those that wait together, where syncs one after another
+/// take a commit each.
+const SYNC_THREADS: usize = 8;
+
+/// Syncs `files` (the files of `tables`, in order) on up to [`SYNC_THREADS`] threads at
+/// once, each taking the next file not yet taken; the first error, of the first file that
+/// failed. Without a thread (the system refuses every one), one after another.
+fn sync_all(tables: &[TableFile], files: Vec<File>) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let sync = || {
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(file) = files.get(i) else { break };
+            if let Err(e) = file.sync_all() {
+                let shown = tables.get(i).map_or_else(PathBuf::new, |t| t.temp.clone());
+                if let Ok(mut failures) = failures.lock() {
+                    failures.push((i, io_error(&shown, &e)));
+                }
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..SYNC_THREADS.min(files.len()) {
+            if std::thread::Builder::new().name("parquet-sync".into()).spawn_scoped(scope, sync).is_err() {
+                break;
+            }
+        }
+        // This thread syncs too, and alone when the system refused every other.
+        sync();
+    });
+    let failures = failures.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match failures.into_iter().min_by_key(|(i, _)| *i) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
     }
 }
 

@@ -73,8 +73,8 @@ use crate::log::{DumpError, Log};
 use encode::{Buffer, Encoder, Strings};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
-use event_format::letter;
-use event_format::wire::{Clock, Value};
+use event_format::letter::{self, Letter};
+use event_format::wire::{Clock, STRING_TRUNCATED, Value};
 use parquet::basic::{Compression, Encoding, LogicalType, Repetition, TimeUnit, Type as Physical};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
@@ -609,26 +609,40 @@ fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u
     fixed(bits64(time));
     fixed(ns);
     fixed(wall);
-    // The values first: `zip` then takes no buffer past the last value (the fields column's).
-    for (value, buffer) in event.values().zip(buffers.by_ref()) {
-        match (buffer, value) {
-            (Buffer::I64(b), Value::Pointer(v) | Value::Address(v) | Value::Word(v)) => b.push(bits64(v)),
-            (Buffer::I64(b), Value::Signed(v)) => b.push(v),
-            (Buffer::I32(b), Value::Unsigned(v)) => b.push(bits32(v)),
-            (Buffer::F64(b), Value::Double(v)) => b.push(v),
-            (Buffer::Bool(b), Value::Bool(v)) => b.push(v),
-            (Buffer::Str(b, _), Value::Str(text)) => {
-                // UTF-8 as it is (most text), checked faster than `from_utf8_lossy` does.
-                match std::str::from_utf8(text.bytes) {
-                    Ok(text) => {
-                        extra += text.len();
-                        b.push(text.as_bytes());
-                    }
-                    Err(_) => {
-                        let text = String::from_utf8_lossy(text.bytes);
-                        extra += text.len();
-                        b.push(text.as_bytes());
-                    }
+    // The values, read from the argument bytes by their letters straight into the columns
+    // (as `Event::values` reads them, without a `Value` between); the decoder checked the
+    // bytes against the format. `zip` takes no buffer past the last value (the fields
+    // column's).
+    let (order, mut args) = (event.order, event.args);
+    for (letter, buffer) in event.desc.format.iter().zip(buffers.by_ref()) {
+        let size = match letter {
+            Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed | Letter::Double => 8,
+            Letter::Unsigned => 4,
+            Letter::Bool => 1,
+            Letter::String => 2,
+        };
+        let Some((head, rest)) = args.split_at_checked(size) else { break };
+        args = rest;
+        match (buffer, letter) {
+            (Buffer::I64(b), Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed) => {
+                b.push(bits64(order.u64(head)));
+            }
+            (Buffer::I32(b), Letter::Unsigned) => b.push(bits32(order.u32(head))),
+            (Buffer::F64(b), Letter::Double) => b.push(f64::from_bits(order.u64(head))),
+            (Buffer::Bool(b), Letter::Bool) => b.push(head[0] != 0),
+            (Buffer::Str(b, _), Letter::String) => {
+                let len = usize::from(order.u16(head) & !STRING_TRUNCATED);
+                let Some((text, rest)) = args.split_at_checked(len) else { break };
+                args = rest;
+                // UTF-8 as it is (most text: ASCII, told at once), checked faster than
+                // `from_utf8_lossy` does.
+                if text.is_ascii() || std::str::from_utf8(text).is_ok() {
+                    extra += text.len();
+                    b.push(text);
+                } else {
+                    let text = String::from_utf8_lossy(text);
+                    extra += text.len();
+                    b.push(text.as_bytes());
                 }
             }
             _ => debug_assert!(false, "a value of another letter than its column"),

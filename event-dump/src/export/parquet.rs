@@ -615,13 +615,8 @@ fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u
     // column's).
     let (order, mut args) = (event.order, event.args);
     for (letter, buffer) in event.desc.format.iter().zip(buffers.by_ref()) {
-        let size = match letter {
-            Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed | Letter::Double => 8,
-            Letter::Unsigned => 4,
-            Letter::Bool => 1,
-            Letter::String => 2,
-        };
-        let Some((head, rest)) = args.split_at_checked(size) else { break };
+        // A fixed value's bytes, or a string's length prefix.
+        let Some((head, rest)) = args.split_at_checked(letter.min_size()) else { break };
         args = rest;
         match (buffer, letter) {
             (Buffer::I64(b), Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed) => {

@@ -71,7 +71,7 @@ use crate::decode::{Block, BlockError, Entry, Event};
 use crate::letter::Letter;
 use crate::ring::{RingFindings, STATE_CLOSED};
 use crate::schema::Version;
-use crate::wire::{RecordError, Stop, StopCause, Value, records_stop};
+use crate::wire::{RecordError, STRING_TRUNCATED, Stop, StopCause, Value, records_stop};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -364,11 +364,7 @@ impl Ledger {
                 self.add_lost(thread, count);
             }
         } else if desc.format.contains(&Letter::String) {
-            for value in event.values() {
-                if let Value::Str(text) = value {
-                    self.truncated_strings += u64::from(text.truncated);
-                }
-            }
+            self.truncated_strings += truncated_strings(event);
         }
     }
 
@@ -602,4 +598,23 @@ fn own_counts(block: &Block) -> (u64, u64) {
 /// The sum of `counts`, saturating at `u64::MAX`: counts from a log may lie.
 fn saturating_sum(counts: impl Iterator<Item = u64>) -> u64 {
     counts.fold(0, u64::saturating_add)
+}
+
+/// The strings of `event` that their writer cut (the flag of their length prefix): what
+/// [`Event::values`] says of them, read from the argument bytes by the letters without
+/// decoding the other values.
+fn truncated_strings(event: &Event<'_>) -> u64 {
+    let mut args = event.args;
+    let mut cut = 0;
+    for letter in &event.desc.format {
+        let Some((head, rest)) = args.split_at_checked(letter.min_size()) else { break };
+        args = rest;
+        if *letter == Letter::String {
+            let prefix = event.order.u16(head);
+            cut += u64::from(prefix & STRING_TRUNCATED != 0);
+            let Some(rest) = args.get(usize::from(prefix & !STRING_TRUNCATED)..) else { break };
+            args = rest;
+        }
+    }
+    cut
 }

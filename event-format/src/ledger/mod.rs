@@ -618,3 +618,43 @@ fn truncated_strings(event: &Event<'_>) -> u64 {
     }
     cut
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::Desc;
+    use crate::wire::{Order, Text, encode_value};
+
+    #[test]
+    fn cut_strings_are_those_the_values_say() {
+        let text = |s: &'static str, truncated| Value::Str(Text { bytes: s.as_bytes(), truncated });
+        let rows: Vec<Vec<Value<'static>>> = vec![
+            vec![text("a", true)],
+            vec![text("", false), Value::Word(7), text("cut", true), Value::Bool(true), text("whole", false)],
+            vec![Value::Unsigned(3), text("x", true), Value::Double(1.5), text("y", true), Value::Signed(-1)],
+            vec![Value::Pointer(1), Value::Address(2), text("ü", false)],
+        ];
+        for order in [Order::Little, Order::Big] {
+            for values in &rows {
+                let mut args = Vec::new();
+                for v in values {
+                    encode_value(v, order, &mut args);
+                }
+                let desc = Desc {
+                    code: 300,
+                    wire: 300,
+                    set: String::new(),
+                    qualified: false,
+                    name: "E".into(),
+                    kind_name: "K".into(),
+                    kind: Some(0),
+                    format: values.iter().map(Value::letter).collect(),
+                    params: values.iter().map(|_| "p".into()).collect(),
+                };
+                let event = Event { desc: &desc, time: 0, thread: 1, args: &args, order };
+                let want = event.values().filter(|v| matches!(v, Value::Str(t) if t.truncated)).count() as u64;
+                assert_eq!(truncated_strings(&event), want, "{values:?}");
+            }
+        }
+    }
+}

@@ -56,7 +56,8 @@
 //!
 //! # Memory and threads
 //!
-//! Each log is read block by block ([`super::walk`]) and each row goes into its table's
+//! Each log is read block by block ([`super::walk`], its blocks read and unpacked on a thread
+//! of their own, a few ahead) and each row goes into its table's
 //! column buffers, handed as a row group to the encoder ([`encode`]) when it is full: its
 //! workers, one per core (at most 4), encode row groups while the log is read on, and the
 //! files are the same byte for byte with any number of them. Memory is the buffers (at most

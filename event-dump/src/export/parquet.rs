@@ -46,7 +46,8 @@
 //! anything is written; a refused run leaves the dataset byte for byte as it was.
 //!
 //! A run writes every file under a temporary name (`.<id>.parquet.PID.tmp`: hidden, and not
-//! `*.parquet`, so engines do not read it), then renames them into place, each log's `logs`
+//! `*.parquet`, so engines do not read it) and syncs it (a log's files all at once, once the
+//! last is written), then renames them into place, each log's `logs`
 //! file last. If the run is killed during the renames, some event files of a log are in place
 //! without its `logs` file; exporting that log again writes them again (the same names, the
 //! same bytes) and completes it. An error before the renames removes what the run wrote, and
@@ -55,12 +56,15 @@
 //!
 //! # Memory and threads
 //!
-//! Each log is read block by block ([`super::walk`]) and each row goes into its table's
-//! column buffers, handed as a row group to the encoder's thread ([`encode`]) when it is
-//! full: the reading and the encoding run on two cores. Memory is the buffers (at most
-//! 64 MiB beyond one row group per table), at most two row groups in the encoder and one
-//! emptied set of buffers per table, and the thread and block counts, whatever the size of
-//! the log. Each log's files are closed before the next log is read.
+//! Each log is read block by block ([`super::walk`], its blocks read and unpacked on a thread
+//! of their own, a few ahead) and each row goes into its table's
+//! column buffers, handed as a row group to the encoder ([`encode`]) when it is full: its
+//! workers, one per core (at most 4), encode row groups while the log is read on, and the
+//! files are the same byte for byte with any number of them. Memory is the buffers (at most
+//! 64 MiB beyond one row group per table), at most one row group per worker and one waiting
+//! in the encoder, and one emptied set of buffers per table, and the thread and block
+//! counts, whatever the size of the log. Each log's files are closed before the next log is
+//! read.
 
 mod encode;
 
@@ -70,9 +74,9 @@ use crate::log::{DumpError, Log};
 use encode::{Buffer, Encoder, Strings};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
-use event_format::letter;
-use event_format::wire::{Clock, Value};
-use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
+use event_format::letter::{self, Letter};
+use event_format::wire::{Clock, STRING_TRUNCATED, Value};
+use parquet::basic::{Compression, Encoding, LogicalType, Repetition, TimeUnit, Type as Physical};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -99,7 +103,7 @@ const MARKER: &str = "_event-dump";
 /// The lock file of a run.
 const LOCK: &str = "_event-dump.lock";
 
-/// The most rows in a row group: small enough that the encoder's thread works while the
+/// The most rows in a row group: small enough that the encoder's workers work while the
 /// log is read (DuckDB's own row groups are 122,880 rows).
 const ROW_GROUP_ROWS: usize = 1 << 17;
 
@@ -385,6 +389,8 @@ enum Shape {
     Micros,
     /// A string that may be null.
     NullableUtf8,
+    /// An event table's `log` column: a string, the log's recording id in every row.
+    Id,
 }
 
 /// One column of a table.
@@ -406,7 +412,9 @@ impl Column {
             Shape::Int32 => (Physical::INT32, None),
             Shape::Param(ColumnType::F64) => (Physical::DOUBLE, None),
             Shape::Param(ColumnType::Bool) => (Physical::BOOLEAN, None),
-            Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+            Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 | Shape::Id => {
+                (Physical::BYTE_ARRAY, Some(LogicalType::String))
+            }
             Shape::Micros => (Physical::INT64, Some(LogicalType::timestamp(true, TimeUnit::MICROS))),
         };
         let repetition = if self.shape == Shape::NullableUtf8 { Repetition::OPTIONAL } else { Repetition::REQUIRED };
@@ -421,12 +429,20 @@ impl Column {
     /// repeat and whose dictionary costs a hash per value.
     fn dictionary(&self) -> bool {
         match self.shape {
-            Shape::Param(ColumnType::U32 | ColumnType::Utf8) | Shape::NullableUtf8 => true,
+            Shape::Param(ColumnType::U32 | ColumnType::Utf8) | Shape::NullableUtf8 | Shape::Id => true,
             Shape::Param(ColumnType::F64 | ColumnType::Bool | ColumnType::U64 | ColumnType::I64)
             | Shape::Micros
             | Shape::Int32 => false,
             Shape::Int64 => self.name == "thread",
         }
+    }
+
+    /// Whether the column is an event table's `ticks`, `ns` or `time`: times that grow by
+    /// little from row to row, which DELTA_BINARY_PACKED stores in the bits of their
+    /// differences (half the size of PLAIN with Snappy, in less time), and which Snappy
+    /// would not make smaller (so not compressed). A parameter never takes these names.
+    fn delta(&self) -> bool {
+        matches!((self.name.as_str(), self.shape), ("ticks" | "ns", Shape::Int64) | ("time", Shape::Micros))
     }
 
     fn buffer(&self) -> Buffer {
@@ -437,6 +453,7 @@ impl Column {
             Shape::Param(ColumnType::Bool) => Buffer::Bool(Vec::new()),
             Shape::Param(ColumnType::Utf8) => Buffer::Str(Strings::default(), None),
             Shape::NullableUtf8 => Buffer::Str(Strings::default(), Some(Vec::new())),
+            Shape::Id => Buffer::Id(0),
         }
     }
 }
@@ -522,6 +539,12 @@ impl TableFile {
             .set_key_value_metadata(Some(metadata));
         for c in &columns {
             props = props.set_column_dictionary_enabled(ColumnPath::from(c.name.as_str()), c.dictionary());
+            if c.delta() {
+                let path = ColumnPath::from(c.name.as_str());
+                props = props
+                    .set_column_encoding(path.clone(), Encoding::DELTA_BINARY_PACKED)
+                    .set_column_compression(path, Compression::UNCOMPRESSED);
+            }
         }
         let file = fs::OpenOptions::new()
             .write(true)
@@ -535,6 +558,7 @@ impl TableFile {
         let row_bytes = columns
             .iter()
             .map(|c| match c.shape {
+                Shape::Id => 0,
                 Shape::Param(ColumnType::Bool) => 1,
                 Shape::Param(ColumnType::U32) | Shape::Int32 => 4,
                 Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => std::mem::size_of::<usize>() + 2,
@@ -567,21 +591,15 @@ impl TableFile {
     }
 }
 
-/// What a log's event rows hold beyond their values, the same for every row of the log.
-struct RowFacts<'a> {
-    id: &'a [u8],
-    clock: Clock,
-}
-
-/// An event's row into `table`. Values are those the catalog checked against the format,
-/// one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
+/// An event's row into `table`, its `ns` and `time` (`wall`) computed. Values are those the
+/// catalog checked against the format, one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
 /// is above 2^63 - 1).
-fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Event<'_>) -> u64 {
+fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u64 {
     let time = event.time;
     let mut buffers = table.buffers.iter_mut();
     let mut extra = 0;
-    if let Some(Buffer::Str(ids, _)) = buffers.next() {
-        ids.push(facts.id);
+    if let Some(Buffer::Id(rows)) = buffers.next() {
+        *rows += 1;
     }
     let mut fixed = |v: i64| {
         if let Some(Buffer::I64(b)) = buffers.next() {
@@ -590,20 +608,38 @@ fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Ev
     };
     fixed(bits64(event.thread));
     fixed(bits64(time));
-    fixed(ns_since_start(&facts.clock, time));
+    fixed(ns);
     fixed(wall);
-    // The values first: `zip` then takes no buffer past the last value (the fields column's).
-    for (value, buffer) in event.values().zip(buffers.by_ref()) {
-        match (buffer, value) {
-            (Buffer::I64(b), Value::Pointer(v) | Value::Address(v) | Value::Word(v)) => b.push(bits64(v)),
-            (Buffer::I64(b), Value::Signed(v)) => b.push(v),
-            (Buffer::I32(b), Value::Unsigned(v)) => b.push(bits32(v)),
-            (Buffer::F64(b), Value::Double(v)) => b.push(v),
-            (Buffer::Bool(b), Value::Bool(v)) => b.push(v),
-            (Buffer::Str(b, _), Value::Str(text)) => {
-                let text = String::from_utf8_lossy(text.bytes);
-                extra += text.len();
-                b.push(text.as_bytes());
+    // The values, read from the argument bytes by their letters straight into the columns
+    // (as `Event::values` reads them, without a `Value` between); the decoder checked the
+    // bytes against the format. `zip` takes no buffer past the last value (the fields
+    // column's).
+    let (order, mut args) = (event.order, event.args);
+    for (letter, buffer) in event.desc.format.iter().zip(buffers.by_ref()) {
+        // A fixed value's bytes, or a string's length prefix.
+        let Some((head, rest)) = args.split_at_checked(letter.min_size()) else { break };
+        args = rest;
+        match (buffer, letter) {
+            (Buffer::I64(b), Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed) => {
+                b.push(bits64(order.u64(head)));
+            }
+            (Buffer::I32(b), Letter::Unsigned) => b.push(bits32(order.u32(head))),
+            (Buffer::F64(b), Letter::Double) => b.push(f64::from_bits(order.u64(head))),
+            (Buffer::Bool(b), Letter::Bool) => b.push(head[0] != 0),
+            (Buffer::Str(b, _), Letter::String) => {
+                let len = usize::from(order.u16(head) & !STRING_TRUNCATED);
+                let Some((text, rest)) = args.split_at_checked(len) else { break };
+                args = rest;
+                // UTF-8 as it is (most text: ASCII, told at once), checked faster than
+                // `from_utf8_lossy` does.
+                if text.is_ascii() || std::str::from_utf8(text).is_ok() {
+                    extra += text.len();
+                    b.push(text);
+                } else {
+                    let text = String::from_utf8_lossy(text);
+                    extra += text.len();
+                    b.push(text.as_bytes());
+                }
             }
             _ => debug_assert!(false, "a value of another letter than its column"),
         }
@@ -625,17 +661,62 @@ fn push_event(table: &mut TableFile, facts: &RowFacts<'_>, wall: i64, event: &Ev
     event.thread | time
 }
 
+/// A log's clock, and its rate as a [`Divisor`]: the times of an event without a division.
+struct Times {
+    clock: Clock,
+    rate: Divisor,
+}
+
+impl Times {
+    fn new(clock: Clock) -> Times {
+        Times { clock, rate: Divisor::new(clock.ticks_per_second) }
+    }
+}
+
+/// Division of 64-bit numbers by one divisor, `d`, by a multiplication: with
+/// m = ceil(2^64 / d), floor(x * m / 2^64) is floor(x / d) or one more (x * m / 2^64 is
+/// x / d + x * e / (d * 2^64) for the e < d that makes m * d = 2^64 + e, and x < 2^64), which
+/// one product tells.
+#[derive(Clone, Copy)]
+struct Divisor {
+    d: u64,
+    m: u128,
+}
+
+impl Divisor {
+    /// The divisor `d`, 1 for 0.
+    fn new(d: u64) -> Divisor {
+        let d = d.max(1);
+        Divisor { d, m: (1u128 << 64).div_ceil(u128::from(d)) }
+    }
+
+    /// `(x / d, x % d)`.
+    fn div_rem(self, x: u64) -> (u64, u64) {
+        // x * m < 2^64 * (2^64 / d + 1) <= 2^128 for d >= 1 (m = 2^64 only when d = 1).
+        let q = u64::try_from((u128::from(x) * self.m) >> 64).unwrap_or(u64::MAX);
+        match q.checked_mul(self.d) {
+            Some(p) if p <= x => (q, x - p),
+            _ => {
+                let q = q - 1;
+                (q, x - q * self.d)
+            }
+        }
+    }
+}
+
 /// Nanoseconds from the clock's start to `ticks`, as `print` computes its seconds (truncated
 /// toward zero), saturated to the i64 range.
-fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
+fn ns_since_start(times: &Times, ticks: u64) -> i64 {
+    let clock = &times.clock;
     let rate = clock.ticks_per_second.max(1);
     if rate == NS_PER_SECOND {
         // A clock in nanoseconds (the recorder's monotonic clock): no division.
         return clamp(i128::from(ticks) - i128::from(clock.start_ticks));
     }
-    if ticks >= clock.start_ticks && rate <= u64::MAX / 1_000_000_000 {
-        let delta = ticks - clock.start_ticks;
-        let ns = (delta / rate).saturating_mul(1_000_000_000).saturating_add((delta % rate) * 1_000_000_000 / rate);
+    if ticks >= clock.start_ticks && rate <= u64::MAX / NS_PER_SECOND {
+        let (whole, part) = times.rate.div_rem(ticks - clock.start_ticks);
+        // part < rate, so part * 10^9 fits.
+        let ns = whole.saturating_mul(NS_PER_SECOND).saturating_add(times.rate.div_rem(part * NS_PER_SECOND).0);
         return i64::try_from(ns).unwrap_or(i64::MAX);
     }
     let delta = i128::from(ticks) - i128::from(clock.start_ticks);
@@ -644,22 +725,58 @@ fn ns_since_start(clock: &Clock, ticks: u64) -> i64 {
 }
 
 /// The wall-clock time of `ticks` in microseconds since the Unix epoch, saturated.
-fn wall_micros(clock: &Clock, ticks: u64) -> i64 {
+fn wall_micros(times: &Times, ticks: u64) -> i64 {
+    let clock = &times.clock;
+    // floor((ref_wall_ns + ns) / 1000) in 64 bits when the sum fits (as it does for every
+    // time of a log this side of the year 2262), in 128 otherwise.
+    let micros = |ns: u128| match i64::try_from(ns).ok().and_then(|ns| clock.ref_wall_ns.checked_add(ns)) {
+        Some(wall) => wall.div_euclid(1000),
+        None => clamp((i128::from(clock.ref_wall_ns) + ns.cast_signed()).div_euclid(1000)),
+    };
     if clock.ticks_per_second == NS_PER_SECOND {
         // `wall_ns` without its 128-bit division, which a clock in nanoseconds does not need.
+        if ticks >= clock.ref_ticks {
+            return micros(u128::from(ticks - clock.ref_ticks));
+        }
         let ns = i128::from(clock.ref_wall_ns) + (i128::from(ticks) - i128::from(clock.ref_ticks));
         return clamp(ns.div_euclid(1000));
     }
     let rate = clock.ticks_per_second;
     if ticks >= clock.ref_ticks && rate != 0 && rate <= u64::MAX / NS_PER_SECOND {
-        // `wall_ns`'s floor((ticks - ref) * 10^9 / rate) in two 64-bit divisions instead of
-        // one of 128 bits: q * 10^9 + floor(r * 10^9 / rate), where ticks - ref = q * rate + r.
-        let delta = ticks - clock.ref_ticks;
-        let ns =
-            u128::from(delta / rate) * u128::from(NS_PER_SECOND) + u128::from((delta % rate) * NS_PER_SECOND / rate);
-        return clamp((i128::from(clock.ref_wall_ns) + ns.cast_signed()).div_euclid(1000));
+        // `wall_ns`'s floor((ticks - ref) * 10^9 / rate) without a division: q * 10^9 +
+        // floor(r * 10^9 / rate), where ticks - ref = q * rate + r.
+        let (whole, part) = times.rate.div_rem(ticks - clock.ref_ticks);
+        let ns = u128::from(whole) * u128::from(NS_PER_SECOND) + u128::from(times.rate.div_rem(part * NS_PER_SECOND).0);
+        return micros(ns);
     }
     clamp(clock.wall_ns(ticks).div_euclid(1000))
+}
+
+/// [`wall_micros`] of `ticks`, given `ns` = [`ns_since_start`] of `ticks`: from `ns` when the
+/// clock's reference is its start (as the recorder writes every clock) and `ticks` is not
+/// before it, for then both are floor((ticks - start) * 10^9 / rate), `ns` exact when below
+/// i64::MAX; by [`wall_micros`] otherwise.
+fn wall_micros_of(times: &Times, ticks: u64, ns: i64) -> i64 {
+    let clock = &times.clock;
+    if clock.ref_ticks == clock.start_ticks
+        && ticks >= clock.start_ticks
+        && clock.ticks_per_second != 0
+        && ns < i64::MAX
+        && let Some(wall) = clock.ref_wall_ns.checked_add(ns)
+    {
+        return wall.div_euclid(1000);
+    }
+    wall_micros(times, ticks)
+}
+
+/// Where the rows of an event type went last: its table, the file of the day and that day's
+/// range of `time` (microseconds, `from` included, `until` not).
+#[derive(Clone)]
+struct Last {
+    name: String,
+    from: i64,
+    until: i64,
+    file: usize,
 }
 
 /// Ticks per second of a clock in nanoseconds.
@@ -672,7 +789,7 @@ fn clamp(v: i128) -> i64 {
 /// The columns of the event table of `desc`.
 fn event_columns(desc: &Desc) -> Vec<Column> {
     let fixed = [
-        Column::new("log", Shape::Param(ColumnType::Utf8)),
+        Column::new("log", Shape::Id),
         Column::new("thread", Shape::Int64),
         Column::new("ticks", Shape::Int64),
         Column::new("ns", Shape::Int64),
@@ -799,8 +916,8 @@ impl LogFiles<'_> {
         }
     }
 
-    /// Finishes every file (the rest of its rows, its footer) and syncs it; on an error
-    /// removes them all.
+    /// Finishes every file (the rest of its rows, its footer) and syncs it (all at once,
+    /// [`sync_all`]); on an error removes them all.
     fn finish(mut self, files: &mut Vec<Rename>) -> Result<()> {
         for table in &mut self.tables {
             table.flush(&mut self.encoder);
@@ -808,12 +925,7 @@ impl LogFiles<'_> {
         let written = self.encoder.finish();
         let synced = written
             .map_err(|(i, e)| parquet_error(self.tables.get(i).map_or(self.out, |t| t.temp.as_path()), &e))
-            .and_then(|written| {
-                for (table, file) in self.tables.iter().zip(written) {
-                    file.sync_all().map_err(|e| io_error(&table.temp, &e))?;
-                }
-                Ok(())
-            });
+            .and_then(|written| sync_all(&self.tables, written));
         match synced {
             Ok(()) => {
                 files.extend(self.tables.into_iter().map(|t| (t.temp, t.path)));
@@ -830,11 +942,50 @@ impl LogFiles<'_> {
 
     /// Removes every file it opened.
     fn abandon(self) {
-        // The encoder's thread ends with its channel; the files go by name.
+        // The encoder's workers end with its channel; the files go by name.
         drop(self.encoder);
         for t in self.tables {
             let _ = fs::remove_file(&t.temp);
         }
+    }
+}
+
+/// The most threads that sync a log's files: syncs wait for the disk, not a core, and the
+/// file system makes one commit of those that wait together, where syncs one after another
+/// take a commit each.
+const SYNC_THREADS: usize = 8;
+
+/// Syncs `files` (the files of `tables`, in order) on up to [`SYNC_THREADS`] threads at
+/// once, each taking the next file not yet taken; the first error, of the first file that
+/// failed. Without a thread (the system refuses every one), one after another.
+fn sync_all(tables: &[TableFile], files: Vec<File>) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let sync = || {
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(file) = files.get(i) else { break };
+            if let Err(e) = file.sync_all() {
+                let shown = tables.get(i).map_or_else(PathBuf::new, |t| t.temp.clone());
+                if let Ok(mut failures) = failures.lock() {
+                    failures.push((i, io_error(&shown, &e)));
+                }
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..SYNC_THREADS.min(files.len()) {
+            if std::thread::Builder::new().name("parquet-sync".into()).spawn_scoped(scope, sync).is_err() {
+                break;
+            }
+        }
+        // This thread syncs too, and alone when the system refused every other.
+        sync();
+    });
+    let failures = failures.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match failures.into_iter().min_by_key(|(i, _)| *i) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
     }
 }
 
@@ -996,19 +1147,19 @@ fn write_log(
     logs_files: &mut Vec<Rename>,
 ) -> Result<Imported> {
     let header = log.header().clone();
-    let facts = RowFacts { id: id.as_bytes(), clock: header.clock };
+    let times = Times::new(header.clock);
     let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
     let mut files_of = LogFiles {
         out,
         name: format!("{id}.parquet"),
         tables: Vec::new(),
         by_key: HashMap::new(),
-        encoder: Encoder::start(),
+        encoder: Encoder::start(id.as_bytes()),
         created_dirs,
         buffered: 0,
     };
-    // Wire code -> (table name, its day, its file index) of the last row of that type.
-    let mut last: Vec<Option<(String, i64, usize)>> = vec![None; 1 << 16];
+    // Wire code -> the table and day of the last row of that type.
+    let mut last: Vec<Option<Last>> = vec![None; 1 << 16];
     let mut names: BTreeMap<u64, String> = BTreeMap::new();
     let mut high =
         header.producer.pid | header.clock.ticks_per_second | header.clock.start_ticks | header.clock.ref_ticks;
@@ -1016,20 +1167,25 @@ fn write_log(
         log,
         |_| true,
         |event| {
-            let wall = wall_micros(&facts.clock, event.time);
-            let day = day_of(wall);
+            let ns = ns_since_start(&times, event.time);
+            let wall = wall_micros_of(&times, event.time, ns);
             let slot = &mut last[usize::from(event.desc.wire)];
             let i = match slot {
-                Some((_, d, i)) if *d == day => *i,
+                // The day of the last row of its type: no division.
+                Some(l) if l.from <= wall && wall < l.until => l.file,
                 _ => {
+                    let day = day_of(wall);
                     // plan() checked every name.
                     let name = match slot.take() {
-                        Some((name, _, _)) => name,
+                        Some(l) => l.name,
                         None => table_name(event.desc).unwrap_or_default(),
                     };
-                    let i = files_of.table(&name, day, event.desc)?;
-                    *slot = Some((name, day, i));
-                    i
+                    let file = files_of.table(&name, day, event.desc)?;
+                    // Saturated at the ends of the i64 range: a time there takes this way
+                    // again, and finds the same file.
+                    let (from, until) = (day.saturating_mul(DAY_MICROS), (day + 1).saturating_mul(DAY_MICROS));
+                    *slot = Some(Last { name, from, until, file });
+                    file
                 }
             };
             if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
@@ -1040,7 +1196,7 @@ fn write_log(
             }
             let table = &mut files_of.tables[i];
             let before = table.bytes;
-            high |= push_event(table, &facts, wall, event);
+            high |= push_event(table, ns, wall, event);
             files_of.buffered += files_of.tables[i].bytes - before;
             files_of.relieve(i);
             Ok(())
@@ -1218,7 +1374,11 @@ mod tests {
             let want =
                 i128::from(whole.parse::<i64>().unwrap_or(i64::MAX)) * 1_000_000_000 + frac.parse::<i128>().unwrap();
             let want = if text.starts_with('-') { -want } else { want };
-            assert_eq!(i128::from(ns_since_start(&c, ticks)), want.clamp(i64::MIN.into(), i64::MAX.into()), "{text}");
+            assert_eq!(
+                i128::from(ns_since_start(&Times::new(c), ticks)),
+                want.clamp(i64::MIN.into(), i64::MAX.into()),
+                "{text}"
+            );
         }
     }
 
@@ -1228,12 +1388,12 @@ mod tests {
         c.ref_ticks = 500;
         c.ref_wall_ns = 1_700_000_000_123_456_789;
         for ticks in [0, 1, 499, 500, 999, 1_000, 1_001, 123_456_789_012, u64::MAX] {
-            assert_eq!(wall_micros(&c, ticks), clamp(c.wall_ns(ticks).div_euclid(1000)), "{ticks}");
+            assert_eq!(wall_micros(&Times::new(c), ticks), clamp(c.wall_ns(ticks).div_euclid(1000)), "{ticks}");
             let general = i128::from(ticks) - i128::from(c.start_ticks);
-            assert_eq!(ns_since_start(&c, ticks), clamp(general), "{ticks}");
+            assert_eq!(ns_since_start(&Times::new(c), ticks), clamp(general), "{ticks}");
         }
         c.ref_wall_ns = i64::MIN;
-        assert_eq!(wall_micros(&c, 0), clamp(c.wall_ns(0).div_euclid(1000)));
+        assert_eq!(wall_micros(&Times::new(c), 0), clamp(c.wall_ns(0).div_euclid(1000)));
     }
 
     #[test]
@@ -1252,12 +1412,68 @@ mod tests {
                 [0, 1, reference.saturating_sub(1), reference, reference.saturating_add(1), rate, 1 << 40, u64::MAX]
             {
                 assert_eq!(
-                    wall_micros(&c, ticks),
+                    wall_micros(&Times::new(c), ticks),
                     clamp(c.wall_ns(ticks).div_euclid(1000)),
                     "rate {rate} ticks {ticks}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_wall_time_from_nanoseconds_is_the_wall_time() {
+        for (rate, start, wall) in [
+            (NS_PER_SECOND, 1_000, 1_700_000_000_123_456_789),
+            (2_600_000_198, 5_000_000_000, 1_700_000_000_123_456_789),
+            (3, 10, -5),
+            (3, 10, -1_000_000_000_007),
+            (u64::MAX / NS_PER_SECOND, 0, 0),
+            (u64::MAX / NS_PER_SECOND + 1, 7, i64::MAX),
+            (u64::MAX / NS_PER_SECOND + 1, 7, i64::MIN),
+            (1, u64::MAX, i64::MIN),
+            (1, 0, i64::MAX - 999),
+        ] {
+            for reference in [start, start / 2, start.saturating_add(3)] {
+                let mut c = clock(rate, start);
+                c.ref_ticks = reference;
+                c.ref_wall_ns = wall;
+                let times = Times::new(c);
+                for ticks in [0, 1, start.saturating_sub(1), start, start.saturating_add(1), rate, 1 << 40, u64::MAX] {
+                    let ns = ns_since_start(&times, ticks);
+                    assert_eq!(
+                        wall_micros_of(&times, ticks, ns),
+                        wall_micros(&times, ticks),
+                        "rate {rate} start {start} reference {reference} ticks {ticks}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_divisor_divides_as_the_division_does() {
+        let mut divisors = vec![1, 2, 3, 7, 1000, 2_600_000_198, 3_000_000_000, u64::MAX / NS_PER_SECOND, u64::MAX];
+        divisors.extend((0..64).map(|b| 1u64 << b));
+        divisors.extend((1..64).map(|b| (1u64 << b) - 1));
+        divisors.extend((1..64).map(|b| (1u64 << b) + 1));
+        // A fixed generator: the same numbers every run.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for d in divisors {
+            let divisor = Divisor::new(d);
+            let mut xs = vec![0, 1, d - 1, d, d.saturating_add(1), u64::MAX, u64::MAX - 1, u64::MAX / d * d];
+            xs.extend((0..200).map(|_| next()));
+            xs.extend((0..200).map(|_| next() >> (next() % 64)));
+            for x in xs {
+                assert_eq!(divisor.div_rem(x), (x / d, x % d), "{x} / {d}");
+            }
+        }
+        assert_eq!(Divisor::new(0).div_rem(5), (5, 0), "0 divides as 1");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::Window;
 use super::{Said, left_out_note};
 use crate::log::Log;
 use crate::progress::Progress;
-use event_format::decode::{BlockSource, Entry, Event};
+use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
 use event_format::ledger::Ledger;
 use event_format::letter::Letter;
 use std::collections::BTreeMap;
@@ -18,6 +18,7 @@ use std::io::Read;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Mutex, mpsc};
 
 /// The type of a parameter's column in a table export: one mapping of format letters,
 /// shared by the SQLite and the Parquet exports, each of which spells it in its own types.
@@ -163,8 +164,10 @@ impl Walked {
 
 /// Reads `log` (log `file` of the export) block by block in the order it holds them and hands
 /// each event `window` selects to `visit`, counting as it goes (the ledger counts every
-/// event); the first error `visit` returns stops the reading and is returned. Memory: one
-/// block, and the ledger's numbers of each thread's blocks (a range per gap).
+/// event); the first error `visit` returns stops the reading and is returned. The blocks are
+/// read and unpacked on a thread of their own while this one walks them. Memory: a few blocks
+/// (at most 2 × [`READ_AHEAD`] + 4: read ahead, walked and not yet read into again, being read,
+/// being walked), and the ledger's numbers of each thread's blocks (a range per gap).
 #[cfg(feature = "sqlite")]
 pub(super) fn walk<E>(
     log: &mut Log,
@@ -176,6 +179,9 @@ pub(super) fn walk<E>(
     walked.left_out = window.left_out(file);
     Ok(walked)
 }
+
+/// Blocks read ahead of the walk at most (beside the one being read and the one walked).
+const READ_AHEAD: usize = 2;
 
 /// [`walk`] with the choice of events `keeps` makes (every event: the Parquet export, whose
 /// dataset holds whole logs); `left_out` is left 0 for the caller to set.
@@ -189,12 +195,12 @@ pub(super) fn walk_chosen<E>(
     let block_size = u64::from(log.header().block_size);
     let starts = log.segment_starts();
     let mut progress = Progress::new(&format!("exporting {}", log.path().display()), log.len());
-    while let Some(block) = log.next_block() {
+    let mut walk_block = |block: Result<Block, BlockError>, catalog: &Catalog| -> Result<Option<Block>, E> {
         let block = match block {
             Ok(b) => b,
             Err(e) => {
                 ledger.damaged(&e);
-                continue;
+                return Ok(None);
             }
         };
         let start = starts.get(block.segment as usize).copied().unwrap_or(0);
@@ -202,7 +208,7 @@ pub(super) fn walk_chosen<E>(
         let (thread, sequence) = (block.header.thread, block.header.sequence);
         ledger.block(&block);
         let mut in_block = 0u64;
-        for entry in block.entries(log.catalog()) {
+        for entry in block.entries(catalog) {
             if let Entry::Event(event) = &entry
                 && keeps(event)
             {
@@ -212,7 +218,46 @@ pub(super) fn walk_chosen<E>(
             ledger.entry(thread, sequence, &entry);
         }
         *events_by_thread.entry(thread).or_default() += in_block;
-    }
+        Ok(Some(block))
+    };
+    let (source, catalog) = log.blocks_and_catalog();
+    let source = Mutex::new(source);
+    std::thread::scope(|scope| {
+        // The blocks are read (and unpacked) on a thread of their own, READ_AHEAD blocks ahead
+        // of this one, which walks them; each walked block goes back to be read into again.
+        let (blocks_tx, blocks_rx) = mpsc::sync_channel::<Result<Block, BlockError>>(READ_AHEAD);
+        let (spent_tx, spent_rx) = mpsc::channel::<Block>();
+        let source = &source;
+        let reader = std::thread::Builder::new().name("event-dump-read".into()).spawn_scoped(scope, move || {
+            let Ok(mut source) = source.lock() else { return };
+            while let Some(block) = source.next_block() {
+                // This thread stops when the walk stops (an error), its channel closed.
+                if blocks_tx.send(block).is_err() {
+                    return;
+                }
+                for spent in spent_rx.try_iter() {
+                    source.recycle(spent);
+                }
+            }
+        });
+        if reader.is_err() {
+            // No thread (a thread limit): this one reads too.
+            let Ok(mut source) = source.lock() else { return Ok(()) };
+            while let Some(block) = source.next_block() {
+                if let Some(spent) = walk_block(block, catalog)? {
+                    source.recycle(spent);
+                }
+            }
+            return Ok(());
+        }
+        for block in blocks_rx {
+            if let Some(spent) = walk_block(block, catalog)? {
+                // The reader gone, the block goes with the channel.
+                let _ = spent_tx.send(spent);
+            }
+        }
+        Ok(())
+    })?;
     progress.finish();
     if let Some(findings) = log.ring_findings() {
         ledger.ring_file(findings);

@@ -71,7 +71,7 @@ use crate::decode::{Block, BlockError, Entry, Event};
 use crate::letter::Letter;
 use crate::ring::{RingFindings, STATE_CLOSED};
 use crate::schema::Version;
-use crate::wire::{RecordError, Stop, StopCause, Value, records_stop};
+use crate::wire::{RecordError, STRING_TRUNCATED, Stop, StopCause, Value, records_stop};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -364,11 +364,7 @@ impl Ledger {
                 self.add_lost(thread, count);
             }
         } else if desc.format.contains(&Letter::String) {
-            for value in event.values() {
-                if let Value::Str(text) = value {
-                    self.truncated_strings += u64::from(text.truncated);
-                }
-            }
+            self.truncated_strings += truncated_strings(event);
         }
     }
 
@@ -602,4 +598,63 @@ fn own_counts(block: &Block) -> (u64, u64) {
 /// The sum of `counts`, saturating at `u64::MAX`: counts from a log may lie.
 fn saturating_sum(counts: impl Iterator<Item = u64>) -> u64 {
     counts.fold(0, u64::saturating_add)
+}
+
+/// The strings of `event` that their writer cut (the flag of their length prefix): what
+/// [`Event::values`] says of them, read from the argument bytes by the letters without
+/// decoding the other values.
+fn truncated_strings(event: &Event<'_>) -> u64 {
+    let mut args = event.args;
+    let mut cut = 0;
+    for letter in &event.desc.format {
+        let Some((head, rest)) = args.split_at_checked(letter.min_size()) else { break };
+        args = rest;
+        if *letter == Letter::String {
+            let prefix = event.order.u16(head);
+            cut += u64::from(prefix & STRING_TRUNCATED != 0);
+            let Some(rest) = args.get(usize::from(prefix & !STRING_TRUNCATED)..) else { break };
+            args = rest;
+        }
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::Desc;
+    use crate::wire::{Order, Text, encode_value};
+
+    #[test]
+    fn cut_strings_are_those_the_values_say() {
+        let text = |s: &'static str, truncated| Value::Str(Text { bytes: s.as_bytes(), truncated });
+        let rows: Vec<Vec<Value<'static>>> = vec![
+            vec![text("a", true)],
+            vec![text("", false), Value::Word(7), text("cut", true), Value::Bool(true), text("whole", false)],
+            vec![Value::Unsigned(3), text("x", true), Value::Double(1.5), text("y", true), Value::Signed(-1)],
+            vec![Value::Pointer(1), Value::Address(2), text("ü", false)],
+        ];
+        for order in [Order::Little, Order::Big] {
+            for values in &rows {
+                let mut args = Vec::new();
+                for v in values {
+                    encode_value(v, order, &mut args);
+                }
+                let desc = Desc {
+                    code: 300,
+                    wire: 300,
+                    set: String::new(),
+                    qualified: false,
+                    name: "E".into(),
+                    kind_name: "K".into(),
+                    kind: Some(0),
+                    format: values.iter().map(Value::letter).collect(),
+                    params: values.iter().map(|_| "p".into()).collect(),
+                };
+                let event = Event { desc: &desc, time: 0, thread: 1, args: &args, order };
+                let want = event.values().filter(|v| matches!(v, Value::Str(t) if t.truncated)).count() as u64;
+                assert_eq!(truncated_strings(&event), want, "{values:?}");
+            }
+        }
+    }
 }

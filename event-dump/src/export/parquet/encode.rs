@@ -1,19 +1,35 @@
-//! The Parquet export's encoder: a thread that writes row groups (Parquet's encodings,
+//! The Parquet export's encoder: threads that encode row groups (Parquet's encodings,
 //! statistics, Snappy) while the export reads the log on, so that the reading and the
-//! encoding run on two cores. The export fills a table's column [`Buffer`]s and hands them
-//! over whole ([`Encoder::write`]); the encoder gives them back emptied, their memory kept,
-//! for the table's next row group ([`Encoder::spare`]).
+//! encoding share the machine's cores. The export fills a table's column [`Buffer`]s and
+//! hands them over whole ([`Encoder::write`]); a worker encodes each column into a column
+//! chunk in memory, and the chunks of a file's row groups are appended to the file in the
+//! order they were handed over, whichever worker finished first, so the file is the same
+//! byte for byte with any number of workers. The buffers come back emptied, their memory
+//! kept, for the table's next row group ([`Encoder::spare`]).
 //!
-//! Memory: at most [`QUEUE`] (one) job waits while one is written, so at most two row groups
-//! are in the encoder beside the export's own buffers, and each table keeps at most one emptied set
-//! of buffers.
+//! The `log` column of an event table holds one value, the recording id, in every row: it
+//! is kept as a count ([`Buffer::Id`]) and its chunk is encoded once per row count and
+//! appended as many times as a row group of that count is written.
+//!
+//! Memory: at most [`QUEUE`] job waits while each worker encodes one, so at most
+//! `QUEUE + workers` row groups are in the encoder beside the export's own buffers (and
+//! the chunks of a file's row groups encoded before an earlier one of the same file, at
+//! most one per worker); each table keeps at most one emptied set of buffers.
 
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use bytes::Bytes;
+use parquet::column::writer::{ColumnCloseResult, ColumnWriter, get_column_writer};
+use parquet::data_type::ByteArray;
 use parquet::errors::ParquetError;
-use parquet::file::writer::SerializedFileWriter;
+use parquet::file::properties::WriterPropertiesPtr;
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::ColumnDescPtr;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+type Result<T> = std::result::Result<T, ParquetError>;
 
 /// Strings of a column not yet written: their bytes one after another and where each ends,
 /// so that a row costs no allocation; cut into `ByteArray`s (slices of one buffer) when the
@@ -32,7 +48,7 @@ impl Strings {
 
     /// The strings as `ByteArray`s, the buffer handed over.
     fn take(&mut self) -> Vec<ByteArray> {
-        let all = bytes::Bytes::from(std::mem::take(&mut self.bytes));
+        let all = Bytes::from(std::mem::take(&mut self.bytes));
         let mut start = 0;
         let arrays = self
             .ends
@@ -57,6 +73,9 @@ pub(super) enum Buffer {
     Bool(Vec<bool>),
     /// Strings, and the definition levels of a nullable column (1 there, 0 null).
     Str(Strings, Option<Vec<i16>>),
+    /// The log's recording id (given to [`Encoder::start`]) in this many rows: an event
+    /// table's `log` column.
+    Id(usize),
 }
 
 impl Buffer {
@@ -68,102 +87,221 @@ impl Buffer {
             Buffer::F64(_) => Buffer::F64(Vec::new()),
             Buffer::Bool(_) => Buffer::Bool(Vec::new()),
             Buffer::Str(_, defs) => Buffer::Str(Strings::default(), defs.as_ref().map(|_| Vec::new())),
+            Buffer::Id(_) => Buffer::Id(0),
         }
     }
 }
 
-/// Writes `buffers` (one per column, in order) as one row group of `writer`, and empties
-/// them.
-fn write_group(writer: &mut SerializedFileWriter<File>, buffers: &mut [Buffer]) -> Result<(), ParquetError> {
-    let mut group = writer.next_row_group()?;
-    for buffer in buffers {
-        let Some(mut column) = group.next_column()? else {
-            return Err(ParquetError::General("fewer columns than buffers".into()));
-        };
-        match buffer {
-            Buffer::I64(v) => {
-                column.typed::<Int64Type>().write_batch(v, None, None)?;
-                v.clear();
+/// A column chunk encoded in memory: its bytes, and what closing its writer said (the
+/// offsets in it are from the start of `bytes`).
+#[derive(Clone)]
+struct Chunk {
+    bytes: Bytes,
+    close: ColumnCloseResult,
+}
+
+/// Encodes `buffer` as a column chunk of column `descr` in memory, and empties it. `id` is
+/// the value of a [`Buffer::Id`], whose chunk is taken from `ids` (chunks by row count) or
+/// encoded once and kept there: the `log` column has the same descriptor and properties in
+/// every event table (`append_column` refuses a chunk of another descriptor).
+fn encode_column(
+    descr: &ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    buffer: &mut Buffer,
+    id: &[u8],
+    ids: &mut HashMap<usize, Chunk>,
+) -> Result<Chunk> {
+    let rows = match buffer {
+        Buffer::Id(rows) => std::mem::take(rows),
+        _ => return encode(descr, props, buffer, None),
+    };
+    if let Some(chunk) = ids.get(&rows) {
+        return Ok(chunk.clone());
+    }
+    let values = vec![ByteArray::from(Bytes::copy_from_slice(id)); rows];
+    let chunk = encode(descr, props, &mut Buffer::Id(0), Some(&values))?;
+    ids.insert(rows, chunk.clone());
+    Ok(chunk)
+}
+
+/// Encodes `buffer` (or, for a [`Buffer::Id`], `ids`) as a column chunk in memory, through
+/// the `parquet` crate's column writer with the file's properties: the chunk is the bytes a
+/// column writer of the file writes.
+fn encode(
+    descr: &ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    buffer: &mut Buffer,
+    ids: Option<&[ByteArray]>,
+) -> Result<Chunk> {
+    let mut sink = TrackedWrite::new(Vec::new());
+    let pages = Box::new(SerializedPageWriter::new(&mut sink));
+    let close = match (get_column_writer(descr.clone(), props.clone(), pages), buffer) {
+        (ColumnWriter::Int64ColumnWriter(mut w), Buffer::I64(v)) => {
+            w.write_batch(v, None, None)?;
+            v.clear();
+            w.close()?
+        }
+        (ColumnWriter::Int32ColumnWriter(mut w), Buffer::I32(v)) => {
+            w.write_batch(v, None, None)?;
+            v.clear();
+            w.close()?
+        }
+        (ColumnWriter::DoubleColumnWriter(mut w), Buffer::F64(v)) => {
+            w.write_batch(v, None, None)?;
+            v.clear();
+            w.close()?
+        }
+        (ColumnWriter::BoolColumnWriter(mut w), Buffer::Bool(v)) => {
+            w.write_batch(v, None, None)?;
+            v.clear();
+            w.close()?
+        }
+        (ColumnWriter::ByteArrayColumnWriter(mut w), Buffer::Str(v, defs)) => {
+            let arrays = v.take();
+            w.write_batch(&arrays, defs.as_deref(), None)?;
+            if let Some(d) = defs {
+                d.clear();
             }
-            Buffer::I32(v) => {
-                column.typed::<Int32Type>().write_batch(v, None, None)?;
-                v.clear();
+            w.close()?
+        }
+        (ColumnWriter::ByteArrayColumnWriter(mut w), Buffer::Id(_)) => {
+            w.write_batch(ids.unwrap_or_default(), None, None)?;
+            w.close()?
+        }
+        _ => return Err(ParquetError::General(format!("column {} of another type than its values", descr.name()))),
+    };
+    Ok(Chunk { bytes: Bytes::from(sink.into_inner()?), close })
+}
+
+/// Row groups that wait for a worker beside those the workers encode: a bound on memory.
+const QUEUE: usize = 1;
+
+/// The most workers, whatever the number of cores: a bound on memory (a row group each),
+/// and more than the reading keeps busy.
+const MOST_WORKERS: usize = 4;
+
+/// A file's writer and what its workers share.
+struct Shared {
+    /// The file's columns.
+    columns: Vec<ColumnDescPtr>,
+    props: WriterPropertiesPtr,
+    state: Mutex<FileState>,
+}
+
+/// A file being written: the row groups are appended in the order they were handed over.
+struct FileState {
+    writer: Option<SerializedFileWriter<File>>,
+    /// The number of the next row group to append.
+    next: u64,
+    /// Row groups encoded before an earlier one: their chunks, by number.
+    waiting: BTreeMap<u64, Vec<Chunk>>,
+    /// The first error, after which nothing more is written to the file.
+    failure: Option<ParquetError>,
+}
+
+impl FileState {
+    /// Appends row group `number` when its turn comes, and those waiting for it.
+    fn append(&mut self, number: u64, chunks: Vec<Chunk>) {
+        self.waiting.insert(number, chunks);
+        while let Some(chunks) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            if self.failure.is_some() {
+                continue;
             }
-            Buffer::F64(v) => {
-                column.typed::<DoubleType>().write_batch(v, None, None)?;
-                v.clear();
-            }
-            Buffer::Bool(v) => {
-                column.typed::<BoolType>().write_batch(v, None, None)?;
-                v.clear();
-            }
-            Buffer::Str(v, defs) => {
-                let arrays = v.take();
-                column.typed::<ByteArrayType>().write_batch(&arrays, defs.as_deref(), None)?;
-                if let Some(d) = defs {
-                    d.clear();
-                }
+            let Some(writer) = self.writer.as_mut() else { continue };
+            if let Err(e) = append_group(writer, chunks) {
+                self.failure = Some(e);
             }
         }
-        column.close()?;
+    }
+}
+
+/// Appends a row group of encoded chunks (one per column, in order) to `writer`.
+fn append_group(writer: &mut SerializedFileWriter<File>, chunks: Vec<Chunk>) -> Result<()> {
+    let mut group = writer.next_row_group()?;
+    for chunk in chunks {
+        group.append_column(&chunk.bytes, chunk.close)?;
     }
     group.close()?;
     Ok(())
 }
 
-/// Row groups that wait for the encoder beside the one it writes: a bound on memory (4 made
-/// no difference to the time on the 2-core machine of BENCHMARKS.md).
-const QUEUE: usize = 1;
-
-enum Job {
-    /// A file's writer; its number is how many were opened before it.
-    Open(Box<SerializedFileWriter<File>>),
-    /// A row group of file `.0`.
-    Write(usize, Vec<Buffer>),
+/// A row group to encode: row group `number` of file `file`.
+struct Job {
+    file: usize,
+    shared: Arc<Shared>,
+    number: u64,
+    buffers: Vec<Buffer>,
 }
 
 /// Why the encoder failed: the number of the file it was writing, and the error.
 pub(super) type Failure = (usize, ParquetError);
 
-/// The encoder thread and the channels to it.
+/// The encoder's workers and the channels to them.
 pub(super) struct Encoder {
     jobs: Option<SyncSender<Job>>,
     returned: Receiver<(usize, Vec<Buffer>)>,
-    /// The thread, or why the system refused one.
-    thread: std::result::Result<JoinHandle<Result<Vec<File>, Failure>>, String>,
+    /// The workers, or why the system refused every one.
+    workers: std::result::Result<Vec<JoinHandle<()>>, String>,
+    /// The files, in the order they were opened.
+    files: Vec<Arc<Shared>>,
+    /// The number of each file's next row group.
+    numbers: Vec<u64>,
     /// Emptied buffers given back, by file.
     spares: Vec<Option<Vec<Buffer>>>,
 }
 
 impl Encoder {
-    /// Starts the thread. If the system refuses one, every job is dropped and
+    /// Starts the workers, one per core (at most [`MOST_WORKERS`]); `id` is the value of the
+    /// [`Buffer::Id`] columns. If the system refuses every thread, every job is dropped and
     /// [`finish`](Encoder::finish) says why.
-    pub(super) fn start() -> Encoder {
+    pub(super) fn start(id: &[u8]) -> Encoder {
         let (jobs, inbox) = sync_channel::<Job>(QUEUE);
+        let inbox = Arc::new(Mutex::new(inbox));
         let (give_back, returned) = channel();
-        let thread = std::thread::Builder::new()
-            .name("parquet-encoder".into())
-            .spawn(move || run(&inbox, &give_back))
-            .map_err(|e| format!("cannot start the encoder's thread: {e}"));
-        let jobs = thread.is_ok().then_some(jobs);
-        Encoder { jobs, returned, thread, spares: Vec::new() }
+        let count = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, MOST_WORKERS);
+        let mut workers = Vec::new();
+        let mut refused = None;
+        for n in 0..count {
+            let (inbox, give_back, id) = (Arc::clone(&inbox), give_back.clone(), id.to_vec());
+            match std::thread::Builder::new()
+                .name(format!("parquet-encoder-{n}"))
+                .spawn(move || work(&inbox, &give_back, &id))
+            {
+                Ok(worker) => workers.push(worker),
+                Err(e) => refused = Some(format!("cannot start the encoder's thread: {e}")),
+            }
+        }
+        let workers = match refused {
+            Some(why) if workers.is_empty() => Err(why),
+            _ => Ok(workers),
+        };
+        let jobs = workers.is_ok().then_some(jobs);
+        Encoder { jobs, returned, workers, files: Vec::new(), numbers: Vec::new(), spares: Vec::new() }
     }
 
     /// Hands over a file's writer; returns its number.
     pub(super) fn open(&mut self, writer: SerializedFileWriter<File>) -> usize {
-        if let Some(jobs) = &self.jobs {
-            // A closed channel means the encoder failed: finish() says why.
-            let _ = jobs.send(Job::Open(Box::new(writer)));
-        }
+        let descr = writer.schema_descr();
+        let columns = (0..descr.num_columns()).map(|i| descr.column(i)).collect();
+        let props = Arc::clone(writer.properties());
+        let state = FileState { writer: Some(writer), next: 0, waiting: BTreeMap::new(), failure: None };
+        self.files.push(Arc::new(Shared { columns, props, state: Mutex::new(state) }));
+        self.numbers.push(0);
         self.spares.push(None);
-        self.spares.len() - 1
+        self.files.len() - 1
     }
 
     /// Hands over a row group of file `file`.
     pub(super) fn write(&mut self, file: usize, buffers: Vec<Buffer>) {
-        if let Some(jobs) = &self.jobs {
-            let _ = jobs.send(Job::Write(file, buffers));
-        }
+        let (Some(jobs), Some(shared), Some(number)) = (&self.jobs, self.files.get(file), self.numbers.get_mut(file))
+        else {
+            return;
+        };
+        let job = Job { file, shared: Arc::clone(shared), number: *number, buffers };
+        *number += 1;
+        // A closed channel means every worker stopped: finish() says why.
+        let _ = jobs.send(job);
     }
 
     /// Empty buffers for file `file`'s next row group, shaped as `like`: those the encoder
@@ -180,40 +318,95 @@ impl Encoder {
         }
     }
 
-    /// Waits for every row group to be written and every file's footer; the files, in the
-    /// order they were opened, not yet synced.
-    pub(super) fn finish(mut self) -> Result<Vec<File>, Failure> {
+    /// Waits for every row group to be written, then writes every file's footer; the files,
+    /// in the order they were opened, not yet synced.
+    pub(super) fn finish(mut self) -> std::result::Result<Vec<File>, Failure> {
         self.jobs = None;
-        match self.thread {
-            Ok(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err((0, ParquetError::General("the Parquet encoder's thread stopped".into())))),
-            Err(why) => Err((0, ParquetError::General(why))),
+        let stopped = || ParquetError::General("the Parquet encoder's thread stopped".into());
+        match self.workers {
+            Ok(workers) => {
+                let mut panicked = false;
+                for worker in workers {
+                    panicked |= worker.join().is_err();
+                }
+                if panicked {
+                    return Err((0, stopped()));
+                }
+            }
+            Err(why) => return Err((0, ParquetError::General(why))),
+        }
+        let mut written = Vec::with_capacity(self.files.len());
+        for (i, shared) in self.files.iter().enumerate() {
+            let mut state = shared.state.lock().map_err(|_| (i, stopped()))?;
+            if let Some(e) = state.failure.take() {
+                return Err((i, e));
+            }
+            if state.next != self.numbers[i] {
+                return Err((i, stopped()));
+            }
+            let writer = state.writer.take().ok_or_else(|| (i, stopped()))?;
+            written.push(writer.into_inner().map_err(|e| (i, e))?);
+        }
+        Ok(written)
+    }
+}
+
+/// A worker: encodes each job's columns, appends them to its file in turn and gives the
+/// buffers back; after a file's failure, only drops that file's jobs (the export finds out
+/// at the end).
+fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, id: &[u8]) {
+    let mut ids = HashMap::new();
+    loop {
+        let job = match inbox.lock() {
+            Ok(inbox) => inbox.recv(),
+            Err(_) => return,
+        };
+        let Ok(Job { file, shared, number, mut buffers }) = job else { return };
+        let failed = shared.state.lock().map_or(true, |s| s.failure.is_some());
+        let chunks: Result<Vec<Chunk>> = if failed {
+            Err(ParquetError::General("an earlier row group failed".into()))
+        } else if shared.columns.len() == buffers.len() {
+            shared
+                .columns
+                .iter()
+                .zip(&mut buffers)
+                .map(|(descr, buffer)| encode_column(descr, &shared.props, buffer, id, &mut ids))
+                .collect()
+        } else {
+            Err(ParquetError::General("another number of columns than buffers".into()))
+        };
+        for buffer in &mut buffers {
+            clear(buffer);
+        }
+        let _ = give_back.send((file, buffers));
+        let Ok(mut state) = shared.state.lock() else { return };
+        match chunks {
+            Ok(chunks) => state.append(number, chunks),
+            Err(e) => {
+                if state.failure.is_none() {
+                    state.failure = Some(e);
+                }
+                // Its turn passes: the row groups after it are not written either.
+                state.append(number, Vec::new());
+            }
         }
     }
 }
 
-/// The encoder thread: writes each job; after a failure, only drains the channel (the export
-/// finds out at the end).
-fn run(inbox: &Receiver<Job>, give_back: &Sender<(usize, Vec<Buffer>)>) -> Result<Vec<File>, Failure> {
-    let mut writers: Vec<Box<SerializedFileWriter<File>>> = Vec::new();
-    let mut failure = None;
-    for job in inbox {
-        match job {
-            Job::Open(writer) => writers.push(writer),
-            Job::Write(i, mut buffers) => {
-                if failure.is_none()
-                    && let Some(writer) = writers.get_mut(i)
-                    && let Err(e) = write_group(writer, &mut buffers)
-                {
-                    failure = Some((i, e));
-                }
-                let _ = give_back.send((i, buffers));
+/// Empties a buffer that an error left full.
+fn clear(buffer: &mut Buffer) {
+    match buffer {
+        Buffer::I64(v) => v.clear(),
+        Buffer::I32(v) => v.clear(),
+        Buffer::F64(v) => v.clear(),
+        Buffer::Bool(v) => v.clear(),
+        Buffer::Str(s, defs) => {
+            s.bytes.clear();
+            s.ends.clear();
+            if let Some(d) = defs {
+                d.clear();
             }
         }
+        Buffer::Id(rows) => *rows = 0,
     }
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    writers.into_iter().enumerate().map(|(i, w)| w.into_inner().map_err(|e| (i, e))).collect()
 }

@@ -145,11 +145,11 @@ pub(super) fn identity(files: &[&Path]) -> io::Result<String> {
 }
 
 /// What a table export learns of a log while it walks it: its [`Ledger`], the events of
-/// each thread (those the export wrote, as rows), and the events the selection left out.
+/// each thread (those the export wrote, as rows), and the events the choice left out.
 pub(super) struct Walked {
     pub(super) ledger: Ledger,
     pub(super) events_by_thread: BTreeMap<u64, u64>,
-    /// Set by [`walk`] (the SQLite export's, which takes a selection).
+    /// Set by [`walk`] (the SQLite export's, which takes a choice).
     #[cfg(feature = "sqlite")]
     pub(super) left_out: u64,
 }

@@ -231,6 +231,7 @@ fn pair(v: u64) -> [u8; 2] {
 }
 
 /// Appends `v` in decimal, as `{v}` writes it: [`write_value`]'s text of a word, as bytes.
+#[inline]
 pub fn push_decimal<S: Append>(out: &mut S, mut v: u64) {
     let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
     let mut buf = [b'0'; 20];
@@ -250,6 +251,7 @@ pub fn push_decimal<S: Append>(out: &mut S, mut v: u64) {
 
 /// Appends `v` in hex, as `{v:#x}` writes it: all sixteen digits at once, the first one
 /// that is not a leading zero shifted to the front, then what is beyond the last cut off.
+#[inline]
 pub fn push_hex<S: Append>(out: &mut S, v: u64) {
     let digits = (64 - (v | 1).leading_zeros()).div_ceil(4);
     let v = v << (4 * (16 - digits));
@@ -329,6 +331,7 @@ const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 /// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: shown as it is.
 /// Eight bytes at a time, with the classic tests on a word's bytes ("has a byte below n",
 /// "above n", "a zero byte"), each nonzero exactly when some byte is one it looks for.
+#[inline]
 fn is_plain(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -453,6 +456,7 @@ impl Seconds {
 
     /// Appends the time from the clock's start to `ticks` as seconds with 9 decimals, computed
     /// in integers so that equal ticks always print equal text.
+    #[inline]
     pub fn push<S: Append>(&self, out: &mut S, ticks: u64) {
         if !(self.fits && ticks >= self.clock.start_ticks) {
             // Before the start, or a rate of 18 GHz or more: in 128 bits.

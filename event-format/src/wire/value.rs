@@ -96,6 +96,7 @@ impl<'a> ValueIter<'a> {
 impl<'a> Iterator for ValueIter<'a> {
     type Item = Value<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<Value<'a>> {
         let take = &mut self.take;
         Some(match self.letters.next()? {

@@ -31,7 +31,7 @@ pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
     if word & (1 << (index & 63)) == 0 {
         return false;
     }
-    crate::capture::any() & (1 << (index & 63)) == 0 || crate::capture::enabled_here(bits, index)
+    crate::divert::any() & (1 << (index & 63)) == 0 || crate::capture::enabled_here(bits, index)
 }
 
 /// Records event `index` (its position in `set`) on this thread: `fixed` bytes of
@@ -40,13 +40,25 @@ pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
 /// `index`; a set that it does not hold has its event refused and counted.
 #[inline(always)]
 pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    if crate::capture::any() & (1 << (index & 63)) == 0 {
+    if crate::divert::any() & (1 << (index & 63)) == 0 {
         return crate::buffer::emit_event(set, index, fixed, strs, fill);
     }
     // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
     // otherwise the recording writes it and looks at it. One call out of line, so that
-    // the diverted path takes no register of the common one (`buffer::emit_diverted`).
-    crate::buffer::emit_diverted(set, index, fixed, strs, fill)
+    // the diverted path takes no register of the common one (`diverted`).
+    diverted(set, index, fixed, strs, fill)
+}
+
+/// An event diverted by its bit in the divert word: into this thread's capture when it has
+/// one (`capture::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
+/// line and cold: the common path keeps its registers (inlined into a caller's loop, the
+/// diverted path held two of them, and the common path spilled: 2 instructions an event).
+#[cold]
+#[inline(never)]
+fn diverted(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
+        crate::buffer::emit_watched(set, index, fixed, strs, fill)
+    }
 }
 
 /// Whether `module_path` (the caller's `module_path!()`) is a crate root: a module below it

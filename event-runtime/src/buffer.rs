@@ -117,7 +117,7 @@ pub(crate) struct ThreadBuffer {
     /// The time of the last record: the next delta counts from it.
     time: u64,
     /// The pending snapshot whose `post=N` events this thread counts, and how many are left.
-    /// While it does, every event is diverted to `watched` (`capture::post_window`).
+    /// While it does, every event is diverted to `watched` (`divert::post_window`).
     post: Option<(u64, u64)>,
 }
 
@@ -438,7 +438,7 @@ impl ThreadBuffer {
             if left <= 1 {
                 self.post = None;
                 triggers.counted(id);
-                crate::capture::post_window(self.generation, false);
+                crate::divert::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
             }
@@ -469,7 +469,7 @@ impl ThreadBuffer {
                 // A trigger while counting another's post window: the older one is taken now,
                 // and this thread's window goes on.
                 Some((older, _)) => triggers.counted(older),
-                None => crate::capture::post_window(self.generation, true),
+                None => crate::divert::post_window(self.generation, true),
             }
         }
     }
@@ -892,7 +892,7 @@ impl Drop for ThreadBuffer {
             if let Some(triggers) = &self.shared.triggers {
                 triggers.counted(id);
             }
-            crate::capture::post_window(self.generation, false);
+            crate::divert::post_window(self.generation, false);
         }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         let pool = self.is_pool();
@@ -1013,24 +1013,19 @@ fn write_in(
     }
 }
 
-/// Records event `index` of `set`, diverted (`__private::emit`): into this thread's capture
-/// when it has one (`capture::try_emit`); else as [`emit_event`], then looked at
-/// (`ThreadBuffer::watched`): a trigger's or a pin's event, one that shares its bit in the
-/// divert word, or any while a thread counts `post=N` events. Out of line and cold: the
-/// common path keeps its registers (without it, the diverted path inlined into a caller's
-/// loop held two of them, and the common path spilled: 2 instructions an event).
-#[cold]
-#[inline(never)]
-pub(crate) fn emit_diverted(
+/// Records event `index` of `set` as [`emit_event`] does, then looks at it
+/// (`ThreadBuffer::watched`): a diverted event (`__private::emit`) that no capture took, a
+/// trigger's or a pin's, one that shares its bit in the divert word, or any while a thread
+/// counts `post=N` events. Called from `__private`'s cold, out-of-line path only.
+#[inline]
+pub(crate) fn emit_watched(
     set: &'static EventSet,
     index: u16,
     fixed: usize,
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
-    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
-        emit_as(Code::Event(set, index), fixed, strs, fill, Watch::Yes)
-    }
+    emit_as(Code::Event(set, index), fixed, strs, fill, Watch::Yes)
 }
 
 /// The `ThreadName` record of `thread` as the recording names it, for the ring file's pin

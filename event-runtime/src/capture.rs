@@ -37,102 +37,21 @@ use event_format::wire::{
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-
-/// The divert word: an enabled event whose bit (its index in its set, mod 64) is set here
-/// takes the cold path. All ones while any capture runs in the process (the sets' bits are
-/// then forced on) or while a thread counts a trigger's `post=N` events; else the watched
-/// events' bits of the running recording (its triggers and pins, `trigger`'s module docs,
-/// "Cost"); zero without either, as before triggers existed.
-static ANY: AtomicU64 = AtomicU64::new(0);
-/// Whether a capture runs: the cold path of `event!`'s test asks the selection only then.
-static CAPTURING: AtomicBool = AtomicBool::new(false);
-/// What `ANY` is made of; it is written under this lock, so that a capture that ends never
-/// clears it under one that starts, nor a recording's stop under a capture.
-static DIVERT: Mutex<Divert> = Mutex::new(Divert { captures: 0, watch: None });
-
-/// What the divert word is made of.
-#[derive(Debug)]
-struct Divert {
-    /// How many captures run (on any thread).
-    captures: usize,
-    /// The running recording's watched events: its generation, their bits, and how many of
-    /// its threads count `post=N` events now.
-    watch: Option<(u64, u64, usize)>,
-}
-
-impl Divert {
-    /// Stores the word this state makes.
-    fn publish(&self) {
-        let word = match self.watch {
-            _ if self.captures > 0 => u64::MAX,
-            Some((_, _, windows)) if windows > 0 => u64::MAX,
-            Some((_, mask, _)) => mask,
-            None => 0,
-        };
-        // Relaxed: see `any`.
-        ANY.store(word, Ordering::Relaxed);
-    }
-}
-
-/// The recording of `generation` watches the events whose bits are `mask` (its triggers'
-/// and pins'); `None` for `mask`: it stopped, and watches nothing more.
-pub(crate) fn watch(generation: u64, mask: Option<u64>) {
-    let mut divert = crate::locks::lock(&DIVERT);
-    match mask {
-        Some(mask) => divert.watch = Some((generation, mask, 0)),
-        None if divert.watch.is_some_and(|w| w.0 == generation) => divert.watch = None,
-        None => return,
-    }
-    divert.publish();
-}
-
-/// A thread of the recording of `generation` starts (`open`) or ends counting `post=N`
-/// events: while any does, every event takes the cold path.
-pub(crate) fn post_window(generation: u64, open: bool) {
-    let mut divert = crate::locks::lock(&DIVERT);
-    if let Some((g, _, windows)) = &mut divert.watch
-        && *g == generation
-    {
-        *windows = if open { *windows + 1 } else { windows.saturating_sub(1) };
-        divert.publish();
-    }
-}
-
-/// In a child just after `fork()`, which waits for no lock: the parent's recording is not
-/// the child's, and its watched events no longer divert (a capture's stay, as its forced
-/// bits do).
-pub(crate) fn unwatch_after_fork() {
-    if let Ok(mut divert) = DIVERT.try_lock() {
-        divert.watch = None;
-        divert.publish();
-    } else if !CAPTURING.load(Ordering::Relaxed) {
-        ANY.store(0, Ordering::Relaxed);
-    }
-}
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicU64;
 
 thread_local! {
     /// This thread's capture, while one runs.
     static CAPTURE: RefCell<Option<CaptureBuffer>> = const { RefCell::new(None) };
 }
 
-/// The divert word that `event!` tests an enabled event's bit in ([`ANY`]).
-#[inline(always)]
-pub(crate) fn any() -> u64 {
-    // Relaxed: the capturing thread itself stored it (program order); another thread that
-    // sees it late or early only takes the cold path for nothing, or not at all.
-    ANY.load(Ordering::Relaxed)
-}
-
-/// The cold half of `event!`'s test for an event diverted ([`ANY`]): whether it is recorded.
-/// Without a capture, the set's bit that `event!` tested is the selection's: yes. While a
+/// The cold half of `event!`'s test for an event diverted (its bit set in the divert word,
+/// `divert::any`): whether it is recorded. Without a capture, the set's bit that `event!` tested is the selection's: yes. While a
 /// capture runs somewhere, by this thread's capture or, failing that, by the selection.
 #[cold]
 #[inline(never)]
 pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
-    // Relaxed: set before the bits are forced on (`Capture::start`), as `ANY` is.
-    if !CAPTURING.load(Ordering::Relaxed) {
+    if !crate::divert::capturing() {
         return true;
     }
     crate::event_set::enabled(bits, index) || captures_here()
@@ -145,7 +64,7 @@ fn captures_here() -> bool {
 
 /// Records event `index` of `set` into this thread's capture; gives `fill` back when this
 /// thread does not capture (the caller records it, as a diverted event). Called for a
-/// diverted event only (its bit set in [`ANY`]: `__private::emit`).
+/// diverted event only (its bit set in the divert word, `divert::any`: `__private::emit`).
 #[inline]
 pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
     set: &'static EventSet,
@@ -154,7 +73,7 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
     strs: &[Text<'_>],
     fill: F,
 ) -> Option<F> {
-    if !CAPTURING.load(Ordering::Relaxed) {
+    if !crate::divert::capturing() {
         return Some(fill);
     }
     let mut fill = Some(fill);
@@ -230,15 +149,7 @@ impl Capture {
     /// Starts capturing this thread's events.
     pub fn start() -> Capture {
         let outer = CAPTURE.with(|s| s.borrow_mut().replace(CaptureBuffer::new()));
-        let mut divert = crate::locks::lock(&DIVERT);
-        divert.captures += 1;
-        // Relaxed: the lock orders the stores; see `any`. The flag and the word first, then
-        // the sets' bits forced on: an event that passes the forced bits always finds the
-        // word set.
-        CAPTURING.store(true, Ordering::Relaxed);
-        divert.publish();
-        crate::event_set::force_all(true);
-        drop(divert);
+        crate::divert::capture_started();
         Capture { outer, finished: false, _thread: PhantomData }
     }
 
@@ -256,14 +167,7 @@ impl Capture {
         self.finished = true;
         let outer = self.outer.take();
         let buffer = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
-        let mut divert = crate::locks::lock(&DIVERT);
-        divert.captures = divert.captures.saturating_sub(1);
-        if divert.captures == 0 {
-            // The selection back first, then the flag and the word (as at the start, reversed).
-            crate::event_set::force_all(false);
-            CAPTURING.store(false, Ordering::Relaxed);
-            divert.publish();
-        }
+        crate::divert::capture_ended();
         buffer
     }
 }

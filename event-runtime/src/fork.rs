@@ -118,7 +118,7 @@ extern "C" fn child() {
         {
             let records = session.in_child();
             control.in_child(records);
-            crate::capture::unwatch_after_fork();
+            crate::divert::unwatch_after_fork();
             drop((signals, guard));
         }
     });

@@ -125,6 +125,7 @@ mod clock;
 mod config;
 pub mod control;
 mod crash;
+mod divert;
 mod event_set;
 mod exchange;
 mod files;

@@ -881,7 +881,7 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     // The events its triggers and pins watch divert to the cold path (`trigger`'s module
     // docs, "Cost"); without any, nothing does.
     if let Some(triggers) = &shared.triggers {
-        crate::capture::watch(generation, Some(triggers.mask));
+        crate::divert::watch(generation, Some(triggers.mask));
     }
     session::set_running(true);
     generation

@@ -214,7 +214,7 @@ impl Recording {
         crate::snapshot::at_stop(&self.shared);
         crash::uninstall();
         session::set_running(false);
-        crate::capture::watch(self.generation, None);
+        crate::divert::watch(self.generation, None);
         control::uninstall();
         buffer::detach_this_thread(self.generation);
         // Every thread's committed records, taken before the pool closes: a thread that hands

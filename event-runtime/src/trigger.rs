@@ -32,7 +32,7 @@
 //! a thread counts its `post=N` events, the divert word is all ones, so that every event
 //! takes the cold path to be counted; it goes back when the count is done.
 //!
-//! The diverted path is one call out of line (`buffer::emit_diverted`), so that it takes no
+//! The diverted path is one call out of line (`__private`'s `diverted`), so that it takes no
 //! register of the common path in the caller's code: callgrind on `benches/examples/emit_probe`
 //! (`Word3`, `EVENT_POLICY=ring EVENT_PACK=off`) counts 101.96 instructions an event, as
 //! before triggers existed (101.95 at 4d39099), with or without a trigger on another event.
@@ -171,7 +171,7 @@ pub(crate) struct Triggers {
     pin_ring: Mutex<PinRing>,
     /// The wire codes of the events a trigger or a pin names, sorted.
     watched: Vec<u16>,
-    /// Their bits in the divert word (`capture::watch`): bit `index % 64` of each, by its
+    /// Their bits in the divert word (`divert::watch`): bit `index % 64` of each, by its
     /// index in its set.
     pub(crate) mask: u64,
     /// Where snapshots go: a pattern (`%s` its sequence number, ...).

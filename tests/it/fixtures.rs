@@ -125,9 +125,10 @@ fn events() -> Vec<(u64, u64, u16, Vec<Value<'static>>)> {
     ev
 }
 
-/// The fixture stream in `order`, made by the reference encoder.
-fn generate(order: Order) -> Vec<u8> {
-    let schema = match def::parse(&std::fs::read_to_string(data("events.def")).unwrap(), "events.def") {
+/// The header every generated fixture starts from: the frozen events.def at `def`, a fixed
+/// monotonic nanosecond clock and producer named `program`, blocks of `block_size` bytes.
+pub(crate) fn frozen_header(def: &std::path::Path, program: &str, block_size: u32, order: Order) -> Header {
+    let schema = match def::parse(&std::fs::read_to_string(def).unwrap(), "events.def") {
         Ok(schema) => schema,
         Err(errors) => panic!("the frozen events.def parses:\n{errors}"),
     };
@@ -143,12 +144,18 @@ fn generate(order: Order) -> Vec<u8> {
         arch: "x86_64".into(),
         os: "linux".into(),
         pid: 31337,
-        program: "fixture".into(),
+        program: program.into(),
         host: "fixture-host".into(),
         start_wall_ns: 1_763_700_000_000_000_000,
     };
-    let mut header = Header::new(schema, BLOCK_SIZE, clock, producer);
+    let mut header = Header::new(schema, block_size, clock, producer);
     header.order = order;
+    header
+}
+
+/// The fixture stream in `order`, made by the reference encoder.
+fn generate(order: Order) -> Vec<u8> {
+    let mut header = frozen_header(&data("events.def"), "fixture", BLOCK_SIZE, order);
     // Since 2.0.2 the header's properties: the recording's id.
     header.properties.recording = Some(RecordingId(*b"fixture-record-1"));
     // Since 2.0.3: the stream is the third segment of its recording, after one the budget

@@ -24,10 +24,8 @@ use crate::common::DUMP;
 use event_format::builtin;
 use event_format::decode::{BlockSource, Catalog, DecodeOptions, Entry};
 use event_format::ring::{self, Layout, RingBlocks, RingReader};
-use event_format::wire::{
-    BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value,
-};
-use event_format::{def, text};
+use event_format::text;
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Header, Order, Text, Value};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -42,29 +40,7 @@ fn data(name: &str) -> PathBuf {
 
 fn header(order: Order) -> Header {
     let def = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/v1.0.0/events.def");
-    let schema = match def::parse(&std::fs::read_to_string(def).unwrap(), "events.def") {
-        Ok(schema) => schema,
-        Err(errors) => panic!("the frozen events.def parses:\n{errors}"),
-    };
-    let clock = Clock {
-        source: ClockSource::Monotonic,
-        ticks_per_second: 1_000_000_000,
-        ref_ticks: 0,
-        ref_wall_ns: 1_763_700_000_000_000_000,
-        start_ticks: 0,
-    };
-    let producer = Producer {
-        pointer_width: 8,
-        arch: "x86_64".into(),
-        os: "linux".into(),
-        pid: 31337,
-        program: "ring-fixture".into(),
-        host: "fixture-host".into(),
-        start_wall_ns: 1_763_700_000_000_000_000,
-    };
-    let mut header = Header::new(schema, BLOCK, clock, producer);
-    header.order = order;
-    header
+    crate::fixtures::frozen_header(&def, "ring-fixture", BLOCK, order)
 }
 
 /// A record's bytes as a block holds them (header and arguments), as the pin area keeps it.

@@ -464,10 +464,24 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
         // A pipe cannot seek: what was read of it goes back in front of the rest.
         Box::new(Cursor::new(magic[..got].to_vec()).chain(file))
     };
-    let decoder = Decoder::with_options(BufReader::with_capacity(1 << 20, reader), decode)
-        .map_err(|error| OpenError::Header { path: path.to_owned(), error })?;
-    // A read error leaves the log unindexed: its blocks are merged by the window alone.
-    let index = indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten());
+    stream_log(path, BufReader::with_capacity(1 << 20, reader), decode, len, |decoder| {
+        // A read error leaves the log unindexed: its blocks are merged by the window alone.
+        indexing.and_then(|f| index_blocks(&f, decoder.header(), decoder.header_len(), len).ok().flatten())
+    })
+}
+
+/// The log of the stream `reader` reads from `path` (`len` bytes as the file stood), its
+/// header read now, with the block index `index` makes once the header is known (or none).
+fn stream_log(
+    path: &Path,
+    reader: BufReader<Box<dyn Read + Send>>,
+    decode: DecodeOptions,
+    len: u64,
+    index: impl FnOnce(&Decoder<BufReader<Box<dyn Read + Send>>>) -> Option<Vec<BlockStart>>,
+) -> Result<Log, OpenError> {
+    let decoder =
+        Decoder::with_options(reader, decode).map_err(|error| OpenError::Header { path: path.to_owned(), error })?;
+    let index = index(&decoder);
     let catalog = Catalog::new(&decoder.header().sets);
     let recording_id = id_of(decoder.header(), decoder.header_bytes());
     Ok(Log {
@@ -544,19 +558,7 @@ pub fn open_growing(path: &Path, options: OpenOptions, growing: Growing) -> Resu
     let file = File::open(path).map_err(io_error)?;
     let reader: Box<dyn Read + Send> = Box::new(Tail::new(file, path, growing));
     let decode = DecodeOptions { force: options.force };
-    let decoder = Decoder::with_options(BufReader::with_capacity(1 << 16, reader), decode)
-        .map_err(|error| OpenError::Header { path: path.to_owned(), error })?;
-    let catalog = Catalog::new(&decoder.header().sets);
-    let recording_id = id_of(decoder.header(), decoder.header_bytes());
-    Ok(Log {
-        path: path.to_owned(),
-        source: Source::Stream(decoder),
-        catalog,
-        len: meta.len(),
-        index: None,
-        left_open: Vec::new(),
-        recording_id,
-    })
+    stream_log(path, BufReader::with_capacity(1 << 16, reader), decode, meta.len(), |_| None)
 }
 
 /// The header's recording id, or the one derived from its bytes.

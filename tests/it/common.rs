@@ -1,8 +1,9 @@
 //! What the workspace tests share: the programs they run (this package's bins) and starting
 //! `recorder-child`, which `runtime` and `security` both record with.
 
+pub(crate) use event_tests::Scratch;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// `recorder-child`: records numbered events as its arguments say (bin/recorder_child.rs).
@@ -33,77 +34,9 @@ pub(crate) fn program(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Command
 /// An empty directory of its own for the test `name` of the module `module` (one per
 /// process: tests that run at once never share one, so no two calls in a process may name the
 /// same one while both live), removed when the test passes and kept when it fails
-/// ([`Scratch`]). One left by an earlier process of the same id is removed first.
+/// ([`Scratch`]).
 pub(crate) fn dir(module: &str, name: &str) -> Scratch {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{module}-{name}-{}", std::process::id()));
-    if d.exists() {
-        remove_all(&d);
-    }
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
-}
-
-/// A test's scratch directory ([`dir`]), which derefs to its path. Dropped, it removes the
-/// directory and all in it if the test passed (some write a gigabyte of ring files a run),
-/// and keeps it if the test is panicking, saying where on stderr, for whoever looks into the
-/// failure. Declare it before any child process or recording that writes into it, so that
-/// those are killed, waited for or stopped (dropped) before it goes.
-#[derive(Debug)]
-pub(crate) struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("scratch directory kept (the test failed): {}", self.0.display());
-        } else {
-            remove_all(&self.0);
-        }
-    }
-}
-
-/// Removes `d` and all in it, directories a test left read-only included (each is made
-/// writable again first). What cannot be removed is left, with one line on stderr: the test
-/// passed, and its leftovers are no reason to fail it.
-fn remove_all(d: &Path) {
-    if std::fs::remove_dir_all(d).is_ok() {
-        return;
-    }
-    writable(d);
-    if let Err(e) = std::fs::remove_dir_all(d)
-        && d.exists()
-    {
-        eprintln!("scratch directory {} not removed: {e}", d.display());
-    }
-}
-
-/// Makes `d` and every directory under it writable and searchable by its owner.
-fn writable(d: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::symlink_metadata(d)
-            && meta.is_dir()
-        {
-            let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(meta.permissions().mode() | 0o700));
-            for entry in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                writable(&entry.path());
-            }
-        }
-    }
+    Scratch::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{module}-{name}-{}", std::process::id())))
 }
 
 /// Starts a child and waits for its `ready` line. Its standard input is a pipe that this

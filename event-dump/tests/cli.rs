@@ -12,8 +12,9 @@ use event_runtime::{Policy, Recorder};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn dir() -> PathBuf {
-    common::dir("cli")
+/// A directory of the test's own ([`common::numbered_dir`]).
+fn dir() -> common::Scratch {
+    common::numbered_dir("cli")
 }
 
 /// stdout, with what differs from run to run replaced: the log's path, the producer's pid
@@ -55,23 +56,24 @@ fn clean(text: &str, log: &str) -> String {
     out
 }
 
-/// [`common::two_workers_log`] in this test's directory.
-fn sample_log(name: &str) -> PathBuf {
-    let path = dir().join(name);
+/// [`common::two_workers_log`] in the test's directory `d`.
+fn sample_log(d: &Path, name: &str) -> PathBuf {
+    let path = d.join(name);
     common::two_workers_log(&path);
     path
 }
 
-/// [`common::whole_block_dropping_log`] in this test's directory.
-fn dropping_log() -> PathBuf {
-    let path = dir().join("drops.evt");
+/// [`common::whole_block_dropping_log`] in the test's directory `d`.
+fn dropping_log(d: &Path) -> PathBuf {
+    let path = d.join("drops.evt");
     common::whole_block_dropping_log(&path);
     path
 }
 
 #[test]
 fn print_text_json_csv() {
-    let log = sample_log("print.evt");
+    let d = dir();
+    let log = sample_log(&d, "print.evt");
     let log = log.to_str().unwrap();
     let text = run(&[log]);
     assert!(text.status.success(), "{}", stderr(&text));
@@ -114,7 +116,8 @@ fn through_a_pipe(args: &[&str], bytes: Vec<u8>) -> Output {
 #[cfg(unix)]
 #[test]
 fn a_log_from_a_pipe_reads_as_the_file_does() {
-    let log = sample_log("piped.evt");
+    let d = dir();
+    let log = sample_log(&d, "piped.evt");
     let bytes = std::fs::read(&log).unwrap();
     let log = log.to_str().unwrap();
     for command in ["print", "stats", "check"] {
@@ -131,7 +134,7 @@ fn a_log_from_a_pipe_reads_as_the_file_does() {
         }
     }
     // A ring file cannot come from a pipe: one line says so (it once said "not a ring file").
-    let ring = dir().join("piped.ring");
+    let ring = d.join("piped.ring");
     common::tiny_ring(&ring);
     let out = through_a_pipe(&["print", "/dev/stdin"], std::fs::read(&ring).unwrap());
     assert_eq!(out.status.code(), Some(1));
@@ -144,7 +147,8 @@ fn a_log_from_a_pipe_reads_as_the_file_does() {
 
 #[test]
 fn print_selects() {
-    let log = sample_log("select.evt");
+    let d = dir();
+    let log = sample_log(&d, "select.evt");
     let log = log.to_str().unwrap();
     let cases: &[(&str, &[&str])] = &[
         ("kind", &["--kind", "Pool,Sw*"]),
@@ -164,7 +168,8 @@ fn print_selects() {
 
 #[test]
 fn bad_selections_are_one_clear_line() {
-    let log = sample_log("bad-select.evt");
+    let d = dir();
+    let log = sample_log(&d, "bad-select.evt");
     let log = log.to_str().unwrap();
     let mut errors = String::new();
     for args in [
@@ -185,7 +190,8 @@ fn bad_selections_are_one_clear_line() {
 
 #[test]
 fn stats_and_check() {
-    let log = sample_log("stats.evt");
+    let d = dir();
+    let log = sample_log(&d, "stats.evt");
     let log = log.to_str().unwrap();
     let stats = run(&["stats", log]);
     assert!(stats.status.success());
@@ -197,7 +203,8 @@ fn stats_and_check() {
 
 #[test]
 fn drops_are_reported_by_stats_check_and_print() {
-    let log = dropping_log();
+    let d = dir();
+    let log = dropping_log(&d);
     let log = log.to_str().unwrap();
     insta::assert_snapshot!("stats_drops", clean(&stdout(&run(&["stats", log])), log));
     let check = run(&["check", log]);
@@ -208,11 +215,12 @@ fn drops_are_reported_by_stats_check_and_print() {
 
 #[test]
 fn a_damaged_block_costs_only_itself() {
-    let log = sample_log("damaged.evt");
+    let d = dir();
+    let log = sample_log(&d, "damaged.evt");
     let mut bytes = std::fs::read(&log).unwrap();
     let header_len = event_format::decode::Decoder::new(&bytes[..]).unwrap().header_len() as usize;
     bytes[header_len + 1024 + 100] ^= 0x40; // a byte of a block in the middle (blocks are packed)
-    let damaged = dir().join("damaged-flipped.evt");
+    let damaged = d.join("damaged-flipped.evt");
     std::fs::write(&damaged, &bytes).unwrap();
     let d = damaged.to_str().unwrap();
     let check = run(&["check", d]);
@@ -228,7 +236,8 @@ fn a_damaged_block_costs_only_itself() {
 
 #[test]
 fn schema_and_against() {
-    let log = sample_log("schema.evt");
+    let d = dir();
+    let log = sample_log(&d, "schema.evt");
     let log = log.to_str().unwrap();
     let schema = run(&["schema", log]);
     assert!(schema.status.success());
@@ -239,7 +248,7 @@ fn schema_and_against() {
     let same = run(&["schema", log, "--against", concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def")]);
     assert_eq!(same.status.code(), Some(0));
     insta::assert_snapshot!("schema_against_same", stdout(&same));
-    let changed = dir().join("changed.def");
+    let changed = d.join("changed.def");
     let text = def.replace("VERSION(1, 0, 0)", "VERSION(1, 1, 0)").replace(
         "RELATION(ClientMark,      0x0052, TRUE,   Client, 0)",
         "RELATION(ClientMark,      0x0052, TRUE,   Client, W, n)\nRELATION(ClientNote, 0x0053, TRUE, Client, S, text)",
@@ -265,7 +274,7 @@ fn unreadable_logs_are_one_line_and_exit_1() {
     let not_a_log = d.join("not-a-log.txt");
     std::fs::write(&not_a_log, "hello, world\n").unwrap();
     let truncated = d.join("truncated.evt");
-    let sample = std::fs::read(sample_log("to-truncate.evt")).unwrap();
+    let sample = std::fs::read(sample_log(&d, "to-truncate.evt")).unwrap();
     std::fs::write(&truncated, &sample[..40]).unwrap();
     let no_logs = d.join("no-logs");
     std::fs::create_dir_all(&no_logs).unwrap();
@@ -317,8 +326,9 @@ fn every_subcommand_has_help_with_an_example() {
 /// with what it records now; a request that does not read is refused with the reason.
 #[test]
 fn a_monitor_changes_the_selection_through_the_ring_file() {
+    let d = dir();
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let path = dir().join("monitor.ring");
+    let path = d.join("monitor.ring");
     let recording = Recorder::new().ring_file(&path).policy(Policy::Ring).start().unwrap();
     let request = |text: &str| {
         let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
@@ -340,8 +350,9 @@ fn a_monitor_changes_the_selection_through_the_ring_file() {
 #[test]
 fn follow_of_a_ring_that_wrapped_before_it_loses_nothing_of_its_own() {
     use std::io::BufRead;
+    let d = dir();
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let ring = dir().join("wrapped.ring");
+    let ring = d.join("wrapped.ring");
     let recording = Recorder::new()
         .ring_file(&ring)
         .policy(Policy::Ring)
@@ -423,9 +434,10 @@ fn follow_of_a_ring_that_wrapped_before_it_loses_nothing_of_its_own() {
 
 #[test]
 fn follow_and_control_a_running_program() {
-    let stream_log = sample_log("not-ring.evt");
+    let d = dir();
+    let stream_log = sample_log(&d, "not-ring.evt");
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let ring = dir().join("live.ring");
+    let ring = d.join("live.ring");
     let recording = Recorder::new().ring_file(&ring).policy(Policy::Ring).start().unwrap();
     let follower = Command::new(DUMP)
         .args(["follow", ring.to_str().unwrap(), "--kind", "Object", "--interval", "5"])
@@ -501,10 +513,10 @@ fn several_logs_merge_on_wall_clock_time() {
 #[test]
 fn a_bad_record_costs_only_itself_in_every_reader() {
     use event_format::wire::Order;
+    let d = dir();
     let polls = |text: &str| text.lines().filter(|l| l.contains("Trace.Poll") || l.contains("\"Poll\"")).count();
     let bad = |text: &str| text.lines().filter(|l| l.contains("needs an 8-byte time") || l.contains("bool")).count();
     for order in [Order::Little, Order::Big] {
-        let d = dir();
         let log = d.join(format!("bad-records-{order:?}.evt"));
         common::damaged_records_log(&log, order);
         let l = log.to_str().unwrap();
@@ -559,7 +571,8 @@ fn printed(log: &str, args: &[&str]) -> Vec<String> {
 
 #[test]
 fn kind_and_event_take_the_selection_language_and_the_old_spellings() {
-    let log = sample_log("spellings.evt");
+    let d = dir();
+    let log = sample_log(&d, "spellings.evt");
     let log = log.to_str().unwrap();
     let every = printed(log, &[]);
     let of_kind = |kind: &str| -> Vec<String> {
@@ -605,7 +618,8 @@ fn kind_and_event_take_the_selection_language_and_the_old_spellings() {
 
 #[test]
 fn bad_kind_and_event_items_are_one_clear_line() {
-    let log = sample_log("bad-spellings.evt");
+    let d = dir();
+    let log = sample_log(&d, "bad-spellings.evt");
     let log = log.to_str().unwrap();
     for (args, expected) in [
         (
@@ -831,6 +845,7 @@ fn events_of_equal_time_merge_in_the_stated_order() {
 #[test]
 fn bidi_controls_are_escaped_and_cut_strings_are_marked() {
     use event_format::wire::{BlockHeader, BlockWriter, Order, Text, Value};
+    let d = dir();
     let t0 = common::handmade_clock().start_ticks;
     let mut w = BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 1, base_time: t0, ..Default::default() });
     let spoof = "user=alice \u{202e}nimda=resu\u{202c} \u{2066}x\u{2069} \u{200f}\u{61c}";
@@ -846,7 +861,7 @@ fn bidi_controls_are_escaped_and_cut_strings_are_marked() {
         Value::Str(Text { bytes: b"the beginning of a longer st", truncated: true }),
     ];
     w.push(0x0102, t0 + 2, &every).unwrap();
-    let log = dir().join("bidi-truncated.evt");
+    let log = d.join("bidi-truncated.evt");
     handmade_stream(&log, Order::Little, &[w.finish()]);
     let l = log.to_str().unwrap();
     let text = run(&["print", l]);
@@ -961,10 +976,11 @@ fn a_sealed_ring_block_of_another_number_or_thread_is_damage() {
 #[test]
 fn checked_in_damaged_record_streams_read_to_the_same_events() {
     use event_format::wire::Order;
+    let d = dir();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/damaged");
     let mut texts = Vec::new();
     for (order, name) in [(Order::Little, "bad-records-le.evt"), (Order::Big, "bad-records-be.evt")] {
-        let made = dir().join(name);
+        let made = d.join(name);
         common::damaged_records_log(&made, order);
         let path = data.join(name);
         if std::env::var_os("UPDATE_FIXTURES").is_some() {
@@ -981,11 +997,11 @@ fn checked_in_damaged_record_streams_read_to_the_same_events() {
         assert_eq!(stdout(&run(&["print", p, "--format", "json"])).lines().count(), 5, "{name}");
         assert_eq!(stdout(&run(&["print", p, "--format", "csv"])).lines().count(), 1 + 5, "{name}");
         assert!(stdout(&run(&["stats", p])).contains("5 events in 2 blocks"), "{name}");
-        let out = dir().join(format!("{name}.db"));
+        let out = d.join(format!("{name}.db"));
         let _ = std::fs::remove_file(&out);
         let sqlite = run(&["export", "--to", "sqlite", p, "-o", out.to_str().unwrap()]);
         assert!(stdout(&sqlite).contains(": 5 events as log 1"), "{name}: {}", stdout(&sqlite));
-        let out = dir().join(format!("{name}.json"));
+        let out = d.join(format!("{name}.json"));
         assert!(run(&["export", "--to", "chrome", p, "-o", out.to_str().unwrap()]).status.success());
         let trace = std::fs::read_to_string(&out).unwrap();
         assert_eq!(trace.matches("\"name\":\"Poll\"").count(), 5, "{name}");
@@ -1011,9 +1027,10 @@ fn run_in(dir: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn a_mistyped_subcommand_gets_did_you_mean_and_a_log_still_prints() {
-    let log = sample_log("typo.evt");
+    let d = dir();
+    let log = sample_log(&d, "typo.evt");
     let l = log.to_str().unwrap();
-    let d = dir().join("typo-cwd");
+    let d = d.join("typo-cwd");
     std::fs::create_dir_all(&d).unwrap();
     for (args, expected) in [
         (&["stast", l][..], "event-dump: unknown subcommand `stast`; did you mean `stats`?\n"),
@@ -1063,7 +1080,8 @@ fn csv_fields(row: &str) -> Vec<String> {
 /// every row has the header's columns, and holds what the JSON line of the same event holds.
 #[test]
 fn csv_has_a_column_per_parameter() {
-    let log = sample_log("csv-columns.evt");
+    let d = dir();
+    let log = sample_log(&d, "csv-columns.evt");
     let l = log.to_str().unwrap();
     insta::assert_snapshot!(
         "csv_one_event_type",
@@ -1109,7 +1127,7 @@ fn csv_has_a_column_per_parameter() {
     let header = stdout(&run(&["print", l, "--format", "csv", "--event", "ObjectAlloc"]));
     assert_eq!(header.lines().next().unwrap(), "time,thread,kind,event,pool,addr,size,class,labels,truncated");
     // A parameter named as a fixed column gets `arg.`: the built-in Dropped's `thread`.
-    let drops = dropping_log();
+    let drops = dropping_log(&d);
     let dropped = stdout(&run(&["print", drops.to_str().unwrap(), "--format", "csv", "--event", "Dropped"]));
     assert_eq!(dropped.lines().next().unwrap(), "time,thread,kind,event,arg.thread,count,labels,truncated");
 }
@@ -1117,7 +1135,8 @@ fn csv_has_a_column_per_parameter() {
 /// `stats` takes `print`'s selection: its counts are of the events `print` would show.
 #[test]
 fn stats_takes_the_selection_of_print() {
-    let log = sample_log("stats-select.evt");
+    let d = dir();
+    let log = sample_log(&d, "stats-select.evt");
     let l = log.to_str().unwrap();
     let select = ["--kind", "Pool,Object", "--thread", "worker-1", "--filter", "size >= 128 || name == \"PoolInit\""];
     let mut args = vec!["stats", l];
@@ -1149,10 +1168,10 @@ fn stats_takes_the_selection_of_print() {
 }
 
 /// A log whose threads 1 and 2 are both named `twin` and thread 3 `compactor` (the test's
-/// own thread records nothing).
-fn twins_log() -> PathBuf {
+/// own thread records nothing), in the test's directory `d`.
+fn twins_log(d: &Path) -> PathBuf {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let path = dir().join("twins.evt");
+    let path = d.join("twins.evt");
     let recording = Recorder::new().file(&path).deterministic_clock().start().unwrap();
     for name in ["twin", "twin", "compactor"] {
         std::thread::Builder::new().name(name.to_owned()).spawn(|| event!(ClientMark)).unwrap().join().unwrap();
@@ -1165,7 +1184,8 @@ fn twins_log() -> PathBuf {
 /// `follow`; a name two threads share is an error that lists them.
 #[test]
 fn threads_by_name_or_number() {
-    let log = sample_log("thread-names.evt");
+    let d = dir();
+    let log = sample_log(&d, "thread-names.evt");
     let l = log.to_str().unwrap();
     let by_number = printed(l, &["--thread", "3"]);
     assert!(!by_number.is_empty());
@@ -1176,7 +1196,7 @@ fn threads_by_name_or_number() {
     assert_eq!(both.len(), by_number.len() + printed(l, &["--thread", "2"]).len());
     let stats = stdout(&run(&["stats", l, "--thread", "worker-1"]));
     assert!(stats.contains("T3 (worker-1)") && !stats.contains("T2 (worker-0)"), "{stats}");
-    let twins = twins_log();
+    let twins = twins_log(&d);
     let t = twins.to_str().unwrap();
     assert_eq!(printed(t, &["--thread", "compactor", "--event", "ClientMark"]).len(), 1);
     let mut errors = String::new();
@@ -1195,7 +1215,8 @@ fn threads_by_name_or_number() {
 #[test]
 fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_once() {
     use std::time::{Duration, Instant};
-    let ring = dir().join("show.ring");
+    let d = dir();
+    let ring = d.join("show.ring");
     {
         let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new().ring_file(&ring).policy(Policy::Ring).start().unwrap();
@@ -1217,7 +1238,7 @@ fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_on
     let mut child = Command::new(DUMP).arg("--version").stdout(std::process::Stdio::null()).spawn().unwrap();
     let gone = u64::from(child.id());
     child.wait().unwrap();
-    let dead = dir().join("dead.ring");
+    let dead = d.join("dead.ring");
     dead_ring(&dead, gone);
     let began = Instant::now();
     let out = run(&["control", dead.to_str().unwrap(), "--disable", "Object"]);
@@ -1230,7 +1251,7 @@ fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_on
     assert_eq!(run(&["control", dead.to_str().unwrap()]).status.code(), Some(1));
     // A live process that does not answer (this test's own pid: it runs no writer for the
     // file) is waited for until the timeout.
-    let silent = dir().join("silent.ring");
+    let silent = d.join("silent.ring");
     dead_ring(&silent, u64::from(std::process::id()));
     let out = run(&["control", silent.to_str().unwrap(), "--timeout", "300"]);
     assert_eq!(out.status.code(), Some(1));
@@ -1268,7 +1289,8 @@ fn dead_ring(path: &Path, pid: u64) {
 /// the text format); `never`, and the default into a pipe, write the plain bytes.
 #[test]
 fn color_always_never_and_auto() {
-    let log = sample_log("color.evt");
+    let d = dir();
+    let log = sample_log(&d, "color.evt");
     let l = log.to_str().unwrap();
     let plain = run(&[l]);
     assert!(!plain.stdout.contains(&0x1b), "no color into a pipe by default");

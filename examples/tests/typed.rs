@@ -61,8 +61,9 @@ fn compare(typed: &BTreeMap<String, Vec<Seen>>, dumped: &BTreeMap<String, Vec<Se
 
 #[test]
 fn the_typed_reader_and_event_dump_json_agree_and_the_replay_holds_on_the_tours_log() {
-    let dir = std::env::temp_dir().join(format!("typed-tour-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = event_tests::Scratch::new(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("typed-tour-{}", std::process::id())),
+    );
     let log: PathBuf = dir.join("tour.evt");
     cargo_run(&["examples", "--example", "tour"], &log);
 
@@ -100,5 +101,4 @@ fn the_typed_reader_and_event_dump_json_agree_and_the_replay_holds_on_the_tours_
     let out = cargo_run(&["examples", "--example", "replay", "--", log.to_str().unwrap()], &log);
     let report = String::from_utf8(out.stdout).unwrap();
     assert!(report.contains("Every claim holds: 32 PoolStats"), "{report}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

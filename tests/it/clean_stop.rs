@@ -7,10 +7,9 @@
 //! event file tells).
 
 use crate::common::{DUMP, child, start_ready};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("clean-stop", name)
 }
 

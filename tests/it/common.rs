@@ -1,8 +1,9 @@
 //! What the workspace tests share: the programs they run (this package's bins) and starting
 //! `recorder-child`, which `runtime` and `security` both record with.
 
+pub(crate) use event_tests::Scratch;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// `recorder-child`: records numbered events as its arguments say (bin/recorder_child.rs).
@@ -31,20 +32,11 @@ pub(crate) fn program(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Command
 }
 
 /// An empty directory of its own for the test `name` of the module `module` (one per
-/// process: tests that run at once never share one). A directory a test left read-only is
-/// made writable first so that it can be removed.
-pub(crate) fn dir(module: &str, name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{module}-{name}-{}", std::process::id()));
-    if d.exists() {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755));
-        }
-        let _ = std::fs::remove_dir_all(&d);
-    }
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// process: tests that run at once never share one, so no two calls in a process may name the
+/// same one while both live), removed when the test passes and kept when it fails
+/// ([`Scratch`]).
+pub(crate) fn dir(module: &str, name: &str) -> Scratch {
+    Scratch::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{module}-{name}-{}", std::process::id())))
 }
 
 /// Starts a child and waits for its `ready` line. Its standard input is a pipe that this

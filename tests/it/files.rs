@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use crate::common::DUMP;
 
 /// A directory of its own for each test.
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("files", name)
 }
 

@@ -6,12 +6,12 @@
 
 use event_tests::{Numbered, numbered, read_ring};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use crate::common::DUMP;
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("process", name)
 }
 

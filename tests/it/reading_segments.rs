@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("reading-segments", name)
 }
 

@@ -11,14 +11,11 @@ use event_tests::{NUMBERED, check_ring};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("runtime-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(name: &str) -> crate::common::Scratch {
+    crate::common::dir("runtime", name)
 }
 
 /// Per worker, the numbers decoded from `stream`, in order; panics on any damage.

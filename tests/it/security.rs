@@ -6,13 +6,11 @@
 
 use crate::common::{DUMP, child, start_ready};
 use event_format::ring::{Layout, RingReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output};
 
-fn dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("security-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(name: &str) -> crate::common::Scratch {
+    crate::common::dir("security", name)
 }
 
 /// A child process, killed when dropped (so that a failed assertion leaves none running).
@@ -68,7 +66,7 @@ fn with_stream_major(bytes: &[u8], major: u16) -> Vec<u8> {
 
 #[test]
 fn control_refuses_what_is_not_a_live_ring_file_of_a_version_it_reads() {
-    let d = dir();
+    let d = dir("refused");
     let live = d.join("live.ring");
     let _child = recording(&["ring", live.to_str().unwrap(), "1", "100"]);
     let ring = std::fs::read(&live).unwrap();
@@ -124,7 +122,7 @@ fn control_refuses_what_is_not_a_live_ring_file_of_a_version_it_reads() {
 
 #[test]
 fn control_refuses_a_closed_ring_file_and_gives_up_on_a_dead_program() {
-    let d = dir();
+    let d = dir("closed-dead");
     // Closed: the program stopped its recording and exited.
     let closed = d.join("closed.ring");
     let mut c = recording(&["follow", closed.to_str().unwrap(), "1", "100"]);

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("segments", name)
 }
 

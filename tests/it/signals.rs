@@ -9,13 +9,13 @@ use crate::common::{DUMP, program};
 use event_tests::{Numbered, numbered, read_ring};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// `service-child`: a service that drains on SIGTERM and SIGINT (bin/service_child.rs).
 const SERVICE: &str = env!("CARGO_BIN_EXE_service-child");
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("signals", name)
 }
 

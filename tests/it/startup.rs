@@ -9,13 +9,13 @@
 #![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const MAIN: &str = env!("CARGO_BIN_EXE_readme-main");
 
 /// An empty directory of its own for each case.
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("startup", name)
 }
 

@@ -8,12 +8,12 @@ use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::Value;
 use event_tests::{NUMBERED, Numbered, numbered};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const CHILD: &str = env!("CARGO_BIN_EXE_stop-child");
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> crate::common::Scratch {
     crate::common::dir("stop", name)
 }
 

@@ -2,21 +2,21 @@
 //! through `event_runtime::tracing_bridge`, and event-dump (`dump`, the CLI's own code)
 //! prints, checks and filters it.
 
-use crate::common::DUMP;
+use crate::common::{DUMP, Scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const PROGRAM: &str = env!("CARGO_BIN_EXE_tracing-only");
 
-/// Runs `tracing-only`, recording to a fresh file, and returns the file.
-fn record(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// Runs `tracing-only`, recording to a fresh file in the test `name`'s directory, and returns
+/// the directory (removed when dropped, if the test passed) and the file.
+fn record(name: &str) -> (Scratch, PathBuf) {
+    let dir = crate::common::dir("tracing", name);
     let log = dir.join("tracing-only.evt");
     let log_text = log.to_string_lossy();
     let out = crate::common::program(PROGRAM, &[], &[("EVENT_FILE", &log_text)]).output().unwrap();
     assert!(out.status.success(), "tracing-only: {}", String::from_utf8_lossy(&out.stderr));
-    log
+    (dir, log)
 }
 
 fn dump(args: &[&str], log: &Path) -> Output {
@@ -60,7 +60,7 @@ fn lines(out: &Output) -> Vec<String> {
 
 #[test]
 fn a_tracing_only_program_gets_a_log_that_event_dump_prints() {
-    let log = record("print");
+    let (_dir, log) = record("print");
     let got = lines(&dump(&["print"], &log));
     let expected = [
         r#"T1 Builtin.ThreadName thread=1 name="main""#,
@@ -85,7 +85,7 @@ fn a_tracing_only_program_gets_a_log_that_event_dump_prints() {
 
 #[test]
 fn event_dump_checks_filters_and_describes_the_log() {
-    let log = record("check");
+    let (_dir, log) = record("check");
     let check = dump(&["check"], &log);
     assert!(check.status.success(), "check: {}", String::from_utf8_lossy(&check.stdout));
 
@@ -106,15 +106,15 @@ fn event_dump_checks_filters_and_describes_the_log() {
     assert!(!schema.contains("KIND(") && !schema.contains("RELATION("), "no user kinds or events: {schema}");
 }
 
-/// Runs `tracing-only fields`, recording to a fresh file of the test `name`.
-fn record_fields(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tracing-fields-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// Runs `tracing-only fields`, recording to a fresh file of the test `name`; the directory
+/// and the file, as [`record`].
+fn record_fields(name: &str) -> (Scratch, PathBuf) {
+    let dir = crate::common::dir("tracing-fields", name);
     let log = dir.join("fields.evt");
     let log_text = log.to_string_lossy();
     let out = crate::common::program(PROGRAM, &["fields"], &[("EVENT_FILE", &log_text)]).output().unwrap();
     assert!(out.status.success(), "tracing-only: {}", String::from_utf8_lossy(&out.stderr));
-    log
+    (dir, log)
 }
 
 /// The lines `print --filter EXPR` selects, without times and span ids.
@@ -124,7 +124,7 @@ fn selected(log: &Path, expr: &str) -> Vec<String> {
 
 #[test]
 fn tracing_fields_are_filtered_by_name_exactly() {
-    let log = record_fields("filter");
+    let (_dir, log) = record_fields("filter");
     // `id == 7` matches the span and events of job 7, never those of job 70.
     let seven = selected(&log, "fields.id == 7");
     assert_eq!(
@@ -155,7 +155,7 @@ fn tracing_fields_are_filtered_by_name_exactly() {
 
 #[test]
 fn tracing_fields_are_an_object_in_the_chrome_export() {
-    let log = record_fields("chrome");
+    let (_dir, log) = record_fields("chrome");
     let out = log.with_extension("json");
     let run = Command::new(DUMP).args(["export", "--to", "chrome"]).arg(&log).arg("-o").arg(&out).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));

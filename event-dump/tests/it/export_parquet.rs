@@ -20,13 +20,14 @@ use std::process::{Command, Output};
 /// The columns before the parameters in every event table.
 const FIXED: [&str; 6] = ["log", "thread", "ticks", "ns", "time", "date"];
 
-pub(crate) fn dir() -> PathBuf {
-    common::dir("export-parquet")
+/// A directory of the test's own ([`common::numbered_dir`]).
+pub(crate) fn dir() -> common::Scratch {
+    common::numbered_dir("export-parquet")
 }
 
-/// A fresh dataset path (removed if a previous run left one).
-pub(crate) fn fresh(name: &str) -> PathBuf {
-    let d = dir().join(name);
+/// A fresh dataset path in the test's directory `scratch` (removed if something left one).
+pub(crate) fn fresh(scratch: &Path, name: &str) -> PathBuf {
+    let d = scratch.join(name);
     let _ = std::fs::remove_dir_all(&d);
     d
 }
@@ -247,18 +248,19 @@ pub(crate) fn allocations_log(path: &Path) {
 
 #[test]
 fn several_processes_in_two_runs_agree_with_stats_and_print() {
+    let scratch = dir();
     if !duckdb_available() {
         return;
     }
-    let a = dir().join("fleet-a.evt");
+    let a = scratch.join("fleet-a.evt");
     sample_log(&a);
-    let b = dir().join("fleet-b.evt");
+    let b = scratch.join("fleet-b.evt");
     handmade_log(&b, Order::Big);
-    let c = dir().join("fleet-c.evt");
+    let c = scratch.join("fleet-c.evt");
     dropping_log(&c);
-    let d = dir().join("fleet-d.evt");
+    let d = scratch.join("fleet-d.evt");
     allocations_log(&d);
-    let out = fresh("fleet");
+    let out = fresh(&scratch, "fleet");
     let first = export_ok(&out, &[&a, &b]);
     let second = export_ok(&out, &[&c, &d]);
     let ids = [id_in(&first, &a), id_in(&first, &b), id_in(&second, &c), id_in(&second, &d)];
@@ -308,14 +310,15 @@ fn several_processes_in_two_runs_agree_with_stats_and_print() {
 
 #[test]
 fn losses_and_missing_blocks_in_the_logs_table_equal_stats() {
+    let scratch = dir();
     if !duckdb_available() {
         return;
     }
-    let drops = dir().join("losses-fill.evt");
+    let drops = scratch.join("losses-fill.evt");
     small_buffer_log(&drops, Policy::Fill);
-    let ring = dir().join("losses-ring.evt");
+    let ring = scratch.join("losses-ring.evt");
     small_buffer_log(&ring, Policy::Ring);
-    let out = fresh("losses");
+    let out = fresh(&scratch, "losses");
     let result = export_ok(&out, &[&drops, &ring]);
     assert_eq!(stderr(&result), "", "losses are no damage");
     let (drops_id, ring_id) = (id_in(&result, &drops), id_in(&result, &ring));
@@ -410,12 +413,13 @@ fn extremes_log(path: &Path) -> Vec<[Value<'static>; 8]> {
 
 #[test]
 fn every_letters_extremes_come_back_exactly() {
+    let scratch = dir();
     if !duckdb_available() {
         return;
     }
-    let log = dir().join("extremes.evt");
+    let log = scratch.join("extremes.evt");
     let rows = extremes_log(&log);
-    let out = fresh("extremes");
+    let out = fresh(&scratch, "extremes");
     let result = export_ok(&out, &[&log]);
     let err = stderr(&result);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -495,14 +499,15 @@ fn every_letters_extremes_come_back_exactly() {
 
 #[test]
 fn damaged_blocks_are_counted_and_reported_in_one_line() {
+    let scratch = dir();
     if !duckdb_available() {
         return;
     }
-    let whole = dir().join("damage-whole.evt");
+    let whole = scratch.join("damage-whole.evt");
     sample_log(&whole);
-    let damaged = dir().join("damage-flipped.evt");
+    let damaged = scratch.join("damage-flipped.evt");
     damaged_copy(&whole, &damaged, 0);
-    let out = fresh("damage");
+    let out = fresh(&scratch, "damage");
     let result = export(&out, &[&damaged]);
     assert_eq!(result.status.code(), Some(0), "{}", stderr(&result));
     let err = stderr(&result);
@@ -556,9 +561,10 @@ fn disagreeing_log(path: &Path) {
 
 #[test]
 fn exporting_a_log_again_adds_nothing() {
-    let log = dir().join("again.evt");
+    let scratch = dir();
+    let log = scratch.join("again.evt");
     sample_log(&log);
-    let out = fresh("again");
+    let out = fresh(&scratch, "again");
     let first = export_ok(&out, &[&log]);
     let id = id_in(&first, &log);
     let before = tree(&out);
@@ -579,13 +585,13 @@ fn exporting_a_log_again_adds_nothing() {
     assert_eq!(tree(&out), before, "the dataset is unchanged");
 
     // The same content under another name is the same log.
-    let copy = dir().join("again-copy.evt");
+    let copy = scratch.join("again-copy.evt");
     std::fs::copy(&log, &copy).unwrap();
     assert!(stdout(&export_ok(&out, &[&copy])).contains("nothing added"));
     assert_eq!(tree(&out), before);
 
     // A new log beside it: only the new one is added.
-    let other = dir().join("again-other.evt");
+    let other = scratch.join("again-other.evt");
     handmade_log(&other, Order::Little);
     let both = export_ok(&out, &[&other, &log]);
     let other_id = id_in(&both, &other);
@@ -602,10 +608,10 @@ fn exporting_a_log_again_adds_nothing() {
     }
 
     // Twice in one run into a new dataset: exported once, with the same files as alone.
-    let twice = fresh("again-twice");
+    let twice = fresh(&scratch, "again-twice");
     let result = export_ok(&twice, &[&log, &copy]);
     assert!(stdout(&result).contains("nothing added"), "{}", stdout(&result));
-    let alone = fresh("again-alone");
+    let alone = fresh(&scratch, "again-alone");
     export_ok(&alone, &[&log]);
     let relative = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
         tree(d).into_iter().map(|(p, b)| (p.strip_prefix(d).unwrap().to_owned(), b)).collect()
@@ -615,14 +621,15 @@ fn exporting_a_log_again_adds_nothing() {
 
 #[test]
 fn a_refused_export_leaves_the_dataset_byte_for_byte() {
-    let log = dir().join("refused.evt");
+    let scratch = dir();
+    let log = scratch.join("refused.evt");
     sample_log(&log);
-    let out = fresh("refused");
+    let out = fresh(&scratch, "refused");
     export_ok(&out, &[&log]);
     let before = tree(&out);
 
     // Another file of the same recording (a stream exported while still written): refused.
-    let grown = dir().join("refused-grown.evt");
+    let grown = scratch.join("refused-grown.evt");
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.extend_from_slice(&[0; 100]);
     std::fs::write(&grown, bytes).unwrap();
@@ -635,9 +642,9 @@ fn a_refused_export_leaves_the_dataset_byte_for_byte() {
 
     // A log whose ObjectAlloc means something else: refused, naming both, and the new log
     // before it in the same run is not kept either.
-    let other = dir().join("refused-other.evt");
+    let other = scratch.join("refused-other.evt");
     handmade_log(&other, Order::Little);
-    let changed = dir().join("refused-changed.evt");
+    let changed = scratch.join("refused-changed.evt");
     disagreeing_log(&changed);
     let refused = export(&out, &[&other, &changed]);
     assert_eq!(refused.status.code(), Some(1));
@@ -651,7 +658,7 @@ fn a_refused_export_leaves_the_dataset_byte_for_byte() {
     assert_eq!(tree(&out), before, "all or nothing");
 
     // Refused into a new dataset: no directory is left behind.
-    let new = fresh("refused-new");
+    let new = fresh(&scratch, "refused-new");
     assert_eq!(export(&new, &[&log, &grown]).status.code(), Some(1));
     assert!(!new.exists(), "a refused run leaves no new directory");
 
@@ -661,11 +668,12 @@ fn a_refused_export_leaves_the_dataset_byte_for_byte() {
 
 #[test]
 fn outputs_that_are_not_datasets_are_left_alone() {
-    let log = dir().join("alone.evt");
+    let scratch = dir();
+    let log = scratch.join("alone.evt");
     handmade_log(&log, Order::Little);
-    let file = dir().join("alone-notes.txt");
+    let file = scratch.join("alone-notes.txt");
     std::fs::write(&file, "not a dataset\n").unwrap();
-    let foreign = fresh("alone-foreign");
+    let foreign = fresh(&scratch, "alone-foreign");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("data.csv"), "a,b\n1,2\n").unwrap();
     let before = tree(&foreign);
@@ -680,10 +688,10 @@ fn outputs_that_are_not_datasets_are_left_alone() {
     assert_eq!(tree(&foreign), before);
 
     // A lock left by another export: refused with the way out.
-    let locked = fresh("alone-locked");
+    let locked = fresh(&scratch, "alone-locked");
     export_ok(&locked, &[&log]);
     std::fs::write(locked.join("_event-dump.lock"), "12345\n").unwrap();
-    let other = dir().join("alone-other.evt");
+    let other = scratch.join("alone-other.evt");
     handmade_log(&other, Order::Big);
     let result = export(&locked, &[&other]);
     assert_eq!(result.status.code(), Some(1));
@@ -696,11 +704,12 @@ fn outputs_that_are_not_datasets_are_left_alone() {
 
 #[test]
 fn an_interrupted_export_is_completed_by_exporting_the_log_again() {
-    let log = dir().join("leftover.evt");
+    let scratch = dir();
+    let log = scratch.join("leftover.evt");
     handmade_log(&log, Order::Little);
-    let whole = fresh("leftover-whole");
+    let whole = fresh(&scratch, "leftover-whole");
     let id = id_in(&export_ok(&whole, &[&log]), &log);
-    let out = fresh("leftover");
+    let out = fresh(&scratch, "leftover");
     export_ok(&out, &[&log]);
     // As if the run was killed while renaming: event files in place without the `logs`
     // file, which is renamed last, and a temporary file of the log's.
@@ -745,11 +754,12 @@ fn two_sets_log(path: &Path) {
 
 #[test]
 fn a_log_of_several_sets_has_tables_qualified_by_set() {
-    let log = dir().join("sets.evt");
+    let scratch = dir();
+    let log = scratch.join("sets.evt");
     two_sets_log(&log);
     let printed = print_json(&[log.to_str().unwrap()]);
     assert_eq!(printed.len(), 3, "{printed:?}");
-    let out = fresh("sets");
+    let out = fresh(&scratch, "sets");
     export_ok(&out, &[&log]);
     for name in ["alpha.Trace.Poll", "beta.Trace.Poll"] {
         assert_eq!(files_of(&out, name), 1, "{name}");
@@ -771,8 +781,9 @@ fn a_log_of_several_sets_has_tables_qualified_by_set() {
 /// of a library) names its tables as it is: `storage-v2.Page.PageWrite`.
 #[test]
 fn a_set_name_with_a_dash_names_its_tables() {
+    let scratch = dir();
     let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sets/two-sets-le.evt");
-    let out = fresh("dash");
+    let out = fresh(&scratch, "dash");
     export_ok(&out, &[&log]);
     for name in ["storage-v2.Page.PageWrite", "storage-v2.Pool.PoolInit", "app.Pool.PoolInit", "app.Req.ReqStart"] {
         assert_eq!(files_of(&out, name), 1, "{name}");
@@ -786,6 +797,7 @@ fn a_set_name_with_a_dash_names_its_tables() {
 #[test]
 fn tracing_fields_are_json_by_name_and_one_query_reads_every_event() {
     use event_format::builtin::{SPAN_ENTER, TRACE_EVENT};
+    let scratch = dir();
     let (schema, _, _) = handmade_schema();
     let header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
     let mut bytes = header.encode().unwrap();
@@ -804,9 +816,9 @@ fn tracing_fields_are_json_by_name_and_one_query_reads_every_event() {
     block.push(TRACE_EVENT, t0 + 30, &[Value::Unsigned(3), s("app"), s("plain text, no fields here:")]).unwrap();
     bytes.extend(block.finish());
     end_with_stop(&mut bytes);
-    let log = dir().join("tracing.evt");
+    let log = scratch.join("tracing.evt");
     std::fs::write(&log, &bytes).unwrap();
-    let out = fresh("tracing");
+    let out = fresh(&scratch, "tracing");
     export_ok(&out, &[&log]);
     if !duckdb_available() {
         return;
@@ -838,13 +850,14 @@ fn tracing_fields_are_json_by_name_and_one_query_reads_every_event() {
 /// the log's order.
 #[test]
 fn a_big_table_is_several_row_groups_with_every_row() {
+    let scratch = dir();
     if !duckdb_available() {
         return;
     }
     let n: u64 = 300_000;
-    let log = dir().join("big.evt");
+    let log = scratch.join("big.evt");
     many_events_log(&log, n);
-    let out = fresh("big");
+    let out = fresh(&scratch, "big");
     let id = id_in(&export_ok(&out, &[&log]), &log);
     let alloc = table(&out, "Object.ObjectAlloc");
     let rows = duck(&format!(

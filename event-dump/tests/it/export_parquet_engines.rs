@@ -82,19 +82,20 @@ type Expected = (i64, BTreeMap<String, String>);
 
 #[test]
 fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
+    let scratch = dir();
     let engines: Vec<&str> =
         ENGINES.iter().filter(|(e, m, r)| available(e, m, r)).map(|(engine, _, _)| *engine).collect();
-    let recorded = dir().join("engines-recorded.evt");
+    let recorded = scratch.join("engines-recorded.evt");
     sample_log(&recorded);
-    let handmade = dir().join("engines-handmade.evt");
+    let handmade = scratch.join("engines-handmade.evt");
     handmade_log(&handmade, Order::Big);
-    let allocations = dir().join("engines-allocations.evt");
+    let allocations = scratch.join("engines-allocations.evt");
     allocations_log(&allocations);
     // Each host exports its own log; the first log is exported a second time elsewhere.
     let hosts: Vec<(PathBuf, &Path)> =
         [("a", &recorded), ("b", &handmade), ("c", &allocations), ("a-again", &recorded)]
             .into_iter()
-            .map(|(host, log)| (fresh(&format!("engines-host-{host}")), log.as_path()))
+            .map(|(host, log)| (fresh(&scratch, &format!("engines-host-{host}")), log.as_path()))
             .collect();
     let mut ids = BTreeMap::new();
     for (out, log) in &hosts {
@@ -106,7 +107,7 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
         tree(d).into_iter().map(|(p, b)| (p.strip_prefix(d).unwrap().to_owned(), b)).collect()
     };
     assert_eq!(relative(&hosts[0].0), relative(&hosts[3].0), "the same log exported twice: the same names and bytes");
-    let fleet = fresh("engines-fleet");
+    let fleet = fresh(&scratch, "engines-fleet");
     for (out, _) in &hosts {
         copy_into(out, &fleet);
     }
@@ -118,7 +119,7 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
     );
 
     // A copy of the `logs` table beside a partition no query of another date should read.
-    let trap = fresh("engines-trap");
+    let trap = fresh(&scratch, "engines-trap");
     copy_into(&fleet.join("logs"), &trap.join("logs"));
     std::fs::create_dir_all(trap.join("logs/date=2999-01-01")).unwrap();
     std::fs::write(trap.join("logs/date=2999-01-01/00000000000000000000000000000000.parquet"), "not Parquet").unwrap();
@@ -195,14 +196,15 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
 /// by Polars over `s3://` has every table's rows of every log, as `stats` counts them.
 #[test]
 fn a_dataset_in_object_storage_reads_as_on_disk() {
+    let scratch = dir();
     if !available("polars over s3 (moto)", "moto, boto3, polars", "EVENT_REQUIRE_S3") {
         return;
     }
-    let handmade = dir().join("s3-handmade.evt");
+    let handmade = scratch.join("s3-handmade.evt");
     handmade_log(&handmade, Order::Little);
-    let allocations = dir().join("s3-allocations.evt");
+    let allocations = scratch.join("s3-allocations.evt");
     allocations_log(&allocations);
-    let out = fresh("s3");
+    let out = fresh(&scratch, "s3");
     let result = export_ok(&out, &[&handmade, &allocations]);
     const SCRIPT: &str = include_str!("parquet_s3.py");
     let read = Command::new("python3").args(["-c", SCRIPT]).arg(&out).output().unwrap();

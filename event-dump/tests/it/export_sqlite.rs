@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-fn dir() -> PathBuf {
-    common::dir("export-sqlite")
+/// A directory of the test's own ([`common::numbered_dir`]).
+fn dir() -> common::Scratch {
+    common::numbered_dir("export-sqlite")
 }
 
 fn export(db: &Path, logs: &[&Path]) -> Output {
@@ -21,23 +22,23 @@ fn export(db: &Path, logs: &[&Path]) -> Output {
     run(&args)
 }
 
-/// A fresh database path (removed if a previous run left one).
-fn fresh_db(name: &str) -> PathBuf {
-    let db = dir().join(name);
+/// A fresh database path in the test's directory `d` (removed if something left one).
+fn fresh_db(d: &Path, name: &str) -> PathBuf {
+    let db = d.join(name);
     let _ = std::fs::remove_file(&db);
     db
 }
 
-/// [`common::awkward_log`] in this test's directory.
-fn sample_log(name: &str, workers: u64) -> PathBuf {
-    let path = dir().join(name);
+/// [`common::awkward_log`] in the test's directory `d`.
+fn sample_log(d: &Path, name: &str, workers: u64) -> PathBuf {
+    let path = d.join(name);
     common::awkward_log(&path, workers);
     path
 }
 
-/// [`common::dropping_log`] in this test's directory.
-fn dropping_log() -> PathBuf {
-    let path = dir().join("drops.evt");
+/// [`common::dropping_log`] in the test's directory `d`.
+fn dropping_log(d: &Path) -> PathBuf {
+    let path = d.join("drops.evt");
     common::dropping_log(&path);
     path
 }
@@ -81,8 +82,9 @@ fn rows_per_event(db: &Connection, serial: i64) -> BTreeMap<String, i64> {
 
 #[test]
 fn row_counts_per_event_table_equal_stats() {
-    let log = sample_log("counts.evt", 2);
-    let db_path = fresh_db("counts.db");
+    let d = dir();
+    let log = sample_log(&d, "counts.evt", 2);
+    let db_path = fresh_db(&d, "counts.db");
     let out = export(&db_path, &[&log]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "a whole log exports without a word on stderr");
@@ -119,8 +121,9 @@ fn row_counts_per_event_table_equal_stats() {
 
 #[test]
 fn typed_columns_hold_the_values() {
-    let log = sample_log("typed.evt", 1);
-    let db_path = fresh_db("typed.db");
+    let d = dir();
+    let log = sample_log(&d, "typed.evt", 1);
+    let db_path = fresh_db(&d, "typed.db");
     let out = export(&db_path, &[&log]);
     assert!(out.status.success(), "{}", stderr(&out));
     let db = Connection::open(&db_path).unwrap();
@@ -238,8 +241,9 @@ fn bytes(db: &Path) -> Vec<u8> {
 
 #[test]
 fn reimport_is_refused_and_changes_nothing() {
-    let log = sample_log("again.evt", 2);
-    let db = fresh_db("again.db");
+    let d = dir();
+    let log = sample_log(&d, "again.evt", 2);
+    let db = fresh_db(&d, "again.db");
     assert!(export(&db, &[&log]).status.success());
     let before = bytes(&db);
     let again = export(&db, &[&log]);
@@ -254,20 +258,20 @@ fn reimport_is_refused_and_changes_nothing() {
     assert_eq!(bytes(&db), before, "the database is unchanged");
 
     // The same content under another name is the same log.
-    let copy = dir().join("again-copy.evt");
+    let copy = d.join("again-copy.evt");
     std::fs::copy(&log, &copy).unwrap();
     let copied = export(&db, &[&copy]);
     assert_eq!(copied.status.code(), Some(1), "{}", stderr(&copied));
     assert_eq!(bytes(&db), before);
 
     // A new log with a duplicate after it: all or nothing.
-    let other = sample_log("again-other.evt", 1);
+    let other = sample_log(&d, "again-other.evt", 1);
     let mixed = export(&db, &[&other, &log]);
     assert_eq!(mixed.status.code(), Some(1));
     assert_eq!(bytes(&db), before, "the first log of a refused run is not kept either");
 
     // Twice in one run into a new database: refused, and no database file is left behind.
-    let new_db = fresh_db("twice.db");
+    let new_db = fresh_db(&d, "twice.db");
     let twice = export(&new_db, &[&log, &log]);
     assert_eq!(twice.status.code(), Some(1));
     assert_eq!(stderr(&twice).lines().count(), 1);
@@ -276,10 +280,11 @@ fn reimport_is_refused_and_changes_nothing() {
 
 #[test]
 fn several_logs_side_by_side() {
-    let a = sample_log("side-a.evt", 2);
-    let b = sample_log("side-b.evt", 1);
-    let c = dropping_log();
-    let db_path = fresh_db("side.db");
+    let d = dir();
+    let a = sample_log(&d, "side-a.evt", 2);
+    let b = sample_log(&d, "side-b.evt", 1);
+    let c = dropping_log(&d);
+    let db_path = fresh_db(&d, "side.db");
     let out = export(&db_path, &[&a, &b]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = export(&db_path, &[&c]);
@@ -335,8 +340,8 @@ fn several_logs_side_by_side() {
 }
 
 /// A stream with events.def's schema, except that `ObjectAlloc` has another format: one
-/// block, one ObjectAlloc.
-fn disagreeing_log() -> PathBuf {
+/// block, one ObjectAlloc, in the test's directory `d`.
+fn disagreeing_log(d: &Path) -> PathBuf {
     let def = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../events.def"))
         .replace("Object, PAWU,    pool, addr, size, class", "Object, PAWW,    pool, addr, size, class");
     assert!(def.contains("PAWW"), "the relation changed");
@@ -349,17 +354,18 @@ fn disagreeing_log() -> PathBuf {
     let wire = header.sets[0].wire_code_of(0x0030).unwrap();
     block.push(wire, 1001, &[Value::Pointer(1), Value::Address(2), Value::Word(3), Value::Word(4)]).unwrap();
     bytes.extend(block.finish());
-    let path = dir().join("changed.evt");
+    let path = d.join("changed.evt");
     std::fs::write(&path, bytes).unwrap();
     path
 }
 
 #[test]
 fn disagreeing_relations_are_refused() {
-    let log = sample_log("agree.evt", 1);
-    let changed = disagreeing_log();
+    let d = dir();
+    let log = sample_log(&d, "agree.evt", 1);
+    let changed = disagreeing_log(&d);
     // On its own, the changed log exports.
-    let alone = fresh_db("changed-alone.db");
+    let alone = fresh_db(&d, "changed-alone.db");
     let out = export(&alone, &[&changed]);
     assert!(out.status.success(), "{}", stderr(&out));
     let db = Connection::open(&alone).unwrap();
@@ -368,7 +374,7 @@ fn disagreeing_relations_are_refused() {
     assert_eq!(format, "PAWW");
 
     // Beside a log that says ObjectAlloc is PAWU: refused, in either order, nothing written.
-    let db = fresh_db("agree.db");
+    let db = fresh_db(&d, "agree.db");
     assert!(export(&db, &[&log]).status.success());
     let before = bytes(&db);
     let out = export(&db, &[&changed]);
@@ -380,7 +386,7 @@ fn disagreeing_relations_are_refused() {
         "{err}"
     );
     assert_eq!(bytes(&db), before);
-    let both = fresh_db("agree-both.db");
+    let both = fresh_db(&d, "agree-both.db");
     let out = export(&both, &[&changed, &log]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("has format PAWU in this log but PAWW"), "{}", stderr(&out));
@@ -389,13 +395,14 @@ fn disagreeing_relations_are_refused() {
 
 #[test]
 fn a_damaged_log_exports_its_whole_blocks_and_says_so() {
-    let log = sample_log("damaged.evt", 2);
+    let d = dir();
+    let log = sample_log(&d, "damaged.evt", 2);
     let mut raw = std::fs::read(&log).unwrap();
     let header_len = event_format::decode::Decoder::new(&raw[..]).unwrap().header_len() as usize;
     raw[header_len + 1024 + 100] ^= 0x40; // a record byte of the second block
-    let damaged = dir().join("damaged-flipped.evt");
+    let damaged = d.join("damaged-flipped.evt");
     std::fs::write(&damaged, &raw).unwrap();
-    let db_path = fresh_db("damaged.db");
+    let db_path = fresh_db(&d, "damaged.db");
     let out = export(&db_path, &[&damaged]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
@@ -423,11 +430,12 @@ fn stats_missing_blocks(log: &Path) -> i64 {
 
 #[test]
 fn blocks_a_ring_overwrote_are_counted_as_stats_counts_them() {
-    let log = dir().join("ring-policy.evt");
+    let d = dir();
+    let log = d.join("ring-policy.evt");
     small_buffer_log(&log, Policy::Ring);
     let stats_missing = stats_missing_blocks(&log);
     assert!(stats_missing > 0, "the ring kept only its latest blocks");
-    let db_path = fresh_db("ring-policy.db");
+    let db_path = fresh_db(&d, "ring-policy.db");
     let out = export(&db_path, &[&log]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "missing blocks are no damage");
@@ -439,17 +447,19 @@ fn blocks_a_ring_overwrote_are_counted_as_stats_counts_them() {
 
 #[test]
 fn bad_outputs_are_one_line_and_exit_1() {
-    let log = sample_log("bad-out.evt", 1);
     let d = dir();
+    let log = sample_log(&d, "bad-out.evt", 1);
     let text = d.join("notes.txt");
     std::fs::write(&text, "not a database, and it must stay as it is\n".repeat(100)).unwrap();
-    let foreign = fresh_db("foreign.db");
+    let foreign = fresh_db(&d, "foreign.db");
     Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);").unwrap();
     let foreign_before = bytes(&foreign);
     let text_before = bytes(&text);
-    for (out, says) in
-        [(d.clone(), "is a directory"), (text.clone(), "not an SQLite database"), (foreign.clone(), "did not write")]
-    {
+    for (out, says) in [
+        (d.to_path_buf(), "is a directory"),
+        (text.clone(), "not an SQLite database"),
+        (foreign.clone(), "did not write"),
+    ] {
         let result = export(&out, &[&log]);
         assert_eq!(result.status.code(), Some(1), "{}", out.display());
         let err = stderr(&result);
@@ -458,7 +468,7 @@ fn bad_outputs_are_one_line_and_exit_1() {
     }
     assert_eq!(bytes(&text), text_before, "a file that is not a database is left alone");
     assert_eq!(bytes(&foreign), foreign_before, "another program's database is left alone");
-    let missing = export(&fresh_db("missing.db"), &[&d.join("no-such.evt")]);
+    let missing = export(&fresh_db(&d, "missing.db"), &[&d.join("no-such.evt")]);
     assert_eq!(missing.status.code(), Some(1));
     assert_eq!(stderr(&missing).lines().count(), 1);
     assert!(!d.join("missing.db").exists());
@@ -472,6 +482,7 @@ fn bad_outputs_are_one_line_and_exit_1() {
 fn tracing_fields_are_queried_by_name_and_every_event_is_one_view() {
     use event_format::builtin::{SPAN_ENTER, TRACE_EVENT};
     use event_format::wire::{BlockHeader, Text};
+    let d = dir();
     let (schema, _, _) = common::handmade_schema();
     let header =
         Header::with_sets(common::wire_is_own(schema), 1024, common::handmade_clock(), common::handmade_producer());
@@ -491,9 +502,9 @@ fn tracing_fields_are_queried_by_name_and_every_event_is_one_view() {
     block.push(TRACE_EVENT, t0 + 30, &[Value::Unsigned(3), s("app"), s("plain text, no fields here:")]).unwrap();
     bytes.extend(block.finish());
     common::end_with_stop(&mut bytes);
-    let log = dir().join("tracing.evt");
+    let log = d.join("tracing.evt");
     std::fs::write(&log, &bytes).unwrap();
-    let db = fresh_db("tracing.db");
+    let db = fresh_db(&d, "tracing.db");
     let out = export(&db, &[&log]);
     assert!(out.status.success(), "{}", stderr(&out));
     let conn = Connection::open(&db).unwrap();

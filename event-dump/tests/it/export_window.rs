@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The test program's log (spans nested on four workers), and its `print --format json`.
-fn program(test: &str) -> (PathBuf, PathBuf, Vec<Printed>) {
+fn program(test: &str) -> (Scratch, PathBuf, Vec<Printed>) {
     let d = common::dir(test);
     let log = d.join("program.evt");
     program_log(&log, false);

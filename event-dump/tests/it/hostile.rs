@@ -19,10 +19,6 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-fn dir() -> PathBuf {
-    common::dir("hostile")
-}
-
 /// What one run of event-dump did.
 #[derive(Debug)]
 struct Run {
@@ -48,27 +44,24 @@ const LAUNCH_DIR: &str = "HOSTILE_LAUNCH_DIR";
 fn run(args: &[&str]) -> Run {
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = dir().join(format!("run-{n}"));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = common::dir(&format!("hostile-run-{n}"));
     let status = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "hostile::launcher", "--nocapture", "--test-threads=1", "-q"])
         .env(LAUNCH, args.join("\x1f"))
-        .env(LAUNCH_DIR, &d)
+        .env(LAUNCH_DIR, &*d)
         .stdout(Stdio::null())
         .status()
         .unwrap();
     assert!(status.success(), "the launcher of event-dump {args:?} failed");
     let read = |name: &str| String::from_utf8_lossy(&std::fs::read(d.join(name)).unwrap()).into_owned();
     let facts: Vec<i64> = read("status").split_whitespace().map(|w| w.parse().unwrap()).collect();
-    let r = Run {
+    Run {
         code: (facts[0] >= 0).then_some(facts[0] as i32),
         signal: (facts[1] >= 0).then_some(facts[1] as i32),
         stdout: read("stdout"),
         stderr: read("stderr"),
         peak_kib: facts[2] as u64,
-    };
-    let _ = std::fs::remove_dir_all(&d);
-    r
+    }
 }
 
 /// Not a test: the launcher [`run`] starts in a fresh copy of this binary. It runs
@@ -141,10 +134,12 @@ fn command_name(args: &[String]) -> String {
 fn baselines() -> &'static BTreeMap<String, u64> {
     static BASE: OnceLock<BTreeMap<String, u64>> = OnceLock::new();
     BASE.get_or_init(|| {
-        let tiny = dir().join("tiny.evt");
+        let d = common::dir("hostile-baselines");
+        let tiny = d.join("tiny.evt");
         std::fs::write(&tiny, event_format::testing::sample_stream(Order::Little)).unwrap();
-        let ring = tiny_ring();
-        let out = dir().join("baseline-out");
+        let ring = d.join("tiny.ring");
+        std::fs::write(&ring, tiny_ring()).unwrap();
+        let out = d.join("baseline-out");
         let mut base = BTreeMap::new();
         for args in commands(tiny.to_str().unwrap(), out.to_str().unwrap()) {
             let args =
@@ -209,9 +204,10 @@ fn every_command(name: &str, bytes: &[u8]) -> BTreeMap<String, Run> {
     // Tests run in parallel: each input gets a file of its own.
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = format!("{}-{name}", COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let path = dir().join(&name);
+    let d = common::dir(&format!("hostile-{name}"));
+    let path = d.join(&name);
     std::fs::write(&path, bytes).unwrap();
-    let out = dir().join(format!("{name}.out"));
+    let out = d.join(format!("{name}.out"));
     let mut runs = BTreeMap::new();
     for args in commands(path.to_str().unwrap(), out.to_str().unwrap()) {
         let r = hostile_run(&name, &args, bytes.len() as u64, claimed_header_len(bytes));
@@ -225,20 +221,22 @@ fn sample_log(packed: bool) -> Vec<u8> {
     static LOGS: [OnceLock<Vec<u8>>; 2] = [OnceLock::new(), OnceLock::new()];
     LOGS[usize::from(packed)]
         .get_or_init(|| {
-            let path = dir().join(format!("sample-{packed}.evt"));
+            let d = common::dir(&format!("hostile-sample-{packed}"));
+            let path = d.join(format!("sample-{packed}.evt"));
             common::two_threads_log(&path, packed);
             std::fs::read(&path).unwrap()
         })
         .clone()
 }
 
-/// [`common::tiny_ring`], made once.
-fn tiny_ring() -> PathBuf {
-    static RING: OnceLock<PathBuf> = OnceLock::new();
+/// The bytes of [`common::tiny_ring`], made once.
+fn tiny_ring() -> Vec<u8> {
+    static RING: OnceLock<Vec<u8>> = OnceLock::new();
     RING.get_or_init(|| {
-        let path = dir().join("tiny.ring");
+        let d = common::dir("hostile-tiny-ring");
+        let path = d.join("tiny.ring");
         common::tiny_ring(&path);
-        path
+        std::fs::read(&path).unwrap()
     })
     .clone()
 }
@@ -660,8 +658,7 @@ fn edit_page0(ring: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
 
 #[test]
 fn ring_files_with_lying_counts_and_positions() {
-    let path = tiny_ring();
-    let good = std::fs::read(&path).unwrap();
+    let good = tiny_ring();
     let o = Order::NATIVE;
     let layout = ring::Layout::decode(&good, false).unwrap();
     let reference = every_command("ring-good.ring", &good);
@@ -745,7 +742,7 @@ fn fuzz_seeds_are_current_logs() {
         ("recorded.evt", sample_log(false)),
         ("recorded-packed.evt", sample_log(true)),
         ("small-schema.evt", big_schema_stream(3, 2)),
-        ("tiny.ring", std::fs::read(tiny_ring()).unwrap()),
+        ("tiny.ring", tiny_ring()),
     ];
     if std::env::var_os("UPDATE_FUZZ_SEEDS").is_some() {
         std::fs::create_dir_all(&seeds).unwrap();
@@ -769,7 +766,9 @@ fn fuzz_seeds_are_current_logs() {
 /// computed from the events left, and the `EVENT_BUFSIZE` that holds 10 s at that rate.
 #[test]
 fn stats_of_a_wrapped_ring_says_how_long_it_held_and_what_holds_ten_seconds() {
-    let path = tiny_ring();
+    let d = common::dir("hostile-ring-size");
+    let path = d.join("tiny.ring");
+    std::fs::write(&path, tiny_ring()).unwrap();
     let out = common::run(&["stats", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let text = common::stdout(&out);
@@ -801,7 +800,7 @@ fn stats_of_a_wrapped_ring_says_how_long_it_held_and_what_holds_ten_seconds() {
         assert!(line.contains("at the most a ring holds"), "{line}");
     }
     // A stream says nothing of rings.
-    let stream = common::dir("ring-size").join("stream.evt");
+    let stream = d.join("stream.evt");
     common::many_events_log(&stream, 100);
     assert!(!common::stdout(&common::run(&["stats", stream.to_str().unwrap()])).contains("ring size"));
 }

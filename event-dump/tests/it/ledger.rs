@@ -8,10 +8,11 @@ use crate::common::{self, run, stderr, stdout};
 use crate::events;
 use event_format::wire::{BlockHeader, BlockWriter, Clock, Header, Order, Producer, SetEntry, Stop, Text, Value};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn dir() -> PathBuf {
-    common::dir("ledger")
+/// A directory of the test's own ([`common::numbered_dir`]).
+fn dir() -> common::Scratch {
+    common::numbered_dir("ledger")
 }
 
 /// What a reader says it found; `None` where it does not say.

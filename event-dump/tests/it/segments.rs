@@ -15,12 +15,34 @@ use event_format::wire::{
 };
 use std::path::{Path, PathBuf};
 
-/// A fresh directory for one test's segments.
-fn fresh(name: &str) -> PathBuf {
-    let d = common::dir("segments").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for one test's segments: `dir` in a directory of the test's own
+/// ([`common::dir`]), where the test's exports go beside it (`dir.db`, as `with_extension`
+/// names them), and which goes with them when the test passes.
+fn fresh(name: &str) -> Segments {
+    let scratch = common::dir(&format!("segments-{name}"));
+    let dir = scratch.join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    Segments { dir, _scratch: scratch }
+}
+
+/// [`fresh`]'s directory of segments, which derefs to its path.
+struct Segments {
+    dir: PathBuf,
+    _scratch: common::Scratch,
+}
+
+impl std::ops::Deref for Segments {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl AsRef<Path> for Segments {
+    fn as_ref(&self) -> &Path {
+        &self.dir
+    }
 }
 
 const RECORDING: RecordingId = RecordingId([7; 16]);

@@ -9,8 +9,9 @@ use crate::common::{self, *};
 use event_format::wire::Order;
 use std::path::{Path, PathBuf};
 
-fn dir() -> PathBuf {
-    common::dir("sets")
+/// A directory of the test's own ([`common::numbered_dir`]).
+fn dir() -> Scratch {
+    common::numbered_dir("sets")
 }
 
 /// The checked-in stream of `order`, checked to be what [`common::two_sets_log`] makes
@@ -24,7 +25,8 @@ fn fixture(order: Order) -> PathBuf {
     // A file of its own for each call: the tests run side by side.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let made = dir().join(format!("{call}-{name}"));
+    let d = dir();
+    let made = d.join(name);
     common::two_sets_log(&made, order);
     let path = data.join(name);
     if std::env::var_os("UPDATE_FIXTURES").is_some() {
@@ -76,8 +78,8 @@ fn stats_counts_per_set_and_check_is_whole() {
 
 #[test]
 fn schema_prints_every_set_and_compares_by_name() {
-    insta::assert_snapshot!("two_sets_schema", both(&["schema"]));
     let d = dir();
+    insta::assert_snapshot!("two_sets_schema", both(&["schema"]));
     let storage = d.join("storage.def");
     std::fs::write(&storage, STORAGE_DEF.replace("VERSION(2, 0, 1)", "VERSION(2, 0, 2)")).unwrap();
     let text = both(&["schema", "--against", storage.to_str().unwrap()]);
@@ -138,8 +140,9 @@ fn kind_event_and_filter_take_qualified_names() {
 #[test]
 fn sqlite_keeps_the_sets_apart() {
     use rusqlite::Connection;
+    let d = dir();
     let log = fixture(Order::Big);
-    let db_path = dir().join("two-sets.db");
+    let db_path = d.join("two-sets.db");
     let _ = std::fs::remove_file(&db_path);
     let out = run(&["export", "--to", "sqlite", log.to_str().unwrap(), "-o", db_path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -189,7 +192,8 @@ fn sqlite_keeps_the_sets_apart() {
 #[test]
 fn a_layout_1_database_is_brought_to_layout_2() {
     use rusqlite::Connection;
-    let db_path = dir().join("layout-1.db");
+    let d = dir();
+    let db_path = d.join("layout-1.db");
     let _ = std::fs::remove_file(&db_path);
     // What an event-dump of layout 1 wrote: its glue tables, without event_set.
     let old = Connection::open(&db_path).unwrap();
@@ -222,8 +226,9 @@ fn a_layout_1_database_is_brought_to_layout_2() {
 
 #[test]
 fn chrome_names_events_and_slices_by_set() {
+    let d = dir();
     let log = fixture(Order::Little);
-    let out = dir().join("two-sets.json");
+    let out = d.join("two-sets.json");
     let run = run(&["export", "--to", "chrome", log.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert!(run.status.success(), "{}", stderr(&run));
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -247,8 +252,9 @@ fn chrome_names_events_and_slices_by_set() {
 
 #[test]
 fn ctf_event_classes_are_qualified_and_distinct() {
+    let d = dir();
     let log = fixture(Order::Big);
-    let out = dir().join("two-sets-ctf");
+    let out = d.join("two-sets-ctf");
     let _ = std::fs::remove_dir_all(&out);
     let run = run(&["export", "--to", "ctf", log.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert!(run.status.success(), "{}", stderr(&run));

@@ -904,8 +904,7 @@ mod sets {
 /// another for another header.
 #[test]
 fn a_log_without_a_recording_id_has_one_derived_from_its_header_bytes() {
-    let dir = std::env::temp_dir().join(format!("event-format-ids-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::dir("event-format-ids");
     let open = |name: &str, bytes: &[u8]| {
         let path = dir.join(name);
         std::fs::write(&path, bytes).unwrap();
@@ -930,5 +929,4 @@ fn a_log_without_a_recording_id_has_one_derived_from_its_header_bytes() {
     let mut header = sample_header(Order::Little);
     header.properties.recording = Some(RecordingId([9; 16]));
     assert_eq!(open("with.evt", &header.encode().unwrap()), RecordingId([9; 16]));
-    std::fs::remove_dir_all(&dir).unwrap();
 }

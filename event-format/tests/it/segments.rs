@@ -9,13 +9,10 @@ use event_format::ledger::{Ending, Ledger};
 use event_format::log::{self, Log, OpenOptions};
 use event_format::testing::sample_header;
 use event_format::wire::{BlockHeader, BlockWriter, Order, RecordingId, Segment, Stop, StopCause, stop_block};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn fresh(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("event-format-segments-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn fresh(name: &str) -> crate::Scratch {
+    crate::dir(&format!("event-format-segments-{name}"))
 }
 
 /// A segment of recording `id`: `blocks` blocks of thread 1, numbered from 0, with two `Poll`
@@ -77,13 +74,13 @@ fn a_directory_of_segments_is_one_log_in_index_order() {
     events += segment(&d.join("b"), 1, at(1), 3, Some(StopCause::Rotated));
     std::fs::write(d.join("notes.txt"), "not a log").unwrap();
     segment(&d.join("d.open"), 1, at(3), 1, None);
-    let mut logs = log::open_all(std::slice::from_ref(&d), OpenOptions::default()).unwrap();
+    let mut logs = log::open_all(&[d.to_path_buf()], OpenOptions::default()).unwrap();
     assert_eq!(logs.len(), 1);
     let log = &mut logs[0];
     let names: Vec<String> =
         log.segments().iter().map(|s| s.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["c", "b", "a"], "by index; the open one and the text file left out");
-    assert_eq!(log.path(), d.as_path());
+    assert_eq!(log.path(), &*d);
     let ledger = count(log);
     assert_eq!((ledger.events(), ledger.blocks()), (events, 6));
     assert_eq!((ledger.missing_blocks(), ledger.repeated_blocks(), ledger.late_blocks()), (0, 0, 0));

@@ -276,10 +276,8 @@ fn read_ring(path: &std::path::Path) -> (Vec<u8>, event_format::ring::RingFindin
     (bytes, stream.findings().clone())
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("policies-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(name: &str) -> crate::Scratch {
+    crate::dir(&format!("policies-{name}"))
 }
 
 #[test]

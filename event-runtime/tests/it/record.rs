@@ -627,8 +627,7 @@ fn two_sets_of_one_name_and_compatible_versions_are_refused() {
 #[test]
 fn the_recording_names_its_event_file_with_the_pattern_expanded() {
     let _serial = serial();
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-path-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::dir("record-path");
     let recording = Recorder::new().file(dir.join("trace-%p.evt")).start().unwrap();
     let path = recording.file_path().unwrap();
     assert_eq!(path, dir.join(format!("trace-{}.evt", std::process::id())));

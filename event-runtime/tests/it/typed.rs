@@ -325,8 +325,7 @@ fn a_set_of_another_name_is_read_as_named_and_checked_event_by_event() {
          names its set after the package that includes it: add `SET(event-runtime)` at the top of the writer's \
          events.def, or read the log as its set, `events::read_as(path, \"service\")`"
     );
-    let d = std::env::temp_dir().join(format!("typed-read-as-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::dir("typed-read-as");
     let path = d.join("service.evt");
     std::fs::write(&path, &stream).unwrap();
     let mut reader = events::read_as(&path, "service").expect("read as the log's set");
@@ -364,7 +363,6 @@ fn a_set_of_another_name_is_read_as_named_and_checked_event_by_event() {
     std::fs::write(&path, log_of(changed, &[])).unwrap();
     let e = events::read_as(&path, "service").unwrap_err().to_string();
     assert!(e.starts_with("event set `event-runtime`, event `ObjectAlloc`: the log says"), "{e}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A record of a hand-made block: event index, time in ticks, values.

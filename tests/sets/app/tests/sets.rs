@@ -7,18 +7,18 @@
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const THREADS: u64 = 4;
 const ROUNDS: u64 = 300;
 
-/// A temporary directory of this test process.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sets-app-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory of this test process's own, removed when the test passes
+/// ([`event_tests::Scratch`]).
+fn scratch(name: &str) -> event_tests::Scratch {
+    event_tests::Scratch::new(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sets-app-{}-{name}", std::process::id())),
+    )
 }
 
 /// Runs `sets-app` recording into `file` with `EVENT_CONTROL=control` (when given).
@@ -134,7 +134,6 @@ fn every_set_linked_in_is_recorded_and_decoded_with_its_own_schema() {
         String::from_utf8_lossy(&check.stdout),
         String::from_utf8_lossy(&check.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The user events of the stream recorded with `EVENT_CONTROL=control`, counted by
@@ -147,7 +146,6 @@ fn recorded_with(name: &str, control: &str) -> BTreeMap<String, u64> {
     for line in decode(&file).by_thread.into_values().flatten() {
         *counts.entry(line[..line.find('(').unwrap()].to_owned()).or_insert(0) += 1;
     }
-    let _ = std::fs::remove_dir_all(&dir);
     counts
 }
 
@@ -184,7 +182,6 @@ fn an_ambiguous_control_text_stops_the_start_naming_the_candidates() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("EVENT_CONTROL") && stderr.contains("storage:") && stderr.contains("net:"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The recordings of this process take turns.

@@ -56,8 +56,9 @@ fn agree(typed: &BTreeMap<String, Vec<Seen>>, dumped: &BTreeMap<String, Vec<Seen
 
 #[test]
 fn each_sets_typed_reader_agrees_with_event_dump_json_on_a_log_of_three_sets() {
-    let dir = std::env::temp_dir().join(format!("sets-typed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = event_tests::Scratch::new(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sets-typed-{}", std::process::id())),
+    );
     let file = dir.join("app.evt");
     let out = Command::new(env!("CARGO_BIN_EXE_sets-app"))
         .args([THREADS.to_string(), ROUNDS.to_string()])
@@ -105,5 +106,4 @@ fn each_sets_typed_reader_agrees_with_event_dump_json_on_a_log_of_three_sets() {
         }
     }
     assert_eq!(found, ["Intern 7 gc", "Label 0x1000 7", "Fix 0x2000 0x3000 2 weak"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,7 +13,8 @@ use event_format::wire::Value;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+pub use test_scratch::Scratch;
 
 /// `ArenaDestroy`'s code in events.def: `recorder-child` records `ArenaDestroy(worker, i)`,
 /// the `i`-th event (from 0) of worker `worker`.
@@ -212,88 +213,5 @@ pub fn json_of(v: Value<'_>) -> serde_json::Value {
         Value::Double(x) => json!(x),
         Value::Bool(x) => json!(x),
         Value::Str(t) => json!(t.to_string_lossy()),
-    }
-}
-
-/// A test's scratch directory, which derefs to its path. Made empty by [`Scratch::new`] (one
-/// left by an earlier process of the same id is removed first); dropped, it removes itself
-/// and all in it if the test passed (some tests write a gigabyte of ring files a run), and is
-/// kept if the test is panicking, with one line on stderr saying where, for whoever looks
-/// into the failure. Declare it before any child process or recording that writes into it,
-/// so that those are killed, waited for or stopped (dropped) before it goes. Tests that run
-/// at once must each have a directory of their own: the first to pass removes its own.
-#[derive(Debug)]
-pub struct Scratch(PathBuf);
-
-impl Scratch {
-    /// The directory `path`, made empty: the test's own, under `CARGO_TARGET_TMPDIR`.
-    pub fn new(path: PathBuf) -> Scratch {
-        let fresh = LIVE.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone());
-        assert!(fresh, "two tests at once in one scratch directory, {}: give each a name of its own", path.display());
-        if path.exists() {
-            remove_all(&path);
-        }
-        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        Scratch(path)
-    }
-}
-
-/// The scratch directories of this process's running tests.
-static LIVE: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
-    std::sync::Mutex::new(std::collections::BTreeSet::new());
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("scratch directory kept (the test failed): {}", self.0.display());
-        } else {
-            remove_all(&self.0);
-        }
-        LIVE.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
-    }
-}
-
-/// Removes `d` and all in it, directories a test left read-only included (each is made
-/// writable again first). What cannot be removed is left, with one line on stderr: the test
-/// passed, and its leftovers are no reason to fail it.
-fn remove_all(d: &Path) {
-    if std::fs::remove_dir_all(d).is_ok() {
-        return;
-    }
-    writable(d);
-    if let Err(e) = std::fs::remove_dir_all(d)
-        && d.exists()
-    {
-        eprintln!("scratch directory {} not removed: {e}", d.display());
-    }
-}
-
-/// Makes `d` and every directory under it writable and searchable by its owner.
-fn writable(d: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::symlink_metadata(d)
-            && meta.is_dir()
-        {
-            let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(meta.permissions().mode() | 0o700));
-            for entry in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                writable(&entry.path());
-            }
-        }
     }
 }

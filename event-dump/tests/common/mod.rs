@@ -7,28 +7,22 @@
 
 use event_format::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value};
 use event_runtime::{Policy, Recorder};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
+pub(crate) use test_scratch::Scratch;
 
 pub(crate) const DUMP: &str = env!("CARGO_BIN_EXE_event-dump");
 
 /// One recording per process at a time: every test that records takes it.
 pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
-/// An empty directory of the test `test`'s own (one per process, and no two tests of a
-/// process may name the same one: tests that run at once would share it, and the first to
-/// pass would remove it under the other), removed when the test passes and kept when it
-/// fails ([`Scratch`]). One left by an earlier process of the same id is removed first.
+/// An empty directory of the test `test`'s own, under `CARGO_TARGET_TMPDIR` (one per
+/// process, and no two tests of a process may name the same one: tests that run at once
+/// would share it, and the first to pass would remove it under the other), removed when the
+/// test passes and kept when it fails ([`Scratch`]).
 pub(crate) fn dir(test: &str) -> Scratch {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{test}-{}", std::process::id()));
-    let fresh = LIVE.lock().unwrap_or_else(|p| p.into_inner()).insert(d.clone());
-    assert!(fresh, "two tests at once in one scratch directory, {}: give each a name of its own", d.display());
-    if d.exists() {
-        remove_all(&d);
-    }
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
+    Scratch::named(env!("CARGO_TARGET_TMPDIR"), test)
 }
 
 /// A directory of its own ([`dir`]) for a test of the module `module`, numbered in the
@@ -38,73 +32,6 @@ pub(crate) fn dir(test: &str) -> Scratch {
 pub(crate) fn numbered_dir(module: &str) -> Scratch {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     dir(&format!("{module}-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
-}
-
-/// The scratch directories of this process's running tests ([`dir`]).
-static LIVE: Mutex<std::collections::BTreeSet<PathBuf>> = Mutex::new(std::collections::BTreeSet::new());
-
-/// A test's scratch directory ([`dir`]), which derefs to its path. Dropped, it removes the
-/// directory and all in it if the test passed, and keeps it if the test is panicking, saying
-/// where on stderr, for whoever looks into the failure. Declare it before any child process
-/// or recording that writes into it, so that those are killed, waited for or stopped
-/// (dropped) before it goes.
-#[derive(Debug)]
-pub(crate) struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("scratch directory kept (the test failed): {}", self.0.display());
-        } else {
-            remove_all(&self.0);
-        }
-        LIVE.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
-    }
-}
-
-/// Removes `d` and all in it, directories a test left read-only included (each is made
-/// writable again first). What cannot be removed is left, with one line on stderr: the test
-/// passed, and its leftovers are no reason to fail it.
-fn remove_all(d: &Path) {
-    if std::fs::remove_dir_all(d).is_ok() {
-        return;
-    }
-    writable(d);
-    if let Err(e) = std::fs::remove_dir_all(d)
-        && d.exists()
-    {
-        eprintln!("scratch directory {} not removed: {e}", d.display());
-    }
-}
-
-/// Makes `d` and every directory under it writable and searchable by its owner.
-fn writable(d: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::symlink_metadata(d)
-            && meta.is_dir()
-        {
-            let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(meta.permissions().mode() | 0o700));
-            for entry in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                writable(&entry.path());
-            }
-        }
-    }
 }
 
 pub(crate) fn run(args: &[&str]) -> Output {

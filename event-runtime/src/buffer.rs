@@ -272,17 +272,6 @@ impl ThreadBuffer {
         }
     }
 
-    /// Commits the current block's records: one release store, which makes them visible to
-    /// the stop (a lane) or to ring-file readers (a slot).
-    #[inline(always)]
-    fn commit(&mut self) {
-        match &mut self.home {
-            Home::Lane(writer) => writer.commit(self.end, self.records),
-            Home::File(slot) => slot.commit_end(self.end),
-            Home::Nowhere => {}
-        }
-    }
-
     /// Whether the home is a pool lane (one block at a time from the exchange).
     fn is_pool(&self) -> bool {
         matches!(self.home, Home::Lane(_)) && self.ring_blocks == 1
@@ -310,14 +299,17 @@ impl ThreadBuffer {
             len += 2 + s.bytes.len();
             longest = longest.max(s.bytes.len());
         }
-        let max = self.max_record;
-        if len > max || longest > STRING_MAX {
-            if strs.is_empty() {
-                // Nothing to cut: no valid schema has fixed arguments longer than a minimal
-                // block. Decided here so that an event without strings never passes its
-                // arguments to the cold path (they would live on the stack).
+        if strs.is_empty() {
+            // Nothing to cut: no valid schema has fixed arguments longer than a minimal
+            // block. Decided here so that an event without strings never passes its
+            // arguments to the cold path (they would live on the stack). Its length is
+            // known where it is compiled, so this test is too; the block's own limit
+            // (`max_record`) is `make_room`'s: a record longer than it never fits behind
+            // the block's end, and so always gets there.
+            if len > MAX_RECORD_LEN {
                 return self.refuse();
             }
+        } else if len > self.max_record || longest > STRING_MAX {
             return self.write_cut(code, fixed, strs, fill);
         }
         let now = if self.writable {
@@ -337,17 +329,45 @@ impl ThreadBuffer {
                 None => return self.refuse(),
             }
         }
-        let at = self.end;
-        let Some(record) = self.tail(at, len) else { return self.refuse() };
-        // len <= MAX_RECORD_LEN = u16::MAX (checked above).
-        put_record_header(Order::NATIVE, record, 0, code, len as u16, delta as u32);
-        let mut args = ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], strs);
-        fill(&mut args);
-        debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
-        self.end = at + len;
-        self.time = now;
-        self.records += 1;
-        self.commit();
+        let (at, records) = (self.end, self.records + 1);
+        let put = |record: &mut [u8]| {
+            // len <= MAX_RECORD_LEN = u16::MAX (checked above).
+            put_record_header(Order::NATIVE, record, 0, code, len as u16, delta as u32);
+            let mut args = ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], strs);
+            fill(&mut args);
+            debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
+        };
+        // The room for the record and its commit (one release store, which makes the record
+        // visible to the stop, for a lane, or to ring-file readers, for a slot) under one
+        // match of the home, not one for each.
+        let written = match &mut self.home {
+            Home::Lane(writer) => match writer.record_mut(at, len) {
+                Some(record) => {
+                    put(record);
+                    self.end = at + len;
+                    self.time = now;
+                    self.records = records;
+                    writer.commit(at + len, records);
+                    true
+                }
+                None => false,
+            },
+            Home::File(slot) => match slot.record_mut(at, len) {
+                Some(record) => {
+                    put(record);
+                    self.end = at + len;
+                    self.time = now;
+                    self.records = records;
+                    slot.commit_end(at + len);
+                    true
+                }
+                None => false,
+            },
+            Home::Nowhere => false,
+        };
+        if !written {
+            self.refuse();
+        }
     }
 
     /// Makes room for a record of `len` bytes at `now` in the current block: the next block
@@ -356,6 +376,11 @@ impl ThreadBuffer {
     #[cold]
     #[inline(never)]
     fn make_room(&mut self, now: u64, len: usize) -> Option<u64> {
+        if len > self.max_record {
+            // A record without strings that no block holds (`write`): refused, no block
+            // handed on for it.
+            return None;
+        }
         let delta = now.wrapping_sub(self.time);
         let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
         // A time before the block's start (the thread's clock stepped back past it: a thread
@@ -1053,8 +1078,11 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
         };
         let current = session::generation();
         // The cold path takes neither the code nor the arguments: passed to a function that
-        // is not inlined, they would live on the stack on the hot path too.
-        if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
+        // is not inlined, they would live on the stack on the hot path too. One test of the
+        // slot and one compare of the generation on the hot path (`is_none_or` made both,
+        // then a third test of their results).
+        let attached = matches!(&*slot, Some(buffer) if buffer.generation == current);
+        if !attached && !attach(&mut slot, current) {
             return session::count_lost_unattributed(1);
         }
         if let Some(buffer) = slot.as_mut() {

@@ -339,7 +339,10 @@ impl ThreadBuffer {
         };
         // The room for the record and its commit (one release store, which makes the record
         // visible to the stop, for a lane, or to ring-file readers, for a slot) under one
-        // match of the home, not one for each.
+        // match of the home, not one for each. The buffer's own fields are stored before the
+        // commit, as they were when the commit was a match of its own: stored after it, the
+        // same instructions took 17.1 ns an event against 14.9 (emit_probe's `steady` under
+        // `ring`, thread CPU time, interleaved runs on the 2-core Intel VM).
         let written = match &mut self.home {
             Home::Lane(writer) => match writer.record_mut(at, len) {
                 Some(record) => {

@@ -74,9 +74,11 @@ pub(crate) struct ThreadBuffer {
     first: u16,
     /// The recorder generation this buffer belongs to.
     generation: u64,
-    /// The recording's clock is the TSC (`TimeSource::is_tsc`): read here with one
-    /// instruction, without matching on the source per event.
-    tsc: bool,
+    /// Whether there is a current block to write into ([`WRITABLE`]) and whether the
+    /// recording's clock is the TSC ([`TSC`], `TimeSource::is_tsc`: read with one
+    /// instruction, without matching on the source per event), in one byte: the hot path
+    /// tests both with one compare ([`writable`](Self::writable) reads the first).
+    state: u8,
     thread: u64,
     /// The current block's sequence number.
     sequence: u64,
@@ -100,8 +102,6 @@ pub(crate) struct ThreadBuffer {
     /// The longest record a block holds: `block_size - BLOCK_HEADER_LEN`, at most
     /// `MAX_RECORD_LEN`; kept so that the emit path does not compute it per event.
     max_record: usize,
-    /// Whether there is a current block to write into.
-    writable: bool,
     /// Whether this refusal episode has already waited for the writer (`wait` policy).
     waited: bool,
     /// This is the writer thread: its full blocks go straight to the sinks.
@@ -120,6 +120,11 @@ pub(crate) struct ThreadBuffer {
     /// While it does, every event is diverted to `watched` (`divert::post_window`).
     post: Option<(u64, u64)>,
 }
+
+/// [`ThreadBuffer`]'s `state`: there is a current block to write into.
+const WRITABLE: u8 = 1;
+/// [`ThreadBuffer`]'s `state`: the recording's clock is the TSC.
+const TSC: u8 = 2;
 
 thread_local! {
     static BUFFER: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
@@ -216,7 +221,7 @@ impl ThreadBuffer {
             copy,
             set: std::ptr::null(),
             first: 0,
-            tsc: shared.time.is_tsc(),
+            state: if shared.time.is_tsc() { TSC } else { 0 },
             shared,
             generation,
             thread,
@@ -229,7 +234,6 @@ impl ThreadBuffer {
             index: 0,
             block_size,
             max_record: (block_size - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN),
-            writable: false,
             waited: false,
             direct,
             slotless,
@@ -250,6 +254,18 @@ impl ThreadBuffer {
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer
+    }
+
+    /// Whether there is a current block to write into.
+    #[inline(always)]
+    fn writable(&self) -> bool {
+        self.state & WRITABLE != 0
+    }
+
+    /// There is (`true`) or is no longer a current block to write into.
+    #[inline(always)]
+    fn set_writable(&mut self, writable: bool) {
+        self.state = if writable { self.state | WRITABLE } else { self.state & !WRITABLE };
     }
 
     /// Whether the home holds a block to write into (a pool lane may hold none).
@@ -285,7 +301,7 @@ impl ThreadBuffer {
         let late = self.records.saturating_sub(records) + self.lost.saturating_sub(refused);
         session::count_lost_unattributed(late);
         self.lost = 0;
-        self.writable = false;
+        self.set_writable(false);
         self.slotless = true;
         self.home = Home::Nowhere;
     }
@@ -312,8 +328,10 @@ impl ThreadBuffer {
         } else if len > self.max_record || longest > STRING_MAX {
             return self.write_cut(code, fixed, strs, fill);
         }
-        let now = if self.writable {
-            self.shared.time.now_with(self.tsc)
+        let now = if self.state == WRITABLE | TSC {
+            self.shared.time.now_with(true)
+        } else if self.writable() {
+            self.shared.time.now_with(false)
         } else {
             match self.resume() {
                 Some(now) => now,
@@ -563,7 +581,7 @@ impl ThreadBuffer {
             return false;
         }
         self.start_block(now);
-        self.writable
+        self.writable()
     }
 
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
@@ -574,7 +592,7 @@ impl ThreadBuffer {
         self.base_time = now;
         self.time = now;
         self.records = 0;
-        self.writable = true;
+        self.set_writable(true);
         self.waited = false;
         let header = BlockHeader {
             flags: 0,
@@ -621,7 +639,7 @@ impl ThreadBuffer {
                 }
             }
             // Every caller has a current block; without one there is nothing to start.
-            Ok(None) => self.writable = false,
+            Ok(None) => self.set_writable(false),
             Err(taken) => self.lane_taken(taken),
         }
     }
@@ -630,12 +648,12 @@ impl ThreadBuffer {
     /// the caller refuses the event.
     #[cold]
     fn hand_on(&mut self, now: u64) -> bool {
-        if !self.writable {
+        if !self.writable() {
             return false;
         }
         if self.end == BLOCK_HEADER_LEN {
             self.start_block(now);
-            return self.writable;
+            return self.writable();
         }
         let shared = Arc::clone(&self.shared);
         let (end, index, records, direct) = (self.end, self.index, self.records, self.direct);
@@ -676,7 +694,7 @@ impl ThreadBuffer {
                     match shared.exchange.take(shared.wait) {
                         Some(block) => return self.install(block, now),
                         None => {
-                            self.writable = false;
+                            self.set_writable(false);
                             self.waited = true;
                             return false;
                         }
@@ -689,18 +707,18 @@ impl ThreadBuffer {
                 }
                 if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
                     // The slot is full: its last block stays, finished, and nothing follows.
-                    self.writable = false;
+                    self.set_writable(false);
                     return false;
                 }
                 self.sequence += 1;
             }
             Home::Nowhere => {
-                self.writable = false;
+                self.set_writable(false);
                 return false;
             }
         }
         self.start_block(now);
-        self.writable
+        self.writable()
     }
 
     /// Finishes (seals) the current ring-file block and, when the stream sinks get copies,
@@ -742,7 +760,7 @@ impl ThreadBuffer {
     /// Hands a partial block on (explicit flush, thread exit). A ring keeps its blocks (the
     /// stop takes a ring lane): only pool blocks move.
     fn flush(&mut self, exiting: bool) {
-        if !self.writable || self.end <= BLOCK_HEADER_LEN {
+        if !self.writable() || self.end <= BLOCK_HEADER_LEN {
             return;
         }
         if self.is_pool() {
@@ -770,14 +788,14 @@ impl ThreadBuffer {
             if let Err(taken) = handed {
                 return self.lane_taken(taken);
             }
-            self.writable = false;
+            self.set_writable(false);
             self.records = 0;
         } else if let Home::File(_) = self.home {
             let copies = self.shared.streams_copies();
             if exiting {
                 // Sealed, so a reader finds a checked block; the position already covers it.
                 if self.finish_file_block() {
-                    self.writable = false;
+                    self.set_writable(false);
                 }
             } else if copies {
                 let now = self.time;
@@ -794,7 +812,7 @@ impl ThreadBuffer {
     /// A copy of the current block's bytes from `from` up to its committed end; `None`
     /// without a current block or with `from` past its end.
     fn current_bytes(&mut self, from: usize) -> Option<Vec<u8>> {
-        if !self.writable || from > self.end {
+        if !self.writable() || from > self.end {
             return None;
         }
         let (end, index) = (self.end, self.index);
@@ -835,7 +853,8 @@ impl ThreadBuffer {
     fn recent_blocks(&mut self) -> Vec<Vec<u8>> {
         let mut blocks = Vec::new();
         let (end, ring, index) = (self.end, self.ring_blocks, self.index);
-        let previous = (ring > 1 && self.sequence > 0 && self.writable).then(|| ((self.sequence - 1) % ring) as usize);
+        let previous =
+            (ring > 1 && self.sequence > 0 && self.writable()).then(|| ((self.sequence - 1) % ring) as usize);
         let mut copy = |b: &mut [u8], current: bool| {
             if current {
                 blocks.push(b[..end].to_vec());
@@ -847,7 +866,7 @@ impl ThreadBuffer {
                 }
             }
         };
-        let writable = self.writable;
+        let writable = self.writable();
         match &mut self.home {
             Home::Lane(writer) => {
                 if let Ok(mut guard) = writer.lock() {
@@ -1176,7 +1195,7 @@ pub(crate) fn take_for_signal() -> Option<SignalTake> {
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let buffer = slot.as_mut()?;
-            if !buffer.writable || buffer.end <= BLOCK_HEADER_LEN {
+            if !buffer.writable() || buffer.end <= BLOCK_HEADER_LEN {
                 return None;
             }
             let (end, index, sequence) = (buffer.end, buffer.index, buffer.sequence);
@@ -1196,7 +1215,7 @@ pub(crate) fn take_for_signal() -> Option<SignalTake> {
             };
             // The block is gone from the thread: were it to record on, it would start the
             // next one, never this one again.
-            buffer.writable = false;
+            buffer.set_writable(false);
             buffer.sequence += 1;
             Some(taken)
         })

@@ -1029,7 +1029,7 @@ impl Code {
 /// What a record's writer does after writing it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Watch {
-    /// Nothing: an event that the divert word did not divert (`__private::emit`).
+    /// Nothing: an event that the divert word did not divert (`__private::emit_routed`).
     No,
     /// Looks at it (`ThreadBuffer::watched`): a diverted event.
     Yes,
@@ -1061,7 +1061,7 @@ fn write_in(
 }
 
 /// Records event `index` of `set` as [`emit_event`] does, then looks at it
-/// (`ThreadBuffer::watched`): a diverted event (`__private::emit`) that no capture took, a
+/// (`ThreadBuffer::watched`): a diverted event (`__private::emit_routed`) that no capture took, a
 /// trigger's or a pin's, one that shares its bit in the divert word, or any while a thread
 /// counts `post=N` events. Called from `__private`'s cold, out-of-line path only.
 #[inline]

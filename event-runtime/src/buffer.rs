@@ -1100,11 +1100,8 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
         };
         let current = session::generation();
         // The cold path takes neither the code nor the arguments: passed to a function that
-        // is not inlined, they would live on the stack on the hot path too. One test of the
-        // slot and one compare of the generation on the hot path (`is_none_or` made both,
-        // then a third test of their results).
-        let attached = matches!(&*slot, Some(buffer) if buffer.generation == current);
-        if !attached && !attach(&mut slot, current) {
+        // is not inlined, they would live on the stack on the hot path too.
+        if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
             return session::count_lost_unattributed(1);
         }
         if let Some(buffer) = slot.as_mut() {

@@ -1,20 +1,24 @@
 //! What one `event!` call expands to.
 //!
 //! ```text
-//! if $crate::__event_runtime::__private::HOT
-//!     && $crate::__event_runtime::__private::enabled(&$crate::events::__BITS, 0)
-//! {
-//!     match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
-//!         (a0, a1, a2) => emit(&$crate::events::SET, 0, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
+//! if $crate::__event_runtime::__private::HOT {
+//!     match $crate::__event_runtime::__private::route(&$crate::events::__BITS, 0) {
+//!         Route::Off => {}
+//!         route => match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
+//!             (a0, a1, a2) => emit_routed(route, &$crate::events::SET, 0, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
+//!         },
 //!     }
 //! }
 //! ```
 //!
 //! Every path starts at `$crate`, the crate that includes events.def, so that a dependent
 //! crate's `storage::event!` names neither `event_runtime` nor anything the user could
-//! shadow. `enabled` tests the event's bit (by its index) in its set's control bits, a
-//! static whose address the linker knows; `emit` passes the set and the index, which the
-//! recording turns into the record's wire code (docs/EVENT-SETS.md, decisions 1 and 4).
+//! shadow. `route` tests the event's bit (by its index) in its set's control bits, a
+//! static whose address the linker knows, and, when it is on, the event's bit in the divert
+//! word (`Route::Common` or `Route::Diverted`, the cold path's); `emit_routed` takes that
+//! answer on, so that the divert word is loaded once an event, and passes the set and the
+//! index, which the recording turns into the record's wire code (docs/EVENT-SETS.md,
+//! decisions 1 and 4).
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
 //! temporaries (e.g. a `format!` string) alive while the record is written. Each conversion
 //! is spanned on its argument, so a type error points at it. Each argument is written by the
@@ -117,19 +121,26 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
         binds.push(bind);
     }
     let w = format_ident!("__event_w", span = Span::mixed_site());
+    let route = format_ident!("__event_route", span = Span::mixed_site());
     let bridge = Ident::new(BRIDGE, Span::call_site());
     Ok(quote! {
-        if #p::#keep && #p::enabled(&#krate::events::__BITS, #index) {
-            #[allow(unused_imports)]
-            use #krate::__event_runtime::__private as #bridge;
-            match (#(#convs,)*) {
-                (#(#binds,)*) => #p::emit(
-                    &#krate::events::SET,
-                    #index,
-                    #fixed,
-                    &[#(#strs),*],
-                    |#w: &mut #p::Cursor<'_>| { #(#writes)* },
-                ),
+        if #p::#keep {
+            match #p::route(&#krate::events::__BITS, #index) {
+                #p::Route::Off => {}
+                #route => {
+                    #[allow(unused_imports)]
+                    use #krate::__event_runtime::__private as #bridge;
+                    match (#(#convs,)*) {
+                        (#(#binds,)*) => #p::emit_routed(
+                            #route,
+                            &#krate::events::SET,
+                            #index,
+                            #fixed,
+                            &[#(#strs),*],
+                            |#w: &mut #p::Cursor<'_>| { #(#writes)* },
+                        ),
+                    }
+                }
             }
         }
     })

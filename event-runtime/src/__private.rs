@@ -18,35 +18,78 @@ pub const COOL: bool = !cfg!(any(feature = "hot", feature = "rash"));
 /// Whether events whose `always` flag is TRUE are compiled in (not `rash`).
 pub const HOT: bool = !cfg!(feature = "rash");
 
-/// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
-/// is recorded now. Off: one load, a test and a branch. On: the divert word's bit of the
-/// event tested too (one load, a test and a branch), set while a test captures (`capture`'s
-/// module docs: every set's bits are then forced on and the cold path decides, before any
-/// argument is evaluated) and for the events a trigger or a pin watches (`trigger`'s module
-/// docs, "Cost").
-#[inline(always)]
-pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
-    // Relaxed: see `control`'s module docs.
-    let word = bits.get(usize::from(index >> 6)).map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
-    if word & (1 << (index & 63)) == 0 {
-        return false;
-    }
-    crate::divert::any() & (1 << (index & 63)) == 0 || crate::capture::enabled_here(bits, index)
+/// What `event!`'s test found for an event ([`route`]): off, or on and which path its record
+/// takes. Decided once, before any argument is evaluated, and passed on to [`emit_routed`]:
+/// the divert word is loaded once an event.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Route {
+    /// Not recorded: its arguments are not evaluated.
+    Off,
+    /// Recorded by the thread buffer, nothing else looks at it (its bit clear in the divert
+    /// word).
+    Common,
+    /// Recorded by the cold path: its bit is set in the divert word (a capture runs, or a
+    /// trigger or a pin watches it, or a `post=` window is open) and the cold half of the
+    /// test ([`capture::enabled_here`](crate::capture)) said yes.
+    Diverted,
 }
 
-/// Records event `index` (its position in `set`) on this thread: `fixed` bytes of
-/// fixed-size arguments and the string arguments `strs`, all written by `fill`. The
-/// recording writes it with its wire code, the first of the range it gave `set` plus
-/// `index`; a set that it does not hold has its event refused and counted.
+/// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
+/// is recorded now, and by which path ([`Route`]). Off: one load, a test and a branch. On:
+/// the divert word's bit of the event tested too (one load, a test and a branch), set while
+/// a test captures (`capture`'s module docs: every set's bits are then forced on and the
+/// cold path decides, before any argument is evaluated) and for the events a trigger or a
+/// pin watches (`trigger`'s module docs, "Cost").
 #[inline(always)]
-pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    if crate::divert::any() & (1 << (index & 63)) == 0 {
+pub fn route(bits: &[AtomicU64], index: u16) -> Route {
+    // Relaxed: see `control`'s module docs.
+    let word = bits.get(usize::from(index >> 6)).map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
+    let bit = 1 << (index & 63);
+    if word & bit == 0 {
+        return Route::Off;
+    }
+    if crate::divert::any() & bit == 0 {
+        return Route::Common;
+    }
+    if crate::capture::enabled_here(bits, index) { Route::Diverted } else { Route::Off }
+}
+
+/// Whether event `index` of the set whose control bits are `bits` is recorded now: [`route`]
+/// is not [`Route::Off`].
+#[inline(always)]
+pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
+    route(bits, index) != Route::Off
+}
+
+/// Records event `index` (its position in `set`) on this thread by the path that `route`
+/// (what [`route`] said, never [`Route::Off`]) names: `fixed` bytes of fixed-size arguments
+/// and the string arguments `strs`, all written by `fill`. The recording writes it with its
+/// wire code, the first of the range it gave `set` plus `index`; a set that it does not hold
+/// has its event refused and counted. What `event!` calls.
+#[inline(always)]
+pub fn emit_routed(
+    route: Route,
+    set: &'static EventSet,
+    index: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut Cursor<'_>),
+) {
+    if route == Route::Common {
         return crate::buffer::emit_event(set, index, fixed, strs, fill);
     }
     // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
     // otherwise the recording writes it and looks at it. One call out of line, so that
     // the diverted path takes no register of the common one (`diverted`).
     diverted(set, index, fixed, strs, fill)
+}
+
+/// Records event `index` of `set` as [`emit_routed`] does, the path chosen by the divert
+/// word as it is now: for a caller that made no [`route`] test of its own.
+#[inline(always)]
+pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+    let route = if crate::divert::any() & (1 << (index & 63)) == 0 { Route::Common } else { Route::Diverted };
+    emit_routed(route, set, index, fixed, strs, fill)
 }
 
 /// An event diverted by its bit in the divert word: into this thread's capture when it has

@@ -12,14 +12,14 @@
 //!
 //! # The hook, and what it costs
 //!
-//! `event!` tests its event's bit in its set's control bits (`__private::enabled`): one load,
+//! `event!` tests its event's bit in its set's control bits (`__private::route`): one load,
 //! a test and a branch when the event is off, whether or not a capture runs. While a capture
 //! runs, every set's bits are all ones (the selection that control makes is kept in a shadow
 //! meanwhile: `event_set::force_all`), so every event passes that test; the enabled side sees
 //! [`any`] set and asks the cold path ([`enabled_here`]), which records it when this thread
 //! captures, and otherwise only when the selection records it, before any argument is
 //! evaluated. So a capture in one test never makes another thread evaluate arguments or
-//! record what its selection leaves out. The record goes to the capture in `__private::emit`
+//! record what its selection leaves out. The record goes to the capture in `__private::emit_routed`
 //! ([`try_emit`]): the thread buffers of `buffer` are untouched.
 //!
 //! A capture records every event of every set linked into the program (its `events::SET`),
@@ -64,7 +64,7 @@ fn captures_here() -> bool {
 
 /// Records event `index` of `set` into this thread's capture; gives `fill` back when this
 /// thread does not capture (the caller records it, as a diverted event). Called for a
-/// diverted event only (its bit set in the divert word, `divert::any`: `__private::emit`).
+/// diverted event only (its bit set in the divert word, `divert::any`: `__private::emit_routed`).
 #[inline]
 pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
     set: &'static EventSet,

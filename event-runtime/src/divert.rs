@@ -1,8 +1,9 @@
-//! The divert word that `event!` tests an enabled event's bit in (`__private::enabled` and
-//! `__private::emit`): a set bit sends the event down the cold path, to a test's capture
-//! (`capture`) or to the recording's look at a watched event (`buffer`'s `watched`, the
-//! triggers and pins of `trigger`). Its own room, below both: the capture and the thread
-//! buffers each change it, and neither imports the other for it.
+//! The divert word that `event!` tests an enabled event's bit in (`__private::route`, whose
+//! answer `__private::emit_routed` takes on: one load an event): a set bit sends the event
+//! down the cold path, to a test's capture (`capture`) or to the recording's look at a
+//! watched event (`buffer`'s `watched`, the triggers and pins of `trigger`). Its own room,
+//! below both: the capture and the thread buffers each change it, and neither imports the
+//! other for it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

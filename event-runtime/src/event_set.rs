@@ -188,7 +188,7 @@ pub(crate) fn force_all(on: bool) {
 
 /// Whether the selection records event `index` of the set whose bits are `bits`: their bit,
 /// or while a capture forces them on, the shadow's (an index past the bits is never
-/// recorded). Takes a lock: for cold paths (`event!`'s test is `__private::enabled`).
+/// recorded). Takes a lock: for cold paths (`event!`'s test is `__private::route`).
 pub(crate) fn enabled(bits: &[AtomicU64], index: u16) -> bool {
     let w = usize::from(index >> 6);
     let bit = 1 << (index & 63);

@@ -412,4 +412,49 @@ mod tests {
         assert_eq!(words, (0..20).collect::<Vec<u64>>(), "every event, in order");
         assert!(blocks >= 2, "the step back started a block");
     }
+
+    /// An event without strings whose fixed arguments no block holds is refused and counted
+    /// (`ThreadBuffer::write` leaves the block's limit to `make_room`): the events around it
+    /// are kept, in one block, none handed on for it.
+    #[test]
+    fn a_record_longer_than_a_block_is_refused_and_counted() {
+        let recording = Recorder::new().sets(&[&SET]).memory().block_size(1024).deterministic_clock().start().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(1));
+                crate::buffer::emit_event(&SET, 0, 1024, &[], |_| unreachable!("a refused record is not filled"));
+                crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(2));
+                crate::flush();
+            });
+        });
+        let bytes = recording.stop().unwrap();
+        let mut decoder = Decoder::new(&bytes[..]).unwrap();
+        let catalog = event_format::decode::Catalog::new(&decoder.header().sets);
+        let (mut words, mut lost, mut blocks) = (Vec::new(), 0, 0);
+        while let Some(block) = decoder.next_block() {
+            let block = block.unwrap();
+            lost += block.header.lost;
+            let mut holds_e = false;
+            for entry in block.entries(&catalog) {
+                let event_format::decode::Entry::Event(e) = entry else { continue };
+                let values: Vec<u64> = e
+                    .values()
+                    .filter_map(|v| match v {
+                        event_format::wire::Value::Word(w) => Some(w),
+                        _ => None,
+                    })
+                    .collect();
+                if e.desc.code == event_format::builtin::DROPPED {
+                    lost += values[1];
+                } else if e.desc.name == "E" {
+                    words.extend(values);
+                    holds_e = true;
+                }
+            }
+            blocks += u64::from(holds_e);
+        }
+        assert_eq!(words, [1, 2], "the events around it, in order");
+        assert_eq!(blocks, 1, "both in one block: none handed on for the long one");
+        assert_eq!(lost, 1, "the long one counted");
+    }
 }

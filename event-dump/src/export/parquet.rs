@@ -61,7 +61,7 @@
 //! column buffers, handed as a row group to the encoder ([`encode`]) when it is full: its
 //! workers, one per core (at most 4), encode row groups while the log is read on, and the
 //! files are the same byte for byte with any number of them. Memory is the buffers (at most
-//! 64 MiB beyond one row group per table), at most one row group per worker and one waiting
+//! 64 MiB beyond one row group per table), at most one row group per worker and four waiting
 //! in the encoder, and one emptied set of buffers per table, and the thread and block
 //! counts, whatever the size of the log. Each log's files are closed before the next log is
 //! read.

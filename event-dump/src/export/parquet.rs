@@ -71,11 +71,11 @@ mod encode;
 use super::Said;
 use super::tables::{ColumnType, Imported, column_type, fields_json, has_fields, param_columns, walk_chosen};
 use crate::log::{DumpError, Log};
-use encode::{Buffer, Encoder, Strings};
+use encode::{Buffer, Encoder, Fill, Strings};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
 use event_format::letter::{self, Letter};
-use event_format::wire::{Clock, STRING_TRUNCATED, Value};
+use event_format::wire::{Clock, Order, STRING_TRUNCATED, Value};
 use parquet::basic::{Compression, Encoding, LogicalType, Repetition, TimeUnit, Type as Physical};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
@@ -517,12 +517,14 @@ struct TableFile {
 
 impl TableFile {
     /// Creates the file `name` (`<id>.parquet`) in directory `dir`, with `columns` and
-    /// key-value metadata, its writer handed to `encoder`.
+    /// key-value metadata, its writer handed to `encoder`; an event table's with the
+    /// [`Fill`] of its parameter columns (its rows' arguments kept as recorded).
     fn create(
         dir: &Path,
         name: &str,
         columns: Vec<Column>,
         metadata: Vec<KeyValue>,
+        fill: Option<Fill>,
         encoder: &mut Encoder,
     ) -> Result<TableFile> {
         let path = dir.join(name);
@@ -554,18 +556,26 @@ impl TableFile {
             .map_err(|e| io_error(&temp, &e))?;
         let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props.build())).map_err(error)?;
         let has_fields = columns.last().is_some_and(|c| c.name == FIELDS_COLUMN && c.shape == Shape::NullableUtf8);
-        let buffers = columns.iter().map(Column::buffer).collect();
+        let mut buffers: Vec<Buffer> = columns.iter().map(Column::buffer).collect();
+        // An event table's parameters are kept as their bytes until the worker decodes them:
+        // where each row's end, its bytes counted as they come (`push_event`).
+        let args = fill.is_some();
+        if args {
+            buffers.push(Buffer::Args(Strings::default(), Order::NATIVE));
+        }
         let row_bytes = columns
             .iter()
             .map(|c| match c.shape {
+                Shape::Param(_) if args => 0,
                 Shape::Id => 0,
                 Shape::Param(ColumnType::Bool) => 1,
                 Shape::Param(ColumnType::U32) | Shape::Int32 => 4,
                 Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => std::mem::size_of::<usize>() + 2,
                 _ => 8,
             })
-            .sum();
-        let file = encoder.open(writer);
+            .sum::<usize>()
+            + if args { std::mem::size_of::<usize>() } else { 0 };
+        let file = encoder.open(writer, fill);
         Ok(TableFile { temp, path, file, buffers, rows: 0, bytes: 0, row_bytes, fields: has_fields })
     }
 
@@ -591,31 +601,91 @@ impl TableFile {
     }
 }
 
-/// An event's row into `table`, its `ns` and `time` (`wall`) computed. Values are those the
-/// catalog checked against the format, one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
-/// is above 2^63 - 1).
+impl TableFile {
+    /// Whether the row group of this event table holds arguments of another byte order than
+    /// `order` (never in one stream, whose header gives its order): then it is written out
+    /// before a row of `order` is added.
+    fn other_order(&self, order: Order) -> bool {
+        matches!(self.buffers.last(), Some(Buffer::Args(args, o)) if *o != order && args.len() > 0)
+    }
+}
+
+/// An event's row into event table `table`, its `ns` and `time` (`wall`) computed: the
+/// fixed columns, the `fields_json` column of the tables that have it, and the argument
+/// bytes as recorded, which the worker decodes ([`fill_params`]). Returns the bits of the
+/// thread id and ticks or-ed (whether one is above 2^63 - 1).
 fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u64 {
     let time = event.time;
-    let mut buffers = table.buffers.iter_mut();
     let mut extra = 0;
-    if let Some(Buffer::Id(rows)) = buffers.next() {
-        *rows += 1;
-    }
-    let mut fixed = |v: i64| {
-        if let Some(Buffer::I64(b)) = buffers.next() {
-            b.push(v);
+    let (fields, fixed) = match table.buffers.split_last_mut() {
+        Some((Buffer::Args(args, order), columns)) => {
+            if args.len() == 0 {
+                *order = event.order;
+            }
+            extra += event.args.len();
+            args.push(event.args);
+            match columns {
+                [Buffer::Id(rows), thread, ticks, ns_column, time_column, rest @ ..] => {
+                    *rows += 1;
+                    (rest.last_mut(), [thread, ticks, ns_column, time_column])
+                }
+                _ => {
+                    debug_assert!(false, "an event table without its fixed columns");
+                    return event.thread | time;
+                }
+            }
+        }
+        _ => {
+            debug_assert!(false, "an event table without its arguments");
+            return event.thread | time;
         }
     };
-    fixed(bits64(event.thread));
-    fixed(bits64(time));
-    fixed(ns);
-    fixed(wall);
-    // The values, read from the argument bytes by their letters straight into the columns
-    // (as `Event::values` reads them, without a `Value` between); the decoder checked the
-    // bytes against the format. `zip` takes no buffer past the last value (the fields
-    // column's).
-    let (order, mut args) = (event.order, event.args);
-    for (letter, buffer) in event.desc.format.iter().zip(buffers.by_ref()) {
+    for (buffer, v) in fixed.into_iter().zip([bits64(event.thread), bits64(time), ns, wall]) {
+        if let Buffer::I64(b) = buffer {
+            b.push(v);
+        }
+    }
+    if table.fields
+        && let Some(Buffer::Str(b, Some(defs))) = fields
+    {
+        let mut json = String::new();
+        if fields_json(event, &mut json) {
+            extra += json.len();
+            b.push(json.as_bytes());
+            defs.push(1);
+        } else {
+            defs.push(0);
+        }
+    }
+    table.rows += 1;
+    table.bytes += table.row_bytes + extra;
+    event.thread | time
+}
+
+/// The columns of an event table before its parameters.
+const FIXED_COLUMNS: usize = 5;
+
+/// The [`Fill`] of an event table of `format` with `params` parameter columns (after the
+/// [`FIXED_COLUMNS`]): those columns of the row group's argument bytes.
+fn fill_params(format: Vec<Letter>, params: usize) -> Fill {
+    Fill {
+        columns: FIXED_COLUMNS..FIXED_COLUMNS + params,
+        make: Box::new(move |buffers: &mut [Buffer]| {
+            let Some((Buffer::Args(args, order), columns)) = buffers.split_last_mut() else { return };
+            let Some(params) = columns.get_mut(FIXED_COLUMNS..) else { return };
+            for row in args.iter() {
+                push_values(params, &format, *order, row);
+            }
+        }),
+    }
+}
+
+/// The values of one row's argument bytes `args`, read by the letters of `format` straight
+/// into the parameter columns `params` (as `Event::values` reads them, without a `Value`
+/// between); the decoder checked the bytes against the format. `zip` takes no column past
+/// the last value (the fields column's).
+fn push_values(params: &mut [Buffer], format: &[Letter], order: Order, mut args: &[u8]) {
+    for (letter, buffer) in format.iter().zip(params.iter_mut()) {
         // A fixed value's bytes, or a string's length prefix.
         let Some((head, rest)) = args.split_at_checked(letter.min_size()) else { break };
         args = rest;
@@ -633,32 +703,14 @@ fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u
                 // UTF-8 as it is (most text: ASCII, told at once), checked faster than
                 // `from_utf8_lossy` does.
                 if text.is_ascii() || std::str::from_utf8(text).is_ok() {
-                    extra += text.len();
                     b.push(text);
                 } else {
-                    let text = String::from_utf8_lossy(text);
-                    extra += text.len();
-                    b.push(text.as_bytes());
+                    b.push(String::from_utf8_lossy(text).as_bytes());
                 }
             }
             _ => debug_assert!(false, "a value of another letter than its column"),
         }
     }
-    if table.fields
-        && let Some(Buffer::Str(b, Some(defs))) = buffers.next()
-    {
-        let mut json = String::new();
-        if fields_json(event, &mut json) {
-            extra += json.len();
-            b.push(json.as_bytes());
-            defs.push(1);
-        } else {
-            defs.push(0);
-        }
-    }
-    table.rows += 1;
-    table.bytes += table.row_bytes + extra;
-    event.thread | time
 }
 
 /// A log's clock, and its rate as a [`Divisor`]: the times of an event without a division.
@@ -883,10 +935,19 @@ impl LogFiles<'_> {
             return Ok(i);
         }
         let metadata = vec![KeyValue::new(KEY_EVENT.to_owned(), event_meaning(desc))];
-        self.open(name, day, event_columns(desc), metadata)
+        let columns = event_columns(desc);
+        let params = columns.iter().filter(|c| matches!(c.shape, Shape::Param(_))).count();
+        self.open(name, day, columns, metadata, Some(fill_params(desc.format.clone(), params)))
     }
 
-    fn open(&mut self, name: &str, day: i64, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<usize> {
+    fn open(
+        &mut self,
+        name: &str,
+        day: i64,
+        columns: Vec<Column>,
+        metadata: Vec<KeyValue>,
+        fill: Option<Fill>,
+    ) -> Result<usize> {
         let table_dir = self.out.join(name);
         let dir = table_dir.join(partition(day));
         for d in [&table_dir, &dir] {
@@ -895,7 +956,7 @@ impl LogFiles<'_> {
                 self.created_dirs.push(d.clone());
             }
         }
-        let file = TableFile::create(&dir, &self.name, columns, metadata, &mut self.encoder)?;
+        let file = TableFile::create(&dir, &self.name, columns, metadata, fill, &mut self.encoder)?;
         self.tables.push(file);
         self.by_key.insert((name.to_owned(), day), self.tables.len() - 1);
         Ok(self.tables.len() - 1)
@@ -1194,6 +1255,10 @@ fn write_log(
                     names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
                 }
             }
+            if files_of.tables[i].other_order(event.order) {
+                files_of.buffered -= files_of.tables[i].bytes;
+                files_of.tables[i].flush(&mut files_of.encoder);
+            }
             let table = &mut files_of.tables[i];
             let before = table.bytes;
             high |= push_event(table, ns, wall, event);
@@ -1268,12 +1333,12 @@ fn write_log(
                 files_of.table(&name, start_day, desc)?;
             }
         }
-        let threads = files_of.open("threads", start_day, threads_columns(), Vec::new())?;
+        let threads = files_of.open("threads", start_day, threads_columns(), Vec::new(), None)?;
         for row in thread_rows {
             files_of.tables[threads].push_cells(row);
         }
         let meta = vec![KeyValue::new(KEY_LOG.to_owned(), format!("{id} {}", log.len()))];
-        let logs_table = files_of.open("logs", start_day, logs_columns(), meta)?;
+        let logs_table = files_of.open("logs", start_day, logs_columns(), meta, None)?;
         files_of.tables[logs_table].push_cells(log_row);
         Ok(())
     })();

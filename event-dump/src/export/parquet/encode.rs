@@ -7,6 +7,12 @@
 //! byte for byte with any number of workers. The buffers come back emptied, their memory
 //! kept, for the table's next row group ([`Encoder::spare`]).
 //!
+//! An event table's parameters are decoded on the worker too: the export keeps each row's
+//! argument bytes as recorded ([`Buffer::Args`]), and the table's [`Fill`] makes the
+//! parameter columns of them before the row group is encoded. The reading thread, which
+//! every row passes through, copies one run of bytes per row instead of decoding a value
+//! per parameter, and the workers, which share the other cores, decode them.
+//!
 //! The `log` column of an event table holds one value, the recording id, in every row: it
 //! is kept as a count ([`Buffer::Id`]) and its chunk is encoded once per row count and
 //! appended as many times as a row group of that count is written.
@@ -17,6 +23,7 @@
 //! most one per worker); each table keeps at most one emptied set of buffers.
 
 use bytes::Bytes;
+use event_format::wire::Order;
 use parquet::column::writer::{ColumnCloseResult, ColumnWriter, get_column_writer};
 use parquet::data_type::ByteArray;
 use parquet::errors::ParquetError;
@@ -44,6 +51,26 @@ impl Strings {
     pub(super) fn push(&mut self, s: &[u8]) {
         self.bytes.extend_from_slice(s);
         self.ends.push(self.bytes.len());
+    }
+
+    /// The strings, in the order pushed.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let s = self.bytes.get(start..end).unwrap_or_default();
+            start = end;
+            s
+        })
+    }
+
+    /// The number of strings.
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
     }
 
     /// The strings as `ByteArray`s, the buffer handed over (and a new one of its size left,
@@ -78,6 +105,41 @@ pub(super) enum Buffer {
     /// The log's recording id (given to [`Encoder::start`]) in this many rows: an event
     /// table's `log` column.
     Id(usize),
+    /// Not a column: an event table's rows' argument bytes as recorded, in the stream's byte
+    /// order, which the table's [`Fill`] decodes into its parameter columns. The last buffer
+    /// of a table that has a [`Fill`].
+    Args(Strings, Order),
+}
+
+/// Makes a row group's parameter columns of its [`Buffer::Args`], on the worker that
+/// encodes it: `make` is given the buffers of all its columns, then its `Args`, and fills
+/// the columns `columns` (empty until then; the worker lends them the memory of another
+/// row group's, [`Pool`]).
+pub(super) struct Fill {
+    pub(super) columns: std::ops::Range<usize>,
+    pub(super) make: Box<dyn Fn(&mut [Buffer]) + Send + Sync>,
+}
+
+/// A worker's emptied columns that a [`Fill`] filled, their memory kept for the next row
+/// group's: the buffers of the parameters of the row groups handed over and of those
+/// waiting hold no memory. At most as many as the most parameters of a table.
+#[derive(Default)]
+struct Pool(Vec<Buffer>);
+
+impl Pool {
+    /// Puts a kept buffer of the kind of `slot` (an empty one) in its place.
+    fn lend(&mut self, slot: &mut Buffer) {
+        let kind = |b: &Buffer| (std::mem::discriminant(b), matches!(b, Buffer::Str(_, Some(_))));
+        if let Some(i) = self.0.iter().position(|b| kind(b) == kind(slot)) {
+            *slot = self.0.swap_remove(i);
+        }
+    }
+
+    /// Keeps the memory of `slot` (emptied), leaving it an empty buffer without any.
+    fn keep(&mut self, slot: &mut Buffer) {
+        let none = slot.empty_like();
+        self.0.push(std::mem::replace(slot, none));
+    }
 }
 
 impl Buffer {
@@ -95,6 +157,10 @@ impl Buffer {
                 defs.as_ref().map(|d| Vec::with_capacity(d.len())),
             ),
             Buffer::Id(_) => Buffer::Id(0),
+            Buffer::Args(v, order) => Buffer::Args(
+                Strings { bytes: Vec::with_capacity(v.bytes.len()), ends: Vec::with_capacity(v.ends.len()) },
+                *order,
+            ),
         }
     }
 }
@@ -196,6 +262,9 @@ const MOST_WORKERS: usize = 4;
 struct Shared {
     /// The file's columns.
     columns: Vec<ColumnDescPtr>,
+    /// What makes the parameter columns of a row group's [`Buffer::Args`]; `None` for a
+    /// table whose buffers are its columns.
+    fill: Option<Fill>,
     props: WriterPropertiesPtr,
     state: Mutex<FileState>,
 }
@@ -292,13 +361,14 @@ impl Encoder {
         Encoder { jobs, returned, workers, files: Vec::new(), numbers: Vec::new(), spares: Vec::new() }
     }
 
-    /// Hands over a file's writer; returns its number.
-    pub(super) fn open(&mut self, writer: SerializedFileWriter<File>) -> usize {
+    /// Hands over a file's writer, and for an event table what makes its parameter columns
+    /// ([`Fill`]); returns its number.
+    pub(super) fn open(&mut self, writer: SerializedFileWriter<File>, fill: Option<Fill>) -> usize {
         let descr = writer.schema_descr();
         let columns = (0..descr.num_columns()).map(|i| descr.column(i)).collect();
         let props = Arc::clone(writer.properties());
         let state = FileState { writer: Some(writer), next: 0, waiting: BTreeMap::new(), failure: None };
-        self.files.push(Arc::new(Shared { columns, props, state: Mutex::new(state) }));
+        self.files.push(Arc::new(Shared { columns, fill, props, state: Mutex::new(state) }));
         self.numbers.push(0);
         self.spares.push(None);
         self.files.len() - 1
@@ -368,6 +438,7 @@ impl Encoder {
 /// at the end).
 fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, id: &[u8]) {
     let mut ids = HashMap::new();
+    let mut pool = Pool::default();
     loop {
         let job = match inbox.lock() {
             Ok(inbox) => inbox.recv(),
@@ -377,7 +448,14 @@ fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, 
         let failed = shared.state.lock().map_or(true, |s| s.failure.is_some());
         let chunks: Result<Vec<Chunk>> = if failed {
             Err(ParquetError::General("an earlier row group failed".into()))
-        } else if shared.columns.len() == buffers.len() {
+        } else if shared.columns.len() + usize::from(shared.fill.is_some()) == buffers.len() {
+            if let Some(fill) = &shared.fill {
+                for slot in buffers.get_mut(fill.columns.clone()).unwrap_or_default() {
+                    pool.lend(slot);
+                }
+                (fill.make)(&mut buffers);
+            }
+            // `zip` leaves out the `Args` after the columns.
             shared
                 .columns
                 .iter()
@@ -389,6 +467,11 @@ fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, 
         };
         for buffer in &mut buffers {
             clear(buffer);
+        }
+        if let Some(fill) = &shared.fill {
+            for slot in buffers.get_mut(fill.columns.clone()).unwrap_or_default() {
+                pool.keep(slot);
+            }
         }
         let _ = give_back.send((file, buffers));
         let Ok(mut state) = shared.state.lock() else { return };
@@ -405,7 +488,7 @@ fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, 
     }
 }
 
-/// Empties a buffer that an error left full.
+/// Empties a buffer that an error left full, and a row group's `Args`, decoded.
 fn clear(buffer: &mut Buffer) {
     match buffer {
         Buffer::I64(v) => v.clear(),
@@ -413,12 +496,12 @@ fn clear(buffer: &mut Buffer) {
         Buffer::F64(v) => v.clear(),
         Buffer::Bool(v) => v.clear(),
         Buffer::Str(s, defs) => {
-            s.bytes.clear();
-            s.ends.clear();
+            s.clear();
             if let Some(d) = defs {
                 d.clear();
             }
         }
         Buffer::Id(rows) => *rows = 0,
+        Buffer::Args(s, _) => s.clear(),
     }
 }

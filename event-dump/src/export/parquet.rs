@@ -174,7 +174,7 @@ pub(crate) fn export(logs: Vec<Log>, out: &Path) -> Result<ExitCode> {
     let mut logs = one_per_segment(logs)?;
     let logs = &mut logs[..];
     let result = Lock::take(out).and_then(|lock| {
-        let result = export_into(logs, out);
+        let result = export_into(logs, out, created);
         drop(lock);
         result
     });
@@ -1016,32 +1016,51 @@ impl LogFiles<'_> {
 /// take a commit each.
 const SYNC_THREADS: usize = 8;
 
-/// Syncs `files` (the files of `tables`, in order) on up to [`SYNC_THREADS`] threads at
-/// once, each taking the next file not yet taken; the first error, of the first file that
-/// failed. Without a thread (the system refuses every one), one after another.
+/// Syncs `files` (the files of `tables`, in order), [`sync_each`].
 fn sync_all(tables: &[TableFile], files: Vec<File>) -> Result<()> {
+    sync_each(&files, File::sync_all, |i| tables.get(i).map_or_else(PathBuf::new, |t| t.temp.clone()))
+}
+
+/// Syncs the directories `dirs` (so that the entries made in them, files renamed in and
+/// directories created, are on disk as the files' data are), [`sync_each`]. Where a
+/// directory cannot be opened as a file (not on Unix), nothing.
+fn sync_dirs(dirs: &BTreeSet<PathBuf>) -> Result<()> {
+    if !cfg!(unix) {
+        return Ok(());
+    }
+    let dirs: Vec<&PathBuf> = dirs.iter().collect();
+    sync_each(&dirs, |dir| File::open(dir)?.sync_all(), |i| dirs.get(i).map_or_else(PathBuf::new, |d| d.to_path_buf()))
+}
+
+/// Syncs each of `items` by `sync` on up to [`SYNC_THREADS`] threads at once, each taking
+/// the next item not yet taken; the first error, of the first item that failed (`shown`
+/// names item `i`). Without a thread (the system refuses every one), one after another.
+fn sync_each<T: Sync>(
+    items: &[T],
+    sync: impl Fn(&T) -> io::Result<()> + Sync,
+    shown: impl Fn(usize) -> PathBuf + Sync,
+) -> Result<()> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
-    let sync = || {
+    let each = || {
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(file) = files.get(i) else { break };
-            if let Err(e) = file.sync_all() {
-                let shown = tables.get(i).map_or_else(PathBuf::new, |t| t.temp.clone());
-                if let Ok(mut failures) = failures.lock() {
-                    failures.push((i, io_error(&shown, &e)));
-                }
+            let Some(item) = items.get(i) else { break };
+            if let Err(e) = sync(item)
+                && let Ok(mut failures) = failures.lock()
+            {
+                failures.push((i, io_error(&shown(i), &e)));
             }
         }
     };
     std::thread::scope(|scope| {
-        for _ in 1..SYNC_THREADS.min(files.len()) {
-            if std::thread::Builder::new().name("parquet-sync".into()).spawn_scoped(scope, sync).is_err() {
+        for _ in 1..SYNC_THREADS.min(items.len()) {
+            if std::thread::Builder::new().name("parquet-sync".into()).spawn_scoped(scope, each).is_err() {
                 break;
             }
         }
         // This thread syncs too, and alone when the system refused every other.
-        sync();
+        each();
     });
     let failures = failures.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     match failures.into_iter().min_by_key(|(i, _)| *i) {
@@ -1058,7 +1077,8 @@ enum Plan {
     Already(String),
 }
 
-fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
+/// Exports `logs` into `out`; `created`: the run created `out`.
+fn export_into(logs: &mut [Log], out: &Path, created: bool) -> Result<Vec<Imported>> {
     let dataset = read_dataset(out)?;
     let plans = plan(logs, out, &dataset)?;
     let mut created_dirs = Vec::new();
@@ -1085,11 +1105,21 @@ fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
             },
         }
     }
-    files.extend(logs_files);
-    if result.is_ok() && !files.is_empty() {
-        result = commit(out, &files);
+    let new_dirs = Dirs { out, created, within: &created_dirs };
+    let mut renaming = false;
+    if result.is_ok() && !(files.is_empty() && logs_files.is_empty()) {
+        result = commit(&new_dirs, &files, &logs_files, &mut renaming);
     }
+    files.extend(logs_files);
     if let Err(e) = result {
+        if renaming {
+            // Files are in place, as the error says: the temporary ones left go, not the
+            // directories that hold the others.
+            for (temp, _) in &files {
+                let _ = fs::remove_file(temp);
+            }
+            return Err(e);
+        }
         for (temp, _) in &files {
             let _ = fs::remove_file(temp);
         }
@@ -1363,42 +1393,83 @@ fn write_log(
     })
 }
 
-/// Puts the run's files in place: the marker first, then each file renamed, each log's
-/// `logs` file after all the others.
-fn commit(out: &Path, files: &[Rename]) -> Result<()> {
+/// The directories a run made: the dataset `out` (`created`: by this run), and those
+/// within it (`within`, the tables' and their partitions').
+struct Dirs<'a> {
+    out: &'a Path,
+    created: bool,
+    within: &'a [PathBuf],
+}
+
+/// Puts the run's files in place, durably: the marker first (synced, and the dataset's
+/// directory, and its parent when the run created it), then the event, `threads` and
+/// empty-table files renamed and their directories synced (and those of the directories the
+/// run created), then each log's `logs` file renamed and its directory synced: a `logs` row
+/// is never on disk before the files of its log, and when the run ends every file and
+/// directory it made is. `renaming` is set once a file is renamed: from then on an error
+/// leaves the files in place (and their directories).
+fn commit(dirs: &Dirs<'_>, files: &[Rename], logs_files: &[Rename], renaming: &mut bool) -> Result<()> {
+    let out = dirs.out;
     let marker = out.join(MARKER);
+    let mut to_sync = BTreeSet::new();
     if !marker.exists() {
         let text = format!("event-dump parquet dataset, layout {LAYOUT_VERSION}\n");
-        fs::write(&marker, text).map_err(|e| io_error(&marker, &e))?;
+        let written = File::create(&marker).and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        });
+        written.map_err(|e| io_error(&marker, &e))?;
+        to_sync.insert(out.to_path_buf());
     }
-    let removed = remove_stale_temps(files);
+    if dirs.created
+        && let Some(parent) = out.parent()
+    {
+        // `out` itself, `.` when it is a bare name.
+        to_sync.insert(if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() });
+    }
+    let removed = remove_stale_temps(files.iter().chain(logs_files));
     if removed > 0 {
         eprintln!(
             "event-dump: {}: removed {removed} temporary file(s) that an interrupted export of these logs left",
             out.display()
         );
     }
-    for (temp, path) in files {
-        if let Err(e) = fs::rename(temp, path) {
-            let error = io_error(path, &e);
-            return Err(DumpError::new(format!(
-                "{}; files of this run already renamed stay: export the same logs again to complete them",
-                error.0.trim_end_matches("; the dataset is as it was")
-            )));
+    let mut renamed = |files: &[Rename], to_sync: &mut BTreeSet<PathBuf>| -> Result<()> {
+        for (temp, path) in files {
+            *renaming = true;
+            if let Err(e) = fs::rename(temp, path) {
+                let error = io_error(path, &e);
+                return Err(DumpError::new(format!(
+                    "{}; files of this run already renamed stay: export the same logs again to complete them",
+                    error.0.trim_end_matches("; the dataset is as it was")
+                )));
+            }
+            if let Some(dir) = path.parent() {
+                to_sync.insert(dir.to_path_buf());
+            }
         }
-    }
-    Ok(())
+        sync_dirs(to_sync).map_err(|e| {
+            DumpError::new(format!(
+                "{}; the files of this run are in place but may not be on disk: export the same logs again to make sure",
+                e.0.trim_end_matches("; the dataset is as it was")
+            ))
+        })
+    };
+    // A directory the run created is an entry of its parent (the dataset's or a table's).
+    to_sync.extend(dirs.within.iter().filter_map(|d| d.parent()).map(Path::to_path_buf));
+    renamed(files, &mut to_sync)?;
+    renamed(logs_files, &mut BTreeSet::new())
 }
 
 /// Removes the temporary files that an interrupted export of the same files left beside
 /// them (`.<id>.parquet.PID.tmp` of another run); returns how many.
-fn remove_stale_temps(files: &[Rename]) -> usize {
+fn remove_stale_temps<'a>(files: impl Iterator<Item = &'a Rename> + Clone) -> usize {
     let mut removed = 0;
     let dirs: BTreeSet<(&Path, String)> = files
-        .iter()
+        .clone()
         .filter_map(|(_, path)| Some((path.parent()?, format!(".{}.", path.file_name()?.to_str()?))))
         .collect();
-    let ours: BTreeSet<&Path> = files.iter().map(|(temp, _)| temp.as_path()).collect();
+    let ours: BTreeSet<&Path> = files.map(|(temp, _)| temp.as_path()).collect();
     for (dir, prefix) in dirs {
         let Ok(entries) = fs::read_dir(dir) else { continue };
         for e in entries.filter_map(std::result::Result::ok) {

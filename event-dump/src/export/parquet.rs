@@ -668,15 +668,49 @@ const FIXED_COLUMNS: usize = 5;
 /// The [`Fill`] of an event table of `format` with `params` parameter columns (after the
 /// [`FIXED_COLUMNS`]): those columns of the row group's argument bytes.
 fn fill_params(format: Vec<Letter>, params: usize) -> Fill {
+    // A format of fixed-size letters only: each letter's offset in a row, and the row's
+    // size (a format of none has no column to fill).
+    let layout = format.iter().try_fold((Vec::new(), 0), |(mut offsets, at), l| {
+        offsets.push((*l, at));
+        Some((offsets, at + l.fixed_size()?))
+    });
+    let layout = layout.filter(|(_, size)| *size > 0);
     Fill {
         columns: FIXED_COLUMNS..FIXED_COLUMNS + params,
         make: Box::new(move |buffers: &mut [Buffer]| {
             let Some((Buffer::Args(args, order), columns)) = buffers.split_last_mut() else { return };
             let Some(params) = columns.get_mut(FIXED_COLUMNS..) else { return };
-            for row in args.iter() {
-                push_values(params, &format, *order, row);
+            let bytes = args.bytes();
+            match &layout {
+                // Every row of exactly the format's size: each column read at its offset in
+                // each row, one column after another.
+                Some((offsets, size)) if bytes.len() == args.len() * size => {
+                    let rows = || bytes.chunks_exact(*size);
+                    for ((letter, at), buffer) in offsets.iter().zip(params.iter_mut()) {
+                        push_column(buffer, *letter, *order, rows().map(|row| &row[*at..]));
+                    }
+                }
+                _ => {
+                    for row in args.iter() {
+                        push_values(params, &format, *order, row);
+                    }
+                }
             }
         }),
+    }
+}
+
+/// The values of a fixed-size `letter` at the start of each of `values`, into its column
+/// `buffer`.
+fn push_column<'a>(buffer: &mut Buffer, letter: Letter, order: Order, values: impl Iterator<Item = &'a [u8]>) {
+    match (buffer, letter) {
+        (Buffer::I64(b), Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed) => {
+            b.extend(values.map(|v| bits64(order.u64(v))));
+        }
+        (Buffer::I32(b), Letter::Unsigned) => b.extend(values.map(|v| bits32(order.u32(v)))),
+        (Buffer::F64(b), Letter::Double) => b.extend(values.map(|v| f64::from_bits(order.u64(v)))),
+        (Buffer::Bool(b), Letter::Bool) => b.extend(values.map(|v| v[0] != 0)),
+        _ => debug_assert!(false, "a value of another letter than its column"),
     }
 }
 

@@ -68,6 +68,11 @@ impl Strings {
         self.ends.len()
     }
 
+    /// Their bytes, one after another.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();

@@ -78,23 +78,20 @@ impl Strings {
         self.ends.clear();
     }
 
-    /// The strings as `ByteArray`s, the buffer handed over (and a new one of its size left,
-    /// for the next row group's strings).
-    fn take(&mut self) -> Vec<ByteArray> {
+    /// The strings as `ByteArray`s into `arrays` (emptied first: a worker's, its memory
+    /// kept from row group to row group), the buffer handed over (and a new one of its size
+    /// left, for the next row group's strings).
+    fn take_into(&mut self, arrays: &mut Vec<ByteArray>) {
         let size = self.bytes.len();
         let all = Bytes::from(std::mem::replace(&mut self.bytes, Vec::with_capacity(size)));
         let mut start = 0;
-        let arrays = self
-            .ends
-            .iter()
-            .map(|&end| {
-                let a = ByteArray::from(all.slice(start..end));
-                start = end;
-                a
-            })
-            .collect();
+        arrays.clear();
+        arrays.extend(self.ends.iter().map(|&end| {
+            let a = ByteArray::from(all.slice(start..end));
+            start = end;
+            a
+        }));
         self.ends.clear();
-        arrays
     }
 }
 
@@ -188,28 +185,31 @@ fn encode_column(
     buffer: &mut Buffer,
     id: &[u8],
     ids: &mut HashMap<usize, Chunk>,
+    arrays: &mut Vec<ByteArray>,
 ) -> Result<Chunk> {
     let rows = match buffer {
         Buffer::Id(rows) => std::mem::take(rows),
-        _ => return encode(descr, props, buffer, None),
+        _ => return encode(descr, props, buffer, None, arrays),
     };
     if let Some(chunk) = ids.get(&rows) {
         return Ok(chunk.clone());
     }
     let values = vec![ByteArray::from(Bytes::copy_from_slice(id)); rows];
-    let chunk = encode(descr, props, &mut Buffer::Id(0), Some(&values))?;
+    let chunk = encode(descr, props, &mut Buffer::Id(0), Some(&values), arrays)?;
     ids.insert(rows, chunk.clone());
     Ok(chunk)
 }
 
 /// Encodes `buffer` (or, for a [`Buffer::Id`], `ids`) as a column chunk in memory, through
 /// the `parquet` crate's column writer with the file's properties: the chunk is the bytes a
-/// column writer of the file writes.
+/// column writer of the file writes. `arrays`: room for a string column's `ByteArray`s,
+/// left empty.
 fn encode(
     descr: &ColumnDescPtr,
     props: &WriterPropertiesPtr,
     buffer: &mut Buffer,
     ids: Option<&[ByteArray]>,
+    arrays: &mut Vec<ByteArray>,
 ) -> Result<Chunk> {
     let mut sink = TrackedWrite::new(Vec::new());
     let pages = Box::new(SerializedPageWriter::new(&mut sink));
@@ -235,8 +235,10 @@ fn encode(
             w.close()?
         }
         (ColumnWriter::ByteArrayColumnWriter(mut w), Buffer::Str(v, defs)) => {
-            let arrays = v.take();
-            w.write_batch(&arrays, defs.as_deref(), None)?;
+            v.take_into(arrays);
+            let written = w.write_batch(arrays, defs.as_deref(), None);
+            arrays.clear();
+            written?;
             if let Some(d) = defs {
                 d.clear();
             }
@@ -444,6 +446,7 @@ impl Encoder {
 fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, id: &[u8]) {
     let mut ids = HashMap::new();
     let mut pool = Pool::default();
+    let mut arrays = Vec::new();
     loop {
         let job = match inbox.lock() {
             Ok(inbox) => inbox.recv(),
@@ -465,7 +468,7 @@ fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, 
                 .columns
                 .iter()
                 .zip(&mut buffers)
-                .map(|(descr, buffer)| encode_column(descr, &shared.props, buffer, id, &mut ids))
+                .map(|(descr, buffer)| encode_column(descr, &shared.props, buffer, id, &mut ids, &mut arrays))
                 .collect()
         } else {
             Err(ParquetError::General("another number of columns than buffers".into()))

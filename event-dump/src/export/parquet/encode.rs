@@ -119,8 +119,11 @@ pub(super) enum Buffer {
 /// row group's, [`Pool`]).
 pub(super) struct Fill {
     pub(super) columns: std::ops::Range<usize>,
-    pub(super) make: Box<dyn Fn(&mut [Buffer]) + Send + Sync>,
+    pub(super) make: Make,
 }
+
+/// What fills a [`Fill`]'s columns.
+pub(super) type Make = Box<dyn Fn(&mut [Buffer]) + Send + Sync>;
 
 /// A worker's emptied columns that a [`Fill`] filled, their memory kept for the next row
 /// group's: the buffers of the parameters of the row groups handed over and of those

@@ -20,7 +20,8 @@
 //! Memory: at most [`QUEUE`] jobs wait while each worker encodes one, so at most
 //! `QUEUE + workers` row groups are in the encoder beside the export's own buffers (and
 //! the chunks of a file's row groups encoded before an earlier one of the same file, at
-//! most one per worker); each table keeps at most one emptied set of buffers.
+//! most one per worker); each table keeps at most one emptied set of buffers, and each
+//! worker the parameter columns ([`Pool`]) and the `ByteArray`s of one row group.
 
 use bytes::Bytes;
 use event_format::wire::Order;

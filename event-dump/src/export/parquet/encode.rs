@@ -278,7 +278,15 @@ struct Shared {
     fill: Option<Fill>,
     props: WriterPropertiesPtr,
     state: Mutex<FileState>,
+    /// The file, a second handle: synced early ([`EARLY_SYNC_BYTES`]). `None` where the
+    /// system gave no second handle.
+    early: Option<File>,
 }
+
+/// Bytes appended to a file after which it is synced on the encoder's sync thread while the
+/// export goes on, so that the sync of the finished files (which the export waits for) has
+/// only the rest to write: about 30 ms of a 0.4 s export of a 4 M-event log otherwise.
+const EARLY_SYNC_BYTES: usize = 1 << 20;
 
 /// A file being written: the row groups are appended in the order they were handed over.
 struct FileState {
@@ -289,11 +297,14 @@ struct FileState {
     waiting: BTreeMap<u64, Vec<Chunk>>,
     /// The first error, after which nothing more is written to the file.
     failure: Option<ParquetError>,
+    /// The file's size when an early sync was last asked for.
+    synced: usize,
 }
 
 impl FileState {
-    /// Appends row group `number` when its turn comes, and those waiting for it.
-    fn append(&mut self, number: u64, chunks: Vec<Chunk>) {
+    /// Appends row group `number` when its turn comes, and those waiting for it; whether the
+    /// file is due an early sync ([`EARLY_SYNC_BYTES`]).
+    fn append(&mut self, number: u64, chunks: Vec<Chunk>) -> bool {
         self.waiting.insert(number, chunks);
         while let Some(chunks) = self.waiting.remove(&self.next) {
             self.next += 1;
@@ -304,6 +315,26 @@ impl FileState {
             if let Err(e) = append_group(writer, chunks) {
                 self.failure = Some(e);
             }
+        }
+        let size = self.writer.as_ref().map_or(0, SerializedFileWriter::bytes_written);
+        let due = self.failure.is_none() && size >= self.synced + EARLY_SYNC_BYTES;
+        if due {
+            self.synced = size;
+        }
+        due
+    }
+}
+
+/// The encoder's sync thread: syncs each file it is given (its data written so far); an
+/// error is the file's failure, which [`Encoder::finish`] reports (a failed sync may leave
+/// the next one nothing to report).
+fn sync_early(files: &Receiver<Arc<Shared>>) {
+    for shared in files {
+        if let Some(Err(e)) = shared.early.as_ref().map(File::sync_data)
+            && let Ok(mut state) = shared.state.lock()
+            && state.failure.is_none()
+        {
+            state.failure = Some(ParquetError::External(Box::new(e)));
         }
     }
 }
@@ -341,6 +372,9 @@ pub(super) struct Encoder {
     numbers: Vec<u64>,
     /// Emptied buffers given back, by file.
     spares: Vec<Option<Vec<Buffer>>>,
+    /// The sync thread ([`sync_early`]) and the channel to it (a clone with each worker), if
+    /// the system gave a thread.
+    syncer: Option<(Sender<Arc<Shared>>, JoinHandle<()>)>,
 }
 
 impl Encoder {
@@ -352,13 +386,20 @@ impl Encoder {
         let inbox = Arc::new(Mutex::new(inbox));
         let (give_back, returned) = channel();
         let count = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, MOST_WORKERS);
+        let (to_sync, synced) = channel();
+        let syncer = std::thread::Builder::new()
+            .name("parquet-sync-early".into())
+            .spawn(move || sync_early(&synced))
+            .ok()
+            .map(|thread| (to_sync, thread));
         let mut workers = Vec::new();
         let mut refused = None;
         for n in 0..count {
             let (inbox, give_back, id) = (Arc::clone(&inbox), give_back.clone(), id.to_vec());
+            let to_sync = syncer.as_ref().map(|(to_sync, _)| to_sync.clone());
             match std::thread::Builder::new()
                 .name(format!("parquet-encoder-{n}"))
-                .spawn(move || work(&inbox, &give_back, &id))
+                .spawn(move || work(&inbox, &give_back, to_sync.as_ref(), &id))
             {
                 Ok(worker) => workers.push(worker),
                 Err(e) => refused = Some(format!("cannot start the encoder's thread: {e}")),
@@ -369,7 +410,7 @@ impl Encoder {
             _ => Ok(workers),
         };
         let jobs = workers.is_ok().then_some(jobs);
-        Encoder { jobs, returned, workers, files: Vec::new(), numbers: Vec::new(), spares: Vec::new() }
+        Encoder { jobs, returned, workers, files: Vec::new(), numbers: Vec::new(), spares: Vec::new(), syncer }
     }
 
     /// Hands over a file's writer, and for an event table what makes its parameter columns
@@ -378,8 +419,9 @@ impl Encoder {
         let descr = writer.schema_descr();
         let columns = (0..descr.num_columns()).map(|i| descr.column(i)).collect();
         let props = Arc::clone(writer.properties());
-        let state = FileState { writer: Some(writer), next: 0, waiting: BTreeMap::new(), failure: None };
-        self.files.push(Arc::new(Shared { columns, fill, props, state: Mutex::new(state) }));
+        let early = writer.inner().try_clone().ok();
+        let state = FileState { writer: Some(writer), next: 0, waiting: BTreeMap::new(), failure: None, synced: 0 };
+        self.files.push(Arc::new(Shared { columns, fill, props, state: Mutex::new(state), early }));
         self.numbers.push(0);
         self.spares.push(None);
         self.files.len() - 1
@@ -428,6 +470,13 @@ impl Encoder {
             }
             Err(why) => return Err((0, ParquetError::General(why))),
         }
+        // The workers gone, the sync thread ends with this last channel to it.
+        if let Some((to_sync, thread)) = self.syncer.take() {
+            drop(to_sync);
+            if thread.join().is_err() {
+                return Err((0, stopped()));
+            }
+        }
         let mut written = Vec::with_capacity(self.files.len());
         for (i, shared) in self.files.iter().enumerate() {
             let mut state = shared.state.lock().map_err(|_| (i, stopped()))?;
@@ -447,7 +496,12 @@ impl Encoder {
 /// A worker: encodes each job's columns, appends them to its file in turn and gives the
 /// buffers back; after a file's failure, only drops that file's jobs (the export finds out
 /// at the end).
-fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, id: &[u8]) {
+fn work(
+    inbox: &Mutex<Receiver<Job>>,
+    give_back: &Sender<(usize, Vec<Buffer>)>,
+    to_sync: Option<&Sender<Arc<Shared>>>,
+    id: &[u8],
+) {
     let mut ids = HashMap::new();
     let mut pool = Pool::default();
     let mut arrays = Vec::new();
@@ -487,15 +541,19 @@ fn work(inbox: &Mutex<Receiver<Job>>, give_back: &Sender<(usize, Vec<Buffer>)>, 
         }
         let _ = give_back.send((file, buffers));
         let Ok(mut state) = shared.state.lock() else { return };
-        match chunks {
+        let due = match chunks {
             Ok(chunks) => state.append(number, chunks),
             Err(e) => {
                 if state.failure.is_none() {
                     state.failure = Some(e);
                 }
                 // Its turn passes: the row groups after it are not written either.
-                state.append(number, Vec::new());
+                state.append(number, Vec::new())
             }
+        };
+        drop(state);
+        if due && let Some(to_sync) = to_sync {
+            let _ = to_sync.send(Arc::clone(&shared));
         }
     }
 }

@@ -46,8 +46,8 @@
 //! anything is written; a refused run leaves the dataset byte for byte as it was.
 //!
 //! A run writes every file under a temporary name (`.<id>.parquet.PID.tmp`: hidden, and not
-//! `*.parquet`, so engines do not read it) and syncs it (a log's files all at once, once the
-//! last is written), then renames them into place, each log's `logs` file last, after the
+//! `*.parquet`, so engines do not read it) and syncs it (as it is written, every MiB, and a
+//! log's files all at once, once the last is written), then renames them into place, each log's `logs` file last, after the
 //! directories of the others are synced; the marker and every directory the run made an
 //! entry in are synced too ([`commit`]), so that an export that succeeded survives a power
 //! cut. If the run is killed during the renames, some event files of a log are in place

@@ -13,6 +13,9 @@
 //! every row passes through, copies one run of bytes per row instead of decoding a value
 //! per parameter, and the workers, which share the other cores, decode them.
 //!
+//! A thread of the encoder syncs each file every [`EARLY_SYNC_BYTES`] appended, while the
+//! export goes on, so that the export's own sync of the finished files waits for little.
+//!
 //! The `log` column of an event table holds one value, the recording id, in every row: it
 //! is kept as a count ([`Buffer::Id`]) and its chunk is encoded once per row count and
 //! appended as many times as a row group of that count is written.

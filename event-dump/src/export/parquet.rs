@@ -46,9 +46,11 @@
 //! anything is written; a refused run leaves the dataset byte for byte as it was.
 //!
 //! A run writes every file under a temporary name (`.<id>.parquet.PID.tmp`: hidden, and not
-//! `*.parquet`, so engines do not read it) and syncs it (a log's files all at once, once the
-//! last is written), then renames them into place, each log's `logs`
-//! file last. If the run is killed during the renames, some event files of a log are in place
+//! `*.parquet`, so engines do not read it) and syncs it (as it is written, every MiB, and a
+//! log's files all at once, once the last is written), then renames them into place, each log's `logs` file last, after the
+//! directories of the others are synced; the marker and every directory the run made an
+//! entry in are synced too ([`commit`]), so that an export that succeeded survives a power
+//! cut. If the run is killed during the renames, some event files of a log are in place
 //! without its `logs` file; exporting that log again writes them again (the same names, the
 //! same bytes) and completes it. An error before the renames removes what the run wrote, and
 //! a directory it created. A lock file (`_event-dump.lock`, created exclusively) keeps two
@@ -58,24 +60,25 @@
 //!
 //! Each log is read block by block ([`super::walk`], its blocks read and unpacked on a thread
 //! of their own, a few ahead) and each row goes into its table's
-//! column buffers, handed as a row group to the encoder ([`encode`]) when it is full: its
-//! workers, one per core (at most 4), encode row groups while the log is read on, and the
+//! column buffers (an event's parameters as their bytes), handed as a row group to the
+//! encoder ([`encode`]) when it is full: its workers, one per core (at most 4), decode the
+//! parameters into their columns and encode row groups while the log is read on, and the
 //! files are the same byte for byte with any number of them. Memory is the buffers (at most
-//! 64 MiB beyond one row group per table), at most one row group per worker and one waiting
-//! in the encoder, and one emptied set of buffers per table, and the thread and block
-//! counts, whatever the size of the log. Each log's files are closed before the next log is
-//! read.
+//! 64 MiB beyond one row group per table), at most one row group per worker and four waiting
+//! in the encoder, one emptied set of buffers per table, each worker's parameter columns of
+//! one row group, and the thread and block counts, whatever the size of the log. Each log's
+//! files are closed before the next log is read.
 
 mod encode;
 
 use super::Said;
 use super::tables::{ColumnType, Imported, column_type, fields_json, has_fields, param_columns, walk_chosen};
 use crate::log::{DumpError, Log};
-use encode::{Buffer, Encoder, Strings};
+use encode::{Buffer, Encoder, Fill, Strings};
 use event_format::builtin;
 use event_format::decode::{Desc, Event};
 use event_format::letter::{self, Letter};
-use event_format::wire::{Clock, STRING_TRUNCATED, Value};
+use event_format::wire::{Clock, Order, STRING_TRUNCATED, Value};
 use parquet::basic::{Compression, Encoding, LogicalType, Repetition, TimeUnit, Type as Physical};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
@@ -104,8 +107,12 @@ const MARKER: &str = "_event-dump";
 const LOCK: &str = "_event-dump.lock";
 
 /// The most rows in a row group: small enough that the encoder's workers work while the
-/// log is read (DuckDB's own row groups are 122,880 rows).
-const ROW_GROUP_ROWS: usize = 1 << 17;
+/// log is read, and that the buffers of a row group (a table's being filled, its spare, and
+/// those in the encoder) are soon reused rather than new memory: with 2^17 rows a 4 M-event
+/// log of 4 event types took 34,000 page faults and 140 MB at its peak, with 2^15 14,000 and
+/// 46 MB, and 10% less CPU time (BENCHMARKS.md); about 1 MB of Parquet per row group of
+/// such a table, which DuckDB and Polars read as fast as fewer larger ones.
+const ROW_GROUP_ROWS: usize = 1 << 15;
 
 /// The most bytes the column buffers of all tables hold before the largest is written out.
 const BUFFER_BYTES: usize = 64 << 20;
@@ -174,7 +181,7 @@ pub(crate) fn export(logs: Vec<Log>, out: &Path) -> Result<ExitCode> {
     let mut logs = one_per_segment(logs)?;
     let logs = &mut logs[..];
     let result = Lock::take(out).and_then(|lock| {
-        let result = export_into(logs, out);
+        let result = export_into(logs, out, created);
         drop(lock);
         result
     });
@@ -517,12 +524,14 @@ struct TableFile {
 
 impl TableFile {
     /// Creates the file `name` (`<id>.parquet`) in directory `dir`, with `columns` and
-    /// key-value metadata, its writer handed to `encoder`.
+    /// key-value metadata, its writer handed to `encoder`; an event table's with the
+    /// [`Fill`] of its parameter columns (its rows' arguments kept as recorded).
     fn create(
         dir: &Path,
         name: &str,
         columns: Vec<Column>,
         metadata: Vec<KeyValue>,
+        fill: Option<Fill>,
         encoder: &mut Encoder,
     ) -> Result<TableFile> {
         let path = dir.join(name);
@@ -554,18 +563,26 @@ impl TableFile {
             .map_err(|e| io_error(&temp, &e))?;
         let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props.build())).map_err(error)?;
         let has_fields = columns.last().is_some_and(|c| c.name == FIELDS_COLUMN && c.shape == Shape::NullableUtf8);
-        let buffers = columns.iter().map(Column::buffer).collect();
+        let mut buffers: Vec<Buffer> = columns.iter().map(Column::buffer).collect();
+        // An event table's parameters are kept as their bytes until the worker decodes them:
+        // where each row's end, its bytes counted as they come (`push_event`).
+        let args = fill.is_some();
+        if args {
+            buffers.push(Buffer::Args(Strings::default(), Order::NATIVE));
+        }
         let row_bytes = columns
             .iter()
             .map(|c| match c.shape {
+                Shape::Param(_) if args => 0,
                 Shape::Id => 0,
                 Shape::Param(ColumnType::Bool) => 1,
                 Shape::Param(ColumnType::U32) | Shape::Int32 => 4,
                 Shape::Param(ColumnType::Utf8) | Shape::NullableUtf8 => std::mem::size_of::<usize>() + 2,
                 _ => 8,
             })
-            .sum();
-        let file = encoder.open(writer);
+            .sum::<usize>()
+            + if args { std::mem::size_of::<usize>() } else { 0 };
+        let file = encoder.open(writer, fill);
         Ok(TableFile { temp, path, file, buffers, rows: 0, bytes: 0, row_bytes, fields: has_fields })
     }
 
@@ -591,31 +608,125 @@ impl TableFile {
     }
 }
 
-/// An event's row into `table`, its `ns` and `time` (`wall`) computed. Values are those the
-/// catalog checked against the format, one per parameter column. Returns the bits of the thread id and ticks or-ed (whether one
-/// is above 2^63 - 1).
+impl TableFile {
+    /// Whether the row group of this event table holds arguments of another byte order than
+    /// `order` (never in one stream, whose header gives its order): then it is written out
+    /// before a row of `order` is added.
+    fn other_order(&self, order: Order) -> bool {
+        matches!(self.buffers.last(), Some(Buffer::Args(args, o)) if *o != order && args.len() > 0)
+    }
+}
+
+/// An event's row into event table `table`, its `ns` and `time` (`wall`) computed: the
+/// fixed columns, the `fields_json` column of the tables that have it, and the argument
+/// bytes as recorded, which the worker decodes ([`fill_params`]). Returns the bits of the
+/// thread id and ticks or-ed (whether one is above 2^63 - 1).
 fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u64 {
     let time = event.time;
-    let mut buffers = table.buffers.iter_mut();
     let mut extra = 0;
-    if let Some(Buffer::Id(rows)) = buffers.next() {
-        *rows += 1;
-    }
-    let mut fixed = |v: i64| {
-        if let Some(Buffer::I64(b)) = buffers.next() {
-            b.push(v);
+    let (fields, fixed) = match table.buffers.split_last_mut() {
+        Some((Buffer::Args(args, order), columns)) => {
+            if args.len() == 0 {
+                *order = event.order;
+            }
+            extra += event.args.len();
+            args.push(event.args);
+            match columns {
+                [Buffer::Id(rows), thread, ticks, ns_column, time_column, rest @ ..] => {
+                    *rows += 1;
+                    (rest.last_mut(), [thread, ticks, ns_column, time_column])
+                }
+                _ => {
+                    debug_assert!(false, "an event table without its fixed columns");
+                    return event.thread | time;
+                }
+            }
+        }
+        _ => {
+            debug_assert!(false, "an event table without its arguments");
+            return event.thread | time;
         }
     };
-    fixed(bits64(event.thread));
-    fixed(bits64(time));
-    fixed(ns);
-    fixed(wall);
-    // The values, read from the argument bytes by their letters straight into the columns
-    // (as `Event::values` reads them, without a `Value` between); the decoder checked the
-    // bytes against the format. `zip` takes no buffer past the last value (the fields
-    // column's).
-    let (order, mut args) = (event.order, event.args);
-    for (letter, buffer) in event.desc.format.iter().zip(buffers.by_ref()) {
+    for (buffer, v) in fixed.into_iter().zip([bits64(event.thread), bits64(time), ns, wall]) {
+        if let Buffer::I64(b) = buffer {
+            b.push(v);
+        }
+    }
+    if table.fields
+        && let Some(Buffer::Str(b, Some(defs))) = fields
+    {
+        let mut json = String::new();
+        if fields_json(event, &mut json) {
+            extra += json.len();
+            b.push(json.as_bytes());
+            defs.push(1);
+        } else {
+            defs.push(0);
+        }
+    }
+    table.rows += 1;
+    table.bytes += table.row_bytes + extra;
+    event.thread | time
+}
+
+/// The columns of an event table before its parameters.
+const FIXED_COLUMNS: usize = 5;
+
+/// The [`Fill`] of an event table of `format` with `params` parameter columns (after the
+/// [`FIXED_COLUMNS`]): those columns of the row group's argument bytes.
+fn fill_params(format: Vec<Letter>, params: usize) -> Fill {
+    // A format of fixed-size letters only: each letter's offset in a row, and the row's
+    // size (a format of none has no column to fill).
+    let layout = format.iter().try_fold((Vec::new(), 0), |(mut offsets, at), l| {
+        offsets.push((*l, at));
+        Some((offsets, at + l.fixed_size()?))
+    });
+    let layout = layout.filter(|(_, size)| *size > 0);
+    Fill {
+        columns: FIXED_COLUMNS..FIXED_COLUMNS + params,
+        make: Box::new(move |buffers: &mut [Buffer]| {
+            let Some((Buffer::Args(args, order), columns)) = buffers.split_last_mut() else { return };
+            let Some(params) = columns.get_mut(FIXED_COLUMNS..) else { return };
+            let bytes = args.bytes();
+            match &layout {
+                // Every row of exactly the format's size: each column read at its offset in
+                // each row, one column after another.
+                Some((offsets, size)) if bytes.len() == args.len() * size => {
+                    let rows = || bytes.chunks_exact(*size);
+                    for ((letter, at), buffer) in offsets.iter().zip(params.iter_mut()) {
+                        push_column(buffer, *letter, *order, rows().map(|row| &row[*at..]));
+                    }
+                }
+                _ => {
+                    for row in args.iter() {
+                        push_values(params, &format, *order, row);
+                    }
+                }
+            }
+        }),
+    }
+}
+
+/// The values of a fixed-size `letter` at the start of each of `values`, into its column
+/// `buffer`.
+fn push_column<'a>(buffer: &mut Buffer, letter: Letter, order: Order, values: impl Iterator<Item = &'a [u8]>) {
+    match (buffer, letter) {
+        (Buffer::I64(b), Letter::Pointer | Letter::Address | Letter::Word | Letter::Signed) => {
+            b.extend(values.map(|v| bits64(order.u64(v))));
+        }
+        (Buffer::I32(b), Letter::Unsigned) => b.extend(values.map(|v| bits32(order.u32(v)))),
+        (Buffer::F64(b), Letter::Double) => b.extend(values.map(|v| f64::from_bits(order.u64(v)))),
+        (Buffer::Bool(b), Letter::Bool) => b.extend(values.map(|v| v[0] != 0)),
+        _ => debug_assert!(false, "a value of another letter than its column"),
+    }
+}
+
+/// The values of one row's argument bytes `args`, read by the letters of `format` straight
+/// into the parameter columns `params` (as `Event::values` reads them, without a `Value`
+/// between); the decoder checked the bytes against the format. `zip` takes no column past
+/// the last value (the fields column's).
+fn push_values(params: &mut [Buffer], format: &[Letter], order: Order, mut args: &[u8]) {
+    for (letter, buffer) in format.iter().zip(params.iter_mut()) {
         // A fixed value's bytes, or a string's length prefix.
         let Some((head, rest)) = args.split_at_checked(letter.min_size()) else { break };
         args = rest;
@@ -633,32 +744,14 @@ fn push_event(table: &mut TableFile, ns: i64, wall: i64, event: &Event<'_>) -> u
                 // UTF-8 as it is (most text: ASCII, told at once), checked faster than
                 // `from_utf8_lossy` does.
                 if text.is_ascii() || std::str::from_utf8(text).is_ok() {
-                    extra += text.len();
                     b.push(text);
                 } else {
-                    let text = String::from_utf8_lossy(text);
-                    extra += text.len();
-                    b.push(text.as_bytes());
+                    b.push(String::from_utf8_lossy(text).as_bytes());
                 }
             }
             _ => debug_assert!(false, "a value of another letter than its column"),
         }
     }
-    if table.fields
-        && let Some(Buffer::Str(b, Some(defs))) = buffers.next()
-    {
-        let mut json = String::new();
-        if fields_json(event, &mut json) {
-            extra += json.len();
-            b.push(json.as_bytes());
-            defs.push(1);
-        } else {
-            defs.push(0);
-        }
-    }
-    table.rows += 1;
-    table.bytes += table.row_bytes + extra;
-    event.thread | time
 }
 
 /// A log's clock, and its rate as a [`Divisor`]: the times of an event without a division.
@@ -883,10 +976,19 @@ impl LogFiles<'_> {
             return Ok(i);
         }
         let metadata = vec![KeyValue::new(KEY_EVENT.to_owned(), event_meaning(desc))];
-        self.open(name, day, event_columns(desc), metadata)
+        let columns = event_columns(desc);
+        let params = columns.iter().filter(|c| matches!(c.shape, Shape::Param(_))).count();
+        self.open(name, day, columns, metadata, Some(fill_params(desc.format.clone(), params)))
     }
 
-    fn open(&mut self, name: &str, day: i64, columns: Vec<Column>, metadata: Vec<KeyValue>) -> Result<usize> {
+    fn open(
+        &mut self,
+        name: &str,
+        day: i64,
+        columns: Vec<Column>,
+        metadata: Vec<KeyValue>,
+        fill: Option<Fill>,
+    ) -> Result<usize> {
         let table_dir = self.out.join(name);
         let dir = table_dir.join(partition(day));
         for d in [&table_dir, &dir] {
@@ -895,7 +997,7 @@ impl LogFiles<'_> {
                 self.created_dirs.push(d.clone());
             }
         }
-        let file = TableFile::create(&dir, &self.name, columns, metadata, &mut self.encoder)?;
+        let file = TableFile::create(&dir, &self.name, columns, metadata, fill, &mut self.encoder)?;
         self.tables.push(file);
         self.by_key.insert((name.to_owned(), day), self.tables.len() - 1);
         Ok(self.tables.len() - 1)
@@ -955,32 +1057,51 @@ impl LogFiles<'_> {
 /// take a commit each.
 const SYNC_THREADS: usize = 8;
 
-/// Syncs `files` (the files of `tables`, in order) on up to [`SYNC_THREADS`] threads at
-/// once, each taking the next file not yet taken; the first error, of the first file that
-/// failed. Without a thread (the system refuses every one), one after another.
+/// Syncs `files` (the files of `tables`, in order), [`sync_each`].
 fn sync_all(tables: &[TableFile], files: Vec<File>) -> Result<()> {
+    sync_each(&files, File::sync_all, |i| tables.get(i).map_or_else(PathBuf::new, |t| t.temp.clone()))
+}
+
+/// Syncs the directories `dirs` (so that the entries made in them, files renamed in and
+/// directories created, are on disk as the files' data are), [`sync_each`]. Where a
+/// directory cannot be opened as a file (not on Unix), nothing.
+fn sync_dirs(dirs: &BTreeSet<PathBuf>) -> Result<()> {
+    if !cfg!(unix) {
+        return Ok(());
+    }
+    let dirs: Vec<&PathBuf> = dirs.iter().collect();
+    sync_each(&dirs, |dir| File::open(dir)?.sync_all(), |i| dirs.get(i).map_or_else(PathBuf::new, |d| d.to_path_buf()))
+}
+
+/// Syncs each of `items` by `sync` on up to [`SYNC_THREADS`] threads at once, each taking
+/// the next item not yet taken; the first error, of the first item that failed (`shown`
+/// names item `i`). Without a thread (the system refuses every one), one after another.
+fn sync_each<T: Sync>(
+    items: &[T],
+    sync: impl Fn(&T) -> io::Result<()> + Sync,
+    shown: impl Fn(usize) -> PathBuf + Sync,
+) -> Result<()> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
-    let sync = || {
+    let each = || {
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(file) = files.get(i) else { break };
-            if let Err(e) = file.sync_all() {
-                let shown = tables.get(i).map_or_else(PathBuf::new, |t| t.temp.clone());
-                if let Ok(mut failures) = failures.lock() {
-                    failures.push((i, io_error(&shown, &e)));
-                }
+            let Some(item) = items.get(i) else { break };
+            if let Err(e) = sync(item)
+                && let Ok(mut failures) = failures.lock()
+            {
+                failures.push((i, io_error(&shown(i), &e)));
             }
         }
     };
     std::thread::scope(|scope| {
-        for _ in 1..SYNC_THREADS.min(files.len()) {
-            if std::thread::Builder::new().name("parquet-sync".into()).spawn_scoped(scope, sync).is_err() {
+        for _ in 1..SYNC_THREADS.min(items.len()) {
+            if std::thread::Builder::new().name("parquet-sync".into()).spawn_scoped(scope, each).is_err() {
                 break;
             }
         }
         // This thread syncs too, and alone when the system refused every other.
-        sync();
+        each();
     });
     let failures = failures.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     match failures.into_iter().min_by_key(|(i, _)| *i) {
@@ -997,7 +1118,8 @@ enum Plan {
     Already(String),
 }
 
-fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
+/// Exports `logs` into `out`; `created`: the run created `out`.
+fn export_into(logs: &mut [Log], out: &Path, created: bool) -> Result<Vec<Imported>> {
     let dataset = read_dataset(out)?;
     let plans = plan(logs, out, &dataset)?;
     let mut created_dirs = Vec::new();
@@ -1024,11 +1146,21 @@ fn export_into(logs: &mut [Log], out: &Path) -> Result<Vec<Imported>> {
             },
         }
     }
-    files.extend(logs_files);
-    if result.is_ok() && !files.is_empty() {
-        result = commit(out, &files);
+    let new_dirs = Dirs { out, created, within: &created_dirs };
+    let mut renaming = false;
+    if result.is_ok() && !(files.is_empty() && logs_files.is_empty()) {
+        result = commit(&new_dirs, &files, &logs_files, &mut renaming);
     }
+    files.extend(logs_files);
     if let Err(e) = result {
+        if renaming {
+            // Files are in place, as the error says: the temporary ones left go, not the
+            // directories that hold the others.
+            for (temp, _) in &files {
+                let _ = fs::remove_file(temp);
+            }
+            return Err(e);
+        }
         for (temp, _) in &files {
             let _ = fs::remove_file(temp);
         }
@@ -1194,6 +1326,10 @@ fn write_log(
                     names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
                 }
             }
+            if files_of.tables[i].other_order(event.order) {
+                files_of.buffered -= files_of.tables[i].bytes;
+                files_of.tables[i].flush(&mut files_of.encoder);
+            }
             let table = &mut files_of.tables[i];
             let before = table.bytes;
             high |= push_event(table, ns, wall, event);
@@ -1268,12 +1404,12 @@ fn write_log(
                 files_of.table(&name, start_day, desc)?;
             }
         }
-        let threads = files_of.open("threads", start_day, threads_columns(), Vec::new())?;
+        let threads = files_of.open("threads", start_day, threads_columns(), Vec::new(), None)?;
         for row in thread_rows {
             files_of.tables[threads].push_cells(row);
         }
         let meta = vec![KeyValue::new(KEY_LOG.to_owned(), format!("{id} {}", log.len()))];
-        let logs_table = files_of.open("logs", start_day, logs_columns(), meta)?;
+        let logs_table = files_of.open("logs", start_day, logs_columns(), meta, None)?;
         files_of.tables[logs_table].push_cells(log_row);
         Ok(())
     })();
@@ -1298,42 +1434,83 @@ fn write_log(
     })
 }
 
-/// Puts the run's files in place: the marker first, then each file renamed, each log's
-/// `logs` file after all the others.
-fn commit(out: &Path, files: &[Rename]) -> Result<()> {
+/// The directories a run made: the dataset `out` (`created`: by this run), and those
+/// within it (`within`, the tables' and their partitions').
+struct Dirs<'a> {
+    out: &'a Path,
+    created: bool,
+    within: &'a [PathBuf],
+}
+
+/// Puts the run's files in place, durably: the marker first (synced, and the dataset's
+/// directory, and its parent when the run created it), then the event, `threads` and
+/// empty-table files renamed and their directories synced (and those of the directories the
+/// run created), then each log's `logs` file renamed and its directory synced: a `logs` row
+/// is never on disk before the files of its log, and when the run ends every file and
+/// directory it made is. `renaming` is set once a file is renamed: from then on an error
+/// leaves the files in place (and their directories).
+fn commit(dirs: &Dirs<'_>, files: &[Rename], logs_files: &[Rename], renaming: &mut bool) -> Result<()> {
+    let out = dirs.out;
     let marker = out.join(MARKER);
+    let mut to_sync = BTreeSet::new();
     if !marker.exists() {
         let text = format!("event-dump parquet dataset, layout {LAYOUT_VERSION}\n");
-        fs::write(&marker, text).map_err(|e| io_error(&marker, &e))?;
+        let written = File::create(&marker).and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        });
+        written.map_err(|e| io_error(&marker, &e))?;
+        to_sync.insert(out.to_path_buf());
     }
-    let removed = remove_stale_temps(files);
+    if dirs.created
+        && let Some(parent) = out.parent()
+    {
+        // `out` itself, `.` when it is a bare name.
+        to_sync.insert(if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() });
+    }
+    let removed = remove_stale_temps(files.iter().chain(logs_files));
     if removed > 0 {
         eprintln!(
             "event-dump: {}: removed {removed} temporary file(s) that an interrupted export of these logs left",
             out.display()
         );
     }
-    for (temp, path) in files {
-        if let Err(e) = fs::rename(temp, path) {
-            let error = io_error(path, &e);
-            return Err(DumpError::new(format!(
-                "{}; files of this run already renamed stay: export the same logs again to complete them",
-                error.0.trim_end_matches("; the dataset is as it was")
-            )));
+    let mut renamed = |files: &[Rename], to_sync: &mut BTreeSet<PathBuf>| -> Result<()> {
+        for (temp, path) in files {
+            *renaming = true;
+            if let Err(e) = fs::rename(temp, path) {
+                let error = io_error(path, &e);
+                return Err(DumpError::new(format!(
+                    "{}; files of this run already renamed stay: export the same logs again to complete them",
+                    error.0.trim_end_matches("; the dataset is as it was")
+                )));
+            }
+            if let Some(dir) = path.parent() {
+                to_sync.insert(dir.to_path_buf());
+            }
         }
-    }
-    Ok(())
+        sync_dirs(to_sync).map_err(|e| {
+            DumpError::new(format!(
+                "{}; the files of this run are in place but may not be on disk: export the same logs again to make sure",
+                e.0.trim_end_matches("; the dataset is as it was")
+            ))
+        })
+    };
+    // A directory the run created is an entry of its parent (the dataset's or a table's).
+    to_sync.extend(dirs.within.iter().filter_map(|d| d.parent()).map(Path::to_path_buf));
+    renamed(files, &mut to_sync)?;
+    renamed(logs_files, &mut BTreeSet::new())
 }
 
 /// Removes the temporary files that an interrupted export of the same files left beside
 /// them (`.<id>.parquet.PID.tmp` of another run); returns how many.
-fn remove_stale_temps(files: &[Rename]) -> usize {
+fn remove_stale_temps<'a>(files: impl Iterator<Item = &'a Rename> + Clone) -> usize {
     let mut removed = 0;
     let dirs: BTreeSet<(&Path, String)> = files
-        .iter()
+        .clone()
         .filter_map(|(_, path)| Some((path.parent()?, format!(".{}.", path.file_name()?.to_str()?))))
         .collect();
-    let ours: BTreeSet<&Path> = files.iter().map(|(temp, _)| temp.as_path()).collect();
+    let ours: BTreeSet<&Path> = files.map(|(temp, _)| temp.as_path()).collect();
     for (dir, prefix) in dirs {
         let Ok(entries) = fs::read_dir(dir) else { continue };
         for e in entries.filter_map(std::result::Result::ok) {
@@ -1474,6 +1651,74 @@ mod tests {
             }
         }
         assert_eq!(Divisor::new(0).div_rem(5), (5, 0), "0 divides as 1");
+    }
+
+    /// A parameter column's values, for comparing.
+    fn values(buffer: &Buffer) -> String {
+        match buffer {
+            Buffer::I64(v) => format!("{v:?}"),
+            Buffer::I32(v) => format!("{v:?}"),
+            Buffer::F64(v) => format!("{:?}", v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
+            Buffer::Bool(v) => format!("{v:?}"),
+            Buffer::Str(s, _) => format!("{:?}", s.iter().collect::<Vec<_>>()),
+            Buffer::Id(n) => format!("{n}"),
+            Buffer::Args(s, order) => format!("{order:?} {:?}", s.iter().collect::<Vec<_>>()),
+        }
+    }
+
+    #[test]
+    fn a_row_groups_parameters_fill_as_each_row_decodes() {
+        use Letter::*;
+        let formats = [vec![Pointer, Unsigned, Double, Bool, Signed], vec![Word, String, Unsigned, String], vec![]];
+        for format in formats {
+            for order in [Order::Little, Order::Big] {
+                // Rows of the format, and the same rows with bytes after the last value (as a
+                // later minor version's records may have), which every column ignores.
+                for trailing in [0, 3] {
+                    let mut args = Strings::default();
+                    let mut want: Vec<Buffer> =
+                        format.iter().map(|l| Column::new("p", Shape::Param(column_type(*l))).buffer()).collect();
+                    for i in 0..100u64 {
+                        let mut row = Vec::new();
+                        for l in &format {
+                            let x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                            let bytes: Vec<u8> = match l {
+                                Unsigned => (x as u32).to_le_bytes().to_vec(),
+                                Bool => vec![u8::from(x % 2 == 1)],
+                                String => {
+                                    let text = if i % 3 == 0 { vec![b'a'; (i % 7) as usize] } else { vec![0xff, b'x'] };
+                                    let mut s = (text.len() as u16).to_le_bytes().to_vec();
+                                    s.extend(text);
+                                    s
+                                }
+                                _ => x.to_le_bytes().to_vec(),
+                            };
+                            let prefix = if *l == String { 2 } else { bytes.len() };
+                            let (head, text) = bytes.split_at(prefix);
+                            let mut head = head.to_vec();
+                            if order == Order::Big {
+                                head.reverse();
+                            }
+                            row.extend(head);
+                            row.extend(text);
+                        }
+                        push_values(&mut want, &format, order, &row);
+                        row.extend(std::iter::repeat_n(7, trailing));
+                        args.push(&row);
+                    }
+                    let mut buffers: Vec<Buffer> = (0..FIXED_COLUMNS).map(|_| Buffer::I64(Vec::new())).collect();
+                    buffers.extend(format.iter().map(|l| Column::new("p", Shape::Param(column_type(*l))).buffer()));
+                    buffers.push(Buffer::Args(args, order));
+                    let fill = fill_params(format.clone(), format.len());
+                    assert_eq!(fill.columns, FIXED_COLUMNS..FIXED_COLUMNS + format.len());
+                    (fill.make)(&mut buffers);
+                    let got: Vec<std::string::String> = buffers[fill.columns.clone()].iter().map(values).collect();
+                    let want: Vec<std::string::String> = want.iter().map(values).collect();
+                    assert_eq!(got, want, "{format:?} {order:?} trailing {trailing}");
+                    assert!(got.iter().all(|v| v.len() > 2), "every column filled: {got:?}");
+                }
+            }
+        }
     }
 
     #[test]

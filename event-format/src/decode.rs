@@ -657,7 +657,10 @@ impl Catalog {
     /// arguments match its format, an unknown code, or a record with bad arguments (docs/FORMAT.md,
     /// "Checking arguments"). Every reader classifies records with this, whichever order it
     /// walks them in.
-    #[inline]
+    // Always inlined, as `ValueIter::next` is (its comment): out of line, the entry came
+    // back through the stack to `print`'s render loop, read with wider loads than the
+    // callee's stores.
+    #[inline(always)]
     pub fn entry<'a>(&'a self, record: RawRecord<'a>, thread: u64, order: Order) -> Entry<'a> {
         let Some(i) = self.position(record.code) else {
             return Entry::Unknown { code: record.code, time: record.time, len: record.args.len() + RECORD_HEADER_LEN };

@@ -235,6 +235,7 @@ pub(crate) struct Take<'a> {
 }
 
 impl<'a> Take<'a> {
+    #[inline]
     pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         if n > self.rest.len() {
             return None;
@@ -243,17 +244,21 @@ impl<'a> Take<'a> {
         self.rest = tail;
         Some(head)
     }
+    #[inline]
     pub(crate) fn u8(&mut self) -> Option<u8> {
         self.bytes(1).map(|b| b[0])
     }
+    #[inline]
     pub(crate) fn u16(&mut self) -> Option<u16> {
         let order = self.order;
         self.bytes(2).map(|b| order.u16(b))
     }
+    #[inline]
     pub(crate) fn u32(&mut self) -> Option<u32> {
         let order = self.order;
         self.bytes(4).map(|b| order.u32(b))
     }
+    #[inline]
     pub(crate) fn u64(&mut self) -> Option<u64> {
         let order = self.order;
         self.bytes(8).map(|b| order.u64(b))

@@ -96,7 +96,12 @@ impl<'a> ValueIter<'a> {
 impl<'a> Iterator for ValueIter<'a> {
     type Item = Value<'a>;
 
-    #[inline]
+    // Always inlined: called out of line, the value comes back through the stack, and a
+    // caller that copies it with one 16-byte load waits for the callee's narrower stores
+    // (a failed store-to-load forward): `print` took 0.38 s against 0.25 on 4 M events when
+    // the Parquet export's growth moved `Renderer::line` past `#[inline]`'s reach
+    // (BENCHMARKS.md).
+    #[inline(always)]
     fn next(&mut self) -> Option<Value<'a>> {
         let take = &mut self.take;
         Some(match self.letters.next()? {

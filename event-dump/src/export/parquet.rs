@@ -30,7 +30,7 @@
 //! Every event table: `log` STRING (the recording id), `thread` INT64, `ticks` INT64, `ns`
 //! INT64 (nanoseconds since the log's start, exactly as `print` shows the seconds), `time`
 //! TIMESTAMP(MICROS, UTC), then one column per parameter typed by its letter through the
-//! exports' one mapping ([`super::column_type`]): `P A W` UINT64, `U` UINT32, `I` INT64, `D`
+//! exports' one mapping ([`super::tables::column_type`]): `P A W` UINT64, `U` UINT32, `I` INT64, `D`
 //! DOUBLE, `B` BOOLEAN, `S` STRING; the `tracing` bridge's `TraceEvent` and `SpanEnter` have
 //! one more, `fields` (STRING, JSON; null when the text holds none). Thread ids and ticks are
 //! unsigned on the wire and signed here: a value above 2^63 − 1 (no clock or thread id
@@ -58,7 +58,7 @@
 //!
 //! # Memory and threads
 //!
-//! Each log is read block by block ([`super::walk`], its blocks read and unpacked on a thread
+//! Each log is read block by block ([`super::tables::walk`], its blocks read and unpacked on a thread
 //! of their own, a few ahead) and each row goes into its table's
 //! column buffers (an event's parameters as their bytes), handed as a row group to the
 //! encoder ([`encode`]) when it is full: its workers, one per core (at most 4), decode the

@@ -54,13 +54,6 @@ pub fn route(bits: &[AtomicU64], index: u16) -> Route {
     if crate::capture::enabled_here(bits, index) { Route::Diverted } else { Route::Off }
 }
 
-/// Whether event `index` of the set whose control bits are `bits` is recorded now: [`route`]
-/// is not [`Route::Off`].
-#[inline(always)]
-pub fn enabled(bits: &[AtomicU64], index: u16) -> bool {
-    route(bits, index) != Route::Off
-}
-
 /// Records event `index` (its position in `set`) on this thread by the path that `route`
 /// (what [`route`] said, never [`Route::Off`]) names: `fixed` bytes of fixed-size arguments
 /// and the string arguments `strs`, all written by `fill`. The recording writes it with its

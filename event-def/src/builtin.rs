@@ -54,6 +54,30 @@ pub const SPAN_ENTER: u16 = 0xFF08;
 /// `SpanExit(span W, name S)` (since format 1.1): the thread left the `tracing` span `span`.
 pub const SPAN_EXIT: u16 = 0xFF09;
 
+/// `SpanOpen(span W, parent W, name S, fields S)` (since format 2.1.0): the `tracing` span
+/// `span` was created, named `name`, inside span `parent` (0: a root span), with the fields
+/// `fields` given at its creation (as `SpanEnter`'s: `key=value` separated by spaces). Recorded
+/// once per span, on the thread that created it; it lasts until its [`SPAN_CLOSE`], which may
+/// come on another thread. A span id is unique among the spans open at one time; `tracing`
+/// may reuse the id of a closed span.
+pub const SPAN_OPEN: u16 = 0xFF0B;
+/// `SpanClose(span W)` (since format 2.1.0): the `tracing` span `span` closed (its last handle
+/// was dropped). It closes the latest [`SPAN_OPEN`] of the same id, on any thread.
+pub const SPAN_CLOSE: u16 = 0xFF0C;
+/// `SpanRecord(span W, fields S)` (since format 2.1.0): fields recorded into the open span
+/// `span` after its creation (`Span::record`); a field of a name the span already has
+/// takes the new value.
+pub const SPAN_RECORD: u16 = 0xFF0D;
+/// `SpanFollows(span W, follows W)` (since format 2.1.0): the open span `span` follows from
+/// span `follows` (a causal link that is not nesting: `Span::follows_from`).
+pub const SPAN_FOLLOWS: u16 = 0xFF0E;
+/// `SpanCurrent(span W)` (since format 2.1.0): the events this thread records from this one
+/// on, up to its next `SpanCurrent`, were recorded while `tracing` span `span` was the
+/// thread's innermost entered span (0: none). Written by the recorder before an event when
+/// the thread's current span changed since the last one it wrote (docs/FORMAT.md, "Built-in
+/// events").
+pub const SPAN_CURRENT: u16 = 0xFF0F;
+
 /// `Stop(blocks W, events W, lost W, cause W, unwritten W)` (since format 2.0.1; `cause` and
 /// `unwritten` since 2.0.3): the clean-stop marker. The writer writes it last, when the
 /// recording stops cleanly or stops writing the stream, as the only record of a block of
@@ -106,6 +130,19 @@ const SPAN_ENTER_TYPE: Builtin =
     Builtin { name: "SpanEnter", code: SPAN_ENTER, format: &[Word, Str, Str], params: &["span", "name", "fields"] };
 const SPAN_EXIT_TYPE: Builtin =
     Builtin { name: "SpanExit", code: SPAN_EXIT, format: &[Word, Str], params: &["span", "name"] };
+const SPAN_OPEN_TYPE: Builtin = Builtin {
+    name: "SpanOpen",
+    code: SPAN_OPEN,
+    format: &[Word, Word, Str, Str],
+    params: &["span", "parent", "name", "fields"],
+};
+const SPAN_CLOSE_TYPE: Builtin = Builtin { name: "SpanClose", code: SPAN_CLOSE, format: &[Word], params: &["span"] };
+const SPAN_RECORD_TYPE: Builtin =
+    Builtin { name: "SpanRecord", code: SPAN_RECORD, format: &[Word, Str], params: &["span", "fields"] };
+const SPAN_FOLLOWS_TYPE: Builtin =
+    Builtin { name: "SpanFollows", code: SPAN_FOLLOWS, format: &[Word, Word], params: &["span", "follows"] };
+const SPAN_CURRENT_TYPE: Builtin =
+    Builtin { name: "SpanCurrent", code: SPAN_CURRENT, format: &[Word], params: &["span"] };
 
 /// Every built-in event of this format version, by code.
 pub const ALL: &[Builtin] = &[
@@ -119,6 +156,11 @@ pub const ALL: &[Builtin] = &[
     TRACE_EVENT_TYPE,
     SPAN_ENTER_TYPE,
     SPAN_EXIT_TYPE,
+    SPAN_OPEN_TYPE,
+    SPAN_CLOSE_TYPE,
+    SPAN_RECORD_TYPE,
+    SPAN_FOLLOWS_TYPE,
+    SPAN_CURRENT_TYPE,
 ];
 
 // The bytes of each built-in's fixed-size arguments (every argument but its strings), derived
@@ -145,6 +187,16 @@ pub const TRACE_EVENT_FIXED: usize = TRACE_EVENT_TYPE.fixed_len();
 pub const SPAN_ENTER_FIXED: usize = SPAN_ENTER_TYPE.fixed_len();
 /// Bytes of `SpanExit`'s fixed-size arguments (`span`).
 pub const SPAN_EXIT_FIXED: usize = SPAN_EXIT_TYPE.fixed_len();
+/// Bytes of `SpanOpen`'s fixed-size arguments (`span`, `parent`).
+pub const SPAN_OPEN_FIXED: usize = SPAN_OPEN_TYPE.fixed_len();
+/// Bytes of `SpanClose`'s fixed-size arguments (`span`): its whole body.
+pub const SPAN_CLOSE_FIXED: usize = SPAN_CLOSE_TYPE.fixed_len();
+/// Bytes of `SpanRecord`'s fixed-size arguments (`span`).
+pub const SPAN_RECORD_FIXED: usize = SPAN_RECORD_TYPE.fixed_len();
+/// Bytes of `SpanFollows`'s fixed-size arguments (`span`, `follows`): its whole body.
+pub const SPAN_FOLLOWS_FIXED: usize = SPAN_FOLLOWS_TYPE.fixed_len();
+/// Bytes of `SpanCurrent`'s fixed-size arguments (`span`): its whole body.
+pub const SPAN_CURRENT_FIXED: usize = SPAN_CURRENT_TYPE.fixed_len();
 
 impl Builtin {
     /// The bytes its fixed-size arguments take on the wire: every argument but its strings,

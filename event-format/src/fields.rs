@@ -189,21 +189,21 @@ fn skip_field(text: &str) -> Option<&str> {
     Some(&text[end..])
 }
 
-/// The named fields of a decoded built-in `tracing` event: a `SpanEnter`'s `fields` read
-/// whole ([`parse`]; as many whole fields as it begins with when the writer cut it), a
-/// `TraceEvent`'s `text` after its message ([`split_message`]). `None` for any other event,
-/// for a text without fields, and for one that is not UTF-8 or not in the grammar (an old
-/// log's, see the module docs).
+/// The named fields of a decoded built-in `tracing` event: the `fields` of a `SpanEnter`,
+/// `SpanOpen` or `SpanRecord` read whole ([`parse`]; as many whole fields as it begins with
+/// when the writer cut it), a `TraceEvent`'s `text` after its message ([`split_message`]).
+/// `None` for any other event, for a text without fields, and for one that is not UTF-8 or
+/// not in the grammar (an old log's, see the module docs).
 pub fn of_event<'e>(event: &'e Event<'e>) -> Option<Vec<(&'e str, FieldValue<'e>)>> {
     if event.desc.kind.is_some() {
         return None;
     }
-    let is_span = match event.desc.code {
-        builtin::SPAN_ENTER => true,
-        builtin::TRACE_EVENT => false,
+    let (is_span, at) = match (fields_param(event), event.desc.code) {
+        (Some(at), _) => (true, at),
+        (None, builtin::TRACE_EVENT) => (false, 2),
         _ => return None,
     };
-    let Some(Value::Str(t)) = event.values().nth(2) else { return None };
+    let Some(Value::Str(t)) = event.values().nth(at) else { return None };
     let text = std::str::from_utf8(t.bytes).ok()?;
     let fields = match (is_span, t.truncated) {
         (true, false) => parse(text)?,
@@ -211,6 +211,21 @@ pub fn of_event<'e>(event: &'e Event<'e>) -> Option<Vec<(&'e str, FieldValue<'e>
         (false, _) => split_message(text).1,
     };
     Some(fields).filter(|f| !f.is_empty())
+}
+
+/// The parameter of a built-in `tracing` span event that holds only fields (`key=value`
+/// separated by spaces): a `SpanEnter`'s and a `SpanOpen`'s `fields`, a `SpanRecord`'s. `None`
+/// for any other event (a `TraceEvent`'s fields follow its message in its `text`).
+pub fn fields_param(event: &Event<'_>) -> Option<usize> {
+    if event.desc.kind.is_some() {
+        return None;
+    }
+    match event.desc.code {
+        builtin::SPAN_ENTER => Some(2),
+        builtin::SPAN_OPEN => Some(3),
+        builtin::SPAN_RECORD => Some(1),
+        _ => None,
+    }
 }
 
 /// One `key=value` at the start of `text`: the key, the value and the rest.

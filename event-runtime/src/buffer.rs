@@ -119,7 +119,19 @@ pub(crate) struct ThreadBuffer {
     /// The pending snapshot whose `post=N` events this thread counts, and how many are left.
     /// While it does, every event is diverted to `watched` (`divert::post_window`).
     post: Option<(u64, u64)>,
+    /// The `tracing` span the last `SpanCurrent` this thread wrote names (0 before any: what
+    /// a reader assumes), or [`SPAN_UNKNOWN`] at the start of each block once it has written
+    /// one: a record finds [`SPAN`] different and writes a `SpanCurrent` before it
+    /// ([`ThreadBuffer::mark_span`]).
+    span_written: u64,
+    /// This thread has written a `SpanCurrent` in this recording: each of its blocks then
+    /// starts with one, so that a reader of any block alone (a ring's, a segment's) knows.
+    span_marks: bool,
 }
+
+/// [`ThreadBuffer::span_written`] at the start of a block of a thread that names spans: no
+/// span id (`tracing`'s are small counters), so that the block's first record writes one.
+const SPAN_UNKNOWN: u64 = u64::MAX;
 
 /// [`ThreadBuffer`]'s `state`: there is a current block to write into.
 const WRITABLE: u8 = 1;
@@ -128,12 +140,32 @@ const TSC: u8 = 2;
 
 thread_local! {
     static BUFFER: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
+    /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records
+    /// of the thread are preceded by a `SpanCurrent` whenever it differs from the last one
+    /// written (docs/FORMAT.md, "Built-in events"). A `Cell<u64>` without a destructor: one
+    /// load on the hot path.
+    static SPAN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Set on the writer thread.
     static IS_WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Set once this thread has used `BUFFER` (and so registered its destructor): a fatal
     /// signal's flush reaches `BUFFER` only then (`take_for_signal`). A `Cell<bool>` has no
     /// destructor: reaching it never registers one.
     static ATTACHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes `span` this thread's current `tracing` span (0: none) and returns the one before:
+/// the thread's next record is preceded by a `SpanCurrent` when it differs from the last
+/// one written. What the bridge calls on each entry and exit of a span.
+#[cfg(feature = "tracing")]
+#[inline]
+pub(crate) fn set_current_span(span: u64) -> u64 {
+    SPAN.try_with(|s| s.replace(span)).unwrap_or(0)
+}
+
+/// This thread's current `tracing` span (0: none).
+#[inline]
+pub(crate) fn current_span() -> u64 {
+    SPAN.try_with(std::cell::Cell::get).unwrap_or(0)
 }
 
 /// Marks this thread as the recorder's writer thread.
@@ -241,6 +273,8 @@ impl ThreadBuffer {
             base_time: now,
             time: now,
             post: None,
+            span_written: 0,
+            span_marks: false,
         };
         if buffer.has_block() {
             buffer.start_block(now);
@@ -338,6 +372,20 @@ impl ThreadBuffer {
                 None => return self.refuse(),
             }
         };
+        // The thread's current `tracing` span changed since the last `SpanCurrent`: one
+        // before this record (cold; one load and a compare here).
+        let span = SPAN.with(std::cell::Cell::get);
+        if span != self.span_written {
+            self.mark_span(now, span, len);
+        }
+        self.put(now, code, len, strs, fill);
+    }
+
+    /// Writes a record of `len` bytes at `now` (the hot path's second half, after the
+    /// clock): its header, its arguments by `fill`, its commit; the next block or a
+    /// `TimeExtend` first when it needs one.
+    #[inline(always)]
+    fn put(&mut self, now: u64, code: u16, len: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let mut delta = now.wrapping_sub(self.time);
         // One test on the hot path: a delta that fits the record's 32 bits, and room for the
         // record. Anything else is `make_room`'s.
@@ -386,6 +434,30 @@ impl ThreadBuffer {
         if !written {
             self.refuse();
         }
+    }
+
+    /// Writes a `SpanCurrent(span)` at `now`, before a record of `len` bytes, with room for
+    /// both in one block: the record is never separated from the mark that names its span
+    /// by a block boundary (docs/FORMAT.md, "Built-in events").
+    #[cold]
+    #[inline(never)]
+    fn mark_span(&mut self, now: u64, span: u64, len: usize) {
+        if SPAN_CURRENT_LEN + len > self.max_record {
+            // A record that fills a block alone goes without its mark.
+            return;
+        }
+        let delta = now.wrapping_sub(self.time);
+        let extend = if now < self.time || delta > u64::from(u32::MAX) { TIME_EXTEND_LEN } else { 0 };
+        // Not both in this block (with the `TimeExtend` the mark may need): the next one,
+        // which starts at `now` with `SPAN_UNKNOWN`, which this mark replaces.
+        if (now < self.base_time || self.end + extend + SPAN_CURRENT_LEN + len > self.block_size)
+            && self.make_room(now, SPAN_CURRENT_LEN + len).is_none()
+        {
+            return;
+        }
+        self.span_written = span;
+        self.span_marks = true;
+        self.put(now, builtin::SPAN_CURRENT, SPAN_CURRENT_LEN, &[], |w| body::span_current(w, span));
     }
 
     /// Makes room for a record of `len` bytes at `now` in the current block: the next block
@@ -585,6 +657,9 @@ impl ThreadBuffer {
     /// were refused since the last one.
     fn start_block(&mut self, now: u64) {
         self.index = (self.sequence % self.ring_blocks) as usize;
+        if self.span_marks {
+            self.span_written = SPAN_UNKNOWN;
+        }
         self.end = BLOCK_HEADER_LEN;
         self.base_time = now;
         self.time = now;
@@ -918,6 +993,8 @@ fn finish_block(block: &mut [u8], end: usize, in_file: bool) {
 
 /// The length of a `TimeExtend` record, header included.
 const TIME_EXTEND_LEN: usize = RECORD_HEADER_LEN + builtin::TIME_EXTEND_FIXED;
+/// The length of a `SpanCurrent` record, header included.
+const SPAN_CURRENT_LEN: usize = RECORD_HEADER_LEN + builtin::SPAN_CURRENT_FIXED;
 /// The length of a `Dropped` record, header included.
 const DROPPED_LEN: usize = RECORD_HEADER_LEN + builtin::DROPPED_FIXED;
 

@@ -24,8 +24,10 @@
 //!
 //! A capture records every event of every set linked into the program (its `events::SET`),
 //! with a deterministic clock (each event one nanosecond after the one before), as thread 1.
-//! The built-in events that `message`, `intern`, `label` and the `tracing` bridge record go
-//! to the process's recording as before. Threads that the captured code spawns are not
+//! The `tracing` bridge's records (its spans' `SpanOpen`, `SpanClose`, ..., its
+//! `TraceEvent`s) go to the capture too, and so do the `SpanCurrent` marks that name the span
+//! each record was made in, as the recorder writes them; the built-in events that `message`,
+//! `intern` and `label` record go to the process's recording as before. Threads that the captured code spawns are not
 //! captured: a capture is this thread's.
 
 use crate::event_set::EventSet;
@@ -83,6 +85,31 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
             && let Some(fill) = fill.take()
         {
             buffer.event(set, index, fixed, strs, fill);
+        }
+    });
+    fill
+}
+
+/// Records a built-in event of the `tracing` bridge into this thread's capture; gives `fill`
+/// back when this thread does not capture (the caller records it as usual).
+#[cfg(feature = "tracing")]
+#[inline]
+pub(crate) fn try_emit_builtin<F: FnOnce(&mut ArgWriter<'_>)>(
+    code: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: F,
+) -> Option<F> {
+    if !crate::divert::capturing() {
+        return Some(fill);
+    }
+    let mut fill = Some(fill);
+    let _ = CAPTURE.try_with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut()
+            && let Some(buffer) = slot.as_mut()
+            && let Some(fill) = fill.take()
+        {
+            buffer.write(code, fixed, strs, fill);
         }
     });
     fill
@@ -229,6 +256,9 @@ struct CaptureBuffer {
     sequence: u64,
     /// The last record's time; each record is one tick later.
     time: u64,
+    /// The span the last `SpanCurrent` written names (0 before any), as the recorder keeps
+    /// it (`buffer`'s `span_written`).
+    span_written: u64,
 }
 
 impl fmt::Debug for CaptureBuffer {
@@ -241,7 +271,7 @@ impl CaptureBuffer {
     fn new() -> CaptureBuffer {
         let prepared = prepared();
         let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
-        let mut buffer = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0 };
+        let mut buffer = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0, span_written: 0 };
         let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
             body::thread_name(w, THREAD)
@@ -286,6 +316,18 @@ impl CaptureBuffer {
     /// in this one. A record that no block takes (its fixed arguments alone are too long,
     /// which no valid events.def allows) is not recorded.
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
+        // The thread's current `tracing` span changed since the last mark: a mark first, as
+        // the recorder writes one.
+        let span = crate::buffer::current_span();
+        if span != self.span_written && code != builtin::THREAD_NAME {
+            self.span_written = span;
+            self.put(builtin::SPAN_CURRENT, builtin::SPAN_CURRENT_FIXED, &[], |w| body::span_current(w, span));
+        }
+        self.put(code, fixed, strs, fill);
+    }
+
+    /// Appends a record as [`write`](Self::write) does, without the mark.
+    fn put(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let time = self.time + 1;
         if !self.block.fits(time, fixed, strs) {
             if self.block.is_empty() {

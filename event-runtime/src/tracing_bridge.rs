@@ -19,10 +19,13 @@
 //!
 //!     let span = tracing::info_span!("request", id = 7);
 //!     span.in_scope(|| tracing::warn!(user = "ada", "slow reply"));
+//!     drop(span);
 //!
 //!     let stream = recording.stop()?;
-//!     // The stream holds a SpanEnter (span "request", fields `id=7`), a TraceEvent (level 2,
-//!     // text `slow reply user="ada"`) and a SpanExit; `event-dump print` shows them.
+//!     // The stream holds the span's SpanOpen (span "request", fields `id=7`, no parent), a
+//!     // SpanCurrent naming it before the TraceEvent recorded inside it (level 2, text `slow
+//!     // reply user="ada"`), a SpanCurrent(0) once the thread is outside it, and its
+//!     // SpanClose; `event-dump print` shows them, `event-dump latency` the span's duration.
 //!     use event_runtime::format::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..])?;
 //!     let catalog = Catalog::new(&decoder.header().sets);
@@ -35,10 +38,39 @@
 //!         }
 //!     }
 //!     names.retain(|n| n != "ThreadName");
-//!     assert_eq!(names, ["SpanEnter", "TraceEvent", "SpanExit"]);
+//!     assert_eq!(names, ["SpanOpen", "SpanCurrent", "TraceEvent", "SpanCurrent", "SpanClose"]);
 //!     Ok(())
 //! }
 //! ```
+//!
+//! What it records (docs/FORMAT.md, "Built-in events"):
+//!
+//! - **A span once, as a span.** Creating a span records `SpanOpen(span, parent, name,
+//!   fields)`: tracing's span id, its parent's (0 for a root span), its name and the fields
+//!   given at its creation; closing it (its last handle dropped) records `SpanClose(span)`,
+//!   on whichever thread that happens. Readers pair them by the id into one span: `event-dump
+//!   latency` gives each request's duration, the Perfetto and Chrome exports one slice per
+//!   span (async slices, which may begin and end on different threads), the SQLite and
+//!   Parquet exports a `SpanOpen` row per span with its parent. Fields recorded later
+//!   (`Span::record`) are a `SpanRecord(span, fields)`; `Span::follows_from` a
+//!   `SpanFollows(span, follows)`.
+//! - **Fields once.** The fields are written at the open and at each `record()`, never again
+//!   when the span is entered: an instrumented future entered on each of its polls costs
+//!   its span's fields once.
+//! - **Events name their span.** Entering and leaving spans keeps the thread's current span
+//!   (a word of the thread); the recorder writes a `SpanCurrent(span)` before the next
+//!   record of the thread whenever it changed since the last one it wrote, and at the start
+//!   of each block of a thread that has written one. So every event the thread records, a
+//!   `tracing` event's `TraceEvent` and an `event!` of any set alike, belongs to the span the
+//!   latest `SpanCurrent` of its thread names (0: none): readers group a request's events by
+//!   it. A `tracing` event with an explicit parent is written under that span. The cost is
+//!   paid only where the current span changes between two records of a thread: one 16-byte
+//!   record; an `event!` outside the bridge pays one load and a compare.
+//! - **Entries and exits, on request.** [`EventLayer::with_entries`] also records
+//!   `SpanEnter(span, name, "")` and `SpanExit(span, name)` at each entry and exit (each poll
+//!   of an instrumented future), which the readers show as slices of the thread that polled.
+//!   Logs of earlier versions of the bridge hold only those, with the span's fields in each
+//!   `SpanEnter`; they read as they always did.
 //!
 //! Each tracing event becomes a `TraceEvent(level, target, text)`: `level` is 1 (ERROR) to 5
 //! (TRACE), `target` the event's target, `text` its `message` field followed by its other
@@ -46,24 +78,23 @@
 //! [`event_format::fields`]: each value one token that reads back with its type (integers,
 //! floats and booleans bare, strings quoted and escaped; a value recorded by its `Debug` or
 //! `Display` text that is not such a token, `Some(3)`, is quoted), so that readers reach the
-//! fields by name (`event-dump print --filter 'fields.id == 7'`). Entering a span records
-//! `SpanEnter(span, name, fields)`, with tracing's span id, the span's name and the fields
-//! recorded so far, in the same grammar; leaving it records
-//! `SpanExit(span, name)`. Both are recorded on the thread that enters or leaves the span, so
-//! each thread's spans nest in its own stream of events (docs/FORMAT.md, "Built-in events").
+//! fields by name (`event-dump print --filter 'fields.id == 7'`). A span's fields are in the
+//! same grammar.
 //!
 //! Which events and spans reach the layer is tracing's business: its levels, filters and
-//! per-layer filters govern it. The built-in events are recorded whatever the recorder's
-//! control mask says.
+//! per-layer filters govern it, and they are the way to keep the cost down: a span that a
+//! filter disables costs nothing here. The built-in events are recorded whatever the
+//! recorder's control mask says.
 //!
-//! **Without a running recording the layer does nothing**: tracing events are ignored
-//! silently, as a subscriber that records nowhere ignores them, and the layer costs one relaxed
-//! atomic load per callback. A span's fields are kept only while a recording runs, so a span
-//! created before the recording started is entered with empty `fields`.
+//! **Without a running recording the layer does nothing**: tracing events and spans are
+//! ignored silently, as a subscriber that records nowhere ignores them, and the layer costs
+//! one relaxed atomic load per callback. A span created before the recording started has no
+//! `SpanOpen`: its close is a `SpanClose` that readers count as closing nothing.
 //!
-//! The text of an event is formatted into a buffer of the thread, reused from one event to
-//! the next: recording an event allocates nothing once the buffer has grown. Strings are cut
-//! to the format's maximum (1024 bytes) and flagged as cut, as every string argument is.
+//! The text of an event and the fields of a span are formatted into buffers of the thread,
+//! reused from one to the next: recording allocates nothing once they have grown, and the
+//! bridge keeps nothing per span. Strings are cut to the format's maximum (1024 bytes) and
+//! flagged as cut, as every string argument is.
 
 use crate::buffer;
 use crate::event_set::EventSet;
@@ -101,23 +132,27 @@ static NO_BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::
 /// It needs a subscriber that keeps span data, such as `tracing_subscriber::registry()`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EventLayer {
-    _private: (),
+    /// Each entry and exit of a span is recorded too (`SpanEnter`, `SpanExit`).
+    entries: bool,
 }
 
 impl EventLayer {
-    /// The layer.
+    /// The layer: it records each span's open, fields and close, and `tracing` events.
     pub const fn new() -> EventLayer {
-        EventLayer { _private: () }
+        EventLayer { entries: false }
     }
-}
 
-/// A span's fields recorded so far, as `key=value` separated by spaces; kept in the span's
-/// extensions.
-#[derive(Debug, Default)]
-struct SpanFields {
-    fields: String,
-    /// `fields` was cut at [`STRING_MAX`].
-    cut: bool,
+    /// Also records each entry and exit of a span, `SpanEnter` and `SpanExit` (off by
+    /// default): every poll of an instrumented future, on the thread that polls it, for
+    /// those who want to see the scheduling. Each costs about what an `event!` does.
+    ///
+    /// ```
+    /// let layer = event_runtime::tracing_bridge::EventLayer::new().with_entries(true);
+    /// # let _ = layer;
+    /// ```
+    pub const fn with_entries(self, entries: bool) -> EventLayer {
+        EventLayer { entries }
+    }
 }
 
 /// Per-thread formatting buffers, reused from one event to the next.
@@ -222,7 +257,31 @@ impl FieldWriter<'_> {
         if !self.fields.out.is_empty() {
             let _ = self.fields.write_char(' ');
         }
-        let _ = write!(self.fields, "{name}=");
+        let _ = self.fields.write_str(name);
+        let _ = self.fields.write_char('=');
+    }
+
+    /// A field whose value is an integer, written without `core::fmt` (a third of a span's
+    /// cost, when it went through it).
+    fn integer(&mut self, field: &Field, negative: bool, magnitude: u64) {
+        self.key(field);
+        let mut digits = [0u8; 21];
+        let mut at = digits.len();
+        let mut n = magnitude;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if negative {
+            at -= 1;
+            digits[at] = b'-';
+        }
+        // Only ASCII digits and '-' were written.
+        let _ = self.fields.write_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
     }
 
     /// A field whose value is written as it is: a token of the grammar.
@@ -253,16 +312,24 @@ impl Visit for FieldWriter<'_> {
             Some(message) if field.name() == "message" => {
                 let _ = message.write_str(value);
             }
+            // Printable ASCII but `"` and `\\` is its own `Debug` text between quotes: copied
+            // as it is, without `core::fmt`.
+            _ if value.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') => {
+                self.key(field);
+                let _ = self.fields.write_char('"');
+                let _ = self.fields.write_str(value);
+                let _ = self.fields.write_char('"');
+            }
             _ => self.token(field, format_args!("{value:?}")),
         }
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.token(field, value);
+        self.integer(field, value < 0, value.unsigned_abs());
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.token(field, value);
+        self.integer(field, false, value);
     }
 
     fn record_i128(&mut self, field: &Field, value: i128) {
@@ -309,53 +376,134 @@ fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: imp
     record(&mut writer);
 }
 
+/// Records a built-in event: into this thread's capture while one runs
+/// ([`crate::capture`]), else into the recording.
+#[inline]
+fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut event_format::wire::ArgWriter<'_>)) {
+    if let Some(fill) = crate::capture::try_emit_builtin(code, fixed, strs, fill) {
+        buffer::emit(code, fixed, strs, fill);
+    }
+}
+
+/// Whether the bridge records: a recording runs, or a capture may ([`crate::capture`]). One
+/// or two relaxed loads.
+#[inline]
+fn recording() -> bool {
+    session::is_running() || crate::divert::capturing()
+}
+
+/// This thread's entered spans, innermost last, as the bridge saw them entered while a
+/// recording ran: the innermost is the thread's current span ([`buffer::set_current_span`]).
+/// A span is pushed once per entry; a `Vec` that grows once and is then reused.
+struct Entered {
+    stack: Vec<u64>,
+}
+
+thread_local! {
+    static ENTERED: RefCell<Entered> = const { RefCell::new(Entered { stack: Vec::new() }) };
+}
+
+/// The span `id` was entered: it is the thread's current span.
+fn push_entered(id: u64) {
+    let _ = ENTERED.try_with(|e| {
+        if let Ok(mut e) = e.try_borrow_mut() {
+            e.stack.push(id);
+            buffer::set_current_span(id);
+        }
+    });
+}
+
+/// The span `id` was left: the span entered before it (its latest entry, which is the
+/// innermost unless guards were dropped out of order) is current again.
+fn pop_entered(id: u64) {
+    let _ = ENTERED.try_with(|e| {
+        if let Ok(mut e) = e.try_borrow_mut()
+            && let Some(at) = e.stack.iter().rposition(|&s| s == id)
+        {
+            e.stack.remove(at);
+            buffer::set_current_span(e.stack.last().copied().unwrap_or(0));
+        }
+    });
+}
+
+/// Formats fields into the thread's scratch `fields` buffer and calls `f` with them (and
+/// whether they were cut); `f` is not called when there are none.
+fn with_fields(record: impl FnOnce(&mut dyn Visit), f: impl FnOnce(Text<'_>)) {
+    with_scratch(|scratch| {
+        span_fields(&mut scratch.fields, &mut scratch.fields_cut, &mut scratch.value, record);
+        f(Text { bytes: scratch.fields.as_bytes(), truncated: scratch.fields_cut });
+    });
+}
+
 impl<S> Layer<S> for EventLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if !session::is_running() {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+        if !recording() {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
-        // Formatted before the span's extensions are locked: a field's `Debug` may use
-        // tracing itself.
-        let mut new = SpanFields::default();
-        span_fields(&mut new.fields, &mut new.cut, &mut String::new(), |v| attrs.record(v));
-        span.extensions_mut().replace(new);
+        // Its parent as tracing decides it: an explicit one, none for a root, else the
+        // thread's current span (the innermost entered, which the bridge keeps).
+        let parent = match attrs.parent() {
+            Some(parent) => parent.into_u64(),
+            None if attrs.is_root() => 0,
+            None => buffer::current_span(),
+        };
+        let name = attrs.metadata().name();
+        with_fields(
+            |v| attrs.record(v),
+            |fields| {
+                let strs = [Text::new(name), fields];
+                emit(builtin::SPAN_OPEN, builtin::SPAN_OPEN_FIXED, &strs, |w| {
+                    body::span_open(w, id.into_u64(), parent)
+                });
+            },
+        );
     }
 
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if !session::is_running() {
+    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+        if !recording() || values.is_empty() {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
-        with_scratch(|scratch| {
-            span_fields(&mut scratch.fields, &mut scratch.fields_cut, &mut scratch.value, |v| values.record(v));
-            if scratch.fields.is_empty() && !scratch.fields_cut {
-                return;
-            }
-            let mut extensions = span.extensions_mut();
-            if extensions.get_mut::<SpanFields>().is_none() {
-                extensions.replace(SpanFields::default());
-            }
-            if let Some(SpanFields { fields, cut }) = extensions.get_mut::<SpanFields>() {
-                let mut out = Bounded { out: fields, cut };
-                if !out.out.is_empty() {
-                    let _ = out.write_char(' ');
+        with_fields(
+            |v| values.record(v),
+            |fields| {
+                if fields.bytes.is_empty() && !fields.truncated {
+                    return;
                 }
-                let _ = out.write_str(&scratch.fields);
-                *out.cut |= scratch.fields_cut;
-            }
+                let strs = [fields];
+                emit(builtin::SPAN_RECORD, builtin::SPAN_RECORD_FIXED, &strs, |w| {
+                    body::span_record(w, id.into_u64())
+                });
+            },
+        );
+    }
+
+    fn on_follows_from(&self, span: &Id, follows: &Id, _ctx: Context<'_, S>) {
+        if !recording() {
+            return;
+        }
+        let (span, follows) = (span.into_u64(), follows.into_u64());
+        emit(builtin::SPAN_FOLLOWS, builtin::SPAN_FOLLOWS_FIXED, &[], |w| {
+            body::span_follows(w, span, follows)
         });
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !session::is_running() {
+        if !recording() {
             return;
         }
         let meta = event.metadata();
         let level = level_code(*meta.level());
+        // The event's span, as tracing decides it: an explicit parent, none for a root,
+        // else the thread's current one. The `SpanCurrent` before it names that span.
+        let span = match event.parent() {
+            Some(parent) => Some(parent.into_u64()),
+            None if event.is_root() => Some(0),
+            None => None,
+        };
+        let current = span.map(buffer::set_current_span);
         with_scratch(|scratch| {
             let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
             event.record(&mut FieldWriter {
@@ -376,31 +524,44 @@ where
                 *text_cut = true;
             }
             let strs = [Text::new(meta.target()), Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }];
-            buffer::emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));
+            emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));
         });
+        if let Some(current) = current {
+            buffer::set_current_span(current);
+        }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        if !session::is_running() {
+        if !recording() {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
-        let extensions = span.extensions();
-        let fields = match extensions.get::<SpanFields>() {
-            Some(f) => Text { bytes: f.fields.as_bytes(), truncated: f.cut },
-            None => Text::new(""),
-        };
-        let strs = [Text::new(span.name()), fields];
-        buffer::emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
+        push_entered(id.into_u64());
+        if self.entries
+            && let Some(meta) = ctx.metadata(id)
+        {
+            // The fields are the `SpanOpen`'s: not repeated on every entry.
+            let strs = [Text::new(meta.name()), Text::new("")];
+            emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
+        }
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        if !session::is_running() {
+        // Also without a recording: a span entered while one ran is current no more.
+        pop_entered(id.into_u64());
+        if !self.entries || !recording() {
             return;
         }
         let Some(name) = ctx.metadata(id).map(|m| m.name()) else { return };
         let strs = [Text::new(name)];
-        buffer::emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
+        emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        if !recording() {
+            return;
+        }
+        let span = id.into_u64();
+        emit(builtin::SPAN_CLOSE, builtin::SPAN_CLOSE_FIXED, &[], |w| body::span_close(w, span));
     }
 }
 

@@ -15,7 +15,7 @@ use event_format::decode::{Desc, Event};
 use event_format::ledger::Ledger;
 use event_format::roles::{Flows, IdValue, Pairer, Roles, SpanKey};
 use event_format::wire::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
@@ -113,6 +113,9 @@ struct At<'k> {
     tid: u64,
     key: Option<&'k AsyncKey>,
     flow: Option<(u64, bool, bool)>,
+    /// The thread's current `tracing` span (its latest `SpanCurrent`; 0: none): the event's
+    /// arg `span`.
+    span: u64,
 }
 
 /// The keys every event line has, up to `args` (which the caller writes): an instant with
@@ -158,8 +161,9 @@ fn event_line<W: Write>(
     event: &Event<'_>,
 ) -> io::Result<()> {
     let line = events.begin();
+    let span = at.span;
     head(line, name, cat, ph, at);
-    write_args(line, ann, file, event);
+    write_args(line, ann, file, event, span);
     line.push('}');
     events.end()
 }
@@ -186,10 +190,10 @@ fn metadata(line: &mut String, what: &str, pid: u64, tid: u64, name: &str) {
 /// ([`event_format::fields::of_event`]): a `SpanEnter`'s `fields` is that object instead of
 /// its text, a `TraceEvent` has it as `"fields"` beside its `text`; a text that does not
 /// read as fields (an old log's) stays a string.
-fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>) {
+fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>, span: u64) {
     out.push('{');
     let traced = event_format::fields::of_event(event);
-    let is_span = event.desc.code == builtin::SPAN_ENTER;
+    let fields_at = event_format::fields::fields_param(event);
     for (i, (name, value)) in event.desc.params.iter().zip(event.values()).enumerate() {
         if i > 0 {
             out.push(',');
@@ -197,7 +201,7 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
         json::string(out, name);
         out.push(':');
         match &traced {
-            Some(fields) if is_span && i == 2 => json::fields(out, fields),
+            Some(fields) if fields_at == Some(i) => json::fields(out, fields),
             _ => json::value(out, &value),
         }
         let label = match value {
@@ -212,9 +216,13 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
             json::string(out, label);
         }
     }
-    if let Some(fields) = traced.as_ref().filter(|_| !is_span) {
+    if let Some(fields) = traced.as_ref().filter(|_| fields_at.is_none()) {
         out.push_str(",\"fields\":");
         json::fields(out, fields);
+    }
+    // Not on an event that has a `span` of its own (the bridge's span events).
+    if span != 0 && !event.desc.params.iter().any(|p| p == "span") {
+        let _ = write!(out, ",\"span\":{span}");
     }
     out.push('}');
 }
@@ -251,6 +259,8 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
     // Each thread's track, by (log, thread): the time of its latest event, in ns.
     let mut tracks: BTreeMap<(usize, u64), i128> = BTreeMap::new();
     let mut names: BTreeMap<(usize, u64), String> = BTreeMap::new();
+    // Each thread's current `tracing` span, by (log, thread).
+    let mut current: HashMap<(usize, u64), u64> = HashMap::new();
     // Each log's latest event, in ns on the trace's time line, and its thread.
     let mut last: BTreeMap<usize, (i128, u64)> = BTreeMap::new();
     let mut cut = 0u64;
@@ -277,7 +287,15 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
         let cat = event.desc.full_kind();
         let cat = cat.as_str();
         let instant = event_name(event.desc);
-        let at = At { ns, pid, tid, key: None, flow: None };
+        if event.desc.is_builtin() && event.desc.code == builtin::SPAN_CURRENT {
+            // No event of its own: the later events of its thread carry its span.
+            if let Some(Value::Word(span)) = event.values().next() {
+                current.insert((file, event.thread), span);
+            }
+            return Ok(());
+        }
+        let span = current.get(&(file, event.thread)).copied().unwrap_or(0);
+        let at = At { ns, pid, tid, key: None, flow: None, span };
         let roles = &roles[file];
         let Some(role) = roles.of(event.desc.wire) else {
             return if selected {
@@ -401,12 +419,12 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
     asyncs.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
     for (file, open) in &asyncs {
         let (ns, thread) = last.get(file).copied().unwrap_or_default();
-        unended(&mut events, open, At { ns, pid: pids[*file], tid: thread, key: None, flow: None })?;
+        unended(&mut events, open, At { ns, pid: pids[*file], tid: thread, key: None, flow: None, span: 0 })?;
     }
     // Slices never ended end at their thread's last event, marked, innermost first.
     for (&(file, thread), &last_ns) in &tracks {
         for open in threads.remove(&(file, thread)).unwrap_or_default() {
-            unended(&mut events, &open, At { ns: last_ns, pid: pids[file], tid: thread, key: None, flow: None })?;
+            unended(&mut events, &open, At { ns: last_ns, pid: pids[file], tid: thread, key: None, flow: None, span: 0 })?;
         }
         let name = names.get(&(file, thread)).cloned().unwrap_or_else(|| format!("T{thread}"));
         metadata(events.begin(), "thread_name", pids[file], thread, &name);

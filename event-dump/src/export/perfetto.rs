@@ -7,7 +7,14 @@
 //!   its program, with its real pid when another log took it); each thread a thread track
 //!   named by the log's `ThreadName` (described again when a later `ThreadName` renames it).
 //!   Each async span has tracks of its name under its process: as many as were open at once,
-//!   a span taking the first free one (Perfetto's UI shows tracks of one name together).
+//!   a span taking the first free one (Perfetto's UI shows tracks of one name together). A
+//!   `tracing` span (the bridge's `SpanOpen` and `SpanClose`) is an async span: its tracks
+//!   are those of its own name (`request`), and its slice runs from its open to its close,
+//!   on whichever threads they were recorded.
+//! - **The current span.** A `SpanCurrent` (the recorder's mark that a thread's events from
+//!   there on were recorded inside a `tracing` span) is no event of its own on the trace:
+//!   each later event of its thread, up to the next, has the annotation `span` (the span's
+//!   id, as the `SpanOpen`'s `span`), so that the events of one request are found by it.
 //!   Each counter is a counter track of its name under its process, with its unit.
 //! - **Events.** What the log's [`Roles`] say each event means:
 //!   - a span's begin is a `TYPE_SLICE_BEGIN` (on its thread's track, or its async track)
@@ -321,9 +328,13 @@ struct Names {
 /// it, but has no slice).
 struct Open {
     track: u64,
-    lane: Option<(SpanId, usize)>,
+    lane: Option<(LaneKey, usize)>,
     selected: bool,
 }
+
+/// Which async tracks a span takes: its span, and for a span named by its begin (a `tracing`
+/// span) the number of its name in [`Process::lane_names`] (0 for the others).
+type LaneKey = (SpanId, u32);
 
 /// The tracks of one async span of a log: one per span open at once.
 #[derive(Default)]
@@ -341,7 +352,11 @@ struct Process {
     names: HashMap<u64, String, Fast>,
     pairer: Pairer<Open>,
     flows: Flows,
-    tracks: HashMap<SpanId, SpanTracks, Fast>,
+    tracks: HashMap<LaneKey, SpanTracks, Fast>,
+    /// The names of the `tracing` spans begun, numbered from 1 for their [`LaneKey`]s.
+    lane_names: HashMap<String, u32, Fast>,
+    /// Each thread's current `tracing` span (its latest `SpanCurrent`), when not 0.
+    current: HashMap<u64, u64, Fast>,
     /// Each counter's track, 0 until described.
     counters: Vec<u64>,
     /// Wire code -> its event type's names.
@@ -436,6 +451,8 @@ struct Trace<W: Write> {
     report: Report,
     /// Flow ids are serials of each log's pieces of work, spread over the logs.
     logs: u64,
+    /// The current `tracing` span of the event being written (0: none): its annotation `span`.
+    span: u64,
 }
 
 impl<W: Write> Trace<W> {
@@ -668,6 +685,7 @@ impl<W: Write> Encoder<W> {
             next_uuid: 0,
             report: Report::default(),
             logs: logs.len() as u64,
+            span: 0,
         };
         trace.state_packet();
         let roles: Vec<Roles> = logs.iter().map(|l| Roles::new(&l.header().sets)).collect();
@@ -694,6 +712,8 @@ impl<W: Write> Encoder<W> {
                 pairer: Pairer::new(),
                 flows: Flows::new(),
                 tracks: HashMap::default(),
+                lane_names: HashMap::default(),
+                current: HashMap::default(),
                 descs: HashMap::default(),
             });
         }
@@ -716,6 +736,17 @@ impl<W: Write> Encoder<W> {
                 process.names.insert(thread, name);
             }
         }
+        if event.desc.is_builtin() && event.desc.code == builtin::SPAN_CURRENT {
+            // No event of its own: the later events of its thread carry its span.
+            if let Some(Value::Word(span)) = event.values().next() {
+                match span {
+                    0 => process.current.remove(&event.thread),
+                    span => process.current.insert(event.thread, span),
+                };
+            }
+            return Ok(());
+        }
+        trace.span = process.current.get(&event.thread).copied().unwrap_or(0);
         let Ok(ts) = u64::try_from(timeline.ns(file, event.time)) else {
             trace.report.before_start += u64::from(selected);
             return Ok(());
@@ -815,8 +846,8 @@ fn write_event<W: Write>(
             write_flows(&mut trace.p, flows_left);
             flows_left = &[];
             trace.end_packet(handle);
-            if let Some((span, lane)) = ended.begin.lane
-                && let Some(lanes) = process.tracks.get_mut(&span)
+            if let Some((key, lane)) = ended.begin.lane
+                && let Some(lanes) = process.tracks.get_mut(&key)
             {
                 lanes.free.insert(lane);
             }
@@ -832,9 +863,10 @@ fn write_event<W: Write>(
         && let Some(key) = roles.key(&begin, event)
     {
         let (track, lane) = match &key {
-            SpanKey::Async(span, _) => {
-                let (track, lane) = lane(trace, process, roles, *span);
-                (track, Some((*span, lane)))
+            SpanKey::Async(..) => {
+                let key = lane_key(process, roles, &begin, event);
+                let (track, lane) = lane(trace, process, roles, key, event, &begin);
+                (track, Some((key, lane)))
             }
             _ => (thread, None),
         };
@@ -965,27 +997,53 @@ fn span_name<W: Write>(
 ) -> u64 {
     let generation = trace.interner.generation;
     let cached = &mut process.span_names[begin.span as usize];
-    if begin.pairing != event_format::roles::Pairing::Tracing && cached.0 == generation {
+    let by_begin = roles.named_by_begin(begin);
+    if !by_begin && cached.0 == generation {
         return cached.1;
     }
     let name = roles.begin_name(begin, event);
     let iid = trace.interner.text(field::EVENT_NAMES, &name);
-    if begin.pairing != event_format::roles::Pairing::Tracing {
+    if !by_begin {
         *cached = (generation, iid);
     }
     iid
 }
 
-/// A free track of async span `span` (described when new): its uuid and lane.
-fn lane<W: Write>(trace: &mut Trace<W>, process: &mut Process, roles: &Roles, span: SpanId) -> (u64, usize) {
-    let lanes = process.tracks.entry(span).or_default();
+/// The tracks the async span that `event` begins takes: those of its span, and for a
+/// `tracing` span those of its name.
+fn lane_key(process: &mut Process, roles: &Roles, begin: &event_format::roles::SpanUse, event: &Event<'_>) -> LaneKey {
+    if !roles.named_by_begin(begin) {
+        return (begin.span, 0);
+    }
+    let name = roles.begin_name(begin, event);
+    let next = process.lane_names.len() as u32 + 1;
+    let number = match process.lane_names.get(name.as_ref()) {
+        Some(&n) => n,
+        None => {
+            process.lane_names.insert(name.into_owned(), next);
+            next
+        }
+    };
+    (begin.span, number)
+}
+
+/// A free track of the async spans of `key` (described when new): its uuid and lane.
+fn lane<W: Write>(
+    trace: &mut Trace<W>,
+    process: &mut Process,
+    roles: &Roles,
+    key: LaneKey,
+    event: &Event<'_>,
+    begin: &event_format::roles::SpanUse,
+) -> (u64, usize) {
+    let lanes = process.tracks.entry(key).or_default();
     if let Some(lane) = lanes.free.pop_first() {
         return (lanes.uuids[lane], lane);
     }
     let uuid = trace.uuid();
     lanes.uuids.push(uuid);
     let lane = lanes.uuids.len() - 1;
-    let name = roles.span(span).name.clone();
+    let name = roles.begin_name(begin, event).into_owned();
     let parent = process.uuid;
     trace.descriptor(|p| {
         p.uint(field::UUID, uuid);
@@ -1023,7 +1081,7 @@ fn counter_track<W: Write>(trace: &mut Trace<W>, process: &mut Process, roles: &
 /// in place of its text, a `TraceEvent`'s as `fields` beside its `text`).
 fn annotations<W: Write>(trace: &mut Trace<W>, event: &Event<'_>, names: &mut Names, ann: &Annotations, file: usize) {
     let traced = if event.desc.is_builtin() { event_format::fields::of_event(event) } else { None };
-    let is_span = event.desc.code == builtin::SPAN_ENTER;
+    let fields_at = event_format::fields::fields_param(event);
     for (i, value) in event.values().enumerate() {
         let Some(&key) = names.params.get(i) else { break };
         let nested = trace.p.begin(field::DEBUG_ANNOTATIONS);
@@ -1035,7 +1093,7 @@ fn annotations<W: Write>(trace: &mut Trace<W>, event: &Event<'_>, names: &mut Na
             Value::Signed(v) => trace.p.int(field::INT_VALUE, v),
             Value::Double(v) => trace.p.double(field::DOUBLE_VALUE, v),
             Value::Bool(b) => trace.p.uint(field::BOOL_VALUE, u64::from(b)),
-            Value::Str(_) if is_span && i == 2 && traced.is_some() => {
+            Value::Str(_) if fields_at == Some(i) && traced.is_some() => {
                 dictionary_entries(&mut trace.p, traced.as_deref().unwrap_or_default());
             }
             Value::Str(t) => {
@@ -1061,11 +1119,19 @@ fn annotations<W: Write>(trace: &mut Trace<W>, event: &Event<'_>, names: &mut Na
             });
         }
     }
-    if let Some(fields) = traced.as_deref().filter(|_| !is_span) {
+    if let Some(fields) = traced.as_deref().filter(|_| fields_at.is_none()) {
         let key = trace.interner.text(field::ANNOTATION_NAMES, "fields");
         trace.p.message(field::DEBUG_ANNOTATIONS, |p| {
             p.uint(field::ANNOTATION_NAME_IID, key);
             dictionary_entries(p, fields);
+        });
+    }
+    // Not on an event that has a `span` of its own (the bridge's span events).
+    if trace.span != 0 && !event.desc.params.iter().any(|p| p == "span") {
+        let (key, span) = (trace.interner.text(field::ANNOTATION_NAMES, "span"), trace.span);
+        trace.p.message(field::DEBUG_ANNOTATIONS, |p| {
+            p.uint(field::ANNOTATION_NAME_IID, key);
+            p.uint(field::UINT_VALUE, span);
         });
     }
 }

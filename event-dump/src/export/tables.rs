@@ -72,7 +72,8 @@ pub(super) fn report(imported: &[Imported], out: &Path) -> ExitCode {
 /// Whether an event type's table has a fields column (SQLite's `fields_json`, Parquet's
 /// `fields`): the `tracing` bridge's events, whose text holds fields.
 pub(super) fn has_fields(desc: &event_format::decode::Desc) -> bool {
-    desc.is_builtin() && matches!(desc.code, event_format::builtin::TRACE_EVENT | event_format::builtin::SPAN_ENTER)
+    use event_format::builtin::{SPAN_ENTER, SPAN_OPEN, SPAN_RECORD, TRACE_EVENT};
+    desc.is_builtin() && matches!(desc.code, TRACE_EVENT | SPAN_ENTER | SPAN_OPEN | SPAN_RECORD)
 }
 
 /// The fields of a `tracing` bridge's event as one JSON object by name ([`crate::json::fields`]),

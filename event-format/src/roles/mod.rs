@@ -7,9 +7,11 @@
 //!   `FLOW`, carried in the header since format 2.0.2: docs/FORMAT.md, "Meanings"), or, for a
 //!   set that declares none of them, the naming convention readers used before declarations
 //!   existed: `FooBegin` and `FooEnd` are the span `Foo`, paired across threads by a
-//!   parameter named `id` when the event has one; and the built-in `SpanEnter` and
-//!   `SpanExit` of the `tracing` bridge, paired by their `span` on one thread and named by
-//!   their `name`.
+//!   parameter named `id` when the event has one; the built-in `SpanOpen` and `SpanClose` of
+//!   the `tracing` bridge (since format 2.1.0), one span per `tracing` span, paired by their
+//!   `span` across threads and named by the open's `name`; and the built-in `SpanEnter` and
+//!   `SpanExit` of the `tracing` bridge (each entry of a span: a poll of a future), paired by
+//!   their `span` on one thread and named by their `name`.
 //! - [`Pairer`]: the one rule that pairs a span's end with its begin (a thread's spans nest;
 //!   async spans pair by id), fed events in time order.
 //! - [`Flows`]: the one rule that links the events of a flow into pieces of work.
@@ -66,6 +68,10 @@ pub enum SpanSource {
     Convention,
     /// The `tracing` bridge's `SpanEnter` / `SpanExit`: paired by `span`, named by `name`.
     Tracing,
+    /// The `tracing` bridge's `SpanOpen` / `SpanClose` (since format 2.1.0): one span per
+    /// `tracing` span, from its creation to its close, paired by `span` across threads (an
+    /// async span), named by the open's `name`.
+    TracingSpan,
 }
 
 /// A span that the log's events may begin and end.
@@ -349,6 +355,17 @@ impl Roles {
                 if begins { role.begins = used } else { role.ends = used }
             }
         }
+        // The bridge's spans: `SpanOpen(span, parent, name, fields)` begins, `SpanClose(span)`
+        // ends, paired by `span` (parameter 0 of both) on any thread.
+        let opened = roles.add_span(SpanDef {
+            name: "SpanOpen".to_owned(),
+            set: String::new(),
+            source: SpanSource::TracingSpan,
+            is_async: true,
+        });
+        let used = Some(SpanUse { span: opened, pairing: Pairing::Async { param: 0 } });
+        by_wire.entry(builtin::SPAN_OPEN).or_default().begins = used;
+        by_wire.entry(builtin::SPAN_CLOSE).or_default().ends = used;
         for b in builtin::ALL {
             if let Some(pairing) = tracing_pairing(b.name, b.format) {
                 let span = roles.tracing_span();
@@ -477,14 +494,29 @@ impl Roles {
     }
 
     /// The name of the span that `event` begins as `used` says: its `name` value for a
-    /// `tracing` span, else the span's name.
+    /// `tracing` span (a `SpanEnter`'s, a `SpanOpen`'s), else the span's name.
     pub fn begin_name<'a>(&'a self, used: &SpanUse, event: &Event<'a>) -> Cow<'a, str> {
-        if used.pairing == Pairing::Tracing
-            && let Some(Value::Str(text)) = event.values().nth(1)
+        if let Some(at) = self.name_param(used)
+            && let Some(Value::Str(text)) = event.values().nth(at)
         {
             return String::from_utf8_lossy(text.bytes);
         }
         Cow::Borrowed(&self.span(used.span).name)
+    }
+
+    /// Whether the spans `used` begins are named each by its begin (a `tracing` span's
+    /// `name` value, [`Roles::begin_name`]) rather than all by [`SpanDef::name`].
+    pub fn named_by_begin(&self, used: &SpanUse) -> bool {
+        self.name_param(used).is_some()
+    }
+
+    /// The parameter that names each span `used` begins, for the `tracing` bridge's spans.
+    fn name_param(&self, used: &SpanUse) -> Option<usize> {
+        match (used.pairing, self.span(used.span).source) {
+            (Pairing::Tracing, _) => Some(1),
+            (_, SpanSource::TracingSpan) => Some(2),
+            _ => None,
+        }
     }
 }
 

@@ -89,3 +89,42 @@ pub fn span_exit(w: &mut ArgWriter<'_>, span: u64) {
     w.word(span);
     w.str(0);
 }
+
+/// `SpanOpen(span W, parent W, name S, fields S)`: `span`, `parent`, then the writer's strings
+/// 0 (name) and 1 (fields) ([`SPAN_OPEN_FIXED`](crate::builtin::SPAN_OPEN_FIXED) bytes and the
+/// strings).
+#[inline(always)]
+pub fn span_open(w: &mut ArgWriter<'_>, span: u64, parent: u64) {
+    w.word(span);
+    w.word(parent);
+    w.str(0);
+    w.str(1);
+}
+
+/// `SpanClose(span W)` ([`SPAN_CLOSE_FIXED`](crate::builtin::SPAN_CLOSE_FIXED) bytes).
+#[inline(always)]
+pub fn span_close(w: &mut ArgWriter<'_>, span: u64) {
+    w.word(span);
+}
+
+/// `SpanRecord(span W, fields S)`: `span`, then the writer's string 0 (fields)
+/// ([`SPAN_RECORD_FIXED`](crate::builtin::SPAN_RECORD_FIXED) bytes and the string).
+#[inline(always)]
+pub fn span_record(w: &mut ArgWriter<'_>, span: u64) {
+    w.word(span);
+    w.str(0);
+}
+
+/// `SpanFollows(span W, follows W)` ([`SPAN_FOLLOWS_FIXED`](crate::builtin::SPAN_FOLLOWS_FIXED)
+/// bytes).
+#[inline(always)]
+pub fn span_follows(w: &mut ArgWriter<'_>, span: u64, follows: u64) {
+    w.word(span);
+    w.word(follows);
+}
+
+/// `SpanCurrent(span W)` ([`SPAN_CURRENT_FIXED`](crate::builtin::SPAN_CURRENT_FIXED) bytes).
+#[inline(always)]
+pub fn span_current(w: &mut ArgWriter<'_>, span: u64) {
+    w.word(span);
+}

@@ -72,10 +72,14 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
 /// arguments and skips the property by its length), and the snapshot property
 /// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
-/// minor: a 2.0.2 reader skips it by its length).
+/// minor: a 2.0.2 reader skips it by its length); 2.1.0 (a median step, for the block flags
+/// other changes of 2.1.0 bring) the `tracing` bridge's spans as spans: `SpanOpen`,
+/// `SpanClose`, `SpanRecord`, `SpanFollows` and the recorder's `SpanCurrent`
+/// ([`crate::builtin::SPAN_OPEN`] ..= [`crate::builtin::SPAN_CURRENT`]; new built-in codes,
+/// which a 2.0 reader skips by their length).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 3);
+pub const FORMAT_VERSION: Version = Version::new(2, 1, 0);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

@@ -271,7 +271,14 @@ impl CaptureBuffer {
     fn new() -> CaptureBuffer {
         let prepared = prepared();
         let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
-        let mut buffer = CaptureBuffer { prepared, stream, block: CaptureBuffer::block(0, 1), sequence: 0, time: 0, span_written: 0 };
+        let mut buffer = CaptureBuffer {
+            prepared,
+            stream,
+            block: CaptureBuffer::block(0, 1),
+            sequence: 0,
+            time: 0,
+            span_written: 0,
+        };
         let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
             body::thread_name(w, THREAD)

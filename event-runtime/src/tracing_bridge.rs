@@ -473,9 +473,7 @@ where
                     return;
                 }
                 let strs = [fields];
-                emit(builtin::SPAN_RECORD, builtin::SPAN_RECORD_FIXED, &strs, |w| {
-                    body::span_record(w, id.into_u64())
-                });
+                emit(builtin::SPAN_RECORD, builtin::SPAN_RECORD_FIXED, &strs, |w| body::span_record(w, id.into_u64()));
             },
         );
     }
@@ -485,9 +483,7 @@ where
             return;
         }
         let (span, follows) = (span.into_u64(), follows.into_u64());
-        emit(builtin::SPAN_FOLLOWS, builtin::SPAN_FOLLOWS_FIXED, &[], |w| {
-            body::span_follows(w, span, follows)
-        });
+        emit(builtin::SPAN_FOLLOWS, builtin::SPAN_FOLLOWS_FIXED, &[], |w| body::span_follows(w, span, follows));
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {

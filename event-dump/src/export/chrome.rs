@@ -424,7 +424,11 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
     // Slices never ended end at their thread's last event, marked, innermost first.
     for (&(file, thread), &last_ns) in &tracks {
         for open in threads.remove(&(file, thread)).unwrap_or_default() {
-            unended(&mut events, &open, At { ns: last_ns, pid: pids[file], tid: thread, key: None, flow: None, span: 0 })?;
+            unended(
+                &mut events,
+                &open,
+                At { ns: last_ns, pid: pids[file], tid: thread, key: None, flow: None, span: 0 },
+            )?;
         }
         let name = names.get(&(file, thread)).cloned().unwrap_or_else(|| format!("T{thread}"));
         metadata(events.begin(), "thread_name", pids[file], thread, &name);

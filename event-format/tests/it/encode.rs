@@ -104,8 +104,8 @@ fn expected_header(order: Order) -> Vec<u8> {
     b.raw(&[0x89, b'E', b'V', b'T', 0x0D, 0x0A, 0x1A, 0x0A]) // magic
         .raw(&bom)
         .u16(2)
-        .u16(0)
-        .u16(3) // format 2.0.3
+        .u16(1)
+        .u16(0) // format 2.1.0
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -161,7 +161,7 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x00, 0x00, 0x03, 0x00, // format 2.0.3
+            0x02, 0x00, 0x01, 0x00, 0x00, 0x00, // format 2.1.0
             0xB6, 0x00, 0x00, 0x00, // header length 182
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
@@ -384,7 +384,7 @@ fn a_record_header_is_byte_exact_in_both_orders() {
 fn each_builtin_body_writes_its_format_and_fixed_size() {
     type Body = fn(&mut ArgWriter<'_>);
     // (code, its fixed size as docs/FORMAT.md gives it, how many strings, the body)
-    let cases: [(u16, usize, usize, Body); 10] = [
+    let cases: [(u16, usize, usize, Body); 15] = [
         (builtin::INTERN, 8, 1, |w| body::intern(w, 1)),
         (builtin::LABEL, 16, 0, |w| body::label(w, 0x7000, 1)),
         (builtin::THREAD_NAME, 8, 1, |w| body::thread_name(w, 2)),
@@ -395,6 +395,11 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         (builtin::TRACE_EVENT, 4, 2, |w| body::trace_event(w, 3)),
         (builtin::SPAN_ENTER, 8, 2, |w| body::span_enter(w, 7)),
         (builtin::SPAN_EXIT, 8, 1, |w| body::span_exit(w, 7)),
+        (builtin::SPAN_OPEN, 16, 2, |w| body::span_open(w, 7, 3)),
+        (builtin::SPAN_CLOSE, 8, 0, |w| body::span_close(w, 7)),
+        (builtin::SPAN_RECORD, 8, 1, |w| body::span_record(w, 7)),
+        (builtin::SPAN_FOLLOWS, 16, 0, |w| body::span_follows(w, 7, 3)),
+        (builtin::SPAN_CURRENT, 8, 0, |w| body::span_current(w, 7)),
     ];
     let fixed = [
         builtin::INTERN_FIXED,
@@ -407,6 +412,11 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         builtin::TRACE_EVENT_FIXED,
         builtin::SPAN_ENTER_FIXED,
         builtin::SPAN_EXIT_FIXED,
+        builtin::SPAN_OPEN_FIXED,
+        builtin::SPAN_CLOSE_FIXED,
+        builtin::SPAN_RECORD_FIXED,
+        builtin::SPAN_FOLLOWS_FIXED,
+        builtin::SPAN_CURRENT_FIXED,
     ];
     assert_eq!(cases.len(), builtin::ALL.len(), "every built-in");
     let strs = [Text::new("first"), Text { bytes: b"second", truncated: true }];
@@ -863,4 +873,31 @@ fn push_with_a_fill_writes_the_bytes_push_writes() {
     }
     assert!(n > 2);
     assert_eq!(by_fill.finish(), by_values.finish());
+}
+
+/// docs/FORMAT.md's example of a `tracing` span's records (since 2.1.0, "Built-in events"):
+/// a `SpanOpen`, the `SpanCurrent` marks around an event made inside the span, and its
+/// `SpanClose`, is what the encoder writes, byte for byte.
+#[test]
+fn format_md_span_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let section = doc_section(&doc, "## Built-in events");
+    let at = section.find("**`tracing` spans as spans**").expect("the spans' part");
+    let blocks = fenced_bytes(&section[at..]);
+    let t = 0x1000;
+    let header = BlockHeader { flags: 0, sequence: 0, thread: 1, base_time: t, lost: 0, used: 0, crc: 0 };
+    let mut block = BlockWriter::new(Order::Little, 4096, &header);
+    let s = |text: &'static str| Value::Str(Text::new(text));
+    block.push(builtin::SPAN_OPEN, t, &[Value::Word(7), Value::Word(0), s("request"), s("id=1")]).expect("fits");
+    block.push(builtin::SPAN_CURRENT, t + 0x10, &[Value::Word(7)]).expect("fits");
+    block.push(0x0001, t + 0x10, &[Value::Word(5)]).expect("fits");
+    block.push(builtin::SPAN_CURRENT, t + 0x30, &[Value::Word(0)]).expect("fits");
+    block.push(0x0001, t + 0x30, &[Value::Word(6)]).expect("fits");
+    block.push(builtin::SPAN_CLOSE, t + 0x40, &[Value::Word(7)]).expect("fits");
+    let bytes = block.finish();
+    let used = u32::from_le_bytes(
+        bytes[event_format::wire::BLOCK_USED_AT..event_format::wire::BLOCK_USED_AT + 4].try_into().unwrap(),
+    ) as usize;
+    let records = &bytes[event_format::wire::BLOCK_HEADER_LEN..event_format::wire::BLOCK_HEADER_LEN + used];
+    assert_eq!(blocks.first().map(Vec::as_slice), Some(records), "the encoder writes\n{}", hex_dump(records));
 }

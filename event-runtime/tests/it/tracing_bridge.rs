@@ -1,8 +1,10 @@
-//! The `tracing` bridge (feature `tracing`): tracing events and span entries and exits
-//! recorded through `EventLayer` and decoded with event-format, with their levels, targets,
-//! texts, span ids, names, fields and nesting, on two threads; nothing recorded while no
-//! recording runs; long texts cut and flagged; a field that logs while it is formatted; an empty event set;
-//! the bridge and the program's own event set in one recording.
+//! The `tracing` bridge (feature `tracing`): tracing events and spans recorded through
+//! `EventLayer` and decoded with event-format, with their levels, targets, texts, span ids,
+//! parents, names, fields, records and the marks that name each record's span, on two
+//! threads; a span's fields once however often it is entered (in a capture); entries and
+//! exits only when asked for; follows-from; nothing recorded while no recording runs; long
+//! texts cut and flagged; a field that logs while it is formatted; an empty event set; the
+//! bridge and the program's own event set in one recording.
 //!
 //! A process has one recording at a time, so the tests take turns (`serial`).
 #![cfg(feature = "tracing")]
@@ -28,6 +30,11 @@ enum Seen {
     Event { level: u32, target: String, text: String },
     Enter { span: u64, name: String, fields: String },
     Exit { span: u64, name: String },
+    Open { span: u64, parent: u64, name: String, fields: String },
+    Close { span: u64 },
+    Record { span: u64, fields: String },
+    Follows { span: u64, follows: u64 },
+    Current { span: u64 },
 }
 
 /// The tracing records of `stream`, per thread in recording order, and the strings that were
@@ -64,6 +71,11 @@ fn decode(stream: &[u8]) -> (Vec<(u64, Seen)>, Vec<String>) {
                 }
                 builtin::SPAN_ENTER => Seen::Enter { span: w(0), name: s(1), fields: s(2) },
                 builtin::SPAN_EXIT => Seen::Exit { span: w(0), name: s(1) },
+                builtin::SPAN_OPEN => Seen::Open { span: w(0), parent: w(1), name: s(2), fields: s(3) },
+                builtin::SPAN_CLOSE => Seen::Close { span: w(0) },
+                builtin::SPAN_RECORD => Seen::Record { span: w(0), fields: s(1) },
+                builtin::SPAN_FOLLOWS => Seen::Follows { span: w(0), follows: w(1) },
+                builtin::SPAN_CURRENT => Seen::Current { span: w(0) },
                 builtin::THREAD_NAME => continue,
                 other => panic!("unexpected event {other:#x} {}", event.desc.name),
             };
@@ -122,20 +134,28 @@ fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
     let mut spans = Vec::new();
     for thread in threads {
         let got: Vec<Seen> = seen.iter().filter(|(t, _)| *t == thread).map(|(_, s)| s.clone()).collect();
-        let Seen::Enter { span: outer, fields, .. } = &got[0] else { panic!("enters first: {got:?}") };
+        let Seen::Open { span: outer, fields, .. } = &got[0] else { panic!("opens first: {got:?}") };
         let n: u64 = fields.strip_prefix("worker=").and_then(|n| n.parse().ok()).expect("worker=N");
-        let Seen::Enter { span: inner, .. } = &got[2] else { panic!("enters inner third: {got:?}") };
+        let Seen::Open { span: inner, .. } = &got[3] else { panic!("opens inner fourth: {got:?}") };
         let (outer, inner) = (*outer, *inner);
         let expected = vec![
-            Seen::Enter { span: outer, name: "outer".into(), fields: format!("worker={n}") },
+            Seen::Open { span: outer, parent: 0, name: "outer".into(), fields: format!("worker={n}") },
+            // Entered: the next record is marked with it.
+            Seen::Current { span: outer },
             event(1, &format!("failed {n} code=7")),
-            Seen::Enter { span: inner, name: "inner".into(), fields: "step=\"load\" type='x'".into() },
+            // Created inside `outer`: its child, with the fields given (the empty one is not).
+            Seen::Open { span: inner, parent: outer, name: "inner".into(), fields: "step=\"load\"".into() },
+            Seen::Record { span: inner, fields: "type='x'".into() },
+            Seen::Current { span: inner },
             event(2, "slow path=\"/tmp/a b\" ok=true"),
             event(5, &format!("n={n} ratio=0.5")),
-            Seen::Exit { span: inner, name: "inner".into() },
+            // Left, then dropped: closed while `outer` is current again.
+            Seen::Current { span: outer },
+            Seen::Close { span: inner },
             event(3, "done"),
             event(4, "quoted \"text\" stays as written"),
-            Seen::Exit { span: outer, name: "outer".into() },
+            Seen::Current { span: 0 },
+            Seen::Close { span: outer },
         ];
         assert_eq!(got, expected, "thread {thread}");
         spans.extend([outer, inner]);
@@ -143,6 +163,130 @@ fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
     spans.sort_unstable();
     spans.dedup();
     assert_eq!(spans.len(), 4, "spans alive at once have distinct ids");
+}
+
+/// A span entered many times (a future polled again and again) has its fields recorded once,
+/// at its open, and its later fields once, at their `record()`: in a capture, as a test of a
+/// program's own instrumentation would look.
+#[test]
+fn a_spans_fields_are_recorded_once_however_often_it_is_entered() {
+    let _serial = serial();
+    tracing::dispatcher::with_default(&dispatch(), || {
+        let captured = event_runtime::capture(|| {
+            let span = tracing::info_span!("request", id = 7u64, route = "/orders", status = tracing::field::Empty);
+            for poll in 0..10u64 {
+                let _entered = span.enter();
+                tracing::debug!(poll, "polled");
+            }
+            span.record("status", 200u64);
+            for _ in 0..10 {
+                let _entered = span.enter();
+            }
+        });
+        // The bridge's records are built-in events: `entries` has them (`names` and
+        // `events` are the program's own `event!`s).
+        let records: Vec<(String, Vec<Value<'_>>)> = captured
+            .entries()
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Event(e) => Some((e.desc.name.clone(), e.values().collect())),
+                _ => None,
+            })
+            .collect();
+        let named = |name: &str| records.iter().filter(|(n, _)| n == name).map(|(_, v)| v).collect::<Vec<_>>();
+        let texts = |values: &Vec<Value<'_>>| -> Vec<String> {
+            values
+                .iter()
+                .filter_map(|v| match v {
+                    Value::Str(t) => Some(String::from_utf8_lossy(t.bytes).into_owned()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let names: Vec<&str> = records.iter().map(|(n, _)| n.as_str()).collect();
+        let with_fields: Vec<&str> =
+            names.iter().copied().filter(|n| matches!(*n, "SpanOpen" | "SpanRecord" | "SpanEnter")).collect();
+        assert_eq!(with_fields, ["SpanOpen", "SpanRecord"], "{names:?}");
+        let open = named("SpanOpen")[0];
+        assert_eq!(texts(open), ["request", "id=7 route=\"/orders\""]);
+        assert_eq!(texts(named("SpanRecord")[0]), ["status=200"]);
+        let every_text: Vec<String> = records.iter().flat_map(|(_, v)| texts(v)).collect();
+        assert_eq!(every_text.iter().filter(|t| t.contains("route=")).count(), 1, "the fields once: {every_text:?}");
+        assert_eq!(named("TraceEvent").len(), 10);
+        assert_eq!(named("SpanClose"), [&vec![open[0]]]);
+        // The events inside the span name it: each follows a mark of it.
+        let mut current = Value::Word(0);
+        for (name, values) in &records {
+            match name.as_str() {
+                "SpanCurrent" => current = values[0],
+                "TraceEvent" => assert_eq!(current, open[0], "{names:?}"),
+                _ => {}
+            }
+        }
+    });
+}
+
+/// With entries asked for, each entry and exit is a `SpanEnter` (with no fields: they are
+/// the open's) and a `SpanExit`.
+#[test]
+fn entries_and_exits_are_recorded_only_when_asked_for() {
+    let _serial = serial();
+    let dispatch = Dispatch::new(tracing_subscriber::registry().with(EventLayer::new().with_entries(true)));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
+        let span = tracing::info_span!("poll", n = 1);
+        for _ in 0..3 {
+            span.in_scope(|| {});
+        }
+        let id = span.id().expect("enabled").into_u64();
+        drop(span);
+        let (seen, _) = decode(&recording.stop().expect("stops"));
+        let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
+        let entry = [
+            Seen::Current { span: id },
+            Seen::Enter { span: id, name: "poll".into(), fields: String::new() },
+            Seen::Current { span: 0 },
+            Seen::Exit { span: id, name: "poll".into() },
+        ];
+        let mut expected = vec![Seen::Open { span: id, parent: 0, name: "poll".into(), fields: "n=1".into() }];
+        for _ in 0..3 {
+            expected.extend(entry.iter().cloned());
+        }
+        expected.push(Seen::Close { span: id });
+        assert_eq!(got, expected);
+    });
+}
+
+#[test]
+fn follows_from_and_explicit_parents_are_recorded() {
+    let _serial = serial();
+    tracing::dispatcher::with_default(&dispatch(), || {
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
+        let cause = tracing::info_span!("cause");
+        let effect = tracing::info_span!(parent: None, "effect");
+        effect.follows_from(&cause);
+        let child = tracing::info_span!(parent: &cause, "child");
+        tracing::info!(parent: &effect, "about the effect");
+        let ids: Vec<u64> = [&cause, &effect, &child].map(|s| s.id().expect("enabled").into_u64()).to_vec();
+        drop((cause, effect, child));
+        let (seen, _) = decode(&recording.stop().expect("stops"));
+        let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
+        let (cause, effect, child) = (ids[0], ids[1], ids[2]);
+        assert_eq!(
+            &got[..6],
+            &[
+                Seen::Open { span: cause, parent: 0, name: "cause".into(), fields: String::new() },
+                Seen::Open { span: effect, parent: 0, name: "effect".into(), fields: String::new() },
+                Seen::Follows { span: effect, follows: cause },
+                Seen::Open { span: child, parent: cause, name: "child".into(), fields: String::new() },
+                // An event with an explicit parent is marked with it, and the mark undone.
+                Seen::Current { span: effect },
+                event(3, "about the effect"),
+            ]
+        );
+        assert_eq!(got[6], Seen::Current { span: 0 });
+        assert_eq!(got.iter().filter(|s| matches!(s, Seen::Close { .. })).count(), 3);
+    });
 }
 
 #[test]
@@ -160,10 +304,9 @@ fn nothing_is_recorded_while_no_recording_runs() {
         assert_eq!(
             got,
             vec![
-                // Created before the recording: its fields were not kept.
-                Seen::Enter { span: id, name: "before".into(), fields: String::new() },
+                // Created before the recording: no open, but its events name it.
+                Seen::Current { span: id },
                 event(3, "recorded late=2"),
-                Seen::Exit { span: id, name: "before".into() },
             ]
         );
     });

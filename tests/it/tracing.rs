@@ -23,13 +23,13 @@ fn dump(args: &[&str], log: &Path) -> Output {
     Command::new(DUMP).args(args).arg(log).output().unwrap()
 }
 
-/// `dump print`'s lines without their time (the program's clock is real), each span entry
-/// numbered S1, S2, ... in order and each exit given the number of the latest open entry of
-/// its id (tracing chooses the ids and may reuse one), and without the `ClockSync` events the
-/// recorder adds once a second.
+/// `dump print`'s lines without their time (the program's clock is real), each span
+/// numbered S1, S2, ... in the order of their `SpanOpen`, and every later `span=` and
+/// `parent=` of its id given its number (tracing chooses the ids and may reuse one), and
+/// without the `ClockSync` events the recorder adds once a second.
 fn lines(out: &Output) -> Vec<String> {
     assert!(out.status.success(), "dump: {}", String::from_utf8_lossy(&out.stderr));
-    let mut entries = 0;
+    let mut opened = 0;
     let mut open: Vec<(String, String)> = Vec::new();
     String::from_utf8(out.stdout.clone())
         .unwrap()
@@ -38,19 +38,24 @@ fn lines(out: &Output) -> Vec<String> {
         .map(|line| {
             let (time, rest) = line.split_once(' ').unwrap();
             assert!(time.parse::<f64>().is_ok(), "a line starts with its time: {line}");
-            let enter = rest.contains(" Builtin.SpanEnter ");
+            let opens = rest.contains(" Builtin.SpanOpen ");
             rest.split(' ')
-                .map(|word| match word.strip_prefix("span=") {
-                    Some(id) if enter => {
-                        entries += 1;
-                        open.push((id.to_owned(), format!("S{entries}")));
-                        format!("span=S{entries}")
+                .map(|word| {
+                    let (key, id) = match (word.strip_prefix("span="), word.strip_prefix("parent=")) {
+                        (Some(id), _) => ("span", id),
+                        (_, Some(id)) => ("parent", id),
+                        _ => return word.to_owned(),
+                    };
+                    if opens && key == "span" {
+                        opened += 1;
+                        open.push((id.to_owned(), format!("S{opened}")));
+                        return format!("span=S{opened}");
                     }
-                    Some(id) => match open.iter().rposition(|(open_id, _)| open_id == id) {
-                        Some(at) => format!("span={}", open.remove(at).1),
-                        None => format!("span=unentered-{id}"),
-                    },
-                    None => word.to_owned(),
+                    match open.iter().rposition(|(open_id, _)| open_id == id) {
+                        Some(at) => format!("{key}={}", open[at].1),
+                        None if id == "0" => word.to_owned(),
+                        None => format!("{key}=unopened-{id}"),
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join(" ")
@@ -65,19 +70,29 @@ fn a_tracing_only_program_gets_a_log_that_event_dump_prints() {
     let expected = [
         r#"T1 Builtin.ThreadName thread=1 name="main""#,
         r#"T1 Builtin.TraceEvent level=3 target="tracing_only" text="starting version=\"1.2\"""#,
-        r#"T1 Builtin.SpanEnter span=S1 name="request" fields="id=1 user=\"ada\"""#,
+        r#"T1 Builtin.SpanOpen span=S1 parent=0 name="request" fields="id=1""#,
+        r#"T1 Builtin.SpanRecord span=S1 fields="user=\"ada\"""#,
+        r#"T1 Builtin.SpanCurrent span=S1"#,
         r#"T1 Builtin.TraceEvent level=4 target="tracing_only" text="read bytes=512""#,
-        r#"T1 Builtin.SpanEnter span=S2 name="query" fields="table=\"users\"""#,
+        r#"T1 Builtin.SpanOpen span=S2 parent=S1 name="query" fields="table=\"users\"""#,
+        r#"T1 Builtin.SpanCurrent span=S2"#,
         r#"T1 Builtin.TraceEvent level=5 target="tracing_only" text="rows=1""#,
-        r#"T1 Builtin.SpanExit span=S2 name="query""#,
-        r#"T1 Builtin.SpanExit span=S1 name="request""#,
-        r#"T1 Builtin.SpanEnter span=S3 name="request" fields="id=2 user=\"ada\"""#,
+        r#"T1 Builtin.SpanCurrent span=S1"#,
+        r#"T1 Builtin.SpanClose span=S2"#,
+        r#"T1 Builtin.SpanCurrent span=0"#,
+        r#"T1 Builtin.SpanClose span=S1"#,
+        r#"T1 Builtin.SpanOpen span=S3 parent=0 name="request" fields="id=2""#,
+        r#"T1 Builtin.SpanRecord span=S3 fields="user=\"ada\"""#,
+        r#"T1 Builtin.SpanCurrent span=S3"#,
         r#"T1 Builtin.TraceEvent level=4 target="tracing_only" text="read bytes=1024""#,
         r#"T1 Builtin.TraceEvent level=2 target="tracing_only" text="slow elapsed_ms=1500""#,
-        r#"T1 Builtin.SpanEnter span=S4 name="query" fields="table=\"users\"""#,
+        r#"T1 Builtin.SpanOpen span=S4 parent=S3 name="query" fields="table=\"users\"""#,
+        r#"T1 Builtin.SpanCurrent span=S4"#,
         r#"T1 Builtin.TraceEvent level=5 target="tracing_only" text="rows=2""#,
-        r#"T1 Builtin.SpanExit span=S4 name="query""#,
-        r#"T1 Builtin.SpanExit span=S3 name="request""#,
+        r#"T1 Builtin.SpanCurrent span=S3"#,
+        r#"T1 Builtin.SpanClose span=S4"#,
+        r#"T1 Builtin.SpanCurrent span=0"#,
+        r#"T1 Builtin.SpanClose span=S3"#,
         r#"T1 Builtin.TraceEvent level=1 target="tracing_only" text="giving up code=503 reason=\"overloaded\"""#,
     ];
     assert_eq!(got, expected);
@@ -97,8 +112,8 @@ fn event_dump_checks_filters_and_describes_the_log() {
             r#"T1 Builtin.TraceEvent level=1 target="tracing_only" text="giving up code=503 reason=\"overloaded\"""#,
         ]
     );
-    let exits = lines(&dump(&["print", "--event", "SpanExit"], &log));
-    assert_eq!(exits.len(), 4, "{exits:?}");
+    let closes = lines(&dump(&["print", "--event", "SpanClose"], &log));
+    assert_eq!(closes.len(), 4, "{closes:?}");
 
     let schema = dump(&["schema"], &log);
     let schema = String::from_utf8(schema.stdout).unwrap();
@@ -130,7 +145,7 @@ fn tracing_fields_are_filtered_by_name_exactly() {
     assert_eq!(
         seven,
         [
-            r#"T1 Builtin.SpanEnter span=S1 name="job" fields="id=7 attempt=1 user=\"ada \\\"l\\\"\"""#,
+            r#"T1 Builtin.SpanOpen span=S1 parent=0 name="job" fields="id=7 attempt=1 user=\"ada \\\"l\\\"\"""#,
             r#"T1 Builtin.TraceEvent level=3 target="tracing_only" text="job done id=7 ratio=0.5 ok=true""#,
             r#"T1 Builtin.TraceEvent level=4 target="tracing_only" text="id=7 parts=\"[1, 2]\" addr=\"127.0.0.1:80\"""#,
         ]
@@ -161,7 +176,7 @@ fn tracing_fields_are_an_object_in_the_chrome_export() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let trace = std::fs::read_to_string(&out).unwrap();
     let line = |needle: &str| trace.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {trace}"));
-    let span = line(r#""name":"job","cat":"Builtin","ph":"B""#);
+    let span = line(r#""name":"job","cat":"Builtin","ph":"b""#);
     assert!(span.contains(r#""fields":{"id":7,"attempt":1,"user":"ada \"l\""}"#), "{span}");
     let done = line(r#""text":"job done id=7 ratio=0.5 ok=true""#);
     assert!(done.contains(r#""fields":{"id":7,"ratio":0.5,"ok":true}"#), "{done}");

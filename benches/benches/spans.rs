@@ -1,0 +1,85 @@
+//! One span's cost, side by side in one run: a `tracing` span with three fields, created,
+//! entered and left twice (an instrumented future polled twice) and closed, through
+//!
+//! - `registry`: tracing-subscriber's registry alone (what any layer costs on top of);
+//! - `bridge-off`: the registry and the bridge, no recording running;
+//! - `bridge`: the registry and the bridge recording to a file (`switch`): `SpanOpen`,
+//!   `SpanClose`;
+//! - `bridge-entries`: the same with `EventLayer::with_entries(true)` (`SpanEnter` and
+//!   `SpanExit` on every entry and exit);
+//! - `fmt`: the registry and tracing-subscriber's `fmt` layer writing to `io::sink` (its
+//!   formatting, without a file);
+//! - `fastrace`: fastrace's local span with the same properties under a root span, to a
+//!   reporter that drops what it gets.
+//!
+//! `cargo bench -p event-benches --bench spans`
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use tracing::Dispatch;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+/// What each configuration does per iteration: one span's life.
+fn one_span() {
+    let span = tracing::info_span!("request", id = black_box(7u64), method = "GET", route = "/orders/{id}");
+    for _ in 0..2 {
+        let _entered = span.enter();
+        black_box(&span);
+    }
+    drop(span);
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("span");
+    let registry = Dispatch::new(tracing_subscriber::registry());
+    group.bench_function("registry", |b| tracing::dispatcher::with_default(&registry, || b.iter(one_span)));
+    let bridge = Dispatch::new(tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new()));
+    group.bench_function("bridge-off", |b| tracing::dispatcher::with_default(&bridge, || b.iter(one_span)));
+    let dir = std::env::temp_dir().join(format!("event-spans-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    {
+        let recording =
+            event_runtime::Recorder::new().file(dir.join("spans.evt")).start().expect("the recording starts");
+        group.bench_function("bridge", |b| tracing::dispatcher::with_default(&bridge, || b.iter(one_span)));
+        let entries = Dispatch::new(
+            tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new().with_entries(true)),
+        );
+        group.bench_function("bridge-entries", |b| tracing::dispatcher::with_default(&entries, || b.iter(one_span)));
+        recording.stop().expect("the recording stops");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let fmt = Dispatch::new(
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink).with_ansi(false)),
+    );
+    group.bench_function("fmt", |b| tracing::dispatcher::with_default(&fmt, || b.iter(one_span)));
+    fastrace::set_reporter(Dropping, fastrace::collector::Config::default());
+    group.bench_function("fastrace", |b| {
+        let root = fastrace::Span::root("bench", fastrace::collector::SpanContext::random());
+        let _guard = root.set_local_parent();
+        b.iter(|| {
+            let span = fastrace::local::LocalSpan::enter_with_local_parent("request").with_properties(|| {
+                [
+                    ("id", black_box(7u64).to_string()),
+                    ("method", "GET".to_owned()),
+                    ("route", "/orders/{id}".to_owned()),
+                ]
+            });
+            drop(black_box(span));
+        });
+    });
+    group.finish();
+    fastrace::flush();
+}
+
+/// A fastrace reporter that drops the spans it gets.
+struct Dropping;
+
+impl fastrace::collector::Reporter for Dropping {
+    fn report(&mut self, spans: Vec<fastrace::prelude::SpanRecord>) {
+        black_box(spans);
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,370 @@
+//! The service benchmark: an axum service whose handler is instrumented with an
+//! `info_span!("request", id, method, route)` and records five `event!`s per request, under
+//! a closed-loop load of its own client (16 connections, keep-alive), in four modes,
+//! interleaved, five rounds:
+//!
+//! | mode | what runs |
+//! |---|---|
+//! | `off` | the registry and the bridge (`EventLayer`) installed, no recording |
+//! | `event` | `event!` only: the registry without the bridge, a recording of segments |
+//! | `bridge` | the registry and the bridge, a recording of segments: the spans and the events |
+//! | `fmt` | tracing-subscriber's `fmt` layer into tracing-appender's non-blocking file writer (the events as `tracing::info!`) |
+//!
+//! For each mode it prints the median over the rounds of: throughput against `off` of the
+//! same round, the 99.9th percentile of the requests' latencies (closed loop), and the bytes
+//! the mode wrote per request. `--cores one` runs the service (its one tokio worker and the
+//! recorder's writer thread) on CPU 0 and the load on CPU 1 (what `taskset -c 0` does);
+//! `--cores two` lets the service have both CPUs, the load unpinned.
+//!
+//! ```text
+//! cargo run --release -p event-benches --example service -- --cores one
+//! cargo run --release -p event-benches --example service -- --cores two --rounds 5 --seconds 3
+//! ```
+//!
+//! The service is this program run as a child (`--serve MODE --port N`), so that each mode
+//! has a process of its own (one recording, one global subscriber), started afresh each
+//! round.
+
+event_runtime::include_events!("service.def");
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MODES: [&str; 4] = ["off", "event", "bridge", "fmt"];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    if let Some(mode) = opt("--serve") {
+        let port: u16 = opt("--port").and_then(|p| p.parse().ok()).expect("--port N");
+        let cpus = opt("--cpus").unwrap_or_default();
+        return serve(&mode, port, &cpus, opt("--dir").map(PathBuf::from).expect("--dir DIR"));
+    }
+    let rounds: usize = opt("--rounds").and_then(|r| r.parse().ok()).unwrap_or(5);
+    let seconds: f64 = opt("--seconds").and_then(|r| r.parse().ok()).unwrap_or(3.0);
+    let connections: usize = opt("--connections").and_then(|r| r.parse().ok()).unwrap_or(16);
+    let cores = opt("--cores").unwrap_or_else(|| "one".to_owned());
+    let modes: Vec<String> = match opt("--modes") {
+        Some(m) => m.split(',').map(str::to_owned).collect(),
+        None => MODES.iter().map(|m| (*m).to_owned()).collect(),
+    };
+    let (service_cpus, load_cpus) = match cores.as_str() {
+        "one" => ("0", Some(1)),
+        "two" => ("0,1", None),
+        other => panic!("--cores one|two, not {other}"),
+    };
+    let scratch = std::env::temp_dir().join(format!("event-service-bench-{}", std::process::id()));
+    let mut results: Vec<(String, Vec<Run>)> = modes.iter().map(|m| (m.clone(), Vec::new())).collect();
+    eprintln!(
+        "{rounds} rounds of {} modes, {seconds} s each, {connections} connections, service on CPUs {service_cpus}",
+        modes.len()
+    );
+    for round in 0..rounds {
+        // The order turns each round, so that no mode always follows the same one.
+        for k in 0..modes.len() {
+            let i = (k + round) % modes.len();
+            let dir = scratch.join(format!("{}-{round}", modes[i]));
+            std::fs::create_dir_all(&dir).expect("the scratch directory");
+            let run = measure(&modes[i], service_cpus, load_cpus, &dir, seconds, connections);
+            eprintln!(
+                "round {round} {:>6}: {:>8.0} req/s  p99.9 {:>7.3} ms  {:>6.1} B/req",
+                modes[i],
+                run.throughput,
+                run.p999_ms,
+                run.bytes as f64 / run.requests as f64
+            );
+            results[i].1.push(run);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let off: Option<Vec<f64>> =
+        results.iter().find(|(m, _)| m == "off").map(|(_, runs)| runs.iter().map(|r| r.throughput).collect());
+    println!("| mode | throughput vs off | p99.9 (closed loop) | bytes per request | req/s |");
+    println!("|---|---|---|---|---|");
+    for (mode, runs) in &results {
+        let ratio = off.as_ref().map(|off| median(runs.iter().zip(off).map(|(r, o)| r.throughput / o).collect()));
+        let p999 = median(runs.iter().map(|r| r.p999_ms).collect());
+        let bytes = median(runs.iter().map(|r| r.bytes as f64 / r.requests as f64).collect());
+        let rps = median(runs.iter().map(|r| r.throughput).collect());
+        let spread = runs.iter().map(|r| r.p999_ms).fold((f64::MAX, 0f64), |(lo, hi), p| (lo.min(p), hi.max(p)));
+        println!(
+            "| {mode} | {} | {p999:.3} ms ({:.3} to {:.3}) | {bytes:.0} | {rps:.0} |",
+            ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
+            spread.0,
+            spread.1
+        );
+    }
+}
+
+/// One mode's run: its throughput, tail and bytes.
+struct Run {
+    throughput: f64,
+    p999_ms: f64,
+    requests: u64,
+    bytes: u64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Starts the service in `mode`, loads it for `seconds` after a warm-up, stops it, and
+/// measures.
+fn measure(mode: &str, cpus: &str, load_cpu: Option<usize>, dir: &Path, seconds: f64, connections: usize) -> Run {
+    let port = free_port();
+    let mut child = Command::new(std::env::current_exe().expect("this program"))
+        .args(["--serve", mode, "--port", &port.to_string(), "--cpus", cpus, "--dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the service starts");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    wait_ready(addr, &mut child);
+    if let Some(cpu) = load_cpu {
+        pin(&cpu.to_string());
+    }
+    // Warm-up: the allocator, the connections, the first blocks.
+    load(addr, connections, Duration::from_millis(500));
+    let (requests, latencies, took) = load(addr, connections, Duration::from_secs_f64(seconds));
+    if load_cpu.is_some() {
+        pin("0,1");
+    }
+    // Stops the service: it stops its recording (or flushes its appender) and exits.
+    let _ = get(&mut TcpStream::connect(addr).expect("connects"), "/quit", &mut Vec::new());
+    let served = {
+        let mut out = String::new();
+        let _ = child.stdout.take().expect("piped").read_to_string(&mut out);
+        out.trim().parse::<u64>().unwrap_or(0)
+    };
+    let status = child.wait().expect("the service exits");
+    assert!(status.success(), "the service in mode {mode} failed: {status}");
+    let mut sorted = latencies;
+    sorted.sort_unstable();
+    let p999 = sorted[(sorted.len() * 999).div_ceil(1000).saturating_sub(1)];
+    Run {
+        throughput: requests as f64 / took.as_secs_f64(),
+        p999_ms: p999 as f64 / 1e6,
+        requests: served.max(1),
+        bytes: dir_bytes(dir),
+    }
+}
+
+/// A port free now on the loopback.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+fn wait_ready(addr: SocketAddr, child: &mut Child) {
+    let start = Instant::now();
+    while TcpStream::connect(addr).is_err() {
+        assert!(child.try_wait().ok().flatten().is_none(), "the service exited at its start");
+        assert!(start.elapsed() < Duration::from_secs(20), "the service did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Pins this thread (and the threads it starts) to `cpus` (`"0"`, `"0,1"`).
+fn pin(cpus: &str) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes within it for CPU numbers
+    // below CPU_SETSIZE; sched_setaffinity(0, ..) sets the calling thread's mask.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in cpus.split(',').filter_map(|c| c.parse::<usize>().ok()) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Bytes of the files under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// `connections` closed loops, each its own thread and connection, for `time`: the requests
+/// made, every latency in ns, and the time it took.
+fn load(addr: SocketAddr, connections: usize, time: Duration) -> (u64, Vec<u64>, Duration) {
+    let start = Instant::now();
+    let deadline = start + time;
+    let loops: Vec<_> = (0..connections)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(addr).expect("connects");
+                stream.set_nodelay(true).expect("nodelay");
+                let mut buf = Vec::with_capacity(4096);
+                let mut latencies = Vec::with_capacity(1 << 16);
+                let mut id = c as u64 * 1_000_000_000;
+                while Instant::now() < deadline {
+                    id += 1;
+                    let t = Instant::now();
+                    get(&mut stream, &format!("/orders/{id}"), &mut buf).expect("a reply");
+                    latencies.push(t.elapsed().as_nanos() as u64);
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for l in loops {
+        all.extend(l.join().expect("a load thread"));
+    }
+    (all.len() as u64, all, start.elapsed())
+}
+
+/// One request on a keep-alive connection: reads the whole reply (headers, then the body by
+/// its `content-length`).
+fn get(stream: &mut TcpStream, path: &str, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    write!(stream, "GET {path} HTTP/1.1\r\nhost: bench\r\n\r\n")?;
+    buf.clear();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&buf[..end]).unwrap_or("");
+            let length = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + length {
+                let n = stream.read(&mut chunk)?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return Ok(());
+        }
+    }
+}
+
+/// The service, in `mode`, on `port`: one tokio worker (pinned with its recorder's writer to
+/// `cpus`), until `GET /quit`; then prints the requests it served.
+fn serve(mode: &str, port: u16, cpus: &str, dir: PathBuf) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    if !cpus.is_empty() {
+        // Before anything starts a thread: the writer and the worker inherit it.
+        pin(cpus);
+    }
+    let mut guard = None;
+    let recording = match mode {
+        "off" | "bridge" => {
+            let layer = event_runtime::tracing_bridge::EventLayer::new();
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).expect("subscriber");
+            (mode == "bridge").then(|| record(&dir))
+        }
+        "event" => {
+            tracing::subscriber::set_global_default(tracing_subscriber::registry()).expect("subscriber");
+            Some(record(&dir))
+        }
+        "fmt" => {
+            let (writer, g) = tracing_appender::non_blocking(tracing_appender::rolling::never(&dir, "service.log"));
+            guard = Some(g);
+            let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false);
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).expect("subscriber");
+            None
+        }
+        other => panic!("mode {other}"),
+    };
+    let fmt = mode == "fmt";
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("the runtime");
+    runtime.block_on(async {
+        let (quit, quitting) = tokio::sync::oneshot::channel::<()>();
+        let quit = std::sync::Arc::new(std::sync::Mutex::new(Some(quit)));
+        let app = axum::Router::new()
+            .route(
+                "/orders/{id}",
+                axum::routing::get({
+                    let served = served.clone();
+                    move |axum::extract::Path(id): axum::extract::Path<u64>| {
+                        served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        order(id, fmt)
+                    }
+                }),
+            )
+            .route(
+                "/quit",
+                axum::routing::get(move || async move {
+                    if let Some(q) = quit.lock().ok().and_then(|mut q| q.take()) {
+                        let _ = q.send(());
+                    }
+                    "bye"
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("binds");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = quitting.await;
+            })
+            .await
+            .expect("serves");
+    });
+    if let Some(recording) = recording {
+        recording.stop().expect("the recording stops");
+    }
+    drop(guard);
+    println!("{}", served.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+/// A recording of 64 MiB segments in `dir`, as a service records.
+fn record(dir: &Path) -> event_runtime::Recording {
+    event_runtime::Recorder::new()
+        .file(dir.join("service.evt"))
+        .rotate(event_runtime::Rotate { size: Some(64 << 20), age: None })
+        .start()
+        .expect("the recording starts")
+}
+
+/// The handler: a request span around a future that records five steps and yields once
+/// (two polls, as a handler that awaits something has).
+async fn order(id: u64, fmt: bool) -> String {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!("request", id, method = "GET", route = "/orders/{id}");
+    async move {
+        step(fmt, id, 0);
+        step(fmt, id, 1);
+        tokio::task::yield_now().await;
+        step(fmt, id, 2);
+        let body = format!("order {id}: 3 items\n");
+        step(fmt, id, 3);
+        step(fmt, id, 4);
+        body
+    }
+    .instrument(span)
+    .await
+}
+
+/// One step of a request: an `event!`, or for the `fmt` mode the same as `tracing::info!`.
+#[inline]
+fn step(fmt: bool, id: u64, step: u32) {
+    if fmt {
+        tracing::info!(id, step, "step");
+        return;
+    }
+    match step {
+        0 => event!(ReqParsed, id, 1u64),
+        1 => event!(CacheLookup, id, id % 3 == 0),
+        2 => event!(DbQuery, id, 3u64),
+        3 => event!(Rendered, id, 24u64),
+        _ => event!(Replied, id, 200u32),
+    }
+}

@@ -219,6 +219,25 @@ struct Bounded<'a> {
     cut: &'a mut bool,
 }
 
+impl Bounded<'_> {
+    /// Appends `parts` one after the other: with one test of the room and one reservation
+    /// when they all fit (the common case: a field of a span), else part by part, cut.
+    #[inline]
+    fn parts(&mut self, parts: &[&str]) {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if self.out.len() + total <= STRING_MAX {
+            self.out.reserve(total);
+            for p in parts {
+                self.out.push_str(p);
+            }
+        } else {
+            for p in parts {
+                let _ = fmt::Write::write_str(self, p);
+            }
+        }
+    }
+}
+
 impl fmt::Write for Bounded<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let room = STRING_MAX.saturating_sub(self.out.len());
@@ -251,20 +270,22 @@ struct FieldWriter<'a> {
 impl FieldWriter<'_> {
     /// Starts a field: the separator and `key=`.
     fn key(&mut self, field: &Field) {
+        self.key_then(field, "");
+    }
+
+    /// Starts a field, `key=`, and writes `then` after it (in one append).
+    #[inline]
+    fn key_then(&mut self, field: &Field, then: &str) {
         let name = field.name();
         // A raw identifier (`r#type`) is shown without its `r#`, as `fmt` does.
         let name = name.strip_prefix("r#").unwrap_or(name);
-        if !self.fields.out.is_empty() {
-            let _ = self.fields.write_char(' ');
-        }
-        let _ = self.fields.write_str(name);
-        let _ = self.fields.write_char('=');
+        let space = if self.fields.out.is_empty() { "" } else { " " };
+        self.fields.parts(&[space, name, "=", then]);
     }
 
     /// A field whose value is an integer, written without `core::fmt` (a third of a span's
     /// cost, when it went through it).
     fn integer(&mut self, field: &Field, negative: bool, magnitude: u64) {
-        self.key(field);
         let mut digits = [0u8; 21];
         let mut at = digits.len();
         let mut n = magnitude;
@@ -281,7 +302,7 @@ impl FieldWriter<'_> {
             digits[at] = b'-';
         }
         // Only ASCII digits and '-' were written.
-        let _ = self.fields.write_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+        self.key_then(field, std::str::from_utf8(&digits[at..]).unwrap_or_default());
     }
 
     /// A field whose value is written as it is: a token of the grammar.
@@ -315,10 +336,10 @@ impl Visit for FieldWriter<'_> {
             // Printable ASCII but `"` and `\\` is its own `Debug` text between quotes: copied
             // as it is, without `core::fmt`.
             _ if value.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') => {
-                self.key(field);
-                let _ = self.fields.write_char('"');
-                let _ = self.fields.write_str(value);
-                let _ = self.fields.write_char('"');
+                let name = field.name();
+                let name = name.strip_prefix("r#").unwrap_or(name);
+                let space = if self.fields.out.is_empty() { "" } else { " " };
+                self.fields.parts(&[space, name, "=\"", value, "\""]);
             }
             _ => self.token(field, format_args!("{value:?}")),
         }

@@ -454,7 +454,17 @@ pub(crate) fn host_name() -> Option<String> {
     if cfg!(miri) { None } else { sys::host_name() }
 }
 
-/// The two C calls the module needs, `flock` and `gethostname`, the only `unsafe` here.
+/// Lowers the calling thread's scheduling priority by `steps` nice levels (to 19 at most),
+/// on Linux, where a thread has a nice value of its own; elsewhere (where it is the
+/// process's) nothing. What the writer thread does as it starts (`writer`).
+pub(crate) fn lower_this_thread(steps: i32) {
+    if !cfg!(miri) {
+        sys::lower_this_thread(steps);
+    }
+}
+
+/// The C calls the module needs, `flock`, `gethostname` and (for the writer thread)
+/// `getpriority` and `setpriority`, the only `unsafe` here.
 #[allow(unsafe_code)]
 mod sys {
     use std::fs::File;
@@ -502,6 +512,25 @@ mod sys {
         let name = String::from_utf8_lossy(&buf[..end]).into_owned();
         (!name.is_empty()).then_some(name)
     }
+
+    /// See [`super::lower_this_thread`].
+    #[cfg(target_os = "linux")]
+    pub(super) fn lower_this_thread(steps: i32) {
+        // SAFETY: `__errno_location` gives this thread's errno, which `getpriority` sets on
+        // an error (its -1 is also a valid nice value); the calls only read their arguments.
+        // `who` 0 is the calling thread on Linux (its nice value is its own).
+        unsafe {
+            *libc::__errno_location() = 0;
+            let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+            if now == -1 && *libc::__errno_location() != 0 {
+                return;
+            }
+            let _ = libc::setpriority(libc::PRIO_PROCESS, 0, (now + steps).min(19));
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn lower_this_thread(_steps: i32) {}
 
     #[cfg(not(unix))]
     pub(super) fn try_lock(_file: &File) -> io::Result<bool> {

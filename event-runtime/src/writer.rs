@@ -31,6 +31,24 @@ const CLOCK_SYNC_PERIOD: Duration = Duration::from_secs(1);
 /// a thread's records reach the sinks at most two periods after its last.
 pub(crate) const IDLE_FLUSH_PERIOD: Duration = Duration::from_secs(1);
 
+/// How many nice levels the writer thread runs below the thread that started the recording
+/// (Linux; at most 19): the writer yields to its host. On a core it shares with a program's thread, the scheduler gives the program
+/// the core whenever both want it, and the writer the time the program leaves (EEVDF, as
+/// CFS before it, gives a thread of nice 10 about a tenth of a contended core, and never lets
+/// it preempt the program on waking). Packing a block costs about 0.1 ms, so a tenth of a
+/// core packs some 60 MB/s; a writer that falls further behind writes blocks unpacked
+/// (`write_batch`'s `hurry`), then drops (counted), and never makes the program wait.
+const WRITER_NICE: i32 = 10;
+
+/// The writer's one point of yielding, between two blocks it writes (packing included,
+/// whatever the codec): a program's thread that is ready to run on this core runs before the
+/// next block, so that the program waits for at most one block's packing, never for a batch.
+/// `sched_yield` moves the writer behind it (EEVDF: its deadline a slice later); with nothing
+/// else to run it returns at once.
+fn yield_to_host() {
+    std::thread::yield_now();
+}
+
 /// Starts the writer thread of the recording of `generation`; it ends once the exchange is
 /// closed and drained. The thread is detached as it starts: the stop waits for its end
 /// through the returned [`WriterEnd`] and never joins it (`fork`'s module docs say why).
@@ -78,6 +96,7 @@ impl Drop for Ending {
 /// file (heartbeat, control requests) and the clock (`ClockSync`).
 fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::mark_writer();
+    crate::files::lower_this_thread(WRITER_NICE);
     let mut last_sync = Instant::now();
     let mut last_idle_flush = Instant::now();
     loop {
@@ -154,6 +173,7 @@ fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         shared.learn_names();
         lock(&shared.sinks).write_block(&block, hurry);
         written.push(block);
+        yield_to_host();
         if written.len() == GIVE_BACK_EVERY {
             shared.exchange.give_back(std::mem::replace(&mut written, Vec::with_capacity(GIVE_BACK_EVERY)));
         }

@@ -180,4 +180,8 @@ fn tracing_fields_are_an_object_in_the_chrome_export() {
     assert!(span.contains(r#""fields":{"id":7,"attempt":1,"user":"ada \"l\""}"#), "{span}");
     let done = line(r#""text":"job done id=7 ratio=0.5 ok=true""#);
     assert!(done.contains(r#""fields":{"id":7,"ratio":0.5,"ok":true}"#), "{done}");
+    // Recorded inside the span: it names it; the `SpanCurrent` marks are no events here.
+    let id = span.split(r#""span":"#).nth(1).and_then(|r| r.split([',', '}']).next()).expect("the span's id");
+    assert!(done.contains(&format!(r#""span":{id}"#)), "{done}\n{span}");
+    assert!(!trace.contains("SpanCurrent"), "{trace}");
 }

@@ -186,10 +186,11 @@ fn metadata(line: &mut String, what: &str, pid: u64, tid: u64, name: &str) {
 /// The event's parameters as a JSON object, each value as `print --format json` writes it
 /// ([`json::value`]), with labels beside their address (`"name (label)"`).
 ///
-/// The `tracing` fields of a built-in `TraceEvent` or `SpanEnter` are an object by name
-/// ([`event_format::fields::of_event`]): a `SpanEnter`'s `fields` is that object instead of
+/// The `tracing` fields of a built-in `TraceEvent`, `SpanEnter`, `SpanOpen` or `SpanRecord` are
+/// an object by name ([`event_format::fields::of_event`]): a span event's `fields` is that object instead of
 /// its text, a `TraceEvent` has it as `"fields"` beside its `text`; a text that does not
 /// read as fields (an old log's) stays a string.
+/// An event of a thread inside a `tracing` span (`span`, not 0) has `"span"` too.
 fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_>, span: u64) {
     out.push('{');
     let traced = event_format::fields::of_event(event);

@@ -31,7 +31,7 @@
 //! INT64 (nanoseconds since the log's start, exactly as `print` shows the seconds), `time`
 //! TIMESTAMP(MICROS, UTC), then one column per parameter typed by its letter through the
 //! exports' one mapping ([`super::tables::column_type`]): `P A W` UINT64, `U` UINT32, `I` INT64, `D`
-//! DOUBLE, `B` BOOLEAN, `S` STRING; the `tracing` bridge's `TraceEvent` and `SpanEnter` have
+//! DOUBLE, `B` BOOLEAN, `S` STRING; the `tracing` bridge's `TraceEvent`, `SpanEnter`, `SpanOpen` and `SpanRecord` have
 //! one more, `fields` (STRING, JSON; null when the text holds none). Thread ids and ticks are
 //! unsigned on the wire and signed here: a value above 2^63 − 1 (no clock or thread id
 //! reaches it in practice) would be stored as its bits, a negative number, and the export

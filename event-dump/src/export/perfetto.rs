@@ -1077,7 +1077,7 @@ fn counter_track<W: Write>(trace: &mut Trace<W>, process: &mut Process, roles: &
 }
 
 /// The event's parameters as debug annotations, each by its interned name; an address's
-/// label beside it; a `tracing` event's fields as a dictionary (a `SpanEnter`'s `fields`
+/// label beside it; a `tracing` event's fields as a dictionary (a span event's `fields`
 /// in place of its text, a `TraceEvent`'s as `fields` beside its `text`).
 fn annotations<W: Write>(trace: &mut Trace<W>, event: &Event<'_>, names: &mut Names, ann: &Annotations, file: usize) {
     let traced = if event.desc.is_builtin() { event_format::fields::of_event(event) } else { None };

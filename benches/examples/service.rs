@@ -362,7 +362,7 @@ fn step(fmt: bool, id: u64, step: u32) {
     }
     match step {
         0 => event!(ReqParsed, id, 1u64),
-        1 => event!(CacheLookup, id, id % 3 == 0),
+        1 => event!(CacheLookup, id, id.is_multiple_of(3)),
         2 => event!(DbQuery, id, 3u64),
         3 => event!(Rendered, id, 24u64),
         _ => event!(Replied, id, 200u32),

@@ -553,11 +553,15 @@ fn the_recorders_tracing_records_are_the_reference_encoders() {
         tracing::error!(count = 3, "it failed");
         tracing::trace!(target: "", "");
         tracing::warn!("{long}");
+        span.record("n", 2);
         let inner = tracing::debug_span!("inner");
+        inner.follows_from(&span);
         inner.in_scope(|| tracing::info!(done = true));
     });
     let codes = assert_blocks_are_the_reference_encoders(&recording.stop().unwrap(), |_| None);
-    for code in [builtin::TRACE_EVENT, builtin::SPAN_ENTER, builtin::SPAN_EXIT] {
+    let spans =
+        [builtin::SPAN_OPEN, builtin::SPAN_CLOSE, builtin::SPAN_RECORD, builtin::SPAN_FOLLOWS, builtin::SPAN_CURRENT];
+    for code in [builtin::TRACE_EVENT].into_iter().chain(spans) {
         assert!(codes.contains(&code), "built-in {code:#06x} compared");
     }
 }

@@ -9,9 +9,13 @@
 //!
 //! ```text
 //! cargo build --release -p event-benches --example span_probe
-//! for n in 100000 200000; do valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$n \
+//! for n in 20000 40000; do valgrind --tool=callgrind \
+//!   --toggle-collect='tracing_core::dispatcher::with_default*' --callgrind-out-file=/tmp/cg.$n \
 //!   target/release/examples/span_probe $n bridge; done
 //! ```
+//!
+//! `--toggle-collect` counts the recording thread's loop only, not the writer thread's
+//! packing (whose share depends on when it runs).
 
 event_runtime::include_events!("bench.def");
 

@@ -62,7 +62,7 @@ pub(crate) enum Command {
     /// How long spans last: count, min, percentiles, max and a histogram per span (or per
     /// value of a parameter), then the slowest spans and where they start.
     #[command(
-        after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's SpanEnter/SpanExit, paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles are exact, by\nnearest rank (the p-th of n durations is the ceil(p*n/100)-th smallest); every duration is\nkept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
+        after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency trace.evt --by pool,epoch --percentiles 50,99,99.9,99.99\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's SpanEnter/SpanExit, paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles (--percentiles, default\n50,90,99) are exact, by nearest rank (the p-th of n durations is the ceil(p*n/100)-th\nsmallest); every duration is kept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
     )]
     Latency(LatencyArgs),
     /// Shows or changes what a running program records, through its ring file.
@@ -112,8 +112,9 @@ pub(crate) struct Select {
     /// before one leaves it out (`-Object:*`).
     #[arg(long, value_name = "GLOBS", allow_hyphen_values = true)]
     pub(crate) event: Option<String>,
-    /// Only these threads, comma-separated: ids (`3` or `T3`) or names (`compactor`, as the
-    /// program named the thread); a name two threads of a log share is an error listing them.
+    /// Only these threads, comma-separated: ids (`3` or `T3`), names (`compactor`, as the
+    /// program named the thread; a name several threads share, as tokio names its workers,
+    /// chooses all of them) or globs of names (`'worker-*'`).
     #[arg(long, value_name = "THREADS")]
     pub(crate) thread: Option<String>,
     /// Only events at or after this time (seconds since the start).
@@ -281,10 +282,15 @@ pub(crate) struct LatencyArgs {
     /// Only the spans of these names (comma-separated, globs: `Sweep,req*`).
     #[arg(long, value_name = "NAMES")]
     pub(crate) span: Option<String>,
-    /// Counts per value of this parameter of the span's begin (or, when the begin has none,
-    /// its end): `--by pool`.
-    #[arg(long, value_name = "PARAM")]
-    pub(crate) by: Option<String>,
+    /// Counts per value of these parameters of the span's begin (or, for one the begin has
+    /// not, its end): `--by pool`; several, comma-separated or repeated, count per
+    /// combination of their values (`--by pool,epoch`).
+    #[arg(long, value_name = "PARAMS", value_delimiter = ',')]
+    pub(crate) by: Vec<String>,
+    /// The percentiles shown, comma-separated, each above 0 and at most 100, with decimals
+    /// where wanted (`50,99,99.9,99.99`); default 50,90,99.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) percentiles: Option<String>,
     /// How many of the slowest spans to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub(crate) top: usize,

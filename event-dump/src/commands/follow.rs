@@ -69,6 +69,7 @@ impl Printer {
     /// `Break` when stdout is closed.
     pub(super) fn event(&mut self, out: &mut impl Write, event: &Event<'_>) -> Result<ControlFlow<()>> {
         self.ann.learn(0, event);
+        self.choice.learn(0, event);
         if !self.choice.keeps(0, event, &self.header.clock) {
             return Ok(ControlFlow::Continue(()));
         }

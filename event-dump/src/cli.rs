@@ -54,9 +54,10 @@ pub(crate) enum Command {
         after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
     )]
     Follow(FollowArgs),
-    /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF or Parquet.
+    /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF, Parquet, or
+    /// folded stacks for flame graphs.
     #[command(
-        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd, and SpanEnter/SpanExit) are\nslices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
+        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n  event-dump export --to folded trace.evt -o - | inferno-flamegraph > spans.svg\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd, and SpanEnter/SpanExit) are\nslices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to.\nfolded: a line per stack of nested spans, `outer;inner NS`, NS the self time (--weight\ntotal: the whole duration), threads merged (--per-thread: a stack per thread)."
     )]
     Export(ExportArgs),
     /// How long spans last: count, min, percentiles, max and a histogram per span (or per
@@ -246,7 +247,8 @@ pub(crate) struct ExportArgs {
     /// several, one process each; `ctf` takes one).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
-    /// Where to write: a file (`perfetto`, `chrome`, `sqlite`) or a directory (`ctf`, `parquet`).
+    /// Where to write: a file (`perfetto`, `chrome`, `sqlite`, `folded`; `-` for stdout with
+    /// `folded`) or a directory (`ctf`, `parquet`).
     #[arg(short, long, value_name = "OUT")]
     pub(crate) out: PathBuf,
     /// The events exported, as `print` selects them. Every format leaves the rest out and
@@ -268,6 +270,14 @@ pub(crate) struct ExportArgs {
     /// times the size.
     #[arg(long)]
     pub(crate) uncompressed: bool,
+    /// `folded`: each stack's weight, in nanoseconds: `self`, a span's time less that of the
+    /// spans it encloses (what a flame graph draws), or `total`, its whole duration.
+    #[arg(long, value_enum, value_name = "WEIGHT")]
+    pub(crate) weight: Option<crate::export::Weight>,
+    /// `folded`: a stack per thread, under a frame naming it (`T3 (worker-1)`), instead of
+    /// the threads' stacks merged.
+    #[arg(long)]
+    pub(crate) per_thread: bool,
 }
 
 #[derive(Args, Debug)]
@@ -367,4 +377,7 @@ pub(crate) enum Target {
     /// A Parquet dataset, one table per event type (DuckDB, DataFusion, Polars, Spark);
     /// OUT is a directory, appended to.
     Parquet,
+    /// Folded stacks of nested spans (`a;b;c NS`) for flame graphs: inferno, flamegraph.pl,
+    /// speedscope; OUT `-` is stdout.
+    Folded,
 }

@@ -14,6 +14,7 @@ event_runtime::include_events!("../events.def");
 mod common;
 mod export_chrome;
 mod export_ctf;
+mod export_folded;
 mod export_parquet;
 mod export_parquet_engines;
 mod export_perfetto;

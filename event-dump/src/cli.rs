@@ -66,6 +66,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency trace.evt --by pool,epoch --percentiles 50,99,99.9,99.99\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's SpanEnter/SpanExit, paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles (--percentiles, default\n50,90,99) are exact, by nearest rank (the p-th of n durations is the ceil(p*n/100)-th\nsmallest); every duration is kept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
     )]
     Latency(LatencyArgs),
+    /// A stable, versioned summary for scripts that compare runs: counts per event and kind,
+    /// losses and damage, spans' percentiles, time span, program and host.
+    #[command(
+        after_help = "Examples:\n  event-dump summary trace.evt\n  event-dump summary trace.evt --format json > run.json     compare with the last run's\n  event-dump summary traces/ --format json --percentiles 50,99,99.9,99.99\n\nThe JSON is stated in docs/OUTPUT.md (\"summary\"), versioned by its `summary_version`; two\nreads of one log give the same bytes. Losses and damage are the ledger's findings, as\n`stats` and `check` count them; spans are paired as `latency` pairs them."
+    )]
+    Summary(SummaryArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
         after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
@@ -322,6 +328,30 @@ pub(crate) enum LatencyFormat {
     Text,
     /// One JSON document (docs/OUTPUT.md, "latency").
     Json,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SummaryArgs {
+    /// Logs to read: streams, ring files, or a recording of segments (its directory, a quoted
+    /// glob, or its segment files: one log).
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// The events counted and the spans timed (by their begin, as `latency` chooses them);
+    /// losses and damage are the whole log's.
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// The spans' percentiles, comma-separated (default 50,90,99,99.9).
+    #[arg(long, value_name = "LIST")]
+    pub(crate) percentiles: Option<String>,
+    /// Output format; the JSON shape is documented in docs/OUTPUT.md ("summary").
+    #[arg(long, value_enum, default_value_t = crate::commands::summary::SummaryFormat::Text)]
+    pub(crate) format: crate::commands::summary::SummaryFormat,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Merge by the window alone, without first reading where each block starts (as `print`).
+    #[arg(long)]
+    pub(crate) window_only: bool,
 }
 
 #[derive(Args, Debug)]

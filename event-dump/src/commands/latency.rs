@@ -493,12 +493,7 @@ fn text(groups: &Groups, slowest: &[Slow], by: &[String], points: &Points) -> St
         }
         let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join(", ")) };
         let n = g.durations.len();
-        let _ = writeln!(
-            out,
-            "{}: {n} {}{notes}",
-            group_title(name, by, value),
-            if n == 1 { "span" } else { "spans" }
-        );
+        let _ = writeln!(out, "{}: {n} {}{notes}", group_title(name, by, value), if n == 1 { "span" } else { "spans" });
         if let (Some(&min), Some(&max)) = (g.durations.first(), g.durations.last()) {
             let mut line = format!("  min {}", human(min));
             for p in points.iter() {

@@ -6,6 +6,7 @@
 //! - [`schema`]: the embedded schema, and how it differs from an events.def.
 //! - [`follow`]: a running program's ring file, live.
 //! - [`latency`]: how long spans last.
+//! - [`summary`]: a stable summary of logs for scripts.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
@@ -15,6 +16,7 @@ mod follow_segments;
 pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;
+pub(crate) mod summary;
 
 pub(crate) use crate::choice::{Choice, thread_names};
 use crate::color::Palette;

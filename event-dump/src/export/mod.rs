@@ -113,7 +113,9 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         ));
     }
     if (args.weight.is_some() || args.per_thread) && args.to != Target::Folded {
-        return Err(DumpError::new("--weight and --per-thread are for --to folded, whose stacks they weigh".to_owned()));
+        return Err(DumpError::new(
+            "--weight and --per-thread are for --to folded, whose stacks they weigh".to_owned(),
+        ));
     }
     // The viewers' exports merge by the logs' block indexes; the table exports walk blocks.
     let mut logs = match args.to {

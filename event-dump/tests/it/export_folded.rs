@@ -56,7 +56,9 @@ fn totals_equal_latencys_and_self_is_total_less_what_a_span_encloses() {
     for (stack, t) in &total {
         let inner: u128 = total
             .iter()
-            .filter(|(s, _)| s.strip_prefix(stack.as_str()).is_some_and(|r| r.starts_with(';') && r[1..].find(';').is_none()))
+            .filter(|(s, _)| {
+                s.strip_prefix(stack.as_str()).is_some_and(|r| r.starts_with(';') && r[1..].find(';').is_none())
+            })
             .map(|(_, w)| w)
             .sum();
         assert!(inner < *t, "{stack}");
@@ -87,7 +89,8 @@ fn per_thread_stacks_sum_to_the_merged_ones() {
     assert!(threads.iter().any(|(s, _)| s.contains(" (worker-2);Sweep;Sweep")), "{threads:?}");
     // A file, written whole; and the selection: the spans begun on one thread.
     let file = d.join("program.folded");
-    let out = run(&["export", "--to", "folded", log.to_str().unwrap(), "-o", file.to_str().unwrap(), "--thread", "worker-1"]);
+    let out =
+        run(&["export", "--to", "folded", log.to_str().unwrap(), "-o", file.to_str().unwrap(), "--thread", "worker-1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&file).unwrap();
     let want: Vec<String> = threads

@@ -27,3 +27,4 @@ mod ledger;
 mod print_jobs;
 mod segments;
 mod sets;
+mod summary;

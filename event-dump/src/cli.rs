@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 #[derive(Parser, Debug)]
 #[command(name = "event-dump", version, about, args_conflicts_with_subcommands = true)]
 #[command(
-    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs"
+    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs\n  event-dump top program.ring               events/s by kind, event and thread, live"
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -54,6 +54,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
     )]
     Follow(FollowArgs),
+    /// A live view of a running recording, as top(1): events per second by kind, event and
+    /// thread, spans' p50 and p99, losses and suppressions; `--once` prints it once as text.
+    #[command(
+        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump top prog.ring\n  event-dump top traces/                     a recording of segments, across rotations\n  event-dump top prog.ring --once --interval 2000    one view of 2 s, as text, for a script\n  event-dump top prog.ring --thread 'tokio-runtime-*' --sort total\n\nKeys: q, Esc or Ctrl-C quit; s sorts by rate, total or name; r reverses; + and - double or\nhalve the interval. Rates go by the events' own times: the events of the last interval,\nending 0.2 s before now (at the last event once the recording ended), per second. Losses are\nthe ledger's findings, as `stats` counts them, for what top read."
+    )]
+    Top(TopArgs),
     /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF, Parquet, or
     /// folded stacks for flame graphs.
     #[command(
@@ -328,6 +334,30 @@ pub(crate) enum LatencyFormat {
     Text,
     /// One JSON document (docs/OUTPUT.md, "latency").
     Json,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TopArgs {
+    /// The running program's ring file; or its recording of segments (the directory, or a
+    /// segment), followed across rotations; or an event stream.
+    #[arg(value_name = "RING|DIR")]
+    pub(crate) log: PathBuf,
+    /// The events counted (as `print` selects them); losses are the whole log's.
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// The interval the rates and percentiles are over, and the screen's refresh, in
+    /// milliseconds (at least 100).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub(crate) interval: u64,
+    /// What the rows are sorted by, the most first (names in order).
+    #[arg(long, value_enum, default_value_t = crate::commands::top::SortKey::Rate)]
+    pub(crate) sort: crate::commands::top::SortKey,
+    /// The other way round.
+    #[arg(long)]
+    pub(crate) reverse: bool,
+    /// Print one view, after one interval, as plain text, and exit (for scripts).
+    #[arg(long)]
+    pub(crate) once: bool,
 }
 
 #[derive(Args, Debug)]

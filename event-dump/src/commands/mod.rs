@@ -7,6 +7,7 @@
 //! - [`follow`]: a running program's ring file, live.
 //! - [`latency`]: how long spans last.
 //! - [`summary`]: a stable summary of logs for scripts.
+//! - [`top`]: a live view of a running recording.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
@@ -17,6 +18,7 @@ pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;
 pub(crate) mod summary;
+pub(crate) mod top;
 
 pub(crate) use crate::choice::{Choice, thread_names};
 use crate::color::Palette;

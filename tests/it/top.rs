@@ -88,7 +88,7 @@ fn top_shows_a_running_childs_rate_sorts_and_quits_cleanly() {
     let ring = d.join("steady.ring");
     // 20 000 events a second from two workers, for long enough to read it several times.
     const RATE: f64 = 20_000.0;
-    let mut program = recording(&["steady", "2", "20000", "20"], &ring);
+    let program = recording(&["steady", "2", "20000", "20"], &ring);
     let tmux = Tmux { socket: format!("event-top-{}", std::process::id()) };
     let command = |extra: &str| format!("{DUMP} top {} --interval 1000{extra}", shell_quoted(&ring));
     tmux.session("top", &command(""));
@@ -161,7 +161,7 @@ fn once_prints_one_view_and_errors_are_one_line() {
         (["top", none.to_str().unwrap()], "no such file"),
         (["top", ring.to_str().unwrap()], "`top --once` prints one view"),
     ] {
-        let out = Command::new(DUMP).args(&args).stdout(Stdio::piped()).output().unwrap();
+        let out = Command::new(DUMP).args(args).stdout(Stdio::piped()).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");

@@ -555,23 +555,22 @@ fn screen(tally: &Arc<Mutex<Tally>>, args: &TopArgs, interval: Duration) -> Resu
             .map_err(io)?;
         let wait = next.saturating_duration_since(Instant::now());
         let mut redraw = false;
-        if event::poll(wait).map_err(io)? {
-            if let Event::Key(key) = event::read().map_err(io)?
-                && key.kind == KeyEventKind::Press
-            {
-                match key.code {
-                    KeyCode::Char('q') | KeyCode::Esc => return Ok(ExitCode::SUCCESS),
-                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                        return Ok(ExitCode::SUCCESS);
-                    }
-                    KeyCode::Char('s') => sort = sort.next(),
-                    KeyCode::Char('r') => reverse = !reverse,
-                    KeyCode::Char('+') => interval = (interval * 2).min(Duration::from_secs(60)),
-                    KeyCode::Char('-') => interval = (interval / 2).max(Duration::from_millis(100)),
-                    _ => {}
+        if event::poll(wait).map_err(io)?
+            && let Event::Key(key) = event::read().map_err(io)?
+            && key.kind == KeyEventKind::Press
+        {
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(ExitCode::SUCCESS),
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    return Ok(ExitCode::SUCCESS);
                 }
-                redraw = true;
+                KeyCode::Char('s') => sort = sort.next(),
+                KeyCode::Char('r') => reverse = !reverse,
+                KeyCode::Char('+') => interval = (interval * 2).min(Duration::from_secs(60)),
+                KeyCode::Char('-') => interval = (interval / 2).max(Duration::from_millis(100)),
+                _ => {}
             }
+            redraw = true;
         }
         if redraw || Instant::now() >= next {
             let t = lock(tally);

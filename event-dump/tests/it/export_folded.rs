@@ -122,3 +122,29 @@ fn inferno_draws_it() {
         assert!(svg.contains(&format!("<title>{span} (")), "{span} not in the flame graph");
     }
 }
+
+/// The `tracing` bridge's spans (`SpanEnter`/`SpanExit`, named by their `name`) nest as
+/// declared spans do: `outer` around `inner` on one thread; `a` and `b` overlapping on
+/// another, where `a`'s exit cuts `b` (never ended: no time) and `b`'s exit closes nothing.
+#[test]
+fn the_tracing_bridges_spans_fold_too() {
+    let d = common::dir("folded-tracing");
+    let log = d.join("handmade.evt");
+    handmade_log(&log, event_format::wire::Order::Little);
+    let total = folded(&log, &["--weight", "total"]);
+    let stacks: Vec<&str> = total.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(stacks, ["a", "outer", "outer;inner"]);
+    let out = run(&["latency", log.to_str().unwrap(), "--format", "json"]);
+    let latency: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in latency["spans"].as_array().unwrap().iter().filter(|s| s["count"] != 0) {
+        let name = s["span"].as_str().unwrap();
+        assert_eq!(by_last_frame(&total).get(name).copied(), s["total_ns"].as_u64().map(u128::from), "{name}");
+    }
+    let own: BTreeMap<String, u128> = folded(&log, &[]).into_iter().collect();
+    let total: BTreeMap<String, u128> = total.into_iter().collect();
+    assert_eq!(own["outer"], total["outer"] - total["outer;inner"]);
+    let out = run(&["export", "--to", "folded", log.to_str().unwrap(), "-o", "-"]);
+    let err = stderr(&out);
+    assert!(err.contains("1 spans never ended") && err.contains("2 ends closed no span"), "{err}");
+    assert!(err.contains("1 record of an unknown code"), "the ledger's findings: {err}");
+}

@@ -203,3 +203,37 @@ impl Drop for Recording {
 fn shell_quoted(path: &Path) -> String {
     format!("'{}'", path.to_str().unwrap().replace('\'', "'\\''"))
 }
+
+/// A recording of segments (a directory the recorder rotates in) is read through `follow`'s
+/// segment follower: live, then once it ended, from its latest segment.
+#[test]
+fn a_recording_of_segments_is_followed() {
+    let d = dir("top", "segments");
+    let base = d.join("trace.evt");
+    let mut program =
+        child(&["steady", "1", "5000", "3"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1s")])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(program.stdout.as_mut().unwrap()), &mut line).unwrap();
+    let program = Recording(program);
+    let once = || {
+        let out = Command::new(DUMP).args(["top", d.to_str().unwrap(), "--once"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let live = once();
+    assert!(
+        live.lines().next().is_some_and(|l| l.contains("recorder-child (pid ") && l.contains(", live, ")),
+        "{live}"
+    );
+    let mut program = program;
+    program.wait();
+    let ended = once();
+    assert!(ended.lines().next().is_some_and(|l| l.contains(", ended, ")), "{ended}");
+    let read: u64 =
+        ended.lines().find_map(|l| l.split("events read ").nth(1)?.split(')').next()?.parse().ok()).unwrap();
+    assert!(read > 0, "{ended}");
+    assert!(ended.contains("Arena.ArenaDestroy") && ended.contains("\n0 events lost, 0 blocks missing"), "{ended}");
+}

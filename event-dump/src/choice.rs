@@ -42,6 +42,8 @@ struct Threads {
     ids: BTreeSet<u64>,
     /// For each log, the ids of the threads that the names given name in it.
     named: Vec<BTreeSet<u64>>,
+    /// The names and globs given, for threads named as a live log is read ([`Choice::learn`]).
+    wanted: Vec<String>,
 }
 
 /// Reads the thread names of each log of `paths` (as `open_all` makes them logs): one more
@@ -79,47 +81,36 @@ fn thread_listing(log: &BTreeMap<u64, String>) -> String {
     }
 }
 
-/// `--thread`'s items: numbers (`3`, `T3`) for every log, names looked up in each log's
-/// names (read by `names` only when an item is a name). A name that no log has, or that
-/// two threads of one log share, is an error that lists the threads.
+/// `--thread`'s items: numbers (`3`, `T3`) for every log, names and globs of names
+/// (`worker-*`) looked up in each log's names (read by `names` only when an item is a name).
+/// A name chooses every thread of that name (tokio names all its workers alike), in each log;
+/// a name or glob that no thread of any log has is an error that lists the threads.
 fn threads(value: &str, logs: usize, names: impl FnOnce() -> Result<ThreadNames>) -> Result<Threads> {
     let items: Vec<&str> = value.split(',').map(str::trim).filter(|x| !x.is_empty()).collect();
     let number = |t: &str| t.strip_prefix('T').unwrap_or(t).parse::<u64>().ok();
     let ids: BTreeSet<u64> = items.iter().filter_map(|t| number(t)).collect();
-    let wanted: Vec<&str> = items.iter().copied().filter(|t| number(t).is_none()).collect();
+    let wanted: Vec<String> = items.iter().filter(|t| number(t).is_none()).map(|t| (*t).to_owned()).collect();
     let mut named = vec![BTreeSet::new(); logs];
     if wanted.is_empty() {
-        return Ok(Threads { ids, named });
+        return Ok(Threads { ids, named, wanted });
     }
     let names = names()?;
-    for name in wanted {
+    for name in &wanted {
         let mut found = false;
         for (file, log) in names.iter().enumerate() {
-            let matching: Vec<u64> = log.iter().filter(|(_, n)| n.as_str() == name).map(|(t, _)| *t).collect();
-            if matching.len() > 1 {
-                let listed: Vec<String> = matching.iter().map(|t| format!("T{t}")).collect();
-                let numbers: Vec<String> = matching.iter().map(u64::to_string).collect();
-                return Err(DumpError::new(format!(
-                    "--thread {name}: {} threads are named `{name}`: {}; give ids instead, such as --thread {} (or {} for all of them)",
-                    matching.len(),
-                    listed.join(", "),
-                    numbers[0],
-                    numbers.join(","),
-                    name = name.escape_debug(),
-                )));
-            }
+            let matching: Vec<u64> = log.iter().filter(|(_, n)| glob::matches(name, n)).map(|(t, _)| *t).collect();
             found |= !matching.is_empty();
             named[file].extend(matching);
         }
         if !found {
             let of = names.first().map(thread_listing).unwrap_or_default();
             return Err(DumpError::new(format!(
-                "--thread {}: no thread is named so ({of}); give names or ids such as 1,T3",
+                "--thread {}: no thread is named so ({of}); give names, globs or ids such as worker-*,1,T3",
                 name.escape_debug()
             )));
         }
     }
-    Ok(Threads { ids, named })
+    Ok(Threads { ids, named, wanted })
 }
 
 /// `--kind` or `--event` read in the selection language (a bare word is a kind or an
@@ -333,6 +324,26 @@ impl Choice {
         };
         let filter_names = filter.as_ref().is_some_and(Filter::uses_thread_names).then(|| read.unwrap_or_default());
         Ok(Choice { codes, threads, since: select.since, until: select.until, filter, filter_names })
+    }
+
+    /// Learns the name a `ThreadName` event gives its thread, for `--thread`'s names and
+    /// globs: a reader of a live log (`follow`, `top`) calls it with each event, so that a
+    /// thread named after reading began is chosen when its name matches. (The filter's
+    /// thread names are those read at the start.)
+    pub(crate) fn learn(&mut self, file: usize, event: &Event<'_>) {
+        let Some(threads) = &mut self.threads else { return };
+        if threads.wanted.is_empty() || event.desc.code != builtin::THREAD_NAME || !event.desc.is_builtin() {
+            return;
+        }
+        let mut v = event.values();
+        if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
+            let name = String::from_utf8_lossy(s.bytes);
+            if threads.wanted.iter().any(|w| glob::matches(w, &name))
+                && let Some(named) = threads.named.get_mut(file)
+            {
+                named.insert(t);
+            }
+        }
     }
 
     /// Whether `--kind` and `--event` let events of `code`, of log `file`, be shown (the

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 #[derive(Parser, Debug)]
 #[command(name = "event-dump", version, about, args_conflicts_with_subcommands = true)]
 #[command(
-    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs"
+    after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs\n  event-dump top program.ring               events/s by kind, event and thread, live"
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -54,17 +54,30 @@ pub(crate) enum Command {
         after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
     )]
     Follow(FollowArgs),
-    /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF or Parquet.
+    /// A live view of a running recording, as top(1): events per second by kind, event and
+    /// thread, spans' p50 and p99, losses and suppressions; `--once` prints it once as text.
     #[command(
-        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd), tracing's spans\n(SpanOpen/SpanClose, async; SpanEnter/SpanExit) are slices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to."
+        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump top prog.ring\n  event-dump top traces/                     a recording of segments, across rotations\n  event-dump top prog.ring --once --interval 2000    one view of 2 s, as text, for a script\n  event-dump top prog.ring --thread 'tokio-runtime-*' --sort total\n\nKeys: q, Esc or Ctrl-C quit; s sorts by rate, total or name; r reverses; + and - double or\nhalve the interval. Rates go by the events' own times: the events of the last interval,\nending 0.2 s before now (at the last event once the recording ended), per second. Losses are\nthe ledger's findings, as `stats` counts them, for what top read."
+    )]
+    Top(TopArgs),
+    /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF, Parquet, or
+    /// folded stacks for flame graphs.
+    #[command(
+        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n  event-dump export --to folded trace.evt -o - | inferno-flamegraph > spans.svg\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd), tracing's spans\n(SpanOpen/SpanClose, async; SpanEnter/SpanExit) are slices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to.\nfolded: a line per stack of nested spans, `outer;inner NS`, NS the self time (--weight\ntotal: the whole duration), threads merged (--per-thread: a stack per thread)."
     )]
     Export(ExportArgs),
     /// How long spans last: count, min, percentiles, max and a histogram per span (or per
     /// value of a parameter), then the slowest spans and where they start.
     #[command(
-        after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's spans (SpanOpen/SpanClose across threads: a request's whole life; SpanEnter/\nSpanExit), paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles are exact, by\nnearest rank (the p-th of n durations is the ceil(p*n/100)-th smallest); every duration is\nkept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
+        after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency trace.evt --by pool,epoch --percentiles 50,99,99.9,99.99\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's spans (SpanOpen/SpanClose across threads: a request's whole life; SpanEnter/\nSpanExit), paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles (--percentiles, default\n50,90,99) are exact, by nearest rank (the p-th of n durations is the ceil(p*n/100)-th\nsmallest); every duration is kept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
     )]
     Latency(LatencyArgs),
+    /// A stable, versioned summary for scripts that compare runs: counts per event and kind,
+    /// losses and damage, spans' percentiles, time span, program and host.
+    #[command(
+        after_help = "Examples:\n  event-dump summary trace.evt\n  event-dump summary trace.evt --format json > run.json     compare with the last run's\n  event-dump summary traces/ --format json --percentiles 50,99,99.9,99.99\n\nThe JSON is stated in docs/OUTPUT.md (\"summary\"), versioned by its `summary_version`; two\nreads of one log give the same bytes. Losses and damage are the ledger's findings, as\n`stats` and `check` count them; spans are paired as `latency` pairs them."
+    )]
+    Summary(SummaryArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
         after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
@@ -112,8 +125,9 @@ pub(crate) struct Select {
     /// before one leaves it out (`-Object:*`).
     #[arg(long, value_name = "GLOBS", allow_hyphen_values = true)]
     pub(crate) event: Option<String>,
-    /// Only these threads, comma-separated: ids (`3` or `T3`) or names (`compactor`, as the
-    /// program named the thread); a name two threads of a log share is an error listing them.
+    /// Only these threads, comma-separated: ids (`3` or `T3`), names (`compactor`, as the
+    /// program named the thread; a name several threads share, as tokio names its workers,
+    /// chooses all of them) or globs of names (`'worker-*'`).
     #[arg(long, value_name = "THREADS")]
     pub(crate) thread: Option<String>,
     /// Only events at or after this time (seconds since the start).
@@ -245,7 +259,8 @@ pub(crate) struct ExportArgs {
     /// several, one process each; `ctf` takes one).
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
-    /// Where to write: a file (`perfetto`, `chrome`, `sqlite`) or a directory (`ctf`, `parquet`).
+    /// Where to write: a file (`perfetto`, `chrome`, `sqlite`, `folded`; `-` for stdout with
+    /// `folded`) or a directory (`ctf`, `parquet`).
     #[arg(short, long, value_name = "OUT")]
     pub(crate) out: PathBuf,
     /// The events exported, as `print` selects them. Every format leaves the rest out and
@@ -267,6 +282,14 @@ pub(crate) struct ExportArgs {
     /// times the size.
     #[arg(long)]
     pub(crate) uncompressed: bool,
+    /// `folded`: each stack's weight, in nanoseconds: `self`, a span's time less that of the
+    /// spans it encloses (what a flame graph draws), or `total`, its whole duration.
+    #[arg(long, value_enum, value_name = "WEIGHT")]
+    pub(crate) weight: Option<crate::export::Weight>,
+    /// `folded`: a stack per thread, under a frame naming it (`T3 (worker-1)`), instead of
+    /// the threads' stacks merged.
+    #[arg(long)]
+    pub(crate) per_thread: bool,
 }
 
 #[derive(Args, Debug)]
@@ -281,10 +304,15 @@ pub(crate) struct LatencyArgs {
     /// Only the spans of these names (comma-separated, globs: `Sweep,req*`).
     #[arg(long, value_name = "NAMES")]
     pub(crate) span: Option<String>,
-    /// Counts per value of this parameter of the span's begin (or, when the begin has none,
-    /// its end): `--by pool`.
-    #[arg(long, value_name = "PARAM")]
-    pub(crate) by: Option<String>,
+    /// Counts per value of these parameters of the span's begin (or, for one the begin has
+    /// not, its end): `--by pool`; several, comma-separated or repeated, count per
+    /// combination of their values (`--by pool,epoch`).
+    #[arg(long, value_name = "PARAMS", value_delimiter = ',')]
+    pub(crate) by: Vec<String>,
+    /// The percentiles shown, comma-separated, each above 0 and at most 100, with decimals
+    /// where wanted (`50,99,99.9,99.99`); default 50,90,99.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) percentiles: Option<String>,
     /// How many of the slowest spans to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub(crate) top: usize,
@@ -306,6 +334,54 @@ pub(crate) enum LatencyFormat {
     Text,
     /// One JSON document (docs/OUTPUT.md, "latency").
     Json,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TopArgs {
+    /// The running program's ring file; or its recording of segments (the directory, or a
+    /// segment), followed across rotations; or an event stream.
+    #[arg(value_name = "RING|DIR")]
+    pub(crate) log: PathBuf,
+    /// The events counted (as `print` selects them); losses are the whole log's.
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// The interval the rates and percentiles are over, and the screen's refresh, in
+    /// milliseconds (at least 100).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub(crate) interval: u64,
+    /// What the rows are sorted by, the most first (names in order).
+    #[arg(long, value_enum, default_value_t = crate::commands::top::SortKey::Rate)]
+    pub(crate) sort: crate::commands::top::SortKey,
+    /// The other way round.
+    #[arg(long)]
+    pub(crate) reverse: bool,
+    /// Print one view, after one interval, as plain text, and exit (for scripts).
+    #[arg(long)]
+    pub(crate) once: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SummaryArgs {
+    /// Logs to read: streams, ring files, or a recording of segments (its directory, a quoted
+    /// glob, or its segment files: one log).
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// The events counted and the spans timed (by their begin, as `latency` chooses them);
+    /// losses and damage are the whole log's.
+    #[command(flatten)]
+    pub(crate) select: Select,
+    /// The spans' percentiles, comma-separated (default 50,90,99,99.9).
+    #[arg(long, value_name = "LIST")]
+    pub(crate) percentiles: Option<String>,
+    /// Output format; the JSON shape is documented in docs/OUTPUT.md ("summary").
+    #[arg(long, value_enum, default_value_t = crate::commands::summary::SummaryFormat::Text)]
+    pub(crate) format: crate::commands::summary::SummaryFormat,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Merge by the window alone, without first reading where each block starts (as `print`).
+    #[arg(long)]
+    pub(crate) window_only: bool,
 }
 
 #[derive(Args, Debug)]
@@ -361,4 +437,7 @@ pub(crate) enum Target {
     /// A Parquet dataset, one table per event type (DuckDB, DataFusion, Polars, Spark);
     /// OUT is a directory, appended to.
     Parquet,
+    /// Folded stacks of nested spans (`a;b;c NS`) for flame graphs: inferno, flamegraph.pl,
+    /// speedscope; OUT `-` is stdout.
+    Folded,
 }

@@ -1,5 +1,6 @@
 //! `event-dump`: reads any event stream or ring file. Subcommands `print` (the default),
-//! `stats`, `schema`, `check`, `follow`, `export`, `latency`, `control` and `completions`;
+//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `summary`, `control`
+//! and `completions`;
 //! each `--help` shows an example.
 //!
 //! Errors are one line on stderr and a non-zero exit: 1 for a log that cannot be read (or,
@@ -74,6 +75,8 @@ pub fn run() -> ExitCode {
         Some(Command::Follow(args)) => commands::follow(&args, colors),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Latency(args)) => commands::latency::latency(&args),
+        Some(Command::Summary(args)) => commands::summary::summary(&args),
+        Some(Command::Top(args)) => commands::top::top(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
         Some(Command::Completions(args)) => {
             cli::completions(args.shell, &mut std::io::stdout());

@@ -1181,7 +1181,8 @@ fn twins_log(d: &Path) -> PathBuf {
 }
 
 /// `--thread` takes names as `stats` shows them, `T3` and `3`, in `print`, `stats` and
-/// `follow`; a name two threads share is an error that lists them.
+/// `follow`; a name two threads share chooses both (tokio names its workers alike), a glob
+/// every thread it matches; a name or glob no thread has is an error that lists them.
 #[test]
 fn threads_by_name_or_number() {
     let d = dir();
@@ -1199,8 +1200,15 @@ fn threads_by_name_or_number() {
     let twins = twins_log(&d);
     let t = twins.to_str().unwrap();
     assert_eq!(printed(t, &["--thread", "compactor", "--event", "ClientMark"]).len(), 1);
+    let twin = printed(t, &["--thread", "twin", "--event", "ClientMark"]);
+    assert_eq!(twin.len(), 2, "{twin:?}");
+    assert_eq!(twin, printed(t, &["--thread", "1,2", "--event", "ClientMark"]));
+    assert_eq!(printed(t, &["--thread", "*", "--event", "ClientMark"]).len(), 3);
+    assert_eq!(printed(t, &["--thread", "t?in,comp*", "--event", "ClientMark"]).len(), 3);
+    let stats = stdout(&run(&["stats", t, "--thread", "tw*"]));
+    assert!(stats.contains("T1 (twin)") && stats.contains("T2 (twin)") && !stats.contains("compactor"), "{stats}");
     let mut errors = String::new();
-    for (cmd, name) in [("print", "twin"), ("stats", "twin"), ("print", "nobody")] {
+    for (cmd, name) in [("print", "nobody"), ("stats", "nob*")] {
         let out = run(&[cmd, t, "--thread", name]);
         assert_eq!(out.status.code(), Some(1), "{cmd} {name}");
         assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
@@ -1342,14 +1350,29 @@ fn top_level_help_lists_every_subcommand() {
         .collect();
     assert_eq!(
         commands,
-        ["print", "stats", "schema", "check", "follow", "export", "latency", "control", "completions", "help"],
+        [
+            "print",
+            "stats",
+            "schema",
+            "check",
+            "follow",
+            "top",
+            "export",
+            "latency",
+            "summary",
+            "control",
+            "completions",
+            "help"
+        ],
         "{help}"
     );
     let summary = help.lines().next().unwrap();
-    for cmd in ["print", "stats", "schema", "check", "follow", "export", "latency", "control", "completions"] {
+    for cmd in
+        ["print", "stats", "schema", "check", "follow", "top", "export", "latency", "summary", "control", "completions"]
+    {
         assert!(summary.contains(cmd), "the summary names {cmd}: {summary}");
     }
-    for cmd in ["export", "latency", "completions"] {
+    for cmd in ["export", "latency", "completions", "top", "summary"] {
         assert!(stdout(&run(&[cmd, "--help"])).contains("Example"), "{cmd} --help shows an example");
     }
 }

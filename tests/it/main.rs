@@ -19,6 +19,7 @@ mod signals;
 mod snapshots;
 mod startup;
 mod stop;
+mod top;
 mod tracing;
 mod varieties;
 mod versions;

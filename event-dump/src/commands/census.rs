@@ -59,7 +59,7 @@ const ALIVE_NS: u64 = 2_000_000_000;
 /// without its stop marker may have a writer still at work: a ring file's whose heartbeat is
 /// recent and whose process exists, a stream's that holds the lock a recorder keeps on its
 /// event file (`lock::held_by_writer`).
-fn ending(ledger: &Ledger, log: &Log) -> Ending {
+pub(crate) fn ending(ledger: &Ledger, log: &Log) -> Ending {
     ledger.ending(|| match log.ring_findings() {
         Some(ring) => {
             let now =
@@ -339,12 +339,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             c.packed
         );
         let l = &c.ledger;
-        let (lost, gaps, unknown) = (l.lost(), l.missing_blocks(), l.unknown_records());
-        let (damaged, bad) = (l.damaged_blocks().len(), l.bad_records().len());
-        let losses = format!(
-            "{lost} events lost, {gaps} blocks missing (overwritten or dropped), {damaged} damaged blocks, {bad} bad records, {unknown} records of unknown codes",
-        );
-        let whole = lost == 0 && gaps == 0 && damaged == 0 && bad == 0 && unknown == 0;
+        let findings = l.findings();
+        let losses = findings.losses_line();
+        let whole = findings.is_whole();
         let losses = if whole { losses } else { palette.paint(Style::Warning, &losses) };
         let _ = writeln!(text, "  {losses}");
         if let Some(line) = segments_line(l) {
@@ -539,7 +536,7 @@ fn of_last_segment(l: &Ledger, line: String) -> String {
 }
 
 /// How the recording ended, in one line (`stats`; `check` says the same in its problems).
-fn ending_line(ending: &Ending, h: &Header) -> String {
+pub(crate) fn ending_line(ending: &Ending, h: &Header) -> String {
     // A snapshot (docs/FORMAT.md, "Snapshot") ends with the marker its writer wrote when it
     // had written the whole snapshot; the recording itself went on.
     if h.properties.snapshot.is_some() {

@@ -6,7 +6,7 @@ use super::{Choice, Colors, Result, out_line, thread_names};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
-use event_format::decode::{Catalog, Entry, Event};
+use event_format::decode::{Block, Catalog, Entry, Event};
 use event_format::ring::{FollowItem, Follower, STATE_CLOSED};
 use event_format::text::Seconds;
 use event_format::wire::Header;
@@ -69,6 +69,7 @@ impl Printer {
     /// `Break` when stdout is closed.
     pub(super) fn event(&mut self, out: &mut impl Write, event: &Event<'_>) -> Result<ControlFlow<()>> {
         self.ann.learn(0, event);
+        self.choice.learn(0, event);
         if !self.choice.keeps(0, event, &self.header.clock) {
             return Ok(ControlFlow::Continue(()));
         }
@@ -85,28 +86,105 @@ impl Printer {
     }
 }
 
+/// What follows a live log: `follow`'s printer, `top`'s tally. The followers of a ring file
+/// ([`watch_ring`]) and of a recording of segments (`follow_segments::watch_segments`) hand
+/// it what they read, in the order they read it, and say in [`note`](Watch::note) what
+/// following met, in `follow`'s words.
+pub(crate) trait Watch {
+    /// A file of the log is opened: the ring file (once), or each segment (a stream's
+    /// blocks restart their numbers in each): its path, header and catalog.
+    fn open(&mut self, path: &std::path::Path, header: &Header, catalog: &Catalog) -> Result<()>;
+    /// A verified block, whose records from `from` (a byte offset in its records) come next;
+    /// `from` is 0 the first time the block is met.
+    fn block(&mut self, _block: &Block, _from: usize) {}
+    /// A record of the block of `thread` numbered `sequence`.
+    fn entry(&mut self, thread: u64, sequence: u64, entry: &Entry<'_>) -> Result<ControlFlow<()>>;
+    /// A block that failed its checks (a stream's), or a ring file's block left out
+    /// (`error` none: `line` says which).
+    fn damaged(&mut self, _error: Option<&event_format::decode::BlockError>, line: String) {
+        self.note(line);
+    }
+    /// What following met, in one line (without the `event-dump: ` before it).
+    fn note(&mut self, line: String);
+    /// After what one poll (or one block) brought: `Break` stops following.
+    fn flush(&mut self) -> ControlFlow<()>;
+}
+
+/// `follow`'s [`Watch`]: its printer, made once the log's header is known, and stdout.
+pub(super) struct Printing<'a, W: Write> {
+    args: &'a FollowArgs,
+    colors: Colors,
+    printer: Option<Printer>,
+    out: W,
+}
+
+impl<'a, W: Write> Printing<'a, W> {
+    pub(super) fn new(args: &'a FollowArgs, colors: Colors, out: W) -> Printing<'a, W> {
+        Printing { args, colors, printer: None, out }
+    }
+}
+
+impl<W: Write> Watch for Printing<'_, W> {
+    fn open(&mut self, path: &std::path::Path, header: &Header, catalog: &Catalog) -> Result<()> {
+        if self.printer.is_none() {
+            // Thread names are those the file holds when following starts (and those named
+            // later that `--thread`'s names match: `Choice::learn`).
+            let names = || thread_names(std::slice::from_ref(&path.to_owned()), false);
+            let printer = Printer::new(self.args, self.colors, header, catalog, names)?;
+            printer.start(&mut self.out)?;
+            self.printer = Some(printer);
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, _thread: u64, _sequence: u64, entry: &Entry<'_>) -> Result<ControlFlow<()>> {
+        match (entry, self.printer.as_mut()) {
+            (Entry::Event(event), Some(printer)) => printer.event(&mut self.out, event),
+            _ => Ok(ControlFlow::Continue(())),
+        }
+    }
+
+    fn note(&mut self, line: String) {
+        eprintln!("event-dump: {line}");
+    }
+
+    fn flush(&mut self) -> ControlFlow<()> {
+        if self.out.flush().is_err() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    }
+}
+
 /// `follow` of a ring file: prints what its program commits, until it stops (a recording of
 /// segments is `follow_segments`', which `follow` in mod.rs chooses).
 pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
-    let shown = args.ring.display().to_string();
-    let reader = event_format::log::open_ring(&args.ring).map_err(|e| DumpError::new(e.to_string()))?;
+    let stdout = io::stdout();
+    let mut printing = Printing::new(args, colors, io::BufWriter::new(stdout.lock()));
+    watch_ring(&args.ring, args.from_now, Duration::from_millis(args.interval.max(1)), &mut printing)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Follows the ring file at `path` into `watch`, polling every `interval`, from what the
+/// file holds (or, `from_now`, from what comes next), until its program stops or dies, or
+/// `watch` says stop.
+pub(crate) fn watch_ring(
+    path: &std::path::Path,
+    from_now: bool,
+    interval: Duration,
+    watch: &mut impl Watch,
+) -> Result<()> {
+    let shown = path.display().to_string();
+    let reader = event_format::log::open_ring(path).map_err(|e| DumpError::new(e.to_string()))?;
     let header = reader.header().clone();
     let pid = reader.layout().pid;
     let catalog = Catalog::new(&header.sets);
-    // Thread names are those the ring file holds when following starts.
-    let mut printer =
-        Printer::new(args, colors, &header, &catalog, || thread_names(std::slice::from_ref(&args.ring), false))?;
-    let mut follower = if args.from_now { Follower::from_now(reader) } else { Follower::new(reader) };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    printer.start(&mut out)?;
+    watch.open(path, &header, &catalog)?;
+    let mut follower = if from_now { Follower::from_now(reader) } else { Follower::new(reader) };
     // Records of codes this reader does not know, by code: reported when following ends.
     let mut unknown: BTreeMap<u16, u64> = BTreeMap::new();
-    let report_unknown = |unknown: &BTreeMap<u16, u64>| {
+    let report_unknown = |unknown: &BTreeMap<u16, u64>, watch: &mut dyn FnMut(String)| {
         for (code, n) in unknown {
-            eprintln!(
-                "event-dump: {shown}: {n} records of unknown code {code:#06x} skipped (a newer event set or format wrote them)"
-            );
+            watch(format!(
+                "{shown}: {n} records of unknown code {code:#06x} skipped (a newer event set or format wrote them)"
+            ));
         }
     };
     loop {
@@ -116,18 +194,16 @@ pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode>
         for item in items {
             match item {
                 FollowItem::Records { block, from, .. } => {
+                    watch.block(&block, from);
+                    let (thread, sequence) = (block.header.thread, block.header.sequence);
                     for entry in block.entries_from(&catalog, from) {
-                        match entry {
-                            Entry::Event(event) => {
-                                if printer.event(&mut out, &event)?.is_break() {
-                                    return Ok(ExitCode::SUCCESS);
-                                }
-                            }
-                            Entry::Unknown { code, .. } => *unknown.entry(code).or_insert(0u64) += 1,
-                            Entry::Bad(error) => {
-                                let (thread, sequence) = (block.header.thread, block.header.sequence);
-                                eprintln!("event-dump: thread {thread}, block {sequence}: {error}");
-                            }
+                        match &entry {
+                            Entry::Unknown { code, .. } => *unknown.entry(*code).or_insert(0u64) += 1,
+                            Entry::Bad(error) => watch.note(format!("thread {thread}, block {sequence}: {error}")),
+                            Entry::Event(_) => {}
+                        }
+                        if watch.entry(thread, sequence, &entry)?.is_break() {
+                            return Ok(());
                         }
                     }
                 }
@@ -135,31 +211,31 @@ pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode>
                 // call the lines before where it starts lost).
                 FollowItem::Before { .. } => {}
                 FollowItem::Overwritten { thread, blocks } => {
-                    eprintln!("event-dump: thread {thread}: {blocks} blocks overwritten before they could be read");
+                    watch.note(format!("thread {thread}: {blocks} blocks overwritten before they could be read"));
                 }
                 FollowItem::Damaged { thread, sequence, why } => {
-                    eprintln!("event-dump: thread {thread}, block {sequence}: {why}");
+                    watch.damaged(None, format!("thread {thread}, block {sequence}: {why}"));
                 }
                 FollowItem::PinAreaDamaged { why } => {
-                    eprintln!(
-                        "event-dump: {shown}: the ring file's pin area is damaged ({why}): the pinned events from the damage on are not shown"
-                    );
+                    watch.note(format!(
+                        "{shown}: the ring file's pin area is damaged ({why}): the pinned events from the damage on are not shown"
+                    ));
                 }
             }
         }
-        if out.flush().is_err() {
-            return Ok(ExitCode::SUCCESS);
+        if watch.flush().is_break() {
+            return Ok(());
         }
         if ended {
-            report_unknown(&unknown);
+            report_unknown(&unknown, &mut |line| watch.note(line));
             if status.state != STATE_CLOSED {
-                eprintln!(
-                    "event-dump: the program (pid {pid}) ended without closing its ring file; everything it committed was shown"
-                );
+                watch.note(format!(
+                    "the program (pid {pid}) ended without closing its ring file; everything it committed was shown"
+                ));
             }
-            return Ok(ExitCode::SUCCESS);
+            return Ok(());
         }
-        std::thread::sleep(Duration::from_millis(args.interval.max(1)));
+        std::thread::sleep(interval);
     }
 }
 

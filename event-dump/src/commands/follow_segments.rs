@@ -15,7 +15,7 @@
 //! `event_format::log::open_growing` (this module says only whether its writer is at work), a
 //! sealed segment with `event_format::log::open`.
 
-use super::follow::{Printer, writer_alive};
+use super::follow::{Printing, Watch, writer_alive};
 use super::{Colors, Result};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
@@ -23,7 +23,7 @@ use event_format::decode::Entry;
 use event_format::log::{self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, segment_at, segments_in};
 use event_format::wire::StopCause;
 use std::collections::BTreeSet;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -58,15 +58,21 @@ fn first(path: &Path) -> Result<(PathBuf, Option<FoundSegment>)> {
 
 /// `follow` of a recording of segments, or of a stream.
 pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
-    let (dir, start) = first(&args.ring)?;
-    let interval = Duration::from_millis(args.interval.max(1));
-    let mut path = start.as_ref().map_or_else(|| args.ring.clone(), |s| s.path.clone());
-    let mut segment = start;
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let mut printer: Option<Printer> = None;
+    let mut printing = Printing::new(args, colors, io::BufWriter::new(stdout.lock()));
+    watch_segments(&args.ring, args.from_now, Duration::from_millis(args.interval.max(1)), &mut printing)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Follows the recording of segments (or the stream) at `ring` into `watch`, looking for
+/// more every `interval`, from the start of its latest segment (or, `from_now`, from where it
+/// ends now), across rotations, until its recorder stops or dies, or `watch` says stop.
+pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, watch: &mut impl Watch) -> Result<()> {
+    let (dir, start) = first(ring)?;
+    let mut path = start.as_ref().map_or_else(|| ring.to_owned(), |s| s.path.clone());
+    let mut segment = start;
     let pid = Arc::new(AtomicU64::new(0));
-    let mut skip_before = if args.from_now { std::fs::metadata(&path).map_or(0, |m| m.len()) } else { 0 };
+    let mut skip_before = if from_now { std::fs::metadata(&path).map_or(0, |m| m.len()) } else { 0 };
     loop {
         let shown = path.display().to_string();
         let open = shown.ends_with(OPEN_SUFFIX);
@@ -89,43 +95,37 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
         .map_err(|e| DumpError::new(e.to_string()))?;
         let header = log.header().clone();
         pid.store(header.producer.pid, Ordering::Relaxed);
-        if printer.is_none() {
-            let names = || crate::choice::thread_names(std::slice::from_ref(&path), false);
-            let p = Printer::new(args, colors, &header, log.catalog(), names)?;
-            p.start(&mut out)?;
-            printer = Some(p);
-        }
-        let Some(printer) = printer.as_mut() else { return Ok(ExitCode::SUCCESS) };
+        watch.open(&path, &header, log.catalog())?;
         let (blocks, catalog) = log.blocks_and_catalog();
         let mut stop = None;
         while let Some(block) = blocks.next_block() {
             let block = match block {
                 Ok(block) => block,
                 Err(e) => {
-                    eprintln!("event-dump: {shown}: {e}");
+                    watch.damaged(Some(&e), format!("{shown}: {e}"));
                     continue;
                 }
             };
             if block.offset >= skip_before {
+                watch.block(&block, 0);
+                let (thread, sequence) = (block.header.thread, block.header.sequence);
                 for entry in block.entries(catalog) {
-                    match entry {
-                        Entry::Event(event) => {
-                            if printer.event(&mut out, &event)?.is_break() {
-                                return Ok(ExitCode::SUCCESS);
-                            }
-                        }
+                    match &entry {
+                        Entry::Event(_) => {}
                         Entry::Unknown { code, .. } => {
-                            eprintln!("event-dump: {shown}: a record of unknown code {code:#06x} skipped")
+                            watch.note(format!("{shown}: a record of unknown code {code:#06x} skipped"))
                         }
                         Entry::Bad(error) => {
-                            let (thread, sequence) = (block.header.thread, block.header.sequence);
-                            eprintln!("event-dump: {shown}: thread {thread}, block {sequence}: {error}");
+                            watch.note(format!("{shown}: thread {thread}, block {sequence}: {error}"));
                         }
+                    }
+                    if watch.entry(thread, sequence, &entry)?.is_break() {
+                        return Ok(());
                     }
                 }
             }
-            if out.flush().is_err() {
-                return Ok(ExitCode::SUCCESS);
+            if watch.flush().is_break() {
+                return Ok(());
             }
             // The stop marker ends the segment: nothing is written after it.
             if block.header.thread == 0
@@ -138,26 +138,24 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
         skip_before = 0;
         let Some(current) = segment.take() else {
             if stop.is_none() {
-                eprintln!(
-                    "event-dump: {shown}: its writer stopped holding it without a stop marker (killed or aborted)"
-                );
+                watch.note(format!("{shown}: its writer stopped holding it without a stop marker (killed or aborted)"));
             }
-            return Ok(ExitCode::SUCCESS);
+            return Ok(());
         };
         match stop.map(|s| (s.cause, s.unwritten)) {
             Some((StopCause::Rotated, _)) => {}
             Some((cause @ (StopCause::DiskFull | StopCause::WriteError), unwritten)) => {
-                eprintln!(
-                    "event-dump: {shown}: the recorder stopped writing it: {cause}: {unwritten} events not written; waiting for it to resume"
-                );
+                watch.note(format!(
+                    "{shown}: the recorder stopped writing it: {cause}: {unwritten} events not written; waiting for it to resume"
+                ));
             }
-            Some(_) => return Ok(ExitCode::SUCCESS),
+            Some(_) => return Ok(()),
             None => {
-                eprintln!(
-                    "event-dump: {shown}: the program (pid {}) ended without sealing it; everything it wrote was shown",
+                watch.note(format!(
+                    "{shown}: the program (pid {}) ended without sealing it; everything it wrote was shown",
                     pid.load(Ordering::Relaxed)
-                );
-                return Ok(ExitCode::SUCCESS);
+                ));
+                return Ok(());
             }
         }
         // The next segment of the recording, once it exists.
@@ -167,21 +165,21 @@ pub(super) fn follow(args: &FollowArgs, colors: Colors) -> Result<ExitCode> {
             let later = found.into_iter().find(|f| f.recording == current.recording && f.segment.index >= next);
             if let Some(s) = later {
                 if s.segment.index > next {
-                    eprintln!(
-                        "event-dump: segments {next}..{} of the recording are not there (removed before they could be followed)",
+                    watch.note(format!(
+                        "segments {next}..{} of the recording are not there (removed before they could be followed)",
                         s.segment.index - 1
-                    );
+                    ));
                 }
                 path = s.path.clone();
                 segment = Some(s);
                 break;
             }
             if pid.load(Ordering::Relaxed) != 0 && !writer_alive(pid.load(Ordering::Relaxed), now_ns()) {
-                eprintln!(
-                    "event-dump: the program (pid {}) ended after {shown}; no next segment",
+                watch.note(format!(
+                    "the program (pid {}) ended after {shown}; no next segment",
                     pid.load(Ordering::Relaxed)
-                );
-                return Ok(ExitCode::SUCCESS);
+                ));
+                return Ok(());
             }
             std::thread::sleep(interval);
         }

@@ -1,10 +1,11 @@
 //! `latency`: how long spans last. The logs' spans (declared in events.def, or by the naming
 //! convention: [`event_format::roles`]) are paired as every reader pairs them, through the
 //! merge (threads and logs in time order, as async spans need), and their durations are
-//! summed up per span name, or per value of a parameter (`--by`): count, minimum, the
-//! 50th, 90th and 99th percentiles, maximum and a histogram of powers of two (as
-//! bpftrace's `hist` prints it); then the slowest spans, with their start as `print` shows
-//! it, so that `print --since START --until END` opens the window around one.
+//! summed up per span name, or per value of parameters (`--by`, one or several): count,
+//! minimum, percentiles (`--percentiles`, default the 50th, 90th and 99th), maximum, total
+//! and a histogram of powers of two (as bpftrace's `hist` prints it); then the slowest
+//! spans, with their start as `print` shows it, so that `print --since START --until END`
+//! opens the window around one.
 //!
 //! - **Durations** are the end's time minus the begin's, each in nanoseconds as `print`
 //!   shows it (seconds with 9 decimals): two spans `print` shows alike last alike.
@@ -33,8 +34,8 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-/// The percentiles shown.
-const PERCENTILES: [u64; 3] = [50, 90, 99];
+/// The percentiles shown without `--percentiles`.
+const PERCENTILES: &str = "50,90,99";
 
 /// The width of a histogram's bar, as bpftrace draws it.
 const BAR: usize = 52;
@@ -45,8 +46,8 @@ struct Begun {
     ns: i128,
     thread: u64,
     name: String,
-    /// Its group's value of `--by` (the begin's; else the end's gives it).
-    by: Option<String>,
+    /// Its group's values of `--by`'s parameters (the begin's; else the end's give them).
+    by: Vec<Option<String>>,
     /// Its id as `print` writes it: an async span's id, a `tracing` span's `span`.
     id: Option<String>,
     /// Whether the choice keeps it.
@@ -55,16 +56,17 @@ struct Begun {
 
 /// What is counted of one group: a span name, and a value of `--by`.
 #[derive(Default)]
-struct Group {
-    durations: Vec<u64>,
-    unended: u64,
-    unmatched: u64,
-    backwards: u64,
+pub(crate) struct Group {
+    /// The durations of the spans paired, in ns (sorted once counting is done).
+    pub(crate) durations: Vec<u64>,
+    pub(crate) unended: u64,
+    pub(crate) unmatched: u64,
+    pub(crate) backwards: u64,
 }
 
 /// One of the slowest spans.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Slow {
+pub(crate) struct Slow {
     duration: u64,
     /// The order it ended in: of equal durations, the earlier is kept.
     order: Reverse<u64>,
@@ -73,69 +75,122 @@ struct Slow {
     thread: String,
     end_thread: String,
     span: String,
-    by: Option<String>,
+    by: Vec<Option<String>>,
     id: Option<String>,
 }
 
-pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
-    let mut logs =
-        if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
-    let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
-    let roles: Vec<Roles> = headers.iter().map(|h| Roles::new(&h.sets)).collect();
-    if let Some(by) = &args.by {
-        check_by(by, &logs, &roles)?;
-    }
-    let spans: Option<Vec<&str>> = args.span.as_deref().map(|s| s.split(',').map(str::trim).collect());
-    let seconds: Vec<Seconds> = headers.iter().map(|h| Seconds::new(&h.clock)).collect();
-    let clocks: Vec<_> = headers.iter().map(|h| h.clock).collect();
-    let pids: Option<Vec<u64>> = (logs.len() > 1).then(|| headers.iter().map(|h| h.producer.pid).collect());
-    let thread_text = |file: usize, thread: u64| match &pids {
-        Some(pids) => format!("{}:T{thread}", pids[file]),
-        None => format!("T{thread}"),
-    };
-    drop(headers);
+/// What is counted per span name and values of `--by`.
+type Groups = BTreeMap<(String, Vec<Option<String>>), Group>;
 
-    let mut pairers: Vec<Pairer<Begun>> = logs.iter().map(|_| Pairer::new()).collect();
-    let mut groups: BTreeMap<(String, Option<String>), Group> = BTreeMap::new();
-    let mut slowest: BinaryHeap<Reverse<Slow>> = BinaryHeap::new();
-    let mut ended = 0u64;
-    let wanted = |name: &str| spans.as_ref().is_none_or(|s| s.iter().any(|g| glob::matches(g, name)));
-    let ledgers = crate::export::merge_all(&mut logs, "paired", |Item { file, event }| {
-        let roles = &roles[file];
-        let Some(role) = roles.of(event.desc.wire) else { return Ok(()) };
-        let ns = seconds[file].nanos(event.time);
+/// The spans of logs paired and counted, one event at a time in time order (what `latency`
+/// and `summary` read through the merge).
+pub(crate) struct Spans<'a> {
+    roles: Vec<Roles>,
+    seconds: Vec<Seconds>,
+    clocks: Vec<event_format::wire::Clock>,
+    /// Each log's pid, when there are several (threads are written `pid:Tn`).
+    pids: Option<Vec<u64>>,
+    pairers: Vec<Pairer<Begun>>,
+    groups: Groups,
+    slowest: BinaryHeap<Reverse<Slow>>,
+    ended: u64,
+    top: usize,
+    by: &'a [String],
+    names: Option<Vec<&'a str>>,
+    choice: &'a Choice,
+}
+
+/// What [`Spans`] counted.
+pub(crate) struct Counted {
+    /// Per span name and values of `--by`, the durations sorted.
+    pub(crate) groups: Groups,
+    /// The slowest, slowest first.
+    pub(crate) slowest: Vec<Slow>,
+    /// Spans given up unended to keep within the pairer's limits.
+    pub(crate) given_up: u64,
+}
+
+impl<'a> Spans<'a> {
+    /// The spans of `logs` that `choice` and `names` (globs of span names) choose, grouped by
+    /// the values of `by`, keeping the `top` slowest.
+    pub(crate) fn new(
+        logs: &[crate::log::Log],
+        choice: &'a Choice,
+        names: Option<Vec<&'a str>>,
+        by: &'a [String],
+        top: usize,
+    ) -> Result<Spans<'a>> {
+        let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+        let roles: Vec<Roles> = headers.iter().map(|h| Roles::new(&h.sets)).collect();
+        for param in by {
+            check_by(param, logs, &roles)?;
+        }
+        Ok(Spans {
+            seconds: headers.iter().map(|h| Seconds::new(&h.clock)).collect(),
+            clocks: headers.iter().map(|h| h.clock).collect(),
+            pids: (logs.len() > 1).then(|| headers.iter().map(|h| h.producer.pid).collect()),
+            pairers: logs.iter().map(|_| Pairer::new()).collect(),
+            roles,
+            groups: Groups::new(),
+            slowest: BinaryHeap::new(),
+            ended: 0,
+            top,
+            by,
+            names,
+            choice,
+        })
+    }
+
+    fn thread_text(&self, file: usize, thread: u64) -> String {
+        match &self.pids {
+            Some(pids) => format!("{}:T{thread}", pids[file]),
+            None => format!("T{thread}"),
+        }
+    }
+
+    fn wanted(&self, name: &str) -> bool {
+        self.names.as_ref().is_none_or(|s| s.iter().any(|g| glob::matches(g, name)))
+    }
+
+    /// Counts what `event`, of log `file`, begins or ends.
+    pub(crate) fn event(&mut self, file: usize, event: &Event<'_>) {
+        let Some(role) = self.roles[file].of(event.desc.wire) else { return };
+        let role = role.clone();
+        let ns = self.seconds[file].nanos(event.time);
         if let Some(end) = role.ends
-            && let Some(key) = roles.key(&end, &event)
+            && let Some(key) = self.roles[file].key(&end, event)
         {
-            match pairers[file].end(event.thread, &key) {
+            match self.pairers[file].end(event.thread, &key) {
                 Some(closed) => {
                     for cut in closed.cut.into_iter().filter(|c| c.selected) {
-                        groups.entry((cut.name, cut.by)).or_default().unended += 1;
+                        self.groups.entry((cut.name, cut.by)).or_default().unended += 1;
                     }
                     let begun = closed.begin;
                     if begun.selected {
-                        let by = begun.by.clone().or_else(|| by_value(args.by.as_deref(), &event));
-                        let group = groups.entry((begun.name.clone(), by.clone())).or_default();
+                        let ended_by = by_values(self.by, event);
+                        let by: Vec<Option<String>> =
+                            begun.by.iter().zip(ended_by).map(|(b, e)| b.clone().or(e)).collect();
+                        let group = self.groups.entry((begun.name.clone(), by.clone())).or_default();
                         match u64::try_from(ns - begun.ns) {
                             Err(_) => group.backwards += 1,
                             Ok(duration) => {
                                 group.durations.push(duration);
-                                ended += 1;
-                                if args.top > 0 {
-                                    slowest.push(Reverse(Slow {
+                                self.ended += 1;
+                                if self.top > 0 {
+                                    let slow = Slow {
                                         duration,
-                                        order: Reverse(ended),
+                                        order: Reverse(self.ended),
                                         start: seconds_text(begun.ns),
                                         end: seconds_text(ns),
-                                        thread: thread_text(file, begun.thread),
-                                        end_thread: thread_text(file, event.thread),
+                                        thread: self.thread_text(file, begun.thread),
+                                        end_thread: self.thread_text(file, event.thread),
                                         span: begun.name,
                                         by,
                                         id: begun.id,
-                                    }));
-                                    if slowest.len() > args.top {
-                                        slowest.pop();
+                                    };
+                                    self.slowest.push(Reverse(slow));
+                                    if self.slowest.len() > self.top {
+                                        self.slowest.pop();
                                     }
                                 }
                             }
@@ -143,46 +198,72 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
                     }
                 }
                 None => {
-                    let name = end_name(roles, &end, &event);
-                    if wanted(&name) && choice.keeps(file, &event, &clocks[file]) {
-                        groups.entry((name, by_value(args.by.as_deref(), &event))).or_default().unmatched += 1;
+                    let name = end_name(&self.roles[file], &end, event);
+                    if self.wanted(&name) && self.choice.keeps(file, event, &self.clocks[file]) {
+                        self.groups.entry((name, by_values(self.by, event))).or_default().unmatched += 1;
                     }
                 }
             }
         }
         if let Some(begin) = role.begins
-            && let Some(key) = roles.key(&begin, &event)
+            && let Some(key) = self.roles[file].key(&begin, event)
         {
-            let name = roles.begin_name(&begin, &event).into_owned();
-            let selected = wanted(&name) && choice.keeps(file, &event, &clocks[file]);
-            let id = id_text(&begin, &key, &event);
-            let by = by_value(args.by.as_deref(), &event);
-            pairers[file].begin(event.thread, key, Begun { ns, thread: event.thread, name, by, id, selected });
+            let name = self.roles[file].begin_name(&begin, event).into_owned();
+            let selected = self.wanted(&name) && self.choice.keeps(file, event, &self.clocks[file]);
+            let id = id_text(&begin, &key, event);
+            let by = by_values(self.by, event);
+            self.pairers[file].begin(event.thread, key, Begun { ns, thread: event.thread, name, by, id, selected });
         }
+    }
+
+    /// The spans counted: those still open are unended.
+    pub(crate) fn finish(mut self) -> Counted {
+        let mut given_up = 0;
+        for pairer in std::mem::take(&mut self.pairers) {
+            given_up += pairer.given_up();
+            let left = pairer.finish();
+            let open = left.threads.into_iter().flat_map(|(_, s)| s.into_iter().map(|(_, b)| b));
+            for begun in open.chain(left.asyncs.into_iter().flat_map(|(_, s)| s)).filter(|b| b.selected) {
+                self.groups.entry((begun.name, begun.by)).or_default().unended += 1;
+            }
+        }
+        for group in self.groups.values_mut() {
+            group.durations.sort_unstable();
+        }
+        let slowest = self.slowest.into_sorted_vec().into_iter().map(|Reverse(s)| s).collect();
+        Counted { groups: self.groups, slowest, given_up }
+    }
+}
+
+/// The line said when spans were given up unended to keep within the pairer's limits.
+pub(crate) fn given_up_line(given_up: u64) -> Option<String> {
+    (given_up > 0).then(|| {
+        format!(
+            "{given_up} spans were given up unended: more were open at once than latency holds ({} on a thread, {} \
+             async)",
+            event_format::roles::MAX_DEPTH,
+            event_format::roles::MAX_OPEN
+        )
+    })
+}
+
+pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
+    let points = Points::parse(args.percentiles.as_deref().unwrap_or(PERCENTILES))?;
+    let mut logs =
+        if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
+    let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    drop(headers);
+    let names: Option<Vec<&str>> = args.span.as_deref().map(|s| s.split(',').map(str::trim).collect());
+    let mut spans = Spans::new(&logs, &choice, names, &args.by, args.top)?;
+    let ledgers = crate::export::merge_all(&mut logs, "paired", |Item { file, event }| {
+        spans.event(file, &event);
         Ok(())
     })
     .map_err(|e| DumpError::new(format!("cannot read the logs: {e}")))?;
-    // What the merge could not hand on: the logs' damaged blocks, bad records, unknown codes.
-    let unreadable: u64 = ledgers
-        .iter()
-        .map(|l| (l.damaged_blocks().len() + l.bad_records().len()) as u64 + l.unknown_records())
-        .fold(0, u64::saturating_add);
-
-    for pairer in pairers {
-        let given_up = pairer.given_up();
-        let left = pairer.finish();
-        let open = left.threads.into_iter().flat_map(|(_, s)| s.into_iter().map(|(_, b)| b));
-        for begun in open.chain(left.asyncs.into_iter().flat_map(|(_, s)| s)).filter(|b| b.selected) {
-            groups.entry((begun.name, begun.by)).or_default().unended += 1;
-        }
-        if given_up > 0 {
-            eprintln!(
-                "event-dump: {given_up} spans were given up unended: more were open at once than latency holds \
-                 ({} on a thread, {} async)",
-                event_format::roles::MAX_DEPTH,
-                event_format::roles::MAX_OPEN
-            );
-        }
+    let Counted { groups, slowest, given_up } = spans.finish();
+    if let Some(line) = given_up_line(given_up) {
+        eprintln!("event-dump: {line}");
     }
     if groups.is_empty() {
         return Err(DumpError::new(if args.span.is_some() || !choice.is_everything() {
@@ -191,15 +272,16 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
             "no span in the log: declare one in events.def (SPAN(name, Begin, End)), or name two events FooBegin and FooEnd"
         }));
     }
-    for group in groups.values_mut() {
-        group.durations.sort_unstable();
-    }
-    let slowest: Vec<Slow> = slowest.into_sorted_vec().into_iter().map(|Reverse(s)| s).collect();
     let text = match args.format {
-        LatencyFormat::Text => text(&groups, &slowest, args.by.as_deref()),
-        LatencyFormat::Json => json(&groups, &slowest, args.by.as_deref()),
+        LatencyFormat::Text => text(&groups, &slowest, &args.by, &points),
+        LatencyFormat::Json => json(&groups, &slowest, &args.by, &points),
     };
     write_all(&text)?;
+    // What the merge could not hand on: the logs' damaged blocks, bad records, unknown codes.
+    let unreadable: u64 = ledgers
+        .iter()
+        .map(|l| (l.damaged_blocks().len() + l.bad_records().len()) as u64 + l.unknown_records())
+        .fold(0, u64::saturating_add);
     if unreadable > 0 {
         eprintln!(
             "event-dump: {unreadable} records could not be read (damaged blocks, bad records or unknown codes) and \
@@ -209,9 +291,58 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The percentiles `--percentiles` asks for, each as written (`99.9`) and as a fraction.
+pub(crate) struct Points(Vec<Point>);
+
+/// One percentile: p = `num / den` percent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Point {
+    /// As the keys and columns name it: `50`, `99.9` (no trailing zeros).
+    pub(crate) text: String,
+    num: u128,
+    den: u128,
+}
+
+impl Points {
+    /// `50,99,99.9`: each above 0 and at most 100, at most 9 decimals, in the order given.
+    pub(crate) fn parse(list: &str) -> Result<Points> {
+        let bad = |item: &str, why: &str| {
+            DumpError::new(format!(
+                "--percentiles {list}: `{item}` {why}; give percentiles above 0 and at most 100, such as 50,99,99.9"
+            ))
+        };
+        let mut points: Vec<Point> = Vec::new();
+        for item in list.split(',').map(str::trim) {
+            let (whole, frac) = item.split_once('.').unwrap_or((item, ""));
+            let frac = frac.trim_end_matches('0');
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            if !digits(whole) || !(frac.is_empty() || digits(frac)) || frac.len() > 9 || whole.len() > 3 {
+                return Err(bad(item, "is not a number of at most 9 decimals"));
+            }
+            let den = 10u128.pow(frac.len() as u32);
+            let num = whole.parse::<u128>().unwrap_or(u128::MAX / 2) * den + frac.parse::<u128>().unwrap_or(0);
+            if num == 0 || num > 100 * den {
+                return Err(bad(item, "is not above 0 and at most 100"));
+            }
+            let whole = whole.trim_start_matches('0');
+            let whole = if whole.is_empty() { "0" } else { whole };
+            let text = if frac.is_empty() { whole.to_owned() } else { format!("{whole}.{frac}") };
+            if points.iter().any(|p| p.text == text) {
+                return Err(bad(item, "is given twice"));
+            }
+            points.push(Point { text, num, den });
+        }
+        Ok(Points(points))
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Point> {
+        self.0.iter()
+    }
+}
+
 pub(crate) use crate::cli::LatencyFormat;
 
-/// `--by`'s parameter must be one of some span's begin or end event.
+/// Each of `--by`'s parameters must be one of some span's begin or end event.
 fn check_by(by: &str, logs: &[crate::log::Log], roles: &[Roles]) -> Result<()> {
     let mut params = std::collections::BTreeSet::new();
     for (log, roles) in logs.iter().zip(roles) {
@@ -234,9 +365,14 @@ fn check_by(by: &str, logs: &[crate::log::Log], roles: &[Roles]) -> Result<()> {
     )))
 }
 
+/// The values of parameters `by` of `event`, as `print` writes them (`None` for one it has
+/// not).
+fn by_values(by: &[String], event: &Event<'_>) -> Vec<Option<String>> {
+    by.iter().map(|b| by_value(b, event)).collect()
+}
+
 /// The value of parameter `by` of `event`, as `print` writes it.
-fn by_value(by: Option<&str>, event: &Event<'_>) -> Option<String> {
-    let by = by?;
+fn by_value(by: &str, event: &Event<'_>) -> Option<String> {
     let i = event.desc.params.iter().position(|p| p == by)?;
     let mut text = String::new();
     write_value(&mut text, &event.values().nth(i)?).ok()?;
@@ -267,11 +403,16 @@ fn seconds_text(ns: i128) -> String {
     format!("{sign}{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The nearest-rank p-th percentile of `sorted` (not empty).
-fn percentile(sorted: &[u64], p: u64) -> u64 {
-    let n = sorted.len() as u64;
-    let rank = (p * n).div_ceil(100).max(1);
+/// The nearest-rank percentile `p` of `sorted` (not empty): the ⌈p·n/100⌉-th smallest.
+pub(crate) fn percentile(sorted: &[u64], p: &Point) -> u64 {
+    let n = sorted.len() as u128;
+    let rank = (p.num * n).div_ceil(100 * p.den).clamp(1, n);
     sorted[(rank - 1) as usize]
+}
+
+/// The sum of `durations`, in ns (a u128: no sum of u64 durations overflows it).
+pub(crate) fn total(durations: &[u64]) -> u128 {
+    durations.iter().map(|&d| u128::from(d)).sum()
 }
 
 /// The power-of-two bucket of `v`: 0 for 0, 1 for 1, then k + 1 for [2^k, 2^(k+1)).
@@ -323,14 +464,21 @@ fn human(ns: u64) -> String {
     }
 }
 
-fn group_title(name: &str, by: Option<&str>, value: Option<&str>) -> String {
-    match by {
-        Some(by) => format!("{name} {by}={}", value.unwrap_or("(none)")),
-        None => name.to_owned(),
+fn group_title(name: &str, by: &[String], values: &[Option<String>]) -> String {
+    let mut title = name.to_owned();
+    for (by, value) in by.iter().zip(values) {
+        let _ = write!(title, " {by}={}", value.as_deref().unwrap_or("(none)"));
     }
+    title
 }
 
-fn text(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by: Option<&str>) -> String {
+/// Values of `--by` as one column: each value, `(none)` for one the span has not, joined by
+/// `,`.
+fn values_text(values: &[Option<String>]) -> String {
+    values.iter().map(|v| v.as_deref().unwrap_or("(none)")).collect::<Vec<_>>().join(",")
+}
+
+fn text(groups: &Groups, slowest: &[Slow], by: &[String], points: &Points) -> String {
     let mut out = String::new();
     for ((name, value), g) in groups {
         let mut notes = Vec::new();
@@ -345,16 +493,11 @@ fn text(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
         }
         let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join(", ")) };
         let n = g.durations.len();
-        let _ = writeln!(
-            out,
-            "{}: {n} {}{notes}",
-            group_title(name, by, value.as_deref()),
-            if n == 1 { "span" } else { "spans" }
-        );
+        let _ = writeln!(out, "{}: {n} {}{notes}", group_title(name, by, value), if n == 1 { "span" } else { "spans" });
         if let (Some(&min), Some(&max)) = (g.durations.first(), g.durations.last()) {
             let mut line = format!("  min {}", human(min));
-            for p in PERCENTILES {
-                let _ = write!(line, "  p{p} {}", human(percentile(&g.durations, p)));
+            for p in points.iter() {
+                let _ = write!(line, "  p{} {}", p.text, human(percentile(&g.durations, p)));
             }
             let _ = writeln!(out, "{line}  max {}", human(max));
             let buckets = histogram(&g.durations);
@@ -373,7 +516,7 @@ fn text(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
     }
     if !slowest.is_empty() {
         let _ = writeln!(out, "The {} slowest (start and end as print shows them):", slowest.len());
-        let by_column = by.map(|b| format!("  {b}")).unwrap_or_default();
+        let by_column = if by.is_empty() { String::new() } else { format!("  {}", by.join(",")) };
         let _ = writeln!(
             out,
             "  {:>14}  {:>14}  {:>14}  {:<14}  span{by_column}  id",
@@ -382,7 +525,7 @@ fn text(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
         for s in slowest {
             let thread =
                 if s.thread == s.end_thread { s.thread.clone() } else { format!("{}->{}", s.thread, s.end_thread) };
-            let by = if by.is_some() { format!("  {}", s.by.as_deref().unwrap_or("(none)")) } else { String::new() };
+            let by = if by.is_empty() { String::new() } else { format!("  {}", values_text(&s.by)) };
             let _ = writeln!(
                 out,
                 "  {:>14}  {:>14}  {:>14}  {thread:<14}  {}{by}  {}",
@@ -397,26 +540,35 @@ fn text(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
     out
 }
 
-fn json(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by: Option<&str>) -> String {
+fn json(groups: &Groups, slowest: &[Slow], by: &[String], points: &Points) -> String {
     use crate::json::string;
     let mut out = String::from("{\"percentiles\":\"nearest rank\",\"unit\":\"ns\",\"by\":");
     match by {
-        Some(by) => string(&mut out, by),
-        None => out.push_str("null"),
+        [] => out.push_str("null"),
+        by => string(&mut out, &by.join(",")),
     }
-    out.push_str(",\"spans\":[");
-    let opt = |out: &mut String, v: Option<&str>| match v {
-        Some(v) => string(out, v),
-        None => out.push_str("null"),
-    };
-    for (i, ((name, value), g)) in groups.iter().enumerate() {
+    out.push_str(",\"by_params\":[");
+    for (i, b) in by.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(&mut out, b);
+    }
+    out.push_str("],\"percentile_points\":[");
+    for (i, p) in points.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(&mut out, &p.text);
+    }
+    out.push_str("],\"spans\":[");
+    for (i, ((name, values), g)) in groups.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("\n{\"span\":");
         string(&mut out, name);
-        out.push_str(",\"value\":");
-        opt(&mut out, value.as_deref());
+        value_keys(&mut out, values);
         let _ = write!(
             out,
             ",\"count\":{},\"unended\":{},\"unmatched_ends\":{},\"ended_before_begun\":{}",
@@ -428,10 +580,12 @@ fn json(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
         let d = &g.durations;
         let stat = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
         let _ = write!(out, ",\"min_ns\":{}", stat(d.first().copied()));
-        for p in PERCENTILES {
-            let _ = write!(out, ",\"p{p}_ns\":{}", stat((!d.is_empty()).then(|| percentile(d, p))));
+        for p in points.iter() {
+            let _ = write!(out, ",\"p{}_ns\":{}", p.text, stat((!d.is_empty()).then(|| percentile(d, p))));
         }
-        let _ = write!(out, ",\"max_ns\":{},\"histogram\":[", stat(d.last().copied()));
+        let _ = write!(out, ",\"max_ns\":{},\"total_ns\":", stat(d.last().copied()));
+        unsigned_wide(&mut out, total(d));
+        out.push_str(",\"histogram\":[");
         for (j, (b, count)) in histogram(d).into_iter().enumerate() {
             let (from, to) = bucket_bounds(b);
             let _ =
@@ -446,8 +600,7 @@ fn json(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
         }
         let _ = write!(out, "\n{{\"duration_ns\":{},\"span\":", s.duration);
         string(&mut out, &s.span);
-        out.push_str(",\"value\":");
-        opt(&mut out, s.by.as_deref());
+        value_keys(&mut out, &s.by);
         let _ = write!(out, ",\"start\":\"{}\",\"end\":\"{}\",\"thread\":", s.start, s.end);
         string(&mut out, &s.thread);
         out.push_str(",\"end_thread\":");
@@ -460,19 +613,71 @@ fn json(groups: &BTreeMap<(String, Option<String>), Group>, slowest: &[Slow], by
     out
 }
 
+/// A JSON string, or null.
+fn opt(out: &mut String, v: Option<&str>) {
+    match v {
+        Some(v) => crate::json::string(out, v),
+        None => out.push_str("null"),
+    }
+}
+
+/// A group's `"value"` and `"values"` keys: the one value of `--by` (null without it, or
+/// for a span without the parameter), or with several parameters their values as the text
+/// shows them (`0x1000,(none)`); and each value apart.
+fn value_keys(out: &mut String, values: &[Option<String>]) {
+    out.push_str(",\"value\":");
+    match values {
+        [] => out.push_str("null"),
+        [one] => opt(out, one.as_deref()),
+        several => crate::json::string(out, &values_text(several)),
+    }
+    out.push_str(",\"values\":[");
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        opt(out, v.as_deref());
+    }
+    out.push(']');
+}
+
+/// A sum of durations: a number while a double holds it exactly, a decimal string beyond
+/// (as `json::unsigned` writes a u64).
+pub(crate) fn unsigned_wide(out: &mut String, v: u128) {
+    match u64::try_from(v) {
+        Ok(v) => crate::json::unsigned(out, v),
+        Err(_) => {
+            let _ = write!(out, "\"{v}\"");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn percentiles_are_by_nearest_rank() {
+        let p = |list: &str| Points::parse(list).unwrap().0;
+        let [p50, p90, p99] = <[Point; 3]>::try_from(p("50,90,99")).unwrap();
         let d: Vec<u64> = (1..=10).collect();
-        assert_eq!(percentile(&d, 50), 5);
-        assert_eq!(percentile(&d, 90), 9);
-        assert_eq!(percentile(&d, 99), 10);
-        assert_eq!(percentile(&[7], 50), 7);
+        assert_eq!(percentile(&d, &p50), 5);
+        assert_eq!(percentile(&d, &p90), 9);
+        assert_eq!(percentile(&d, &p99), 10);
+        assert_eq!(percentile(&[7], &p50), 7);
         let d: Vec<u64> = (1..=200).collect();
-        assert_eq!((percentile(&d, 50), percentile(&d, 90), percentile(&d, 99)), (100, 180, 198));
+        assert_eq!((percentile(&d, &p50), percentile(&d, &p90), percentile(&d, &p99)), (100, 180, 198));
+        // Fractions: the 99.9th of 10 000 is the 9 990th; of 1 000 the 999th; 99.99 of 10 000
+        // the 9 999th; 100 the largest.
+        let [p999, p9999, p100] = <[Point; 3]>::try_from(p("99.90, 99.99,100")).unwrap();
+        assert_eq!((p999.text.as_str(), p9999.text.as_str(), p100.text.as_str()), ("99.9", "99.99", "100"));
+        let d: Vec<u64> = (1..=10_000).collect();
+        assert_eq!((percentile(&d, &p999), percentile(&d, &p9999), percentile(&d, &p100)), (9_990, 9_999, 10_000));
+        assert_eq!(percentile(&d[..1000], &p999), 999);
+        assert_eq!(percentile(&d[..3], &p9999), 3);
+        for bad in ["0", "100.5", "abc", "", "50,50", "-1", "1e2", "99.0000000001"] {
+            assert!(Points::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

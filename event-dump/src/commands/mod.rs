@@ -6,6 +6,8 @@
 //! - [`schema`]: the embedded schema, and how it differs from an events.def.
 //! - [`follow`]: a running program's ring file, live.
 //! - [`latency`]: how long spans last.
+//! - [`summary`]: a stable summary of logs for scripts.
+//! - [`top`]: a live view of a running recording.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
@@ -15,6 +17,8 @@ mod follow_segments;
 pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;
+pub(crate) mod summary;
+pub(crate) mod top;
 
 pub(crate) use crate::choice::{Choice, thread_names};
 use crate::color::Palette;

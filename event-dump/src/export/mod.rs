@@ -7,6 +7,8 @@
 //! - [`ctf`]: a CTF 1.8 trace that babeltrace2 reads.
 //! - [`parquet`]: a Parquet dataset (a directory of tables) that DuckDB, DataFusion, Polars
 //!   and Spark query.
+//! - [`folded`]: nested spans as folded stacks, which inferno, flamegraph.pl and speedscope
+//!   draw as flame graphs.
 //!
 //! The viewers' exports (Chrome, Perfetto, CTF) read the logs through the merge (bounded
 //! memory, threads and logs in time order) and write as they read; Chrome's and Perfetto's
@@ -35,6 +37,7 @@
 
 mod chrome;
 mod ctf;
+mod folded;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod perfetto;
@@ -56,6 +59,8 @@ use event_format::merge::{self, Merge};
 use event_format::wire::Clock;
 use std::io;
 use std::process::ExitCode;
+
+pub(crate) use folded::Weight;
 
 /// An event of log `file`, as the merge hands it on to an export. (What is not an event, the
 /// logs' ledgers count.)
@@ -107,9 +112,14 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
             "--uncompressed is for --to perfetto, whose packets are otherwise deflated".to_owned(),
         ));
     }
+    if (args.weight.is_some() || args.per_thread) && args.to != Target::Folded {
+        return Err(DumpError::new(
+            "--weight and --per-thread are for --to folded, whose stacks they weigh".to_owned(),
+        ));
+    }
     // The viewers' exports merge by the logs' block indexes; the table exports walk blocks.
     let mut logs = match args.to {
-        Target::Chrome | Target::Perfetto | Target::Ctf if !args.window_only => {
+        Target::Chrome | Target::Perfetto | Target::Ctf | Target::Folded if !args.window_only => {
             open_all_indexed(&args.logs, args.force)?
         }
         _ => open_all(&args.logs, args.force)?,
@@ -130,6 +140,9 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         #[cfg(not(feature = "sqlite"))]
         Target::Sqlite => Err(without("sqlite")),
         Target::Ctf => ctf::export(&mut logs, &args.out, &mut window),
+        Target::Folded => {
+            folded::export(&mut logs, &args.out, &mut window, args.weight.unwrap_or_default(), args.per_thread)
+        }
         Target::Parquet if window.choice.is_some() => Err(DumpError::new(
             "the Parquet export takes no --kind, --event, --thread, --since, --until or --filter: a dataset holds \
              whole logs, so that a log exported anywhere gives the same files and rows; select in the query \

@@ -20,10 +20,13 @@ fn latency(logs: &[&Path], extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)))
 }
 
-/// The nearest-rank p-th percentile, computed here.
-fn percentile(sorted: &[i128], p: usize) -> i128 {
-    let rank = (p * sorted.len()).div_ceil(100).max(1);
-    sorted[rank - 1]
+/// The nearest-rank p-th percentile, computed here; `p` as latency's keys write it (`99.9`).
+fn percentile(sorted: &[i128], p: &str) -> i128 {
+    let (whole, frac) = p.split_once('.').unwrap_or((p, ""));
+    let den = 10u128.pow(frac.len() as u32);
+    let num = whole.parse::<u128>().unwrap() * den + frac.parse::<u128>().unwrap_or(0);
+    let rank = (num * sorted.len() as u128).div_ceil(100 * den).max(1);
+    sorted[rank as usize - 1]
 }
 
 /// What the test expects of one span name (and value of `--by`).
@@ -43,13 +46,17 @@ type Paired = (String, Option<String>, i128, i128, String, String, Option<String
 
 /// The spans of the test program ([`meanings_log`]), paired from `print --format json` as
 /// events.def declares them: `Sweep` nested on each thread, `Segment` by `seg` on any
-/// thread; grouped by `by` (a parameter of the begin).
-fn pair(printed: &[Printed], by: Option<&str>) -> (Groups, Vec<Paired>) {
+/// thread; grouped by `by` (parameters of the begin, their values joined by `,` as latency's
+/// `value` joins several; `(none)` for one an event has not).
+fn pair(printed: &[Printed], by: &[&str]) -> (Groups, Vec<Paired>) {
     let mut groups = Groups::new();
     let mut sweeps: BTreeMap<String, Vec<&Printed>> = BTreeMap::new();
     let mut segments: BTreeMap<String, &Printed> = BTreeMap::new();
     let mut paired = Vec::new();
-    let value = |p: &Printed| by.map(|b| text(&p.args[b]));
+    let value = |p: &Printed| {
+        let values: Vec<String> = by.iter().map(|b| p.args.get(*b).map_or("(none)".to_owned(), text)).collect();
+        (!by.is_empty()).then(|| values.join(","))
+    };
     for p in printed {
         let (name, begun) = match p.event.as_str() {
             "SweepBegin" => {
@@ -114,9 +121,12 @@ fn check(json: &Value, expected: &Groups) {
             continue;
         }
         assert_eq!((stat("min_ns"), stat("max_ns")), (Some(d[0]), Some(d[d.len() - 1])), "{got}");
-        for p in [50, 90, 99] {
+        for p in json["percentile_points"].as_array().unwrap() {
+            let p = p.as_str().unwrap();
             assert_eq!(stat(&format!("p{p}_ns")), Some(percentile(&d, p)), "p{p} of {name}: {d:?}");
         }
+        let total = got["total_ns"].as_i64().map(i128::from);
+        assert_eq!(total, Some(d.iter().sum::<i128>()), "{got}");
         // The histogram's buckets are powers of two, each counting its durations.
         let mut counted = 0;
         for bucket in got["histogram"].as_array().unwrap() {
@@ -136,7 +146,7 @@ fn percentiles_and_the_slowest_are_what_print_shows() {
     let log = d.join("program.evt");
     meanings_log(&log);
     let printed = print_json(&[log.to_str().unwrap()]);
-    let (expected, mut paired) = pair(&printed, None);
+    let (expected, mut paired) = pair(&printed, &[]);
     // Both kinds, each with its never ended and its never begun.
     assert_eq!(expected.len(), 2);
     assert!(expected.values().all(|e| e.unended == 1 && e.unmatched == 1), "{expected:?}");
@@ -168,12 +178,43 @@ fn per_value_of_a_parameter() {
     let log = d.join("program.evt");
     meanings_log(&log);
     let printed = print_json(&[log.to_str().unwrap()]);
-    let (expected, _) = pair(&printed, Some("pool"));
+    let (expected, _) = pair(&printed, &["pool"]);
     // Four workers' pools and the main thread's 0x1 (a span never ended, an end never begun).
     assert_eq!(expected.keys().filter(|(n, _)| n == "Sweep").count(), 5, "{expected:?}");
     let json = latency(&[&log], &["--by", "pool"]);
     assert_eq!(json["by"], "pool");
     check(&json, &expected);
+}
+
+/// Several `--by` parameters group by their values together; `--percentiles` takes any
+/// list, fractions included; `total_ns` is the durations' sum.
+#[test]
+fn several_parameters_and_any_percentiles() {
+    let d = common::dir("latency-by-two");
+    let log = d.join("program.evt");
+    meanings_log(&log);
+    let printed = print_json(&[log.to_str().unwrap()]);
+    let (expected, _) = pair(&printed, &["pool", "epoch"]);
+    // The outer and inner sweeps of each pool are groups apart; segments have no epoch.
+    assert!(expected.keys().any(|(n, v)| n == "Sweep" && v.as_deref() == Some("0x1002,2")), "{expected:?}");
+    assert!(expected.keys().any(|(n, v)| n == "Segment" && v.as_deref().is_some_and(|v| v.ends_with(",(none)"))));
+    let json = latency(&[&log], &["--by", "pool,epoch", "--percentiles", "50,99,99.9,99.99"]);
+    assert_eq!(json["by"], "pool,epoch");
+    assert_eq!(json["by_params"], serde_json::json!(["pool", "epoch"]));
+    assert_eq!(json["percentile_points"], serde_json::json!(["50", "99", "99.9", "99.99"]));
+    check(&json, &expected);
+    let sweep = json["spans"].as_array().unwrap().iter().find(|s| s["value"] == "0x1002,2").unwrap();
+    assert_eq!(sweep["values"], serde_json::json!(["0x1002", "2"]), "{sweep}");
+    assert!(sweep.get("p90_ns").is_none() && sweep.get("p99.99_ns").is_some(), "{sweep}");
+    // `--by` repeated is `--by` with a list.
+    assert_eq!(latency(&[&log], &["--by", "pool", "--by", "epoch"]), latency(&[&log], &["--by", "pool,epoch"]));
+    // The text shows the percentiles asked for.
+    let out = run(&["latency", log.to_str().unwrap(), "--percentiles", "99.9,50", "--span", "Sweep"]);
+    let text = stdout(&out);
+    assert!(text.lines().nth(1).is_some_and(|l| l.contains("  p99.9 ") && l.contains("  p50 ")), "{text}");
+    let out = run(&["latency", log.to_str().unwrap(), "--percentiles", "0,50"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("`0` is not above 0 and at most 100"), "{}", stderr(&out));
 }
 
 #[test]
@@ -182,7 +223,7 @@ fn the_selection_chooses_spans_by_their_begin() {
     let log = d.join("program.evt");
     meanings_log(&log);
     let printed = print_json(&[log.to_str().unwrap()]);
-    let (expected, _) = pair(&printed, None);
+    let (expected, _) = pair(&printed, &[]);
     // --span: one name.
     let json = latency(&[&log], &["--span", "Seg*"]);
     let only: BTreeMap<_, _> = expected.into_iter().filter(|((n, _), _)| n == "Segment").collect();
@@ -195,7 +236,7 @@ fn the_selection_chooses_spans_by_their_begin() {
         .filter(|p| p.event.ends_with("End") || p.event == "SegFree" || p.thread == tid)
         .cloned()
         .collect();
-    let (mut expected, _) = pair(&on, None);
+    let (mut expected, _) = pair(&on, &[]);
     for e in expected.values_mut() {
         // Ends of spans begun on other threads close nothing here; latency does not count them.
         e.unmatched = 0;
@@ -210,6 +251,10 @@ fn the_selection_chooses_spans_by_their_begin() {
     let want: Vec<(String, u64)> = expected.iter().map(|((n, _), e)| (n.clone(), e.durations.len() as u64)).collect();
     assert_eq!(got, want);
     assert_eq!(json["spans"][1]["unended"], 0, "worker-2 ended every span it began");
+    // A glob of names chooses every thread it matches, as the names listed do.
+    let glob = latency(&[&log], &["--thread", "worker-*"]);
+    assert_eq!(glob, latency(&[&log], &["--thread", "worker-0,worker-1,worker-2,worker-3"]));
+    assert_ne!(glob, latency(&[&log], &[]), "the main thread's spans are not the workers'");
 }
 
 #[test]
@@ -236,7 +281,7 @@ fn several_logs_are_counted_together() {
     meanings_log(&b);
     let mut expected = Groups::new();
     for log in [&a, &b] {
-        for (key, e) in pair(&print_json(&[log.to_str().unwrap()]), None).0 {
+        for (key, e) in pair(&print_json(&[log.to_str().unwrap()]), &[]).0 {
             let all = expected.entry(key).or_default();
             all.durations.extend(e.durations);
             all.unended += e.unended;

@@ -58,10 +58,12 @@
 //! # Ok(()) }
 //! ```
 
+mod findings;
 mod segments;
 mod sequences;
 mod snapshot;
 
+pub use findings::Findings;
 pub use segments::{Missing, SegmentEntry, Segments};
 pub use sequences::{Sequences, Step};
 pub use snapshot::describe_snapshot;
@@ -507,6 +509,27 @@ impl Ledger {
     /// Strings their writer cut, in events.
     pub fn truncated_strings(&self) -> u64 {
         self.truncated_strings
+    }
+
+    /// What it found, as counts with stable names ([`Findings`]): what every reader that
+    /// reports losses and damage says, in its one voice.
+    pub fn findings(&self) -> Findings {
+        let (removed_segments, removed_events) = self.removed();
+        Findings {
+            events: self.events(),
+            blocks: self.blocks(),
+            lost: self.lost(),
+            lost_by_thread: self.lost_by_thread().clone(),
+            missing_blocks: self.missing_blocks(),
+            overwritten_blocks: saturating_sum(self.overwritten().map(|(_, n)| n)),
+            damaged_blocks: self.damaged_blocks().len() as u64,
+            bad_records: self.bad_records().len() as u64,
+            unknown_records: self.unknown_records(),
+            truncated_strings: self.truncated_strings(),
+            removed_segments,
+            removed_events,
+            segment_gaps: self.segment_gaps(),
+        }
     }
 
     /// Each thread that has a verified block, with its blocks' numbers: per segment, for a

@@ -161,6 +161,13 @@ impl<T> Pairer<T> {
         Some(Ended { begin, cut })
     }
 
+    /// The innermost span open on `thread` (of one thread: an async span is on none), if
+    /// any: the parent of a span `thread` begins now, and after an end the span the ended
+    /// one was inside. For a reader that nests spans (a folded stack's frames).
+    pub fn innermost_mut(&mut self, thread: u64) -> Option<&mut T> {
+        self.threads.get_mut(&thread)?.back_mut().map(|(_, payload)| payload)
+    }
+
     /// The spans open now.
     pub fn open(&self) -> usize {
         self.threads.values().map(VecDeque::len).sum::<usize>() + self.order.len()

@@ -128,8 +128,13 @@ fn a_threads_spans_nest_and_an_end_cuts_what_it_encloses() {
     p.begin(1, b.clone(), "b");
     p.begin(1, a.clone(), "a2");
     p.begin(2, a.clone(), "other thread");
+    p.begin(2, SpanKey::Async(0, IdValue::Unsigned(1)), "async: on no thread");
+    assert_eq!(p.innermost_mut(1).map(|s| *s), Some("a2"));
+    assert_eq!(p.innermost_mut(2).map(|s| *s), Some("other thread"));
+    assert_eq!(p.innermost_mut(3), None);
     // The innermost `a` of thread 1.
     assert_eq!(p.end(1, &a), Some(Ended { begin: "a2", cut: vec![] }));
+    assert_eq!(p.innermost_mut(1).map(|s| *s), Some("b"), "what a2 was inside");
     // The outer `a` ends: `b`, begun inside it and open, is cut.
     assert_eq!(p.end(1, &a), Some(Ended { begin: "a1", cut: vec!["b"] }));
     assert_eq!(p.end(1, &b), None, "b was cut: its end closes nothing");
@@ -137,7 +142,7 @@ fn a_threads_spans_nest_and_an_end_cuts_what_it_encloses() {
     assert_eq!(p.unmatched(), 2);
     let left = p.finish();
     assert_eq!(left.threads, vec![(2, vec![(a, "other thread")])]);
-    assert_eq!(left.len(), 1);
+    assert_eq!(left.len(), 2);
 }
 
 #[test]

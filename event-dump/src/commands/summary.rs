@@ -1,0 +1,347 @@
+//! `summary`: one stable, versioned summary of logs, for scripts that compare runs (a
+//! regression check in CI): counts per event and kind, what was lost and what is wrong
+//! (the ledger's [`Findings`], in its words and under its names), the spans' percentiles
+//! and totals (`latency`'s pairing and numbers), the time span, and who recorded (program,
+//! host, labels). Its JSON is stated in docs/OUTPUT.md ("summary"), with its own version
+//! ([`VERSION`]); the text form says the same for people.
+//!
+//! Two reads of one log give the same bytes: everything is ordered by name, and nothing of
+//! the reading (the time now, the machine that reads) is in it.
+//!
+//! Two slots are there for what the recorder does not write yet: `suppressed` (what per-event
+//! rate limits suppressed, the `Suppressed` built-in) and `histograms` (declared histograms
+//! flushed as records); each is an empty array until the reader knows those records, so that
+//! a script written now reads them when they come (an addition: a minor version).
+
+use super::latency::{self, Counted, Points, Spans};
+use super::{Choice, Result, thread_names, write_all};
+use crate::cli::SummaryArgs;
+use crate::export::Item;
+use crate::json::{string, unsigned};
+use crate::log::{DumpError, Log, open_all, open_all_indexed};
+use event_format::ledger::{Ending, Findings};
+use event_format::wire::Header;
+#[cfg(test)]
+use event_format::wire::StopCause;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+/// The summary's version (docs/OUTPUT.md, "summary"): major.median.minor as the output's
+/// versions go: a key removed or retyped is a major, a value written otherwise a median, a
+/// key added a minor.
+pub(crate) const VERSION: &str = "1.0.0";
+
+/// The percentiles of spans without `--percentiles`.
+const PERCENTILES: &str = "50,90,99,99.9";
+
+/// `summary`'s output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SummaryFormat {
+    /// For people: the same numbers, in lines.
+    Text,
+    /// One JSON document (docs/OUTPUT.md, "summary").
+    Json,
+}
+
+/// What one log holds, beside its ledger.
+#[derive(Default)]
+struct Counts {
+    /// Events the choice keeps, by `Kind.Name` (`set:Kind.Name` in a log of several sets).
+    per_event: BTreeMap<String, u64>,
+    /// The earliest and latest event times, in ns since its start (all events).
+    first_ns: Option<i128>,
+    last_ns: i128,
+}
+
+pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
+    let points = Points::parse(args.percentiles.as_deref().unwrap_or(PERCENTILES))?;
+    let mut logs =
+        if args.window_only { open_all(&args.logs, args.force)? } else { open_all_indexed(&args.logs, args.force)? };
+    let headers: Vec<&Header> = logs.iter().map(|l| l.header()).collect();
+    let choice = Choice::new(&args.select, &headers, || thread_names(&args.logs, args.force))?;
+    let clocks: Vec<_> = headers.iter().map(|h| h.clock).collect();
+    let seconds: Vec<_> = headers.iter().map(|h| event_format::text::Seconds::new(&h.clock)).collect();
+    drop(headers);
+    let mut spans = Spans::new(&logs, &choice, None, &[], 0)?;
+    let mut counts: Vec<Counts> = logs.iter().map(|_| Counts::default()).collect();
+    // Counted by wire code, named at the end.
+    let mut per_code: Vec<Vec<u64>> = logs.iter().map(|_| vec![0u64; 1 << 16]).collect();
+    let ledgers = crate::export::merge_all(&mut logs, "summed", |Item { file, event }| {
+        let c = &mut counts[file];
+        let ns = seconds[file].nanos(event.time);
+        c.first_ns = Some(c.first_ns.map_or(ns, |f| f.min(ns)));
+        c.last_ns = c.last_ns.max(ns);
+        if choice.keeps(file, &event, &clocks[file]) {
+            per_code[file][usize::from(event.desc.wire)] += 1;
+        }
+        spans.event(file, &event);
+        Ok(())
+    })
+    .map_err(|e| DumpError::new(format!("cannot read the logs: {e}")))?;
+    let counted = spans.finish();
+    if let Some(line) = latency::given_up_line(counted.given_up) {
+        eprintln!("event-dump: {line}");
+    }
+    for ((c, codes), log) in counts.iter_mut().zip(&per_code).zip(&logs) {
+        for desc in log.catalog().iter() {
+            let n = codes[usize::from(desc.wire)];
+            if n > 0 {
+                *c.per_event.entry(desc.full_name().to_string()).or_default() += n;
+            }
+        }
+    }
+    let findings: Vec<Findings> = ledgers.iter().map(|l| l.findings()).collect();
+    let endings: Vec<Ending> = ledgers.iter().zip(&logs).map(|(l, log)| super::census::ending(l, log)).collect();
+    let text = match args.format {
+        SummaryFormat::Json => json(&logs, &counts, &findings, &endings, &counted, &points),
+        SummaryFormat::Text => text(&logs, &counts, &findings, &endings, &counted, &points),
+    };
+    write_all(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How a log's recording ended, as one word: `stopped`, `rotated`, `disk full`, `write
+/// error`, `cause N` (a clean stop's cause), `closed` (a ring file's), `killed`, `running`,
+/// `unrecorded` (a format without the marker).
+fn ending_word(ending: &Ending) -> String {
+    match ending {
+        Ending::Clean(Some(stop)) => stop.cause.to_string(),
+        Ending::Clean(None) => "closed".to_owned(),
+        Ending::Killed { .. } => "killed".to_owned(),
+        Ending::Running => "running".to_owned(),
+        Ending::Unrecorded => "unrecorded".to_owned(),
+    }
+}
+
+/// Every log's counts together, by event and by kind.
+fn totals(counts: &[Counts]) -> (BTreeMap<&str, u64>, BTreeMap<String, u64>) {
+    let mut per_event: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut per_kind: BTreeMap<String, u64> = BTreeMap::new();
+    for c in counts {
+        for (name, n) in &c.per_event {
+            *per_event.entry(name.as_str()).or_default() += n;
+            // `Kind.Name` or `set:Kind.Name`: the kind is before the last dot.
+            let kind = name.rsplit_once('.').map_or(name.as_str(), |(k, _)| k);
+            *per_kind.entry(kind.to_owned()).or_default() += n;
+        }
+    }
+    (per_event, per_kind)
+}
+
+fn json(
+    logs: &[Log],
+    counts: &[Counts],
+    findings: &[Findings],
+    endings: &[Ending],
+    counted: &Counted,
+    points: &Points,
+) -> String {
+    let mut out = format!("{{\"summary_version\":\"{VERSION}\",\"logs\":[");
+    for (i, log) in logs.iter().enumerate() {
+        let h = log.header();
+        let c = &counts[i];
+        out.push_str(if i > 0 { ",\n" } else { "\n" });
+        out.push_str("{\"path\":");
+        string(&mut out, &log.path().display().to_string());
+        let _ = write!(out, ",\"format\":\"{}\",\"program\":", h.format);
+        string(&mut out, &h.producer.program);
+        let _ = write!(out, ",\"pid\":{},\"host\":", h.producer.pid);
+        string(&mut out, &h.producer.host);
+        // The header's labels (issue 41) go here; a header without them has none.
+        out.push_str(",\"labels\":{}");
+        let _ = write!(out, ",\"recording\":\"{}\",\"sets\":[", log.recording_id().to_hex());
+        for (j, set) in h.sets.iter().enumerate() {
+            out.push_str(if j > 0 { ",{\"name\":" } else { "{\"name\":" });
+            string(&mut out, &set.schema.name);
+            let _ = write!(out, ",\"version\":\"{}\"}}", set.schema.version);
+        }
+        let _ = write!(out, "],\"start_wall_ns\":{}", h.producer.start_wall_ns);
+        match c.first_ns {
+            Some(first) => {
+                let _ =
+                    write!(out, ",\"first_ns\":{first},\"last_ns\":{},\"span_ns\":{}", c.last_ns, c.last_ns - first);
+            }
+            None => out.push_str(",\"first_ns\":null,\"last_ns\":null,\"span_ns\":0"),
+        }
+        out.push_str(",\"ending\":");
+        string(&mut out, &ending_word(&endings[i]));
+        let events: u64 = c.per_event.values().sum();
+        let _ = write!(out, ",\"events\":{events},\"findings\":");
+        findings_json(&mut out, &findings[i]);
+        out.push('}');
+    }
+    let (per_event, per_kind) = totals(counts);
+    let events: u64 = per_event.values().sum();
+    let _ = write!(out, "\n],\"events\":{events},\"per_kind\":{{");
+    map_json(&mut out, per_kind.iter().map(|(k, n)| (k.as_str(), *n)));
+    out.push_str("},\"per_event\":{");
+    map_json(&mut out, per_event.iter().map(|(k, n)| (*k, *n)));
+    out.push_str("},\"findings\":");
+    let mut all = Findings::default();
+    for f in findings {
+        all.add(f);
+    }
+    findings_json(&mut out, &all);
+    // What rate limits suppressed and the declared histograms: empty until the reader knows
+    // their records (the module docs).
+    out.push_str(",\"suppressed\":[],\"histograms\":[],\"percentile_points\":[");
+    for (i, p) in points.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(&mut out, &p.text);
+    }
+    out.push_str("],\"spans\":[");
+    for (i, ((name, _), g)) in counted.groups.iter().enumerate() {
+        out.push_str(if i > 0 { ",\n" } else { "\n" });
+        out.push_str("{\"span\":");
+        string(&mut out, name);
+        let d = &g.durations;
+        let _ = write!(
+            out,
+            ",\"count\":{},\"unended\":{},\"unmatched_ends\":{},\"ended_before_begun\":{}",
+            d.len(),
+            g.unended,
+            g.unmatched,
+            g.backwards
+        );
+        let stat = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+        let _ = write!(out, ",\"min_ns\":{}", stat(d.first().copied()));
+        for p in points.iter() {
+            let _ = write!(out, ",\"p{}_ns\":{}", p.text, stat((!d.is_empty()).then(|| latency::percentile(d, p))));
+        }
+        let _ = write!(out, ",\"max_ns\":{},\"total_ns\":", stat(d.last().copied()));
+        latency::unsigned_wide(&mut out, latency::total(d));
+        out.push('}');
+    }
+    out.push_str("\n]}\n");
+    out
+}
+
+/// `"name":count,...` of `items`.
+fn map_json<'a>(out: &mut String, items: impl Iterator<Item = (&'a str, u64)>) {
+    for (i, (name, n)) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(out, name);
+        out.push(':');
+        unsigned(out, n);
+    }
+}
+
+/// The ledger's findings as a JSON object, under their names.
+fn findings_json(out: &mut String, f: &Findings) {
+    let _ = write!(
+        out,
+        "{{\"whole\":{},\"blocks\":{},\"events\":{},\"lost\":{},\"lost_by_thread\":{{",
+        f.is_whole(),
+        f.blocks,
+        f.events,
+        f.lost
+    );
+    for (i, (t, n)) in f.lost_by_thread.iter().enumerate() {
+        let _ = write!(out, "{}\"{t}\":{n}", if i > 0 { "," } else { "" });
+    }
+    let _ = write!(
+        out,
+        "}},\"missing_blocks\":{},\"overwritten_blocks\":{},\"damaged_blocks\":{},\"bad_records\":{},\
+         \"unknown_records\":{},\"truncated_strings\":{},\"removed_segments\":{},\"removed_events\":{},\
+         \"segment_gaps\":{}}}",
+        f.missing_blocks,
+        f.overwritten_blocks,
+        f.damaged_blocks,
+        f.bad_records,
+        f.unknown_records,
+        f.truncated_strings,
+        f.removed_segments,
+        f.removed_events,
+        f.segment_gaps
+    );
+}
+
+fn text(
+    logs: &[Log],
+    counts: &[Counts],
+    findings: &[Findings],
+    endings: &[Ending],
+    counted: &Counted,
+    points: &Points,
+) -> String {
+    let mut out = String::new();
+    for (i, log) in logs.iter().enumerate() {
+        let h = log.header();
+        let c = &counts[i];
+        let host = if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) };
+        let span = c.first_ns.map_or(0, |f| c.last_ns - f);
+        let _ = writeln!(
+            out,
+            "log {}: {} (pid {}{host}), format {}, {}.{:09} s",
+            log.path().display(),
+            h.producer.program,
+            h.producer.pid,
+            h.format,
+            span / 1_000_000_000,
+            span % 1_000_000_000
+        );
+        let _ = writeln!(out, "  {}", super::census::ending_line(&endings[i], h));
+        let f = &findings[i];
+        let _ = writeln!(out, "  {}{}", f.losses_line(), if f.is_whole() { "" } else { " (NOT whole)" });
+        if f.removed_segments > 0 {
+            let _ = writeln!(
+                out,
+                "  {} segments removed by the disk budget ({} events)",
+                f.removed_segments, f.removed_events
+            );
+        }
+    }
+    let (per_event, per_kind) = totals(counts);
+    let events: u64 = per_event.values().sum();
+    let _ = writeln!(out, "{events} events");
+    let width = per_event.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+    let _ = writeln!(out, "  per kind:");
+    for (kind, n) in &per_kind {
+        let _ = writeln!(out, "    {kind:<width$}  {n:>12}");
+    }
+    let _ = writeln!(out, "  per event:");
+    for (name, n) in &per_event {
+        let _ = writeln!(out, "    {name:<width$}  {n:>12}");
+    }
+    if !counted.groups.is_empty() {
+        let _ = writeln!(out, "spans (ns; percentiles by nearest rank):");
+        for ((name, _), g) in &counted.groups {
+            let d = &g.durations;
+            let mut line = format!("  {name}: {} spans", d.len());
+            if let (Some(min), Some(max)) = (d.first(), d.last()) {
+                let _ = write!(line, ", min {min}");
+                for p in points.iter() {
+                    let _ = write!(line, ", p{} {}", p.text, latency::percentile(d, p));
+                }
+                let _ = write!(line, ", max {max}, total {}", latency::total(d));
+            }
+            if g.unended > 0 {
+                let _ = write!(line, "; {} unended", g.unended);
+            }
+            if g.unmatched > 0 {
+                let _ = write!(line, "; {} ends with no begin", g.unmatched);
+            }
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endings_are_one_word() {
+        let stop = |cause| event_format::wire::Stop { blocks: 1, events: 2, lost: 0, cause, unwritten: 0 };
+        assert_eq!(ending_word(&Ending::Clean(Some(stop(StopCause::Stopped)))), "stopped");
+        assert_eq!(ending_word(&Ending::Clean(Some(stop(StopCause::DiskFull)))), "disk full");
+        assert_eq!(ending_word(&Ending::Killed { after_marker: 0 }), "killed");
+        assert_eq!(ending_word(&Ending::Clean(None)), "closed");
+    }
+}

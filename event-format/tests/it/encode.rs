@@ -104,8 +104,8 @@ fn expected_header(order: Order) -> Vec<u8> {
     b.raw(&[0x89, b'E', b'V', b'T', 0x0D, 0x0A, 0x1A, 0x0A]) // magic
         .raw(&bom)
         .u16(2)
-        .u16(0)
-        .u16(3) // format 2.0.3
+        .u16(1)
+        .u16(0) // format 2.1.0
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -161,7 +161,7 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x00, 0x00, 0x03, 0x00, // format 2.0.3
+            0x02, 0x00, 0x01, 0x00, 0x00, 0x00, // format 2.1.0
             0xB6, 0x00, 0x00, 0x00, // header length 182
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
@@ -384,7 +384,7 @@ fn a_record_header_is_byte_exact_in_both_orders() {
 fn each_builtin_body_writes_its_format_and_fixed_size() {
     type Body = fn(&mut ArgWriter<'_>);
     // (code, its fixed size as docs/FORMAT.md gives it, how many strings, the body)
-    let cases: [(u16, usize, usize, Body); 10] = [
+    let cases: [(u16, usize, usize, Body); 12] = [
         (builtin::INTERN, 8, 1, |w| body::intern(w, 1)),
         (builtin::LABEL, 16, 0, |w| body::label(w, 0x7000, 1)),
         (builtin::THREAD_NAME, 8, 1, |w| body::thread_name(w, 2)),
@@ -395,6 +395,10 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         (builtin::TRACE_EVENT, 4, 2, |w| body::trace_event(w, 3)),
         (builtin::SPAN_ENTER, 8, 2, |w| body::span_enter(w, 7)),
         (builtin::SPAN_EXIT, 8, 1, |w| body::span_exit(w, 7)),
+        (builtin::SUPPRESSED, 28, 0, |w| body::suppressed(w, 2, 0x0103, 4900, 990_000_000)),
+        (builtin::HISTOGRAM, 52, 1, |w| {
+            body::histogram(w, &body::HistogramHead { thread: 2, histogram: 1, count: 3, ..Default::default() })
+        }),
     ];
     let fixed = [
         builtin::INTERN_FIXED,
@@ -407,6 +411,8 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         builtin::TRACE_EVENT_FIXED,
         builtin::SPAN_ENTER_FIXED,
         builtin::SPAN_EXIT_FIXED,
+        builtin::SUPPRESSED_FIXED,
+        builtin::HISTOGRAM_FIXED,
     ];
     assert_eq!(cases.len(), builtin::ALL.len(), "every built-in");
     let strs = [Text::new("first"), Text { bytes: b"second", truncated: true }];

@@ -29,9 +29,12 @@ pub enum Route {
     /// word).
     Common,
     /// Recorded by the cold path: its bit is set in the divert word (a capture runs, or a
-    /// trigger or a pin watches it, or a `post=` window is open) and the cold half of the
-    /// test ([`capture::enabled_here`](crate::capture)) said yes.
+    /// trigger or a pin watches it, or a `post=` window is open, or it is limited or a
+    /// histogram counts it) and the cold half of the test (`aggregate::admit`) said yes.
     Diverted,
+    /// Not recorded, but measured: its limit did not keep it, and a histogram counts it. Its
+    /// arguments are evaluated for the histogram alone (`aggregate`'s module docs).
+    Measured,
 }
 
 /// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
@@ -51,7 +54,7 @@ pub fn route(bits: &[AtomicU64], index: u16) -> Route {
     if crate::divert::any() & bit == 0 {
         return Route::Common;
     }
-    if crate::capture::enabled_here(bits, index) { Route::Diverted } else { Route::Off }
+    crate::aggregate::admit(bits, index)
 }
 
 /// Records event `index` (its position in `set`) on this thread by the path that `route`
@@ -74,7 +77,7 @@ pub fn emit_routed(
     // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
     // otherwise the recording writes it and looks at it. One call out of line, so that
     // the diverted path takes no register of the common one (`diverted`).
-    diverted(set, index, fixed, strs, fill)
+    diverted(route, set, index, fixed, strs, fill)
 }
 
 /// Records event `index` of `set` as [`emit_routed`] does, the path chosen by the divert
@@ -89,9 +92,22 @@ pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>],
 /// one (`capture::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
 /// line and cold: the common path keeps its registers (inlined into a caller's loop, the
 /// diverted path held two of them, and the common path spilled: 2 instructions an event).
+///
+/// A [`Route::Measured`] event is not recorded: its arguments go to the histograms that
+/// count it (`aggregate::measure_unkept`).
 #[cold]
 #[inline(never)]
-fn diverted(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
+fn diverted(
+    route: Route,
+    set: &'static EventSet,
+    index: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut Cursor<'_>),
+) {
+    if route == Route::Measured {
+        return crate::aggregate::measure_unkept(set, index, fixed, strs, fill);
+    }
     if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
         crate::buffer::emit_watched(set, index, fixed, strs, fill)
     }

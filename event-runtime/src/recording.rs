@@ -215,6 +215,7 @@ impl Recording {
         crash::uninstall();
         session::set_running(false);
         crate::divert::watch(self.generation, None);
+        crate::divert::aggregate(self.generation, None);
         control::uninstall();
         buffer::detach_this_thread(self.generation);
         // Every thread's committed records, taken before the pool closes: a thread that hands
@@ -239,6 +240,9 @@ impl Recording {
         for take in &slots {
             lock(&shared.sinks).write_block(&take.block, false);
         }
+        // What the threads counted since the last period: histograms and suppressions, in
+        // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
+        crate::aggregate::flush(shared, true);
         shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {

@@ -80,6 +80,8 @@ pub(crate) struct Shared {
     pub(crate) pack: bool,
     /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
     pub(crate) triggers: Option<crate::trigger::Triggers>,
+    /// The limits and histograms (`aggregate`), if the recording has any.
+    pub(crate) aggregates: Option<crate::aggregate::Aggregates>,
     /// Snapshots taken so far (the next one's sequence is this plus one).
     pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// The thread rings the stop took, written to the sinks at stop.

@@ -65,6 +65,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  event-dump latency trace.evt\n  event-dump latency trace.evt --span Sweep --by pool --top 5\n  event-dump latency a.evt b.evt --since 1.5 --format json\n\nSpans are those events.def declares (SPAN), else events named FooBegin and FooEnd, and\ntracing's SpanEnter/SpanExit, paired as the exports pair them. --kind, --event, --thread,\n--since, --until and --filter choose spans by their begin event (ends are always read, so\nthat pairing stays right); --span by their names. Percentiles are exact, by\nnearest rank (the p-th of n durations is the ceil(p*n/100)-th smallest); every duration is\nkept until the end (8 bytes a span). A span never ended, and an end that closes nothing,\nare counted, never given a time. Each slow span's start and end are seconds as print shows\nthem: `event-dump print LOG --since START --until END` shows what happened in it."
     )]
     Latency(LatencyArgs),
+    /// The histograms the recorder kept (events.def's HISTOGRAM), merged over threads,
+    /// segments and logs: count, min, percentiles, max and one line per bucket.
+    #[command(
+        after_help = "Examples:\n  event-dump hist trace.evt\n  event-dump hist traces/ --name 'request_ns,sizes' --per-thread\n  event-dump hist host1/ host2/ --format json\n\nThe recorder counts each value of a declared histogram on the thread that records it,\nwhether or not a limit keeps the event, and writes what it counted every period, before a\nsegment is sealed and at the stop: a segment holds its period's distributions however many\nof its events were suppressed or deleted. Percentiles are the buckets': the p-th value of n\n(nearest rank) lies in a bucket, whose largest value is shown (exact below the bucket\nlayout's first power of two, else at most one bucket's width above). `latency` shows them\ntoo, after the spans it times."
+    )]
+    Hist(HistArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
         after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
@@ -297,6 +303,34 @@ pub(crate) struct LatencyArgs {
     /// Merge by the window alone, without first reading where each block starts (as `print`).
     #[arg(long)]
     pub(crate) window_only: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct HistArgs {
+    /// Logs to read: streams, ring files, recordings of segments.
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// Only the histograms of these names (comma-separated, globs: `req*,sizes`).
+    #[arg(long, value_name = "NAMES")]
+    pub(crate) name: Option<String>,
+    /// Each thread's distribution too, under the merged one.
+    #[arg(long)]
+    pub(crate) per_thread: bool,
+    /// Output format; the JSON shape is documented in docs/OUTPUT.md.
+    #[arg(long, value_enum, default_value_t = HistFormat::Text)]
+    pub(crate) format: HistFormat,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// `hist`'s output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HistFormat {
+    /// Each histogram as `latency` shows a span's durations.
+    Text,
+    /// One JSON document (docs/OUTPUT.md, "hist").
+    Json,
 }
 
 /// `latency`'s output formats.

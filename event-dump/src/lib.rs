@@ -74,6 +74,7 @@ pub fn run() -> ExitCode {
         Some(Command::Follow(args)) => commands::follow(&args, colors),
         Some(Command::Export(args)) => export::export(&args),
         Some(Command::Latency(args)) => commands::latency::latency(&args),
+        Some(Command::Hist(args)) => commands::hist::hist(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
         Some(Command::Completions(args)) => {
             cli::completions(args.shell, &mut std::io::stdout());

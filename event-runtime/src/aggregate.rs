@@ -551,7 +551,12 @@ impl Said {
         match self {
             Said::Suppressed { thread, code, count, window } => (
                 builtin::SUPPRESSED,
-                vec![Value::Word(*thread), Value::Unsigned(u32::from(*code)), Value::Word(*count), Value::Word(*window)],
+                vec![
+                    Value::Word(*thread),
+                    Value::Unsigned(u32::from(*code)),
+                    Value::Word(*count),
+                    Value::Word(*window),
+                ],
             ),
             Said::Histogram { head, text } => (
                 builtin::HISTOGRAM,

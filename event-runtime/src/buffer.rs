@@ -554,7 +554,13 @@ impl ThreadBuffer {
     }
 
     /// Writes a record as [`write`](Self::write) does; `false` when it was refused.
-    fn write_checked(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) -> bool {
+    fn write_checked(
+        &mut self,
+        code: u16,
+        fixed: usize,
+        strs: &[Text<'_>],
+        fill: impl FnOnce(&mut ArgWriter<'_>),
+    ) -> bool {
         let refused = self.refused;
         self.write(code, fixed, strs, fill);
         !self.slotless && self.refused == refused
@@ -1192,7 +1198,11 @@ pub(crate) fn with_event<R>(
 }
 
 /// For event `index` of `set`: as [`with_event`].
-pub(crate) fn with_set_event<R>(set: &'static EventSet, index: u16, f: impl FnOnce(&mut ThreadBuffer, u16) -> R) -> Option<R> {
+pub(crate) fn with_set_event<R>(
+    set: &'static EventSet,
+    index: u16,
+    f: impl FnOnce(&mut ThreadBuffer, u16) -> R,
+) -> Option<R> {
     with_buffer(|buffer| {
         let wire = buffer.wire_code(set, index)?;
         Some(f(buffer, wire))

@@ -248,7 +248,8 @@ impl std::error::Error for LimitError {}
 /// ```
 pub fn limit(text: &str) -> Result<String, LimitError> {
     let generation = crate::session::generation();
-    let shared = crate::session::current(generation).ok_or_else(|| LimitError("no recording runs; start one first".into()))?;
+    let shared =
+        crate::session::current(generation).ok_or_else(|| LimitError("no recording runs; start one first".into()))?;
     let aggregates = shared.aggregates.as_ref().ok_or_else(|| LimitError("this recording takes no limits".into()))?;
     let now = aggregates.set_limits(&shared.header, text).map_err(LimitError)?;
     crate::divert::aggregate(generation, Some(aggregates.mask()));

@@ -37,7 +37,7 @@ use std::process::ExitCode;
 const PERCENTILES: [u64; 3] = [50, 90, 99];
 
 /// The width of a histogram's bar, as bpftrace draws it.
-const BAR: usize = 52;
+pub(super) const BAR: usize = 52;
 
 /// A span begun: what its end needs to be counted.
 struct Begun {
@@ -96,12 +96,20 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     };
     drop(headers);
 
+    // The histograms the recorder kept (`hist`), shown after the spans.
+    let mut histograms = event_format::histogram::Histograms::new();
+    for (file, log) in logs.iter().enumerate() {
+        histograms.add_log(file, log.header());
+    }
     let mut pairers: Vec<Pairer<Begun>> = logs.iter().map(|_| Pairer::new()).collect();
     let mut groups: BTreeMap<(String, Option<String>), Group> = BTreeMap::new();
     let mut slowest: BinaryHeap<Reverse<Slow>> = BinaryHeap::new();
     let mut ended = 0u64;
     let wanted = |name: &str| spans.as_ref().is_none_or(|s| s.iter().any(|g| glob::matches(g, name)));
     let ledgers = crate::export::merge_all(&mut logs, "paired", |Item { file, event }| {
+        if histograms.take(file, &event) {
+            return Ok(());
+        }
         let roles = &roles[file];
         let Some(role) = roles.of(event.desc.wire) else { return Ok(()) };
         let ns = seconds[file].nanos(event.time);
@@ -184,7 +192,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
             );
         }
     }
-    if groups.is_empty() {
+    if groups.is_empty() && histograms.is_empty() {
         return Err(DumpError::new(if args.span.is_some() || !choice.is_everything() {
             "no span of the log is selected; `event-dump latency LOG` lists them all"
         } else {
@@ -195,11 +203,32 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
         group.durations.sort_unstable();
     }
     let slowest: Vec<Slow> = slowest.into_sorted_vec().into_iter().map(|Reverse(s)| s).collect();
+    let kept: Vec<&event_format::histogram::Merged> = histograms.iter().map(|(_, m)| m).collect();
     let text = match args.format {
-        LatencyFormat::Text => text(&groups, &slowest, args.by.as_deref()),
-        LatencyFormat::Json => json(&groups, &slowest, args.by.as_deref()),
+        LatencyFormat::Text => {
+            let mut out = text(&groups, &slowest, args.by.as_deref());
+            if !kept.is_empty() {
+                out.push_str("Kept by the recorder (events.def's HISTOGRAM; `event-dump hist` shows them alone):\n");
+                out.push_str(&super::hist::text(&kept, histograms.qualified(), false));
+            }
+            out
+        }
+        LatencyFormat::Json if kept.is_empty() => json(&groups, &slowest, args.by.as_deref()),
+        LatencyFormat::Json => {
+            let mut out = json(&groups, &slowest, args.by.as_deref());
+            // The declared histograms, as `hist --format json` writes them, before the end.
+            out.truncate(out.trim_end().len() - 1);
+            out.push_str(",\"histograms\":[");
+            for (i, m) in kept.iter().enumerate() {
+                out.push_str(if i > 0 { ",\n" } else { "\n" });
+                super::hist::json_one(&mut out, m, histograms.qualified());
+            }
+            out.push_str("\n]}\n");
+            out
+        }
     };
     write_all(&text)?;
+    super::hist::say_unreadable(&histograms);
     if unreadable > 0 {
         eprintln!(
             "event-dump: {unreadable} records could not be read (damaged blocks, bad records or unknown codes) and \
@@ -288,7 +317,7 @@ fn bucket_bounds(b: usize) -> (u64, u128) {
 }
 
 /// A power of two as bpftrace writes it: `512`, `1K`, `2M`, `4G`...
-fn power(v: u128) -> String {
+pub(super) fn power(v: u128) -> String {
     const SUFFIXES: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
     let mut v = v;
     let mut i = 0;
@@ -314,7 +343,7 @@ fn histogram(sorted: &[u64]) -> Vec<(usize, u64)> {
 }
 
 /// A duration for people: `850 ns`, `12.345 µs`, `3.210 ms`, `1.500000 s`.
-fn human(ns: u64) -> String {
+pub(super) fn human(ns: u64) -> String {
     match ns {
         0..1_000 => format!("{ns} ns"),
         1_000..1_000_000 => format!("{}.{:03} µs", ns / 1_000, ns % 1_000),

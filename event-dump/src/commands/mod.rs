@@ -6,12 +6,14 @@
 //! - [`schema`]: the embedded schema, and how it differs from an events.def.
 //! - [`follow`]: a running program's ring file, live.
 //! - [`latency`]: how long spans last.
+//! - [`hist`]: the histograms the recorder kept.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
 pub(crate) mod control;
 mod follow;
 mod follow_segments;
+pub(crate) mod hist;
 pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;

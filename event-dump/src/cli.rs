@@ -73,7 +73,7 @@ pub(crate) enum Command {
     Hist(HistArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
-        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
+        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now\n  event-dump control prog.ring --limit 'Net:Retry=10/s'      at most 10 a second on each thread"
     )]
     Control(ControlArgs),
     /// Prints a shell completion script for event-dump.
@@ -364,6 +364,10 @@ pub(crate) struct ControlArgs {
     /// OUT, while it goes on recording, and waits until it is written.
     #[arg(long, value_name = "OUT", conflicts_with_all = ["enable", "disable"])]
     pub(crate) snapshot: Option<PathBuf>,
+    /// Changes the program's limits (EVENT_LIMIT grammar: `Test:Seq=100/s;Net=1/100`, `off`
+    /// removes one) and shows them all; `--limit ''` only shows them. A request of its own.
+    #[arg(long, value_name = "LIMITS", conflicts_with_all = ["enable", "disable", "rotate", "snapshot"])]
+    pub(crate) limit: Option<String>,
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,

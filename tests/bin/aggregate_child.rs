@@ -11,6 +11,8 @@
 //!   written). For each period it prints `segment INDEX COUNT SUM MIN MAX BUCKETS`: the
 //!   distribution of the sizes it recorded there, as it measured them itself (the buckets'
 //!   text as a `Histogram` record writes it, HDR3), and `spans INDEX N` the spans it ended.
+//! - `aggregate-child hold`: prints `ready`, then records `Plain` events (one every 50 µs)
+//!   until its standard input ends; prints `emitted N` and stops.
 
 event_runtime::include_events!("aggregates.def");
 
@@ -124,13 +126,32 @@ fn main() {
                 index = next;
             }
         }
+        "hold" => {
+            println!("ready");
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let watcher = {
+                let done = std::sync::Arc::clone(&done);
+                std::thread::spawn(move || {
+                    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+                    done.store(true, std::sync::atomic::Ordering::Relaxed);
+                })
+            };
+            let mut n = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                event!(Plain, n);
+                n += 1;
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            let _ = watcher.join();
+            println!("emitted {n}");
+        }
         _ => usage(),
     }
     drop(recording);
 }
 
 fn usage() -> ! {
-    fail("usage: aggregate-child limit Seq|Sample N SECONDS THREADS | hist SEGMENTS VALUES")
+    fail("usage: aggregate-child limit Seq|Sample N SECONDS THREADS | hist SEGMENTS VALUES | hold")
 }
 
 fn fail(why: &str) -> ! {

@@ -268,3 +268,57 @@ fn a_span_histogram_is_latencys_durations() {
     };
     assert_eq!(buckets(span, "from_ns"), buckets(&kept, "from"));
 }
+
+/// `event-dump control RING --limit` changes a running program's limits: the program says
+/// them back, and from then on the event keeps one of every ten; kept + suppressed = emitted
+/// still holds over the whole run.
+#[test]
+fn control_changes_a_running_programs_limits() {
+    let d = dir("control");
+    let (ring, file) = (d.join("hold.ring"), d.join("hold.evt"));
+    let env = [("EVENT_RING", ring.to_str().unwrap()), ("EVENT_FILE", file.to_str().unwrap())];
+    let mut child = crate::common::start_ready(program(CHILD, &["hold"], &env));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ring_arg = ring.to_str().unwrap();
+    let (ok, said) = dump(&["control", ring_arg, "--limit", "Test:Plain=1/10"]);
+    // events.def's limit of `Seq` stays, beside the new one.
+    assert!(ok && said.starts_with("limits: Test:Seq=100/s;Test:Plain=1/10 ("), "{said}");
+    let (ok, said) = dump(&["control", ring_arg, "--limit", ""]);
+    assert!(ok && said.starts_with("limits: Test:Seq=100/s;Test:Plain=1/10 ("), "{said}");
+    let out = Command::new(DUMP).args(["control", ring_arg, "--limit", "Test:Plain=1/parsec"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit `parsec`"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let emitted: u64 =
+        String::from_utf8_lossy(&out.stdout).trim().strip_prefix("emitted ").unwrap().parse().unwrap();
+    let l = read_limited(&file);
+    let plain = l.names["Plain"];
+    let (kept, _, _) = l.kept[&(plain, 1)];
+    let suppressed = l.suppressed[&(plain, 1)];
+    assert_eq!(kept + suppressed, emitted);
+    assert!(suppressed > 0 && kept > suppressed / 10, "kept {kept}, suppressed {suppressed}");
+}
+
+/// Under `ring` (the sinks get the rings at the stop) and `fill`, the counts are as exact:
+/// the threads' own `Suppressed` records are in their rings, and the stop writes the rest; a
+/// histogram's values are all there once, whether the writer thread's ring holds a period's
+/// records or the stop wrote them.
+#[test]
+fn every_policy_counts_suppressions_and_histograms_once() {
+    for policy in ["ring", "fill", "switch"] {
+        let d = dir(&format!("policy-{policy}"));
+        let path = d.join("p.evt");
+        let env = [("EVENT_FILE", path.to_str().unwrap()), ("EVENT_POLICY", policy)];
+        let out = run(&["limit", "Seq", "3000", "1", "2"], &env);
+        assert_eq!(out.trim(), "emitted 6000");
+        let l = read_limited(&path);
+        let seq = l.names["Seq"];
+        let kept: u64 = l.kept.iter().filter(|((c, _), _)| *c == seq).map(|(_, k)| k.0).sum();
+        let suppressed: u64 = l.suppressed.iter().filter(|((c, _), _)| *c == seq).map(|(_, n)| n).sum();
+        assert_eq!(kept + suppressed, 6000, "{policy}: kept {kept} + suppressed {suppressed}");
+        assert_eq!(l.lost, 0, "{policy}");
+    }
+}

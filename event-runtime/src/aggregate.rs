@@ -39,10 +39,8 @@
 //!
 //! [`Recorder::histogram_period`]: crate::Recorder::histogram_period
 
-use crate::__private::Route;
 use crate::buffer;
 use crate::config::ConfigError;
-use crate::event_set::EventSet;
 use crate::locks::lock;
 use crate::session::{self, Shared};
 use event_format::builtin;
@@ -54,7 +52,7 @@ use event_format::wire::{
     ArgWriter, Header, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, Text, Value, body, fit_texts,
     put_record_header,
 };
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -122,11 +120,39 @@ struct ThreadAgg {
     thread: u64,
     /// Set by the stop's flush: nothing counted after it is written.
     closed: bool,
-    limiters: HashMap<u16, Limiter>,
+    limiters: Limiters,
     /// Per declared histogram: its values since `since` (ticks).
     hists: Vec<Option<(Distribution, u64)>>,
     /// Per span histogram: the begin times of this thread's open spans.
     stacks: HashMap<usize, Vec<u64>>,
+}
+
+/// A thread's limiters, by wire code (`base` the recording's lowest): a slot each, no hash
+/// on the path of a limited event.
+#[derive(Debug)]
+struct Limiters {
+    base: u16,
+    slots: Vec<Option<Limiter>>,
+}
+
+impl Limiters {
+    fn get_mut(&mut self, wire: u16) -> Option<&mut Limiter> {
+        self.slots.get_mut(usize::from(wire.wrapping_sub(self.base)))?.as_mut()
+    }
+
+    fn insert(&mut self, wire: u16, limiter: Limiter) -> &mut Limiter {
+        let i = usize::from(wire.wrapping_sub(self.base));
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, None);
+        }
+        self.slots[i].insert(limiter)
+    }
+
+    /// Every limiter, with its wire code, by code.
+    fn iter_mut(&mut self) -> impl Iterator<Item = (u16, &mut Limiter)> + '_ {
+        let base = self.base;
+        self.slots.iter_mut().enumerate().filter_map(move |(i, l)| Some((base.wrapping_add(i as u16), l.as_mut()?)))
+    }
 }
 
 /// A thread's state of one limited event.
@@ -134,6 +160,8 @@ struct ThreadAgg {
 struct Limiter {
     /// The limit it was made for: another resets it.
     rate: Rate,
+    /// A token bucket's period in ticks (1 for every-Nth), computed once.
+    cost: u128,
     /// Token bucket: tokens scaled by the period in ticks (a token is `period` units);
     /// every-Nth: events seen.
     credit: u128,
@@ -152,14 +180,14 @@ impl Limiter {
             Rate::PerPeriod { .. } => period_ticks,
             Rate::Sample { .. } => 0,
         };
-        Limiter { rate, credit, last: now, suppressed: 0, first: 0 }
+        Limiter { rate, cost: period_ticks.max(1), credit, last: now, suppressed: 0, first: 0 }
     }
 
-    /// Whether the event at `now` is kept; `period_ticks` is the rate's period in ticks.
-    fn keep(&mut self, now: u64, period_ticks: u128) -> bool {
+    /// Whether the event at `now` is kept.
+    fn keep(&mut self, now: u64) -> bool {
         match self.rate {
             Rate::PerPeriod { count, .. } => {
-                let cost = period_ticks.max(1);
+                let cost = self.cost;
                 let elapsed = u128::from(now.saturating_sub(self.last));
                 self.last = self.last.max(now);
                 let capacity = u128::from(count) * cost;
@@ -190,6 +218,23 @@ struct Local {
 
 thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+    /// The wire code of the event [`admit`] let through only to be measured (its limit did
+    /// not keep it), until the thread buffer takes it ([`unkept_code`]).
+    static UNKEPT: Cell<Option<u16>> = const { Cell::new(None) };
+}
+
+/// Whether the event of wire code `code` is the one [`admit`] let through on this thread
+/// only to be measured; the mark is taken.
+pub(crate) fn unkept_code(code: u16) -> bool {
+    UNKEPT
+        .try_with(|u| {
+            let marked = u.get() == Some(code);
+            if marked {
+                u.set(None);
+            }
+            marked
+        })
+        .unwrap_or(false)
 }
 
 impl Aggregates {
@@ -308,7 +353,7 @@ impl Aggregates {
                     let agg = Arc::new(Mutex::new(ThreadAgg {
                         thread,
                         closed: self.closed.load(Ordering::Relaxed),
-                        limiters: HashMap::new(),
+                        limiters: Limiters { base: self.base, slots: Vec::new() },
                         hists: (0..self.hists.len()).map(|_| None).collect(),
                         stacks: HashMap::new(),
                     }));
@@ -429,43 +474,48 @@ fn id_text(value: &Value<'_>) -> String {
     text
 }
 
-/// The cold half of `event!`'s test for a diverted event (`__private::route`): whether and how
-/// it is recorded. While a capture runs, the capture decides (`capture::enabled_here`), and no
-/// limit applies; else a limited event asks its limit on this thread (module docs).
+/// The cold half of `event!`'s test for a diverted event (`__private::route`): whether its
+/// arguments are evaluated, for a record or (its limit did not keep it, a histogram counts
+/// it) for the histograms alone, [`unkept`] then saying so to `__private::diverted`. While a
+/// capture runs, the capture decides (`capture::enabled_here`), and no limit applies; else a
+/// limited event asks its limit on this thread (module docs).
 #[cold]
 #[inline(never)]
-pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> Route {
+pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> bool {
     if crate::divert::capturing() {
-        return if crate::capture::enabled_here(bits, index) { Route::Diverted } else { Route::Off };
+        return crate::capture::enabled_here(bits, index);
     }
     buffer::with_event(bits, index, |buffer, wire| {
+        // A mark of this event left by an earlier call whose arguments never got to the
+        // buffer (they panicked) is not this call's. Another event's mark stays: an argument
+        // may record an event of its own between this event's test and its record.
+        unkept_code(wire);
         let shared = Arc::clone(buffer.shared());
-        let Some(agg) = &shared.aggregates else { return Route::Diverted };
+        let Some(agg) = &shared.aggregates else { return true };
         let (generation, thread) = (buffer.generation(), buffer.thread());
         let decided = agg.with_local(generation, thread, |state, limits| {
             let rate = limits.get(usize::from(wire.wrapping_sub(agg.base))).copied().flatten()?;
-            let period = agg.period_ticks(rate);
             let now = shared.time.now();
             let mut state = lock(state);
-            let limiter = match state.limiters.get_mut(&wire) {
+            let closed = state.closed;
+            let limiter = match state.limiters.get_mut(wire) {
                 Some(l) if l.rate == rate => l,
-                _ => {
-                    let pending = state.limiters.get(&wire).map(|l| (l.suppressed, l.first));
-                    let mut fresh = Limiter::new(rate, now, period);
+                previous => {
+                    // A new limit, or another: a fresh bucket, what it suppressed kept.
+                    let pending = previous.map(|l| (l.suppressed, l.first));
+                    let mut fresh = Limiter::new(rate, now, agg.period_ticks(rate));
                     if let Some((suppressed, first)) = pending {
                         (fresh.suppressed, fresh.first) = (suppressed, first);
                     }
-                    state.limiters.insert(wire, fresh);
-                    state.limiters.get_mut(&wire)?
+                    state.limiters.insert(wire, fresh)
                 }
             };
-            if limiter.keep(now, period) {
+            if limiter.keep(now) {
                 let said = (limiter.suppressed > 0).then(|| (std::mem::take(&mut limiter.suppressed), limiter.first));
                 Some(Ok(said.map(|(count, first)| (count, agg.nanos(now.saturating_sub(first))))))
-            } else if state.closed {
+            } else if closed {
                 Some(Err(true))
             } else {
-                let limiter = state.limiters.get_mut(&wire)?;
                 if limiter.suppressed == 0 {
                     limiter.first = now;
                 }
@@ -475,7 +525,7 @@ pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> Route {
         });
         match decided.flatten() {
             // Not limited (or no state to be had): recorded, and looked at.
-            None => Route::Diverted,
+            None => true,
             Some(Ok(said)) => {
                 if let Some((count, window)) = said
                     && !buffer.write_suppressed(wire, count, window)
@@ -483,23 +533,27 @@ pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> Route {
                     // Refused for want of room: the count goes back, for the recorder to write.
                     agg.with_local(generation, thread, |state, _| {
                         let mut state = lock(state);
-                        if let Some(l) = state.limiters.get_mut(&wire) {
+                        if let Some(l) = state.limiters.get_mut(wire) {
                             l.suppressed += count;
                         }
                     });
                 }
-                Route::Diverted
+                true
             }
             Some(Err(late)) => {
                 if late {
                     // After the stop's flush: nothing writes it any more, so it is a loss.
                     session::count_lost_unattributed(1);
                 }
-                if agg.measures(wire) { Route::Measured } else { Route::Off }
+                let measured = agg.measures(wire);
+                if measured {
+                    let _ = UNKEPT.try_with(|u| u.set(Some(wire)));
+                }
+                measured
             }
         }
     })
-    .unwrap_or(Route::Diverted)
+    .unwrap_or(true)
 }
 
 /// A kept event of wire code `wire`, recorded at `time` on `thread` as `record` (its header and
@@ -513,16 +567,17 @@ pub(crate) fn measure_kept(shared: &Shared, generation: u64, thread: u64, record
     agg.with_local(generation, thread, |state, _| agg.measure(&mut lock(state), &event, time));
 }
 
-/// An event its limit did not keep, but a histogram counts: its arguments (written by `fill`)
-/// go to a scratch copy, never to a block, and are counted (module docs).
+/// An event its limit did not keep, but a histogram counts, of wire code `code`: its
+/// arguments (written by `fill`) go to a scratch copy, never to a block, and are counted
+/// (module docs). On the thread buffer's diverted path (`buffer`'s `write_in`).
 #[cold]
 #[inline(never)]
 pub(crate) fn measure_unkept(
-    set: &'static EventSet,
-    index: u16,
+    buffer: &mut buffer::ThreadBuffer,
+    code: u16,
     fixed: usize,
     strs: &[Text<'_>],
-    fill: impl FnOnce(&mut ArgWriter<'_>),
+    fill: &mut dyn FnMut(&mut ArgWriter<'_>),
 ) {
     let mut cut = strs.to_vec();
     if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, MAX_RECORD_LEN) {
@@ -530,14 +585,11 @@ pub(crate) fn measure_unkept(
     }
     let len = RECORD_HEADER_LEN + fixed + cut.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
     let mut record = vec![0u8; len];
-    buffer::with_set_event(set, index, |buffer, wire| {
-        put_record_header(Order::NATIVE, &mut record, 0, wire, len as u16, 0);
-        let mut args = ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], &cut);
-        fill(&mut args);
-        let shared = Arc::clone(buffer.shared());
-        let time = shared.time.now();
-        measure_kept(&shared, buffer.generation(), buffer.thread(), &record, time);
-    });
+    put_record_header(Order::NATIVE, &mut record, 0, code, len as u16, 0);
+    fill(&mut ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], &cut));
+    let shared = Arc::clone(buffer.shared());
+    let time = shared.time.now();
+    measure_kept(&shared, buffer.generation(), buffer.thread(), &record, time);
 }
 
 /// One record the flushes write: a `Suppressed` or a `Histogram`.
@@ -588,10 +640,7 @@ fn take_all(agg: &Aggregates, now: u64, closing: bool) -> Vec<Said> {
         let mut state = lock(state);
         state.closed |= closing;
         let thread = state.thread;
-        let mut codes: Vec<u16> = state.limiters.keys().copied().collect();
-        codes.sort_unstable();
-        for code in codes {
-            let Some(l) = state.limiters.get_mut(&code) else { continue };
+        for (code, l) in state.limiters.iter_mut() {
             if l.suppressed > 0 {
                 let count = std::mem::take(&mut l.suppressed);
                 let window = agg.nanos(now.saturating_sub(l.first));
@@ -615,7 +664,8 @@ fn take_all(agg: &Aggregates, now: u64, closing: bool) -> Vec<Said> {
 impl ThreadAgg {
     /// Whether anything counted here is still to be written.
     fn holds_anything(&self) -> bool {
-        self.limiters.values().any(|l| l.suppressed > 0) || self.hists.iter().flatten().any(|(d, _)| d.count() > 0)
+        self.limiters.slots.iter().flatten().any(|l| l.suppressed > 0)
+            || self.hists.iter().flatten().any(|(d, _)| d.count() > 0)
     }
 }
 
@@ -706,7 +756,10 @@ fn put_back(agg: &Aggregates, thread: u64, code: u16, count: u64, now: u64) {
     if let Some(state) = threads.iter().find(|t| lock(t).thread == thread) {
         let mut state = lock(state);
         let rate = Rate::Sample { keep: 1, of: 1 };
-        let l = state.limiters.entry(code).or_insert_with(|| Limiter::new(rate, now, 1));
+        let l = match state.limiters.get_mut(code) {
+            Some(l) => l,
+            None => state.limiters.insert(code, Limiter::new(rate, now, 1)),
+        };
         if l.suppressed == 0 {
             l.first = now;
         }
@@ -798,19 +851,19 @@ mod tests {
         let period = 1_000_000_000u128;
         let mut l = Limiter::new(rate, 0, period);
         // 10 000 events evenly over 2 s: one at once, then one every 10 ms.
-        let kept = (0..10_000u64).filter(|i| l.keep(i * 200_000, period)).count();
+        let kept = (0..10_000u64).filter(|i| l.keep(i * 200_000)).count();
         assert!((199..=201).contains(&kept), "{kept}");
         // Idle for a second: a burst of 100 passes, no more.
         let mut l = Limiter::new(rate, 0, period);
-        assert!(l.keep(0, period));
-        let burst = (0..150).filter(|_| l.keep(5_000_000_000, period)).count();
+        assert!(l.keep(0));
+        let burst = (0..150).filter(|_| l.keep(5_000_000_000)).count();
         assert_eq!(burst, 100);
     }
 
     #[test]
     fn every_nth_keeps_the_first_k_of_each_n() {
         let mut l = Limiter::new(Rate::Sample { keep: 2, of: 5 }, 0, 1);
-        let kept: Vec<bool> = (0..10).map(|_| l.keep(0, 1)).collect();
+        let kept: Vec<bool> = (0..10).map(|_| l.keep(0)).collect();
         assert_eq!(kept, [true, true, false, false, false, true, true, false, false, false]);
     }
 

@@ -1096,6 +1096,15 @@ fn write_in(
     watch: Watch,
 ) {
     match code.wire(buffer) {
+        // An event its limit did not keep, let through to be measured only (`aggregate`).
+        Some(code) if watch == Watch::Yes && crate::aggregate::unkept_code(code) => {
+            let mut fill = Some(fill);
+            crate::aggregate::measure_unkept(buffer, code, fixed, strs, &mut |w| {
+                if let Some(fill) = fill.take() {
+                    fill(w)
+                }
+            });
+        }
         Some(code) => {
             buffer.write(code, fixed, strs, fill);
             if watch == Watch::Yes || (watch == Watch::WhileCounting && buffer.post.is_some()) {
@@ -1193,19 +1202,6 @@ pub(crate) fn with_event<R>(
     with_buffer(|buffer| {
         let first = buffer.shared.sets.iter().find(|(set, _)| set.has_bits(bits)).map(|&(_, first)| first)?;
         Some(f(buffer, first.wrapping_add(index)))
-    })
-    .flatten()
-}
-
-/// For event `index` of `set`: as [`with_event`].
-pub(crate) fn with_set_event<R>(
-    set: &'static EventSet,
-    index: u16,
-    f: impl FnOnce(&mut ThreadBuffer, u16) -> R,
-) -> Option<R> {
-    with_buffer(|buffer| {
-        let wire = buffer.wire_code(set, index)?;
-        Some(f(buffer, wire))
     })
     .flatten()
 }

@@ -159,6 +159,36 @@ fn event_limit_overrides_events_def_per_thread() {
     );
 }
 
+/// Each segment's histograms in directory `dir`, by segment index: `sizes` merged over its
+/// threads, and `work_ns`'s count and shortest; with the files read, and the `Size` events
+/// the segments hold.
+fn segment_histograms(dir: &Path) -> (BTreeMap<u64, (Distribution, u64, Option<u64>)>, Vec<std::path::PathBuf>) {
+    let mut remaining = BTreeMap::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap();
+        let mut decoder = Decoder::new(&bytes[..]).unwrap();
+        let header = decoder.header().clone();
+        let index = header.properties.segment.unwrap().index;
+        let catalog = Catalog::new(&header.sets);
+        let mut histograms = Histograms::new();
+        histograms.add_log(0, &header);
+        while let Some(block) = decoder.next_block() {
+            for entry in block.unwrap().entries(&catalog) {
+                if let Entry::Event(e) = entry {
+                    histograms.take(0, &e);
+                }
+            }
+        }
+        assert!(histograms.unreadable().is_empty(), "{:?}", histograms.unreadable());
+        let (_, sizes) = histograms.iter().find(|(k, _)| k.name == "sizes").unwrap();
+        let (_, work) = histograms.iter().find(|(k, _)| k.name == "work_ns").unwrap();
+        remaining.insert(index, (sizes.total.clone(), work.total.count(), work.total.min()));
+    }
+    (remaining, files)
+}
+
 /// The child's own measure of one period: `segment INDEX COUNT SUM MIN MAX BUCKETS`.
 fn measured(out: &str) -> BTreeMap<u64, Distribution> {
     out.lines()
@@ -185,29 +215,7 @@ fn histograms_survive_the_budget_segment_by_segment() {
     let out = run(&["hist", "6", "2000"], &env);
     let mine = measured(&out);
     assert_eq!(mine.len(), 6, "{out}");
-    let mut remaining = BTreeMap::new();
-    let mut files: Vec<_> = std::fs::read_dir(&*d).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    for path in &files {
-        let bytes = std::fs::read(path).unwrap();
-        let mut decoder = Decoder::new(&bytes[..]).unwrap();
-        let header = decoder.header().clone();
-        let index = header.properties.segment.unwrap().index;
-        let catalog = Catalog::new(&header.sets);
-        let mut histograms = Histograms::new();
-        histograms.add_log(0, &header);
-        while let Some(block) = decoder.next_block() {
-            for entry in block.unwrap().entries(&catalog) {
-                if let Entry::Event(e) = entry {
-                    histograms.take(0, &e);
-                }
-            }
-        }
-        assert!(histograms.unreadable().is_empty(), "{:?}", histograms.unreadable());
-        let (_, sizes) = histograms.iter().find(|(k, _)| k.name == "sizes").unwrap();
-        let (_, work) = histograms.iter().find(|(k, _)| k.name == "work_ns").unwrap();
-        remaining.insert(index, (sizes.total.clone(), work.total.count(), work.total.min()));
-    }
+    let (remaining, files) = segment_histograms(&d);
     // The budget kept the two last sealed segments and the one written last (empty).
     let indexes: Vec<u64> = remaining.keys().copied().collect();
     assert_eq!(indexes, [5, 6, 7], "{files:?}");
@@ -292,8 +300,7 @@ fn control_changes_a_running_programs_limits() {
     drop(child.stdin.take());
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    let emitted: u64 =
-        String::from_utf8_lossy(&out.stdout).trim().strip_prefix("emitted ").unwrap().parse().unwrap();
+    let emitted: u64 = String::from_utf8_lossy(&out.stdout).trim().strip_prefix("emitted ").unwrap().parse().unwrap();
     let l = read_limited(&file);
     let plain = l.names["Plain"];
     let (kept, _, _) = l.kept[&(plain, 1)];
@@ -321,4 +328,29 @@ fn every_policy_counts_suppressions_and_histograms_once() {
         assert_eq!(kept + suppressed, 6000, "{policy}: kept {kept} + suppressed {suppressed}");
         assert_eq!(l.lost, 0, "{policy}");
     }
+}
+
+/// A histogram counts every value of its event, those its limit did not keep too (their
+/// arguments measured, no record written): with `Size` limited to one of every ten, each
+/// segment's histogram is still everything the child recorded in its period, while the
+/// segments hold a tenth of the events and `Suppressed` records count the rest.
+#[test]
+fn a_histogram_counts_what_a_limit_suppresses() {
+    let d = dir("limited-hist");
+    let base = d.join("h.evt");
+    let env = [("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1h"), ("EVENT_LIMIT", "Test:Size=1/10")];
+    let out = run(&["hist", "2", "500"], &env);
+    let mine = measured(&out);
+    let (remaining, files) = segment_histograms(&d);
+    for (index, want) in &mine {
+        assert_eq!(&remaining[index].0, want, "segment {index}");
+    }
+    let (mut kept, mut suppressed) = (0, 0);
+    for path in &files {
+        let l = read_limited(path);
+        let size = l.names["Size"];
+        kept += l.kept.iter().filter(|((c, _), _)| *c == size).map(|(_, k)| k.0).sum::<u64>();
+        suppressed += l.suppressed.iter().filter(|((c, _), _)| *c == size).map(|(_, n)| n).sum::<u64>();
+    }
+    assert_eq!((kept, suppressed), (200, 1800), "4 threads' 500 each, one of every ten kept");
 }

@@ -870,3 +870,57 @@ fn push_with_a_fill_writes_the_bytes_push_writes() {
     assert!(n > 2);
     assert_eq!(by_fill.finish(), by_values.finish());
 }
+
+/// The events.def of docs/FORMAT.md's worked example of the histograms and limits properties.
+const AGGREGATES_EXAMPLE: &str = "SET(web)\nVERSION(1, 0, 0)\nKIND(K)\n\
+     RELATION(Send, 1, TRUE, K, W, size, limit=100/s)\nRELATION(Begin, 2, TRUE, K, 0)\nRELATION(End, 3, TRUE, K, 0, limit=1/10)\n\
+     SPAN(req, Begin, End)\nHISTOGRAM(sizes, Send, size, HDR2)\nHISTOGRAM(req_ns, req, LOG2)\n";
+
+/// docs/FORMAT.md's worked example of the histograms (tag 11) and limits (tag 12) properties:
+/// their table rows and dump are the bytes the encoder writes, the header's last two
+/// properties; and they read back.
+#[test]
+fn format_md_histograms_and_limits_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### Histograms and limits properties");
+    let schema = event_format::def::parse(AGGREGATES_EXAMPLE, "web.def").unwrap();
+    let mut header = tiny_header(Order::Little);
+    header.properties.recording = None;
+    header.sets = event_format::wire::SetEntry::assign([schema]);
+    let bytes = header.encode().unwrap();
+    let end = bytes.len() - 4;
+    let properties = &bytes[end - 94..end];
+    let dumps: Vec<Vec<u8>> = fenced_bytes(section).into_iter().filter(|b| !b.is_empty()).collect();
+    assert_eq!(dumps, [properties.to_vec()], "the dump; the encoder writes\n{}", hex_dump(properties));
+    assert_eq!(assert_rows(section, properties, "histograms and limits"), 27, "the table is read");
+    assert_eq!(Header::decode(&bytes, false).unwrap(), header);
+}
+
+/// docs/FORMAT.md's worked example of a `Suppressed` and a `Histogram` record: the records
+/// area the encoder writes for them.
+#[test]
+fn format_md_aggregate_records_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### A suppression and a histogram");
+    let mut w = BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 1, base_time: 100, ..BlockHeader::default() });
+    w.push(builtin::SUPPRESSED, 105, &[Value::Word(1), Value::Unsigned(1), Value::Word(4900), Value::Word(990_000_000)])
+        .unwrap();
+    let values = [
+        Value::Word(1),
+        Value::Unsigned(0),
+        Value::Word(50),
+        Value::Word(3),
+        Value::Word(14),
+        Value::Word(1),
+        Value::Word(8),
+        Value::Str(Text::new("1:1 5:1 8:1")),
+    ];
+    w.push(builtin::HISTOGRAM, 110, &values).unwrap();
+    let block = w.finish();
+    let used = Order::Little.u32(&block[event_format::wire::BLOCK_USED_AT..]) as usize;
+    let records = &block[48..48 + used];
+    assert_eq!(fenced_bytes(section), [records.to_vec()], "the records; the encoder writes\n{}", hex_dump(records));
+    assert_eq!(assert_rows(section, records, "aggregate records"), 18, "the table is read");
+}

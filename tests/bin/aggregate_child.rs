@@ -74,7 +74,7 @@ fn main() {
         }
         "hist" => {
             let (segments, values) = (number(1), number(2));
-            let mut index = recording.rotate().map_or_else(|| fail("no segments: set EVENT_ROTATE"), |i| i);
+            let mut index = recording.rotate().unwrap_or_else(|| fail("no segments: set EVENT_ROTATE"));
             let mut seed = 0x2545_f491_4f6c_dd1du64;
             for _ in 0..segments {
                 let mut mine = Distribution::new(Buckets { precision: 3 });

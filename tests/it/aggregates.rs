@@ -162,7 +162,10 @@ fn event_limit_overrides_events_def_per_thread() {
 /// Each segment's histograms in directory `dir`, by segment index: `sizes` merged over its
 /// threads, and `work_ns`'s count and shortest; with the files read, and the `Size` events
 /// the segments hold.
-fn segment_histograms(dir: &Path) -> (BTreeMap<u64, (Distribution, u64, Option<u64>)>, Vec<std::path::PathBuf>) {
+/// A segment's histograms: `sizes`, and `work_ns`'s count and shortest.
+type SegmentHistograms = (Distribution, u64, Option<u64>);
+
+fn segment_histograms(dir: &Path) -> (BTreeMap<u64, SegmentHistograms>, Vec<std::path::PathBuf>) {
     let mut remaining = BTreeMap::new();
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();

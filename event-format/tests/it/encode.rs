@@ -904,9 +904,14 @@ fn format_md_aggregate_records_example_is_what_the_encoder_writes() {
     let doc = format_md();
     let examples = doc_section(&doc, "## Worked examples");
     let section = doc_section(examples, "### A suppression and a histogram");
-    let mut w = BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 1, base_time: 100, ..BlockHeader::default() });
-    w.push(builtin::SUPPRESSED, 105, &[Value::Word(1), Value::Unsigned(1), Value::Word(4900), Value::Word(990_000_000)])
-        .unwrap();
+    let mut w =
+        BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 1, base_time: 100, ..BlockHeader::default() });
+    w.push(
+        builtin::SUPPRESSED,
+        105,
+        &[Value::Word(1), Value::Unsigned(1), Value::Word(4900), Value::Word(990_000_000)],
+    )
+    .unwrap();
     let values = [
         Value::Word(1),
         Value::Unsigned(0),

@@ -1342,11 +1342,11 @@ fn top_level_help_lists_every_subcommand() {
         .collect();
     assert_eq!(
         commands,
-        ["print", "stats", "schema", "check", "follow", "export", "latency", "control", "completions", "help"],
+        ["print", "stats", "schema", "check", "follow", "export", "latency", "hist", "control", "completions", "help"],
         "{help}"
     );
     let summary = help.lines().next().unwrap();
-    for cmd in ["print", "stats", "schema", "check", "follow", "export", "latency", "control", "completions"] {
+    for cmd in ["print", "stats", "schema", "check", "follow", "export", "latency", "hist", "control", "completions"] {
         assert!(summary.contains(cmd), "the summary names {cmd}: {summary}");
     }
     for cmd in ["export", "latency", "completions"] {

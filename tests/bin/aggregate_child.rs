@@ -10,7 +10,8 @@
 //!   recording seals its segment (`Recording::rotate`, which returns once the next is being
 //!   written). For each period it prints `segment INDEX COUNT SUM MIN MAX BUCKETS`: the
 //!   distribution of the sizes it recorded there, as it measured them itself (the buckets'
-//!   text as a `Histogram` record writes it, HDR3), and `spans INDEX N` the spans it ended.
+//!   text as a `Histogram` record writes it, HDR3), and `spans INDEX N` the spans it ended;
+//!   a `job` span (async, by its id) begins on the first thread and ends on the main one.
 //! - `aggregate-child hold`: prints `ready`, then records `Plain` events (one every 50 µs)
 //!   until its standard input ends; prints `emitted N` and stops.
 
@@ -98,6 +99,10 @@ fn main() {
                     .enumerate()
                     .map(|(t, v)| {
                         std::thread::spawn(move || {
+                            if t == 0 {
+                                // An async span: begun here, ended by the main thread.
+                                event!(JobStart, index);
+                            }
                             event!(WorkBegin, t as u64);
                             for s in v {
                                 event!(Size, s, 7u32);
@@ -110,6 +115,7 @@ fn main() {
                 for w in workers {
                     w.join().unwrap();
                 }
+                event!(JobDone, index);
                 println!(
                     "segment {index} {} {} {} {} {}",
                     mine.count(),

@@ -250,9 +250,10 @@ fn histograms_survive_the_budget_segment_by_segment() {
     assert_eq!(buckets, all.count());
 }
 
-/// The recorder's span histogram is `latency`'s durations bucketed: the same count, the same
-/// buckets (both from the records' times), and a minimum and maximum within a nanosecond
-/// (each rounds ticks to nanoseconds its own way).
+/// The recorder's span histograms are `latency`'s durations bucketed, for a span of one
+/// thread (`work`) and an async one paired by its id across threads (`job`): the same count,
+/// the same buckets (both from the records' times), and a minimum and maximum within a
+/// nanosecond (each rounds ticks to nanoseconds its own way).
 #[test]
 fn a_span_histogram_is_latencys_durations() {
     let d = dir("spans");
@@ -262,22 +263,25 @@ fn a_span_histogram_is_latencys_durations() {
     let (ok, latency) = dump(&["latency", dir_arg, "--format", "json"]);
     assert!(ok, "{latency}");
     let json: serde_json::Value = serde_json::from_str(&latency).unwrap();
-    let span = &json["spans"][0];
-    let kept = json["histograms"].as_array().unwrap().iter().find(|h| h["name"] == "work_ns").unwrap().clone();
-    assert_eq!(span["count"], kept["count"]);
-    assert_eq!(span["count"].as_u64(), Some(6));
-    let close = |a: &serde_json::Value, b: &serde_json::Value| a.as_u64().unwrap().abs_diff(b.as_u64().unwrap()) <= 1;
-    assert!(close(&span["min_ns"], &kept["min"]) && close(&span["max_ns"], &kept["max"]), "{span} {kept}");
-    let buckets = |h: &serde_json::Value, from: &str| -> Vec<(u64, u64)> {
-        h["histogram"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|b| b["count"].as_u64() != Some(0))
-            .map(|b| (b[from].as_u64().unwrap(), b["count"].as_u64().unwrap()))
-            .collect()
-    };
-    assert_eq!(buckets(span, "from_ns"), buckets(&kept, "from"));
+    for (span_name, kept_name, count) in [("work", "work_ns", 6), ("job", "job_ns", 3)] {
+        let span = json["spans"].as_array().unwrap().iter().find(|s| s["span"] == span_name).unwrap();
+        let kept = json["histograms"].as_array().unwrap().iter().find(|h| h["name"] == kept_name).unwrap();
+        assert_eq!(span["count"], kept["count"], "{span_name}");
+        assert_eq!(span["count"].as_u64(), Some(count), "{span_name}");
+        let close =
+            |a: &serde_json::Value, b: &serde_json::Value| a.as_u64().unwrap().abs_diff(b.as_u64().unwrap()) <= 1;
+        assert!(close(&span["min_ns"], &kept["min"]) && close(&span["max_ns"], &kept["max"]), "{span} {kept}");
+        let buckets = |h: &serde_json::Value, from: &str| -> Vec<(u64, u64)> {
+            h["histogram"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["count"].as_u64() != Some(0))
+                .map(|b| (b[from].as_u64().unwrap(), b["count"].as_u64().unwrap()))
+                .collect()
+        };
+        assert_eq!(buckets(span, "from_ns"), buckets(kept, "from"), "{span_name}");
+    }
 }
 
 /// `event-dump control RING --limit` changes a running program's limits: the program says

@@ -81,8 +81,9 @@ pub struct Distribution {
     sum: u64,
     min: u64,
     max: u64,
-    /// The count of each bucket, by index; as long as the highest bucket counted.
-    counts: Vec<u64>,
+    /// The non-empty buckets, `(index, count)`, by index: sparse, so that a record of a few
+    /// buckets far apart costs its reader memory in proportion to its text.
+    counts: Vec<(u32, u64)>,
 }
 
 impl Distribution {
@@ -94,11 +95,15 @@ impl Distribution {
     /// Counts `value`.
     #[inline]
     pub fn record(&mut self, value: u64) {
-        let i = bucket(value, self.buckets);
-        if i >= self.counts.len() {
-            self.counts.resize(i + 1, 0);
+        let i = bucket(value, self.buckets) as u32;
+        // The latest bucket first: values come in runs.
+        match self.counts.last_mut() {
+            Some(last) if last.0 == i => last.1 += 1,
+            _ => match self.counts.binary_search_by_key(&i, |e| e.0) {
+                Ok(k) => self.counts[k].1 += 1,
+                Err(k) => self.counts.insert(k, (i, 1)),
+            },
         }
-        self.counts[i] += 1;
         self.count += 1;
         self.sum = self.sum.saturating_add(value);
         self.min = self.min.min(value);
@@ -127,14 +132,13 @@ impl Distribution {
             if index > last {
                 return Err(format!("bucket {index} is past the last, {last}, of {}", buckets.word()));
             }
-            if index < d.counts.len() {
+            if d.counts.last().is_some_and(|l| l.0 as usize >= index) {
                 return Err(format!("bucket {index} comes after a higher one or twice"));
             }
             if n == 0 {
                 return Err(format!("bucket {index} has a count of 0 (empty buckets are left out)"));
             }
-            d.counts.resize(index + 1, 0);
-            d.counts[index] = n;
+            d.counts.push((index as u32, n));
             total = total.saturating_add(n);
         }
         if total != count {
@@ -145,9 +149,9 @@ impl Distribution {
             d.max = 0;
             return Ok(d);
         }
-        let first = d.counts.iter().position(|&n| n > 0).unwrap_or(0);
+        let (first, last) = (d.counts[0].0 as usize, d.counts[d.counts.len() - 1].0 as usize);
         let (lo, _) = bounds(first, buckets);
-        let (_, hi) = bounds(d.counts.len() - 1, buckets);
+        let (_, hi) = bounds(last, buckets);
         if min < lo || u128::from(max) >= hi || min > max {
             return Err(format!("its min {min} and max {max} are not within its buckets [{lo}, {hi})"));
         }
@@ -183,12 +187,32 @@ impl Distribution {
                 self.buckets.word()
             ));
         }
-        if other.counts.len() > self.counts.len() {
-            self.counts.resize(other.counts.len(), 0);
+        let mut merged = Vec::with_capacity(self.counts.len() + other.counts.len());
+        let (mut i, mut j) = (0, 0);
+        let (a, b) = (&self.counts, &other.counts);
+        while i < a.len() || j < b.len() {
+            match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    merged.push((x.0, x.1.saturating_add(y.1)));
+                    i += 1;
+                    j += 1;
+                }
+                (Some(x), Some(y)) if x.0 < y.0 => {
+                    merged.push(*x);
+                    i += 1;
+                }
+                (Some(_), Some(y)) | (None, Some(y)) => {
+                    merged.push(*y);
+                    j += 1;
+                }
+                (Some(x), None) => {
+                    merged.push(*x);
+                    i += 1;
+                }
+                (None, None) => break,
+            }
         }
-        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine = mine.saturating_add(*theirs);
-        }
+        self.counts = merged;
         self.count = self.count.saturating_add(other.count);
         self.sum = self.sum.saturating_add(other.sum);
         self.min = self.min.min(other.min);
@@ -223,17 +247,23 @@ impl Distribution {
 
     /// The non-empty buckets, `(index, count)`, by index.
     pub fn nonempty(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.counts.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (i, *n))
+        self.counts.iter().map(|&(i, n)| (i as usize, n))
     }
 
     /// Every bucket from the first non-empty one to the last, `(index, count)`: what a
     /// histogram's lines show.
     pub fn span(&self) -> Vec<(usize, u64)> {
-        let first = self.counts.iter().position(|&n| n > 0);
-        match first {
-            Some(f) => (f..self.counts.len()).map(|i| (i, self.counts[i])).collect(),
-            None => Vec::new(),
-        }
+        let (Some(first), Some(last)) = (self.counts.first(), self.counts.last()) else { return Vec::new() };
+        let mut counts = self.counts.iter().peekable();
+        (first.0..=last.0)
+            .map(|i| match counts.peek() {
+                Some(&&(j, n)) if j == i => {
+                    counts.next();
+                    (i as usize, n)
+                }
+                _ => (i as usize, 0),
+            })
+            .collect()
     }
 
     /// The buckets as a record writes them: `INDEX:COUNT` pairs of the non-empty buckets,
@@ -260,10 +290,10 @@ impl Distribution {
         }
         let rank = ((p / 100.0 * self.count as f64).ceil() as u64).clamp(1, self.count);
         let mut seen = 0u64;
-        for (i, &n) in self.counts.iter().enumerate() {
+        for &(i, n) in &self.counts {
             seen = seen.saturating_add(n);
             if seen >= rank {
-                let (_, to) = bounds(i, self.buckets);
+                let (_, to) = bounds(i as usize, self.buckets);
                 let top = u64::try_from(to - 1).unwrap_or(u64::MAX);
                 return Some(top.clamp(self.min, self.max));
             }
@@ -277,7 +307,7 @@ impl Distribution {
         self.sum = 0;
         self.min = u64::MAX;
         self.max = 0;
-        self.counts.iter_mut().for_each(|n| *n = 0);
+        self.counts.clear();
     }
 }
 
@@ -559,6 +589,29 @@ mod tests {
         assert!(parse(1, 1, 1, "99:1").unwrap_err().contains("past the last"));
         assert!(parse(1, 1, 1, "x").unwrap_err().contains("INDEX:COUNT"));
         assert!(parse(1, 9, 9, "2:1").unwrap_err().contains("not within"));
+    }
+
+    #[test]
+    fn merges_add_bucket_by_bucket_in_any_order_and_hold_what_they_read() {
+        let of = |values: &[u64]| {
+            let mut d = Distribution::new(Buckets { precision: 1 });
+            values.iter().for_each(|&v| d.record(v));
+            d
+        };
+        let (a, b, c) = (of(&[1, 9, 1000]), of(&[2, 9, 9, 70_000]), of(&[u64::MAX, 0]));
+        let mut left = a.clone();
+        left.merge(&b).unwrap();
+        left.merge(&c).unwrap();
+        let mut right = c.clone();
+        right.merge(&b).unwrap();
+        right.merge(&a).unwrap();
+        assert_eq!(left, right);
+        assert_eq!(left, of(&[1, 9, 1000, 2, 9, 9, 70_000, u64::MAX, 0]));
+        assert!(left.merge(&Distribution::new(Buckets::LOG2)).unwrap_err().contains("cannot merge"));
+        // Two buckets far apart: two entries, whatever their indexes.
+        let far = Distribution::parse(Buckets { precision: 7 }, 2, 0, 0, u64::MAX, "0:1 7423:1").unwrap();
+        assert_eq!(far.counts.len(), 2);
+        assert_eq!(far.span().len(), 7424, "the lines a reader draws: every bucket between");
     }
 
     #[test]

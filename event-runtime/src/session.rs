@@ -290,6 +290,12 @@ impl Shared {
     }
 }
 
+/// The unit tests that start a recording take this first: a process has one recording at a
+/// time, and the test harness runs tests at once (without it they failed with
+/// `AlreadyRunning`, now and then).
+#[cfg(test)]
+pub(crate) static TEST_RECORDING: Mutex<()> = Mutex::new(());
+
 /// Bumped at every start and stop: a thread buffer of another generation is stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Whether a recording runs: the built-in events of `annotate` test it first.

@@ -710,20 +710,40 @@ fn histogram_records(thread: u64, h: u32, since: u64, d: &Distribution) -> Vec<S
         .collect()
 }
 
-/// The writer thread's flush (every period, and before a segment is sealed) and the stop's
-/// (`closing`): what the threads counted, written as records. Streaming, they go to the sinks
-/// in blocks of thread 0 (never refused); under `ring`, into the writer thread's own ring
-/// (what cannot be written there goes back, for the stop).
-pub(crate) fn flush(shared: &Shared, closing: bool) {
+/// Which flush: when, and where its records go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Flush {
+    /// The writer thread's, every period and before a segment is sealed: streaming, to the
+    /// sinks in blocks of thread 0 (never refused); under `ring`, into the writer thread's own
+    /// ring (what cannot be written there goes back, for the stop).
+    Period,
+    /// The stop's first under `ring`, on the stopping thread before the stop takes the rings:
+    /// into its ring (a ring file's slot: so that the file holds them), what cannot be written
+    /// going back; the threads' states are closed.
+    IntoRing,
+    /// The stop's last, once the threads' records are taken: what is left, to the sinks in
+    /// blocks of thread 0; the threads' states are closed. Suppressions that no sink takes (a
+    /// recording into a ring file alone) are counted lost.
+    Last,
+}
+
+/// Writes what the threads counted since the last flush, as `Suppressed` and `Histogram`
+/// records ([`Flush`] says where).
+pub(crate) fn flush(shared: &Shared, how: Flush) {
     let Some(agg) = &shared.aggregates else { return };
     let now = shared.time.now();
-    let said = take_all(agg, now, closing);
+    let said = take_all(agg, now, how != Flush::Period);
     if said.is_empty() {
         return;
     }
-    if shared.streaming || closing {
+    if how == Flush::Last || (how == Flush::Period && shared.streaming) {
         let records: Vec<(u16, Vec<Value<'_>>)> = said.iter().map(Said::values).collect();
         let mut sinks = lock(&shared.sinks);
+        if sinks.is_empty() {
+            let unsaid = said.iter().map(|s| if let Said::Suppressed { count, .. } = s { *count } else { 0 }).sum();
+            session::count_lost_unattributed(unsaid);
+            return;
+        }
         let blocks = crate::sink::recorder_blocks(shared.block_size, sinks.recorder_sequence(), now, &records);
         sinks.advance_recorder_sequence(blocks.len() as u64);
         for block in &blocks {
@@ -744,7 +764,7 @@ pub(crate) fn flush(shared: &Shared, closing: bool) {
             }
         };
         if !written && let Said::Suppressed { thread, code, count, .. } = one {
-            // Kept for the stop's flush, which cannot be refused.
+            // Kept for the stop's last flush, which cannot be refused.
             put_back(agg, thread, code, count, now);
         }
     }

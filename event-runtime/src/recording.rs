@@ -217,6 +217,11 @@ impl Recording {
         crate::divert::watch(self.generation, None);
         crate::divert::aggregate(self.generation, None);
         control::uninstall();
+        // Under `ring`, what the threads counted goes into this thread's ring before the stop
+        // takes the rings: a ring file then holds it too (`aggregate::Flush`).
+        if !self.shared.streaming {
+            crate::aggregate::flush(&self.shared, crate::aggregate::Flush::IntoRing);
+        }
         buffer::detach_this_thread(self.generation);
         // Every thread's committed records, taken before the pool closes: a thread that hands
         // a block on before its lane is taken still finds the writer there.
@@ -242,7 +247,7 @@ impl Recording {
         }
         // What the threads counted since the last period: histograms and suppressions, in
         // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
-        crate::aggregate::flush(shared, true);
+        crate::aggregate::flush(shared, crate::aggregate::Flush::Last);
         shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {

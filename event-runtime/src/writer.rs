@@ -136,7 +136,7 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             && last_aggregate.elapsed() >= aggregates.period
         {
             last_aggregate = Instant::now();
-            crate::aggregate::flush(shared, false);
+            crate::aggregate::flush(shared, crate::aggregate::Flush::Period);
         }
         if session::is_running() {
             snapshot::serve(shared);
@@ -221,7 +221,7 @@ fn rotate_if_due(shared: &Shared) {
         return;
     }
     // The histograms and suppressions of the segment's last period go into it.
-    crate::aggregate::flush(shared, false);
+    crate::aggregate::flush(shared, crate::aggregate::Flush::Period);
     // Made before the sinks are locked: a thread may hold the table of interned strings while
     // it hands a block to the sinks.
     let time = shared.time.now();

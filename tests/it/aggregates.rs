@@ -47,7 +47,11 @@ struct Limited {
 }
 
 fn read_limited(path: &Path) -> Limited {
-    let bytes = std::fs::read(path).unwrap();
+    let bytes = if path.extension().is_some_and(|e| e == "ring") {
+        event_tests::read_ring(path).unwrap().0
+    } else {
+        std::fs::read(path).unwrap()
+    };
     let mut decoder = Decoder::new(&bytes[..]).unwrap();
     let header = decoder.header().clone();
     let catalog = Catalog::new(&header.sets);
@@ -335,6 +339,17 @@ fn every_policy_counts_suppressions_and_histograms_once() {
         assert_eq!(kept + suppressed, 6000, "{policy}: kept {kept} + suppressed {suppressed}");
         assert_eq!(l.lost, 0, "{policy}");
     }
+    // A ring file alone, under `ring`: the stopping thread writes what is left into its slot.
+    let d = dir("policy-ring-file");
+    let path = d.join("p.ring");
+    let out =
+        run(&["limit", "Seq", "3000", "1", "2"], &[("EVENT_RING", path.to_str().unwrap()), ("EVENT_POLICY", "ring")]);
+    assert_eq!(out.trim(), "emitted 6000");
+    let l = read_limited(&path);
+    let seq = l.names["Seq"];
+    let kept: u64 = l.kept.iter().filter(|((c, _), _)| *c == seq).map(|(_, k)| k.0).sum();
+    let suppressed: u64 = l.suppressed.iter().filter(|((c, _), _)| *c == seq).map(|(_, n)| n).sum();
+    assert_eq!((kept + suppressed, l.lost), (6000, 0), "the ring file: kept {kept} + suppressed {suppressed}");
 }
 
 /// A histogram counts every value of its event, those its limit did not keep too (their

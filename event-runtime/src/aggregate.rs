@@ -33,7 +33,9 @@
 //! `Histogram` records of each thread in blocks of thread 0 ([`flush`]): so a segment holds the
 //! distributions of its period, however many of its events the limits suppressed or the disk
 //! budget deleted with older segments. Under `ring`, where nothing reaches the sinks until the
-//! stop, the writer thread records them in its own ring instead, and the stop writes the rest.
+//! stop, the writer thread records them in its own ring instead, and the stop writes the rest
+//! into the stopping thread's ring before it takes the rings (so that a ring file holds them),
+//! then what could not be written there to the sinks ([`Flush`]).
 //! A suppression is counted once: in the thread's own `Suppressed` record, or in one of the
 //! recorder's; after the stop's, a late one is counted lost.
 //!

@@ -18,7 +18,7 @@
 //!    and the stop, and the crash handlers (`crash::install`).
 
 use crate::clock::{self, TimeSource};
-use crate::config::{self, BufResize, ConfigError, Keep, Policy, Rotate, Signals};
+use crate::config::{self, BufResize, ConfigError, Keep, Origin, Policy, Rotate, Signals};
 use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
@@ -209,6 +209,14 @@ pub struct Recorder {
     snapshot_pattern: Option<PathBuf>,
     /// `EVENT_PIN`: the events every snapshot keeps whatever the rings overwrite.
     pin: Option<String>,
+    /// `EVENT_HOST`: the host name the header and `%h` give, instead of the system's.
+    host: Option<String>,
+    /// `EVENT_LABELS`: the recording's labels, in the order given.
+    labels: Vec<(String, String)>,
+    /// The `EVENT_*` variables whose values [`from_env`](Recorder::from_env) applied, with
+    /// their text: a setting's error names the variable when it came from there, else the
+    /// method of the code that gave it.
+    from_env: Vec<(&'static str, String)>,
 }
 
 impl Default for Recorder {
@@ -263,6 +271,9 @@ impl Recorder {
             trigger: None,
             snapshot_pattern: None,
             pin: None,
+            host: None,
+            labels: Vec::new(),
+            from_env: Vec::new(),
         }
     }
 
@@ -280,12 +291,33 @@ impl Recorder {
         self
     }
 
-    /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
-    /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
-    /// `EVENT_PACK`, `EVENT_FORK`, `EVENT_SIGNALS` (docs/guide/configuration.md).
+    /// Applies the `EVENT_*` environment variables over the settings so far
+    /// (docs/guide/configuration.md has each one's values and default). It reads exactly these:
     ///
-    /// Any other `EVENT_*` variable gets one line on stderr naming the closest setting
-    /// (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise ignored.
+    /// | variable | sets what | as in code |
+    /// |---|---|---|
+    /// | `EVENT_FILE` | the event file (a pattern) | [`file`](Self::file) |
+    /// | `EVENT_RING` | the ring file (a pattern) | [`ring_file`](Self::ring_file) |
+    /// | `EVENT_CONTROL` | what is recorded | [`control`](Self::control) |
+    /// | `EVENT_POLICY` | `switch`, `wait=..`, `ring` or `fill` | [`policy`](Self::policy), [`wait`](Self::wait) |
+    /// | `EVENT_BUFSIZE` | the buffer's size | [`buffer_size`](Self::buffer_size) |
+    /// | `EVENT_BUFRESIZE` | `auto` or `manual` | [`bufresize`](Self::bufresize) |
+    /// | `EVENT_FORK` | whether a forked child records | [`record_forks`](Self::record_forks) |
+    /// | `EVENT_PACK` | whether blocks are packed | [`pack`](Self::pack) |
+    /// | `EVENT_SIGNALS` | `default` or `none` | [`signals`](Self::signals) |
+    /// | `EVENT_ROTATE` | segments, by size or age | [`rotate`](Self::rotate) |
+    /// | `EVENT_KEEP` | the directory's disk budget | [`keep`](Self::keep) |
+    /// | `EVENT_TRIGGER` | snapshots' triggers | [`trigger`](Self::trigger) |
+    /// | `EVENT_SNAPSHOT` | where snapshots go (a pattern) | [`snapshots`](Self::snapshots) |
+    /// | `EVENT_PIN` | events every snapshot keeps | [`pin`](Self::pin) |
+    /// | `EVENT_HOST` | the host name recorded (and `%h`) | [`host`](Self::host) |
+    /// | `EVENT_LABELS` | the recording's labels | [`label`](Self::label) |
+    ///
+    /// A value that does not parse is an error that names the variable and its text; a value
+    /// given in code that the start refuses names the method instead (`Recorder::rotate("1m")
+    /// in the program's code: ...`). Any other `EVENT_*` variable gets one line on stderr
+    /// naming the closest setting (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise
+    /// ignored.
     pub fn from_env(self) -> Result<Recorder, ConfigError> {
         for line in config::unknown_variables(std::env::vars_os().map(|(name, _)| name)) {
             eprintln!("event-runtime: {line}");
@@ -294,7 +326,19 @@ impl Recorder {
     }
 
     fn with_env(mut self, get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Recorder, ConfigError> {
-        let env = config::read_env(get)?;
+        let env = config::read_env(&get)?;
+        for variable in config::VARIABLES {
+            if let Some(value) = get(variable) {
+                self.from_env.retain(|(v, _)| *v != variable);
+                self.from_env.push((variable, value.to_string_lossy().into_owned()));
+            }
+        }
+        if let Some(host) = env.host {
+            self.host = Some(host);
+        }
+        for (key, value) in env.labels.into_iter().flatten() {
+            self = self.label(key, value);
+        }
         for (path, purpose) in [(&env.file, Purpose::EventFile), (&env.ring, Purpose::RingFile)] {
             if let Some(path) = path {
                 files::check_pattern(path).map_err(|message| pattern_error(path, purpose, message))?;
@@ -343,11 +387,8 @@ impl Recorder {
         if let Some(path) = env.snapshot {
             // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
             let numbered = PathBuf::from(path.to_string_lossy().replace("%s", "1"));
-            files::check_pattern(&numbered).map_err(|message| ConfigError {
-                variable: "EVENT_SNAPSHOT",
-                value: path.to_string_lossy().into_owned(),
-                message,
-            })?;
+            files::check_pattern(&numbered)
+                .map_err(|message| ConfigError::env("EVENT_SNAPSHOT", path.to_string_lossy(), message))?;
             self.snapshot_pattern = Some(path);
         }
         Ok(self)
@@ -367,7 +408,7 @@ impl Recorder {
     /// let recording = Recorder::new()
     ///     .file("/var/log/app/trace.evt")
     ///     .rotate(Rotate { size: Some(64 << 20), age: None })
-    ///     .keep(Keep { segments: Some(10), bytes: None })
+    ///     .keep(Keep { segments: Some(10), ..Keep::default() })
     ///     .start()?;
     /// # Ok::<(), event_runtime::StartError>(())
     /// ```
@@ -567,6 +608,88 @@ impl Recorder {
         self
     }
 
+    /// The host name the recording's header gives (`EVENT_HOST`), and `%h` in its files'
+    /// patterns, instead of the system's (`gethostname`): in a container the system's name is
+    /// the container's id; the node's or the pod's name tells a fleet's hosts apart.
+    /// Readers show it beside the service (`host-a/api:T2`). 1 to 255 bytes, without `/` or
+    /// control characters (refused at the start otherwise).
+    pub fn host(mut self, name: impl Into<String>) -> Recorder {
+        self.host = Some(name.into());
+        self
+    }
+
+    /// A label of the recording (`EVENT_LABELS`), in its header (docs/FORMAT.md, "Labels"):
+    /// `service` (the service's name, OpenTelemetry's `service.name`), `version`
+    /// (`service.version`), `instance` (`service.instance.id`) or any other key, such as the
+    /// pod or the region. Readers show the service and the host where they would show a pid,
+    /// and the exports carry every label. A key given again replaces its value. A key is 1 to
+    /// 128 ASCII letters, digits, `_`, `.` or `-`; a value at most 1024 bytes (refused at the
+    /// start otherwise).
+    ///
+    /// ```
+    /// let recording = event_runtime::Recorder::new()
+    ///     .memory()
+    ///     .label("service", "api")
+    ///     .label("version", env!("CARGO_PKG_VERSION"))
+    ///     .start()
+    ///     .unwrap();
+    /// let stream = recording.stop().unwrap();
+    /// let header = event_format::decode::Decoder::new(&stream[..]).unwrap().header().clone();
+    /// assert_eq!(header.properties.label("service"), Some("api"));
+    /// ```
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Recorder {
+        let (key, value) = (key.into(), value.into());
+        match self.labels.iter_mut().find(|(k, _)| *k == key) {
+            Some(label) => label.1 = value,
+            None => self.labels.push((key, value)),
+        }
+        self
+    }
+
+    /// [`start`](Self::start) for a program that must run whatever its recorder's settings
+    /// say: when the recording cannot start, one line on stderr says why (`event-runtime: not
+    /// recording: ` and the error's sentence), and the program goes on without a recording
+    /// (`None`: every event is a disabled one). The shortcut [`start_or_warn`](crate::start_or_warn)
+    /// does the same for a recording configured by the environment alone.
+    ///
+    /// ```
+    /// use event_runtime::{Policy, Recorder, Rotate};
+    ///
+    /// // `ring` writes its event file once, at the stop: there is nothing to rotate. The
+    /// // start says so in one line, and the program runs on unrecorded.
+    /// let recording = Recorder::new()
+    ///     .file(std::env::temp_dir().join("never-written.evt"))
+    ///     .policy(Policy::Ring)
+    ///     .rotate(Rotate { size: Some(1 << 20), age: None })
+    ///     .start_or_warn();
+    /// assert!(recording.is_none());
+    /// ```
+    pub fn start_or_warn(self) -> Option<Recording> {
+        match self.start() {
+            Ok(recording) => Some(recording),
+            Err(e) => {
+                eprintln!("event-runtime: not recording: {e}");
+                None
+            }
+        }
+    }
+
+    /// `e`, a setting's error, naming where its value came from: the variable and its text
+    /// when [`from_env`](Self::from_env) applied it, else the method of the code that gave it.
+    fn attribute(&self, mut e: ConfigError) -> ConfigError {
+        if e.origin != Origin::Environment {
+            return e;
+        }
+        match self.from_env.iter().find(|(v, _)| *v == e.variable) {
+            Some((_, text)) => e.value = text.clone(),
+            None => {
+                e.variable = config::method_of(e.variable);
+                e.origin = Origin::Code;
+            }
+        }
+        e
+    }
+
     /// Timestamps from a counter that each event advances by one, for reproducible tests.
     pub fn deterministic_clock(mut self) -> Recorder {
         self.clock = ClockChoice::Deterministic;
@@ -587,7 +710,11 @@ impl Recorder {
     /// does not pin): a writer confined to a recording thread's core takes that thread's
     /// time, which the benchmark measured at twice the cost of an event (BENCHMARKS.md).
     pub fn start(mut self) -> Result<Recording, StartError> {
-        let (plan, time) = self.check()?;
+        let (plan, time) = match self.check() {
+            Ok(checked) => checked,
+            Err(StartError::Config(e)) => return Err(StartError::Config(self.attribute(e))),
+            Err(e) => return Err(e),
+        };
         if self.rotate.is_some() && plan.file_path.is_none() {
             eprintln!(
                 "event-runtime: EVENT_ROTATE (Recorder::rotate) is for an event file, and none is written; set EVENT_FILE"
@@ -627,6 +754,8 @@ struct Plan {
     selections: Vec<Selection>,
     header: Header,
     header_bytes: Vec<u8>,
+    /// What the recording gives its files' patterns (`%h`, `%r`).
+    naming: files::Naming,
     /// The files' paths, their patterns expanded.
     file_path: Option<PathBuf>,
     ring_path: Option<PathBuf>,
@@ -639,11 +768,26 @@ impl Recorder {
     /// header, the files' names) before anything is touched.
     fn check(&mut self) -> Result<(Plan, TimeSource), StartError> {
         if let (Policy::Ring, Some(rotate)) = (self.policy, self.rotate) {
-            return Err(StartError::Config(ConfigError {
-                variable: "EVENT_ROTATE",
-                value: config::rotate_text(rotate),
-                message: config::RING_ROTATE.to_owned(),
-            }));
+            return Err(StartError::Config(ConfigError::env(
+                "EVENT_ROTATE",
+                config::rotate_text(rotate),
+                config::RING_ROTATE,
+            )));
+        }
+        if let Some(rotate) = self.rotate {
+            // What `EVENT_ROTATE` refuses, refused from code too (the environment's went
+            // through `config::parse_rotate` already).
+            config::check_rotate(rotate)
+                .map_err(|message| ConfigError::env("EVENT_ROTATE", config::rotate_text(rotate), message))?;
+        }
+        config::check_keep(self.keep)
+            .map_err(|message| ConfigError::env("EVENT_KEEP", config::keep_text(self.keep), message))?;
+        if let Some(host) = &self.host {
+            config::check_host(host).map_err(|message| ConfigError::env("EVENT_HOST", host.clone(), message))?;
+        }
+        for (key, value) in &self.labels {
+            config::check_label(key, value)
+                .map_err(|message| ConfigError::env("EVENT_LABELS", format!("{key}={value}"), message))?;
         }
         let blocks = self.blocks()?;
         let (sets, schemas) = self.recorded_sets()?;
@@ -655,17 +799,34 @@ impl Recorder {
         };
         let (header, firsts) = self.header(&schemas, &time);
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
-        let file_path = expand(&self.file, Purpose::EventFile)?;
-        let ring_path = expand(&self.ring, Purpose::RingFile)?;
+        let naming = files::Naming {
+            host: header.producer.host.clone(),
+            recording: header.properties.recording.map(|id| id.to_hex()).unwrap_or_default(),
+        };
+        let file_path = expand(&self.file, Purpose::EventFile, &naming)?;
+        let ring_path = expand(&self.ring, Purpose::RingFile, &naming)?;
         let triggers = if self.trigger.is_some() || self.pin.is_some() {
             let pattern =
                 self.snapshot_pattern.clone().unwrap_or_else(|| PathBuf::from(crate::trigger::DEFAULT_SNAPSHOT));
+            // The recording's own escapes now; the process's when each snapshot is written.
+            let pattern = files::pre_expand(&pattern, &naming);
             Some(crate::trigger::parse(self.trigger.as_deref(), self.pin.as_deref(), &header, pattern)?)
         } else {
             None
         };
-        let plan =
-            Plan { blocks, sets, schemas, firsts, selections, header, header_bytes, file_path, ring_path, triggers };
+        let plan = Plan {
+            blocks,
+            sets,
+            schemas,
+            firsts,
+            selections,
+            header,
+            header_bytes,
+            naming,
+            file_path,
+            ring_path,
+            triggers,
+        };
         Ok((plan, time))
     }
 
@@ -695,15 +856,8 @@ impl Recorder {
                 schemas.iter().map(|_| Selection { kinds: *mask, overrides: Default::default() }).collect()
             }
             SelectionChoice::Given(selections) => selections.clone(),
-            SelectionChoice::Text(text) => {
-                control::from_text(text, &schemas.iter().collect::<Vec<_>>()).map_err(|e| {
-                    StartError::Config(ConfigError {
-                        variable: "EVENT_CONTROL",
-                        value: text.clone(),
-                        message: e.to_string(),
-                    })
-                })?
-            }
+            SelectionChoice::Text(text) => control::from_text(text, &schemas.iter().collect::<Vec<_>>())
+                .map_err(|e| StartError::Config(ConfigError::env("EVENT_CONTROL", text.clone(), e.to_string())))?,
         })
     }
 
@@ -714,13 +868,11 @@ impl Recorder {
         let entries = SetEntry::assign(schemas.iter().cloned());
         // Each set's range of wire codes: its event j is written as `first + j`.
         let firsts: Vec<u16> = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first)).collect();
-        let mut header = Header::with_sets(
-            entries,
-            self.block_size,
-            clock,
-            Producer { host: files::host_name().unwrap_or_default(), ..Producer::current(start_wall) },
-        );
+        let host = self.host.clone().or_else(files::host_name).unwrap_or_default();
+        let mut header =
+            Header::with_sets(entries, self.block_size, clock, Producer { host, ..Producer::current(start_wall) });
         header.properties.recording = Some(new_recording_id());
+        header.properties.labels = self.labels.clone();
         (header, firsts)
     }
 
@@ -731,7 +883,9 @@ impl Recorder {
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
         let sinks = match (&plan.file_path, self.rotate) {
             (Some(base), Some(rotate)) => {
-                let mut segments = Segments::new(base.clone(), rotate, self.keep, plan.header.clone());
+                let pattern = self.file.as_deref().unwrap_or(base);
+                let family = crate::segments::Family::new(pattern, base, &plan.naming);
+                let mut segments = Segments::new(base.clone(), family, rotate, self.keep, plan.header.clone());
                 let opened = segments.open(0).map_err(|error| StartError::Io {
                     what: "first segment",
                     path: crate::segments::segment_path(base, 0),
@@ -887,10 +1041,13 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     generation
 }
 
-/// `path` (a pattern) expanded, for `purpose`; an unknown pattern is a configuration error.
-fn expand(path: &Option<PathBuf>, purpose: Purpose) -> Result<Option<PathBuf>, StartError> {
+/// `path` (a pattern) expanded for `purpose` with the recording's `naming`; an unknown pattern
+/// is a configuration error.
+fn expand(path: &Option<PathBuf>, purpose: Purpose, naming: &files::Naming) -> Result<Option<PathBuf>, StartError> {
     match path {
-        Some(p) => files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message))),
+        Some(p) => {
+            files::expand(p, naming).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message)))
+        }
         None => Ok(None),
     }
 }
@@ -1105,9 +1262,8 @@ impl Recorder {
     fn selects_something(&self) -> Result<bool, StartError> {
         let SelectionChoice::Text(text) = &self.selection else { return Ok(false) };
         let (_, schemas) = self.recorded_sets()?;
-        let selections = control::from_text(text, &schemas.iter().collect::<Vec<_>>()).map_err(|e| {
-            StartError::Config(ConfigError { variable: "EVENT_CONTROL", value: text.clone(), message: e.to_string() })
-        })?;
+        let selections = control::from_text(text, &schemas.iter().collect::<Vec<_>>())
+            .map_err(|e| StartError::Config(ConfigError::env("EVENT_CONTROL", text.clone(), e.to_string())))?;
         if schemas.iter().all(|s| s.events.is_empty()) {
             // A program without events of its own (the `tracing` bridge's set alone) records
             // built-in events, which no selection names: anything but `none` asks for them.
@@ -1140,7 +1296,7 @@ pub(crate) fn compatible(version: &str) -> String {
 
 /// The error of a path pattern that does not expand.
 fn pattern_error(path: &Path, purpose: Purpose, message: String) -> ConfigError {
-    ConfigError { variable: purpose.variable(), value: path.to_string_lossy().into_owned(), message }
+    ConfigError::env(purpose.variable(), path.to_string_lossy(), message)
 }
 
 /// Claims `path` for `purpose` (`files::claim`): `None`, after one line on stderr, when it
@@ -1173,6 +1329,67 @@ mod tests {
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v));
         let r = Recorder::new().sets(&[&SET]).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();
         assert_eq!((r.policy, r.buffer_size, r.ring.as_deref()), (Policy::Fill, 1 << 20, Some(Path::new("r.ring"))));
+    }
+
+    /// The variables `from_env`'s rustdoc lists, the guide's table and `config::VARIABLES`
+    /// (what `read_env` reads, and what a misspelt variable is compared with) are the same.
+    #[test]
+    fn from_env_documents_every_variable_it_reads() {
+        fn variables(text: &str) -> std::collections::BTreeSet<String> {
+            let mut found = std::collections::BTreeSet::new();
+            let mut rest = text;
+            while let Some(at) = rest.find("`EVENT_") {
+                let name: String = rest[at + 1..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect();
+                found.insert(name);
+                rest = &rest[at + 1..];
+            }
+            found
+        }
+        let source = include_str!("recorder.rs");
+        let start = source.find("    /// Applies the `EVENT_*` environment variables").expect("from_env's docs");
+        let end = start + source[start..].find("pub fn from_env").expect("from_env");
+        let table: String =
+            source[start..end].lines().filter(|l| l.trim_start().starts_with("/// | `EVENT_")).collect();
+        let documented = variables(&table);
+        let read: std::collections::BTreeSet<String> = config::VARIABLES.iter().map(|v| (*v).to_owned()).collect();
+        assert_eq!(documented, read, "from_env's rustdoc lists every variable it reads, and no other");
+        // Every variable the recorder reads: the environment given to `read_env` is asked
+        // for exactly these.
+        let asked = std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let _ = Recorder::new().with_env(|k| {
+            asked.lock().unwrap().insert(k.to_owned());
+            None
+        });
+        assert_eq!(asked.into_inner().unwrap(), read, "with_env asks for the variables of config::VARIABLES");
+        let guide = include_str!("../../docs/guide/configuration.md");
+        let rows: std::collections::BTreeSet<String> = guide
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `EVENT_"))
+            .map(|l| format!("EVENT_{}", l.split('`').next().unwrap_or_default()))
+            .filter(|name| name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
+            .collect();
+        assert_eq!(rows, read, "docs/guide/configuration.md has a row for each variable");
+    }
+
+    #[test]
+    fn a_setting_from_code_is_named_by_its_method_and_from_the_environment_by_its_variable() {
+        let dir = std::env::temp_dir();
+        let code = Recorder::new()
+            .file(dir.join("x.evt"))
+            .policy(Policy::Ring)
+            .rotate(Rotate { size: Some(1 << 20), age: None });
+        let e = code.clone().start().unwrap_err().to_string();
+        assert!(
+            e.starts_with("Recorder::rotate(\"1m\") in the program's code: EVENT_ROTATE (segments) cannot go"),
+            "{e}"
+        );
+        let get = |k: &str| (k == "EVENT_ROTATE").then(|| std::ffi::OsString::from("1024k"));
+        let e = code.with_env(get).unwrap().start().unwrap_err().to_string();
+        assert!(e.starts_with("EVENT_ROTATE=\"1024k\": EVENT_ROTATE (segments) cannot go"), "{e}");
+        let e = Recorder::new().memory().control("NoSuchKind").start().unwrap_err().to_string();
+        assert!(e.starts_with("Recorder::control(\"NoSuchKind\") in the program's code: "), "{e}");
+        let e = Recorder::new().memory().label("bad key", "x").start().unwrap_err().to_string();
+        assert!(e.starts_with("Recorder::label(\"bad key=x\") in the program's code: the label key"), "{e}");
     }
 
     #[test]

@@ -367,12 +367,16 @@ mod tests {
     use crate::event_set::TEST_SET as SET;
     use event_format::decode::Decoder;
 
+    /// One recording at a time in this process: the tests that start one take turns.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// A thread whose clock steps back past the start of its block (a thread moved to a core
     /// whose counter is behind) starts a new block at the earlier time: every record of a
     /// block is at its `base_time` or later, as `print`'s merge takes it to be, and no event
     /// is lost. (Before, the record went into the same block after a `TimeExtend` back.)
     #[test]
     fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
@@ -418,6 +422,7 @@ mod tests {
     /// are kept, in one block, none handed on for it.
     #[test]
     fn a_record_longer_than_a_block_is_refused_and_counted() {
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().block_size(1024).deterministic_clock().start().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -353,6 +353,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         if let Some(line) = left_open_line(log) {
             let _ = writeln!(text, "  {line}");
         }
+        if let Some(line) = earlier_line(log) {
+            let _ = writeln!(text, "  {line}");
+        }
         for line in unwritten_lines(l) {
             let _ = writeln!(text, "  {}", palette.paint(Style::Warning, &line));
         }
@@ -507,8 +510,18 @@ fn left_open_line(log: &Log) -> Option<String> {
         .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
         .collect();
     (!names.is_empty()).then(|| {
-        format!("left out: {} (still being written, or left by a killed writer; name it to read it)", names.join(", "))
+        format!("still recording: {} (being written by a live writer: left out; name it to read it)", names.join(", "))
     })
+}
+
+/// What the directory's budget removed of earlier recordings wholly, said by the log whose
+/// segments say the most of it (docs/FORMAT.md, "Earlier recordings").
+fn earlier_line(log: &Log) -> Option<String> {
+    let (recordings, segments, events) = log.earlier_removed()?;
+    let s = if recordings == 1 { "" } else { "s" };
+    Some(format!(
+        "earlier recordings: {recordings} recording{s} of this directory removed wholly by the disk budget ({segments} segments, {events} events)"
+    ))
 }
 
 /// What the recorder could not write (`stats` and `check`): between segments, and at a
@@ -722,6 +735,9 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             let _ = writeln!(text, "  {line}");
         }
         if let Some(line) = left_open_line(log) {
+            notes.push(line);
+        }
+        if let Some(line) = earlier_line(log) {
             notes.push(line);
         }
         for n in &notes {

@@ -23,8 +23,9 @@ pub use header::{
     Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop, records_stop_cause,
 };
 pub use properties::{
-    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_MEANINGS, TAG_RECORDING,
-    TAG_SEGMENT, TAG_SNAPSHOT,
+    Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, PROPERTY_HEAD, Properties,
+    RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_EARLIER, TAG_LABELS, TAG_MEANINGS, TAG_RECORDING,
+    TAG_SEGMENT, TAG_SNAPSHOT, valid_label_key,
 };
 pub use put::{ArgWriter, encode_value, put_record_header};
 pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
@@ -72,10 +73,14 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
 /// arguments and skips the property by its length), and the snapshot property
 /// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
-/// minor: a 2.0.2 reader skips it by its length).
+/// minor: a 2.0.2 reader skips it by its length); 2.1.0 the header's labels property
+/// ([`Properties::labels`], tag 5: `service`, `version`, ... of the recording) and earlier
+/// property ([`Earlier`], tag 6: what a directory's budget removed of earlier recordings),
+/// which a 2.0 reader would skip, released as a median with the session's other 2.1.0
+/// changes (docs/FORMAT.md, "Versions").
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 3);
+pub const FORMAT_VERSION: Version = Version::new(2, 1, 0);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

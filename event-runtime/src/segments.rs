@@ -100,7 +100,8 @@ impl Family {
     /// The family of `pattern` (as given: `EVENT_FILE`, `Recorder::file`), whose expanded path
     /// this run writes is `base`; `%n` and `%h` as this run expands them (`naming`).
     pub(crate) fn new(pattern: &Path, base: &Path, naming: &files::Naming) -> Family {
-        let dir = base.parent().map(Path::to_owned).unwrap_or_default();
+        let dir =
+            base.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_owned);
         let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let (pattern_name, base_name) = (name(pattern), name(base));
         let split = |n: &str| match n.rfind('.') {
@@ -494,6 +495,11 @@ impl Segments {
                 started: header.producer.start_wall_ns,
             });
         }
+        // What headers say of recordings no longer here is in the newest header's count of
+        // those removed wholly already (a budget folds a recording into it once it removed
+        // the last of its segments): counting it again would count it twice.
+        self.carried.partly.retain(|r, _| found.iter().any(|s| s.recording == *r));
+        self.carried.own.retain(|r, _| found.iter().any(|s| s.recording == *r));
         // This recording's last of all, the others by their start, then their ids and indexes.
         found.sort_by_key(|s| (s.recording == self.recording, s.started, s.recording, s.index));
         self.sealed = found.into();

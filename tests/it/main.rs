@@ -10,6 +10,7 @@ mod fixtures;
 mod house;
 mod process;
 mod reading_segments;
+mod restarts;
 mod ring_fixtures;
 mod runtime;
 mod security;

@@ -23,6 +23,7 @@ mod cli;
 mod color;
 mod commands;
 mod export;
+mod identity;
 mod json;
 mod lock;
 mod log;

@@ -23,11 +23,11 @@ fn clean(text: &str, log: &str) -> String {
     let pid = std::process::id().to_string();
     let program = std::env::current_exe().unwrap().file_stem().unwrap().to_string_lossy().into_owned();
     let text = text.replace(log, "LOG").replace(&program, "[program]").replace(&pid, "[pid]");
-    // The host this runs on (format 2.0.1 records it): `(pid [pid] on HOST, ...`.
+    // The host this runs on (format 2.0.1 records it): `[program] on HOST (pid [pid], ...`.
     let mut out = String::new();
     for line in text.split_inclusive('\n') {
-        match line.split_once("[pid] on ").and_then(|(a, b)| b.split_once(',').map(|(_, c)| (a, c))) {
-            Some((before, after)) => out.push_str(&format!("{before}[pid] on [host],{after}")),
+        match line.split_once("[program] on ").and_then(|(a, b)| b.split_once(" (pid ").map(|(_, c)| (a, c))) {
+            Some((before, after)) => out.push_str(&format!("{before}[program] on [host] (pid {after}")),
             None => out.push_str(line),
         }
     }
@@ -485,21 +485,20 @@ fn several_logs_merge_on_wall_clock_time() {
     assert!(both.status.success(), "{}", stderr(&both));
     let lines: Vec<String> = stdout(&both).lines().skip(1).map(str::to_owned).collect();
     assert_eq!(lines.len(), 2 * one, "every event of both logs");
-    // Merged on wall-clock time: times never go back, and each thread is named with its
-    // producer's pid.
+    // Merged on wall-clock time: times never go back, and each thread is named with who
+    // wrote its log: these two (format 1.0.0) name no host nor service, and have the same
+    // program, pid and header, so the program, the pid and the log's place tell them apart.
     let times: Vec<f64> = lines.iter().map(|l| l.split(',').next().unwrap().parse().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order");
-    assert!(lines.iter().all(|l| l.split(',').nth(1).unwrap().contains(":T")), "pid:thread");
+    for log in 1..=2 {
+        let prefix = format!("fixture[31337]@{log}:T");
+        assert_eq!(lines.iter().filter(|l| l.split(',').nth(1).unwrap().starts_with(&prefix)).count(), one);
+    }
     // The two logs hold the same events, so each line (without its log) comes twice.
-    let mut merged: Vec<String> = lines.iter().map(|l| l.replacen(":T", "T", 1)).collect();
-    let mut single: Vec<String> = stdout(&run(&[&le, "--format", "csv"]))
-        .lines()
-        .skip(1)
-        .flat_map(|l| {
-            let pid_line = l.replacen(",T", ",31337T", 1);
-            [pid_line.clone(), pid_line]
-        })
-        .collect();
+    let mut merged: Vec<String> =
+        lines.iter().map(|l| l.replacen("fixture[31337]@1:T", "T", 1).replacen("fixture[31337]@2:T", "T", 1)).collect();
+    let mut single: Vec<String> =
+        stdout(&run(&[&le, "--format", "csv"])).lines().skip(1).flat_map(|l| [l.to_owned(), l.to_owned()]).collect();
     merged.sort();
     single.sort();
     assert_eq!(merged, single);

@@ -281,20 +281,25 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let h = log.header().clone();
         let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
         let _ = writeln!(text, "log {}", log.path().display());
+        let service = crate::identity::service(&h);
+        let program =
+            if service == h.producer.program { String::new() } else { format!(", program {}", h.producer.program) };
         let _ = writeln!(
             text,
-            "  format {}, {}, blocks of {} bytes; {} (pid {}{}, {} {}); clock {} at {} ticks/s",
+            "  format {}, {}, blocks of {} bytes; {service}{} (pid {}{program}, {} {}); clock {} at {} ticks/s",
             h.format,
             h.order.name(),
             h.block_size,
-            h.producer.program,
-            h.producer.pid,
             host_part(&h),
+            h.producer.pid,
             h.producer.arch,
             h.producer.os,
             h.clock.source.name(),
             h.clock.ticks_per_second
         );
+        if let Some(labels) = crate::identity::labels_text(&h) {
+            let _ = writeln!(text, "  labels: {labels}");
+        }
         if let Some(line) = event_format::ledger::describe_snapshot(&h) {
             let _ = writeln!(text, "  {line}");
         }
@@ -480,7 +485,7 @@ fn size_text(bytes: u64) -> String {
     format!("{bytes}")
 }
 
-/// `, on HOST` after the pid when the header names the host (format 2.0.1).
+/// ` on HOST` after the service when the header names the host (format 2.0.1).
 fn host_part(h: &Header) -> String {
     if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) }
 }

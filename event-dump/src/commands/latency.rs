@@ -89,9 +89,9 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     let spans: Option<Vec<&str>> = args.span.as_deref().map(|s| s.split(',').map(str::trim).collect());
     let seconds: Vec<Seconds> = headers.iter().map(|h| Seconds::new(&h.clock)).collect();
     let clocks: Vec<_> = headers.iter().map(|h| h.clock).collect();
-    let pids: Option<Vec<u64>> = (logs.len() > 1).then(|| headers.iter().map(|h| h.producer.pid).collect());
-    let thread_text = |file: usize, thread: u64| match &pids {
-        Some(pids) => format!("{}:T{thread}", pids[file]),
+    let processes: Option<Vec<String>> = (logs.len() > 1).then(|| crate::identity::prefixes(&headers));
+    let thread_text = |file: usize, thread: u64| match &processes {
+        Some(processes) => format!("{}:T{thread}", processes[file]),
         None => format!("T{thread}"),
     };
     drop(headers);

@@ -8,6 +8,7 @@ mod contract;
 mod files;
 mod fixtures;
 mod house;
+mod identity;
 mod process;
 mod reading_segments;
 mod restarts;

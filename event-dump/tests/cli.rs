@@ -1352,3 +1352,42 @@ fn top_level_help_lists_every_subcommand() {
         assert!(stdout(&run(&[cmd, "--help"])).contains("Example"), "{cmd} --help shows an example");
     }
 }
+
+/// `--version` names the commit event-dump was built from (the checkout's, here) and the
+/// stream formats and ring file layouts it reads; `-V` the version and the commit alone.
+#[test]
+fn version_names_the_commit_and_what_it_reads() {
+    use event_format::ring::RING_VERSION;
+    use event_format::wire::{FORMAT_VERSION, LAST_V1};
+    let long = stdout(&run(&["--version"]));
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(lines.len(), 3, "{long}");
+    let first = format!("event-dump {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(lines[0].starts_with(&first), "{long}");
+    let head =
+        std::process::Command::new("git").args(["rev-parse", "HEAD"]).output().ok().filter(|o| o.status.success());
+    if let Some(head) = head {
+        let head = String::from_utf8_lossy(&head.stdout);
+        assert_eq!(lines[0], format!("{first}{})", &head.trim()[..12]), "the checkout's commit");
+    }
+    assert_eq!(
+        lines[1],
+        format!(
+            "reads stream formats {}.0 to {}.{} and {}.0 to {}.{} (newer minors too; a newer median with --force)",
+            LAST_V1.major,
+            LAST_V1.major,
+            LAST_V1.median,
+            FORMAT_VERSION.major,
+            FORMAT_VERSION.major,
+            FORMAT_VERSION.median
+        )
+    );
+    assert!(
+        lines[2].starts_with(&format!(
+            "reads ring file layouts {}.0 to {}.{} ",
+            RING_VERSION.major, RING_VERSION.major, RING_VERSION.median
+        )),
+        "{long}"
+    );
+    assert_eq!(stdout(&run(&["-V"])).trim(), lines[0]);
+}

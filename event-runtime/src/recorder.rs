@@ -403,6 +403,11 @@ impl Recorder {
     /// string its events use. Not with [`Policy::Ring`], which writes the event file once, at
     /// the stop: [`start`](Self::start) refuses the two together ([`StartError::Config`]).
     ///
+    /// A restart writes beside the earlier runs' segments (docs/guide/long-running-services.md,
+    /// "Restarts"): its numbers follow theirs, its start seals a killed run's `.open` segment
+    /// (one line says so), and the [`keep`](Self::keep) budget counts the directory's segments
+    /// of the program, whichever run wrote them.
+    ///
     /// ```no_run
     /// use event_runtime::{Keep, Recorder, Rotate};
     /// let recording = Recorder::new()
@@ -419,9 +424,10 @@ impl Recorder {
         self
     }
 
-    /// The disk budget of a recording of segments (`EVENT_KEEP`): the oldest sealed segments
-    /// are deleted to stay within it, and the next segment counts them. Without
-    /// [`rotate`](Self::rotate) there are no segments, and nothing is deleted.
+    /// The disk budget of the directory's segments (`EVENT_KEEP`): the oldest sealed segments
+    /// of the program's names there, whichever run wrote them, are deleted to stay within it
+    /// (and to keep [`Keep::free`] free on the disk), and the next segment counts them.
+    /// Without [`rotate`](Self::rotate) there are no segments, and nothing is deleted.
     pub fn keep(mut self, keep: Keep) -> Recorder {
         self.keep = keep;
         self
@@ -429,13 +435,14 @@ impl Recorder {
 
     /// Writes the stream to a file, created readable by its owner only. The path is a
     /// pattern, as `EVENT_FILE`'s (docs/guide/configuration.md): `%p` the process id, `%t` the
-    /// start time, `%h` the host name, `%n` the program name, `%%` a `%`.
+    /// start time, `%h` the host name ([`host`](Self::host)), `%n` the program name, `%r` the
+    /// recording id (a new one each run), `%%` a `%`.
     ///
     /// The recorder never writes over what is not its own: when the path holds anything but
     /// an event log or ring file of ours (or an empty file), the recording starts without
-    /// this file and says why in one line on stderr. An older trace at the path is kept as
-    /// `PATH.old`; when a live process is writing the path, the stream goes to `STEM-PID.EXT`
-    /// instead, and a line says so.
+    /// this file and says why in one line on stderr. An older trace at the path (an earlier
+    /// run's) is kept as `PATH.old`, and one line says so; when a live process is writing the
+    /// path, the stream goes to `STEM-PID.EXT` instead, and a line says so.
     pub fn file(mut self, path: impl Into<PathBuf>) -> Recorder {
         self.file = Some(path.into());
         self
@@ -601,7 +608,7 @@ impl Recorder {
 
     /// Where triggered snapshots go: a pattern as [`file`](Self::file)'s, with `%s` the
     /// snapshot's sequence number (without `%s`, `.N` goes before the extension). By default
-    /// (`EVENT_SNAPSHOT` unset) `%n-%p-snapshot-%s.evt` in the current directory. A path
+    /// (`EVENT_SNAPSHOT` unset) `%n-%p-%r-snapshot-%s.evt` in the current directory. A path
     /// that exists is never written over: that snapshot is not taken, and a line says so.
     pub fn snapshots(mut self, pattern: impl Into<PathBuf>) -> Recorder {
         self.snapshot_pattern = Some(pattern.into());
@@ -1153,8 +1160,9 @@ impl Recorder {
 ///
 /// - `EVENT_FILE` or `EVENT_RING` names a file: into it (`EVENT_CONTROL` selects, `all`
 ///   without it);
-/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p.evt`
-///   (`<program>-<pid>.evt`) in the current directory. When that file cannot be created, one
+/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p-%r.evt`
+///   (`<program>-<pid>-<recording id>.evt`: a name no other run's takes, however fast a
+///   crash loop restarts and whatever its pid) in the current directory. When that file cannot be created, one
 ///   line on stderr says so and the program runs without a recording (`Ok(None)`).
 ///
 /// Otherwise (no `EVENT_*` output variable, or `EVENT_CONTROL=none` alone) it records nothing

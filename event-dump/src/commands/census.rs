@@ -679,8 +679,9 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             if count > 0 {
                 let last = segments.present().last().map_or("?", |e| e.name.as_str());
                 let s = if count == 1 { "" } else { "s" };
+                let by = if log.removed_by_later().0 > 0 { " and later recordings' segments count" } else { " counts" };
                 notes.push(format!(
-                    "removed by the disk budget: segment{s} {}, {events} events (as {last} counts them)",
+                    "removed by the disk budget: segment{s} {}, {events} events (as {last}{by} them)",
                     removed.join(", ")
                 ));
             }

@@ -286,6 +286,13 @@ impl Log {
         }
     }
 
+    /// What later recordings' disk budgets removed of it, segments and events, as the earlier
+    /// property of their segments says (docs/FORMAT.md, "Earlier recordings"); counted in its
+    /// [`ledger`](Log::ledger)'s removed segments.
+    pub fn removed_by_later(&self) -> (u64, u64) {
+        self.removed_later
+    }
+
     /// The earlier recordings of its directory that the budget removed wholly, with their
     /// segments and events (recordings, segments, events), when the segments of this log say
     /// the most of them (docs/FORMAT.md, "Earlier recordings"); `None` otherwise.

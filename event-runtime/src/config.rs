@@ -309,7 +309,7 @@ pub(crate) fn keep_text(keep: Keep) -> String {
 /// A size in the largest unit (`g`, `m`, `k`) that writes it exactly, else in bytes.
 fn size_text(bytes: u64) -> String {
     for (shift, unit) in [(30, "g"), (20, "m"), (10, "k")] {
-        if bytes > 0 && bytes % (1 << shift) == 0 {
+        if bytes > 0 && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

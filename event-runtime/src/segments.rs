@@ -369,7 +369,7 @@ impl Segments {
             .take(event_format::wire::MAX_EARLIER)
             .map(|(&recording, &(segments, events))| EarlierRemoval { recording, segments, events })
             .collect();
-        (c.gone != (0, 0, 0) || !partly.is_empty()).then(|| Earlier {
+        (c.gone != (0, 0, 0) || !partly.is_empty()).then_some(Earlier {
             recordings_removed: c.gone.0,
             segments_of_removed: c.gone.1,
             events_of_removed: c.gone.2,
@@ -468,7 +468,7 @@ impl Segments {
         let mut found = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !self.family.member(&name).is_some_and(|m| !m.open) {
+            if self.family.member(&name).is_none_or(|m| m.open) {
                 continue;
             }
             let path = entry.path();

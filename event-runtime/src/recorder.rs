@@ -57,6 +57,9 @@ pub enum StartError {
         buffer: u64,
         /// The block size.
         block: u32,
+        /// Where the buffer size was given, as given: `EVENT_BUFSIZE="300k"`,
+        /// `Recorder::buffer_size(307200) in the program's code`, or `the default buffer size`.
+        given: String,
     },
     /// The embedded event set does not parse or encode.
     BadEventSet(String),
@@ -71,6 +74,8 @@ pub enum StartError {
         fits: u64,
         /// The limit that decides it (`available memory`, ...).
         limit: &'static str,
+        /// Where the buffer size was given, as given (as [`StartError::BadBufferSize`]'s).
+        given: String,
     },
     /// The recorder's writer thread could not be started (the process or its user reached a
     /// thread limit: `ulimit -u`, a cgroup's `pids.max`).
@@ -96,10 +101,10 @@ impl fmt::Display for StartError {
                 f,
                 "block size {n} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}; choose one such as 65536"
             ),
-            StartError::BadBufferSize { buffer, block } => {
+            StartError::BadBufferSize { buffer, block, given } => {
                 write!(
                     f,
-                    "buffer size {} holds fewer than {} blocks of {}; set it (EVENT_BUFSIZE, Recorder::buffer_size) to at least {}, or make the blocks smaller (Recorder::block_size)",
+                    "{given}: buffer size {} holds fewer than {} blocks of {}; set it (EVENT_BUFSIZE, Recorder::buffer_size) to at least {}, or make the blocks smaller (Recorder::block_size)",
                     machine::size_text(*buffer),
                     config::MIN_BLOCKS,
                     machine::size_text(u64::from(*block)),
@@ -107,9 +112,9 @@ impl fmt::Display for StartError {
                 )
             }
             StartError::BadEventSet(why) => write!(f, "the event set cannot be recorded: {why}"),
-            StartError::BufferTooLarge { requested, fits, limit } => write!(
+            StartError::BufferTooLarge { requested, fits, limit, given } => write!(
                 f,
-                "buffer size {} is more than this machine can spare ({} fits, a quarter of {limit}); lower EVENT_BUFSIZE or set EVENT_BUFRESIZE=auto",
+                "{given}: buffer size {} is more than this machine can spare ({} fits, a quarter of {limit}); lower EVENT_BUFSIZE or set EVENT_BUFRESIZE=auto",
                 machine::size_text(*requested),
                 machine::size_text(*fits)
             ),
@@ -681,6 +686,18 @@ impl Recorder {
         }
     }
 
+    /// Where the buffer size was given, as given, for an error about it: the variable and its
+    /// text, the method and its value, or the default.
+    fn buffer_given(&self) -> String {
+        match self.from_env.iter().find(|(v, _)| *v == "EVENT_BUFSIZE") {
+            Some((v, text)) => format!("{v}={text:?}"),
+            None if self.buffer_size == DEFAULT_BUFFER_SIZE => {
+                format!("the default buffer size ({})", machine::size_text(DEFAULT_BUFFER_SIZE))
+            }
+            None => format!("Recorder::buffer_size({}) in the program's code", self.buffer_size),
+        }
+    }
+
     /// `e`, a setting's error, naming where its value came from: the variable and its text
     /// when [`from_env`](Self::from_env) applied it, else the method of the code that gave it.
     fn attribute(&self, mut e: ConfigError) -> ConfigError {
@@ -850,7 +867,7 @@ impl Recorder {
         }
         let blocks = self.buffer_size / u64::from(bs);
         if blocks < config::MIN_BLOCKS {
-            return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs });
+            return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs, given: self.buffer_given() });
         }
         Ok(blocks)
     }
@@ -1123,7 +1140,9 @@ impl Recorder {
         let floor = config::MIN_BLOCKS * u64::from(self.block_size);
         let Some((fits, limit)) = machine::fit(self.buffer_size, regions, floor, limits) else { return Ok(()) };
         match self.bufresize {
-            BufResize::Manual => Err(StartError::BufferTooLarge { requested: self.buffer_size, fits, limit }),
+            BufResize::Manual => {
+                Err(StartError::BufferTooLarge { requested: self.buffer_size, fits, limit, given: self.buffer_given() })
+            }
             BufResize::Auto => {
                 eprintln!(
                     "event-runtime: buffer size lowered from {} to {} ({limit})",
@@ -1398,6 +1417,18 @@ mod tests {
         assert!(e.starts_with("Recorder::control(\"NoSuchKind\") in the program's code: "), "{e}");
         let e = Recorder::new().memory().label("bad key", "x").start().unwrap_err().to_string();
         assert!(e.starts_with("Recorder::label(\"bad key=x\") in the program's code: the label key"), "{e}");
+        // The buffer's size, too small for the blocks: from code, from the environment, by default.
+        let small = Recorder::new().memory().block_size(1 << 20).buffer_size(1 << 20);
+        let e = small.clone().start().unwrap_err().to_string();
+        assert!(
+            e.starts_with("Recorder::buffer_size(1048576) in the program's code: buffer size 1m holds fewer"),
+            "{e}"
+        );
+        let get = |k: &str| (k == "EVENT_BUFSIZE").then(|| std::ffi::OsString::from("1024k"));
+        let e = small.with_env(get).unwrap().start().unwrap_err().to_string();
+        assert!(e.starts_with("EVENT_BUFSIZE=\"1024k\": buffer size 1m holds fewer"), "{e}");
+        let e = Recorder::new().memory().block_size(8 << 20).start().unwrap_err().to_string();
+        assert!(e.starts_with("the default buffer size (16m): buffer size 16m holds fewer"), "{e}");
     }
 
     #[test]

@@ -242,7 +242,7 @@ fn configurations(plan: &Plan) {
                 Recorder::new()
                     .file(p)
                     .rotate(event_runtime::Rotate { size: Some(4 << 20), age: None })
-                    .keep(event_runtime::Keep { segments: Some(4), bytes: None })
+                    .keep(event_runtime::Keep { segments: Some(4), ..Default::default() })
             },
         ),
         (

@@ -9,9 +9,47 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// `event-dump -V`: the version and the commit it was built from (build.rs).
+fn version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| match env!("EVENT_DUMP_COMMIT") {
+        "" => format!("{} (commit unknown: not built from a git checkout or a package)", env!("CARGO_PKG_VERSION")),
+        commit => format!("{} (commit {commit})", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+/// `event-dump --version`: [`version`], and what it reads: the stream formats and the ring
+/// file layouts (docs/FORMAT.md, "Versions", "Ring layout versions").
+fn long_version() -> &'static str {
+    use event_format::ring::RING_VERSION;
+    use event_format::wire::{FORMAT_VERSION, LAST_V1};
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{}\nreads stream formats {}.0 to {}.{} and {}.0 to {}.{} (newer minors too; a newer median with --force)\nreads ring file layouts {}.0 to {}.{} (newer minors too; a newer median with --force)",
+            version(),
+            LAST_V1.major,
+            LAST_V1.major,
+            LAST_V1.median,
+            FORMAT_VERSION.major,
+            FORMAT_VERSION.major,
+            FORMAT_VERSION.median,
+            RING_VERSION.major,
+            RING_VERSION.major,
+            RING_VERSION.median,
+        )
+    })
+}
+
 /// Reads event logs: streams written by event-runtime and its ring files.
 #[derive(Parser, Debug)]
-#[command(name = "event-dump", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "event-dump",
+    version = version(),
+    long_version = long_version(),
+    about,
+    args_conflicts_with_subcommands = true
+)]
 #[command(
     after_help = "Examples:\n  event-dump trace.evt                      every event, threads merged by time\n  event-dump stats trace.evt                counts per event, kind and thread\n  event-dump check trace.evt                exit code 0 only when the log is whole\n  event-dump follow program.ring            live, while the program runs\n  event-dump top program.ring               events/s by kind, event and thread, live"
 )]

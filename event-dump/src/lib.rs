@@ -24,6 +24,7 @@ mod cli;
 mod color;
 mod commands;
 mod export;
+mod identity;
 mod json;
 mod lock;
 mod log;

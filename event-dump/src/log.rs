@@ -22,22 +22,28 @@ impl DumpError {
     }
 }
 
+/// How event-dump opens logs: a directory's `.open` segment is read when its writer is gone
+/// (killed), by the lock a recorder holds on the file it writes (`lock::held_by_writer`).
+fn options(force: bool, index: bool) -> OpenOptions {
+    OpenOptions { force, index, writer_alive: Some(crate::lock::held_by_writer) }
+}
+
 /// Opens every log of `paths` (a file, or a directory or glob of segments: the segments of
 /// one recording are one log; `event_format::log::open_all`); the first that cannot be
 /// opened is the error.
 pub(crate) fn open_all(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
-    event_format::log::open_all(paths, OpenOptions { force, index: false }).map_err(|e| DumpError::new(e.to_string()))
+    event_format::log::open_all(paths, options(force, false)).map_err(|e| DumpError::new(e.to_string()))
 }
 
 /// Opens every log of `paths` as [`open_all`] does, and indexes the blocks of each stream in
 /// a regular file ([`Log::take_index`]).
 pub(crate) fn open_all_indexed(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
-    event_format::log::open_all(paths, OpenOptions { force, index: true }).map_err(|e| DumpError::new(e.to_string()))
+    event_format::log::open_all(paths, options(force, true)).map_err(|e| DumpError::new(e.to_string()))
 }
 
 /// Opens `path`: a stream, or a ring file (recognised by its magic).
 pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
-    open_with(path, OpenOptions { force, index: false })
+    open_with(path, options(force, false))
 }
 
 fn open_with(path: &Path, options: OpenOptions) -> Result<Log, DumpError> {

@@ -317,8 +317,9 @@ pub(crate) struct Renderer {
     pub(crate) format: Format,
     pub(crate) raw_ticks: bool,
     pub(crate) labels: bool,
-    /// Thread names are prefixed by the producer's pid when several logs are merged.
-    pub(crate) pids: Option<Vec<u64>>,
+    /// Thread names are prefixed by who wrote their log (`host-a/api`, `identity::prefixes`)
+    /// when several logs are merged.
+    pub(crate) processes: Option<Vec<String>>,
     /// The colors of the text format (JSON and CSV are never colored).
     pub(crate) palette: Palette,
     /// The columns, for CSV.
@@ -334,8 +335,8 @@ impl Renderer {
         }
     }
 
-    /// Thread `thread` of log `file` as lines show it: `T3`, or `4242:T3` when several logs
-    /// are merged. Rendered once per block, not per line.
+    /// Thread `thread` of log `file` as lines show it: `T3`, or `host-a/api:T3` when several
+    /// logs are merged. Rendered once per block, not per line.
     pub(crate) fn thread_text(&self, file: usize, thread: u64) -> Thread {
         let mut text = String::new();
         self.thread(&mut text, file, thread);
@@ -364,8 +365,8 @@ impl Renderer {
     }
 
     fn thread(&self, out: &mut String, file: usize, thread: u64) {
-        if let Some(pids) = &self.pids {
-            let _ = write_value(out, &Value::Word(pids[file]));
+        if let Some(processes) = &self.processes {
+            out.push_str(&processes[file]);
             out.push(':');
         }
         out.push('T');

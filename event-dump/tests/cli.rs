@@ -23,11 +23,11 @@ fn clean(text: &str, log: &str) -> String {
     let pid = std::process::id().to_string();
     let program = std::env::current_exe().unwrap().file_stem().unwrap().to_string_lossy().into_owned();
     let text = text.replace(log, "LOG").replace(&program, "[program]").replace(&pid, "[pid]");
-    // The host this runs on (format 2.0.1 records it): `(pid [pid] on HOST, ...`.
+    // The host this runs on (format 2.0.1 records it): `[program] on HOST (pid [pid], ...`.
     let mut out = String::new();
     for line in text.split_inclusive('\n') {
-        match line.split_once("[pid] on ").and_then(|(a, b)| b.split_once(',').map(|(_, c)| (a, c))) {
-            Some((before, after)) => out.push_str(&format!("{before}[pid] on [host],{after}")),
+        match line.split_once("[program] on ").and_then(|(a, b)| b.split_once(" (pid ").map(|(_, c)| (a, c))) {
+            Some((before, after)) => out.push_str(&format!("{before}[program] on [host] (pid {after}")),
             None => out.push_str(line),
         }
     }
@@ -485,21 +485,20 @@ fn several_logs_merge_on_wall_clock_time() {
     assert!(both.status.success(), "{}", stderr(&both));
     let lines: Vec<String> = stdout(&both).lines().skip(1).map(str::to_owned).collect();
     assert_eq!(lines.len(), 2 * one, "every event of both logs");
-    // Merged on wall-clock time: times never go back, and each thread is named with its
-    // producer's pid.
+    // Merged on wall-clock time: times never go back, and each thread is named with who
+    // wrote its log: these two (format 1.0.0) name no host nor service, and have the same
+    // program, pid and header, so the program, the pid and the log's place tell them apart.
     let times: Vec<f64> = lines.iter().map(|l| l.split(',').next().unwrap().parse().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order");
-    assert!(lines.iter().all(|l| l.split(',').nth(1).unwrap().contains(":T")), "pid:thread");
+    for log in 1..=2 {
+        let prefix = format!("fixture[31337]@{log}:T");
+        assert_eq!(lines.iter().filter(|l| l.split(',').nth(1).unwrap().starts_with(&prefix)).count(), one);
+    }
     // The two logs hold the same events, so each line (without its log) comes twice.
-    let mut merged: Vec<String> = lines.iter().map(|l| l.replacen(":T", "T", 1)).collect();
-    let mut single: Vec<String> = stdout(&run(&[&le, "--format", "csv"]))
-        .lines()
-        .skip(1)
-        .flat_map(|l| {
-            let pid_line = l.replacen(",T", ",31337T", 1);
-            [pid_line.clone(), pid_line]
-        })
-        .collect();
+    let mut merged: Vec<String> =
+        lines.iter().map(|l| l.replacen("fixture[31337]@1:T", "T", 1).replacen("fixture[31337]@2:T", "T", 1)).collect();
+    let mut single: Vec<String> =
+        stdout(&run(&[&le, "--format", "csv"])).lines().skip(1).flat_map(|l| [l.to_owned(), l.to_owned()]).collect();
     merged.sort();
     single.sort();
     assert_eq!(merged, single);
@@ -1387,4 +1386,43 @@ fn top_level_help_lists_every_subcommand() {
     for cmd in ["export", "latency", "completions", "top", "summary"] {
         assert!(stdout(&run(&[cmd, "--help"])).contains("Example"), "{cmd} --help shows an example");
     }
+}
+
+/// `--version` names the commit event-dump was built from (the checkout's, here) and the
+/// stream formats and ring file layouts it reads; `-V` the version and the commit alone.
+#[test]
+fn version_names_the_commit_and_what_it_reads() {
+    use event_format::ring::RING_VERSION;
+    use event_format::wire::{FORMAT_VERSION, LAST_V1};
+    let long = stdout(&run(&["--version"]));
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(lines.len(), 3, "{long}");
+    let first = format!("event-dump {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(lines[0].starts_with(&first), "{long}");
+    let head =
+        std::process::Command::new("git").args(["rev-parse", "HEAD"]).output().ok().filter(|o| o.status.success());
+    if let Some(head) = head {
+        let head = String::from_utf8_lossy(&head.stdout);
+        assert_eq!(lines[0], format!("{first}{})", &head.trim()[..12]), "the checkout's commit");
+    }
+    assert_eq!(
+        lines[1],
+        format!(
+            "reads stream formats {}.0 to {}.{} and {}.0 to {}.{} (newer minors too; a newer median with --force)",
+            LAST_V1.major,
+            LAST_V1.major,
+            LAST_V1.median,
+            FORMAT_VERSION.major,
+            FORMAT_VERSION.major,
+            FORMAT_VERSION.median
+        )
+    );
+    assert!(
+        lines[2].starts_with(&format!(
+            "reads ring file layouts {}.0 to {}.{} ",
+            RING_VERSION.major, RING_VERSION.major, RING_VERSION.median
+        )),
+        "{long}"
+    );
+    assert_eq!(stdout(&run(&["-V"])).trim(), lines[0]);
 }

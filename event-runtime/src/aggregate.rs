@@ -801,11 +801,7 @@ pub(crate) fn initial_limits(header: &Header, text: Option<&str>) -> Result<Vec<
         }
     }
     if let Some(text) = text {
-        let changes = parse_limits(text, header).map_err(|message| ConfigError {
-            variable: "EVENT_LIMIT",
-            value: text.to_owned(),
-            message,
-        })?;
+        let changes = parse_limits(text, header).map_err(|message| ConfigError::env("EVENT_LIMIT", text, message))?;
         for (wire, rate) in changes {
             match rate {
                 Some(rate) => limits.insert(wire, rate),

@@ -1,8 +1,7 @@
-//! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
-//! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`,
-//! `EVENT_SIGNALS`, `EVENT_ROTATE`, `EVENT_KEEP`, `EVENT_TRIGGER`, `EVENT_SNAPSHOT`, `EVENT_PIN`,
-//! `EVENT_LIMIT`. A value that does not parse is an error naming the
-//! variable and what it accepts; it never silently records nothing. Another `EVENT_*`
+//! Settings from the environment: every variable of [`VARIABLES`]. A value that does not parse
+//! is an error naming the variable, its value as given and what it accepts; it never silently
+//! records nothing. The same check of a value given in code names the `Recorder` method
+//! instead ([`Origin`]). Another `EVENT_*`
 //! variable is one line of warning naming the closest setting (a misspelt `EVENT_FLIE` is
 //! not ignored silently either), and the start goes on.
 
@@ -68,20 +67,45 @@ pub enum Signals {
     None,
 }
 
-/// A setting from the environment that does not parse.
+/// Where a setting's value came from: the environment (an `EVENT_*` variable) or the
+/// program's code (a [`Recorder`](crate::Recorder) method).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// An `EVENT_*` variable ([`Recorder::from_env`](crate::Recorder::from_env)).
+    #[default]
+    Environment,
+    /// A [`Recorder`](crate::Recorder) method called by the program.
+    Code,
+}
+
+/// A setting that is refused: its value does not parse, or does not go with another.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The variable.
+    /// The variable (`EVENT_ROTATE`); for a value given in code, the method
+    /// (`Recorder::rotate`).
     pub variable: &'static str,
-    /// Its value.
+    /// Its value, as the user gave it: the variable's text, or the code's value written as
+    /// the variable would take it.
     pub value: String,
     /// What is wrong and what it accepts.
     pub message: String,
+    /// Where the value came from.
+    pub origin: Origin,
+}
+
+impl ConfigError {
+    /// An error of the environment's `variable`, whose text is `value`.
+    pub(crate) fn env(variable: &'static str, value: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError { variable, value: value.into(), message: message.into(), origin: Origin::Environment }
+    }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={:?}: {}", self.variable, self.value, self.message)
+        match self.origin {
+            Origin::Environment => write!(f, "{}={:?}: {}", self.variable, self.value, self.message),
+            Origin::Code => write!(f, "{}({:?}) in the program's code: {}", self.variable, self.value, self.message),
+        }
     }
 }
 
@@ -98,8 +122,10 @@ impl fmt::Debug for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Every variable the recorder reads, in docs/guide/configuration.md's order.
-pub(crate) const VARIABLES: [&str; 15] = [
+/// Every variable the recorder reads, in docs/guide/configuration.md's order (a test keeps
+/// this list, [`Recorder::from_env`](crate::Recorder::from_env)'s docs and the guide's table
+/// the same).
+pub(crate) const VARIABLES: [&str; 17] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -115,7 +141,34 @@ pub(crate) const VARIABLES: [&str; 15] = [
     "EVENT_SNAPSHOT",
     "EVENT_PIN",
     "EVENT_LIMIT",
+    "EVENT_HOST",
+    "EVENT_LABELS",
 ];
+
+/// The `Recorder` method that sets what `variable` sets, for an error of a value given in
+/// code.
+pub(crate) fn method_of(variable: &str) -> &'static str {
+    match variable {
+        "EVENT_FILE" => "Recorder::file",
+        "EVENT_RING" => "Recorder::ring_file",
+        "EVENT_CONTROL" => "Recorder::control",
+        "EVENT_POLICY" => "Recorder::policy",
+        "EVENT_BUFSIZE" => "Recorder::buffer_size",
+        "EVENT_BUFRESIZE" => "Recorder::bufresize",
+        "EVENT_FORK" => "Recorder::record_forks",
+        "EVENT_PACK" => "Recorder::pack",
+        "EVENT_SIGNALS" => "Recorder::signals",
+        "EVENT_ROTATE" => "Recorder::rotate",
+        "EVENT_KEEP" => "Recorder::keep",
+        "EVENT_TRIGGER" => "Recorder::trigger",
+        "EVENT_SNAPSHOT" => "Recorder::snapshots",
+        "EVENT_PIN" => "Recorder::pin",
+        "EVENT_LIMIT" => "Recorder::limit",
+        "EVENT_HOST" => "Recorder::host",
+        "EVENT_LABELS" => "Recorder::label",
+        _ => "Recorder",
+    }
+}
 
 /// When a recording to an event file ends its segment and goes on in a new one
 /// (`EVENT_ROTATE`; docs/guide/long-running-services.md): at a size, an age, or whichever
@@ -128,14 +181,27 @@ pub struct Rotate {
     pub age: Option<Duration>,
 }
 
-/// How many sealed segments a recording keeps (`EVENT_KEEP`): the oldest are deleted to stay
-/// within every limit given.
+/// The disk budget of a directory's segments (`EVENT_KEEP`): the oldest sealed segments of
+/// the program's name pattern in the directory, whichever run wrote them, are deleted to stay
+/// within every limit given (docs/guide/long-running-services.md, "A disk budget").
+///
+/// ```
+/// use event_runtime::Keep;
+/// // At most 24 sealed segments, at most 1 GiB of them, and 2 GiB left free on the disk.
+/// let keep = Keep { segments: Some(24), bytes: Some(1 << 30), free: Some(2 << 30) };
+/// # let _ = keep;
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Keep {
     /// At most this many sealed segments.
     pub segments: Option<u64>,
     /// At most this many bytes of sealed segments.
     pub bytes: Option<u64>,
+    /// At least this many bytes left free on the file system (journald's `SystemKeepFree`):
+    /// the oldest sealed segments are deleted to keep it, and when none is left to delete the
+    /// recording stops writing (its segment sealed as for a full disk, the events counted)
+    /// until there is room again.
+    pub free: Option<u64>,
 }
 
 /// The smallest segment size `EVENT_ROTATE` takes: 4 KiB, the smallest block (a segment holds
@@ -197,11 +263,59 @@ pub(crate) fn parse_rotate(text: &str) -> Result<Rotate, String> {
     Ok(rotate)
 }
 
-/// `rotate` written as `EVENT_ROTATE` takes it (`256k,1s`), for a message about it.
+/// What `EVENT_ROTATE` would refuse of `rotate`, given in code: a size smaller than the
+/// smallest segment, an age of zero.
+pub(crate) fn check_rotate(rotate: Rotate) -> Result<(), String> {
+    if let Some(size) = rotate.size.filter(|&s| s < MIN_SEGMENT) {
+        return Err(format!("{size} bytes is smaller than the smallest segment, 4k"));
+    }
+    if rotate.age == Some(Duration::ZERO) {
+        return Err("an age of zero would seal every segment at once; give a positive age, or None".to_owned());
+    }
+    Ok(())
+}
+
+/// What `EVENT_KEEP` would refuse of `keep`, given in code: zero segments.
+pub(crate) fn check_keep(keep: Keep) -> Result<(), String> {
+    if keep.segments == Some(0) {
+        return Err("0 segments would keep nothing; keep at least 1, or None".to_owned());
+    }
+    Ok(())
+}
+
+/// `rotate` written as `EVENT_ROTATE` takes it (`1m,1s`), for a message about a value given
+/// in code.
 pub(crate) fn rotate_text(rotate: Rotate) -> String {
-    let size = rotate.size.map(|b| if b % 1024 == 0 { format!("{}k", b / 1024) } else { format!("{b} bytes") });
-    let age = rotate.age.map(|a| format!("{}s", a.as_secs()));
-    [size, age].into_iter().flatten().collect::<Vec<_>>().join(",")
+    let age = rotate.age.map(|a| {
+        let s = a.as_secs();
+        match s {
+            _ if s > 0 && s % 86400 == 0 => format!("{}d", s / 86400),
+            _ if s > 0 && s % 3600 == 0 => format!("{}h", s / 3600),
+            _ if s > 0 && s % 60 == 0 => format!("{}min", s / 60),
+            _ => format!("{s}s"),
+        }
+    });
+    [rotate.size.map(size_text), age].into_iter().flatten().collect::<Vec<_>>().join(",")
+}
+
+/// `keep` written as `EVENT_KEEP` takes it (`10,1g,free=2g`).
+pub(crate) fn keep_text(keep: Keep) -> String {
+    let parts = [
+        keep.segments.map(|n| n.to_string()),
+        keep.bytes.map(size_text),
+        keep.free.map(|b| format!("free={}", size_text(b))),
+    ];
+    parts.into_iter().flatten().collect::<Vec<_>>().join(",")
+}
+
+/// A size in the largest unit (`g`, `m`, `k`) that writes it exactly, else in bytes.
+fn size_text(bytes: u64) -> String {
+    for (shift, unit) in [(30, "g"), (20, "m"), (10, "k")] {
+        if bytes > 0 && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// Why `EVENT_ROTATE` and `EVENT_POLICY=ring` are refused together (docs/guide/configuration.md):
@@ -209,13 +323,19 @@ pub(crate) fn rotate_text(rotate: Rotate) -> String {
 /// there is no stream to cut by size or age while the program runs.
 pub(crate) const RING_ROTATE: &str = "EVENT_ROTATE (segments) cannot go with EVENT_POLICY=ring, which writes the event file once, at the stop (there is nothing to rotate while it runs); unset EVENT_ROTATE, or choose another EVENT_POLICY (switch streams into segments)";
 
-/// `EVENT_KEEP`: a count of segments (`10`), a total size (`1g`), or both (`10,1g`).
+/// `EVENT_KEEP`: a count of segments (`10`), a total size (`1g`), a floor of free space
+/// (`free=2g`), or any of them together (`10,1g,free=2g`).
 pub(crate) fn parse_keep(text: &str) -> Result<Keep, String> {
-    let accepted = "write a number of segments (10), a total size (1g: k, m or g) or both (10,1g)";
+    let accepted = "write a number of segments (10), a total size (1g: k, m or g), the space to keep free on the disk (free=2g), or several (10,1g,free=2g)";
     let mut keep = Keep::default();
     for part in text.split(',') {
         let part = part.trim();
-        if let Some(size) = parse_file_size(part) {
+        if let Some(free) = part.strip_prefix("free=") {
+            let size = parse_file_size(free).ok_or_else(|| format!("{free:?} is not a size; {accepted}"))?;
+            if keep.free.replace(size).is_some() {
+                return Err(format!("two free= floors; {accepted}"));
+            }
+        } else if let Some(size) = parse_file_size(part) {
             if keep.bytes.replace(size).is_some() {
                 return Err(format!("two sizes; {accepted}"));
             }
@@ -281,6 +401,51 @@ pub(crate) struct Env {
     pub(crate) pin: Option<String>,
     /// `EVENT_LIMIT`'s text, parsed at the start against the recorded sets (`aggregate`).
     pub(crate) limit: Option<String>,
+    /// `EVENT_HOST`: the host name the header and `%h` give.
+    pub(crate) host: Option<String>,
+    /// `EVENT_LABELS`: the recording's labels, in the order given.
+    pub(crate) labels: Option<Vec<(String, String)>>,
+}
+
+/// `EVENT_LABELS`: `key=value` pairs separated by commas (`service=api,version=1.4.2`). A key
+/// is 1 to 128 letters, digits, `_`, `.` or `-`, given once; a value at most 1024 bytes,
+/// without a comma (a value with one is given in code, `Recorder::label`).
+pub(crate) fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
+    let accepted = "write key=value pairs separated by commas (service=api,version=1.4.2,pod=api-7f9c)";
+    let mut labels: Vec<(String, String)> = Vec::new();
+    for part in text.split(',') {
+        let Some((key, value)) = part.split_once('=') else {
+            return Err(format!("{:?} is not key=value; {accepted}", part.trim()));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        check_label(key, value).map_err(|why| format!("{why}; {accepted}"))?;
+        if labels.iter().any(|(k, _)| k == key) {
+            return Err(format!("the label {key:?} is given twice; {accepted}"));
+        }
+        labels.push((key.to_owned(), value.to_owned()));
+    }
+    Ok(labels)
+}
+
+/// Why a label cannot be recorded, if it cannot (docs/FORMAT.md, "Labels").
+pub(crate) fn check_label(key: &str, value: &str) -> Result<(), String> {
+    use event_format::wire::{MAX_LABEL_KEY, MAX_LABEL_VALUE, valid_label_key};
+    if !valid_label_key(key) {
+        return Err(format!("the label key {key:?} is not 1 to {MAX_LABEL_KEY} letters, digits, `_`, `.` or `-`"));
+    }
+    if value.len() > MAX_LABEL_VALUE {
+        return Err(format!("the label {key}'s value is {} bytes long, more than {MAX_LABEL_VALUE}", value.len()));
+    }
+    Ok(())
+}
+
+/// Why a host name cannot be recorded, if it cannot: empty, longer than 255 bytes, or holding
+/// a `/` or a control character.
+pub(crate) fn check_host(host: &str) -> Result<(), String> {
+    if host.is_empty() || host.len() > 255 || host.chars().any(|c| c == '/' || c.is_control()) {
+        return Err("not a host name; write 1 to 255 bytes without `/` or control characters".to_owned());
+    }
+    Ok(())
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -293,24 +458,18 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             None => Ok(None),
             Some(v) => match v.into_string() {
                 Ok(s) if s.trim().is_empty() => {
-                    Err(ConfigError { variable, value: s, message: "is empty; set it to a value or unset it".into() })
+                    Err(ConfigError::env(variable, s, "is empty; set it to a value or unset it"))
                 }
                 Ok(s) => Ok(Some(s)),
-                Err(v) => Err(ConfigError {
-                    variable,
-                    value: v.to_string_lossy().into_owned(),
-                    message: "is not valid UTF-8".into(),
-                }),
+                Err(v) => Err(ConfigError::env(variable, v.to_string_lossy(), "is not valid UTF-8")),
             },
         }
     };
     let path = |variable: &'static str| -> Result<Option<PathBuf>, ConfigError> {
         match get(variable) {
-            Some(v) if v.is_empty() => Err(ConfigError {
-                variable,
-                value: String::new(),
-                message: "is empty; set it to a file path or unset it".into(),
-            }),
+            Some(v) if v.is_empty() => {
+                Err(ConfigError::env(variable, String::new(), "is empty; set it to a file path or unset it"))
+            }
             v => Ok(v.map(PathBuf::from)),
         }
     };
@@ -324,26 +483,25 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
         limit: text("EVENT_LIMIT")?,
         ..Env::default()
     };
+    if let Some(v) = text("EVENT_HOST")? {
+        check_host(v.trim()).map_err(|message| ConfigError::env("EVENT_HOST", v.clone(), message))?;
+        env.host = Some(v.trim().to_owned());
+    }
+    if let Some(v) = text("EVENT_LABELS")? {
+        env.labels = Some(parse_labels(&v).map_err(|message| ConfigError::env("EVENT_LABELS", v.clone(), message))?);
+    }
     if let Some(v) = text("EVENT_POLICY")? {
-        env.policy = Some(parse_policy(&v).map_err(|message| ConfigError {
-            variable: "EVENT_POLICY",
-            value: v.clone(),
-            message,
-        })?);
+        env.policy = Some(parse_policy(&v).map_err(|message| ConfigError::env("EVENT_POLICY", v.clone(), message))?);
     }
     if let Some(v) = text("EVENT_BUFSIZE")? {
-        env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError {
-            variable: "EVENT_BUFSIZE",
-            value: v.clone(),
-            message,
-        })?);
+        env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError::env("EVENT_BUFSIZE", v.clone(), message))?);
     }
     let on_off = |variable: &'static str| -> Result<Option<bool>, ConfigError> {
         let Some(v) = text(variable)? else { return Ok(None) };
         match v.as_str() {
             "on" | "1" | "yes" => Ok(Some(true)),
             "off" | "0" | "no" => Ok(Some(false)),
-            _ => Err(ConfigError { variable, value: v.clone(), message: "not a choice; write on or off".to_owned() }),
+            _ => Err(ConfigError::env(variable, v.clone(), "not a choice; write on or off")),
         }
     };
     env.pack = on_off("EVENT_PACK")?;
@@ -353,12 +511,11 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             "auto" => BufResize::Auto,
             "manual" => BufResize::Manual,
             _ => {
-                return Err(ConfigError {
-                    variable: "EVENT_BUFRESIZE",
-                    value: v.clone(),
-                    message: "not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)"
-                        .to_owned(),
-                });
+                return Err(ConfigError::env(
+                    "EVENT_BUFRESIZE",
+                    v.clone(),
+                    "not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)",
+                ));
             }
         });
     }
@@ -367,27 +524,19 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             "default" => Signals::Default,
             "none" => Signals::None,
             _ => {
-                return Err(ConfigError {
-                    variable: "EVENT_SIGNALS",
-                    value: v.clone(),
-                    message: "not a choice; write default (flush the event file on SIGABRT, SIGILL and SIGFPE left to their default action; guard the ring file against SIGBUS) or none (install no signal handler)".to_owned(),
-                });
+                return Err(ConfigError::env(
+                    "EVENT_SIGNALS",
+                    v.clone(),
+                    "not a choice; write default (flush the event file on SIGABRT, SIGILL and SIGFPE left to their default action; guard the ring file against SIGBUS) or none (install no signal handler)",
+                ));
             }
         });
     }
     if let Some(v) = text("EVENT_ROTATE")? {
-        env.rotate = Some(parse_rotate(&v).map_err(|message| ConfigError {
-            variable: "EVENT_ROTATE",
-            value: v.clone(),
-            message,
-        })?);
+        env.rotate = Some(parse_rotate(&v).map_err(|message| ConfigError::env("EVENT_ROTATE", v.clone(), message))?);
     }
     if let Some(v) = text("EVENT_KEEP")? {
-        env.keep = Some(parse_keep(&v).map_err(|message| ConfigError {
-            variable: "EVENT_KEEP",
-            value: v.clone(),
-            message,
-        })?);
+        env.keep = Some(parse_keep(&v).map_err(|message| ConfigError::env("EVENT_KEEP", v.clone(), message))?);
     }
     Ok(env)
 }
@@ -514,10 +663,19 @@ mod tests {
         for bad in ["64", "1k", "64m,64m", "1h,2h", "fast", "0s", ""] {
             assert!(parse_rotate(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_keep("10"), Ok(Keep { segments: Some(10), bytes: None }));
-        assert_eq!(parse_keep("1g"), Ok(Keep { segments: None, bytes: Some(1 << 30) }));
-        assert_eq!(parse_keep("10,1g"), Ok(Keep { segments: Some(10), bytes: Some(1 << 30) }));
-        for bad in ["0", "10,20", "1g,2g", "ten", "1h", ""] {
+        assert_eq!(parse_keep("10"), Ok(Keep { segments: Some(10), ..Keep::default() }));
+        assert_eq!(parse_keep("1g"), Ok(Keep { bytes: Some(1 << 30), ..Keep::default() }));
+        assert_eq!(parse_keep("10,1g"), Ok(Keep { segments: Some(10), bytes: Some(1 << 30), free: None }));
+        assert_eq!(parse_keep("free=2g"), Ok(Keep { free: Some(2 << 30), ..Keep::default() }));
+        assert_eq!(
+            parse_keep("3, free=512m ,1g"),
+            Ok(Keep { segments: Some(3), bytes: Some(1 << 30), free: Some(512 << 20) })
+        );
+        assert_eq!(
+            keep_text(Keep { segments: Some(3), bytes: Some(1 << 30), free: Some(512 << 20) }),
+            "3,1g,free=512m"
+        );
+        for bad in ["0", "10,20", "1g,2g", "ten", "1h", "", "free=", "free=2", "free=1g,free=2g"] {
             assert!(parse_keep(bad).is_err(), "{bad}");
         }
         let e = env(&[("EVENT_ROTATE", "64")]).unwrap_err();
@@ -570,11 +728,50 @@ mod tests {
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
                  EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP, EVENT_TRIGGER, \
-                 EVENT_SNAPSHOT, EVENT_PIN, EVENT_LIMIT",
+                 EVENT_SNAPSHOT, EVENT_PIN, EVENT_LIMIT, EVENT_HOST, EVENT_LABELS",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]
         );
+    }
+
+    #[test]
+    fn labels_and_host() {
+        let e = env(&[("EVENT_LABELS", "service=api, version=1.4.2,pod=api-7f9c"), ("EVENT_HOST", "host-a")]).unwrap();
+        assert_eq!(
+            e.labels.unwrap(),
+            [("service", "api"), ("version", "1.4.2"), ("pod", "api-7f9c")].map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert_eq!(e.host.as_deref(), Some("host-a"));
+        assert_eq!(
+            env(&[("EVENT_LABELS", "service=api,service=web")]).unwrap_err().to_string(),
+            "EVENT_LABELS=\"service=api,service=web\": the label \"service\" is given twice; write key=value pairs \
+             separated by commas (service=api,version=1.4.2,pod=api-7f9c)"
+        );
+        for bad in ["service", "=api", "a b=c", "service=api,,"] {
+            assert_eq!(env(&[("EVENT_LABELS", bad)]).unwrap_err().variable, "EVENT_LABELS", "{bad:?}");
+        }
+        assert!(parse_labels(&format!("k={}", "v".repeat(1025))).unwrap_err().contains("more than 1024"));
+        for bad in ["a/b", "tab\there"] {
+            assert_eq!(env(&[("EVENT_HOST", bad)]).unwrap_err().variable, "EVENT_HOST", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_error_says_whether_the_value_came_from_the_environment_or_the_code() {
+        let from_env = ConfigError::env("EVENT_ROTATE", "1m", "cannot go with ring");
+        assert_eq!(from_env.to_string(), "EVENT_ROTATE=\"1m\": cannot go with ring");
+        let from_code = ConfigError { variable: "Recorder::rotate", origin: Origin::Code, ..from_env };
+        assert_eq!(from_code.to_string(), "Recorder::rotate(\"1m\") in the program's code: cannot go with ring");
+        // A value from code written as the variable takes it, in its own units.
+        assert_eq!(rotate_text(Rotate { size: Some(1 << 20), age: None }), "1m");
+        assert_eq!(rotate_text(Rotate { size: Some(64 << 10), age: Some(Duration::from_secs(3600)) }), "64k,1h");
+        assert_eq!(rotate_text(Rotate { size: Some(5000), age: Some(Duration::from_secs(90)) }), "5000 bytes,90s");
+        assert!(check_rotate(Rotate { size: Some(1000), age: None }).unwrap_err().contains("smallest segment"));
+        assert!(check_keep(Keep { segments: Some(0), ..Keep::default() }).is_err());
+        for v in VARIABLES {
+            assert!(method_of(v).starts_with("Recorder::") && method_of(v) != "Recorder", "{v} has a method");
+        }
     }
 
     #[test]

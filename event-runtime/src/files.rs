@@ -1,5 +1,5 @@
 //! The recorder's files inside somebody else's process: what a path pattern names (`%p`,
-//! `%t`, `%h`, `%n`, `%%`), whether the path holds a file of ours that may be replaced, and
+//! `%t`, `%h`, `%n`, `%r`, `%%`), whether the path holds a file of ours that may be replaced, and
 //! the lock that says a file has a live writer.
 //!
 //! A tracer must never harm its host's files. So a path is used only when it holds nothing,
@@ -27,11 +27,24 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-/// The default event file of [`crate::start`]: one per process.
-pub(crate) const DEFAULT_EVENT_FILE: &str = "%n-%p.evt";
+/// The default event file of [`crate::start`]: one per recording. The recording id makes two
+/// runs' names differ however fast a crash loop restarts, and whatever their pids (every
+/// container's program is pid 1).
+pub(crate) const DEFAULT_EVENT_FILE: &str = "%n-%p-%r.evt";
 
 /// What a patterned path may contain, for messages.
-const PATTERNS: &str = "%p (process id), %t (start time), %h (host name), %n (program name) or %% (a %)";
+const PATTERNS: &str =
+    "%p (process id), %t (start time), %h (host name), %n (program name), %r (recording id) or %% (a %)";
+
+/// What a recording gives a pattern's `%h` and `%r`: its host name (`EVENT_HOST`, else the
+/// system's) and its recording id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Naming {
+    /// The host name, as the header names it.
+    pub(crate) host: String,
+    /// The recording id, 32 hex digits.
+    pub(crate) recording: String,
+}
 
 /// Which of the recorder's files a path is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,31 +84,70 @@ impl Purpose {
 /// Checks that `pattern` has only the escapes [`expand`] knows; the error says which one it
 /// does not and what it accepts.
 pub(crate) fn check_pattern(pattern: &Path) -> Result<(), String> {
-    expand_with(pattern, |c| matches!(c, 'p' | 't' | 'h' | 'n').then(OsString::new)).map(drop)
+    expand_with(pattern, |c| matches!(c, 'p' | 't' | 'h' | 'n' | 'r').then(OsString::new)).map(drop)
 }
 
 /// `pattern` with `%p` (this process's id), `%t` (now, in seconds since 1970), `%h` (the
-/// host name), `%n` (the program's name) and `%%` (a `%`) replaced; another `%` escape, or a
-/// `%` at the end, is an error that says what is accepted. A host or program name never
-/// brings a `/` into the path.
-pub(crate) fn expand(pattern: &Path) -> Result<PathBuf, String> {
+/// host name), `%n` (the program's name), `%r` (the recording id) and `%%` (a `%`)
+/// replaced; another `%` escape, or a `%` at the end, is an error that says what is accepted.
+/// A host or program name never brings a `/` into the path.
+pub(crate) fn expand(pattern: &Path, naming: &Naming) -> Result<PathBuf, String> {
     expand_with(pattern, |c| {
         let value = match c {
-            'p' => std::process::id().to_string(),
-            't' => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-                .to_string(),
-            'h' => sys::host_name().unwrap_or_else(|| "localhost".to_owned()),
-            'n' => program_name(),
-            _ => return None,
+            'h' => naming.host.clone(),
+            'r' => naming.recording.clone(),
+            c => process_value(c)?,
         };
         Some(OsString::from(value.replace('/', "_")))
     })
 }
 
-/// The program's name: its executable's file name without extension.
-fn program_name() -> String {
+/// `pattern` with the escapes that do not depend on a recording replaced (`%p`, `%t`, `%n`,
+/// `%%`): what a snapshot's pattern holds once [`pre_expand`] gave it the recording's.
+pub(crate) fn expand_process(pattern: &Path) -> Result<PathBuf, String> {
+    expand_with(pattern, |c| process_value(c).map(|v| OsString::from(v.replace('/', "_"))))
+}
+
+/// `pattern` with only `%h` and `%r` replaced by `naming`'s; every other escape kept as
+/// written (for [`expand_process`] to replace later, or to refuse), a snapshot's `%s` too.
+pub(crate) fn pre_expand(pattern: &Path, naming: &Naming) -> PathBuf {
+    let host = naming.host.replace(['/', '%'], "_");
+    let mut out = OsString::new();
+    let mut rest = pattern.as_os_str().as_encoded_bytes();
+    while let Some(at) = rest.iter().position(|&b| b == b'%') {
+        out.push(from_bytes(&rest[..at]));
+        let end = (at + 2).min(rest.len());
+        match rest.get(at + 1) {
+            Some(b'h') => out.push(&host),
+            Some(b'r') => out.push(&naming.recording),
+            // An escape cut inside a character is left for `expand_process` to refuse.
+            Some(c) if !c.is_ascii() => {
+                out.push(from_bytes(&rest[at..]));
+                rest = &[];
+                break;
+            }
+            _ => out.push(from_bytes(&rest[at..end])),
+        }
+        rest = &rest[end..];
+    }
+    out.push(from_bytes(rest));
+    PathBuf::from(out)
+}
+
+/// What `%p`, `%t` and `%n` give in this process now.
+fn process_value(c: char) -> Option<String> {
+    Some(match c {
+        'p' => std::process::id().to_string(),
+        't' => {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()).to_string()
+        }
+        'n' => program_name(),
+        _ => return None,
+    })
+}
+
+/// The program's name: its executable's file name without extension (`%n`).
+pub(crate) fn program_name() -> String {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
@@ -191,11 +243,12 @@ impl From<io::Error> for ClaimError {
 /// process holds the file, `STEM-PID.EXT` is claimed instead.
 pub(crate) fn claim(path: &Path, purpose: Purpose) -> Result<Claimed, ClaimError> {
     match claim_here(path, purpose)? {
-        Some(file) => Ok(Claimed { path: path.to_owned(), file, notice: None }),
+        Some((file, kept)) => Ok(Claimed { path: path.to_owned(), file, notice: kept.then(|| kept_line(path)) }),
         None => {
             let instead = with_pid(path, std::process::id());
             match claim_here(&instead, purpose)? {
-                Some(file) => Ok(Claimed {
+                Some((file, kept)) if kept => Ok(Claimed { notice: Some(kept_line(&instead)), path: instead, file }),
+                Some((file, _)) => Ok(Claimed {
                     notice: Some(format!(
                         "{} is being written by another live process; recording to {} instead",
                         path.display(),
@@ -215,6 +268,16 @@ pub(crate) fn claim(path: &Path, purpose: Purpose) -> Result<Claimed, ClaimError
     }
 }
 
+/// The line that says an earlier trace at `path` was kept aside.
+fn kept_line(path: &Path) -> String {
+    format!(
+        "{} held an earlier run's trace: it is kept as {}, and this run records to {}",
+        path.display(),
+        old_path(path).display(),
+        path.display()
+    )
+}
+
 /// What a path holds, as far as the recorder cares.
 enum Found {
     /// Nothing.
@@ -228,14 +291,16 @@ enum Found {
     Foreign(Option<&'static str>),
 }
 
-/// Claims `path` itself: `Ok(None)` when a live writer holds it.
-fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<File>, ClaimError> {
+/// Claims `path` itself: `Ok(None)` when a live writer holds it; with the file, whether an
+/// earlier trace at the path was kept aside as `NAME.old`.
+fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<(File, bool)>, ClaimError> {
     let foreign = |what: Option<&'static str>| what.unwrap_or(purpose.not_ours());
+    let mut kept = false;
     // Each turn either ends or finds that the path changed under us; a few are plenty.
     for _ in 0..4 {
         match inspect(path)? {
             Found::Nothing => match create_new(path) {
-                Ok(file) => return Ok(sys::try_lock(&file)?.then_some(file)),
+                Ok(file) => return Ok(sys::try_lock(&file)?.then_some((file, kept))),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e.into()),
             },
@@ -262,12 +327,12 @@ fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<File>, ClaimError>
                 let meta = file.metadata()?;
                 if meta.is_file() && meta.len() == 0 {
                     set_private(&file)?;
-                    return Ok(Some(file));
+                    return Ok(Some((file, kept)));
                 }
             }
             Found::Ours { file, empty: false } => {
                 let old = old_path(path);
-                let kept = |what: &str| {
+                let refused = |what: &str| {
                     ClaimError::Refused(format!(
                         "not recording to {}: its previous trace would be kept as {}, which {what}; remove {} or choose another {}",
                         path.display(),
@@ -278,10 +343,11 @@ fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<File>, ClaimError>
                 };
                 match inspect(&old)? {
                     Found::Nothing | Found::Ours { .. } => {}
-                    Found::Busy => return Err(kept("a live process is writing")),
-                    Found::Foreign(what) => return Err(kept(foreign(what))),
+                    Found::Busy => return Err(refused("a live process is writing")),
+                    Found::Foreign(what) => return Err(refused(foreign(what))),
                 }
                 std::fs::rename(path, &old)?;
+                kept = true;
                 // Released after the rename, so that no other process of ours claims the old
                 // trace meanwhile.
                 drop(file);
@@ -442,6 +508,22 @@ pub(crate) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// Opens the regular file at `path` for reading, never following a link nor blocking on a
+/// FIFO; an error for anything that is not a regular file.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    let file = open_existing(path, false)?;
+    if not_regular(&file.metadata()?).is_some() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
+
+/// Takes the recorder's exclusive lock on `file` without waiting: `false` when a live
+/// process (a recorder writing it) holds it. The lock lasts until `file` is closed.
+pub(crate) fn try_lock(file: &File) -> io::Result<bool> {
+    sys::try_lock(file)
+}
+
 /// Releases the lock on `file` before it is closed (a ring file whose recording has ended
 /// while threads still hold its slots).
 pub(crate) fn unlock(file: &File) {
@@ -554,13 +636,22 @@ mod tests {
     #[cfg_attr(miri, ignore = "calls gethostname, which Miri does not provide")]
     fn patterns_expand_and_unknown_ones_are_refused() {
         let pid = std::process::id().to_string();
-        assert_eq!(expand(Path::new("a-%p.evt")).unwrap(), PathBuf::from(format!("a-{pid}.evt")));
-        assert_eq!(expand(Path::new("100%%-%n")).unwrap(), PathBuf::from(format!("100%-{}", program_name())));
-        assert_eq!(expand(Path::new("plain.evt")).unwrap(), PathBuf::from("plain.evt"));
-        let host = expand(Path::new("%h")).unwrap();
-        assert!(!host.as_os_str().is_empty() && !host.to_string_lossy().contains('/'));
-        let t: u64 = expand(Path::new("%t")).unwrap().to_string_lossy().parse().unwrap();
+        let naming = Naming { host: "host/a".into(), recording: "0123456789abcdef0123456789abcdef".into() };
+        let expand = |p: &str| expand(Path::new(p), &naming);
+        assert_eq!(expand("a-%p.evt").unwrap(), PathBuf::from(format!("a-{pid}.evt")));
+        assert_eq!(expand("100%%-%n").unwrap(), PathBuf::from(format!("100%-{}", program_name())));
+        assert_eq!(expand("plain.evt").unwrap(), PathBuf::from("plain.evt"));
+        assert_eq!(expand("%h").unwrap(), PathBuf::from("host_a"), "a host name brings no `/`");
+        assert_eq!(expand("t-%r.evt").unwrap(), PathBuf::from("t-0123456789abcdef0123456789abcdef.evt"));
+        let t: u64 = expand("%t").unwrap().to_string_lossy().parse().unwrap();
         assert!(t > 1_600_000_000);
+        // A snapshot's pattern: the recording's escapes now, the process's (and `%s`) later.
+        let pre = pre_expand(Path::new("s-%h-%r-%p-%%r-%s.evt"), &naming);
+        assert_eq!(pre, PathBuf::from("s-host_a-0123456789abcdef0123456789abcdef-%p-%%r-%s.evt"));
+        assert_eq!(
+            expand_process(&PathBuf::from(pre.to_string_lossy().replace("%s", "3"))).unwrap(),
+            PathBuf::from(format!("s-host_a-0123456789abcdef0123456789abcdef-{pid}-%r-3.evt"))
+        );
         assert_eq!(check_pattern(Path::new("x-%q.evt")).unwrap_err(), format!("unknown pattern %q; write {PATTERNS}"));
         assert!(check_pattern(Path::new("x-%")).unwrap_err().starts_with("a % that is not a pattern"));
         assert!(check_pattern(Path::new("x-%é")).is_err());

@@ -18,7 +18,7 @@
 //!    and the stop, and the crash handlers (`crash::install`).
 
 use crate::clock::{self, TimeSource};
-use crate::config::{self, BufResize, ConfigError, Keep, Policy, Rotate, Signals};
+use crate::config::{self, BufResize, ConfigError, Keep, Origin, Policy, Rotate, Signals};
 use crate::control;
 use crate::crash;
 use crate::event_set::EventSet;
@@ -57,6 +57,9 @@ pub enum StartError {
         buffer: u64,
         /// The block size.
         block: u32,
+        /// Where the buffer size was given, as given: `EVENT_BUFSIZE="300k"`,
+        /// `Recorder::buffer_size(307200) in the program's code`, or `the default buffer size`.
+        given: String,
     },
     /// The embedded event set does not parse or encode.
     BadEventSet(String),
@@ -71,6 +74,8 @@ pub enum StartError {
         fits: u64,
         /// The limit that decides it (`available memory`, ...).
         limit: &'static str,
+        /// Where the buffer size was given, as given (as [`StartError::BadBufferSize`]'s).
+        given: String,
     },
     /// The recorder's writer thread could not be started (the process or its user reached a
     /// thread limit: `ulimit -u`, a cgroup's `pids.max`).
@@ -96,10 +101,10 @@ impl fmt::Display for StartError {
                 f,
                 "block size {n} is not a power of two in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}; choose one such as 65536"
             ),
-            StartError::BadBufferSize { buffer, block } => {
+            StartError::BadBufferSize { buffer, block, given } => {
                 write!(
                     f,
-                    "buffer size {} holds fewer than {} blocks of {}; set it (EVENT_BUFSIZE, Recorder::buffer_size) to at least {}, or make the blocks smaller (Recorder::block_size)",
+                    "{given}: buffer size {} holds fewer than {} blocks of {}; set it (EVENT_BUFSIZE, Recorder::buffer_size) to at least {}, or make the blocks smaller (Recorder::block_size)",
                     machine::size_text(*buffer),
                     config::MIN_BLOCKS,
                     machine::size_text(u64::from(*block)),
@@ -107,9 +112,9 @@ impl fmt::Display for StartError {
                 )
             }
             StartError::BadEventSet(why) => write!(f, "the event set cannot be recorded: {why}"),
-            StartError::BufferTooLarge { requested, fits, limit } => write!(
+            StartError::BufferTooLarge { requested, fits, limit, given } => write!(
                 f,
-                "buffer size {} is more than this machine can spare ({} fits, a quarter of {limit}); lower EVENT_BUFSIZE or set EVENT_BUFRESIZE=auto",
+                "{given}: buffer size {} is more than this machine can spare ({} fits, a quarter of {limit}); lower EVENT_BUFSIZE or set EVENT_BUFRESIZE=auto",
                 machine::size_text(*requested),
                 machine::size_text(*fits)
             ),
@@ -213,6 +218,14 @@ pub struct Recorder {
     limit: Option<String>,
     /// How often the writer thread writes the histograms and suppressions counted.
     histogram_period: Duration,
+    /// `EVENT_HOST`: the host name the header and `%h` give, instead of the system's.
+    host: Option<String>,
+    /// `EVENT_LABELS`: the recording's labels, in the order given.
+    labels: Vec<(String, String)>,
+    /// The `EVENT_*` variables whose values [`from_env`](Recorder::from_env) applied, with
+    /// their text: a setting's error names the variable when it came from there, else the
+    /// method of the code that gave it.
+    from_env: Vec<(&'static str, String)>,
 }
 
 impl Default for Recorder {
@@ -269,6 +282,9 @@ impl Recorder {
             pin: None,
             limit: None,
             histogram_period: crate::aggregate::DEFAULT_PERIOD,
+            host: None,
+            labels: Vec::new(),
+            from_env: Vec::new(),
         }
     }
 
@@ -286,12 +302,33 @@ impl Recorder {
         self
     }
 
-    /// Applies the `EVENT_*` environment variables over the settings so far: `EVENT_FILE`,
-    /// `EVENT_RING`, `EVENT_CONTROL`, `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`,
-    /// `EVENT_PACK`, `EVENT_FORK`, `EVENT_SIGNALS` (docs/guide/configuration.md).
+    /// Applies the `EVENT_*` environment variables over the settings so far
+    /// (docs/guide/configuration.md has each one's values and default). It reads exactly these:
     ///
-    /// Any other `EVENT_*` variable gets one line on stderr naming the closest setting
-    /// (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise ignored.
+    /// | variable | sets what | as in code |
+    /// |---|---|---|
+    /// | `EVENT_FILE` | the event file (a pattern) | [`file`](Self::file) |
+    /// | `EVENT_RING` | the ring file (a pattern) | [`ring_file`](Self::ring_file) |
+    /// | `EVENT_CONTROL` | what is recorded | [`control`](Self::control) |
+    /// | `EVENT_POLICY` | `switch`, `wait=..`, `ring` or `fill` | [`policy`](Self::policy), [`wait`](Self::wait) |
+    /// | `EVENT_BUFSIZE` | the buffer's size | [`buffer_size`](Self::buffer_size) |
+    /// | `EVENT_BUFRESIZE` | `auto` or `manual` | [`bufresize`](Self::bufresize) |
+    /// | `EVENT_FORK` | whether a forked child records | [`record_forks`](Self::record_forks) |
+    /// | `EVENT_PACK` | whether blocks are packed | [`pack`](Self::pack) |
+    /// | `EVENT_SIGNALS` | `default` or `none` | [`signals`](Self::signals) |
+    /// | `EVENT_ROTATE` | segments, by size or age | [`rotate`](Self::rotate) |
+    /// | `EVENT_KEEP` | the directory's disk budget | [`keep`](Self::keep) |
+    /// | `EVENT_TRIGGER` | snapshots' triggers | [`trigger`](Self::trigger) |
+    /// | `EVENT_SNAPSHOT` | where snapshots go (a pattern) | [`snapshots`](Self::snapshots) |
+    /// | `EVENT_PIN` | events every snapshot keeps | [`pin`](Self::pin) |
+    /// | `EVENT_HOST` | the host name recorded (and `%h`) | [`host`](Self::host) |
+    /// | `EVENT_LABELS` | the recording's labels | [`label`](Self::label) |
+    ///
+    /// A value that does not parse is an error that names the variable and its text; a value
+    /// given in code that the start refuses names the method instead (`Recorder::rotate("1m")
+    /// in the program's code: ...`). Any other `EVENT_*` variable gets one line on stderr
+    /// naming the closest setting (`EVENT_FLIE`: did you mean `EVENT_FILE`?) and is otherwise
+    /// ignored.
     pub fn from_env(self) -> Result<Recorder, ConfigError> {
         for line in config::unknown_variables(std::env::vars_os().map(|(name, _)| name)) {
             eprintln!("event-runtime: {line}");
@@ -300,7 +337,19 @@ impl Recorder {
     }
 
     fn with_env(mut self, get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Recorder, ConfigError> {
-        let env = config::read_env(get)?;
+        let env = config::read_env(&get)?;
+        for variable in config::VARIABLES {
+            if let Some(value) = get(variable) {
+                self.from_env.retain(|(v, _)| *v != variable);
+                self.from_env.push((variable, value.to_string_lossy().into_owned()));
+            }
+        }
+        if let Some(host) = env.host {
+            self.host = Some(host);
+        }
+        for (key, value) in env.labels.into_iter().flatten() {
+            self = self.label(key, value);
+        }
         for (path, purpose) in [(&env.file, Purpose::EventFile), (&env.ring, Purpose::RingFile)] {
             if let Some(path) = path {
                 files::check_pattern(path).map_err(|message| pattern_error(path, purpose, message))?;
@@ -352,11 +401,8 @@ impl Recorder {
         if let Some(path) = env.snapshot {
             // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
             let numbered = PathBuf::from(path.to_string_lossy().replace("%s", "1"));
-            files::check_pattern(&numbered).map_err(|message| ConfigError {
-                variable: "EVENT_SNAPSHOT",
-                value: path.to_string_lossy().into_owned(),
-                message,
-            })?;
+            files::check_pattern(&numbered)
+                .map_err(|message| ConfigError::env("EVENT_SNAPSHOT", path.to_string_lossy(), message))?;
             self.snapshot_pattern = Some(path);
         }
         Ok(self)
@@ -371,12 +417,17 @@ impl Recorder {
     /// string its events use. Not with [`Policy::Ring`], which writes the event file once, at
     /// the stop: [`start`](Self::start) refuses the two together ([`StartError::Config`]).
     ///
+    /// A restart writes beside the earlier runs' segments (docs/guide/long-running-services.md,
+    /// "Restarts"): its numbers follow theirs, its start seals a killed run's `.open` segment
+    /// (one line says so), and the [`keep`](Self::keep) budget counts the directory's segments
+    /// of the program, whichever run wrote them.
+    ///
     /// ```no_run
     /// use event_runtime::{Keep, Recorder, Rotate};
     /// let recording = Recorder::new()
     ///     .file("/var/log/app/trace.evt")
     ///     .rotate(Rotate { size: Some(64 << 20), age: None })
-    ///     .keep(Keep { segments: Some(10), bytes: None })
+    ///     .keep(Keep { segments: Some(10), ..Keep::default() })
     ///     .start()?;
     /// # Ok::<(), event_runtime::StartError>(())
     /// ```
@@ -387,9 +438,10 @@ impl Recorder {
         self
     }
 
-    /// The disk budget of a recording of segments (`EVENT_KEEP`): the oldest sealed segments
-    /// are deleted to stay within it, and the next segment counts them. Without
-    /// [`rotate`](Self::rotate) there are no segments, and nothing is deleted.
+    /// The disk budget of the directory's segments (`EVENT_KEEP`): the oldest sealed segments
+    /// of the program's names there, whichever run wrote them, are deleted to stay within it
+    /// (and to keep [`Keep::free`] free on the disk), and the next segment counts them.
+    /// Without [`rotate`](Self::rotate) there are no segments, and nothing is deleted.
     pub fn keep(mut self, keep: Keep) -> Recorder {
         self.keep = keep;
         self
@@ -397,13 +449,14 @@ impl Recorder {
 
     /// Writes the stream to a file, created readable by its owner only. The path is a
     /// pattern, as `EVENT_FILE`'s (docs/guide/configuration.md): `%p` the process id, `%t` the
-    /// start time, `%h` the host name, `%n` the program name, `%%` a `%`.
+    /// start time, `%h` the host name ([`host`](Self::host)), `%n` the program name, `%r` the
+    /// recording id (a new one each run), `%%` a `%`.
     ///
     /// The recorder never writes over what is not its own: when the path holds anything but
     /// an event log or ring file of ours (or an empty file), the recording starts without
-    /// this file and says why in one line on stderr. An older trace at the path is kept as
-    /// `PATH.old`; when a live process is writing the path, the stream goes to `STEM-PID.EXT`
-    /// instead, and a line says so.
+    /// this file and says why in one line on stderr. An older trace at the path (an earlier
+    /// run's) is kept as `PATH.old`, and one line says so; when a live process is writing the
+    /// path, the stream goes to `STEM-PID.EXT` instead, and a line says so.
     pub fn file(mut self, path: impl Into<PathBuf>) -> Recorder {
         self.file = Some(path.into());
         self
@@ -621,11 +674,105 @@ impl Recorder {
 
     /// Where triggered snapshots go: a pattern as [`file`](Self::file)'s, with `%s` the
     /// snapshot's sequence number (without `%s`, `.N` goes before the extension). By default
-    /// (`EVENT_SNAPSHOT` unset) `%n-%p-snapshot-%s.evt` in the current directory. A path
+    /// (`EVENT_SNAPSHOT` unset) `%n-%p-%r-snapshot-%s.evt` in the current directory. A path
     /// that exists is never written over: that snapshot is not taken, and a line says so.
     pub fn snapshots(mut self, pattern: impl Into<PathBuf>) -> Recorder {
         self.snapshot_pattern = Some(pattern.into());
         self
+    }
+
+    /// The host name the recording's header gives (`EVENT_HOST`), and `%h` in its files'
+    /// patterns, instead of the system's (`gethostname`): in a container the system's name is
+    /// the container's id; the node's or the pod's name tells a fleet's hosts apart.
+    /// Readers show it beside the service (`host-a/api:T2`). 1 to 255 bytes, without `/` or
+    /// control characters (refused at the start otherwise).
+    pub fn host(mut self, name: impl Into<String>) -> Recorder {
+        self.host = Some(name.into());
+        self
+    }
+
+    /// A label of the recording (`EVENT_LABELS`), in its header (docs/FORMAT.md, "Labels"):
+    /// `service` (the service's name, OpenTelemetry's `service.name`), `version`
+    /// (`service.version`), `instance` (`service.instance.id`) or any other key, such as the
+    /// pod or the region. Readers show the service and the host where they would show a pid,
+    /// and the exports carry every label. A key given again replaces its value. A key is 1 to
+    /// 128 ASCII letters, digits, `_`, `.` or `-`; a value at most 1024 bytes (refused at the
+    /// start otherwise).
+    ///
+    /// ```
+    /// let recording = event_runtime::Recorder::new()
+    ///     .memory()
+    ///     .label("service", "api")
+    ///     .label("version", env!("CARGO_PKG_VERSION"))
+    ///     .start()
+    ///     .unwrap();
+    /// let stream = recording.stop().unwrap();
+    /// let header = event_format::decode::Decoder::new(&stream[..]).unwrap().header().clone();
+    /// assert_eq!(header.properties.label("service"), Some("api"));
+    /// ```
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Recorder {
+        let (key, value) = (key.into(), value.into());
+        match self.labels.iter_mut().find(|(k, _)| *k == key) {
+            Some(label) => label.1 = value,
+            None => self.labels.push((key, value)),
+        }
+        self
+    }
+
+    /// [`start`](Self::start) for a program that must run whatever its recorder's settings
+    /// say: when the recording cannot start, one line on stderr says why (`event-runtime: not
+    /// recording: ` and the error's sentence), and the program goes on without a recording
+    /// (`None`: every event is a disabled one). The shortcut [`start_or_warn`](crate::start_or_warn)
+    /// does the same for a recording configured by the environment alone.
+    ///
+    /// ```
+    /// use event_runtime::{Policy, Recorder, Rotate};
+    ///
+    /// // `ring` writes its event file once, at the stop: there is nothing to rotate. The
+    /// // start says so in one line, and the program runs on unrecorded.
+    /// let recording = Recorder::new()
+    ///     .file(std::env::temp_dir().join("never-written.evt"))
+    ///     .policy(Policy::Ring)
+    ///     .rotate(Rotate { size: Some(1 << 20), age: None })
+    ///     .start_or_warn();
+    /// assert!(recording.is_none());
+    /// ```
+    pub fn start_or_warn(self) -> Option<Recording> {
+        match self.start() {
+            Ok(recording) => Some(recording),
+            Err(e) => {
+                eprintln!("event-runtime: not recording: {e}");
+                None
+            }
+        }
+    }
+
+    /// Where the buffer size was given, as given, for an error about it: the variable and its
+    /// text, the method and its value, or the default.
+    fn buffer_given(&self) -> String {
+        match self.from_env.iter().find(|(v, _)| *v == "EVENT_BUFSIZE") {
+            Some((v, text)) => format!("{v}={text:?}"),
+            None if self.buffer_size == DEFAULT_BUFFER_SIZE => {
+                format!("the default buffer size ({})", machine::size_text(DEFAULT_BUFFER_SIZE))
+            }
+            None => format!("Recorder::buffer_size({}) in the program's code", self.buffer_size),
+        }
+    }
+
+    /// `e`, a setting's error, naming where its value came from: the variable and its text
+    /// when [`from_env`](Self::from_env) applied it, else the method of the code that gave it.
+    fn attribute(&self, mut e: ConfigError) -> ConfigError {
+        if e.origin != Origin::Environment {
+            return e;
+        }
+        match self.from_env.iter().find(|(v, _)| *v == e.variable) {
+            Some((_, text)) => e.value = text.clone(),
+            None => {
+                e.variable = config::method_of(e.variable);
+                e.origin = Origin::Code;
+            }
+        }
+        e
     }
 
     /// Timestamps from a counter that each event advances by one, for reproducible tests.
@@ -648,7 +795,11 @@ impl Recorder {
     /// does not pin): a writer confined to a recording thread's core takes that thread's
     /// time, which the benchmark measured at twice the cost of an event (BENCHMARKS.md).
     pub fn start(mut self) -> Result<Recording, StartError> {
-        let (plan, time) = self.check()?;
+        let (plan, time) = match self.check() {
+            Ok(checked) => checked,
+            Err(StartError::Config(e)) => return Err(StartError::Config(self.attribute(e))),
+            Err(e) => return Err(e),
+        };
         if self.rotate.is_some() && plan.file_path.is_none() {
             eprintln!(
                 "event-runtime: EVENT_ROTATE (Recorder::rotate) is for an event file, and none is written; set EVENT_FILE"
@@ -688,6 +839,8 @@ struct Plan {
     selections: Vec<Selection>,
     header: Header,
     header_bytes: Vec<u8>,
+    /// What the recording gives its files' patterns (`%h`, `%r`).
+    naming: files::Naming,
     /// The files' paths, their patterns expanded.
     file_path: Option<PathBuf>,
     ring_path: Option<PathBuf>,
@@ -702,11 +855,26 @@ impl Recorder {
     /// header, the files' names) before anything is touched.
     fn check(&mut self) -> Result<(Plan, TimeSource), StartError> {
         if let (Policy::Ring, Some(rotate)) = (self.policy, self.rotate) {
-            return Err(StartError::Config(ConfigError {
-                variable: "EVENT_ROTATE",
-                value: config::rotate_text(rotate),
-                message: config::RING_ROTATE.to_owned(),
-            }));
+            return Err(StartError::Config(ConfigError::env(
+                "EVENT_ROTATE",
+                config::rotate_text(rotate),
+                config::RING_ROTATE,
+            )));
+        }
+        if let Some(rotate) = self.rotate {
+            // What `EVENT_ROTATE` refuses, refused from code too (the environment's went
+            // through `config::parse_rotate` already).
+            config::check_rotate(rotate)
+                .map_err(|message| ConfigError::env("EVENT_ROTATE", config::rotate_text(rotate), message))?;
+        }
+        config::check_keep(self.keep)
+            .map_err(|message| ConfigError::env("EVENT_KEEP", config::keep_text(self.keep), message))?;
+        if let Some(host) = &self.host {
+            config::check_host(host).map_err(|message| ConfigError::env("EVENT_HOST", host.clone(), message))?;
+        }
+        for (key, value) in &self.labels {
+            config::check_label(key, value)
+                .map_err(|message| ConfigError::env("EVENT_LABELS", format!("{key}={value}"), message))?;
         }
         let blocks = self.blocks()?;
         let (sets, schemas) = self.recorded_sets()?;
@@ -718,16 +886,23 @@ impl Recorder {
         };
         let (header, firsts) = self.header(&schemas, &time);
         let header_bytes = header.encode().map_err(|e| StartError::BadEventSet(e.to_string()))?;
-        let file_path = expand(&self.file, Purpose::EventFile)?;
-        let ring_path = expand(&self.ring, Purpose::RingFile)?;
+        let naming = files::Naming {
+            host: header.producer.host.clone(),
+            recording: header.properties.recording.map(|id| id.to_hex()).unwrap_or_default(),
+        };
+        let file_path = expand(&self.file, Purpose::EventFile, &naming)?;
+        let ring_path = expand(&self.ring, Purpose::RingFile, &naming)?;
         let triggers = if self.trigger.is_some() || self.pin.is_some() {
             let pattern =
                 self.snapshot_pattern.clone().unwrap_or_else(|| PathBuf::from(crate::trigger::DEFAULT_SNAPSHOT));
+            // The recording's own escapes now; the process's when each snapshot is written.
+            let pattern = files::pre_expand(&pattern, &naming);
             Some(crate::trigger::parse(self.trigger.as_deref(), self.pin.as_deref(), &header, pattern)?)
         } else {
             None
         };
-        let limits = crate::aggregate::initial_limits(&header, self.limit.as_deref())?;
+        let limits =
+            crate::aggregate::initial_limits(&header, self.limit.as_deref()).map_err(|e| self.attribute(e))?;
         let aggregates = crate::aggregate::Aggregates::new(&header, limits, self.histogram_period);
         let plan = Plan {
             blocks,
@@ -737,6 +912,7 @@ impl Recorder {
             selections,
             header,
             header_bytes,
+            naming,
             file_path,
             ring_path,
             triggers,
@@ -758,7 +934,7 @@ impl Recorder {
         }
         let blocks = self.buffer_size / u64::from(bs);
         if blocks < config::MIN_BLOCKS {
-            return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs });
+            return Err(StartError::BadBufferSize { buffer: self.buffer_size, block: bs, given: self.buffer_given() });
         }
         Ok(blocks)
     }
@@ -771,15 +947,8 @@ impl Recorder {
                 schemas.iter().map(|_| Selection { kinds: *mask, overrides: Default::default() }).collect()
             }
             SelectionChoice::Given(selections) => selections.clone(),
-            SelectionChoice::Text(text) => {
-                control::from_text(text, &schemas.iter().collect::<Vec<_>>()).map_err(|e| {
-                    StartError::Config(ConfigError {
-                        variable: "EVENT_CONTROL",
-                        value: text.clone(),
-                        message: e.to_string(),
-                    })
-                })?
-            }
+            SelectionChoice::Text(text) => control::from_text(text, &schemas.iter().collect::<Vec<_>>())
+                .map_err(|e| StartError::Config(ConfigError::env("EVENT_CONTROL", text.clone(), e.to_string())))?,
         })
     }
 
@@ -790,13 +959,11 @@ impl Recorder {
         let entries = SetEntry::assign(schemas.iter().cloned());
         // Each set's range of wire codes: its event j is written as `first + j`.
         let firsts: Vec<u16> = entries.iter().map(|e| e.range().map_or(0, |(first, _)| first)).collect();
-        let mut header = Header::with_sets(
-            entries,
-            self.block_size,
-            clock,
-            Producer { host: files::host_name().unwrap_or_default(), ..Producer::current(start_wall) },
-        );
+        let host = self.host.clone().or_else(files::host_name).unwrap_or_default();
+        let mut header =
+            Header::with_sets(entries, self.block_size, clock, Producer { host, ..Producer::current(start_wall) });
         header.properties.recording = Some(new_recording_id());
+        header.properties.labels = self.labels.clone();
         (header, firsts)
     }
 
@@ -807,7 +974,9 @@ impl Recorder {
         let memory = self.memory || (self.file.is_none() && self.ring.is_none());
         let sinks = match (&plan.file_path, self.rotate) {
             (Some(base), Some(rotate)) => {
-                let mut segments = Segments::new(base.clone(), rotate, self.keep, plan.header.clone());
+                let pattern = self.file.as_deref().unwrap_or(base);
+                let family = crate::segments::Family::new(pattern, base, &plan.naming);
+                let mut segments = Segments::new(base.clone(), family, rotate, self.keep, plan.header.clone());
                 let opened = segments.open(0).map_err(|error| StartError::Io {
                     what: "first segment",
                     path: crate::segments::segment_path(base, 0),
@@ -968,10 +1137,13 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     generation
 }
 
-/// `path` (a pattern) expanded, for `purpose`; an unknown pattern is a configuration error.
-fn expand(path: &Option<PathBuf>, purpose: Purpose) -> Result<Option<PathBuf>, StartError> {
+/// `path` (a pattern) expanded for `purpose` with the recording's `naming`; an unknown pattern
+/// is a configuration error.
+fn expand(path: &Option<PathBuf>, purpose: Purpose, naming: &files::Naming) -> Result<Option<PathBuf>, StartError> {
     match path {
-        Some(p) => files::expand(p).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message))),
+        Some(p) => {
+            files::expand(p, naming).map(Some).map_err(|message| StartError::Config(pattern_error(p, purpose, message)))
+        }
         None => Ok(None),
     }
 }
@@ -1040,7 +1212,9 @@ impl Recorder {
         let floor = config::MIN_BLOCKS * u64::from(self.block_size);
         let Some((fits, limit)) = machine::fit(self.buffer_size, regions, floor, limits) else { return Ok(()) };
         match self.bufresize {
-            BufResize::Manual => Err(StartError::BufferTooLarge { requested: self.buffer_size, fits, limit }),
+            BufResize::Manual => {
+                Err(StartError::BufferTooLarge { requested: self.buffer_size, fits, limit, given: self.buffer_given() })
+            }
             BufResize::Auto => {
                 eprintln!(
                     "event-runtime: buffer size lowered from {} to {} ({limit})",
@@ -1077,8 +1251,9 @@ impl Recorder {
 ///
 /// - `EVENT_FILE` or `EVENT_RING` names a file: into it (`EVENT_CONTROL` selects, `all`
 ///   without it);
-/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p.evt`
-///   (`<program>-<pid>.evt`) in the current directory. When that file cannot be created, one
+/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p-%r.evt`
+///   (`<program>-<pid>-<recording id>.evt`: a name no other run's takes, however fast a
+///   crash loop restarts and whatever its pid) in the current directory. When that file cannot be created, one
 ///   line on stderr says so and the program runs without a recording (`Ok(None)`).
 ///
 /// Otherwise (no `EVENT_*` output variable, or `EVENT_CONTROL=none` alone) it records nothing
@@ -1186,9 +1361,8 @@ impl Recorder {
     fn selects_something(&self) -> Result<bool, StartError> {
         let SelectionChoice::Text(text) = &self.selection else { return Ok(false) };
         let (_, schemas) = self.recorded_sets()?;
-        let selections = control::from_text(text, &schemas.iter().collect::<Vec<_>>()).map_err(|e| {
-            StartError::Config(ConfigError { variable: "EVENT_CONTROL", value: text.clone(), message: e.to_string() })
-        })?;
+        let selections = control::from_text(text, &schemas.iter().collect::<Vec<_>>())
+            .map_err(|e| StartError::Config(ConfigError::env("EVENT_CONTROL", text.clone(), e.to_string())))?;
         if schemas.iter().all(|s| s.events.is_empty()) {
             // A program without events of its own (the `tracing` bridge's set alone) records
             // built-in events, which no selection names: anything but `none` asks for them.
@@ -1221,7 +1395,7 @@ pub(crate) fn compatible(version: &str) -> String {
 
 /// The error of a path pattern that does not expand.
 fn pattern_error(path: &Path, purpose: Purpose, message: String) -> ConfigError {
-    ConfigError { variable: purpose.variable(), value: path.to_string_lossy().into_owned(), message }
+    ConfigError::env(purpose.variable(), path.to_string_lossy(), message)
 }
 
 /// Claims `path` for `purpose` (`files::claim`): `None`, after one line on stderr, when it
@@ -1254,6 +1428,79 @@ mod tests {
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v));
         let r = Recorder::new().sets(&[&SET]).policy(Policy::Switch).buffer_size(4 << 20).with_env(get).unwrap();
         assert_eq!((r.policy, r.buffer_size, r.ring.as_deref()), (Policy::Fill, 1 << 20, Some(Path::new("r.ring"))));
+    }
+
+    /// The variables `from_env`'s rustdoc lists, the guide's table and `config::VARIABLES`
+    /// (what `read_env` reads, and what a misspelt variable is compared with) are the same.
+    #[test]
+    fn from_env_documents_every_variable_it_reads() {
+        fn variables(text: &str) -> std::collections::BTreeSet<String> {
+            let mut found = std::collections::BTreeSet::new();
+            let mut rest = text;
+            while let Some(at) = rest.find("`EVENT_") {
+                let name: String = rest[at + 1..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect();
+                found.insert(name);
+                rest = &rest[at + 1..];
+            }
+            found
+        }
+        let source = include_str!("recorder.rs");
+        let start = source.find("    /// Applies the `EVENT_*` environment variables").expect("from_env's docs");
+        let end = start + source[start..].find("pub fn from_env").expect("from_env");
+        let table: String =
+            source[start..end].lines().filter(|l| l.trim_start().starts_with("/// | `EVENT_")).collect();
+        let documented = variables(&table);
+        let read: std::collections::BTreeSet<String> = config::VARIABLES.iter().map(|v| (*v).to_owned()).collect();
+        assert_eq!(documented, read, "from_env's rustdoc lists every variable it reads, and no other");
+        // Every variable the recorder reads: the environment given to `read_env` is asked
+        // for exactly these.
+        let asked = std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let _ = Recorder::new().with_env(|k| {
+            asked.lock().unwrap().insert(k.to_owned());
+            None
+        });
+        assert_eq!(asked.into_inner().unwrap(), read, "with_env asks for the variables of config::VARIABLES");
+        let guide = include_str!("../../docs/guide/configuration.md");
+        let rows: std::collections::BTreeSet<String> = guide
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `EVENT_"))
+            .map(|l| format!("EVENT_{}", l.split('`').next().unwrap_or_default()))
+            .filter(|name| name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
+            .collect();
+        assert_eq!(rows, read, "docs/guide/configuration.md has a row for each variable");
+    }
+
+    #[test]
+    fn a_setting_from_code_is_named_by_its_method_and_from_the_environment_by_its_variable() {
+        let dir = std::env::temp_dir();
+        let code = Recorder::new()
+            .file(dir.join("x.evt"))
+            .policy(Policy::Ring)
+            .rotate(Rotate { size: Some(1 << 20), age: None });
+        let e = code.clone().start().unwrap_err().to_string();
+        assert!(
+            e.starts_with("Recorder::rotate(\"1m\") in the program's code: EVENT_ROTATE (segments) cannot go"),
+            "{e}"
+        );
+        let get = |k: &str| (k == "EVENT_ROTATE").then(|| std::ffi::OsString::from("1024k"));
+        let e = code.with_env(get).unwrap().start().unwrap_err().to_string();
+        assert!(e.starts_with("EVENT_ROTATE=\"1024k\": EVENT_ROTATE (segments) cannot go"), "{e}");
+        let e = Recorder::new().memory().control("NoSuchKind").start().unwrap_err().to_string();
+        assert!(e.starts_with("Recorder::control(\"NoSuchKind\") in the program's code: "), "{e}");
+        let e = Recorder::new().memory().label("bad key", "x").start().unwrap_err().to_string();
+        assert!(e.starts_with("Recorder::label(\"bad key=x\") in the program's code: the label key"), "{e}");
+        // The buffer's size, too small for the blocks: from code, from the environment, by default.
+        let small = Recorder::new().memory().block_size(1 << 20).buffer_size(1 << 20);
+        let e = small.clone().start().unwrap_err().to_string();
+        assert!(
+            e.starts_with("Recorder::buffer_size(1048576) in the program's code: buffer size 1m holds fewer"),
+            "{e}"
+        );
+        let get = |k: &str| (k == "EVENT_BUFSIZE").then(|| std::ffi::OsString::from("1024k"));
+        let e = small.with_env(get).unwrap().start().unwrap_err().to_string();
+        assert!(e.starts_with("EVENT_BUFSIZE=\"1024k\": buffer size 1m holds fewer"), "{e}");
+        let e = Recorder::new().memory().block_size(8 << 20).start().unwrap_err().to_string();
+        assert!(e.starts_with("the default buffer size (16m): buffer size 16m holds fewer"), "{e}");
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub(crate) struct Sinks {
     name_checked: Option<Instant>,
     /// The segment being written was found gone from its `.open` name: to be sealed.
     name_gone: bool,
+    /// The disk was found below the budget's floor of free space (`Keep::free`): the segment
+    /// is to end as for a full disk.
+    floor_reached: bool,
     /// A segment that could not be written, not even its stop block, was said (once).
     said_write_error: bool,
     /// Under segments: the threads' names as the recording knew them at the last rotation
@@ -434,6 +437,13 @@ impl Sinks {
                     self.writable = Writable::Waiting { lost_between, tried: Instant::now() };
                 }
             }
+            Writable::Yes if std::mem::take(&mut self.floor_reached) => {
+                let why = io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "the disk holds less free space than EVENT_KEEP's free= keeps, and no sealed segment is left to delete",
+                );
+                self.cannot_write(StopCause::DiskFull, &why);
+            }
             Writable::Yes => {
                 self.write_stop(time, StopCause::Rotated);
                 self.seal(true);
@@ -448,9 +458,11 @@ impl Sinks {
     /// Whether [`rotate_if_due`](Self::rotate_if_due) has anything to do now: the segment is
     /// due, or (looked at once a second) someone else removed or renamed it while it was
     /// written, so that its events would go to a file that no name reaches (sealing it says so
-    /// once, and the recording goes on in the next segment).
+    /// once, and the recording goes on in the next segment), or the disk fell below the
+    /// budget's floor of free space with nothing left to delete (the segment ends as for a
+    /// full disk).
     pub(crate) fn rotation_due(&mut self) -> bool {
-        let Some(segments) = &self.segments else { return false };
+        let Some(segments) = &mut self.segments else { return false };
         match self.writable {
             Writable::Waiting { tried, .. } => tried.elapsed() >= RETRY_PERIOD || segments.requested,
             Writable::Yes => {
@@ -463,7 +475,8 @@ impl Sinks {
                 }
                 self.name_checked = Some(Instant::now());
                 self.name_gone = !crate::files::names(&crate::segments::open_path(path), file);
-                self.name_gone
+                self.floor_reached = segments.below_floor();
+                self.name_gone || self.floor_reached
             }
             Writable::Ended { .. } => false,
         }

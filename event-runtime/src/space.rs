@@ -9,7 +9,11 @@
 //! SIGXFSZ, which the recorder never causes. Where the file system cannot allocate ahead
 //! (`EOPNOTSUPP`), the write goes on without a reserve, as before.
 //!
-//! This is one of the crate's modules with `unsafe` code: `getrlimit` and `fallocate`.
+//! The budget's floor of free space (`EVENT_KEEP`'s `free=`) asks the file system how much
+//! is free (`statvfs`).
+//!
+//! This is one of the crate's modules with `unsafe` code: `getrlimit`, `fallocate` and
+//! `statvfs`.
 #![allow(unsafe_code)]
 
 use std::fs::File;
@@ -40,6 +44,31 @@ pub(crate) fn make_room(file: &File, at: u64, len: u64) -> Room {
         ));
     }
     allocate(file, at, len)
+}
+
+/// The bytes an unprivileged process may still write on the file system of `dir`
+/// (`statvfs`'s available blocks), `None` where that cannot be told.
+#[cfg(unix)]
+// The fields' types differ between systems.
+#[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+pub(crate) fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    if cfg!(miri) {
+        return None;
+    }
+    let dir = if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir };
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: all-zero bytes are a valid `statvfs` (integers only).
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a writable struct, both alive for
+    // the call.
+    let r = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
+    (r == 0).then(|| (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn free_bytes(_dir: &std::path::Path) -> Option<u64> {
+    None
 }
 
 /// Whether `e` says that the disk has no room: no space, no quota, the file too large.

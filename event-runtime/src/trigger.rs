@@ -82,7 +82,7 @@ impl Cause {
 }
 
 /// The snapshot pattern without `EVENT_SNAPSHOT`.
-pub(crate) const DEFAULT_SNAPSHOT: &str = "%n-%p-snapshot-%s.evt";
+pub(crate) const DEFAULT_SNAPSHOT: &str = "%n-%p-%r-snapshot-%s.evt";
 
 /// What fires a trigger.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,7 +195,7 @@ pub(crate) fn parse(
     let schemas: Vec<&Schema> = header.sets.iter().map(|s| &s.schema).collect();
     let mut list = Vec::new();
     if let Some(text) = text {
-        let error = |message: String| ConfigError { variable: "EVENT_TRIGGER", value: text.to_owned(), message };
+        let error = |message: String| ConfigError::env("EVENT_TRIGGER", text, message);
         for one in text.split(';').map(str::trim).filter(|t| !t.is_empty()) {
             list.push(parse_one(one, header, &schemas).map_err(error)?);
         }
@@ -204,11 +204,7 @@ pub(crate) fn parse(
         }
     }
     let pinned = match pin {
-        Some(pin) => codes(pin, header, &schemas).map_err(|message| ConfigError {
-            variable: "EVENT_PIN",
-            value: pin.to_owned(),
-            message,
-        })?,
+        Some(pin) => codes(pin, header, &schemas).map_err(|message| ConfigError::env("EVENT_PIN", pin, message))?,
         None => Vec::new(),
     };
     let mut watched: Vec<u16> = list
@@ -550,7 +546,7 @@ pub(crate) fn snapshot_path(pattern: &Path, sequence: u32) -> Result<PathBuf, St
             _ => PathBuf::from(format!("{text}.{sequence}")),
         }
     };
-    crate::files::expand(&with_sequence)
+    crate::files::expand_process(&with_sequence)
 }
 
 #[cfg(test)]

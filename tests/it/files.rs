@@ -199,8 +199,14 @@ fn an_older_trace_is_kept_as_old_and_a_foreign_old_file_stops_the_replacement() 
         let older = std::fs::read(&path).unwrap();
         assert_eq!(whole(&path).len(), 1000);
         let second = run_env(&d, &[(variable, name)]);
-        assert_eq!(stderr(&second), "");
         let old = d.join(format!("{name}.old"));
+        assert_eq!(
+            stderr(&second),
+            format!(
+                "event-runtime: {name} held an earlier run's trace: it is kept as {name}.old, and this run records to {name}\n"
+            ),
+            "{variable}: one line says where the earlier trace went"
+        );
         assert_eq!(
             std::fs::read(&old).unwrap(),
             older,
@@ -264,12 +270,21 @@ fn file_names_take_patterns_and_the_default_is_one_file_per_process() {
         assert_eq!(found.len(), 1, "{variable}: {:?}", std::fs::read_dir(&d).unwrap().collect::<Vec<_>>());
         assert_eq!(whole(&found[0]).len(), 1000);
     }
-    // No sink named, but EVENT_CONTROL asks for a recording: `%n-%p.evt`, one file per
-    // process. (Nothing in the environment records nothing: tests/it/startup.rs.)
+    // `%r`, the recording id (the header's), and `%h` as EVENT_HOST gives it.
+    let out = output(&mut child(&d, &["env"], &[("EVENT_FILE", "id-%h-%r.evt"), ("EVENT_HOST", "host-a")]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let named = only_file(&d, "id-host-a-");
+    let id = header_of(&named).properties.recording.unwrap();
+    assert_eq!(named, d.join(format!("id-host-a-{id}.evt")));
+    // No sink named, but EVENT_CONTROL asks for a recording: `%n-%p-%r.evt`, one file per
+    // recording. (Nothing in the environment records nothing: tests/it/startup.rs.)
     let c = child(&d, &["env"], &[("EVENT_CONTROL", "all")]).stdout(Stdio::null()).spawn().unwrap();
     let pid = c.id();
     assert!(c.wait_with_output().unwrap().status.success());
-    assert_eq!(whole(&d.join(format!("recorder-child-{pid}.evt"))).len(), 1000);
+    let default = only_file(&d, &format!("recorder-child-{pid}-"));
+    let id = header_of(&default).properties.recording.unwrap();
+    assert_eq!(default, d.join(format!("recorder-child-{pid}-{id}.evt")));
+    assert_eq!(whole(&default).len(), 1000);
     // An unknown pattern is a configuration error: one line, exit code 2, no file.
     for (variable, value, what) in
         [("EVENT_FILE", "a-%x.evt", "unknown pattern %x"), ("EVENT_RING", "b-%", "a % that is not a pattern")]
@@ -279,11 +294,27 @@ fn file_names_take_patterns_and_the_default_is_one_file_per_process() {
         assert_eq!(
             stderr(&out),
             format!(
-                "error: {variable}={value:?}: {what}; write %p (process id), %t (start time), %h (host name), %n (program name) or %% (a %)\n"
+                "error: {variable}={value:?}: {what}; write %p (process id), %t (start time), %h (host name), %n (program name), %r (recording id) or %% (a %)\n"
             )
         );
     }
     assert!(!d.join("a-%x.evt").exists() && !d.join("b-%").exists());
+}
+
+/// The one file of `dir` whose name starts with `prefix`.
+fn only_file(dir: &Path, prefix: &str) -> PathBuf {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    assert_eq!(found.len(), 1, "one file {prefix}*: {found:?}");
+    found.into_iter().next().unwrap()
+}
+
+/// The header of the stream at `path`.
+fn header_of(path: &Path) -> event_format::wire::Header {
+    event_format::decode::Decoder::new(&std::fs::read(path).unwrap()[..]).unwrap().header().clone()
 }
 
 /// A `recorder-child hold N` that has recorded and printed `ready`; it stops when its
@@ -372,7 +403,10 @@ fn two_live_processes_never_write_one_file() {
                 assert!(stderr(&out).contains("being written by another live process"), "{}", stderr(&out));
                 events += whole(&own).len();
             } else {
-                assert_eq!(stderr(&out), "", "round {round}");
+                // The one at the name, which kept the other's first trace aside if that ran
+                // first, and said so.
+                let said = stderr(&out);
+                assert!(said.is_empty() || said.contains("held an earlier run's trace"), "round {round}: {said}");
             }
         }
         // The one at the name (the other's first trace, if it ran first, is its .old).

@@ -6,15 +6,16 @@
 //! The streams of the current version are made by `generate` below from a frozen copy of
 //! events.def (since 1.1, every other block packed; since 2.0.1, with the producer's host and
 //! ending with the clean-stop marker's block; since 2.0.2, with a recording id; since 2.0.3,
-//! with a segment property and a stop marker of five arguments). Run with `UPDATE_FIXTURES=1` to write
+//! with a segment property and a stop marker of five arguments; since 2.1.0, with labels and
+//! an earlier property). Run with `UPDATE_FIXTURES=1` to write
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, FORMAT_VERSION, Header, Order, Producer, RecordingId, Segment, Stop,
-    Text, Value, pack_block, stop_block,
+    BlockHeader, BlockWriter, Clock, ClockSource, Earlier, EarlierRemoval, FORMAT_VERSION, Header, Order, Producer,
+    RecordingId, Segment, Stop, Text, Value, pack_block, stop_block,
 };
 use event_format::{def, text};
 use std::path::PathBuf;
@@ -161,6 +162,15 @@ fn generate(order: Order) -> Vec<u8> {
     // Since 2.0.3: the stream is the third segment of its recording, after one the budget
     // deleted; its marker (cause 0, nothing unwritten) ends the recording.
     header.properties.segment = Some(Segment { index: 2, removed_segments: 1, removed_events: 90, lost_between: 5 });
+    // Since 2.1.0: the recording's labels, and what its budget removed of an earlier
+    // recording of its directory.
+    header.properties.labels = vec![("service".into(), "fixture".into()), ("version".into(), "1.4.2".into())];
+    header.properties.earlier = Some(Earlier {
+        recordings_removed: 1,
+        segments_of_removed: 2,
+        events_of_removed: 40,
+        partly: vec![EarlierRemoval { recording: RecordingId(*b"fixture-record-0"), segments: 1, events: 30 }],
+    });
     let mut out = header.encode().unwrap();
     let mut writers: Vec<(u64, BlockWriter, u64)> = Vec::new();
     let set = header.sets[0].clone();

@@ -189,7 +189,11 @@ fn an_oversized_buffer_is_lowered_to_what_the_machine_holds() {
     assert!(out.status.success());
     let lines = stderr_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].starts_with("error: buffer size 1000g is more than this machine can spare"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("error: EVENT_BUFSIZE=\"1000g\": buffer size 1000g is more than this machine can spare"),
+        "{}",
+        lines[0]
+    );
     assert!(!path.exists(), "nothing created");
 }
 

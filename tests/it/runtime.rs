@@ -281,7 +281,7 @@ fn bad_settings_are_one_clear_line_and_a_failure() {
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(stderr.starts_with(expected), "{env:?}: {stderr}");
     }
-    // With no sink named, the stream goes to `<program>-<pid>.evt`.
+    // With no sink named, the stream goes to `<program>-<pid>-<recording id>.evt`.
     let c = child(&["env"], &[("EVENT_CONTROL", "Arena")])
         .current_dir(&d)
         .stdout(Stdio::null())
@@ -291,7 +291,14 @@ fn bad_settings_are_one_clear_line_and_a_failure() {
     let pid = c.id();
     let out = c.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let by_worker = numbers(&std::fs::read(d.join(format!("recorder-child-{pid}.evt"))).unwrap());
+    let prefix = format!("recorder-child-{pid}-");
+    let default: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert_eq!(default.len(), 1, "{default:?}");
+    let by_worker = numbers(&std::fs::read(&default[0]).unwrap());
     assert_eq!(by_worker[&0].len(), 1000);
 }
 

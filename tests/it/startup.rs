@@ -1,7 +1,7 @@
 //! Start-up with the README's `main` (`readme-main`, `event_runtime::start()?`): telemetry's
 //! defaults never stop the program. Nothing in the environment records nothing and writes
 //! nothing; `EVENT_CONTROL=none` writes nothing; `EVENT_CONTROL` alone records into
-//! `<program>-<pid>.evt`, and where that cannot be created (a read-only working directory)
+//! `<program>-<pid>-<recording id>.evt`, and where that cannot be created (a read-only working directory)
 //! one line says so and the program runs; `EVENT_RING` alone writes the ring file and no
 //! event file; a misspelt `EVENT_FLIE` is one line naming `EVENT_FILE`; a writer thread that
 //! cannot be started (a thread limit) is one line, and the program runs.

@@ -281,20 +281,25 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let h = log.header().clone();
         let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
         let _ = writeln!(text, "log {}", log.path().display());
+        let service = crate::identity::service(&h);
+        let program =
+            if service == h.producer.program { String::new() } else { format!(", program {}", h.producer.program) };
         let _ = writeln!(
             text,
-            "  format {}, {}, blocks of {} bytes; {} (pid {}{}, {} {}); clock {} at {} ticks/s",
+            "  format {}, {}, blocks of {} bytes; {service}{} (pid {}{program}, {} {}); clock {} at {} ticks/s",
             h.format,
             h.order.name(),
             h.block_size,
-            h.producer.program,
-            h.producer.pid,
             host_part(&h),
+            h.producer.pid,
             h.producer.arch,
             h.producer.os,
             h.clock.source.name(),
             h.clock.ticks_per_second
         );
+        if let Some(labels) = crate::identity::labels_text(&h) {
+            let _ = writeln!(text, "  labels: {labels}");
+        }
         if let Some(line) = event_format::ledger::describe_snapshot(&h) {
             let _ = writeln!(text, "  {line}");
         }
@@ -352,6 +357,9 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
             let _ = writeln!(text, "  {line}");
         }
         if let Some(line) = left_open_line(log) {
+            let _ = writeln!(text, "  {line}");
+        }
+        if let Some(line) = earlier_line(log) {
             let _ = writeln!(text, "  {line}");
         }
         for line in unwritten_lines(l) {
@@ -478,7 +486,7 @@ fn size_text(bytes: u64) -> String {
     format!("{bytes}")
 }
 
-/// `, on HOST` after the pid when the header names the host (format 2.0.1).
+/// ` on HOST` after the service when the header names the host (format 2.0.1).
 fn host_part(h: &Header) -> String {
     if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) }
 }
@@ -508,8 +516,18 @@ fn left_open_line(log: &Log) -> Option<String> {
         .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
         .collect();
     (!names.is_empty()).then(|| {
-        format!("left out: {} (still being written, or left by a killed writer; name it to read it)", names.join(", "))
+        format!("still recording: {} (being written by a live writer: left out; name it to read it)", names.join(", "))
     })
+}
+
+/// What the directory's budget removed of earlier recordings wholly, said by the log whose
+/// segments say the most of it (docs/FORMAT.md, "Earlier recordings").
+fn earlier_line(log: &Log) -> Option<String> {
+    let (recordings, segments, events) = log.earlier_removed()?;
+    let s = if recordings == 1 { "" } else { "s" };
+    Some(format!(
+        "earlier recordings: {recordings} recording{s} of this directory removed wholly by the disk budget ({segments} segments, {events} events)"
+    ))
 }
 
 /// What the recorder could not write (`stats` and `check`): between segments, and at a
@@ -662,8 +680,9 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
             if count > 0 {
                 let last = segments.present().last().map_or("?", |e| e.name.as_str());
                 let s = if count == 1 { "" } else { "s" };
+                let by = if log.removed_by_later().0 > 0 { " and later recordings' segments count" } else { " counts" };
                 notes.push(format!(
-                    "removed by the disk budget: segment{s} {}, {events} events (as {last} counts them)",
+                    "removed by the disk budget: segment{s} {}, {events} events (as {last}{by} them)",
                     removed.join(", ")
                 ));
             }
@@ -727,6 +746,9 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         }
         // What limits suppressed is a note, not a problem: the program asked for it.
         notes.extend(event_format::ledger::describe_suppressed(l, log.catalog()));
+        if let Some(line) = earlier_line(log) {
+            notes.push(line);
+        }
         for n in &notes {
             let _ = writeln!(text, "  {n}");
         }

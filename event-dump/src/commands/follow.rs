@@ -43,7 +43,7 @@ impl Printer {
         let choice = Choice::new(&args.select, &[header], names)?;
         let csv = (args.format == Format::Csv).then(|| CsvColumns::new(&[catalog], |f, c| choice.may_show(f, c)));
         let renderer =
-            Renderer { format: args.format, raw_ticks: false, labels: true, pids: None, palette: colors.out, csv };
+            Renderer { format: args.format, raw_ticks: false, labels: true, processes: None, palette: colors.out, csv };
         Ok(Printer {
             choice,
             renderer,

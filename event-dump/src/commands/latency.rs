@@ -88,8 +88,9 @@ pub(crate) struct Spans<'a> {
     roles: Vec<Roles>,
     seconds: Vec<Seconds>,
     clocks: Vec<event_format::wire::Clock>,
-    /// Each log's pid, when there are several (threads are written `pid:Tn`).
-    pids: Option<Vec<u64>>,
+    /// Each log's prefix, when there are several (threads are written `host/service:Tn`,
+    /// `crate::identity::prefixes`).
+    processes: Option<Vec<String>>,
     pairers: Vec<Pairer<Begun>>,
     groups: Groups,
     slowest: BinaryHeap<Reverse<Slow>>,
@@ -128,7 +129,7 @@ impl<'a> Spans<'a> {
         Ok(Spans {
             seconds: headers.iter().map(|h| Seconds::new(&h.clock)).collect(),
             clocks: headers.iter().map(|h| h.clock).collect(),
-            pids: (logs.len() > 1).then(|| headers.iter().map(|h| h.producer.pid).collect()),
+            processes: (logs.len() > 1).then(|| crate::identity::prefixes(&headers)),
             pairers: logs.iter().map(|_| Pairer::new()).collect(),
             roles,
             groups: Groups::new(),
@@ -142,8 +143,8 @@ impl<'a> Spans<'a> {
     }
 
     fn thread_text(&self, file: usize, thread: u64) -> String {
-        match &self.pids {
-            Some(pids) => format!("{}:T{thread}", pids[file]),
+        match &self.processes {
+            Some(processes) => format!("{}:T{thread}", processes[file]),
             None => format!("T{thread}"),
         }
     }

@@ -27,7 +27,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
         format: args.format,
         raw_ticks: args.raw_ticks,
         labels: !args.no_labels,
-        pids: (logs.len() > 1).then(|| logs.iter().map(|l| l.header().producer.pid).collect()),
+        processes: (logs.len() > 1).then(|| crate::identity::prefixes(&headers)),
         palette: colors.out,
         csv,
     };

@@ -247,10 +247,26 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
     }
     text.push_str("]},\"traceEvents\":[");
     events.out.write_all(text.as_bytes())?;
+    let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+    let names = crate::identity::process_names(&headers);
     for (f, &pid) in pids.iter().enumerate() {
-        metadata(events.begin(), "process_name", pid, 0, &Timeline::process_name(logs, f));
+        metadata(events.begin(), "process_name", pid, 0, &names[f]);
         events.end()?;
+        // The recording's labels (`service=api`, ...), as Chrome's own process labels.
+        let labels = &headers[f].properties.labels;
+        if !labels.is_empty() {
+            let text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let line = events.begin();
+            let _ = write!(
+                line,
+                "{{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"labels\":"
+            );
+            json::string(line, &text.join(","));
+            line.push_str("}}");
+            events.end()?;
+        }
     }
+    drop(headers);
 
     let roles: Vec<Roles> = logs.iter().map(|l| Roles::new(&l.header().sets)).collect();
     let mut pairers: Vec<Pairer<Open>> = logs.iter().map(|_| Pairer::new()).collect();

@@ -355,6 +355,19 @@ fn metadata(
     if !producer.host.is_empty() {
         let _ = writeln!(m, "\thost = {};", tsdl_string(&producer.host));
     }
+    // The recording's labels (format 2.1.0): `service`, then each as `label_KEY` (the key's
+    // characters that an identifier cannot hold made `_`).
+    if let Some(service) = header.properties.label("service") {
+        let _ = writeln!(m, "\tservice = {};", tsdl_string(service));
+    }
+    let mut keys = std::collections::BTreeSet::new();
+    for (key, value) in &header.properties.labels {
+        let key: String = key.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        // Two keys that read the same once made identifiers (`a.b`, `a_b`): the first.
+        if keys.insert(key.clone()) {
+            let _ = writeln!(m, "\tlabel_{key} = {};", tsdl_string(value));
+        }
+    }
     match i64::try_from(producer.pid) {
         Ok(pid) => {
             let _ = writeln!(m, "\tpid = {pid};");

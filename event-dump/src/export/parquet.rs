@@ -534,6 +534,8 @@ fn write_log(
             count(l.lost()),
             count(l.missing_blocks()),
             count(l.truncated_strings()),
+            header.properties.label("service").map_or(Null, |s| Str(s.to_owned())),
+            Str(crate::identity::labels_json(&header)),
         ]
     };
     // Every thread with a block, and every thread a `Dropped` event names.

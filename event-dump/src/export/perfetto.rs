@@ -112,6 +112,7 @@ mod field {
     pub(super) const PID: u32 = 1;
     pub(super) const TID: u32 = 2;
     pub(super) const PROCESS_NAME: u32 = 6;
+    pub(super) const PROCESS_LABELS: u32 = 8;
     pub(super) const THREAD_NAME: u32 = 5;
     pub(super) const UNIT: u32 = 3;
     pub(super) const UNIT_NAME: u32 = 6;
@@ -690,16 +691,21 @@ impl<W: Write> Encoder<W> {
         trace.state_packet();
         let roles: Vec<Roles> = logs.iter().map(|l| Roles::new(&l.header().sets)).collect();
         let mut processes: Vec<Process> = Vec::with_capacity(logs.len());
+        let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+        let names = crate::identity::process_names(&headers);
         for (file, log) in logs.iter().enumerate() {
             let uuid = trace.uuid();
             let pid = timeline.pids[file];
-            let producer = &log.header().producer;
-            let name = if pid == producer.pid { producer.program.clone() } else { Timeline::process_name(logs, file) };
+            let name = &names[file];
+            let labels = &log.header().properties.labels;
             trace.descriptor(|p| {
                 p.uint(field::UUID, uuid);
                 p.message(field::PROCESS, |p| {
                     p.uint(field::PID, pid);
                     p.bytes(field::PROCESS_NAME, name.as_bytes());
+                    for (key, value) in labels {
+                        p.bytes(field::PROCESS_LABELS, format!("{key}={value}").as_bytes());
+                    }
                 });
             });
             processes.push(Process {

@@ -110,7 +110,9 @@ CREATE TABLE IF NOT EXISTS event_log (
     missing_blocks    INTEGER NOT NULL DEFAULT 0,
     truncated_strings INTEGER NOT NULL DEFAULT 0,
     host              TEXT,
-    left_out          INTEGER NOT NULL DEFAULT 0
+    left_out          INTEGER NOT NULL DEFAULT 0,
+    service           TEXT,
+    labels            TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS histogram_bucket (
     log       INTEGER NOT NULL REFERENCES event_log(serial),
@@ -235,6 +237,16 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
         .map_err(sql)?;
     if has_left_out == 0 {
         tx.execute_batch("ALTER TABLE event_log ADD COLUMN left_out INTEGER NOT NULL DEFAULT 0").map_err(sql)?;
+    }
+    // Nor has a database of an exporter before labels (format 2.1.0) `service` and `labels`.
+    let has_labels: i64 = tx
+        .query_row("SELECT count(*) FROM pragma_table_info('event_log') WHERE name = 'labels'", [], |r| r.get(0))
+        .map_err(sql)?;
+    if has_labels == 0 {
+        tx.execute_batch(
+            "ALTER TABLE event_log ADD COLUMN service TEXT; ALTER TABLE event_log ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'",
+        )
+        .map_err(sql)?;
     }
     Ok(())
 }
@@ -598,8 +610,8 @@ fn import(
     let header = log.header().clone();
     tx.execute(
         "INSERT INTO event_log (path, size, identity, program, pid, arch, os, start_wall_ns, start, format_version, event_set_version, \
-         clock, ticks_per_second, start_ticks, imported, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-         strftime('%Y-%m-%dT%H:%M:%fZ', ?8 / 1e9, 'unixepoch'), ?9, ?10, ?11, ?12, ?13, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?14)",
+         clock, ticks_per_second, start_ticks, imported, host, service, labels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         strftime('%Y-%m-%dT%H:%M:%fZ', ?8 / 1e9, 'unixepoch'), ?9, ?10, ?11, ?12, ?13, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?14, ?15, ?16)",
         (
             path.display().to_string(),
             bits(log.len()),
@@ -615,6 +627,8 @@ fn import(
             bits(header.clock.ticks_per_second),
             bits(header.clock.start_ticks),
             (!header.producer.host.is_empty()).then_some(&header.producer.host),
+            header.properties.label("service"),
+            crate::identity::labels_json(&header),
         ),
     )
     .map_err(sql)?;

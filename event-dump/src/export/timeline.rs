@@ -32,12 +32,6 @@ impl Timeline {
     pub(crate) fn ns(&self, file: usize, ticks: u64) -> i128 {
         self.seconds[file].nanos(ticks) + self.offsets[file]
     }
-
-    /// The name of log `file`'s process: its program and real pid.
-    pub(crate) fn process_name(logs: &[Log], file: usize) -> String {
-        let producer = &logs[file].header().producer;
-        format!("{} (pid {})", producer.program, producer.pid)
-    }
 }
 
 /// The pid each log's events get; see [`Timeline::pids`].

@@ -166,12 +166,14 @@ fn a_log_exports_event_for_event_as_print_shows_it() {
     let pid = u64::from(std::process::id());
     let unended = compare(&trace, pid, &printed);
 
-    // The process is named by its program and pid.
+    // The process is named by its service (the program, as the log has no `service` label)
+    // and its host.
     let processes = names(&trace, "process_name");
     assert_eq!(processes.len(), 1);
     let (&(p, _), name) = processes.iter().next().unwrap();
     assert_eq!(p, pid);
-    assert!(name.ends_with(&format!(" (pid {pid})")), "{name}");
+    let header = event_format::decode::Decoder::new(&std::fs::read(log).unwrap()[..]).unwrap().header().clone();
+    assert_eq!(*name, format!("{} on {}", header.producer.program, header.producer.host));
 
     // Every track is named: by the log's ThreadName, or T<n>.
     let threads = names(&trace, "thread_name");
@@ -235,10 +237,12 @@ fn two_logs_are_two_processes_on_one_time_line() {
     let pids: Vec<u64> = processes.keys().map(|k| k.0).collect();
     assert_ne!(pids[0], pids[1], "two logs of one pid still give two processes");
     let real = std::process::id();
+    // Both logs read the same by service and host: the real pid, then the recording id.
     assert!(
-        processes.values().all(|n| n.ends_with(&format!("(pid {real})"))),
+        processes.values().all(|n| n.contains(&format!(" (pid {real}) ["))),
         "names keep the real pid: {processes:?}"
     );
+    assert_ne!(processes.values().next(), processes.values().nth(1), "and differ: {processes:?}");
     // The first log keeps its pid, the second gets the next free one; each process holds
     // its log's events. Both logs' deterministic clocks start at wall time 0, so each
     // log's times are print's.

@@ -550,3 +550,52 @@ fn tracing_fields_are_queried_by_name_and_every_event_is_one_view() {
         ]
     );
 }
+
+/// A recording's host and labels (`Recorder::host`, `Recorder::label`; stream format 2.1.0)
+/// are `event_log`'s `host`, `service` and `labels` (a JSON object); a log without labels has
+/// a null `service` and `{}`.
+#[test]
+fn the_host_and_labels_are_columns_of_the_log() {
+    let d = dir();
+    let labelled = d.join("labelled.evt");
+    {
+        let _serial = common::SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = event_runtime::Recorder::new()
+            .file(&labelled)
+            .host("host-a")
+            .label("service", "api")
+            .label("version", "1.4.2")
+            .label("pod", "api \"7f9c\"")
+            .deterministic_clock()
+            .start()
+            .unwrap();
+        event_runtime::message("labelled");
+        recording.stop().unwrap();
+    }
+    let plain = sample_log(&d, "plain.evt", 1);
+    let db = fresh_db(&d, "labels.db");
+    let out = export(&db, &[&labelled, &plain]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let db = Connection::open(&db).unwrap();
+    let rows: Vec<(Option<String>, Option<String>, String)> = db
+        .prepare("SELECT host, service, labels FROM event_log ORDER BY serial")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows[0],
+        (
+            Some("host-a".to_owned()),
+            Some("api".to_owned()),
+            r#"{"service":"api","version":"1.4.2","pod":"api \"7f9c\""}"#.to_owned()
+        )
+    );
+    assert_eq!((rows[1].1.as_deref(), rows[1].2.as_str()), (None, "{}"));
+    // SQLite's JSON functions read the labels.
+    let pod: String = db
+        .query_row("SELECT json_extract(labels, '$.pod') FROM event_log WHERE service = 'api'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(pod, "api \"7f9c\"");
+}

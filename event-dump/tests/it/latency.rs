@@ -290,9 +290,11 @@ fn several_logs_are_counted_together() {
     }
     let json = latency(&[&a, &b], &[]);
     check(&json, &expected);
-    // Threads are named as print names them in several logs: pid:Tn.
+    // Threads are named as print names them in several logs: `host/service`, here with the
+    // pid and the recording id (both logs' host, program and pid are the same), and `:Tn`.
     let pid = std::process::id();
-    assert!(json["slowest"][0]["thread"].as_str().unwrap().starts_with(&format!("{pid}:T")), "{json}");
+    let thread = json["slowest"][0]["thread"].as_str().unwrap();
+    assert!(thread.contains(&format!("[{pid}]@")) && thread.contains(":T"), "{json}");
 }
 
 #[test]

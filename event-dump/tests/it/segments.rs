@@ -338,18 +338,40 @@ fn recording_resumes_after_a_full_disk_with_the_events_lost_between() {
     assert!(stats.contains("510 events lost"), "{stats}");
 }
 
+/// A `.open` segment whose writer holds its lock (a live recorder) is left out of its
+/// directory's recording and said to be still recording; one that no process holds (its
+/// writer was killed) is read as the recording's last segment, a kill `check` names. Named,
+/// it is read either way.
 #[test]
-fn a_segment_still_open_is_read_only_when_named() {
+fn a_segment_still_open_is_read_when_its_writer_is_gone_or_when_named() {
     let d = fresh("open");
     let sealed = write(&d, &Seg::sealed(0, 2), None);
     let open = write(&d, &Seg { end: None, ..Seg::sealed(1, 1) }, Some("trace.000001.evt.open"));
-    let text = stdout(&run(&["check", arg(&d)]));
+    // Its writer alive: its lock held.
+    let held = std::fs::File::open(&open).unwrap();
+    // SAFETY: `flock` only reads its arguments; the descriptor is open for the call.
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) }, 0);
+    let checked = run(&["check", arg(&d)]);
+    let text = stdout(&checked);
+    assert_eq!(checked.status.code(), Some(0), "{text}");
     assert!(text.contains("recording of segments: 1 here"), "{text}");
     assert!(text.contains("sealed segment (rotated): the recording goes on in the next segment"), "{text}");
     // Left out, and said so.
-    assert!(text.contains("left out: trace.000001.evt.open (still being written"), "{text}");
+    assert!(text.contains("still recording: trace.000001.evt.open (being written by a live writer"), "{text}");
     let stats = stdout(&run(&["stats", arg(&d)]));
-    assert!(stats.contains("left out: trace.000001.evt.open"), "{stats}");
+    assert!(stats.contains("still recording: trace.000001.evt.open"), "{stats}");
+    // Its writer gone (killed): read as the recording's last segment, and named.
+    drop(held);
+    let checked = run(&["check", arg(&d)]);
+    let text = stdout(&checked);
+    assert_eq!(checked.status.code(), Some(1), "{text}");
+    assert!(text.contains("recording of segments: 2 here"), "{text}");
+    assert!(
+        text.contains(
+            "not stopped cleanly (killed or aborted): no stop marker (its last segment, trace.000001.evt.open)"
+        ),
+        "{text}"
+    );
     // Named, it is read, and its writer (not running) did not stop it.
     let named = run(&["check", arg(&sealed), arg(&open)]);
     let text = stdout(&named);

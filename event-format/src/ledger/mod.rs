@@ -280,8 +280,12 @@ impl Ledger {
     /// The ledger of a recording of segments whose present segments are `present`, in the
     /// order their blocks come ([`Block::segment`] is the place in it), which is the order of
     /// their indexes.
-    pub fn with_segments(mut self, present: Vec<SegmentEntry>) -> Ledger {
-        self.segments = Some(Segments::new(present));
+    ///
+    /// `later` is what later recordings' budgets removed of it, segments and events (the
+    /// earlier property of their segments, docs/FORMAT.md, "Earlier recordings"): counted
+    /// with what its own segments say its budget removed.
+    pub fn with_segments(mut self, present: Vec<SegmentEntry>, later: (u64, u64)) -> Ledger {
+        self.segments = Some(Segments::new(present, later));
         self
     }
 

@@ -63,9 +63,12 @@ impl Segments {
     /// as many as the last present segment's cumulative `removed_segments`, are the budget's;
     /// the others are gaps. The events the removed segments accounted for are that segment's
     /// `removed_events`. A count larger than the indexes absent (a property that lies)
-    /// removes every absent index and no more.
-    pub fn new(present: Vec<SegmentEntry>) -> Segments {
+    /// removes every absent index and no more. `later`, the segments and events later
+    /// recordings' budgets removed of it (they delete the oldest first too), are added to the
+    /// last segment's counts.
+    pub fn new(present: Vec<SegmentEntry>, later: (u64, u64)) -> Segments {
         let (said, events) = present.last().map_or((0, 0), |e| (e.segment.removed_segments, e.segment.removed_events));
+        let (said, events) = (said.saturating_add(later.0), events.saturating_add(later.1));
         let mut left = said;
         let mut missing = Vec::new();
         let mut expect = 0u64;
@@ -118,6 +121,22 @@ impl Segments {
 mod tests {
     use super::*;
 
+    impl Segments {
+        fn new_own(present: Vec<SegmentEntry>) -> Segments {
+            Segments::new(present, (0, 0))
+        }
+    }
+
+    #[test]
+    fn what_later_recordings_removed_is_the_next_lowest_absent() {
+        // Its own budget removed 0 (10 events); a later recording's removed 1 and 2 (30).
+        let s = Segments::new(vec![entry(3, 1, 10, 0), entry(4, 1, 10, 0)], (2, 30));
+        assert_eq!((s.removed(), s.gaps()), ((3, 40), 0));
+        // A later recording's budget alone: 0 and 1 removed, none is a gap.
+        let s = Segments::new(vec![entry(2, 0, 0, 0)], (2, 20));
+        assert_eq!((s.removed(), s.gaps(), s.missing()[0].removed), ((2, 20), 0, 2));
+    }
+
     fn entry(index: u64, removed_segments: u64, removed_events: u64, lost_between: u64) -> SegmentEntry {
         let segment = Segment { index, removed_segments, removed_events, lost_between };
         SegmentEntry { name: format!("trace.{index:06}.evt"), segment }
@@ -125,7 +144,7 @@ mod tests {
 
     #[test]
     fn consecutive_segments_miss_nothing() {
-        let s = Segments::new(vec![entry(0, 0, 0, 0), entry(1, 0, 0, 0), entry(2, 0, 0, 7)]);
+        let s = Segments::new_own(vec![entry(0, 0, 0, 0), entry(1, 0, 0, 0), entry(2, 0, 0, 7)]);
         assert_eq!((s.missing().len(), s.removed(), s.gaps(), s.lost_between()), (0, (0, 0), 0, 7));
     }
 
@@ -133,7 +152,7 @@ mod tests {
     fn segments_the_budget_removed_are_the_lowest_absent() {
         // 0 and 1 removed before 2 started (100 events), 3 removed later (50 more): the last
         // present segment counts 3 and 150.
-        let s = Segments::new(vec![entry(2, 2, 100, 0), entry(4, 3, 150, 0)]);
+        let s = Segments::new_own(vec![entry(2, 2, 100, 0), entry(4, 3, 150, 0)]);
         let m = s.missing();
         assert_eq!(m.len(), 2);
         assert_eq!((m[0].first, m[0].count, m[0].removed, m[0].gaps(), m[0].before), (0, 2, 2, 0, 0));
@@ -144,23 +163,23 @@ mod tests {
     #[test]
     fn a_segment_deleted_by_someone_else_is_a_gap() {
         // 1 is missing and nothing was removed: a gap.
-        let s = Segments::new(vec![entry(0, 0, 0, 0), entry(2, 0, 0, 0)]);
+        let s = Segments::new_own(vec![entry(0, 0, 0, 0), entry(2, 0, 0, 0)]);
         assert_eq!((s.removed(), s.gaps()), ((0, 0), 1));
         assert_eq!((s.missing()[0].first_gap(), s.missing()[0].before), (1, 1));
         // 0..=2 absent, the budget removed one: the lowest, 0; 1 and 2 are gaps.
-        let s = Segments::new(vec![entry(3, 1, 10, 0)]);
+        let s = Segments::new_own(vec![entry(3, 1, 10, 0)]);
         assert_eq!((s.removed(), s.gaps(), s.missing()[0].first_gap()), ((1, 10), 2, 1));
         // Absent 0, 1 (before 2) and 4 (before 5); 3 removed: the lowest three, 0, 1 and 4.
-        let s = Segments::new(vec![entry(2, 0, 0, 0), entry(3, 0, 0, 0), entry(5, 3, 30, 0)]);
+        let s = Segments::new_own(vec![entry(2, 0, 0, 0), entry(3, 0, 0, 0), entry(5, 3, 30, 0)]);
         assert_eq!((s.removed(), s.gaps()), ((3, 30), 0));
     }
 
     #[test]
     fn counts_that_lie_neither_overflow_nor_remove_more_than_is_absent() {
-        let s = Segments::new(vec![entry(1, 0, 0, u64::MAX), entry(u64::MAX, u64::MAX, u64::MAX, u64::MAX)]);
+        let s = Segments::new_own(vec![entry(1, 0, 0, u64::MAX), entry(u64::MAX, u64::MAX, u64::MAX, u64::MAX)]);
         assert_eq!(s.lost_between(), u64::MAX);
         assert_eq!(s.removed(), (u64::MAX - 1, u64::MAX));
-        let s = Segments::new(vec![entry(1, 9, 90, 0)]);
+        let s = Segments::new_own(vec![entry(1, 9, 90, 0)]);
         assert_eq!((s.removed(), s.gaps()), ((1, 90), 0));
     }
 }

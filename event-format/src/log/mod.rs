@@ -61,6 +61,12 @@ pub struct OpenOptions {
     /// exports). Only a stream in a regular file is indexed, or a recording of segments
     /// (each block's offset then its place in the log: [`Log::segment_starts`]).
     pub index: bool,
+    /// Whether a live writer still writes the segment `*.open` at a path (event-dump asks
+    /// the lock its recorder holds). With it, a directory's or glob's `.open` segments whose
+    /// writer is gone (killed) are read as their recording's, and a live writer's first
+    /// segment as the stream it is so far; without it (`None`) every `.open` segment a
+    /// directory or glob finds is left out (docs/FORMAT.md, "Reading segments").
+    pub writer_alive: Option<fn(&Path) -> bool>,
 }
 
 /// Why a log could not be opened: one line that names the path, says what is wrong and, where
@@ -188,6 +194,10 @@ pub struct Log {
     /// because their names end in `.open`.
     left_open: Vec<PathBuf>,
     recording_id: RecordingId,
+    /// What later recordings' budgets removed of it (segments, events).
+    removed_later: (u64, u64),
+    /// The earlier recordings its segments say the directory's budget removed wholly.
+    earlier_gone: Option<(u64, u64, u64)>,
 }
 
 impl fmt::Debug for Log {
@@ -270,10 +280,24 @@ impl Log {
                         segment: f.segment,
                     })
                     .collect();
-                ledger.with_segments(entries)
+                ledger.with_segments(entries, self.removed_later)
             }
             _ => ledger,
         }
+    }
+
+    /// What later recordings' disk budgets removed of it, segments and events, as the earlier
+    /// property of their segments says (docs/FORMAT.md, "Earlier recordings"); counted in its
+    /// [`ledger`](Log::ledger)'s removed segments.
+    pub fn removed_by_later(&self) -> (u64, u64) {
+        self.removed_later
+    }
+
+    /// The earlier recordings of its directory that the budget removed wholly, with their
+    /// segments and events (recordings, segments, events), when the segments of this log say
+    /// the most of them (docs/FORMAT.md, "Earlier recordings"); `None` otherwise.
+    pub fn earlier_removed(&self) -> Option<(u64, u64, u64)> {
+        self.earlier_gone
     }
 
     /// Its recording id: the header's ([`Properties::recording`](crate::wire::Properties),
@@ -391,10 +415,10 @@ pub fn open(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
 pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, OpenError> {
     let decode = DecodeOptions { force: options.force };
     let mut logs = Vec::new();
-    for plan in recording::plan(paths, decode)? {
+    for plan in recording::plan(paths, decode, options.writer_alive)? {
         match plan {
             Plan::File(path) => logs.push(open_file(&path, options)?),
-            Plan::Recording { shown, files, header, mut left_open } => {
+            Plan::Recording { shown, files, header, mut left_open, removed_later, earlier_gone } => {
                 let len = files.iter().map(|f| f.len).sum();
                 let catalog = Catalog::new(&header.sets);
                 let mut chain = Chain::new(files, *header, decode);
@@ -415,6 +439,8 @@ pub fn open_all(paths: &[PathBuf], options: OpenOptions) -> Result<Vec<Log>, Ope
                     index,
                     left_open,
                     recording_id,
+                    removed_later,
+                    earlier_gone,
                 });
             }
         }
@@ -451,6 +477,8 @@ fn open_file(path: &Path, options: OpenOptions) -> Result<Log, OpenError> {
             index: None,
             left_open: Vec::new(),
             recording_id,
+            removed_later: (0, 0),
+            earlier_gone: None,
         });
     }
     // The index reads block headers at positions, through a second handle (a pipe has none).
@@ -491,6 +519,8 @@ fn stream_log(
         len,
         index,
         left_open: Vec::new(),
+        removed_later: (0, 0),
+        earlier_gone: None,
         recording_id,
     })
 }

@@ -2,9 +2,14 @@
 //!
 //! A file named is a log: a stream, a ring file or a pipe, `*.open` included. A directory
 //! names the files in it, and a path whose file name holds `*` or `?` (a glob the shell did
-//! not expand, `'trace.*.evt'`) the files of its directory that match; of these, files whose
-//! name ends in `.open` (a segment its recorder is still writing) are left out, and files that
-//! are not event logs (no stream or ring-file magic) are passed over. Then the segments of one
+//! not expand, `'trace.*.evt'`) the files of its directory that match; of these, files that
+//! are not event logs (no stream or ring-file magic) are passed over, and files whose name
+//! ends in `.open` (a segment not sealed) are read as the others when their writer is gone
+//! (killed: it will not change again; the reader's [`OpenOptions::writer_alive`] tells),
+//! else left out, unless no sealed segment of their recording is found (a live writer's
+//! first segment is read as the stream it is).
+//!
+//! [`OpenOptions::writer_alive`]: super::OpenOptions::writer_alive Then the segments of one
 //! recording (streams whose headers have the segment property and the same recording id) are
 //! one log, in the order of their index, at the place of the first of them; every other file
 //! is a log of its own, and so is a segment named alone (read as the stream it is). Files of several recordings given together are several logs, each
@@ -43,7 +48,18 @@ pub(super) enum Plan {
     /// A recording of segments: the path it is shown by (the directory or glob it was found
     /// by, else its first segment's), its segments in order of index, and its first
     /// segment's header.
-    Recording { shown: PathBuf, files: Vec<SegmentFile>, header: Box<Header>, left_open: Vec<PathBuf> },
+    Recording {
+        shown: PathBuf,
+        files: Vec<SegmentFile>,
+        header: Box<Header>,
+        left_open: Vec<PathBuf>,
+        /// What later recordings' budgets removed of it (segments, events), as the newest of
+        /// the headers found says (docs/FORMAT.md, "Earlier recordings").
+        removed_later: (u64, u64),
+        /// The earlier recordings the directory's budget removed wholly (recordings,
+        /// segments, events), when this recording's segments say the most of them.
+        earlier_gone: Option<(u64, u64, u64)>,
+    },
 }
 
 /// A segment of a recording being gathered: its file, its header, the directory or glob it
@@ -56,24 +72,39 @@ struct Found {
     from: Option<PathBuf>,
 }
 
-/// The logs `paths` name, in order.
-pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>, OpenError> {
+/// The logs `paths` name, in order; `alive` tells whether a `.open` segment's writer still
+/// writes it (module docs).
+pub(super) fn plan(
+    paths: &[PathBuf],
+    decode: DecodeOptions,
+    alive: Option<fn(&Path) -> bool>,
+) -> Result<Vec<Plan>, OpenError> {
     let (mut found, mut open) = (Vec::new(), Vec::new());
     for path in paths {
         expand(path, &mut found, &mut open)?;
     }
-    // The `.open` segments a directory or glob left out, by recording: said by the readers.
-    let mut left_open: BTreeMap<RecordingId, Vec<PathBuf>> = BTreeMap::new();
-    for path in open {
-        if let Ok(Peek::Segment { recording, .. }) = peek(&path, decode, true) {
-            left_open.entry(recording).or_default().push(path);
+    // The `.open` segments a directory or glob found: a killed writer's are read as the
+    // others; a live writer's are left out, by recording, and said by the readers.
+    let mut left_open: BTreeMap<RecordingId, Vec<(PathBuf, PathBuf)>> = BTreeMap::new();
+    // The directories and globs given, and whether a log was found by each.
+    let mut searched: Vec<(PathBuf, bool)> = Vec::new();
+    for f in open {
+        if let Some(from) = &f.from
+            && !searched.iter().any(|(p, _)| p == from)
+        {
+            searched.push((from.clone(), false));
+        }
+        if alive.is_some_and(|alive| !alive(&f.path)) {
+            found.push(f);
+            continue;
+        }
+        if let Ok(Peek::Segment { recording, .. }) = peek(&f.path, decode, true) {
+            left_open.entry(recording).or_default().push((f.path, f.from.unwrap_or_default()));
         }
     }
     // Recording id -> its place in `plans` and its segments (with the header of each).
     let mut plans: Vec<Option<Plan>> = Vec::new();
     let mut recordings: BTreeMap<RecordingId, (usize, Vec<Member>)> = BTreeMap::new();
-    // The directories and globs given, and whether a log was found by each.
-    let mut searched: Vec<(PathBuf, bool)> = Vec::new();
     for Found { path, from } in found {
         let peeked = peek(&path, decode, from.is_some())?;
         if let Some(from) = &from {
@@ -96,8 +127,42 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
             }
         }
     }
+    // A live writer's segments of a recording of which no sealed segment was found: when the
+    // reader can tell a live writer (`alive`), each is read as the stream it is so far.
+    if alive.is_some() {
+        for (recording, paths) in std::mem::take(&mut left_open) {
+            if recordings.contains_key(&recording) {
+                left_open.insert(recording, paths);
+                continue;
+            }
+            for (path, from) in paths {
+                if let Some(entry) = searched.iter_mut().find(|(p, _)| *p == from) {
+                    entry.1 = true;
+                }
+                plans.push(Some(Plan::File(path)));
+            }
+        }
+    }
     if let Some((path, _)) = searched.iter().find(|(_, found)| !found) {
         return Err(OpenError::NoLog(path.clone()));
+    }
+    // What the segments found say of earlier recordings (docs/FORMAT.md, "Earlier
+    // recordings"): per recording the most any says its budget removed of it, and the most
+    // earlier recordings removed wholly.
+    let mut later: BTreeMap<RecordingId, (u64, u64)> = BTreeMap::new();
+    let mut gone: Option<(RecordingId, (u64, u64, u64))> = None;
+    for (recording, (_, files)) in &recordings {
+        for (_, header, _) in files {
+            let Some(earlier) = &header.properties.earlier else { continue };
+            for e in &earlier.partly {
+                let entry = later.entry(e.recording).or_default();
+                *entry = (entry.0.max(e.segments), entry.1.max(e.events));
+            }
+            let counts = (earlier.recordings_removed, earlier.segments_of_removed, earlier.events_of_removed);
+            if counts.0 > 0 && gone.is_none_or(|(_, g)| counts > g) {
+                gone = Some((*recording, counts));
+            }
+        }
     }
     for (recording, (at, mut files)) in recordings {
         // One segment named alone is read as the stream it is, without the accounting of a
@@ -106,7 +171,12 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
             plans[at] = Some(Plan::File(file.path.clone()));
             continue;
         }
-        files.sort_by_key(|(f, _, _)| f.segment.index);
+        files.sort_by_key(|(f, _, _)| (f.segment.index, f.path.to_string_lossy().ends_with(OPEN_SUFFIX)));
+        // A segment found both sealed and `.open` (its writer killed between the seal's link
+        // and its unlink): the sealed name.
+        files.dedup_by(|later, earlier| {
+            later.0.segment.index == earlier.0.segment.index && later.0.path.to_string_lossy().ends_with(OPEN_SUFFIX)
+        });
         for pair in files.windows(2) {
             let ((a, _, _), (b, _, _)) = (&pair[0], &pair[1]);
             if a.segment.index == b.segment.index {
@@ -133,15 +203,21 @@ pub(super) fn plan(paths: &[PathBuf], decode: DecodeOptions) -> Result<Vec<Plan>
             )));
         }
         let files = files.into_iter().map(|(f, _, _)| f).collect();
-        let left_open = left_open.remove(&recording).unwrap_or_default();
-        plans[at] = Some(Plan::Recording { shown, files, header: Box::new(header), left_open });
+        let left_open = left_open.remove(&recording).unwrap_or_default().into_iter().map(|(p, _)| p).collect();
+        plans[at] = Some(Plan::Recording {
+            shown,
+            files,
+            header: Box::new(header),
+            left_open,
+            removed_later: later.get(&recording).copied().unwrap_or_default(),
+            earlier_gone: gone.filter(|(r, _)| *r == recording).map(|(_, g)| g),
+        });
     }
     Ok(plans.into_iter().flatten().collect())
 }
 
-/// The files `path` names, onto `found`; the `.open` ones a directory or glob leaves out, onto
-/// `open`.
-fn expand(path: &Path, found: &mut Vec<Found>, open: &mut Vec<PathBuf>) -> Result<(), OpenError> {
+/// The files `path` names, onto `found`; the `.open` ones of a directory or glob, onto `open`.
+fn expand(path: &Path, found: &mut Vec<Found>, open: &mut Vec<Found>) -> Result<(), OpenError> {
     let io_error = |error| OpenError::Io { path: path.to_owned(), error };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (dir, pattern) = match std::fs::metadata(path) {
@@ -156,7 +232,7 @@ fn expand(path: &Path, found: &mut Vec<Found>, open: &mut Vec<PathBuf>) -> Resul
         }
         Err(error) => return Err(io_error(error)),
     };
-    let mut names = Vec::new();
+    let (mut names, mut opens) = (Vec::new(), Vec::new());
     for entry in std::fs::read_dir(&dir).map_err(|error| OpenError::Io { path: dir.clone(), error })? {
         let entry = entry.map_err(|error| OpenError::Io { path: dir.clone(), error })?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -164,17 +240,20 @@ fn expand(path: &Path, found: &mut Vec<Found>, open: &mut Vec<PathBuf>) -> Resul
         let file = entry.file_type().is_ok_and(|t| t.is_file() || t.is_symlink());
         if wanted && file && !name.starts_with('.') {
             if name.ends_with(OPEN_SUFFIX) {
-                open.push(entry.path());
+                opens.push(entry.path());
             } else {
                 names.push(entry.path());
             }
         }
     }
-    if names.is_empty() {
+    if names.is_empty() && opens.is_empty() {
         return Err(OpenError::NoLog(path.to_owned()));
     }
     names.sort();
+    opens.sort();
+    // Every directory and glob is searched (`plan`): one with only `.open` files too.
     found.extend(names.into_iter().map(|p| Found { path: p, from: Some(path.to_owned()) }));
+    open.extend(opens.into_iter().map(|p| Found { path: p, from: Some(path.to_owned()) }));
     Ok(())
 }
 

@@ -24,8 +24,9 @@ pub use header::{
     records_stop_cause,
 };
 pub use properties::{
-    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_HISTOGRAMS, TAG_LIMITS,
-    TAG_MEANINGS, TAG_RECORDING, TAG_SEGMENT, TAG_SNAPSHOT,
+    Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, PROPERTY_HEAD, Properties,
+    RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_EARLIER, TAG_HISTOGRAMS, TAG_LABELS, TAG_LIMITS,
+    TAG_MEANINGS, TAG_RECORDING, TAG_SEGMENT, TAG_SNAPSHOT, valid_label_key,
 };
 pub use put::{ArgWriter, encode_value, put_record_header};
 pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
@@ -77,7 +78,9 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// of another kind, docs/FORMAT.md's table) and with it the `tracing` bridge's spans as spans:
 /// `SpanOpen`, `SpanClose`, `SpanRecord`, `SpanFollows` and the recorder's `SpanCurrent`
 /// ([`crate::builtin::SPAN_OPEN`] ..= [`crate::builtin::SPAN_CURRENT`]), the built-in events
-/// `Suppressed` and `Histogram`, and the header's declared histograms and limits
+/// `Suppressed` and `Histogram`, the header's labels ([`Properties::labels`], tag 5: `service`,
+/// `version`, ... of the recording), earlier recordings ([`Earlier`], tag 6: what a
+/// directory's budget removed of them), and declared histograms and limits
 /// ([`TAG_HISTOGRAMS`], [`TAG_LIMITS`]): new built-in codes and properties, which a 2.0 reader
 /// skips by their length.
 ///

@@ -30,6 +30,12 @@ pub const SEGMENT_LEN: usize = 32;
 /// recording's rings, and why it was taken.
 pub const TAG_SNAPSHOT: u16 = 4;
 
+/// Tag of [`Properties::labels`] (since format 2.1.0): the recording's labels, `key=value`
+/// pairs that name the service, its version and instance (docs/FORMAT.md, "Labels").
+pub const TAG_LABELS: u16 = 5;
+/// Tag of [`Properties::earlier`] (since format 2.1.0): what a directory's disk budget removed
+/// of earlier recordings of the same program (docs/FORMAT.md, "Earlier recordings").
+pub const TAG_EARLIER: u16 = 6;
 /// Tag of the sets' declared histograms (since format 2.1.0): each set's `HISTOGRAM` lines
 /// ([`Schema::histograms`](crate::schema::Schema::histograms)), kept in the sets' schemas. The
 /// stream's `Histogram` records name a histogram by its place in this property's list.
@@ -39,6 +45,13 @@ pub const TAG_HISTOGRAMS: u16 = 11;
 /// events.def asked for, which `EVENT_LIMIT` and `event-dump control` may have changed (the
 /// `Suppressed` records say what each limit did).
 pub const TAG_LIMITS: u16 = 12;
+
+/// The most labels a header holds.
+pub const MAX_LABELS: usize = 64;
+/// The longest label key, in bytes.
+pub const MAX_LABEL_KEY: usize = 128;
+/// The longest label value, in bytes.
+pub const MAX_LABEL_VALUE: usize = 1024;
 
 /// Bytes of a property's tag and length, before its value.
 pub const PROPERTY_HEAD: usize = 6;
@@ -135,6 +148,66 @@ pub struct Properties {
     /// What the stream is when it is a snapshot ([`TAG_SNAPSHOT`], since format 2.0.3):
     /// `None` for a whole recording's stream.
     pub snapshot: Option<Snapshot>,
+    /// The recording's labels ([`TAG_LABELS`], since format 2.1.0), in the order given:
+    /// `service`, `version`, `instance` and any others. Empty when the header has none.
+    pub labels: Vec<(String, String)>,
+    /// What the disk budget of the segments' directory removed of earlier recordings
+    /// ([`TAG_EARLIER`], since format 2.1.0): `None` when it removed nothing of them.
+    pub earlier: Option<Earlier>,
+}
+
+impl Properties {
+    /// The value of the label `key`, if the header has it.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What a recording's disk budget removed of *earlier* recordings whose segments share its
+/// directory and name pattern (the header's earlier property, [`TAG_EARLIER`], since format
+/// 2.1.0; docs/FORMAT.md, "Earlier recordings"). Every count is cumulative: a recording
+/// carries forward what the earlier recordings' own headers said, so that the newest segment
+/// of a directory says everything its budget ever removed of recordings before it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Earlier {
+    /// Earlier recordings that the budget removed wholly (none of their segments is left).
+    pub recordings_removed: u64,
+    /// The segments of those recordings that the budget removed.
+    pub segments_of_removed: u64,
+    /// The events those segments accounted for.
+    pub events_of_removed: u64,
+    /// Earlier recordings of which some segments are left: for each, the segments (its
+    /// lowest indexes) the budget of later recordings removed, and the events they accounted
+    /// for, beyond what the recording's own segments count (`Segment::removed_segments`).
+    pub partly: Vec<EarlierRemoval>,
+}
+
+/// Segments of one earlier recording that a later recording's budget removed ([`Earlier`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EarlierRemoval {
+    /// The earlier recording.
+    pub recording: RecordingId,
+    /// Its segments removed by later recordings.
+    pub segments: u64,
+    /// The events they accounted for.
+    pub events: u64,
+}
+
+/// The fixed fields of the earlier property's value, before its entries: three `u64` and a
+/// `u16` count.
+const EARLIER_FIXED: usize = 8 * 3 + 2;
+/// The bytes of one of its entries: an id and two `u64`.
+const EARLIER_ENTRY: usize = 16 + 8 + 8;
+/// The most entries it holds (a writer folds older ones into nothing: it lists only
+/// recordings with segments left, which a budget bounds).
+pub const MAX_EARLIER: usize = u16::MAX as usize;
+
+/// Whether `key` may name a label: 1 to [`MAX_LABEL_KEY`] bytes of ASCII letters, digits,
+/// `_`, `.` and `-` (OpenTelemetry's attribute names, `service.name`, fit).
+pub fn valid_label_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= MAX_LABEL_KEY
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// Why a snapshot was taken ([`Snapshot::cause`]).
@@ -246,6 +319,55 @@ impl Properties {
             put.u32(value.len() as u32);
             put.bytes(&value);
         }
+        if !self.labels.is_empty() {
+            if self.labels.len() > MAX_LABELS {
+                return Err(EncodeError(format!("{} labels, at most {MAX_LABELS} fit", self.labels.len())));
+            }
+            let mut value = Vec::new();
+            let mut v = Put { out: &mut value, order: put.order };
+            v.u16(self.labels.len() as u16);
+            for (i, (key, text)) in self.labels.iter().enumerate() {
+                if !valid_label_key(key) {
+                    return Err(EncodeError(format!(
+                        "label key {key:?} is not 1 to {MAX_LABEL_KEY} letters, digits, `_`, `.` or `-`"
+                    )));
+                }
+                if self.labels[..i].iter().any(|(k, _)| k == key) {
+                    return Err(EncodeError(format!("label key {key:?} is given twice")));
+                }
+                if text.len() > MAX_LABEL_VALUE {
+                    return Err(EncodeError(format!(
+                        "label {key}'s value is {} bytes long, at most {MAX_LABEL_VALUE}",
+                        text.len()
+                    )));
+                }
+                put_str(&mut v, key, "a label key")?;
+                put_str(&mut v, text, "a label value")?;
+            }
+            put.u16(TAG_LABELS);
+            put.u32(value.len() as u32);
+            put.bytes(&value);
+        }
+        if let Some(earlier) = &self.earlier {
+            if earlier.partly.len() > MAX_EARLIER {
+                return Err(EncodeError(format!(
+                    "{} earlier recordings, at most {MAX_EARLIER} fit",
+                    earlier.partly.len()
+                )));
+            }
+            let len = EARLIER_FIXED + EARLIER_ENTRY * earlier.partly.len();
+            put.u16(TAG_EARLIER);
+            put.u32(len as u32);
+            put.u64(earlier.recordings_removed);
+            put.u64(earlier.segments_of_removed);
+            put.u64(earlier.events_of_removed);
+            put.u16(earlier.partly.len() as u16);
+            for e in &earlier.partly {
+                put.bytes(&e.recording.0);
+                put.u64(e.segments);
+                put.u64(e.events);
+            }
+        }
         for (tag, declares) in
             [(TAG_HISTOGRAMS, declares_histograms as fn(&SetEntry) -> bool), (TAG_LIMITS, declares_limits)]
         {
@@ -273,7 +395,7 @@ impl Properties {
     pub(crate) fn decode(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(Properties, u32), HeaderError> {
         let mut properties = Properties::default();
         let mut skipped = 0u32;
-        let (mut meanings, mut histograms, mut limits) = (false, false, false);
+        let (mut meanings, mut histograms, mut limits, mut labels) = (false, false, false, false);
         while !take.rest.is_empty() {
             let malformed = |what: String| HeaderError::Malformed(what);
             let (Some(tag), Some(len)) = (take.u16(), take.u32()) else {
@@ -337,11 +459,67 @@ impl Properties {
                     }
                     decode_limits(&mut Take { rest: value, order: take.order }, sets)?;
                 }
+                TAG_LABELS => {
+                    if std::mem::replace(&mut labels, true) {
+                        return Err(malformed("the labels are given twice".into()));
+                    }
+                    properties.labels = decode_labels(&mut Take { rest: value, order: take.order })?;
+                }
+                TAG_EARLIER => {
+                    if properties.earlier.is_some() {
+                        return Err(malformed("the earlier recordings' property is given twice".into()));
+                    }
+                    properties.earlier = Some(decode_earlier(&mut Take { rest: value, order: take.order })?);
+                }
                 _ => skipped = skipped.saturating_add((PROPERTY_HEAD + value.len()) as u32),
             }
         }
         Ok((properties, skipped))
     }
+}
+
+/// The labels property's value: a count, then each label's key and value (strings of a
+/// 16-bit length). A key that is empty or given twice makes the header malformed.
+fn decode_labels(take: &mut Take<'_>) -> Result<Vec<(String, String)>, HeaderError> {
+    let short = || HeaderError::Malformed("the labels run past the end of their property".into());
+    let n = take.u16().ok_or_else(short)?;
+    // Each label takes at least 4 bytes: nothing is reserved that the bytes could not fill.
+    let mut labels: Vec<(String, String)> = Vec::with_capacity(usize::from(n).min(take.rest.len() / 4));
+    for _ in 0..n {
+        let key = take_str(take, "a label key")?;
+        let value = take_str(take, "a label value")?;
+        if key.is_empty() {
+            return Err(HeaderError::Malformed("a label key is empty".into()));
+        }
+        if labels.iter().any(|(k, _)| *k == key) {
+            return Err(HeaderError::Malformed(format!("the label key {key:?} is given twice")));
+        }
+        labels.push((key, value));
+    }
+    Ok(labels)
+}
+
+/// The earlier property's value ([`Earlier`]).
+fn decode_earlier(take: &mut Take<'_>) -> Result<Earlier, HeaderError> {
+    let len = take.rest.len();
+    let short = || {
+        HeaderError::Malformed(format!("the earlier recordings' property is {len} bytes long, shorter than its fields"))
+    };
+    let recordings_removed = take.u64().ok_or_else(short)?;
+    let segments_of_removed = take.u64().ok_or_else(short)?;
+    let events_of_removed = take.u64().ok_or_else(short)?;
+    let n = usize::from(take.u16().ok_or_else(short)?);
+    if take.rest.len() < n * EARLIER_ENTRY {
+        return Err(short());
+    }
+    let mut partly = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id: [u8; 16] = take.bytes(16).and_then(|b| b.try_into().ok()).ok_or_else(short)?;
+        let segments = take.u64().ok_or_else(short)?;
+        let events = take.u64().ok_or_else(short)?;
+        partly.push(EarlierRemoval { recording: RecordingId(id), segments, events });
+    }
+    Ok(Earlier { recordings_removed, segments_of_removed, events_of_removed, partly })
 }
 
 /// The snapshot property's value ([`Snapshot`]).

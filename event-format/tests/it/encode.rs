@@ -730,6 +730,71 @@ fn format_md_segment_example_is_what_the_encoder_writes() {
     assert_eq!(assert_rows(section, property, "segment"), 6, "the table is read");
 }
 
+/// docs/FORMAT.md's labels and earlier properties (tags 5 and 6), and they read back in both
+/// byte orders; a key given twice, an empty key or a short value is malformed.
+#[test]
+fn format_md_labels_example_is_what_the_encoder_writes() {
+    use event_format::wire::{Earlier, EarlierRemoval, HeaderError, RecordingId, TAG_LABELS};
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### Labels and earlier recordings");
+    let example = |order| {
+        let mut header = tiny_header(order);
+        header.properties.recording = None;
+        header.properties.labels =
+            vec![("service".to_owned(), "api".to_owned()), ("version".to_owned(), "1.4".to_owned())];
+        header.properties.earlier = Some(Earlier {
+            recordings_removed: 1,
+            segments_of_removed: 3,
+            events_of_removed: 900,
+            partly: vec![EarlierRemoval { recording: RecordingId([0x11; 16]), segments: 2, events: 600 }],
+        });
+        header
+    };
+    let bytes = example(Order::Little).encode().unwrap();
+    let end = bytes.len() - 4;
+    let properties = &bytes[end - 100..end];
+    assert_eq!(fenced_bytes(section), [properties.to_vec()], "the dump; the encoder writes\n{}", hex_dump(properties));
+    assert_eq!(assert_rows(section, properties, "labels"), 20, "the table is read");
+    for order in [Order::Little, Order::Big] {
+        let header = example(order);
+        let read = Header::decode(&header.encode().unwrap(), false).unwrap();
+        assert_eq!((&read.properties, read.skipped_bytes), (&header.properties, 0));
+        assert_eq!(read.properties.label("version"), Some("1.4"));
+    }
+    // The labels rewritten: a key twice, an empty key, a value cut short.
+    let relabel = |value: Vec<u8>| {
+        let without = {
+            let mut h = example(Order::Little);
+            h.properties.labels.clear();
+            h.properties.earlier = None;
+            h.encode().unwrap()
+        };
+        let mut out = without[..without.len() - 4].to_vec();
+        let mut p = Bytes::new(Order::Little);
+        p.u16(TAG_LABELS).u32(value.len() as u32).raw(&value);
+        out.extend(p.out);
+        let len = out.len() as u32 + 4;
+        out[16..20].copy_from_slice(&len.to_le_bytes());
+        out.extend(crc32fast::hash(&out).to_le_bytes());
+        Header::decode(&out, false)
+    };
+    let mut twice = Bytes::new(Order::Little);
+    twice.u16(2).str("k").str("a").str("k").str("b");
+    let e = relabel(twice.out).unwrap_err();
+    assert!(matches!(&e, HeaderError::Malformed(m) if m.contains("twice")), "{e}");
+    let mut empty = Bytes::new(Order::Little);
+    empty.u16(1).str("").str("a");
+    assert!(matches!(relabel(empty.out), Err(HeaderError::Malformed(_))));
+    let mut short = Bytes::new(Order::Little);
+    short.u16(2).str("k").str("a");
+    assert!(matches!(relabel(short.out), Err(HeaderError::Malformed(_))));
+    // A writer refuses what a reader would (a key it may not write).
+    let mut bad = example(Order::Little);
+    bad.properties.labels.push(("not a key".to_owned(), String::new()));
+    assert!(bad.encode().unwrap_err().to_string().contains("not a key"));
+}
+
 /// The segment property reads back in both byte orders, beside the recording id; a value longer
 /// than its 32 bytes is read by its fields (a later minor's appended field ignored), a shorter
 /// one or a second one makes the header malformed.

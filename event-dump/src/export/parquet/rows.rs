@@ -457,6 +457,8 @@ pub(super) fn logs_columns() -> Vec<Column> {
         ("lost_events", Int64),
         ("missing_blocks", Int64),
         ("truncated_strings", Int64),
+        ("service", NullableUtf8),
+        ("labels", text),
     ]
     .into_iter()
     .map(|(name, shape)| Column::new(name, shape))

@@ -321,6 +321,7 @@ impl Recorder {
     /// | `EVENT_TRIGGER` | snapshots' triggers | [`trigger`](Self::trigger) |
     /// | `EVENT_SNAPSHOT` | where snapshots go (a pattern) | [`snapshots`](Self::snapshots) |
     /// | `EVENT_PIN` | events every snapshot keeps | [`pin`](Self::pin) |
+    /// | `EVENT_LIMIT` | rate limits over events.def's | [`limit`](Self::limit) |
     /// | `EVENT_HOST` | the host name recorded (and `%h`) | [`host`](Self::host) |
     /// | `EVENT_LABELS` | the recording's labels | [`label`](Self::label) |
     ///

@@ -8,6 +8,7 @@ mod block;
 pub mod body;
 mod errors;
 mod header;
+mod pack;
 mod properties;
 mod put;
 mod record;
@@ -21,6 +22,9 @@ pub use block::{
 pub use errors::{EncodeError, HeaderError};
 pub use header::{
     Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop, records_stop_cause,
+};
+pub use pack::{
+    BLOCK_COLUMNS, BLOCK_ZSTD, Codec, KNOWN_FLAGS, Packer, Packing, Unpacker, ZSTD_MAGIC, columns, flags_known,
 };
 pub use properties::{
     PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_MEANINGS, TAG_RECORDING,
@@ -72,10 +76,12 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
 /// arguments and skips the property by its length), and the snapshot property
 /// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
-/// minor: a 2.0.2 reader skips it by its length).
+/// minor: a 2.0.2 reader skips it by its length); 2.1.0 the zstd packing and the records in
+/// columns ([`BLOCK_ZSTD`], [`BLOCK_COLUMNS`]: new block flags, a median change: a 2.0 reader
+/// skips such a block as a newer writer's, and refuses the stream unless forced).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 0, 3);
+pub const FORMAT_VERSION: Version = Version::new(2, 1, 0);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.
@@ -87,9 +93,10 @@ pub const MAGIC: [u8; 8] = [0x89, b'E', b'V', b'T', b'\r', b'\n', 0x1A, b'\n'];
 
 /// The first word of every block header, in the stream's byte order.
 pub const BLOCK_SYNC: u32 = 0xEB10_C4ED;
-/// Block flag (since 1.1): the records area is compressed (the LZ4 block format) and the
-/// block takes only its header plus `used` bytes rounded up to a multiple of 8 in the
-/// stream, not the whole block size (docs/FORMAT.md, "Packed blocks").
+/// Block flag (since 1.1): the records area is compressed (the LZ4 block format, or since 2.1
+/// zstd where [`BLOCK_ZSTD`] is set too) and the block takes only its header plus `used` bytes
+/// rounded up to a multiple of 8 in the stream, not the whole block size (docs/FORMAT.md,
+/// "Packed blocks").
 pub const BLOCK_PACKED: u16 = 0x0001;
 /// Size of a block header in bytes.
 pub const BLOCK_HEADER_LEN: usize = 48;

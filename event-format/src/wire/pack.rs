@@ -59,8 +59,9 @@ pub struct Packing {
 
 impl Packing {
     /// zstd's level by default: chosen by measurement (BENCHMARKS.md, "Sizes at rest"): on the
-    /// tour's blocks in columns, level 3 is within 3 % of level 9's size at three times its
-    /// speed, and level 1 is 3 % larger than level 3 for 20 % less time.
+    /// tour's blocks in columns, level 3 gives 3.70 bytes an event, level 1 3.76, level 5 3.49
+    /// and level 9 3.53, levels 5 and 9 at two and four times level 3's instructions a block
+    /// on the writer thread.
     pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
     /// LZ4, the records as they are: what format 1.1 to 2.0 wrote, readable by every reader
     /// since 1.1.
@@ -186,8 +187,6 @@ pub struct Unpacker {
     dctx: Option<zstd_safe::DCtx<'static>>,
     /// A column image, unpacked before it becomes the records; reused.
     image: Vec<u8>,
-    /// The column image's groups as rows; reused.
-    rows: Vec<u8>,
 }
 
 impl fmt::Debug for Unpacker {
@@ -221,7 +220,7 @@ impl Unpacker {
         let mut image = std::mem::take(&mut self.image);
         // The image is the records and their count (4 bytes).
         let result = self.decompress(flags, packed, limit + 4, &mut image).and_then(|()| {
-            columns::decode_with(order, &image, limit, records, &mut self.rows).map_err(|why| {
+            columns::decode(order, &image, limit, records).map_err(|why| {
                 records.clear();
                 Damage::BadPacking(format!("its columns: {why}"))
             })
@@ -378,49 +377,94 @@ pub mod columns {
         u64::from_le_bytes(w)
     }
 
-    /// Turns the byte matrix `src` (`a` lines of `b` bytes) into `dst` (`b` lines of `a`
-    /// bytes): byte `j` of line `i` becomes byte `i` of line `j`. Squares of 8 × 8 bytes at a
-    /// time, each line of a square read and written as one word; the edges byte by byte.
-    fn transpose(src: &[u8], dst: &mut [u8], a: usize, b: usize) {
-        debug_assert!(src.len() >= a * b && dst.len() >= a * b);
-        let mut i = 0;
-        while i + 8 <= a {
-            let mut j = 0;
-            while j + 8 <= b {
+    /// Lays the `m` rows of `l` bytes that start at `rows_at` in `records` out column by column
+    /// into `dst` (byte 0 of every row, then byte 1, ...): squares of 8 rows × 8 bytes at a
+    /// time, each row's 8 bytes read as one word and each column's written as one; the edges
+    /// byte by byte.
+    fn gather_columns(records: &[u8], rows_at: &[u32], dst: &mut [u8], l: usize) {
+        let m = rows_at.len();
+        let mut j = 0;
+        while j + 8 <= m {
+            let rows = &rows_at[j..j + 8];
+            let mut i = 0;
+            while i + 8 <= l {
                 let mut w = [0u64; 8];
-                for (r, w) in w.iter_mut().enumerate() {
-                    *w = word(src, (i + r) * b + j);
+                for (w, &at) in w.iter_mut().zip(rows) {
+                    *w = word(records, at as usize + i);
                 }
                 transpose8(&mut w);
                 for (c, w) in w.iter().enumerate() {
-                    let at = (j + c) * a + i;
+                    let at = (i + c) * m + j;
                     dst[at..at + 8].copy_from_slice(&w.to_le_bytes());
                 }
-                j += 8;
+                i += 8;
             }
-            for c in j..b {
-                for r in i..i + 8 {
-                    dst[c * a + r] = src[r * b + c];
+            for c in i..l {
+                for (r, &at) in rows.iter().enumerate() {
+                    dst[c * m + j + r] = records[at as usize + c];
                 }
             }
-            i += 8;
+            j += 8;
         }
-        for r in i..a {
-            for c in 0..b {
-                dst[c * a + r] = src[r * b + c];
+        for (r, &at) in rows_at.iter().enumerate().skip(j) {
+            for c in 0..l {
+                dst[c * m + r] = records[at as usize + c];
             }
         }
     }
 
-    /// `src`'s `m` rows of `l` bytes, written into `dst` column by column (byte 0 of every
-    /// row, then byte 1, ...).
-    fn rows_to_columns(src: &[u8], dst: &mut [u8], l: usize, m: usize) {
-        transpose(src, dst, m, l);
+    /// The inverse of [`gather_columns`]: the `l` columns of `m` bytes of `src` written as the
+    /// rows that start at `rows_at` in `records`.
+    fn scatter_columns(src: &[u8], records: &mut [u8], rows_at: &[u32], l: usize) {
+        let m = rows_at.len();
+        let mut j = 0;
+        while j + 8 <= m {
+            let rows = &rows_at[j..j + 8];
+            let mut i = 0;
+            while i + 8 <= l {
+                let mut w = [0u64; 8];
+                for (c, w) in w.iter_mut().enumerate() {
+                    *w = word(src, (i + c) * m + j);
+                }
+                transpose8(&mut w);
+                for (w, &at) in w.iter().zip(rows) {
+                    let at = at as usize + i;
+                    records[at..at + 8].copy_from_slice(&w.to_le_bytes());
+                }
+                i += 8;
+            }
+            for c in i..l {
+                for (r, &at) in rows.iter().enumerate() {
+                    records[at as usize + c] = src[c * m + j + r];
+                }
+            }
+            j += 8;
+        }
+        for (r, &at) in rows_at.iter().enumerate().skip(j) {
+            for c in 0..l {
+                records[at as usize + c] = src[c * m + r];
+            }
+        }
     }
 
-    /// The inverse of [`rows_to_columns`].
-    fn columns_to_rows(src: &[u8], dst: &mut [u8], l: usize, m: usize) {
-        transpose(src, dst, l, m);
+    /// Each group's members' argument offsets, grouped: `of[i]` is record `i`'s group and
+    /// `args_at[i]` where its arguments start; returns the offsets ordered by group (each
+    /// group's in record order) and where each group's start in that list.
+    fn by_group(of: &[u32], args_at: &[u32], sizes: &[(usize, usize)]) -> (Vec<u32>, Vec<usize>) {
+        let mut starts = Vec::with_capacity(sizes.len() + 1);
+        let mut at = 0;
+        for &(_, members) in sizes {
+            starts.push(at);
+            at += members;
+        }
+        starts.push(at);
+        let mut next = starts.clone();
+        let mut grouped = vec![0u32; of.len()];
+        for (&g, &a) in of.iter().zip(args_at) {
+            grouped[next[g as usize]] = a;
+            next[g as usize] += 1;
+        }
+        (grouped, starts)
     }
 
     /// Lays out `records` (a block's records area) in columns into `image`, its bytes
@@ -428,9 +472,10 @@ pub mod columns {
     /// their end (no writer writes such a block; it is packed as it is).
     pub fn encode(order: Order, records: &[u8], image: &mut Vec<u8>) -> bool {
         let mut kinds = Kinds::new();
-        // Per group: (argument bytes a record, records); per record: its start and group.
+        // Per group: (argument bytes a record, records); per record: its group and start.
         let mut sizes: Vec<(usize, usize)> = Vec::new();
-        let mut of: Vec<(u32, u32)> = Vec::new();
+        let mut of: Vec<u32> = Vec::new();
+        let mut starts: Vec<u32> = Vec::new();
         let mut at = 0;
         while at < records.len() {
             let rest = &records[at..];
@@ -441,13 +486,13 @@ pub mod columns {
             if len < RECORD_HEADER_LEN || len > rest.len() {
                 return false;
             }
-            let key = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-            let (group, new) = kinds.group(key);
+            let (group, new) = kinds.group(u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]));
             if new {
                 sizes.push((len - RECORD_HEADER_LEN, 0));
             }
             sizes[group as usize].1 += 1;
-            of.push((at as u32, group));
+            of.push(group);
+            starts.push(at as u32);
             at += len;
         }
         let n = of.len();
@@ -456,46 +501,33 @@ pub mod columns {
         order.put_u32(&mut image[..4], n as u32);
         let (heads, rest) = image[4..].split_at_mut(4 * n);
         let (deltas, args) = rest.split_at_mut(4 * n);
-        // Each group's rows, in a row-major buffer of the groups' arguments, then turned.
-        let mut offsets = Vec::with_capacity(sizes.len());
-        let mut off = 0;
-        for &(l, m) in &sizes {
-            offsets.push(off);
-            off += l * m;
-        }
-        let mut rows = vec![0u8; off];
-        let mut next = offsets.clone();
-        for (i, &(start, group)) in of.iter().enumerate() {
+        for (i, &start) in starts.iter().enumerate() {
             let start = start as usize;
             heads[4 * i..4 * i + 4].copy_from_slice(&records[start..start + 4]);
             deltas[4 * i..4 * i + 4].copy_from_slice(&records[start + 4..start + 8]);
-            let l = sizes[group as usize].0;
-            let to = &mut next[group as usize];
-            rows[*to..*to + l].copy_from_slice(&records[start + RECORD_HEADER_LEN..start + RECORD_HEADER_LEN + l]);
-            *to += l;
         }
+        let args_at: Vec<u32> = starts.iter().map(|&s| s + RECORD_HEADER_LEN as u32).collect();
+        let (grouped, group_starts) = by_group(&of, &args_at, &sizes);
+        let mut off = 0;
         for (g, &(l, m)) in sizes.iter().enumerate() {
-            let o = offsets[g];
-            rows_to_columns(&rows[o..o + l * m], &mut args[o..o + l * m], l, m);
+            let rows = &grouped[group_starts[g]..group_starts[g + 1]];
+            gather_columns(records, rows, &mut args[off..off + l * m], l);
+            off += l * m;
         }
         true
     }
 
     /// The records that `image` lays out in columns, into `records` (its bytes replaced), at
     /// most `limit` bytes; why not, where `image` is not a column image of records that fit.
-    /// `rows` is a buffer the caller keeps from one block to the next.
     pub fn decode(order: Order, image: &[u8], limit: usize, records: &mut Vec<u8>) -> Result<(), String> {
-        decode_with(order, image, limit, records, &mut Vec::new())
+        let result = decode_checked(order, image, limit, records);
+        if result.is_err() {
+            records.clear();
+        }
+        result
     }
 
-    /// [`decode`] with a buffer for the groups' rows that the caller keeps.
-    pub(crate) fn decode_with(
-        order: Order,
-        image: &[u8],
-        limit: usize,
-        records: &mut Vec<u8>,
-        rows: &mut Vec<u8>,
-    ) -> Result<(), String> {
+    fn decode_checked(order: Order, image: &[u8], limit: usize, records: &mut Vec<u8>) -> Result<(), String> {
         let n = image.get(..4).map(|b| order.u32(b) as usize).ok_or("fewer than 4 bytes")?;
         if n > limit / RECORD_HEADER_LEN || 4 + n * RECORD_HEADER_LEN > image.len() {
             return Err(format!("{n} records do not fit its {} bytes", image.len()));
@@ -506,12 +538,14 @@ pub mod columns {
         let mut kinds = Kinds::new();
         let mut sizes: Vec<(usize, usize)> = Vec::new();
         let mut of: Vec<u32> = Vec::with_capacity(n);
+        let mut args_at: Vec<u32> = Vec::with_capacity(n);
         let mut total = 0usize;
         for head in heads.chunks_exact(4) {
             let len = usize::from(order.u16(&head[2..]));
             if len < RECORD_HEADER_LEN {
                 return Err(format!("a record of length {len}"));
             }
+            args_at.push((total + RECORD_HEADER_LEN) as u32);
             total += len;
             if total > limit {
                 return Err(format!("its records are more than a block's {limit} bytes"));
@@ -530,32 +564,23 @@ pub mod columns {
                 args.len()
             ));
         }
-        // Each group's columns turned back into rows, in the groups' order. The buffers are
-        // only grown (every byte is written before it is read): no block pays for zeroing them.
-        if rows.len() < args.len() {
-            rows.resize(args.len(), 0);
-        }
-        let mut next = Vec::with_capacity(sizes.len());
-        let mut off = 0;
-        for &(l, m) in &sizes {
-            next.push(off);
-            columns_to_rows(&args[off..off + l * m], &mut rows[off..off + l * m], l, m);
-            off += l * m;
-        }
+        // Only grown: every byte is written below before it is read, so no block pays for
+        // zeroing the buffer it reuses.
         if records.len() < total {
             records.resize(total, 0);
         }
         records.truncate(total);
-        let mut at = 0;
-        for (i, &group) in of.iter().enumerate() {
-            let l = sizes[group as usize].0;
-            let from = &mut next[group as usize];
-            let out = &mut records[at..at + RECORD_HEADER_LEN + l];
-            out[..4].copy_from_slice(&heads[4 * i..4 * i + 4]);
-            out[4..8].copy_from_slice(&deltas[4 * i..4 * i + 4]);
-            out[RECORD_HEADER_LEN..].copy_from_slice(&rows[*from..*from + l]);
-            *from += l;
-            at += RECORD_HEADER_LEN + l;
+        for (i, &at) in args_at.iter().enumerate() {
+            let at = at as usize - RECORD_HEADER_LEN;
+            records[at..at + 4].copy_from_slice(&heads[4 * i..4 * i + 4]);
+            records[at + 4..at + 8].copy_from_slice(&deltas[4 * i..4 * i + 4]);
+        }
+        let (grouped, group_starts) = by_group(&of, &args_at, &sizes);
+        let mut off = 0;
+        for (g, &(l, m)) in sizes.iter().enumerate() {
+            let rows = &grouped[group_starts[g]..group_starts[g + 1]];
+            scatter_columns(&args[off..off + l * m], records, rows, l);
+            off += l * m;
         }
         Ok(())
     }

@@ -59,12 +59,12 @@ fn serve(requests: u64) -> u64 {
                     event!(RequestBegin, id, route);
                     work(50 + rng.next() % 400);
                     mine += 2;
-                    if rng.next() % 2 == 0 {
+                    if rng.next().is_multiple_of(2) {
                         event!(DbQuery, id, (rng.next() % 100) as u32);
                         work(50 + rng.next() % 800);
                         mine += 1;
                     }
-                    let status: u32 = if rng.next() % 50 == 0 { 500 } else { 200 };
+                    let status: u32 = if rng.next().is_multiple_of(50) { 500 } else { 200 };
                     event!(RequestEnd, id, status, start.elapsed().as_nanos() as u64);
                     if id % 32 == 0 {
                         depth = (depth as i64 + (rng.next() % 5) as i64 - 2).clamp(0, 64) as u32;

@@ -414,33 +414,38 @@ pub mod columns {
     }
 
     /// The inverse of [`gather_columns`]: the `l` columns of `m` bytes of `src` written as the
-    /// rows that start at `rows_at` in `records`.
+    /// rows that start at `rows_at` in `records`. Each square's 8 columns are walked by 8
+    /// iterators of 8-byte chunks, so that its loads need no bounds checks.
     fn scatter_columns(src: &[u8], records: &mut [u8], rows_at: &[u32], l: usize) {
         let m = rows_at.len();
-        let mut j = 0;
-        while j + 8 <= m {
-            let rows = &rows_at[j..j + 8];
-            let mut i = 0;
-            while i + 8 <= l {
+        let full = m - m % 8;
+        let mut i = 0;
+        while i + 8 <= l {
+            let column = |c: usize| src[(i + c) * m..(i + c) * m + full].chunks_exact(8);
+            let mut cols = [column(0), column(1), column(2), column(3), column(4), column(5), column(6), column(7)];
+            for rows in rows_at[..full].chunks_exact(8) {
                 let mut w = [0u64; 8];
-                for (c, w) in w.iter_mut().enumerate() {
-                    *w = word(src, (i + c) * m + j);
+                for (w, col) in w.iter_mut().zip(cols.iter_mut()) {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(col.next().unwrap_or(&[0; 8]));
+                    *w = u64::from_le_bytes(b);
                 }
                 transpose8(&mut w);
                 for (w, &at) in w.iter().zip(rows) {
                     let at = at as usize + i;
                     records[at..at + 8].copy_from_slice(&w.to_le_bytes());
                 }
-                i += 8;
             }
-            for c in i..l {
-                for (r, &at) in rows.iter().enumerate() {
-                    records[at as usize + c] = src[c * m + j + r];
-                }
-            }
-            j += 8;
+            i += 8;
         }
-        for (r, &at) in rows_at.iter().enumerate().skip(j) {
+        // The columns past the last square, then the rows past it.
+        for c in i..l {
+            let col = &src[c * m..c * m + full];
+            for (&b, &at) in col.iter().zip(&rows_at[..full]) {
+                records[at as usize + c] = b;
+            }
+        }
+        for (r, &at) in rows_at.iter().enumerate().skip(full) {
             for c in 0..l {
                 records[at as usize + c] = src[c * m + r];
             }

@@ -148,8 +148,7 @@ fn main() {
     // A snapshot of the flight recorder (`ring`, 64 MiB), taken at the end.
     let dir = root.join("snapshot");
     std::fs::create_dir_all(&dir).unwrap();
-    let recording =
-        Recorder::new().policy(Policy::Ring).buffer_size(64 << 20).start().expect("the recording starts");
+    let recording = Recorder::new().policy(Policy::Ring).buffer_size(64 << 20).start().expect("the recording starts");
     serve(requests);
     let snapshot = dir.join("incident.evt");
     recording.snapshot(&snapshot).expect("the snapshot is written");

@@ -187,6 +187,8 @@ pub struct Unpacker {
     dctx: Option<zstd_safe::DCtx<'static>>,
     /// A column image, unpacked before it becomes the records; reused.
     image: Vec<u8>,
+    /// What turning a column image back needs; reused.
+    columns: columns::Scratch,
 }
 
 impl fmt::Debug for Unpacker {
@@ -220,7 +222,7 @@ impl Unpacker {
         let mut image = std::mem::take(&mut self.image);
         // The image is the records and their count (4 bytes).
         let result = self.decompress(flags, packed, limit + 4, &mut image).and_then(|()| {
-            columns::decode(order, &image, limit, records).map_err(|why| {
+            columns::decode_with(order, &image, limit, records, &mut self.columns).map_err(|why| {
                 records.clear();
                 Damage::BadPacking(format!("its columns: {why}"))
             })
@@ -300,6 +302,12 @@ pub mod columns {
     impl Kinds {
         fn new() -> Kinds {
             Kinds { slots: vec![(0, 0); 64], len: 0 }
+        }
+
+        /// Empty again, its table kept.
+        fn clear(&mut self) {
+            self.slots.fill((0, 0));
+            self.len = 0;
         }
 
         /// The group of `key`, and whether it is new (numbered `len` before the call).
@@ -456,20 +464,61 @@ pub mod columns {
     /// `args_at[i]` where its arguments start; returns the offsets ordered by group (each
     /// group's in record order) and where each group's start in that list.
     fn by_group(of: &[u32], args_at: &[u32], sizes: &[(usize, usize)]) -> (Vec<u32>, Vec<usize>) {
-        let mut starts = Vec::with_capacity(sizes.len() + 1);
+        let (mut grouped, mut starts, mut next) = (Vec::new(), Vec::new(), Vec::new());
+        by_group_into(of, args_at, sizes, &mut grouped, &mut starts, &mut next);
+        (grouped, starts)
+    }
+
+    /// [`by_group`] into buffers the caller keeps (`next` a working one).
+    fn by_group_into(
+        of: &[u32],
+        args_at: &[u32],
+        sizes: &[(usize, usize)],
+        grouped: &mut Vec<u32>,
+        starts: &mut Vec<usize>,
+        next: &mut Vec<usize>,
+    ) {
+        starts.clear();
         let mut at = 0;
         for &(_, members) in sizes {
             starts.push(at);
             at += members;
         }
         starts.push(at);
-        let mut next = starts.clone();
-        let mut grouped = vec![0u32; of.len()];
+        next.clear();
+        next.extend_from_slice(starts);
+        grouped.clear();
+        grouped.resize(of.len(), 0);
         for (&g, &a) in of.iter().zip(args_at) {
             grouped[next[g as usize]] = a;
             next[g as usize] += 1;
         }
-        (grouped, starts)
+    }
+
+    /// What [`decode_with`] needs besides the image and the records, kept by a reader from one
+    /// block to the next so that turning an image back allocates nothing once they have grown.
+    pub(crate) struct Scratch {
+        kinds: Kinds,
+        sizes: Vec<(usize, usize)>,
+        of: Vec<u32>,
+        args_at: Vec<u32>,
+        grouped: Vec<u32>,
+        starts: Vec<usize>,
+        next: Vec<usize>,
+    }
+
+    impl Default for Scratch {
+        fn default() -> Scratch {
+            Scratch {
+                kinds: Kinds::new(),
+                sizes: Vec::new(),
+                of: Vec::new(),
+                args_at: Vec::new(),
+                grouped: Vec::new(),
+                starts: Vec::new(),
+                next: Vec::new(),
+            }
+        }
     }
 
     /// Lays out `records` (a block's records area) in columns into `image`, its bytes
@@ -525,14 +574,31 @@ pub mod columns {
     /// The records that `image` lays out in columns, into `records` (its bytes replaced), at
     /// most `limit` bytes; why not, where `image` is not a column image of records that fit.
     pub fn decode(order: Order, image: &[u8], limit: usize, records: &mut Vec<u8>) -> Result<(), String> {
-        let result = decode_checked(order, image, limit, records);
+        decode_with(order, image, limit, records, &mut Scratch::default())
+    }
+
+    /// [`decode`] with buffers the caller keeps from one block to the next.
+    pub(crate) fn decode_with(
+        order: Order,
+        image: &[u8],
+        limit: usize,
+        records: &mut Vec<u8>,
+        scratch: &mut Scratch,
+    ) -> Result<(), String> {
+        let result = decode_checked(order, image, limit, records, scratch);
         if result.is_err() {
             records.clear();
         }
         result
     }
 
-    fn decode_checked(order: Order, image: &[u8], limit: usize, records: &mut Vec<u8>) -> Result<(), String> {
+    fn decode_checked(
+        order: Order,
+        image: &[u8],
+        limit: usize,
+        records: &mut Vec<u8>,
+        scratch: &mut Scratch,
+    ) -> Result<(), String> {
         let n = image.get(..4).map(|b| order.u32(b) as usize).ok_or("fewer than 4 bytes")?;
         if n > limit / RECORD_HEADER_LEN || 4 + n * RECORD_HEADER_LEN > image.len() {
             return Err(format!("{n} records do not fit its {} bytes", image.len()));
@@ -540,10 +606,11 @@ pub mod columns {
         let heads = &image[4..4 + 4 * n];
         let deltas = &image[4 + 4 * n..4 + 8 * n];
         let args = &image[4 + 8 * n..];
-        let mut kinds = Kinds::new();
-        let mut sizes: Vec<(usize, usize)> = Vec::new();
-        let mut of: Vec<u32> = Vec::with_capacity(n);
-        let mut args_at: Vec<u32> = Vec::with_capacity(n);
+        let Scratch { kinds, sizes, of, args_at, grouped, starts, next } = scratch;
+        kinds.clear();
+        sizes.clear();
+        of.clear();
+        args_at.clear();
         let mut total = 0usize;
         for head in heads.chunks_exact(4) {
             let len = usize::from(order.u16(&head[2..]));
@@ -580,10 +647,10 @@ pub mod columns {
             records[at..at + 4].copy_from_slice(&heads[4 * i..4 * i + 4]);
             records[at + 4..at + 8].copy_from_slice(&deltas[4 * i..4 * i + 4]);
         }
-        let (grouped, group_starts) = by_group(&of, &args_at, &sizes);
+        by_group_into(of, args_at, sizes, grouped, starts, next);
         let mut off = 0;
         for (g, &(l, m)) in sizes.iter().enumerate() {
-            let rows = &grouped[group_starts[g]..group_starts[g + 1]];
+            let rows = &grouped[starts[g]..starts[g + 1]];
             scatter_columns(&args[off..off + l * m], records, rows, l);
             off += l * m;
         }

@@ -609,15 +609,21 @@ pub mod columns {
         let Scratch { kinds, sizes, of, args_at, grouped, starts, next } = scratch;
         kinds.clear();
         sizes.clear();
+        // Sized first and written through slices: the loop keeps their lengths in registers.
         of.clear();
+        of.resize(n, 0);
         args_at.clear();
+        args_at.resize(n, 0);
         let mut total = 0usize;
-        for head in heads.chunks_exact(4) {
+        // Members are counted a run at a time: records of one kind come in runs, and a count
+        // kept in memory would make each record wait for the one before.
+        let (mut run_group, mut run) = (0u32, 0usize);
+        for ((head, of), args_at) in heads.chunks_exact(4).zip(of.iter_mut()).zip(args_at.iter_mut()) {
             let len = usize::from(order.u16(&head[2..]));
             if len < RECORD_HEADER_LEN {
                 return Err(format!("a record of length {len}"));
             }
-            args_at.push((total + RECORD_HEADER_LEN) as u32);
+            *args_at = (total + RECORD_HEADER_LEN) as u32;
             total += len;
             if total > limit {
                 return Err(format!("its records are more than a block's {limit} bytes"));
@@ -626,8 +632,17 @@ pub mod columns {
             if new {
                 sizes.push((len - RECORD_HEADER_LEN, 0));
             }
-            sizes[group as usize].1 += 1;
-            of.push(group);
+            if group != run_group {
+                if let Some(size) = sizes.get_mut(run_group as usize) {
+                    size.1 += run;
+                }
+                (run_group, run) = (group, 0);
+            }
+            run += 1;
+            *of = group;
+        }
+        if let Some(size) = sizes.get_mut(run_group as usize) {
+            size.1 += run;
         }
         if total - n * RECORD_HEADER_LEN != args.len() {
             return Err(format!(

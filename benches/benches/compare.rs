@@ -4,7 +4,9 @@
 //! same run. Prints markdown tables for BENCHMARKS.md.
 //!
 //! `cargo bench -p event-benches --bench compare -- [--quick] [--skip-stream] [--skip-dump]`;
-//! with `--features rash`, only the compiled-out case and its baseline.
+//! with `--features rash`, only the compiled-out case and its baseline. `-- --streaming-floor`
+//! measures only the floor, the streaming floor and the default configuration, in one run
+//! (issue 43: how far the default is from what streaming costs at the least).
 
 event_runtime::include_events!("bench.def");
 
@@ -90,8 +92,12 @@ fn main() {
         rash(&plan);
         return;
     }
+    if args.iter().any(|a| a == "--streaming-floor") {
+        configurations(&plan, true);
+        return;
+    }
     micro(&plan);
-    configurations(&plan);
+    configurations(&plan, false);
     common::unpin();
     if !args.iter().any(|a| a == "--skip-stream") {
         streaming(quick);
@@ -220,7 +226,7 @@ enum Sample {
 /// configuration's [`Sample`] and stops; the floor is timed in the same round. A file
 /// configuration's share of events refused (counted lost) is given beside its time: a
 /// refused event takes the refusal path, which is timed with the rest.
-fn configurations(plan: &Plan) {
+fn configurations(plan: &Plan, only_default: bool) {
     use event_runtime::{Policy, Recorder};
     type Make = fn(&Path) -> Recorder;
     const EVENT: u64 = 32;
@@ -291,7 +297,9 @@ fn configurations(plan: &Plan) {
         calibrate(common::word3, plan)
     };
     let nf = calibrate(common::floor::<3>, plan);
+    let configs = if only_default { &configs[..1] } else { &configs[..] };
     let mut floor = Vec::new();
+    let mut stream_floor = Vec::new();
     let mut pages = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];
     let mut lost = vec![(0u64, 0u64); configs.len()];
@@ -299,6 +307,25 @@ fn configurations(plan: &Plan) {
     for _ in 0..plan.rounds {
         floor.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
         pages.push(fresh_page());
+        // The streaming floor, sampled as the default configuration is (bursts the writer keeps
+        // up with, after a pool's worth): its writer thread started unpinned, as the recorder's.
+        {
+            common::unpin();
+            let floor_path = path.with_extension("floor");
+            let mut s = common::StreamFloor::new(&floor_path);
+            common::pin(0);
+            s.run(DEFAULT_ROUND);
+            s.drain();
+            let (mut t, mut timed) = (Duration::ZERO, 0);
+            while timed < n {
+                t += s.run((12 << 20) / EVENT);
+                timed += (12 << 20) / EVENT;
+                s.drain();
+            }
+            drop(s);
+            let _ = std::fs::remove_file(&floor_path);
+            stream_floor.push(t.as_nanos() as f64 / timed as f64);
+        }
         for (i, (_, file, sample, make)) in configs.iter().enumerate() {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(path.with_extension("ring"));
@@ -342,10 +369,16 @@ fn configurations(plan: &Plan) {
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(path.with_extension("ring"));
     let floor = median(&mut floor);
+    let stream_floor = median(&mut stream_floor);
     println!("## Every configuration (`event!`, 3 words, one thread)\n");
     println!("| configuration | ns/event (median) | ratio to the floor | share refused (counted lost) |");
     println!("|---|---:|---:|---:|");
     println!("| floor: cycle counter + store, 3 words | {floor:.2} | 1.00 | |");
+    println!(
+        "| streaming floor: the same into 64 KiB blocks of a 16 MiB pool, another thread writing them to a file, bursts of 12 MiB | {stream_floor:.2} | {:.2} | |",
+        stream_floor / floor
+    );
+    let mut default_time = 0.0;
     for (i, (name, file, _, _)) in configs.iter().enumerate() {
         let m = median(&mut times[i]);
         let share = if *file {
@@ -354,7 +387,15 @@ fn configurations(plan: &Plan) {
             String::new()
         };
         println!("| {name} | {m:.2} | {:.2} | {share} |", m / floor);
+        if i == 0 {
+            default_time = m;
+        }
     }
+    println!(
+        "\nThe default configuration / the streaming floor: **{:.2}** (target ≤ 1.2); the streaming floor / the floor: {:.2}.",
+        default_time / stream_floor,
+        stream_floor / floor
+    );
     let page = median(&mut pages);
     println!(
         "\nFresh memory on this machine: {page:.0} ns to touch a 4 KiB page the program never used \

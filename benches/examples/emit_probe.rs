@@ -12,6 +12,13 @@
 //!
 //! `emit_probe N off` records the disabled kind instead (`-Off` in the control selection).
 //!
+//! `emit_probe N floor PATH` runs the streaming floor instead (no recording: a thread
+//! writing 32-byte records with the cycle counter into 64 KiB blocks of a 16 MiB pool that
+//! another thread writes to PATH and gives back, as `compare`'s streaming floor). Under
+//! callgrind with `--toggle-collect=emit_probe::word3 --toggle-collect=emit_probe::floor`,
+//! only the recording thread's own loop (and what it calls) is counted, whatever the writer
+//! thread does: instructions and, with `--cache-sim=yes`, the cache misses of its stores.
+//!
 //! `emit_probe N steady W` records W events and flushes, then times N more and prints their
 //! cost per event, by the wall clock and by the thread's own CPU time (which leaves out the
 //! time another thread took its core): a steady state to compare configurations in, e.g.
@@ -26,6 +33,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().and_then(|a| a.parse().ok()).expect("usage: emit_probe N [off | steady W]");
     let mode = args.next();
+    if mode.as_deref() == Some("floor") {
+        let path = args.next().expect("usage: emit_probe N floor PATH");
+        floor(n, std::path::Path::new(&path));
+        return;
+    }
     let off = mode.as_deref() == Some("off");
     let steady: Option<u64> =
         if mode.as_deref() == Some("steady") { args.next().and_then(|a| a.parse().ok()) } else { None };
@@ -60,6 +72,62 @@ fn main() {
 fn word3(n: u64) {
     for i in 0..n {
         event!(Word3, black_box(i), i + 1, i + 2);
+    }
+}
+
+/// The streaming floor: `n` 32-byte records with the cycle counter into blocks of a pool,
+/// each full block handed to a thread that writes it to `path` and gives it back (most
+/// recently given back first, as the recorder's pool).
+#[inline(never)]
+fn floor(n: u64, path: &std::path::Path) {
+    use std::io::Write;
+    const BLOCK: usize = 64 << 10;
+    const BLOCKS: usize = 256;
+    const LEN: usize = 32;
+    let (full, to_write) = std::sync::mpsc::channel::<Box<[u8]>>();
+    let (give_back, free) = std::sync::mpsc::channel::<Box<[u8]>>();
+    let mut file = std::fs::File::create(path).expect("the floor's file");
+    let writer = std::thread::spawn(move || {
+        for block in to_write {
+            file.write_all(&block).expect("the floor's file is written");
+            let _ = give_back.send(block);
+        }
+    });
+    let mut spare: Vec<Box<[u8]>> = (0..BLOCKS - 1).map(|_| vec![0u8; BLOCK].into_boxed_slice()).collect();
+    let mut block = vec![0u8; BLOCK].into_boxed_slice();
+    let (mut at, mut last) = (0, ticks());
+    for i in 0..n {
+        let now = ticks();
+        if at + LEN > BLOCK {
+            spare.extend(free.try_iter());
+            let next = spare.pop().unwrap_or_else(|| free.recv().expect("the writer runs"));
+            full.send(std::mem::replace(&mut block, next)).expect("the writer runs");
+            at = 0;
+        }
+        let record = &mut block[at..at + LEN];
+        record[..2].copy_from_slice(&3u16.to_ne_bytes());
+        record[2..4].copy_from_slice(&(LEN as u16).to_ne_bytes());
+        record[4..8].copy_from_slice(&(now.wrapping_sub(last) as u32).to_ne_bytes());
+        for w in 0..3 {
+            record[8 + 8 * w..16 + 8 * w].copy_from_slice(&black_box(i + w as u64).to_ne_bytes());
+        }
+        last = now;
+        at += LEN;
+    }
+    drop(full);
+    let _ = writer.join();
+}
+
+/// The cycle counter (the monotonic clock where there is none).
+fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `rdtsc` has no preconditions; it reads the time-stamp counter.
+    unsafe {
+        std::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64)
     }
 }
 

@@ -81,6 +81,8 @@ struct Line {
 pub(crate) struct Rendered {
     file: usize,
     thread: u64,
+    /// The block's segment in its log (0 for a log of one stream): the tie order's.
+    segment: u32,
     sequence: u64,
     /// The block's place among its log's blocks ([`Block::index`]): of two blocks of one
     /// thread and number (a repeated block), the earlier's lines come first.
@@ -181,6 +183,7 @@ impl Context<'_> {
             None => Rendered {
                 file,
                 thread,
+                segment: 0,
                 sequence: 0,
                 index: 0,
                 offset: 0,
@@ -195,7 +198,8 @@ impl Context<'_> {
                 block: None,
             },
         };
-        (r.file, r.thread, r.sequence, r.index) = (file, thread, block.header.sequence, block.index);
+        (r.file, r.thread, r.segment, r.sequence, r.index) =
+            (file, thread, block.segment, block.header.sequence, block.index);
         (r.offset, r.base_time) = (self.start(file, block.segment) + block.offset, block.header.base_time);
         let thread_text = self.renderer.thread_text(file, thread);
         let seconds = Seconds::new(clock);
@@ -270,7 +274,7 @@ impl Context<'_> {
 
 impl Timed for Rendered {
     fn tie(&self) -> Tie {
-        Tie { log: self.file, thread: self.thread, sequence: self.sequence, index: self.index }
+        Tie { log: self.file, thread: self.thread, segment: self.segment, sequence: self.sequence, index: self.index }
     }
 
     #[inline]

@@ -31,7 +31,7 @@ use crate::read_at::ReadAt;
 use crate::schema::BUILTIN_KIND;
 use crate::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
-    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, Stop, ValueIter, packed_len, unpack_records_into,
+    RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, Stop, Unpacker, ValueIter, packed_len,
     validate_args, verify_block,
 };
 use std::fmt;
@@ -138,6 +138,8 @@ pub struct Decoder<R> {
     done: bool,
     /// A block's records buffer given back ([`BlockSource::recycle`]), for the next block's.
     spare: Vec<u8>,
+    /// Unpacks packed blocks, whatever their packing; its zstd context is kept.
+    unpacker: Unpacker,
 }
 
 /// Below this many bytes, buffers grow by doubling what has arrived, not by whole reads.
@@ -199,6 +201,7 @@ impl<R: Read> Decoder<R> {
             next_index: 0,
             done: false,
             spare: Vec::new(),
+            unpacker: Unpacker::new(),
         })
     }
 
@@ -324,7 +327,9 @@ impl<R: Read> Decoder<R> {
         let body = &self.buf[self.pos + BLOCK_HEADER_LEN..self.pos + BLOCK_HEADER_LEN + header.used as usize];
         let mut records = std::mem::take(&mut self.spare);
         if packed {
-            if let Err(damage) = unpack_records_into(body, self.header.block_size, &mut records) {
+            if let Err(damage) =
+                self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
+            {
                 self.spare = records;
                 return damaged(damage);
             }

@@ -58,6 +58,32 @@ pub fn fuzz_decode(data: &[u8]) {
     if repair_crcs(&mut repaired) {
         decode_both(&repaired);
     }
+    column_image(data);
+}
+
+/// The bytes as a column image (docs/FORMAT.md, "Columns"), in both orders: one that turns
+/// back into records fits the limit, and is what the records lay out in columns again (the
+/// image and the records are one-to-one); and the bytes as a zstd frame, which unpacks within
+/// a block or is refused.
+fn column_image(data: &[u8]) {
+    use crate::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD, Unpacker, columns};
+    let limit = 4096 - BLOCK_HEADER_LEN;
+    for order in [Order::Little, Order::Big] {
+        let mut records = Vec::new();
+        if columns::decode(order, data, limit, &mut records).is_ok() {
+            assert!(records.len() <= limit, "a column image unpacked past its limit");
+            let mut again = Vec::new();
+            assert!(columns::encode(order, &records, &mut again), "records from columns delimit");
+            assert_eq!(again, data, "a column image is what its records lay out");
+        }
+    }
+    let mut unpacker = Unpacker::new();
+    let mut records = Vec::new();
+    for flags in [BLOCK_PACKED | BLOCK_ZSTD, BLOCK_PACKED | BLOCK_ZSTD | BLOCK_COLUMNS, BLOCK_PACKED | BLOCK_COLUMNS] {
+        if unpacker.unpack_into(Order::Little, flags, data, 4096, &mut records).is_ok() {
+            assert!(records.len() <= limit, "a packed block unpacked past the block size");
+        }
+    }
 }
 
 fn decode_both(data: &[u8]) {

@@ -387,7 +387,8 @@ pub(crate) struct Env {
     pub(crate) control: Option<String>,
     pub(crate) policy: Option<(Policy, Duration)>,
     pub(crate) bufsize: Option<u64>,
-    pub(crate) pack: Option<bool>,
+    /// `EVENT_PACK`: `Some(None)` is `off`.
+    pub(crate) pack: Option<Option<event_format::wire::Packing>>,
     pub(crate) bufresize: Option<BufResize>,
     pub(crate) fork: Option<bool>,
     pub(crate) signals: Option<Signals>,
@@ -504,7 +505,9 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             _ => Err(ConfigError::env(variable, v.clone(), "not a choice; write on or off")),
         }
     };
-    env.pack = on_off("EVENT_PACK")?;
+    if let Some(v) = text("EVENT_PACK")? {
+        env.pack = Some(parse_pack(&v).map_err(|message| ConfigError::env("EVENT_PACK", v.clone(), message))?);
+    }
     env.fork = on_off("EVENT_FORK")?;
     if let Some(v) = text("EVENT_BUFRESIZE")? {
         env.bufresize = Some(match v.as_str() {
@@ -590,6 +593,26 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// A policy: `switch`, `ring`, `fill`, or `wait` / `wait=DURATION` (switch, waiting up to
+/// `EVENT_PACK`'s value: `zstd` (or `on`, `1`, `yes`: the default), `zstd:LEVEL`, `lz4`, or
+/// `off` (`0`, `no`); `None` for off.
+fn parse_pack(v: &str) -> Result<Option<event_format::wire::Packing>, String> {
+    use event_format::wire::Packing;
+    match v {
+        "zstd" | "on" | "1" | "yes" => return Ok(Some(Packing::ZSTD)),
+        "lz4" => return Ok(Some(Packing::LZ4)),
+        "off" | "0" | "no" => return Ok(None),
+        _ => {}
+    }
+    if let Some(level) = v.strip_prefix("zstd:") {
+        return match level.parse::<i32>() {
+            Ok(level) if (1..=22).contains(&level) => Ok(Some(Packing { level, ..Packing::ZSTD })),
+            _ => Err(format!("zstd's level {level} is not in 1..=22; write zstd, zstd:LEVEL, lz4 or off")),
+        };
+    }
+    Err("not a packing; write zstd (the default), zstd:LEVEL (1 to 22), lz4 (readable by format 1.1 readers) or off"
+        .to_owned())
+}
+
 /// that long for the writer before refusing an event). Returns the wait, zero when none.
 pub(crate) fn parse_policy(text: &str) -> Result<(Policy, Duration), String> {
     let accepted = "write switch, ring, fill, wait or wait=DURATION (e.g. wait=50ms)";
@@ -780,11 +803,19 @@ mod tests {
         assert_eq!(e.file, Some(PathBuf::from("a.evt")));
         assert_eq!(e.policy, Some((Policy::Fill, Duration::ZERO)));
         assert_eq!(e.bufsize, Some(1 << 20));
-        assert_eq!(env(&[("EVENT_PACK", "off")]).unwrap().pack, Some(false));
-        assert_eq!(env(&[("EVENT_PACK", "on")]).unwrap().pack, Some(true));
+        use event_format::wire::Packing;
+        assert_eq!(env(&[("EVENT_PACK", "off")]).unwrap().pack, Some(None));
+        assert_eq!(env(&[("EVENT_PACK", "on")]).unwrap().pack, Some(Some(Packing::ZSTD)));
+        assert_eq!(env(&[("EVENT_PACK", "zstd")]).unwrap().pack, Some(Some(Packing::ZSTD)));
+        assert_eq!(env(&[("EVENT_PACK", "lz4")]).unwrap().pack, Some(Some(Packing::LZ4)));
+        assert_eq!(env(&[("EVENT_PACK", "zstd:9")]).unwrap().pack, Some(Some(Packing { level: 9, ..Packing::ZSTD })));
+        assert_eq!(
+            env(&[("EVENT_PACK", "zstd:30")]).unwrap_err().to_string(),
+            "EVENT_PACK=\"zstd:30\": zstd's level 30 is not in 1..=22; write zstd, zstd:LEVEL, lz4 or off"
+        );
         assert_eq!(
             env(&[("EVENT_PACK", "maybe")]).unwrap_err().to_string(),
-            "EVENT_PACK=\"maybe\": not a choice; write on or off"
+            "EVENT_PACK=\"maybe\": not a packing; write zstd (the default), zstd:LEVEL (1 to 22), lz4 (readable by format 1.1 readers) or off"
         );
         assert_eq!(env(&[]).unwrap(), Env::default());
         assert_eq!(env(&[("EVENT_FORK", "off")]).unwrap().fork, Some(false));

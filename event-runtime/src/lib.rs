@@ -156,6 +156,9 @@ pub mod __private;
 pub use annotate::{intern, label, message};
 pub use capture::{Capture, Captured, capture};
 pub use config::{BufResize, ConfigError, Keep, Policy, Rotate, Signals};
+/// How the writer packs blocks ([`Recorder::packing`], `EVENT_PACK`): re-exported from
+/// `event-format`, whose [`Packing`] docs say what each costs.
+pub use event_format::wire::{Codec, Packing};
 pub use event_macros::include_events;
 pub use event_set::EventSet;
 pub use recorder::{

@@ -77,7 +77,7 @@ pub(crate) struct Shared {
     /// The stream's header, which a snapshot's starts from.
     pub(crate) header: event_format::wire::Header,
     /// Whether blocks are packed before they reach a file (a snapshot's too).
-    pub(crate) pack: bool,
+    pub(crate) pack: Option<event_format::wire::Packing>,
     /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
     pub(crate) triggers: Option<crate::trigger::Triggers>,
     /// The limits and histograms (`aggregate`), if the recording has any.

@@ -11,7 +11,7 @@ use crate::segments::Segments;
 use crate::space::{Room, is_no_space, make_room};
 use event_format::builtin::{DROPPED, THREAD_NAME};
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, RecordIter, Stop, StopCause, Text, Value};
-use event_format::wire::{pack_block, stop_block};
+use event_format::wire::{Packer, Packing, stop_block};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
@@ -58,8 +58,9 @@ pub(crate) struct Sinks {
     /// What the blocks written so far hold, for the clean-stop marker (docs/FORMAT.md, "The
     /// clean stop").
     written: Stop,
-    /// Pack blocks before writing them (docs/FORMAT.md, "Packed blocks").
-    pack: bool,
+    /// Packs blocks before they are written, when packing is on (docs/FORMAT.md, "Packed
+    /// blocks"): the writer's one packing call is [`Sinks::emit`]'s `Packer::pack`.
+    packer: Option<Packer>,
     /// Where a block is packed; reused.
     packed: Vec<u8>,
     /// Bytes written to the event file (or segment).
@@ -91,19 +92,19 @@ pub(crate) struct Sinks {
 
 impl Sinks {
     /// Sinks to `file` (claimed by `files::claim`, or a recording's first segment with its
-    /// `segments`) and, when `memory`, to memory; blocks packed when `pack`; room for a stop
-    /// block of `block_size` bytes kept after the file's end.
+    /// `segments`) and, when `memory`, to memory; blocks packed as `pack` says (`None`: not);
+    /// room for a stop block of `block_size` bytes kept after the file's end.
     pub(crate) fn new(
         file: Option<(PathBuf, File)>,
         memory: bool,
-        pack: bool,
+        pack: Option<Packing>,
         block_size: u32,
         segments: Option<Segments>,
     ) -> Sinks {
         Sinks {
             file,
             memory: memory.then(Vec::new),
-            pack,
+            packer: pack.map(Packer::new),
             reserve: u64::from(block_size),
             segments,
             ..Sinks::default()
@@ -268,7 +269,7 @@ impl Sinks {
             }
         }
         self.last_time = BlockHeader::read(Order::NATIVE, block).base_time.max(self.last_time);
-        let result = self.emit(block, self.pack && !hurry, true);
+        let result = self.emit(block, !hurry, true);
         match result {
             Some(Err(e)) => {
                 self.unwritten_events = self.unwritten_events.saturating_add(counts.0 + counts.1);
@@ -286,14 +287,14 @@ impl Sinks {
         self.add(counts);
     }
 
-    /// Writes `block` to every sink, packed when `pack` and worth it, with room kept after it
-    /// for a stop block when `reserve`; the file's result (`None` without a file). Counts
-    /// nothing.
+    /// Writes `block` to every sink, packed when packing is on, `pack` (the writer is not in a
+    /// hurry) and it is worth it, with room kept after it for a stop block when `reserve`; the
+    /// file's result (`None` without a file). Counts nothing.
     fn emit(&mut self, block: &[u8], pack: bool, reserve: bool) -> Option<io::Result<()>> {
         // Taken out and put back: `write_file` borrows the whole of `self`.
         let mut packed = std::mem::take(&mut self.packed);
         packed.clear();
-        let is_packed = pack && pack_block(Order::NATIVE, block, &mut packed);
+        let is_packed = pack && self.packer.as_mut().is_some_and(|p| p.pack(Order::NATIVE, block, &mut packed));
         let bytes: &[u8] = if is_packed { &packed } else { block };
         if let Some(memory) = &mut self.memory {
             memory.extend_from_slice(bytes);
@@ -521,7 +522,7 @@ impl Sinks {
         let stop = Stop { cause, unwritten: self.unwritten_events, ..self.written };
         let block = stop_block(Order::NATIVE, self.reserve as u32, self.recorder_sequence, time, &stop);
         self.recorder_sequence += 1;
-        if let Some(Err(e)) = self.emit(&block, self.pack, false) {
+        if let Some(Err(e)) = self.emit(&block, true, false) {
             self.give_up(&e);
         }
     }

@@ -13,6 +13,19 @@
 //! - `v2.0.1-without-host.evt`: a 2.0.1 header that ends right after its sets;
 //! - `ring-1.0.0-word-104.ring`: a ring file of layout 1.0.0 whose reserved word at offset 104
 //!   is not 0.
+//!
+//! The fourth round (issue 43, /work/shared/format-t4/README.md), each settled by a sentence
+//! of docs/FORMAT.md that the test below keeps:
+//!
+//! - `S14-segment-tie/`: two segments whose records tie at equal time and thread;
+//! - `S15-stop-of-40-bytes.evt`, `S15-2.0.1-stream-with-48-byte-stop.evt`: a `Stop` with a
+//!   cause and no `unwritten`, and a 2.0.1 stream whose `Stop` has both;
+//! - `S16-block0-damaged.ring`: a slot whose block 0 is damaged and block 1 kept, with pins;
+//! - `S17-refused-header/`: a recording whose segment 1's header is damaged;
+//! - `S19-pins-numbered-below-0.ring`, `S19-pinned-stop.ring`: pins put back that would need
+//!   numbers below 0, and a pinned `Stop`;
+//! - `R4-kept-none-first-sequence-0.ring`, `R4-block0-only-damaged.ring`: slots that kept no
+//!   block, whose rings never passed block 0.
 
 use crate::common::DUMP;
 use std::path::PathBuf;
@@ -106,4 +119,107 @@ fn a_2_0_1_header_that_ends_with_its_sets_is_read_without_a_host() {
     let stats = dump(&["stats", &data("v2.0.1-without-host.evt")]);
     assert!(stats.status.success());
     assert!(text(&stats).contains("1 events in 1 blocks"), "{}", text(&stats));
+}
+
+/// S14: sequence numbers restart in each segment, so the tie order of equal times and threads
+/// compares segments before sequences: segment 0's record comes before segment 1's
+/// (docs/FORMAT.md, "Merging", step 3). `print` put segment 1's block 0 first.
+#[test]
+fn records_of_equal_time_and_thread_come_in_segment_order() {
+    let out = dump(&["print", &data("S14-segment-tie")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<String> = text(&out).lines().map(|l| l.split(' ').nth(3).unwrap_or("").to_owned()).collect();
+    assert_eq!(lines, ["n=0", "n=1", "n=10"], "{}", text(&out));
+}
+
+/// S15: a `Stop` whose arguments hold a cause but no `unwritten` (40 bytes) reads as cause 0
+/// with nothing unwritten (docs/FORMAT.md, "The clean stop").
+#[test]
+fn a_stop_with_a_cause_but_no_unwritten_reads_as_stopped() {
+    let stats = text(&dump(&["stats", &data("S15-stop-of-40-bytes.evt")]));
+    assert!(stats.contains("stopped cleanly: the writer wrote 1 blocks, 1 events and counted 0 lost"), "{stats}");
+    assert!(!stats.contains("not written"), "{stats}");
+}
+
+/// S15: the `Stop`'s appended arguments are read whatever the stream's version: a 2.0.1
+/// stream's 48-byte `Stop` says its cause (disk full) and its events not written, which are
+/// counted lost.
+#[test]
+fn a_stops_cause_is_read_in_a_stream_of_an_older_minor() {
+    let log = data("S15-2.0.1-stream-with-48-byte-stop.evt");
+    let stats = text(&dump(&["stats", &log]));
+    assert!(stats.contains("format 2.0.1"), "{stats}");
+    assert!(stats.contains("disk full: 5 events not written"), "{stats}");
+    assert!(stats.contains("5 events lost"), "{stats}");
+}
+
+/// S16: "the slot still holds its block 0" means the reader kept a verified block 0: a
+/// damaged block 0 with block 1 kept puts the pins older than block 1 back as a new block 0
+/// (docs/FORMAT.md, "Pin area").
+#[test]
+fn a_damaged_block_0_puts_the_pins_back_as_block_0() {
+    let ring = data("S16-block0-damaged.ring");
+    let check = text(&dump(&["check", &ring]));
+    assert!(check.contains("pin area: 2 pinned records put back in 1 blocks, 0 pins dropped"), "{check}");
+    assert!(check.contains("damaged: slot 0, block 0: checksum mismatch"), "{check}");
+    let print = text(&dump(&["print", &ring, "--raw-ticks"]));
+    let values: Vec<&str> = print.lines().filter_map(|l| l.split(' ').nth(3)).collect();
+    assert_eq!(values, ["n=1", "n=2", "n=100", "n=101"], "{print}");
+}
+
+/// S17: a segment whose header is refused while the log is gathered is known as no segment:
+/// the command refuses, naming the file and why, and the other segments read when named alone.
+#[test]
+fn a_segment_whose_header_is_damaged_before_reading_refuses_the_directory() {
+    let dir = data("S17-refused-header");
+    let out = dump(&["check", &dir]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("r.000001.evt: header checksum mismatch"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let rest = dump(&["check", &format!("{dir}/r.000000.evt"), &format!("{dir}/r.000002.evt")]);
+    assert!(text(&rest).contains("gap: segment 1 missing before r.000002.evt"), "{}", text(&rest));
+}
+
+/// S19: pins put back that would need block numbers below 0 are left out, oldest first, and
+/// counted with the area's own pins dropped (4 in the area's word, 3 left out here).
+#[test]
+fn pins_that_would_be_numbered_below_0_are_counted_as_dropped() {
+    let stats = text(&dump(&["stats", &data("S19-pins-numbered-below-0.ring")]));
+    assert!(stats.contains("pin area: 3 pinned records put back in 3 blocks, 7 pins dropped"), "{stats}");
+}
+
+/// S19: a pinned `Stop` is put back in its block like any record, and, being no event, is
+/// not counted among the pinned records put back.
+#[test]
+fn a_pinned_stop_is_put_back_but_not_counted() {
+    let ring = data("S19-pinned-stop.ring");
+    let check = dump(&["check", &ring]);
+    assert!(check.status.success(), "{}", text(&check));
+    assert!(
+        text(&check).contains("pin area: 0 pinned records put back in 1 blocks, 0 pins dropped"),
+        "{}",
+        text(&check)
+    );
+    assert!(text(&check).contains("4 blocks, 6 events"), "{}", text(&check));
+}
+
+/// R4: a slot that kept no block and whose ring never passed block 0 puts its pins back in
+/// blocks numbered from 0, as for a thread no slot holds: nothing pinned is lost.
+#[test]
+fn a_slot_that_kept_no_block_puts_its_pins_back_from_block_0() {
+    for (name, pinned, values) in [
+        ("R4-kept-none-first-sequence-0.ring", 1, &["n=1"][..]),
+        ("R4-block0-only-damaged.ring", 2, &["n=1", "n=2"][..]),
+    ] {
+        let ring = data(name);
+        let stats = text(&dump(&["stats", &ring]));
+        assert!(
+            stats.contains(&format!("pin area: {pinned} pinned records put back in 1 blocks, 0 pins dropped")),
+            "{name}: {stats}"
+        );
+        let print = text(&dump(&["print", &ring]));
+        let got: Vec<&str> = print.lines().filter_map(|l| l.split(' ').nth(3)).collect();
+        assert_eq!(got, values, "{name}: {print}");
+    }
 }

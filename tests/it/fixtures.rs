@@ -7,15 +7,16 @@
 //! events.def (since 1.1, every other block packed; since 2.0.1, with the producer's host and
 //! ending with the clean-stop marker's block; since 2.0.2, with a recording id; since 2.0.3,
 //! with a segment property and a stop marker of five arguments; since 2.1.0, with labels and
-//! an earlier property). Run with `UPDATE_FIXTURES=1` to write
+//! an earlier property, and the packed blocks cycle through LZ4, zstd over columns and zstd
+//! over rows). Run with `UPDATE_FIXTURES=1` to write
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::wire::{
-    BlockHeader, BlockWriter, Clock, ClockSource, Earlier, EarlierRemoval, FORMAT_VERSION, Header, Order, Producer,
-    RecordingId, Segment, Stop, Text, Value, pack_block, stop_block,
+    BlockHeader, BlockWriter, Clock, ClockSource, Earlier, EarlierRemoval, FORMAT_VERSION, Header, Order, Packer,
+    Packing, Producer, RecordingId, Segment, Stop, Text, Value, stop_block,
 };
 use event_format::{def, text};
 use std::path::PathBuf;
@@ -243,11 +244,16 @@ fn written(stream: &[u8]) -> Stop {
     stop
 }
 
-/// Appends a finished block: packed when it is an odd-numbered block of the stream.
+/// The packings the fixture's packed blocks cycle through (since 2.1.0).
+const PACKINGS: [Packing; 3] = [Packing::LZ4, Packing::ZSTD, Packing { columns: false, ..Packing::ZSTD }];
+
+/// Appends a finished block: packed when it is an odd-numbered block of the stream, by each
+/// of [`PACKINGS`] in turn.
 fn emit(out: &mut Vec<u8>, block: Vec<u8>, order: Order) {
     let count = EMITTED.with(|c| c.replace(c.get() + 1));
     if count % 2 == 1 {
-        assert!(pack_block(order, &block, out), "fixture blocks are worth packing");
+        let packing = PACKINGS[(count / 2) % PACKINGS.len()];
+        assert!(Packer::new(packing).pack(order, &block, out), "fixture blocks are worth packing ({packing:?})");
     } else {
         out.extend(block);
     }
@@ -349,6 +355,19 @@ fn the_current_version_has_packed_and_whole_blocks() {
     let blocks: Vec<_> = Decoder::new(&le[..]).unwrap().map(|b| b.unwrap()).collect();
     let packed = blocks.iter().filter(|b| b.header.flags & event_format::wire::BLOCK_PACKED != 0).count();
     assert!(packed > 0 && packed < blocks.len(), "{packed} of {} packed", blocks.len());
+}
+
+#[test]
+fn the_current_version_has_a_block_of_every_packing() {
+    use event_format::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD};
+    for name in ["tour-le.evt", "tour-be.evt"] {
+        let order = if name == "tour-le.evt" { Order::Little } else { Order::Big };
+        let stream = read(name, || generate_current(order));
+        let flags: std::collections::BTreeSet<u16> =
+            Decoder::new(&stream[..]).unwrap().map(|b| b.unwrap().header.flags).collect();
+        let every = [0, BLOCK_PACKED, BLOCK_PACKED | BLOCK_ZSTD | BLOCK_COLUMNS, BLOCK_PACKED | BLOCK_ZSTD];
+        assert_eq!(flags, every.into_iter().collect(), "{name}");
+    }
 }
 
 #[test]

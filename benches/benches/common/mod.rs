@@ -140,6 +140,113 @@ pub fn floor<const WORDS: usize>(n: u64) -> Duration {
     start.elapsed()
 }
 
+/// The streaming floor (issue 43): what streaming events to a file costs the recording thread
+/// at the least. The thread reads the cycle counter and stores a 32-byte record (as
+/// [`floor`]`::<3>`) into a block of a fixed pool (256 blocks of 64 KiB: the default's 16 MiB);
+/// a full block goes to another thread, which writes it to a file and gives it back; the
+/// thread takes the next free block. No lock on the record's path, one hand-off a block, the
+/// file written as it is: the physical limit that any streaming recorder pays, against which
+/// the default configuration (`switch` to a file) is compared in the same run.
+pub struct StreamFloor {
+    full: Option<std::sync::mpsc::Sender<Box<[u8]>>>,
+    /// Blocks the writer gave back.
+    free: std::sync::mpsc::Receiver<Box<[u8]>>,
+    /// Free blocks at hand, taken back from `free`.
+    spare: Vec<Box<[u8]>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    block: Box<[u8]>,
+    at: usize,
+    last: u64,
+}
+
+impl StreamFloor {
+    /// Block size and count: the recorder's defaults.
+    const BLOCK: usize = 64 << 10;
+    const BLOCKS: usize = 256;
+
+    /// A pool whose writer thread writes full blocks to `path` (created, truncated).
+    pub fn new(path: &std::path::Path) -> StreamFloor {
+        use std::io::Write;
+        let (full, to_write) = std::sync::mpsc::channel::<Box<[u8]>>();
+        let (give_back, free) = std::sync::mpsc::channel::<Box<[u8]>>();
+        let mut file = std::fs::File::create(path).expect("the floor's file can be created");
+        let writer = std::thread::spawn(move || {
+            for block in to_write {
+                file.write_all(&block).expect("the floor's file is written");
+                if give_back.send(block).is_err() {
+                    break;
+                }
+            }
+        });
+        StreamFloor {
+            full: Some(full),
+            free,
+            spare: (0..Self::BLOCKS - 1).map(|_| vec![0u8; Self::BLOCK].into_boxed_slice()).collect(),
+            writer: Some(writer),
+            block: vec![0u8; Self::BLOCK].into_boxed_slice(),
+            at: 0,
+            last: ticks(),
+        }
+    }
+
+    /// Records `n` events; the time it took.
+    pub fn run(&mut self, n: u64) -> Duration {
+        const LEN: usize = 32;
+        let start = Instant::now();
+        for i in 0..n {
+            let now = ticks();
+            if self.at + LEN > self.block.len() {
+                self.hand_on();
+            }
+            let record = &mut self.block[self.at..self.at + LEN];
+            record[..2].copy_from_slice(&3u16.to_ne_bytes());
+            record[2..4].copy_from_slice(&(LEN as u16).to_ne_bytes());
+            record[4..8].copy_from_slice(&(now.wrapping_sub(self.last) as u32).to_ne_bytes());
+            for w in 0..3 {
+                record[8 + 8 * w..16 + 8 * w].copy_from_slice(&(i + w as u64).to_ne_bytes());
+            }
+            self.last = now;
+            self.at += LEN;
+        }
+        start.elapsed()
+    }
+
+    /// Hands the current block to the writer and takes a free one, most recently given back
+    /// first, as the recorder's pool does (waiting for one: the floor loses nothing).
+    #[cold]
+    #[inline(never)]
+    fn hand_on(&mut self) {
+        self.spare.extend(self.free.try_iter());
+        let next = match self.spare.pop() {
+            Some(b) => b,
+            None => self.free.recv().expect("the floor's writer runs"),
+        };
+        let full = std::mem::replace(&mut self.block, next);
+        self.full.as_ref().expect("not stopped").send(full).expect("the floor's writer runs");
+        self.at = 0;
+    }
+
+    /// Hands on the current block and waits until the writer has written every block (untimed,
+    /// as the recorder's `flush`).
+    pub fn drain(&mut self) {
+        if self.at > 0 {
+            self.hand_on();
+        }
+        while self.spare.len() + 1 < Self::BLOCKS {
+            self.spare.push(self.free.recv().expect("the floor's writer runs"));
+        }
+    }
+}
+
+impl Drop for StreamFloor {
+    fn drop(&mut self) {
+        drop(self.full.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
 // ---- this recorder -----------------------------------------------------------------------
 
 /// Starts the recording the recorder's cases run under: the `ring` policy (each thread

@@ -259,7 +259,13 @@ impl Held {
 impl Timed for Held {
     fn tie(&self) -> Tie {
         let h = &self.block.header;
-        Tie { log: self.log, thread: h.thread, sequence: h.sequence, index: self.block.index }
+        Tie {
+            log: self.log,
+            thread: h.thread,
+            segment: self.block.segment,
+            sequence: h.sequence,
+            index: self.block.index,
+        }
     }
 
     fn first(&self) -> At {

@@ -7,8 +7,8 @@
 //! items of one log and thread in time order, each with a position in its piece. An item's
 //! [`Place`] is its key (ticks of one log, wall-clock nanoseconds of several) and then the tie
 //! order of equal keys that docs/FORMAT.md ("Merging") states: the log's place in the list,
-//! the thread id, the block's sequence number, the block's place in its log and the item's
-//! position in its piece.
+//! the thread id, the block's segment (of a recording of segments), the block's sequence
+//! number, the block's place in its log and the item's position in its piece.
 //!
 //! [`Order`] holds the pieces in chains: the pieces of one thread of one log that follow one
 //! another in time, one after another (a piece whose first item is not after its chain's last
@@ -24,9 +24,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::ops::ControlFlow;
 
-/// An item's place in the merge's order: (key, log, thread, block sequence, block's place in
-/// its log, position in its piece); see the module docs.
-pub type Place = (i128, usize, u64, u64, u64, usize);
+/// An item's place in the merge's order: (key, log, thread, block's segment, block sequence,
+/// block's place in its segment, position in its piece); see the module docs.
+pub type Place = (i128, usize, u64, u32, u64, u64, usize);
 
 /// Where an item is in its piece, and its time in ticks.
 pub type At = (usize, u64);
@@ -39,6 +39,11 @@ pub struct Tie {
     pub log: usize,
     /// The thread whose block it is.
     pub thread: u64,
+    /// The block's segment in its log ([`Block::segment`](crate::decode::Block::segment)), 0
+    /// for a log of one stream: sequence numbers restart in each segment, so of two blocks of
+    /// one thread and equal times, the earlier segment's comes first (docs/FORMAT.md,
+    /// "Merging").
+    pub segment: u32,
     /// The block's sequence number.
     pub sequence: u64,
     /// The block's place among its log's blocks ([`Block::index`](crate::decode::Block::index)):
@@ -87,7 +92,7 @@ impl Keys {
     #[inline]
     pub fn place<T: Timed>(&self, piece: &T, (pos, time): At) -> Place {
         let o = piece.tie();
-        (self.key(o.log, time), o.log, o.thread, o.sequence, o.index, pos)
+        (self.key(o.log, time), o.log, o.thread, o.segment, o.sequence, o.index, pos)
     }
 
     /// Where the run of `piece`'s items from `at` that come no later than `bound` in the
@@ -276,7 +281,7 @@ impl<T: Timed> Order<T> {
         if let Some(key) = self.mark.key() {
             // Every item of a key below the mark's (ties wait: a later piece may hold an item
             // of the same time that comes first).
-            let limit = (key.saturating_sub(1), usize::MAX, u64::MAX, u64::MAX, u64::MAX, usize::MAX);
+            let limit = (key.saturating_sub(1), usize::MAX, u64::MAX, u32::MAX, u64::MAX, u64::MAX, usize::MAX);
             while self.heap.peek().is_some_and(|Reverse((first, _))| first.0 < key) {
                 self.run(emit, Some(limit))?;
             }
@@ -402,7 +407,7 @@ mod tests {
     }
 
     fn piece(thread: u64, sequence: u64, times: &[u64]) -> Times {
-        Times { tie: Tie { log: 0, thread, sequence, index: sequence }, times: times.to_vec() }
+        Times { tie: Tie { log: 0, thread, segment: 0, sequence, index: sequence }, times: times.to_vec() }
     }
 
     /// What `take` hands on, one at a time, and what runs hand on, agree, in the tie order.

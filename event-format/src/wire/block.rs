@@ -178,8 +178,8 @@ pub fn verify_block(order: Order, block: &[u8]) -> Result<BlockHeader, Damage> {
         return Err(Damage::CrcMismatch { stored: header.crc, computed });
     }
     // Flags are covered by the CRC: checked after it, an unknown flag is a newer writer's,
-    // not a flipped bit.
-    if header.flags & !BLOCK_PACKED != 0 {
+    // not a flipped bit. Bits 1 and 2 (zstd, columns) mean nothing without bit 0.
+    if !super::pack::flags_known(header.flags) {
         return Err(Damage::UnknownFlags(header.flags));
     }
     Ok(header)
@@ -223,7 +223,8 @@ pub fn pack_block(order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
     true
 }
 
-/// The records of a verified packed block (`packed` is its compressed records area) in a
+/// The records of a verified packed block of LZ4 ([`BLOCK_PACKED`] alone; a reader of any
+/// packing uses an [`Unpacker`](super::Unpacker)) (`packed` is its compressed records area) in a
 /// stream of blocks of `block_size` bytes: at most `block_size - 48` bytes, or
 /// [`Damage::BadPacking`]. Allocates no more than the compressed bytes can expand to.
 pub fn unpack_records(packed: &[u8], block_size: u32) -> Result<Vec<u8>, Damage> {
@@ -236,7 +237,12 @@ pub fn unpack_records(packed: &[u8], block_size: u32) -> Result<Vec<u8>, Damage>
 /// block is allocated once and zero-filled only where it grows (the decompressor writes into
 /// initialized bytes). On an error, `records` holds no records.
 pub fn unpack_records_into(packed: &[u8], block_size: u32, records: &mut Vec<u8>) -> Result<(), Damage> {
-    let limit = (block_size as usize).saturating_sub(BLOCK_HEADER_LEN);
+    unpack_lz4_into(packed, (block_size as usize).saturating_sub(BLOCK_HEADER_LEN), records)
+}
+
+/// One LZ4 block, `packed`, decompressed into `records` (its bytes replaced), at most `limit`
+/// bytes.
+pub(super) fn unpack_lz4_into(packed: &[u8], limit: usize, records: &mut Vec<u8>) -> Result<(), Damage> {
     // LZ4 expands at most 255 times (plus a few bytes): a lying block size costs nothing.
     let room = limit.min(packed.len().saturating_mul(255).saturating_add(16));
     records.resize(room, 0);

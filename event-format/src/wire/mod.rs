@@ -8,6 +8,7 @@ mod block;
 pub mod body;
 mod errors;
 mod header;
+mod pack;
 mod properties;
 mod put;
 mod record;
@@ -22,6 +23,9 @@ pub use errors::{EncodeError, HeaderError};
 pub use header::{
     Clock, ClockSource, Header, Producer, records_histograms, records_host, records_properties, records_stop,
     records_stop_cause,
+};
+pub use pack::{
+    BLOCK_COLUMNS, BLOCK_ZSTD, Codec, KNOWN_FLAGS, Packer, Packing, Unpacker, ZSTD_MAGIC, columns, flags_known,
 };
 pub use properties::{
     Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, PROPERTY_HEAD, Properties,
@@ -74,8 +78,10 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
 /// arguments and skips the property by its length), and the snapshot property
 /// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
-/// minor: a 2.0.2 reader skips it by its length); 2.1.0 (a median step, for packing
-/// of another kind, docs/FORMAT.md's table) and with it the `tracing` bridge's spans as spans:
+/// minor: a 2.0.2 reader skips it by its length); 2.1.0 (a median step) the zstd packing and
+/// the records in columns ([`BLOCK_ZSTD`], [`BLOCK_COLUMNS`]: new block flags; a 2.0 reader
+/// skips such a block as a newer writer's, and refuses the stream unless forced), and with it
+/// the `tracing` bridge's spans as spans:
 /// `SpanOpen`, `SpanClose`, `SpanRecord`, `SpanFollows` and the recorder's `SpanCurrent`
 /// ([`crate::builtin::SPAN_OPEN`] ..= [`crate::builtin::SPAN_CURRENT`]), the built-in events
 /// `Suppressed` and `Histogram`, the header's labels ([`Properties::labels`], tag 5: `service`,
@@ -97,9 +103,10 @@ pub const MAGIC: [u8; 8] = [0x89, b'E', b'V', b'T', b'\r', b'\n', 0x1A, b'\n'];
 
 /// The first word of every block header, in the stream's byte order.
 pub const BLOCK_SYNC: u32 = 0xEB10_C4ED;
-/// Block flag (since 1.1): the records area is compressed (the LZ4 block format) and the
-/// block takes only its header plus `used` bytes rounded up to a multiple of 8 in the
-/// stream, not the whole block size (docs/FORMAT.md, "Packed blocks").
+/// Block flag (since 1.1): the records area is compressed (the LZ4 block format, or since 2.1
+/// zstd where [`BLOCK_ZSTD`] is set too) and the block takes only its header plus `used` bytes
+/// rounded up to a multiple of 8 in the stream, not the whole block size (docs/FORMAT.md,
+/// "Packed blocks").
 pub const BLOCK_PACKED: u16 = 0x0001;
 /// Size of a block header in bytes.
 pub const BLOCK_HEADER_LEN: usize = 48;

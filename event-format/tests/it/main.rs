@@ -13,6 +13,7 @@ mod packed;
 mod regressions;
 mod segments;
 mod select;
+mod zstd;
 
 pub(crate) use test_scratch::Scratch;
 

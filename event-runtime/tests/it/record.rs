@@ -301,13 +301,30 @@ fn packed_streams_hold_the_same_events_in_less_space() {
     };
     assert!(flags(&whole).iter().all(|&f| f == 0), "pack(false) writes whole blocks");
     let packed_flags = flags(&packed);
+    use event_format::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD};
     assert!(
-        packed_flags.iter().all(|&f| f == event_format::wire::BLOCK_PACKED),
-        "an idle writer packs every block: {packed_flags:?}"
+        packed_flags.iter().all(|&f| f == BLOCK_PACKED | BLOCK_ZSTD | BLOCK_COLUMNS),
+        "an idle writer packs every block, by default with zstd over columns: {packed_flags:?}"
     );
     assert_eq!(decode(&packed), decode(&whole));
     assert_eq!(decode(&whole).iter().filter(|s| s.name == "ArenaDestroy").count(), 20_000);
     assert!(packed.len() * 3 < whole.len(), "{} bytes packed, {} whole", packed.len(), whole.len());
+    // LZ4, as `EVENT_PACK=lz4` asks: what format 1.1 readers read.
+    let recording = Recorder::new()
+        .memory()
+        .block_size(4096)
+        .deterministic_clock()
+        .packing(event_runtime::Packing::LZ4)
+        .start()
+        .unwrap();
+    for i in 0..20_000u64 {
+        event!(ArenaDestroy, 0x1000usize, i);
+    }
+    event_runtime::flush();
+    let lz4 = recording.stop().unwrap();
+    assert!(flags(&lz4).iter().all(|&f| f == BLOCK_PACKED), "{:?}", flags(&lz4));
+    assert_eq!(decode(&lz4), decode(&whole));
+    assert!(packed.len() < lz4.len(), "zstd {} bytes, LZ4 {}", packed.len(), lz4.len());
 }
 
 /// A record the program asked for: its code and values.

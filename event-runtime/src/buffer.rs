@@ -170,9 +170,9 @@ impl ThreadBuffer {
                     (Home::Nowhere, 1)
                 }
             }
-        } else if shared.policy == Policy::Ring {
-            let blocks = u64::from(shared.heap_ring_blocks);
-            let lane = Arc::new(Lane::new(thread, blocks as usize, block_size, true));
+        } else if let Some(rings) = &shared.heap_rings {
+            let blocks = u64::from(rings.lock().blocks());
+            let lane = Arc::new(Lane::ring(thread, Arc::clone(rings)));
             if shared.add_lane(&lane) {
                 (Home::Lane(LaneWriter::new(lane)), blocks)
             } else {
@@ -584,7 +584,15 @@ impl ThreadBuffer {
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
     /// were refused since the last one.
     fn start_block(&mut self, now: u64) {
-        self.index = (self.sequence % self.ring_blocks) as usize;
+        self.index = match &self.home {
+            // A ring on the heap: the block its pool gives (`ringpool`), before the lane's
+            // lock is taken (the pool's lock comes first).
+            Home::Lane(writer) if writer.is_ring() => match writer.next_ring_block(self.sequence) {
+                Some(index) => index,
+                None => return self.set_writable(false),
+            },
+            _ => (self.sequence % self.ring_blocks) as usize,
+        };
         self.end = BLOCK_HEADER_LEN;
         self.base_time = now;
         self.time = now;
@@ -848,6 +856,20 @@ impl ThreadBuffer {
     /// there, finished) and the current one up to its committed end. What the traceback
     /// decodes (`traceback`).
     fn recent_blocks(&mut self) -> Vec<Vec<u8>> {
+        if let Home::Lane(writer) = &self.home
+            && writer.is_ring()
+        {
+            // A ring on the heap: its blocks are the pool's, copied under its lock.
+            let from = self.sequence.saturating_sub(1);
+            return writer
+                .copy_ring(from)
+                .into_iter()
+                .map(|b| {
+                    let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
+                    b[..(BLOCK_HEADER_LEN + used).min(b.len())].to_vec()
+                })
+                .collect();
+        }
         let mut blocks = Vec::new();
         let (end, ring, index) = (self.end, self.ring_blocks, self.index);
         let previous =
@@ -942,6 +964,10 @@ impl Drop for ThreadBuffer {
         let pool = self.is_pool();
         self.flush(true);
         self.end_losses();
+        if let Home::Lane(writer) = &self.home {
+            // A ring keeps its blocks for the stop, until other rings need them.
+            writer.close_ring();
+        }
         // After its last block and report were handed on to the writer (a pool block; a
         // ring-file block is copied by the stop, which may still need the name, as it does
         // a lane the stop took meanwhile): the writer forgets its name once it has written

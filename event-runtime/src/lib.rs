@@ -137,6 +137,7 @@ pub mod read;
 mod recorder;
 mod recording;
 mod ringfile;
+mod ringpool;
 mod segments;
 mod session;
 mod sink;

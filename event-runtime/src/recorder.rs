@@ -836,7 +836,9 @@ impl Recorder {
         } else {
             Exchange::new(0, bs as usize, None)
         };
-        let heap_ring_blocks = (blocks / u64::from(self.ring_threads)).clamp(2, 1 << 16) as u32;
+        // Under `ring`, the threads' rings on the heap share the whole buffer (`ringpool`).
+        let heap_rings = (self.policy == Policy::Ring)
+            .then(|| Arc::new(crate::lane::HeapRings::new(blocks.min(u64::from(u32::MAX)) as u32, bs as usize)));
         Arc::new(Shared {
             block_size: bs,
             clock: plan.header.clock,
@@ -848,7 +850,7 @@ impl Recorder {
             wait: self.wait,
             exchange,
             ring_file,
-            heap_ring_blocks,
+            heap_rings,
             sinks: Mutex::new(sinks),
             interned: Mutex::new(HashMap::new()),
             names: Mutex::new(Vec::new()),

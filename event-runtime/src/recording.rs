@@ -316,16 +316,10 @@ fn write_taken(shared: &Shared, taken: Vec<crate::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {
         shared.report_dropped(take.thread, take.refused);
-        if take.bytes.is_empty() {
+        if !take.ring.is_empty() {
+            lock(&shared.retired).push(session::RetiredRing { blocks: take.ring });
+        } else if take.bytes.is_empty() {
             continue;
-        }
-        if take.bytes.len() > shared.block_size as usize {
-            lock(&shared.retired).push(session::RetiredRing {
-                ring_blocks: (take.bytes.len() / shared.block_size as usize) as u64,
-                blocks: take.bytes,
-                sequence: take.sequence,
-                end: take.end,
-            });
         } else if take.end > BLOCK_HEADER_LEN {
             let block = &mut take.bytes;
             Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (take.end - BLOCK_HEADER_LEN) as u32);

@@ -23,15 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// A thread's heap ring, as the stop took it (`ring` policy).
+/// A thread's heap ring, as the stop took it (`ring` policy): its blocks that hold records,
+/// oldest first, each finished (its `used` set), unsealed.
 #[derive(Debug)]
 pub(crate) struct RetiredRing {
-    pub(crate) blocks: BlockBuf,
-    /// The sequence number of the block being written.
-    pub(crate) sequence: u64,
-    /// The end of its records.
-    pub(crate) end: usize,
-    pub(crate) ring_blocks: u64,
+    pub(crate) blocks: Vec<BlockBuf>,
 }
 
 /// What every thread buffer of one recording shares.
@@ -53,8 +49,9 @@ pub(crate) struct Shared {
     /// The pool and queue between threads and the writer (no blocks under `ring`).
     pub(crate) exchange: Exchange,
     pub(crate) ring_file: Option<Arc<RingFile>>,
-    /// Blocks per thread ring on the heap (`ring` policy without a ring file).
-    pub(crate) heap_ring_blocks: u32,
+    /// The rings on the heap (`ring` policy: every thread's without a ring-file slot), which
+    /// share the whole buffer (`ringpool`); `None` under the other policies.
+    pub(crate) heap_rings: Option<Arc<crate::lane::HeapRings>>,
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,

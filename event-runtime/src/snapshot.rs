@@ -285,7 +285,7 @@ fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
         }
     }
     for lane in shared.ring_lanes() {
-        blocks.extend(lane.copy_ring());
+        blocks.extend(lane.copy_ring(0));
     }
     Ok(blocks)
 }

@@ -17,7 +17,7 @@ use crate::sink;
 use crate::snapshot;
 use event_format::builtin;
 use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
-use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
+use event_format::wire::{Order, seal_block_in_place};
 use event_format::wire::{StopCause, Text, Value, dropped_report};
 use std::io::{self, Read};
 use std::sync::Arc;
@@ -234,23 +234,12 @@ fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.
 pub(crate) fn write_rings(shared: &Shared) {
-    let bs = shared.block_size as usize;
     let rings = std::mem::take(&mut *lock(&shared.retired));
     let mut sinks = lock(&shared.sinks);
-    for mut ring in rings {
-        let first = (ring.sequence + 1).saturating_sub(ring.ring_blocks);
-        for seq in first..=ring.sequence {
-            let index = (seq % ring.ring_blocks) as usize;
-            // Cannot fail: the ring holds `ring_blocks` blocks of `bs` bytes; skipped if not.
-            let Some(block) = ring.blocks.get_mut(index * bs..(index + 1) * bs) else { continue };
-            if seq == ring.sequence {
-                if ring.end <= BLOCK_HEADER_LEN {
-                    continue;
-                }
-                Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (ring.end - BLOCK_HEADER_LEN) as u32);
-            }
-            seal_block_in_place(Order::NATIVE, block);
-            sinks.write_block(block, false);
+    for ring in rings {
+        for mut block in ring.blocks {
+            seal_block_in_place(Order::NATIVE, &mut block);
+            sinks.write_block(&block, false);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `snapshot-child MODE ARGS...`; settings not in the arguments come from the `EVENT_*`
 //! environment variables.
 //!
-//! - `demand OUT THREADS N`: records, under `ring` in memory with small rings, N numbered
+//! - `demand OUT THREADS N`: records, under `ring` in memory (256 KiB), N numbered
 //!   events (`ArenaDestroy(thread, i)`) on each of THREADS threads (`worker-0`, ...), joins
 //!   them, then writes a snapshot to OUT with `Recording::snapshot` and prints `snapshot
 //!   EVENTS THREADS`, records one more event and stops.
@@ -10,7 +10,7 @@
 //!   and exit, the main thread takes snapshots into DIR (`s-1.evt`, ...) as fast as it can;
 //!   once every thread has ended it takes a last one (`last.evt`) and prints `snapshots N`.
 //!   The rings hold every event (nothing is overwritten).
-//! - `trigger N AT`: under `ring` in memory with small rings (`EVENT_TRIGGER` and
+//! - `trigger N AT`: under `ring` in memory, 64 KiB (`EVENT_TRIGGER` and
 //!   `EVENT_SNAPSHOT` from the environment), `worker-0` records N numbered events and, right
 //!   after number AT, `ClientPhase("incident", AT, 0)`; then the recording stops.
 //! - `hot M`: as `trigger`, the main thread records M events `ClientPhase("hot", i, 0)` in a
@@ -95,8 +95,7 @@ fn demand(out: &str, threads: u64, n: u64) {
     let recording = Recorder::new()
         .policy(Policy::Ring)
         .block_size(4096)
-        .buffer_size(1 << 20)
-        .ring_threads(16)
+        .buffer_size(256 << 10)
         .from_env()
         .unwrap_or_else(|e| fail(&e))
         .start()
@@ -179,13 +178,13 @@ fn hold_ring(path: &str, n: u64) {
     recording.stop().unwrap_or_else(|e| fail(&e));
 }
 
-/// The recorder of `trigger` and `hot`: `ring` in memory, rings of 64 KiB a thread.
+/// The recorder of `trigger` and `hot`: `ring` in memory, 64 KiB that the threads' rings
+/// share (one thread that records alone has it all).
 fn small_rings() -> event_runtime::Recording {
     Recorder::new()
         .policy(Policy::Ring)
         .block_size(4096)
-        .buffer_size(1 << 20)
-        .ring_threads(16)
+        .buffer_size(64 << 10)
         .from_env()
         .unwrap_or_else(|e| fail(&e))
         .start()
@@ -219,7 +218,14 @@ fn hot(m: u64) {
 }
 
 fn full(limit: u64, out: &str) {
-    let recording = small_rings();
+    let recording = Recorder::new()
+        .policy(Policy::Ring)
+        .block_size(4096)
+        .buffer_size(1 << 20)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+        .start()
+        .unwrap_or_else(|e| fail(&e));
     let handles: Vec<_> = (0..3).map(|w| worker(w, 20_000)).collect();
     for h in handles {
         h.join().unwrap_or_else(|_| fail(&"a worker panicked"));

@@ -119,6 +119,11 @@ pub(crate) struct ThreadBuffer {
     /// The pending snapshot whose `post=N` events this thread counts, and how many are left.
     /// While it does, every event is diverted to `watched` (`divert::post_window`).
     post: Option<(u64, u64)>,
+    /// The next block of the `post` window to copy (`hold_post_blocks`): at first the block
+    /// that held the trigger event.
+    post_from: u64,
+    /// The blocks of the `post` window copied so far, for its snapshot (`ring` policy).
+    post_held: Vec<Box<[u8]>>,
 }
 
 /// [`ThreadBuffer`]'s `state`: there is a current block to write into.
@@ -241,6 +246,8 @@ impl ThreadBuffer {
             base_time: now,
             time: now,
             post: None,
+            post_from: 0,
+            post_held: Vec::new(),
         };
         if buffer.has_block() {
             buffer.start_block(now);
@@ -480,10 +487,12 @@ impl ThreadBuffer {
         if let Some((id, left)) = self.post {
             if left <= 1 {
                 self.post = None;
-                triggers.counted(id);
+                let held = self.end_post_window();
+                triggers.counted(id, held);
                 crate::divert::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
+                self.hold_post_blocks();
             }
         }
         let (pinned, trigger) = (triggers.is_pinned(code), triggers.is_trigger(code));
@@ -507,13 +516,83 @@ impl ThreadBuffer {
         let event_format::decode::Entry::Event(event) = shared.catalog.entry(record, self.thread, Order::NATIVE) else {
             return;
         };
-        if let Some((id, n)) = triggers.on_event(&event, &shared.clock) {
-            match self.post.replace((id, n)) {
-                // A trigger while counting another's post window: the older one is taken now,
-                // and this thread's window goes on.
-                Some((older, _)) => triggers.counted(older),
-                None => crate::divert::post_window(self.generation, true),
+        if let Some(admitted) = triggers.on_event(&event, &shared.clock) {
+            // The trigger holds itself: under `ring` this thread copies its own ring now, back
+            // to the ring's capacity and up to the trigger event, before it can overwrite any
+            // of it (docs/guide/keeping-the-incident.md, "A trigger holds itself").
+            let trigger_block = self.sequence;
+            let held = self.own_ring(0, u64::MAX);
+            let post = admitted.post_events();
+            let id = triggers.push_admitted(admitted, held, || shared.exchange.wake_writer());
+            if let Some(n) = post {
+                // A trigger while counting another's post window: the older one is taken now
+                // (with what this thread recorded since its trigger), and this thread's
+                // window goes on.
+                let older = self.post.take().map(|(older, _)| (older, self.end_post_window()));
+                self.post = Some((id, n));
+                self.post_from = trigger_block;
+                match older {
+                    Some((older, held)) => triggers.counted(older, held),
+                    None => crate::divert::post_window(self.generation, true),
+                }
             }
+        }
+    }
+
+    /// While this thread counts a `post=N` window under `ring`: copies each block it
+    /// finished since the last look (from `post_from`), so that a window longer than its
+    /// ring is held whole. Every event of the window comes here (the divert word is all
+    /// ones), so a block is copied just after it is finished, before the ring can reuse it.
+    fn hold_post_blocks(&mut self) {
+        if self.sequence > self.post_from {
+            let (from, until) = (self.post_from, self.sequence - 1);
+            let finished = self.own_ring(from, until);
+            self.post_held.extend(finished);
+            self.post_from = self.sequence;
+        }
+    }
+
+    /// The end of a `post=N` window (its N events recorded, a newer trigger's window began,
+    /// or the thread ends): the blocks held during it and the rest, up to the last event.
+    fn end_post_window(&mut self) -> Vec<Box<[u8]>> {
+        self.hold_post_blocks();
+        let mut held = std::mem::take(&mut self.post_held);
+        held.extend(self.own_ring(self.post_from, u64::MAX));
+        held
+    }
+
+    /// Under `ring` (the recording keeps its events in rings, not a stream): a copy of this
+    /// thread's own ring's blocks `from ..= until` (as far as the ring still holds them),
+    /// oldest first, each block finished (its `used` set, the current one's at its committed
+    /// end), unsealed; on the thread's own cold path, so that nothing it records meanwhile can
+    /// overwrite what is copied. Empty when the recording streams (every block goes to the
+    /// sinks, where the snapshot finds it) or the thread has no ring.
+    fn own_ring(&mut self, from: u64, until: u64) -> Vec<Box<[u8]>> {
+        if self.shared.streaming || !self.writable() || from > until {
+            return Vec::new();
+        }
+        let (end, sequence, ring) = (self.end, self.sequence, self.ring_blocks);
+        match &mut self.home {
+            Home::Lane(writer) if writer.is_ring() => writer.copy_ring(from, until),
+            Home::File(slot) => {
+                let first = (sequence + 1).saturating_sub(ring).max(from);
+                let mut out = Vec::new();
+                for seq in first..=sequence.min(until) {
+                    let block = slot.block_mut((seq % ring) as u32);
+                    let mut copy: Box<[u8]> = block.into();
+                    if seq == sequence {
+                        if end <= BLOCK_HEADER_LEN {
+                            break;
+                        }
+                        copy[end..].fill(0);
+                        Order::NATIVE
+                            .put_u32(&mut copy[event_format::wire::BLOCK_USED_AT..], (end - BLOCK_HEADER_LEN) as u32);
+                    }
+                    out.push(copy);
+                }
+                out
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -862,7 +941,7 @@ impl ThreadBuffer {
             // A ring on the heap: its blocks are the pool's, copied under its lock.
             let from = self.sequence.saturating_sub(1);
             return writer
-                .copy_ring(from)
+                .copy_ring(from, u64::MAX)
                 .into_iter()
                 .map(|b| {
                     let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
@@ -955,8 +1034,9 @@ impl Drop for ThreadBuffer {
         // A thread that ends while it counts `post=N` events: its window ends with it, and
         // the snapshot waits no more.
         if let Some((id, _)) = self.post.take() {
+            let held = self.end_post_window();
             if let Some(triggers) = &self.shared.triggers {
-                triggers.counted(id);
+                triggers.counted(id, held);
             }
             crate::divert::post_window(self.generation, false);
         }

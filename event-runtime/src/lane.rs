@@ -179,7 +179,8 @@ impl Lane {
             let (records, end) = (word >> 32, (word & 0xFFFF_FFFF) as usize);
             let refused = self.refused.load(Ordering::Acquire);
             s.taken = Some((records, refused));
-            let ring = pool.ring(self.thread).iter().filter_map(|&(seq, b)| self.copy_one(rings, &s, seq, b, end)).collect();
+            let ring =
+                pool.ring(self.thread).iter().filter_map(|&(seq, b)| self.copy_one(rings, &s, seq, b, end)).collect();
             return Some(LaneTake { bytes: Box::default(), ring, end, thread: self.thread, refused });
         }
         let mut s = self.lock();
@@ -219,14 +220,7 @@ impl Lane {
     /// being written; up to `end`, the committed end (loaded with acquire ordering), with its
     /// `used` set, when it is that block; `None` when it is not started yet (handed to the
     /// ring and not begun), or the current block holds no record.
-    fn copy_one(
-        &self,
-        rings: &HeapRings,
-        s: &LaneState,
-        seq: u64,
-        block: u32,
-        end: usize,
-    ) -> Option<Box<[u8]>> {
+    fn copy_one(&self, rings: &HeapRings, s: &LaneState, seq: u64, block: u32, end: usize) -> Option<Box<[u8]>> {
         use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order};
         let bs = self.block_size;
         let current = seq == s.sequence && s.ring_block == Some(block);
@@ -254,7 +248,7 @@ impl Lane {
         (header.sequence == seq && header.thread == self.thread).then_some(copy)
     }
 
-    /// A copy of a ring lane's blocks of sequence `from` and later (`snapshot`, a trigger's
+    /// A copy of a ring lane's blocks of sequence `from ..= until` (`snapshot`, a trigger's
     /// own copy, the traceback), oldest first, each whole and finished (its `used` set; the
     /// current one up to its committed end), unsealed; nothing changes in the lane. Each block
     /// is copied under the pool's lock and the lane's on its own, so that the thread waits at
@@ -263,7 +257,7 @@ impl Lane {
     /// the ring meanwhile (overwritten, or taken by another ring) are left out (their events
     /// were the oldest, as a ring drops them), and the copy ends at the block that is current
     /// when the copy reaches it. Empty for a pool lane, or one the stop took.
-    pub(crate) fn copy_ring(&self, from: u64) -> Vec<Box<[u8]>> {
+    pub(crate) fn copy_ring(&self, from: u64, until: u64) -> Vec<Box<[u8]>> {
         let mut out = Vec::new();
         let Some(rings) = &self.rings else { return out };
         let mut seq = from;
@@ -282,7 +276,7 @@ impl Lane {
             // Blocks that left the ring since the last look are skipped.
             seq = seq.max(oldest);
             let Some(&(_, block)) = ring.iter().find(|&&(sq, _)| sq == seq) else { break };
-            if seq > s.sequence {
+            if seq > s.sequence || seq > until {
                 break;
             }
             // Acquire: pairs with the thread's release in `LaneWriter::commit`; every byte
@@ -428,7 +422,12 @@ impl HeapRings {
     pub(crate) fn new(blocks: u32, block_size: usize) -> HeapRings {
         let len = blocks as usize * block_size;
         let memory = Box::into_raw(vec![0u8; len].into_boxed_slice()).cast::<u8>();
-        HeapRings { memory, block_size, pool: crate::sync::Mutex::new(crate::ringpool::BlockPool::new(blocks, true)), blocks: blocks as usize }
+        HeapRings {
+            memory,
+            block_size,
+            pool: crate::sync::Mutex::new(crate::ringpool::BlockPool::new(blocks, true)),
+            blocks: blocks as usize,
+        }
     }
 
     /// The first byte of block `index`, below the pool's size.
@@ -505,10 +504,10 @@ impl LaneWriter {
         }
     }
 
-    /// A copy of the ring's blocks from sequence `from` on (`Lane::copy_ring`), on the
-    /// owning thread's cold path.
-    pub(crate) fn copy_ring(&self, from: u64) -> Vec<Box<[u8]>> {
-        self.lane.copy_ring(from)
+    /// A copy of the ring's blocks `from ..= until` (`Lane::copy_ring`), on the owning
+    /// thread's cold path.
+    pub(crate) fn copy_ring(&self, from: u64, until: u64) -> Vec<Box<[u8]>> {
+        self.lane.copy_ring(from, until)
     }
 
     /// `len` bytes at `at` of the current block, to write a record into; `None` without a
@@ -917,12 +916,12 @@ mod copy_tests {
             for _ in 0..delay {
                 std::thread::yield_now();
             }
-            let copy = lane.copy_ring(0);
+            let copy = lane.copy_ring(0, u64::MAX);
             thread.join().unwrap();
             check_copy(&copy, 1);
             assert!(!lane.is_taken(), "a copy takes nothing");
             // After the thread: the ring's last four blocks, whole.
-            let after = lane.copy_ring(0);
+            let after = lane.copy_ring(0, u64::MAX);
             check_copy(&after, 1);
             let first = BlockHeader::read(Order::NATIVE, &after[0]).sequence;
             assert_eq!((after.len(), first), (4, 8));
@@ -945,14 +944,14 @@ mod copy_tests {
             for _ in 0..delay {
                 std::thread::yield_now();
             }
-            let copy = one.copy_ring(0);
+            let copy = one.copy_ring(0, u64::MAX);
             let _w2 = thread.join().unwrap();
             check_copy(&copy, 1);
             assert_eq!(*copy.last().map(|b| &b[H]).unwrap(), mark(1, 5), "ring 1's current block is always there");
-            let after = one.copy_ring(0);
+            let after = one.copy_ring(0, u64::MAX);
             check_copy(&after, 1);
             assert_eq!(after.len(), 3, "ring 1 gave up what ring 2's fair share needed");
-            check_copy(&two.copy_ring(0), 2);
+            check_copy(&two.copy_ring(0, u64::MAX), 2);
         }
     }
 }
@@ -1033,7 +1032,7 @@ mod loom_tests {
                     Order::NATIVE.put_u32(&mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..], 8);
                 }
             });
-            let copy = lane.copy_ring(0);
+            let copy = lane.copy_ring(0, u64::MAX);
             thread.join().unwrap();
             let mut last = None;
             for block in &copy {

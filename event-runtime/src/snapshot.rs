@@ -83,7 +83,7 @@ pub(crate) fn serve(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
     notice_losses(shared, triggers);
     for pending in triggers.ready(std::time::Instant::now()) {
-        triggered(shared, triggers, pending.cause);
+        triggered(shared, triggers, pending.cause, pending.held);
     }
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn at_stop(shared: &Shared) {
     // here, so that a `lost` trigger misses none.
     notice_losses(shared, triggers);
     for pending in triggers.all_pending() {
-        triggered(shared, triggers, pending.cause);
+        triggered(shared, triggers, pending.cause, pending.held);
     }
     for line in triggers.declined_lines() {
         eprintln!("event-runtime: {line}");
@@ -122,9 +122,11 @@ fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
     }
 }
 
-/// Takes a triggered snapshot into the next path of the triggers' pattern.
-pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause) {
-    let taken = take_numbered(shared, |sequence| triggers.path(sequence).map_err(io::Error::other), cause);
+/// Takes a triggered snapshot into the next path of the triggers' pattern, with the blocks
+/// its triggering thread `held` (copies of its own ring, `trigger::Pending::held`).
+pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause, held: Vec<Box<[u8]>>) {
+    let path = |sequence| triggers.path(sequence).map_err(io::Error::other);
+    let taken = take_numbered(shared, path, cause, held);
     if let Err(e) = taken {
         eprintln!("event-runtime: a triggered snapshot was not taken: {e}");
     }
@@ -132,7 +134,7 @@ pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, ca
 
 /// Takes a snapshot of `shared`'s rings into a new file at `path`.
 pub(crate) fn take(shared: &Shared, path: &Path, cause: Cause) -> io::Result<SnapshotInfo> {
-    take_numbered(shared, |_| Ok(path.to_owned()), cause)
+    take_numbered(shared, |_| Ok(path.to_owned()), cause, Vec::new())
 }
 
 /// Takes a snapshot of `shared`'s rings into a new file at the path `path` gives for its
@@ -141,6 +143,7 @@ fn take_numbered(
     shared: &Shared,
     path: impl FnOnce(u32) -> io::Result<PathBuf>,
     cause: Cause,
+    held: Vec<Box<[u8]>>,
 ) -> io::Result<SnapshotInfo> {
     if shared.policy != Policy::Ring {
         return Err(io::Error::new(
@@ -162,7 +165,7 @@ fn take_numbered(
     // tells whether the path still names our file when it is removed.
     let ours = file.try_clone()?;
 
-    let mut blocks = copy_blocks(shared)?;
+    let mut blocks = with_held(copy_blocks(shared)?, held);
     let bs = shared.block_size;
     let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
@@ -261,6 +264,57 @@ fn create_new(path: &Path) -> io::Result<std::fs::File> {
     })
 }
 
+/// The rings' blocks as copied now (`blocks`), with the blocks a triggering thread `held`
+/// (its own ring, copied at the trigger and at the end of its `post=N` window): one block of
+/// each (thread, sequence), the copy that holds more records when both have it. A thread
+/// whose ring went round past its held blocks before the rings were copied (it recorded more
+/// than its ring holds since) keeps its held blocks only, so that its blocks in the snapshot
+/// follow one another without a gap: the window ends at its trigger (and `post=` events).
+fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
+    if held.is_empty() {
+        return blocks;
+    }
+    use std::collections::BTreeMap;
+    let key = |b: &[u8]| {
+        let h = BlockHeader::read(Order::NATIVE, b);
+        (h.thread, h.sequence, h.used)
+    };
+    let mut kept: BTreeMap<(u64, u64), Box<[u8]>> = BTreeMap::new();
+    for block in held {
+        let (thread, seq, used) = key(&block);
+        if kept.get(&(thread, seq)).is_none_or(|b| key(b).2 < used) {
+            kept.insert((thread, seq), block);
+        }
+    }
+    let newest_held: BTreeMap<u64, u64> = kept.keys().map(|&(t, s)| (t, s)).collect();
+    let mut others = Vec::new();
+    for block in blocks {
+        let (thread, seq, used) = key(&block);
+        match newest_held.get(&thread) {
+            Some(_) if thread != 0 => {
+                if kept.get(&(thread, seq)).is_none_or(|b| key(b).2 < used) {
+                    kept.insert((thread, seq), block);
+                }
+            }
+            _ => others.push(block),
+        }
+    }
+    // Each held thread's blocks, cut at the first gap after its held ones.
+    let mut out = Vec::new();
+    let mut last: Option<(u64, u64)> = None;
+    for ((thread, seq), block) in kept {
+        let held_to = newest_held[&thread];
+        // Once a block is left out, every later one of the thread is (`last` stays).
+        if last.is_some_and(|(t, s)| t == thread && seq > held_to && seq != s + 1) {
+            continue;
+        }
+        last = Some((thread, seq));
+        out.push(block);
+    }
+    out.extend(others);
+    out
+}
+
 /// Every ring's blocks, unsealed: the ring file's (as read live), then the heap rings'.
 fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
     let mut blocks = Vec::new();
@@ -285,7 +339,7 @@ fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
         }
     }
     for lane in shared.ring_lanes() {
-        blocks.extend(lane.copy_ring(0));
+        blocks.extend(lane.copy_ring(0, u64::MAX));
     }
     Ok(blocks)
 }

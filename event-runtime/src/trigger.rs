@@ -161,6 +161,29 @@ pub(crate) struct Pending {
     pub(crate) at: Instant,
     pub(crate) post: Post,
     pub(crate) id: u64,
+    /// The blocks the triggering thread copied of its own ring (`ring` policy): at the
+    /// trigger, back to its ring's capacity, and, with `post=N`, when the N events are
+    /// recorded (docs/guide/keeping-the-incident.md, "A trigger holds itself"). Finished,
+    /// unsealed; the snapshot takes them with the rings it copies then.
+    pub(crate) held: Vec<Box<[u8]>>,
+}
+
+/// A match that its trigger's rate policy took: the snapshot to make pending
+/// ([`Triggers::push_admitted`]), once the triggering thread has copied its ring.
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    cause: Cause,
+    post: Post,
+}
+
+impl Admitted {
+    /// How many of its thread's events the snapshot waits for (`post=N`, N > 0).
+    pub(crate) fn post_events(&self) -> Option<u64> {
+        match self.post {
+            Post::Events(n) if n > 0 => Some(n),
+            _ => None,
+        }
+    }
 }
 
 /// A recording's triggers.
@@ -424,14 +447,14 @@ impl Triggers {
         self.list.iter().find(|t| matches!(&t.what, What::Events(c) if c.contains(&code)))
     }
 
-    /// A trigger event was recorded (`event`, decoded): whether it matches, and if the rate
-    /// policy takes it, the snapshot is pending. Returns the pending snapshot's id and its
-    /// `post=N` count when the recording thread must count its next events.
+    /// A trigger event was recorded (`event`, decoded): whether it matches and its rate
+    /// policy takes it. The triggering thread then copies its ring (under `ring`) and makes
+    /// the snapshot pending ([`push_admitted`](Self::push_admitted)).
     pub(crate) fn on_event(
         &self,
         event: &event_format::decode::Event<'_>,
         clock: &event_format::wire::Clock,
-    ) -> Option<(u64, u64)> {
+    ) -> Option<Admitted> {
         let trigger = self.for_code(event.desc.wire)?;
         if let Some(filter) = &trigger.filter {
             let seen = event_format::filter::FilterEvent { event, clock, names: None };
@@ -440,26 +463,36 @@ impl Triggers {
             }
         }
         let declined = trigger.admit(Instant::now())?;
-        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let counting = matches!(trigger.post, Post::Events(n) if n > 0);
-        self.push(Pending {
+        Some(Admitted {
             cause: trigger.cause(SnapshotCause::Event, event.desc.wire, event.time, declined),
-            counting,
-            at: Instant::now(),
             post: trigger.post,
-            id,
-        });
-        match trigger.post {
-            Post::Events(n) if n > 0 => Some((id, n)),
-            _ => None,
-        }
+        })
     }
 
-    /// The triggering thread has recorded its `post=N` events for snapshot `id`.
-    pub(crate) fn counted(&self, id: u64) {
+    /// Makes an admitted match's snapshot pending, with the blocks its thread `held` (its
+    /// own ring's, copied on its cold path); returns its id. With `post=N`, the snapshot
+    /// waits until the thread says it [`counted`](Self::counted) its N events; otherwise it
+    /// is ready (at once, or after `post=DURATION`), and the writer thread is woken (`wake`)
+    /// to take it now rather than at its next turn.
+    pub(crate) fn push_admitted(&self, admitted: Admitted, held: Vec<Box<[u8]>>, wake: impl FnOnce()) -> u64 {
+        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let counting = admitted.post_events().is_some();
+        let now_ready = admitted.post == Post::None;
+        self.push(Pending { cause: admitted.cause, counting, at: Instant::now(), post: admitted.post, id, held });
+        if now_ready {
+            wake();
+        }
+        id
+    }
+
+    /// The triggering thread has recorded its `post=N` events for snapshot `id`, and copied
+    /// the blocks of its ring that hold them (`held`, from the trigger's block on; empty
+    /// when the recording streams).
+    pub(crate) fn counted(&self, id: u64, held: Vec<Box<[u8]>>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = pending.iter_mut().find(|p| p.id == id) {
             p.counting = false;
+            p.held.extend(held);
         }
     }
 
@@ -475,6 +508,7 @@ impl Triggers {
                 at: Instant::now(),
                 post: trigger.post,
                 id,
+                held: Vec::new(),
             });
         }
     }

@@ -33,6 +33,10 @@
 //!   `ClientPhase("phase", 7, 1)` and 20 000 more; prints `ready` and waits to be killed
 //!   (`kill -9`), never stopping the recording. With LIMIT (`pin-ring RING LIMIT`), the
 //!   process's files are limited to LIMIT bytes first (RLIMIT_FSIZE, SIGXFSZ ignored).
+//! - `flat N AT`: under `ring` (the defaults: 16 MiB in memory, `EVENT_RING` may name a ring
+//!   file; `EVENT_TRIGGER` and `EVENT_SNAPSHOT` from the environment), `worker-0` and
+//!   `worker-1` each record N numbered events as fast as they can, at once; `worker-0` records
+//!   `ClientPhase("incident", AT, 0)` right after its number AT. Then the recording stops.
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -51,6 +55,7 @@ fn main() {
         "stress" => stress(&arg(1), number(2)),
         "hold-ring" => hold_ring(&arg(1), number(2)),
         "trigger" => trigger(number(1), number(2)),
+        "flat" => flat(number(1), number(2)),
         "hot" => hot(number(1)),
         "full" => full(number(1), &arg(2)),
         "panic" => panic_mode(),
@@ -63,7 +68,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | flat N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
     );
     std::process::exit(2)
 }
@@ -206,6 +211,34 @@ fn trigger(n: u64, at: u64) {
         .unwrap_or_else(|e| fail(&e))
         .join()
         .unwrap_or_else(|_| fail(&"the worker panicked"));
+    recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn flat(n: u64, at: u64) {
+    let recording = Recorder::new()
+        .policy(Policy::Ring)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+        .start()
+        .unwrap_or_else(|e| fail(&e));
+    let go = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for w in 0..2u64 {
+            let go = &go;
+            std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn_scoped(s, move || {
+                    go.wait();
+                    for i in 0..n {
+                        event!(ArenaDestroy, w as usize, i);
+                        if w == 0 && i == at {
+                            event!(ClientPhase, "incident", at, 0);
+                        }
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e));
+        }
+    });
     recording.stop().unwrap_or_else(|e| fail(&e));
 }
 

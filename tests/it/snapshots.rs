@@ -221,6 +221,55 @@ fn a_trigger_keeps_the_window_before_it_and_the_post_events_after_it() {
     assert_whole(&d.join("incident-1.evt"), "triggered by Client.ClientPhase");
 }
 
+/// Two threads record flat out under `ring` (16 MiB, in memory and in a ring file), and an
+/// event recorded once triggers a snapshot: the snapshot holds the trigger event and its
+/// thread's events before it, consecutive, back about as far as the thread's share of the
+/// rings reaches (its rings went round many times before and after), and its `post=` events
+/// after it; the snapshot is whole. The trigger's thread copied its own ring as it recorded
+/// the trigger (docs/guide/keeping-the-incident.md, "A trigger holds itself"): the writer
+/// thread, which takes the snapshot later, would find the rings gone round past it.
+#[test]
+fn a_trigger_at_full_speed_holds_itself_and_its_window() {
+    let n = 1_500_000u64;
+    let at = 1_000_000u64;
+    // The defaults (16 MiB), and the smallest buffer (256 KiB: 2 blocks a thread, which go
+    // round in a millisecond or less), with a `post=` window four times as long as that
+    // thread's ring: the writer thread, which takes the snapshot after it, finds the ring
+    // gone round past the trigger every time, so that only what the trigger's thread held
+    // itself can be there.
+    let cases =
+        [("flat", 0u64, false), ("flat-post", 1000, false), ("flat-small", 0, true), ("flat-small-post", 20_000, true)];
+    for (name, post, small) in cases {
+        let d = dir("snapshots", name);
+        let pattern = d.join("s-%s.evt");
+        let trigger =
+            if post > 0 { format!("Client:ClientPhase, post={post}") } else { "Client:ClientPhase".to_owned() };
+        let mut env = vec![("EVENT_TRIGGER", trigger.as_str()), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+        if small {
+            env.push(("EVENT_BUFSIZE", "256k"));
+        }
+        let output = program(CHILD, &["flat", &n.to_string(), &at.to_string()], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let snapshot = d.join("s-1.evt");
+        let r = read(&snapshot);
+        assert_eq!(r.phases, [at], "{name}: the trigger event");
+        let numbers = &r.numbers[&0];
+        let before = numbers.iter().filter(|&&i| i <= at).count() as u64;
+        assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "{name}: consecutive");
+        assert!(numbers[0] > 0 && numbers.contains(&at), "{name}: from {} to {at}", numbers[0]);
+        // At 24 bytes an event, a thread's fair share of 16 MiB (8 MiB, less what the other
+        // thread still held) is some 300 000 events, a sixteenth of 16 MiB 40 000; of 256 KiB,
+        // 5 000 (a block and the trigger's part of the next).
+        let least = if small { 2_500 } else { 100_000 };
+        assert!(before > least, "{name}: {before} events before the trigger");
+        let after = numbers.iter().filter(|&&i| i > at).count() as u64;
+        assert!(after >= post, "{name}: {after} events after the trigger, post={post}");
+        let trigger_at = r.order.iter().position(|e| e.0 == u64::MAX).unwrap();
+        assert_eq!(r.order[trigger_at - 1], (0, at), "{name}: in its place");
+        assert_whole(&snapshot, "triggered by Client.ClientPhase");
+    }
+}
+
 /// A trigger in a hot loop: `every=10` takes the 1st, 11th, ... of 95 matches, 10 snapshots,
 /// each after the first counting the 9 declined before it, and the stop says the 4 declined
 /// after the last; `every=once` takes one and the stop says the 94 others.

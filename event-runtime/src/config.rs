@@ -1,6 +1,7 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
 //! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`,
-//! `EVENT_SIGNALS`, `EVENT_ROTATE`, `EVENT_KEEP`. A value that does not parse is an error naming the
+//! `EVENT_SIGNALS`, `EVENT_ROTATE`, `EVENT_KEEP`, `EVENT_TRIGGER`, `EVENT_SNAPSHOT`, `EVENT_PIN`,
+//! `EVENT_RING_THREADS`. A value that does not parse is an error naming the
 //! variable and what it accepts; it never silently records nothing. Another `EVENT_*`
 //! variable is one line of warning naming the closest setting (a misspelt `EVENT_FLIE` is
 //! not ignored silently either), and the start goes on.
@@ -98,7 +99,7 @@ impl fmt::Debug for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable the recorder reads, in docs/guide/configuration.md's order.
-pub(crate) const VARIABLES: [&str; 14] = [
+pub(crate) const VARIABLES: [&str; 15] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -113,6 +114,7 @@ pub(crate) const VARIABLES: [&str; 14] = [
     "EVENT_TRIGGER",
     "EVENT_SNAPSHOT",
     "EVENT_PIN",
+    "EVENT_RING_THREADS",
 ];
 
 /// When a recording to an event file ends its segment and goes on in a new one
@@ -277,7 +279,12 @@ pub(crate) struct Env {
     pub(crate) snapshot: Option<PathBuf>,
     /// `EVENT_PIN`'s selection, parsed at the start (`trigger`).
     pub(crate) pin: Option<String>,
+    /// `EVENT_RING_THREADS`: the most threads that have a slot of the ring file at once.
+    pub(crate) ring_threads: Option<u32>,
 }
+
+/// The most slots a ring file has (`EVENT_RING_THREADS`), as its layout allows.
+pub(crate) const MAX_RING_THREADS: u32 = event_format::ring::MAX_SLOTS;
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(100);
@@ -375,6 +382,16 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
             variable: "EVENT_ROTATE",
             value: v.clone(),
             message,
+        })?);
+    }
+    if let Some(v) = text("EVENT_RING_THREADS")? {
+        let n = v.trim().parse::<u32>().ok().filter(|n| (1..=MAX_RING_THREADS).contains(n));
+        env.ring_threads = Some(n.ok_or_else(|| ConfigError {
+            variable: "EVENT_RING_THREADS",
+            value: v.clone(),
+            message: format!(
+                "not a number of threads; write how many threads may hold a slot of the ring file at once, 1..={MAX_RING_THREADS} (the rings share EVENT_BUFSIZE whatever it is)"
+            ),
         })?);
     }
     if let Some(v) = text("EVENT_KEEP")? {
@@ -565,7 +582,7 @@ mod tests {
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
                  EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP, EVENT_TRIGGER, \
-                 EVENT_SNAPSHOT, EVENT_PIN",
+                 EVENT_SNAPSHOT, EVENT_PIN, EVENT_RING_THREADS",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]
@@ -608,5 +625,9 @@ mod tests {
         );
         assert_eq!(env(&[("EVENT_FILE", "")]).unwrap_err().variable, "EVENT_FILE");
         assert_eq!(env(&[("EVENT_CONTROL", " ")]).unwrap_err().variable, "EVENT_CONTROL");
+        assert_eq!(env(&[("EVENT_RING_THREADS", "4")]).unwrap().ring_threads, Some(4));
+        for bad in ["0", "many", "65537", "-1"] {
+            assert_eq!(env(&[("EVENT_RING_THREADS", bad)]).unwrap_err().variable, "EVENT_RING_THREADS", "{bad}");
+        }
     }
 }

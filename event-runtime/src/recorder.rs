@@ -340,6 +340,9 @@ impl Recorder {
         if let Some(pin) = env.pin {
             self.pin = Some(pin);
         }
+        if let Some(threads) = env.ring_threads {
+            self.ring_threads = threads;
+        }
         if let Some(path) = env.snapshot {
             // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
             let numbered = PathBuf::from(path.to_string_lossy().replace("%s", "1"));
@@ -445,11 +448,13 @@ impl Recorder {
         self
     }
 
-    /// Under `ring`, the number of threads the buffer is divided between: each thread's
-    /// ring is `buffer_size / threads`. A ring file has this many slots; a thread that
-    /// finds none free records nothing (and its events are counted).
+    /// The most threads that hold a slot of the ring file at once (`EVENT_RING_THREADS`, 32
+    /// by default, at most 65 536): a thread that starts while every slot is held by a
+    /// running thread records nothing, and its events are counted. It does not divide the
+    /// buffer: under `ring` the threads that record share the whole buffer, in memory and in
+    /// a ring file alike (docs/guide/keeping-the-incident.md, "Sizing a flight recorder").
     pub fn ring_threads(mut self, threads: u32) -> Recorder {
-        self.ring_threads = threads.max(1);
+        self.ring_threads = threads.clamp(1, config::MAX_RING_THREADS);
         self
     }
 
@@ -597,6 +602,22 @@ impl Recorder {
             eprintln!(
                 "event-runtime: EVENT_KEEP (Recorder::keep) is a budget for segments, and none are written; set EVENT_ROTATE"
             );
+        }
+        if let Some(triggers) = &plan.triggers {
+            // A trigger or pin that cannot take effect is said, never accepted silently.
+            for line in triggers.ineffective(&plan.header, &plan.selections) {
+                eprintln!("event-runtime: {line}");
+            }
+            if triggers.fires()
+                && let Ok(first) = triggers.path(1)
+                && let Some(dir) = first.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                eprintln!(
+                    "event-runtime: EVENT_SNAPSHOT puts snapshots in {}, which is not a directory: a trigger that fires takes none; create it or change EVENT_SNAPSHOT",
+                    dir.display()
+                );
+            }
         }
         // The process's recorder is claimed before any file is touched.
         let Some(vacancy) = session::claim() else {
@@ -998,7 +1019,8 @@ impl Recorder {
 ///
 /// - `EVENT_FILE` or `EVENT_RING` names a file: into it (`EVENT_CONTROL` selects, `all`
 ///   without it);
-/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p.evt`
+/// - else `EVENT_CONTROL` selects at least one event, or `EVENT_TRIGGER` or `EVENT_PIN` is
+///   set (each keeps the incident of a recording, and needs one): into the file `%n-%p.evt`
 ///   (`<program>-<pid>.evt`) in the current directory. When that file cannot be created, one
 ///   line on stderr says so and the program runs without a recording (`Ok(None)`).
 ///
@@ -1029,7 +1051,10 @@ pub fn start() -> Result<Option<Recording>, StartError> {
     let mut recorder = Recorder::new().from_env()?;
     let named = recorder.file.is_some() || recorder.ring.is_some();
     if !named {
-        if !recorder.selects_something()? {
+        // A trigger or a pin asks for a recording as a selection does: it has no effect
+        // without one.
+        let keeps = recorder.trigger.is_some() || recorder.pin.is_some();
+        if !keeps && !recorder.selects_something()? {
             return Ok(None);
         }
         recorder.file = Some(PathBuf::from(files::DEFAULT_EVENT_FILE));

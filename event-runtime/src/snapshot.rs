@@ -166,6 +166,10 @@ fn take_numbered(
     let ours = file.try_clone()?;
 
     let mut blocks = with_held(copy_blocks(shared)?, held);
+    if let (Some(pre), Some(at)) = (cause.pre, cause.trigger_time) {
+        let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
+        blocks = from_time(blocks, at.saturating_sub(ticks));
+    }
     let bs = shared.block_size;
     let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
@@ -313,6 +317,24 @@ fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
     }
     out.extend(others);
     out
+}
+
+/// `blocks` without those of a thread that hold only events before `from` (`pre=`): a block
+/// whose thread's next block starts before `from` (a thread's records are in time order).
+fn from_time(blocks: Vec<Box<[u8]>>, from: u64) -> Vec<Box<[u8]>> {
+    use std::collections::BTreeMap;
+    let mut starts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for block in &blocks {
+        let h = BlockHeader::read(Order::NATIVE, block);
+        starts.insert((h.thread, h.sequence), h.base_time);
+    }
+    blocks
+        .into_iter()
+        .filter(|block| {
+            let h = BlockHeader::read(Order::NATIVE, block);
+            h.thread == 0 || starts.get(&(h.thread, h.sequence + 1)).is_none_or(|&next| next >= from)
+        })
+        .collect()
 }
 
 /// Every ring's blocks, unsealed: the ring file's (as read live), then the heap rings'.

@@ -8,6 +8,7 @@
 //! what          = a selection (EVENT_CONTROL's grammar: `Req:ReqEnd`, `Req`) | "panic" | "lost"
 //! condition     = event-dump's filter language (`status >= 500 && path ~ "/api/*"`)
 //! option        = "post=" ( N | DURATION )          events of the triggering thread, or a time, to keep after it
+//!               | "pre=" DURATION                    the time to keep before it (default: what the buffer holds)
 //!               | "every=" ( N | "once" | N "/" DURATION )   the rate policy
 //! DURATION      = digits and `us`, `ms` or `s` (at most 60 s)
 //! ```
@@ -66,6 +67,9 @@ pub(crate) struct Cause {
     pub(crate) trigger_time: Option<u64>,
     pub(crate) trigger: String,
     pub(crate) not_taken: u64,
+    /// How long before the trigger the snapshot reaches (`pre=`); `None`: what the buffer
+    /// holds.
+    pub(crate) pre: Option<Duration>,
 }
 
 impl Cause {
@@ -77,6 +81,7 @@ impl Cause {
             trigger_time: None,
             trigger: String::new(),
             not_taken: 0,
+            pre: None,
         }
     }
 }
@@ -119,6 +124,9 @@ struct Trigger {
     what: What,
     filter: Option<Filter>,
     post: Post,
+    /// `pre=`: how long before the trigger the snapshot reaches; `None`, what the buffer
+    /// holds (the rings, or as much of the stream).
+    pre: Option<Duration>,
     every: Every,
     state: Mutex<RateState>,
 }
@@ -267,11 +275,17 @@ pub(crate) fn parse(
 fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger, String> {
     // Options from the end: a condition may hold commas (in quotes), an option never does.
     let mut head = text;
-    let (mut post, mut every) = (Post::None, Every::Per(1, Duration::from_secs(1)));
+    let (mut post, mut every, mut pre) = (Post::None, Every::Per(1, Duration::from_secs(1)), None);
     while let Some((before, after)) = head.rsplit_once(',') {
         let option = after.trim();
         if let Some(v) = option.strip_prefix("post=") {
             post = parse_post(v.trim())?;
+        } else if let Some(v) = option.strip_prefix("pre=") {
+            let d = crate::config::parse_duration(v.trim()).map_err(|e| format!("pre={}: {e}", v.trim()))?;
+            if d.is_zero() {
+                return Err(format!("pre={} keeps nothing before the trigger; write a duration above 0", v.trim()));
+            }
+            pre = Some(d);
         } else if let Some(v) = option.strip_prefix("every=") {
             every = parse_every(v.trim())?;
         } else {
@@ -307,7 +321,7 @@ fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger
     if what == What::Panic && post != Post::None {
         return Err("`panic` takes no post=: the snapshot is taken as the thread panics".into());
     }
-    Ok(Trigger { text: text.to_owned(), what, filter, post, every, state: Mutex::default() })
+    Ok(Trigger { text: text.to_owned(), what, filter, post, pre, every, state: Mutex::default() })
 }
 
 /// The wire codes of the events `selection` names (EVENT_CONTROL's grammar).
@@ -381,11 +395,68 @@ impl Trigger {
     }
 
     fn cause(&self, cause: SnapshotCause, code: u16, time: u64, declined: u64) -> Cause {
-        Cause { cause, trigger_code: code, trigger_time: Some(time), trigger: self.text.clone(), not_taken: declined }
+        Cause {
+            cause,
+            trigger_code: code,
+            trigger_time: Some(time),
+            trigger: self.text.clone(),
+            not_taken: declined,
+            pre: self.pre,
+        }
     }
 }
 
 impl Triggers {
+    /// One line (without a prefix) for each trigger and pin that cannot take effect as the
+    /// recording starts: a trigger whose events the selection records none of (it cannot
+    /// fire until `event-dump control` enables one), pinned events the selection does not
+    /// record. The start says them on stderr; the recording goes on (the selection may change
+    /// while it runs).
+    pub(crate) fn ineffective(&self, header: &Header, selections: &[event_format::select::Selection]) -> Vec<String> {
+        let name_of = |code: u16| -> Option<(String, bool)> {
+            header.sets.iter().zip(selections).find_map(|(set, selection)| {
+                let event = set.schema.events.iter().find(|e| set.wire_code_of(e.code) == Some(code))?;
+                let kind = set.schema.kinds.get(usize::from(event.kind)).map_or("", |k| k.name.as_str());
+                let name = if header.sets.len() > 1 {
+                    format!("{}:{kind}:{}", set.schema.name, event.name)
+                } else {
+                    format!("{kind}:{}", event.name)
+                };
+                Some((name, selection.records(event)))
+            })
+        };
+        let unrecorded = |codes: &[u16]| -> (Vec<String>, bool) {
+            let named: Vec<(String, bool)> = codes.iter().filter_map(|&c| name_of(c)).collect();
+            let any = named.iter().any(|(_, on)| *on);
+            (named.into_iter().filter(|(_, on)| !on).map(|(n, _)| n).collect(), any)
+        };
+        let mut lines = Vec::new();
+        for trigger in &self.list {
+            if let What::Events(codes) = &trigger.what
+                && let (off, false) = unrecorded(codes)
+            {
+                lines.push(format!(
+                    "EVENT_TRIGGER `{}` cannot fire: the selection (EVENT_CONTROL) records none of its events ({}); enable them (EVENT_CONTROL, event-dump control RING --enable) or change the trigger",
+                    trigger.text,
+                    off.join(", ")
+                ));
+            }
+        }
+        let (off, _) = unrecorded(&self.pinned);
+        if !off.is_empty() {
+            lines.push(format!(
+                "EVENT_PIN keeps nothing of {}: the selection (EVENT_CONTROL) does not record them; enable them or change the pin",
+                off.join(", ")
+            ));
+        }
+        lines
+    }
+
+    /// Whether any trigger is configured (not only pins): snapshots may be written.
+    pub(crate) fn fires(&self) -> bool {
+        !self.list.is_empty()
+    }
+
     /// Whether `code` is a trigger event's.
     pub(crate) fn is_trigger(&self, code: u16) -> bool {
         self.for_code(code).is_some()
@@ -599,6 +670,7 @@ mod tests {
             what: What::Panic,
             filter: None,
             post: Post::None,
+            pre: None,
             every,
             state: Mutex::default(),
         };
@@ -620,6 +692,16 @@ mod tests {
         assert_eq!(parse_post("50ms").unwrap(), Post::Time(Duration::from_millis(50)));
         assert!(parse_post("5m").is_err());
         assert_eq!(parse_every("once").unwrap(), Every::Once);
+        let header = Header::with_sets(
+            Vec::new(),
+            1024,
+            event_format::wire::Clock::default(),
+            event_format::wire::Producer::current(0),
+        );
+        let schemas: Vec<&Schema> = Vec::new();
+        assert!(parse_one("panic, pre=0s", &header, &schemas).unwrap_err().contains("keeps nothing"));
+        assert!(parse_one("panic, pre=2m", &header, &schemas).unwrap_err().contains("pre=2m"));
+        assert_eq!(parse_one("panic, pre=250ms", &header, &schemas).unwrap().pre, Some(Duration::from_millis(250)));
         assert_eq!(parse_every("10").unwrap(), Every::Nth(10));
         assert_eq!(parse_every("2/1s").unwrap(), Every::Per(2, Duration::from_secs(1)));
         assert!(parse_every("0").is_err() && parse_every("0/1s").is_err() && parse_every("x").is_err());

@@ -215,6 +215,31 @@ impl Lane {
         Some(LaneTake { bytes, ring: Vec::new(), end, thread, refused })
     }
 
+    /// A snapshot's look at a pool lane (`switch`, `fill`): a copy of its current block up to
+    /// its committed end, with its `used` set, unsealed; nothing changes in the lane (as the
+    /// idle flush reads it: under the lock, below the committed end). `None` for a ring, a
+    /// lane without a block or records, or one the stop took.
+    pub(crate) fn peek(&self) -> Option<Box<[u8]>> {
+        use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order};
+        let s = self.lock();
+        if self.rings.is_some() || s.taken.is_some() || s.memory.is_null() {
+            return None;
+        }
+        // Acquire: as the stop's take; every byte below `end` is visible.
+        let end = ((self.committed.load(Ordering::Acquire) & 0xFFFF_FFFF) as usize).min(self.block_size);
+        if end <= BLOCK_HEADER_LEN {
+            return None;
+        }
+        let mut copy = vec![0u8; self.block_size].into_boxed_slice();
+        // SAFETY: `memory` holds one block of `block_size` bytes (a pool lane), we hold the
+        // lock, and the bytes below the committed end are never written again by the thread,
+        // which writes above it only (`LaneWriter::record_mut`): as in `take`.
+        let from = unsafe { std::slice::from_raw_parts(s.memory, end) };
+        copy[..end].copy_from_slice(from);
+        Order::NATIVE.put_u32(&mut copy[BLOCK_USED_AT..], (end - BLOCK_HEADER_LEN) as u32);
+        Some(copy)
+    }
+
     /// A copy of block `block` of the pool, which holds sequence `seq` of this ring, under
     /// the pool's lock and the lane's (`s`): whole and finished when it is behind the block
     /// being written; up to `end`, the committed end (loaded with acquire ordering), with its

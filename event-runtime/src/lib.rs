@@ -130,6 +130,7 @@ mod event_set;
 mod exchange;
 mod files;
 mod fork;
+mod history;
 mod lane;
 mod locks;
 mod machine;

@@ -847,9 +847,24 @@ impl Recorder {
 
     /// The state every thread buffer of the recording shares: the pool and queue (when the
     /// stream sinks get blocks as they fill), the sinks, the ring file, the clock `time`.
-    fn share(&self, plan: &mut Plan, time: TimeSource, sinks: Sinks, ring_file: Option<Arc<RingFile>>) -> Arc<Shared> {
+    fn share(
+        &self,
+        plan: &mut Plan,
+        time: TimeSource,
+        mut sinks: Sinks,
+        ring_file: Option<Arc<RingFile>>,
+    ) -> Arc<Shared> {
         let (blocks, bs) = (plan.blocks, self.block_size);
         let streaming = self.policy != Policy::Ring && !sinks.is_empty();
+        if streaming {
+            // Snapshots of a stream read their windows back from what was written (`history`):
+            // as much as the buffer holds, and the longest `pre=` a trigger asks for.
+            let pre = plan.triggers.as_ref().and_then(crate::trigger::Triggers::longest_pre);
+            let tps = u128::from(plan.header.clock.ticks_per_second);
+            let pre_ticks = pre.map_or(0, |d| (d.as_nanos() * tps / 1_000_000_000) as u64);
+            let hold = plan.triggers.as_ref().map(|t| Arc::clone(&t.pending_count));
+            sinks.keep_history(crate::history::History::new(blocks as usize, pre_ticks, hold.clone()), hold);
+        }
         let pooled = streaming; // Pool homes, or copies from ring-file slots.
         let exchange = if pooled {
             let budget = (self.policy == Policy::Fill && ring_file.is_none()).then_some(blocks);

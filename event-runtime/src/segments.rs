@@ -46,6 +46,8 @@ pub(crate) fn open_path(path: &Path) -> PathBuf {
 /// A sealed segment still on the disk, as the budget counts it.
 #[derive(Debug)]
 struct Sealed {
+    /// Its number (its header's `index`).
+    index: u64,
     path: PathBuf,
     /// Its length in bytes when sealed.
     bytes: u64,
@@ -87,6 +89,12 @@ pub(crate) struct Segments {
     said_missing: bool,
     /// Whether the first segment was made (a name taken later is skipped, not an error).
     started: bool,
+    /// While this is above 0, the budget deletes nothing: triggered snapshots wait for their
+    /// `post=` windows, whose blocks may lie in the oldest segments
+    /// (`trigger::Triggers::pending_count`; docs/guide/keeping-the-incident.md).
+    hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    /// The newest segment the budget deleted since the last look (`take_removed`).
+    removed_upto: Option<u64>,
 }
 
 /// A segment file just created, with its header to write first.
@@ -117,7 +125,32 @@ impl Segments {
             requested: false,
             said_missing: false,
             started: false,
+            hold: None,
+            removed_upto: None,
         }
+    }
+
+    /// Holds the budget while `hold` is above 0 (snapshots wait for their windows).
+    pub(crate) fn hold_with(&mut self, hold: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        self.hold = Some(hold);
+    }
+
+    /// The newest segment the budget deleted since the last call, if any.
+    pub(crate) fn take_removed(&mut self) -> Option<u64> {
+        self.removed_upto.take()
+    }
+
+    /// A sealed segment still on the disk, or the file of the segment being written when it
+    /// is `index` (`current`), opened for reading: a snapshot reads its window's blocks back
+    /// through it, even once the budget deleted the file. `None` when it is gone or is no
+    /// longer the file the recording sealed.
+    pub(crate) fn open_for_reading(&self, index: u64, current: Option<&File>) -> Option<File> {
+        if index == self.index {
+            return current.and_then(|f| f.try_clone().ok());
+        }
+        let sealed = self.sealed.iter().find(|s| s.index == index)?;
+        let file = File::open(&sealed.path).ok()?;
+        (identity(&file) == sealed.id).then_some(file)
     }
 
     /// Creates the next segment's file (`NAME.open`, exclusively) and its header, saying
@@ -214,7 +247,8 @@ impl Segments {
             return;
         }
         let bytes = file.metadata().map_or(0, |m| m.len());
-        self.sealed.push_back(Sealed { path: path.to_owned(), bytes, accounted, id: identity(file) });
+        let index = self.index - 1;
+        self.sealed.push_back(Sealed { index, path: path.to_owned(), bytes, accounted, id: identity(file) });
         if more {
             self.keep_within_budget();
         }
@@ -230,6 +264,10 @@ impl Segments {
     /// Deletes the oldest sealed segments until the budget holds: a segment someone else
     /// removed or replaced meanwhile is said once and not counted.
     fn keep_within_budget(&mut self) {
+        if self.hold.as_ref().is_some_and(|h| h.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+            // A snapshot waits for its window: the budget is over for that long.
+            return;
+        }
         loop {
             let total: u64 = self.sealed.iter().map(|s| s.bytes).sum();
             let over = self.keep.segments.is_some_and(|n| self.sealed.len() as u64 > n)
@@ -243,6 +281,7 @@ impl Segments {
                 self.say_missing(&oldest.path);
                 continue;
             }
+            self.removed_upto = Some(oldest.index);
             match std::fs::remove_file(&oldest.path) {
                 Ok(()) => {
                     self.removed_segments += 1;

@@ -252,6 +252,19 @@ impl Shared {
         slots.iter().filter_map(|slot| slot.take()).collect()
     }
 
+    /// The current blocks of the pool lanes of threads alive, as committed now
+    /// (`lane::Lane::peek`): what a snapshot of a stream takes that the sinks do not have yet.
+    pub(crate) fn peek_pool_lanes(&self) -> Vec<Box<[u8]>> {
+        let lanes = {
+            let lanes = lock(&self.lanes);
+            if lanes.closed {
+                return Vec::new();
+            }
+            lanes.list.clone()
+        };
+        lanes.iter().filter(|lane| !lane.is_ring()).filter_map(|lane| lane.peek()).collect()
+    }
+
     /// Every ring lane registered so far, for a snapshot to copy (`lane::Lane::copy_ring`);
     /// none once the stop took them.
     pub(crate) fn ring_lanes(&self) -> Vec<Arc<Lane>> {

@@ -7,6 +7,7 @@
 //! stop; under segments it ends the segment and the recording goes on in a new one (as a full
 //! disk does). It never stops the program.
 
+use crate::history::{Entry, History, Place};
 use crate::segments::Segments;
 use crate::space::{Room, is_no_space, make_room};
 use event_format::builtin::{DROPPED, THREAD_NAME};
@@ -84,6 +85,9 @@ pub(crate) struct Sinks {
     known: HashMap<u64, String>,
     /// Under segments: the threads the segment being written names already.
     named: HashSet<u64>,
+    /// Under a streaming policy: the blocks written lately and where (`history`), for
+    /// snapshots to read their windows back from.
+    history: Option<History>,
 }
 
 impl Sinks {
@@ -168,10 +172,65 @@ impl Sinks {
         self.file = None;
     }
 
+    /// Keeps an index of the blocks written from now on (`history`), for snapshots of a
+    /// streaming recording; with `hold`, the disk budget deletes no segment while it is above
+    /// 0 (triggered snapshots wait for their windows).
+    pub(crate) fn keep_history(
+        &mut self,
+        history: History,
+        hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    ) {
+        self.history = Some(history);
+        if let (Some(segments), Some(hold)) = (&mut self.segments, hold) {
+            segments.hold_with(hold);
+        }
+    }
+
+    /// The blocks of a snapshot's window (`History::window`: from `from`, or as many as the
+    /// buffer holds before `trigger`, and all after), each with where to read its bytes: a
+    /// copy of the memory sink's, or a file opened now (the segment, or the one event file),
+    /// which stays readable after the budget deletes it. Empty without a history.
+    pub(crate) fn window(&self, from: Option<u64>, trigger: u64) -> Vec<(Entry, WindowBytes)> {
+        let Some(history) = &self.history else { return Vec::new() };
+        let mut files: HashMap<u64, Option<std::sync::Arc<File>>> = HashMap::new();
+        let current = self.file.as_ref().map(|(_, f)| f);
+        let mut out = Vec::new();
+        for entry in history.window(from, trigger) {
+            let bytes = match entry.place {
+                Place::Memory(at) => {
+                    let Some(memory) = &self.memory else { continue };
+                    let range = at as usize..(at as usize + entry.len as usize);
+                    let Some(bytes) = memory.get(range) else { continue };
+                    WindowBytes::Copied(bytes.to_vec())
+                }
+                Place::File { segment, offset } => {
+                    let file = files.entry(segment).or_insert_with(|| {
+                        let file = match &self.segments {
+                            Some(segments) => segments.open_for_reading(segment, current),
+                            None => current.and_then(|f| f.try_clone().ok()),
+                        };
+                        file.map(std::sync::Arc::new)
+                    });
+                    let Some(file) = file else { continue };
+                    WindowBytes::File(std::sync::Arc::clone(file), offset)
+                }
+            };
+            out.push((entry, bytes));
+        }
+        out
+    }
+
+    /// The newest number in the recording of `thread`'s blocks written (see
+    /// `History::newest`).
+    pub(crate) fn newest_written(&self, thread: u64) -> Option<u64> {
+        self.history.as_ref()?.newest(thread)
+    }
+
     /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
     /// packing, and the writer is keeping up (`hurry` false). Under segments, the block gets
     /// its thread's number in the segment first.
     pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        let sequence = BlockHeader::read(Order::NATIVE, block).sequence;
         if self.segments.is_some() {
             let thread = BlockHeader::read(Order::NATIVE, block).thread;
             self.name_in_segment(thread, block);
@@ -181,13 +240,13 @@ impl Sinks {
             if segments.renumbers(thread) {
                 let mut copy = block.to_vec();
                 segments.renumber(&mut copy);
-                return self.put_block(&copy, hurry);
+                return self.put_numbered(&copy, hurry, sequence);
             }
             let mut header = [0u8; BLOCK_HEADER_LEN];
             header.copy_from_slice(&block[..BLOCK_HEADER_LEN]);
             segments.renumber(&mut header);
         }
-        self.put_block(block, hurry);
+        self.put_numbered(block, hurry, sequence);
     }
 
     /// Under segments, before a block of `thread` goes into the segment being written: names
@@ -252,6 +311,13 @@ impl Sinks {
     }
 
     fn put_block(&mut self, block: &[u8], hurry: bool) {
+        let sequence = BlockHeader::read(Order::NATIVE, block).sequence;
+        self.put_numbered(block, hurry, sequence);
+    }
+
+    /// [`put_block`](Self::put_block) of a block whose number in the recording is `sequence`
+    /// (a segment may have given it another), noted in the history.
+    fn put_numbered(&mut self, block: &[u8], hurry: bool, sequence: u64) {
         let counts = block_counts(block);
         match &mut self.writable {
             Writable::Yes => {}
@@ -265,7 +331,32 @@ impl Sinks {
             }
         }
         self.last_time = BlockHeader::read(Order::NATIVE, block).base_time.max(self.last_time);
+        let (memory_at, file_at) = (self.memory.as_ref().map(|m| m.len() as u64), self.file_len);
         let result = self.emit(block, self.pack && !hurry, true);
+        if let Some(history) = &mut self.history
+            && !matches!(result, Some(Err(_)))
+        {
+            let header = BlockHeader::read(Order::NATIVE, block);
+            let (place, len) = match (memory_at, &self.memory) {
+                (Some(at), Some(memory)) => (Some(Place::Memory(at)), memory.len() as u64 - at),
+                _ if result.is_some() => {
+                    let segment = self.segments.as_ref().map_or(0, Segments::index);
+                    (Some(Place::File { segment, offset: file_at }), self.file_len - file_at)
+                }
+                _ => (None, 0),
+            };
+            if let Some(place) = place {
+                history.push(Entry {
+                    thread: header.thread,
+                    sequence,
+                    base_time: header.base_time,
+                    last_time: counts.2,
+                    len: len as u32,
+                    place,
+                    report: header.thread == 0 && counts.1 > header.lost,
+                });
+            }
+        }
         match result {
             Some(Err(e)) => {
                 self.unwritten_events = self.unwritten_events.saturating_add(counts.0 + counts.1);
@@ -280,7 +371,7 @@ impl Sinks {
             }
             None => {}
         }
-        self.add(counts);
+        self.add((counts.0, counts.1));
     }
 
     /// Writes `block` to every sink, packed when `pack` and worth it, with room kept after it
@@ -371,6 +462,9 @@ impl Sinks {
         self.name_gone = false;
         if let (Some(segments), Some((path, file))) = (&mut self.segments, self.file.take()) {
             segments.seal(&path, &file, accounted, more);
+            if let (Some(upto), Some(history)) = (segments.take_removed(), &mut self.history) {
+                history.forget_segments(upto);
+            }
         }
     }
 
@@ -623,6 +717,15 @@ impl Sinks {
     }
 }
 
+/// Where a block of a snapshot's window is read from ([`Sinks::window`]).
+#[derive(Debug)]
+pub(crate) enum WindowBytes {
+    /// Its bytes, copied from the memory sink.
+    Copied(Vec<u8>),
+    /// In this file, from this offset.
+    File(std::sync::Arc<File>, u64),
+}
+
 /// Whether `block` holds a `ThreadName` record that names `thread` (a thread's first block).
 fn names_itself(block: &[u8], thread: u64) -> bool {
     let header = BlockHeader::read(Order::NATIVE, block);
@@ -662,18 +765,21 @@ pub(crate) fn recorder_blocks(
 }
 
 /// A block's events (every record but `TimeExtend` and `Stop`) and the losses it reports (its
-/// `lost` field, its `Dropped` counts), as the stop marker counts them. A walk of the record
-/// headers, on the writer thread or at stop, never on a recording thread's hot path.
-fn block_counts(block: &[u8]) -> (u64, u64) {
+/// `lost` field, its `Dropped` counts), as the stop marker counts them, and the time of its
+/// last record (its base time without one). A walk of the record headers, on the writer
+/// thread or at stop, never on a recording thread's hot path.
+fn block_counts(block: &[u8]) -> (u64, u64, u64) {
     let header = BlockHeader::read(Order::NATIVE, block);
     let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
     let mut events = 0u64;
     let mut lost = header.lost;
-    for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).flatten() {
+    let mut last = header.base_time;
+    for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, header.base_time).flatten() {
         events += 1;
+        last = record.time;
         if record.code == DROPPED && record.args.len() >= 16 {
             lost = lost.saturating_add(Order::NATIVE.u64(&record.args[8..]));
         }
     }
-    (events, lost)
+    (events, lost, last)
 }

@@ -25,7 +25,6 @@
 //! returned: the recording goes on.
 
 use crate::clock;
-use crate::config::Policy;
 use crate::locks::lock;
 use crate::session::{self, Shared};
 use crate::sink::Sinks;
@@ -84,6 +83,7 @@ pub(crate) fn serve(shared: &Shared) {
     notice_losses(shared, triggers);
     for pending in triggers.ready(std::time::Instant::now()) {
         triggered(shared, triggers, pending.cause, pending.held);
+        triggers.taken();
     }
 }
 
@@ -97,6 +97,7 @@ pub(crate) fn at_stop(shared: &Shared) {
     notice_losses(shared, triggers);
     for pending in triggers.all_pending() {
         triggered(shared, triggers, pending.cause, pending.held);
+        triggers.taken();
     }
     for line in triggers.declined_lines() {
         eprintln!("event-runtime: {line}");
@@ -145,12 +146,6 @@ fn take_numbered(
     cause: Cause,
     held: Vec<Box<[u8]>>,
 ) -> io::Result<SnapshotInfo> {
-    if shared.policy != Policy::Ring {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a snapshot needs a recording whose policy keeps the latest events (EVENT_POLICY=ring); under switch and fill every event already goes to the event file",
-        ));
-    }
     if shared.is_parents() || !session::is_running() {
         return Err(io::Error::other("the recording is stopping or is not this process's; no snapshot taken"));
     }
@@ -165,10 +160,17 @@ fn take_numbered(
     // tells whether the path still names our file when it is removed.
     let ours = file.try_clone()?;
 
-    let mut blocks = with_held(copy_blocks(shared)?, held);
-    if let (Some(pre), Some(at)) = (cause.pre, cause.trigger_time) {
+    let from = cause.pre.map(|pre| {
         let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
-        blocks = from_time(blocks, at.saturating_sub(ticks));
+        cause.trigger_time.unwrap_or(taken_time).saturating_sub(ticks)
+    });
+    let mut blocks = if shared.streaming {
+        stream_blocks(shared, from, cause.trigger_time.unwrap_or(taken_time))?
+    } else {
+        with_held(copy_blocks(shared)?, held)
+    };
+    if let Some(from) = from {
+        blocks = from_time(blocks, from);
     }
     let bs = shared.block_size;
     let pinned = pinned_blocks(shared, &blocks);
@@ -337,6 +339,110 @@ fn from_time(blocks: Vec<Box<[u8]>>, from: u64) -> Vec<Box<[u8]>> {
         .collect()
 }
 
+/// Under a streaming policy: the blocks of the window, unsealed, read back from what the
+/// sinks wrote (`history`: from `from`, or as much as the buffer holds before `trigger`, and
+/// everything after), and what they do not have yet: the blocks queued to the writer thread
+/// (written first, or waited for), the pool lanes' current blocks and, with a ring file, the
+/// slots' current blocks (copied as committed now). One block of each (thread, sequence), the
+/// fuller copy; ordered by thread and sequence, the reports of thread 0 last.
+fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result<Vec<Box<[u8]>>> {
+    if crate::buffer::is_writer() {
+        crate::writer::write_queued(shared);
+    } else {
+        shared.exchange.wait_drained(std::time::Duration::from_secs(1));
+    }
+    let mut live = shared.peek_pool_lanes();
+    if shared.ring_file.is_some() {
+        live.extend(copy_blocks(shared)?);
+    }
+    let (window, newest) = {
+        let sinks = lock(&shared.sinks);
+        let window = sinks.window(from, trigger);
+        let threads: BTreeSet<u64> = live.iter().map(|b| BlockHeader::read(Order::NATIVE, b).thread).collect();
+        let newest: std::collections::BTreeMap<u64, Option<u64>> =
+            threads.into_iter().map(|t| (t, sinks.newest_written(t))).collect();
+        (window, newest)
+    };
+    let header_bytes = shared.header.encode().map_err(io::Error::other)?;
+    let written = read_window(&header_bytes, shared.block_size, window);
+    let mut kept: std::collections::BTreeMap<(u64, u64), Box<[u8]>> = std::collections::BTreeMap::new();
+    let mut reports = Vec::new();
+    let unwritten = |b: &[u8]| {
+        let h = BlockHeader::read(Order::NATIVE, b);
+        newest.get(&h.thread).copied().flatten().is_none_or(|n| h.sequence > n)
+    };
+    for block in written.into_iter().chain(live.into_iter().filter(|b| unwritten(b))) {
+        let h = BlockHeader::read(Order::NATIVE, &block);
+        if h.thread == 0 {
+            reports.push(block);
+        } else if kept.get(&(h.thread, h.sequence)).is_none_or(|b| BlockHeader::read(Order::NATIVE, b).used < h.used) {
+            kept.insert((h.thread, h.sequence), block);
+        }
+    }
+    Ok(kept.into_values().chain(reports).collect())
+}
+
+/// The blocks of `window` read back and decoded (unpacked, whatever the packing), each as
+/// an unsealed block of `block_size` bytes numbered as in the recording. A block that cannot
+/// be read (its file cut short under the recording) or decoded is left out: the snapshot then
+/// shows its place as a gap.
+fn read_window(
+    header: &[u8],
+    block_size: u32,
+    window: Vec<(crate::history::Entry, crate::sink::WindowBytes)>,
+) -> Vec<Box<[u8]>> {
+    use crate::sink::WindowBytes;
+    let mut out = Vec::new();
+    for chunk in window.chunks(64) {
+        let mut bytes = header.to_vec();
+        let mut starts = Vec::with_capacity(chunk.len());
+        for (entry, source) in chunk {
+            let at = bytes.len();
+            match source {
+                WindowBytes::Copied(b) => bytes.extend_from_slice(b),
+                WindowBytes::File(file, offset) => {
+                    bytes.resize(at + entry.len as usize, 0);
+                    if read_at(file, &mut bytes[at..], *offset).is_err() {
+                        bytes.truncate(at);
+                        continue;
+                    }
+                }
+            }
+            starts.push((at as u64, *entry));
+        }
+        let Ok(mut decoder) = event_format::decode::Decoder::new(&bytes[..]) else { continue };
+        while let Some(block) = decoder.next_block() {
+            let Ok(block) = block else { continue };
+            let Ok(i) = starts.binary_search_by_key(&block.offset, |s| s.0) else { continue };
+            let entry = starts[i].1;
+            let mut raw = vec![0u8; block_size as usize].into_boxed_slice();
+            let len = block.records.len().min(raw.len() - BLOCK_HEADER_LEN);
+            let header = BlockHeader { flags: 0, sequence: entry.sequence, used: len as u32, crc: 0, ..block.header };
+            header.write(Order::NATIVE, &mut raw);
+            Order::NATIVE.put_u32(&mut raw[event_format::wire::BLOCK_USED_AT..], len as u32);
+            raw[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + len].copy_from_slice(&block.records[..len]);
+            out.push(raw);
+        }
+    }
+    out
+}
+
+/// Reads `buf.len()` bytes of `file` at `offset`, without moving a cursor another reader of
+/// the file may use.
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::Seek;
+        let mut file = file.try_clone()?;
+        file.seek(io::SeekFrom::Start(offset))?;
+        file.read_exact(buf)
+    }
+}
+
 /// Every ring's blocks, unsealed: the ring file's (as read live), then the heap rings'.
 fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
     let mut blocks = Vec::new();
@@ -469,6 +575,18 @@ mod tests {
     use event_format::decode::{Catalog, Decoder, Entry};
     use event_format::wire::Value;
 
+    /// Starts `recorder` once no other test's recording runs (unit tests run in parallel, and
+    /// a process runs one recording at a time).
+    fn start_alone(recorder: Recorder) -> crate::Recording {
+        for _ in 0..1000 {
+            match recorder.clone().start() {
+                Err(crate::StartError::AlreadyRunning) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                started => return started.unwrap(),
+            }
+        }
+        panic!("another test's recording ran for 10 s");
+    }
+
     /// The words of every `E` event of a stream, per thread, in order; and the thread names.
     fn read(
         bytes: &[u8],
@@ -496,6 +614,53 @@ mod tests {
         (words, names, stop)
     }
 
+    /// A snapshot of a streaming recording (`switch`, the memory sink): the window read back
+    /// from what was written, as many blocks as the buffer holds before the snapshot (the
+    /// last thread's latest events, consecutive, ending with its last), then what a thread's
+    /// current block holds and the sinks do not have yet; every thread named.
+    #[test]
+    fn a_snapshot_of_a_stream_reads_its_window_back() {
+        use crate::Policy;
+        let dir = std::env::temp_dir().join(format!("snapshot-stream-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.evt");
+        let _ = std::fs::remove_file(&path);
+        let recording = start_alone(
+            Recorder::new()
+                .sets(&[&SET])
+                .policy(Policy::Switch)
+                .wait(std::time::Duration::from_secs(5))
+                .block_size(1024)
+                .buffer_size(16 << 10)
+                .memory(),
+        );
+        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+        for t in 0..3u64 {
+            std::thread::scope(|s| {
+                s.spawn(move || {
+                    (0..5000).for_each(|i| emit(t * 100_000 + i));
+                    crate::flush();
+                });
+            });
+        }
+        emit(7);
+        let taken = recording.snapshot(&path).unwrap();
+        recording.stop().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let (words, names, stop) = read(&bytes);
+        let lists: Vec<&Vec<u64>> = words.values().collect();
+        let last = lists.iter().find(|l| l[0] / 100_000 == 2).expect("the last thread's events");
+        assert_eq!(*last.last().unwrap(), 204_999, "ends with the thread's last event");
+        assert!(last.windows(2).all(|w| w[1] == w[0] + 1), "consecutive, in order");
+        assert!(lists.iter().any(|l| l.as_slice() == [7]), "the live block: {lists:?}");
+        let all: usize = lists.iter().map(|l| l.len()).sum();
+        // 16 blocks of 1 KiB hold 60 events of 16 bytes each, with the live one's.
+        assert!((900..=1100).contains(&all), "as much as the buffer holds, not the whole stream: {all}");
+        assert!(names.len() >= 2, "every thread named: {names:?}");
+        assert_eq!(stop.expect("a clean-stop marker").events, taken.events);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A snapshot of heap rings that went round: each thread's latest events, consecutive and
     /// ending with its last, every thread named although the rings lost their `ThreadName`;
     /// the recording goes on and its stop still has every event the rings keep.
@@ -505,15 +670,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = Recorder::new()
-            .sets(&[&SET])
-            .policy(Policy::Ring)
-            .block_size(1024)
-            .buffer_size(64 << 10)
-            .ring_threads(4)
-            .memory()
-            .start()
-            .unwrap();
+        let recording = start_alone(
+            Recorder::new().sets(&[&SET]).policy(Policy::Ring).block_size(1024).buffer_size(64 << 10).memory(),
+        );
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             for t in 0..3u64 {

@@ -138,6 +138,9 @@ struct RateState {
     window: Option<(Instant, u64)>,
 }
 
+/// The longest a snapshot waits for its `post=` window.
+const MAX_POST: Duration = Duration::from_secs(60);
+
 /// The pinned events a recording keeps apart in memory (the latest ones; older ones leave
 /// the ring, counted).
 pub(crate) const PIN_RECORDS: usize = 256;
@@ -210,6 +213,11 @@ pub(crate) struct Triggers {
     /// Where snapshots go: a pattern (`%s` its sequence number, ...).
     pub(crate) pattern: PathBuf,
     pub(crate) pending: Mutex<Vec<Pending>>,
+    /// Snapshots made pending and not yet taken (or given up): while it is above 0, a
+    /// streaming recording's history and its disk budget let nothing go (`history`,
+    /// `segments`), so that the window of a snapshot that waits for its `post=` is still there
+    /// when it is taken.
+    pub(crate) pending_count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     next_id: std::sync::atomic::AtomicU64,
     /// The losses counted at the last look (`snapshot::serve`), for the `lost` trigger.
     pub(crate) lost_seen: std::sync::atomic::AtomicU64,
@@ -267,6 +275,7 @@ pub(crate) fn parse(
         mask,
         pattern,
         pending: Mutex::new(Vec::new()),
+        pending_count: std::sync::Arc::default(),
         next_id: std::sync::atomic::AtomicU64::new(1),
         lost_seen: std::sync::atomic::AtomicU64::new(0),
     })
@@ -620,7 +629,25 @@ impl Triggers {
     }
 
     fn push(&self, pending: Pending) {
+        // Relaxed: read by the writer thread as a hint that holds the history and the budget;
+        // the pending list itself is under its lock.
+        self.pending_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).push(pending);
+    }
+
+    /// A pending snapshot was taken (or could not be): the history and the budget may let
+    /// its window go.
+    pub(crate) fn taken(&self) {
+        let _ = self.pending_count.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |n| n.checked_sub(1),
+        );
+    }
+
+    /// The longest `pre=` of the triggers, if any gives one.
+    pub(crate) fn longest_pre(&self) -> Option<Duration> {
+        self.list.iter().filter_map(|t| t.pre).max()
     }
 
     /// The pending snapshots whose `post` window is over, taken out.
@@ -628,7 +655,9 @@ impl Triggers {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         let (ready, waiting): (Vec<Pending>, Vec<Pending>) = pending.drain(..).partition(|p| match p.post {
             Post::None => true,
-            Post::Events(_) => !p.counting,
+            // A thread that never records its N events holds the window (and a streaming
+            // recording's budget) for a minute at most, as `post=DURATION` may.
+            Post::Events(_) => !p.counting || now.duration_since(p.at) >= MAX_POST,
             Post::Time(d) => now.duration_since(p.at) >= d,
         });
         *pending = waiting;
@@ -695,7 +724,7 @@ mod tests {
         let header = Header::with_sets(
             Vec::new(),
             1024,
-            event_format::wire::Clock::default(),
+            event_format::wire::Clock::deterministic(),
             event_format::wire::Producer::current(0),
         );
         let schemas: Vec<&Schema> = Vec::new();

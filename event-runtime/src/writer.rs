@@ -138,6 +138,15 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::detach_this_thread(generation);
 }
 
+/// On the writer thread, before a snapshot of a stream: writes the blocks queued now, so that
+/// the snapshot finds them in the sinks (those of the trigger's thread up to its trigger among
+/// them).
+pub(crate) fn write_queued(shared: &Shared) {
+    if let Batch::Blocks(blocks) = shared.exchange.next_batch(Duration::ZERO) {
+        write_batch(shared, blocks);
+    }
+}
+
 /// Writes a batch of full blocks and gives them back to the pool, a few at a time so
 /// that threads waiting for a block get one early.
 fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {

@@ -505,8 +505,15 @@ impl ThreadBuffer {
         if pinned {
             let thread = self.thread;
             let name = || thread_name_record(&shared, thread);
-            let pin = crate::trigger::Pinned { thread, time, record: bytes.clone() };
-            triggers.pin(pin, shared.ring_file.as_deref(), name);
+            let thread_name = || crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone());
+            // The number its block will be written with: a pool lane's idle flushes may have
+            // moved it on from this buffer's (`Lane::flush_idle`).
+            let sequence = match &mut self.home {
+                Home::Lane(writer) if !writer.is_ring() => writer.lock().map_or(self.sequence, |g| g.sequence()),
+                _ => self.sequence,
+            };
+            let pin = crate::trigger::Pinned { sequence, thread, time, record: bytes.clone() };
+            triggers.pin(pin, shared.ring_file.as_deref(), name, thread_name);
             if !trigger {
                 return;
             }

@@ -93,28 +93,18 @@ impl History {
     }
 
     /// The blocks of a snapshot's window, in the order they were written: those whose last
-    /// record is at `from` or later (`pre=`), or, without `from`, the latest `keep_blocks`
-    /// that start at `trigger` or before (as much as a ring of the buffer's size would hold),
-    /// and every block after them. Blocks of thread 0 only when they report losses.
+    /// record is at `from` or later (`pre=`); without `from`, as much time as the buffer's
+    /// worth of blocks covers before `trigger` (from the start of the `keep_blocks`-th newest
+    /// block that starts at `trigger` or before), for every thread alike. Blocks of thread 0
+    /// only when they report losses.
     pub(crate) fn window(&self, from: Option<u64>, trigger: u64) -> Vec<Entry> {
-        let first = match from {
-            Some(from) => self.entries.iter().position(|e| e.last_time >= from && (e.thread != 0 || e.report)),
-            None => {
-                let before = self.entries.iter().filter(|e| e.base_time <= trigger && e.thread != 0).count();
-                let skip = before.saturating_sub(self.keep_blocks);
-                let mut seen = 0;
-                self.entries.iter().position(|e| {
-                    if e.base_time <= trigger && e.thread != 0 {
-                        seen += 1;
-                        seen > skip
-                    } else {
-                        false
-                    }
-                })
-            }
-        };
-        let Some(first) = first else { return Vec::new() };
-        self.entries.iter().skip(first).filter(|e| e.thread != 0 || e.report).copied().collect()
+        let from = from.unwrap_or_else(|| {
+            let mut before: Vec<u64> =
+                self.entries.iter().filter(|e| e.base_time <= trigger && e.thread != 0).map(|e| e.base_time).collect();
+            before.sort_unstable();
+            before.len().checked_sub(self.keep_blocks).map_or(0, |skip| before[skip])
+        });
+        self.entries.iter().filter(|e| e.last_time >= from && (e.thread != 0 || e.report)).copied().collect()
     }
 
     /// The newest number written of each thread (for a snapshot's live part: a thread's block
@@ -172,7 +162,8 @@ mod tests {
             h.push(entry(1 + i % 2, i, i * 10));
         }
         let seqs = |w: Vec<Entry>| w.iter().map(|e| e.sequence).collect::<Vec<_>>();
-        // Blocks starting at 50 or before: 0..=5; the latest 3 of them, then the rest.
+        // Blocks starting at 50 or before: 0..=5; the time of the latest 3 of them (from 30),
+        // and everything since.
         assert_eq!(seqs(h.window(None, 50)), [3, 4, 5, 6, 7, 8, 9]);
         // pre=: those ending at 65 or later.
         assert_eq!(seqs(h.window(Some(65), 50)), [6, 7, 8, 9]);

@@ -325,6 +325,24 @@ impl Segments {
         }
     }
 
+    /// The next block of `thread` in the recording's numbering: every block before it was
+    /// written (to this segment or an earlier one).
+    pub(crate) fn next_of(&self, thread: u64) -> u64 {
+        self.next.get(&thread).copied().unwrap_or(0)
+    }
+
+    /// In a segment just opened: numbers `blocks` blocks of `thread` before its first block
+    /// here (its blocks in the segment start at `blocks` instead of 0), and returns the
+    /// recording's number of the first of them: blocks written with those numbers
+    /// (`write_block`) become the segment's 0, 1, ... `None` when the thread has fewer blocks
+    /// before this segment than that.
+    pub(crate) fn number_below(&mut self, thread: u64, blocks: u64) -> Option<u64> {
+        let next = self.next_of(thread);
+        let first = next.checked_sub(blocks)?;
+        self.offset.insert(thread, first);
+        Some(first)
+    }
+
     /// Whether a block of `thread` needs a new number in this segment (a copy to renumber).
     pub(crate) fn renumbers(&self, thread: u64) -> bool {
         thread != 0 && self.offset.get(&thread).is_some_and(|&o| o != 0)

@@ -472,7 +472,7 @@ impl Sinks {
     /// and writes its header and `names` (blocks of thread 0 numbered from 0: the names, labels
     /// and strings its events use). `false` when it cannot be made now (no room: tried again
     /// later; a name taken: said).
-    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>) -> bool {
+    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>, pins: &[crate::trigger::Pinned]) -> bool {
         let Some(segments) = &mut self.segments else { return false };
         let opened = match segments.open(lost_between) {
             Ok(opened) => opened,
@@ -510,28 +510,85 @@ impl Sinks {
         for block in &names {
             self.put_block(block, false);
         }
+        self.repeat_pins(pins);
         true
+    }
+
+    /// In a segment just opened: the pinned events (`EVENT_PIN`) that earlier segments hold,
+    /// repeated, so that this segment alone, and the recording after the budget deleted any of
+    /// its segments, shows them (as names, labels and strings are repeated). Each thread's in
+    /// blocks of its own, in time order, numbered just below its first block in the segment
+    /// (`Segments::number_below`), so that its blocks follow one another from 0; a thread with
+    /// fewer blocks before this segment than they need keeps the newest that fit.
+    fn repeat_pins(&mut self, pins: &[crate::trigger::Pinned]) {
+        let Some(segments) = &mut self.segments else { return };
+        let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::trigger::Pinned>> = Default::default();
+        for p in pins {
+            if p.sequence < segments.next_of(p.thread) {
+                by_thread.entry(p.thread).or_default().push(p);
+            }
+        }
+        let block_size = self.reserve as u32;
+        for (thread, mut records) in by_thread {
+            records.sort_by_key(|p| p.time);
+            let mut blocks: Vec<Vec<u8>> = Vec::new();
+            let mut writer: Option<BlockWriter> = None;
+            for p in records {
+                let Some(code) = p.record.get(..2).map(|c| Order::NATIVE.u16(c)) else { continue };
+                let args = &p.record[event_format::wire::RECORD_HEADER_LEN.min(p.record.len())..];
+                loop {
+                    let w = writer.get_or_insert_with(|| {
+                        let header = BlockHeader { thread, base_time: p.time, ..BlockHeader::default() };
+                        BlockWriter::new(Order::NATIVE, block_size, &header)
+                    });
+                    match w.push_record(code, p.time, args) {
+                        Err(event_format::wire::PushError::Full) if !w.is_empty() => {
+                            blocks.extend(writer.take().map(BlockWriter::finish));
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            blocks.extend(writer.take().filter(|w| !w.is_empty()).map(BlockWriter::finish));
+            let Some(segments) = &mut self.segments else { return };
+            let fit = (segments.next_of(thread) as usize).min(blocks.len());
+            let skip = blocks.len() - fit;
+            let blocks = &mut blocks[skip..];
+            let Some(first) = segments.number_below(thread, fit as u64) else { continue };
+            for (i, block) in blocks.iter_mut().enumerate() {
+                let header = BlockHeader { sequence: first + i as u64, ..BlockHeader::read(Order::NATIVE, block) };
+                header.write(Order::NATIVE, block);
+                event_format::wire::seal_block_in_place(Order::NATIVE, block);
+                self.write_block(block, false);
+            }
+        }
     }
 
     /// The writer's turn at the segments: seals the segment being written and opens the next
     /// when it is due (its size, its age, or asked for), or, after a full disk, tries again for
     /// room (at most every second). `names` are the blocks of thread 0, numbered from 0, that
     /// repeat the names, labels and strings in a new segment. `time` is the stop block's.
-    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>, threads: Vec<(u64, String)>) {
+    pub(crate) fn rotate_if_due(
+        &mut self,
+        time: u64,
+        names: Vec<Vec<u8>>,
+        threads: Vec<(u64, String)>,
+        pins: &[crate::trigger::Pinned],
+    ) {
         if !self.rotation_due() {
             return;
         }
         self.known = threads.into_iter().collect();
         match self.writable {
             Writable::Waiting { lost_between, .. } => {
-                if !self.open_next(lost_between, names) {
+                if !self.open_next(lost_between, names, pins) {
                     self.writable = Writable::Waiting { lost_between, tried: Instant::now() };
                 }
             }
             Writable::Yes => {
                 self.write_stop(time, StopCause::Rotated);
                 self.seal(true);
-                if !self.open_next(0, names) {
+                if !self.open_next(0, names, pins) {
                     self.writable = Writable::Waiting { lost_between: 0, tried: Instant::now() };
                 }
             }
@@ -589,7 +646,7 @@ impl Sinks {
                 return;
             }
             Writable::Waiting { lost_between, .. } => {
-                if !self.open_next(lost_between, Vec::new()) {
+                if !self.open_next(lost_between, Vec::new(), &[]) {
                     if lost_between > 0 {
                         eprintln!(
                             "event-runtime: {lost_between} events were not written: no room for a new segment since the disk was full"

@@ -341,19 +341,21 @@ fn from_time(blocks: Vec<Box<[u8]>>, from: u64) -> Vec<Box<[u8]>> {
 
 /// Under a streaming policy: the blocks of the window, unsealed, read back from what the
 /// sinks wrote (`history`: from `from`, or as much as the buffer holds before `trigger`, and
-/// everything after), and what they do not have yet: the blocks queued to the writer thread
-/// (written first, or waited for), the pool lanes' current blocks and, with a ring file, the
-/// slots' current blocks (copied as committed now). One block of each (thread, sequence), the
+/// everything after), and what they do not have yet: the pool lanes' current blocks and, with
+/// a ring file, the slots' current blocks (copied as committed now), and the blocks queued to
+/// the writer thread (written then, or waited for). One block of each (thread, sequence), the
 /// fuller copy; ordered by thread and sequence, the reports of thread 0 last.
 fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result<Vec<Box<[u8]>>> {
+    // The threads' current blocks first, then the queue written: a block handed on meanwhile
+    // is in one or the other (or both: the fuller copy is kept), never in neither.
+    let mut live = shared.peek_pool_lanes();
+    if shared.ring_file.is_some() {
+        live.extend(copy_blocks(shared)?);
+    }
     if crate::buffer::is_writer() {
         crate::writer::write_queued(shared);
     } else {
         shared.exchange.wait_drained(std::time::Duration::from_secs(1));
-    }
-    let mut live = shared.peek_pool_lanes();
-    if shared.ring_file.is_some() {
-        live.extend(copy_blocks(shared)?);
     }
     let (window, newest) = {
         let sinks = lock(&shared.sinks);

@@ -153,11 +153,18 @@ struct PinRing {
     /// Pinned records that left `memory` to make room.
     dropped: u64,
     file: crate::ringfile::FilePins,
+    /// The names of the threads that pinned events, for the segments that repeat them after
+    /// the thread ended (and the recording forgot its name).
+    names: std::collections::BTreeMap<u64, String>,
 }
 
-/// A pinned event: a copy of its record (header and arguments), its thread and its time.
+/// A pinned event: a copy of its record (header and arguments), its thread and its time, and
+/// the number of the block that holds it (its thread's, in the recording).
 #[derive(Debug, Clone)]
 pub(crate) struct Pinned {
+    /// The number of the block of its thread that holds it: a new segment repeats the pinned
+    /// events of blocks written before it (`sink::Sinks::repeat_pins`).
+    pub(crate) sequence: u64,
     pub(crate) thread: u64,
     pub(crate) time: u64,
     pub(crate) record: Vec<u8>,
@@ -494,9 +501,15 @@ impl Triggers {
         pinned: Pinned,
         file: Option<&crate::ringfile::RingFile>,
         name: impl FnOnce() -> Option<Vec<u8>>,
+        thread_name: impl FnOnce() -> Option<String>,
     ) {
         let mut ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
         let ring = &mut *ring;
+        if !ring.names.contains_key(&pinned.thread)
+            && let Some(n) = thread_name()
+        {
+            ring.names.insert(pinned.thread, n);
+        }
         if let Some(file) = file.filter(|f| f.has_pins() && !f.is_lost()) {
             if !ring.file.holds(pinned.thread, event_format::builtin::THREAD_NAME)
                 && let Some(name) = name()
@@ -515,6 +528,13 @@ impl Triggers {
     /// The pinned events kept now, oldest first.
     pub(crate) fn pinned_now(&self) -> Vec<Pinned> {
         self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).memory.iter().cloned().collect()
+    }
+
+    /// The names of the threads whose pinned events the pin ring holds.
+    pub(crate) fn pinned_names(&self) -> Vec<(u64, String)> {
+        let ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
+        let threads: std::collections::BTreeSet<u64> = ring.memory.iter().map(|p| p.thread).collect();
+        ring.names.iter().filter(|(t, _)| threads.contains(t)).map(|(t, n)| (*t, n.clone())).collect()
     }
 
     /// Pinned events that left the in-memory pin ring to make room for newer ones.

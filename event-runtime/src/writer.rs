@@ -217,8 +217,19 @@ fn rotate_if_due(shared: &Shared) {
     // it hands a block to the sinks.
     let time = shared.time.now();
     let names = names_blocks(shared, 0, time);
-    let threads = lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
-    lock(&shared.sinks).rotate_if_due(time, names, threads);
+    let mut threads: Vec<(u64, String)> =
+        lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
+    // Pinned events (`EVENT_PIN`) are repeated in every new segment, with their threads'
+    // names, also of threads that ended.
+    let pins = shared.triggers.as_ref().map(crate::trigger::Triggers::pinned_now).unwrap_or_default();
+    if let Some(triggers) = &shared.triggers {
+        for (thread, name) in triggers.pinned_names() {
+            if !threads.iter().any(|t| t.0 == thread) {
+                threads.push((thread, name));
+            }
+        }
+    }
+    lock(&shared.sinks).rotate_if_due(time, names, threads, &pins);
 }
 
 /// Blocks of thread 0, numbered from `first`, that repeat in a new segment every interned

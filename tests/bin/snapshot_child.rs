@@ -37,6 +37,11 @@
 //!   file; `EVENT_TRIGGER` and `EVENT_SNAPSHOT` from the environment), `worker-0` and
 //!   `worker-1` each record N numbered events as fast as they can, at once; `worker-0` records
 //!   `ClientPhase("incident", AT, 0)` right after its number AT. Then the recording stops.
+//! - `service N AT`: starts recording as the environment says (`event_runtime::start`: the
+//!   test streams into segments under a budget, with a trigger and a pin); the main thread
+//!   records `PoolInit(1, 2, "config", 42)` and flushes, then `worker-0` and `worker-1` each record N
+//!   numbered events (a pause of a millisecond every 256), `worker-0` with
+//!   `ClientPhase("incident", AT, 0)` right after its number AT; then the recording stops.
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -56,6 +61,7 @@ fn main() {
         "hold-ring" => hold_ring(&arg(1), number(2)),
         "trigger" => trigger(number(1), number(2)),
         "flat" => flat(number(1), number(2)),
+        "service" => service(number(1), number(2)),
         "hot" => hot(number(1)),
         "full" => full(number(1), &arg(2)),
         "panic" => panic_mode(),
@@ -68,7 +74,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | flat N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | flat N AT | service N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
     );
     std::process::exit(2)
 }
@@ -233,6 +239,33 @@ fn flat(n: u64, at: u64) {
                         event!(ArenaDestroy, w as usize, i);
                         if w == 0 && i == at {
                             event!(ClientPhase, "incident", at, 0);
+                        }
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e));
+        }
+    });
+    recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn service(n: u64, at: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e)).unwrap_or_else(|| fail(&"not recording"));
+    event!(PoolInit, 1usize, 2usize, "config", 42u32);
+    // Its block in the first segment now (the writer's idle flush would put it there within
+    // two seconds).
+    event_runtime::flush();
+    std::thread::scope(|s| {
+        for w in 0..2u64 {
+            std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn_scoped(s, move || {
+                    for i in 0..n {
+                        event!(ArenaDestroy, w as usize, i);
+                        if w == 0 && i == at {
+                            event!(ClientPhase, "incident", at, 0);
+                        }
+                        if i % 256 == 255 {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
                         }
                     }
                 })

@@ -270,6 +270,90 @@ fn a_trigger_at_full_speed_holds_itself_and_its_window() {
     }
 }
 
+/// A service streams into segments under a small budget (`EVENT_ROTATE=64k EVENT_KEEP=3`),
+/// with a trigger and a pin: the snapshot, read back from the segments while they were
+/// there, holds the trigger, the window before it and its `post=` events, whole, after the
+/// budget deleted the trigger's segment; and the last segment alone (every segment) shows the
+/// pinned event recorded in the first, with its thread's name.
+#[test]
+fn a_service_streaming_segments_keeps_its_incident_and_its_pins() {
+    let d = dir("snapshots", "service");
+    let base = d.join("trace.evt");
+    let incidents = d.join("incidents");
+    std::fs::create_dir(&incidents).unwrap();
+    let pattern = incidents.join("s-%s.evt");
+    let env = [
+        ("EVENT_FILE", base.to_str().unwrap()),
+        ("EVENT_POLICY", "wait"),
+        ("EVENT_BUFSIZE", "256k"),
+        ("EVENT_ROTATE", "64k"),
+        ("EVENT_KEEP", "3"),
+        ("EVENT_TRIGGER", "Client:ClientPhase if phase == incident, post=200"),
+        ("EVENT_SNAPSHOT", pattern.to_str().unwrap()),
+        ("EVENT_PIN", "Pool:PoolInit"),
+    ];
+    let (n, at) = (60_000u64, 20_000u64);
+    let output = program(CHILD, &["service", &n.to_string(), &at.to_string()], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "", "nothing said");
+
+    // The snapshot: the trigger, its window before, its post=200 events after, whole.
+    let snapshot = incidents.join("s-1.evt");
+    let r = read(&snapshot);
+    assert_eq!(r.snapshot.cause, SnapshotCause::Event);
+    assert_eq!(r.phases, [at], "the trigger event");
+    let numbers = &r.numbers[&0];
+    assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "consecutive");
+    let before = numbers.iter().filter(|&&i| i <= at).count();
+    let after = numbers.iter().filter(|&&i| i > at).count();
+    assert!(before > 1000, "{before} events before the trigger");
+    assert!(after >= 200, "{after} events after the trigger, post=200");
+    let trigger_at = r.order.iter().position(|e| e.0 == u64::MAX).unwrap();
+    assert_eq!(r.order[trigger_at - 1], (0, at), "in its place");
+    assert_whole(&snapshot, "triggered by Client.ClientPhase");
+
+    // The budget deleted the trigger's segment (and more): no segment left holds it.
+    let mut segments: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "evt"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() <= 4, "the budget: {segments:?}");
+    let first = segments[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(first != "trace.000000.evt", "the first segments were deleted: {segments:?}");
+    for segment in &segments {
+        let bytes = std::fs::read(segment).unwrap();
+        let mut decoder = Decoder::new(&bytes[..]).unwrap();
+        let catalog = Catalog::new(&decoder.header().sets);
+        let (mut config, mut incident, mut names) = (0, 0, BTreeMap::new());
+        let mut pool_threads = Vec::new();
+        while let Some(block) = decoder.next_block() {
+            let block = block.unwrap();
+            for entry in block.entries(&catalog) {
+                let Entry::Event(e) = entry else { continue };
+                let values: Vec<Value<'_>> = e.values().collect();
+                match (e.desc.name.as_str(), values.as_slice()) {
+                    ("PoolInit", [_, _, Value::Str(class), Value::Unsigned(42)]) if class.bytes == b"config" => {
+                        config += 1;
+                        pool_threads.push(e.thread);
+                    }
+                    ("ClientPhase", _) => incident += 1,
+                    ("ThreadName", [Value::Word(t), Value::Str(s)]) => {
+                        names.insert(*t, String::from_utf8_lossy(s.bytes).into_owned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(incident, 0, "{}: the trigger's segment is gone", segment.display());
+        assert_eq!(config, 1, "{}: the pinned event, once", segment.display());
+        assert_eq!(names.get(&pool_threads[0]).map(String::as_str), Some("main"), "its thread named");
+        let check = dump(&["check", segment.to_str().unwrap()]);
+        assert_eq!(check.status.code(), Some(0), "{}: {}", segment.display(), text(&check.stdout));
+    }
+}
+
 /// A trigger in a hot loop: `every=10` takes the 1st, 11th, ... of 95 matches, 10 snapshots,
 /// each after the first counting the 9 declined before it, and the stop says the 4 declined
 /// after the last; `every=once` takes one and the stop says the 94 others.

@@ -80,6 +80,8 @@ pub(crate) fn requested(shared: &Shared, request: &str) -> Result<String, String
 /// is over. A snapshot that cannot be taken is said in one line; the recording goes on.
 pub(crate) fn serve(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
+    // The stop takes what is left while it holds this (`Triggers::serving`).
+    let Ok(_serving) = triggers.serving.try_lock() else { return };
     notice_losses(shared, triggers);
     for pending in triggers.ready(std::time::Instant::now()) {
         triggered(shared, triggers, pending.cause, pending.held);
@@ -92,6 +94,8 @@ pub(crate) fn serve(shared: &Shared) {
 /// snapshot each took.
 pub(crate) fn at_stop(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
+    // Waits for the writer thread to finish the snapshots it took out of the list.
+    let _serving = crate::locks::lock(&triggers.serving);
     // Losses since the writer thread last looked (it looks about every 20 ms) are noticed
     // here, so that a `lost` trigger misses none.
     notice_losses(shared, triggers);

@@ -220,6 +220,12 @@ pub(crate) struct Triggers {
     /// Where snapshots go: a pattern (`%s` its sequence number, ...).
     pub(crate) pattern: PathBuf,
     pub(crate) pending: Mutex<Vec<Pending>>,
+    /// Held while pending snapshots are taken: by the writer thread as it serves them
+    /// (`snapshot::serve`, which tries it and leaves its turn when the stop holds it), and by
+    /// the stop for the last ones (`snapshot::at_stop`, which waits for a writer that is
+    /// taking some), so that the stop never turns a snapshot the writer took out of the list
+    /// into one taken while the recording is stopping.
+    pub(crate) serving: Mutex<()>,
     /// Snapshots made pending and not yet taken (or given up): while it is above 0, a
     /// streaming recording's history and its disk budget let nothing go (`history`,
     /// `segments`), so that the window of a snapshot that waits for its `post=` is still there
@@ -282,6 +288,7 @@ pub(crate) fn parse(
         mask,
         pattern,
         pending: Mutex::new(Vec::new()),
+        serving: Mutex::new(()),
         pending_count: std::sync::Arc::default(),
         next_id: std::sync::atomic::AtomicU64::new(1),
         lost_seen: std::sync::atomic::AtomicU64::new(0),

@@ -578,27 +578,10 @@ impl ThreadBuffer {
         if self.shared.streaming || !self.writable() || from > until {
             return Vec::new();
         }
-        let (end, sequence, ring) = (self.end, self.sequence, self.ring_blocks);
+        let (end, sequence) = (self.end, self.sequence);
         match &mut self.home {
             Home::Lane(writer) if writer.is_ring() => writer.copy_ring(from, until),
-            Home::File(slot) => {
-                let first = (sequence + 1).saturating_sub(ring).max(from);
-                let mut out = Vec::new();
-                for seq in first..=sequence.min(until) {
-                    let block = slot.block_mut((seq % ring) as u32);
-                    let mut copy: Box<[u8]> = block.into();
-                    if seq == sequence {
-                        if end <= BLOCK_HEADER_LEN {
-                            break;
-                        }
-                        copy[end..].fill(0);
-                        Order::NATIVE
-                            .put_u32(&mut copy[event_format::wire::BLOCK_USED_AT..], (end - BLOCK_HEADER_LEN) as u32);
-                    }
-                    out.push(copy);
-                }
-                out
-            }
+            Home::File(slot) => slot.copy_ring(from, until, sequence, end),
             _ => Vec::new(),
         }
     }
@@ -670,11 +653,18 @@ impl ThreadBuffer {
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
     /// were refused since the last one.
     fn start_block(&mut self, now: u64) {
-        self.index = match &self.home {
+        self.index = match &mut self.home {
             // A ring on the heap: the block its pool gives (`ringpool`), before the lane's
             // lock is taken (the pool's lock comes first).
             Home::Lane(writer) if writer.is_ring() => match writer.next_ring_block(self.sequence) {
                 Some(index) => index,
+                None => return self.set_writable(false),
+            },
+            // A ring-file slot: the block of the shared data area its file's pool gives, its
+            // table entry stored before any byte changes (`ringfile`'s module docs); under
+            // `fill`, none once the area is used up.
+            Home::File(slot) => match slot.next_block(self.sequence) {
+                Some(index) => index as usize,
                 None => return self.set_writable(false),
             },
             _ => (self.sequence % self.ring_blocks) as usize,
@@ -796,11 +786,8 @@ impl ThreadBuffer {
                 if !self.finish_file_block() {
                     return false;
                 }
-                if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
-                    // The slot is full: its last block stays, finished, and nothing follows.
-                    self.set_writable(false);
-                    return false;
-                }
+                // Under `fill`, once the data area is used up the slot gets no next block
+                // (`start_block`): its last block stays, finished, and nothing follows.
                 self.sequence += 1;
             }
             Home::Nowhere => {
@@ -942,58 +929,26 @@ impl ThreadBuffer {
     /// there, finished) and the current one up to its committed end. What the traceback
     /// decodes (`traceback`).
     fn recent_blocks(&mut self) -> Vec<Vec<u8>> {
-        if let Home::Lane(writer) = &self.home
-            && writer.is_ring()
-        {
-            // A ring on the heap: its blocks are the pool's, copied under its lock.
-            let from = self.sequence.saturating_sub(1);
-            return writer
-                .copy_ring(from, u64::MAX)
-                .into_iter()
-                .map(|b| {
-                    let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
-                    b[..(BLOCK_HEADER_LEN + used).min(b.len())].to_vec()
-                })
-                .collect();
-        }
-        let mut blocks = Vec::new();
-        let (end, ring, index) = (self.end, self.ring_blocks, self.index);
-        let previous =
-            (ring > 1 && self.sequence > 0 && self.writable()).then(|| ((self.sequence - 1) % ring) as usize);
-        let mut copy = |b: &mut [u8], current: bool| {
-            if current {
-                blocks.push(b[..end].to_vec());
-            } else {
-                // The previous block of a ring is still there, finished.
-                let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
-                if BLOCK_HEADER_LEN + used <= b.len() {
-                    blocks.push(b[..BLOCK_HEADER_LEN + used].to_vec());
-                }
+        let (from, sequence, end, index, writable) =
+            (self.sequence.saturating_sub(1), self.sequence, self.end, self.index, self.writable());
+        let ring = match &mut self.home {
+            // A ring on the heap, or a ring-file slot: its blocks are its pool's, copied under
+            // its lock.
+            Home::Lane(writer) if writer.is_ring() => writer.copy_ring(from, u64::MAX),
+            Home::File(slot) if writable => slot.copy_ring(from, u64::MAX, sequence, end),
+            Home::Lane(writer) if writable => {
+                // A pool lane: its current block up to its committed end.
+                let Ok(mut guard) = writer.lock() else { return Vec::new() };
+                return guard.block_mut(index).map(|b| vec![b[..end].to_vec()]).unwrap_or_default();
             }
+            _ => return Vec::new(),
         };
-        let writable = self.writable();
-        match &mut self.home {
-            Home::Lane(writer) => {
-                if let Ok(mut guard) = writer.lock() {
-                    if let Some(b) = previous.and_then(|p| guard.block_mut(p)) {
-                        copy(b, false);
-                    }
-                    if writable && let Some(b) = guard.block_mut(index) {
-                        copy(b, true);
-                    }
-                }
-            }
-            Home::File(slot) => {
-                if let Some(p) = previous {
-                    copy(slot.block_mut(p as u32), false);
-                }
-                if writable {
-                    copy(slot.block_mut(index as u32), true);
-                }
-            }
-            Home::Nowhere => {}
-        }
-        blocks
+        ring.into_iter()
+            .map(|b| {
+                let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
+                b[..(BLOCK_HEADER_LEN + used).min(b.len())].to_vec()
+            })
+            .collect()
     }
 }
 

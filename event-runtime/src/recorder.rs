@@ -785,14 +785,15 @@ impl Recorder {
     fn open_ring_file(&self, path: &Path, plan: &Plan) -> Result<Option<Arc<RingFile>>, StartError> {
         let Some(claimed) = claim(path, Purpose::RingFile)? else { return Ok(None) };
         let slots = self.ring_threads;
-        let per_slot =
-            (plan.blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
+        // The slots share the whole buffer (layout 1.1: `blocks_per_slot` counts the blocks
+        // of the shared data area).
+        let blocks = plan.blocks.clamp(2, u64::from(event_format::ring::MAX_POOL_BLOCKS)) as u32;
         let mut layout = Layout {
             order: Order::NATIVE,
             version: event_format::ring::RING_VERSION,
             block_size: self.block_size,
             slots,
-            blocks_per_slot: per_slot,
+            blocks_per_slot: blocks,
             header_len: plan.header_bytes.len() as u32,
             pid: u64::from(std::process::id()),
             created_ns: clock::wall_ns(),
@@ -842,6 +843,10 @@ impl Recorder {
         let guard = self.signals == Signals::Default;
         let ring = RingFile::create(claimed.file, &claimed.path, layout, &plan.header_bytes, guard)
             .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
+        if self.policy == Policy::Fill {
+            // Filled once: the rings only grow, and stop when the data area is used up.
+            ring.fill_once();
+        }
         Ok(Some(Arc::new(ring)))
     }
 

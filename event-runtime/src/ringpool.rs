@@ -68,6 +68,12 @@ impl BlockPool {
         BlockPool { blocks, reuse, fresh: 0, free: Vec::new(), rings: BTreeMap::new(), live: 0 }
     }
 
+    /// Whether rings go round and give blocks up to each other (`ring`), or only grow
+    /// (`fill`).
+    pub(crate) fn set_reuse(&mut self, reuse: bool) {
+        self.reuse = reuse;
+    }
+
     /// The pool's size in blocks.
     pub(crate) fn blocks(&self) -> u32 {
         self.blocks

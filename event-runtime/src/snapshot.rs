@@ -275,16 +275,16 @@ fn create_new(path: &Path) -> io::Result<std::fs::File> {
 }
 
 /// The rings' blocks as copied now (`blocks`), with the blocks a triggering thread `held`
-/// (its own ring, copied at the trigger and at the end of its `post=N` window): one block of
-/// each (thread, sequence), the copy that holds more records when both have it. A thread
-/// whose ring went round past its held blocks before the rings were copied (it recorded more
-/// than its ring holds since) keeps its held blocks only, so that its blocks in the snapshot
+/// (its own ring, copied at the trigger and during its `post=N` window): one block of each
+/// (thread, sequence), the copy that holds more records when both have it. A thread whose
+/// ring went round past its newest held block before the rings were copied (it recorded more
+/// than its ring holds since) keeps its held blocks only, so that its events in the snapshot
 /// follow one another without a gap: the window ends at its trigger (and `post=` events).
 fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
     if held.is_empty() {
         return blocks;
     }
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
     let key = |b: &[u8]| {
         let h = BlockHeader::read(Order::NATIVE, b);
         (h.thread, h.sequence, h.used)
@@ -296,33 +296,33 @@ fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
             kept.insert((thread, seq), block);
         }
     }
+    // Each held thread's newest held block: the copies taken now follow on only when they
+    // still hold that block (their copy of it replaces the held one, which may be partial:
+    // the block being written when it was held), else the thread's ring went round past it.
     let newest_held: BTreeMap<u64, u64> = kept.keys().map(|&(t, s)| (t, s)).collect();
-    let mut others = Vec::new();
+    let still: BTreeSet<u64> = blocks
+        .iter()
+        .map(|b| key(b))
+        .filter(|&(t, s, _)| newest_held.get(&t) == Some(&s))
+        .map(|(t, _, _)| t)
+        .collect();
+    let mut out = Vec::new();
     for block in blocks {
         let (thread, seq, used) = key(&block);
         match newest_held.get(&thread) {
-            Some(_) if thread != 0 => {
-                if kept.get(&(thread, seq)).is_none_or(|b| key(b).2 < used) {
+            Some(&held_to) if thread != 0 => {
+                if (seq <= held_to || still.contains(&thread))
+                    && kept.get(&(thread, seq)).is_none_or(|b| key(b).2 < used)
+                {
                     kept.insert((thread, seq), block);
                 }
             }
-            _ => others.push(block),
+            _ => out.push(block),
         }
     }
-    // Each held thread's blocks, cut at the first gap after its held ones.
-    let mut out = Vec::new();
-    let mut last: Option<(u64, u64)> = None;
-    for ((thread, seq), block) in kept {
-        let held_to = newest_held[&thread];
-        // Once a block is left out, every later one of the thread is (`last` stays).
-        if last.is_some_and(|(t, s)| t == thread && seq > held_to && seq != s + 1) {
-            continue;
-        }
-        last = Some((thread, seq));
-        out.push(block);
-    }
-    out.extend(others);
-    out
+    let mut held: Vec<Box<[u8]>> = kept.into_values().collect();
+    held.append(&mut out);
+    held
 }
 
 /// `blocks` without those of a thread that hold only events before `from` (`pre=`): a block

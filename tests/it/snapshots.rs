@@ -221,7 +221,8 @@ fn a_trigger_keeps_the_window_before_it_and_the_post_events_after_it() {
     assert_whole(&d.join("incident-1.evt"), "triggered by Client.ClientPhase");
 }
 
-/// Two threads record flat out under `ring` (16 MiB, in memory and in a ring file), and an
+/// Two threads record flat out under `ring` (16 MiB or 256 KiB, in memory or in a ring file
+/// whose slots share the whole buffer), and an
 /// event recorded once triggers a snapshot: the snapshot holds the trigger event and its
 /// thread's events before it, consecutive, back about as far as the thread's share of the
 /// rings reaches (its rings went round many times before and after), and its `post=` events
@@ -237,9 +238,15 @@ fn a_trigger_at_full_speed_holds_itself_and_its_window() {
     // thread's ring: the writer thread, which takes the snapshot after it, finds the ring
     // gone round past the trigger every time, so that only what the trigger's thread held
     // itself can be there.
-    let cases =
-        [("flat", 0u64, false), ("flat-post", 1000, false), ("flat-small", 0, true), ("flat-small-post", 20_000, true)];
-    for (name, post, small) in cases {
+    let cases = [
+        ("flat", 0u64, false, false),
+        ("flat-post", 1000, false, false),
+        ("flat-file", 1000, false, true),
+        ("flat-small", 0, true, false),
+        ("flat-small-post", 20_000, true, false),
+        ("flat-small-file", 20_000, true, true),
+    ];
+    for (name, post, small, file) in cases {
         let d = dir("snapshots", name);
         let pattern = d.join("s-%s.evt");
         let trigger =
@@ -247,6 +254,10 @@ fn a_trigger_at_full_speed_holds_itself_and_its_window() {
         let mut env = vec![("EVENT_TRIGGER", trigger.as_str()), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
         if small {
             env.push(("EVENT_BUFSIZE", "256k"));
+        }
+        let ring_path = d.join("flat.ring");
+        if file {
+            env.push(("EVENT_RING", ring_path.to_str().unwrap()));
         }
         let output = program(CHILD, &["flat", &n.to_string(), &at.to_string()], &env).output().unwrap();
         assert!(output.status.success(), "{}", text(&output.stderr));

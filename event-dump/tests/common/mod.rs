@@ -547,7 +547,7 @@ pub(crate) fn handmade_ring(path: &Path, order: Order, blocks: &[&[u8]], refused
     let header = header.encode().unwrap();
     let layout = Layout {
         order,
-        version: ring::RING_VERSION,
+        version: event_format::schema::Version::new(1, 0, 2),
         block_size: 1024,
         slots: 1,
         blocks_per_slot: 2,

@@ -300,12 +300,8 @@ fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
     // still hold that block (their copy of it replaces the held one, which may be partial:
     // the block being written when it was held), else the thread's ring went round past it.
     let newest_held: BTreeMap<u64, u64> = kept.keys().map(|&(t, s)| (t, s)).collect();
-    let still: BTreeSet<u64> = blocks
-        .iter()
-        .map(|b| key(b))
-        .filter(|&(t, s, _)| newest_held.get(&t) == Some(&s))
-        .map(|(t, _, _)| t)
-        .collect();
+    let still: BTreeSet<u64> =
+        blocks.iter().map(|b| key(b)).filter(|&(t, s, _)| newest_held.get(&t) == Some(&s)).map(|(t, _, _)| t).collect();
     let mut out = Vec::new();
     for block in blocks {
         let (thread, seq, used) = key(&block);

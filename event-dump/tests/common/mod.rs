@@ -292,7 +292,8 @@ pub(crate) fn tiny_ring(path: &Path) {
         .deterministic_clock()
         .start()
         .unwrap();
-    for i in 0..200u64 {
+    // 400 events of 32 bytes: more than the 8 KiB the threads' rings share (layout 1.1).
+    for i in 0..400u64 {
         event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
     }
     recording.stop().unwrap();

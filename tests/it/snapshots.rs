@@ -367,6 +367,49 @@ fn a_service_streaming_segments_keeps_its_incident_and_its_pins() {
     }
 }
 
+/// Two threads record flat out under `ring` with the default 16 MiB: their rings share the
+/// whole buffer, and hold more than 12 MiB between them at the stop (not the 2 × 512 KiB of
+/// rings that each took a 32nd of it), in memory (the stop writes them to the event file) and
+/// in a ring file.
+#[test]
+fn two_threads_rings_share_the_whole_buffer() {
+    let (n, never) = (1_500_000u64, u64::MAX - 1);
+    for file in [false, true] {
+        let d = dir("snapshots", if file { "share-file" } else { "share-heap" });
+        let out = d.join(if file { "rings.ring" } else { "rings.evt" });
+        let variable = if file { "EVENT_RING" } else { "EVENT_FILE" };
+        let env = [(variable, out.to_str().unwrap())];
+        let output = program(CHILD, &["flat", &n.to_string(), &never.to_string()], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        // Blocks per thread, as a reader reads the stop's stream or the ring file.
+        let mut blocks = BTreeMap::<u64, u64>::new();
+        let bytes = std::fs::read(&out).unwrap();
+        let block_size = if file {
+            use event_format::decode::BlockSource;
+            let reader = event_format::ring::RingReader::open(&bytes[..], Default::default()).unwrap();
+            let block_size = reader.header().block_size;
+            let mut source = event_format::ring::RingBlocks::new(reader);
+            while let Some(block) = source.next_block() {
+                *blocks.entry(block.unwrap().header.thread).or_default() += 1;
+            }
+            block_size
+        } else {
+            let mut decoder = Decoder::new(&bytes[..]).unwrap();
+            let block_size = decoder.header().block_size;
+            while let Some(block) = decoder.next_block() {
+                *blocks.entry(block.unwrap().header.thread).or_default() += 1;
+            }
+            block_size
+        };
+        // The two workers' rings: the two threads that hold the most.
+        let mut held: Vec<u64> = blocks.iter().filter(|(t, _)| **t != 0).map(|(_, b)| *b).collect();
+        held.sort_unstable();
+        let workers: u64 = held.iter().rev().take(2).sum();
+        let bytes_held = workers * u64::from(block_size);
+        assert!(bytes_held > 12 << 20, "file={file}: the two rings held {bytes_held} bytes: {blocks:?}");
+    }
+}
+
 /// A trigger in a hot loop: `every=10` takes the 1st, 11th, ... of 95 matches, 10 snapshots,
 /// each after the first counting the 9 declined before it, and the stop says the 4 declined
 /// after the last; `every=once` takes one and the stop says the 94 others.

@@ -410,6 +410,40 @@ fn two_threads_rings_share_the_whole_buffer() {
     }
 }
 
+/// A trigger alone asks for a recording (`event_runtime::start` with `EVENT_POLICY=ring`,
+/// `EVENT_TRIGGER` and `EVENT_SNAPSHOT`, nothing else): it records, the trigger fires, the
+/// snapshot is there, and nothing is said. A trigger or a pin that cannot take effect (the
+/// selection records none of its events; snapshots into a directory that does not exist) is
+/// said in one line each, and the program runs.
+#[test]
+fn a_trigger_alone_records_and_one_that_cannot_fire_is_said() {
+    let d = dir("snapshots", "alone");
+    let pattern = d.join("s-%s.evt");
+    let trigger = ("EVENT_TRIGGER", "Client:ClientPhase if phase == incident");
+    let env = [("EVENT_POLICY", "ring"), trigger, ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["service", "2000", "1000"], &env).current_dir(&*d).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "", "nothing said");
+    assert_eq!(read(&d.join("s-1.evt")).phases, [1000], "the trigger fired");
+
+    let missing = d.join("no-such-dir").join("s-%s.evt");
+    let env = [
+        ("EVENT_POLICY", "ring"),
+        ("EVENT_CONTROL", "Arena"),
+        trigger,
+        ("EVENT_PIN", "Pool:PoolInit"),
+        ("EVENT_SNAPSHOT", missing.to_str().unwrap()),
+    ];
+    let output = program(CHILD, &["service", "2000", "1000"], &env).current_dir(&*d).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stderr);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 3, "{said}");
+    assert!(lines[0].contains("EVENT_TRIGGER") && lines[0].contains("cannot fire") && lines[0].contains("Client:ClientPhase"), "{said}");
+    assert!(lines[1].contains("EVENT_PIN") && lines[1].contains("Pool:PoolInit"), "{said}");
+    assert!(lines[2].contains("EVENT_SNAPSHOT") && lines[2].contains("not a directory"), "{said}");
+}
+
 /// A trigger in a hot loop: `every=10` takes the 1st, 11th, ... of 95 matches, 10 snapshots,
 /// each after the first counting the 9 declined before it, and the stop says the 4 declined
 /// after the last; `every=once` takes one and the stop says the 94 others.

@@ -439,7 +439,12 @@ fn a_trigger_alone_records_and_one_that_cannot_fire_is_said() {
     let said = text(&output.stderr);
     let lines: Vec<&str> = said.lines().collect();
     assert_eq!(lines.len(), 3, "{said}");
-    assert!(lines[0].contains("EVENT_TRIGGER") && lines[0].contains("cannot fire") && lines[0].contains("Client:ClientPhase"), "{said}");
+    assert!(
+        lines[0].contains("EVENT_TRIGGER")
+            && lines[0].contains("cannot fire")
+            && lines[0].contains("Client:ClientPhase"),
+        "{said}"
+    );
     assert!(lines[1].contains("EVENT_PIN") && lines[1].contains("Pool:PoolInit"), "{said}");
     assert!(lines[2].contains("EVENT_SNAPSHOT") && lines[2].contains("not a directory"), "{said}");
 }

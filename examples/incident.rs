@@ -2,8 +2,8 @@
 //! and whose slow requests make the recording keep what led to them, apart, in a snapshot
 //! (docs/guide/keeping-the-incident.md).
 //!
-//! Four workers serve 40 000 requests. The recording streams into segments of 1 MiB in
-//! `target/incident/` and keeps the newest 4 (`EVENT_ROTATE=1m EVENT_KEEP=4`, the fleet's
+//! Four workers serve 100 000 requests. The recording streams into segments of 256 KiB in
+//! `target/incident/` and keeps the newest 4 (`EVENT_ROTATE=256k EVENT_KEEP=4`, the fleet's
 //! dataset). A request slower than 50 ms is the incident: the trigger
 //! `Req:ReqEnd if micros >= 50000, pre=200ms, post=50` writes the 200 ms before it and the next
 //! 50 events of its worker to `target/incident/incident-N.evt`, which the budget never
@@ -18,7 +18,7 @@ use event_runtime::{Keep, Recorder, Rotate};
 use std::time::{Duration, Instant};
 
 const WORKERS: u64 = 4;
-const REQUESTS: u64 = 40_000;
+const REQUESTS: u64 = 100_000;
 /// Every request of this number is slow: its query waits on a lock for 60 ms.
 const SLOW: u64 = 7_777;
 
@@ -43,7 +43,7 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("target/incident is made");
     let recording = Recorder::new()
         .file(dir.join("trace.evt"))
-        .rotate(Rotate { size: Some(1 << 20), age: None })
+        .rotate(Rotate { size: Some(256 << 10), age: None })
         .keep(Keep { segments: Some(4), bytes: None })
         .trigger("Req:ReqEnd if micros >= 50000, pre=200ms, post=50, every=1/1s")
         .pin("Life:Config")

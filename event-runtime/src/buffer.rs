@@ -488,7 +488,7 @@ impl ThreadBuffer {
             if left <= 1 {
                 self.post = None;
                 let held = self.end_post_window();
-                triggers.counted(id, held);
+                triggers.counted(id, self.time, held);
                 crate::divert::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
@@ -530,7 +530,8 @@ impl ThreadBuffer {
             let trigger_block = self.sequence;
             let held = self.own_ring(0, u64::MAX);
             let post = admitted.post_events();
-            let id = triggers.push_admitted(admitted, held, || shared.exchange.wake_writer());
+            let tps = shared.clock.ticks_per_second;
+            let id = triggers.push_admitted(admitted, held, tps, || shared.exchange.wake_writer());
             if let Some(n) = post {
                 // A trigger while counting another's post window: the older one is taken now
                 // (with what this thread recorded since its trigger), and this thread's
@@ -539,7 +540,7 @@ impl ThreadBuffer {
                 self.post = Some((id, n));
                 self.post_from = trigger_block;
                 match older {
-                    Some((older, held)) => triggers.counted(older, held),
+                    Some((older, held)) => triggers.counted(older, self.time, held),
                     None => crate::divert::post_window(self.generation, true),
                 }
             }
@@ -998,7 +999,7 @@ impl Drop for ThreadBuffer {
         if let Some((id, _)) = self.post.take() {
             let held = self.end_post_window();
             if let Some(triggers) = &self.shared.triggers {
-                triggers.counted(id, held);
+                triggers.counted(id, self.time, held);
             }
             crate::divert::post_window(self.generation, false);
         }

@@ -9,6 +9,9 @@
 //! and where its bytes went (the segment and offset, or the offset in memory). A snapshot then
 //! reads exactly those blocks back (`snapshot`), from files it opened while the sinks' lock was
 //! held: a segment the disk budget deletes afterwards stays readable through its descriptor.
+//! A block's first time is in its header; its last is not noted (that would walk its records
+//! once more on the writer thread, two instructions an event): a block holds events from its
+//! start up to the start of its thread's next block.
 //!
 //! The index keeps the latest blocks: at least as many as the buffer holds (a snapshot reaches
 //! back as far as a ring of that size would), and those of the last `pre=` duration any
@@ -33,8 +36,6 @@ pub(crate) struct Entry {
     /// Its number in the recording (before a segment renumbered it).
     pub(crate) sequence: u64,
     pub(crate) base_time: u64,
-    /// The time of its last record (its base time when it holds none).
-    pub(crate) last_time: u64,
     /// The bytes it took where it went (packed or not).
     pub(crate) len: u32,
     pub(crate) place: Place,
@@ -51,6 +52,8 @@ pub(crate) struct History {
     keep_blocks: usize,
     /// Ticks kept at least, before the newest block (the longest `pre=`).
     keep_ticks: u64,
+    /// The latest block start noted.
+    newest: u64,
     /// While this is above 0, nothing leaves the index: triggered snapshots wait for their
     /// `post=` window (`trigger::Triggers::pending_count`).
     hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
@@ -64,7 +67,7 @@ impl History {
         keep_ticks: u64,
         hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
     ) -> History {
-        History { entries: VecDeque::new(), keep_blocks: keep_blocks.max(1), keep_ticks, hold }
+        History { entries: VecDeque::new(), keep_blocks: keep_blocks.max(1), keep_ticks, newest: 0, hold }
     }
 
     /// Whether snapshots are waiting for their windows (nothing may leave).
@@ -72,15 +75,16 @@ impl History {
         self.hold.as_ref().is_some_and(|h| h.load(std::sync::atomic::Ordering::Relaxed) > 0)
     }
 
-    /// Notes a block just written, and lets the oldest go past what it keeps.
+    /// Notes a block just written, and lets the oldest go past what it keeps (a block whose
+    /// start is `keep_ticks` before the newest start, beyond the `keep_blocks` newest).
     pub(crate) fn push(&mut self, entry: Entry) {
+        self.newest = self.newest.max(entry.base_time);
         self.entries.push_back(entry);
         if self.held() {
             return;
         }
-        let newest = self.entries.iter().map(|e| e.last_time).max().unwrap_or(0);
         while self.entries.len() > self.keep_blocks
-            && self.entries.front().is_some_and(|e| e.last_time.saturating_add(self.keep_ticks) < newest)
+            && self.entries.front().is_some_and(|e| e.base_time.saturating_add(self.keep_ticks) < self.newest)
         {
             self.entries.pop_front();
         }
@@ -92,11 +96,11 @@ impl History {
         self.entries.retain(|e| !matches!(e.place, Place::File { segment: s, .. } if s <= segment));
     }
 
-    /// The blocks of a snapshot's window, in the order they were written: those whose last
-    /// record is at `from` or later (`pre=`); without `from`, as much time as the buffer's
-    /// worth of blocks covers before `trigger` (from the start of the `keep_blocks`-th newest
-    /// block that starts at `trigger` or before), for every thread alike. Blocks of thread 0
-    /// only when they report losses.
+    /// The blocks of a snapshot's window, in the order they were written: those that start
+    /// at `from` or later (`pre=`), and of each thread the last that starts before (it may
+    /// hold events from `from` on); without `from`, from the start of the `keep_blocks`-th
+    /// newest block that starts at `trigger` or before (as much time as the buffer's worth of
+    /// blocks covers), for every thread alike. Blocks of thread 0 only when they report losses.
     pub(crate) fn window(&self, from: Option<u64>, trigger: u64) -> Vec<Entry> {
         let from = from.unwrap_or_else(|| {
             let mut before: Vec<u64> =
@@ -104,7 +108,22 @@ impl History {
             before.sort_unstable();
             before.len().checked_sub(self.keep_blocks).map_or(0, |skip| before[skip])
         });
-        self.entries.iter().filter(|e| e.last_time >= from && (e.thread != 0 || e.report)).copied().collect()
+        // Each thread's last block that starts before `from`, by its place in the index.
+        let mut straddling: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.base_time < from && e.thread != 0 {
+                straddling.insert(e.thread, i);
+            }
+        }
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|&(i, e)| {
+                let kept = if e.thread == 0 { e.report } else { true };
+                kept && (e.base_time >= from || straddling.get(&e.thread) == Some(&i))
+            })
+            .map(|(_, e)| *e)
+            .collect()
     }
 
     /// The newest number written of each thread (for a snapshot's live part: a thread's block
@@ -119,7 +138,7 @@ mod tests {
     use super::*;
 
     fn entry(thread: u64, sequence: u64, t: u64) -> Entry {
-        Entry { thread, sequence, base_time: t, last_time: t + 9, len: 64, place: Place::Memory(t * 64), report: false }
+        Entry { thread, sequence, base_time: t, len: 64, place: Place::Memory(t * 64), report: false }
     }
 
     #[test]
@@ -128,7 +147,7 @@ mod tests {
         for i in 0..10 {
             h.push(entry(1, i, i * 10));
         }
-        // At least 3 blocks, and those ending within 25 ticks of the newest (99): 70.. too.
+        // At least 3 blocks, and those starting within 25 ticks of the newest start (90).
         let kept: Vec<u64> = h.entries.iter().map(|e| e.sequence).collect();
         assert_eq!(kept, [7, 8, 9]);
         let mut h = History::new(2, 45, None);
@@ -163,10 +182,10 @@ mod tests {
         }
         let seqs = |w: Vec<Entry>| w.iter().map(|e| e.sequence).collect::<Vec<_>>();
         // Blocks starting at 50 or before: 0..=5; the time of the latest 3 of them (from 30),
-        // and everything since.
-        assert_eq!(seqs(h.window(None, 50)), [3, 4, 5, 6, 7, 8, 9]);
-        // pre=: those ending at 65 or later.
-        assert_eq!(seqs(h.window(Some(65), 50)), [6, 7, 8, 9]);
+        // everything since, and each thread's block that starts before and may reach into it.
+        assert_eq!(seqs(h.window(None, 50)), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        // pre=: those starting at 65 or later, and each thread's last block before.
+        assert_eq!(seqs(h.window(Some(65), 50)), [5, 6, 7, 8, 9]);
         assert_eq!(h.newest(1), Some(8));
         assert_eq!(h.newest(3), None);
     }

@@ -367,7 +367,7 @@ mod tests {
     /// is lost. (Before, the record went into the same block after a `TimeExtend` back.)
     #[test]
     fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
-        let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
+        let recording = crate::recorder::start_alone(Recorder::new().sets(&[&SET]).memory().deterministic_clock());
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -412,7 +412,8 @@ mod tests {
     /// are kept, in one block, none handed on for it.
     #[test]
     fn a_record_longer_than_a_block_is_refused_and_counted() {
-        let recording = Recorder::new().sets(&[&SET]).memory().block_size(1024).deterministic_clock().start().unwrap();
+        let recording =
+            crate::recorder::start_alone(Recorder::new().sets(&[&SET]).memory().block_size(1024).deterministic_clock());
         std::thread::scope(|s| {
             s.spawn(|| {
                 crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(1));

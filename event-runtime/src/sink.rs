@@ -350,7 +350,6 @@ impl Sinks {
                     thread: header.thread,
                     sequence,
                     base_time: header.base_time,
-                    last_time: counts.2,
                     len: len as u32,
                     place,
                     report: header.thread == 0 && counts.1 > header.lost,
@@ -371,7 +370,7 @@ impl Sinks {
             }
             None => {}
         }
-        self.add((counts.0, counts.1));
+        self.add(counts);
     }
 
     /// Writes `block` to every sink, packed when `pack` and worth it, with room kept after it
@@ -822,21 +821,18 @@ pub(crate) fn recorder_blocks(
 }
 
 /// A block's events (every record but `TimeExtend` and `Stop`) and the losses it reports (its
-/// `lost` field, its `Dropped` counts), as the stop marker counts them, and the time of its
-/// last record (its base time without one). A walk of the record headers, on the writer
-/// thread or at stop, never on a recording thread's hot path.
-fn block_counts(block: &[u8]) -> (u64, u64, u64) {
+/// `lost` field, its `Dropped` counts), as the stop marker counts them. A walk of the record
+/// headers, on the writer thread or at stop, never on a recording thread's hot path.
+fn block_counts(block: &[u8]) -> (u64, u64) {
     let header = BlockHeader::read(Order::NATIVE, block);
     let end = (BLOCK_HEADER_LEN + header.used as usize).min(block.len());
     let mut events = 0u64;
     let mut lost = header.lost;
-    let mut last = header.base_time;
-    for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, header.base_time).flatten() {
+    for record in RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).flatten() {
         events += 1;
-        last = record.time;
         if record.code == DROPPED && record.args.len() >= 16 {
             lost = lost.saturating_add(Order::NATIVE.u64(&record.args[8..]));
         }
     }
-    (events, lost, last)
+    (events, lost)
 }

@@ -176,6 +176,14 @@ fn take_numbered(
     if let Some(from) = from {
         blocks = from_time(blocks, from);
     }
+    if let Some(until) = cause.until {
+        // The window ends with the `post=` window (or at the trigger): blocks that start after
+        // it hold only later events (the writer took the snapshot a while after).
+        blocks.retain(|b| {
+            let h = BlockHeader::read(Order::NATIVE, b);
+            h.thread == 0 || h.base_time <= until
+        });
+    }
     let bs = shared.block_size;
     let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
@@ -577,18 +585,6 @@ mod tests {
     use event_format::decode::{Catalog, Decoder, Entry};
     use event_format::wire::Value;
 
-    /// Starts `recorder` once no other test's recording runs (unit tests run in parallel, and
-    /// a process runs one recording at a time).
-    fn start_alone(recorder: Recorder) -> crate::Recording {
-        for _ in 0..1000 {
-            match recorder.clone().start() {
-                Err(crate::StartError::AlreadyRunning) => std::thread::sleep(std::time::Duration::from_millis(10)),
-                started => return started.unwrap(),
-            }
-        }
-        panic!("another test's recording ran for 10 s");
-    }
-
     /// The words of every `E` event of a stream, per thread, in order; and the thread names.
     fn read(
         bytes: &[u8],
@@ -627,7 +623,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = start_alone(
+        let recording = crate::recorder::start_alone(
             Recorder::new()
                 .sets(&[&SET])
                 .policy(Policy::Switch)
@@ -672,7 +668,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = start_alone(
+        let recording = crate::recorder::start_alone(
             Recorder::new().sets(&[&SET]).policy(Policy::Ring).block_size(1024).buffer_size(64 << 10).memory(),
         );
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));

@@ -70,6 +70,11 @@ pub(crate) struct Cause {
     /// How long before the trigger the snapshot reaches (`pre=`); `None`: what the buffer
     /// holds.
     pub(crate) pre: Option<Duration>,
+    /// The end of the window, in the recording's ticks: the time of the triggering thread's
+    /// last `post=N` event, the trigger's time plus `post=DURATION`, or the trigger's time
+    /// without `post=`; `None` on demand (the snapshot's own time). Blocks that start after it
+    /// are left out (the writer thread may take the snapshot a while later).
+    pub(crate) until: Option<u64>,
 }
 
 impl Cause {
@@ -82,6 +87,7 @@ impl Cause {
             trigger: String::new(),
             not_taken: 0,
             pre: None,
+            until: None,
         }
     }
 }
@@ -425,6 +431,7 @@ impl Trigger {
             trigger: self.text.clone(),
             not_taken: declined,
             pre: self.pre,
+            until: None,
         }
     }
 }
@@ -581,24 +588,41 @@ impl Triggers {
     /// waits until the thread says it [`counted`](Self::counted) its N events; otherwise it
     /// is ready (at once, or after `post=DURATION`), and the writer thread is woken (`wake`)
     /// to take it now rather than at its next turn.
-    pub(crate) fn push_admitted(&self, admitted: Admitted, held: Vec<Box<[u8]>>, wake: impl FnOnce()) -> u64 {
+    pub(crate) fn push_admitted(
+        &self,
+        admitted: Admitted,
+        held: Vec<Box<[u8]>>,
+        ticks_per_second: u64,
+        wake: impl FnOnce(),
+    ) -> u64 {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let counting = admitted.post_events().is_some();
         let now_ready = admitted.post == Post::None;
-        self.push(Pending { cause: admitted.cause, counting, at: Instant::now(), post: admitted.post, id, held });
+        let mut cause = admitted.cause;
+        let at = cause.trigger_time.unwrap_or(0);
+        cause.until = match admitted.post {
+            Post::None | Post::Events(0) => Some(at),
+            Post::Time(d) => {
+                Some(at.saturating_add((d.as_nanos() * u128::from(ticks_per_second) / 1_000_000_000) as u64))
+            }
+            // Set when the thread counted its events (`counted`).
+            Post::Events(_) => None,
+        };
+        self.push(Pending { cause, counting, at: Instant::now(), post: admitted.post, id, held });
         if now_ready {
             wake();
         }
         id
     }
 
-    /// The triggering thread has recorded its `post=N` events for snapshot `id`, and copied
-    /// the blocks of its ring that hold them (`held`, from the trigger's block on; empty
-    /// when the recording streams).
-    pub(crate) fn counted(&self, id: u64, held: Vec<Box<[u8]>>) {
+    /// The triggering thread has recorded its `post=N` events for snapshot `id`, the last at
+    /// `last` (ticks), and copied the blocks of its ring that hold them (`held`, from the
+    /// trigger's block on; empty when the recording streams).
+    pub(crate) fn counted(&self, id: u64, last: u64, held: Vec<Box<[u8]>>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = pending.iter_mut().find(|p| p.id == id) {
             p.counting = false;
+            p.cause.until = Some(last);
             p.held.extend(held);
         }
     }

@@ -525,3 +525,46 @@ impl Layout {
 pub fn is_ring(bytes: &[u8]) -> bool {
     bytes.starts_with(&RING_MAGIC)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/FORMAT.md, "Example geometry", layout 1.1.0: the offsets and the fixed part's
+    /// bytes as the document gives them.
+    #[test]
+    fn the_example_geometry_of_a_shared_data_area() {
+        let layout = Layout {
+            order: Order::Little,
+            version: Version::new(1, 1, 0),
+            block_size: 4096,
+            slots: 4,
+            blocks_per_slot: 32,
+            header_len: 1000,
+            pid: 77,
+            created_ns: 0x1122,
+            pin_half: 0,
+        };
+        assert!(layout.pooled());
+        assert_eq!(
+            (layout.slot_table(), layout.slot(1), layout.block_table(), layout.tag_at(5)),
+            (12288, 12352, 16384, 16424)
+        );
+        assert_eq!((layout.data(), layout.pool_block(5), layout.data_end()), (20480, 40960, 151552));
+        assert_eq!(tag(1, 13), 0x0000_0002_0000_000D);
+        assert_eq!(split_tag(tag(1, 13)), Some((1, 13)));
+        assert_eq!(split_tag(0), None);
+        let expected: [u8; 52] = [
+            0x89, 0x45, 0x56, 0x52, 0x0D, 0x0A, 0x1A, 0x0A, 0xFF, 0xFE, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, //
+            0x00, 0x10, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0xE8, 0x03, 0x00, 0x00, //
+            0x4D, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x22, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+            0x5B, 0x33, 0x80, 0x9C,
+        ];
+        assert_eq!(layout.encode(), expected);
+        assert_eq!(Layout::decode(&expected, false).unwrap(), layout);
+        // A 1.0 layout of the same numbers is another geometry: 32 blocks a slot.
+        let old = Layout { version: Version::new(1, 0, 2), ..layout };
+        assert!(!old.pooled());
+        assert_eq!((old.data(), old.data_end()), (16384, 16384 + 4 * 32 * 4096));
+    }
+}

@@ -15,7 +15,7 @@
 //! `cargo bench -p event-benches --bench trigger`. The snapshots go to a directory under
 //! target/ that is removed after each configuration.
 
-event_runtime::include_events!("../bench.def");
+event_runtime::include_events!("bench.def");
 
 use event_runtime::{Policy, Recorder};
 use std::path::PathBuf;
@@ -30,33 +30,42 @@ fn main() {
     );
     println!("|---|---:|---:|---:|");
     let ring = || Recorder::new().policy(Policy::Ring);
-    let configurations: Vec<(&str, u64, Box<dyn Fn(&PathBuf) -> Recorder>)> = vec![
-        ("`ring` in memory, 1 MiB", 1 << 20, Box::new(move |_| ring().buffer_size(1 << 20))),
-        ("`ring` in memory, 16 MiB (the default)", 16 << 20, Box::new(move |_| ring().buffer_size(16 << 20))),
-        ("`ring` in memory, 64 MiB", 64 << 20, Box::new(move |_| ring().buffer_size(64 << 20))),
+    type Make = Box<dyn Fn(&PathBuf) -> Recorder>;
+    let configurations: Vec<(&str, u64, &str, Make)> = vec![
+        ("`ring` in memory, 1 MiB", 1 << 20, "", Box::new(move |_| ring().buffer_size(1 << 20))),
+        ("`ring` in memory, 16 MiB (the default)", 16 << 20, "", Box::new(move |_| ring().buffer_size(16 << 20))),
+        ("`ring` in memory, 64 MiB", 64 << 20, "", Box::new(move |_| ring().buffer_size(64 << 20))),
+        (
+            "`ring` in memory, 64 MiB, `pre=1ms` (the blocks of the last millisecond copied)",
+            64 << 20,
+            ", pre=1ms",
+            Box::new(move |_| ring().buffer_size(64 << 20)),
+        ),
         (
             "`ring` in a ring file, 16 MiB",
             16 << 20,
+            "",
             Box::new(move |d: &PathBuf| ring().buffer_size(16 << 20).ring_file(d.join("bench.ring"))),
         ),
         (
             "`switch` to a file, 16 MiB (nothing copied)",
             16 << 20,
+            "",
             Box::new(|d: &PathBuf| Recorder::new().buffer_size(16 << 20).file(d.join("bench.evt"))),
         ),
     ];
-    for (name, size, recorder) in configurations {
+    for (name, size, pre, recorder) in configurations {
         std::fs::create_dir_all(&dir).expect("the bench's directory");
-        let (matched, unmatched) = measure(recorder(&dir), &dir, size);
+        let (matched, unmatched) = measure(recorder(&dir), &dir, size, pre);
         println!("| {name} | {} MiB | {matched:.1} | {unmatched:.1} |", size >> 20);
         std::fs::remove_dir_all(&dir).expect("the bench's directory removed");
     }
 }
 
 /// The medians of the matching trigger's and the unmatched watched event's times, in µs.
-fn measure(recorder: Recorder, dir: &std::path::Path, size: u64) -> (f64, f64) {
+fn measure(recorder: Recorder, dir: &std::path::Path, size: u64, pre: &str) -> (f64, f64) {
     let recording = recorder
-        .trigger("Bench:Word1 if a != 7, every=1; Bench:Word6 if a == 7")
+        .trigger(format!("Bench:Word1 if a != 7{pre}, every=1; Bench:Word6 if a == 7"))
         .snapshots(dir.join("s-%s.evt"))
         .start()
         .expect("the bench's recording starts");

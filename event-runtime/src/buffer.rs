@@ -528,7 +528,20 @@ impl ThreadBuffer {
             // to the ring's capacity and up to the trigger event, before it can overwrite any
             // of it (docs/guide/keeping-the-incident.md, "A trigger holds itself").
             let trigger_block = self.sequence;
-            let held = self.own_ring(0, u64::MAX);
+            // With `pre=`, only the blocks that may hold its window: the copy is the cost.
+            let from = match admitted.pre() {
+                Some(pre) if !shared.streaming => {
+                    let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
+                    let since = time.saturating_sub(ticks);
+                    match &self.home {
+                        Home::Lane(writer) if writer.is_ring() => writer.first_since(since),
+                        Home::File(slot) => slot.first_since(since, self.sequence),
+                        _ => 0,
+                    }
+                }
+                _ => 0,
+            };
+            let held = self.own_ring(from, u64::MAX);
             let post = admitted.post_events();
             let tps = shared.clock.ticks_per_second;
             let id = triggers.push_admitted(admitted, held, tps, || shared.exchange.wake_writer());

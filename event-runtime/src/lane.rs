@@ -256,7 +256,6 @@ impl Lane {
         if current && len <= BLOCK_HEADER_LEN {
             return None;
         }
-        let mut copy = vec![0u8; bs].into_boxed_slice();
         // SAFETY: the block lies in the region (`block_ptr` asserts its index), and the ring
         // holds it: under the pool's lock no other ring can take it, and under the lane's
         // lock its thread neither starts nor finishes a block. A block behind the current one
@@ -264,7 +263,7 @@ impl Lane {
         // holds it; the current one's bytes below the committed end are never written again
         // (`LaneWriter::record_mut` writes above it only).
         let from = unsafe { std::slice::from_raw_parts(rings.block_ptr(block), len) };
-        copy[..len].copy_from_slice(from);
+        let mut copy = copied(from, bs);
         if current {
             Order::NATIVE.put_u32(&mut copy[BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
         }
@@ -318,6 +317,30 @@ impl Lane {
             seq += 1;
         }
         out
+    }
+
+    /// For a ring: the number of its oldest block that may hold an event at `time` or later
+    /// (the last that starts before `time`, or the oldest it holds): where a trigger's copy of
+    /// its window (`pre=`) starts. 0 for a pool lane.
+    pub(crate) fn first_since(&self, time: u64) -> u64 {
+        use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order};
+        let Some(rings) = &self.rings else { return 0 };
+        let pool = rings.lock();
+        let s = self.lock();
+        let mut first = None;
+        for &(seq, block) in pool.ring(self.thread).iter() {
+            if seq > s.sequence || (seq == s.sequence && s.ring_block != Some(block)) {
+                break;
+            }
+            // SAFETY: as in `copy_one`: the ring holds the block under the pool's lock, and
+            // its header was written under the lane's lock, which we hold.
+            let header = unsafe { std::slice::from_raw_parts(rings.block_ptr(block), BLOCK_HEADER_LEN) };
+            let header = BlockHeader::read(Order::NATIVE, header);
+            if first.is_none() || header.base_time < time {
+                first = Some(seq);
+            }
+        }
+        first.unwrap_or(0)
     }
 
     /// The writer's idle flush of a pool lane (its thread recorded nothing since the writer's
@@ -478,6 +501,16 @@ impl Drop for HeapRings {
     }
 }
 
+/// A block of `block_size` bytes that starts with `from` and is zero after it, written once
+/// (no zeroing of what `from` covers: a trigger's copy of a ring is memory bandwidth on its
+/// thread's cold path).
+pub(crate) fn copied(from: &[u8], block_size: usize) -> Box<[u8]> {
+    let mut copy = Vec::with_capacity(block_size);
+    copy.extend_from_slice(&from[..from.len().min(block_size)]);
+    copy.resize(block_size, 0);
+    copy.into_boxed_slice()
+}
+
 /// The owning thread's handle on its lane: the only writer of its bytes.
 #[derive(Debug)]
 pub(crate) struct LaneWriter {
@@ -527,6 +560,11 @@ impl LaneWriter {
         if let Some(rings) = &self.lane.rings {
             rings.lock().close(self.lane.thread);
         }
+    }
+
+    /// The ring's first block that may hold an event at `time` or later (`Lane::first_since`).
+    pub(crate) fn first_since(&self, time: u64) -> u64 {
+        self.lane.first_since(time)
     }
 
     /// A copy of the ring's blocks `from ..= until` (`Lane::copy_ring`), on the owning

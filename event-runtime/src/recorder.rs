@@ -519,13 +519,16 @@ impl Recorder {
         self
     }
 
-    /// Triggers that make the recording write a snapshot of its rings by itself (policy
-    /// `ring`), in `EVENT_TRIGGER`'s grammar: the events of a selection (`EVENT_CONTROL`'s
-    /// grammar), optionally with a condition in `event-dump`'s filter language, `panic`, or
-    /// `lost`; how much to keep after it (`post=` a count of the triggering thread's events,
-    /// or a duration); a rate policy (`every=N`, `every=once`, `every=N/PERIOD`; by default
-    /// `every=1/1s`). Several are separated by `;`. Snapshots go to
-    /// [`snapshots`](Self::snapshots)' pattern. docs/guide/keeping-the-incident.md.
+    /// Triggers that make the recording write a snapshot of the window around them by itself,
+    /// under any policy, in `EVENT_TRIGGER`'s grammar: the events of a selection
+    /// (`EVENT_CONTROL`'s grammar), optionally with a condition in `event-dump`'s filter
+    /// language, `panic`, or `lost`; how much to keep before it (`pre=` a duration; by default
+    /// the rings, or the buffer's worth of a stream) and after it (`post=` a count of the
+    /// triggering thread's events, or a duration); a rate policy (`every=N`, `every=once`,
+    /// `every=N/PERIOD`; by default `every=1/1s`). Several are separated by `;`. Snapshots go
+    /// to [`snapshots`](Self::snapshots)' pattern. The thread that records a trigger event
+    /// keeps its own window (under `ring`, it copies its ring on its cold path).
+    /// docs/guide/keeping-the-incident.md.
     ///
     /// ```
     /// event_runtime::include_events!("../events.def");
@@ -554,10 +557,11 @@ impl Recorder {
     }
 
     /// Pinned events (`EVENT_PIN`), in `EVENT_CONTROL`'s selection grammar (`Client:ClientPhase`,
-    /// `Config`): rare events that a hot kind would overwrite in the rings (start-up,
-    /// configuration). The latest 256 are kept apart, and every snapshot holds those its
-    /// rings lost. Each costs a copy of its record when it is recorded (off the common path,
-    /// as a trigger event's check).
+    /// `Config`): rare events that a hot kind would overwrite in the rings, or a disk budget
+    /// delete with their segment (start-up, configuration). They live as long as the
+    /// recording: every new segment repeats them, and the latest 256 are kept apart for every
+    /// snapshot (and a ring file's pin area). Each costs a copy of its record when it is
+    /// recorded (off the common path, as a trigger event's check).
     pub fn pin(mut self, selection: impl Into<String>) -> Recorder {
         self.pin = Some(selection.into());
         self

@@ -780,6 +780,28 @@ impl Slot {
         Some(block)
     }
 
+    /// The number of this slot's oldest block that may hold an event at `time` or later (the
+    /// last that starts before `time`, or the oldest its ring holds), behind or at `current`,
+    /// the block being written: where a trigger's copy of its window (`pre=`) starts.
+    pub(crate) fn first_since(&self, time: u64, current: u64) -> u64 {
+        let pool = self.file.lock_pool();
+        let mut first = None;
+        for &(seq, block) in pool.ring(u64::from(self.index)).iter() {
+            if seq > current {
+                break;
+            }
+            // SAFETY: in bounds (the pool's indices are below `blocks`); the ring holds the
+            // block (the pool's lock), and this thread, its only writer, wrote its header.
+            let header = unsafe {
+                std::slice::from_raw_parts(self.data.add(block as usize * self.block_size), BLOCK_HEADER_LEN)
+            };
+            if first.is_none() || BlockHeader::read(Order::NATIVE, header).base_time < time {
+                first = Some(seq);
+            }
+        }
+        first.unwrap_or(0)
+    }
+
     /// Copies of this slot's blocks `from ..= until` still in its ring, oldest first: those
     /// behind the block being written (`current`, sealed), whole; that one up to `end`, its
     /// `used` set; unsealed. On the slot's own thread (a trigger's copy, the traceback), under
@@ -795,12 +817,11 @@ impl Slot {
             if len <= BLOCK_HEADER_LEN {
                 continue;
             }
-            let mut copy = vec![0u8; self.block_size].into_boxed_slice();
             // SAFETY: in bounds (the pool's indices are below `blocks`); the ring holds the
             // block (the pool's lock keeps other rings from taking it), and this thread, its
             // only writer, is here.
             let bytes = unsafe { std::slice::from_raw_parts(self.data.add(block as usize * self.block_size), len) };
-            copy[..len].copy_from_slice(bytes);
+            let mut copy = crate::lane::copied(bytes, self.block_size);
             if seq == current {
                 Order::NATIVE.put_u32(&mut copy[event_format::wire::BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
             }

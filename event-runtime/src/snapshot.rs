@@ -1,24 +1,26 @@
-//! Snapshots: what a running recording's rings hold at one moment, written as a whole,
-//! independently readable event file while the program goes on recording (issue 32;
+//! Snapshots: the window around an incident, written as a whole, independently readable
+//! event file while the program goes on recording (issues 32 and 40;
 //! docs/guide/keeping-the-incident.md).
 //!
 //! A snapshot is taken off the recording threads: by the thread that asks
-//! ([`Recording::snapshot`](crate::Recording::snapshot)), or by the writer thread for a
-//! request through the ring file's control page (`event-dump control RING --snapshot OUT`).
-//! It copies:
+//! ([`Recording::snapshot`](crate::Recording::snapshot)), by the writer thread for a trigger
+//! or a request through the ring file's control page (`event-dump control RING --snapshot
+//! OUT`), or by the panicking thread for a `panic` trigger. Its blocks come from:
 //!
-//! - every heap ring (`ring` without a ring file, or the rings of threads that found no slot),
-//!   one block at a time under its lane's lock (`lane::Lane::copy_ring`): a recording thread
-//!   waits at most for the copy of one block, and only on its cold path (a block change);
-//! - the ring file's blocks, as a reader reads a live ring file (`RingStream`: each slot
-//!   copied, then checked against a second read), which takes no lock at all;
-//! - the names the recording knows (every thread's name, every interned string and label),
-//!   into one block of thread 0, so that the snapshot reads alone even when the rings no
-//!   longer hold the events that named them.
+//! - under `ring`, the rings: every heap ring, one block at a time under its pool's lock
+//!   (`lane::Lane::copy_ring`: a recording thread waits at most for the copy of one block, and
+//!   only on its cold path), and the ring file's blocks, as a reader reads a live ring file
+//!   (`RingStream`: each block copied, then checked), with the blocks the triggering thread
+//!   copied of its own ring when it recorded the trigger (`with_held`);
+//! - under a streaming policy, the stream: the blocks of the window read back from where the
+//!   sinks wrote them (`history`, `Sinks::window`), and the threads' current blocks
+//!   (`Shared::peek_pool_lanes`) after the writer's queue (`stream_blocks`);
+//! - and always the names the recording knows (every thread's name, every interned string and
+//!   label), into one block of thread 0, so that the snapshot reads alone, and the pinned
+//!   events its window does not hold (`pinned_blocks`).
 //!
-//! Nothing in the rings changes: an event recorded while the snapshot is taken is in the
-//! snapshot (if the copy reached its block after it) or still in its ring (for the next
-//! snapshot, the ring file, the stop); never lost because of the snapshot.
+//! Nothing in the rings or the stream changes: an event recorded while the snapshot is taken
+//! is in the snapshot or still in its ring (or stream); never lost because of the snapshot.
 //!
 //! The file is created new (never over anything that exists) and readable by its owner only.
 //! When it cannot be written whole (a full disk), what was written is removed, and the error

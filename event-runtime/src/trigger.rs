@@ -1,6 +1,6 @@
-//! Triggers: events (and a panic, and lost events) that make a recording under `ring` write a
-//! snapshot of its rings by itself (`EVENT_TRIGGER`, [`Recorder::trigger`](crate::Recorder::trigger);
-//! docs/guide/keeping-the-incident.md).
+//! Triggers: events (and a panic, and lost events) that make a recording write a snapshot of
+//! the window around them by itself, under any policy (`EVENT_TRIGGER`,
+//! [`Recorder::trigger`](crate::Recorder::trigger); docs/guide/keeping-the-incident.md).
 //!
 //! ```text
 //! EVENT_TRIGGER = trigger ( ";" trigger )*
@@ -48,7 +48,12 @@
 //! ring (docs/FORMAT.md, "Pin area").
 //!
 //! The snapshot itself is written by the writer thread (or, for a panic, by the panicking
-//! thread in the panic hook), never by the thread that recorded the trigger.
+//! thread in the panic hook), never by the thread that recorded the trigger. That thread keeps
+//! its own window, though: under `ring` it copies its ring when the trigger matches (and,
+//! during a `post=N` window, each block as it finishes), so that nothing it records before the
+//! writer comes can overwrite it (`buffer`'s `own_ring`, `trigger::Pending::held`); under a
+//! streaming policy nothing needs copying, and the budget holds while the snapshot waits
+//! (`pending_count`).
 
 use crate::config::ConfigError;
 use event_format::filter::Filter;
@@ -201,6 +206,11 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
+    /// How long before the trigger its snapshot reaches (`pre=`).
+    pub(crate) fn pre(&self) -> Option<Duration> {
+        self.cause.pre
+    }
+
     /// How many of its thread's events the snapshot waits for (`post=N`, N > 0).
     pub(crate) fn post_events(&self) -> Option<u64> {
         match self.post {

@@ -1011,7 +1011,7 @@ impl SlotCopy {
         }
         // Where the ring put that block (lock order: this one's, then the pool's).
         let found = self.file.lock_pool().ring(u64::from(self.index)).iter().find(|p| p.0 == sequence).map(|p| p.1);
-        let Some(block) = found.filter(|&b| (b as usize) < self.blocks) else { return None };
+        let block = found.filter(|&b| (b as usize) < self.blocks)?;
         let at = block as usize * self.block_size;
         let mut block = vec![0u8; self.block_size].into_boxed_slice();
         // SAFETY: in bounds (`at + end` within the data area's `blocks * block_size` bytes,

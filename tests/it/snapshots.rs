@@ -157,30 +157,40 @@ fn snapshots_taken_while_threads_start_and_exit_lose_nothing() {
 }
 
 /// `event-dump control RING --snapshot OUT` against a running program: the program writes the
-/// snapshot (of its ring file) and the command says where; a second request for the same
-/// path is refused, and the file is left as it was.
+/// snapshot (of its ring file, or of the stream it writes) and the command says where; a
+/// second request for the same path is refused, and the file is left as it was.
 #[test]
 fn control_asks_a_running_program_for_a_snapshot() {
-    let d = dir("snapshots", "control");
-    let ring = d.join("prog.ring");
-    let out = d.join("now.evt");
-    let mut child = start_ready(program(CHILD, &["hold-ring", ring.to_str().unwrap(), "1000"], &[]));
-    let asked = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
-    let said = text(&asked.stdout);
-    assert!(asked.status.success(), "{said}{}", text(&asked.stderr));
-    assert!(said.starts_with(&format!("snapshot written: {}: ", out.display())), "{said}");
-    let before = std::fs::read(&out).unwrap();
-    let again = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
-    assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("exists; a snapshot never writes over a file"), "{}", text(&again.stderr));
-    assert_eq!(std::fs::read(&out).unwrap(), before, "the file is left as it was");
-    drop(child.stdin.take());
-    assert!(child.wait().unwrap().success());
+    // Under `ring` (the ring file's rings), and under `switch` into segments (the window read
+    // back from the segment being written and the worker's current block).
+    for streaming in [false, true] {
+        let d = dir("snapshots", if streaming { "control-stream" } else { "control" });
+        let ring = d.join("prog.ring");
+        let out = d.join("now.evt");
+        let base = d.join("trace.evt");
+        let env: Vec<(&str, &str)> = if streaming {
+            vec![("EVENT_POLICY", "switch"), ("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1m")]
+        } else {
+            Vec::new()
+        };
+        let mut child = start_ready(program(CHILD, &["hold-ring", ring.to_str().unwrap(), "1000"], &env));
+        let asked = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
+        let said = text(&asked.stdout);
+        assert!(asked.status.success(), "{said}{}", text(&asked.stderr));
+        assert!(said.starts_with(&format!("snapshot written: {}: ", out.display())), "{said}");
+        let before = std::fs::read(&out).unwrap();
+        let again = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
+        assert_eq!(again.status.code(), Some(1));
+        assert!(text(&again.stderr).contains("exists; a snapshot never writes over a file"), "{}", text(&again.stderr));
+        assert_eq!(std::fs::read(&out).unwrap(), before, "the file is left as it was");
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
 
-    let r = read(&out);
-    assert_eq!(r.numbers.get(&0), Some(&(0..1000).collect::<Vec<u64>>()), "every event of the worker");
-    assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
-    assert_whole(&out, "taken on demand");
+        let r = read(&out);
+        assert_eq!(r.numbers.get(&0), Some(&(0..1000).collect::<Vec<u64>>()), "every event of the worker");
+        assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
+        assert_whole(&out, "taken on demand");
+    }
 }
 
 /// The snapshot files in `d`, by name.

@@ -175,7 +175,7 @@ impl ThreadBuffer {
                     (Home::Nowhere, 1)
                 }
             }
-        } else if let Some(rings) = &shared.heap_rings {
+        } else if let Some(rings) = shared.heap_rings.as_ref().and_then(crate::session::HeapRingsCell::get) {
             let blocks = u64::from(rings.lock().blocks());
             let lane = Arc::new(Lane::ring(thread, Arc::clone(rings)));
             if shared.add_lane(&lane) {

@@ -450,7 +450,7 @@ impl Drop for Lane {
 /// what is used.
 #[derive(Debug)]
 pub(crate) struct HeapRings {
-    /// `blocks * block_size` bytes from `Box::into_raw`, owned; reached through raw
+    /// `blocks * block_size` bytes from `alloc_zeroed`, owned; reached through raw
     /// pointers only (`lane`'s module docs).
     memory: *mut u8,
     pub(crate) block_size: usize,
@@ -466,16 +466,21 @@ unsafe impl Send for HeapRings {}
 unsafe impl Sync for HeapRings {}
 
 impl HeapRings {
-    /// A region of `blocks` zeroed blocks of `block_size` bytes.
-    pub(crate) fn new(blocks: u32, block_size: usize) -> HeapRings {
-        let len = blocks as usize * block_size;
-        let memory = Box::into_raw(vec![0u8; len].into_boxed_slice()).cast::<u8>();
-        HeapRings {
-            memory,
-            block_size,
-            pool: crate::sync::Mutex::new(crate::ringpool::BlockPool::new(blocks, true)),
-            blocks: blocks as usize,
+    /// A region of `blocks` zeroed blocks of `block_size` bytes; `None` when the allocator
+    /// cannot give it (the program goes on: the recorder never aborts its host for memory).
+    pub(crate) fn new(blocks: u32, block_size: usize) -> Option<HeapRings> {
+        let len = (blocks as usize).checked_mul(block_size).filter(|&len| len > 0)?;
+        let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+        // Zeroed by the allocator: a large region is the operating system's zeroed pages,
+        // which cost nothing until a thread writes them (`vec![0; n]` does the same, but
+        // aborts the process when it cannot).
+        // SAFETY: the layout's size is not zero (filtered above).
+        let memory = unsafe { std::alloc::alloc_zeroed(layout) };
+        if memory.is_null() {
+            return None;
         }
+        let pool = crate::sync::Mutex::new(crate::ringpool::BlockPool::new(blocks, true));
+        Some(HeapRings { memory, block_size, pool, blocks: blocks as usize })
     }
 
     /// The first byte of block `index`, below the pool's size.
@@ -495,8 +500,9 @@ impl HeapRings {
 
 impl Drop for HeapRings {
     fn drop(&mut self) {
-        // SAFETY: `memory` came from `Box::into_raw` of a boxed slice of this length (`new`),
-        // and nothing holds the region now: every lane that reached it held an `Arc` of this.
+        // SAFETY: `memory` came from `alloc_zeroed` of `blocks * block_size` bytes of `u8`
+        // (`new`), the layout a boxed slice of that length has, and nothing holds the region
+        // now: every lane that reached it held an `Arc` of this.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.memory, self.blocks * self.block_size)) });
     }
 }
@@ -877,7 +883,7 @@ mod tests {
     fn a_ring_lane_gives_every_block_it_wrote() {
         // A ring alone in a pool of 4 blocks: it goes round, and the stop takes its last 4.
         const H: usize = event_format::wire::BLOCK_HEADER_LEN;
-        let rings = Arc::new(HeapRings::new(4, BS));
+        let rings = Arc::new(HeapRings::new(4, BS).unwrap());
         let lane = Arc::new(Lane::ring(1, Arc::clone(&rings)));
         let mut writer = LaneWriter::new(Arc::clone(&lane));
         for seq in 0..6u64 {
@@ -973,7 +979,7 @@ mod copy_tests {
     #[test]
     fn a_copy_of_a_ring_while_its_thread_writes_is_consecutive_and_whole() {
         for delay in [0, 1, 3, 10, 30] {
-            let rings = Arc::new(HeapRings::new(4, BS));
+            let rings = Arc::new(HeapRings::new(4, BS).unwrap());
             let (lane, mut writer) = ring_lane(1, &rings);
             let thread = std::thread::spawn(move || write_ring(&mut writer, 1, 12));
             for _ in 0..delay {
@@ -996,7 +1002,7 @@ mod copy_tests {
         // Ring 1 fills the pool; ring 2 starts and takes ring 1's oldest blocks while a
         // snapshot copies ring 1: the copy is ring 1's own blocks only, consecutive and whole.
         for delay in [0, 1, 3, 10, 30] {
-            let rings = Arc::new(HeapRings::new(6, BS));
+            let rings = Arc::new(HeapRings::new(6, BS).unwrap());
             let (one, mut w1) = ring_lane(1, &rings);
             write_ring(&mut w1, 1, 6);
             let (two, mut w2) = ring_lane(2, &rings);
@@ -1078,7 +1084,7 @@ mod loom_tests {
         use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order};
         const BS: usize = H + 16;
         loom::model(|| {
-            let rings = Arc::new(HeapRings::new(2, BS));
+            let rings = Arc::new(HeapRings::new(2, BS).unwrap());
             let lane = Arc::new(Lane::ring(1, Arc::clone(&rings)));
             let mut writer = LaneWriter::new(Arc::clone(&lane));
             let thread = thread::spawn(move || {

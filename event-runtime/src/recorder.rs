@@ -29,7 +29,7 @@ use crate::machine;
 use crate::recording::{self, Recording};
 use crate::ringfile::{self, RingFile};
 use crate::segments::Segments;
-use crate::session::{self, AfterFork, Shared};
+use crate::session::{self, AfterFork, HeapRingsCell, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::ring::Layout;
@@ -881,9 +881,9 @@ impl Recorder {
         } else {
             Exchange::new(0, bs as usize, None)
         };
-        // Under `ring`, the threads' rings on the heap share the whole buffer (`ringpool`).
-        let heap_rings = (self.policy == Policy::Ring)
-            .then(|| Arc::new(crate::lane::HeapRings::new(blocks.min(u64::from(u32::MAX)) as u32, bs as usize)));
+        // Under `ring`, the threads' rings on the heap share the whole buffer (`ringpool`),
+        // allocated when a thread first needs a ring (`Shared::heap_rings`).
+        let heap_rings = HeapRingsCell::new(blocks.min(u64::from(u32::MAX)) as u32, bs as usize);
         Arc::new(Shared {
             block_size: bs,
             clock: plan.header.clock,
@@ -895,7 +895,7 @@ impl Recorder {
             wait: self.wait,
             exchange,
             ring_file,
-            heap_rings,
+            heap_rings: (self.policy == Policy::Ring).then_some(heap_rings),
             sinks: Mutex::new(sinks),
             interned: Mutex::new(HashMap::new()),
             names: Mutex::new(Vec::new()),

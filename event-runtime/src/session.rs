@@ -30,6 +30,40 @@ pub(crate) struct RetiredRing {
     pub(crate) blocks: Vec<BlockBuf>,
 }
 
+/// The heap rings of a recording under `ring` (`lane::HeapRings`), made the first time a
+/// thread needs a ring: a recording into a ring file allocates no second buffer for them
+/// unless the ring file is lost (`busguard`) and threads record on the heap after all.
+#[derive(Debug)]
+pub(crate) struct HeapRingsCell {
+    blocks: u32,
+    block_size: usize,
+    made: std::sync::OnceLock<Option<Arc<crate::lane::HeapRings>>>,
+}
+
+impl HeapRingsCell {
+    pub(crate) fn new(blocks: u32, block_size: usize) -> HeapRingsCell {
+        HeapRingsCell { blocks, block_size, made: std::sync::OnceLock::new() }
+    }
+
+    /// The rings, made now if they were not; `None` when the allocator cannot give their
+    /// memory (said once, in one line: the threads that need a ring then record nothing, and
+    /// their events are counted).
+    pub(crate) fn get(&self) -> Option<&Arc<crate::lane::HeapRings>> {
+        self.made
+            .get_or_init(|| {
+                let made = crate::lane::HeapRings::new(self.blocks, self.block_size).map(Arc::new);
+                if made.is_none() {
+                    eprintln!(
+                        "event-runtime: cannot allocate the rings' {} bytes: the threads under `ring` record nothing (their events are counted lost); lower EVENT_BUFSIZE",
+                        u64::from(self.blocks) * self.block_size as u64
+                    );
+                }
+                made
+            })
+            .as_ref()
+    }
+}
+
 /// What every thread buffer of one recording shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -50,8 +84,9 @@ pub(crate) struct Shared {
     pub(crate) exchange: Exchange,
     pub(crate) ring_file: Option<Arc<RingFile>>,
     /// The rings on the heap (`ring` policy: every thread's without a ring-file slot), which
-    /// share the whole buffer (`ringpool`); `None` under the other policies.
-    pub(crate) heap_rings: Option<Arc<crate::lane::HeapRings>>,
+    /// share the whole buffer (`ringpool`), made when a thread first needs one; `None` under
+    /// the other policies.
+    pub(crate) heap_rings: Option<HeapRingsCell>,
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,

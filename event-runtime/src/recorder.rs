@@ -1214,7 +1214,7 @@ fn claim(path: &Path, purpose: Purpose) -> Result<Option<files::Claimed>, StartE
 
 /// Starts `recorder` once no other unit test's recording runs (unit tests run in parallel,
 /// and a process runs one recording at a time).
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 pub(crate) fn start_alone(recorder: Recorder) -> crate::Recording {
     for _ in 0..1000 {
         match recorder.clone().start() {

@@ -114,7 +114,7 @@ impl BlockPool {
     }
 
     /// The rings, by id.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.rings.keys().copied()
     }

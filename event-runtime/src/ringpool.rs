@@ -123,10 +123,18 @@ impl BlockPool {
     /// docs); `None` when it can have none (it holds none and no ring can spare one, or,
     /// without reuse, the pool is used up).
     pub(crate) fn next(&mut self, id: u64, sequence: u64) -> Option<(u32, Found)> {
-        let (held, live) = match self.rings.get(&id) {
-            Some(r) => (r.blocks.len(), r.live),
+        let (held, live, newest) = match self.rings.get(&id) {
+            Some(r) => (r.blocks.len(), r.live, r.blocks.back().copied()),
             None => return None,
         };
+        if let Some((seq, block)) = newest
+            && seq == sequence
+        {
+            // The block is started again (it held no record: a thread whose clock stepped
+            // back before its start begins it anew): the same block, never a second one of
+            // that number, which a reader of the ring would take for it.
+            return Some((block, Found::Own { sequence }));
+        }
         debug_assert!(live, "a ring that ended takes no block");
         let nobody = self.free.pop().or_else(|| {
             (self.fresh < self.blocks).then(|| {
@@ -241,6 +249,15 @@ mod tests {
         let old = pool.release(1);
         assert_eq!(old.len(), 1);
         assert!(matches!(pool.next(3, 3), Some((_, Found::Free))));
+    }
+
+    #[test]
+    fn a_block_started_again_is_the_same_block() {
+        let mut pool = BlockPool::new(4, true);
+        pool.open(1);
+        let (first, _) = pool.next(1, 0).unwrap();
+        assert_eq!(pool.next(1, 0), Some((first, Found::Own { sequence: 0 })));
+        assert_eq!(pool.ring(1).len(), 1, "one block of number 0");
     }
 
     #[test]

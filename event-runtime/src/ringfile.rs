@@ -771,11 +771,16 @@ impl Slot {
     /// after, before any of its bytes changes (module docs); `None` when the pool can give
     /// none (`fill`, used up).
     pub(crate) fn next_block(&mut self, sequence: u64) -> Option<u32> {
-        let (block, _) = self.file.lock_pool().next(u64::from(self.index), sequence)?;
+        let mut pool = self.file.lock_pool();
+        let (block, _) = pool.next(u64::from(self.index), sequence)?;
         // Release, then a release fence: a reader that copied a byte this thread writes into
         // the block from now on reads the entry after its acquire fence and finds it changed.
+        // Under the pool's lock: the entries change in the order the pool hands blocks out,
+        // so a ring's blocks leave the table oldest first, as they leave the ring (a block
+        // taken from another ring is renamed before that ring can take or reuse another).
         self.file.word(self.file.layout.tag_at(block) as usize).store(tag(self.index, sequence), Ordering::Release);
         std::sync::atomic::fence(Ordering::Release);
+        drop(pool);
         self.current_block = block;
         Some(block)
     }

@@ -260,6 +260,33 @@ fn a_layout_1_1_0_ring_file_reads_its_slots_by_the_block_table() {
     check_pins_fixture(&le, &be, "pins-1.1");
 }
 
+/// A writer stopped between taking a block from a ring and renaming it in the block table
+/// (killed there): the block still names its old ring, beyond a gap from the ring's newest
+/// blocks. Readers leave it out, as overwritten: the ring reads as it did.
+#[test]
+fn a_block_left_behind_a_gap_is_not_its_old_rings() {
+    let v = event_format::schema::Version::new(1, 1, 0);
+    let order = Order::Little;
+    let good = generate(order, v);
+    let mut bytes = good.clone();
+    let layout = Layout::decode(&bytes, false).unwrap();
+    // Block 1 of the data area: thread 1's block 1, sealed and whole, named slot 0's block 1
+    // (its ring holds 3 and 4: 2 is gone).
+    let mut w =
+        BlockWriter::new(order, BLOCK, &BlockHeader { thread: 1, sequence: 1, base_time: 3000, ..Default::default() });
+    w.push(wire_code_of(&header(order), 0x0004), 3000, &[Value::Pointer(0x5500), Value::Word(1), Value::Double(0.5)])
+        .unwrap();
+    let block = w.finish();
+    let at = layout.pool_block(1) as usize;
+    bytes[at..at + BLOCK as usize].copy_from_slice(&block);
+    order.put_u64(&mut bytes[layout.tag_at(1) as usize..], ring::tag(0, 1));
+    assert_eq!(blocks_and_events(&bytes), blocks_and_events(&good), "the block beyond the gap is left out");
+}
+
+fn wire_code_of(header: &Header, own: u16) -> u16 {
+    header.sets[0].wire_code_of(own).unwrap()
+}
+
 /// What [`generate`]'s files hold, read in both byte orders (the checks of the 1.0.2 files,
 /// which the 1.1.0 files pass too).
 fn check_pins_fixture(le: &[u8], be: &[u8], name: &str) {

@@ -455,6 +455,25 @@ impl<R: ReadAt> RingReader<R> {
                     Err(why) => out.damaged.push((u64::from(seq), why)),
                 }
             }
+            // A ring's blocks run without a gap up to its newest (damaged ones count as there):
+            // an older block beyond a gap (its entry not yet renamed when its writer stopped
+            // between taking it from the ring and renaming it) was let go by its ring, and is
+            // not the ring's: left out, as overwritten.
+            let mut present: Vec<u64> =
+                out.blocks.iter().map(|b| b.index).chain(out.damaged.iter().map(|d| d.0)).collect();
+            present.sort_unstable();
+            present.dedup();
+            let mut start = present.len().saturating_sub(1);
+            while start > 0 && present[start - 1] + 1 == present[start] {
+                start -= 1;
+            }
+            if let Some(&cut) = present.get(start)
+                && start > 0
+            {
+                out.blocks.retain(|b| b.index >= cut);
+                out.damaged.retain(|(s, _)| *s >= cut);
+                first = Some(cut as u32);
+            }
             // The ring's blocks before its oldest still there were overwritten (or taken by
             // other rings), as a ring of its own size would have overwritten them.
             out.first_sequence = u64::from(first.unwrap_or(before.sequence.max(from)).max(from));

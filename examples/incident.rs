@@ -1,21 +1,24 @@
-//! Keeping the incident: a server whose slow requests make the flight recorder write a
-//! snapshot of what led to them (docs/guide/keeping-the-incident.md).
+//! Keeping the incident: a server that streams its events into segments under a disk budget,
+//! and whose slow requests make the recording keep what led to them, apart, in a snapshot
+//! (docs/guide/keeping-the-incident.md).
 //!
-//! Four workers serve 20 000 requests, recording under `ring` (the latest events only, in
-//! memory). A request slower than 50 ms is the incident: the trigger
-//! `Req:ReqEnd if micros >= 50000` writes a snapshot of the rings, with the next 50 events of
-//! that worker after it, to `target/incident-N.evt`, at most one a second.
+//! Four workers serve 100 000 requests. The recording streams into segments of 256 KiB in
+//! `target/incident/` and keeps the newest 4 (`EVENT_ROTATE=256k EVENT_KEEP=4`, the fleet's
+//! dataset). A request slower than 50 ms is the incident: the trigger
+//! `Req:ReqEnd if micros >= 50000, pre=200ms, post=50` writes the 200 ms before it and the next
+//! 50 events of its worker to `target/incident/incident-N.evt`, which the budget never
+//! deletes. The service's configuration (`Life:Config`) is pinned: every segment repeats it.
 //!
-//! Run it with `cargo run --release --example incident`, then read a snapshot with
-//! `event-dump stats target/incident-1.evt` and `event-dump print target/incident-1.evt --since S`.
+//! Run it with `cargo run --release --example incident`, then read the snapshot with
+//! `event-dump stats target/incident/incident-1.evt` and `event-dump print ... --since S`.
 
 event_runtime::include_events!("incident.def");
 
-use event_runtime::{Policy, Recorder};
+use event_runtime::{Keep, Recorder, Rotate};
 use std::time::{Duration, Instant};
 
 const WORKERS: u64 = 4;
-const REQUESTS: u64 = 20_000;
+const REQUESTS: u64 = 100_000;
 /// Every request of this number is slow: its query waits on a lock for 60 ms.
 const SLOW: u64 = 7_777;
 
@@ -34,20 +37,22 @@ fn serve(id: u64) {
 }
 
 fn main() {
-    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    for n in 1..10 {
-        // Snapshots never write over a file: the last run's go first.
-        let _ = std::fs::remove_file(target.join(format!("incident-{n}.evt")));
-    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/incident");
+    // The last run's segments and snapshots go first: a recording never writes over a file.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("target/incident is made");
     let recording = Recorder::new()
-        .policy(Policy::Ring)
-        .buffer_size(4 << 20)
-        .trigger("Req:ReqEnd if micros >= 50000, post=50, every=1/1s")
-        .snapshots(target.join("incident-%s.evt"))
+        .file(dir.join("trace.evt"))
+        .rotate(Rotate { size: Some(256 << 10), age: None })
+        .keep(Keep { segments: Some(4), ..Keep::default() })
+        .trigger("Req:ReqEnd if micros >= 50000, pre=200ms, post=50, every=1/1s")
+        .pin("Life:Config")
+        .snapshots(dir.join("incident-%s.evt"))
         .from_env()
         .expect("the environment's settings parse")
         .start()
         .expect("the recording starts");
+    event!(Config, "incident-example", WORKERS);
     std::thread::scope(|s| {
         for w in 0..WORKERS {
             std::thread::Builder::new()
@@ -60,11 +65,11 @@ fn main() {
                 .expect("a worker starts");
         }
     });
+    event!(Phase, "draining");
     recording.stop().expect("the recording stops");
-    for n in 1..10 {
-        let path = target.join(format!("incident-{n}.evt"));
-        if path.exists() {
-            println!("snapshot: {}", path.display());
-        }
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("target/incident").flatten().map(|e| e.path()).collect();
+    files.sort();
+    for path in files {
+        println!("{}", path.display());
     }
 }

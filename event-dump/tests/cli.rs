@@ -1278,7 +1278,7 @@ fn dead_ring(path: &Path, pid: u64) {
     let header = Header::new(schema, 1024, common::handmade_clock(), common::handmade_producer()).encode().unwrap();
     let layout = Layout {
         order,
-        version: ring::RING_VERSION,
+        version: event_format::schema::Version::new(1, 0, 2),
         block_size: 1024,
         slots: 1,
         blocks_per_slot: 2,

@@ -127,6 +127,11 @@ pub(crate) struct ThreadBuffer {
     /// This thread has written a `SpanCurrent` in this recording: each of its blocks then
     /// starts with one, so that a reader of any block alone (a ring's, a segment's) knows.
     span_marks: bool,
+    /// The next block of the `post` window to copy (`hold_post_blocks`): at first the block
+    /// that held the trigger event.
+    post_from: u64,
+    /// The blocks of the `post` window copied so far, for its snapshot (`ring` policy).
+    post_held: Vec<Box<[u8]>>,
 }
 
 /// [`ThreadBuffer::span_written`] at the start of a block of a thread that names spans: no
@@ -202,9 +207,9 @@ impl ThreadBuffer {
                     (Home::Nowhere, 1)
                 }
             }
-        } else if shared.policy == Policy::Ring {
-            let blocks = u64::from(shared.heap_ring_blocks);
-            let lane = Arc::new(Lane::new(thread, blocks as usize, block_size, true));
+        } else if let Some(rings) = shared.heap_rings.as_ref().and_then(crate::session::HeapRingsCell::get) {
+            let blocks = u64::from(rings.lock().blocks());
+            let lane = Arc::new(Lane::ring(thread, Arc::clone(rings)));
             if shared.add_lane(&lane) {
                 (Home::Lane(LaneWriter::new(lane)), blocks)
             } else {
@@ -275,6 +280,8 @@ impl ThreadBuffer {
             post: None,
             span_written: 0,
             span_marks: false,
+            post_from: 0,
+            post_held: Vec::new(),
         };
         if buffer.has_block() {
             buffer.start_block(now);
@@ -555,10 +562,12 @@ impl ThreadBuffer {
         if let Some((id, left)) = self.post {
             if left <= 1 {
                 self.post = None;
-                triggers.counted(id);
+                let held = self.end_post_window();
+                triggers.counted(id, self.time, held);
                 crate::divert::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
+                self.hold_post_blocks();
             }
         }
         let (pinned, trigger) = (triggers.is_pinned(code), triggers.is_trigger(code));
@@ -571,8 +580,15 @@ impl ThreadBuffer {
         if pinned {
             let thread = self.thread;
             let name = || thread_name_record(&shared, thread);
-            let pin = crate::trigger::Pinned { thread, time, record: bytes.clone() };
-            triggers.pin(pin, shared.ring_file.as_deref(), name);
+            let thread_name = || crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone());
+            // The number its block will be written with: a pool lane's idle flushes may have
+            // moved it on from this buffer's (`Lane::flush_idle`).
+            let sequence = match &mut self.home {
+                Home::Lane(writer) if !writer.is_ring() => writer.lock().map_or(self.sequence, |g| g.sequence()),
+                _ => self.sequence,
+            };
+            let pin = crate::trigger::Pinned { sequence, thread, time, record: bytes.clone() };
+            triggers.pin(pin, shared.ring_file.as_deref(), name, thread_name);
             if !trigger {
                 return;
             }
@@ -582,12 +598,39 @@ impl ThreadBuffer {
         let event_format::decode::Entry::Event(event) = shared.catalog.entry(record, self.thread, Order::NATIVE) else {
             return;
         };
-        if let Some((id, n)) = triggers.on_event(&event, &shared.clock) {
-            match self.post.replace((id, n)) {
-                // A trigger while counting another's post window: the older one is taken now,
-                // and this thread's window goes on.
-                Some((older, _)) => triggers.counted(older),
-                None => crate::divert::post_window(self.generation, true),
+        if let Some(admitted) = triggers.on_event(&event, &shared.clock) {
+            // The trigger holds itself: under `ring` this thread copies its own ring now, back
+            // to the ring's capacity and up to the trigger event, before it can overwrite any
+            // of it (docs/guide/keeping-the-incident.md, "A trigger holds itself").
+            let trigger_block = self.sequence;
+            // With `pre=`, only the blocks that may hold its window: the copy is the cost.
+            let from = match admitted.pre() {
+                Some(pre) if !shared.streaming => {
+                    let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
+                    let since = time.saturating_sub(ticks);
+                    match &self.home {
+                        Home::Lane(writer) if writer.is_ring() => writer.first_since(since),
+                        Home::File(slot) => slot.first_since(since, self.sequence),
+                        _ => 0,
+                    }
+                }
+                _ => 0,
+            };
+            let held = self.own_ring(from, u64::MAX);
+            let post = admitted.post_events();
+            let tps = shared.clock.ticks_per_second;
+            let id = triggers.push_admitted(admitted, held, tps, || shared.exchange.wake_writer());
+            if let Some(n) = post {
+                // A trigger while counting another's post window: the older one is taken now
+                // (with what this thread recorded since its trigger), and this thread's
+                // window goes on.
+                let older = self.post.take().map(|(older, _)| (older, self.end_post_window()));
+                self.post = Some((id, n));
+                self.post_from = trigger_block;
+                match older {
+                    Some((older, held)) => triggers.counted(older, self.time, held),
+                    None => crate::divert::post_window(self.generation, true),
+                }
             }
         }
     }
@@ -636,6 +679,46 @@ impl ThreadBuffer {
         let refused = self.refused;
         self.write(code, fixed, strs, fill);
         !self.slotless && self.refused == refused
+    }
+
+    /// While this thread counts a `post=N` window under `ring`: copies each block it
+    /// finished since the last look (from `post_from`), so that a window longer than its
+    /// ring is held whole. Every event of the window comes here (the divert word is all
+    /// ones), so a block is copied just after it is finished, before the ring can reuse it.
+    fn hold_post_blocks(&mut self) {
+        if self.sequence > self.post_from {
+            let (from, until) = (self.post_from, self.sequence - 1);
+            let finished = self.own_ring(from, until);
+            self.post_held.extend(finished);
+            self.post_from = self.sequence;
+        }
+    }
+
+    /// The end of a `post=N` window (its N events recorded, a newer trigger's window began,
+    /// or the thread ends): the blocks held during it and the rest, up to the last event.
+    fn end_post_window(&mut self) -> Vec<Box<[u8]>> {
+        self.hold_post_blocks();
+        let mut held = std::mem::take(&mut self.post_held);
+        held.extend(self.own_ring(self.post_from, u64::MAX));
+        held
+    }
+
+    /// Under `ring` (the recording keeps its events in rings, not a stream): a copy of this
+    /// thread's own ring's blocks `from ..= until` (as far as the ring still holds them),
+    /// oldest first, each block finished (its `used` set, the current one's at its committed
+    /// end), unsealed; on the thread's own cold path, so that nothing it records meanwhile can
+    /// overwrite what is copied. Empty when the recording streams (every block goes to the
+    /// sinks, where the snapshot finds it) or the thread has no ring.
+    fn own_ring(&mut self, from: u64, until: u64) -> Vec<Box<[u8]>> {
+        if self.shared.streaming || !self.writable() || from > until {
+            return Vec::new();
+        }
+        let (end, sequence) = (self.end, self.sequence);
+        match &mut self.home {
+            Home::Lane(writer) if writer.is_ring() => writer.copy_ring(from, until),
+            Home::File(slot) => slot.copy_ring(from, until, sequence, end),
+            _ => Vec::new(),
+        }
     }
 
     /// Counts an event that could not be recorded.
@@ -705,10 +788,25 @@ impl ThreadBuffer {
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
     /// were refused since the last one.
     fn start_block(&mut self, now: u64) {
-        self.index = (self.sequence % self.ring_blocks) as usize;
         if self.span_marks {
             self.span_written = SPAN_UNKNOWN;
         }
+        self.index = match &mut self.home {
+            // A ring on the heap: the block its pool gives (`ringpool`), before the lane's
+            // lock is taken (the pool's lock comes first).
+            Home::Lane(writer) if writer.is_ring() => match writer.next_ring_block(self.sequence) {
+                Some(index) => index,
+                None => return self.set_writable(false),
+            },
+            // A ring-file slot: the block of the shared data area its file's pool gives, its
+            // table entry stored before any byte changes (`ringfile`'s module docs); under
+            // `fill`, none once the area is used up.
+            Home::File(slot) => match slot.next_block(self.sequence) {
+                Some(index) => index as usize,
+                None => return self.set_writable(false),
+            },
+            _ => (self.sequence % self.ring_blocks) as usize,
+        };
         self.end = BLOCK_HEADER_LEN;
         self.base_time = now;
         self.time = now;
@@ -826,11 +924,8 @@ impl ThreadBuffer {
                 if !self.finish_file_block() {
                     return false;
                 }
-                if shared.policy == Policy::Fill && self.sequence + 1 >= self.ring_blocks {
-                    // The slot is full: its last block stays, finished, and nothing follows.
-                    self.set_writable(false);
-                    return false;
-                }
+                // Under `fill`, once the data area is used up the slot gets no next block
+                // (`start_block`): its last block stays, finished, and nothing follows.
                 self.sequence += 1;
             }
             Home::Nowhere => {
@@ -972,44 +1067,26 @@ impl ThreadBuffer {
     /// there, finished) and the current one up to its committed end. What the traceback
     /// decodes (`traceback`).
     fn recent_blocks(&mut self) -> Vec<Vec<u8>> {
-        let mut blocks = Vec::new();
-        let (end, ring, index) = (self.end, self.ring_blocks, self.index);
-        let previous =
-            (ring > 1 && self.sequence > 0 && self.writable()).then(|| ((self.sequence - 1) % ring) as usize);
-        let mut copy = |b: &mut [u8], current: bool| {
-            if current {
-                blocks.push(b[..end].to_vec());
-            } else {
-                // The previous block of a ring is still there, finished.
-                let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
-                if BLOCK_HEADER_LEN + used <= b.len() {
-                    blocks.push(b[..BLOCK_HEADER_LEN + used].to_vec());
-                }
+        let (from, sequence, end, index, writable) =
+            (self.sequence.saturating_sub(1), self.sequence, self.end, self.index, self.writable());
+        let ring = match &mut self.home {
+            // A ring on the heap, or a ring-file slot: its blocks are its pool's, copied under
+            // its lock.
+            Home::Lane(writer) if writer.is_ring() => writer.copy_ring(from, u64::MAX),
+            Home::File(slot) if writable => slot.copy_ring(from, u64::MAX, sequence, end),
+            Home::Lane(writer) if writable => {
+                // A pool lane: its current block up to its committed end.
+                let Ok(mut guard) = writer.lock() else { return Vec::new() };
+                return guard.block_mut(index).map(|b| vec![b[..end].to_vec()]).unwrap_or_default();
             }
+            _ => return Vec::new(),
         };
-        let writable = self.writable();
-        match &mut self.home {
-            Home::Lane(writer) => {
-                if let Ok(mut guard) = writer.lock() {
-                    if let Some(b) = previous.and_then(|p| guard.block_mut(p)) {
-                        copy(b, false);
-                    }
-                    if writable && let Some(b) = guard.block_mut(index) {
-                        copy(b, true);
-                    }
-                }
-            }
-            Home::File(slot) => {
-                if let Some(p) = previous {
-                    copy(slot.block_mut(p as u32), false);
-                }
-                if writable {
-                    copy(slot.block_mut(index as u32), true);
-                }
-            }
-            Home::Nowhere => {}
-        }
-        blocks
+        ring.into_iter()
+            .map(|b| {
+                let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
+                b[..(BLOCK_HEADER_LEN + used).min(b.len())].to_vec()
+            })
+            .collect()
     }
 }
 
@@ -1059,8 +1136,9 @@ impl Drop for ThreadBuffer {
         // A thread that ends while it counts `post=N` events: its window ends with it, and
         // the snapshot waits no more.
         if let Some((id, _)) = self.post.take() {
+            let held = self.end_post_window();
             if let Some(triggers) = &self.shared.triggers {
-                triggers.counted(id);
+                triggers.counted(id, self.time, held);
             }
             crate::divert::post_window(self.generation, false);
         }
@@ -1068,6 +1146,10 @@ impl Drop for ThreadBuffer {
         let pool = self.is_pool();
         self.flush(true);
         self.end_losses();
+        if let Home::Lane(writer) = &self.home {
+            // A ring keeps its blocks for the stop, until other rings need them.
+            writer.close_ring();
+        }
         // After its last block and report were handed on to the writer (a pool block; a
         // ring-file block is copied by the stop, which may still need the name, as it does
         // a lane the stop took meanwhile): the writer forgets its name once it has written

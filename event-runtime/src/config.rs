@@ -125,7 +125,7 @@ impl std::error::Error for ConfigError {}
 /// Every variable the recorder reads, in docs/guide/configuration.md's order (a test keeps
 /// this list, [`Recorder::from_env`](crate::Recorder::from_env)'s docs and the guide's table
 /// the same).
-pub(crate) const VARIABLES: [&str; 17] = [
+pub(crate) const VARIABLES: [&str; 18] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -143,6 +143,7 @@ pub(crate) const VARIABLES: [&str; 17] = [
     "EVENT_LIMIT",
     "EVENT_HOST",
     "EVENT_LABELS",
+    "EVENT_RING_THREADS",
 ];
 
 /// The `Recorder` method that sets what `variable` sets, for an error of a value given in
@@ -166,6 +167,7 @@ pub(crate) fn method_of(variable: &str) -> &'static str {
         "EVENT_LIMIT" => "Recorder::limit",
         "EVENT_HOST" => "Recorder::host",
         "EVENT_LABELS" => "Recorder::label",
+        "EVENT_RING_THREADS" => "Recorder::ring_threads",
         _ => "Recorder",
     }
 }
@@ -406,6 +408,8 @@ pub(crate) struct Env {
     pub(crate) host: Option<String>,
     /// `EVENT_LABELS`: the recording's labels, in the order given.
     pub(crate) labels: Option<Vec<(String, String)>>,
+    /// `EVENT_RING_THREADS`: the most threads that have a slot of the ring file at once.
+    pub(crate) ring_threads: Option<u32>,
 }
 
 /// `EVENT_LABELS`: `key=value` pairs separated by commas (`service=api,version=1.4.2`). A key
@@ -448,6 +452,9 @@ pub(crate) fn check_host(host: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The most slots a ring file has (`EVENT_RING_THREADS`), as its layout allows.
+pub(crate) const MAX_RING_THREADS: u32 = event_format::ring::MAX_SLOTS;
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(100);
@@ -537,6 +544,18 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
     }
     if let Some(v) = text("EVENT_ROTATE")? {
         env.rotate = Some(parse_rotate(&v).map_err(|message| ConfigError::env("EVENT_ROTATE", v.clone(), message))?);
+    }
+    if let Some(v) = text("EVENT_RING_THREADS")? {
+        let n = v.trim().parse::<u32>().ok().filter(|n| (1..=MAX_RING_THREADS).contains(n));
+        env.ring_threads = Some(n.ok_or_else(|| {
+            ConfigError::env(
+                "EVENT_RING_THREADS",
+                v.clone(),
+                format!(
+                    "not a number of threads; write how many threads may hold a slot of the ring file at once, 1..={MAX_RING_THREADS} (the rings share EVENT_BUFSIZE whatever it is)"
+                ),
+            )
+        })?);
     }
     if let Some(v) = text("EVENT_KEEP")? {
         env.keep = Some(parse_keep(&v).map_err(|message| ConfigError::env("EVENT_KEEP", v.clone(), message))?);
@@ -751,7 +770,7 @@ mod tests {
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
                  EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP, EVENT_TRIGGER, \
-                 EVENT_SNAPSHOT, EVENT_PIN, EVENT_LIMIT, EVENT_HOST, EVENT_LABELS",
+                 EVENT_SNAPSHOT, EVENT_PIN, EVENT_LIMIT, EVENT_HOST, EVENT_LABELS, EVENT_RING_THREADS",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]
@@ -841,5 +860,9 @@ mod tests {
         );
         assert_eq!(env(&[("EVENT_FILE", "")]).unwrap_err().variable, "EVENT_FILE");
         assert_eq!(env(&[("EVENT_CONTROL", " ")]).unwrap_err().variable, "EVENT_CONTROL");
+        assert_eq!(env(&[("EVENT_RING_THREADS", "4")]).unwrap().ring_threads, Some(4));
+        for bad in ["0", "many", "65537", "-1"] {
+            assert_eq!(env(&[("EVENT_RING_THREADS", bad)]).unwrap_err().variable, "EVENT_RING_THREADS", "{bad}");
+        }
     }
 }

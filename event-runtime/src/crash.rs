@@ -70,7 +70,7 @@ fn on_panic() {
         && let Some(triggers) = &shared.triggers
         && let Some(cause) = triggers.on_panic(shared.time.now())
     {
-        crate::snapshot::triggered(&shared, triggers, cause);
+        crate::snapshot::triggered(&shared, triggers, cause, Vec::new());
     }
     // If the panic ends the process (panic = "abort", or the main thread), what this thread
     // recorded is handed on and written first.

@@ -40,6 +40,9 @@ struct State {
     budget: Option<u64>,
     /// No more blocks will be submitted; the writer drains the queue and ends.
     closed: bool,
+    /// The writer is asked to take a turn now (a triggered snapshot is ready): its wait in
+    /// `next_batch` ends at once.
+    woken: bool,
     /// Blocks the writer took and has not given back yet.
     in_flight: usize,
     /// The tickets of the threads waiting for a free block, first come first: a freed block
@@ -92,6 +95,7 @@ impl Exchange {
             full: VecDeque::with_capacity(blocks.min(QUEUE_ROOM)),
             budget,
             closed: false,
+            woken: false,
             in_flight: 0,
             queue: VecDeque::new(),
             next_ticket: 0,
@@ -196,9 +200,10 @@ impl Exchange {
     /// closed and drained.
     pub(crate) fn next_batch(&self, timeout: Duration) -> Batch {
         let mut s = lock(&self.state);
-        if s.full.is_empty() && !s.closed {
+        if s.full.is_empty() && !s.closed && !s.woken {
             s = self.to_writer.wait_timeout(s, timeout).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
         }
+        s.woken = false;
         if !s.full.is_empty() {
             s.in_flight += s.full.len();
             return Batch::Blocks(s.full.drain(..).collect());
@@ -216,6 +221,14 @@ impl Exchange {
         self.free_hint.store(free, Ordering::Relaxed);
         drop(s);
         self.to_threads.notify_all();
+    }
+
+    /// Asks the writer thread for a turn now, rather than at the end of its wait: a snapshot
+    /// a trigger made ready is taken as soon as the writer wakes, so that the other threads'
+    /// rings are copied as close to the trigger as the design allows.
+    pub(crate) fn wake_writer(&self) {
+        lock(&self.state).woken = true;
+        self.to_writer.notify_all();
     }
 
     /// No more takes; the writer drains what was submitted and ends.

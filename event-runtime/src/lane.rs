@@ -55,6 +55,9 @@ pub(crate) struct Lane {
     /// start of its next block will say so): stored by the thread alone (release), read by
     /// the stop under the lock, which reports them.
     refused: crate::sync::AtomicU64,
+    /// For a ring: the recording's heap rings, whose pool hands the ring its blocks
+    /// (`ringpool`); the ring's id in the pool is `thread`. `None` for a pool lane.
+    rings: Option<std::sync::Arc<HeapRings>>,
 }
 
 /// What changes only under the lane's lock.
@@ -68,6 +71,9 @@ struct LaneState {
     /// Its sequence number: the ring's blocks hold sequences `sequence + 1 - blocks ..=
     /// sequence` (those at or above 0).
     sequence: u64,
+    /// A ring's block being written (its index in the pool), once its thread started one:
+    /// `None` before its first, and for a pool lane.
+    ring_block: Option<u32>,
     /// `Some((records, refused))` once the stop took the lane: the current block's committed
     /// records and the refused count at that moment, which the stop has put into the stream.
     /// The thread writes nothing below the committed end from then on, and counts every later
@@ -92,11 +98,12 @@ unsafe impl Sync for Lane {}
 /// What the stop took from a lane.
 #[derive(Debug)]
 pub(crate) struct LaneTake {
-    /// A copy of the lane's blocks that hold records, `blocks * block_size` bytes, the
-    /// current one's bytes above the committed end zeroed.
+    /// A copy of a pool lane's block, the bytes above the committed end zeroed (empty for a
+    /// ring, or a lane without a block).
     pub(crate) bytes: Box<[u8]>,
-    /// The current block's sequence number.
-    pub(crate) sequence: u64,
+    /// A ring's blocks that hold records, oldest first, each finished (its `used` set, the
+    /// current one's at the committed end), unsealed.
+    pub(crate) ring: Vec<Box<[u8]>>,
     /// The committed end of the current block.
     pub(crate) end: usize,
     /// The thread that owned the lane.
@@ -121,6 +128,7 @@ impl Lane {
                 memory,
                 current: 0,
                 sequence: 0,
+                ring_block: None,
                 taken: None,
                 flushed: 0,
                 seen: None,
@@ -130,13 +138,25 @@ impl Lane {
             blocks,
             thread,
             refused: crate::sync::AtomicU64::new(0),
+            rings: None,
         }
+    }
+
+    /// The ring of `thread` in the recording's heap `rings`: its blocks come from their pool
+    /// (`ringpool`), none yet.
+    pub(crate) fn ring(thread: u64, rings: std::sync::Arc<HeapRings>) -> Lane {
+        // A ring of this id that ended is replaced (ids are never reused within a recording).
+        let _ = rings.lock().open(thread);
+        let mut lane = Lane::new(thread, 1, rings.block_size, false);
+        lane.blocks = rings.lock().blocks() as usize;
+        lane.rings = Some(rings);
+        lane
     }
 
     /// Whether this lane is a ring (it stays in the recording's list after its thread ends,
     /// for the stop to write), not a pool block.
     pub(crate) fn is_ring(&self) -> bool {
-        self.blocks > 1
+        self.rings.is_some()
     }
 
     fn lock(&self) -> crate::sync::MutexGuard<'_, LaneState> {
@@ -147,6 +167,22 @@ impl Lane {
     /// The stop's take: a copy of every block that holds committed records, and the lane
     /// marked taken. `None` when it was taken already.
     pub(crate) fn take(&self) -> Option<LaneTake> {
+        if let Some(rings) = &self.rings {
+            // Lock order: the pool's, then the lane's (`copy_ring`).
+            let pool = rings.lock();
+            let mut s = self.lock();
+            if s.taken.is_some() {
+                return None;
+            }
+            // Acquire: as below.
+            let word = self.committed.load(Ordering::Acquire);
+            let (records, end) = (word >> 32, (word & 0xFFFF_FFFF) as usize);
+            let refused = self.refused.load(Ordering::Acquire);
+            s.taken = Some((records, refused));
+            let ring =
+                pool.ring(self.thread).iter().filter_map(|&(seq, b)| self.copy_one(rings, &s, seq, b, end)).collect();
+            return Some(LaneTake { bytes: Box::default(), ring, end, thread: self.thread, refused });
+        }
         let mut s = self.lock();
         if s.taken.is_some() {
             return None;
@@ -157,10 +193,10 @@ impl Lane {
         let (records, end) = (word >> 32, (word & 0xFFFF_FFFF) as usize);
         let refused = self.refused.load(Ordering::Acquire);
         s.taken = Some((records, refused));
-        let (thread, sequence) = (self.thread, s.sequence);
+        let thread = self.thread;
         if s.memory.is_null() {
             let bytes = Box::default();
-            return Some(LaneTake { bytes, sequence, end: 0, thread, refused });
+            return Some(LaneTake { bytes, ring: Vec::new(), end: 0, thread, refused });
         }
         let bs = self.block_size;
         // Blocks that were ever written: all of a ring that went round, else those up to
@@ -176,71 +212,135 @@ impl Lane {
             let from = unsafe { std::slice::from_raw_parts(s.memory.add(index * bs), len) };
             bytes[index * bs..index * bs + len].copy_from_slice(from);
         }
-        Some(LaneTake { bytes, sequence, end, thread, refused })
+        Some(LaneTake { bytes, ring: Vec::new(), end, thread, refused })
     }
 
-    /// A snapshot's copy of a ring lane (`snapshot`): its blocks oldest first, each whole and
-    /// finished (its `used` set; the current one up to its committed end), unsealed; nothing
-    /// changes in the lane. Each block is copied under the lock on its own, so that the
-    /// thread waits at most for one block's copy on its cold path (it never waits on its hot
-    /// path, which takes no lock); between two copies it may move on, and the copy follows
-    /// it: blocks it overwrote meanwhile are left out (their events were the oldest, as a ring
-    /// drops them), and the copy ends at the block that is current when the copy reaches it.
-    /// Empty for a pool lane, a lane without memory, or one the stop took.
-    pub(crate) fn copy_ring(&self) -> Vec<Box<[u8]>> {
-        let (bs, blocks) = (self.block_size, self.blocks as u64);
+    /// A snapshot's look at a pool lane (`switch`, `fill`): a copy of its current block up to
+    /// its committed end, with its `used` set, unsealed; nothing changes in the lane (as the
+    /// idle flush reads it: under the lock, below the committed end). `None` for a ring, a
+    /// lane without a block or records, or one the stop took.
+    pub(crate) fn peek(&self) -> Option<Box<[u8]>> {
+        use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order};
+        let s = self.lock();
+        if self.rings.is_some() || s.taken.is_some() || s.memory.is_null() {
+            return None;
+        }
+        // Acquire: as the stop's take; every byte below `end` is visible.
+        let end = ((self.committed.load(Ordering::Acquire) & 0xFFFF_FFFF) as usize).min(self.block_size);
+        if end <= BLOCK_HEADER_LEN {
+            return None;
+        }
+        let mut copy = vec![0u8; self.block_size].into_boxed_slice();
+        // SAFETY: `memory` holds one block of `block_size` bytes (a pool lane), we hold the
+        // lock, and the bytes below the committed end are never written again by the thread,
+        // which writes above it only (`LaneWriter::record_mut`): as in `take`.
+        let from = unsafe { std::slice::from_raw_parts(s.memory, end) };
+        copy[..end].copy_from_slice(from);
+        Order::NATIVE.put_u32(&mut copy[BLOCK_USED_AT..], (end - BLOCK_HEADER_LEN) as u32);
+        Some(copy)
+    }
+
+    /// A copy of block `block` of the pool, which holds sequence `seq` of this ring, under
+    /// the pool's lock and the lane's (`s`): whole and finished when it is behind the block
+    /// being written; up to `end`, the committed end (loaded with acquire ordering), with its
+    /// `used` set, when it is that block; `None` when it is not started yet (handed to the
+    /// ring and not begun), or the current block holds no record.
+    fn copy_one(&self, rings: &HeapRings, s: &LaneState, seq: u64, block: u32, end: usize) -> Option<Box<[u8]>> {
+        use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order};
+        let bs = self.block_size;
+        let current = seq == s.sequence && s.ring_block == Some(block);
+        if seq > s.sequence || (seq == s.sequence && !current) {
+            return None;
+        }
+        let len = if current { end.min(bs) } else { bs };
+        if current && len <= BLOCK_HEADER_LEN {
+            return None;
+        }
+        // SAFETY: the block lies in the region (`block_ptr` asserts its index), and the ring
+        // holds it: under the pool's lock no other ring can take it, and under the lane's
+        // lock its thread neither starts nor finishes a block. A block behind the current one
+        // was finished before the thread moved on and is not written again while the ring
+        // holds it; the current one's bytes below the committed end are never written again
+        // (`LaneWriter::record_mut` writes above it only).
+        let from = unsafe { std::slice::from_raw_parts(rings.block_ptr(block), len) };
+        let mut copy = copied(from, bs);
+        if current {
+            Order::NATIVE.put_u32(&mut copy[BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
+        }
+        let header = event_format::wire::BlockHeader::read(Order::NATIVE, &copy);
+        // Not a block of this ring's writing (never finished): nothing to copy.
+        (header.sequence == seq && header.thread == self.thread).then_some(copy)
+    }
+
+    /// A copy of a ring lane's blocks of sequence `from ..= until` (`snapshot`, a trigger's
+    /// own copy, the traceback), oldest first, each whole and finished (its `used` set; the
+    /// current one up to its committed end), unsealed; nothing changes in the lane. Each block
+    /// is copied under the pool's lock and the lane's on its own, so that the thread waits at
+    /// most for one block's copy on its cold path (it never waits on its hot path, which takes
+    /// no lock); between two copies it may move on, and the copy follows it: blocks that left
+    /// the ring meanwhile (overwritten, or taken by another ring) are left out (their events
+    /// were the oldest, as a ring drops them), and the copy ends at the block that is current
+    /// when the copy reaches it. Empty for a pool lane, or one the stop took.
+    pub(crate) fn copy_ring(&self, from: u64, until: u64) -> Vec<Box<[u8]>> {
         let mut out = Vec::new();
-        let first = {
-            let s = self.lock();
-            if !self.is_ring() || s.memory.is_null() || s.taken.is_some() {
-                return out;
-            }
-            (s.sequence + 1).saturating_sub(blocks)
-        };
-        // Bounded: a thread that keeps moving on is followed for one ring's length at most.
-        for seq in first..first + 2 * blocks {
+        let Some(rings) = &self.rings else { return out };
+        let mut seq = from;
+        // Bounded: a thread that keeps moving on is followed for two rings' lengths at most.
+        let mut budget = 2 * rings.lock().ring(self.thread).len() + 2;
+        while budget > 0 {
+            budget -= 1;
+            // Lock order: the pool's, then the lane's (as `take`).
+            let pool = rings.lock();
             let s = self.lock();
             if s.taken.is_some() {
                 break;
             }
-            if s.sequence >= seq + blocks {
-                // Overwritten since the copy started.
-                continue;
-            }
-            let index = (seq % blocks) as usize;
-            let current = s.sequence == seq;
-            // Acquire: pairs with the thread's release in `LaneWriter::commit`; every byte
-            // below `end` is visible. Read only for the current block.
-            let end = if current { (self.committed.load(Ordering::Acquire) & 0xFFFF_FFFF) as usize } else { bs };
-            let len = end.min(bs);
-            let mut block = vec![0u8; bs].into_boxed_slice();
-            // SAFETY: `memory` holds `blocks * block_size` bytes and we hold the lock. A block
-            // other than the current one changes only under the lock; the current one's
-            // bytes below `end` are committed and never written again by the thread, which
-            // writes above `end` only (`LaneWriter::record_mut`): as in `take`.
-            let from = unsafe { std::slice::from_raw_parts(s.memory.add(index * bs), len) };
-            block[..len].copy_from_slice(from);
-            drop(s);
-            let header = event_format::wire::BlockHeader::read(event_format::wire::Order::NATIVE, &block);
-            if header.sequence != seq || header.thread != self.thread {
-                // Not a block of this ring's writing (never written): nothing to copy.
-                if current {
-                    break;
-                }
-                continue;
-            }
-            if current {
-                if end <= event_format::wire::BLOCK_HEADER_LEN {
-                    break;
-                }
-                let used = (end - event_format::wire::BLOCK_HEADER_LEN) as u32;
-                event_format::wire::Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
-                out.push(block);
+            let ring = pool.ring(self.thread);
+            let Some(&(oldest, _)) = ring.front() else { break };
+            // Blocks that left the ring since the last look are skipped.
+            seq = seq.max(oldest);
+            let Some(&(_, block)) = ring.iter().find(|&&(sq, _)| sq == seq) else { break };
+            if seq > s.sequence || seq > until {
                 break;
             }
-            out.push(block);
+            // Acquire: pairs with the thread's release in `LaneWriter::commit`; every byte
+            // below `end` is visible. Read only for the current block.
+            let end = (self.committed.load(Ordering::Acquire) & 0xFFFF_FFFF) as usize;
+            let current = seq == s.sequence;
+            let copy = self.copy_one(rings, &s, seq, block, end);
+            drop(s);
+            drop(pool);
+            out.extend(copy);
+            if current {
+                break;
+            }
+            seq += 1;
         }
         out
+    }
+
+    /// For a ring: the number of its oldest block that may hold an event at `time` or later
+    /// (the last that starts before `time`, or the oldest it holds): where a trigger's copy of
+    /// its window (`pre=`) starts. 0 for a pool lane.
+    pub(crate) fn first_since(&self, time: u64) -> u64 {
+        use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order};
+        let Some(rings) = &self.rings else { return 0 };
+        let pool = rings.lock();
+        let s = self.lock();
+        let mut first = None;
+        for &(seq, block) in pool.ring(self.thread).iter() {
+            if seq > s.sequence || (seq == s.sequence && s.ring_block != Some(block)) {
+                break;
+            }
+            // SAFETY: as in `copy_one`: the ring holds the block under the pool's lock, and
+            // its header was written under the lane's lock, which we hold.
+            let header = unsafe { std::slice::from_raw_parts(rings.block_ptr(block), BLOCK_HEADER_LEN) };
+            let header = BlockHeader::read(Order::NATIVE, header);
+            if first.is_none() || header.base_time < time {
+                first = Some(seq);
+            }
+        }
+        first.unwrap_or(0)
     }
 
     /// The writer's idle flush of a pool lane (its thread recorded nothing since the writer's
@@ -341,6 +441,82 @@ impl Drop for Lane {
     }
 }
 
+/// The rings of a recording under `ring` without a ring file: one region of the heap, the
+/// whole buffer, whose blocks its pool (`ringpool::BlockPool`) hands out, reached by the ring lanes ([`Lane`]).
+///
+/// The region is allocated zeroed at the start and is never written by anything here: the
+/// allocator takes a large zeroed region from the operating system, whose pages cost nothing
+/// until a thread first writes them, so a budget larger than what is recorded costs only
+/// what is used.
+#[derive(Debug)]
+pub(crate) struct HeapRings {
+    /// `blocks * block_size` bytes from `alloc_zeroed`, owned; reached through raw
+    /// pointers only (`lane`'s module docs).
+    memory: *mut u8,
+    pub(crate) block_size: usize,
+    pub(crate) pool: crate::sync::Mutex<crate::ringpool::BlockPool>,
+    blocks: usize,
+}
+
+// SAFETY: the region is owned here and freed only in `Drop`; its bytes are reached through
+// the lanes' protocol ([`Lane`]'s docs): a block by the ring that holds it in the pool,
+// under the pool's lock or above its committed end.
+unsafe impl Send for HeapRings {}
+// SAFETY: as for Send.
+unsafe impl Sync for HeapRings {}
+
+impl HeapRings {
+    /// A region of `blocks` zeroed blocks of `block_size` bytes; `None` when the allocator
+    /// cannot give it (the program goes on: the recorder never aborts its host for memory).
+    pub(crate) fn new(blocks: u32, block_size: usize) -> Option<HeapRings> {
+        let len = (blocks as usize).checked_mul(block_size).filter(|&len| len > 0)?;
+        let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+        // Zeroed by the allocator: a large region is the operating system's zeroed pages,
+        // which cost nothing until a thread writes them (`vec![0; n]` does the same, but
+        // aborts the process when it cannot).
+        // SAFETY: the layout's size is not zero (filtered above).
+        let memory = unsafe { std::alloc::alloc_zeroed(layout) };
+        if memory.is_null() {
+            return None;
+        }
+        let pool = crate::sync::Mutex::new(crate::ringpool::BlockPool::new(blocks, true));
+        Some(HeapRings { memory, block_size, pool, blocks: blocks as usize })
+    }
+
+    /// The first byte of block `index`, below the pool's size.
+    pub(crate) fn block_ptr(&self, index: u32) -> *mut u8 {
+        assert!((index as usize) < self.blocks, "block {index} of a pool of {}", self.blocks);
+        // In bounds (asserted); `wrapping_add` keeps this safe code: the pointer is only
+        // dereferenced under the lanes' protocol.
+        self.memory.wrapping_add(index as usize * self.block_size)
+    }
+
+    /// The pool, locked.
+    pub(crate) fn lock(&self) -> crate::sync::MutexGuard<'_, crate::ringpool::BlockPool> {
+        // Every update under the lock is complete before it is released.
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for HeapRings {
+    fn drop(&mut self) {
+        // SAFETY: `memory` came from `alloc_zeroed` of `blocks * block_size` bytes of `u8`
+        // (`new`), the layout a boxed slice of that length has, and nothing holds the region
+        // now: every lane that reached it held an `Arc` of this.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.memory, self.blocks * self.block_size)) });
+    }
+}
+
+/// A block of `block_size` bytes that starts with `from` and is zero after it, written once
+/// (no zeroing of what `from` covers: a trigger's copy of a ring is memory bandwidth on its
+/// thread's cold path).
+pub(crate) fn copied(from: &[u8], block_size: usize) -> Box<[u8]> {
+    let mut copy = Vec::with_capacity(block_size);
+    copy.extend_from_slice(&from[..from.len().min(block_size)]);
+    copy.resize(block_size, 0);
+    copy.into_boxed_slice()
+}
+
 /// The owning thread's handle on its lane: the only writer of its bytes.
 #[derive(Debug)]
 pub(crate) struct LaneWriter {
@@ -366,9 +542,41 @@ impl LaneWriter {
         LaneWriter { lane, block: std::ptr::NonNull::dangling().as_ptr(), end: 0, limit: 0 }
     }
 
-    /// Whether the lane holds memory (a pool lane may hold no block).
+    /// Whether the lane holds memory (a pool lane may hold no block; a ring always may).
     pub(crate) fn has_memory(&self) -> bool {
-        !self.lane.lock().memory.is_null()
+        self.lane.rings.is_some() || !self.lane.lock().memory.is_null()
+    }
+
+    /// Whether the lane is a ring.
+    pub(crate) fn is_ring(&self) -> bool {
+        self.lane.is_ring()
+    }
+
+    /// For a ring: the block (its index in the pool) its block `sequence` goes into, from the
+    /// pool (`ringpool`; taken under the pool's lock, never with the lane's held); `None`
+    /// when the pool can give it none now.
+    pub(crate) fn next_ring_block(&self, sequence: u64) -> Option<usize> {
+        let rings = self.lane.rings.as_ref()?;
+        rings.lock().next(self.lane.thread, sequence).map(|(block, _)| block as usize)
+    }
+
+    /// For a ring: its thread ended; its blocks stay for the stop and snapshots until other
+    /// rings need them.
+    pub(crate) fn close_ring(&self) {
+        if let Some(rings) = &self.lane.rings {
+            rings.lock().close(self.lane.thread);
+        }
+    }
+
+    /// The ring's first block that may hold an event at `time` or later (`Lane::first_since`).
+    pub(crate) fn first_since(&self, time: u64) -> u64 {
+        self.lane.first_since(time)
+    }
+
+    /// A copy of the ring's blocks `from ..= until` (`Lane::copy_ring`), on the owning
+    /// thread's cold path.
+    pub(crate) fn copy_ring(&self, from: u64, until: u64) -> Vec<Box<[u8]>> {
+        self.lane.copy_ring(from, until)
     }
 
     /// `len` bytes at `at` of the current block, to write a record into; `None` without a
@@ -458,8 +666,20 @@ pub(crate) struct LaneGuard<'a> {
 }
 
 impl LaneGuard<'_> {
-    /// Block `index` of the lane, whole; `None` without memory or past the lane.
+    /// Block `index` of the lane, whole; `None` without memory or past the lane. For a ring,
+    /// only the block it writes (`index` its place in the pool, as [`start`](Self::start) was
+    /// given it): the ring's newest, which no other ring takes.
     pub(crate) fn block_mut(&mut self, index: usize) -> Option<&mut [u8]> {
+        if let Some(rings) = &self.lane.rings {
+            if self.state.ring_block != Some(index as u32) {
+                return None;
+            }
+            let block = rings.block_ptr(index as u32);
+            // SAFETY: the block lies in the region (`block_ptr` asserts it) and is the one
+            // this ring writes: no other ring takes a ring's newest block (`ringpool`), and
+            // copies of it (the stop, a snapshot) take the lane's lock, which is held.
+            return Some(unsafe { std::slice::from_raw_parts_mut(block, self.lane.block_size) });
+        }
         if self.state.memory.is_null() || index >= self.lane.blocks {
             return None;
         }
@@ -479,7 +699,12 @@ impl LaneGuard<'_> {
         self.state.flushed = 0;
         self.state.seen = None;
         *self.end = end;
-        if self.state.memory.is_null() {
+        if let Some(rings) = &self.lane.rings {
+            // The block the pool just gave this ring (`LaneWriter::next_ring_block`).
+            self.state.ring_block = Some(index as u32);
+            *self.block = rings.block_ptr(index as u32);
+            *self.limit = self.lane.block_size;
+        } else if self.state.memory.is_null() {
             *self.block = std::ptr::NonNull::dangling().as_ptr();
             *self.limit = 0;
         } else {
@@ -656,24 +881,33 @@ mod tests {
 
     #[test]
     fn a_ring_lane_gives_every_block_it_wrote() {
-        let lane = Arc::new(Lane::new(1, 4, BS, true));
+        // A ring alone in a pool of 4 blocks: it goes round, and the stop takes its last 4.
+        const H: usize = event_format::wire::BLOCK_HEADER_LEN;
+        let rings = Arc::new(HeapRings::new(4, BS).unwrap());
+        let lane = Arc::new(Lane::ring(1, Arc::clone(&rings)));
         let mut writer = LaneWriter::new(Arc::clone(&lane));
         for seq in 0..6u64 {
-            let index = (seq % 4) as usize;
+            let index = writer.next_ring_block(seq).unwrap();
             let mut g = writer.lock().unwrap();
             g.start(index, seq, H);
-            g.block_mut(index).unwrap()[..H].fill(seq as u8 + 1);
+            let header = event_format::wire::BlockHeader { sequence: seq, thread: 1, ..Default::default() };
+            header.write(event_format::wire::Order::NATIVE, g.block_mut(index).unwrap());
             drop(g);
             let r = writer.record_mut(H, REC).unwrap();
             r.fill(0xAA);
             writer.commit(H + REC, 1);
+            let mut g = writer.lock().unwrap();
+            let used = &mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..];
+            event_format::wire::Order::NATIVE.put_u32(used, REC as u32);
         }
         let take = lane.take().unwrap();
-        assert_eq!((take.sequence, take.end, take.bytes.len()), (5, H + REC, 4 * BS));
-        // Blocks 2..=5 are in the ring: 4 and 5 at indexes 0 and 1.
-        assert_eq!(take.bytes[0], 5);
-        assert_eq!(take.bytes[BS], 6);
-        assert_eq!(take.bytes[2 * BS], 3);
+        assert_eq!((take.end, take.bytes.len()), (H + REC, 0));
+        let seqs: Vec<u64> = take
+            .ring
+            .iter()
+            .map(|b| event_format::wire::BlockHeader::read(event_format::wire::Order::NATIVE, b).sequence)
+            .collect();
+        assert_eq!(seqs, [2, 3, 4, 5], "blocks 2..=5 are in the ring, oldest first");
         assert!(writer.lock().is_err(), "the thread finds its lane taken");
     }
 }
@@ -689,19 +923,27 @@ mod copy_tests {
     pub(super) const BS: usize = 96;
     pub(super) const REC: usize = 8;
 
-    /// Writes `blocks` blocks of a ring lane of thread 1, each with a real header and as many
-    /// 8-byte records as fit, every byte of a record its block's sequence plus one.
-    pub(super) fn write_ring(writer: &mut LaneWriter, ring: u64, blocks: u64) {
+    /// A ring lane of `thread` in `rings`, and its writer.
+    pub(super) fn ring_lane(thread: u64, rings: &Arc<HeapRings>) -> (Arc<Lane>, LaneWriter) {
+        let lane = Arc::new(Lane::ring(thread, Arc::clone(rings)));
+        let writer = LaneWriter::new(Arc::clone(&lane));
+        (lane, writer)
+    }
+
+    /// Writes `blocks` blocks of a ring lane of `thread`, each with a real header and as many
+    /// 8-byte records as fit, every byte of a record its block's sequence plus one (plus the
+    /// thread's number times 64).
+    pub(super) fn write_ring(writer: &mut LaneWriter, thread: u64, blocks: u64) {
         for seq in 0..blocks {
-            let index = (seq % ring) as usize;
+            let Some(index) = writer.next_ring_block(seq) else { return };
             let mut g = writer.lock().unwrap();
             g.start(index, seq, H);
-            let header = BlockHeader { sequence: seq, thread: 1, ..Default::default() };
+            let header = BlockHeader { sequence: seq, thread, ..Default::default() };
             header.write(Order::NATIVE, g.block_mut(index).unwrap());
             drop(g);
             let mut end = H;
             while end + REC <= BS {
-                writer.record_mut(end, REC).unwrap().fill(seq as u8 + 1);
+                writer.record_mut(end, REC).unwrap().fill(mark(thread, seq));
                 end += REC;
                 writer.commit(end, ((end - H) / REC) as u64);
             }
@@ -712,41 +954,73 @@ mod copy_tests {
         }
     }
 
+    /// The byte of `thread`'s records in its block `seq`.
+    pub(super) fn mark(thread: u64, seq: u64) -> u8 {
+        (thread * 64 + seq + 1) as u8
+    }
+
     /// What a copy must be: consecutive blocks of the ring's thread, each holding only whole
     /// records of its own sequence, as many as its `used` says.
-    pub(super) fn check_copy(copy: &[Box<[u8]>]) {
+    pub(super) fn check_copy(copy: &[Box<[u8]>], thread: u64) {
         let mut last = None;
         for block in copy {
             let header = BlockHeader::read(Order::NATIVE, block);
-            assert_eq!(header.thread, 1);
+            assert_eq!(header.thread, thread);
             if let Some(l) = last {
                 assert_eq!(header.sequence, l + 1, "consecutive blocks");
             }
             last = Some(header.sequence);
             let used = header.used as usize;
             assert_eq!(used % REC, 0, "whole records");
-            assert!(block[H..H + used].iter().all(|&b| b == header.sequence as u8 + 1), "its own records only");
+            assert!(block[H..H + used].iter().all(|&b| b == mark(thread, header.sequence)), "its own records only");
         }
     }
 
     #[test]
     fn a_copy_of_a_ring_while_its_thread_writes_is_consecutive_and_whole() {
         for delay in [0, 1, 3, 10, 30] {
-            let lane = Arc::new(Lane::new(1, 4, BS, true));
-            let mut writer = LaneWriter::new(Arc::clone(&lane));
-            let thread = std::thread::spawn(move || write_ring(&mut writer, 4, 12));
+            let rings = Arc::new(HeapRings::new(4, BS).unwrap());
+            let (lane, mut writer) = ring_lane(1, &rings);
+            let thread = std::thread::spawn(move || write_ring(&mut writer, 1, 12));
             for _ in 0..delay {
                 std::thread::yield_now();
             }
-            let copy = lane.copy_ring();
+            let copy = lane.copy_ring(0, u64::MAX);
             thread.join().unwrap();
-            check_copy(&copy);
+            check_copy(&copy, 1);
             assert!(!lane.is_taken(), "a copy takes nothing");
             // After the thread: the ring's last four blocks, whole.
-            let after = lane.copy_ring();
-            check_copy(&after);
+            let after = lane.copy_ring(0, u64::MAX);
+            check_copy(&after, 1);
             let first = BlockHeader::read(Order::NATIVE, &after[0]).sequence;
             assert_eq!((after.len(), first), (4, 8));
+        }
+    }
+
+    #[test]
+    fn a_copy_never_holds_a_block_that_another_ring_took() {
+        // Ring 1 fills the pool; ring 2 starts and takes ring 1's oldest blocks while a
+        // snapshot copies ring 1: the copy is ring 1's own blocks only, consecutive and whole.
+        for delay in [0, 1, 3, 10, 30] {
+            let rings = Arc::new(HeapRings::new(6, BS).unwrap());
+            let (one, mut w1) = ring_lane(1, &rings);
+            write_ring(&mut w1, 1, 6);
+            let (two, mut w2) = ring_lane(2, &rings);
+            let thread = std::thread::spawn(move || {
+                write_ring(&mut w2, 2, 8);
+                w2
+            });
+            for _ in 0..delay {
+                std::thread::yield_now();
+            }
+            let copy = one.copy_ring(0, u64::MAX);
+            let _w2 = thread.join().unwrap();
+            check_copy(&copy, 1);
+            assert_eq!(*copy.last().map(|b| &b[H]).unwrap(), mark(1, 5), "ring 1's current block is always there");
+            let after = one.copy_ring(0, u64::MAX);
+            check_copy(&after, 1);
+            assert_eq!(after.len(), 3, "ring 1 gave up what ring 2's fair share needed");
+            check_copy(&two.copy_ring(0, u64::MAX), 2);
         }
     }
 }
@@ -810,11 +1084,12 @@ mod loom_tests {
         use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order};
         const BS: usize = H + 16;
         loom::model(|| {
-            let lane = Arc::new(Lane::new(1, 2, BS, true));
+            let rings = Arc::new(HeapRings::new(2, BS).unwrap());
+            let lane = Arc::new(Lane::ring(1, Arc::clone(&rings)));
             let mut writer = LaneWriter::new(Arc::clone(&lane));
             let thread = thread::spawn(move || {
                 for seq in 0..3u64 {
-                    let index = (seq % 2) as usize;
+                    let index = writer.next_ring_block(seq).unwrap();
                     let mut g = writer.lock().unwrap();
                     g.start(index, seq, H);
                     let header = BlockHeader { sequence: seq, thread: 1, ..Default::default() };
@@ -826,7 +1101,7 @@ mod loom_tests {
                     Order::NATIVE.put_u32(&mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..], 8);
                 }
             });
-            let copy = lane.copy_ring();
+            let copy = lane.copy_ring(0, u64::MAX);
             thread.join().unwrap();
             let mut last = None;
             for block in &copy {

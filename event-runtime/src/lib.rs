@@ -63,12 +63,13 @@
 //!   it and returns the memory sink's stream. [`flush`], from any thread, puts what that
 //!   thread recorded so far into the sinks. [`message`], [`intern`] and [`label`] record the
 //!   built-in events; [`control`] changes what is recorded while it runs.
-//! - Keep the incident: under `ring`, [`Recording::snapshot`] writes what the rings hold now
-//!   into a whole event file while the recording goes on ([`SnapshotInfo`]);
-//!   [`Recorder::trigger`] (`EVENT_TRIGGER`) makes the recording write them by itself when an
-//!   event matches a condition, on a panic or on lost events, into [`Recorder::snapshots`]'
-//!   pattern; [`Recorder::pin`] (`EVENT_PIN`) keeps rare events apart for every snapshot
-//!   (docs/guide/keeping-the-incident.md).
+//! - Keep the incident, under every policy: [`Recording::snapshot`] writes the latest events
+//!   (the rings under `ring`; the window read back from the stream otherwise) into a whole
+//!   event file while the recording goes on ([`SnapshotInfo`]); [`Recorder::trigger`]
+//!   (`EVENT_TRIGGER`) makes the recording write them by itself when an event matches a
+//!   condition, on a panic or on lost events, into [`Recorder::snapshots`]' pattern;
+//!   [`Recorder::pin`] (`EVENT_PIN`) keeps rare events for as long as the recording, in every
+//!   segment and every snapshot (docs/guide/keeping-the-incident.md).
 //! - Test: [`capture`] (and [`Capture`]) records the events of the code a test calls, on the
 //!   test's thread only, in parallel with other tests and with a recording; [`Captured`]
 //!   decodes them for assertions (docs/guide/testing.md).
@@ -131,6 +132,7 @@ mod event_set;
 mod exchange;
 mod files;
 mod fork;
+mod history;
 mod lane;
 mod locks;
 mod machine;
@@ -138,6 +140,7 @@ pub mod read;
 mod recorder;
 mod recording;
 mod ringfile;
+mod ringpool;
 mod segments;
 mod session;
 mod sink;

@@ -29,7 +29,7 @@ use crate::machine;
 use crate::recording::{self, Recording};
 use crate::ringfile::{self, RingFile};
 use crate::segments::Segments;
-use crate::session::{self, AfterFork, Shared};
+use crate::session::{self, AfterFork, HeapRingsCell, Shared};
 use crate::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::ring::Layout;
@@ -324,6 +324,7 @@ impl Recorder {
     /// | `EVENT_LIMIT` | rate limits over events.def's | [`limit`](Self::limit) |
     /// | `EVENT_HOST` | the host name recorded (and `%h`) | [`host`](Self::host) |
     /// | `EVENT_LABELS` | the recording's labels | [`label`](Self::label) |
+    /// | `EVENT_RING_THREADS` | the ring file's slots | [`ring_threads`](Self::ring_threads) |
     ///
     /// A value that does not parse is an error that names the variable and its text; a value
     /// given in code that the start refuses names the method instead (`Recorder::rotate("1m")
@@ -398,6 +399,9 @@ impl Recorder {
         }
         if let Some(limit) = env.limit {
             self.limit = Some(limit);
+        }
+        if let Some(threads) = env.ring_threads {
+            self.ring_threads = threads;
         }
         if let Some(path) = env.snapshot {
             // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
@@ -508,11 +512,13 @@ impl Recorder {
         self
     }
 
-    /// Under `ring`, the number of threads the buffer is divided between: each thread's
-    /// ring is `buffer_size / threads`. A ring file has this many slots; a thread that
-    /// finds none free records nothing (and its events are counted).
+    /// The most threads that hold a slot of the ring file at once (`EVENT_RING_THREADS`, 32
+    /// by default, at most 65 536): a thread that starts while every slot is held by a
+    /// running thread records nothing, and its events are counted. It does not divide the
+    /// buffer: under `ring` the threads that record share the whole buffer, in memory and in
+    /// a ring file alike (docs/guide/keeping-the-incident.md, "Sizing a flight recorder").
     pub fn ring_threads(mut self, threads: u32) -> Recorder {
-        self.ring_threads = threads.max(1);
+        self.ring_threads = threads.clamp(1, config::MAX_RING_THREADS);
         self
     }
 
@@ -592,13 +598,16 @@ impl Recorder {
         self
     }
 
-    /// Triggers that make the recording write a snapshot of its rings by itself (policy
-    /// `ring`), in `EVENT_TRIGGER`'s grammar: the events of a selection (`EVENT_CONTROL`'s
-    /// grammar), optionally with a condition in `event-dump`'s filter language, `panic`, or
-    /// `lost`; how much to keep after it (`post=` a count of the triggering thread's events,
-    /// or a duration); a rate policy (`every=N`, `every=once`, `every=N/PERIOD`; by default
-    /// `every=1/1s`). Several are separated by `;`. Snapshots go to
-    /// [`snapshots`](Self::snapshots)' pattern. docs/guide/keeping-the-incident.md.
+    /// Triggers that make the recording write a snapshot of the window around them by itself,
+    /// under any policy, in `EVENT_TRIGGER`'s grammar: the events of a selection
+    /// (`EVENT_CONTROL`'s grammar), optionally with a condition in `event-dump`'s filter
+    /// language, `panic`, or `lost`; how much to keep before it (`pre=` a duration; by default
+    /// the rings, or the buffer's worth of a stream) and after it (`post=` a count of the
+    /// triggering thread's events, or a duration); a rate policy (`every=N`, `every=once`,
+    /// `every=N/PERIOD`; by default `every=1/1s`). Several are separated by `;`. Snapshots go
+    /// to [`snapshots`](Self::snapshots)' pattern. The thread that records a trigger event
+    /// keeps its own window (under `ring`, it copies its ring on its cold path).
+    /// docs/guide/keeping-the-incident.md.
     ///
     /// ```
     /// event_runtime::include_events!("../events.def");
@@ -627,10 +636,11 @@ impl Recorder {
     }
 
     /// Pinned events (`EVENT_PIN`), in `EVENT_CONTROL`'s selection grammar (`Client:ClientPhase`,
-    /// `Config`): rare events that a hot kind would overwrite in the rings (start-up,
-    /// configuration). The latest 256 are kept apart, and every snapshot holds those its
-    /// rings lost. Each costs a copy of its record when it is recorded (off the common path,
-    /// as a trigger event's check).
+    /// `Config`): rare events that a hot kind would overwrite in the rings, or a disk budget
+    /// delete with their segment (start-up, configuration). They live as long as the
+    /// recording: every new segment repeats them, and the latest 256 are kept apart for every
+    /// snapshot (and a ring file's pin area). Each costs a copy of its record when it is
+    /// recorded (off the common path, as a trigger event's check).
     pub fn pin(mut self, selection: impl Into<String>) -> Recorder {
         self.pin = Some(selection.into());
         self
@@ -825,6 +835,22 @@ impl Recorder {
             eprintln!(
                 "event-runtime: EVENT_KEEP (Recorder::keep) is a budget for segments, and none are written; set EVENT_ROTATE"
             );
+        }
+        if let Some(triggers) = &plan.triggers {
+            // A trigger or pin that cannot take effect is said, never accepted silently.
+            for line in triggers.ineffective(&plan.header, &plan.selections) {
+                eprintln!("event-runtime: {line}");
+            }
+            if triggers.fires()
+                && let Ok(first) = triggers.path(1)
+                && let Some(dir) = first.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                eprintln!(
+                    "event-runtime: EVENT_SNAPSHOT puts snapshots in {}, which is not a directory: a trigger that fires takes none; create it or change EVENT_SNAPSHOT",
+                    dir.display()
+                );
+            }
         }
         // The process's recorder is claimed before any file is touched.
         let Some(vacancy) = session::claim() else {
@@ -1025,14 +1051,15 @@ impl Recorder {
     fn open_ring_file(&self, path: &Path, plan: &Plan) -> Result<Option<Arc<RingFile>>, StartError> {
         let Some(claimed) = claim(path, Purpose::RingFile)? else { return Ok(None) };
         let slots = self.ring_threads;
-        let per_slot =
-            (plan.blocks / u64::from(slots)).clamp(2, u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT)) as u32;
+        // The slots share the whole buffer (layout 1.1: `blocks_per_slot` counts the blocks
+        // of the shared data area).
+        let blocks = plan.blocks.clamp(2, u64::from(event_format::ring::MAX_POOL_BLOCKS)) as u32;
         let mut layout = Layout {
             order: Order::NATIVE,
             version: event_format::ring::RING_VERSION,
             block_size: self.block_size,
             slots,
-            blocks_per_slot: per_slot,
+            blocks_per_slot: blocks,
             header_len: plan.header_bytes.len() as u32,
             pid: u64::from(std::process::id()),
             created_ns: clock::wall_ns(),
@@ -1082,14 +1109,33 @@ impl Recorder {
         let guard = self.signals == Signals::Default;
         let ring = RingFile::create(claimed.file, &claimed.path, layout, &plan.header_bytes, guard)
             .map_err(|error| StartError::Io { what: "ring file", path: claimed.path.clone(), error })?;
+        if self.policy == Policy::Fill {
+            // Filled once: the rings only grow, and stop when the data area is used up.
+            ring.fill_once();
+        }
         Ok(Some(Arc::new(ring)))
     }
 
     /// The state every thread buffer of the recording shares: the pool and queue (when the
     /// stream sinks get blocks as they fill), the sinks, the ring file, the clock `time`.
-    fn share(&self, plan: &mut Plan, time: TimeSource, sinks: Sinks, ring_file: Option<Arc<RingFile>>) -> Arc<Shared> {
+    fn share(
+        &self,
+        plan: &mut Plan,
+        time: TimeSource,
+        mut sinks: Sinks,
+        ring_file: Option<Arc<RingFile>>,
+    ) -> Arc<Shared> {
         let (blocks, bs) = (plan.blocks, self.block_size);
         let streaming = self.policy != Policy::Ring && !sinks.is_empty();
+        if streaming {
+            // Snapshots of a stream read their windows back from what was written (`history`):
+            // as much as the buffer holds, and the longest `pre=` a trigger asks for.
+            let pre = plan.triggers.as_ref().and_then(crate::trigger::Triggers::longest_pre);
+            let tps = u128::from(plan.header.clock.ticks_per_second);
+            let pre_ticks = pre.map_or(0, |d| (d.as_nanos() * tps / 1_000_000_000) as u64);
+            let hold = plan.triggers.as_ref().map(|t| Arc::clone(&t.pending_count));
+            sinks.keep_history(crate::history::History::new(blocks as usize, pre_ticks, hold.clone()), hold);
+        }
         let pooled = streaming; // Pool homes, or copies from ring-file slots.
         let exchange = if pooled {
             let budget = (self.policy == Policy::Fill && ring_file.is_none()).then_some(blocks);
@@ -1097,7 +1143,9 @@ impl Recorder {
         } else {
             Exchange::new(0, bs as usize, None)
         };
-        let heap_ring_blocks = (blocks / u64::from(self.ring_threads)).clamp(2, 1 << 16) as u32;
+        // Under `ring`, the threads' rings on the heap share the whole buffer (`ringpool`),
+        // allocated when a thread first needs a ring (`Shared::heap_rings`).
+        let heap_rings = HeapRingsCell::new(blocks.min(u64::from(u32::MAX)) as u32, bs as usize);
         Arc::new(Shared {
             block_size: bs,
             clock: plan.header.clock,
@@ -1109,7 +1157,7 @@ impl Recorder {
             wait: self.wait,
             exchange,
             ring_file,
-            heap_ring_blocks,
+            heap_rings: (self.policy == Policy::Ring).then_some(heap_rings),
             sinks: Mutex::new(sinks),
             interned: Mutex::new(HashMap::new()),
             names: Mutex::new(Vec::new()),
@@ -1267,7 +1315,8 @@ impl Recorder {
 ///
 /// - `EVENT_FILE` or `EVENT_RING` names a file: into it (`EVENT_CONTROL` selects, `all`
 ///   without it);
-/// - else `EVENT_CONTROL` selects at least one event: into the file `%n-%p-%r.evt`
+/// - else `EVENT_CONTROL` selects at least one event, or `EVENT_TRIGGER` or `EVENT_PIN` is
+///   set (each keeps the incident of a recording, and needs one): into the file `%n-%p-%r.evt`
 ///   (`<program>-<pid>-<recording id>.evt`: a name no other run's takes, however fast a
 ///   crash loop restarts and whatever its pid) in the current directory. When that file cannot be created, one
 ///   line on stderr says so and the program runs without a recording (`Ok(None)`).
@@ -1299,7 +1348,10 @@ pub fn start() -> Result<Option<Recording>, StartError> {
     let mut recorder = Recorder::new().from_env()?;
     let named = recorder.file.is_some() || recorder.ring.is_some();
     if !named {
-        if !recorder.selects_something()? {
+        // A trigger or a pin asks for a recording as a selection does: it has no effect
+        // without one.
+        let keeps = recorder.trigger.is_some() || recorder.pin.is_some();
+        if !keeps && !recorder.selects_something()? {
             return Ok(None);
         }
         recorder.file = Some(PathBuf::from(files::DEFAULT_EVENT_FILE));
@@ -1430,6 +1482,19 @@ fn claim(path: &Path, purpose: Purpose) -> Result<Option<files::Claimed>, StartE
         }
         Err(ClaimError::Io(error)) => Err(StartError::Io { what: purpose.what(), path: path.to_owned(), error }),
     }
+}
+
+/// Starts `recorder` once no other unit test's recording runs (unit tests run in parallel,
+/// and a process runs one recording at a time).
+#[cfg(test)]
+pub(crate) fn start_alone(recorder: Recorder) -> crate::Recording {
+    for _ in 0..1000 {
+        match recorder.clone().start() {
+            Err(StartError::AlreadyRunning) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            started => return started.unwrap(),
+        }
+    }
+    panic!("another test's recording ran for 10 s");
 }
 
 #[cfg(test)]

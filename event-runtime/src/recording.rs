@@ -122,17 +122,19 @@ impl Recording {
         }
     }
 
-    /// Writes a snapshot of what the rings hold now into a new file at `path`, while the
-    /// recording goes on: a whole, independently readable event file of every thread's ring
-    /// (the ring file's too), with every thread's name, the interned strings and the labels,
-    /// and a header property that says it is a snapshot (docs/FORMAT.md, "Snapshot"). It
-    /// needs the `ring` policy ([`Policy::Ring`](crate::Policy::Ring)), in memory or with a
-    /// ring file; returns what it wrote.
+    /// Writes a snapshot of the latest events into a new file at `path`, while the recording
+    /// goes on: a whole, independently readable event file, with every thread's name, the
+    /// interned strings and the labels, and a header property that says it is a snapshot
+    /// (docs/FORMAT.md, "Snapshot"); returns what it wrote. Under `ring` it holds what the
+    /// rings hold now (in memory or in the ring file); under a streaming policy (`switch`,
+    /// `wait`, `fill`) the buffer's worth of blocks before now, read back from what the
+    /// recording wrote (the event file, its segments, the memory sink) and each thread's
+    /// current block (docs/guide/keeping-the-incident.md, "Where a snapshot comes from").
     ///
     /// A recording thread waits for it at most for the copy of one of its blocks, and only
     /// when it changes blocks; an event recorded meanwhile is in the snapshot or still in its
-    /// ring. The file is created new: a path that exists is an error, never written over. A
-    /// snapshot that cannot be written whole (a full disk) is removed and the error
+    /// ring or stream. The file is created new: a path that exists is an error, never written
+    /// over. A snapshot that cannot be written whole (a full disk) is removed and the error
     /// returned; the recording goes on either way.
     ///
     /// ```
@@ -325,16 +327,10 @@ fn write_taken(shared: &Shared, taken: Vec<crate::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {
         shared.report_dropped(take.thread, take.refused);
-        if take.bytes.is_empty() {
+        if !take.ring.is_empty() {
+            lock(&shared.retired).push(session::RetiredRing { blocks: take.ring });
+        } else if take.bytes.is_empty() {
             continue;
-        }
-        if take.bytes.len() > shared.block_size as usize {
-            lock(&shared.retired).push(session::RetiredRing {
-                ring_blocks: (take.bytes.len() / shared.block_size as usize) as u64,
-                blocks: take.bytes,
-                sequence: take.sequence,
-                end: take.end,
-            });
         } else if take.end > BLOCK_HEADER_LEN {
             let block = &mut take.bytes;
             Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (take.end - BLOCK_HEADER_LEN) as u32);

@@ -19,12 +19,21 @@
 //! have reused that block meanwhile (`RingReader::read_slot`).
 //! The whole argument, the reader's side and the page cache included, is written once in
 //! [`event_format::ring`]'s module docs ("Memory").
+//!
+//! # A shared data area (layout 1.1)
+//!
+//! The slots' rings share the data area, the whole buffer: each block a ring takes comes from
+//! the file's pool (`ringpool::BlockPool`, kept in this process), and the block table says
+//! which slot's ring holds each block (docs/FORMAT.md, "Block table"). Before a thread writes
+//! any byte of a block it takes, it stores the block's table entry (release), then a release
+//! fence: a reader that copied the block and reads the entry again after its acquire fence
+//! finds it changed whenever the copy may hold a byte of the new use, and drops it.
 #![allow(unsafe_code)]
 
 use crate::files;
 use event_format::ring::{
     Layout, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at,
-    control_at, pin_at, pin_entry, position, slot_at, split_position,
+    control_at, pin_at, pin_entry, position, slot_at, split_position, tag,
 };
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, verify_block};
 use memmap2::MmapMut;
@@ -52,6 +61,9 @@ pub(crate) struct RingFile {
     guard: Option<crate::busguard::Guard>,
     /// Whether the loss of the file (cut short under the mapping) was said on stderr.
     said: AtomicBool,
+    /// Which slot's ring holds which block of the data area (`ringpool`), as this process
+    /// hands them out; the block table in the file says the same to readers.
+    pool: std::sync::Mutex<crate::ringpool::BlockPool>,
 }
 
 impl Drop for RingFile {
@@ -213,6 +225,7 @@ impl RingFile {
             #[cfg(unix)]
             guard: None,
             said: AtomicBool::new(false),
+            pool: std::sync::Mutex::new(crate::ringpool::BlockPool::new(layout.blocks_per_slot, true)),
         };
         ring.heartbeat();
         // Release: a reader that sees RECORDING sees the header written above.
@@ -324,37 +337,96 @@ impl RingFile {
     }
 
     /// Claims a free slot for `thread` ([`claim_slot`]). The slot is the caller's alone until
-    /// it is released (`Slot::drop`).
+    /// it is released (`Slot::drop`). A slot whose thread exited gives up what its ring still
+    /// held (counted in `discarded`) and its blocks to the pool.
     pub(crate) fn claim(self: &Arc<RingFile>, thread: u64) -> Option<Slot> {
-        let Some((index, previous)) = claim_slot(&**self, thread) else {
+        let mut discarded = 0;
+        let claimed = claim_slot(&**self, thread, |slot, position| discarded = self.reclaim(slot, position));
+        let Some((index, previous)) = claimed else {
             self.word(at::THREADS_WITHOUT_SLOT).fetch_add(1, Ordering::Relaxed);
             return None;
         };
+        if previous.is_none() {
+            // A slot never used: its ring, empty, before its thread asks for a block.
+            let _ = self.lock_pool().open(u64::from(index));
+        }
         let block_size = self.layout.block_size as usize;
-        let blocks = self.layout.blocks_per_slot as usize;
-        let data = self.layout.block(index, 0) as usize;
-        assert!(data + blocks * block_size <= self.len, "the slot's blocks lie in the file");
+        let blocks = self.layout.blocks() as usize;
+        let data = self.layout.data() as usize;
+        assert!(data + blocks * block_size <= self.len, "the data area lies in the file");
         // SAFETY: in bounds, asserted above.
         let data = unsafe { self.base.add(data) };
-        let mut slot = Slot {
+        let slot = Slot {
             data,
             block_size,
             blocks,
             index,
             position: self.word(self.layout.slot(index) as usize + slot_at::POSITION),
             current: data,
+            current_block: NO_BLOCK,
             started: position(0, 0),
             thread,
             file: Arc::clone(self),
         };
-        if let Some((position, refused)) = previous {
+        if let Some((_, refused)) = previous {
             // What the previous thread left is gone once this one writes: counted first
             // (docs/FORMAT.md, "Losses in a ring file").
-            let discarded = refused.saturating_add(slot.events_left(position));
-            self.word(at::DISCARDED).fetch_add(discarded, Ordering::Relaxed);
+            self.word(at::DISCARDED).fetch_add(refused.saturating_add(discarded), Ordering::Relaxed);
             self.word(at::SLOTS_REUSED).fetch_add(1, Ordering::Relaxed);
         }
         Some(slot)
+    }
+
+    /// The pool of the data area's blocks, locked.
+    fn lock_pool(&self) -> std::sync::MutexGuard<'_, crate::ringpool::BlockPool> {
+        crate::locks::lock(&self.pool)
+    }
+
+    /// Under `fill`: the rings only grow, from blocks no ring holds, and a thread refuses its
+    /// events once none is left (the ring file is filled once).
+    pub(crate) fn fill_once(&self) {
+        self.lock_pool().set_reuse(false);
+    }
+
+    /// While a thread claims the exited thread's slot `slot` (its owner `RECLAIMING`): counts
+    /// the events the ring holds as that thread left it at `position` (its blocks' records
+    /// other than `TimeExtend`, their `lost` fields and `Dropped` counts; the block being
+    /// written up to its committed end), clears their block table entries, and gives the
+    /// blocks back to the pool, with a new, empty ring for the slot. Under the pool's lock:
+    /// no other ring takes one of these blocks meanwhile, and their thread writes no more.
+    fn reclaim(&self, slot: u32, position: u64) -> u64 {
+        let mut pool = self.lock_pool();
+        let (current, end) = split_position(position);
+        let bs = self.layout.block_size as usize;
+        let mut count = 0u64;
+        for &(seq, block) in pool.ring(u64::from(slot)).iter() {
+            let at = self.layout.pool_block(block) as usize;
+            assert!(at + bs <= self.len, "a block of the data area");
+            // SAFETY: in bounds (asserted), and nothing writes this block now (above).
+            let bytes = unsafe { std::slice::from_raw_parts(self.base.add(at), bs) };
+            let used_end = if seq as u32 == current {
+                (end as usize).min(bs)
+            } else {
+                match verify_block(Order::NATIVE, bytes) {
+                    Ok(h) => BLOCK_HEADER_LEN + h.used as usize,
+                    Err(_) => 0,
+                }
+            };
+            if used_end > BLOCK_HEADER_LEN {
+                count = count.saturating_add(BlockHeader::read(Order::NATIVE, bytes).lost);
+                for record in RecordIter::new(&bytes[BLOCK_HEADER_LEN..used_end], Order::NATIVE, 0).flatten() {
+                    count += 1;
+                    if record.code == event_format::builtin::DROPPED && record.args.len() >= 16 {
+                        count = count.saturating_add(Order::NATIVE.u64(&record.args[8..]));
+                    }
+                }
+            }
+            // Release: a reader that sees the slot's new owner (stored after, release) sees
+            // no entry naming the old ring's blocks as the slot's.
+            self.word(self.layout.tag_at(block) as usize).store(0, Ordering::Release);
+        }
+        let _ = pool.open(u64::from(slot));
+        count
     }
 
     /// The monitor's pending request, if it made one since the last reply: its sequence
@@ -600,8 +672,13 @@ impl SlotTable for RingFile {
 /// needs a named owner and `live == 0`, never sees this slot free. Reusing an exited
 /// thread's slot claims its `live` word (0 to 1), then marks the owner `RECLAIMING` while
 /// the position is reset, so that no reader pairs the new owner with the old position.
-/// Each is one compare-exchange per thread, off the hot path.
-pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, Option<(u64, u64)>)> {
+/// Each is one compare-exchange per thread, off the hot path. `reclaim` gets a reused slot
+/// and its previous position while its owner is `RECLAIMING`.
+pub(crate) fn claim_slot<T: SlotTable>(
+    table: &T,
+    thread: u64,
+    reclaim: impl FnOnce(u32, u64),
+) -> Option<(u32, Option<(u64, u64)>)> {
     for i in 0..table.slots() {
         if table.owner(i).compare_exchange(0, RECLAIMING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             // Release: a reuse that sees the owner named sees `live == 1` (see above).
@@ -623,6 +700,9 @@ pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, O
             // owner, in this order.
             table.owner(i).store(RECLAIMING, Ordering::Release);
             let previous = (table.position(i).load(Ordering::Relaxed), table.refused(i).load(Ordering::Relaxed));
+            // The previous thread's ring, counted and given up while no reader takes the slot
+            // for anyone's (`RingFile::reclaim`).
+            reclaim(i, previous.0);
             table.position(i).store(position(0, 0), Ordering::Release);
             table.refused(i).store(0, Ordering::Release);
             table.owner(i).store(thread, Ordering::Release);
@@ -632,12 +712,17 @@ pub(crate) fn claim_slot<T: SlotTable>(table: &T, thread: u64) -> Option<(u32, O
     None
 }
 
-/// One thread's slot: its ring of blocks in the file. Owned by that thread alone.
+/// [`Slot::current_block`] before the slot's first block.
+const NO_BLOCK: u32 = u32::MAX;
+
+/// One thread's slot: its ring of blocks in the file's shared data area. Owned by that thread
+/// alone.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    /// The first block's first byte; `blocks * block_size` bytes are the slot's.
+    /// The data area's first byte; `blocks * block_size` bytes, which the slots share.
     data: *mut u8,
     block_size: usize,
+    /// Blocks of the data area.
     blocks: usize,
     index: u32,
     /// The slot's `position` word, found once at claim: a commit is one store through it.
@@ -645,6 +730,11 @@ pub(crate) struct Slot {
     /// The current block's first byte ([`start`](Slot::start)): a record's bytes are found
     /// from it with one bounds test, no index arithmetic per event.
     current: *mut u8,
+    /// The block the slot's ring writes, its index in the data area ([`next_block`]
+    /// (Slot::next_block)): the ring's newest, which no other ring takes; [`NO_BLOCK`] before
+    /// the first. Not an `Option`: its niche would become the thread's home's tag, and the
+    /// hot path's match of the home would cost three instructions more (callgrind).
+    current_block: u32,
     /// The current block's position with its end left zero (`position(sequence, 0)`), for
     /// [`commit_end`](Slot::commit_end).
     started: u64,
@@ -662,24 +752,97 @@ impl Slot {
         self.blocks as u32
     }
 
-    /// Block `index` (below [`blocks`](Self::blocks)) of the ring, to write.
+    /// Block `index` of the data area, to write: the block this slot's ring writes
+    /// ([`next_block`](Self::next_block) gave it), only.
     #[inline(always)]
     pub(crate) fn block_mut(&mut self, index: u32) -> &mut [u8] {
+        assert!(self.current_block == index, "block {index} is the one the slot writes");
         let index = index as usize;
-        assert!(index < self.blocks, "block {index} of a ring of {}", self.blocks);
-        // SAFETY: in bounds (the index by the assertion, the ring at claim); the slot was claimed by this thread alone, and
-        // `&mut self` keeps this the only slice into it. Other processes read these bytes
-        // concurrently; they validate what they read against `position` (module docs).
+        assert!(index < self.blocks, "block {index} of a data area of {}", self.blocks);
+        // SAFETY: in bounds (the index by the assertion, the area at claim); the block is the
+        // newest of this slot's ring, which no other ring takes (`ringpool`), and `&mut self`
+        // keeps this the only slice into it. Other processes read these bytes concurrently;
+        // they validate what they read against `position` and the block table (module docs).
         unsafe { std::slice::from_raw_parts_mut(self.data.add(index * self.block_size), self.block_size) }
     }
 
-    /// Makes block `index` (below [`blocks`](Self::blocks)), of sequence number `sequence`,
-    /// the current one: the block [`record_mut`](Self::record_mut) and
+    /// The block of the data area that this slot's block `sequence` goes into, from the
+    /// file's pool (`ringpool`), its block table entry stored (release) and a release fence
+    /// after, before any of its bytes changes (module docs); `None` when the pool can give
+    /// none (`fill`, used up).
+    pub(crate) fn next_block(&mut self, sequence: u64) -> Option<u32> {
+        let mut pool = self.file.lock_pool();
+        let (block, _) = pool.next(u64::from(self.index), sequence)?;
+        // Release, then a release fence: a reader that copied a byte this thread writes into
+        // the block from now on reads the entry after its acquire fence and finds it changed.
+        // Under the pool's lock: the entries change in the order the pool hands blocks out,
+        // so a ring's blocks leave the table oldest first, as they leave the ring (a block
+        // taken from another ring is renamed before that ring can take or reuse another).
+        self.file.word(self.file.layout.tag_at(block) as usize).store(tag(self.index, sequence), Ordering::Release);
+        std::sync::atomic::fence(Ordering::Release);
+        drop(pool);
+        self.current_block = block;
+        Some(block)
+    }
+
+    /// The number of this slot's oldest block that may hold an event at `time` or later (the
+    /// last that starts before `time`, or the oldest its ring holds), behind or at `current`,
+    /// the block being written: where a trigger's copy of its window (`pre=`) starts.
+    pub(crate) fn first_since(&self, time: u64, current: u64) -> u64 {
+        let pool = self.file.lock_pool();
+        let mut first = None;
+        for &(seq, block) in pool.ring(u64::from(self.index)).iter() {
+            if seq > current {
+                break;
+            }
+            // SAFETY: in bounds (the pool's indices are below `blocks`); the ring holds the
+            // block (the pool's lock), and this thread, its only writer, wrote its header.
+            let header = unsafe {
+                std::slice::from_raw_parts(self.data.add(block as usize * self.block_size), BLOCK_HEADER_LEN)
+            };
+            if first.is_none() || BlockHeader::read(Order::NATIVE, header).base_time < time {
+                first = Some(seq);
+            }
+        }
+        first.unwrap_or(0)
+    }
+
+    /// Copies of this slot's blocks `from ..= until` still in its ring, oldest first: those
+    /// behind the block being written (`current`, sealed), whole; that one up to `end`, its
+    /// `used` set; unsealed. On the slot's own thread (a trigger's copy, the traceback), under
+    /// the pool's lock: no other ring takes one of them meanwhile.
+    pub(crate) fn copy_ring(&self, from: u64, until: u64, current: u64, end: usize) -> Vec<Box<[u8]>> {
+        let pool = self.file.lock_pool();
+        let mut out = Vec::new();
+        for &(seq, block) in pool.ring(u64::from(self.index)).iter() {
+            if seq < from || seq > until || seq > current {
+                continue;
+            }
+            let len = if seq == current { end.min(self.block_size) } else { self.block_size };
+            if len <= BLOCK_HEADER_LEN {
+                continue;
+            }
+            // SAFETY: in bounds (the pool's indices are below `blocks`); the ring holds the
+            // block (the pool's lock keeps other rings from taking it), and this thread, its
+            // only writer, is here.
+            let bytes = unsafe { std::slice::from_raw_parts(self.data.add(block as usize * self.block_size), len) };
+            let mut copy = crate::lane::copied(bytes, self.block_size);
+            if seq == current {
+                Order::NATIVE.put_u32(&mut copy[event_format::wire::BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
+            }
+            out.push(copy);
+        }
+        out
+    }
+
+    /// Makes block `index` (the one [`next_block`](Self::next_block) gave), of sequence
+    /// number `sequence`, the current one: the block [`record_mut`](Self::record_mut) and
     /// [`commit_end`](Self::commit_end) work on.
     pub(crate) fn start(&mut self, index: u32, sequence: u64) {
+        assert!(self.current_block == index, "block {index} is the one the slot writes");
         let index = index as usize;
-        assert!(index < self.blocks, "block {index} of a ring of {}", self.blocks);
-        // In bounds (the index by the assertion, the ring at claim); `wrapping_add` keeps this
+        assert!(index < self.blocks, "block {index} of a data area of {}", self.blocks);
+        // In bounds (the index by the assertion, the area at claim); `wrapping_add` keeps this
         // safe code, and `record_mut` reads through it only within `block_size`.
         self.current = self.data.wrapping_add(index * self.block_size);
         self.started = position(sequence, 0);
@@ -713,41 +876,6 @@ impl Slot {
 
     fn slot_word(&self, field: usize) -> &AtomicU64 {
         self.file.word(self.file.layout.slot(self.index) as usize + field)
-    }
-
-    /// The events the ring holds as its previous thread left it at `position` (its last
-    /// committed block and the sealed ones before it still in the ring), with the losses
-    /// those blocks report (`lost` fields, `Dropped` counts): what reusing the slot discards.
-    /// Called before this thread writes anything, so the blocks are as they were left.
-    fn events_left(&mut self, position: u64) -> u64 {
-        let (sequence, end) = split_position(position);
-        let (sequence, end) = (u64::from(sequence), end as usize);
-        if end < BLOCK_HEADER_LEN {
-            return 0;
-        }
-        let k = self.blocks as u64;
-        let first = (sequence + 1).saturating_sub(k);
-        let mut count = 0u64;
-        for s in first..=sequence {
-            let block = self.block_mut((s % k) as u32);
-            let used_end = if s == sequence {
-                end.min(block.len())
-            } else {
-                match verify_block(Order::NATIVE, block) {
-                    Ok(h) => BLOCK_HEADER_LEN + h.used as usize,
-                    Err(_) => continue,
-                }
-            };
-            let lost = BlockHeader::read(Order::NATIVE, block).lost;
-            count = count.saturating_add(lost);
-            for record in RecordIter::new(&block[BLOCK_HEADER_LEN..used_end], Order::NATIVE, 0).flatten() {
-                count += 1;
-                if record.code == event_format::builtin::DROPPED && record.args.len() >= 16 {
-                    count = count.saturating_add(Order::NATIVE.u64(&record.args[8..]));
-                }
-            }
-        }
-        count
     }
 
     /// Publishes how many events this thread refused because its ring was full.
@@ -795,7 +923,7 @@ pub(crate) fn block_is_intact(block: &[u8], thread: u64, sequence: u64) -> bool 
 #[derive(Debug)]
 pub(crate) struct SlotCopy {
     state: crate::sync::Mutex<SlotCopyState>,
-    /// The slot's first block (`Slot::data`), valid while `file` is held.
+    /// The data area's first block (`Slot::data`), valid while `file` is held.
     data: *mut u8,
     block_size: usize,
     blocks: usize,
@@ -886,10 +1014,13 @@ impl SlotCopy {
         if end <= BLOCK_HEADER_LEN || end > self.block_size || sequence as u32 != low {
             return None;
         }
-        let at = (sequence % self.blocks as u64) as usize * self.block_size;
+        // Where the ring put that block (lock order: this one's, then the pool's).
+        let found = self.file.lock_pool().ring(u64::from(self.index)).iter().find(|p| p.0 == sequence).map(|p| p.1);
+        let block = found.filter(|&b| (b as usize) < self.blocks)?;
+        let at = block as usize * self.block_size;
         let mut block = vec![0u8; self.block_size].into_boxed_slice();
-        // SAFETY: in bounds (`at + end` within the slot's `blocks * block_size` bytes, which
-        // `claim` checked lie in the mapping `file` keeps). The bytes below the committed end
+        // SAFETY: in bounds (`at + end` within the data area's `blocks * block_size` bytes,
+        // which `claim` checked lie in the mapping `file` keeps). The bytes below the committed end
         // are not written again until the thread hands the block on, which needs the lock we
         // hold; the thread writes above `end` meanwhile, which we do not read.
         let from = unsafe { std::slice::from_raw_parts(self.data.add(at), end) };
@@ -908,8 +1039,11 @@ impl SlotCopy {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        // The thread is done with the slot: its blocks stay for readers until another thread
-        // claims it. Release: that thread's claim (acquire) comes after our last writes.
+        // The thread is done with the slot: its blocks stay for readers until other rings
+        // need them or another thread claims it (which may only happen after `live` is 0,
+        // so the pool learns the ring ended first).
+        self.file.lock_pool().close(u64::from(self.index));
+        // Release: that thread's claim (acquire) comes after our last writes.
         self.file.word32(self.file.layout.slot(self.index) as usize + slot_at::LIVE).store(0, Ordering::Release);
     }
 }
@@ -933,7 +1067,8 @@ mod tests {
             version: RING_VERSION,
             block_size: 1024,
             slots: 3,
-            blocks_per_slot: 4,
+            // A shared data area of 12 blocks: a fair share of 4 for each of 3 threads.
+            blocks_per_slot: 12,
             header_len: 0,
             pid: 1,
             created_ns: 0,
@@ -950,7 +1085,8 @@ mod tests {
                     let (mut sequence, mut i) = (0u64, 0u64);
                     while i < per_thread {
                         // Fill one block as the thread buffers do: commit after each record.
-                        slot.start((sequence % 4) as u32, sequence);
+                        let index = slot.next_block(sequence).expect("a block of the area");
+                        slot.start(index, sequence);
                         slot.commit_end(BLOCK_HEADER_LEN);
                         let head = BlockHeader { sequence, thread, ..BlockHeader::default() };
                         let mut writer = BlockWriter::new(Order::NATIVE, 1024, &head);
@@ -963,7 +1099,7 @@ mod tests {
                         }
                         let bytes = writer.finish();
                         let used = Order::NATIVE.u32(&bytes[event_format::wire::BLOCK_USED_AT..]) as usize;
-                        let block = slot.block_mut((sequence % 4) as u32);
+                        let block = slot.block_mut(index);
                         block.copy_from_slice(&bytes);
                         slot.commit_end(BLOCK_HEADER_LEN + used);
                         sequence += 1;
@@ -984,28 +1120,35 @@ mod tests {
         .unwrap();
         let mut decoder = Decoder::new(&stream[..]).unwrap();
         let catalog = Catalog::new(&decoder.header().sets);
-        let (mut count, mut discarded) = (0, 0);
+        let mut discarded = 0;
+        let mut kept: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
         while let Some(block) = decoder.next_block() {
             for entry in block.unwrap().entries(&catalog) {
                 let Entry::Event(e) = entry else { panic!("{entry:?}") };
+                let values: Vec<Value<'_>> = e.values().collect();
                 if e.desc.code == event_format::builtin::DROPPED {
                     // The recorder's report (thread 0) of what the reused slot discarded.
                     assert_eq!(e.thread, 0);
-                    let mut v = e.values();
-                    assert_eq!(v.next(), Some(event_format::wire::Value::Word(0)));
-                    if let Some(event_format::wire::Value::Word(n)) = v.next() {
+                    if let [Value::Word(0), Value::Word(n)] = values.as_slice() {
                         discarded += n;
                     }
-                } else {
-                    count += 1;
+                } else if let [Value::Pointer(t), Value::Address(i), _] = values.as_slice() {
+                    kept.entry(*t).or_default().push(*i);
                 }
             }
         }
-        // 30 records of 32 bytes fill a 1 KiB block. Two slots keep their rings (the newest 4
-        // blocks); the third was reused by thread 4, which recorded nothing, and its previous
-        // thread's ring (as many events as each other's) is counted discarded.
-        assert_eq!(count, 2 * per_thread.min(4 * 30));
-        assert_eq!(discarded, per_thread.min(4 * 30));
+        // Two slots keep their rings: each thread's latest events, consecutive, ending with
+        // its last. The third was reused by thread 4, which recorded nothing, and its previous
+        // thread's ring is counted discarded. 30 records of 32 bytes fill a 1 KiB block.
+        assert_eq!(kept.len(), 2, "{:?}", kept.keys());
+        let mut all = 0;
+        for (t, list) in &kept {
+            assert_eq!(*list.last().unwrap(), per_thread - 1, "thread {t} ends with its last event");
+            assert!(list.windows(2).all(|w| w[1] == w[0] + 1), "thread {t}: consecutive");
+            all += list.len() as u64;
+        }
+        assert!(discarded > 0 && discarded <= per_thread, "{discarded} discarded");
+        assert!(all + discarded <= 12 * 30, "no more than the area holds");
     }
 }
 
@@ -1066,7 +1209,7 @@ mod loom_tests {
 
     /// Claims, holds the slot for a moment, and exits (as a thread's `Slot::drop` does).
     fn claim_hold_exit(t: &Table, thread: u64) {
-        if let Some((i, previous)) = claim_slot(t, thread) {
+        if let Some((i, previous)) = claim_slot(t, thread, |_, _| {}) {
             let reused = previous.is_some();
             let used = t.ever[i as usize].swap(1, Ordering::AcqRel);
             assert!(reused || used == 0, "slot {i}: claimed as fresh by thread {thread} after another used it");
@@ -1103,9 +1246,9 @@ mod loom_tests {
             let t = Arc::new(table(2));
             let other = {
                 let t = Arc::clone(&t);
-                thread::spawn(move || claim_slot(&*t, 1))
+                thread::spawn(move || claim_slot(&*t, 1, |_, _| {}))
             };
-            let mine = claim_slot(&*t, 2);
+            let mine = claim_slot(&*t, 2, |_, _| {});
             let theirs = other.join().unwrap();
             let (Some((a, None)), Some((b, None))) = (mine, theirs) else { panic!("both claim a fresh slot") };
             assert_ne!(a, b);
@@ -1183,6 +1326,61 @@ mod loom_tests {
                 }
             }
             writer.join().unwrap();
+        });
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_pool_tests {
+    //! The shared data area's protocol under loom (docs/FORMAT.md, "Block table"): a block
+    //! that another slot's ring takes while a reader copies it as the first slot's. The thief
+    //! stores the block's table entry (release), a release fence, then its bytes, as
+    //! `Slot::next_block` and the buffer's start of a block do; the reader copies the block,
+    //! an acquire fence, then reads the entry again and keeps the copy only when it did not
+    //! change, as `RingReader::read_pooled_slot` does. Whatever the interleaving, a kept copy
+    //! is wholly the first slot's block.
+    use super::*;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicU64 as LoomU64, fence};
+    use loom::thread;
+
+    /// Words of the block: a header and two records.
+    const WORDS: usize = 3;
+
+    struct Area {
+        tag: LoomU64,
+        words: Vec<LoomU64>,
+    }
+
+    #[test]
+    fn loom_a_copy_of_a_block_another_ring_took_is_never_kept() {
+        loom::model(|| {
+            // Slot 0's block 0, whole: words 10, 11, 12.
+            let area = Arc::new(Area {
+                tag: LoomU64::new(tag(0, 0)),
+                words: (0..WORDS as u64).map(|w| LoomU64::new(10 + w)).collect(),
+            });
+            let thief = {
+                let area = Arc::clone(&area);
+                thread::spawn(move || {
+                    // Slot 1 takes the block for its block 5.
+                    area.tag.store(tag(1, 5), Ordering::Release);
+                    fence(Ordering::Release);
+                    for w in 0..WORDS {
+                        // Relaxed: the writer's plain stores.
+                        area.words[w].store(50 + w as u64, Ordering::Relaxed);
+                    }
+                })
+            };
+            let before = area.tag.load(Ordering::Acquire);
+            if before == tag(0, 0) {
+                let copy: Vec<u64> = area.words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+                fence(Ordering::Acquire);
+                if area.tag.load(Ordering::Relaxed) == before {
+                    assert_eq!(copy, [10, 11, 12], "a kept copy is slot 0's block, whole");
+                }
+            }
+            thief.join().unwrap();
         });
     }
 }

@@ -243,6 +243,12 @@ pub(crate) struct Segments {
     said_missing: bool,
     /// Whether the first segment was made (a name taken later is skipped, not an error).
     started: bool,
+    /// While this is above 0, the budget deletes nothing: triggered snapshots wait for their
+    /// `post=` windows, whose blocks may lie in the oldest segments
+    /// (`trigger::Triggers::pending_count`; docs/guide/keeping-the-incident.md).
+    hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    /// The newest segment the budget deleted since the last look (`take_removed`).
+    removed_upto: Option<u64>,
 }
 
 /// A segment file just created, with its header to write first.
@@ -278,7 +284,32 @@ impl Segments {
             requested: false,
             said_missing: false,
             started: false,
+            hold: None,
+            removed_upto: None,
         }
+    }
+
+    /// Holds the budget while `hold` is above 0 (snapshots wait for their windows).
+    pub(crate) fn hold_with(&mut self, hold: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        self.hold = Some(hold);
+    }
+
+    /// The newest segment the budget deleted since the last call, if any.
+    pub(crate) fn take_removed(&mut self) -> Option<u64> {
+        self.removed_upto.take()
+    }
+
+    /// A sealed segment still on the disk, or the file of the segment being written when it
+    /// is `index` (`current`), opened for reading: a snapshot reads its window's blocks back
+    /// through it, even once the budget deleted the file. `None` when it is gone or is no
+    /// longer the file the recording sealed.
+    pub(crate) fn open_for_reading(&self, index: u64, current: Option<&File>) -> Option<File> {
+        if index == self.index {
+            return current.and_then(|f| f.try_clone().ok());
+        }
+        let sealed = self.sealed.iter().find(|s| s.index == index)?;
+        let file = File::open(&sealed.path).ok()?;
+        (identity(&file) == sealed.id).then_some(file)
     }
 
     /// Creates the next segment's file (`NAME.open`, exclusively) and its header, saying
@@ -609,6 +640,10 @@ impl Segments {
         if self.keep == Keep::default() {
             return;
         }
+        if self.hold.as_ref().is_some_and(|h| h.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+            // A snapshot waits for its window: the budget is over for that long.
+            return;
+        }
         let own: Vec<Sealed> = self.sealed.iter().filter(|s| s.recording == self.recording).cloned().collect();
         self.rescan();
         // Our own sealed segments are known by what we counted when sealing them; one gone
@@ -639,6 +674,9 @@ impl Segments {
                 continue;
             }
             let accounted = *oldest.accounted.get_or_insert_with(|| accounted_of(&oldest.path));
+            if oldest.recording == self.recording {
+                self.removed_upto = Some(oldest.index);
+            }
             match std::fs::remove_file(&oldest.path) {
                 Ok(()) => {
                     deleted_any = true;
@@ -703,6 +741,24 @@ impl Segments {
             header.write(Order::NATIVE, block);
             seal_block_in_place(Order::NATIVE, block);
         }
+    }
+
+    /// The next block of `thread` in the recording's numbering: every block before it was
+    /// written (to this segment or an earlier one).
+    pub(crate) fn next_of(&self, thread: u64) -> u64 {
+        self.next.get(&thread).copied().unwrap_or(0)
+    }
+
+    /// In a segment just opened: numbers `blocks` blocks of `thread` before its first block
+    /// here (its blocks in the segment start at `blocks` instead of 0), and returns the
+    /// recording's number of the first of them: blocks written with those numbers
+    /// (`write_block`) become the segment's 0, 1, ... `None` when the thread has fewer blocks
+    /// before this segment than that.
+    pub(crate) fn number_below(&mut self, thread: u64, blocks: u64) -> Option<u64> {
+        let next = self.next_of(thread);
+        let first = next.checked_sub(blocks)?;
+        self.offset.insert(thread, first);
+        Some(first)
     }
 
     /// Whether a block of `thread` needs a new number in this segment (a copy to renumber).

@@ -23,15 +23,45 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// A thread's heap ring, as the stop took it (`ring` policy).
+/// A thread's heap ring, as the stop took it (`ring` policy): its blocks that hold records,
+/// oldest first, each finished (its `used` set), unsealed.
 #[derive(Debug)]
 pub(crate) struct RetiredRing {
-    pub(crate) blocks: BlockBuf,
-    /// The sequence number of the block being written.
-    pub(crate) sequence: u64,
-    /// The end of its records.
-    pub(crate) end: usize,
-    pub(crate) ring_blocks: u64,
+    pub(crate) blocks: Vec<BlockBuf>,
+}
+
+/// The heap rings of a recording under `ring` (`lane::HeapRings`), made the first time a
+/// thread needs a ring: a recording into a ring file allocates no second buffer for them
+/// unless the ring file is lost (`busguard`) and threads record on the heap after all.
+#[derive(Debug)]
+pub(crate) struct HeapRingsCell {
+    blocks: u32,
+    block_size: usize,
+    made: std::sync::OnceLock<Option<Arc<crate::lane::HeapRings>>>,
+}
+
+impl HeapRingsCell {
+    pub(crate) fn new(blocks: u32, block_size: usize) -> HeapRingsCell {
+        HeapRingsCell { blocks, block_size, made: std::sync::OnceLock::new() }
+    }
+
+    /// The rings, made now if they were not; `None` when the allocator cannot give their
+    /// memory (said once, in one line: the threads that need a ring then record nothing, and
+    /// their events are counted).
+    pub(crate) fn get(&self) -> Option<&Arc<crate::lane::HeapRings>> {
+        self.made
+            .get_or_init(|| {
+                let made = crate::lane::HeapRings::new(self.blocks, self.block_size).map(Arc::new);
+                if made.is_none() {
+                    eprintln!(
+                        "event-runtime: cannot allocate the rings' {} bytes: the threads under `ring` record nothing (their events are counted lost); lower EVENT_BUFSIZE",
+                        u64::from(self.blocks) * self.block_size as u64
+                    );
+                }
+                made
+            })
+            .as_ref()
+    }
 }
 
 /// What every thread buffer of one recording shares.
@@ -53,8 +83,10 @@ pub(crate) struct Shared {
     /// The pool and queue between threads and the writer (no blocks under `ring`).
     pub(crate) exchange: Exchange,
     pub(crate) ring_file: Option<Arc<RingFile>>,
-    /// Blocks per thread ring on the heap (`ring` policy without a ring file).
-    pub(crate) heap_ring_blocks: u32,
+    /// The rings on the heap (`ring` policy: every thread's without a ring-file slot), which
+    /// share the whole buffer (`ringpool`), made when a thread first needs one; `None` under
+    /// the other policies.
+    pub(crate) heap_rings: Option<HeapRingsCell>,
     pub(crate) sinks: Mutex<Sinks>,
     /// Interned strings and their ids, per recording.
     pub(crate) interned: Mutex<HashMap<String, u64>>,
@@ -255,6 +287,19 @@ impl Shared {
     pub(crate) fn take_slots(&self) -> Vec<SlotTake> {
         let slots = std::mem::take(&mut lock(&self.lanes).slots);
         slots.iter().filter_map(|slot| slot.take()).collect()
+    }
+
+    /// The current blocks of the pool lanes of threads alive, as committed now
+    /// (`lane::Lane::peek`): what a snapshot of a stream takes that the sinks do not have yet.
+    pub(crate) fn peek_pool_lanes(&self) -> Vec<Box<[u8]>> {
+        let lanes = {
+            let lanes = lock(&self.lanes);
+            if lanes.closed {
+                return Vec::new();
+            }
+            lanes.list.clone()
+        };
+        lanes.iter().filter(|lane| !lane.is_ring()).filter_map(|lane| lane.peek()).collect()
     }
 
     /// Every ring lane registered so far, for a snapshot to copy (`lane::Lane::copy_ring`);

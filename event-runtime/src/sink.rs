@@ -7,6 +7,7 @@
 //! stop; under segments it ends the segment and the recording goes on in a new one (as a full
 //! disk does). It never stops the program.
 
+use crate::history::{Entry, History, Place};
 use crate::segments::Segments;
 use crate::space::{Room, is_no_space, make_room};
 use event_format::builtin::{DROPPED, THREAD_NAME};
@@ -88,6 +89,9 @@ pub(crate) struct Sinks {
     known: HashMap<u64, String>,
     /// Under segments: the threads the segment being written names already.
     named: HashSet<u64>,
+    /// Under a streaming policy: the blocks written lately and where (`history`), for
+    /// snapshots to read their windows back from.
+    history: Option<History>,
 }
 
 impl Sinks {
@@ -172,10 +176,65 @@ impl Sinks {
         self.file = None;
     }
 
+    /// Keeps an index of the blocks written from now on (`history`), for snapshots of a
+    /// streaming recording; with `hold`, the disk budget deletes no segment while it is above
+    /// 0 (triggered snapshots wait for their windows).
+    pub(crate) fn keep_history(
+        &mut self,
+        history: History,
+        hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    ) {
+        self.history = Some(history);
+        if let (Some(segments), Some(hold)) = (&mut self.segments, hold) {
+            segments.hold_with(hold);
+        }
+    }
+
+    /// The blocks of a snapshot's window (`History::window`: from `from`, or as many as the
+    /// buffer holds before `trigger`, and all after), each with where to read its bytes: a
+    /// copy of the memory sink's, or a file opened now (the segment, or the one event file),
+    /// which stays readable after the budget deletes it. Empty without a history.
+    pub(crate) fn window(&self, from: Option<u64>, trigger: u64) -> Vec<(Entry, WindowBytes)> {
+        let Some(history) = &self.history else { return Vec::new() };
+        let mut files: HashMap<u64, Option<std::sync::Arc<File>>> = HashMap::new();
+        let current = self.file.as_ref().map(|(_, f)| f);
+        let mut out = Vec::new();
+        for entry in history.window(from, trigger) {
+            let bytes = match entry.place {
+                Place::Memory(at) => {
+                    let Some(memory) = &self.memory else { continue };
+                    let range = at as usize..(at as usize + entry.len as usize);
+                    let Some(bytes) = memory.get(range) else { continue };
+                    WindowBytes::Copied(bytes.to_vec())
+                }
+                Place::File { segment, offset } => {
+                    let file = files.entry(segment).or_insert_with(|| {
+                        let file = match &self.segments {
+                            Some(segments) => segments.open_for_reading(segment, current),
+                            None => current.and_then(|f| f.try_clone().ok()),
+                        };
+                        file.map(std::sync::Arc::new)
+                    });
+                    let Some(file) = file else { continue };
+                    WindowBytes::File(std::sync::Arc::clone(file), offset)
+                }
+            };
+            out.push((entry, bytes));
+        }
+        out
+    }
+
+    /// The newest number in the recording of `thread`'s blocks written (see
+    /// `History::newest`).
+    pub(crate) fn newest_written(&self, thread: u64) -> Option<u64> {
+        self.history.as_ref()?.newest(thread)
+    }
+
     /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
     /// packing, and the writer is keeping up (`hurry` false). Under segments, the block gets
     /// its thread's number in the segment first.
     pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+        let sequence = BlockHeader::read(Order::NATIVE, block).sequence;
         if self.segments.is_some() {
             let thread = BlockHeader::read(Order::NATIVE, block).thread;
             self.name_in_segment(thread, block);
@@ -185,13 +244,13 @@ impl Sinks {
             if segments.renumbers(thread) {
                 let mut copy = block.to_vec();
                 segments.renumber(&mut copy);
-                return self.put_block(&copy, hurry);
+                return self.put_numbered(&copy, hurry, sequence);
             }
             let mut header = [0u8; BLOCK_HEADER_LEN];
             header.copy_from_slice(&block[..BLOCK_HEADER_LEN]);
             segments.renumber(&mut header);
         }
-        self.put_block(block, hurry);
+        self.put_numbered(block, hurry, sequence);
     }
 
     /// Under segments, before a block of `thread` goes into the segment being written: names
@@ -256,6 +315,13 @@ impl Sinks {
     }
 
     fn put_block(&mut self, block: &[u8], hurry: bool) {
+        let sequence = BlockHeader::read(Order::NATIVE, block).sequence;
+        self.put_numbered(block, hurry, sequence);
+    }
+
+    /// [`put_block`](Self::put_block) of a block whose number in the recording is `sequence`
+    /// (a segment may have given it another), noted in the history.
+    fn put_numbered(&mut self, block: &[u8], hurry: bool, sequence: u64) {
         let counts = block_counts(block);
         match &mut self.writable {
             Writable::Yes => {}
@@ -269,7 +335,31 @@ impl Sinks {
             }
         }
         self.last_time = BlockHeader::read(Order::NATIVE, block).base_time.max(self.last_time);
+        let (memory_at, file_at) = (self.memory.as_ref().map(|m| m.len() as u64), self.file_len);
         let result = self.emit(block, !hurry, true);
+        if let Some(history) = &mut self.history
+            && !matches!(result, Some(Err(_)))
+        {
+            let header = BlockHeader::read(Order::NATIVE, block);
+            let (place, len) = match (memory_at, &self.memory) {
+                (Some(at), Some(memory)) => (Some(Place::Memory(at)), memory.len() as u64 - at),
+                _ if result.is_some() => {
+                    let segment = self.segments.as_ref().map_or(0, Segments::index);
+                    (Some(Place::File { segment, offset: file_at }), self.file_len - file_at)
+                }
+                _ => (None, 0),
+            };
+            if let Some(place) = place {
+                history.push(Entry {
+                    thread: header.thread,
+                    sequence,
+                    base_time: header.base_time,
+                    len: len as u32,
+                    place,
+                    report: header.thread == 0 && counts.1 > header.lost,
+                });
+            }
+        }
         match result {
             Some(Err(e)) => {
                 self.unwritten_events = self.unwritten_events.saturating_add(counts.0 + counts.1);
@@ -375,6 +465,9 @@ impl Sinks {
         self.name_gone = false;
         if let (Some(segments), Some((path, file))) = (&mut self.segments, self.file.take()) {
             segments.seal(&path, &file, accounted, more);
+            if let (Some(upto), Some(history)) = (segments.take_removed(), &mut self.history) {
+                history.forget_segments(upto);
+            }
         }
     }
 
@@ -382,7 +475,7 @@ impl Sinks {
     /// and writes its header and `names` (blocks of thread 0 numbered from 0: the names, labels
     /// and strings its events use). `false` when it cannot be made now (no room: tried again
     /// later; a name taken: said).
-    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>) -> bool {
+    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>, pins: &[crate::trigger::Pinned]) -> bool {
         let Some(segments) = &mut self.segments else { return false };
         let opened = match segments.open(lost_between) {
             Ok(opened) => opened,
@@ -420,21 +513,78 @@ impl Sinks {
         for block in &names {
             self.put_block(block, false);
         }
+        self.repeat_pins(pins);
         true
+    }
+
+    /// In a segment just opened: the pinned events (`EVENT_PIN`) that earlier segments hold,
+    /// repeated, so that this segment alone, and the recording after the budget deleted any of
+    /// its segments, shows them (as names, labels and strings are repeated). Each thread's in
+    /// blocks of its own, in time order, numbered just below its first block in the segment
+    /// (`Segments::number_below`), so that its blocks follow one another from 0; a thread with
+    /// fewer blocks before this segment than they need keeps the newest that fit.
+    fn repeat_pins(&mut self, pins: &[crate::trigger::Pinned]) {
+        let Some(segments) = &mut self.segments else { return };
+        let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::trigger::Pinned>> = Default::default();
+        for p in pins {
+            if p.sequence < segments.next_of(p.thread) {
+                by_thread.entry(p.thread).or_default().push(p);
+            }
+        }
+        let block_size = self.reserve as u32;
+        for (thread, mut records) in by_thread {
+            records.sort_by_key(|p| p.time);
+            let mut blocks: Vec<Vec<u8>> = Vec::new();
+            let mut writer: Option<BlockWriter> = None;
+            for p in records {
+                let Some(code) = p.record.get(..2).map(|c| Order::NATIVE.u16(c)) else { continue };
+                let args = &p.record[event_format::wire::RECORD_HEADER_LEN.min(p.record.len())..];
+                loop {
+                    let w = writer.get_or_insert_with(|| {
+                        let header = BlockHeader { thread, base_time: p.time, ..BlockHeader::default() };
+                        BlockWriter::new(Order::NATIVE, block_size, &header)
+                    });
+                    match w.push_record(code, p.time, args) {
+                        Err(event_format::wire::PushError::Full) if !w.is_empty() => {
+                            blocks.extend(writer.take().map(BlockWriter::finish));
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            blocks.extend(writer.take().filter(|w| !w.is_empty()).map(BlockWriter::finish));
+            let Some(segments) = &mut self.segments else { return };
+            let fit = (segments.next_of(thread) as usize).min(blocks.len());
+            let skip = blocks.len() - fit;
+            let blocks = &mut blocks[skip..];
+            let Some(first) = segments.number_below(thread, fit as u64) else { continue };
+            for (i, block) in blocks.iter_mut().enumerate() {
+                let header = BlockHeader { sequence: first + i as u64, ..BlockHeader::read(Order::NATIVE, block) };
+                header.write(Order::NATIVE, block);
+                event_format::wire::seal_block_in_place(Order::NATIVE, block);
+                self.write_block(block, false);
+            }
+        }
     }
 
     /// The writer's turn at the segments: seals the segment being written and opens the next
     /// when it is due (its size, its age, or asked for), or, after a full disk, tries again for
     /// room (at most every second). `names` are the blocks of thread 0, numbered from 0, that
     /// repeat the names, labels and strings in a new segment. `time` is the stop block's.
-    pub(crate) fn rotate_if_due(&mut self, time: u64, names: Vec<Vec<u8>>, threads: Vec<(u64, String)>) {
+    pub(crate) fn rotate_if_due(
+        &mut self,
+        time: u64,
+        names: Vec<Vec<u8>>,
+        threads: Vec<(u64, String)>,
+        pins: &[crate::trigger::Pinned],
+    ) {
         if !self.rotation_due() {
             return;
         }
         self.known = threads.into_iter().collect();
         match self.writable {
             Writable::Waiting { lost_between, .. } => {
-                if !self.open_next(lost_between, names) {
+                if !self.open_next(lost_between, names, pins) {
                     self.writable = Writable::Waiting { lost_between, tried: Instant::now() };
                 }
             }
@@ -448,7 +598,7 @@ impl Sinks {
             Writable::Yes => {
                 self.write_stop(time, StopCause::Rotated);
                 self.seal(true);
-                if !self.open_next(0, names) {
+                if !self.open_next(0, names, pins) {
                     self.writable = Writable::Waiting { lost_between: 0, tried: Instant::now() };
                 }
             }
@@ -509,7 +659,7 @@ impl Sinks {
                 return;
             }
             Writable::Waiting { lost_between, .. } => {
-                if !self.open_next(lost_between, Vec::new()) {
+                if !self.open_next(lost_between, Vec::new(), &[]) {
                     if lost_between > 0 {
                         eprintln!(
                             "event-runtime: {lost_between} events were not written: no room for a new segment since the disk was full"
@@ -635,6 +785,15 @@ impl Sinks {
         use std::os::fd::AsRawFd;
         self.file.as_ref().map(|(_, f)| f.as_raw_fd())
     }
+}
+
+/// Where a block of a snapshot's window is read from ([`Sinks::window`]).
+#[derive(Debug)]
+pub(crate) enum WindowBytes {
+    /// Its bytes, copied from the memory sink.
+    Copied(Vec<u8>),
+    /// In this file, from this offset.
+    File(std::sync::Arc<File>, u64),
 }
 
 /// Whether `block` holds a `ThreadName` record that names `thread` (a thread's first block).

@@ -1,31 +1,32 @@
-//! Snapshots: what a running recording's rings hold at one moment, written as a whole,
-//! independently readable event file while the program goes on recording (issue 32;
+//! Snapshots: the window around an incident, written as a whole, independently readable
+//! event file while the program goes on recording (issues 32 and 40;
 //! docs/guide/keeping-the-incident.md).
 //!
 //! A snapshot is taken off the recording threads: by the thread that asks
-//! ([`Recording::snapshot`](crate::Recording::snapshot)), or by the writer thread for a
-//! request through the ring file's control page (`event-dump control RING --snapshot OUT`).
-//! It copies:
+//! ([`Recording::snapshot`](crate::Recording::snapshot)), by the writer thread for a trigger
+//! or a request through the ring file's control page (`event-dump control RING --snapshot
+//! OUT`), or by the panicking thread for a `panic` trigger. Its blocks come from:
 //!
-//! - every heap ring (`ring` without a ring file, or the rings of threads that found no slot),
-//!   one block at a time under its lane's lock (`lane::Lane::copy_ring`): a recording thread
-//!   waits at most for the copy of one block, and only on its cold path (a block change);
-//! - the ring file's blocks, as a reader reads a live ring file (`RingStream`: each slot
-//!   copied, then checked against a second read), which takes no lock at all;
-//! - the names the recording knows (every thread's name, every interned string and label),
-//!   into one block of thread 0, so that the snapshot reads alone even when the rings no
-//!   longer hold the events that named them.
+//! - under `ring`, the rings: every heap ring, one block at a time under its pool's lock
+//!   (`lane::Lane::copy_ring`: a recording thread waits at most for the copy of one block, and
+//!   only on its cold path), and the ring file's blocks, as a reader reads a live ring file
+//!   (`RingStream`: each block copied, then checked), with the blocks the triggering thread
+//!   copied of its own ring when it recorded the trigger (`with_held`);
+//! - under a streaming policy, the stream: the blocks of the window read back from where the
+//!   sinks wrote them (`history`, `Sinks::window`), and the threads' current blocks
+//!   (`Shared::peek_pool_lanes`) after the writer's queue (`stream_blocks`);
+//! - and always the names the recording knows (every thread's name, every interned string and
+//!   label), into one block of thread 0, so that the snapshot reads alone, and the pinned
+//!   events its window does not hold (`pinned_blocks`).
 //!
-//! Nothing in the rings changes: an event recorded while the snapshot is taken is in the
-//! snapshot (if the copy reached its block after it) or still in its ring (for the next
-//! snapshot, the ring file, the stop); never lost because of the snapshot.
+//! Nothing in the rings or the stream changes: an event recorded while the snapshot is taken
+//! is in the snapshot or still in its ring (or stream); never lost because of the snapshot.
 //!
 //! The file is created new (never over anything that exists) and readable by its owner only.
 //! When it cannot be written whole (a full disk), what was written is removed, and the error
 //! returned: the recording goes on.
 
 use crate::clock;
-use crate::config::Policy;
 use crate::locks::lock;
 use crate::session::{self, Shared};
 use crate::sink::Sinks;
@@ -81,9 +82,12 @@ pub(crate) fn requested(shared: &Shared, request: &str) -> Result<String, String
 /// is over. A snapshot that cannot be taken is said in one line; the recording goes on.
 pub(crate) fn serve(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
+    // The stop takes what is left while it holds this (`Triggers::serving`).
+    let Ok(_serving) = triggers.serving.try_lock() else { return };
     notice_losses(shared, triggers);
     for pending in triggers.ready(std::time::Instant::now()) {
-        triggered(shared, triggers, pending.cause);
+        triggered(shared, triggers, pending.cause, pending.held);
+        triggers.taken();
     }
 }
 
@@ -92,11 +96,14 @@ pub(crate) fn serve(shared: &Shared) {
 /// snapshot each took.
 pub(crate) fn at_stop(shared: &Shared) {
     let Some(triggers) = &shared.triggers else { return };
+    // Waits for the writer thread to finish the snapshots it took out of the list.
+    let _serving = crate::locks::lock(&triggers.serving);
     // Losses since the writer thread last looked (it looks about every 20 ms) are noticed
     // here, so that a `lost` trigger misses none.
     notice_losses(shared, triggers);
     for pending in triggers.all_pending() {
-        triggered(shared, triggers, pending.cause);
+        triggered(shared, triggers, pending.cause, pending.held);
+        triggers.taken();
     }
     for line in triggers.declined_lines() {
         eprintln!("event-runtime: {line}");
@@ -122,9 +129,11 @@ fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
     }
 }
 
-/// Takes a triggered snapshot into the next path of the triggers' pattern.
-pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause) {
-    let taken = take_numbered(shared, |sequence| triggers.path(sequence).map_err(io::Error::other), cause);
+/// Takes a triggered snapshot into the next path of the triggers' pattern, with the blocks
+/// its triggering thread `held` (copies of its own ring, `trigger::Pending::held`).
+pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause, held: Vec<Box<[u8]>>) {
+    let path = |sequence| triggers.path(sequence).map_err(io::Error::other);
+    let taken = take_numbered(shared, path, cause, held);
     if let Err(e) = taken {
         eprintln!("event-runtime: a triggered snapshot was not taken: {e}");
     }
@@ -132,7 +141,7 @@ pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, ca
 
 /// Takes a snapshot of `shared`'s rings into a new file at `path`.
 pub(crate) fn take(shared: &Shared, path: &Path, cause: Cause) -> io::Result<SnapshotInfo> {
-    take_numbered(shared, |_| Ok(path.to_owned()), cause)
+    take_numbered(shared, |_| Ok(path.to_owned()), cause, Vec::new())
 }
 
 /// Takes a snapshot of `shared`'s rings into a new file at the path `path` gives for its
@@ -141,13 +150,8 @@ fn take_numbered(
     shared: &Shared,
     path: impl FnOnce(u32) -> io::Result<PathBuf>,
     cause: Cause,
+    held: Vec<Box<[u8]>>,
 ) -> io::Result<SnapshotInfo> {
-    if shared.policy != Policy::Ring {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a snapshot needs a recording whose policy keeps the latest events (EVENT_POLICY=ring); under switch and fill every event already goes to the event file",
-        ));
-    }
     if shared.is_parents() || !session::is_running() {
         return Err(io::Error::other("the recording is stopping or is not this process's; no snapshot taken"));
     }
@@ -162,7 +166,26 @@ fn take_numbered(
     // tells whether the path still names our file when it is removed.
     let ours = file.try_clone()?;
 
-    let mut blocks = copy_blocks(shared)?;
+    let from = cause.pre.map(|pre| {
+        let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
+        cause.trigger_time.unwrap_or(taken_time).saturating_sub(ticks)
+    });
+    let mut blocks = if shared.streaming {
+        stream_blocks(shared, from, cause.trigger_time.unwrap_or(taken_time))?
+    } else {
+        with_held(copy_blocks(shared)?, held)
+    };
+    if let Some(from) = from {
+        blocks = from_time(blocks, from);
+    }
+    if let Some(until) = cause.until {
+        // The window ends with the `post=` window (or at the trigger): blocks that start after
+        // it hold only later events (the writer took the snapshot a while after).
+        blocks.retain(|b| {
+            let h = BlockHeader::read(Order::NATIVE, b);
+            h.thread == 0 || h.base_time <= until
+        });
+    }
     let bs = shared.block_size;
     let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
@@ -261,6 +284,177 @@ fn create_new(path: &Path) -> io::Result<std::fs::File> {
     })
 }
 
+/// The rings' blocks as copied now (`blocks`), with the blocks a triggering thread `held`
+/// (its own ring, copied at the trigger and during its `post=N` window): one block of each
+/// (thread, sequence), the copy that holds more records when both have it. A thread whose
+/// ring went round past its newest held block before the rings were copied (it recorded more
+/// than its ring holds since) keeps its held blocks only, so that its events in the snapshot
+/// follow one another without a gap: the window ends at its trigger (and `post=` events).
+fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
+    if held.is_empty() {
+        return blocks;
+    }
+    use std::collections::{BTreeMap, BTreeSet};
+    let key = |b: &[u8]| {
+        let h = BlockHeader::read(Order::NATIVE, b);
+        (h.thread, h.sequence, h.used)
+    };
+    let mut kept: BTreeMap<(u64, u64), Box<[u8]>> = BTreeMap::new();
+    for block in held {
+        let (thread, seq, used) = key(&block);
+        if kept.get(&(thread, seq)).is_none_or(|b| key(b).2 < used) {
+            kept.insert((thread, seq), block);
+        }
+    }
+    // Each held thread's newest held block: the copies taken now follow on only when they
+    // still hold that block (their copy of it replaces the held one, which may be partial:
+    // the block being written when it was held), else the thread's ring went round past it.
+    let newest_held: BTreeMap<u64, u64> = kept.keys().map(|&(t, s)| (t, s)).collect();
+    let still: BTreeSet<u64> =
+        blocks.iter().map(|b| key(b)).filter(|&(t, s, _)| newest_held.get(&t) == Some(&s)).map(|(t, _, _)| t).collect();
+    let mut out = Vec::new();
+    for block in blocks {
+        let (thread, seq, used) = key(&block);
+        match newest_held.get(&thread) {
+            Some(&held_to) if thread != 0 => {
+                if (seq <= held_to || still.contains(&thread))
+                    && kept.get(&(thread, seq)).is_none_or(|b| key(b).2 < used)
+                {
+                    kept.insert((thread, seq), block);
+                }
+            }
+            _ => out.push(block),
+        }
+    }
+    let mut held: Vec<Box<[u8]>> = kept.into_values().collect();
+    held.append(&mut out);
+    held
+}
+
+/// `blocks` without those of a thread that hold only events before `from` (`pre=`): a block
+/// whose thread's next block starts before `from` (a thread's records are in time order).
+fn from_time(blocks: Vec<Box<[u8]>>, from: u64) -> Vec<Box<[u8]>> {
+    use std::collections::BTreeMap;
+    let mut starts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for block in &blocks {
+        let h = BlockHeader::read(Order::NATIVE, block);
+        starts.insert((h.thread, h.sequence), h.base_time);
+    }
+    blocks
+        .into_iter()
+        .filter(|block| {
+            let h = BlockHeader::read(Order::NATIVE, block);
+            h.thread == 0 || starts.get(&(h.thread, h.sequence + 1)).is_none_or(|&next| next >= from)
+        })
+        .collect()
+}
+
+/// Under a streaming policy: the blocks of the window, unsealed, read back from what the
+/// sinks wrote (`history`: from `from`, or as much as the buffer holds before `trigger`, and
+/// everything after), and what they do not have yet: the pool lanes' current blocks and, with
+/// a ring file, the slots' current blocks (copied as committed now), and the blocks queued to
+/// the writer thread (written then, or waited for). One block of each (thread, sequence), the
+/// fuller copy; ordered by thread and sequence, the reports of thread 0 last.
+fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result<Vec<Box<[u8]>>> {
+    // The threads' current blocks first, then the queue written: a block handed on meanwhile
+    // is in one or the other (or both: the fuller copy is kept), never in neither.
+    let mut live = shared.peek_pool_lanes();
+    if shared.ring_file.is_some() {
+        live.extend(copy_blocks(shared)?);
+    }
+    if crate::buffer::is_writer() {
+        crate::writer::write_queued(shared);
+    } else {
+        shared.exchange.wait_drained(std::time::Duration::from_secs(1));
+    }
+    let (window, newest) = {
+        let sinks = lock(&shared.sinks);
+        let window = sinks.window(from, trigger);
+        let threads: BTreeSet<u64> = live.iter().map(|b| BlockHeader::read(Order::NATIVE, b).thread).collect();
+        let newest: std::collections::BTreeMap<u64, Option<u64>> =
+            threads.into_iter().map(|t| (t, sinks.newest_written(t))).collect();
+        (window, newest)
+    };
+    let header_bytes = shared.header.encode().map_err(io::Error::other)?;
+    let written = read_window(&header_bytes, shared.block_size, window);
+    let mut kept: std::collections::BTreeMap<(u64, u64), Box<[u8]>> = std::collections::BTreeMap::new();
+    let mut reports = Vec::new();
+    let unwritten = |b: &[u8]| {
+        let h = BlockHeader::read(Order::NATIVE, b);
+        newest.get(&h.thread).copied().flatten().is_none_or(|n| h.sequence > n)
+    };
+    for block in written.into_iter().chain(live.into_iter().filter(|b| unwritten(b))) {
+        let h = BlockHeader::read(Order::NATIVE, &block);
+        if h.thread == 0 {
+            reports.push(block);
+        } else if kept.get(&(h.thread, h.sequence)).is_none_or(|b| BlockHeader::read(Order::NATIVE, b).used < h.used) {
+            kept.insert((h.thread, h.sequence), block);
+        }
+    }
+    Ok(kept.into_values().chain(reports).collect())
+}
+
+/// The blocks of `window` read back and decoded (unpacked, whatever the packing), each as
+/// an unsealed block of `block_size` bytes numbered as in the recording. A block that cannot
+/// be read (its file cut short under the recording) or decoded is left out: the snapshot then
+/// shows its place as a gap.
+fn read_window(
+    header: &[u8],
+    block_size: u32,
+    window: Vec<(crate::history::Entry, crate::sink::WindowBytes)>,
+) -> Vec<Box<[u8]>> {
+    use crate::sink::WindowBytes;
+    let mut out = Vec::new();
+    for chunk in window.chunks(64) {
+        let mut bytes = header.to_vec();
+        let mut starts = Vec::with_capacity(chunk.len());
+        for (entry, source) in chunk {
+            let at = bytes.len();
+            match source {
+                WindowBytes::Copied(b) => bytes.extend_from_slice(b),
+                WindowBytes::File(file, offset) => {
+                    bytes.resize(at + entry.len as usize, 0);
+                    if read_at(file, &mut bytes[at..], *offset).is_err() {
+                        bytes.truncate(at);
+                        continue;
+                    }
+                }
+            }
+            starts.push((at as u64, *entry));
+        }
+        let Ok(mut decoder) = event_format::decode::Decoder::new(&bytes[..]) else { continue };
+        while let Some(block) = decoder.next_block() {
+            let Ok(block) = block else { continue };
+            let Ok(i) = starts.binary_search_by_key(&block.offset, |s| s.0) else { continue };
+            let entry = starts[i].1;
+            let mut raw = vec![0u8; block_size as usize].into_boxed_slice();
+            let len = block.records.len().min(raw.len() - BLOCK_HEADER_LEN);
+            let header = BlockHeader { flags: 0, sequence: entry.sequence, used: len as u32, crc: 0, ..block.header };
+            header.write(Order::NATIVE, &mut raw);
+            Order::NATIVE.put_u32(&mut raw[event_format::wire::BLOCK_USED_AT..], len as u32);
+            raw[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + len].copy_from_slice(&block.records[..len]);
+            out.push(raw);
+        }
+    }
+    out
+}
+
+/// Reads `buf.len()` bytes of `file` at `offset`, without moving a cursor another reader of
+/// the file may use.
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::Seek;
+        let mut file = file.try_clone()?;
+        file.seek(io::SeekFrom::Start(offset))?;
+        file.read_exact(buf)
+    }
+}
+
 /// Every ring's blocks, unsealed: the ring file's (as read live), then the heap rings'.
 fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
     let mut blocks = Vec::new();
@@ -285,7 +479,7 @@ fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
         }
     }
     for lane in shared.ring_lanes() {
-        blocks.extend(lane.copy_ring());
+        blocks.extend(lane.copy_ring(0, u64::MAX));
     }
     Ok(blocks)
 }
@@ -420,6 +614,53 @@ mod tests {
         (words, names, stop)
     }
 
+    /// A snapshot of a streaming recording (`switch`, the memory sink): the window read back
+    /// from what was written, as many blocks as the buffer holds before the snapshot (the
+    /// last thread's latest events, consecutive, ending with its last), then what a thread's
+    /// current block holds and the sinks do not have yet; every thread named.
+    #[test]
+    fn a_snapshot_of_a_stream_reads_its_window_back() {
+        use crate::Policy;
+        let dir = std::env::temp_dir().join(format!("snapshot-stream-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.evt");
+        let _ = std::fs::remove_file(&path);
+        let recording = crate::recorder::start_alone(
+            Recorder::new()
+                .sets(&[&SET])
+                .policy(Policy::Switch)
+                .wait(std::time::Duration::from_secs(5))
+                .block_size(1024)
+                .buffer_size(16 << 10)
+                .memory(),
+        );
+        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+        for t in 0..3u64 {
+            std::thread::scope(|s| {
+                s.spawn(move || {
+                    (0..5000).for_each(|i| emit(t * 100_000 + i));
+                    crate::flush();
+                });
+            });
+        }
+        emit(7);
+        let taken = recording.snapshot(&path).unwrap();
+        recording.stop().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let (words, names, stop) = read(&bytes);
+        let lists: Vec<&Vec<u64>> = words.values().collect();
+        let last = lists.iter().find(|l| l[0] / 100_000 == 2).expect("the last thread's events");
+        assert_eq!(*last.last().unwrap(), 204_999, "ends with the thread's last event");
+        assert!(last.windows(2).all(|w| w[1] == w[0] + 1), "consecutive, in order");
+        assert!(lists.iter().any(|l| l.as_slice() == [7]), "the live block: {lists:?}");
+        let all: usize = lists.iter().map(|l| l.len()).sum();
+        // 16 blocks of 1 KiB hold 60 events of 16 bytes each, with the live one's.
+        assert!((900..=1100).contains(&all), "as much as the buffer holds, not the whole stream: {all}");
+        assert!(names.len() >= 2, "every thread named: {names:?}");
+        assert_eq!(stop.expect("a clean-stop marker").events, taken.events);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A snapshot of heap rings that went round: each thread's latest events, consecutive and
     /// ending with its last, every thread named although the rings lost their `ThreadName`;
     /// the recording goes on and its stop still has every event the rings keep.
@@ -430,15 +671,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = Recorder::new()
-            .sets(&[&SET])
-            .policy(Policy::Ring)
-            .block_size(1024)
-            .buffer_size(64 << 10)
-            .ring_threads(4)
-            .memory()
-            .start()
-            .unwrap();
+        let recording = crate::recorder::start_alone(
+            Recorder::new().sets(&[&SET]).policy(Policy::Ring).block_size(1024).buffer_size(64 << 10).memory(),
+        );
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             for t in 0..3u64 {

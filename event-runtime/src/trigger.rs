@@ -1,6 +1,6 @@
-//! Triggers: events (and a panic, and lost events) that make a recording under `ring` write a
-//! snapshot of its rings by itself (`EVENT_TRIGGER`, [`Recorder::trigger`](crate::Recorder::trigger);
-//! docs/guide/keeping-the-incident.md).
+//! Triggers: events (and a panic, and lost events) that make a recording write a snapshot of
+//! the window around them by itself, under any policy (`EVENT_TRIGGER`,
+//! [`Recorder::trigger`](crate::Recorder::trigger); docs/guide/keeping-the-incident.md).
 //!
 //! ```text
 //! EVENT_TRIGGER = trigger ( ";" trigger )*
@@ -8,6 +8,7 @@
 //! what          = a selection (EVENT_CONTROL's grammar: `Req:ReqEnd`, `Req`) | "panic" | "lost"
 //! condition     = event-dump's filter language (`status >= 500 && path ~ "/api/*"`)
 //! option        = "post=" ( N | DURATION )          events of the triggering thread, or a time, to keep after it
+//!               | "pre=" DURATION                    the time to keep before it (default: what the buffer holds)
 //!               | "every=" ( N | "once" | N "/" DURATION )   the rate policy
 //! DURATION      = digits and `us`, `ms` or `s` (at most 60 s)
 //! ```
@@ -47,7 +48,12 @@
 //! ring (docs/FORMAT.md, "Pin area").
 //!
 //! The snapshot itself is written by the writer thread (or, for a panic, by the panicking
-//! thread in the panic hook), never by the thread that recorded the trigger.
+//! thread in the panic hook), never by the thread that recorded the trigger. That thread keeps
+//! its own window, though: under `ring` it copies its ring when the trigger matches (and,
+//! during a `post=N` window, each block as it finishes), so that nothing it records before the
+//! writer comes can overwrite it (`buffer`'s `own_ring`, `trigger::Pending::held`); under a
+//! streaming policy nothing needs copying, and the budget holds while the snapshot waits
+//! (`pending_count`).
 
 use crate::config::ConfigError;
 use event_format::filter::Filter;
@@ -66,6 +72,14 @@ pub(crate) struct Cause {
     pub(crate) trigger_time: Option<u64>,
     pub(crate) trigger: String,
     pub(crate) not_taken: u64,
+    /// How long before the trigger the snapshot reaches (`pre=`); `None`: what the buffer
+    /// holds.
+    pub(crate) pre: Option<Duration>,
+    /// The end of the window, in the recording's ticks: the time of the triggering thread's
+    /// last `post=N` event, the trigger's time plus `post=DURATION`, or the trigger's time
+    /// without `post=`; `None` on demand (the snapshot's own time). Blocks that start after it
+    /// are left out (the writer thread may take the snapshot a while later).
+    pub(crate) until: Option<u64>,
 }
 
 impl Cause {
@@ -77,6 +91,8 @@ impl Cause {
             trigger_time: None,
             trigger: String::new(),
             not_taken: 0,
+            pre: None,
+            until: None,
         }
     }
 }
@@ -119,6 +135,9 @@ struct Trigger {
     what: What,
     filter: Option<Filter>,
     post: Post,
+    /// `pre=`: how long before the trigger the snapshot reaches; `None`, what the buffer
+    /// holds (the rings, or as much of the stream).
+    pre: Option<Duration>,
     every: Every,
     state: Mutex<RateState>,
 }
@@ -129,6 +148,9 @@ struct RateState {
     declined: u64,
     window: Option<(Instant, u64)>,
 }
+
+/// The longest a snapshot waits for its `post=` window.
+const MAX_POST: Duration = Duration::from_secs(60);
 
 /// The pinned events a recording keeps apart in memory (the latest ones; older ones leave
 /// the ring, counted).
@@ -142,11 +164,18 @@ struct PinRing {
     /// Pinned records that left `memory` to make room.
     dropped: u64,
     file: crate::ringfile::FilePins,
+    /// The names of the threads that pinned events, for the segments that repeat them after
+    /// the thread ended (and the recording forgot its name).
+    names: std::collections::BTreeMap<u64, String>,
 }
 
-/// A pinned event: a copy of its record (header and arguments), its thread and its time.
+/// A pinned event: a copy of its record (header and arguments), its thread and its time, and
+/// the number of the block that holds it (its thread's, in the recording).
 #[derive(Debug, Clone)]
 pub(crate) struct Pinned {
+    /// The number of the block of its thread that holds it: a new segment repeats the pinned
+    /// events of blocks written before it (`sink::Sinks::repeat_pins`).
+    pub(crate) sequence: u64,
     pub(crate) thread: u64,
     pub(crate) time: u64,
     pub(crate) record: Vec<u8>,
@@ -161,6 +190,34 @@ pub(crate) struct Pending {
     pub(crate) at: Instant,
     pub(crate) post: Post,
     pub(crate) id: u64,
+    /// The blocks the triggering thread copied of its own ring (`ring` policy): at the
+    /// trigger, back to its ring's capacity, and, with `post=N`, when the N events are
+    /// recorded (docs/guide/keeping-the-incident.md, "A trigger holds itself"). Finished,
+    /// unsealed; the snapshot takes them with the rings it copies then.
+    pub(crate) held: Vec<Box<[u8]>>,
+}
+
+/// A match that its trigger's rate policy took: the snapshot to make pending
+/// ([`Triggers::push_admitted`]), once the triggering thread has copied its ring.
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    cause: Cause,
+    post: Post,
+}
+
+impl Admitted {
+    /// How long before the trigger its snapshot reaches (`pre=`).
+    pub(crate) fn pre(&self) -> Option<Duration> {
+        self.cause.pre
+    }
+
+    /// How many of its thread's events the snapshot waits for (`post=N`, N > 0).
+    pub(crate) fn post_events(&self) -> Option<u64> {
+        match self.post {
+            Post::Events(n) if n > 0 => Some(n),
+            _ => None,
+        }
+    }
 }
 
 /// A recording's triggers.
@@ -179,6 +236,17 @@ pub(crate) struct Triggers {
     /// Where snapshots go: a pattern (`%s` its sequence number, ...).
     pub(crate) pattern: PathBuf,
     pub(crate) pending: Mutex<Vec<Pending>>,
+    /// Held while pending snapshots are taken: by the writer thread as it serves them
+    /// (`snapshot::serve`, which tries it and leaves its turn when the stop holds it), and by
+    /// the stop for the last ones (`snapshot::at_stop`, which waits for a writer that is
+    /// taking some), so that the stop never turns a snapshot the writer took out of the list
+    /// into one taken while the recording is stopping.
+    pub(crate) serving: Mutex<()>,
+    /// Snapshots made pending and not yet taken (or given up): while it is above 0, a
+    /// streaming recording's history and its disk budget let nothing go (`history`,
+    /// `segments`), so that the window of a snapshot that waits for its `post=` is still there
+    /// when it is taken.
+    pub(crate) pending_count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     next_id: std::sync::atomic::AtomicU64,
     /// The losses counted at the last look (`snapshot::serve`), for the `lost` trigger.
     pub(crate) lost_seen: std::sync::atomic::AtomicU64,
@@ -232,6 +300,8 @@ pub(crate) fn parse(
         mask,
         pattern,
         pending: Mutex::new(Vec::new()),
+        serving: Mutex::new(()),
+        pending_count: std::sync::Arc::default(),
         next_id: std::sync::atomic::AtomicU64::new(1),
         lost_seen: std::sync::atomic::AtomicU64::new(0),
     })
@@ -240,11 +310,17 @@ pub(crate) fn parse(
 fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger, String> {
     // Options from the end: a condition may hold commas (in quotes), an option never does.
     let mut head = text;
-    let (mut post, mut every) = (Post::None, Every::Per(1, Duration::from_secs(1)));
+    let (mut post, mut every, mut pre) = (Post::None, Every::Per(1, Duration::from_secs(1)), None);
     while let Some((before, after)) = head.rsplit_once(',') {
         let option = after.trim();
         if let Some(v) = option.strip_prefix("post=") {
             post = parse_post(v.trim())?;
+        } else if let Some(v) = option.strip_prefix("pre=") {
+            let d = crate::config::parse_duration(v.trim()).map_err(|e| format!("pre={}: {e}", v.trim()))?;
+            if d.is_zero() {
+                return Err(format!("pre={} keeps nothing before the trigger; write a duration above 0", v.trim()));
+            }
+            pre = Some(d);
         } else if let Some(v) = option.strip_prefix("every=") {
             every = parse_every(v.trim())?;
         } else {
@@ -280,7 +356,7 @@ fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger
     if what == What::Panic && post != Post::None {
         return Err("`panic` takes no post=: the snapshot is taken as the thread panics".into());
     }
-    Ok(Trigger { text: text.to_owned(), what, filter, post, every, state: Mutex::default() })
+    Ok(Trigger { text: text.to_owned(), what, filter, post, pre, every, state: Mutex::default() })
 }
 
 /// The wire codes of the events `selection` names (EVENT_CONTROL's grammar).
@@ -354,11 +430,69 @@ impl Trigger {
     }
 
     fn cause(&self, cause: SnapshotCause, code: u16, time: u64, declined: u64) -> Cause {
-        Cause { cause, trigger_code: code, trigger_time: Some(time), trigger: self.text.clone(), not_taken: declined }
+        Cause {
+            cause,
+            trigger_code: code,
+            trigger_time: Some(time),
+            trigger: self.text.clone(),
+            not_taken: declined,
+            pre: self.pre,
+            until: None,
+        }
     }
 }
 
 impl Triggers {
+    /// One line (without a prefix) for each trigger and pin that cannot take effect as the
+    /// recording starts: a trigger whose events the selection records none of (it cannot
+    /// fire until `event-dump control` enables one), pinned events the selection does not
+    /// record. The start says them on stderr; the recording goes on (the selection may change
+    /// while it runs).
+    pub(crate) fn ineffective(&self, header: &Header, selections: &[event_format::select::Selection]) -> Vec<String> {
+        let name_of = |code: u16| -> Option<(String, bool)> {
+            header.sets.iter().zip(selections).find_map(|(set, selection)| {
+                let event = set.schema.events.iter().find(|e| set.wire_code_of(e.code) == Some(code))?;
+                let kind = set.schema.kinds.get(usize::from(event.kind)).map_or("", |k| k.name.as_str());
+                let name = if header.sets.len() > 1 {
+                    format!("{}:{kind}:{}", set.schema.name, event.name)
+                } else {
+                    format!("{kind}:{}", event.name)
+                };
+                Some((name, selection.records(event)))
+            })
+        };
+        let unrecorded = |codes: &[u16]| -> (Vec<String>, bool) {
+            let named: Vec<(String, bool)> = codes.iter().filter_map(|&c| name_of(c)).collect();
+            let any = named.iter().any(|(_, on)| *on);
+            (named.into_iter().filter(|(_, on)| !on).map(|(n, _)| n).collect(), any)
+        };
+        let mut lines = Vec::new();
+        for trigger in &self.list {
+            if let What::Events(codes) = &trigger.what
+                && let (off, false) = unrecorded(codes)
+            {
+                lines.push(format!(
+                    "EVENT_TRIGGER `{}` cannot fire: the selection (EVENT_CONTROL) records none of its events ({}); enable them (EVENT_CONTROL, event-dump control RING --enable) or change the trigger",
+                    trigger.text,
+                    off.join(", ")
+                ));
+            }
+        }
+        let (off, _) = unrecorded(&self.pinned);
+        if !off.is_empty() {
+            lines.push(format!(
+                "EVENT_PIN keeps nothing of {}: the selection (EVENT_CONTROL) does not record them; enable them or change the pin",
+                off.join(", ")
+            ));
+        }
+        lines
+    }
+
+    /// Whether any trigger is configured (not only pins): snapshots may be written.
+    pub(crate) fn fires(&self) -> bool {
+        !self.list.is_empty()
+    }
+
     /// Whether `code` is a trigger event's.
     pub(crate) fn is_trigger(&self, code: u16) -> bool {
         self.for_code(code).is_some()
@@ -387,9 +521,15 @@ impl Triggers {
         pinned: Pinned,
         file: Option<&crate::ringfile::RingFile>,
         name: impl FnOnce() -> Option<Vec<u8>>,
+        thread_name: impl FnOnce() -> Option<String>,
     ) {
         let mut ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
         let ring = &mut *ring;
+        if !ring.names.contains_key(&pinned.thread)
+            && let Some(n) = thread_name()
+        {
+            ring.names.insert(pinned.thread, n);
+        }
         if let Some(file) = file.filter(|f| f.has_pins() && !f.is_lost()) {
             if !ring.file.holds(pinned.thread, event_format::builtin::THREAD_NAME)
                 && let Some(name) = name()
@@ -410,6 +550,13 @@ impl Triggers {
         self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).memory.iter().cloned().collect()
     }
 
+    /// The names of the threads whose pinned events the pin ring holds.
+    pub(crate) fn pinned_names(&self) -> Vec<(u64, String)> {
+        let ring = self.pin_ring.lock().unwrap_or_else(|p| p.into_inner());
+        let threads: std::collections::BTreeSet<u64> = ring.memory.iter().map(|p| p.thread).collect();
+        ring.names.iter().filter(|(t, _)| threads.contains(t)).map(|(t, n)| (*t, n.clone())).collect()
+    }
+
     /// Pinned events that left the in-memory pin ring to make room for newer ones.
     pub(crate) fn pins_dropped(&self) -> u64 {
         self.pin_ring.lock().unwrap_or_else(|p| p.into_inner()).dropped
@@ -420,14 +567,14 @@ impl Triggers {
         self.list.iter().find(|t| matches!(&t.what, What::Events(c) if c.contains(&code)))
     }
 
-    /// A trigger event was recorded (`event`, decoded): whether it matches, and if the rate
-    /// policy takes it, the snapshot is pending. Returns the pending snapshot's id and its
-    /// `post=N` count when the recording thread must count its next events.
+    /// A trigger event was recorded (`event`, decoded): whether it matches and its rate
+    /// policy takes it. The triggering thread then copies its ring (under `ring`) and makes
+    /// the snapshot pending ([`push_admitted`](Self::push_admitted)).
     pub(crate) fn on_event(
         &self,
         event: &event_format::decode::Event<'_>,
         clock: &event_format::wire::Clock,
-    ) -> Option<(u64, u64)> {
+    ) -> Option<Admitted> {
         let trigger = self.for_code(event.desc.wire)?;
         if let Some(filter) = &trigger.filter {
             let seen = event_format::filter::FilterEvent { event, clock, names: None };
@@ -436,26 +583,53 @@ impl Triggers {
             }
         }
         let declined = trigger.admit(Instant::now())?;
-        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let counting = matches!(trigger.post, Post::Events(n) if n > 0);
-        self.push(Pending {
+        Some(Admitted {
             cause: trigger.cause(SnapshotCause::Event, event.desc.wire, event.time, declined),
-            counting,
-            at: Instant::now(),
             post: trigger.post,
-            id,
-        });
-        match trigger.post {
-            Post::Events(n) if n > 0 => Some((id, n)),
-            _ => None,
-        }
+        })
     }
 
-    /// The triggering thread has recorded its `post=N` events for snapshot `id`.
-    pub(crate) fn counted(&self, id: u64) {
+    /// Makes an admitted match's snapshot pending, with the blocks its thread `held` (its
+    /// own ring's, copied on its cold path); returns its id. With `post=N`, the snapshot
+    /// waits until the thread says it [`counted`](Self::counted) its N events; otherwise it
+    /// is ready (at once, or after `post=DURATION`), and the writer thread is woken (`wake`)
+    /// to take it now rather than at its next turn.
+    pub(crate) fn push_admitted(
+        &self,
+        admitted: Admitted,
+        held: Vec<Box<[u8]>>,
+        ticks_per_second: u64,
+        wake: impl FnOnce(),
+    ) -> u64 {
+        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let counting = admitted.post_events().is_some();
+        let now_ready = admitted.post == Post::None;
+        let mut cause = admitted.cause;
+        let at = cause.trigger_time.unwrap_or(0);
+        cause.until = match admitted.post {
+            Post::None | Post::Events(0) => Some(at),
+            Post::Time(d) => {
+                Some(at.saturating_add((d.as_nanos() * u128::from(ticks_per_second) / 1_000_000_000) as u64))
+            }
+            // Set when the thread counted its events (`counted`).
+            Post::Events(_) => None,
+        };
+        self.push(Pending { cause, counting, at: Instant::now(), post: admitted.post, id, held });
+        if now_ready {
+            wake();
+        }
+        id
+    }
+
+    /// The triggering thread has recorded its `post=N` events for snapshot `id`, the last at
+    /// `last` (ticks), and copied the blocks of its ring that hold them (`held`, from the
+    /// trigger's block on; empty when the recording streams).
+    pub(crate) fn counted(&self, id: u64, last: u64, held: Vec<Box<[u8]>>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = pending.iter_mut().find(|p| p.id == id) {
             p.counting = false;
+            p.cause.until = Some(last);
+            p.held.extend(held);
         }
     }
 
@@ -471,6 +645,7 @@ impl Triggers {
                 at: Instant::now(),
                 post: trigger.post,
                 id,
+                held: Vec::new(),
             });
         }
     }
@@ -511,7 +686,25 @@ impl Triggers {
     }
 
     fn push(&self, pending: Pending) {
+        // Relaxed: read by the writer thread as a hint that holds the history and the budget;
+        // the pending list itself is under its lock.
+        self.pending_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).push(pending);
+    }
+
+    /// A pending snapshot was taken (or could not be): the history and the budget may let
+    /// its window go.
+    pub(crate) fn taken(&self) {
+        let _ = self.pending_count.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |n| n.checked_sub(1),
+        );
+    }
+
+    /// The longest `pre=` of the triggers, if any gives one.
+    pub(crate) fn longest_pre(&self) -> Option<Duration> {
+        self.list.iter().filter_map(|t| t.pre).max()
     }
 
     /// The pending snapshots whose `post` window is over, taken out.
@@ -519,7 +712,9 @@ impl Triggers {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         let (ready, waiting): (Vec<Pending>, Vec<Pending>) = pending.drain(..).partition(|p| match p.post {
             Post::None => true,
-            Post::Events(_) => !p.counting,
+            // A thread that never records its N events holds the window (and a streaming
+            // recording's budget) for a minute at most, as `post=DURATION` may.
+            Post::Events(_) => !p.counting || now.duration_since(p.at) >= MAX_POST,
             Post::Time(d) => now.duration_since(p.at) >= d,
         });
         *pending = waiting;
@@ -561,6 +756,7 @@ mod tests {
             what: What::Panic,
             filter: None,
             post: Post::None,
+            pre: None,
             every,
             state: Mutex::default(),
         };
@@ -582,6 +778,16 @@ mod tests {
         assert_eq!(parse_post("50ms").unwrap(), Post::Time(Duration::from_millis(50)));
         assert!(parse_post("5m").is_err());
         assert_eq!(parse_every("once").unwrap(), Every::Once);
+        let header = Header::with_sets(
+            Vec::new(),
+            1024,
+            event_format::wire::Clock::deterministic(),
+            event_format::wire::Producer::current(0),
+        );
+        let schemas: Vec<&Schema> = Vec::new();
+        assert!(parse_one("panic, pre=0s", &header, &schemas).unwrap_err().contains("keeps nothing"));
+        assert!(parse_one("panic, pre=2m", &header, &schemas).unwrap_err().contains("pre=2m"));
+        assert_eq!(parse_one("panic, pre=250ms", &header, &schemas).unwrap().pre, Some(Duration::from_millis(250)));
         assert_eq!(parse_every("10").unwrap(), Every::Nth(10));
         assert_eq!(parse_every("2/1s").unwrap(), Every::Per(2, Duration::from_secs(1)));
         assert!(parse_every("0").is_err() && parse_every("0/1s").is_err() && parse_every("x").is_err());

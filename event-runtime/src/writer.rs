@@ -17,7 +17,7 @@ use crate::sink;
 use crate::snapshot;
 use event_format::builtin;
 use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
-use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
+use event_format::wire::{Order, seal_block_in_place};
 use event_format::wire::{StopCause, Text, Value, dropped_report};
 use std::io::{self, Read};
 use std::sync::Arc;
@@ -173,6 +173,15 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::detach_this_thread(generation);
 }
 
+/// On the writer thread, before a snapshot of a stream: writes the blocks queued now, so that
+/// the snapshot finds them in the sinks (those of the trigger's thread up to its trigger among
+/// them).
+pub(crate) fn write_queued(shared: &Shared) {
+    if let Batch::Blocks(blocks) = shared.exchange.next_batch(Duration::ZERO) {
+        write_batch(shared, blocks);
+    }
+}
+
 /// Writes a batch of full blocks and gives them back to the pool, a few at a time so
 /// that threads waiting for a block get one early.
 fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
@@ -246,8 +255,19 @@ fn rotate_if_due(shared: &Shared) {
     // it hands a block to the sinks.
     let time = shared.time.now();
     let names = names_blocks(shared, 0, time);
-    let threads = lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
-    lock(&shared.sinks).rotate_if_due(time, names, threads);
+    let mut threads: Vec<(u64, String)> =
+        lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
+    // Pinned events (`EVENT_PIN`) are repeated in every new segment, with their threads'
+    // names, also of threads that ended.
+    let pins = shared.triggers.as_ref().map(crate::trigger::Triggers::pinned_now).unwrap_or_default();
+    if let Some(triggers) = &shared.triggers {
+        for (thread, name) in triggers.pinned_names() {
+            if !threads.iter().any(|t| t.0 == thread) {
+                threads.push((thread, name));
+            }
+        }
+    }
+    lock(&shared.sinks).rotate_if_due(time, names, threads, &pins);
 }
 
 /// Blocks of thread 0, numbered from `first`, that repeat in a new segment every interned
@@ -272,23 +292,12 @@ fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.
 pub(crate) fn write_rings(shared: &Shared) {
-    let bs = shared.block_size as usize;
     let rings = std::mem::take(&mut *lock(&shared.retired));
     let mut sinks = lock(&shared.sinks);
-    for mut ring in rings {
-        let first = (ring.sequence + 1).saturating_sub(ring.ring_blocks);
-        for seq in first..=ring.sequence {
-            let index = (seq % ring.ring_blocks) as usize;
-            // Cannot fail: the ring holds `ring_blocks` blocks of `bs` bytes; skipped if not.
-            let Some(block) = ring.blocks.get_mut(index * bs..(index + 1) * bs) else { continue };
-            if seq == ring.sequence {
-                if ring.end <= BLOCK_HEADER_LEN {
-                    continue;
-                }
-                Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (ring.end - BLOCK_HEADER_LEN) as u32);
-            }
-            seal_block_in_place(Order::NATIVE, block);
-            sinks.write_block(block, false);
+    for ring in rings {
+        for mut block in ring.blocks {
+            seal_block_in_place(Order::NATIVE, &mut block);
+            sinks.write_block(&block, false);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `snapshot-child MODE ARGS...`; settings not in the arguments come from the `EVENT_*`
 //! environment variables.
 //!
-//! - `demand OUT THREADS N`: records, under `ring` in memory with small rings, N numbered
+//! - `demand OUT THREADS N`: records, under `ring` in memory (256 KiB), N numbered
 //!   events (`ArenaDestroy(thread, i)`) on each of THREADS threads (`worker-0`, ...), joins
 //!   them, then writes a snapshot to OUT with `Recording::snapshot` and prints `snapshot
 //!   EVENTS THREADS`, records one more event and stops.
@@ -10,7 +10,7 @@
 //!   and exit, the main thread takes snapshots into DIR (`s-1.evt`, ...) as fast as it can;
 //!   once every thread has ended it takes a last one (`last.evt`) and prints `snapshots N`.
 //!   The rings hold every event (nothing is overwritten).
-//! - `trigger N AT`: under `ring` in memory with small rings (`EVENT_TRIGGER` and
+//! - `trigger N AT`: under `ring` in memory, 64 KiB (`EVENT_TRIGGER` and
 //!   `EVENT_SNAPSHOT` from the environment), `worker-0` records N numbered events and, right
 //!   after number AT, `ClientPhase("incident", AT, 0)`; then the recording stops.
 //! - `hot M`: as `trigger`, the main thread records M events `ClientPhase("hot", i, 0)` in a
@@ -33,6 +33,15 @@
 //!   `ClientPhase("phase", 7, 1)` and 20 000 more; prints `ready` and waits to be killed
 //!   (`kill -9`), never stopping the recording. With LIMIT (`pin-ring RING LIMIT`), the
 //!   process's files are limited to LIMIT bytes first (RLIMIT_FSIZE, SIGXFSZ ignored).
+//! - `flat N AT`: under `ring` (the defaults: 16 MiB in memory, `EVENT_RING` may name a ring
+//!   file; `EVENT_TRIGGER` and `EVENT_SNAPSHOT` from the environment), `worker-0` and
+//!   `worker-1` each record N numbered events as fast as they can, at once; `worker-0` records
+//!   `ClientPhase("incident", AT, 0)` right after its number AT. Then the recording stops.
+//! - `service N AT`: starts recording as the environment says (`event_runtime::start`: the
+//!   test streams into segments under a budget, with a trigger and a pin); the main thread
+//!   records `PoolInit(1, 2, "config", 42)` and flushes, then `worker-0` and `worker-1` each record N
+//!   numbered events (a pause of a millisecond every 256), `worker-0` with
+//!   `ClientPhase("incident", AT, 0)` right after its number AT; then the recording stops.
 //! - `hold-ring PATH N`: records into the ring file PATH (policy `ring`), N numbered events
 //!   on a thread `worker-0` that then waits; prints `ready`, and stops when its standard
 //!   input ends.
@@ -51,6 +60,8 @@ fn main() {
         "stress" => stress(&arg(1), number(2)),
         "hold-ring" => hold_ring(&arg(1), number(2)),
         "trigger" => trigger(number(1), number(2)),
+        "flat" => flat(number(1), number(2)),
+        "service" => service(number(1), number(2)),
         "hot" => hot(number(1)),
         "full" => full(number(1), &arg(2)),
         "panic" => panic_mode(),
@@ -63,7 +74,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
+        "usage: snapshot-child demand OUT THREADS N | stress DIR ROUNDS | hold-ring PATH N | trigger N AT | flat N AT | service N AT | hot M | full LIMIT OUT | panic | lost RING | pin OUT | pin-ring RING [LIMIT]"
     );
     std::process::exit(2)
 }
@@ -95,8 +106,7 @@ fn demand(out: &str, threads: u64, n: u64) {
     let recording = Recorder::new()
         .policy(Policy::Ring)
         .block_size(4096)
-        .buffer_size(1 << 20)
-        .ring_threads(16)
+        .buffer_size(256 << 10)
         .from_env()
         .unwrap_or_else(|e| fail(&e))
         .start()
@@ -179,13 +189,13 @@ fn hold_ring(path: &str, n: u64) {
     recording.stop().unwrap_or_else(|e| fail(&e));
 }
 
-/// The recorder of `trigger` and `hot`: `ring` in memory, rings of 64 KiB a thread.
+/// The recorder of `trigger` and `hot`: `ring` in memory, 64 KiB that the threads' rings
+/// share (one thread that records alone has it all).
 fn small_rings() -> event_runtime::Recording {
     Recorder::new()
         .policy(Policy::Ring)
         .block_size(4096)
-        .buffer_size(1 << 20)
-        .ring_threads(16)
+        .buffer_size(64 << 10)
         .from_env()
         .unwrap_or_else(|e| fail(&e))
         .start()
@@ -210,6 +220,61 @@ fn trigger(n: u64, at: u64) {
     recording.stop().unwrap_or_else(|e| fail(&e));
 }
 
+fn flat(n: u64, at: u64) {
+    let recording = Recorder::new()
+        .policy(Policy::Ring)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+        .start()
+        .unwrap_or_else(|e| fail(&e));
+    let go = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for w in 0..2u64 {
+            let go = &go;
+            std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn_scoped(s, move || {
+                    go.wait();
+                    for i in 0..n {
+                        event!(ArenaDestroy, w as usize, i);
+                        if w == 0 && i == at {
+                            event!(ClientPhase, "incident", at, 0);
+                        }
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e));
+        }
+    });
+    recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
+fn service(n: u64, at: u64) {
+    let recording = event_runtime::start().unwrap_or_else(|e| fail(&e)).unwrap_or_else(|| fail(&"not recording"));
+    event!(PoolInit, 1usize, 2usize, "config", 42u32);
+    // Its block in the first segment now (the writer's idle flush would put it there within
+    // two seconds).
+    event_runtime::flush();
+    std::thread::scope(|s| {
+        for w in 0..2u64 {
+            std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn_scoped(s, move || {
+                    for i in 0..n {
+                        event!(ArenaDestroy, w as usize, i);
+                        if w == 0 && i == at {
+                            event!(ClientPhase, "incident", at, 0);
+                        }
+                        if i % 256 == 255 {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    }
+                })
+                .unwrap_or_else(|e| fail(&e));
+        }
+    });
+    recording.stop().unwrap_or_else(|e| fail(&e));
+}
+
 fn hot(m: u64) {
     let recording = small_rings();
     for i in 0..m {
@@ -219,7 +284,14 @@ fn hot(m: u64) {
 }
 
 fn full(limit: u64, out: &str) {
-    let recording = small_rings();
+    let recording = Recorder::new()
+        .policy(Policy::Ring)
+        .block_size(4096)
+        .buffer_size(1 << 20)
+        .from_env()
+        .unwrap_or_else(|e| fail(&e))
+        .start()
+        .unwrap_or_else(|e| fail(&e));
     let handles: Vec<_> = (0..3).map(|w| worker(w, 20_000)).collect();
     for h in handles {
         h.join().unwrap_or_else(|_| fail(&"a worker panicked"));

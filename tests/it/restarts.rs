@@ -174,6 +174,16 @@ fn check_tells_a_killed_run_from_a_live_one() {
     let (code, out) = dump(&["check", d.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(&format!("still recording: {}", open[0])), "{out}");
+    // Killed once the open segment holds some of the worker's events (a block of them is
+    // written within two seconds; a segment just opened holds only the threads' names).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let open = listing(&d).into_iter().find(|n| n.ends_with(".open"));
+        if open.is_some_and(|o| dump(&["stats", d.join(o).to_str().unwrap()]).1.contains("ArenaDestroy")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     live.kill().unwrap();
     live.wait().unwrap();
     let open: Vec<String> = listing(&d).into_iter().filter(|n| n.ends_with(".open")).collect();

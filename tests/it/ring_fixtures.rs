@@ -1,7 +1,8 @@
-//! Checked-in ring files of layout 1.0.2 with a pin area (tests/data/ring-1.0.2): one
-//! little-endian, one big-endian, must keep decoding in every later reader with their pinned
-//! events put back before their threads' rings (docs/FORMAT.md, "Pin area"); and a pin area
-//! whose size at offset 52 (outside page 0's CRC) is damaged costs the pins, never the rings.
+//! Checked-in ring files of layout 1.0.2 with a pin area (tests/data/ring-1.0.2) and of layout
+//! 1.1.0, whose slots share the data area (tests/data/ring-1.1.0): one little-endian, one
+//! big-endian each, must keep decoding in every later reader with their pinned events put
+//! back before their threads' rings (docs/FORMAT.md, "Pin area"); and a pin area whose size
+//! at offset 52 (outside page 0's CRC) is damaged costs the pins, never the rings.
 //!
 //! The files are made by `generate` below from the frozen events.def of tests/data/v1.0.0,
 //! by hand (not by the recorder): a closed file of 2 slots of 2 blocks of 1 KiB.
@@ -31,12 +32,8 @@ use std::process::Command;
 
 const BLOCK: u32 = 1024;
 const K: u32 = 2;
-/// The directory of this layout's files.
+/// The directory of layout 1.0.2's files.
 const LAYOUT: &str = "ring-1.0.2";
-
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(LAYOUT).join(name)
-}
 
 fn header(order: Order) -> Header {
     let def = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/v1.0.0/events.def");
@@ -60,19 +57,33 @@ fn name(thread: u64, name: &str) -> Vec<Value<'_>> {
     vec![Value::Word(thread), Value::Str(Text::new(name))]
 }
 
-/// The fixture ring file in `order`.
-fn generate(order: Order) -> Vec<u8> {
+/// Where block `sequence` of `slot` lies in the data area of a layout 1.1 fixture (which
+/// shares it): out of order, to show that readers go by the block table. Block 1 holds a stale
+/// copy of thread 1's block 2 whose entry is 0 (let go): no slot's.
+fn pooled_place(slot: u32, sequence: u64) -> u32 {
+    match (slot, sequence) {
+        (0, 3) => 2,
+        (0, 4) => 0,
+        (1, 0) => 3,
+        _ => 1,
+    }
+}
+
+/// The fixture ring file in `order`, of layout `version`: 1.0.2 (2 slots of 2 blocks) or
+/// 1.1.0 (2 slots that share a data area of 4 blocks, placed by [`pooled_place`]).
+fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
     let header = header(order);
     let set = header.sets[0].clone();
     let wire = |own: u16| set.wire_code_of(own).unwrap();
     let (client_phase, client_mark, arena_poll) = (wire(0x0050), wire(0x0052), wire(0x0004));
     let header_bytes = header.encode().unwrap();
+    let pooled = version >= ring::POOLED_VERSION;
     let layout = Layout {
         order,
-        version: ring::RING_VERSION,
+        version,
         block_size: BLOCK,
         slots: 2,
-        blocks_per_slot: K,
+        blocks_per_slot: if pooled { 2 * K } else { K },
         header_len: header_bytes.len() as u32,
         pid: 31337,
         created_ns: 1_763_700_000_000_000_000,
@@ -80,7 +91,7 @@ fn generate(order: Order) -> Vec<u8> {
         // make it compact.
         pin_half: 384,
     };
-    assert_eq!(ring::RING_VERSION.to_string(), "1.0.2", "a new layout gets a new directory");
+    assert!(["1.0.2", "1.1.0"].contains(&version.to_string().as_str()), "a new layout gets a new directory");
     let mut file = vec![0u8; layout.file_len() as usize];
     file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
     file[ring::at::PIN_HALF..ring::at::PIN_HALF + 4].copy_from_slice(&layout.encode_pin_half());
@@ -103,7 +114,13 @@ fn generate(order: Order) -> Vec<u8> {
         }
         let block = w.finish();
         let used = BlockHeader::read(order, &block).used;
-        let b = layout.block(slot, (sequence % u64::from(K)) as u32) as usize;
+        let b = if pooled {
+            let at = pooled_place(slot, sequence);
+            order.put_u64(&mut file[layout.tag_at(at) as usize..], ring::tag(slot, sequence));
+            layout.pool_block(at) as usize
+        } else {
+            layout.block(slot, (sequence % u64::from(K)) as u32) as usize
+        };
         file[b..b + BLOCK as usize].copy_from_slice(&block);
         used
     };
@@ -114,6 +131,11 @@ fn generate(order: Order) -> Vec<u8> {
             })
             .collect()
     };
+    if pooled {
+        // Thread 1's block 2, let go (its entry 0): stale bytes no reader takes.
+        write_block(&mut file, 0, 1, 2, &polls(4000));
+        order.put_u64(&mut file[layout.tag_at(1) as usize..], 0);
+    }
     write_block(&mut file, 0, 1, 3, &polls(5000));
     let used = write_block(&mut file, 0, 1, 4, &polls(6000));
     let s = layout.slot(0) as usize;
@@ -175,9 +197,10 @@ fn generate(order: Order) -> Vec<u8> {
     file
 }
 
-/// The checked-in file `name`; written first by `make` when `UPDATE_FIXTURES` is set.
-fn read(name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
-    let path = data(name);
+/// The checked-in file `name` of the directory `layout`; written first by `make` when
+/// `UPDATE_FIXTURES` is set.
+fn read(layout: &str, name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(layout).join(name);
     if std::env::var_os("UPDATE_FIXTURES").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, make()).unwrap();
@@ -218,11 +241,58 @@ fn dump(args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn a_layout_1_0_2_ring_file_puts_its_pinned_events_back_before_their_rings() {
-    let le = read("pins-le.ring", || generate(Order::Little));
-    let be = read("pins-be.ring", || generate(Order::Big));
+    let v = event_format::schema::Version::new(1, 0, 2);
+    let le = read(LAYOUT, "pins-le.ring", || generate(Order::Little, v));
+    let be = read(LAYOUT, "pins-be.ring", || generate(Order::Big, v));
+    check_pins_fixture(&le, &be, "pins");
+}
+
+/// The files of layout 1.1.0 (tests/data/ring-1.1.0), whose slots share the data area: the
+/// same events as 1.0.2's, its blocks placed out of order and a stale block let go in it;
+/// every reader reads them as it reads 1.0.2's.
+#[test]
+fn a_layout_1_1_0_ring_file_reads_its_slots_by_the_block_table() {
+    let v = event_format::schema::Version::new(1, 1, 0);
+    let le = read("ring-1.1.0", "pins-le.ring", || generate(Order::Little, v));
+    let be = read("ring-1.1.0", "pins-be.ring", || generate(Order::Big, v));
+    let old = generate(Order::Little, event_format::schema::Version::new(1, 0, 2));
+    assert_eq!(blocks_and_events(&le), blocks_and_events(&old), "read as the 1.0.2 file is");
+    check_pins_fixture(&le, &be, "pins-1.1");
+}
+
+/// A writer stopped between taking a block from a ring and renaming it in the block table
+/// (killed there): the block still names its old ring, beyond a gap from the ring's newest
+/// blocks. Readers leave it out, as overwritten: the ring reads as it did.
+#[test]
+fn a_block_left_behind_a_gap_is_not_its_old_rings() {
+    let v = event_format::schema::Version::new(1, 1, 0);
+    let order = Order::Little;
+    let good = generate(order, v);
+    let mut bytes = good.clone();
+    let layout = Layout::decode(&bytes, false).unwrap();
+    // Block 1 of the data area: thread 1's block 1, sealed and whole, named slot 0's block 1
+    // (its ring holds 3 and 4: 2 is gone).
+    let mut w =
+        BlockWriter::new(order, BLOCK, &BlockHeader { thread: 1, sequence: 1, base_time: 3000, ..Default::default() });
+    w.push(wire_code_of(&header(order), 0x0004), 3000, &[Value::Pointer(0x5500), Value::Word(1), Value::Double(0.5)])
+        .unwrap();
+    let block = w.finish();
+    let at = layout.pool_block(1) as usize;
+    bytes[at..at + BLOCK as usize].copy_from_slice(&block);
+    order.put_u64(&mut bytes[layout.tag_at(1) as usize..], ring::tag(0, 1));
+    assert_eq!(blocks_and_events(&bytes), blocks_and_events(&good), "the block beyond the gap is left out");
+}
+
+fn wire_code_of(header: &Header, own: u16) -> u16 {
+    header.sets[0].wire_code_of(own).unwrap()
+}
+
+/// What [`generate`]'s files hold, read in both byte orders (the checks of the 1.0.2 files,
+/// which the 1.1.0 files pass too).
+fn check_pins_fixture(le: &[u8], be: &[u8], name: &str) {
     assert_ne!(le, be);
-    let (blocks, findings) = blocks_and_events(&le);
-    assert_eq!(blocks_and_events(&be), (blocks.clone(), findings.clone()), "both byte orders read alike");
+    let (blocks, findings) = blocks_and_events(le);
+    assert_eq!(blocks_and_events(be), (blocks.clone(), findings.clone()), "both byte orders read alike");
     let order: Vec<(u64, u64)> = blocks.iter().map(|b| (b.0, b.1)).collect();
     // Thread 1's pinned records in its block 2, just below its ring's oldest (3); thread 2's
     // ring has its block 0, so none; thread 3, in no slot, gets a block 0 after the slots.
@@ -243,9 +313,9 @@ fn a_layout_1_0_2_ring_file_puts_its_pinned_events_back_before_their_rings() {
 
     // The dumper: the pinned events first, under their threads' names; stats and check say
     // what the pin area held.
-    let dir = crate::common::dir("ring_fixtures", "pins");
+    let dir = crate::common::dir("ring_fixtures", name);
     let path = dir.join("pins-le.ring");
-    std::fs::write(&path, &le).unwrap();
+    std::fs::write(&path, le).unwrap();
     let p = path.to_str().unwrap();
     let (code, print) = dump(&["print", p]);
     assert_eq!(code, Some(0), "{print}");
@@ -269,7 +339,7 @@ fn a_layout_1_0_2_ring_file_puts_its_pinned_events_back_before_their_rings() {
 /// and say that area is damaged, not refuse the file.
 #[test]
 fn a_damaged_pin_area_size_costs_the_pins_not_the_rings() {
-    let good = read("pins-le.ring", || generate(Order::Little));
+    let good = read(LAYOUT, "pins-le.ring", || generate(Order::Little, event_format::schema::Version::new(1, 0, 2)));
     let (good_blocks, _) = blocks_and_events(&good);
     let dir = crate::common::dir("ring_fixtures", "pin-half");
     for garbage in [[0x11, 0x22, 0x33, 0x44], [0xd1, 0x03, 0x00, 0x00], [0x08, 0x00, 0x00, 0x00]] {
@@ -319,7 +389,7 @@ fn a_damaged_pin_area_size_costs_the_pins_not_the_rings() {
 /// A pin area cut short (the file ends inside it) is the pin area's damage; the rings read.
 #[test]
 fn a_ring_file_cut_inside_its_pin_area_keeps_its_rings() {
-    let good = read("pins-le.ring", || generate(Order::Little));
+    let good = read(LAYOUT, "pins-le.ring", || generate(Order::Little, event_format::schema::Version::new(1, 0, 2)));
     let layout = Layout::decode(&good, false).unwrap();
     let cut = &good[..layout.pin_area() as usize + 100];
     let (blocks, findings) = blocks_and_events(cut);

@@ -157,30 +157,40 @@ fn snapshots_taken_while_threads_start_and_exit_lose_nothing() {
 }
 
 /// `event-dump control RING --snapshot OUT` against a running program: the program writes the
-/// snapshot (of its ring file) and the command says where; a second request for the same
-/// path is refused, and the file is left as it was.
+/// snapshot (of its ring file, or of the stream it writes) and the command says where; a
+/// second request for the same path is refused, and the file is left as it was.
 #[test]
 fn control_asks_a_running_program_for_a_snapshot() {
-    let d = dir("snapshots", "control");
-    let ring = d.join("prog.ring");
-    let out = d.join("now.evt");
-    let mut child = start_ready(program(CHILD, &["hold-ring", ring.to_str().unwrap(), "1000"], &[]));
-    let asked = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
-    let said = text(&asked.stdout);
-    assert!(asked.status.success(), "{said}{}", text(&asked.stderr));
-    assert!(said.starts_with(&format!("snapshot written: {}: ", out.display())), "{said}");
-    let before = std::fs::read(&out).unwrap();
-    let again = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
-    assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("exists; a snapshot never writes over a file"), "{}", text(&again.stderr));
-    assert_eq!(std::fs::read(&out).unwrap(), before, "the file is left as it was");
-    drop(child.stdin.take());
-    assert!(child.wait().unwrap().success());
+    // Under `ring` (the ring file's rings), and under `switch` into segments (the window read
+    // back from the segment being written and the worker's current block).
+    for streaming in [false, true] {
+        let d = dir("snapshots", if streaming { "control-stream" } else { "control" });
+        let ring = d.join("prog.ring");
+        let out = d.join("now.evt");
+        let base = d.join("trace.evt");
+        let env: Vec<(&str, &str)> = if streaming {
+            vec![("EVENT_POLICY", "switch"), ("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1m")]
+        } else {
+            Vec::new()
+        };
+        let mut child = start_ready(program(CHILD, &["hold-ring", ring.to_str().unwrap(), "1000"], &env));
+        let asked = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
+        let said = text(&asked.stdout);
+        assert!(asked.status.success(), "{said}{}", text(&asked.stderr));
+        assert!(said.starts_with(&format!("snapshot written: {}: ", out.display())), "{said}");
+        let before = std::fs::read(&out).unwrap();
+        let again = dump(&["control", ring.to_str().unwrap(), "--snapshot", out.to_str().unwrap()]);
+        assert_eq!(again.status.code(), Some(1));
+        assert!(text(&again.stderr).contains("exists; a snapshot never writes over a file"), "{}", text(&again.stderr));
+        assert_eq!(std::fs::read(&out).unwrap(), before, "the file is left as it was");
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
 
-    let r = read(&out);
-    assert_eq!(r.numbers.get(&0), Some(&(0..1000).collect::<Vec<u64>>()), "every event of the worker");
-    assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
-    assert_whole(&out, "taken on demand");
+        let r = read(&out);
+        assert_eq!(r.numbers.get(&0), Some(&(0..1000).collect::<Vec<u64>>()), "every event of the worker");
+        assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
+        assert_whole(&out, "taken on demand");
+    }
 }
 
 /// The snapshot files in `d`, by name.
@@ -219,6 +229,234 @@ fn a_trigger_keeps_the_window_before_it_and_the_post_events_after_it() {
     assert_eq!((r.order[trigger_at - 1], r.order[trigger_at + 1]), ((0, at), (0, at + 1)), "in its place");
     assert_eq!(r.names.get(&r.threads[&0]).map(String::as_str), Some("worker-0"));
     assert_whole(&d.join("incident-1.evt"), "triggered by Client.ClientPhase");
+}
+
+/// Two threads record flat out under `ring` (16 MiB or 256 KiB, in memory or in a ring file
+/// whose slots share the whole buffer), and an
+/// event recorded once triggers a snapshot: the snapshot holds the trigger event and its
+/// thread's events before it, consecutive, back about as far as the thread's share of the
+/// rings reaches (its rings went round many times before and after), and its `post=` events
+/// after it; the snapshot is whole. The trigger's thread copied its own ring as it recorded
+/// the trigger (docs/guide/keeping-the-incident.md, "A trigger holds itself"): the writer
+/// thread, which takes the snapshot later, would find the rings gone round past it.
+#[test]
+fn a_trigger_at_full_speed_holds_itself_and_its_window() {
+    let n = 1_500_000u64;
+    let at = 1_000_000u64;
+    // The defaults (16 MiB), and the smallest buffer (256 KiB: 2 blocks a thread, which go
+    // round in a millisecond or less), with a `post=` window four times as long as that
+    // thread's ring: the writer thread, which takes the snapshot after it, finds the ring
+    // gone round past the trigger every time, so that only what the trigger's thread held
+    // itself can be there.
+    let cases = [
+        ("flat", 0u64, false, false),
+        ("flat-post", 1000, false, false),
+        ("flat-file", 1000, false, true),
+        ("flat-small", 0, true, false),
+        ("flat-small-post", 20_000, true, false),
+        ("flat-small-file", 20_000, true, true),
+    ];
+    for (name, post, small, file) in cases {
+        let d = dir("snapshots", name);
+        let pattern = d.join("s-%s.evt");
+        let trigger =
+            if post > 0 { format!("Client:ClientPhase, post={post}") } else { "Client:ClientPhase".to_owned() };
+        let mut env = vec![("EVENT_TRIGGER", trigger.as_str()), ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+        if small {
+            env.push(("EVENT_BUFSIZE", "256k"));
+        }
+        let ring_path = d.join("flat.ring");
+        if file {
+            env.push(("EVENT_RING", ring_path.to_str().unwrap()));
+        }
+        let output = program(CHILD, &["flat", &n.to_string(), &at.to_string()], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let snapshot = d.join("s-1.evt");
+        let r = read(&snapshot);
+        assert_eq!(r.phases, [at], "{name}: the trigger event");
+        let numbers = &r.numbers[&0];
+        let before = numbers.iter().filter(|&&i| i <= at).count() as u64;
+        assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "{name}: consecutive");
+        assert!(numbers[0] > 0 && numbers.contains(&at), "{name}: from {} to {at}", numbers[0]);
+        // At 24 bytes an event, a thread's fair share of 16 MiB (8 MiB, less what the other
+        // thread still held) is some 300 000 events, a sixteenth of 16 MiB 40 000. Of 256 KiB
+        // (4 blocks, shared with the writer thread's ring of `ClockSync` events), a thread may
+        // hold one block: the trigger's part of it is all its ring has before the trigger.
+        let least = if small { 0 } else { 100_000 };
+        assert!(before > least, "{name}: {before} events before the trigger");
+        assert!(numbers.contains(&at), "{name}: the event before the trigger");
+        let after = numbers.iter().filter(|&&i| i > at).count() as u64;
+        assert!(after >= post, "{name}: {after} events after the trigger, post={post}");
+        let trigger_at = r.order.iter().position(|e| e.0 == u64::MAX).unwrap();
+        assert_eq!(r.order[trigger_at - 1], (0, at), "{name}: in its place");
+        assert_whole(&snapshot, "triggered by Client.ClientPhase");
+    }
+}
+
+/// A service streams into segments under a small budget (`EVENT_ROTATE=64k EVENT_KEEP=3`),
+/// with a trigger and a pin: the snapshot, read back from the segments while they were
+/// there, holds the trigger, the window before it and its `post=` events, whole, after the
+/// budget deleted the trigger's segment; and the last segment alone (every segment) shows the
+/// pinned event recorded in the first, with its thread's name.
+#[test]
+fn a_service_streaming_segments_keeps_its_incident_and_its_pins() {
+    let d = dir("snapshots", "service");
+    let base = d.join("trace.evt");
+    let incidents = d.join("incidents");
+    std::fs::create_dir(&incidents).unwrap();
+    let pattern = incidents.join("s-%s.evt");
+    let env = [
+        ("EVENT_FILE", base.to_str().unwrap()),
+        ("EVENT_POLICY", "wait"),
+        ("EVENT_BUFSIZE", "256k"),
+        ("EVENT_ROTATE", "64k"),
+        ("EVENT_KEEP", "3"),
+        ("EVENT_TRIGGER", "Client:ClientPhase if phase == incident, post=200"),
+        ("EVENT_SNAPSHOT", pattern.to_str().unwrap()),
+        ("EVENT_PIN", "Pool:PoolInit"),
+    ];
+    let (n, at) = (60_000u64, 20_000u64);
+    let output = program(CHILD, &["service", &n.to_string(), &at.to_string()], &env).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "", "nothing said");
+
+    // The snapshot: the trigger, its window before, its post=200 events after, whole.
+    let snapshot = incidents.join("s-1.evt");
+    let r = read(&snapshot);
+    assert_eq!(r.snapshot.cause, SnapshotCause::Event);
+    assert_eq!(r.phases, [at], "the trigger event");
+    let numbers = &r.numbers[&0];
+    assert!(numbers.windows(2).all(|p| p[1] == p[0] + 1), "consecutive");
+    let before = numbers.iter().filter(|&&i| i <= at).count();
+    let after = numbers.iter().filter(|&&i| i > at).count();
+    assert!(before > 1000, "{before} events before the trigger");
+    assert!(after >= 200, "{after} events after the trigger, post=200");
+    let trigger_at = r.order.iter().position(|e| e.0 == u64::MAX).unwrap();
+    assert_eq!(r.order[trigger_at - 1], (0, at), "in its place");
+    assert_whole(&snapshot, "triggered by Client.ClientPhase");
+
+    // The budget deleted the trigger's segment (and more): no segment left holds it.
+    let mut segments: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "evt"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() <= 4, "the budget: {segments:?}");
+    let first = segments[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(first != "trace.000000.evt", "the first segments were deleted: {segments:?}");
+    for segment in &segments {
+        let bytes = std::fs::read(segment).unwrap();
+        let mut decoder = Decoder::new(&bytes[..]).unwrap();
+        let catalog = Catalog::new(&decoder.header().sets);
+        let (mut config, mut incident, mut names) = (0, 0, BTreeMap::new());
+        let mut pool_threads = Vec::new();
+        while let Some(block) = decoder.next_block() {
+            let block = block.unwrap();
+            for entry in block.entries(&catalog) {
+                let Entry::Event(e) = entry else { continue };
+                let values: Vec<Value<'_>> = e.values().collect();
+                match (e.desc.name.as_str(), values.as_slice()) {
+                    ("PoolInit", [_, _, Value::Str(class), Value::Unsigned(42)]) if class.bytes == b"config" => {
+                        config += 1;
+                        pool_threads.push(e.thread);
+                    }
+                    ("ClientPhase", _) => incident += 1,
+                    ("ThreadName", [Value::Word(t), Value::Str(s)]) => {
+                        names.insert(*t, String::from_utf8_lossy(s.bytes).into_owned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(incident, 0, "{}: the trigger's segment is gone", segment.display());
+        assert_eq!(config, 1, "{}: the pinned event, once", segment.display());
+        assert_eq!(names.get(&pool_threads[0]).map(String::as_str), Some("main"), "its thread named");
+        let check = dump(&["check", segment.to_str().unwrap()]);
+        assert_eq!(check.status.code(), Some(0), "{}: {}", segment.display(), text(&check.stdout));
+    }
+}
+
+/// Two threads record flat out under `ring` with the default 16 MiB: their rings share the
+/// whole buffer, and hold more than 12 MiB between them at the stop (not the 2 × 512 KiB of
+/// rings that each took a 32nd of it), in memory (the stop writes them to the event file) and
+/// in a ring file.
+#[test]
+fn two_threads_rings_share_the_whole_buffer() {
+    let (n, never) = (1_500_000u64, u64::MAX - 1);
+    for file in [false, true] {
+        let d = dir("snapshots", if file { "share-file" } else { "share-heap" });
+        let out = d.join(if file { "rings.ring" } else { "rings.evt" });
+        let variable = if file { "EVENT_RING" } else { "EVENT_FILE" };
+        let env = [(variable, out.to_str().unwrap())];
+        let output = program(CHILD, &["flat", &n.to_string(), &never.to_string()], &env).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        // Blocks per thread, as a reader reads the stop's stream or the ring file.
+        let mut blocks = BTreeMap::<u64, u64>::new();
+        let bytes = std::fs::read(&out).unwrap();
+        let block_size = if file {
+            use event_format::decode::BlockSource;
+            let reader = event_format::ring::RingReader::open(&bytes[..], Default::default()).unwrap();
+            let block_size = reader.header().block_size;
+            let mut source = event_format::ring::RingBlocks::new(reader);
+            while let Some(block) = source.next_block() {
+                *blocks.entry(block.unwrap().header.thread).or_default() += 1;
+            }
+            block_size
+        } else {
+            let mut decoder = Decoder::new(&bytes[..]).unwrap();
+            let block_size = decoder.header().block_size;
+            while let Some(block) = decoder.next_block() {
+                *blocks.entry(block.unwrap().header.thread).or_default() += 1;
+            }
+            block_size
+        };
+        // The two workers' rings: the two threads that hold the most.
+        let mut held: Vec<u64> = blocks.iter().filter(|(t, _)| **t != 0).map(|(_, b)| *b).collect();
+        held.sort_unstable();
+        let workers: u64 = held.iter().rev().take(2).sum();
+        let bytes_held = workers * u64::from(block_size);
+        assert!(bytes_held > 12 << 20, "file={file}: the two rings held {bytes_held} bytes: {blocks:?}");
+    }
+}
+
+/// A trigger alone asks for a recording (`event_runtime::start` with `EVENT_POLICY=ring`,
+/// `EVENT_TRIGGER` and `EVENT_SNAPSHOT`, nothing else): it records, the trigger fires, the
+/// snapshot is there, and nothing is said. A trigger or a pin that cannot take effect (the
+/// selection records none of its events; snapshots into a directory that does not exist) is
+/// said in one line each, and the program runs.
+#[test]
+fn a_trigger_alone_records_and_one_that_cannot_fire_is_said() {
+    let d = dir("snapshots", "alone");
+    let pattern = d.join("s-%s.evt");
+    let trigger = ("EVENT_TRIGGER", "Client:ClientPhase if phase == incident");
+    let env = [("EVENT_POLICY", "ring"), trigger, ("EVENT_SNAPSHOT", pattern.to_str().unwrap())];
+    let output = program(CHILD, &["service", "2000", "1000"], &env).current_dir(&*d).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "", "nothing said");
+    assert_eq!(read(&d.join("s-1.evt")).phases, [1000], "the trigger fired");
+
+    let missing = d.join("no-such-dir").join("s-%s.evt");
+    let env = [
+        ("EVENT_POLICY", "ring"),
+        ("EVENT_CONTROL", "Arena"),
+        trigger,
+        ("EVENT_PIN", "Pool:PoolInit"),
+        ("EVENT_SNAPSHOT", missing.to_str().unwrap()),
+    ];
+    let output = program(CHILD, &["service", "2000", "1000"], &env).current_dir(&*d).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stderr);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 3, "{said}");
+    assert!(
+        lines[0].contains("EVENT_TRIGGER")
+            && lines[0].contains("cannot fire")
+            && lines[0].contains("Client:ClientPhase"),
+        "{said}"
+    );
+    assert!(lines[1].contains("EVENT_PIN") && lines[1].contains("Pool:PoolInit"), "{said}");
+    assert!(lines[2].contains("EVENT_SNAPSHOT") && lines[2].contains("not a directory"), "{said}");
 }
 
 /// A trigger in a hot loop: `every=10` takes the 1st, 11th, ... of 95 matches, 10 snapshots,

@@ -429,9 +429,10 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
 
 /// How long a ring file's rings held, when one overwrote blocks: the time that the events
 /// left in the ring of the thread whose ring wrapped soonest cover (its rate decides), and
-/// the `EVENT_BUFSIZE` that would hold [`RING_TARGET_S`] at that rate (the rings share the
-/// buffer equally, a slot each: FORMAT.md's ring file layout). `None` for a stream, or a ring
-/// that overwrote nothing.
+/// the `EVENT_BUFSIZE` that would hold [`RING_TARGET_S`] at that rate (layout 1.1: the rings
+/// share the whole buffer, which scales with the time; 1.0: the buffer is divided equally,
+/// a slot each: FORMAT.md's ring file layout). `None` for a stream, or a ring that overwrote
+/// nothing.
 fn ring_note(c: &Census, log: &Log) -> Option<String> {
     let layout = log.ring_layout()?;
     let clock = log.header().clock;
@@ -445,8 +446,37 @@ fn ring_note(c: &Census, log: &Log) -> Option<String> {
         })
         .min_by(|a, b| a.0.total_cmp(&b.0))?;
     let block = u64::from(layout.block_size);
-    let size = u64::from(layout.slots) * u64::from(layout.blocks_per_slot) * block;
     let rate = if held > 0.0 { format!("{:.0} events/s", events as f64 / held) } else { "no time span".to_owned() };
+    if layout.pooled() {
+        // Layout 1.1: the threads' rings share the whole data area, so the buffer that holds
+        // 10 s is the buffer scaled by 10 s over what the soonest-wrapped ring held.
+        let blocks = layout.blocks();
+        let mut note = format!(
+            "ring size: the threads' rings share {blocks} blocks of {} bytes (EVENT_BUFSIZE={}); they held about \
+             {held:.3} s at the rate seen (T{thread}, the soonest to wrap: {events} events, {rate})",
+            layout.block_size,
+            size_text(blocks * block)
+        );
+        if held > 0.0 && held < RING_TARGET_S {
+            let wanted = (blocks as f64 * RING_TARGET_S / held).ceil();
+            if wanted <= f64::from(event_format::ring::MAX_POOL_BLOCKS) {
+                let _ = write!(
+                    note,
+                    "; EVENT_BUFSIZE={} would hold about {RING_TARGET_S:.0} s",
+                    size_text(wanted as u64 * block)
+                );
+            } else {
+                let most = held * f64::from(event_format::ring::MAX_POOL_BLOCKS) / blocks as f64;
+                let _ = write!(
+                    note,
+                    "; at the most a ring file holds ({} blocks) about {most:.1} s",
+                    event_format::ring::MAX_POOL_BLOCKS
+                );
+            }
+        }
+        return Some(note);
+    }
+    let size = u64::from(layout.slots) * u64::from(layout.blocks_per_slot) * block;
     let mut note = format!(
         "ring size: each thread's ring ({} blocks of {} bytes; EVENT_BUFSIZE={} over {} threads) held \
          about {held:.3} s at the rate seen (T{thread}, the soonest to wrap: {events} events, {rate})",

@@ -292,7 +292,8 @@ pub(crate) fn tiny_ring(path: &Path) {
         .deterministic_clock()
         .start()
         .unwrap();
-    for i in 0..200u64 {
+    // 400 events of 32 bytes: more than the 8 KiB the threads' rings share (layout 1.1).
+    for i in 0..400u64 {
         event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
     }
     recording.stop().unwrap();
@@ -547,7 +548,7 @@ pub(crate) fn handmade_ring(path: &Path, order: Order, blocks: &[&[u8]], refused
     let header = header.encode().unwrap();
     let layout = Layout {
         order,
-        version: ring::RING_VERSION,
+        version: event_format::schema::Version::new(1, 0, 2),
         block_size: 1024,
         slots: 1,
         blocks_per_slot: 2,

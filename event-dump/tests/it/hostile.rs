@@ -763,7 +763,8 @@ fn fuzz_seeds_are_current_logs() {
 
 /// Issue 31: nothing helped size a ring that held 0.09 s. `stats` of a ring file whose rings
 /// overwrote says how long the soonest-wrapped thread's ring held at the rate it recorded,
-/// computed from the events left, and the `EVENT_BUFSIZE` that holds 10 s at that rate.
+/// computed from the events left, and the `EVENT_BUFSIZE` that holds 10 s at that rate (issue
+/// 40: the rings share the whole buffer, layout 1.1).
 #[test]
 fn stats_of_a_wrapped_ring_says_how_long_it_held_and_what_holds_ten_seconds() {
     let d = common::dir("hostile-ring-size");
@@ -779,14 +780,14 @@ fn stats_of_a_wrapped_ring_says_how_long_it_held_and_what_holds_ten_seconds() {
     let seconds = (held.iter().max().unwrap() - held.iter().min().unwrap()) as f64 / 1e9;
     let line = text.lines().find(|l| l.trim_start().starts_with("ring size:")).unwrap_or_else(|| panic!("{text}"));
     let expected = format!(
-        "ring size: each thread's ring (4 blocks of 1024 bytes; EVENT_BUFSIZE=8k over 2 threads) held about {seconds:.3} s \
+        "ring size: the threads' rings share 8 blocks of 1024 bytes (EVENT_BUFSIZE=8k); they held about {seconds:.3} s \
          at the rate seen ({thread}, the soonest to wrap: {} events, ",
         held.len()
     );
     assert!(line.trim_start().starts_with(&expected), "{line}\nexpected {expected}");
-    // 10 s at that rate: the buffer scaled by 10 s over what it held, a whole block a ring.
-    let per_slot = (4.0 * 10.0 / seconds).ceil() as u64;
-    let wanted = 2 * per_slot * 1024;
+    // 10 s at that rate: the shared buffer scaled by 10 s over what it held, whole blocks.
+    let blocks = (8.0 * 10.0 / seconds).ceil() as u64;
+    let wanted = blocks * 1024;
     let size = if wanted >= 1 << 30 {
         format!("{}g", wanted.div_ceil(1 << 30))
     } else if wanted >= 1 << 20 {
@@ -794,10 +795,10 @@ fn stats_of_a_wrapped_ring_says_how_long_it_held_and_what_holds_ten_seconds() {
     } else {
         format!("{}k", wanted.div_ceil(1 << 10))
     };
-    if per_slot <= u64::from(event_format::ring::MAX_BLOCKS_PER_SLOT) {
+    if blocks <= u64::from(event_format::ring::MAX_POOL_BLOCKS) {
         assert!(line.ends_with(&format!("; EVENT_BUFSIZE={size} would hold about 10 s")), "{line}");
     } else {
-        assert!(line.contains("at the most a ring holds"), "{line}");
+        assert!(line.contains("at the most a ring file holds"), "{line}");
     }
     // A stream says nothing of rings.
     let stream = d.join("stream.evt");

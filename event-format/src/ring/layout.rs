@@ -16,7 +16,15 @@ pub const RING_MAGIC: [u8; 8] = [0x89, b'E', b'V', b'R', b'\r', b'\n', 0x1A, b'\
 /// What forces a bump: **major**, a change of any offset or field size below; **median**, a
 /// new meaning for a field; **minor**, a use for a reserved byte that an older reader may
 /// ignore.
-pub const RING_VERSION: Version = Version::new(1, 0, 2);
+///
+/// 1.1.0 (a median change) shares the data area between the slots: the `u32` at
+/// [`at::BLOCKS_PER_SLOT`] counts the blocks of the whole area, and a block table after the
+/// slot table says which slot's ring holds each ([`Layout::pooled`]). A reader of 1.0 would
+/// misread it, and refuses it unless forced.
+pub const RING_VERSION: Version = Version::new(1, 1, 0);
+
+/// The first layout whose slots share the data area ([`Layout::pooled`]).
+pub const POOLED_VERSION: Version = Version::new(1, 1, 0);
 
 /// The unit of the layout: the header, control page and tables start on multiples of it.
 pub const PAGE: u64 = 4096;
@@ -24,8 +32,13 @@ pub const PAGE: u64 = 4096;
 pub const SLOT_LEN: u64 = 64;
 /// The most slots a ring file may have.
 pub const MAX_SLOTS: u32 = 1 << 16;
-/// The most blocks per slot.
+/// The most blocks per slot (layout 1.0).
 pub const MAX_BLOCKS_PER_SLOT: u32 = 1 << 20;
+/// The most blocks of a shared data area (layout 1.1 and later): `EVENT_BUFSIZE`'s largest,
+/// 1024 GiB, in blocks of 64 KiB.
+pub const MAX_POOL_BLOCKS: u32 = 1 << 24;
+/// Bytes per entry of the block table (layout 1.1 and later): a [`tag`].
+pub const TAG_LEN: u64 = 8;
 /// The longest control request, in bytes.
 pub const REQUEST_MAX: usize = 2032;
 /// The control request that asks a recording of segments to seal the segment it writes and
@@ -58,7 +71,8 @@ pub mod at {
     pub const BLOCK_SIZE: usize = 16;
     /// `u32`: slots in the slot table.
     pub const SLOTS: usize = 20;
-    /// `u32`: blocks per slot.
+    /// `u32`: blocks per slot (layout 1.0); since 1.1, blocks of the data area, which the
+    /// slots share.
     pub const BLOCKS_PER_SLOT: usize = 24;
     /// `u32`: bytes of the stream header at page 2.
     pub const HEADER_LEN: usize = 28;
@@ -189,6 +203,20 @@ pub const fn split_position(position: u64) -> (u32, u32) {
     ((position >> 32) as u32, position as u32)
 }
 
+/// A block table entry (layout 1.1 and later; docs/FORMAT.md, "Block table"): the block
+/// holds block `sequence` (its low 32 bits) of the ring of slot `slot`. 0 is a block that no
+/// ring holds.
+#[inline]
+pub const fn tag(slot: u32, sequence: u64) -> u64 {
+    ((slot as u64 + 1) << 32) | (sequence as u32) as u64
+}
+
+/// Unpacks a block table entry into (slot, sequence mod 2^32); `None` for 0 (no ring's).
+#[inline]
+pub const fn split_tag(tag: u64) -> Option<(u32, u32)> {
+    if tag >> 32 == 0 { None } else { Some(((tag >> 32) as u32 - 1, tag as u32)) }
+}
+
 const fn align_up(n: u64) -> u64 {
     n.div_ceil(PAGE) * PAGE
 }
@@ -204,7 +232,8 @@ pub struct Layout {
     pub block_size: u32,
     /// Slots (threads that can record at once).
     pub slots: u32,
-    /// Blocks in each slot's ring.
+    /// Layout 1.0: blocks in each slot's ring. Since 1.1 ([`pooled`](Self::pooled)):
+    /// blocks of the data area, which the slots' rings share.
     pub blocks_per_slot: u32,
     /// Bytes of the stream header at page 2.
     pub header_len: u32,
@@ -305,31 +334,63 @@ impl Layout {
         self.slot_table() + i as u64 * SLOT_LEN
     }
 
-    /// Offset of the data area.
-    pub const fn data(&self) -> u64 {
+    /// Whether the slots share the data area (layout 1.1 and later): a block's slot is its
+    /// block table entry's, not its place.
+    pub fn pooled(&self) -> bool {
+        self.version >= POOLED_VERSION
+    }
+
+    /// Offset of the block table (layout 1.1 and later): entry `i`, block `i`'s [`tag`], at
+    /// `block_table() + 8 × i`. In a 1.0 file, where the data area starts.
+    pub fn block_table(&self) -> u64 {
         align_up(self.slot_table() + self.slots as u64 * SLOT_LEN)
     }
 
-    /// Offset of block `index` of slot `slot`.
-    pub const fn block(&self, slot: u32, index: u32) -> u64 {
+    /// Offset of block `index`'s entry of the block table (layout 1.1 and later).
+    pub fn tag_at(&self, index: u32) -> u64 {
+        self.block_table() + index as u64 * TAG_LEN
+    }
+
+    /// Offset of the data area.
+    pub fn data(&self) -> u64 {
+        if self.pooled() {
+            align_up(self.block_table() + self.blocks_per_slot as u64 * TAG_LEN)
+        } else {
+            self.block_table()
+        }
+    }
+
+    /// Blocks in the data area: every slot's ring (1.0), or the area the slots share (1.1).
+    pub fn blocks(&self) -> u64 {
+        if self.pooled() { self.blocks_per_slot as u64 } else { self.slots as u64 * self.blocks_per_slot as u64 }
+    }
+
+    /// Offset of block `index` of slot `slot` (layout 1.0).
+    pub fn block(&self, slot: u32, index: u32) -> u64 {
         self.data() + (slot as u64 * self.blocks_per_slot as u64 + index as u64) * self.block_size as u64
     }
 
+    /// Offset of block `index` of the data area (layout 1.1 and later: the block the block
+    /// table's entry `index` describes).
+    pub fn pool_block(&self, index: u32) -> u64 {
+        self.data() + index as u64 * self.block_size as u64
+    }
+
     /// The end of the data area: what a reader of the slots needs the file to hold.
-    pub const fn data_end(&self) -> u64 {
-        self.data() + self.slots as u64 * self.blocks_per_slot as u64 * self.block_size as u64
+    pub fn data_end(&self) -> u64 {
+        self.data() + self.blocks() * self.block_size as u64
     }
 
     /// Offset of the pin area (since layout 1.0.2; meaningful when `pin_half` is not 0): the
     /// end of the data area rounded up to a page. Its half `h` (0 or 1) starts at
     /// `pin_area() + h × pin_half`.
-    pub const fn pin_area(&self) -> u64 {
+    pub fn pin_area(&self) -> u64 {
         align_up(self.data_end())
     }
 
     /// The whole file's length: up to the end of the pin area when there is one, else of
     /// the data area.
-    pub const fn file_len(&self) -> u64 {
+    pub fn file_len(&self) -> u64 {
         if self.pin_half == 0 { self.data_end() } else { self.pin_area() + 2 * self.pin_half as u64 }
     }
 
@@ -352,7 +413,11 @@ impl Layout {
         if !(1..=MAX_SLOTS).contains(&self.slots) {
             return Err(format!("{} slots is not in 1..={MAX_SLOTS}", self.slots));
         }
-        if !(2..=MAX_BLOCKS_PER_SLOT).contains(&self.blocks_per_slot) {
+        if self.pooled() {
+            if !(2..=MAX_POOL_BLOCKS).contains(&self.blocks_per_slot) {
+                return Err(format!("{} blocks is not in 2..={MAX_POOL_BLOCKS}", self.blocks_per_slot));
+            }
+        } else if !(2..=MAX_BLOCKS_PER_SLOT).contains(&self.blocks_per_slot) {
             return Err(format!("{} blocks per slot is not in 2..={MAX_BLOCKS_PER_SLOT}", self.blocks_per_slot));
         }
         if self.header_len == 0 || self.header_len > MAX_HEADER_LEN {
@@ -464,4 +529,47 @@ impl Layout {
 /// Whether `bytes` start like a ring file (its magic).
 pub fn is_ring(bytes: &[u8]) -> bool {
     bytes.starts_with(&RING_MAGIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/FORMAT.md, "Example geometry", layout 1.1.0: the offsets and the fixed part's
+    /// bytes as the document gives them.
+    #[test]
+    fn the_example_geometry_of_a_shared_data_area() {
+        let layout = Layout {
+            order: Order::Little,
+            version: Version::new(1, 1, 0),
+            block_size: 4096,
+            slots: 4,
+            blocks_per_slot: 32,
+            header_len: 1000,
+            pid: 77,
+            created_ns: 0x1122,
+            pin_half: 0,
+        };
+        assert!(layout.pooled());
+        assert_eq!(
+            (layout.slot_table(), layout.slot(1), layout.block_table(), layout.tag_at(5)),
+            (12288, 12352, 16384, 16424)
+        );
+        assert_eq!((layout.data(), layout.pool_block(5), layout.data_end()), (20480, 40960, 151552));
+        assert_eq!(tag(1, 13), 0x0000_0002_0000_000D);
+        assert_eq!(split_tag(tag(1, 13)), Some((1, 13)));
+        assert_eq!(split_tag(0), None);
+        let expected: [u8; 52] = [
+            0x89, 0x45, 0x56, 0x52, 0x0D, 0x0A, 0x1A, 0x0A, 0xFF, 0xFE, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, //
+            0x00, 0x10, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0xE8, 0x03, 0x00, 0x00, //
+            0x4D, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x22, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+            0x5B, 0x33, 0x80, 0x9C,
+        ];
+        assert_eq!(layout.encode(), expected);
+        assert_eq!(Layout::decode(&expected, false).unwrap(), layout);
+        // A 1.0 layout of the same numbers is another geometry: 32 blocks a slot.
+        let old = Layout { version: Version::new(1, 0, 2), ..layout };
+        assert!(!old.pooled());
+        assert_eq!((old.data(), old.data_end()), (16384, 16384 + 4 * 32 * 4096));
+    }
 }

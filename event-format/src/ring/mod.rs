@@ -14,13 +14,19 @@
 //! page 1      control page: a monitor's request (`event-dump control`) and the reply
 //! page 2..    the stream header, exactly as a stream starts (schema, clock, producer)
 //! then        the slot table: one 64-byte slot per thread (owner, position, live, refused)
-//! then        the data: slots × blocks_per_slot blocks of block_size bytes
+//! then        (since layout 1.1.0) the block table: one 8-byte entry per block of the data
+//!             area, naming the slot whose ring holds it and its sequence (`tag`)
+//! then        the data: the blocks the slots share (1.1.0), or slots × blocks_per_slot
+//!             blocks, each slot's ring at its place (1.0.x), of block_size bytes
 //! then        (since layout 1.0.2, optional) the pin area: two halves, one of which holds
 //!             the pinned records (`EVENT_PIN`) of every thread, each with its thread and time
 //! ```
 //!
 //! Each thread owns one slot and writes its blocks round the slot's ring, oldest
-//! overwritten. A slot's `position` word packs the sequence number of the block being
+//! overwritten. Since layout 1.1.0 the rings share the data area: a ring's blocks are
+//! wherever the block table says, and a writer stores a block's entry (then a release fence)
+//! before it changes the block, so that a reader that copied it as another ring's block finds
+//! the entry changed and drops the copy. A slot's `position` word packs the sequence number of the block being
 //! written (low 32 bits) and the end of its committed records. Sealed blocks (sequence below
 //! the position's) carry their CRC; the block being written is sealed by the reader, up to
 //! the committed end. A crash at any instant therefore leaves every committed record
@@ -81,9 +87,10 @@ mod read;
 
 pub use follow::{FollowItem, Follower};
 pub use layout::{
-    LIMIT_REQUEST, Layout, MAX_BLOCKS_PER_SLOT, MAX_PIN_HALF, MAX_SLOTS, PAGE, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX,
-    REQUEST_MAX, RING_MAGIC, RING_VERSION, ROTATE_REQUEST, RingError, SLOT_LEN, SNAPSHOT_REQUEST, STATE_CLOSED,
-    STATE_CREATING, STATE_RECORDING, at, control_at, is_ring, pin_at, pin_entry, position, slot_at, split_position,
+    LIMIT_REQUEST, Layout, MAX_BLOCKS_PER_SLOT, MAX_PIN_HALF, MAX_POOL_BLOCKS, MAX_SLOTS, PAGE, PIN_ENTRY_HEADER, POOLED_VERSION,
+    RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_MAGIC, RING_VERSION, ROTATE_REQUEST, RingError, SLOT_LEN,
+    SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, TAG_LEN, at, control_at, is_ring, pin_at,
+    pin_entry, position, slot_at, split_position, split_tag, tag,
 };
 pub use read::{
     PinArea, PinnedRecord, ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status,

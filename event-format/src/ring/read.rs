@@ -3,7 +3,7 @@
 //! [`BlockSource`], or re-encoded as a stream for a stream sink ([`RingStream`]).
 
 use super::layout::{
-    Layout, PIN_ENTRY_HEADER, RECLAIMING, RingError, STATE_CREATING, at, pin_at, slot_at, split_position,
+    Layout, PIN_ENTRY_HEADER, RECLAIMING, RingError, STATE_CREATING, at, pin_at, slot_at, split_position, tag,
 };
 use crate::builtin::TIME_EXTEND;
 use crate::decode::{Block, BlockError, BlockSource, DecodeOptions};
@@ -303,6 +303,9 @@ impl<R: ReadAt> RingReader<R> {
     /// hold them), read consistently: a block the writer overwrote while it was being read
     /// is left out and counted as overwritten.
     pub fn read_slot(&self, index: u32, from: u32) -> io::Result<SlotBlocks> {
+        if self.layout.pooled() {
+            return self.read_pooled_slot(index, from);
+        }
         for _ in 0..8 {
             let Some(before) = self.slot(index)? else {
                 return Ok(SlotBlocks { first_sequence: u64::from(from), ..SlotBlocks::default() });
@@ -370,6 +373,123 @@ impl<R: ReadAt> RingReader<R> {
             return Ok(out);
         }
         Err(io::Error::other("the slot kept changing owner while it was read"))
+    }
+
+    /// [`read_slot`](Self::read_slot) of a file whose slots share the data area (layout 1.1
+    /// and later; docs/FORMAT.md, "Reading a slot of a shared data area"): the slot's blocks
+    /// are those the block table names its, each copied and then kept only when its entry
+    /// still names it (the writer changes a block's entry before it changes any of its
+    /// bytes).
+    fn read_pooled_slot(&self, index: u32, from: u32) -> io::Result<SlotBlocks> {
+        let layout = self.layout;
+        let o = layout.order;
+        for _ in 0..8 {
+            let Some(before) = self.slot(index)? else {
+                return Ok(SlotBlocks { first_sequence: u64::from(from), ..SlotBlocks::default() });
+            };
+            // The entries naming this slot, at or before the block being written (modulo
+            // 2^32: an entry just made for the next block is read next time).
+            let table = self.read_table()?;
+            let mut mine: Vec<(u32, u32)> = table
+                .iter()
+                .enumerate()
+                .filter_map(|(b, &t)| {
+                    let (slot, seq) = super::layout::split_tag(t)?;
+                    let behind = before.sequence.wrapping_sub(seq);
+                    (slot == index && behind < 1 << 31 && seq >= from).then_some((seq, b as u32))
+                })
+                .collect();
+            mine.sort_by_key(|&(seq, _)| before.sequence.wrapping_sub(seq));
+            mine.reverse();
+            let mut raw = Vec::new();
+            for &(seq, block) in &mine {
+                let mut bytes = vec![0u8; layout.block_size as usize];
+                let len = if seq == before.sequence { before.end as usize } else { bytes.len() };
+                if len > bytes.len() || len < BLOCK_HEADER_LEN {
+                    continue;
+                }
+                self.source.read_exact_at(&mut bytes[..len], layout.pool_block(block))?;
+                raw.push((seq, block, bytes, len));
+            }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            let Some(after) = self.slot(index)? else { continue };
+            if after.thread != before.thread {
+                continue; // the slot changed owner while it was read: read it again
+            }
+            let mut out = SlotBlocks { slot: Some(after), ..SlotBlocks::default() };
+            let mut first = None;
+            for (seq, block, mut bytes, len) in raw {
+                // A block whose entry changed meanwhile was taken for another block (of this
+                // ring or another's) and may have been written over: not trusted.
+                if stable_u64(&self.source, o, layout.tag_at(block))? != tag(index, u64::from(seq)) {
+                    continue;
+                }
+                first.get_or_insert(seq);
+                let checked = if seq == before.sequence {
+                    self.seal_current(&mut bytes, len, seq, before.thread)
+                } else {
+                    verify_block(o, &bytes)
+                        .map_err(|d| d.to_string())
+                        .and_then(|header| in_place(&header, seq, before.thread).map(Some))
+                };
+                match checked {
+                    Ok(None) => {}
+                    Ok(Some(header)) if header.flags & BLOCK_PACKED != 0 => {
+                        out.damaged.push((u64::from(seq), "a packed block in a ring file".to_owned()));
+                    }
+                    Ok(Some(header)) => {
+                        if seq == before.sequence {
+                            out.partial = Some(u64::from(seq));
+                        }
+                        let used = header.used as usize;
+                        out.blocks.push(Block {
+                            index: u64::from(seq),
+                            segment: 0,
+                            offset: layout.pool_block(block),
+                            header,
+                            records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
+                            order: o,
+                            stored_len: bytes.len() as u64,
+                        });
+                    }
+                    Err(why) => out.damaged.push((u64::from(seq), why)),
+                }
+            }
+            // A ring's blocks run without a gap up to its newest (damaged ones count as there):
+            // an older block beyond a gap (its entry not yet renamed when its writer stopped
+            // between taking it from the ring and renaming it) was let go by its ring, and is
+            // not the ring's: left out, as overwritten.
+            let mut present: Vec<u64> =
+                out.blocks.iter().map(|b| b.index).chain(out.damaged.iter().map(|d| d.0)).collect();
+            present.sort_unstable();
+            present.dedup();
+            let mut start = present.len().saturating_sub(1);
+            while start > 0 && present[start - 1] + 1 == present[start] {
+                start -= 1;
+            }
+            if let Some(&cut) = present.get(start)
+                && start > 0
+            {
+                out.blocks.retain(|b| b.index >= cut);
+                out.damaged.retain(|(s, _)| *s >= cut);
+                first = Some(cut as u32);
+            }
+            // The ring's blocks before its oldest still there were overwritten (or taken by
+            // other rings), as a ring of its own size would have overwritten them.
+            out.first_sequence = u64::from(first.unwrap_or(before.sequence.max(from)).max(from));
+            return Ok(out);
+        }
+        Err(io::Error::other("the slot kept changing owner while it was read"))
+    }
+
+    /// The block table (layout 1.1 and later): every block's entry, each read as an atomic
+    /// word is (module docs, "Memory"): a torn entry is no entry, and the check after the
+    /// copy catches a block whose entry changed.
+    fn read_table(&self) -> io::Result<Vec<u64>> {
+        let layout = self.layout;
+        let mut bytes = vec![0u8; (layout.blocks() * super::layout::TAG_LEN) as usize];
+        self.source.read_exact_at(&mut bytes, layout.block_table())?;
+        Ok(bytes.chunks_exact(8).map(|w| layout.order.u64(w)).collect())
     }
 
     /// Seals a copy of the block being written at its committed end. `None` when it holds no

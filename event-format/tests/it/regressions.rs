@@ -17,7 +17,7 @@ fn ring_file(slots: u32, sequences: &[u64], position: u64, refused: u64, lost: u
     let header = sample_header(o).encode().unwrap();
     let layout = Layout {
         order: o,
-        version: ring::RING_VERSION,
+        version: event_format::schema::Version::new(1, 0, 2),
         block_size: BLOCK,
         slots,
         blocks_per_slot: 2,

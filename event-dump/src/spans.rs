@@ -187,6 +187,18 @@ pub(crate) struct Link {
     pub(crate) flow: String,
 }
 
+impl Link {
+    /// The attributes OTLP gives it (and the tables, as text): `event.link` (why: `flow` or
+    /// `follows_from`) and, for a flow, `event.flow` (its name).
+    pub(crate) fn attributes(&self) -> Vec<(String, Attr)> {
+        let mut a = vec![("event.link".to_owned(), Attr::Str(self.why.to_owned()))];
+        if !self.flow.is_empty() {
+            a.push(("event.flow".to_owned(), Attr::Str(self.flow.clone())));
+        }
+        a
+    }
+}
+
 /// A span, ended: what every reader of this module hands on.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Span {
@@ -919,11 +931,6 @@ impl SpanModel {
             unended: self.unpaired.unended + self.pairer.given_up() + open,
             unmatched: self.unpaired.unmatched + self.pairer.unmatched(),
         }
-    }
-
-    /// Whether spans are open now.
-    pub(crate) fn has_open(&self) -> bool {
-        self.pairer.open() > 0
     }
 }
 

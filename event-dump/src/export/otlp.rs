@@ -431,15 +431,6 @@ fn span_flags(span: &Span) -> u32 {
     HAS_IS_REMOTE | SAMPLED | if span.remote_parent { IS_REMOTE } else { 0 }
 }
 
-/// The attributes OTLP gives a link: why it is there.
-fn link_attributes(link: &crate::spans::Link) -> Vec<(String, Attr)> {
-    let mut a = vec![("event.link".to_owned(), Attr::Str(link.why.to_owned()))];
-    if !link.flow.is_empty() {
-        a.push(("event.flow".to_owned(), Attr::Str(link.flow.clone())));
-    }
-    a
-}
-
 fn span_proto(p: &mut Proto, span: &Span) {
     p.bytes(field::TRACE_ID, &span.trace_id);
     p.bytes(field::SPAN_ID, &span.span_id);
@@ -474,7 +465,7 @@ fn span_proto(p: &mut Proto, span: &Span) {
         p.message(field::LINKS, |p| {
             p.bytes(field::LINK_TRACE_ID, &l.trace_id);
             p.bytes(field::LINK_SPAN_ID, &l.span_id);
-            key_values(p, field::LINK_ATTRIBUTES, &link_attributes(l));
+            key_values(p, field::LINK_ATTRIBUTES, &l.attributes());
             p.fixed32(field::LINK_FLAGS, HAS_IS_REMOTE | SAMPLED);
         });
     }
@@ -672,7 +663,7 @@ fn json_span(out: &mut String, span: &Span) {
                 out.push(',');
             }
             out.push_str(&format!("{{\"traceId\":\"{}\",\"spanId\":\"{}\",\"attributes\":", hex(&l.trace_id), hex(&l.span_id)));
-            json_attributes(out, &link_attributes(l));
+            json_attributes(out, &l.attributes());
             out.push_str(&format!(",\"flags\":{}}}", HAS_IS_REMOTE | SAMPLED));
         }
         out.push(']');

@@ -200,6 +200,13 @@ impl Window {
         keeps
     }
 
+    /// Whether event `event` of log `file` is selected, without counting it: for a second
+    /// pass over a log (the table exports' spans) whose events the first pass counted.
+    #[cfg(feature = "sqlite")]
+    fn selects(&self, file: usize, event: &Event<'_>) -> bool {
+        self.choice.as_ref().is_none_or(|choice| choice.keeps(file, event, &self.clocks[file]))
+    }
+
     /// The events of log `file` left out so far.
     #[cfg(feature = "sqlite")]
     fn left_out(&self, file: usize) -> u64 {

@@ -12,7 +12,9 @@
 //! `.ci/run`): then its absence fails them.
 
 use crate::common::*;
-use event_format::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, RecordingId, Text, Value};
+use event_format::wire::{
+    BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, RecordingId, Segment, Stop, StopCause, Text, Value,
+};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -65,13 +67,16 @@ fn clock() -> Clock {
 /// rows), a `TraceEvent` inside `query`, `retry` that follows from `query`, and `open`,
 /// never closed. Seven spans end.
 fn service_log(path: &Path) {
-    let schema = event_format::def::parse(SERVICE_DEF, "shop.def").unwrap();
-    let mut header = Header::with_sets(wire_is_own(schema), 1024, clock(), handmade_producer());
-    header.properties.recording = Some(RecordingId(RECORDING));
-    let mut bytes = header.encode().unwrap();
+    std::fs::write(path, service_stream(None, |_| true)).unwrap();
+}
+
+/// The rows of [`service_log`]: each thread's (code, time, values).
+type Rows = Vec<(u64, Vec<(u16, u64, Vec<Value<'static>>)>)>;
+
+fn service_rows() -> Rows {
     let s = |text: &'static str| Value::Str(Text::new(text));
     use event_format::builtin::*;
-    let threads: Vec<(u64, Vec<(u16, u64, Vec<Value<'_>>)>)> = vec![
+    vec![
         (
             1,
             vec![
@@ -114,16 +119,47 @@ fn service_log(path: &Path) {
                 (SPAN_OPEN, 520, vec![Value::Word(11), Value::Word(0), s("open"), s("")]),
             ],
         ),
-    ];
-    for (thread, rows) in &threads {
+    ]
+}
+
+/// The stream of [`service_log`]'s rows that `keep` keeps (by time), as segment `segment`
+/// (index, and whether the recording goes on after it) when given.
+fn service_stream(segment: Option<(u64, bool)>, keep: impl Fn(u64) -> bool) -> Vec<u8> {
+    let schema = event_format::def::parse(SERVICE_DEF, "shop.def").unwrap();
+    let mut header = Header::with_sets(wire_is_own(schema), 1024, clock(), handmade_producer());
+    header.properties.recording = Some(RecordingId(RECORDING));
+    header.properties.segment = segment.map(|(index, _)| Segment { index, ..Segment::default() });
+    let mut bytes = header.encode().unwrap();
+    for (thread, rows) in &service_rows() {
+        let rows: Vec<_> = rows.iter().filter(|(_, t, _)| keep(*t)).collect();
+        if rows.is_empty() {
+            continue;
+        }
         let mut block = BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: *thread, ..Default::default() });
         for (code, time, values) in rows {
             block.push(*code, *time, values).unwrap();
         }
         bytes.extend(block.finish());
     }
-    end_with_stop(&mut bytes);
-    std::fs::write(path, bytes).unwrap();
+    match segment {
+        Some((_, true)) => {
+            let stop = Stop { cause: StopCause::Rotated, ..Stop::default() };
+            bytes.extend(event_format::wire::stop_block(Order::Little, 1024, 0, 1000, &stop));
+        }
+        _ => end_with_stop(&mut bytes),
+    }
+    bytes
+}
+
+/// [`service_log`] as a recording of two segments in `dir`: the rows before 300 ticks in
+/// segment 0, the rest in segment 1 (both requests, and the flow, cross the rotation).
+fn service_segments(dir: &Path) -> [PathBuf; 2] {
+    std::fs::create_dir_all(dir).unwrap();
+    let first = dir.join("shop.000000.evt");
+    let second = dir.join("shop.000001.evt");
+    std::fs::write(&first, service_stream(Some((0, true)), |t| t < 300)).unwrap();
+    std::fs::write(&second, service_stream(Some((1, false)), |t| t >= 300)).unwrap();
+    [first, second]
 }
 
 /// Whether OpenTelemetry's Python classes are here; when not, says so past the harness's
@@ -496,4 +532,143 @@ fn the_endpoint_comes_from_the_environment() {
 /// Inflates a gzip member (the test reads what the receiver got).
 fn flate2_inflate(gz: &[u8], out: &mut Vec<u8>) {
     flate2::read::GzDecoder::new(gz).read_to_end(out).unwrap();
+}
+
+/// The spans of an OTLP JSON file (lines of requests), each as its ids, name, duration and
+/// status, sorted.
+fn json_spans(path: &Path) -> Vec<(String, String, String, String, u64, u64)> {
+    let mut spans = Vec::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let request: Json = serde_json::from_str(line).unwrap();
+        for rs in request["resourceSpans"].as_array().unwrap() {
+            for ss in rs["scopeSpans"].as_array().unwrap() {
+                for s in ss["spans"].as_array().unwrap() {
+                    let ns = |k: &str| s[k].as_str().unwrap().parse::<u64>().unwrap();
+                    spans.push((
+                        s["traceId"].as_str().unwrap().to_owned(),
+                        s["spanId"].as_str().unwrap().to_owned(),
+                        s["parentSpanId"].as_str().unwrap_or("").to_owned(),
+                        s["name"].as_str().unwrap().to_owned(),
+                        ns("endTimeUnixNano") - ns("startTimeUnixNano"),
+                        s["status"]["code"].as_u64().unwrap_or(0),
+                    ));
+                }
+            }
+        }
+    }
+    spans.sort();
+    spans
+}
+
+/// The `spans` rows of an SQLite export, as [`json_spans`] gives them.
+fn sqlite_spans(db: &Path) -> Vec<(String, String, String, String, u64, u64)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT TraceId, SpanId, ParentSpanId, SpanName, Duration, StatusCode FROM spans")
+        .unwrap();
+    let code = |s: String| match s.as_str() {
+        "STATUS_CODE_OK" => 1,
+        "STATUS_CODE_ERROR" => 2,
+        _ => 0,
+    };
+    let mut rows: Vec<_> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)? as u64, code(r.get(5)?))))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The `spans` rows of a Parquet dataset read by DuckDB, as [`json_spans`] gives them; `None`
+/// without DuckDB's Python package (`EVENT_REQUIRE_DUCKDB=1` makes that a failure).
+fn parquet_spans(dataset: &Path) -> Option<Vec<(String, String, String, String, u64, u64)>> {
+    let script = "import duckdb, json, sys\n\
+        rows = duckdb.connect().execute(\"SELECT TraceId, SpanId, ParentSpanId, SpanName, Duration, StatusCode \
+        FROM read_parquet('\" + sys.argv[1] + \"/spans/*/*.parquet')\").fetchall()\n\
+        print(json.dumps(rows))";
+    let out = Command::new("python3").args(["-c", script]).arg(dataset).output().ok()?;
+    if !out.status.success() {
+        assert!(
+            std::env::var("EVENT_REQUIRE_DUCKDB").as_deref() != Ok("1"),
+            "duckdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = writeln!(std::io::stderr(), "skipped: duckdb not found (python3 -m pip install duckdb)");
+        return None;
+    }
+    let rows: Vec<(String, String, String, String, u64, String)> = serde_json::from_slice(&out.stdout).unwrap();
+    let code = |s: &str| match s {
+        "STATUS_CODE_OK" => 1,
+        "STATUS_CODE_ERROR" => 2,
+        _ => 0,
+    };
+    let mut rows: Vec<_> = rows.into_iter().map(|(a, b, c, d, e, f)| (a, b, c, d, e, code(&f))).collect();
+    rows.sort();
+    Some(rows)
+}
+
+#[test]
+fn the_spans_tables_hold_the_spans_otlp_sends() {
+    let scratch = dir("otlp-tables");
+    let log = scratch.join("service.evt");
+    service_log(&log);
+    let json = scratch.join("spans.json");
+    assert!(export_to(&log, json.to_str().unwrap(), &[]).status.success());
+    let sent = json_spans(&json);
+    assert_eq!(sent.len(), 7);
+    let db = scratch.join("spans.db");
+    let done = run(&["export", "--to", "sqlite", log.to_str().unwrap(), "-o", db.to_str().unwrap()]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(sqlite_spans(&db), sent, "SQLite's spans are OTLP's, ids and all");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let recording: String = conn.query_row("SELECT recording FROM event_log", [], |r| r.get(0)).unwrap();
+    assert_eq!(recording, hex(&RECORDING));
+    let path: String = conn
+        .query_row("SELECT json_extract(SpanAttributes, '$.path') FROM spans WHERE SpanAttributes LIKE '%\"id\":\"1\"%'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(path, "/a");
+    let dataset = scratch.join("dataset");
+    let done = run(&["export", "--to", "parquet", log.to_str().unwrap(), "-o", dataset.to_str().unwrap()]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    if let Some(rows) = parquet_spans(&dataset) {
+        assert_eq!(rows, sent, "Parquet's spans are OTLP's, ids and all");
+    }
+
+    // The same recording as two segments: the same spans, whole or a segment at a time.
+    let segments = service_segments(&scratch.join("segments"));
+    let json2 = scratch.join("segments.json");
+    assert!(export_to(&scratch.join("segments"), json2.to_str().unwrap(), &[]).status.success());
+    assert_eq!(json_spans(&json2), sent, "a span across a rotation is one span, with the same ids");
+    let whole = scratch.join("whole");
+    let done = run(&["export", "--to", "parquet", scratch.join("segments").to_str().unwrap(), "-o", whole.to_str().unwrap()]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let apart = scratch.join("apart");
+    for segment in &segments {
+        let done = run(&["export", "--to", "parquet", segment.to_str().unwrap(), "-o", apart.to_str().unwrap()]);
+        assert!(done.status.success(), "{}", stderr(&done));
+    }
+    let files = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for day in std::fs::read_dir(d.join("spans")).unwrap() {
+            for f in std::fs::read_dir(day.unwrap().path()).unwrap() {
+                let f = f.unwrap().path();
+                out.insert(f.strip_prefix(d).unwrap().to_owned(), std::fs::read(&f).unwrap());
+            }
+        }
+        out
+    };
+    assert_eq!(files(&whole), files(&apart), "the spans files, exported whole or a segment at a time");
+    assert_eq!(files(&whole).len(), 2, "a file per segment: {:?}", files(&whole).keys());
+    if let Some(rows) = parquet_spans(&whole) {
+        assert_eq!(rows, sent);
+    }
+    let logs_segment = Command::new("python3")
+        .args(["-c", "import duckdb, sys; print(duckdb.connect().execute(\"SELECT list(segment ORDER BY segment), list(DISTINCT recording) FROM read_parquet('\" + sys.argv[1] + \"/logs/*/*.parquet')\").fetchone())"])
+        .arg(&whole)
+        .output()
+        .unwrap();
+    if logs_segment.status.success() {
+        assert_eq!(stdout(&logs_segment).trim(), format!("([0, 1], ['{}'])", hex(&RECORDING)), "the logs table's segment and recording");
+    }
 }

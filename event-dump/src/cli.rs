@@ -51,7 +51,7 @@ pub(crate) enum Command {
     /// Prints a running program's events from its ring file as they are committed
     /// (like ftrace's trace_pipe); ends when the program stops.
     #[command(
-        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
+        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next\n  event-dump follow traces/ --otlp --endpoint http://collector:4318   spans to a collector, segment by segment"
     )]
     Follow(FollowArgs),
     /// A live view of a running recording, as top(1): events per second by kind, event and
@@ -248,6 +248,22 @@ pub(crate) struct FollowArgs {
     /// started are not reported as lost either way: they were gone before `follow` came.
     #[arg(long)]
     pub(crate) from_now: bool,
+    /// Send the recording's spans and counters to an OTLP/HTTP endpoint instead of printing:
+    /// each segment once its recorder seals it, resuming after a restart where it stopped
+    /// (RINGFILE is the recording's directory; the endpoint as `export --to otlp` takes it).
+    #[arg(long)]
+    pub(crate) otlp: bool,
+    /// `--otlp`: the endpoint's base URL (`http://collector:4318`); without it,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (default `http://localhost:4318`).
+    #[arg(long, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+    /// `--otlp`: a header of every request, `NAME=VALUE` (repeat it for more).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub(crate) header: Vec<String>,
+    /// `--otlp`: the file that says how far the sending got (default: `.event-dump-otlp` in
+    /// the recording's directory).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) state: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

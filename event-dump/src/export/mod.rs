@@ -40,9 +40,9 @@
 mod chrome;
 mod ctf;
 mod folded;
-mod otlp;
+pub(crate) mod otlp;
 #[cfg(feature = "otlp")]
-mod otlp_http;
+pub(crate) mod otlp_http;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod perfetto;

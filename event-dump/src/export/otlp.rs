@@ -268,6 +268,17 @@ impl<S: Sink> Batcher<S> {
         Ok(())
     }
 
+    /// The spans and points batched, not yet sent.
+    pub(crate) fn pending(&self) -> (usize, usize) {
+        (self.spans.len(), self.points.len())
+    }
+
+    /// Sends what is batched.
+    pub(crate) fn flush_all(&mut self) -> io::Result<()> {
+        self.flush_spans()?;
+        self.flush_points()
+    }
+
     /// Sends what is batched and finishes the sink.
     pub(crate) fn finish(&mut self) -> io::Result<Counts> {
         self.flush_spans()?;
@@ -277,7 +288,13 @@ impl<S: Sink> Batcher<S> {
     }
 
     /// Counter samples of an event of log `file` at `time_ns`, as `roles` says it samples.
-    pub(crate) fn samples(&mut self, roles: &Roles, file: usize, event: &event_format::decode::Event<'_>, time_ns: u64) -> io::Result<()> {
+    pub(crate) fn samples(
+        &mut self,
+        roles: &Roles,
+        file: usize,
+        event: &event_format::decode::Event<'_>,
+        time_ns: u64,
+    ) -> io::Result<()> {
         let Some(role) = roles.of(event.desc.wire) else { return Ok(()) };
         for c in &role.counters {
             let Some(value) = event.values().nth(c.param) else { continue };

@@ -672,3 +672,66 @@ fn the_spans_tables_hold_the_spans_otlp_sends() {
         assert_eq!(stdout(&logs_segment).trim(), format!("([0, 1], ['{}'])", hex(&RECORDING)), "the logs table's segment and recording");
     }
 }
+
+/// Runs `follow DIR --otlp` to `receiver`, as it returns.
+fn follow_otlp(dir: &Path, receiver: &Receiver) -> std::process::Output {
+    let mut command = Command::new(DUMP);
+    command.args(["follow", dir.to_str().unwrap(), "--otlp", "--endpoint", &receiver.url(), "--interval", "20"]);
+    command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT").output().unwrap()
+}
+
+#[test]
+fn follow_sends_each_sealed_segment_once_and_resumes_where_it_stopped() {
+    let scratch = dir("otlp-follow");
+    let dir = scratch.join("segments");
+    service_segments(&dir);
+    let json = scratch.join("all.json");
+    assert!(export_to(&dir, json.to_str().unwrap(), &[]).status.success());
+    let all = json_spans(&json);
+    let receiver = Receiver::start(Answers::new());
+    let done = follow_otlp(&dir, &receiver);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let url = receiver.url();
+    assert_eq!(stdout(&done).trim(), format!("7 spans and 1 data points sent to {url}/v1/traces"));
+    let state = std::fs::read_to_string(dir.join(".event-dump-otlp")).unwrap();
+    assert!(state.contains(&format!("recording {}\nsegment 2\n", hex(&RECORDING))), "{state}");
+    // Again: everything was sent.
+    let again = follow_otlp(&dir, &receiver);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(stdout(&again).trim(), format!("0 spans and 0 data points sent to {url}/v1/traces"));
+    // Stopped after the first span of segment 1 was sent: the five others, request 2's begin
+    // (in segment 0) read again to pair it.
+    let stopped = format!("event-dump otlp 1\nrecording {}\nsegment 1\nspans 1\npoints 0\n", hex(&RECORDING));
+    std::fs::write(dir.join(".event-dump-otlp"), stopped).unwrap();
+    let before = receiver.bodies("/v1/traces").len();
+    let resumed = follow_otlp(&dir, &receiver);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(stdout(&resumed).trim(), format!("5 spans and 0 data points sent to {url}/v1/traces"));
+    if otlp_available() {
+        let bodies = receiver.bodies("/v1/traces");
+        let files = body_files(&scratch, "first", &bodies[..before]);
+        let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let first = read_otlp("traces", &paths);
+        let ids = |read: &Json| -> Vec<(String, String, String, String)> {
+            let mut v: Vec<_> = read["spans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| {
+                    let text = |k: &str| s[k].as_str().unwrap().to_owned();
+                    (text("trace"), text("span"), text("parent"), text("name"))
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let exported: Vec<_> = all.iter().map(|s| (s.0.clone(), s.1.clone(), s.2.clone(), s.3.clone())).collect();
+        assert_eq!(ids(&first), exported, "follow sends the spans export sends, ids and all");
+        let files = body_files(&scratch, "resumed", &bodies[before..]);
+        let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let resumed = ids(&read_otlp("traces", &paths));
+        assert_eq!(resumed.len(), 5);
+        assert!(resumed.iter().all(|s| exported.contains(s)), "the same ids after a restart: {resumed:?}");
+        assert!(resumed.iter().any(|s| s.3 == "request"), "request 2, begun before the rotation, paired");
+    }
+}

@@ -55,6 +55,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// As ClickHouse's `otel_traces.SpanKind` holds it (the proto's enum names).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "parquet")), allow(dead_code, reason = "the tables'"))]
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Internal => "SPAN_KIND_INTERNAL",
@@ -88,6 +89,7 @@ pub(crate) enum StatusCode {
 
 impl StatusCode {
     /// As ClickHouse's `otel_traces.StatusCode` holds it.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "parquet")), allow(dead_code, reason = "the tables'"))]
     pub(crate) fn name(self) -> &'static str {
         match self {
             StatusCode::Unset => "STATUS_CODE_UNSET",
@@ -109,6 +111,7 @@ pub(crate) enum Attr {
 impl Attr {
     /// The value as text (ClickHouse's attribute maps hold strings): an integer in decimal,
     /// a double as Rust writes it, `true`/`false`.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "parquet")), allow(dead_code, reason = "the tables'"))]
     pub(crate) fn text(&self) -> String {
         match self {
             Attr::Str(s) => s.clone(),
@@ -231,6 +234,7 @@ pub(crate) struct Span {
 
 impl Span {
     /// Its duration in nanoseconds (0 for an end timed before its begin).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "parquet")), allow(dead_code, reason = "the tables'"))]
     pub(crate) fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
     }
@@ -373,7 +377,8 @@ pub(crate) fn traceparent(text: &str) -> Option<([u8; 16], [u8; 8], u8)> {
     let mut parts = text.split('-');
     let (version, trace, parent, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     let rest = parts.next();
-    let lower_hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let lower_hex =
+        |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     if !lower_hex(version, 2) || version == "ff" || (version == "00" && rest.is_some()) {
         return None;
     }
@@ -515,8 +520,7 @@ pub(crate) struct SpanModel {
 impl SpanModel {
     /// The model of a log of `header` whose recording id is `recording`.
     pub(crate) fn new(header: &Header, recording: [u8; 16]) -> SpanModel {
-        let versions =
-            header.sets.iter().map(|s| (s.schema.name.clone(), s.schema.version.to_string())).collect();
+        let versions = header.sets.iter().map(|s| (s.schema.name.clone(), s.schema.version.to_string())).collect();
         SpanModel {
             recording,
             clock: header.clock,
@@ -613,7 +617,10 @@ impl SpanModel {
                         && let Some(&to) = self.tracing_ids.get(&follows)
                         && let Some(open) = self.slots.get_mut(slot)
                     {
-                        push_link(&mut open.span, Link { trace_id: to.trace, span_id: to.span, why: "follows_from", flow: String::new() });
+                        push_link(
+                            &mut open.span,
+                            Link { trace_id: to.trace, span_id: to.span, why: "follows_from", flow: String::new() },
+                        );
                     }
                     return;
                 }
@@ -634,26 +641,23 @@ impl SpanModel {
             && let Some(key) = roles.key(&end, event)
         {
             shown = true;
-            match self.pairer.end(thread, &key) {
-                Some(e) => {
-                    for cut in e.cut {
-                        if let Some(open) = self.slots.take(cut) {
-                            self.forget_tracing(cut, &open);
-                            self.unpaired.unended += 1;
-                        }
+            // An end that closes nothing is counted by the pairer.
+            if let Some(e) = self.pairer.end(thread, &key) {
+                for cut in e.cut {
+                    if let Some(open) = self.slots.take(cut) {
+                        self.forget_tracing(cut, &open);
+                        self.unpaired.unended += 1;
                     }
-                    if let Some(open) = self.slots.get_mut(e.begin)
-                        && end.pairing != Pairing::Tracing
-                        && !event.desc.is_builtin()
-                    {
-                        for (name, value) in event.desc.params.iter().zip(event.values()) {
-                            open.span.attributes.set(name, Attr::of_value(&value));
-                        }
-                    }
-                    ended = Some(e.begin);
                 }
-                // Counted by the pairer.
-                None => {}
+                if let Some(open) = self.slots.get_mut(e.begin)
+                    && end.pairing != Pairing::Tracing
+                    && !event.desc.is_builtin()
+                {
+                    for (name, value) in event.desc.params.iter().zip(event.values()) {
+                        open.span.attributes.set(name, Attr::of_value(&value));
+                    }
+                }
+                ended = Some(e.begin);
             }
         }
         let mut begun = None;
@@ -769,8 +773,7 @@ impl SpanModel {
         }
         let mut attributes = Attrs::default();
         let desc = event.desc;
-        let mut name =
-            if desc.qualified { format!("{}:{}", desc.set, desc.name) } else { desc.name.clone() };
+        let mut name = if desc.qualified { format!("{}:{}", desc.set, desc.name) } else { desc.name.clone() };
         if desc.is_builtin() && desc.code == builtin::TRACE_EVENT {
             // A `tracing` event: named by its message, its level, target and fields beside.
             let mut v = event.values();

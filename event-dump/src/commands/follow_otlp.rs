@@ -110,7 +110,8 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
     let mut model: Option<SpanModel> = None;
     let mut totals = crate::export::otlp::Counts::default();
     loop {
-        let found = segments_in(dir, OpenOptions::default()).map_err(|e| DumpError::new(format!("{}: {e}", dir.display())))?;
+        let found =
+            segments_in(dir, OpenOptions::default()).map_err(|e| DumpError::new(format!("{}: {e}", dir.display())))?;
         let recording = match state {
             Some(s) => s.recording,
             None => match latest(&found) {
@@ -164,7 +165,10 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
             Some(m) => m,
             None => {
                 let mut m = SpanModel::of(&log);
-                for earlier in found.iter().filter(|f| f.recording == recording && !f.open && f.segment.index < segment.segment.index) {
+                for earlier in found
+                    .iter()
+                    .filter(|f| f.recording == recording && !f.open && f.segment.index < segment.segment.index)
+                {
                     send_segment::<HttpSink>(&earlier.path, &mut m, None, (u64::MAX, u64::MAX))
                         .map_err(|e| DumpError::new(format!("{}: {e}", earlier.path.display())))?;
                 }

@@ -118,6 +118,7 @@ pub(crate) enum Signal {
 
 impl Signal {
     /// The path OTLP/HTTP appends to a base endpoint.
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code, reason = "OTLP/HTTP's"))]
     pub(crate) fn path(self) -> &'static str {
         match self {
             Signal::Traces => "v1/traces",
@@ -126,6 +127,7 @@ impl Signal {
     }
 
     /// What its items are called.
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code, reason = "OTLP/HTTP's"))]
     pub(crate) fn items(self) -> &'static str {
         match self {
             Signal::Traces => "spans",
@@ -269,11 +271,13 @@ impl<S: Sink> Batcher<S> {
     }
 
     /// The spans and points batched, not yet sent.
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code, reason = "OTLP/HTTP's"))]
     pub(crate) fn pending(&self) -> (usize, usize) {
         (self.spans.len(), self.points.len())
     }
 
     /// Sends what is batched.
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code, reason = "OTLP/HTTP's"))]
     pub(crate) fn flush_all(&mut self) -> io::Result<()> {
         self.flush_spans()?;
         self.flush_points()
@@ -436,7 +440,7 @@ fn scope_proto(p: &mut Proto, (name, version): (&str, &str)) {
 }
 
 /// The spans of a batch grouped by log, then by scope, in the order they came.
-fn grouped<'a>(spans: &'a [(usize, Span)]) -> BTreeMap<usize, BTreeMap<(&'a str, &'a str), Vec<&'a Span>>> {
+fn grouped(spans: &[(usize, Span)]) -> BTreeMap<usize, BTreeMap<(&str, &str), Vec<&Span>>> {
     let mut by: BTreeMap<usize, BTreeMap<(&str, &str), Vec<&Span>>> = BTreeMap::new();
     for (file, span) in spans {
         by.entry(*file).or_default().entry((span.scope.0.as_str(), span.scope.1.as_str())).or_default().push(span);
@@ -679,7 +683,11 @@ fn json_span(out: &mut String, span: &Span) {
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(&format!("{{\"traceId\":\"{}\",\"spanId\":\"{}\",\"attributes\":", hex(&l.trace_id), hex(&l.span_id)));
+            out.push_str(&format!(
+                "{{\"traceId\":\"{}\",\"spanId\":\"{}\",\"attributes\":",
+                hex(&l.trace_id),
+                hex(&l.span_id)
+            ));
             json_attributes(out, &l.attributes());
             out.push_str(&format!(",\"flags\":{}}}", HAS_IS_REMOTE | SAMPLED));
         }
@@ -932,6 +940,7 @@ fn send_http(
 }
 
 /// The line that says what was sent to `shown` and refused.
+#[cfg_attr(not(feature = "otlp"), allow(dead_code, reason = "OTLP/HTTP's"))]
 pub(crate) fn say_counts(shown: &str, counts: Counts) {
     let refused = if counts.spans_refused + counts.points_refused > 0 {
         format!("; refused: {} spans and {} data points", counts.spans_refused, counts.points_refused)

@@ -123,9 +123,7 @@ impl HttpSink {
                 None | Some("none") => false,
                 Some("gzip") => true,
                 Some(other) => {
-                    return Err(DumpError::new(format!(
-                        "OTEL_EXPORTER_OTLP_COMPRESSION={other}: give gzip or none"
-                    )));
+                    return Err(DumpError::new(format!("OTEL_EXPORTER_OTLP_COMPRESSION={other}: give gzip or none")));
                 }
             };
             Ok(Target { url, headers, timeout, gzip })
@@ -290,9 +288,7 @@ impl Sink for HttpSink {
                 Err(e) => (e, None),
             };
             if attempt == RETRIES {
-                return Err(io::Error::other(format!(
-                    "{why}, and again after {RETRIES} retries: giving up"
-                )));
+                return Err(io::Error::other(format!("{why}, and again after {RETRIES} retries: giving up")));
             }
             let pause = after.unwrap_or(wait);
             eprintln!("event-dump: {}: {why}; sending the batch again in {} s", target.url, pause.as_secs_f64());

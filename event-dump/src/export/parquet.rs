@@ -324,13 +324,15 @@ fn export_into(logs: &mut [Log], out: &Path, created: bool) -> Result<Vec<Import
                 said: Said::default(),
                 already: true,
             }),
-            Plan::Export(id) => match write_log(log, id, out, &mut created_dirs, (&mut files, &mut logs_files), &mut carried) {
-                Ok(i) => imported.push(i),
-                Err(e) => {
-                    result = Err(e);
-                    break;
+            Plan::Export(id) => {
+                match write_log(log, id, out, &mut created_dirs, (&mut files, &mut logs_files), &mut carried) {
+                    Ok(i) => imported.push(i),
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
                 }
-            },
+            }
         }
     }
     let new_dirs = Dirs { out, created, within: &created_dirs };
@@ -636,24 +638,29 @@ fn write_spans(log: &Log, files_of: &mut LogFiles<'_>, carried: &mut Option<Carr
     let attributes = spans_table::text_attributes(&resource.attributes);
     let row = spans_table::Resource { service: &resource.service, attributes: &attributes };
     let mut error = None;
-    super::tables::spans_pass(&[log.path().to_owned()], &mut model, |_| true, |span| {
-        let day = day_of(i64::try_from(span.start_ns / 1000).unwrap_or(i64::MAX));
-        let i = match files_of.spans_table(day) {
-            Ok(i) => i,
-            Err(e) => {
-                let text = e.0.clone();
-                error = Some(e);
-                return Err(std::io::Error::other(text));
-            }
-        };
-        let table = &mut files_of.tables[i];
-        let before = table.bytes;
-        let bytes = spans_table::push_span(table.row(0), &row, &span);
-        table.bytes += bytes;
-        files_of.buffered += table.bytes - before;
-        files_of.relieve(i);
-        Ok(())
-    })
+    super::tables::spans_pass(
+        &[log.path().to_owned()],
+        &mut model,
+        |_| true,
+        |span| {
+            let day = day_of(i64::try_from(span.start_ns / 1000).unwrap_or(i64::MAX));
+            let i = match files_of.spans_table(day) {
+                Ok(i) => i,
+                Err(e) => {
+                    let text = e.0.clone();
+                    error = Some(e);
+                    return Err(std::io::Error::other(text));
+                }
+            };
+            let table = &mut files_of.tables[i];
+            let before = table.bytes;
+            let bytes = spans_table::push_span(table.row(0), &row, &span);
+            table.bytes += bytes;
+            files_of.buffered += table.bytes - before;
+            files_of.relieve(i);
+            Ok(())
+        },
+    )
     .map_err(|e| error.take().unwrap_or_else(|| failed(e)))?;
     *carried = index.map(|index| Carried { recording, index, model });
     Ok(())

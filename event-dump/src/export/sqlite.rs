@@ -700,56 +700,61 @@ fn insert_spans(
         .map_err(std::io::Error::other)?;
     let files: Vec<std::path::PathBuf> = log.files().into_iter().map(Path::to_path_buf).collect();
     let mut model = crate::spans::SpanModel::of(log);
-    super::tables::spans_pass(&files, &mut model, |event| window.selects(file, event), |span| {
-        let mut events = String::from("[");
-        for (i, e) in span.events.iter().enumerate() {
-            if i > 0 {
-                events.push(',');
+    super::tables::spans_pass(
+        &files,
+        &mut model,
+        |event| window.selects(file, event),
+        |span| {
+            let mut events = String::from("[");
+            for (i, e) in span.events.iter().enumerate() {
+                if i > 0 {
+                    events.push(',');
+                }
+                events.push_str(&format!("{{\"Timestamp\":{},\"Name\":", e.time_ns));
+                crate::json::string(&mut events, &e.name);
+                events.push_str(",\"Attributes\":");
+                events.push_str(&text(&e.attributes.list));
+                events.push('}');
             }
-            events.push_str(&format!("{{\"Timestamp\":{},\"Name\":", e.time_ns));
-            crate::json::string(&mut events, &e.name);
-            events.push_str(",\"Attributes\":");
-            events.push_str(&text(&e.attributes.list));
-            events.push('}');
-        }
-        events.push(']');
-        let mut links = String::from("[");
-        for (i, l) in span.links.iter().enumerate() {
-            if i > 0 {
-                links.push(',');
+            events.push(']');
+            let mut links = String::from("[");
+            for (i, l) in span.links.iter().enumerate() {
+                if i > 0 {
+                    links.push(',');
+                }
+                links.push_str(&format!(
+                    "{{\"TraceId\":\"{}\",\"SpanId\":\"{}\",\"TraceState\":\"\",\"Attributes\":{}}}",
+                    hex(&l.trace_id),
+                    hex(&l.span_id),
+                    text(&l.attributes())
+                ));
             }
-            links.push_str(&format!(
-                "{{\"TraceId\":\"{}\",\"SpanId\":\"{}\",\"TraceState\":\"\",\"Attributes\":{}}}",
-                hex(&l.trace_id),
-                hex(&l.span_id),
-                text(&l.attributes())
-            ));
-        }
-        links.push(']');
-        let signed = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
-        stmt.execute(rusqlite::params![
-            serial,
-            signed(span.start_ns),
-            hex(&span.trace_id),
-            hex(&span.span_id),
-            span.parent.map(|p| hex(&p)).unwrap_or_default(),
-            span.trace_state,
-            span.name,
-            span.kind.name(),
-            resource.service,
-            resource_json,
-            span.scope.0,
-            span.scope.1,
-            text(&span.attributes.list),
-            signed(span.duration_ns()),
-            span.status.name(),
-            span.status_message,
-            events,
-            links,
-        ])
-        .map(|_| ())
-        .map_err(std::io::Error::other)
-    })
+            links.push(']');
+            let signed = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
+            stmt.execute(rusqlite::params![
+                serial,
+                signed(span.start_ns),
+                hex(&span.trace_id),
+                hex(&span.span_id),
+                span.parent.map(|p| hex(&p)).unwrap_or_default(),
+                span.trace_state,
+                span.name,
+                span.kind.name(),
+                resource.service,
+                resource_json,
+                span.scope.0,
+                span.scope.1,
+                text(&span.attributes.list),
+                signed(span.duration_ns()),
+                span.status.name(),
+                span.status_message,
+                events,
+                links,
+            ])
+            .map(|_| ())
+            .map_err(std::io::Error::other)
+        },
+    )
 }
 
 /// Inserts every event of `log` as a row of log `serial`, block by block.

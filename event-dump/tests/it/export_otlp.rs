@@ -43,7 +43,8 @@ FLOW(job, Dequeue, job, END)
 "#;
 
 /// The recording id of [`service_log`].
-const RECORDING: [u8; 16] = [0x5f, 0x0c, 0x9a, 0x1e, 0x2b, 0x7d, 0x4c, 0x3a, 0x8e, 0x6f, 0x10, 0x29, 0x38, 0x47, 0x56, 0xab];
+const RECORDING: [u8; 16] =
+    [0x5f, 0x0c, 0x9a, 0x1e, 0x2b, 0x7d, 0x4c, 0x3a, 0x8e, 0x6f, 0x10, 0x29, 0x38, 0x47, 0x56, 0xab];
 
 /// The remote parent of request 1.
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -206,7 +207,9 @@ fn latency_pairs(log: &Path) -> u64 {
 fn export_to(log: &Path, out: &str, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = Command::new(DUMP);
     command.args(["export", "--to", "otlp", log.to_str().unwrap(), "-o", out]);
-    for var in ["OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS"] {
+    for var in
+        ["OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS"]
+    {
         command.env_remove(var);
     }
     command.envs(env.iter().copied()).output().unwrap()
@@ -225,11 +228,19 @@ fn spans_and_counters_read_back_with_opentelemetrys_classes() {
         return;
     }
     let out = scratch.join("spans.pb");
-    let done = export_to(&log, out.to_str().unwrap(), &[("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test,host.name=not-this")]);
+    let done = export_to(
+        &log,
+        out.to_str().unwrap(),
+        &[("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test,host.name=not-this")],
+    );
     assert!(done.status.success(), "{}", stderr(&done));
     assert_eq!(
         stdout(&done).trim(),
-        format!("7 spans and 1 data points written to {} and {}", out.display(), scratch.join("spans.metrics.pb").display())
+        format!(
+            "7 spans and 1 data points written to {} and {}",
+            out.display(),
+            scratch.join("spans.metrics.pb").display()
+        )
     );
     let said = stderr(&done);
     assert!(said.contains("1 span never ended") && said.contains("1 span end with no open span"), "{said}");
@@ -252,7 +263,12 @@ fn spans_and_counters_read_back_with_opentelemetrys_classes() {
     let trace = |name: &str| spans[name]["trace"].as_str().unwrap().to_owned();
     let parent = |name: &str| spans[name]["parent"].as_str().unwrap().to_owned();
     // Times: wall-clock nanoseconds of the ticks (1 GHz from 1.8e18).
-    let first_handle = read["spans"].as_array().unwrap().iter().find(|s| s["name"] == "handle" && s["attributes"]["worker"] == 1).unwrap();
+    let first_handle = read["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "handle" && s["attributes"]["worker"] == 1)
+        .unwrap();
     assert_eq!(first_handle["start"].as_u64(), Some(1_800_000_000_000_000_100));
     assert_eq!(first_handle["end"].as_u64(), Some(1_800_000_000_000_000_200));
 
@@ -279,7 +295,12 @@ fn spans_and_counters_read_back_with_opentelemetrys_classes() {
     assert_eq!(first_handle["events"][1][1].as_u64(), Some(1_800_000_000_000_000_140));
     assert_eq!(first_handle["events"][1][2]["text"], "inside handle");
     // The flow of job 7: the second handle links to the first.
-    let second_handle = read["spans"].as_array().unwrap().iter().find(|s| s["name"] == "handle" && s["attributes"]["worker"] == 2).unwrap();
+    let second_handle = read["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "handle" && s["attributes"]["worker"] == 2)
+        .unwrap();
     assert_eq!(second_handle["links"].as_array().unwrap().len(), 1, "{second_handle}");
     assert_eq!(second_handle["links"][0][0], first_handle["trace"]);
     assert_eq!(second_handle["links"][0][1], first_handle["span"]);
@@ -315,17 +336,35 @@ fn spans_and_counters_read_back_with_opentelemetrys_classes() {
 
     // The same log again: the same bytes (ids are derived, not drawn).
     let again = scratch.join("again.pb");
-    assert!(export_to(&log, again.to_str().unwrap(), &[("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test,host.name=not-this")]).status.success());
+    assert!(
+        export_to(
+            &log,
+            again.to_str().unwrap(),
+            &[("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test,host.name=not-this")]
+        )
+        .status
+        .success()
+    );
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap(), "two exports, the same ids and bytes");
 
     // OTLP JSON: the same spans and points.
     let json = scratch.join("spans.json");
-    let done = export_to(&log, json.to_str().unwrap(), &[("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test,host.name=not-this")]);
+    let done = export_to(
+        &log,
+        json.to_str().unwrap(),
+        &[("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test,host.name=not-this")],
+    );
     assert!(done.status.success(), "{}", stderr(&done));
     assert_eq!(read_otlp("json-traces", &[&json]), read, "OTLP JSON reads as the protobuf does");
     let points = read_otlp("json-metrics", &[&scratch.join("spans.metrics.json")]);
     assert_eq!(points["metrics"], metrics["metrics"]);
 }
+
+/// A request a receiver got: its path, body and headers (names in lowercase).
+type Request = (String, Vec<u8>, Vec<(String, String)>);
+
+/// A span as the tests compare them: trace, span and parent ids, name, duration, status code.
+type Row = (String, String, String, String, u64, u64);
 
 /// What a receiver answers each request of a path, in turn (the last answer then on):
 /// (status, `Retry-After`, body).
@@ -335,7 +374,7 @@ type Answers = BTreeMap<&'static str, Vec<(u16, Option<u64>, Vec<u8>)>>;
 /// them, answered as `answers` says. Stops when `stop` is called.
 struct Receiver {
     port: u16,
-    got: Arc<Mutex<Vec<(String, Vec<u8>, Vec<(String, String)>)>>>,
+    got: Arc<Mutex<Vec<Request>>>,
 }
 
 impl Receiver {
@@ -367,11 +406,7 @@ impl Receiver {
 
 /// Serves one connection's requests (HTTP/1.1, kept alive) until it closes; each request
 /// must take at most a few seconds.
-fn serve(
-    stream: std::net::TcpStream,
-    got: &Mutex<Vec<(String, Vec<u8>, Vec<(String, String)>)>>,
-    answers: &Mutex<Answers>,
-) {
+fn serve(stream: std::net::TcpStream, got: &Mutex<Vec<Request>>, answers: &Mutex<Answers>) {
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
@@ -405,10 +440,14 @@ fn serve(
         got.lock().unwrap().push((path.clone(), body, headers));
         let (status, retry_after, reply) = {
             let mut answers = answers.lock().unwrap();
-            let list = answers.entry(Box::leak(path.clone().into_boxed_str())).or_insert_with(|| vec![(200, None, vec![])]);
+            let list =
+                answers.entry(Box::leak(path.clone().into_boxed_str())).or_insert_with(|| vec![(200, None, vec![])]);
             if list.len() > 1 { list.remove(0) } else { list[0].clone() }
         };
-        let mut head = format!("HTTP/1.1 {status} X\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n", reply.len());
+        let mut head = format!(
+            "HTTP/1.1 {status} X\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n",
+            reply.len()
+        );
         if let Some(s) = retry_after {
             head.push_str(&format!("Retry-After: {s}\r\n"));
         }
@@ -444,7 +483,8 @@ fn a_receiver_gets_the_same_spans_and_a_refused_batch_again() {
         ("/v1/traces", vec![(503, Some(1), vec![]), (200, None, vec![])]),
         ("/v1/metrics", vec![(429, Some(0), vec![]), (200, None, vec![])]),
     ]));
-    let done = export_to(&log, &receiver.url(), &[("OTEL_EXPORTER_OTLP_HEADERS", "x-team=shop,authorization=Bearer%20abc")]);
+    let done =
+        export_to(&log, &receiver.url(), &[("OTEL_EXPORTER_OTLP_HEADERS", "x-team=shop,authorization=Bearer%20abc")]);
     assert!(done.status.success(), "{}", stderr(&done));
     assert_eq!(
         stdout(&done).trim(),
@@ -515,7 +555,10 @@ fn the_endpoint_comes_from_the_environment() {
         let body = scratch.join("gzipped-body");
         std::fs::write(&body, &inflated).unwrap();
         let read = read_otlp("traces", &[&body]);
-        assert_eq!(read["resources"][0]["service.name"], "shop-api", "OTEL_SERVICE_NAME names a log without a service label");
+        assert_eq!(
+            read["resources"][0]["service.name"], "shop-api",
+            "OTEL_SERVICE_NAME names a log without a service label"
+        );
         assert_eq!(read["spans"].as_array().unwrap().len(), 7);
     }
     // A protocol it does not speak, and a bad header, are one line each.
@@ -523,7 +566,12 @@ fn the_endpoint_comes_from_the_environment() {
     command.args(["export", "--to", "otlp", log.to_str().unwrap()]).env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
     let refused = command.output().unwrap();
     assert_eq!(refused.status.code(), Some(1));
-    assert!(stderr(&refused).contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: event-dump sends OTLP over HTTP with protobuf only"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused)
+            .contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: event-dump sends OTLP over HTTP with protobuf only"),
+        "{}",
+        stderr(&refused)
+    );
     let bad = run(&["export", "--to", "otlp", log.to_str().unwrap(), "-o", &receiver.url(), "--header", "novalue"]);
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
@@ -536,7 +584,7 @@ fn flate2_inflate(gz: &[u8], out: &mut Vec<u8>) {
 
 /// The spans of an OTLP JSON file (lines of requests), each as its ids, name, duration and
 /// status, sorted.
-fn json_spans(path: &Path) -> Vec<(String, String, String, String, u64, u64)> {
+fn json_spans(path: &Path) -> Vec<Row> {
     let mut spans = Vec::new();
     for line in std::fs::read_to_string(path).unwrap().lines() {
         let request: Json = serde_json::from_str(line).unwrap();
@@ -561,18 +609,19 @@ fn json_spans(path: &Path) -> Vec<(String, String, String, String, u64, u64)> {
 }
 
 /// The `spans` rows of an SQLite export, as [`json_spans`] gives them.
-fn sqlite_spans(db: &Path) -> Vec<(String, String, String, String, u64, u64)> {
+fn sqlite_spans(db: &Path) -> Vec<Row> {
     let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT TraceId, SpanId, ParentSpanId, SpanName, Duration, StatusCode FROM spans")
-        .unwrap();
+    let mut stmt =
+        conn.prepare("SELECT TraceId, SpanId, ParentSpanId, SpanName, Duration, StatusCode FROM spans").unwrap();
     let code = |s: String| match s.as_str() {
         "STATUS_CODE_OK" => 1,
         "STATUS_CODE_ERROR" => 2,
         _ => 0,
     };
     let mut rows: Vec<_> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)? as u64, code(r.get(5)?))))
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)? as u64, code(r.get(5)?)))
+        })
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -582,7 +631,7 @@ fn sqlite_spans(db: &Path) -> Vec<(String, String, String, String, u64, u64)> {
 
 /// The `spans` rows of a Parquet dataset read by DuckDB, as [`json_spans`] gives them; `None`
 /// without DuckDB's Python package (`EVENT_REQUIRE_DUCKDB=1` makes that a failure).
-fn parquet_spans(dataset: &Path) -> Option<Vec<(String, String, String, String, u64, u64)>> {
+fn parquet_spans(dataset: &Path) -> Option<Vec<Row>> {
     let script = "import duckdb, json, sys\n\
         rows = duckdb.connect().execute(\"SELECT TraceId, SpanId, ParentSpanId, SpanName, Duration, StatusCode \
         FROM read_parquet('\" + sys.argv[1] + \"/spans/*/*.parquet')\").fetchall()\n\
@@ -625,7 +674,11 @@ fn the_spans_tables_hold_the_spans_otlp_sends() {
     let recording: String = conn.query_row("SELECT recording FROM event_log", [], |r| r.get(0)).unwrap();
     assert_eq!(recording, hex(&RECORDING));
     let path: String = conn
-        .query_row("SELECT json_extract(SpanAttributes, '$.path') FROM spans WHERE SpanAttributes LIKE '%\"id\":\"1\"%'", [], |r| r.get(0))
+        .query_row(
+            "SELECT json_extract(SpanAttributes, '$.path') FROM spans WHERE SpanAttributes LIKE '%\"id\":\"1\"%'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(path, "/a");
     let dataset = scratch.join("dataset");
@@ -641,7 +694,8 @@ fn the_spans_tables_hold_the_spans_otlp_sends() {
     assert!(export_to(&scratch.join("segments"), json2.to_str().unwrap(), &[]).status.success());
     assert_eq!(json_spans(&json2), sent, "a span across a rotation is one span, with the same ids");
     let whole = scratch.join("whole");
-    let done = run(&["export", "--to", "parquet", scratch.join("segments").to_str().unwrap(), "-o", whole.to_str().unwrap()]);
+    let done =
+        run(&["export", "--to", "parquet", scratch.join("segments").to_str().unwrap(), "-o", whole.to_str().unwrap()]);
     assert!(done.status.success(), "{}", stderr(&done));
     let apart = scratch.join("apart");
     for segment in &segments {
@@ -669,7 +723,11 @@ fn the_spans_tables_hold_the_spans_otlp_sends() {
         .output()
         .unwrap();
     if logs_segment.status.success() {
-        assert_eq!(stdout(&logs_segment).trim(), format!("([0, 1], ['{}'])", hex(&RECORDING)), "the logs table's segment and recording");
+        assert_eq!(
+            stdout(&logs_segment).trim(),
+            format!("([0, 1], ['{}'])", hex(&RECORDING)),
+            "the logs table's segment and recording"
+        );
     }
 }
 

@@ -203,7 +203,13 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
             "{engine}: the query over the spans table"
         );
         if let Some(stats) = got.get("span_stats") {
-            let names: i64 = stats.as_object().unwrap().values().flat_map(|s| s.as_object().unwrap().values()).map(|v| v[0].as_str().unwrap().parse::<i64>().unwrap()).sum();
+            let names: i64 = stats
+                .as_object()
+                .unwrap()
+                .values()
+                .flat_map(|s| s.as_object().unwrap().values())
+                .map(|v| v[0].as_str().unwrap().parse::<i64>().unwrap())
+                .sum();
             assert_eq!(names, spans.values().sum::<i64>(), "{engine}: the query counts every span");
             match &span_stats {
                 None => span_stats = Some((engine.to_owned(), stats.clone())),

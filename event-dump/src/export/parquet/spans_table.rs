@@ -213,8 +213,35 @@ fn signed(ns: u64) -> i64 {
 
 /// Pushes `span`'s row into `buffers` (of [`buffers`]); about the bytes it added.
 pub(super) fn push_span(b: &mut [Buffer], resource: &Resource<'_>, span: &Span) -> usize {
-    let [log, timestamp, trace, id, parent, state, name, kind, service, ra_k, ra_v, scope, version, sa_k, sa_v, duration, code, message, e_t, e_n, e_a_k, e_a_v, l_t, l_s, l_ts, l_a_k, l_a_v] =
-        b
+    let [
+        log,
+        timestamp,
+        trace,
+        id,
+        parent,
+        state,
+        name,
+        kind,
+        service,
+        ra_k,
+        ra_v,
+        scope,
+        version,
+        sa_k,
+        sa_v,
+        duration,
+        code,
+        message,
+        e_t,
+        e_n,
+        e_a_k,
+        e_a_v,
+        l_t,
+        l_s,
+        l_ts,
+        l_a_k,
+        l_a_v,
+    ] = b
     else {
         return 0;
     };
@@ -240,7 +267,8 @@ pub(super) fn push_span(b: &mut [Buffer], resource: &Resource<'_>, span: &Span) 
     push_str(message, &span.status_message);
     push_list(e_t, span.events.iter().map(|e| NestedValue::Int(signed(e.time_ns))));
     push_list(e_n, span.events.iter().map(|e| NestedValue::Str(&e.name)));
-    let event_maps: Vec<Vec<(String, String)>> = span.events.iter().map(|e| text_attributes(&e.attributes.list)).collect();
+    let event_maps: Vec<Vec<(String, String)>> =
+        span.events.iter().map(|e| text_attributes(&e.attributes.list)).collect();
     push_list_of_maps(e_a_k, e_a_v, &event_maps);
     let links: Vec<(String, String)> = span.links.iter().map(|l| (hex(&l.trace_id), hex(&l.span_id))).collect();
     push_list(l_t, links.iter().map(|(t, _)| NestedValue::Str(t)));

@@ -78,6 +78,7 @@ pub fn run() -> ExitCode {
         Some(Command::Latency(args)) => commands::latency::latency(&args),
         Some(Command::Summary(args)) => commands::summary::summary(&args),
         Some(Command::Top(args)) => commands::top::top(&args),
+        Some(Command::Hist(args)) => commands::hist::hist(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
         Some(Command::Completions(args)) => {
             cli::completions(args.shell, &mut std::io::stdout());

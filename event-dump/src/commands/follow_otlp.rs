@@ -122,6 +122,14 @@ pub(crate) fn follow(args: &FollowArgs) -> Result<ExitCode> {
                 }
             },
         };
+        if state.is_some() && !found.iter().any(|f| f.recording == recording) {
+            return Err(DumpError::new(format!(
+                "{}: names recording {recording}, of which {} holds no segment; remove it to send the directory's \
+                 recordings from their start",
+                state_path.display(),
+                dir.display()
+            )));
+        }
         let next = state.map_or(0, |s| s.segment);
         let sealed = found.iter().find(|f| f.recording == recording && !f.open && f.segment.index >= next);
         let Some(segment) = sealed else {

@@ -2,13 +2,13 @@
 //! shape of ClickHouse's OpenTelemetry table `otel_traces` (the collector's ClickHouse
 //! exporter's), so that ClickHouse, DuckDB and the others load it as it is, and with the ids
 //! OTLP sends: `log` (the dataset's name of the log, as every table has it), then
-//! `Timestamp` TIMESTAMP(NANOS, UTC), `TraceId`, `SpanId`, `ParentSpanId` (hex, empty for a
+//! `Timestamp` `TIMESTAMP(NANOS, UTC)`, `TraceId`, `SpanId`, `ParentSpanId` (hex, empty for a
 //! root), `TraceState`, `SpanName`, `SpanKind`, `ServiceName`, `ResourceAttributes`
-//! MAP<STRING, STRING>, `ScopeName`, `ScopeVersion`, `SpanAttributes` MAP<STRING, STRING>,
-//! `Duration` INT64 (ns), `StatusCode`, `StatusMessage`, and ClickHouse's flattened `Nested`
-//! columns `Events.Timestamp` LIST<TIMESTAMP(NANOS)>, `Events.Name` LIST<STRING>,
-//! `Events.Attributes` LIST<MAP>, `Links.TraceId`, `Links.SpanId`, `Links.TraceState`
-//! LIST<STRING> and `Links.Attributes` LIST<MAP>. Attribute values are text (ClickHouse's
+//! `MAP<STRING, STRING>`, `ScopeName`, `ScopeVersion`, `SpanAttributes` `MAP<STRING, STRING>`,
+//! `Duration` `INT64` (ns), `StatusCode`, `StatusMessage`, and ClickHouse's flattened `Nested`
+//! columns `Events.Timestamp` `LIST<TIMESTAMP(NANOS)>`, `Events.Name` `LIST<STRING>`,
+//! `Events.Attributes` `LIST<MAP>`, `Links.TraceId`, `Links.SpanId`, `Links.TraceState`
+//! `LIST<STRING>` and `Links.Attributes` `LIST<MAP>`. Attribute values are text (ClickHouse's
 //! maps hold strings). docs/OUTPUT.md ("spans") is the contract.
 //!
 //! Nested columns are written as their leaves with Parquet's definition and repetition

@@ -89,7 +89,7 @@ pub(crate) enum Command {
     /// Prints a running program's events from its ring file as they are committed
     /// (like ftrace's trace_pipe); ends when the program stops.
     #[command(
-        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next"
+        after_help = "Examples:\n  EVENT_RING=prog.ring ./prog &  event-dump follow prog.ring --kind Pool\n  event-dump follow prog.ring --from-now          only what comes next\n  event-dump follow traces/ --otlp --endpoint http://collector:4318   spans to a collector, segment by segment"
     )]
     Follow(FollowArgs),
     /// A live view of a running recording, as top(1): events per second by kind, event and
@@ -101,7 +101,7 @@ pub(crate) enum Command {
     /// Writes a log in another tool's format: Perfetto, Chrome JSON, SQLite, CTF, Parquet, or
     /// folded stacks for flame graphs.
     #[command(
-        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n  event-dump export --to folded trace.evt -o - | inferno-flamegraph > spans.svg\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd), tracing's spans\n(SpanOpen/SpanClose, async; SpanEnter/SpanExit) are slices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to.\nfolded: a line per stack of nested spans, `outer;inner NS`, NS the self time (--weight\ntotal: the whole duration), threads merged (--per-thread: a stack per thread)."
+        after_help = "Examples:\n  event-dump export --to perfetto trace.evt -o trace.pftrace  open in ui.perfetto.dev\n  event-dump export --to chrome trace.evt -o trace.json\n  event-dump export --to sqlite a.evt b.evt -o logs.db\n  event-dump export --to ctf trace.evt -o trace-ctf && babeltrace2 trace-ctf\n  event-dump export --to parquet host1/*.evt host2/*.evt -o fleet/\n  event-dump export --to perfetto trace.evt --since 41.5 --until 52 -o incident.pftrace\n  event-dump export --to folded trace.evt -o - | inferno-flamegraph > spans.svg\n  event-dump export --to otlp trace.evt -o spans.pb           OTLP protobuf (spans.json: OTLP JSON)\n  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 event-dump export --to otlp trace.evt\n\nThe events exported are chosen as `print` chooses them (--kind, --event, --thread,\n--since, --until, --filter); what is left out is counted on stderr, and in SQLite's\nevent_log.left_out. A span is chosen by its begin (as `latency` chooses): one begun in the\nselection is exported whole, its end included even when after --until; an end whose begin\nwas left out (before --since) is an instant.\n\nperfetto, chrome: a process per log, a track per thread; the spans events.def declares\n(SPAN; without declarations, events named FooBegin and FooEnd), tracing's spans\n(SpanOpen/SpanClose, async; SpanEnter/SpanExit) are slices, its counters (COUNTER) counter tracks, its flows (FLOW) arrows; other events are\ninstants.\nctf: OUT is a directory: metadata and one stream file per thread.\nparquet: OUT is a dataset directory, one table (directory) per event type, appended to.\nfolded: a line per stack of nested spans, `outer;inner NS`, NS the self time (--weight\ntotal: the whole duration), threads merged (--per-thread: a stack per thread).\notlp: the spans (ids derived from the recording id: the same log sent twice gives the same\nids) and counters; to an endpoint in batches, retried on 429/502/503/504; says what was sent\nand refused (exit 1 when anything was refused)."
     )]
     Export(ExportArgs),
     /// How long spans last: count, min, percentiles, max and a histogram per span (or per
@@ -292,6 +292,22 @@ pub(crate) struct FollowArgs {
     /// started are not reported as lost either way: they were gone before `follow` came.
     #[arg(long)]
     pub(crate) from_now: bool,
+    /// Send the recording's spans and counters to an OTLP/HTTP endpoint instead of printing:
+    /// each segment once its recorder seals it, resuming after a restart where it stopped
+    /// (RINGFILE is the recording's directory; the endpoint as `export --to otlp` takes it).
+    #[arg(long)]
+    pub(crate) otlp: bool,
+    /// `--otlp`: the endpoint's base URL (`http://collector:4318`); without it,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (default `http://localhost:4318`).
+    #[arg(long, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+    /// `--otlp`: a header of every request, `NAME=VALUE` (repeat it for more).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub(crate) header: Vec<String>,
+    /// `--otlp`: the file that says how far the sending got (default: `.event-dump-otlp` in
+    /// the recording's directory).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) state: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -304,9 +320,21 @@ pub(crate) struct ExportArgs {
     #[arg(value_name = "LOG", required = true)]
     pub(crate) logs: Vec<PathBuf>,
     /// Where to write: a file (`perfetto`, `chrome`, `sqlite`, `folded`; `-` for stdout with
-    /// `folded`) or a directory (`ctf`, `parquet`).
-    #[arg(short, long, value_name = "OUT")]
-    pub(crate) out: PathBuf,
+    /// `folded`) or a directory (`ctf`, `parquet`). `otlp`: a file (protobuf; OTLP JSON for a
+    /// name ending in `.json` or `.jsonl`), or an OTLP/HTTP endpoint (`http://HOST:4318`);
+    /// without `-o`, the endpoint of `OTEL_EXPORTER_OTLP_ENDPOINT` (default
+    /// `http://localhost:4318`).
+    #[arg(
+        short,
+        long,
+        value_name = "OUT",
+        required_if_eq_any = [("to", "perfetto"), ("to", "chrome"), ("to", "sqlite"), ("to", "ctf"), ("to", "parquet"), ("to", "folded")]
+    )]
+    pub(crate) out: Option<PathBuf>,
+    /// `otlp` to an endpoint: a header of every request, `NAME=VALUE` (repeat it for more),
+    /// beside those of `OTEL_EXPORTER_OTLP_HEADERS`.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub(crate) header: Vec<String>,
     /// The events exported, as `print` selects them. Every format leaves the rest out and
     /// says how many it left out (not as losses). `perfetto` and `chrome` choose a span by its
     /// begin: a span begun in the selection is exported whole, its end included; an end whose
@@ -516,4 +544,7 @@ pub(crate) enum Target {
     /// Folded stacks of nested spans (`a;b;c NS`) for flame graphs: inferno, flamegraph.pl,
     /// speedscope; OUT `-` is stdout.
     Folded,
+    /// OpenTelemetry's OTLP: spans and counters (gauges), to a file (protobuf, or JSON) or an
+    /// OTLP/HTTP endpoint (a collector, Tempo, Jaeger, a vendor).
+    Otlp,
 }

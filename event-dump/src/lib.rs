@@ -31,6 +31,7 @@ mod log;
 mod pipeline;
 mod progress;
 mod render;
+mod spans;
 
 pub use commands::control::{ControlError, send_request};
 

@@ -14,6 +14,8 @@
 pub(crate) mod census;
 pub(crate) mod control;
 mod follow;
+#[cfg(feature = "otlp")]
+mod follow_otlp;
 mod follow_segments;
 pub(crate) mod hist;
 pub(crate) mod latency;
@@ -58,6 +60,17 @@ pub(crate) fn write_all(text: &str) -> Result<()> {
 /// `follow`: what a running program records, as it records it: from its ring file until it
 /// stops, or from its recording of segments (a directory, or a segment), across rotations.
 pub(crate) fn follow(args: &crate::cli::FollowArgs, colors: Colors) -> Result<std::process::ExitCode> {
+    if args.otlp {
+        #[cfg(feature = "otlp")]
+        return follow_otlp::follow(args);
+        #[cfg(not(feature = "otlp"))]
+        return Err(DumpError::new(
+            "this event-dump was built without OTLP; build it with `--features otlp` (on by default)".to_owned(),
+        ));
+    }
+    if args.endpoint.is_some() || !args.header.is_empty() || args.state.is_some() {
+        return Err(DumpError::new("--endpoint, --header and --state are for follow --otlp".to_owned()));
+    }
     // What the path is, as the one opener reads it: a directory of segments or a stream is
     // followed across rotations; a ring file, or what cannot be read, by the ring's follower
     // (which says what is wrong with it).

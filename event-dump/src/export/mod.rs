@@ -9,6 +9,8 @@
 //!   and Spark query.
 //! - [`folded`]: nested spans as folded stacks, which inferno, flamegraph.pl and speedscope
 //!   draw as flame graphs.
+//! - [`otlp`]: OpenTelemetry's OTLP, the spans of the span model (`crate::spans`) and the
+//!   counters, to a file or (by [`otlp_http`]) to a collector.
 //!
 //! The viewers' exports (Chrome, Perfetto, CTF) read the logs through the merge (bounded
 //! memory, threads and logs in time order) and write as they read; Chrome's and Perfetto's
@@ -38,6 +40,9 @@
 mod chrome;
 mod ctf;
 mod folded;
+pub(crate) mod otlp;
+#[cfg(feature = "otlp")]
+pub(crate) mod otlp_http;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod perfetto;
@@ -118,8 +123,12 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         ));
     }
     // The viewers' exports merge by the logs' block indexes; the table exports walk blocks.
+    if !args.header.is_empty() && args.to != Target::Otlp {
+        return Err(DumpError::new("--header is for --to otlp, whose requests it adds to".to_owned()));
+    }
+    let out = || args.out.clone().unwrap_or_default();
     let mut logs = match args.to {
-        Target::Chrome | Target::Perfetto | Target::Ctf | Target::Folded if !args.window_only => {
+        Target::Chrome | Target::Perfetto | Target::Ctf | Target::Folded | Target::Otlp if !args.window_only => {
             open_all_indexed(&args.logs, args.force)?
         }
         _ => open_all(&args.logs, args.force)?,
@@ -130,19 +139,20 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         Window::new(choice, headers.iter().map(|h| h.clock).collect())
     };
     match args.to {
-        Target::Chrome => chrome::export(&mut logs, &args.out, &mut window),
+        Target::Chrome => chrome::export(&mut logs, &out(), &mut window),
         Target::Perfetto => {
             let packing = if args.uncompressed { perfetto::Packing::Plain } else { perfetto::Packing::Deflated };
-            perfetto::export(&mut logs, &args.out, packing, &mut window)
+            perfetto::export(&mut logs, &out(), packing, &mut window)
         }
         #[cfg(feature = "sqlite")]
-        Target::Sqlite => sqlite::export(&mut logs, &args.out, &mut window),
+        Target::Sqlite => sqlite::export(&mut logs, &out(), &mut window),
         #[cfg(not(feature = "sqlite"))]
         Target::Sqlite => Err(without("sqlite")),
-        Target::Ctf => ctf::export(&mut logs, &args.out, &mut window),
+        Target::Ctf => ctf::export(&mut logs, &out(), &mut window),
         Target::Folded => {
-            folded::export(&mut logs, &args.out, &mut window, args.weight.unwrap_or_default(), args.per_thread)
+            folded::export(&mut logs, &out(), &mut window, args.weight.unwrap_or_default(), args.per_thread)
         }
+        Target::Otlp => otlp::export(&mut logs, args.out.as_deref(), &args.header, &mut window),
         Target::Parquet if window.choice.is_some() => Err(DumpError::new(
             "the Parquet export takes no --kind, --event, --thread, --since, --until or --filter: a dataset holds \
              whole logs, so that a log exported anywhere gives the same files and rows; select in the query \
@@ -150,14 +160,14 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
                 .to_owned(),
         )),
         #[cfg(feature = "parquet")]
-        Target::Parquet => parquet::export(logs, &args.out),
+        Target::Parquet => parquet::export(logs, &out()),
         #[cfg(not(feature = "parquet"))]
         Target::Parquet => Err(without("parquet")),
     }
 }
 
 /// The error of an export this build left out (its cargo feature was off).
-#[cfg(not(all(feature = "sqlite", feature = "parquet")))]
+#[cfg(not(all(feature = "sqlite", feature = "parquet", feature = "otlp")))]
 fn without(feature: &str) -> DumpError {
     DumpError::new(format!(
         "this event-dump was built without the {feature} export; build it with `--features {feature}` (on by \
@@ -188,6 +198,13 @@ impl Window {
             self.left_out[file] += 1;
         }
         keeps
+    }
+
+    /// Whether event `event` of log `file` is selected, without counting it: for a second
+    /// pass over a log (the table exports' spans) whose events the first pass counted.
+    #[cfg(feature = "sqlite")]
+    fn selects(&self, file: usize, event: &Event<'_>) -> bool {
+        self.choice.as_ref().is_none_or(|choice| choice.keeps(file, event, &self.clocks[file]))
     }
 
     /// The events of log `file` left out so far.

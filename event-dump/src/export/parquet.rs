@@ -82,6 +82,7 @@ mod encode;
 mod errors;
 mod layout;
 mod rows;
+mod spans_table;
 mod times;
 
 use super::Said;
@@ -172,6 +173,14 @@ struct LogFiles<'a> {
     buffered: usize,
 }
 
+/// The span model carried from one segment of a recording to the next one of the run, so
+/// that a span open across a rotation pairs without reading the earlier segments again.
+pub(super) struct Carried {
+    recording: event_format::wire::RecordingId,
+    index: u64,
+    model: crate::spans::SpanModel,
+}
+
 impl LogFiles<'_> {
     /// The index of the file of table `name` on day `day`, created (with its directories)
     /// when new.
@@ -204,6 +213,32 @@ impl LogFiles<'_> {
         let file = TableFile::create(&dir, &self.name, columns, metadata, fill, &mut self.encoder)?;
         self.tables.push(file);
         self.by_key.insert((name.to_owned(), day), self.tables.len() - 1);
+        Ok(self.tables.len() - 1)
+    }
+
+    /// The index of the `spans` file of day `day`, created when new.
+    fn spans_table(&mut self, day: i64) -> Result<usize> {
+        if let Some(&i) = self.by_key.get(&(spans_table::SPANS.to_owned(), day)) {
+            return Ok(i);
+        }
+        let table_dir = self.out.join(spans_table::SPANS);
+        let dir = table_dir.join(partition(day));
+        for d in [&table_dir, &dir] {
+            if !d.exists() {
+                fs::create_dir(d).map_err(|e| io_error(d, &e))?;
+                self.created_dirs.push(d.clone());
+            }
+        }
+        let file = TableFile::create_nested(
+            &dir,
+            &self.name,
+            spans_table::fields(),
+            spans_table::buffers(),
+            &spans_table::UNIQUE,
+            &mut self.encoder,
+        )?;
+        self.tables.push(file);
+        self.by_key.insert((spans_table::SPANS.to_owned(), day), self.tables.len() - 1);
         Ok(self.tables.len() - 1)
     }
 
@@ -278,6 +313,7 @@ fn export_into(logs: &mut [Log], out: &Path, created: bool) -> Result<Vec<Import
     let mut logs_files = Vec::new();
     let mut imported = Vec::new();
     let mut result = Ok(());
+    let mut carried = None;
     for (log, plan) in logs.iter_mut().zip(&plans) {
         match plan {
             Plan::Already(id) => imported.push(Imported {
@@ -288,13 +324,15 @@ fn export_into(logs: &mut [Log], out: &Path, created: bool) -> Result<Vec<Import
                 said: Said::default(),
                 already: true,
             }),
-            Plan::Export(id) => match write_log(log, id, out, &mut created_dirs, &mut files, &mut logs_files) {
-                Ok(i) => imported.push(i),
-                Err(e) => {
-                    result = Err(e);
-                    break;
+            Plan::Export(id) => {
+                match write_log(log, id, out, &mut created_dirs, (&mut files, &mut logs_files), &mut carried) {
+                    Ok(i) => imported.push(i),
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
                 }
-            },
+            }
         }
     }
     let new_dirs = Dirs { out, created, within: &created_dirs };
@@ -409,8 +447,8 @@ fn write_log(
     id: &str,
     out: &Path,
     created_dirs: &mut Vec<PathBuf>,
-    files: &mut Vec<Rename>,
-    logs_files: &mut Vec<Rename>,
+    (files, logs_files): (&mut Vec<Rename>, &mut Vec<Rename>),
+    carried: &mut Option<Carried>,
 ) -> Result<Imported> {
     let header = log.header().clone();
     let times = Times::new(header.clock);
@@ -536,6 +574,8 @@ fn write_log(
             count(l.truncated_strings()),
             header.properties.label("service").map_or(Null, |s| Str(s.to_owned())),
             Str(crate::identity::labels_json(&header)),
+            Str(log.recording_id().to_hex()),
+            header.properties.segment.map_or(Null, |s| count(s.index)),
         ]
     };
     // Every thread with a block, and every thread a `Dropped` event names.
@@ -553,6 +593,11 @@ fn write_log(
             "event-dump: {shown}: a thread id, tick count or header number is above 2^63 - 1; the signed column holds its bits (a negative number), as docs/OUTPUT.md says"
         );
     }
+    let spanned = write_spans(log, &mut files_of, carried);
+    if let Err(e) = spanned {
+        files_of.abandon();
+        return Err(e);
+    }
     let built = (|| {
         // Every event type of the log new to the dataset has a table: an empty file.
         for desc in log.catalog().iter() {
@@ -561,6 +606,11 @@ fn write_log(
             if !written && !out.join(&name).exists() {
                 files_of.table(&name, start_day, desc)?;
             }
+        }
+        // So has the `spans` table: a log without spans makes it empty, where it is new.
+        let spans_written = files_of.by_key.keys().any(|(n, _)| n == spans_table::SPANS);
+        if !spans_written && !out.join(spans_table::SPANS).exists() {
+            files_of.spans_table(start_day)?;
         }
         if !declared.is_empty() {
             let histograms = files_of.open("histograms", start_day, histograms_columns(), Vec::new(), None)?;
@@ -596,4 +646,52 @@ fn write_log(
         said: Said::of([l]),
         already: false,
     })
+}
+
+/// The `spans` rows of `log` (a whole stream, or one segment: the spans that end in it,
+/// paired with what the recording's earlier segments began, carried from the run's previous
+/// segment or read again from beside it, [`super::tables::replay_earlier`]), into its files.
+fn write_spans(log: &Log, files_of: &mut LogFiles<'_>, carried: &mut Option<Carried>) -> Result<()> {
+    let shown = log.path().display().to_string();
+    let failed = |e: std::io::Error| DumpError::new(format!("{shown}: cannot read its spans: {e}"));
+    let recording = log.recording_id();
+    let index = log.header().properties.segment.map(|s| s.index);
+    let mut model = match (carried.take(), index) {
+        (Some(c), Some(i)) if c.recording == recording && c.index.checked_add(1) == Some(i) => c.model,
+        _ => {
+            let mut model = crate::spans::SpanModel::of(log);
+            super::tables::replay_earlier(log, &mut model).map_err(failed)?;
+            model
+        }
+    };
+    let resource = crate::spans::resource(log.header(), &recording.to_hex(), None);
+    let attributes = spans_table::text_attributes(&resource.attributes);
+    let row = spans_table::Resource { service: &resource.service, attributes: &attributes };
+    let mut error = None;
+    super::tables::spans_pass(
+        &[log.path().to_owned()],
+        &mut model,
+        |_| true,
+        |span| {
+            let day = day_of(i64::try_from(span.start_ns / 1000).unwrap_or(i64::MAX));
+            let i = match files_of.spans_table(day) {
+                Ok(i) => i,
+                Err(e) => {
+                    let text = e.0.clone();
+                    error = Some(e);
+                    return Err(std::io::Error::other(text));
+                }
+            };
+            let table = &mut files_of.tables[i];
+            let before = table.bytes;
+            let bytes = spans_table::push_span(table.row(0), &row, &span);
+            table.bytes += bytes;
+            files_of.buffered += table.bytes - before;
+            files_of.relieve(i);
+            Ok(())
+        },
+    )
+    .map_err(|e| error.take().unwrap_or_else(|| failed(e)))?;
+    *carried = index.map(|index| Carried { recording, index, model });
+    Ok(())
 }

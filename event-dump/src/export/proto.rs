@@ -1,5 +1,5 @@
-//! Protocol Buffers' wire format, written by hand: the few field types the Perfetto export
-//! writes (varints, 64-bit fixed values, doubles, bytes and nested messages), into one
+//! Protocol Buffers' wire format, written by hand: the few field types the Perfetto and OTLP
+//! exports write (varints, 32- and 64-bit fixed values, doubles, bytes and nested messages), into one
 //! buffer, with no schema compiler and no per-field allocation.
 //!
 //! A nested message is written in place: one byte is kept for its length, the message is
@@ -12,6 +12,8 @@ const VARINT: u64 = 0;
 const I64: u64 = 1;
 /// Wire type of a length-delimited field.
 const LEN: u64 = 2;
+/// Wire type of a 32-bit field.
+const I32: u64 = 5;
 
 /// A buffer that protobuf fields are appended to.
 #[derive(Debug, Default)]
@@ -62,6 +64,19 @@ impl Proto {
     pub(crate) fn fixed64(&mut self, field: u32, v: u64) {
         self.key(field, I64);
         self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// A `fixed32` field.
+    #[inline]
+    pub(crate) fn fixed32(&mut self, field: u32, v: u32) {
+        self.key(field, I32);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// An `sfixed64` field.
+    #[inline]
+    pub(crate) fn sfixed64(&mut self, field: u32, v: i64) {
+        self.fixed64(field, v as u64);
     }
 
     /// A `double` field.
@@ -155,6 +170,12 @@ mod tests {
         let mut p = Proto::default();
         p.fixed64(47, 1);
         assert_eq!(p.buf, [0xf9, 0x02, 1, 0, 0, 0, 0, 0, 0, 0]);
+        let mut p = Proto::default();
+        p.fixed32(16, 0x301);
+        assert_eq!(p.buf, [0x85, 0x01, 0x01, 0x03, 0, 0]);
+        let mut p = Proto::default();
+        p.sfixed64(6, -1);
+        assert_eq!(p.buf, [0x31, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
     }
 
     #[test]

@@ -112,7 +112,28 @@ CREATE TABLE IF NOT EXISTS event_log (
     host              TEXT,
     left_out          INTEGER NOT NULL DEFAULT 0,
     service           TEXT,
-    labels            TEXT NOT NULL DEFAULT '{}'
+    labels            TEXT NOT NULL DEFAULT '{}',
+    recording         TEXT
+);
+CREATE TABLE IF NOT EXISTS spans (
+    log                INTEGER NOT NULL REFERENCES event_log(serial),
+    Timestamp          INTEGER NOT NULL,
+    TraceId            TEXT NOT NULL,
+    SpanId             TEXT NOT NULL,
+    ParentSpanId       TEXT NOT NULL,
+    TraceState         TEXT NOT NULL,
+    SpanName           TEXT NOT NULL,
+    SpanKind           TEXT NOT NULL,
+    ServiceName        TEXT NOT NULL,
+    ResourceAttributes TEXT NOT NULL,
+    ScopeName          TEXT NOT NULL,
+    ScopeVersion       TEXT NOT NULL,
+    SpanAttributes     TEXT NOT NULL,
+    Duration           INTEGER NOT NULL,
+    StatusCode         TEXT NOT NULL,
+    StatusMessage      TEXT NOT NULL,
+    Events             TEXT NOT NULL,
+    Links              TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS histogram_bucket (
     log       INTEGER NOT NULL REFERENCES event_log(serial),
@@ -247,6 +268,13 @@ fn prepare(tx: &Transaction<'_>, db: &DbErrors<'_>) -> Result<()> {
             "ALTER TABLE event_log ADD COLUMN service TEXT; ALTER TABLE event_log ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'",
         )
         .map_err(sql)?;
+    }
+    // Nor has a database of an exporter before the spans table a `recording` column.
+    let has_recording: i64 = tx
+        .query_row("SELECT count(*) FROM pragma_table_info('event_log') WHERE name = 'recording'", [], |r| r.get(0))
+        .map_err(sql)?;
+    if has_recording == 0 {
+        tx.execute_batch("ALTER TABLE event_log ADD COLUMN recording TEXT").map_err(sql)?;
     }
     Ok(())
 }
@@ -633,7 +661,12 @@ fn import(
     )
     .map_err(sql)?;
     let serial = tx.last_insert_rowid();
-    let walked = insert_events(tx, log, window, serial).map_err(sql)?;
+    tx.execute("UPDATE event_log SET recording = ?1 WHERE serial = ?2", (log.recording_id().to_hex(), serial))
+        .map_err(sql)?;
+    let (file, window) = window;
+    let walked = insert_events(tx, log, (file, &mut *window), serial).map_err(sql)?;
+    insert_spans(tx, log, (file, window), serial)
+        .map_err(|e| DumpError::new(format!("{shown}: its spans: {e}; nothing was written")))?;
     let l = &walked.ledger;
     tx.execute(
         "UPDATE event_log SET events = ?1, blocks = ?2, damaged_blocks = ?3, bad_records = ?4, unknown_records = ?5, \
@@ -660,6 +693,98 @@ fn import(
         said: Said::of([l]),
         already: false,
     })
+}
+
+/// Inserts the spans of `log` (the span model's, `crate::spans`; those whose begin `window`
+/// selects) as rows of log `serial` of the `spans` table: `otel_traces`' columns, the maps
+/// and the `Events` and `Links` as JSON (docs/OUTPUT.md, "SQLite").
+fn insert_spans(
+    tx: &Transaction<'_>,
+    log: &Log,
+    (file, window): (usize, &mut Window),
+    serial: i64,
+) -> std::io::Result<()> {
+    use crate::spans::hex;
+    let recording = log.recording_id().to_hex();
+    let resource = crate::spans::resource(log.header(), &recording, None);
+    let text = |list: &[(String, crate::spans::Attr)]| {
+        let mut out = String::from("{");
+        for (i, (k, v)) in list.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            crate::json::string(&mut out, k);
+            out.push(':');
+            crate::json::string(&mut out, &v.text());
+        }
+        out.push('}');
+        out
+    };
+    let resource_json = text(&resource.attributes);
+    let mut stmt = tx
+        .prepare(
+            "INSERT INTO spans (log, Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName, \
+             ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage, Events, Links) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+        )
+        .map_err(std::io::Error::other)?;
+    let files: Vec<std::path::PathBuf> = log.files().into_iter().map(Path::to_path_buf).collect();
+    let mut model = crate::spans::SpanModel::of(log);
+    super::tables::spans_pass(
+        &files,
+        &mut model,
+        |event| window.selects(file, event),
+        |span| {
+            let mut events = String::from("[");
+            for (i, e) in span.events.iter().enumerate() {
+                if i > 0 {
+                    events.push(',');
+                }
+                events.push_str(&format!("{{\"Timestamp\":{},\"Name\":", e.time_ns));
+                crate::json::string(&mut events, &e.name);
+                events.push_str(",\"Attributes\":");
+                events.push_str(&text(&e.attributes.list));
+                events.push('}');
+            }
+            events.push(']');
+            let mut links = String::from("[");
+            for (i, l) in span.links.iter().enumerate() {
+                if i > 0 {
+                    links.push(',');
+                }
+                links.push_str(&format!(
+                    "{{\"TraceId\":\"{}\",\"SpanId\":\"{}\",\"TraceState\":\"\",\"Attributes\":{}}}",
+                    hex(&l.trace_id),
+                    hex(&l.span_id),
+                    text(&l.attributes())
+                ));
+            }
+            links.push(']');
+            let signed = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
+            stmt.execute(rusqlite::params![
+                serial,
+                signed(span.start_ns),
+                hex(&span.trace_id),
+                hex(&span.span_id),
+                span.parent.map(|p| hex(&p)).unwrap_or_default(),
+                span.trace_state,
+                span.name,
+                span.kind.name(),
+                resource.service,
+                resource_json,
+                span.scope.0,
+                span.scope.1,
+                text(&span.attributes.list),
+                signed(span.duration_ns()),
+                span.status.name(),
+                span.status_message,
+                events,
+                links,
+            ])
+            .map(|_| ())
+            .map_err(std::io::Error::other)
+        },
+    )
 }
 
 /// Inserts every event of `log` as a row of log `serial`, block by block.

@@ -274,6 +274,52 @@ pub(super) fn walk_chosen<E>(
     })
 }
 
+/// Feeds the events of the log of `files` (a stream, a ring file, a recording's segments:
+/// one log), merged in time order, to `model`; hands each span it ends to `emit` (the first
+/// error stops the reading). `keep`: whether the export's choice selects an event (a span is
+/// chosen by its begin). The log is opened again, indexed, for the merge: the table exports
+/// walk blocks in file order for their rows, and spans pair across threads in time order.
+pub(super) fn spans_pass(
+    files: &[std::path::PathBuf],
+    model: &mut crate::spans::SpanModel,
+    mut keep: impl FnMut(&Event<'_>) -> bool,
+    mut emit: impl FnMut(crate::spans::Span) -> io::Result<()>,
+) -> io::Result<()> {
+    // The log opened once already under the command's rules: a newer median was allowed.
+    let mut logs = crate::log::open_all_indexed(files, true).map_err(|e| io::Error::other(e.0))?;
+    let mut failed = None;
+    super::merge_all(&mut logs, "paired", |super::Item { event, .. }| {
+        let selected = keep(&event);
+        model.event(&event, selected, &mut |span| {
+            if failed.is_none()
+                && let Err(e) = emit(span)
+            {
+                failed = Some(e);
+            }
+        });
+        failed.take().map_or(Ok(()), Err)
+    })?;
+    Ok(())
+}
+
+/// Feeds `model` the segments of `log`'s recording before it that are beside it (in its
+/// directory), in order, as [`spans_pass`] does, without handing a span on: the spans open
+/// when `log` starts, so that a segment exported alone pairs them as the whole recording
+/// does. Nothing for a log that is not a segment.
+#[cfg(feature = "parquet")]
+pub(super) fn replay_earlier(log: &Log, model: &mut crate::spans::SpanModel) -> io::Result<()> {
+    let Some(segment) = log.header().properties.segment else { return Ok(()) };
+    let recording = log.recording_id();
+    let dir = log.path().parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let found = event_format::log::segments_in(dir, event_format::log::OpenOptions::default())?;
+    for earlier in found.iter().filter(|f| f.recording == recording && f.segment.index < segment.index && !f.open) {
+        // Every event chosen, as when the segments are read in one run; the spans that end
+        // before `log` are that segment's, not `log`'s.
+        spans_pass(std::slice::from_ref(&earlier.path), model, |_| true, |_| Ok(()))?;
+    }
+    Ok(())
+}
+
 /// One non-empty bucket of a `Histogram` record: a row of the table exports' histogram table
 /// (SQLite's `histogram_bucket`, Parquet's `histograms`; docs/OUTPUT.md).
 pub(super) struct BucketRow<'a> {

@@ -1,13 +1,16 @@
-//! A fleet's Parquet exports gathered by copying, read by the four engines docs/OUTPUT.md
-//! names (DuckDB, DataFusion, Polars, Spark in local mode), each through
+//! A fleet's Parquet exports gathered by copying, read by the five engines docs/OUTPUT.md
+//! names (DuckDB, DataFusion, Polars, Spark in local mode, ClickHouse's engine in process:
+//! chdb), each through
 //! `parquet_engines.py`: three logs exported separately into three directories, one of them
 //! twice more into a fourth, all copied into one directory, as `cp -r` or `aws s3 sync` would;
 //! every engine's count and sum of every event table per log equals `stats` and `print`, with
 //! no row lost or doubled; Spark reads no id or count as DECIMAL; a `WHERE date = ...` prunes
-//! a partition whose file is not Parquet at all.
+//! a partition whose file is not Parquet at all. The `spans` table has each log's spans (as
+//! the OTLP export counts them) in every engine, and one query over it, in DuckDB's SQL and
+//! in ClickHouse's (chdb), gives the same numbers.
 //!
 //! An engine whose Python package is missing (`pip install duckdb datafusion polars
-//! pyspark`; Spark also needs a Java runtime) is skipped with a line saying so, unless its
+//! pyspark chdb`; Spark also needs a Java runtime) is skipped with a line saying so, unless its
 //! `EVENT_REQUIRE_*` variable is 1 (CI, `.ci/run`): then its absence fails the test.
 
 use crate::common::*;
@@ -20,11 +23,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The engines: name for the script, Python module, the variable that requires it.
-const ENGINES: [(&str, &str, &str); 4] = [
+const ENGINES: [(&str, &str, &str); 5] = [
     ("duckdb", "duckdb", "EVENT_REQUIRE_DUCKDB"),
     ("datafusion", "datafusion", "EVENT_REQUIRE_DATAFUSION"),
     ("polars", "polars", "EVENT_REQUIRE_POLARS"),
     ("spark", "pyspark", "EVENT_REQUIRE_SPARK"),
+    ("chdb", "chdb", "EVENT_REQUIRE_CHDB"),
 ];
 
 /// Whether `engine` can run here (its Python modules `imports` import; Spark also needs a
@@ -68,7 +72,7 @@ fn read_with(engine: &str, dataset: &Path, trap: &Path, date: &str, with_rows: &
     if engine == "spark" {
         // Spark runs jobs for each table it reads: only the tables with rows, `logs` and
         // `threads` (the other engines read every table, empty ones too).
-        let tables: Vec<&str> = with_rows.iter().map(|t| t.as_str()).chain(["logs", "threads"]).collect();
+        let tables: Vec<&str> = with_rows.iter().map(|t| t.as_str()).chain(["logs", "threads", "spans"]).collect();
         command.env("EVENT_PARQUET_TABLES", tables.join(","));
     }
     let out = command.args(["-c", SCRIPT, engine]).args([dataset, trap]).arg(date).output().unwrap();
@@ -131,6 +135,20 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
     let date = start_date.strip_prefix("date=").unwrap();
     let on_that_date = std::fs::read_dir(fleet.join("logs").join(&start_date)).unwrap().count() as i64;
 
+    // Each log's spans, as the OTLP export (the same span model) counts them.
+    let mut spans: BTreeMap<String, i64> = BTreeMap::new();
+    for (id, log) in &ids {
+        let json = scratch.join("engines-spans.json");
+        let out = run(&["export", "--to", "otlp", log.to_str().unwrap(), "-o", json.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let n: i64 = stdout(&out).split(' ').next().unwrap().parse().unwrap();
+        if n > 0 {
+            spans.insert(id.clone(), n);
+        }
+    }
+    assert!(!spans.is_empty(), "some log has spans: {spans:?}");
+    let mut span_stats: Option<(String, Json)> = None;
+
     // What each log holds, by `stats` and `print`: table -> id -> (rows, column -> sum).
     let mut want: BTreeMap<String, BTreeMap<String, Expected>> = BTreeMap::new();
     let mut events = BTreeMap::new();
@@ -177,6 +195,27 @@ fn a_fleet_gathered_by_copying_reads_the_same_in_every_engine() {
             Some(on_that_date),
             "{engine}: WHERE date = '{date}' read only that partition"
         );
+        let got_spans: BTreeMap<String, i64> =
+            got["spans"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap())).collect();
+        assert_eq!(got_spans, spans, "{engine}: the spans table has each log's spans");
+        assert!(
+            got.get("span_stats").is_some() || !["duckdb", "chdb"].contains(&engine),
+            "{engine}: the query over the spans table"
+        );
+        if let Some(stats) = got.get("span_stats") {
+            let names: i64 = stats
+                .as_object()
+                .unwrap()
+                .values()
+                .flat_map(|s| s.as_object().unwrap().values())
+                .map(|v| v[0].as_str().unwrap().parse::<i64>().unwrap())
+                .sum();
+            assert_eq!(names, spans.values().sum::<i64>(), "{engine}: the query counts every span");
+            match &span_stats {
+                None => span_stats = Some((engine.to_owned(), stats.clone())),
+                Some((first, theirs)) => assert_eq!(stats, theirs, "{engine} and {first} agree on the spans table"),
+            }
+        }
         if engine == "spark" {
             // No id or count as DECIMAL: only the P, A and W parameters are UINT64.
             for (table, types) in got["types"].as_object().unwrap() {

@@ -16,6 +16,7 @@ mod common;
 mod export_chrome;
 mod export_ctf;
 mod export_folded;
+mod export_otlp;
 mod export_parquet;
 mod export_parquet_engines;
 mod export_perfetto;

@@ -4,9 +4,12 @@
 #    "logs": {LOG: {COLUMN: value}},                      the logs table's integer columns
 #    "threads": {LOG: events},                            the threads table's events summed
 #    "types": {TABLE: {COLUMN: "type as the engine names it"}},
+#    "spans": {LOG: rows},                                the spans table's rows per log
+#    "span_stats": {LOG: {SPAN: [...]}},                  DuckDB and ClickHouse (chdb) only: one
+#                                                         query over the spans table (SPANS_SQL)
 #    "pruned": rows}                                      a count with `date` filtered (see below)
 # Usage: python3 parquet_engines.py ENGINE DATASET [TRAP DATE]
-# ENGINE: duckdb, datafusion, polars or spark. Sums are exact (as decimal strings). With TRAP
+# ENGINE: duckdb, datafusion, polars, spark or chdb. Sums are exact (as decimal strings). With TRAP
 # and DATE, "pruned" is the count of TRAP's `logs` rows WHERE date = DATE: TRAP holds a
 # partition of another date whose file is not Parquet, which only pruning keeps the engine
 # from reading.
@@ -17,6 +20,21 @@ import sys
 engine, root = sys.argv[1], sys.argv[2]
 trap, prune = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
 FIXED = {"log", "thread", "ticks", "ns", "time", "date", "fields_json"}
+# Per log and span name: spans, their total duration, errors, events, links, spans with a
+# parent, attributes, the earliest start (ns since the epoch) and the largest thread.id
+# attribute: written in each engine's SQL (its map and array functions), compared by the test.
+SPANS_SQL = {
+    "duckdb": """SELECT log, SpanName, count(*), sum(Duration)::VARCHAR, count(*) FILTER (StatusCode = 'STATUS_CODE_ERROR'),
+        sum(len("Events.Name")), sum(len("Links.SpanId")), count(*) FILTER (ParentSpanId <> ''),
+        sum(cardinality(SpanAttributes)), min(epoch_ns(Timestamp))::VARCHAR,
+        max(CAST(SpanAttributes['thread.id'] AS BIGINT))
+        FROM {spans} GROUP BY log, SpanName""",
+    "chdb": """SELECT log, SpanName, count(), toString(sum(Duration)), countIf(StatusCode = 'STATUS_CODE_ERROR'),
+        sum(length(`Events.Name`)), sum(length(`Links.SpanId`)), countIf(ParentSpanId != ''),
+        sum(length(mapKeys(SpanAttributes))), toString(min(toUnixTimestamp64Nano(Timestamp))),
+        max(toInt64(SpanAttributes['thread.id']))
+        FROM {spans} GROUP BY log, SpanName""",
+}
 tables = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
 # EVENT_PARQUET_TABLES (comma-separated) reads only those tables (Spark: each costs jobs).
 only = os.environ.get("EVENT_PARQUET_TABLES")
@@ -153,6 +171,31 @@ elif engine == "spark":
         frame = spark.read.schema(schema).parquet(os.path.join(trap, "logs"))
         return frame.where(f"date = DATE '{date}'").count()
 
+elif engine == "chdb":
+    import chdb
+
+    HIVE = " SETTINGS use_hive_partitioning = 1"
+
+    def rel(t, at=root):
+        return f"file('{at}/{t}/*/*.parquet', Parquet)"
+
+    def query(sql):
+        out = chdb.query(sql + HIVE, "JSONCompact")
+        return [tuple(r) for r in json.loads(out.bytes() or b'{"data": []}')["data"]]
+
+    def types(t):
+        return {r[0]: r[1] for r in query(f"DESCRIBE {rel(t)}")}
+
+    def grouped(t, ints):
+        sums = "".join(f", toString(sum(toInt256(`{c}`)))" for c in ints)
+        return query(f"SELECT log, count(){sums} FROM {rel(t)} GROUP BY log")
+
+    def rows(t, cols):
+        return query(f"SELECT {', '.join(cols)} FROM {rel(t)}")
+
+    def pruned(date):
+        return query(f"SELECT count() FROM {rel('logs', trap)} WHERE date = '{date}'")[0][0]
+
 else:
     sys.exit(f"unknown engine {engine}")
 
@@ -164,7 +207,18 @@ for t in tables:
         logs = rows(t, ["log", *cols])
         result["logs_rows"] = len(logs)
         for row in logs:
-            result["logs"][row[0]] = dict(zip(cols, (int(v) for v in row[1:])))
+            result["logs"][row[0]] = dict(zip(cols, (None if v is None else int(v) for v in row[1:])))
+        continue
+    if t == "spans":
+        result["spans"] = {}
+        for (log,) in rows(t, ["log"]):
+            result["spans"][log] = result["spans"].get(log, 0) + 1
+        if engine in SPANS_SQL:
+            spans = rel(t) if engine == "chdb" else f"read_parquet('{root}/spans/*/*.parquet', hive_partitioning = true)"
+            stats = {}
+            for r in (query if engine == "chdb" else lambda q: con.execute(q).fetchall())(SPANS_SQL[engine].format(spans=spans)):
+                stats.setdefault(r[0], {})[r[1]] = [str(v) for v in r[2:]]
+            result["span_stats"] = stats
         continue
     if t == "threads":
         for log, events in rows(t, ["log", "events"]):

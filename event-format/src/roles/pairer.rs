@@ -103,14 +103,17 @@ impl<T> Pairer<T> {
         }
     }
 
-    /// A span of `key` begins on `thread`; `payload` comes back with its end.
-    pub fn begin(&mut self, thread: u64, key: SpanKey, payload: T) {
+    /// A span of `key` begins on `thread`; `payload` comes back with its end. Returns the
+    /// payload of the span given up to make room for it ([`Pairer::given_up`]), if one was:
+    /// a reader that keeps more of a span than the payload frees it there.
+    pub fn begin(&mut self, thread: u64, key: SpanKey, payload: T) -> Option<T> {
+        let mut given_up = None;
         if key.is_async() {
             if self.order.len() >= self.max_open
                 && let Some((_, oldest)) = self.order.pop_first()
             {
                 if let Some(open) = self.asyncs.get_mut(&oldest) {
-                    open.remove(0);
+                    given_up = Some(open.remove(0).1);
                     if open.is_empty() {
                         self.asyncs.remove(&oldest);
                     }
@@ -120,14 +123,15 @@ impl<T> Pairer<T> {
             self.serial += 1;
             self.order.insert(self.serial, key.clone());
             self.asyncs.entry(key).or_default().push((self.serial, payload));
-            return;
+            return given_up;
         }
         let stack = self.threads.entry(thread).or_default();
         if stack.len() >= self.max_depth {
-            stack.pop_front();
+            given_up = stack.pop_front().map(|(_, p)| p);
             self.given_up += 1;
         }
         stack.push_back((key, payload));
+        given_up
     }
 
     /// A span of `key` ends on `thread`: what it closed, or `None` when it closes nothing

@@ -111,6 +111,10 @@ pub(super) enum Buffer {
     /// The log's recording id (given to [`Encoder::start`]) in this many rows: an event
     /// table's `log` column.
     Id(usize),
+    /// A leaf of a nested column (a list's elements, a map's keys or values: the `spans`
+    /// table's): the values present (an `I64` or a `Str` without levels), and each value's or
+    /// empty slot's definition and repetition levels.
+    Nested(Box<Buffer>, Vec<i16>, Vec<i16>),
     /// Not a column: an event table's rows' argument bytes as recorded, in the stream's byte
     /// order, which the table's [`Fill`] decodes into its parameter columns. The last buffer
     /// of a table that has a [`Fill`].
@@ -166,6 +170,11 @@ impl Buffer {
                 defs.as_ref().map(|d| Vec::with_capacity(d.len())),
             ),
             Buffer::Id(_) => Buffer::Id(0),
+            Buffer::Nested(values, defs, reps) => Buffer::Nested(
+                Box::new(values.empty_like()),
+                Vec::with_capacity(defs.len()),
+                Vec::with_capacity(reps.len()),
+            ),
             Buffer::Args(v, order) => Buffer::Args(
                 Strings { bytes: Vec::with_capacity(v.bytes.len()), ends: Vec::with_capacity(v.ends.len()) },
                 *order,
@@ -253,6 +262,27 @@ fn encode(
         }
         (ColumnWriter::ByteArrayColumnWriter(mut w), Buffer::Id(_)) => {
             w.write_batch(ids.unwrap_or_default(), None, None)?;
+            w.close()?
+        }
+        (ColumnWriter::Int64ColumnWriter(mut w), Buffer::Nested(values, defs, reps)) => {
+            if let Buffer::I64(v) = values.as_mut() {
+                // A nullable column that repeats nothing has no repetition levels.
+                w.write_batch(v, Some(defs), (!reps.is_empty()).then_some(&reps[..]))?;
+                v.clear();
+            }
+            defs.clear();
+            reps.clear();
+            w.close()?
+        }
+        (ColumnWriter::ByteArrayColumnWriter(mut w), Buffer::Nested(values, defs, reps)) => {
+            if let Buffer::Str(v, _) = values.as_mut() {
+                v.take_into(arrays);
+                let written = w.write_batch(arrays, Some(defs), (!reps.is_empty()).then_some(&reps[..]));
+                arrays.clear();
+                written?;
+            }
+            defs.clear();
+            reps.clear();
             w.close()?
         }
         _ => return Err(ParquetError::General(format!("column {} of another type than its values", descr.name()))),
@@ -575,6 +605,11 @@ fn clear(buffer: &mut Buffer) {
             }
         }
         Buffer::Id(rows) => *rows = 0,
+        Buffer::Nested(values, defs, reps) => {
+            clear(values);
+            defs.clear();
+            reps.clear();
+        }
         Buffer::Args(s, _) => s.clear(),
     }
 }

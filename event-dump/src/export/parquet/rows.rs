@@ -47,6 +47,8 @@ pub(super) enum Shape {
     Micros,
     /// A string that may be null.
     NullableUtf8,
+    /// A signed 64-bit integer that may be null.
+    NullableInt64,
     /// An event table's `log` column: a string, the log's recording id in every row.
     Id,
 }
@@ -66,7 +68,7 @@ impl Column {
         let (physical, logical) = match self.shape {
             Shape::Param(ColumnType::U64) => (Physical::INT64, Some(LogicalType::integer(64, false))),
             Shape::Param(ColumnType::U32) => (Physical::INT32, Some(LogicalType::integer(32, false))),
-            Shape::Param(ColumnType::I64) | Shape::Int64 => (Physical::INT64, None),
+            Shape::Param(ColumnType::I64) | Shape::Int64 | Shape::NullableInt64 => (Physical::INT64, None),
             Shape::Int32 => (Physical::INT32, None),
             Shape::Param(ColumnType::F64) => (Physical::DOUBLE, None),
             Shape::Param(ColumnType::Bool) => (Physical::BOOLEAN, None),
@@ -75,7 +77,8 @@ impl Column {
             }
             Shape::Micros => (Physical::INT64, Some(LogicalType::timestamp(true, TimeUnit::MICROS))),
         };
-        let repetition = if self.shape == Shape::NullableUtf8 { Repetition::OPTIONAL } else { Repetition::REQUIRED };
+        let nullable = matches!(self.shape, Shape::NullableUtf8 | Shape::NullableInt64);
+        let repetition = if nullable { Repetition::OPTIONAL } else { Repetition::REQUIRED };
         Type::primitive_type_builder(&self.name, physical)
             .with_logical_type(logical)
             .with_repetition(repetition)
@@ -90,7 +93,8 @@ impl Column {
             Shape::Param(ColumnType::U32 | ColumnType::Utf8) | Shape::NullableUtf8 | Shape::Id => true,
             Shape::Param(ColumnType::F64 | ColumnType::Bool | ColumnType::U64 | ColumnType::I64)
             | Shape::Micros
-            | Shape::Int32 => false,
+            | Shape::Int32
+            | Shape::NullableInt64 => false,
             Shape::Int64 => self.name == "thread",
         }
     }
@@ -111,9 +115,21 @@ impl Column {
             Shape::Param(ColumnType::Bool) => Buffer::Bool(Vec::new()),
             Shape::Param(ColumnType::Utf8) => Buffer::Str(Strings::default(), None),
             Shape::NullableUtf8 => Buffer::Str(Strings::default(), Some(Vec::new())),
+            Shape::NullableInt64 => Buffer::Nested(Box::new(Buffer::I64(Vec::new())), Vec::new(), Vec::new()),
             Shape::Id => Buffer::Id(0),
         }
     }
+}
+
+/// The writer properties of every table: Snappy, chunk statistics, row groups of at most
+/// [`ROW_GROUP_ROWS`], and the key-value `metadata`.
+fn properties(metadata: Vec<KeyValue>) -> parquet::file::properties::WriterPropertiesBuilder {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_created_by(format!("event-dump {}", env!("CARGO_PKG_VERSION")))
+        .set_key_value_metadata(Some(metadata))
 }
 
 /// A value for a column of the `logs` or `threads` tables.
@@ -136,6 +152,13 @@ fn push_cell(buffer: &mut Buffer, cell: Cell) {
             }
         }
         (Buffer::Str(_, Some(d)), Cell::Null) => d.push(0),
+        (Buffer::Nested(values, defs, _), Cell::I64(x)) => {
+            if let Buffer::I64(v) = values.as_mut() {
+                v.push(x);
+            }
+            defs.push(1);
+        }
+        (Buffer::Nested(_, defs, _), Cell::Null) => defs.push(0),
         _ => debug_assert!(false, "a cell of the wrong type"),
     }
 }
@@ -191,12 +214,7 @@ impl TableFile {
         let error = |e: ParquetError| parquet_error(&temp, &e);
         let fields = columns.iter().map(|c| c.parquet_type().map(Arc::new)).collect::<std::result::Result<_, _>>();
         let schema = Type::group_type_builder("schema").with_fields(fields.map_err(error)?).build().map_err(error)?;
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_created_by(format!("event-dump {}", env!("CARGO_PKG_VERSION")))
-            .set_key_value_metadata(Some(metadata));
+        let mut props = properties(metadata);
         for c in &columns {
             props = props.set_column_dictionary_enabled(ColumnPath::from(c.name.as_str()), c.dictionary());
             if c.delta() {
@@ -235,6 +253,44 @@ impl TableFile {
             + if args { std::mem::size_of::<usize>() } else { 0 };
         let file = encoder.open(writer, fill);
         Ok(TableFile { temp, path, file, buffers, rows: 0, bytes: 0, row_bytes, fields: has_fields })
+    }
+
+    /// Creates the file `name` in `dir` of a table of `fields` (nested ones too), whose
+    /// buffers are `buffers` (one per leaf column, in order), without dictionaries for the
+    /// top-level columns `unique` (values that seldom repeat).
+    pub(super) fn create_nested(
+        dir: &Path,
+        name: &str,
+        fields: Vec<parquet::schema::types::TypePtr>,
+        buffers: Vec<Buffer>,
+        unique: &[&str],
+        encoder: &mut Encoder,
+    ) -> Result<TableFile> {
+        let path = dir.join(name);
+        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let error = |e: ParquetError| parquet_error(&temp, &e);
+        let schema = Type::group_type_builder("schema").with_fields(fields).build().map_err(error)?;
+        let mut props = properties(Vec::new());
+        for c in unique {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+        }
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)
+            .map_err(|e| io_error(&temp, &e))?;
+        let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props.build())).map_err(error)?;
+        let file = encoder.open(writer, None);
+        Ok(TableFile { temp, path, file, buffers, rows: 0, bytes: 0, row_bytes: 0, fields: false })
+    }
+
+    /// The buffers of a table made by [`TableFile::create_nested`], to push a row into;
+    /// `bytes` more buffered.
+    pub(super) fn row(&mut self, bytes: usize) -> &mut [Buffer] {
+        self.rows += 1;
+        self.bytes += bytes;
+        &mut self.buffers
     }
 
     /// Hands the buffered rows to the encoder as one row group.
@@ -427,7 +483,7 @@ pub(super) fn event_columns(desc: &Desc) -> Vec<Column> {
 }
 
 pub(super) fn logs_columns() -> Vec<Column> {
-    use Shape::{Int32, Int64, Micros, NullableUtf8};
+    use Shape::{Int32, Int64, Micros, NullableInt64, NullableUtf8};
     let text = Shape::Param(ColumnType::Utf8);
     [
         ("log", text),
@@ -459,6 +515,8 @@ pub(super) fn logs_columns() -> Vec<Column> {
         ("truncated_strings", Int64),
         ("service", NullableUtf8),
         ("labels", text),
+        ("recording", text),
+        ("segment", NullableInt64),
     ]
     .into_iter()
     .map(|(name, shape)| Column::new(name, shape))
@@ -515,6 +573,7 @@ mod tests {
             Buffer::Bool(v) => format!("{v:?}"),
             Buffer::Str(s, _) => format!("{:?}", s.iter().collect::<Vec<_>>()),
             Buffer::Id(n) => format!("{n}"),
+            Buffer::Nested(v, d, r) => format!("{} {d:?} {r:?}", values(v)),
             Buffer::Args(s, order) => format!("{order:?} {:?}", s.iter().collect::<Vec<_>>()),
         }
     }

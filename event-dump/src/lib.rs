@@ -1,6 +1,6 @@
 //! `event-dump`: reads any event stream or ring file. Subcommands `print` (the default),
-//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `summary`, `control`
-//! and `completions`;
+//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `summary`, `control`,
+//! `ship` and `completions`;
 //! each `--help` shows an example.
 //!
 //! Errors are one line on stderr and a non-zero exit: 1 for a log that cannot be read (or,
@@ -30,6 +30,8 @@ mod log;
 mod pipeline;
 mod progress;
 mod render;
+#[cfg(feature = "s3")]
+mod ship;
 
 pub use commands::control::{ControlError, send_request};
 
@@ -78,6 +80,12 @@ pub fn run() -> ExitCode {
         Some(Command::Summary(args)) => commands::summary::summary(&args),
         Some(Command::Top(args)) => commands::top::top(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
+        #[cfg(feature = "s3")]
+        Some(Command::Ship(args)) => ship::ship(&args),
+        #[cfg(not(feature = "s3"))]
+        Some(Command::Ship(_)) => Err(log::DumpError::new(
+            "this event-dump was built without `ship`; build it with `--features s3` (on by default)",
+        )),
         Some(Command::Completions(args)) => {
             cli::completions(args.shell, &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -27,4 +27,6 @@ mod ledger;
 mod print_jobs;
 mod segments;
 mod sets;
+#[cfg(feature = "s3")]
+mod ship;
 mod summary;

@@ -1360,6 +1360,7 @@ fn top_level_help_lists_every_subcommand() {
             "export",
             "latency",
             "summary",
+            "ship",
             "control",
             "completions",
             "help"
@@ -1367,12 +1368,23 @@ fn top_level_help_lists_every_subcommand() {
         "{help}"
     );
     let summary = help.lines().next().unwrap();
-    for cmd in
-        ["print", "stats", "schema", "check", "follow", "top", "export", "latency", "summary", "control", "completions"]
-    {
+    for cmd in [
+        "print",
+        "stats",
+        "schema",
+        "check",
+        "follow",
+        "top",
+        "export",
+        "latency",
+        "summary",
+        "ship",
+        "control",
+        "completions",
+    ] {
         assert!(summary.contains(cmd), "the summary names {cmd}: {summary}");
     }
-    for cmd in ["export", "latency", "completions", "top", "summary"] {
+    for cmd in ["export", "latency", "completions", "top", "summary", "ship"] {
         assert!(stdout(&run(&[cmd, "--help"])).contains("Example"), "{cmd} --help shows an example");
     }
 }

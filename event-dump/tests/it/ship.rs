@@ -242,6 +242,17 @@ fn every_sealed_segment_once_and_never_one_still_being_written() {
     let out = ship_ok(&store.url(), &[dir, "s3://fleet/traces"]);
     assert_eq!(summary(&out), "1 shipped, 3 already there, 0 still being written (not taken), 0 failed");
     holds_exactly(&store, "fleet", "traces", &all);
+
+    // Fetched back (as `aws s3 cp --recursive s3://fleet/traces/ID/ DIR` does), the
+    // recording reads as one whole log with the events recorded.
+    let id = all.keys().next().unwrap().split('/').nth(1).unwrap().to_owned();
+    let back = common::dir("ship-once-back");
+    py(&["fetch", &store.url(), "fleet", &format!("traces/{id}/"), back.to_str().unwrap()]);
+    let check = common::run(&["check", back.to_str().unwrap()]);
+    assert!(check.status.success(), "{}{}", stdout(&check), stderr(&check));
+    let (here, there) = (common::run(&["print", dir]), common::run(&["print", back.to_str().unwrap()]));
+    assert!(here.status.success() && !here.stdout.is_empty());
+    assert_eq!(stdout(&there), stdout(&here));
 }
 
 #[test]

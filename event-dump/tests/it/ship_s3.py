@@ -4,7 +4,10 @@
 #   python3 ship_s3.py ls URL BUCKET PREFIX     prints, as JSON, {KEY: {size, sha256, meta,
 #                                               modified}} of the objects under PREFIX, each
 #                                               one's SHA-256 that of its bytes as downloaded
-#   python3 ship_s3.py put URL BUCKET KEY TEXT  puts TEXT under KEY (no metadata)
+#   python3 ship_s3.py fetch URL BUCKET PREFIX DIR
+#                                               downloads the objects under PREFIX into DIR,
+#                                               each by its key's last part (as `aws s3 cp
+#                                               --recursive` does)
 #   python3 ship_s3.py create-only URL BUCKET   puts one key twice with If-None-Match: *;
 #                                               prints `honoured` if the second is refused (412)
 #   python3 ship_s3.py proxy PORT UPSTREAM [race-head] [fail-put] [slow-put=SECONDS]
@@ -19,6 +22,7 @@ import hashlib
 import http.client
 import http.server
 import json
+import os
 import sys
 import threading
 import time
@@ -129,8 +133,11 @@ if __name__ == "__main__":
         client(args[0]).create_bucket(Bucket=args[1])
     elif command == "ls":
         print(json.dumps(listing(args[0], args[1], args[2])))
-    elif command == "put":
-        client(args[0]).put_object(Bucket=args[1], Key=args[2], Body=args[3].encode())
+    elif command == "fetch":
+        s3 = client(args[0])
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=args[1], Prefix=args[2]):
+            for o in page.get("Contents", []):
+                s3.download_file(args[1], o["Key"], os.path.join(args[3], o["Key"].rsplit("/", 1)[-1]))
     elif command == "create-only":
         print(create_only(args[0], args[1]))
     elif command == "proxy":

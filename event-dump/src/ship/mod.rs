@@ -30,7 +30,7 @@ use crate::log::DumpError;
 use event_format::ledger::Ending;
 use event_format::log::{self, Kind, OPEN_SUFFIX, OpenOptions};
 use event_format::wire::RecordingId;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,8 +62,9 @@ pub(crate) fn ship(args: &ShipArgs) -> Result<ExitCode, DumpError> {
     let mut shipper = Shipper { store: &store, args, tally: Tally::default(), settled: HashMap::new(), said: None };
     let interval = Duration::from_millis(args.interval.max(10));
     let mut pause = interval;
+    let mut complete = true;
     loop {
-        let outcome = shipper.pass(&stop);
+        let outcome = shipper.pass(&stop).map(|whole| complete = whole);
         if !args.watch || stop.load(Ordering::Relaxed) {
             if let Err(e) = outcome {
                 shipper.summary();
@@ -95,9 +96,8 @@ pub(crate) fn ship(args: &ShipArgs) -> Result<ExitCode, DumpError> {
             break;
         }
     }
-    let interrupted = !args.watch && stop.load(Ordering::Relaxed);
     shipper.summary();
-    if interrupted {
+    if !args.watch && !complete {
         return Err(DumpError::new("stopped by a signal before every segment was looked at; run it again to go on"));
     }
     Ok(if shipper.tally.failing.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -165,10 +165,9 @@ struct Tally {
     gone: u64,
     /// Still being written (`*.open`), at the last look.
     open: u64,
-    /// Files that are not segments, at the last look.
-    passed_over: u64,
-    /// Segments that failed at their last try.
-    failing: BTreeSet<PathBuf>,
+    /// Segments that failed at their last try, with when to try each again (`--watch`) and
+    /// the wait before that.
+    failing: BTreeMap<PathBuf, (Instant, Duration)>,
 }
 
 /// A file of the directory, and what it is.
@@ -194,27 +193,35 @@ enum What {
     Unreadable(String),
 }
 
+/// A file settled: as it was then, and whether it was not a segment.
+#[derive(Debug)]
+struct Settled {
+    len: u64,
+    modified: Option<SystemTime>,
+    other: bool,
+}
+
 struct Shipper<'a> {
     store: &'a Store,
     args: &'a ShipArgs,
     tally: Tally,
     /// Files settled (shipped and kept, found there, passed over), by path: their length and
     /// time when settled. A `--watch` pass leaves them alone while they stay as they were.
-    settled: HashMap<PathBuf, (u64, Option<SystemTime>)>,
+    settled: HashMap<PathBuf, Settled>,
     /// The store's failure last said, while it lasts.
     said: Option<String>,
 }
 
 impl Shipper<'_> {
     /// One look at the directory: every sealed segment not yet settled is shipped (or found
-    /// there). `Err` when the store fails as a whole, which ends the pass.
-    fn pass(&mut self, stop: &AtomicBool) -> Result<(), StoreError> {
+    /// there): `true`; `false` when a signal stopped it first; `Err` when the store fails as a
+    /// whole, which ends the pass.
+    fn pass(&mut self, stop: &AtomicBool) -> Result<bool, StoreError> {
         let found = self.scan().map_err(|line| StoreError { line, scope: Scope::Store })?;
         self.tally.open = found.iter().filter(|f| matches!(f.what, What::Open)).count() as u64;
-        self.tally.passed_over = found.iter().filter(|f| matches!(f.what, What::Other)).count() as u64;
         for f in &found {
             if stop.load(Ordering::Relaxed) {
-                return Ok(());
+                return Ok(false);
             }
             match &f.what {
                 What::Open => {}
@@ -225,7 +232,9 @@ impl Shipper<'_> {
                     match self.one(f, &key) {
                         Ok(()) => {}
                         Err(e) if e.scope == Scope::Store => {
-                            self.tally.failing.insert(f.path.clone());
+                            // The store's failure, not the segment's: it is tried again as soon
+                            // as the store answers.
+                            self.tally.failing.entry(f.path.clone()).or_insert((Instant::now(), Duration::ZERO));
                             return Err(e);
                         }
                         Err(e) => self.fail(f, e.line),
@@ -233,17 +242,19 @@ impl Shipper<'_> {
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The files of the directory not yet settled, segments in the order of their recording
     /// and index.
-    fn scan(&self) -> Result<Vec<Found>, String> {
+    fn scan(&mut self) -> Result<Vec<Found>, String> {
         let dir = &self.args.dir;
         let entries =
             std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read the directory: {e}", dir.display()))?;
         let options = OpenOptions { force: self.args.force, index: false };
         let mut found = Vec::new();
+        let mut seen = HashSet::new();
+        let now = Instant::now();
         for entry in entries {
             let Ok(entry) = entry else { continue };
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -254,7 +265,12 @@ impl Shipper<'_> {
             let path = entry.path();
             let Ok(meta) = entry.metadata() else { continue };
             let (len, modified) = (meta.len(), meta.modified().ok());
-            if self.settled.get(&path) == Some(&(len, modified)) {
+            seen.insert(path.clone());
+            if self.settled.get(&path).is_some_and(|s| (s.len, s.modified) == (len, modified)) {
+                continue;
+            }
+            // A segment that failed waits its turn to be tried again.
+            if self.tally.failing.get(&path).is_some_and(|(at, _)| *at > now) {
                 continue;
             }
             let what = if name.ends_with(OPEN_SUFFIX) {
@@ -276,6 +292,9 @@ impl Shipper<'_> {
             };
             found.push(Found { path, name, len, modified, what });
         }
+        // What is no longer there needs no memory.
+        self.settled.retain(|path, _| seen.contains(path));
+        self.tally.failing.retain(|path, _| seen.contains(path));
         found.sort_by(|a, b| {
             let place = |f: &Found| match f.what {
                 What::Sealed { recording, index } => (0, recording.0, index),
@@ -379,13 +398,28 @@ impl Shipper<'_> {
 
     /// `f` needs nothing more until it changes.
     fn settle(&mut self, f: &Found) {
-        self.settled.insert(f.path.clone(), (f.len, f.modified));
+        let other = matches!(f.what, What::Other);
+        self.settled.insert(f.path.clone(), Settled { len: f.len, modified: f.modified, other });
     }
 
-    /// `f` could not be shipped, for the reason `line`.
+    /// `f` could not be shipped, for the reason `line`: said (once while it keeps failing,
+    /// in a `--watch`), and tried again after 5 s, then less and less often (up to every
+    /// five minutes), as a conflict may last.
     fn fail(&mut self, f: &Found, line: String) {
-        // Said once while it keeps failing the same way in a `--watch`.
-        if self.tally.failing.insert(f.path.clone()) || !self.args.watch {
+        let now = Instant::now();
+        match self.tally.failing.get_mut(&f.path) {
+            Some((at, wait)) if !wait.is_zero() => {
+                *wait = (*wait * 2).min(Duration::from_secs(300));
+                *at = now + *wait;
+            }
+            _ => {
+                let wait = Duration::from_secs(5);
+                self.tally.failing.insert(f.path.clone(), (now + wait, wait));
+                eprintln!("event-dump: {line}; not shipped");
+                return;
+            }
+        }
+        if !self.args.watch {
             eprintln!("event-dump: {line}; not shipped");
         }
     }
@@ -413,8 +447,9 @@ impl Shipper<'_> {
         if t.gone > 0 {
             line.push_str(&format!("; {} removed before they could be shipped", t.gone));
         }
-        if t.passed_over > 0 {
-            line.push_str(&format!("; {} other files passed over (not segments)", t.passed_over));
+        let passed_over = self.settled.values().filter(|s| s.other).count();
+        if passed_over > 0 {
+            line.push_str(&format!("; {passed_over} other files passed over (not segments)"));
         }
         self.say(line);
     }

@@ -90,7 +90,11 @@ fn moto() -> Server {
 
 /// `ship_s3.py`'s proxy in front of `upstream`, with `flags`.
 fn proxy(upstream: &Server, flags: &[&str]) -> Server {
-    let port = free_port();
+    proxy_on(free_port(), upstream, flags)
+}
+
+/// [`proxy`] on `port`.
+fn proxy_on(port: u16, upstream: &Server, flags: &[&str]) -> Server {
     let mut child = Command::new("python3")
         .args(["-c", SCRIPT, "proxy", &port.to_string(), &upstream.port.to_string()])
         .args(flags)
@@ -151,8 +155,13 @@ fn summary(out: &Output) -> String {
 /// A recording of segments in `dir` (`trace.evt`, 1 KiB blocks), which this thread records
 /// into; the caller holds [`SERIAL`].
 fn record(dir: &Path) -> Recording {
+    record_as(dir, "trace.evt")
+}
+
+/// [`record`] into `dir/NAME`.
+fn record_as(dir: &Path, name: &str) -> Recording {
     let rotate = Rotate { size: Some(64 << 20), age: None };
-    Recorder::new().file(dir.join("trace.evt")).block_size(1024).rotate(rotate).start().unwrap()
+    Recorder::new().file(dir.join(name)).block_size(1024).rotate(rotate).start().unwrap()
 }
 
 /// Records `n` events into the recording.
@@ -198,7 +207,7 @@ fn holds_exactly(store: &Server, bucket: &str, prefix: &str, want: &BTreeMap<Str
 /// The number before `what` in `line` (`3 shipped`).
 fn count(line: &str, what: &str) -> u64 {
     let before = &line[..line.find(what).unwrap_or_else(|| panic!("no `{what}` in {line:?}"))];
-    before.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).last().unwrap().parse().unwrap()
+    before.split(|c: char| !c.is_ascii_digit()).rfind(|s| !s.is_empty()).unwrap().parse().unwrap()
 }
 
 #[test]
@@ -418,6 +427,59 @@ fn watch_ships_segments_as_they_are_sealed_and_stops_on_sigterm() {
         "{last:?}"
     );
     holds_exactly(&store, "fleet", "live", &sealed(&scratch, "live"));
+}
+
+#[test]
+fn watch_waits_out_a_store_it_cannot_reach() {
+    if !have_moto() {
+        return;
+    }
+    let store = moto();
+    py(&["mb", &store.url(), "fleet"]);
+    let scratch = common::dir("ship-outage");
+    let dir = scratch.to_str().unwrap();
+    let front = proxy(&store, &[]);
+    let port = front.port;
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let one = |name: &str| {
+        let recording = record_as(&scratch, name);
+        events(300);
+        recording.stop().unwrap();
+    };
+    one("a.evt");
+    let mut child = ship(&front.url(), &[dir, "s3://fleet/outage", "--watch", "--interval", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = out.next().unwrap().unwrap();
+    // The recording a line's key names (file names are the recorder's to choose).
+    let id = |line: &str| {
+        assert!(line.starts_with("shipped ") && line.contains("/000000.evt ("), "{line}");
+        line.split("s3://fleet/outage/").nth(1).unwrap().split('/').next().unwrap().to_owned()
+    };
+    let a = id(&line);
+    // The store goes away; a segment is sealed meanwhile.
+    drop(front);
+    one("b.evt");
+    let line = err.next().unwrap().unwrap();
+    assert!(
+        line.contains(&format!("cannot reach http://127.0.0.1:{port}")) && line.ends_with("trying again"),
+        "{line}"
+    );
+    // Back: the segment is shipped, without a word more on stderr.
+    let _back = proxy_on(port, &store, &[]);
+    let line = out.next().unwrap().unwrap();
+    assert_ne!(id(&line), a, "{line}");
+    // SAFETY: `kill` with the pid of our own child, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(out.next().unwrap().unwrap(), "2 shipped, 0 already there, 0 still being written (not taken), 0 failed");
+    let rest: Vec<String> = err.map_while(Result::ok).collect();
+    assert_eq!(rest, ["event-dump: stopping after the segment being shipped (again to stop at once)"]);
+    holds_exactly(&store, "fleet", "outage", &sealed(&scratch, "outage"));
 }
 
 #[test]

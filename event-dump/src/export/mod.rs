@@ -107,6 +107,14 @@ pub(crate) fn merge_all(
 }
 
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
+    if args.out.to_string_lossy().starts_with("s3://") {
+        return Err(DumpError::new(format!(
+            "{}: exports write local files (the Parquet dataset with renames, which object stores do not have): \
+             export into a directory, then copy it (`aws s3 sync DIR/ {}`)",
+            args.out.display(),
+            args.out.display()
+        )));
+    }
     if args.uncompressed && !matches!(args.to, Target::Perfetto) {
         return Err(DumpError::new(
             "--uncompressed is for --to perfetto, whose packets are otherwise deflated".to_owned(),

@@ -5,8 +5,10 @@
 //! free just before another's put lands, add nothing; a put the store fails once is tried
 //! again; a shipper killed mid-run (a real child process, SIGKILL) is resumed by the next run,
 //! which deletes here only what the store holds; `--watch` ships segments as a running
-//! recording seals them and stops cleanly on SIGTERM; a damaged segment is said in the
-//! ledger's words; and each error a user meets is one line.
+//! recording seals them, waits out a store it cannot reach, and stops cleanly on SIGTERM; a
+//! damaged segment is said in the ledger's words; each error a user meets is one line; and a
+//! reader given an `s3://` log (an export an `s3://` destination) says the one command that
+//! fetches it (copies it) instead.
 //!
 //! Without moto and boto3 (`python3 -m pip install 'moto[server]' boto3`) the tests that need
 //! a store are skipped with a line saying so, unless `EVENT_REQUIRE_S3` is 1 (CI, `.ci/run`).
@@ -76,9 +78,15 @@ fn wait_for(port: u16) {
 
 /// moto's S3 server on a port of its own.
 fn moto() -> Server {
+    moto_with(&[])
+}
+
+/// [`moto`] with `env` set.
+fn moto_with(env: &[(&str, &str)]) -> Server {
     let port = free_port();
     let child = Command::new("python3")
         .args(["-m", "moto.server", "-p", &port.to_string()])
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -541,9 +549,24 @@ fn each_error_is_one_line() {
     one_line(&bare(("AWS_METADATA_ENDPOINT", &nowhere)), "no AWS credentials");
     let half = ship(&nowhere, &[dir, "s3://fleet"]).env_remove("AWS_SECRET_ACCESS_KEY").output().unwrap();
     one_line(&half, "AWS_SECRET_ACCESS_KEY is not");
+    // A reader given an s3:// log, an export an s3:// destination: the command that fetches
+    // (or copies), not a file named `s3:`.
+    let id = "5f0c9a1e2b7d4c3a8e6f1029384756ab";
+    for command in ["print", "check", "stats", "latency", "summary"] {
+        one_line(
+            &common::run(&[command, &format!("s3://fleet/traces/{id}/")]),
+            &format!("fetch it first (`aws s3 cp --recursive s3://fleet/traces/{id}/ {id}/`), then read {id}/"),
+        );
+    }
+    let export = common::run(&["export", "--to", "parquet", dir, "-o", "s3://fleet/dataset"]);
+    one_line(&export, "then copy it (`aws s3 sync DIR/ s3://fleet/dataset`)");
+    assert!(!Path::new("s3:").exists());
     if !have_moto() {
         return;
     }
     let store = moto();
     one_line(&ship(&store.url(), &[dir, "s3://missing/traces"]).output().unwrap(), "no bucket `missing`");
+    // A store that checks credentials and knows none of these.
+    let strict = moto_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
+    one_line(&ship(&strict.url(), &[dir, "s3://fleet"]).output().unwrap(), "does not know the access key");
 }

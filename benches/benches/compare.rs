@@ -227,7 +227,7 @@ fn configurations(plan: &Plan) {
     const DEFAULT_ROUND: u64 = (16 << 20) / EVENT;
     const BIG_ROUND: u64 = (256 << 20) / EVENT;
     // (name, writes a file, sample, make)
-    let configs: [(&str, bool, Sample, Make); 9] = [
+    let configs: [(&str, bool, Sample, Make); 11] = [
         (
             "**`switch` to a file, the defaults (16 MiB buffer, packed), bursts of 12 MiB: the writer keeps up**",
             true,
@@ -272,6 +272,17 @@ fn configurations(plan: &Plan) {
         ("`ring` in the ring file (64 MiB)", false, Sample::AfterOnce, |p| {
             Recorder::new().policy(Policy::Ring).ring_file(p.with_extension("ring")).buffer_size(64 << 20)
         }),
+        // Issue 46: a limit on another event leaves this one's path as it was; a limited one
+        // is decided on the cold side (99 of 100 suppressed: no record, no arguments).
+        ("`ring` in memory (64 MiB), another event limited (`Bench:Word1=10/s`)", false, Sample::AfterOnce, |_| {
+            Recorder::new().policy(Policy::Ring).buffer_size(64 << 20).limit("Bench:Word1=10/s")
+        }),
+        (
+            "`ring` in memory (64 MiB), this event limited to 1/100 (`Bench:Word3=1/100`)",
+            false,
+            Sample::AfterOnce,
+            |_| Recorder::new().policy(Policy::Ring).buffer_size(64 << 20).limit("Bench:Word3=1/100"),
+        ),
     ];
     // Calibrated while a recording runs: with none, `event!` is a disabled event and `n`
     // would be fifty times too large for the buffers.

@@ -107,7 +107,39 @@ pub const STOP_DISK_FULL: u64 = 2;
 /// `Stop` cause 3 (since 2.0.3): the writer could not write for another I/O error.
 pub const STOP_WRITE_ERROR: u64 = 3;
 
+/// `Suppressed(thread W, code U, count W, window W)` (since format 2.1.0): `count` events of
+/// wire code `code` recorded on thread `thread` were not kept by the event's limit
+/// (events.def's `limit=`, `EVENT_LIMIT`) in the `window` nanoseconds that end at this
+/// record, from the first of them. Written by the thread itself, before the next event of
+/// that code its limit keeps, and by the recorder (in blocks of thread 0) for the counts no
+/// thread wrote: every period, at a rotation and at the stop. A suppression is counted once,
+/// in one record: the events of `code` that the program emitted are those the log holds plus
+/// the `Suppressed` counts (docs/FORMAT.md, "Limits"). Not a loss: the limit was asked for.
+pub const SUPPRESSED: u16 = 0xFF10;
+/// `Histogram(thread W, histogram U, since W, count W, sum W, min W, max W, buckets S)`
+/// (since format 2.1.0): the values that histogram `histogram` (its place among the
+/// histograms the stream's header declares, set after set) counted on thread `thread` from
+/// time `since` (the stream's ticks) to this record's time: `count` values, their sum
+/// (saturated at 2^64 - 1), the smallest and the largest, and the non-empty buckets as text,
+/// `INDEX:COUNT` pairs separated by one space, indexes increasing (docs/FORMAT.md,
+/// "Histograms"). The recorder writes them in blocks of thread 0 every period, at a
+/// rotation and at the stop; records of one histogram merge by adding their buckets.
+pub const HISTOGRAM: u16 = 0xFF11;
+
 use Letter::{Address, Signed, String as Str, Unsigned, Word};
+
+const SUPPRESSED_TYPE: Builtin = Builtin {
+    name: "Suppressed",
+    code: SUPPRESSED,
+    format: &[Word, Unsigned, Word, Word],
+    params: &["thread", "code", "count", "window"],
+};
+const HISTOGRAM_TYPE: Builtin = Builtin {
+    name: "Histogram",
+    code: HISTOGRAM,
+    format: &[Word, Unsigned, Word, Word, Word, Word, Word, Str],
+    params: &["thread", "histogram", "since", "count", "sum", "min", "max", "buckets"],
+};
 
 const INTERN_TYPE: Builtin = Builtin { name: "Intern", code: INTERN, format: &[Word, Str], params: &["id", "text"] };
 const LABEL_TYPE: Builtin =
@@ -161,6 +193,8 @@ pub const ALL: &[Builtin] = &[
     SPAN_RECORD_TYPE,
     SPAN_FOLLOWS_TYPE,
     SPAN_CURRENT_TYPE,
+    SUPPRESSED_TYPE,
+    HISTOGRAM_TYPE,
 ];
 
 // The bytes of each built-in's fixed-size arguments (every argument but its strings), derived
@@ -197,6 +231,10 @@ pub const SPAN_RECORD_FIXED: usize = SPAN_RECORD_TYPE.fixed_len();
 pub const SPAN_FOLLOWS_FIXED: usize = SPAN_FOLLOWS_TYPE.fixed_len();
 /// Bytes of `SpanCurrent`'s fixed-size arguments (`span`): its whole body.
 pub const SPAN_CURRENT_FIXED: usize = SPAN_CURRENT_TYPE.fixed_len();
+/// Bytes of `Suppressed`'s arguments (`thread`, `code`, `count`, `window`): its whole body.
+pub const SUPPRESSED_FIXED: usize = SUPPRESSED_TYPE.fixed_len();
+/// Bytes of `Histogram`'s fixed-size arguments (all but `buckets`).
+pub const HISTOGRAM_FIXED: usize = HISTOGRAM_TYPE.fixed_len();
 
 impl Builtin {
     /// The bytes its fixed-size arguments take on the wire: every argument but its strings,

@@ -78,6 +78,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  event-dump summary trace.evt\n  event-dump summary trace.evt --format json > run.json     compare with the last run's\n  event-dump summary traces/ --format json --percentiles 50,99,99.9,99.99\n\nThe JSON is stated in docs/OUTPUT.md (\"summary\"), versioned by its `summary_version`; two\nreads of one log give the same bytes. Losses and damage are the ledger's findings, as\n`stats` and `check` count them; spans are paired as `latency` pairs them."
     )]
     Summary(SummaryArgs),
+    /// The histograms the recorder kept (events.def's HISTOGRAM), merged over threads,
+    /// segments and logs: count, min, percentiles, max and one line per bucket.
+    #[command(
+        after_help = "Examples:\n  event-dump hist trace.evt\n  event-dump hist traces/ --name 'request_ns,sizes' --per-thread\n  event-dump hist host1/ host2/ --format json\n\nThe recorder counts each value of a declared histogram on the thread that records it,\nwhether or not a limit keeps the event, and writes what it counted every period, before a\nsegment is sealed and at the stop: a segment holds its period's distributions however many\nof its events were suppressed or deleted. Percentiles are the buckets': the p-th value of n\n(nearest rank) lies in a bucket, whose largest value is shown (exact below the bucket\nlayout's first power of two, else at most one bucket's width above). `latency` shows them\ntoo, after the spans it times."
+    )]
+    Hist(HistArgs),
     /// Uploads a recording's sealed segments to object storage (S3 or a store that speaks
     /// its protocol), each once, under a key its header decides, with create-only puts.
     #[command(
@@ -86,7 +92,7 @@ pub(crate) enum Command {
     Ship(ShipArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
-        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now"
+        after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now\n  event-dump control prog.ring --limit 'Net:Retry=10/s'      at most 10 a second on each thread"
     )]
     Control(ControlArgs),
     /// Prints a shell completion script for event-dump.
@@ -333,6 +339,34 @@ pub(crate) struct LatencyArgs {
     pub(crate) window_only: bool,
 }
 
+#[derive(Args, Debug)]
+pub(crate) struct HistArgs {
+    /// Logs to read: streams, ring files, recordings of segments.
+    #[arg(value_name = "LOG", required = true)]
+    pub(crate) logs: Vec<PathBuf>,
+    /// Only the histograms of these names (comma-separated, globs: `req*,sizes`).
+    #[arg(long, value_name = "NAMES")]
+    pub(crate) name: Option<String>,
+    /// Each thread's distribution too, under the merged one.
+    #[arg(long)]
+    pub(crate) per_thread: bool,
+    /// Output format; the JSON shape is documented in docs/OUTPUT.md.
+    #[arg(long, value_enum, default_value_t = HistFormat::Text)]
+    pub(crate) format: HistFormat,
+    /// Read a log whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// `hist`'s output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HistFormat {
+    /// Each histogram as `latency` shows a span's durations.
+    Text,
+    /// One JSON document (docs/OUTPUT.md, "hist").
+    Json,
+}
+
 /// `latency`'s output formats.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LatencyFormat {
@@ -412,6 +446,10 @@ pub(crate) struct ControlArgs {
     /// OUT, while it goes on recording, and waits until it is written.
     #[arg(long, value_name = "OUT", conflicts_with_all = ["enable", "disable"])]
     pub(crate) snapshot: Option<PathBuf>,
+    /// Changes the program's limits (EVENT_LIMIT grammar: `Test:Seq=100/s;Net=1/100`, `off`
+    /// removes one) and shows them all; `--limit ''` only shows them. A request of its own.
+    #[arg(long, value_name = "LIMITS", conflicts_with_all = ["enable", "disable", "rotate", "snapshot"])]
+    pub(crate) limit: Option<String>,
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,

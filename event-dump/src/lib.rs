@@ -79,6 +79,7 @@ pub fn run() -> ExitCode {
         Some(Command::Latency(args)) => commands::latency::latency(&args),
         Some(Command::Summary(args)) => commands::summary::summary(&args),
         Some(Command::Top(args)) => commands::top::top(&args),
+        Some(Command::Hist(args)) => commands::hist::hist(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
         #[cfg(feature = "s3")]
         Some(Command::Ship(args)) => ship::ship(&args),

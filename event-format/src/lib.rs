@@ -14,6 +14,8 @@
 //! - [`roles`] tells what a log's events mean beyond their parameters (the spans they begin and
 //!   end, the counters they sample, the flows they take part in), and pairs spans' ends with
 //!   their begins: the one rule every reader uses.
+//! - [`histogram`] is the buckets of declared histograms (events.def's `HISTOGRAM`) and the
+//!   merge of the recorder's `Histogram` records over threads, segments and logs.
 //! - [`text`] renders decoded events as text.
 //! - [`filter`] is ftrace's filter language (`size >= 512 && name ~ "Object*"`): event-dump's
 //!   `--filter`, and a recorder's trigger conditions.
@@ -62,6 +64,7 @@ pub mod fields;
 pub mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod histogram;
 pub mod ledger;
 pub mod log;
 pub mod merge;

@@ -29,8 +29,10 @@ pub enum Route {
     /// word).
     Common,
     /// Recorded by the cold path: its bit is set in the divert word (a capture runs, or a
-    /// trigger or a pin watches it, or a `post=` window is open) and the cold half of the
-    /// test ([`capture::enabled_here`](crate::capture)) said yes.
+    /// trigger or a pin watches it, or a `post=` window is open, or it is limited or a
+    /// histogram counts it) and the cold half of the test (`aggregate::admit`) said yes:
+    /// recorded, or, when its limit did not keep it and a histogram counts it, only measured
+    /// (`aggregate`'s module docs).
     Diverted,
 }
 
@@ -51,7 +53,10 @@ pub fn route(bits: &[AtomicU64], index: u16) -> Route {
     if crate::divert::any() & bit == 0 {
         return Route::Common;
     }
-    if crate::capture::enabled_here(bits, index) { Route::Diverted } else { Route::Off }
+    // A `bool`, as the capture's answer was: a `Route` from out of line would be matched
+    // again in `emit_routed`, and the common path pays for the arguments' closure before it
+    // (7 instructions an event, callgrind).
+    if crate::aggregate::admit(bits, index) { Route::Diverted } else { Route::Off }
 }
 
 /// Records event `index` (its position in `set`) on this thread by the path that `route`
@@ -89,6 +94,9 @@ pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>],
 /// one (`capture::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
 /// line and cold: the common path keeps its registers (inlined into a caller's loop, the
 /// diverted path held two of them, and the common path spilled: 2 instructions an event).
+///
+/// An event whose limit did not keep it but that a histogram counts is not recorded: its
+/// arguments go to the histograms (`aggregate::measure_unkept`).
 #[cold]
 #[inline(never)]
 fn diverted(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {

@@ -543,6 +543,9 @@ impl ThreadBuffer {
     #[cold]
     #[inline(never)]
     fn watched(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
+        if self.shared.aggregates.as_ref().is_some_and(|a| a.measures(code)) {
+            self.measure(code, fixed, strs);
+        }
         let Some(triggers) = &self.shared.triggers else { return };
         if self.post.is_none() && !triggers.watches(code) {
             return; // an event that shares a watched one's bit
@@ -587,6 +590,52 @@ impl ThreadBuffer {
                 None => crate::divert::post_window(self.generation, true),
             }
         }
+    }
+
+    /// A kept event that a histogram counts: its record, just written, read back and
+    /// counted (`aggregate::measure_kept`); nothing when it was refused.
+    fn measure(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
+        let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
+        if let Some((bytes, time)) = self.last_record(code, len) {
+            crate::aggregate::measure_kept(&self.shared, self.generation, self.thread, &bytes, time);
+        }
+    }
+
+    /// The recording's shared state.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The recording's generation.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// This thread's id in the recording.
+    pub(crate) fn thread(&self) -> u64 {
+        self.thread
+    }
+
+    /// Writes this thread's `Suppressed` record for wire code `code`; `false` when it was
+    /// refused (no room), and the caller keeps the count.
+    pub(crate) fn write_suppressed(&mut self, code: u16, count: u64, window: u64) -> bool {
+        let thread = self.thread;
+        self.write_checked(builtin::SUPPRESSED, builtin::SUPPRESSED_FIXED, &[], |w| {
+            body::suppressed(w, thread, code, count, window)
+        })
+    }
+
+    /// Writes a record as [`write`](Self::write) does; `false` when it was refused.
+    fn write_checked(
+        &mut self,
+        code: u16,
+        fixed: usize,
+        strs: &[Text<'_>],
+        fill: impl FnOnce(&mut ArgWriter<'_>),
+    ) -> bool {
+        let refused = self.refused;
+        self.write(code, fixed, strs, fill);
+        !self.slotless && self.refused == refused
     }
 
     /// Counts an event that could not be recorded.
@@ -1124,6 +1173,15 @@ fn write_in(
     watch: Watch,
 ) {
     match code.wire(buffer) {
+        // An event its limit did not keep, let through to be measured only (`aggregate`).
+        Some(code) if watch == Watch::Yes && crate::aggregate::unkept_code(code) => {
+            let mut fill = Some(fill);
+            crate::aggregate::measure_unkept(buffer, code, fixed, strs, &mut |w| {
+                if let Some(fill) = fill.take() {
+                    fill(w)
+                }
+            });
+        }
         Some(code) => {
             buffer.write(code, fixed, strs, fill);
             if watch == Watch::Yes || (watch == Watch::WhileCounting && buffer.post.is_some()) {
@@ -1186,6 +1244,43 @@ fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut A
         // The thread is exiting and its buffer is gone.
         session::count_lost_unattributed(1);
     }
+}
+
+/// Records a built-in event on this thread, as [`emit`] does; `false` when it was refused (no
+/// room, no recording, or the thread is recording another event now).
+pub(crate) fn emit_checked(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) -> bool {
+    with_buffer(|buffer| buffer.write_checked(code, fixed, strs, fill)).unwrap_or(false)
+}
+
+/// This thread's buffer in the running recording (made on first use), given to `f`; `None`
+/// when no recording runs or the thread is recording an event now.
+fn with_buffer<R>(f: impl FnOnce(&mut ThreadBuffer) -> R) -> Option<R> {
+    BUFFER
+        .try_with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let current = session::generation();
+            if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
+                return None;
+            }
+            slot.as_mut().map(f)
+        })
+        .ok()
+        .flatten()
+}
+
+/// For event `index` of the set whose control bits are `bits`: this thread's buffer and the
+/// event's wire code in its recording, given to `f`. `None` when no recording runs, the
+/// thread is recording an event now, or the recording does not hold the set.
+pub(crate) fn with_event<R>(
+    bits: &[std::sync::atomic::AtomicU64],
+    index: u16,
+    f: impl FnOnce(&mut ThreadBuffer, u16) -> R,
+) -> Option<R> {
+    with_buffer(|buffer| {
+        let first = buffer.shared.sets.iter().find(|(set, _)| set.has_bits(bits)).map(|&(_, first)| first)?;
+        Some(f(buffer, first.wrapping_add(index)))
+    })
+    .flatten()
 }
 
 /// Gives this thread a buffer in the recording of `generation` (dropping, and so flushing,

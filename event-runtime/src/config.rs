@@ -1,6 +1,7 @@
 //! Settings from the environment: `EVENT_FILE`, `EVENT_RING`, `EVENT_CONTROL`,
 //! `EVENT_POLICY`, `EVENT_BUFSIZE`, `EVENT_BUFRESIZE`, `EVENT_PACK`, `EVENT_FORK`,
-//! `EVENT_SIGNALS`, `EVENT_ROTATE`, `EVENT_KEEP`. A value that does not parse is an error naming the
+//! `EVENT_SIGNALS`, `EVENT_ROTATE`, `EVENT_KEEP`, `EVENT_TRIGGER`, `EVENT_SNAPSHOT`, `EVENT_PIN`,
+//! `EVENT_LIMIT`. A value that does not parse is an error naming the
 //! variable and what it accepts; it never silently records nothing. Another `EVENT_*`
 //! variable is one line of warning naming the closest setting (a misspelt `EVENT_FLIE` is
 //! not ignored silently either), and the start goes on.
@@ -98,7 +99,7 @@ impl fmt::Debug for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable the recorder reads, in docs/guide/configuration.md's order.
-pub(crate) const VARIABLES: [&str; 14] = [
+pub(crate) const VARIABLES: [&str; 15] = [
     "EVENT_FILE",
     "EVENT_RING",
     "EVENT_CONTROL",
@@ -113,6 +114,7 @@ pub(crate) const VARIABLES: [&str; 14] = [
     "EVENT_TRIGGER",
     "EVENT_SNAPSHOT",
     "EVENT_PIN",
+    "EVENT_LIMIT",
 ];
 
 /// When a recording to an event file ends its segment and goes on in a new one
@@ -277,6 +279,8 @@ pub(crate) struct Env {
     pub(crate) snapshot: Option<PathBuf>,
     /// `EVENT_PIN`'s selection, parsed at the start (`trigger`).
     pub(crate) pin: Option<String>,
+    /// `EVENT_LIMIT`'s text, parsed at the start against the recorded sets (`aggregate`).
+    pub(crate) limit: Option<String>,
 }
 
 /// How long `EVENT_POLICY=wait` waits for a free block before refusing an event.
@@ -317,6 +321,7 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
         trigger: text("EVENT_TRIGGER")?,
         snapshot: path("EVENT_SNAPSHOT")?,
         pin: text("EVENT_PIN")?,
+        limit: text("EVENT_LIMIT")?,
         ..Env::default()
     };
     if let Some(v) = text("EVENT_POLICY")? {
@@ -565,7 +570,7 @@ mod tests {
                 "EVENT_COLOUR_SCHEME is not a setting of the recorder and is ignored; the settings are EVENT_FILE, \
                  EVENT_RING, EVENT_CONTROL, EVENT_POLICY, EVENT_BUFSIZE, EVENT_BUFRESIZE, EVENT_FORK, EVENT_PACK, \
                  EVENT_SIGNALS, EVENT_ROTATE, EVENT_KEEP, EVENT_TRIGGER, \
-                 EVENT_SNAPSHOT, EVENT_PIN",
+                 EVENT_SNAPSHOT, EVENT_PIN, EVENT_LIMIT",
                 "EVENT_CONTORL is not a setting of the recorder and is ignored; did you mean EVENT_CONTROL?",
                 "EVENT_FLIE is not a setting of the recorder and is ignored; did you mean EVENT_FILE?",
             ]

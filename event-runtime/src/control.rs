@@ -214,3 +214,50 @@ pub fn describe() -> Option<String> {
     let s = state();
     s.running.then(|| event_format::select::describe(&schemas(&s.sets), &s.selections))
 }
+
+/// Why [`limit`] changed nothing: no recording runs, or the text does not read (one line
+/// saying what is wrong and what is accepted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitError(pub String);
+
+impl std::fmt::Display for LimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LimitError {}
+
+/// Changes the running recording's limits (`EVENT_LIMIT`'s grammar: entries
+/// `SELECTION=LIMIT` separated by `;`, the limit `N/UNIT`, `K/N` or `off`; docs/guide/aggregates.md)
+/// and returns every limit now, in the same grammar (`none` when there is none). The entries
+/// apply over the limits now; each thread's limit of an event starts afresh when it changes.
+/// `event-dump control RINGFILE --limit TEXT` asks the same of a running program.
+///
+/// ```
+/// event_runtime::include_events!("../events.def");
+///
+/// fn main() {
+///     let recording = event_runtime::Recorder::new().memory().start().unwrap();
+///     assert_eq!(event_runtime::control::limits().unwrap(), "none");
+///     assert_eq!(event_runtime::control::limit("Client:ClientMark=100/s").unwrap(), "Client:ClientMark=100/s");
+///     assert_eq!(event_runtime::control::limit("ClientMark=off").unwrap(), "none");
+///     assert!(event_runtime::control::limit("ClientMark=5/parsec").unwrap_err().to_string().contains("unknown unit"));
+///     recording.stop().unwrap();
+/// }
+/// ```
+pub fn limit(text: &str) -> Result<String, LimitError> {
+    let generation = crate::session::generation();
+    let shared =
+        crate::session::current(generation).ok_or_else(|| LimitError("no recording runs; start one first".into()))?;
+    let aggregates = shared.aggregates.as_ref().ok_or_else(|| LimitError("this recording takes no limits".into()))?;
+    let now = aggregates.set_limits(&shared.header, text).map_err(LimitError)?;
+    crate::divert::aggregate(generation, Some(aggregates.mask()));
+    Ok(now)
+}
+
+/// The running recording's limits, as [`limit`] returns them; `None` when no recording runs.
+pub fn limits() -> Option<String> {
+    let shared = crate::session::current(crate::session::generation())?;
+    shared.aggregates.as_ref().map(|a| a.describe(&shared.header))
+}

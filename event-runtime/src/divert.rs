@@ -18,7 +18,7 @@ static ANY: AtomicU64 = AtomicU64::new(0);
 static CAPTURING: AtomicBool = AtomicBool::new(false);
 /// What `ANY` is made of; it is written under this lock, so that a capture that ends never
 /// clears it under one that starts, nor a recording's stop under a capture.
-static DIVERT: Mutex<Divert> = Mutex::new(Divert { captures: 0, watch: None });
+static DIVERT: Mutex<Divert> = Mutex::new(Divert { captures: 0, watch: None, aggregate: None });
 
 /// What the divert word is made of.
 #[derive(Debug)]
@@ -28,6 +28,9 @@ struct Divert {
     /// The running recording's watched events: its generation, their bits, and how many of
     /// its threads count `post=N` events now.
     watch: Option<(u64, u64, usize)>,
+    /// The running recording's limited and measured events (`aggregate`): its generation and
+    /// their bits.
+    aggregate: Option<(u64, u64)>,
 }
 
 impl Divert {
@@ -38,7 +41,7 @@ impl Divert {
             Some((_, _, windows)) if windows > 0 => u64::MAX,
             Some((_, mask, _)) => mask,
             None => 0,
-        };
+        } | self.aggregate.map_or(0, |(_, mask)| mask);
         // Relaxed: see `any`.
         ANY.store(word, Ordering::Relaxed);
     }
@@ -51,6 +54,18 @@ pub(crate) fn watch(generation: u64, mask: Option<u64>) {
     match mask {
         Some(mask) => divert.watch = Some((generation, mask, 0)),
         None if divert.watch.is_some_and(|w| w.0 == generation) => divert.watch = None,
+        None => return,
+    }
+    divert.publish();
+}
+
+/// The recording of `generation` limits or measures the events whose bits are `mask`
+/// (`aggregate`); `None`: it stopped.
+pub(crate) fn aggregate(generation: u64, mask: Option<u64>) {
+    let mut divert = crate::locks::lock(&DIVERT);
+    match mask {
+        Some(mask) => divert.aggregate = Some((generation, mask)),
+        None if divert.aggregate.is_some_and(|a| a.0 == generation) => divert.aggregate = None,
         None => return,
     }
     divert.publish();
@@ -74,6 +89,7 @@ pub(crate) fn post_window(generation: u64, open: bool) {
 pub(crate) fn unwatch_after_fork() {
     if let Ok(mut divert) = DIVERT.try_lock() {
         divert.watch = None;
+        divert.aggregate = None;
         divert.publish();
     } else if !CAPTURING.load(Ordering::Relaxed) {
         ANY.store(0, Ordering::Relaxed);

@@ -99,6 +99,11 @@ impl EventSet {
         self.store_bits(words);
     }
 
+    /// Whether `bits` are this set's control bits (the static `event!` tests).
+    pub(crate) fn has_bits(&self, bits: &[AtomicU64]) -> bool {
+        std::ptr::eq(self.bits.as_ptr(), bits.as_ptr())
+    }
+
     /// Clears every control bit: nothing of the set is recorded (while a capture runs, in
     /// the shadow: the bits the capture forces on stay on).
     pub(crate) fn clear_bits(&self) {

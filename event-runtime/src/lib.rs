@@ -116,6 +116,7 @@
 // marked with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod aggregate;
 mod annotate;
 mod buffer;
 #[cfg(unix)]

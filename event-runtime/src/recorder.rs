@@ -209,6 +209,10 @@ pub struct Recorder {
     snapshot_pattern: Option<PathBuf>,
     /// `EVENT_PIN`: the events every snapshot keeps whatever the rings overwrite.
     pin: Option<String>,
+    /// `EVENT_LIMIT`: limits over events.def's (`aggregate`).
+    limit: Option<String>,
+    /// How often the writer thread writes the histograms and suppressions counted.
+    histogram_period: Duration,
 }
 
 impl Default for Recorder {
@@ -263,6 +267,8 @@ impl Recorder {
             trigger: None,
             snapshot_pattern: None,
             pin: None,
+            limit: None,
+            histogram_period: crate::aggregate::DEFAULT_PERIOD,
         }
     }
 
@@ -339,6 +345,9 @@ impl Recorder {
         }
         if let Some(pin) = env.pin {
             self.pin = Some(pin);
+        }
+        if let Some(limit) = env.limit {
+            self.limit = Some(limit);
         }
         if let Some(path) = env.snapshot {
             // `%s`, the snapshot's number, is this pattern's own (`trigger::snapshot_path`).
@@ -558,6 +567,58 @@ impl Recorder {
         self
     }
 
+    /// Limits how many of some events each thread records (`EVENT_LIMIT`; docs/guide/aggregates.md):
+    /// entries `SELECTION=LIMIT` separated by `;`, the selection in `EVENT_CONTROL`'s grammar,
+    /// the limit `N/UNIT` (a token bucket: at most N a period, `1000/s`), `K/N` (the first K
+    /// of every N, `1/100`) or `off`, over the `limit=` of events.def's rows. What a limit
+    /// does not keep is counted, in `Suppressed` records, never dropped silently; a limited
+    /// event costs its check on the cold side of `event!`, an unlimited one nothing more.
+    /// [`control::limit`](crate::control::limit) changes them while the program runs, and
+    /// `event-dump control RINGFILE --limit` from outside.
+    ///
+    /// ```
+    /// event_runtime::include_events!("../events.def");
+    ///
+    /// fn main() {
+    ///     let recording = event_runtime::Recorder::new().memory().limit("Client:ClientMark=1/10").start().unwrap();
+    ///     for _ in 0..100 {
+    ///         event!(ClientMark);
+    ///     }
+    ///     let bytes = recording.stop().unwrap();
+    ///     use event_runtime::format::{Catalog, Decoder, Entry, Value};
+    ///     let mut decoder = Decoder::new(&bytes[..]).unwrap();
+    ///     let catalog = Catalog::new(&decoder.header().sets);
+    ///     let (mut marks, mut suppressed) = (0, 0);
+    ///     while let Some(block) = decoder.next_block() {
+    ///         for entry in block.unwrap().entries(&catalog) {
+    ///             let Entry::Event(e) = entry else { continue };
+    ///             match e.desc.name.as_str() {
+    ///                 "ClientMark" => marks += 1,
+    ///                 "Suppressed" => {
+    ///                     let Some(Value::Word(n)) = e.values().nth(2) else { panic!() };
+    ///                     suppressed += n;
+    ///                 }
+    ///                 _ => {}
+    ///             }
+    ///         }
+    ///     }
+    ///     assert_eq!((marks, suppressed), (10, 90));
+    /// }
+    /// ```
+    pub fn limit(mut self, text: impl Into<String>) -> Recorder {
+        self.limit = Some(text.into());
+        self
+    }
+
+    /// How often the histograms that events.def declares (`HISTOGRAM`) and the counts of
+    /// what limits suppressed are written, as records of every thread that counted any (10 s
+    /// by default); they are also written before a segment is sealed and at the stop, so a
+    /// segment holds its period's distributions (docs/guide/aggregates.md).
+    pub fn histogram_period(mut self, period: Duration) -> Recorder {
+        self.histogram_period = period.max(Duration::from_millis(1));
+        self
+    }
+
     /// Where triggered snapshots go: a pattern as [`file`](Self::file)'s, with `%s` the
     /// snapshot's sequence number (without `%s`, `.N` goes before the extension). By default
     /// (`EVENT_SNAPSHOT` unset) `%n-%p-snapshot-%s.evt` in the current directory. A path
@@ -632,6 +693,8 @@ struct Plan {
     ring_path: Option<PathBuf>,
     /// The triggers, parsed against the header.
     triggers: Option<crate::trigger::Triggers>,
+    /// The limits and histograms, against the header.
+    aggregates: Option<crate::aggregate::Aggregates>,
 }
 
 impl Recorder {
@@ -664,8 +727,21 @@ impl Recorder {
         } else {
             None
         };
-        let plan =
-            Plan { blocks, sets, schemas, firsts, selections, header, header_bytes, file_path, ring_path, triggers };
+        let limits = crate::aggregate::initial_limits(&header, self.limit.as_deref())?;
+        let aggregates = crate::aggregate::Aggregates::new(&header, limits, self.histogram_period);
+        let plan = Plan {
+            blocks,
+            sets,
+            schemas,
+            firsts,
+            selections,
+            header,
+            header_bytes,
+            file_path,
+            ring_path,
+            triggers,
+            aggregates,
+        };
         Ok((plan, time))
     }
 
@@ -858,6 +934,7 @@ impl Recorder {
             header: plan.header.clone(),
             pack: self.pack,
             triggers: plan.triggers.take(),
+            aggregates: plan.aggregates.take(),
             snapshots: std::sync::atomic::AtomicU32::new(0),
             retired: Mutex::new(Vec::new()),
             lanes: Mutex::default(),
@@ -882,6 +959,10 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     // docs, "Cost"); without any, nothing does.
     if let Some(triggers) = &shared.triggers {
         crate::divert::watch(generation, Some(triggers.mask));
+    }
+    // The events that are limited or that a histogram counts divert too (`aggregate`).
+    if let Some(aggregates) = &shared.aggregates {
+        crate::divert::aggregate(generation, Some(aggregates.mask()));
     }
     session::set_running(true);
     generation

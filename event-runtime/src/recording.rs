@@ -215,7 +215,13 @@ impl Recording {
         crash::uninstall();
         session::set_running(false);
         crate::divert::watch(self.generation, None);
+        crate::divert::aggregate(self.generation, None);
         control::uninstall();
+        // Under `ring`, what the threads counted goes into this thread's ring before the stop
+        // takes the rings: a ring file then holds it too (`aggregate::Flush`).
+        if !self.shared.streaming {
+            crate::aggregate::flush(&self.shared, crate::aggregate::Flush::IntoRing);
+        }
         buffer::detach_this_thread(self.generation);
         // Every thread's committed records, taken before the pool closes: a thread that hands
         // a block on before its lane is taken still finds the writer there.
@@ -239,6 +245,9 @@ impl Recording {
         for take in &slots {
             lock(&shared.sinks).write_block(&take.block, false);
         }
+        // What the threads counted since the last period: histograms and suppressions, in
+        // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
+        crate::aggregate::flush(shared, crate::aggregate::Flush::Last);
         shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {
@@ -373,6 +382,7 @@ mod tests {
     /// is lost. (Before, the record went into the same block after a `TimeExtend` back.)
     #[test]
     fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
+        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
@@ -418,6 +428,7 @@ mod tests {
     /// are kept, in one block, none handed on for it.
     #[test]
     fn a_record_longer_than_a_block_is_refused_and_counted() {
+        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().block_size(1024).deterministic_clock().start().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -80,6 +80,8 @@ pub(crate) struct Shared {
     pub(crate) pack: bool,
     /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
     pub(crate) triggers: Option<crate::trigger::Triggers>,
+    /// The limits and histograms (`aggregate`), if the recording has any.
+    pub(crate) aggregates: Option<crate::aggregate::Aggregates>,
     /// Snapshots taken so far (the next one's sequence is this plus one).
     pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// The thread rings the stop took, written to the sinks at stop.
@@ -287,6 +289,12 @@ impl Shared {
         LOST_UNATTRIBUTED.load(Ordering::Relaxed).saturating_sub(self.lost_base)
     }
 }
+
+/// The unit tests that start a recording take this first: a process has one recording at a
+/// time, and the test harness runs tests at once (without it they failed with
+/// `AlreadyRunning`, now and then).
+#[cfg(test)]
+pub(crate) static TEST_RECORDING: Mutex<()> = Mutex::new(());
 
 /// Bumped at every start and stop: a thread buffer of another generation is stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);

@@ -425,6 +425,7 @@ mod tests {
     /// the recording goes on and its stop still has every event the rings keep.
     #[test]
     fn a_snapshot_holds_the_latest_events_of_every_thread_and_their_names() {
+        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let dir = std::env::temp_dir().join(format!("snapshot-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");

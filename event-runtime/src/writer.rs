@@ -99,6 +99,7 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
     crate::files::lower_this_thread(WRITER_NICE);
     let mut last_sync = Instant::now();
     let mut last_idle_flush = Instant::now();
+    let mut last_aggregate = Instant::now();
     loop {
         // Threads that ended before this turn: every block they handed on is written by its
         // end (the batch takes every block queued), and then their names are forgotten.
@@ -132,6 +133,14 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
                     t if t.starts_with(event_format::ring::SNAPSHOT_REQUEST.trim_end()) => {
                         snapshot::requested(shared, t)
                     }
+                    t if t.starts_with(event_format::ring::LIMIT_REQUEST) => {
+                        let limits = t[event_format::ring::LIMIT_REQUEST.len()..].trim();
+                        if limits.is_empty() {
+                            control::limits().ok_or_else(|| "no recording runs".to_owned())
+                        } else {
+                            control::limit(limits).map_err(|e| e.to_string())
+                        }
+                    }
                     _ => control::apply(&text).map_err(|e| e.to_string()),
                 };
                 match answer {
@@ -141,6 +150,13 @@ fn writer_main(shared: &Arc<Shared>, generation: u64) {
             }
         }
         rotate_if_due(shared);
+        if let Some(aggregates) = &shared.aggregates
+            && session::is_running()
+            && last_aggregate.elapsed() >= aggregates.period
+        {
+            last_aggregate = Instant::now();
+            crate::aggregate::flush(shared, crate::aggregate::Flush::Period);
+        }
         if session::is_running() {
             snapshot::serve(shared);
         }
@@ -224,6 +240,8 @@ fn rotate_if_due(shared: &Shared) {
     if !lock(&shared.sinks).rotation_due() {
         return;
     }
+    // The histograms and suppressions of the segment's last period go into it.
+    crate::aggregate::flush(shared, crate::aggregate::Flush::Period);
     // Made before the sinks are locked: a thread may hold the table of interned strings while
     // it hands a block to the sinks.
     let time = shared.time.now();

@@ -24,7 +24,7 @@ const BLOCK_SIZE: u32 = 1024;
 const DAMAGED_BLOCK: usize = 1;
 
 /// Older released versions: their streams are read, never written again.
-const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0", "v2.0.1", "v2.0.2"];
+const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0", "v2.0.1", "v2.0.2", "v2.0.3"];
 
 /// The current version's directory.
 fn current() -> String {

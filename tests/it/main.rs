@@ -2,6 +2,7 @@
 //! the recorder, the dumper and their dependencies once each. Each module's first line says
 //! what it covers; `common` holds the child processes they start.
 
+mod aggregates;
 mod async_spans;
 mod clean_stop;
 mod common;

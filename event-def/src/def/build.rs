@@ -10,7 +10,7 @@ use super::parse::{self, Keyword, Statement};
 use super::suggest::{closest, shown};
 use super::{Diag, Pos};
 use crate::letter::Letter;
-use crate::meaning::{Counter, Flow, FlowStep, Span};
+use crate::meaning::{Buckets, Counter, Flow, FlowStep, Histogram, HistogramOf, Limit, Rate, Span};
 use crate::schema::{self, EventType, Kind, Place, Problem, Retired, Schema, Version};
 use std::collections::{HashMap, HashSet};
 
@@ -37,7 +37,8 @@ pub(super) fn parse(source: &str, default_name: &str) -> Result<Schema, Vec<Diag
     builder.finish()
 }
 
-const RELATION_HELP: &str = "write RELATION(Name, code, TRUE|FALSE, Kind, Format[, parameter names...])";
+const RELATION_HELP: &str = "write RELATION(Name, code, TRUE|FALSE, Kind, Format[, parameter names...][, limit=RATE])";
+const LIMIT_HELP: &str = "write limit=N/UNIT for at most N a period on each thread (limit=1000/s; ns, us, ms, s, min or h), or limit=K/N for the first K of every N (limit=1/100)";
 const FORMAT_HELP: &str =
     "write the format letters together, from P A W U I D B S, such as `PAW`, or 0 for no parameters";
 
@@ -64,6 +65,11 @@ struct Places {
     spans: Vec<[Pos; 4]>,
     counters: Vec<[Pos; 4]>,
     flows: Vec<[Pos; 4]>,
+    /// `HISTOGRAM`'s name, span or event, parameter (the buckets' place for a span's) and
+    /// buckets.
+    histograms: Vec<[Pos; 4]>,
+    /// Each limit's `limit=` setting.
+    limits: Vec<Pos>,
 }
 
 impl Places {
@@ -97,6 +103,11 @@ impl Places {
             Place::FlowEvent(i) => arg(&self.flows, i, 1),
             Place::FlowId(i) => arg(&self.flows, i, 2),
             Place::FlowStep(i) => arg(&self.flows, i, 3),
+            Place::HistogramName(i) => arg(&self.histograms, i, 0),
+            Place::HistogramOf(i) => arg(&self.histograms, i, 1),
+            Place::HistogramParam(i) => arg(&self.histograms, i, 2),
+            Place::HistogramBuckets(i) => arg(&self.histograms, i, 3),
+            Place::Limit(i) => at(&self.limits, i),
         }
     }
 }
@@ -120,6 +131,17 @@ struct PendingDecl<'a> {
     places: [Pos; 4],
 }
 
+/// A `HISTOGRAM` line whose span or event is looked up once every line has been read.
+struct PendingHistogram<'a> {
+    name: &'a str,
+    /// The span's or event's name, and where.
+    of: (&'a str, Pos),
+    /// The parameter, for a histogram of an event's parameter.
+    param: Option<&'a str>,
+    buckets: Buckets,
+    places: [Pos; 4],
+}
+
 /// A declaration with its events' codes left to fill in.
 enum Decl {
     Span(Span),
@@ -136,6 +158,8 @@ struct Builder<'a> {
     pending: Vec<PendingKind<'a>>,
     /// Declarations whose events are yet to be looked up, in the order of their lines.
     declared: Vec<PendingDecl<'a>>,
+    /// Histograms whose span or event is yet to be looked up, in the order of their lines.
+    histograms: Vec<PendingHistogram<'a>>,
     /// Events whose kind, format or some parameter name could not be read: the check's
     /// problems about those parts would only repeat the error already given.
     unknown_kind: HashSet<usize>,
@@ -149,6 +173,21 @@ impl<'a> Builder<'a> {
     }
 
     fn statement(&mut self, statement: &Statement<'a>) {
+        if statement.keyword != Keyword::Relation && statement.args.iter().any(|a| a.setting().is_some()) {
+            // `limit=` and the like are settings of a RELATION row: reported once each, then
+            // the statement is read without them.
+            let mut without = statement.clone();
+            without.args.retain(|a| a.setting().is_none());
+            for arg in statement.args.iter().filter(|a| a.setting().is_some()) {
+                let key = arg.setting().map_or("", |(k, _)| k);
+                self.error(
+                    arg.start,
+                    format!("`{}=` is not a setting of {}", shown(key), statement.head.text),
+                    "settings such as `limit=1000/s` go at the end of a RELATION row",
+                );
+            }
+            return self.statement(&without);
+        }
         match statement.keyword {
             Keyword::Set => self.set(statement),
             Keyword::Version => self.version(statement),
@@ -158,6 +197,7 @@ impl<'a> Builder<'a> {
             Keyword::Span => self.span(statement),
             Keyword::Counter => self.counter(statement),
             Keyword::Flow => self.flow(statement),
+            Keyword::Histogram => self.histogram(statement),
         }
     }
 
@@ -315,6 +355,111 @@ impl<'a> Builder<'a> {
             events: vec![event],
             places: Builder::places4(statement),
         });
+    }
+
+    /// `HISTOGRAM(name, Span, BUCKETS)` or `HISTOGRAM(name, Event, param, BUCKETS)`: the
+    /// recorder keeps the distribution of span `Span`'s durations, or of parameter `param`
+    /// of `Event`, in buckets `LOG2` or `HDR1` .. `HDR7`.
+    fn histogram(&mut self, statement: &Statement<'a>) {
+        let args = &statement.args;
+        const HELP: &str = "write HISTOGRAM(name, Span, LOG2) for a span's durations, or HISTOGRAM(name, Event, param, LOG2) for an event's parameter (buckets LOG2, or HDR1 to HDR7)";
+        // Three arguments or four: the buckets are always last.
+        let parts: &[&str] = if args.len() < 3 {
+            &["name", "span or event", "bucket layout"]
+        } else {
+            &["name", "span or event", "parameter", "bucket layout"]
+        };
+        let whole = self.arity(statement, 3, "a name, a span or an event, and buckets", parts, HELP);
+        let name = args.first().and_then(|a| {
+            self.name(a, "the histogram's name", "name histograms with identifiers such as `request_ns`")
+        });
+        let of = args.get(1).and_then(|a| self.name(a, "the span or the event it counts", HELP));
+        let (param, buckets_arg) = match args.len() {
+            4 => (args.get(2).and_then(|a| self.name(a, "the parameter it counts", HELP)), args.get(3)),
+            _ => (None, args.get(2)),
+        };
+        let buckets = buckets_arg.and_then(|arg| {
+            let found = (arg.kind == TokenKind::Word).then(|| Buckets::from_word(arg.text)).flatten();
+            if found.is_none() {
+                let upper = arg.text.to_ascii_uppercase();
+                let help = if Buckets::from_word(&upper).is_some() {
+                    format!("write {upper} (upper case)")
+                } else if upper.starts_with("HDR") {
+                    format!(
+                        "HDR takes 1 to {} sub-bucket bits: HDR1 .. HDR{}",
+                        Buckets::MAX_PRECISION,
+                        Buckets::MAX_PRECISION
+                    )
+                } else if args.len() == 3 && arg.kind == TokenKind::Word {
+                    format!("write the buckets last: HISTOGRAM(name, Event, {}, LOG2) counts a parameter", arg.text)
+                } else {
+                    "write LOG2 (one bucket per power of two) or HDR1 .. HDR7 (2 .. 128 buckets per power of two)"
+                        .to_owned()
+                };
+                self.error(
+                    arg.start,
+                    format!("a histogram's buckets are LOG2 or HDR1 .. HDR7, found {}", arg.describe()),
+                    help,
+                );
+            }
+            found
+        });
+        let (true, Some((name, _)), Some(of), Some(buckets)) = (whole, name, of, buckets) else { return };
+        if args.len() == 4 && param.is_none() {
+            return;
+        }
+        let param = param.map(|(p, _)| p);
+        let places = match args.len() {
+            4 => Builder::places4(statement),
+            _ => {
+                let p = Builder::places4(statement);
+                [p[0], p[1], p[2], p[2]]
+            }
+        };
+        self.histograms.push(PendingHistogram { name, of, param, buckets, places });
+    }
+
+    /// Looks up each histogram's span or event: found, it joins the schema (its rules are the
+    /// check's); not found, an error here with the nearest name.
+    fn resolve_histograms(&mut self) {
+        for h in std::mem::take(&mut self.histograms) {
+            let (of_name, of_pos) = h.of;
+            let of = match h.param {
+                None => {
+                    if !self.schema.spans.iter().any(|s| s.name == of_name) {
+                        let help = if self.schema.event(of_name).is_some() {
+                            format!(
+                                "`{of_name}` is an event: name the parameter it counts, HISTOGRAM({}, {of_name}, param, {})",
+                                h.name,
+                                h.buckets.word()
+                            )
+                        } else {
+                            match closest(of_name, self.schema.spans.iter().map(|s| s.name.as_str())) {
+                                Some(similar) => format!("did you mean `{similar}`?"),
+                                None => "declare it with SPAN(name, Begin, End), or name an event and its parameter"
+                                    .to_owned(),
+                            }
+                        };
+                        self.error(of_pos, format!("unknown span `{}`", shown(of_name)), help);
+                        continue;
+                    }
+                    HistogramOf::Span(of_name.to_owned())
+                }
+                Some(param) => match self.schema.event(of_name) {
+                    Some(e) => HistogramOf::Param { event: e.code, param: param.to_owned() },
+                    None => {
+                        let help = match closest(of_name, self.schema.events.iter().map(|e| e.name.as_str())) {
+                            Some(similar) => format!("did you mean `{similar}`?"),
+                            None => "name an event declared with RELATION in this file".to_owned(),
+                        };
+                        self.error(of_pos, format!("unknown event `{}`", shown(of_name)), help);
+                        continue;
+                    }
+                },
+            };
+            self.schema.histograms.push(Histogram { name: h.name.to_owned(), of, buckets: h.buckets });
+            self.places.histograms.push(h.places);
+        }
     }
 
     /// Looks up the events of every declaration: one whose events are all found joins the
@@ -502,11 +647,47 @@ impl<'a> Builder<'a> {
         let always = args.get(2).and_then(|a| self.always(a));
         let kind = args.get(3).and_then(|a| self.kind_name(a));
         let format = args.get(4).and_then(|a| self.format(a));
-        let names: Vec<Option<(&'a str, Pos)>> = args
+        // Parameter names, then settings (`limit=1000/s`).
+        let rest: Vec<&Token<'a>> = args.iter().skip(5).collect();
+        let first_setting = rest.iter().position(|a| a.setting().is_some()).unwrap_or(rest.len());
+        let names: Vec<Option<(&'a str, Pos)>> = rest[..first_setting]
             .iter()
-            .skip(5)
             .map(|a| self.name(a, "a parameter name", "name parameters with identifiers such as `size`"))
             .collect();
+        let mut limit = None;
+        for arg in &rest[first_setting..] {
+            let Some((key, value)) = arg.setting() else {
+                self.error(
+                    arg.start,
+                    format!("{} after a setting: parameter names come before settings", arg.describe()),
+                    "move the parameter names before `limit=`",
+                );
+                continue;
+            };
+            if key != "limit" {
+                let help = match closest(key, ["limit"]) {
+                    Some(k) => format!("did you mean `{k}=`? a RELATION row takes `limit=RATE`"),
+                    None => "a RELATION row takes one setting, `limit=RATE` (limit=1000/s, limit=1/100)".to_owned(),
+                };
+                self.error(arg.start, format!("unknown setting `{}=`", shown(key)), help);
+                continue;
+            }
+            if limit.is_some() {
+                self.error(arg.start, "`limit=` is given twice", "keep one `limit=` per row");
+                continue;
+            }
+            if value.is_empty() {
+                self.error(arg.start, "`limit=` has no rate", LIMIT_HELP);
+                continue;
+            }
+            match Rate::parse(value) {
+                Ok(rate) => limit = Some((rate, arg.start)),
+                Err(why) => {
+                    // The value's column: just after `limit=`.
+                    self.error(arg.start.right(key.chars().count() + 1), format!("bad limit: {why}"), LIMIT_HELP);
+                }
+            }
+        }
         let (Some((name, name_pos)), Some((code, code_pos))) = (name, code) else {
             return;
         };
@@ -551,6 +732,10 @@ impl<'a> Builder<'a> {
         self.places.event_kind.push(kind_arg.start);
         self.places.event_format.push(format_arg.start);
         self.places.params.push(param_places);
+        if let Some((rate, pos)) = limit {
+            self.schema.limits.push(Limit { event: code, rate });
+            self.places.limits.push(pos);
+        }
     }
 
     fn retired(&mut self, statement: &Statement<'a>) {
@@ -719,6 +904,7 @@ impl<'a> Builder<'a> {
             self.error(Pos::START, "missing VERSION line", "add `VERSION(1, 0, 0)` at the top");
         }
         self.resolve_declarations();
+        self.resolve_histograms();
         if let Err(problems) = self.schema.check() {
             for Problem { place, message, help } in problems {
                 if self.repeats_an_error(place) {

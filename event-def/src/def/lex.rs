@@ -25,6 +25,10 @@ pub(super) enum TokenKind {
     Close,
     /// `,`
     Comma,
+    /// A setting: a word, `=` and its value written together, such as `limit=1000/s`. The
+    /// value runs to the next white space, `,`, `(`, `)`, `"` or `#`, and may be empty;
+    /// `key` is the word's length in bytes.
+    Setting { key: usize },
 }
 
 /// A token with its text and place.
@@ -41,7 +45,15 @@ pub(super) struct Token<'a> {
     pub(super) first_on_line: bool,
 }
 
-impl Token<'_> {
+impl<'a> Token<'a> {
+    /// A setting's word and value (`limit`, `1000/s`); `None` for another token.
+    pub(super) fn setting(&self) -> Option<(&'a str, &'a str)> {
+        match self.kind {
+            TokenKind::Setting { key } => Some((&self.text[..key], &self.text[key + 1..])),
+            _ => None,
+        }
+    }
+
     /// The token as messages show it: "`name`", "a string", "`(`".
     pub(super) fn describe(&self) -> String {
         match self.kind {
@@ -145,7 +157,14 @@ impl<'a> Lexer<'a, '_> {
                 self.push(TokenKind::Str { value, closed: true }, from, start);
             } else if starts_word(c) {
                 self.bump_while(continues_word);
-                self.push(TokenKind::Word, from, start);
+                if self.peek() == Some('=') {
+                    let key = self.at - from;
+                    self.bump();
+                    self.bump_while(|c| !(c.is_whitespace() || "(),\"#".contains(c)));
+                    self.push(TokenKind::Setting { key }, from, start);
+                } else {
+                    self.push(TokenKind::Word, from, start);
+                }
             } else if c.is_ascii_digit() {
                 self.bump_while(continues_word);
                 self.push(TokenKind::Number, from, start);

@@ -12,6 +12,9 @@
 //! RELATION(PoolAlloc,   0x0003, FALSE, Pool,  PAW)
 //! RELATION(Poll,        4,      TRUE,  Arena, 0)
 //! RETIRED(OldThing, 0x0005)
+//! RELATION(Retry,       6,      TRUE,  Arena, W,   n, limit=100/s)   # a limit: at most 100/s a thread
+//! SPAN(poll, Poll, Retry)
+//! HISTOGRAM(poll_ns, poll, LOG2)                 # the recorder keeps poll's durations
 //! ```
 //!
 //! The parser reports every error it can find in one pass: it recovers from a syntax error by

@@ -20,10 +20,11 @@ pub(super) enum Keyword {
     Span,
     Counter,
     Flow,
+    Histogram,
 }
 
 impl Keyword {
-    const ALL: [(&'static str, Keyword); 8] = [
+    const ALL: [(&'static str, Keyword); 9] = [
         ("SET", Keyword::Set),
         ("VERSION", Keyword::Version),
         ("KIND", Keyword::Kind),
@@ -32,6 +33,7 @@ impl Keyword {
         ("SPAN", Keyword::Span),
         ("COUNTER", Keyword::Counter),
         ("FLOW", Keyword::Flow),
+        ("HISTOGRAM", Keyword::Histogram),
     ];
 
     fn from_word(word: &str) -> Option<Keyword> {
@@ -68,7 +70,7 @@ struct Parser<'t, 'a, 'd> {
     statements: Vec<Statement<'a>>,
 }
 
-const STATEMENT_HELP: &str = "statements are SET(...), VERSION(...), KIND(...), RELATION(...), RETIRED(...), SPAN(...), COUNTER(...) and FLOW(...), one after another";
+const STATEMENT_HELP: &str = "statements are SET(...), VERSION(...), KIND(...), RELATION(...), RETIRED(...), SPAN(...), COUNTER(...), FLOW(...) and HISTOGRAM(...), one after another";
 
 impl<'a> Parser<'_, 'a, '_> {
     fn peek(&self) -> Option<&Token<'a>> {
@@ -172,7 +174,9 @@ impl<'a> Parser<'_, 'a, '_> {
                 format!("did you mean `{k}`? keywords are upper case")
             }
             Some(k) => format!("did you mean `{k}`?"),
-            None => "the keywords are SET, VERSION, KIND, RELATION and RETIRED".to_owned(),
+            None => {
+                "the keywords are SET, VERSION, KIND, RELATION, RETIRED, SPAN, COUNTER, FLOW and HISTOGRAM".to_owned()
+            }
         };
         self.error(head.start, format!("unknown keyword `{}`", shown(head.text)), help);
     }
@@ -211,7 +215,7 @@ impl<'a> Parser<'_, 'a, '_> {
                     self.skip_to_close();
                     return (args, token.start, true);
                 }
-                TokenKind::Word | TokenKind::Number | TokenKind::Str { .. } => {
+                TokenKind::Word | TokenKind::Number | TokenKind::Str { .. } | TokenKind::Setting { .. } => {
                     if self.starts_line_statement(self.at) {
                         let pos = self.after_last();
                         self.missing_close(head, pos);
@@ -231,7 +235,9 @@ impl<'a> Parser<'_, 'a, '_> {
         let Some(next) = self.peek() else { return };
         match next.kind {
             TokenKind::Comma => self.at += 1,
-            TokenKind::Word | TokenKind::Number | TokenKind::Str { .. } if !self.starts_line_statement(self.at) => {
+            TokenKind::Word | TokenKind::Number | TokenKind::Str { .. } | TokenKind::Setting { .. }
+                if !self.starts_line_statement(self.at) =>
+            {
                 let message = format!("missing `,` before {}", next.describe());
                 let pos = self.after_last();
                 self.error(pos, message, "separate the arguments with `,`");

@@ -1,7 +1,7 @@
 //! Writes a schema as events.def text, laid out for people to read and edit.
 
 use crate::letter;
-use crate::schema::{self, EventType, Schema};
+use crate::schema::{self, EventType, HistogramOf, Schema};
 use std::fmt::Write as _;
 
 /// Renders a schema as events.def text; `parse(render(s)) == s` for every schema that passes
@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 ///
 /// The text has a comment line, the `SET` line (when the set has a name: a 1.x stream's set
 /// has none), the `VERSION` line, the `KIND` lines, then the `RELATION`
-/// lines under a comment naming their columns, then the `RETIRED` lines, then the `SPAN`,
-/// `COUNTER` and `FLOW` lines (events named by their names). Columns line up;
+/// lines under a comment naming their columns (a row's `limit=` last), then the `RETIRED`
+/// lines, then the `SPAN`, `COUNTER`, `FLOW` and `HISTOGRAM` lines (events named by their
+/// names). Columns line up;
 /// codes are written in hexadecimal (`0x001F`); parameter names are left out when they are
 /// the defaults `f0`, `f1`, ...
 ///
@@ -96,7 +97,20 @@ fn render_meanings(schema: &Schema, out: &mut String) {
         .iter()
         .map(|f| vec![f.name.clone(), name(f.event), f.id.clone(), f.step.as_str().to_owned()])
         .collect();
-    for (head, rows) in [("SPAN(", spans), ("COUNTER(", counters), ("FLOW(", flows)] {
+    let histograms: Vec<Vec<String>> = schema
+        .histograms
+        .iter()
+        .map(|h| {
+            let mut row = vec![h.name.clone()];
+            match &h.of {
+                HistogramOf::Span(span) => row.push(span.clone()),
+                HistogramOf::Param { event, param } => row.extend([name(*event), param.clone()]),
+            }
+            row.push(h.buckets.word());
+            row
+        })
+        .collect();
+    for (head, rows) in [("SPAN(", spans), ("COUNTER(", counters), ("FLOW(", flows), ("HISTOGRAM(", histograms)] {
         if !rows.is_empty() {
             out.push('\n');
             let widths = column_widths(&rows, &[]);
@@ -140,6 +154,9 @@ fn render_events(schema: &Schema, out: &mut String) {
             let mut row = vec![e.name.clone(), code(e.code), always.to_owned(), kind, letter::format_string(&e.format)];
             if !has_default_names(e) {
                 row.extend(e.params.iter().cloned());
+            }
+            if let Some(rate) = schema.limit_of(e.code) {
+                row.push(format!("limit={rate}"));
             }
             row
         })

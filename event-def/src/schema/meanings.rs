@@ -4,10 +4,23 @@
 
 use super::{EventType, Place, Problem, Rules, Schema, identifier_problem_by};
 use crate::letter::Letter;
-use crate::meaning::{MAX_UNIT_LEN, is_counter_letter, is_flow_id_letter, is_span_id_letter};
+use crate::meaning::{
+    Buckets, HistogramOf, MAX_UNIT_LEN, Rate, is_counter_letter, is_flow_id_letter, is_histogram_letter,
+    is_span_id_letter,
+};
 use std::collections::{HashMap, HashSet};
 
 impl Schema {
+    /// The histogram named `name`, with its index among the set's.
+    pub fn histogram(&self, name: &str) -> Option<(usize, &crate::meaning::Histogram)> {
+        self.histograms.iter().enumerate().find(|(_, h)| h.name == name)
+    }
+
+    /// The limit that events.def gives the event of code `code`, if any.
+    pub fn limit_of(&self, code: u16) -> Option<Rate> {
+        self.limits.iter().find(|l| l.event == code).map(|l| l.rate)
+    }
+
     /// Whether the set declares any span, counter or flow.
     pub fn declares_meanings(&self) -> bool {
         !(self.spans.is_empty() && self.counters.is_empty() && self.flows.is_empty())
@@ -187,6 +200,83 @@ impl Schema {
                     is_flow_id_letter,
                     "a flow's id is an integer: P, A, W, U or I",
                 ),
+            }
+        }
+
+        let mut names = HashSet::new();
+        for (i, histogram) in self.histograms.iter().enumerate() {
+            name_rule(problems, &mut names, "histogram", &histogram.name, Place::HistogramName(i));
+            match &histogram.of {
+                HistogramOf::Span(span) => {
+                    if !self.spans.iter().any(|s| &s.name == span) {
+                        let spans: Vec<String> = self.spans.iter().map(|s| s.name.clone()).collect();
+                        problems.push(Problem {
+                            place: Place::HistogramOf(i),
+                            message: format!("histogram `{}` counts span `{span}`, which no SPAN line declares", histogram.name),
+                            help: format!(
+                                "name a span of this events.def (its spans are {}), or an event and its parameter: HISTOGRAM(name, Event, param, LOG2)",
+                                listing(&spans)
+                            ),
+                        });
+                    }
+                }
+                HistogramOf::Param { event: code, param: name } => match event(*code) {
+                    None => missing_event(
+                        problems,
+                        *code,
+                        Place::HistogramOf(i),
+                        &format!("histogram `{}`'s event", histogram.name),
+                    ),
+                    Some(e) => param(
+                        problems,
+                        e,
+                        name,
+                        Place::HistogramParam(i),
+                        is_histogram_letter,
+                        "a histogram's value is an unsigned integer: W or U",
+                    ),
+                },
+            }
+            if histogram.buckets.precision > Buckets::MAX_PRECISION {
+                problems.push(Problem {
+                    place: Place::HistogramBuckets(i),
+                    message: format!(
+                        "histogram `{}` has {} sub-bucket bits, more than the {} allowed",
+                        histogram.name,
+                        histogram.buckets.precision,
+                        Buckets::MAX_PRECISION
+                    ),
+                    help: "write LOG2, or HDR1 to HDR7".to_owned(),
+                });
+            }
+        }
+
+        let mut limited: HashMap<u16, usize> = HashMap::new();
+        for (i, limit) in self.limits.iter().enumerate() {
+            if event(limit.event).is_none() {
+                missing_event(problems, limit.event, Place::Limit(i), "a limit's event");
+            }
+            if limited.insert(limit.event, i).is_some() {
+                problems.push(Problem {
+                    place: Place::Limit(i),
+                    message: format!("{} has two limits", named(limit.event)),
+                    help: "keep one `limit=` per event".to_owned(),
+                });
+            }
+            let bad = match limit.rate {
+                Rate::PerPeriod { count, period_ns } => count == 0 || period_ns == 0,
+                Rate::Sample { keep, of } => keep == 0 || of < keep,
+            };
+            if bad {
+                problems.push(Problem {
+                    place: Place::Limit(i),
+                    message: format!(
+                        "{}'s limit `{}` keeps nothing or more than there are",
+                        named(limit.event),
+                        limit.rate
+                    ),
+                    help: "write N/UNIT (1000/s) or K/N (1/100), with N and K at least 1 and K at most N".to_owned(),
+                });
             }
         }
     }

@@ -6,7 +6,7 @@
 //! so a hand-written file and a hostile stream are held to the same rules.
 
 use crate::letter::{self, Letter};
-pub use crate::meaning::{Counter, Flow, FlowStep, Span};
+pub use crate::meaning::{Buckets, Counter, Flow, FlowStep, Histogram, HistogramOf, Limit, Rate, Span};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -109,6 +109,12 @@ pub struct Schema {
     pub counters: Vec<Counter>,
     /// The flows its events take part in (`FLOW` lines), in declaration order.
     pub flows: Vec<Flow>,
+    /// The histograms the recorder keeps of its spans and parameters (`HISTOGRAM` lines), in
+    /// declaration order (since format 2.1.0).
+    pub histograms: Vec<Histogram>,
+    /// The limits its events' rows declare (`limit=`), in the order of the rows (since format
+    /// 2.1.0): the recorder's defaults, which `EVENT_LIMIT` and `event-dump control` change.
+    pub limits: Vec<Limit>,
 }
 
 /// The default name of parameter `i` when events.def names none: `f0`, `f1`, ...
@@ -166,6 +172,16 @@ pub enum Place {
     FlowId(usize),
     /// Flow line `i`: its step.
     FlowStep(usize),
+    /// Histogram `i`: its name.
+    HistogramName(usize),
+    /// Histogram `i`: the span or event it counts.
+    HistogramOf(usize),
+    /// Histogram `i`: its parameter.
+    HistogramParam(usize),
+    /// Histogram `i`: its buckets.
+    HistogramBuckets(usize),
+    /// Limit `i`: its `limit=` setting.
+    Limit(usize),
 }
 
 /// A broken rule of the event set: what is wrong, where, and how to fix it.

@@ -133,6 +133,45 @@ RELATION(QueueDepth, 5, TRUE, Req, UD, depth, load)
         assert_eq!(def::parse(&text, "rendered").unwrap(), schema);
     }
 
+    /// `limit=` on RELATION rows and HISTOGRAM lines: kept by code, in declaration order;
+    /// they render and parse back.
+    #[test]
+    fn limits_and_histograms() {
+        use event_def::schema::{Buckets, Histogram, HistogramOf, Limit, Rate};
+        let source = format!(
+            "{MEANINGS}RELATION(Tick, 6, TRUE, Req, W, n, limit=1000/s)\nRELATION(Tock, 7, TRUE, Req, 0, limit=1/100)\n\
+             HISTOGRAM(request_ns, request, HDR3)\nHISTOGRAM(depths, QueueDepth, depth, LOG2)\n"
+        );
+        let schema = def::parse(&source, "events.def").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            schema.limits,
+            [
+                Limit { event: 6, rate: Rate::PerPeriod { count: 1000, period_ns: 1_000_000_000 } },
+                Limit { event: 7, rate: Rate::Sample { keep: 1, of: 100 } },
+            ]
+        );
+        assert_eq!(
+            schema.histograms,
+            [
+                Histogram {
+                    name: "request_ns".into(),
+                    of: HistogramOf::Span("request".into()),
+                    buckets: Buckets { precision: 3 }
+                },
+                Histogram {
+                    name: "depths".into(),
+                    of: HistogramOf::Param { event: 5, param: "depth".into() },
+                    buckets: Buckets::LOG2
+                },
+            ]
+        );
+        let text = def::render(&schema);
+        assert!(text.contains("W,     n, limit=1000/s)"), "{text}");
+        assert!(text.contains("0,     limit=1/100)"), "{text}");
+        assert!(text.contains("HISTOGRAM(depths,     QueueDepth, depth, LOG2)"), "{text}");
+        assert_eq!(def::parse(&text, "rendered").unwrap(), schema);
+    }
+
     #[test]
     fn minimal_files() {
         let schema = def::parse("VERSION(0,0,0)", "events.def").unwrap();
@@ -362,6 +401,26 @@ mod bad {
     }
 
     #[test]
+    fn limit_errors() {
+        check(
+            "limit_errors",
+            &format!(
+                "{REQ}RELATION(A, 4, TRUE, Req, W, n, limit=100/parsec)\nRELATION(B, 5, TRUE, Req, W, n, limt=1/100)\nRELATION(C, 6, TRUE, Req, W, limit=1/s, n)\nRELATION(D, 7, TRUE, Req, 0, limit=0/s)\nRELATION(E, 8, TRUE, Req, 0, limit=5/3)\nRELATION(F, 9, TRUE, Req, 0, limit=1/s, limit=2/s)\nRELATION(G, 10, TRUE, Req, 0, limit=)\nKIND(Other, \"x\", limit=1/s)\n"
+            ),
+        );
+    }
+
+    #[test]
+    fn histogram_errors() {
+        check(
+            "histogram_errors",
+            &format!(
+                "{REQ}SPAN(req, ReqBegin, ReqEnd)\nHISTOGRAM(a, reqq, LOG2)\nHISTOGRAM(b, ReqBegin, LOG2)\nHISTOGRAM(c, ReqBegin, cost, LOG2)\nHISTOGRAM(d, req, hdr3)\nHISTOGRAM(e, req, HDR9)\nHISTOGRAM(f, ReqBgin, id, LOG2)\nHISTOGRAM(g, ReqBegin, idd, LOG2)\nHISTOGRAM(h, ReqBegin, id)\nHISTOGRAM(i, req)\nHISTOGRAM(j, req, LOG2)\nHISTOGRAM(j, ReqEnd, id, HDR2)\n"
+            ),
+        );
+    }
+
+    #[test]
     fn several_errors() {
         check(
             "several_errors",
@@ -586,8 +645,8 @@ mod props {
     /// parameter when its letters allow), events with a number sample a counter, events with
     /// an integer take part in a flow.
     fn declare(schema: &mut Schema, choices: &[bool]) {
-        use event_def::meaning::{is_counter_letter, is_flow_id_letter, is_span_id_letter};
-        use event_def::schema::{Counter, Flow, FlowStep, Span};
+        use event_def::meaning::{is_counter_letter, is_flow_id_letter, is_histogram_letter, is_span_id_letter};
+        use event_def::schema::{Buckets, Counter, Flow, FlowStep, Histogram, HistogramOf, Limit, Rate, Span};
         let mut choice = choices.iter().copied().cycle();
         let events = schema.events.clone();
         for (i, pair) in events.chunks_exact(2).enumerate() {
@@ -617,6 +676,28 @@ mod props {
             {
                 let step = [FlowStep::Begin, FlowStep::Step, FlowStep::End][i % 3];
                 schema.flows.push(Flow { name: "flow".into(), event: e.code, id: e.params[j].clone(), step });
+            }
+            if choice.next() == Some(true) {
+                let rate = if i % 2 == 0 {
+                    Rate::PerPeriod { count: i as u64 + 1, period_ns: [1_000, 1_000_000_000, 7][i % 3] }
+                } else {
+                    Rate::Sample { keep: 1, of: i as u64 + 1 }
+                };
+                schema.limits.push(Limit { event: e.code, rate });
+            }
+            if let Some(j) = e.format.iter().position(|l| is_histogram_letter(*l))
+                && choice.next() == Some(true)
+            {
+                let buckets = Buckets { precision: (i % 8) as u8 };
+                let of = HistogramOf::Param { event: e.code, param: e.params[j].clone() };
+                schema.histograms.push(Histogram { name: format!("hist{i}"), of, buckets });
+            }
+        }
+        let spans: Vec<String> = schema.spans.iter().map(|s| s.name.clone()).collect();
+        for span in spans {
+            if choice.next() == Some(true) {
+                let of = HistogramOf::Span(span.clone());
+                schema.histograms.push(Histogram { name: format!("{span}_ns"), of, buckets: Buckets::LOG2 });
             }
         }
     }
@@ -651,6 +732,14 @@ mod props {
             "SPAN",
             "COUNTER",
             "FLOW",
+            "HISTOGRAM",
+            "LOG2",
+            "HDR3",
+            "limit=1/s",
+            "limit=",
+            "x=1",
+            "=",
+            "/",
             "BEGIN",
             "END",
             "(",

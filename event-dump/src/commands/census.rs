@@ -344,6 +344,10 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
         let whole = findings.is_whole();
         let losses = if whole { losses } else { palette.paint(Style::Warning, &losses) };
         let _ = writeln!(text, "  {losses}");
+        // What limits suppressed: counted, never a loss (docs/FORMAT.md, "Limits").
+        for line in event_format::ledger::describe_suppressed(l, log.catalog()) {
+            let _ = writeln!(text, "  {line}");
+        }
         if let Some(line) = segments_line(l) {
             let _ = writeln!(text, "  {line}");
         }
@@ -721,6 +725,8 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
         if let Some(line) = left_open_line(log) {
             notes.push(line);
         }
+        // What limits suppressed is a note, not a problem: the program asked for it.
+        notes.extend(event_format::ledger::describe_suppressed(l, log.catalog()));
         for n in &notes {
             let _ = writeln!(text, "  {n}");
         }

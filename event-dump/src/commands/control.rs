@@ -150,6 +150,9 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
         ));
     }
     let mut text = if args.rotate { ROTATE_REQUEST.to_owned() } else { items.join(" ") };
+    if let Some(limits) = &args.limit {
+        text = format!("{} {}", event_format::ring::LIMIT_REQUEST, limits.trim()).trim_end().to_owned();
+    }
     let snapshot = match &args.snapshot {
         Some(out) => {
             // The program writes it, from its own working directory: the path is made whole here.
@@ -173,6 +176,13 @@ pub(crate) fn control(args: &ControlArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Ok((false, why)) if snapshot.is_some() => Err(DumpError::new(format!("{shown}: no snapshot: {why}"))),
+        Ok((true, now)) if args.limit.is_some() => {
+            write_all(&format!("limits: {now} (answered in {} ms)\n", began.elapsed().as_millis()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok((false, why)) if args.limit.is_some() => {
+            Err(DumpError::new(format!("{shown}: the program refused the limits: {why}")))
+        }
         Ok((true, now)) if text.is_empty() => {
             write_all(&format!("recording: {now}\n"))?;
             Ok(ExitCode::SUCCESS)

@@ -38,7 +38,7 @@ use std::process::ExitCode;
 const PERCENTILES: &str = "50,90,99";
 
 /// The width of a histogram's bar, as bpftrace draws it.
-const BAR: usize = 52;
+pub(super) const BAR: usize = 52;
 
 /// A span begun: what its end needs to be counted.
 struct Begun {
@@ -256,7 +256,15 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     drop(headers);
     let names: Option<Vec<&str>> = args.span.as_deref().map(|s| s.split(',').map(str::trim).collect());
     let mut spans = Spans::new(&logs, &choice, names, &args.by, args.top)?;
+    // The histograms the recorder kept (`hist`), shown after the spans.
+    let mut histograms = event_format::histogram::Histograms::new();
+    for (file, log) in logs.iter().enumerate() {
+        histograms.add_log(file, log.header());
+    }
     let ledgers = crate::export::merge_all(&mut logs, "paired", |Item { file, event }| {
+        if histograms.take(file, &event) {
+            return Ok(());
+        }
         spans.event(file, &event);
         Ok(())
     })
@@ -265,18 +273,39 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     if let Some(line) = given_up_line(given_up) {
         eprintln!("event-dump: {line}");
     }
-    if groups.is_empty() {
+    if groups.is_empty() && histograms.is_empty() {
         return Err(DumpError::new(if args.span.is_some() || !choice.is_everything() {
             "no span of the log is selected; `event-dump latency LOG` lists them all"
         } else {
             "no span in the log: declare one in events.def (SPAN(name, Begin, End)), or name two events FooBegin and FooEnd"
         }));
     }
+    let kept: Vec<&event_format::histogram::Merged> = histograms.iter().map(|(_, m)| m).collect();
     let text = match args.format {
-        LatencyFormat::Text => text(&groups, &slowest, &args.by, &points),
-        LatencyFormat::Json => json(&groups, &slowest, &args.by, &points),
+        LatencyFormat::Text => {
+            let mut out = text(&groups, &slowest, &args.by, &points);
+            if !kept.is_empty() {
+                out.push_str("Kept by the recorder (events.def's HISTOGRAM; `event-dump hist` shows them alone):\n");
+                out.push_str(&super::hist::text(&kept, histograms.qualified(), false));
+            }
+            out
+        }
+        LatencyFormat::Json if kept.is_empty() => json(&groups, &slowest, &args.by, &points),
+        LatencyFormat::Json => {
+            let mut out = json(&groups, &slowest, &args.by, &points);
+            // The declared histograms, as `hist --format json` writes them, before the end.
+            out.truncate(out.trim_end().len() - 1);
+            out.push_str(",\"histograms\":[");
+            for (i, m) in kept.iter().enumerate() {
+                out.push_str(if i > 0 { ",\n" } else { "\n" });
+                super::hist::json_one(&mut out, m, histograms.qualified());
+            }
+            out.push_str("\n]}\n");
+            out
+        }
     };
     write_all(&text)?;
+    super::hist::say_unreadable(&histograms);
     // What the merge could not hand on: the logs' damaged blocks, bad records, unknown codes.
     let unreadable: u64 = ledgers
         .iter()
@@ -429,7 +458,7 @@ fn bucket_bounds(b: usize) -> (u64, u128) {
 }
 
 /// A power of two as bpftrace writes it: `512`, `1K`, `2M`, `4G`...
-fn power(v: u128) -> String {
+pub(super) fn power(v: u128) -> String {
     const SUFFIXES: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
     let mut v = v;
     let mut i = 0;
@@ -455,7 +484,7 @@ fn histogram(sorted: &[u64]) -> Vec<(usize, u64)> {
 }
 
 /// A duration for people: `850 ns`, `12.345 µs`, `3.210 ms`, `1.500000 s`.
-fn human(ns: u64) -> String {
+pub(super) fn human(ns: u64) -> String {
     match ns {
         0..1_000 => format!("{ns} ns"),
         1_000..1_000_000 => format!("{}.{:03} µs", ns / 1_000, ns % 1_000),

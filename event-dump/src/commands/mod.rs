@@ -8,12 +8,14 @@
 //! - [`latency`]: how long spans last.
 //! - [`summary`]: a stable summary of logs for scripts.
 //! - [`top`]: a live view of a running recording.
+//! - [`hist`]: the histograms the recorder kept.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
 pub(crate) mod control;
 mod follow;
 mod follow_segments;
+pub(crate) mod hist;
 pub(crate) mod latency;
 pub(crate) mod print;
 pub(crate) mod schema;

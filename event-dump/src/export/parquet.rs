@@ -99,8 +99,8 @@ use layout::{
 };
 use parquet::file::metadata::KeyValue;
 use rows::{
-    Cell, Column, ROW_GROUP_ROWS, Shape, TableFile, bits32, count, event_columns, fill_params, logs_columns,
-    push_event, threads_columns,
+    Cell, Column, ROW_GROUP_ROWS, Shape, TableFile, bits32, count, event_columns, fill_params, histograms_columns,
+    logs_columns, push_event, threads_columns,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File};
@@ -429,10 +429,32 @@ fn write_log(
     let mut names: BTreeMap<u64, String> = BTreeMap::new();
     let mut high =
         header.producer.pid | header.clock.ticks_per_second | header.clock.start_ticks | header.clock.ref_ticks;
+    let declared = event_format::histogram::Declared::new(&header);
+    // The `histograms` table's rows: few (one per bucket of each record), kept until the end.
+    let mut histogram_rows: Vec<Vec<Cell>> = Vec::new();
     let walked = walk_chosen(
         log,
         |_| true,
         |event| {
+            for row in super::tables::histogram_rows(&declared, event).unwrap_or_default() {
+                let h = &row.declared.histogram;
+                histogram_rows.push(vec![
+                    Cell::Str(id.to_owned()),
+                    count(row.thread),
+                    count(event.time),
+                    Cell::I64(ns_since_start(&times, event.time)),
+                    Cell::I64(ns_since_start(&times, row.since)),
+                    Cell::Str(h.name.clone()),
+                    Cell::Str(row.declared.set.clone()),
+                    Cell::Str(row.declared.of.clone()),
+                    Cell::Str(row.declared.unit.clone()),
+                    Cell::Str(h.buckets.word()),
+                    count(row.bucket as u64),
+                    count(row.low),
+                    count(row.high),
+                    count(row.count),
+                ]);
+            }
             let ns = ns_since_start(&times, event.time);
             let wall = wall_micros_of(&times, event.time, ns);
             let slot = &mut last[usize::from(event.desc.wire)];
@@ -536,6 +558,12 @@ fn write_log(
             let written = files_of.by_key.keys().any(|(n, _)| *n == name);
             if !written && !out.join(&name).exists() {
                 files_of.table(&name, start_day, desc)?;
+            }
+        }
+        if !declared.is_empty() {
+            let histograms = files_of.open("histograms", start_day, histograms_columns(), Vec::new(), None)?;
+            for row in histogram_rows {
+                files_of.tables[histograms].push_cells(row);
             }
         }
         let threads = files_of.open("threads", start_day, threads_columns(), Vec::new(), None)?;

@@ -112,6 +112,22 @@ CREATE TABLE IF NOT EXISTS event_log (
     host              TEXT,
     left_out          INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS histogram_bucket (
+    log       INTEGER NOT NULL REFERENCES event_log(serial),
+    time      INTEGER NOT NULL,
+    seconds   REAL NOT NULL,
+    thread    INTEGER NOT NULL,
+    since     INTEGER NOT NULL,
+    histogram TEXT NOT NULL,
+    event_set TEXT NOT NULL,
+    of        TEXT NOT NULL,
+    unit      TEXT NOT NULL,
+    layout    TEXT NOT NULL,
+    bucket    INTEGER NOT NULL,
+    low       INTEGER NOT NULL,
+    high      INTEGER NOT NULL,
+    count     INTEGER NOT NULL
+);
 "#
 );
 
@@ -641,7 +657,32 @@ fn insert_events(
 ) -> rusqlite::Result<Walked> {
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
     let clock = log.header().clock;
+    let declared = event_format::histogram::Declared::new(log.header());
+    let mut buckets = tx.prepare(
+        "INSERT INTO histogram_bucket (log, time, seconds, thread, since, histogram, event_set, of, unit, layout, \
+         bucket, low, high, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?;
     super::tables::walk(log, file, window, |event| {
+        // A histogram record's buckets, one row each, beside its row of its own table.
+        for row in super::tables::histogram_rows(&declared, event).unwrap_or_default() {
+            let h = &row.declared.histogram;
+            buckets.execute((
+                serial,
+                bits(event.time),
+                clock.seconds_since_start(event.time),
+                bits(row.thread),
+                bits(row.since),
+                &h.name,
+                &row.declared.set,
+                &row.declared.of,
+                &row.declared.unit,
+                h.buckets.word(),
+                row.bucket as i64,
+                bits(row.low),
+                bits(row.high),
+                bits(row.count),
+            ))?;
+        }
         // By wire code: sets may reuse each other's own codes.
         let stmt = match statements.entry(event.desc.wire) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),

@@ -273,3 +273,46 @@ pub(super) fn walk_chosen<E>(
         left_out: 0,
     })
 }
+
+/// One non-empty bucket of a `Histogram` record: a row of the table exports' histogram table
+/// (SQLite's `histogram_bucket`, Parquet's `histograms`; docs/OUTPUT.md).
+pub(super) struct BucketRow<'a> {
+    /// The thread whose values the record counts (its `thread` argument).
+    pub(super) thread: u64,
+    /// When its period began, in the log's ticks (the period ends at the record's time).
+    pub(super) since: u64,
+    /// The histogram, as the log's header declares it.
+    pub(super) declared: &'a event_format::histogram::DeclaredHistogram,
+    /// The bucket's index, its smallest and largest value, and its count.
+    pub(super) bucket: usize,
+    pub(super) low: u64,
+    pub(super) high: u64,
+    pub(super) count: u64,
+}
+
+/// The bucket rows of `event` when it is a `Histogram` record that reads, by the histograms
+/// `declared` (its log's); `None` for any other event, and for a record that does not read
+/// (which `event-dump hist` reports; its row in the `Histogram` table is there as it is).
+pub(super) fn histogram_rows<'a>(
+    declared: &'a event_format::histogram::Declared,
+    event: &Event<'_>,
+) -> Option<Vec<BucketRow<'a>>> {
+    if !(event.desc.is_builtin() && event.desc.code == event_format::builtin::HISTOGRAM) {
+        return None;
+    }
+    let index = match event.values().nth(1) {
+        Some(event_format::wire::Value::Unsigned(i)) => i as usize,
+        _ => return None,
+    };
+    let d = declared.get(index)?;
+    let (facts, distribution) = event_format::histogram::Distribution::of_record(event, d.histogram.buckets).ok()?;
+    let rows = distribution
+        .nonempty()
+        .map(|(bucket, count)| {
+            let (low, to) = event_format::histogram::bounds(bucket, distribution.buckets());
+            let high = u64::try_from(to - 1).unwrap_or(u64::MAX);
+            BucketRow { thread: facts.thread, since: facts.since, declared: d, bucket, low, high, count }
+        })
+        .collect();
+    Some(rows)
+}

@@ -10,6 +10,7 @@
 
 event_runtime::include_events!("../events.def");
 
+mod aggregates;
 #[path = "../common/mod.rs"]
 mod common;
 mod export_chrome;

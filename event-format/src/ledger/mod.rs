@@ -12,6 +12,8 @@
 //!   overwritten blocks are: a thread's oldest numbers missing, for any thread but the
 //!   recorder's own (thread 0, whose blocks no ring overwrites);
 //! - the losses per thread: blocks' `lost` fields and `Dropped` events ("Counting losses");
+//! - what the events' limits suppressed, per event and thread (`Suppressed` events,
+//!   "Limits"): counted, and never a loss, since the program asked for it;
 //! - damaged blocks (a stream's and a ring file's), bad records, records of unknown codes,
 //!   strings their writer cut;
 //! - the clean stop ("The clean stop"): the stop marker is the last verified block when it is
@@ -62,13 +64,15 @@ mod findings;
 mod segments;
 mod sequences;
 mod snapshot;
+mod suppressed;
 
 pub use findings::Findings;
 pub use segments::{Missing, SegmentEntry, Segments};
 pub use sequences::{Sequences, Step};
 pub use snapshot::describe_snapshot;
+pub use suppressed::describe_suppressed;
 
-use crate::builtin::{DROPPED, STOP, TIME_EXTEND};
+use crate::builtin::{DROPPED, STOP, SUPPRESSED, TIME_EXTEND};
 use crate::decode::{Block, BlockError, Entry, Event};
 use crate::letter::Letter;
 use crate::ring::{RingFindings, STATE_CLOSED};
@@ -194,6 +198,8 @@ pub struct Ledger {
     damaged: Vec<Damaged>,
     /// Thread (0: of no thread) -> events lost.
     lost: BTreeMap<u64, u64>,
+    /// (wire code, thread) -> events its limit suppressed (`Suppressed` events).
+    suppressed: BTreeMap<(u16, u64), u64>,
     truncated_strings: u64,
     ring: Option<RingEnd>,
 }
@@ -265,6 +271,7 @@ impl Ledger {
             bad: Vec::new(),
             damaged: Vec::new(),
             lost: BTreeMap::new(),
+            suppressed: BTreeMap::new(),
             truncated_strings: 0,
             ring: None,
         }
@@ -365,6 +372,15 @@ impl Ledger {
             if let (Some(Value::Word(thread)), Some(Value::Word(count))) = (v.next(), v.next()) {
                 self.add_lost(thread, count);
             }
+        } else if desc.code == SUPPRESSED && desc.is_builtin() {
+            let mut v = event.values();
+            if let (Some(Value::Word(thread)), Some(Value::Unsigned(code)), Some(Value::Word(count))) =
+                (v.next(), v.next(), v.next())
+                && count > 0
+            {
+                let n = self.suppressed.entry((code as u16, thread)).or_default();
+                *n = n.saturating_add(count);
+            }
         } else if desc.format.contains(&Letter::String) {
             self.truncated_strings += truncated_strings(event);
         }
@@ -441,6 +457,23 @@ impl Ledger {
     /// Events lost per thread (0: of no thread): `lost` fields and `Dropped` counts.
     pub fn lost_by_thread(&self) -> &BTreeMap<u64, u64> {
         &self.lost
+    }
+
+    /// Events that their limits suppressed (events.def's `limit=`, `EVENT_LIMIT`), per (wire
+    /// code, thread), as the log's `Suppressed` events count them: not losses, the program
+    /// asked for them (docs/FORMAT.md, "Limits").
+    pub fn suppressed(&self) -> &BTreeMap<(u16, u64), u64> {
+        &self.suppressed
+    }
+
+    /// Events that their limits suppressed, per wire code, all threads together.
+    pub fn suppressed_by_code(&self) -> BTreeMap<u16, u64> {
+        let mut by_code = BTreeMap::new();
+        for (&(code, _), &n) in &self.suppressed {
+            let total: &mut u64 = by_code.entry(code).or_default();
+            *total = total.saturating_add(n);
+        }
+        by_code
     }
 
     /// Events lost: all threads' together ([`lost_by_thread`](Ledger::lost_by_thread)), and

@@ -37,6 +37,11 @@ pub const ROTATE_REQUEST: &str = "!rotate";
 /// protocol"): `@snapshot ` and the absolute path of the new file. `@` begins no selection
 /// item, so a program of an older runtime refuses it as a bad selection.
 pub const SNAPSHOT_REQUEST: &str = "@snapshot ";
+/// The control request that sets limits (since the runtime of format 2.1.0): this prefix,
+/// then `EVENT_LIMIT`'s grammar (`Test:Seq=100/s;Net=1/100`, `off` to remove one); alone, it
+/// reads them. The reply is every limit now, as `EVENT_LIMIT` writes them (docs/FORMAT.md,
+/// "Control protocol").
+pub const LIMIT_REQUEST: &str = "%limit";
 /// The longest control reply, in bytes.
 pub const REPLY_MAX: usize = 1024;
 

@@ -81,9 +81,9 @@ mod read;
 
 pub use follow::{FollowItem, Follower};
 pub use layout::{
-    Layout, MAX_BLOCKS_PER_SLOT, MAX_PIN_HALF, MAX_SLOTS, PAGE, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX, REQUEST_MAX,
-    RING_MAGIC, RING_VERSION, ROTATE_REQUEST, RingError, SLOT_LEN, SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING,
-    STATE_RECORDING, at, control_at, is_ring, pin_at, pin_entry, position, slot_at, split_position,
+    LIMIT_REQUEST, Layout, MAX_BLOCKS_PER_SLOT, MAX_PIN_HALF, MAX_SLOTS, PAGE, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX,
+    REQUEST_MAX, RING_MAGIC, RING_VERSION, ROTATE_REQUEST, RingError, SLOT_LEN, SNAPSHOT_REQUEST, STATE_CLOSED,
+    STATE_CREATING, STATE_RECORDING, at, control_at, is_ring, pin_at, pin_entry, position, slot_at, split_position,
 };
 pub use read::{
     PinArea, PinnedRecord, ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status,

@@ -128,3 +128,47 @@ pub fn span_follows(w: &mut ArgWriter<'_>, span: u64, follows: u64) {
 pub fn span_current(w: &mut ArgWriter<'_>, span: u64) {
     w.word(span);
 }
+/// `Suppressed(thread W, code U, count W, window W)`: `count` events of wire code `code` on
+/// `thread` were not kept by their limit in the `window` nanoseconds before the record
+/// ([`SUPPRESSED_FIXED`](crate::builtin::SUPPRESSED_FIXED) bytes).
+#[inline(always)]
+pub fn suppressed(w: &mut ArgWriter<'_>, thread: u64, code: u16, count: u64, window: u64) {
+    w.word(thread);
+    w.unsigned(u32::from(code));
+    w.word(count);
+    w.word(window);
+}
+
+/// The fixed-size arguments of a `Histogram` record, before its buckets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HistogramHead {
+    /// The thread whose values it counts.
+    pub thread: u64,
+    /// The histogram's place among those the header declares.
+    pub histogram: u32,
+    /// When its period began (ticks).
+    pub since: u64,
+    /// Values counted.
+    pub count: u64,
+    /// Their sum, saturated.
+    pub sum: u64,
+    /// The smallest (0 when none).
+    pub min: u64,
+    /// The largest (0 when none).
+    pub max: u64,
+}
+
+/// `Histogram(thread W, histogram U, since W, count W, sum W, min W, max W, buckets S)`:
+/// `head`, then the writer's string 0, the buckets' text
+/// ([`HISTOGRAM_FIXED`](crate::builtin::HISTOGRAM_FIXED) bytes and the string).
+#[inline(always)]
+pub fn histogram(w: &mut ArgWriter<'_>, head: &HistogramHead) {
+    w.word(head.thread);
+    w.unsigned(head.histogram);
+    w.word(head.since);
+    w.word(head.count);
+    w.word(head.sum);
+    w.word(head.min);
+    w.word(head.max);
+    w.str(0);
+}

@@ -253,6 +253,14 @@ impl Header {
                 self.format
             )));
         }
+        if !records_histograms(self.format)
+            && self.sets.iter().any(|s| !s.schema.histograms.is_empty() || !s.schema.limits.is_empty())
+        {
+            return Err(EncodeError(format!(
+                "format {} cannot carry histograms or limits (they are header properties since 2.1.0)",
+                self.format
+            )));
+        }
         let set_version = if v1 { self.sets[0].schema.version } else { Version::default() };
         let mut out = Vec::with_capacity(256);
         let mut put = Put { out: &mut out, order: self.order };
@@ -461,6 +469,13 @@ pub fn records_properties(format: Version) -> bool {
 /// the segment property: 2.0.3 and later of major 2 (docs/FORMAT.md, "Segments").
 pub fn records_stop_cause(format: Version) -> bool {
     format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (0, 3)
+}
+
+/// Whether a stream of `format` may declare histograms and limits in its header and hold
+/// `Suppressed` and `Histogram` records: 2.1.0 and later of major 2 (docs/FORMAT.md,
+/// "Histograms", "Limits").
+pub fn records_histograms(format: Version) -> bool {
+    format.major == FORMAT_VERSION.major && (format.median, format.minor) >= (1, 0)
 }
 
 /// Whether a stream of `format` ends with a `Stop` record when its writer stopped cleanly:

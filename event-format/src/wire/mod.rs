@@ -20,11 +20,12 @@ pub use block::{
 };
 pub use errors::{EncodeError, HeaderError};
 pub use header::{
-    Clock, ClockSource, Header, Producer, records_host, records_properties, records_stop, records_stop_cause,
+    Clock, ClockSource, Header, Producer, records_histograms, records_host, records_properties, records_stop,
+    records_stop_cause,
 };
 pub use properties::{
-    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_MEANINGS, TAG_RECORDING,
-    TAG_SEGMENT, TAG_SNAPSHOT,
+    PROPERTY_HEAD, Properties, RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_HISTOGRAMS, TAG_LIMITS,
+    TAG_MEANINGS, TAG_RECORDING, TAG_SEGMENT, TAG_SNAPSHOT,
 };
 pub use put::{ArgWriter, encode_value, put_record_header};
 pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
@@ -72,11 +73,13 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// recording written as a sequence of segments (minor: a 2.0.2 reader ignores the appended
 /// arguments and skips the property by its length), and the snapshot property
 /// ([`Snapshot`], tag 4: a stream that holds a running recording's rings at one moment;
-/// minor: a 2.0.2 reader skips it by its length); 2.1.0 (a median step, for the block flags
-/// other changes of 2.1.0 bring) the `tracing` bridge's spans as spans: `SpanOpen`,
-/// `SpanClose`, `SpanRecord`, `SpanFollows` and the recorder's `SpanCurrent`
-/// ([`crate::builtin::SPAN_OPEN`] ..= [`crate::builtin::SPAN_CURRENT`]; new built-in codes,
-/// which a 2.0 reader skips by their length).
+/// minor: a 2.0.2 reader skips it by its length); 2.1.0 (a median step, for packing
+/// of another kind, docs/FORMAT.md's table) and with it the `tracing` bridge's spans as spans:
+/// `SpanOpen`, `SpanClose`, `SpanRecord`, `SpanFollows` and the recorder's `SpanCurrent`
+/// ([`crate::builtin::SPAN_OPEN`] ..= [`crate::builtin::SPAN_CURRENT`]), the built-in events
+/// `Suppressed` and `Histogram`, and the header's declared histograms and limits
+/// ([`TAG_HISTOGRAMS`], [`TAG_LIMITS`]): new built-in codes and properties, which a 2.0 reader
+/// skips by their length.
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
 pub const FORMAT_VERSION: Version = Version::new(2, 1, 0);

@@ -13,7 +13,7 @@
 use super::errors::{EncodeError, HeaderError};
 use super::sets::{SetEntry, put_str, take_str};
 use super::{Put, Take};
-use crate::schema::{Counter, Flow, FlowStep, Span};
+use crate::schema::{Buckets, Counter, Flow, FlowStep, Histogram, HistogramOf, Limit, Rate, Span};
 use std::fmt;
 
 /// Tag of [`Properties::recording`].
@@ -29,6 +29,16 @@ pub const SEGMENT_LEN: usize = 32;
 /// Tag of [`Properties::snapshot`] (since format 2.0.3): the stream is a snapshot of a running
 /// recording's rings, and why it was taken.
 pub const TAG_SNAPSHOT: u16 = 4;
+
+/// Tag of the sets' declared histograms (since format 2.1.0): each set's `HISTOGRAM` lines
+/// ([`Schema::histograms`](crate::schema::Schema::histograms)), kept in the sets' schemas. The
+/// stream's `Histogram` records name a histogram by its place in this property's list.
+pub const TAG_HISTOGRAMS: u16 = 11;
+/// Tag of the sets' declared limits (since format 2.1.0): each set's `limit=` settings
+/// ([`Schema::limits`](crate::schema::Schema::limits)), kept in the sets' schemas: what
+/// events.def asked for, which `EVENT_LIMIT` and `event-dump control` may have changed (the
+/// `Suppressed` records say what each limit did).
+pub const TAG_LIMITS: u16 = 12;
 
 /// Bytes of a property's tag and length, before its value.
 pub const PROPERTY_HEAD: usize = 6;
@@ -236,6 +246,23 @@ impl Properties {
             put.u32(value.len() as u32);
             put.bytes(&value);
         }
+        for (tag, declares) in
+            [(TAG_HISTOGRAMS, declares_histograms as fn(&SetEntry) -> bool), (TAG_LIMITS, declares_limits)]
+        {
+            if !sets.iter().any(declares) {
+                continue;
+            }
+            let mut value = Vec::new();
+            let mut v = Put { out: &mut value, order: put.order };
+            if tag == TAG_HISTOGRAMS {
+                encode_histograms(sets, &mut v)?;
+            } else {
+                encode_limits(sets, &mut v)?;
+            }
+            put.u16(tag);
+            put.u32(u32::try_from(value.len()).map_err(|_| EncodeError("a header property does not fit".into()))?);
+            put.bytes(&value);
+        }
         Ok(())
     }
 
@@ -246,7 +273,7 @@ impl Properties {
     pub(crate) fn decode(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(Properties, u32), HeaderError> {
         let mut properties = Properties::default();
         let mut skipped = 0u32;
-        let mut meanings = false;
+        let (mut meanings, mut histograms, mut limits) = (false, false, false);
         while !take.rest.is_empty() {
             let malformed = |what: String| HeaderError::Malformed(what);
             let (Some(tag), Some(len)) = (take.u16(), take.u32()) else {
@@ -297,6 +324,18 @@ impl Properties {
                         return Err(malformed("the snapshot property is given twice".into()));
                     }
                     properties.snapshot = Some(decode_snapshot(&mut Take { rest: value, order: take.order })?);
+                }
+                TAG_HISTOGRAMS => {
+                    if std::mem::replace(&mut histograms, true) {
+                        return Err(malformed("the sets' histograms are given twice".into()));
+                    }
+                    decode_histograms(&mut Take { rest: value, order: take.order }, sets)?;
+                }
+                TAG_LIMITS => {
+                    if std::mem::replace(&mut limits, true) {
+                        return Err(malformed("the sets' limits are given twice".into()));
+                    }
+                    decode_limits(&mut Take { rest: value, order: take.order }, sets)?;
                 }
                 _ => skipped = skipped.saturating_add((PROPERTY_HEAD + value.len()) as u32),
             }
@@ -414,6 +453,148 @@ fn decode_meanings(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(), Hea
                 .ok_or_else(|| HeaderError::Malformed(format!("flow `{name}` has step {byte}, not 0, 1 or 2")))?;
             schema.flows.push(Flow { name, event, id, step });
         }
+    }
+    Ok(())
+}
+
+fn declares_histograms(set: &SetEntry) -> bool {
+    !set.schema.histograms.is_empty()
+}
+
+fn declares_limits(set: &SetEntry) -> bool {
+    !set.schema.limits.is_empty()
+}
+
+/// A count of items as the properties write it: 16 bits.
+fn count16(n: usize, what: &str) -> Result<u16, EncodeError> {
+    u16::try_from(n).map_err(|_| EncodeError(format!("{n} {what} do not fit in a 16-bit count")))
+}
+
+/// The histograms property's value: the sets that declare any, each with its histograms
+/// (docs/FORMAT.md, "Histograms").
+fn encode_histograms(sets: &[SetEntry], put: &mut Put<'_>) -> Result<(), EncodeError> {
+    let declaring: Vec<(usize, &SetEntry)> = sets.iter().enumerate().filter(|(_, s)| declares_histograms(s)).collect();
+    put.u16(count16(declaring.len(), "sets")?);
+    for (index, set) in declaring {
+        put.u16(count16(index, "sets")?);
+        put.u16(count16(set.schema.histograms.len(), "histograms")?);
+        for h in &set.schema.histograms {
+            put_str(put, &h.name, "a histogram name")?;
+            match &h.of {
+                HistogramOf::Span(span) => {
+                    put.u8(0);
+                    put_str(put, span, "a histogram's span")?;
+                }
+                HistogramOf::Param { event, param } => {
+                    put.u8(1);
+                    put.u16(*event);
+                    put_str(put, param, "a histogram's parameter")?;
+                }
+            }
+            put.u8(h.buckets.precision);
+        }
+    }
+    Ok(())
+}
+
+/// Reads the histograms property's value into the sets it names; their rules beyond the
+/// layout are the sets' schema rules, checked with them.
+fn decode_histograms(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(), HeaderError> {
+    let short = || HeaderError::Malformed("the sets' histograms run past the end of their property".into());
+    for_each_set(take, sets, "histograms", |take, schema| {
+        let n = take.u16().ok_or_else(short)?;
+        // Each takes at least 6 bytes: nothing is reserved that the bytes could not fill.
+        schema.histograms = Vec::with_capacity(usize::from(n).min(take.rest.len() / 6));
+        for _ in 0..n {
+            let name = take_str(take, "a histogram name")?;
+            let of = match take.u8().ok_or_else(short)? {
+                0 => HistogramOf::Span(take_str(take, "a histogram's span")?),
+                1 => {
+                    let event = take.u16().ok_or_else(short)?;
+                    HistogramOf::Param { event, param: take_str(take, "a histogram's parameter")? }
+                }
+                other => {
+                    return Err(HeaderError::Malformed(format!(
+                        "histogram `{name}` counts what {other} says, which is neither 0 (a span) nor 1 (a parameter)"
+                    )));
+                }
+            };
+            let precision = take.u8().ok_or_else(short)?;
+            schema.histograms.push(Histogram { name, of, buckets: Buckets { precision } });
+        }
+        Ok(())
+    })
+}
+
+/// The limits property's value: the sets that declare any, each with its limits
+/// (docs/FORMAT.md, "Limits").
+fn encode_limits(sets: &[SetEntry], put: &mut Put<'_>) -> Result<(), EncodeError> {
+    let declaring: Vec<(usize, &SetEntry)> = sets.iter().enumerate().filter(|(_, s)| declares_limits(s)).collect();
+    put.u16(count16(declaring.len(), "sets")?);
+    for (index, set) in declaring {
+        put.u16(count16(index, "sets")?);
+        put.u16(count16(set.schema.limits.len(), "limits")?);
+        for limit in &set.schema.limits {
+            put.u16(limit.event);
+            let (kind, a, b) = match limit.rate {
+                Rate::PerPeriod { count, period_ns } => (0, count, period_ns),
+                Rate::Sample { keep, of } => (1, keep, of),
+            };
+            put.u8(kind);
+            put.u64(a);
+            put.u64(b);
+        }
+    }
+    Ok(())
+}
+
+/// Reads the limits property's value into the sets it names.
+fn decode_limits(take: &mut Take<'_>, sets: &mut [SetEntry]) -> Result<(), HeaderError> {
+    let short = || HeaderError::Malformed("the sets' limits run past the end of their property".into());
+    for_each_set(take, sets, "limits", |take, schema| {
+        let n = take.u16().ok_or_else(short)?;
+        schema.limits = Vec::with_capacity(usize::from(n).min(take.rest.len() / 19));
+        for _ in 0..n {
+            let event = take.u16().ok_or_else(short)?;
+            let kind = take.u8().ok_or_else(short)?;
+            let (a, b) = (take.u64().ok_or_else(short)?, take.u64().ok_or_else(short)?);
+            let rate = match kind {
+                0 => Rate::PerPeriod { count: a, period_ns: b },
+                1 => Rate::Sample { keep: a, of: b },
+                other => {
+                    return Err(HeaderError::Malformed(format!(
+                        "the limit of event 0x{event:04X} is of kind {other}, neither 0 (N a period) nor 1 (K of N)"
+                    )));
+                }
+            };
+            schema.limits.push(Limit { event, rate });
+        }
+        Ok(())
+    })
+}
+
+/// Reads a property laid out as the histograms' and limits' are: a count of sets, then for
+/// each its index (increasing) and what `each` reads into its schema.
+fn for_each_set(
+    take: &mut Take<'_>,
+    sets: &mut [SetEntry],
+    what: &str,
+    mut each: impl FnMut(&mut Take<'_>, &mut crate::schema::Schema) -> Result<(), HeaderError>,
+) -> Result<(), HeaderError> {
+    let short = || HeaderError::Malformed(format!("the sets' {what} run past the end of their property"));
+    let n = take.u16().ok_or_else(short)?;
+    let mut last: Option<u16> = None;
+    for _ in 0..n {
+        let index = take.u16().ok_or_else(short)?;
+        if last.is_some_and(|l| index <= l) {
+            return Err(HeaderError::Malformed(format!("the {what} of set {index} are out of order or given twice")));
+        }
+        last = Some(index);
+        let count = sets.len();
+        let set = sets.get_mut(usize::from(index)).ok_or_else(|| {
+            HeaderError::Malformed(format!("{what} are given for set {index}, and the header has {count} sets"))
+        })?;
+        each(take, &mut set.schema)?;
     }
     Ok(())
 }

@@ -189,7 +189,7 @@ fn the_recording_id_is_a_header_property_since_2_0_2() {
 
     // A 2.0.1 reader skips the properties as extension bytes: read as 2.0.1, 22 of them.
     let mut as_old = bytes.clone();
-    as_old[12] = 0;
+    as_old[12] = 0; // the median and minor version fields: 2.0.1
     as_old[14] = 1;
     let crc = crc32fast::hash(&as_old[..end]);
     as_old[end..].copy_from_slice(&crc.to_le_bytes());
@@ -274,7 +274,7 @@ fn spans_counters_and_flows_travel_in_a_header_property_since_2_0_2() {
     assert!(older.encode().unwrap_err().to_string().contains("cannot carry spans"));
     // A 2.0.1 reader skips them as extension bytes: the events read, undeclared.
     let mut as_old = bytes.clone();
-    as_old[12] = 0;
+    as_old[12] = 0; // the median and minor version fields: 2.0.1
     as_old[14] = 1;
     let crc = crc32fast::hash(&as_old[..end]);
     as_old[end..].copy_from_slice(&crc.to_le_bytes());
@@ -346,7 +346,7 @@ fn the_host_name_follows_the_sets_since_2_0_1_and_a_2_0_header_has_none() {
     assert_eq!(Header::decode(&old_bytes, false).unwrap().producer.host, "");
     // A 2.0 reader skips the host as extension bytes: this header read as 2.0 keeps 13 of them.
     let mut as_old = bytes.clone();
-    as_old[12] = 0;
+    as_old[12] = 0; // 2.0.0
     as_old[14] = 0;
     let crc = crc32fast::hash(&as_old[..end]);
     as_old[end..].copy_from_slice(&crc.to_le_bytes());

@@ -384,7 +384,7 @@ fn a_record_header_is_byte_exact_in_both_orders() {
 fn each_builtin_body_writes_its_format_and_fixed_size() {
     type Body = fn(&mut ArgWriter<'_>);
     // (code, its fixed size as docs/FORMAT.md gives it, how many strings, the body)
-    let cases: [(u16, usize, usize, Body); 15] = [
+    let cases: [(u16, usize, usize, Body); 17] = [
         (builtin::INTERN, 8, 1, |w| body::intern(w, 1)),
         (builtin::LABEL, 16, 0, |w| body::label(w, 0x7000, 1)),
         (builtin::THREAD_NAME, 8, 1, |w| body::thread_name(w, 2)),
@@ -400,6 +400,10 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         (builtin::SPAN_RECORD, 8, 1, |w| body::span_record(w, 7)),
         (builtin::SPAN_FOLLOWS, 16, 0, |w| body::span_follows(w, 7, 3)),
         (builtin::SPAN_CURRENT, 8, 0, |w| body::span_current(w, 7)),
+        (builtin::SUPPRESSED, 28, 0, |w| body::suppressed(w, 2, 0x0103, 4900, 990_000_000)),
+        (builtin::HISTOGRAM, 52, 1, |w| {
+            body::histogram(w, &body::HistogramHead { thread: 2, histogram: 1, count: 3, ..Default::default() })
+        }),
     ];
     let fixed = [
         builtin::INTERN_FIXED,
@@ -417,6 +421,8 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         builtin::SPAN_RECORD_FIXED,
         builtin::SPAN_FOLLOWS_FIXED,
         builtin::SPAN_CURRENT_FIXED,
+        builtin::SUPPRESSED_FIXED,
+        builtin::HISTOGRAM_FIXED,
     ];
     assert_eq!(cases.len(), builtin::ALL.len(), "every built-in");
     let strs = [Text::new("first"), Text { bytes: b"second", truncated: true }];
@@ -900,4 +906,63 @@ fn format_md_span_example_is_what_the_encoder_writes() {
     ) as usize;
     let records = &bytes[event_format::wire::BLOCK_HEADER_LEN..event_format::wire::BLOCK_HEADER_LEN + used];
     assert_eq!(blocks.first().map(Vec::as_slice), Some(records), "the encoder writes\n{}", hex_dump(records));
+}
+
+/// The events.def of docs/FORMAT.md's worked example of the histograms and limits properties.
+const AGGREGATES_EXAMPLE: &str = "SET(web)\nVERSION(1, 0, 0)\nKIND(K)\n\
+     RELATION(Send, 1, TRUE, K, W, size, limit=100/s)\nRELATION(Begin, 2, TRUE, K, 0)\nRELATION(End, 3, TRUE, K, 0, limit=1/10)\n\
+     SPAN(req, Begin, End)\nHISTOGRAM(sizes, Send, size, HDR2)\nHISTOGRAM(req_ns, req, LOG2)\n";
+
+/// docs/FORMAT.md's worked example of the histograms (tag 11) and limits (tag 12) properties:
+/// their table rows and dump are the bytes the encoder writes, the header's last two
+/// properties; and they read back.
+#[test]
+fn format_md_histograms_and_limits_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### Histograms and limits properties");
+    let schema = event_format::def::parse(AGGREGATES_EXAMPLE, "web.def").unwrap();
+    let mut header = tiny_header(Order::Little);
+    header.properties.recording = None;
+    header.sets = event_format::wire::SetEntry::assign([schema]);
+    let bytes = header.encode().unwrap();
+    let end = bytes.len() - 4;
+    let properties = &bytes[end - 94..end];
+    let dumps: Vec<Vec<u8>> = fenced_bytes(section).into_iter().filter(|b| !b.is_empty()).collect();
+    assert_eq!(dumps, [properties.to_vec()], "the dump; the encoder writes\n{}", hex_dump(properties));
+    assert_eq!(assert_rows(section, properties, "histograms and limits"), 27, "the table is read");
+    assert_eq!(Header::decode(&bytes, false).unwrap(), header);
+}
+
+/// docs/FORMAT.md's worked example of a `Suppressed` and a `Histogram` record: the records
+/// area the encoder writes for them.
+#[test]
+fn format_md_aggregate_records_example_is_what_the_encoder_writes() {
+    let doc = format_md();
+    let examples = doc_section(&doc, "## Worked examples");
+    let section = doc_section(examples, "### A suppression and a histogram");
+    let mut w =
+        BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 1, base_time: 100, ..BlockHeader::default() });
+    w.push(
+        builtin::SUPPRESSED,
+        105,
+        &[Value::Word(1), Value::Unsigned(1), Value::Word(4900), Value::Word(990_000_000)],
+    )
+    .unwrap();
+    let values = [
+        Value::Word(1),
+        Value::Unsigned(0),
+        Value::Word(50),
+        Value::Word(3),
+        Value::Word(14),
+        Value::Word(1),
+        Value::Word(8),
+        Value::Str(Text::new("1:1 5:1 8:1")),
+    ];
+    w.push(builtin::HISTOGRAM, 110, &values).unwrap();
+    let block = w.finish();
+    let used = Order::Little.u32(&block[event_format::wire::BLOCK_USED_AT..]) as usize;
+    let records = &block[48..48 + used];
+    assert_eq!(fenced_bytes(section), [records.to_vec()], "the records; the encoder writes\n{}", hex_dump(records));
+    assert_eq!(assert_rows(section, records, "aggregate records"), 18, "the table is read");
 }

@@ -4,6 +4,7 @@
 //! `tests/alloc.rs` stays a binary of its own: it measures the decoder with a counting global
 //! allocator, which must see no other test's allocations.
 
+mod aggregates;
 mod decode;
 mod encode;
 mod fuzz_corpus;

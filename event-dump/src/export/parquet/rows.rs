@@ -463,6 +463,30 @@ pub(super) fn logs_columns() -> Vec<Column> {
     .collect()
 }
 
+/// The `histograms` table: one row per non-empty bucket of each `Histogram` record
+/// (docs/OUTPUT.md, "Tables").
+pub(super) fn histograms_columns() -> Vec<Column> {
+    [
+        ("log", Shape::Param(ColumnType::Utf8)),
+        ("thread", Shape::Int64),
+        ("ticks", Shape::Int64),
+        ("ns", Shape::Int64),
+        ("since_ns", Shape::Int64),
+        ("histogram", Shape::Param(ColumnType::Utf8)),
+        ("event_set", Shape::Param(ColumnType::Utf8)),
+        ("of", Shape::Param(ColumnType::Utf8)),
+        ("unit", Shape::Param(ColumnType::Utf8)),
+        ("layout", Shape::Param(ColumnType::Utf8)),
+        ("bucket", Shape::Int64),
+        ("low", Shape::Int64),
+        ("high", Shape::Int64),
+        ("count", Shape::Int64),
+    ]
+    .into_iter()
+    .map(|(name, shape)| Column::new(name, shape))
+    .collect()
+}
+
 pub(super) fn threads_columns() -> Vec<Column> {
     [
         ("log", Shape::Param(ColumnType::Utf8)),

@@ -1,0 +1,3 @@
+event_runtime::include_events!("bad_aggregates.def");
+
+fn main() {}

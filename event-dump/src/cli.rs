@@ -122,6 +122,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  event-dump hist trace.evt\n  event-dump hist traces/ --name 'request_ns,sizes' --per-thread\n  event-dump hist host1/ host2/ --format json\n\nThe recorder counts each value of a declared histogram on the thread that records it,\nwhether or not a limit keeps the event, and writes what it counted every period, before a\nsegment is sealed and at the stop: a segment holds its period's distributions however many\nof its events were suppressed or deleted. Percentiles are the buckets': the p-th value of n\n(nearest rank) lies in a bucket, whose largest value is shown (exact below the bucket\nlayout's first power of two, else at most one bucket's width above). `latency` shows them\ntoo, after the spans it times."
     )]
     Hist(HistArgs),
+    /// Uploads a recording's sealed segments to object storage (S3 or a store that speaks
+    /// its protocol), each once, under a key its header decides, with create-only puts.
+    #[command(
+        after_help = "Examples:\n  event-dump ship /var/log/app s3://fleet/traces          each sealed segment once\n  event-dump ship /var/log/app s3://fleet/traces --delete     ... then removes it here\n  event-dump ship /var/log/app s3://fleet/traces --watch      as segments are sealed, until SIGTERM or Ctrl-C\n\nEach segment goes to PREFIX/<recording id>/<segment index>.evt, both from its header (never its\nfile name), with a create-only put (If-None-Match: *): a second shipper, or a run again after a\nrestart, finds it there and writes nothing. Segments still being written (`*.open`) are never\ntaken. --delete removes a segment here only once the store holds an object of the same size and\nSHA-256. Credentials, region and endpoint come from the AWS variables (AWS_ACCESS_KEY_ID,\nAWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL; web identity, container\nand instance roles too). The last line counts what was shipped, already there, still being\nwritten and failed; exit 1 when a segment failed."
+    )]
+    Ship(ShipArgs),
     /// Shows or changes what a running program records, through its ring file.
     #[command(
         after_help = "Examples:\n  event-dump control prog.ring                        what it records now\n  event-dump control prog.ring --disable Object\n  event-dump control prog.ring --enable 'Pool,Seg:SegAlloc' --disable 'Sweep'\n  event-dump control prog.ring --snapshot incident.evt      the program writes what its rings hold now\n  event-dump control prog.ring --limit 'Net:Retry=10/s'      at most 10 a second on each thread"
@@ -513,6 +519,29 @@ pub(crate) struct ControlArgs {
     /// How long to wait for the program's answer, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) timeout: u64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ShipArgs {
+    /// The directory the recorder writes its segments in (EVENT_FILE's, with EVENT_ROTATE).
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: PathBuf,
+    /// Where to: `s3://BUCKET/PREFIX` (the bucket must exist).
+    #[arg(value_name = "s3://BUCKET/PREFIX")]
+    pub(crate) to: String,
+    /// Delete each segment here once the store holds an object of its size and SHA-256.
+    #[arg(long)]
+    pub(crate) delete: bool,
+    /// Go on shipping segments as they are sealed, until SIGTERM or Ctrl-C (which let the
+    /// segment being uploaded finish; a second one stops at once).
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// With --watch: how often to look for newly sealed segments, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub(crate) interval: u64,
+    /// Read segments whose median version is newer than this reader's.
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,6 +1,6 @@
 //! `event-dump`: reads any event stream or ring file. Subcommands `print` (the default),
-//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `summary`, `control`
-//! and `completions`;
+//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `summary`, `control`,
+//! `ship` and `completions`;
 //! each `--help` shows an example.
 //!
 //! Errors are one line on stderr and a non-zero exit: 1 for a log that cannot be read (or,
@@ -32,6 +32,8 @@ mod pipeline;
 mod progress;
 mod render;
 mod spans;
+#[cfg(feature = "s3")]
+mod ship;
 
 pub use commands::control::{ControlError, send_request};
 
@@ -81,6 +83,12 @@ pub fn run() -> ExitCode {
         Some(Command::Top(args)) => commands::top::top(&args),
         Some(Command::Hist(args)) => commands::hist::hist(&args),
         Some(Command::Control(args)) => commands::control::control(&args),
+        #[cfg(feature = "s3")]
+        Some(Command::Ship(args)) => ship::ship(&args),
+        #[cfg(not(feature = "s3"))]
+        Some(Command::Ship(_)) => Err(log::DumpError::new(
+            "this event-dump was built without `ship`; build it with `--features s3` (on by default)",
+        )),
         Some(Command::Completions(args)) => {
             cli::completions(args.shell, &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -32,12 +32,14 @@ fn options(force: bool, index: bool) -> OpenOptions {
 /// one recording are one log; `event_format::log::open_all`); the first that cannot be
 /// opened is the error.
 pub(crate) fn open_all(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
+    paths.iter().try_for_each(|p| local(p))?;
     event_format::log::open_all(paths, options(force, false)).map_err(|e| DumpError::new(e.to_string()))
 }
 
 /// Opens every log of `paths` as [`open_all`] does, and indexes the blocks of each stream in
 /// a regular file ([`Log::take_index`]).
 pub(crate) fn open_all_indexed(paths: &[PathBuf], force: bool) -> Result<Vec<Log>, DumpError> {
+    paths.iter().try_for_each(|p| local(p))?;
     event_format::log::open_all(paths, options(force, true)).map_err(|e| DumpError::new(e.to_string()))
 }
 
@@ -47,5 +49,21 @@ pub(crate) fn open(path: &Path, force: bool) -> Result<Log, DumpError> {
 }
 
 fn open_with(path: &Path, options: OpenOptions) -> Result<Log, DumpError> {
+    local(path)?;
     event_format::log::open(path, options).map_err(|e| DumpError::new(e.to_string()))
+}
+
+/// The error for a log named by an `s3://` address (that is no local path): the readers read
+/// local files, which one command fetches (docs/guide/fleet-datasets.md, "Reading shipped
+/// segments", says why).
+pub(crate) fn local(path: &Path) -> Result<(), DumpError> {
+    let shown = path.to_string_lossy();
+    if shown.starts_with("s3://") && !path.exists() {
+        let dir = shown.trim_end_matches('/').rsplit('/').next().unwrap_or("log").to_owned();
+        return Err(DumpError::new(format!(
+            "{shown}: in object storage; event-dump reads local files: fetch it first (`aws s3 cp --recursive \
+             {shown} {dir}/`), then read {dir}/"
+        )));
+    }
+    Ok(())
 }

@@ -1361,6 +1361,7 @@ fn top_level_help_lists_every_subcommand() {
             "latency",
             "summary",
             "hist",
+            "ship",
             "control",
             "completions",
             "help"
@@ -1379,12 +1380,13 @@ fn top_level_help_lists_every_subcommand() {
         "latency",
         "summary",
         "hist",
+        "ship",
         "control",
         "completions",
     ] {
         assert!(summary.contains(cmd), "the summary names {cmd}: {summary}");
     }
-    for cmd in ["export", "latency", "completions", "top", "summary"] {
+    for cmd in ["export", "latency", "completions", "top", "summary", "ship"] {
         assert!(stdout(&run(&[cmd, "--help"])).contains("Example"), "{cmd} --help shows an example");
     }
 }

@@ -112,6 +112,14 @@ pub(crate) fn merge_all(
 }
 
 pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
+    if let Some(out) = args.out.as_ref().filter(|o| o.to_string_lossy().starts_with("s3://")) {
+        return Err(DumpError::new(format!(
+            "{}: exports write local files (the Parquet dataset with renames, which object stores do not have): \
+             export into a directory, then copy it (`aws s3 sync DIR/ {}`)",
+            out.display(),
+            out.display()
+        )));
+    }
     if args.uncompressed && !matches!(args.to, Target::Perfetto) {
         return Err(DumpError::new(
             "--uncompressed is for --to perfetto, whose packets are otherwise deflated".to_owned(),

@@ -596,10 +596,13 @@ fn several_logs_are_processes_on_one_time_line() {
     assert_eq!(processes.len(), 2);
     let real = u64::from(std::process::id());
     // The first log keeps its pid; the second, of the same process, gets the next number
-    // and its name says the real one.
+    // and its name says the real one (and, both logs being of one program, host and pid,
+    // each name ends with its recording id: docs/OUTPUT.md, "Who wrote a log").
     let pids: Vec<u64> = processes.iter().map(|p| p.pid.unwrap()).collect();
     assert_eq!(pids, [real, real + 1]);
-    assert_eq!(processes[1].process_name.as_deref().map(|n| n.ends_with(&format!("(pid {real})"))), Some(true));
+    let names: Vec<&str> = processes.iter().map(|p| p.process_name.as_deref().unwrap()).collect();
+    assert!(names.iter().all(|n| n.contains(&format!(" (pid {real}) ["))), "{names:?}");
+    assert_ne!(names[0], names[1]);
     // Each process holds its log's events, at its log's times (both deterministic clocks
     // start at wall time 0), in the order print merges them.
     check_program(&trace, &print_json(&[a.to_str().unwrap()]), real);

@@ -29,4 +29,6 @@ mod ledger;
 mod print_jobs;
 mod segments;
 mod sets;
+#[cfg(feature = "s3")]
+mod ship;
 mod summary;

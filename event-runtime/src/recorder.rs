@@ -943,8 +943,7 @@ impl Recorder {
         } else {
             None
         };
-        let limits =
-            crate::aggregate::initial_limits(&header, self.limit.as_deref()).map_err(|e| self.attribute(e))?;
+        let limits = crate::aggregate::initial_limits(&header, self.limit.as_deref()).map_err(|e| self.attribute(e))?;
         let aggregates = crate::aggregate::Aggregates::new(&header, limits, self.histogram_period);
         let plan = Plan {
             blocks,

@@ -251,7 +251,8 @@ impl Shipper<'_> {
         let dir = &self.args.dir;
         let entries =
             std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read the directory: {e}", dir.display()))?;
-        let options = OpenOptions { force: self.args.force, index: false, writer_alive: Some(crate::lock::held_by_writer) };
+        let options =
+            OpenOptions { force: self.args.force, index: false, writer_alive: Some(crate::lock::held_by_writer) };
         let mut found = Vec::new();
         let mut seen = HashSet::new();
         let now = Instant::now();
@@ -458,10 +459,11 @@ impl Shipper<'_> {
 /// What the ledger finds wrong with the sealed segment at `path`, in its words: damage
 /// (damaged blocks, bad records, blocks missing) or a sealed segment without its stop marker.
 fn damage(path: &Path, force: bool) -> Option<String> {
-    let mut log = match log::open(path, OpenOptions { force, index: false, writer_alive: Some(crate::lock::held_by_writer) }) {
-        Ok(log) => log,
-        Err(e) => return Some(e.to_string()),
-    };
+    let mut log =
+        match log::open(path, OpenOptions { force, index: false, writer_alive: Some(crate::lock::held_by_writer) }) {
+            Ok(log) => log,
+            Err(e) => return Some(e.to_string()),
+        };
     let header = log.header().clone();
     let mut ledger = log.ledger();
     let (blocks, catalog) = log.blocks_and_catalog();

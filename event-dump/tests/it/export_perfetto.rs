@@ -703,7 +703,14 @@ fn the_interned_strings_are_bounded() {
     let log = d.join("strings.evt");
     {
         let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let recording = event_runtime::Recorder::new().file(&log).deterministic_clock().start().unwrap();
+        // 20 MB flat out: the thread waits for the writer rather than losing events when the
+        // writer, sharing the machine with the rest of the suite, falls behind.
+        let recording = event_runtime::Recorder::new()
+            .file(&log)
+            .deterministic_clock()
+            .wait(std::time::Duration::from_secs(30))
+            .start()
+            .unwrap();
         for i in 0..20_000u64 {
             let phase = format!("{i:>1000}");
             event!(ClientPhase, phase.as_str(), i, -1);

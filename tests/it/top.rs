@@ -146,7 +146,9 @@ fn once_prints_one_view_and_errors_are_one_line() {
     let out = Command::new(DUMP).args(["top", ring.to_str().unwrap(), "--once"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(text.lines().next().is_some_and(|l| l.contains("recorder-child (pid ")), "{text}");
+    // Who records, named as every reader names a log: its service (the program, without a
+    // `service` label) on its host, then its pid.
+    assert!(text.lines().next().is_some_and(|l| l.contains(": recorder-child on ") && l.contains(" (pid ")), "{text}");
     assert!(shown_rate(&text).is_some(), "{text}");
     assert!(text.contains("\nkind ") && text.contains("\nthread ") && text.contains("\nevent "), "{text}");
     program.wait();
@@ -225,7 +227,7 @@ fn a_recording_of_segments_is_followed() {
     };
     let live = once();
     assert!(
-        live.lines().next().is_some_and(|l| l.contains("recorder-child (pid ") && l.contains(", live, ")),
+        live.lines().next().is_some_and(|l| l.contains(": recorder-child on ") && l.contains(", live, ")),
         "{live}"
     );
     let mut program = program;

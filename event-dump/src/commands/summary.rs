@@ -273,14 +273,13 @@ fn text(
     for (i, log) in logs.iter().enumerate() {
         let h = log.header();
         let c = &counts[i];
-        let host = if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) };
         let span = c.first_ns.map_or(0, |f| c.last_ns - f);
+        // Who wrote it, as every reader names a log: `api on host-a (pid 1)`.
         let _ = writeln!(
             out,
-            "log {}: {} (pid {}{host}), format {}, {}.{:09} s",
+            "log {}: {}, format {}, {}.{:09} s",
             log.path().display(),
-            h.producer.program,
-            h.producer.pid,
+            crate::identity::described(h),
             h.format,
             span / 1_000_000_000,
             span % 1_000_000_000

@@ -411,10 +411,8 @@ impl View {
             })
             .collect();
         let title = match &t.header {
-            Some(h) => {
-                let host = if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) };
-                format!("{}: {} (pid {}{host})", path.display(), h.producer.program, h.producer.pid)
-            }
+            // Who records, as every reader names a log: `api on host-a (pid 1)`.
+            Some(h) => format!("{}: {}", path.display(), crate::identity::described(h)),
             None => format!("{}: opening", path.display()),
         };
         View {

@@ -51,6 +51,19 @@ pub(crate) fn process_names(headers: &[&Header]) -> Vec<String> {
     )
 }
 
+/// The name of one log in a line that speaks of it alone (`top`'s title, `summary`'s line
+/// of each log): its process name ([`process_names`] of it alone: `api on host-a`), then its
+/// pid and, where the service is not the program, the program, as `stats` gives them:
+/// `api on host-a (pid 1, program server)`.
+pub(crate) fn described(h: &Header) -> String {
+    let name = process_names(&[h]).remove(0);
+    if service(h) == h.producer.program {
+        format!("{name} (pid {})", h.producer.pid)
+    } else {
+        format!("{name} (pid {}, program {})", h.producer.pid, h.producer.program)
+    }
+}
+
 /// `name` of each header, made unique: `with_pid` where two read the same, then `with_id`
 /// with the recording id's first 8 digits (the log's place, from 1, for a header without
 /// one) where that is not enough either.
@@ -146,6 +159,12 @@ mod tests {
         // What a prefix holds needs no escaping, and keeps its `/` and `:` to itself.
         let odd = header("h/o:st", Some("my \"api\"\n"), 1, 6);
         assert_eq!(prefixes(&[&odd]), ["h_o_st/my__api__"]);
+    }
+
+    #[test]
+    fn a_log_alone_is_named_by_service_and_host_with_its_pid() {
+        assert_eq!(described(&header("host-a", Some("api"), 1, 1)), "api on host-a (pid 1, program svc)");
+        assert_eq!(described(&header("", None, 7, 1)), "svc (pid 7)");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! (the alternate screen left, exit status 0). Without tmux the test says it skipped, and
 //! fails where `EVENT_REQUIRE_TMUX=1` (CI) asks for it.
 
-use crate::common::{DUMP, child, dir};
+use crate::common::{DUMP, child, dir, program};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -146,7 +146,9 @@ fn once_prints_one_view_and_errors_are_one_line() {
     let out = Command::new(DUMP).args(["top", ring.to_str().unwrap(), "--once"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(text.lines().next().is_some_and(|l| l.contains("recorder-child (pid ")), "{text}");
+    // Who records, named as every reader names a log: its service (the program, without a
+    // `service` label) on its host, then its pid.
+    assert!(text.lines().next().is_some_and(|l| l.contains(": recorder-child on ") && l.contains(" (pid ")), "{text}");
     assert!(shown_rate(&text).is_some(), "{text}");
     assert!(text.contains("\nkind ") && text.contains("\nthread ") && text.contains("\nevent "), "{text}");
     program.wait();
@@ -225,7 +227,7 @@ fn a_recording_of_segments_is_followed() {
     };
     let live = once();
     assert!(
-        live.lines().next().is_some_and(|l| l.contains("recorder-child (pid ") && l.contains(", live, ")),
+        live.lines().next().is_some_and(|l| l.contains(": recorder-child on ") && l.contains(", live, ")),
         "{live}"
     );
     let mut program = program;
@@ -236,4 +238,32 @@ fn a_recording_of_segments_is_followed() {
         ended.lines().find_map(|l| l.split("events read ").nth(1)?.split(')').next()?.parse().ok()).unwrap();
     assert!(read > 0, "{ended}");
     assert!(ended.contains("Arena.ArenaDestroy") && ended.contains("\n0 events lost, 0 blocks missing"), "{ended}");
+}
+
+/// What the events' limits suppressed is in the view: the ledger's count of the `Suppressed`
+/// records, in all beside the losses and per event, the numbers `stats` gives.
+#[test]
+fn once_shows_what_limits_suppressed() {
+    let d = dir("top", "suppressed");
+    let log = d.join("limited.evt");
+    let out = program(
+        env!("CARGO_BIN_EXE_aggregate-child"),
+        &["limit", "Seq", "2000", "1", "2"],
+        &[("EVENT_FILE", log.to_str().unwrap())],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stats = Command::new(DUMP).args(["stats", log.to_str().unwrap()]).output().unwrap();
+    let stats = String::from_utf8_lossy(&stats.stdout).into_owned();
+    let suppressed: u64 = stats
+        .lines()
+        .find_map(|l| l.split("suppressed by its limit: Test.Seq, ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{stats}"));
+    assert!(suppressed > 0, "{stats}");
+    let out = Command::new(DUMP).args(["top", log.to_str().unwrap(), "--once"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains(" events lost, ") && text.contains(&format!("; {suppressed} suppressed\n")), "{text}");
+    assert!(text.contains(&format!("\nsuppressed by their limits: Test.Seq {suppressed}\n")), "{text}");
 }

@@ -1,17 +1,15 @@
 //! `summary`: one stable, versioned summary of logs, for scripts that compare runs (a
 //! regression check in CI): counts per event and kind, what was lost and what is wrong
 //! (the ledger's [`Findings`], in its words and under its names), the spans' percentiles
-//! and totals (`latency`'s pairing and numbers), the time span, and who recorded (program,
-//! host, labels). Its JSON is stated in docs/OUTPUT.md ("summary"), with its own version
-//! ([`VERSION`]); the text form says the same for people.
+//! and totals (`latency`'s pairing and numbers), what the events' limits suppressed (the
+//! ledger's count of the `Suppressed` records), the histograms the recorder kept (its
+//! `Histogram` records merged as `hist` merges them), the time span, and who recorded
+//! (service, host, labels, program; named as every reader names a log, `crate::identity`).
+//! Its JSON is stated in docs/OUTPUT.md ("summary"), with its own version ([`VERSION`]); the
+//! text form says the same for people.
 //!
 //! Two reads of one log give the same bytes: everything is ordered by name, and nothing of
 //! the reading (the time now, the machine that reads) is in it.
-//!
-//! Two slots are there for what the recorder does not write yet: `suppressed` (what per-event
-//! rate limits suppressed, the `Suppressed` built-in) and `histograms` (declared histograms
-//! flushed as records); each is an empty array until the reader knows those records, so that
-//! a script written now reads them when they come (an addition: a minor version).
 
 use super::latency::{self, Counted, Points, Spans};
 use super::{Choice, Result, thread_names, write_all};
@@ -19,7 +17,8 @@ use crate::cli::SummaryArgs;
 use crate::export::Item;
 use crate::json::{string, unsigned};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
-use event_format::ledger::{Ending, Findings};
+use event_format::histogram::{Histograms, Merged};
+use event_format::ledger::{Ending, Findings, Ledger, describe_suppressed};
 use event_format::wire::Header;
 #[cfg(test)]
 use event_format::wire::StopCause;
@@ -29,8 +28,9 @@ use std::process::ExitCode;
 
 /// The summary's version (docs/OUTPUT.md, "summary"): major.median.minor as the output's
 /// versions go: a key removed or retyped is a major, a value written otherwise a median, a
-/// key added a minor.
-pub(crate) const VERSION: &str = "1.0.0";
+/// key added a minor. 1.1.0: `logs[].service`, `logs[].suppressed`, and the elements of
+/// `suppressed` and `histograms` (empty arrays in 1.0.0).
+pub(crate) const VERSION: &str = "1.1.0";
 
 /// The percentiles of spans without `--percentiles`.
 const PERCENTILES: &str = "50,90,99,99.9";
@@ -42,6 +42,39 @@ pub(crate) enum SummaryFormat {
     Text,
     /// One JSON document (docs/OUTPUT.md, "summary").
     Json,
+}
+
+/// What one event's limit suppressed in one log, as the ledger counts its `Suppressed`
+/// records.
+struct Suppressed {
+    /// The event, as `per_event` names it (`code 0x0001` for a code the log does not describe).
+    event: String,
+    count: u64,
+    /// Thread -> events suppressed there.
+    by_thread: BTreeMap<u64, u64>,
+}
+
+/// What the log read by `ledger` suppressed, per event, ordered by name.
+fn suppressed_of(ledger: &Ledger, log: &Log) -> Vec<Suppressed> {
+    let mut out: BTreeMap<String, Suppressed> = BTreeMap::new();
+    for (&(code, thread), &n) in ledger.suppressed() {
+        let event = log.catalog().get(code).map_or_else(|| format!("code {code:#06x}"), |d| d.full_name().to_string());
+        let s = out.entry(event.clone()).or_insert_with(|| Suppressed { event, count: 0, by_thread: BTreeMap::new() });
+        s.count = s.count.saturating_add(n);
+        let t = s.by_thread.entry(thread).or_default();
+        *t = t.saturating_add(n);
+    }
+    out.into_values().collect()
+}
+
+/// What the logs read together hold beside their counts: what limits suppressed, the
+/// histograms the recorder kept.
+struct Kept<'a> {
+    /// Per log, per event.
+    suppressed: Vec<Vec<Suppressed>>,
+    /// Per log, the ledger's lines of what was suppressed, as `stats` writes them.
+    suppressed_lines: Vec<Vec<String>>,
+    histograms: &'a Histograms,
 }
 
 /// What one log holds, beside its ledger.
@@ -64,6 +97,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
     let seconds: Vec<_> = headers.iter().map(|h| event_format::text::Seconds::new(&h.clock)).collect();
     drop(headers);
     let mut spans = Spans::new(&logs, &choice, None, &[], 0)?;
+    // The histograms the recorder kept, merged as `hist` merges them.
+    let mut histograms = Histograms::new();
+    for (file, log) in logs.iter().enumerate() {
+        histograms.add_log(file, log.header());
+    }
     let mut counts: Vec<Counts> = logs.iter().map(|_| Counts::default()).collect();
     // Counted by wire code, named at the end.
     let mut per_code: Vec<Vec<u64>> = logs.iter().map(|_| vec![0u64; 1 << 16]).collect();
@@ -75,7 +113,10 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
         if choice.keeps(file, &event, &clocks[file]) {
             per_code[file][usize::from(event.desc.wire)] += 1;
         }
-        spans.event(file, &event);
+        // A `Histogram` record is an event like any other for the counts above.
+        if !histograms.take(file, &event) {
+            spans.event(file, &event);
+        }
         Ok(())
     })
     .map_err(|e| DumpError::new(format!("cannot read the logs: {e}")))?;
@@ -93,11 +134,17 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
     }
     let findings: Vec<Findings> = ledgers.iter().map(|l| l.findings()).collect();
     let endings: Vec<Ending> = ledgers.iter().zip(&logs).map(|(l, log)| super::census::ending(l, log)).collect();
+    let kept = Kept {
+        suppressed: ledgers.iter().zip(&logs).map(|(l, log)| suppressed_of(l, log)).collect(),
+        suppressed_lines: ledgers.iter().zip(&logs).map(|(l, log)| describe_suppressed(l, log.catalog())).collect(),
+        histograms: &histograms,
+    };
     let text = match args.format {
-        SummaryFormat::Json => json(&logs, &counts, &findings, &endings, &counted, &points),
-        SummaryFormat::Text => text(&logs, &counts, &findings, &endings, &counted, &points),
+        SummaryFormat::Json => json(&logs, &counts, &findings, &endings, &counted, &points, &kept),
+        SummaryFormat::Text => text(&logs, &counts, &findings, &endings, &counted, &points, &kept),
     };
     write_all(&text)?;
+    super::hist::say_unreadable(&histograms);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -129,6 +176,18 @@ fn totals(counts: &[Counts]) -> (BTreeMap<&str, u64>, BTreeMap<String, u64>) {
     (per_event, per_kind)
 }
 
+/// `"thread":count,...` of `by_thread`, thread ids as strings (as `lost_by_thread`).
+fn threads_json(out: &mut String, by_thread: &BTreeMap<u64, u64>) {
+    for (i, (t, n)) in by_thread.iter().enumerate() {
+        let _ = write!(out, "{}\"{t}\":{n}", if i > 0 { "," } else { "" });
+    }
+}
+
+/// The histograms the recorder kept, merged over every log, in `hist`'s order.
+fn merged(histograms: &Histograms) -> Vec<&Merged> {
+    histograms.iter().map(|(_, m)| m).collect()
+}
+
 fn json(
     logs: &[Log],
     counts: &[Counts],
@@ -136,6 +195,7 @@ fn json(
     endings: &[Ending],
     counted: &Counted,
     points: &Points,
+    kept: &Kept<'_>,
 ) -> String {
     let mut out = format!("{{\"summary_version\":\"{VERSION}\",\"logs\":[");
     for (i, log) in logs.iter().enumerate() {
@@ -148,8 +208,10 @@ fn json(
         string(&mut out, &h.producer.program);
         let _ = write!(out, ",\"pid\":{},\"host\":", h.producer.pid);
         string(&mut out, &h.producer.host);
-        // The header's labels (issue 41) go here; a header without them has none.
-        out.push_str(",\"labels\":{}");
+        out.push_str(",\"service\":");
+        string(&mut out, crate::identity::service(h));
+        out.push_str(",\"labels\":");
+        out.push_str(&crate::identity::labels_json(h));
         let _ = write!(out, ",\"recording\":\"{}\",\"sets\":[", log.recording_id().to_hex());
         for (j, set) in h.sets.iter().enumerate() {
             out.push_str(if j > 0 { ",{\"name\":" } else { "{\"name\":" });
@@ -169,7 +231,15 @@ fn json(
         let events: u64 = c.per_event.values().sum();
         let _ = write!(out, ",\"events\":{events},\"findings\":");
         findings_json(&mut out, &findings[i]);
-        out.push('}');
+        out.push_str(",\"suppressed\":[");
+        for (j, s) in kept.suppressed[i].iter().enumerate() {
+            out.push_str(if j > 0 { ",{\"event\":" } else { "{\"event\":" });
+            string(&mut out, &s.event);
+            let _ = write!(out, ",\"count\":{},\"by_thread\":{{", s.count);
+            threads_json(&mut out, &s.by_thread);
+            out.push_str("}}");
+        }
+        out.push_str("]}");
     }
     let (per_event, per_kind) = totals(counts);
     let events: u64 = per_event.values().sum();
@@ -183,9 +253,26 @@ fn json(
         all.add(f);
     }
     findings_json(&mut out, &all);
-    // What rate limits suppressed and the declared histograms: empty until the reader knows
-    // their records (the module docs).
-    out.push_str(",\"suppressed\":[],\"histograms\":[],\"percentile_points\":[");
+    // What limits suppressed, per event over every log.
+    let mut suppressed: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in kept.suppressed.iter().flatten() {
+        let n = suppressed.entry(s.event.as_str()).or_default();
+        *n = n.saturating_add(s.count);
+    }
+    out.push_str(",\"suppressed\":[");
+    for (i, (event, n)) in suppressed.iter().enumerate() {
+        out.push_str(if i > 0 { ",{\"event\":" } else { "{\"event\":" });
+        string(&mut out, event);
+        let _ = write!(out, ",\"count\":{n}}}");
+    }
+    // The declared histograms, as `hist --format json` writes them.
+    out.push_str("],\"histograms\":[");
+    for (i, m) in merged(kept.histograms).iter().enumerate() {
+        out.push_str(if i > 0 { ",\n" } else { "\n" });
+        super::hist::json_one(&mut out, m, kept.histograms.qualified());
+    }
+    out.push_str(if kept.histograms.is_empty() { "" } else { "\n" });
+    out.push_str("],\"percentile_points\":[");
     for (i, p) in points.iter().enumerate() {
         if i > 0 {
             out.push(',');
@@ -241,9 +328,7 @@ fn findings_json(out: &mut String, f: &Findings) {
         f.events,
         f.lost
     );
-    for (i, (t, n)) in f.lost_by_thread.iter().enumerate() {
-        let _ = write!(out, "{}\"{t}\":{n}", if i > 0 { "," } else { "" });
-    }
+    threads_json(out, &f.lost_by_thread);
     let _ = write!(
         out,
         "}},\"missing_blocks\":{},\"overwritten_blocks\":{},\"damaged_blocks\":{},\"bad_records\":{},\
@@ -268,19 +353,19 @@ fn text(
     endings: &[Ending],
     counted: &Counted,
     points: &Points,
+    kept: &Kept<'_>,
 ) -> String {
     let mut out = String::new();
     for (i, log) in logs.iter().enumerate() {
         let h = log.header();
         let c = &counts[i];
-        let host = if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) };
         let span = c.first_ns.map_or(0, |f| c.last_ns - f);
+        // Who wrote it, as every reader names a log: `api on host-a (pid 1)`.
         let _ = writeln!(
             out,
-            "log {}: {} (pid {}{host}), format {}, {}.{:09} s",
+            "log {}: {}, format {}, {}.{:09} s",
             log.path().display(),
-            h.producer.program,
-            h.producer.pid,
+            crate::identity::described(h),
             h.format,
             span / 1_000_000_000,
             span % 1_000_000_000
@@ -294,6 +379,9 @@ fn text(
                 "  {} segments removed by the disk budget ({} events)",
                 f.removed_segments, f.removed_events
             );
+        }
+        for line in &kept.suppressed_lines[i] {
+            let _ = writeln!(out, "  {line}");
         }
     }
     let (per_event, per_kind) = totals(counts);
@@ -328,6 +416,11 @@ fn text(
             }
             let _ = writeln!(out, "{line}");
         }
+    }
+    let histograms = merged(kept.histograms);
+    if !histograms.is_empty() {
+        out.push_str("Kept by the recorder (events.def's HISTOGRAM; `event-dump hist` shows them alone):\n");
+        out.push_str(&super::hist::text(&histograms, kept.histograms.qualified(), false));
     }
     out
 }

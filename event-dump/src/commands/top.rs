@@ -17,8 +17,9 @@
 //! it fills) counts when it happened, not when it was read. The same rule gives the spans'
 //! percentiles: the spans that ended in the interval, nearest rank.
 //!
-//! The slots for what the recorder will report (issue 46's rate limits: the `Suppressed`
-//! built-in) are [`Tally::suppressed`], drawn as `suppressed N` beside the losses.
+//! What the events' limits suppressed is the ledger's count of the `Suppressed` records read
+//! (since `top` started: a ring's oldest were overwritten), drawn as `N suppressed` beside
+//! the losses and, per event, in a line of its own.
 
 use super::follow::{Watch, watch_ring};
 use super::follow_segments::watch_segments;
@@ -135,9 +136,9 @@ pub(crate) struct Tally {
     /// recording's earlier segments, whose blocks restart their numbers).
     ledger: Option<Ledger>,
     done: Findings,
-    /// What the recorder's rate limits suppressed, by event (the `Suppressed` built-in of
-    /// issue 46's recorder half): empty until this reader knows that record.
-    pub(crate) suppressed: BTreeMap<String, u64>,
+    /// What the events' limits suppressed in the files read before the one being read, per
+    /// (wire code, thread), as their ledgers counted it ([`Ledger::suppressed`]).
+    suppressed_before: BTreeMap<(u16, u64), u64>,
     /// The last lines following met.
     notes: VecDeque<String>,
     /// Whether the recording ended (the reading thread returned), and its error.
@@ -160,7 +161,7 @@ impl Tally {
             latest: None,
             ledger: None,
             done: Findings::default(),
-            suppressed: BTreeMap::new(),
+            suppressed_before: BTreeMap::new(),
             notes: VecDeque::new(),
             ended: false,
             error: None,
@@ -169,6 +170,20 @@ impl Tally {
 
     fn clock(&self) -> Option<Clock> {
         self.header.as_ref().map(|h| h.clock)
+    }
+
+    /// What the events' limits suppressed, per event (wire code), the most first: the files
+    /// read before, and the one being read.
+    fn suppressed(&self) -> Vec<(u16, u64)> {
+        let mut by_code: BTreeMap<u16, u64> = BTreeMap::new();
+        let current = self.ledger.as_ref().map(|l| l.suppressed());
+        for (&(code, _), &n) in self.suppressed_before.iter().chain(current.into_iter().flatten()) {
+            let c = by_code.entry(code).or_default();
+            *c = c.saturating_add(n);
+        }
+        let mut out: Vec<(u16, u64)> = by_code.into_iter().collect();
+        out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
     }
 
     /// The ledger's findings: the files read before, and the one being read.
@@ -262,6 +277,10 @@ impl Watch for Collector {
         if let Some(done) = t.ledger.take() {
             let f = done.findings();
             t.done.add(&f);
+            for (&key, &n) in done.suppressed() {
+                let s = t.suppressed_before.entry(key).or_default();
+                *s = s.saturating_add(n);
+            }
         }
         t.ledger = Some(Ledger::new(header.format));
         Ok(())
@@ -344,7 +363,8 @@ struct View {
     rate: f64,
     read: u64,
     losses: String,
-    suppressed: u64,
+    /// What the events' limits suppressed, per event (its name), the most first.
+    suppressed: Vec<(String, u64)>,
     kinds: Vec<Row>,
     events: Vec<Row>,
     threads: Vec<Row>,
@@ -411,10 +431,8 @@ impl View {
             })
             .collect();
         let title = match &t.header {
-            Some(h) => {
-                let host = if h.producer.host.is_empty() { String::new() } else { format!(" on {}", h.producer.host) };
-                format!("{}: {} (pid {}{host})", path.display(), h.producer.program, h.producer.pid)
-            }
+            // Who records, as every reader names a log: `api on host-a (pid 1)`.
+            Some(h) => format!("{}: {}", path.display(), crate::identity::described(h)),
             None => format!("{}: opening", path.display()),
         };
         View {
@@ -422,7 +440,14 @@ impl View {
             rate: events.iter().map(|r| r.rate).sum(),
             read: events.iter().map(|r| r.total).sum(),
             losses: t.findings().losses_line(),
-            suppressed: t.suppressed.values().sum(),
+            suppressed: t
+                .suppressed()
+                .into_iter()
+                .map(|(code, n)| {
+                    let name = t.catalog.as_ref().and_then(|c| c.get(code)).map(|d| d.full_name().to_string());
+                    (name.unwrap_or_else(|| format!("code {code:#06x}")), n)
+                })
+                .collect(),
             kinds,
             events,
             threads,
@@ -438,9 +463,18 @@ impl View {
         let mut out = vec![
             format!("{}, {state}, over the last {:.1} s", self.title, interval.as_secs_f64()),
             format!("events/s {:.0}  (events read {})  sorted by {}", self.rate, self.read, sort.word()),
-            format!("{}; {} suppressed", self.losses, self.suppressed),
-            String::new(),
+            format!(
+                "{}; {} suppressed",
+                self.losses,
+                self.suppressed.iter().map(|s| s.1).fold(0u64, u64::saturating_add)
+            ),
         ];
+        // Per event, as `stats` names them: what each limit did not keep.
+        if !self.suppressed.is_empty() {
+            let each: Vec<String> = self.suppressed.iter().map(|(name, n)| format!("{name} {n}")).collect();
+            out.push(format!("suppressed by their limits: {}", each.join(", ")));
+        }
+        out.push(String::new());
         let table = |out: &mut Vec<String>, head: &str, rows: &[Row], limit: usize| {
             let width = rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(0).max(head.len());
             out.push(format!("{head:<width$}  {:>12}  {:>12}", "events/s", "total"));

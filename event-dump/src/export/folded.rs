@@ -16,8 +16,9 @@
 //! nothing.
 //!
 //! Lines are merged over threads and logs (the default), or per thread (`--per-thread`:
-//! the thread a span began on), each stack under a frame naming its thread as `stats` does (`T3 (worker-1)`; `pid:T3`
-//! for several logs). Lines are sorted by stack: the same logs give the same file. A `;` or
+//! the thread a span began on), each stack under a frame naming its thread as `stats` does
+//! (`T3 (worker-1)`), after who wrote its log for several logs (`host-a/api:T3`, as `print`
+//! and `latency` name threads: `crate::identity::prefixes`). Lines are sorted by stack: the same logs give the same file. A `;` or
 //! a line break in a span's name is written `_` (a frame holds neither).
 
 use super::{Said, Window};
@@ -68,14 +69,14 @@ pub(crate) fn export(
 ) -> Result<ExitCode, DumpError> {
     let (stacks, names, ledgers, counts) = fold(logs, window, weight, per_thread)?;
     let several = logs.len() > 1;
-    let pids: Vec<u64> = logs.iter().map(|l| l.header().producer.pid).collect();
+    let prefixes = crate::identity::prefixes(&logs.iter().map(|l| l.header()).collect::<Vec<_>>());
     let write = |w: &mut dyn Write| -> io::Result<()> {
         for ((thread, stack), ns) in &stacks {
             if *ns == 0 {
                 continue;
             }
             if let Some((file, t)) = thread {
-                let mut frame = if several { format!("{}:T{t}", pids[*file]) } else { format!("T{t}") };
+                let mut frame = if several { format!("{}:T{t}", prefixes[*file]) } else { format!("T{t}") };
                 if let Some(name) = names.get(&(*file, *t)) {
                     frame.push_str(&format!(" ({})", frame_text(name)));
                 }

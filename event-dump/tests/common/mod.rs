@@ -869,3 +869,48 @@ pub(crate) fn program_log(path: &Path, loose: bool) {
     event!(ArenaDestroy, arena, committed);
     recording.stop().unwrap();
 }
+
+/// A log written byte by byte: a set that declares `sizes` (a parameter's histogram, HDR2)
+/// and `req_ns` (a span's), with `Histogram` records of two threads and one of thread 0; the
+/// header's labels `labels`, and a `Suppressed` record for each (thread, wire code, count)
+/// of `suppressed` (code 1 is `K.Size`), after the histograms.
+pub(crate) fn histogram_log(path: &Path, labels: &[(&str, &str)], suppressed: &[(u64, u16, u64)]) {
+    let schema = event_format::def::parse(
+        "SET(h)\nVERSION(1, 0, 0)\nKIND(K)\nRELATION(Size, 1, TRUE, K, W, size)\n\
+         RELATION(ReqBegin, 2, TRUE, K, 0)\nRELATION(ReqEnd, 3, TRUE, K, 0)\nSPAN(req, ReqBegin, ReqEnd)\n\
+         HISTOGRAM(sizes, Size, size, HDR2)\nHISTOGRAM(req_ns, req, LOG2)\n",
+        "h.def",
+    )
+    .unwrap();
+    let mut header = Header::new(schema, 1024, handmade_clock(), handmade_producer());
+    header.order = Order::Little;
+    header.properties.labels = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let mut out = header.encode().unwrap();
+    let hist = |thread: u64, h: u32, count, sum, min, max, text: &'static str| {
+        vec![
+            Value::Word(thread),
+            Value::Unsigned(h),
+            Value::Word(1000),
+            Value::Word(count),
+            Value::Word(sum),
+            Value::Word(min),
+            Value::Word(max),
+            Value::Str(Text::new(text)),
+        ]
+    };
+    let mut b =
+        BlockWriter::new(Order::Little, 1024, &BlockHeader { thread: 0, base_time: 5000, ..Default::default() });
+    // sizes (HDR2): thread 1 counted 1, 5, 5 and 100; thread 2 counted 6 and 7.
+    b.push(event_format::builtin::HISTOGRAM, 5000, &hist(1, 0, 4, 111, 1, 100, "1:1 5:2 22:1")).unwrap();
+    b.push(event_format::builtin::HISTOGRAM, 5000, &hist(2, 0, 2, 13, 6, 7, "6:1 7:1")).unwrap();
+    // req_ns (LOG2): thread 1's one request of 3 µs.
+    b.push(event_format::builtin::HISTOGRAM, 6000, &hist(1, 1, 1, 3000, 3000, 3000, "12:1")).unwrap();
+    for &(thread, code, count) in suppressed {
+        let values =
+            [Value::Word(thread), Value::Unsigned(u32::from(code)), Value::Word(count), Value::Word(1_000_000)];
+        b.push(event_format::builtin::SUPPRESSED, 7000, &values).unwrap();
+    }
+    out.extend(b.finish());
+    end_with_stop(&mut out);
+    std::fs::write(path, out).unwrap();
+}

@@ -148,3 +148,34 @@ fn the_tracing_bridges_spans_fold_too() {
     assert!(err.contains("1 spans never ended") && err.contains("2 ends closed no span"), "{err}");
     assert!(err.contains("1 record of an unknown code"), "the ledger's findings: {err}");
 }
+
+/// Several logs' thread frames name who wrote each log as `print` and `latency` do
+/// (`host/service:T1`), not its pid: two recordings of one process (one pid) on two hosts
+/// are two stacks.
+#[test]
+fn several_logs_frames_name_the_host_and_service() {
+    let d = common::dir("folded-hosts");
+    let record = |name: &str, host: &str| {
+        let log = d.join(name);
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = event_runtime::Recorder::new()
+            .file(&log)
+            .host(host)
+            .label("service", "api")
+            .deterministic_clock()
+            .start()
+            .unwrap();
+        event!(SweepBegin, 0x1000usize, 1u64, "outer");
+        event!(ObjectAlloc, 0x1000usize, 0x2000usize, 16u64, 1u32);
+        event!(SweepEnd, 0x1000usize, 1u64, true);
+        recording.stop().unwrap();
+        log
+    };
+    let (a, b) = (record("a.evt", "host-a"), record("b.evt", "host-b"));
+    let out = run(&["export", "--to", "folded", a.to_str().unwrap(), b.to_str().unwrap(), "-o", "-", "--per-thread"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let frames: Vec<&str> = text.lines().map(|l| l.split(':').next().unwrap()).collect();
+    assert_eq!(frames, ["host-a/api", "host-b/api"], "{text}");
+    assert!(!text.contains(&format!("{}:", std::process::id())), "{text}");
+}

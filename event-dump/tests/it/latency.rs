@@ -400,3 +400,51 @@ fn the_guides_sql_gives_the_same_numbers() {
     let got: Vec<Vec<i64>> = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(got, [latency_numbers(&json, "Sweep"), latency_numbers(&json, "Segment")]);
 }
+
+/// A `tracing` span's `SpanClose` that closed nothing (its span created before the recording
+/// started) is counted as an end with no begin, under a group that says what it is: a close
+/// names no span, so it is not counted under the bridge's rule (`SpanOpen`) nor any name.
+#[test]
+fn a_span_close_that_closed_nothing_is_an_unmatched_end() {
+    use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value as Arg};
+    let d = common::dir("latency-unopened");
+    let log = d.join("closes.evt");
+    let schema =
+        event_format::def::parse("SET(t)\nVERSION(1, 0, 0)\nKIND(K)\nRELATION(Plain, 1, TRUE, K, W, n)\n", "t.def")
+            .unwrap();
+    let mut header = Header::new(schema, 1024, handmade_clock(), handmade_producer());
+    header.order = Order::Little;
+    let mut bytes = header.encode().unwrap();
+    let mut b = BlockWriter::new(
+        Order::Little,
+        1024,
+        &BlockHeader { thread: 1, base_time: 6_000_000_000, ..Default::default() },
+    );
+    let (open, close) = (event_format::builtin::SPAN_OPEN, event_format::builtin::SPAN_CLOSE);
+    let opened = [Arg::Word(7), Arg::Word(0), Arg::Str(Text::new("request")), Arg::Str(Text::new("id=1"))];
+    b.push(open, 6_000_000_000, &opened).unwrap();
+    b.push(close, 6_000_003_000, &[Arg::Word(9)]).unwrap();
+    b.push(close, 6_000_006_000, &[Arg::Word(7)]).unwrap();
+    bytes.extend(b.finish());
+    end_with_stop(&mut bytes);
+    std::fs::write(&log, bytes).unwrap();
+
+    let json = latency(&[&log], &[]);
+    let spans: Vec<(&str, u64, u64)> = json["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["span"].as_str().unwrap(), s["count"].as_u64().unwrap(), s["unmatched_ends"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(spans, [("(unopened tracing span)", 0, 1), ("request", 1, 0)]);
+    assert_eq!(json["spans"][1]["min_ns"], 2000, "6000 ticks at 3 a ns");
+    let out = run(&["latency", log.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(!text.contains("SpanOpen"), "{text}");
+    assert!(text.contains("(unopened tracing span)"), "{text}");
+    // `summary` pairs as `latency` does.
+    let out = run(&["summary", log.to_str().unwrap(), "--format", "json"]);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["spans"][0]["span"], "(unopened tracing span)");
+    assert_eq!(summary["spans"][0]["unmatched_ends"], 1);
+}

@@ -1,6 +1,7 @@
 //! `summary`: the same bytes from two reads of one log; its counts are `stats`'s, its spans
 //! `latency`'s, its losses and damage the ledger's (the line `stats` writes, word for word);
-//! the slots for suppressions and histograms are there, empty.
+//! what limits suppressed is the ledger's count of the `Suppressed` records, per log and
+//! thread and in all; the histograms are `hist`'s merge; the labels the header's.
 
 use crate::common::{self, *};
 use serde_json::Value;
@@ -24,7 +25,7 @@ fn two_reads_give_the_same_bytes_and_the_numbers_are_stats_and_latencys() {
     let (json, first) = summary_json(&[&log], &[]);
     let (_, second) = summary_json(&[&log], &[]);
     assert_eq!(first, second, "two reads of one log");
-    assert_eq!(json["summary_version"], "1.0.0");
+    assert_eq!(json["summary_version"], "1.1.0");
     assert_eq!(
         (json["suppressed"].as_array().map(Vec::len), json["histograms"].as_array().map(Vec::len)),
         (Some(0), Some(0))
@@ -95,4 +96,61 @@ fn losses_are_the_ledgers() {
     for key in ["lost", "damaged_blocks", "events", "blocks"] {
         assert_eq!(two["findings"][key].as_u64(), Some(sum(key)), "{key}");
     }
+}
+
+/// What limits suppressed (the ledger's count of the `Suppressed` records: per log, event and
+/// thread, and in all), the histograms the recorder kept (merged over threads and logs as
+/// `hist` merges them) and the header's labels and service; none of it a loss.
+#[test]
+fn suppressions_histograms_and_labels_are_the_logs() {
+    let d = common::dir("summary-aggregates");
+    let (a, b) = (d.join("a.evt"), d.join("b.evt"));
+    histogram_log(&a, &[("service", "api"), ("version", "1.4.2")], &[(1, 1, 90), (2, 1, 10), (1, 1, 5)]);
+    histogram_log(&b, &[], &[(3, 1, 7)]);
+    let (json, first) = summary_json(&[&a], &[]);
+    let (_, second) = summary_json(&[&a], &[]);
+    assert_eq!(first, second, "two reads of one log");
+    let l = &json["logs"][0];
+    assert_eq!(l["labels"], serde_json::json!({"service": "api", "version": "1.4.2"}));
+    assert_eq!((l["service"].as_str(), l["host"].as_str()), (Some("api"), Some("handmade-host")));
+    assert_eq!(
+        l["suppressed"],
+        serde_json::json!([{"event": "K.Size", "count": 105, "by_thread": {"1": 95, "2": 10}}])
+    );
+    assert_eq!(json["suppressed"], serde_json::json!([{"event": "K.Size", "count": 105}]));
+    assert!(json["findings"]["whole"].as_bool().unwrap() && json["findings"]["lost"] == 0, "not a loss");
+    // The histograms are `hist`'s, key for key.
+    let hist = |logs: &[&Path]| -> Value {
+        let mut args = vec!["hist", "--format", "json"];
+        args.extend(logs.iter().map(|l| l.to_str().unwrap()));
+        let out = run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["histograms"].clone()
+    };
+    assert_eq!(json["histograms"], hist(&[&a]));
+    let sizes = json["histograms"].as_array().unwrap().iter().find(|h| h["name"] == "sizes").unwrap();
+    assert_eq!(
+        (sizes["count"].as_u64(), sizes["threads"].as_u64(), sizes["max"].as_u64()),
+        (Some(6), Some(2), Some(100))
+    );
+
+    // Two logs: each one's suppressions and labels; the sums, and the histograms merged.
+    let (two, _) = summary_json(&[&a, &b], &[]);
+    assert_eq!(two["logs"][1]["labels"], serde_json::json!({}));
+    assert_eq!(two["logs"][1]["service"], "handmade", "without a service label, the program");
+    assert_eq!(
+        two["logs"][1]["suppressed"],
+        serde_json::json!([{"event": "K.Size", "count": 7, "by_thread": {"3": 7}}])
+    );
+    assert_eq!(two["suppressed"], serde_json::json!([{"event": "K.Size", "count": 112}]));
+    assert_eq!(two["histograms"], hist(&[&a, &b]));
+    let sizes = two["histograms"].as_array().unwrap().iter().find(|h| h["name"] == "sizes").unwrap();
+    assert_eq!(sizes["count"].as_u64(), Some(12));
+
+    // The text says the same, in the ledger's words and `hist`'s lines, and names the log
+    // by its service and host.
+    let text = stdout(&run(&["summary", a.to_str().unwrap()]));
+    assert!(text.contains(": api on handmade-host (pid 4242, program handmade), format "), "{text}");
+    assert!(text.contains("\n  suppressed by its limit: K.Size, 105 events (T1 95, T2 10)\n"), "{text}");
+    assert!(text.contains("sizes (Size.size, HDR2 buckets): 6 values, 2 records, 2 threads"), "{text}");
 }

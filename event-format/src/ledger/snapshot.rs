@@ -1,5 +1,7 @@
 //! What a snapshot is (docs/FORMAT.md, "Snapshot"), in the one line that `stats` and `check`
-//! say of it: a snapshot of PROGRAM at TIME, taken on demand or triggered by EVENT.
+//! say of it: a snapshot of SERVICE on HOST at TIME, taken on demand or triggered by EVENT.
+//! Who took it is named as the readers name a log (docs/OUTPUT.md, "Who wrote a log"): the
+//! `service` label, else the program, and the host; the pid follows, as `stats` gives it.
 //!
 //! A snapshot is judged as a ring is (its threads' oldest blocks were overwritten before the
 //! window, which is normal); this line is what tells a reader that it is one.
@@ -25,12 +27,19 @@ use crate::wire::{Header, SnapshotCause};
 /// });
 /// let line = event_format::ledger::describe_snapshot(&header).unwrap();
 /// assert!(line.starts_with("snapshot 3 of"), "{line}");
+/// // Named by its service and host, as the readers name a log.
+/// header.producer.host = "host-a".to_owned();
+/// header.properties.labels = vec![("service".to_owned(), "api".to_owned())];
+/// let line = event_format::ledger::describe_snapshot(&header).unwrap();
+/// assert!(line.starts_with(&format!("snapshot 3 of api on host-a (pid {}) at ", header.producer.pid)), "{line}");
 /// assert!(line.contains("at 2026-01-01 00:00:00.500 UTC (2.000000 s into the recording), taken on demand"), "{line}");
 /// assert!(line.ends_with("4 declined by its rate policy before it"), "{line}");
 /// ```
 pub fn describe_snapshot(header: &Header) -> Option<String> {
     let s = header.properties.snapshot.as_ref()?;
     let p = &header.producer;
+    let service = header.properties.label("service").unwrap_or(&p.program);
+    let host = if p.host.is_empty() { String::new() } else { format!(" on {}", p.host) };
     let when = if s.taken_wall_ns > 0 { format!("{} ", utc(s.taken_wall_ns)) } else { String::new() };
     let offset = header.clock.seconds_since_start(s.taken_time);
     let fired = format!("{:.6} s", header.clock.seconds_since_start(s.trigger_time));
@@ -57,8 +66,8 @@ pub fn describe_snapshot(header: &Header) -> Option<String> {
         String::new()
     };
     Some(format!(
-        "snapshot {} of {} (pid {}) at {when}({offset:.6} s into the recording), {why}{declined}",
-        s.sequence, p.program, p.pid
+        "snapshot {} of {service}{host} (pid {}) at {when}({offset:.6} s into the recording), {why}{declined}",
+        s.sequence, p.pid
     ))
 }
 

@@ -349,8 +349,7 @@ fn a_segment_still_open_is_read_when_its_writer_is_gone_or_when_named() {
     let open = write(&d, &Seg { end: None, ..Seg::sealed(1, 1) }, Some("trace.000001.evt.open"));
     // Its writer alive: its lock held.
     let held = std::fs::File::open(&open).unwrap();
-    // SAFETY: `flock` only reads its arguments; the descriptor is open for the call.
-    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) }, 0);
+    held.lock().unwrap();
     let checked = run(&["check", arg(&d)]);
     let text = stdout(&checked);
     assert_eq!(checked.status.code(), Some(0), "{text}");

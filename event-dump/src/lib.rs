@@ -14,8 +14,8 @@
 //! `export`, `ship`). They open logs through `log` (event-format's one opener, and the one
 //! line an error is), choose events with `choice` (`--kind`, `--thread`, `--since`,
 //! `--filter`, ...), count what each log lost or holds that is wrong with event-format's one
-//! ledger (`event_format::ledger`), and ask `lock` whether a stream's writer still runs.
-//! `print` decodes and renders blocks on worker threads and merges them by time in
+//! ledger (`event_format::ledger`), and ask its one rule (`event_format::log::liveness`)
+//! whether a log's writer still runs. `print` decodes and renders blocks on worker threads and merges them by time in
 //! `pipeline`; the span-handing readers build their spans with `spans`; `identity` names who
 //! wrote a log. Output is written with `render` (text, JSON, CSV lines) and `json`, colored
 //! on a terminal by `color`, with `progress` on stderr for long work.
@@ -27,7 +27,6 @@ mod commands;
 mod export;
 mod identity;
 mod json;
-mod lock;
 mod log;
 mod pipeline;
 mod progress;

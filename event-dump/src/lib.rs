@@ -31,9 +31,9 @@ mod log;
 mod pipeline;
 mod progress;
 mod render;
-mod spans;
 #[cfg(feature = "s3")]
 mod ship;
+mod spans;
 
 pub use commands::control::{ControlError, send_request};
 

@@ -190,8 +190,8 @@ pub(crate) fn watch_ring(
     };
     loop {
         let status = follower.reader().status().map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
-        let ended = status.state == STATE_CLOSED
-            || !WriterLiveness::of_path(path, Some(status.heartbeat_ns)).is_running();
+        let ended =
+            status.state == STATE_CLOSED || !WriterLiveness::of_path(path, Some(status.heartbeat_ns)).is_running();
         let items = follower.poll().map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
         for item in items {
             match item {

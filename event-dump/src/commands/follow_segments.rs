@@ -21,7 +21,9 @@ use super::{Colors, Result};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use event_format::decode::Entry;
-use event_format::log::{self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, WriterLiveness, segment_at, segments_in};
+use event_format::log::{
+    self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, WriterLiveness, segment_at, segments_in,
+};
 use event_format::wire::StopCause;
 use std::collections::BTreeSet;
 use std::io;
@@ -171,14 +173,10 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
             // No file of the writer's to ask between two segments: its process (it wrote the
             // segment just followed, on this machine).
             if pid != 0 && WriterLiveness::of_process(pid) == WriterLiveness::Gone {
-                watch.note(format!(
-                    "the program (pid {pid}) ended after {shown}; no next segment"
-                ));
+                watch.note(format!("the program (pid {pid}) ended after {shown}; no next segment"));
                 return Ok(());
             }
             std::thread::sleep(interval);
         }
     }
 }
-
-

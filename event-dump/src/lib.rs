@@ -1,7 +1,6 @@
 //! `event-dump`: reads any event stream or ring file. Subcommands `print` (the default),
-//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `summary`, `control`,
-//! `ship` and `completions`;
-//! each `--help` shows an example.
+//! `stats`, `schema`, `check`, `follow`, `top`, `export`, `latency`, `hist`, `summary`,
+//! `control`, `ship` and `completions`; each `--help` shows an example.
 //!
 //! Errors are one line on stderr and a non-zero exit: 1 for a log that cannot be read (or,
 //! for `check`, that is not whole), 2 for a command line that does not parse (a mistyped
@@ -11,13 +10,15 @@
 //! file's control request) for the tests. It is not a stable API. The filter language of
 //! `--filter` is event-format's (`event_format::filter`), shared with the recorder.
 //!
-//! Modules, each standing on those after it: [`run`] wires the command line (`cli`) to the
-//! subcommands (`commands`, `export`); they choose events with `selection` (print's
-//! `--kind`, `--since`, `--filter`, ...), read logs through `merge` (several logs and
-//! threads in time order) and `log` (a stream or a ring file, as blocks), count what each log
-//! lost or holds that is wrong with event-format's one ledger (`event_format::ledger`), ask
-//! `lock` whether a stream's writer still runs, and write with `render` and `json`, colored on
-//! a terminal by `color`.
+//! The modules: [`run`] wires the command line (`cli`) to the subcommands (`commands`,
+//! `export`, `ship`). They open logs through `log` (event-format's one opener, and the one
+//! line an error is), choose events with `choice` (`--kind`, `--thread`, `--since`,
+//! `--filter`, ...), count what each log lost or holds that is wrong with event-format's one
+//! ledger (`event_format::ledger`), and ask its one rule (`event_format::log::liveness`)
+//! whether a log's writer still runs. `print` decodes and renders blocks on worker threads and merges them by time in
+//! `pipeline`; the span-handing readers build their spans with `spans`; `identity` names who
+//! wrote a log. Output is written with `render` (text, JSON, CSV lines) and `json`, colored
+//! on a terminal by `color`, with `progress` on stderr for long work.
 
 mod choice;
 mod cli;
@@ -26,7 +27,6 @@ mod commands;
 mod export;
 mod identity;
 mod json;
-mod lock;
 mod log;
 mod pipeline;
 mod progress;

@@ -23,9 +23,10 @@ impl DumpError {
 }
 
 /// How event-dump opens logs: a directory's `.open` segment is read when its writer is gone
-/// (killed), by the lock a recorder holds on the file it writes (`lock::held_by_writer`).
-fn options(force: bool, index: bool) -> OpenOptions {
-    OpenOptions { force, index, writer_alive: Some(crate::lock::held_by_writer) }
+/// (killed), by the lock a recorder holds on the file it writes
+/// (`event_format::log::liveness`).
+pub(crate) fn options(force: bool, index: bool) -> OpenOptions {
+    OpenOptions { force, index, writer_alive: Some(event_format::log::liveness::writer_running) }
 }
 
 /// Opens every log of `paths` (a file, or a directory or glob of segments: the segments of

@@ -8,43 +8,9 @@ use event_format::builtin;
 use event_format::decode::{Catalog, Desc, Event};
 use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, write_text, write_value};
 use event_format::wire::Value;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// A multiplicative hash (FxHash's) for the label tables, which are looked up for every
-/// address printed: keys are a log's own addresses and ids, so no hash flooding to fear
-/// from anyone but the log's author, who could only slow their own dump.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Eight bytes at a time (a string's, as the Perfetto export interns them).
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-        for &b in chunks.remainder() {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
-
-/// A fast hasher for small keys (codes, thread ids, addresses), which no input controls
-/// enough to matter: a log can only cost itself time.
-pub(crate) type Fast = BuildHasherDefault<FastHasher>;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -73,7 +39,7 @@ pub(crate) struct CsvColumns {
     /// The number of parameter columns.
     count: usize,
     /// (log, wire code) -> the parameter column of each of its parameters, in order.
-    places: HashMap<(usize, u16), Vec<usize>, Fast>,
+    places: FxHashMap<(usize, u16), Vec<usize>>,
 }
 
 impl CsvColumns {
@@ -165,9 +131,9 @@ pub(crate) struct Hole {
 #[derive(Debug, Default)]
 pub(crate) struct Annotations {
     /// (log, interned id) -> string.
-    interned: HashMap<(usize, u64), String, Fast>,
+    interned: FxHashMap<(usize, u64), String>,
     /// (log, address) -> interned id of its label.
-    labels: HashMap<(usize, u64), u64, Fast>,
+    labels: FxHashMap<(usize, u64), u64>,
 }
 
 impl Annotations {
@@ -277,7 +243,7 @@ pub(crate) struct Origin<'a> {
 pub(crate) struct Templates {
     list: Vec<Template>,
     /// (log << 16 | wire code) -> its place in `list`.
-    index: HashMap<u64, usize, Fast>,
+    index: FxHashMap<u64, usize>,
     /// The keys looked up last and their places, by the key's low bits: most lookups (a
     /// block holds a few types) end here, without hashing.
     recent: [(u64, usize); 64],

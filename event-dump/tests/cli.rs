@@ -1257,10 +1257,12 @@ fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_on
         "event-dump: RING: its program (pid PID) is not running any more: it ended without closing the file; `event-dump` reads what it recorded\n"
     );
     assert_eq!(run(&["control", dead.to_str().unwrap()]).status.code(), Some(1));
-    // A live process that does not answer (this test's own pid: it runs no writer for the
-    // file) is waited for until the timeout.
+    // A live writer that does not answer (this test holds the file's lock, as a recorder
+    // does, and runs no writer for it) is waited for until the timeout.
     let silent = d.join("silent.ring");
     dead_ring(&silent, u64::from(std::process::id()));
+    let held = std::fs::File::open(&silent).unwrap();
+    held.lock().unwrap();
     let out = run(&["control", silent.to_str().unwrap(), "--timeout", "300"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("did not answer within 300 ms; is it still running?"), "{}", stderr(&out));
@@ -1291,6 +1293,70 @@ fn dead_ring(path: &Path, pid: u64) {
     file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
     order.put_u32(&mut file[ring::at::STATE..], ring::STATE_RECORDING);
     std::fs::write(path, file).unwrap();
+}
+
+/// One rule says whether a ring file's writer still runs, for `check`, `stats`, `follow` and
+/// `control` alike (`event_format::log::liveness`): the lock its recorder holds, whatever its
+/// heartbeat and its pid say. `check` once took a fresh heartbeat and a live pid for a live
+/// writer (a pid reused by another program, a writer killed a moment ago) and `follow` a live
+/// pid alone; a writer that holds its lock while its heartbeat stalls (stopped, or hung) was
+/// "killed" to `check`.
+#[test]
+fn a_ring_files_writer_runs_while_it_holds_its_lock_whatever_its_heartbeat() {
+    use std::time::{Duration, Instant};
+    let d = dir();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let this = u64::from(std::process::id());
+    // Its heartbeat fresh and its pid alive (this test's), its lock free: gone.
+    let free = d.join("free.ring");
+    dead_ring(&free, this);
+    let mut bytes = std::fs::read(&free).unwrap();
+    event_format::wire::Order::Little.put_u64(&mut bytes[event_format::ring::at::HEARTBEAT_NS..], now);
+    std::fs::write(&free, bytes).unwrap();
+    let f = free.to_str().unwrap();
+    let check = run(&["check", f]);
+    assert_eq!(check.status.code(), Some(1), "{}", stdout(&check));
+    assert!(stdout(&check).contains("not stopped cleanly (killed or aborted)"), "{}", stdout(&check));
+    assert!(stdout(&run(&["stats", f])).contains("not stopped cleanly (killed or aborted)"));
+    assert!(stderr(&run(&["control", f])).contains("is not running any more"));
+    let began = Instant::now();
+    let follow = run(&["follow", f]);
+    assert!(began.elapsed() < Duration::from_secs(10), "follow ends at once");
+    assert_eq!(stdout(&follow).lines().count(), 2, "what it holds: {}", stdout(&follow));
+    assert!(stderr(&follow).contains("ended without closing its ring file"), "{}", stderr(&follow));
+
+    // Its heartbeat stale (0) and its lock held: running.
+    let held = d.join("held.ring");
+    dead_ring(&held, this);
+    let h = held.to_str().unwrap();
+    let lock = std::fs::File::open(&held).unwrap();
+    lock.lock().unwrap();
+    let check = run(&["check", h]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    assert!(stdout(&check).contains("still recording: its writer is alive"), "{}", stdout(&check));
+    assert!(stdout(&run(&["stats", h])).contains("still recording: its writer is alive"));
+    // `follow` goes on while the lock is held, and ends once it is free.
+    let mut follow = Command::new(DUMP)
+        .args(["follow", h, "--interval", "20"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(follow.try_wait().unwrap().is_none(), "still following");
+    drop(lock);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while follow.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Some(status) = follow.try_wait().unwrap() else {
+        follow.kill().unwrap();
+        panic!("follow did not end once the lock was free");
+    };
+    assert!(status.success());
+    let mut said = String::new();
+    std::io::Read::read_to_string(follow.stderr.as_mut().unwrap(), &mut said).unwrap();
+    assert!(said.contains("ended without closing its ring file"), "{said}");
 }
 
 /// `--color`: `always` colors thread ids and event names of the text format (and only of

@@ -362,13 +362,6 @@ pub fn write_text_value<W: Write>(out: &mut W, text: &str) -> fmt::Result {
     if whole { out.write_str(text) } else { write!(out, "{text:?}") }
 }
 
-/// Writes one field, `key=value`, with the value as [`write_text_value`] writes `text`.
-pub fn write_field<W: Write>(out: &mut W, key: &str, text: &str) -> fmt::Result {
-    out.write_str(key)?;
-    out.write_char('=')?;
-    write_text_value(out, text)
-}
-
 /// Writes a `TraceEvent`'s text: `message`, a space and `fields` (already written as
 /// fields); the message as the field `message="..."` when [`split_message`] would not give it
 /// back whole. `out` must be empty. Allocates nothing once `out` has grown.

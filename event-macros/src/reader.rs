@@ -148,7 +148,7 @@ pub(crate) fn reader(schema: &Schema) -> TokenStream {
                 __index: u16,
                 mut __values: ::event_runtime::read::ValueIter<'_>,
             ) -> ::core::option::Option<Self::Event<'_>> {
-                use ::event_runtime::read::__value as __v;
+                use ::event_runtime::__private::value as __v;
                 ::core::option::Option::Some(match __index {
                     #(#decodes,)*
                     _ => return ::core::option::Option::None,

@@ -305,3 +305,30 @@ impl<T: AsRef<str> + ?Sized> ArgS for T {
         self.as_ref()
     }
 }
+
+/// What the typed reader's generated `decode` calls (`read`'s module docs): a value of each
+/// letter's Rust type, `None` for a value of another letter.
+pub mod value {
+    use event_format::wire::{Text, Value};
+
+    /// One function per letter: the value when it is that letter's, else `None`.
+    macro_rules! letters {
+        ($($letter:literal $name:ident: $variant:ident -> $t:ty;)*) => {$(
+            #[doc = $letter]
+            #[inline]
+            pub fn $name(v: Option<Value<'_>>) -> Option<$t> {
+                if let Some(Value::$variant(x)) = v { Some(x) } else { None }
+            }
+        )*};
+    }
+    letters! {
+        "`P`" p: Pointer -> u64;
+        "`A`" a: Address -> u64;
+        "`W`" w: Word -> u64;
+        "`U`" u: Unsigned -> u32;
+        "`I`" i: Signed -> i64;
+        "`D`" d: Double -> f64;
+        "`B`" b: Bool -> bool;
+        "`S`" s: Str -> Text<'_>;
+    }
+}

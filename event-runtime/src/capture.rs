@@ -222,7 +222,7 @@ fn prepared() -> Option<&'static Prepared> {
     static PREPARED: OnceLock<Option<Prepared>> = OnceLock::new();
     PREPARED
         .get_or_init(|| {
-            let (sets, schemas) = match crate::recorder::every_set() {
+            let (sets, schemas) = match crate::Recorder::new().recorded_sets() {
                 Ok(found) => found,
                 Err(e) => {
                     eprintln!("event-runtime: nothing is captured: {e}");

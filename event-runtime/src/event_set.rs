@@ -73,6 +73,13 @@ impl EventSet {
         self.package_version
     }
 
+    /// The name a recording gives it when it holds another set of its name, from a
+    /// semver-incompatible version of the package: `NAME-vMAJOR` (`storage-v0_3` for 0.3.x).
+    /// The recorder names it so in the header, and the typed reader finds it by it.
+    pub(crate) fn versioned_name(&self) -> String {
+        format!("{}-v{}", self.name, compatible(self.package_version))
+    }
+
     /// The schema. The macro checked the text when it embedded it, so this parses.
     pub fn schema(&self) -> Result<Schema, event_format::def::DefErrors> {
         event_format::def::parse_set(self.def, self.path, self.name)
@@ -205,9 +212,36 @@ pub(crate) fn enabled(bits: &[AtomicU64], index: u16) -> bool {
     bits.get(w).is_some_and(|word| word.load(Ordering::Relaxed) & bit != 0)
 }
 
+/// The semver-compatible part of a package version, as a set name's suffix: `1` for 1.x.y,
+/// `0_3` for 0.3.y, `0_0_7` for 0.0.7; `unknown` without a version.
+fn compatible(version: &str) -> String {
+    let parts: Vec<&str> = version.split(['.', '-', '+']).take(3).collect();
+    match parts.as_slice() {
+        ["0", "0", patch] => format!("0_0_{patch}"),
+        ["0", minor, ..] => format!("0_{minor}"),
+        [major, ..] if !major.is_empty() => (*major).to_owned(),
+        _ => "unknown".to_owned(),
+    }
+}
+
 /// A set of one event, `E` of kind `K` with one word, always on: for the crate's unit tests.
 #[cfg(test)]
 pub(crate) static TEST_SET: EventSet = {
     static BITS: [AtomicU64; 1] = [const { AtomicU64::new(0) }];
     EventSet::__new("VERSION(1,0,0)\nKIND(K, \"k\")\nRELATION(E, 1, TRUE, K, W)\n", "t.def", "t", "1.0.0", &BITS)
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semver_compatible_suffixes() {
+        assert_eq!(compatible("1.4.2"), "1");
+        assert_eq!(compatible("0.3.9"), "0_3");
+        assert_eq!(compatible("0.0.7"), "0_0_7");
+        assert_eq!(compatible("2.0.0-rc.1"), "2");
+        assert_eq!(compatible(""), "unknown");
+        assert_eq!(TEST_SET.versioned_name(), "t-v1");
+    }
+}

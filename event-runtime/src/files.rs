@@ -300,7 +300,7 @@ fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<(File, bool)>, Cla
     for _ in 0..4 {
         match inspect(path)? {
             Found::Nothing => match create_new(path) {
-                Ok(file) => return Ok(sys::try_lock(&file)?.then_some((file, kept))),
+                Ok(file) => return Ok(try_lock(&file)?.then_some((file, kept))),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e.into()),
             },
@@ -321,7 +321,7 @@ fn claim_here(path: &Path, purpose: Purpose) -> Result<Option<(File, bool)>, Cla
                 // Used in place: nothing is lost, and whoever made it (mktemp) meant it for us.
                 drop(file);
                 let Ok(file) = open_existing(path, true) else { continue };
-                if !sys::try_lock(&file)? {
+                if !try_lock(&file)? {
                     return Ok(None);
                 }
                 let meta = file.metadata()?;
@@ -379,7 +379,7 @@ fn inspect(path: &Path) -> io::Result<Found> {
     if let Some(kind) = not_regular(&file.metadata()?) {
         return Ok(Found::Foreign(Some(kind)));
     }
-    if !sys::try_lock(&file)? {
+    if !try_lock(&file)? {
         return Ok(Found::Busy);
     }
     // Under the lock: no recorder of ours writes it now, so its first bytes stay as read.
@@ -487,7 +487,7 @@ pub(crate) fn discard(path: &Path, file: &File) {
 /// or a link's target) and locks it for as long as it is open (module docs).
 pub(crate) fn create_segment(path: &Path) -> io::Result<File> {
     let file = create_new(path)?;
-    if !sys::try_lock(&file)? {
+    if !try_lock(&file)? {
         return Err(io::Error::other("another process locked it at once"));
     }
     Ok(file)
@@ -520,14 +520,38 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
 
 /// Takes the recorder's exclusive lock on `file` without waiting: `false` when a live
 /// process (a recorder writing it) holds it. The lock lasts until `file` is closed.
+///
+/// std's [`File::try_lock`], which is `flock(LOCK_EX | LOCK_NB)` on Linux, the BSDs and
+/// macOS: the lock a reader tests. A Unix system where std has no file locks takes none, as
+/// Windows does not: there `LockFileEx` is a mandatory lock that would fail a reader's reads
+/// of the file, and a reader tells a live writer by the ring file's heartbeat instead.
+#[cfg(unix)]
 pub(crate) fn try_lock(file: &File) -> io::Result<bool> {
-    sys::try_lock(file)
+    use std::fs::TryLockError;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(TryLockError::WouldBlock) => return Ok(false),
+            Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => return Ok(true),
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+/// Without file locks (Windows: module docs of `try_lock`), every file is ours to write.
+#[cfg(not(unix))]
+pub(crate) fn try_lock(_file: &File) -> io::Result<bool> {
+    Ok(true)
 }
 
 /// Releases the lock on `file` before it is closed (a ring file whose recording has ended
-/// while threads still hold its slots).
+/// while threads still hold its slots); an error changes nothing that matters (the lock
+/// goes at the close).
 pub(crate) fn unlock(file: &File) {
-    sys::unlock(file);
+    if cfg!(unix) {
+        let _ = file.unlock();
+    }
 }
 
 /// This machine's name, for the stream header (format 2.0.1); `None` when the system does
@@ -545,42 +569,10 @@ pub(crate) fn lower_this_thread(steps: i32) {
     }
 }
 
-/// The C calls the module needs, `flock`, `gethostname` and (for the writer thread)
-/// `getpriority` and `setpriority`, the only `unsafe` here.
+/// The C calls the module needs, `gethostname` and (for the writer thread) `getpriority`
+/// and `setpriority`, the only `unsafe` here.
 #[allow(unsafe_code)]
 mod sys {
-    use std::fs::File;
-    use std::io;
-
-    /// Takes an exclusive advisory lock on `file` without waiting: `false` when another
-    /// open file (of any process) holds one. The lock lasts until `file` is closed.
-    #[cfg(unix)]
-    pub(super) fn try_lock(file: &File) -> io::Result<bool> {
-        use std::os::fd::AsRawFd;
-        loop {
-            // SAFETY: `flock` only reads its arguments; the descriptor is open for the call
-            // (borrowed from `file`).
-            let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-            if r == 0 {
-                return Ok(true);
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EWOULDBLOCK) => return Ok(false),
-                Some(libc::EINTR) => continue,
-                _ => return Err(e),
-            }
-        }
-    }
-
-    /// Releases `file`'s lock; an error changes nothing that matters (it goes at the close).
-    #[cfg(unix)]
-    pub(super) fn unlock(file: &File) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: as for `try_lock`.
-        let _ = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
-    }
-
     /// The host name, when the system tells it.
     #[cfg(unix)]
     pub(super) fn host_name() -> Option<String> {
@@ -613,14 +605,6 @@ mod sys {
 
     #[cfg(not(target_os = "linux"))]
     pub(super) fn lower_this_thread(_steps: i32) {}
-
-    #[cfg(not(unix))]
-    pub(super) fn try_lock(_file: &File) -> io::Result<bool> {
-        Ok(true)
-    }
-
-    #[cfg(not(unix))]
-    pub(super) fn unlock(_file: &File) {}
 
     #[cfg(not(unix))]
     pub(super) fn host_name() -> Option<String> {

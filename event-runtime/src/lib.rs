@@ -103,8 +103,8 @@
 //! protocol; the thread buffers reach their blocks only through the safe methods of
 //! `ringfile::Slot` and `lane::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
 //! last `write(2)` of a fatal signal), `busguard` (the ring file's SIGBUS handler, which maps
-//! memory over a ring file cut short under its mapping), `files::sys` (`flock`,
-//! `gethostname`, and `getpriority`/`setpriority` for the writer thread's nice value), `fork` (registering the `pthread_atfork` handlers that keep a forked
+//! memory over a ring file cut short under its mapping), `files::sys` (`gethostname`,
+//! and `getpriority`/`setpriority` for the writer thread's nice value), `fork` (registering the `pthread_atfork` handlers that keep a forked
 //! child off its parent's recording) and `space` (`getrlimit` and `fallocate`, the room kept on
 //! the disk for a stop block).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri

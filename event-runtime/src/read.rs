@@ -621,7 +621,7 @@ fn check(log: &SetEntry, program: &Schema, renamed: bool) -> Result<Map, ReadErr
 /// recording gives one of two linked-in versions (`NAME-vMAJOR`), or a 1.x log's one
 /// unnamed set.
 fn find<'h>(header: &'h Header, set: &EventSet) -> Option<&'h SetEntry> {
-    let versioned = format!("{}-v{}", set.name(), crate::recorder::compatible(set.package_version()));
+    let versioned = set.versioned_name();
     let sets = &header.sets;
     sets.iter().find(|s| s.schema.name == set.name()).or_else(|| sets.iter().find(|s| s.schema.name == versioned)).or(
         match sets.as_slice() {
@@ -1057,34 +1057,6 @@ impl BlockSource for FileBlocks {
 
     fn recycle(&mut self, block: Block) {
         self.0.recycle(block);
-    }
-}
-
-/// What the generated `decode` calls: a value of each letter's Rust type, `None` for a
-/// value of another letter. Not an API.
-#[doc(hidden)]
-pub mod __value {
-    use super::{Text, Value};
-
-    /// One function per letter: the value when it is that letter's, else `None`.
-    macro_rules! letters {
-        ($($letter:literal $name:ident: $variant:ident -> $t:ty;)*) => {$(
-            #[doc = $letter]
-            #[inline]
-            pub fn $name(v: Option<Value<'_>>) -> Option<$t> {
-                if let Some(Value::$variant(x)) = v { Some(x) } else { None }
-            }
-        )*};
-    }
-    letters! {
-        "`P`" p: Pointer -> u64;
-        "`A`" a: Address -> u64;
-        "`W`" w: Word -> u64;
-        "`U`" u: Unsigned -> u32;
-        "`I`" i: Signed -> i64;
-        "`D`" d: Double -> f64;
-        "`B`" b: Bool -> bool;
-        "`S`" s: Str -> Text<'_>;
     }
 }
 

@@ -1217,8 +1217,9 @@ impl Recorder {
     /// version), or, in a program without any, the `tracing` bridge's empty set. Two sets of
     /// one name from semver-incompatible versions of one package are both kept, as
     /// `NAME-vMAJOR` (`storage-v0_3` for 0.3.x), and one line on stderr says so; two that
-    /// cannot be told apart so are refused.
-    fn recorded_sets(&self) -> Result<(Vec<&'static EventSet>, Vec<Schema>), StartError> {
+    /// cannot be told apart so are refused. (`Recorder::new().recorded_sets()` are every set
+    /// linked into the program, which a test's capture names too.)
+    pub(crate) fn recorded_sets(&self) -> Result<(Vec<&'static EventSet>, Vec<Schema>), StartError> {
         let sets = match &self.sets {
             Some(list) => list.clone(),
             None => {
@@ -1243,7 +1244,7 @@ impl Recorder {
             }
             let mut renamed = Vec::new();
             for &i in &same {
-                let new = format!("{name}-v{}", compatible(sets[i].package_version()));
+                let new = sets[i].versioned_name();
                 if renamed.contains(&new) {
                     return Err(StartError::BadEventSet(format!(
                         "two event sets are named `{name}` (package versions {}); give one a SET(name) line in its events.def",
@@ -1442,24 +1443,6 @@ impl Recorder {
     }
 }
 
-/// Every event set linked into the program and its schema, as [`Recorder::new`] records them
-/// (the capture of tests names the same sets).
-pub(crate) fn every_set() -> Result<(Vec<&'static EventSet>, Vec<Schema>), StartError> {
-    Recorder::new().recorded_sets()
-}
-
-/// The semver-compatible part of a package version, as a set name's suffix: `1` for 1.x.y,
-/// `0_3` for 0.3.y, `0_0_7` for 0.0.7; `unknown` without a version.
-pub(crate) fn compatible(version: &str) -> String {
-    let parts: Vec<&str> = version.split(['.', '-', '+']).take(3).collect();
-    match parts.as_slice() {
-        ["0", "0", patch] => format!("0_0_{patch}"),
-        ["0", minor, ..] => format!("0_{minor}"),
-        [major, ..] if !major.is_empty() => (*major).to_owned(),
-        _ => "unknown".to_owned(),
-    }
-}
-
 /// The error of a path pattern that does not expand.
 fn pattern_error(path: &Path, purpose: Purpose, message: String) -> ConfigError {
     ConfigError::env(purpose.variable(), path.to_string_lossy(), message)
@@ -1581,14 +1564,5 @@ mod tests {
         assert!(e.starts_with("EVENT_BUFSIZE=\"1024k\": buffer size 1m holds fewer"), "{e}");
         let e = Recorder::new().memory().block_size(8 << 20).start().unwrap_err().to_string();
         assert!(e.starts_with("the default buffer size (16m): buffer size 16m holds fewer"), "{e}");
-    }
-
-    #[test]
-    fn semver_compatible_suffixes() {
-        assert_eq!(compatible("1.4.2"), "1");
-        assert_eq!(compatible("0.3.9"), "0_3");
-        assert_eq!(compatible("0.0.7"), "0_0_7");
-        assert_eq!(compatible("2.0.0-rc.1"), "2");
-        assert_eq!(compatible(""), "unknown");
     }
 }

@@ -133,8 +133,8 @@ fn control_refuses_a_closed_ring_file_and_gives_up_on_a_dead_program() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("its program is not recording any more"), "{stderr}");
     assert_eq!(std::fs::read(&closed).unwrap(), before, "a closed file is left as it was");
-    // Dead: killed while recording; nobody answers, and control says so at once (its pid is
-    // gone), without waiting for its timeout.
+    // Dead: killed while recording; nobody answers, and control says so at once (its lock is
+    // free), without waiting for its timeout.
     let dead = d.join("dead.ring");
     drop(recording(&["ring", dead.to_str().unwrap(), "1", "100"])); // SIGKILL
     assert!(RingReader::open(std::fs::File::open(&dead).unwrap(), Default::default()).is_ok());

@@ -9,6 +9,7 @@ use crate::progress::Progress;
 use event_format::builtin;
 use event_format::decode::{Block, BlockError, Catalog, Entry};
 use event_format::ledger::{Damaged, Ending, Ledger, Marker};
+use event_format::log::WriterLiveness;
 use event_format::ring::{self, STATE_CLOSED};
 use event_format::wire::{Clock, Header, StopCause, Value};
 use std::collections::BTreeMap;
@@ -50,25 +51,14 @@ struct Census {
     spare: Option<Block>,
 }
 
-/// A ring file's writer is alive when its heartbeat is this recent (it beats every 20 ms)
-/// and its process exists where that can be asked (`follow::writer_alive`): a writer killed
-/// a moment ago has a recent heartbeat and no process.
-const ALIVE_NS: u64 = 2_000_000_000;
-
 /// How the recording of `log` ended (docs/FORMAT.md, "The clean stop"), by its ledger. A log
-/// without its stop marker may have a writer still at work: a ring file's whose heartbeat is
-/// recent and whose process exists, a stream's that holds the lock a recorder keeps on its
-/// event file (`lock::held_by_writer`).
+/// without its stop marker may have a writer still at work, by the one rule of
+/// `event_format::log::liveness`: the lock its recorder holds on the file it writes (a ring
+/// file, a stream, a recording's last segment), else a ring file's heartbeat.
 pub(crate) fn ending(ledger: &Ledger, log: &Log) -> Ending {
-    ledger.ending(|| match log.ring_findings() {
-        Some(ring) => {
-            let now =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-            now.saturating_sub(ring.heartbeat_ns) < ALIVE_NS
-                && super::follow::writer_alive(log.header().producer.pid, ring.heartbeat_ns)
-        }
-        // A recording of segments: the writer of its last segment.
-        None => log.files().last().is_some_and(|path| crate::lock::held_by_writer(path)),
+    ledger.ending(|| {
+        let heartbeat = log.ring_findings().map(|ring| ring.heartbeat_ns);
+        log.files().last().is_some_and(|path| WriterLiveness::of_path(path, heartbeat).is_running())
     })
 }
 

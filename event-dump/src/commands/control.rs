@@ -4,11 +4,11 @@
 //! one caller, and not in event-format, which does no I/O of its own. Why the writes and
 //! reads here see the program's mapping is event-format's `ring` module's "Memory" section.
 
-use super::follow::writer_alive;
 use super::{Result, write_all};
 use crate::cli::ControlArgs;
 use crate::log::DumpError;
 use event_format::decode::DecodeOptions;
+use event_format::log::WriterLiveness;
 use event_format::ring::{REPLY_MAX, REQUEST_MAX, ROTATE_REQUEST, RingError, RingReader, STATE_RECORDING, control_at};
 use std::fmt;
 use std::fs::File;
@@ -80,14 +80,14 @@ pub fn send_request(file: &File, text: &str, timeout: Duration) -> std::result::
     }
     let reader = RingReader::open(file, DecodeOptions::default()).map_err(ControlError::Ring)?;
     let (o, base, pid) = (reader.layout().order, reader.layout().control(), reader.layout().pid);
-    // Whether anybody can answer: the file open for recording, its writer alive (as
-    // `follow` tells, from the process and the heartbeat).
+    // Whether anybody can answer: the file open for recording, its writer running (as
+    // `check` and `follow` tell: its lock, else its heartbeat).
     let answerable = || -> std::result::Result<(), ControlError> {
         let status = reader.status()?;
         if status.state != STATE_RECORDING {
             return Err(ControlError::NotRecording);
         }
-        if !writer_alive(pid, status.heartbeat_ns) {
+        if !WriterLiveness::of_file(file, Some(status.heartbeat_ns)).is_running() {
             return Err(ControlError::Dead { pid });
         }
         Ok(())

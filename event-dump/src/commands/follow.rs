@@ -7,6 +7,7 @@ use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use crate::render::{Annotations, CsvColumns, Format, Origin, Renderer, Templates};
 use event_format::decode::{Block, Catalog, Entry, Event};
+use event_format::log::WriterLiveness;
 use event_format::ring::{FollowItem, Follower, STATE_CLOSED};
 use event_format::text::Seconds;
 use event_format::wire::Header;
@@ -163,8 +164,8 @@ pub(crate) fn follow_ring(args: &FollowArgs, colors: Colors) -> Result<ExitCode>
 }
 
 /// Follows the ring file at `path` into `watch`, polling every `interval`, from what the
-/// file holds (or, `from_now`, from what comes next), until its program stops or dies, or
-/// `watch` says stop.
+/// file holds (or, `from_now`, from what comes next), until its program stops or dies (its
+/// writer gone: `event_format::log::liveness`), or `watch` says stop.
 pub(crate) fn watch_ring(
     path: &std::path::Path,
     from_now: bool,
@@ -189,7 +190,8 @@ pub(crate) fn watch_ring(
     };
     loop {
         let status = follower.reader().status().map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
-        let ended = status.state == STATE_CLOSED || !writer_alive(pid, status.heartbeat_ns);
+        let ended =
+            status.state == STATE_CLOSED || !WriterLiveness::of_path(path, Some(status.heartbeat_ns)).is_running();
         let items = follower.poll().map_err(|e| DumpError::new(format!("{shown}: {e}")))?;
         for item in items {
             match item {
@@ -246,15 +248,4 @@ fn out_bytes(out: &mut impl Write, bytes: &[u8]) -> Result<ControlFlow<()>> {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ControlFlow::Break(())),
         Err(e) => Err(DumpError::new(format!("cannot write the output: {e}"))),
     }
-}
-
-/// Whether the ring file's writer still runs: its process exists (where that can be
-/// asked) and its heartbeat is recent.
-pub(crate) fn writer_alive(pid: u64, heartbeat_ns: u64) -> bool {
-    let proc = std::path::Path::new("/proc");
-    if proc.is_dir() {
-        return proc.join(pid.to_string()).exists();
-    }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    now.saturating_sub(heartbeat_ns) < 5_000_000_000
 }

@@ -23,7 +23,7 @@ use crate::export::otlp::{Batcher, Encoding, Sink, Source, environment_resource,
 use crate::export::otlp_http::HttpSink;
 use crate::log::DumpError;
 use crate::spans::SpanModel;
-use event_format::log::{OpenOptions, segments_in};
+use event_format::log::{OpenOptions, WriterLiveness, segments_in};
 use event_format::wire::{RecordingId, StopCause};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -249,11 +249,11 @@ fn later(found: &[event_format::log::FoundSegment], recording: RecordingId) -> O
     starts.into_iter().filter(|(_, t)| *t > at).min_by_key(|(_, t)| *t).map(|(r, _)| r)
 }
 
-/// Whether the writer of the segment being written at `path` is still at work.
+/// Whether the writer of the segment being written at `path` may still be at work: not
+/// known gone (`event_format::log::liveness`; a segment sealed meanwhile is found sealed on
+/// the next turn).
 fn writing(path: &Path) -> bool {
-    let Ok(log) = event_format::log::open(path, OpenOptions::default()) else { return true };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    super::follow::writer_alive(log.header().producer.pid, now)
+    WriterLiveness::of_path(path, None) != WriterLiveness::Gone
 }
 
 /// Whether the recording has nothing more to send from segment `next` on: a sealed segment

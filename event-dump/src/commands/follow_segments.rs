@@ -4,30 +4,31 @@
 //! Following starts at the recording's latest segment (the directory's; or the segment
 //! named), from its start (or, with `--from-now`, from where it ends now). A segment still
 //! being written (`*.open`) is read as it grows: at its end the reader waits for more, until
-//! the file is renamed (sealed) or its writer's process is gone. A segment ends at its stop
+//! the file is renamed (sealed) or its writer is gone (its lock free:
+//! `event_format::log::liveness`). A segment ends at its stop
 //! marker: cause `rotated` goes on with the next segment of the same recording (the
 //! directory is polled until it appears), `stopped` ends following, and a full disk or a
 //! write error is said on stderr (with the events not written) and following waits for the
 //! segment the recorder resumes in. A file that is not a segment is followed alone, until
-//! its stop marker or until its writer no longer holds it (`lock`).
+//! its stop marker or until its writer no longer holds it (the same lock).
 //!
 //! Each file is opened through event-format's one opener: a growing one with
 //! `event_format::log::open_growing` (this module says only whether its writer is at work), a
 //! sealed segment with `event_format::log::open`.
 
-use super::follow::{Printing, Watch, writer_alive};
+use super::follow::{Printing, Watch};
 use super::{Colors, Result};
 use crate::cli::FollowArgs;
 use crate::log::DumpError;
 use event_format::decode::Entry;
-use event_format::log::{self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, segment_at, segments_in};
+use event_format::log::{
+    self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, WriterLiveness, segment_at, segments_in,
+};
 use event_format::wire::StopCause;
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The segment to start with: the one named, or the latest of the directory's one recording.
@@ -71,22 +72,18 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
     let (dir, start) = first(ring)?;
     let mut path = start.as_ref().map_or_else(|| ring.to_owned(), |s| s.path.clone());
     let mut segment = start;
-    let pid = Arc::new(AtomicU64::new(0));
     let mut skip_before = if from_now { std::fs::metadata(&path).map_or(0, |m| m.len()) } else { 0 };
     loop {
         let shown = path.display().to_string();
         let open = shown.ends_with(OPEN_SUFFIX);
-        // A segment being written is live until it is renamed or its writer dies; a stream
-        // named alone, while its writer holds it; a sealed segment is read as it is.
+        // A segment being written is live until it is renamed or its writer is known gone; a
+        // stream named alone, while its writer is known running (its lock:
+        // `event_format::log::liveness`); a sealed segment is read as it is.
         let mut log = if open || segment.is_none() {
-            let writer = Arc::clone(&pid);
             let writing: Box<dyn FnMut(&Path) -> bool + Send> = if open {
-                Box::new(move |_| {
-                    let pid = writer.load(Ordering::Relaxed);
-                    pid == 0 || writer_alive(pid, now_ns())
-                })
+                Box::new(|path| WriterLiveness::of_path(path, None) != WriterLiveness::Gone)
             } else {
-                Box::new(crate::lock::held_by_writer)
+                Box::new(log::liveness::writer_running)
             };
             log::open_growing(&path, OpenOptions::default(), Growing { writing, interval })
         } else {
@@ -94,7 +91,7 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
         }
         .map_err(|e| DumpError::new(e.to_string()))?;
         let header = log.header().clone();
-        pid.store(header.producer.pid, Ordering::Relaxed);
+        let pid = header.producer.pid;
         watch.open(&path, &header, log.catalog())?;
         let (blocks, catalog) = log.blocks_and_catalog();
         let mut stop = None;
@@ -152,8 +149,7 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
             Some(_) => return Ok(()),
             None => {
                 watch.note(format!(
-                    "{shown}: the program (pid {}) ended without sealing it; everything it wrote was shown",
-                    pid.load(Ordering::Relaxed)
+                    "{shown}: the program (pid {pid}) ended without sealing it; everything it wrote was shown"
                 ));
                 return Ok(());
             }
@@ -174,18 +170,13 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
                 segment = Some(s);
                 break;
             }
-            if pid.load(Ordering::Relaxed) != 0 && !writer_alive(pid.load(Ordering::Relaxed), now_ns()) {
-                watch.note(format!(
-                    "the program (pid {}) ended after {shown}; no next segment",
-                    pid.load(Ordering::Relaxed)
-                ));
+            // No file of the writer's to ask between two segments: its process (it wrote the
+            // segment just followed, on this machine).
+            if pid != 0 && WriterLiveness::of_process(pid) == WriterLiveness::Gone {
+                watch.note(format!("the program (pid {pid}) ended after {shown}; no next segment"));
                 return Ok(());
             }
             std::thread::sleep(interval);
         }
     }
-}
-
-fn now_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }

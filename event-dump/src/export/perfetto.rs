@@ -66,13 +66,14 @@ use super::timeline::Timeline;
 use super::{Said, Window};
 use crate::export::Item;
 use crate::log::{DumpError, Log};
-use crate::render::{Annotations, Fast};
+use crate::render::Annotations;
 use event_format::builtin;
 use event_format::decode::{Catalog, Event};
 use event_format::fields::FieldValue;
 use event_format::ledger::Ledger;
 use event_format::roles::{FlowLink, Flows, IdValue, Pairer, Role, Roles, SpanId, SpanKey};
 use event_format::wire::{Order, Value};
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Write};
@@ -254,10 +255,10 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 /// The interned strings of the sequence, by table, and the entries not yet sent.
 #[derive(Default)]
 struct Interner {
-    names: HashMap<Box<str>, u64, Fast>,
-    categories: HashMap<Box<str>, u64, Fast>,
-    keys: HashMap<Box<str>, u64, Fast>,
-    strings: HashMap<Box<[u8]>, u64, Fast>,
+    names: FxHashMap<Box<str>, u64>,
+    categories: FxHashMap<Box<str>, u64>,
+    keys: FxHashMap<Box<str>, u64>,
+    strings: FxHashMap<Box<[u8]>, u64>,
     /// Bytes of strings held.
     bytes: usize,
     /// Counts the clearings: an iid cached under another generation is stale.
@@ -348,20 +349,20 @@ struct SpanTracks {
 struct Process {
     uuid: u64,
     pid: u64,
-    threads: HashMap<u64, u64, Fast>,
+    threads: FxHashMap<u64, u64>,
     /// Threads' names from `ThreadName`.
-    names: HashMap<u64, String, Fast>,
+    names: FxHashMap<u64, String>,
     pairer: Pairer<Open>,
     flows: Flows,
-    tracks: HashMap<LaneKey, SpanTracks, Fast>,
+    tracks: FxHashMap<LaneKey, SpanTracks>,
     /// The names of the `tracing` spans begun, numbered from 1 for their [`LaneKey`]s.
-    lane_names: HashMap<String, u32, Fast>,
+    lane_names: FxHashMap<String, u32>,
     /// Each thread's current `tracing` span (its latest `SpanCurrent`), when not 0.
-    current: HashMap<u64, u64, Fast>,
+    current: FxHashMap<u64, u64>,
     /// Each counter's track, 0 until described.
     counters: Vec<u64>,
     /// Wire code -> its event type's names.
-    descs: HashMap<u16, Names, Fast>,
+    descs: FxHashMap<u16, Names>,
     /// Each span's interned name, with its generation.
     span_names: Vec<(u32, u64)>,
 }

@@ -28,7 +28,7 @@ use crate::cli::ShipArgs;
 use crate::commands::census::ending_line;
 use crate::log::DumpError;
 use event_format::ledger::Ending;
-use event_format::log::{self, Kind, OPEN_SUFFIX, OpenOptions};
+use event_format::log::{self, Kind, OPEN_SUFFIX};
 use event_format::wire::RecordingId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -251,8 +251,7 @@ impl Shipper<'_> {
         let dir = &self.args.dir;
         let entries =
             std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read the directory: {e}", dir.display()))?;
-        let options =
-            OpenOptions { force: self.args.force, index: false, writer_alive: Some(crate::lock::held_by_writer) };
+        let options = crate::log::options(self.args.force, false);
         let mut found = Vec::new();
         let mut seen = HashSet::new();
         let now = Instant::now();
@@ -459,11 +458,10 @@ impl Shipper<'_> {
 /// What the ledger finds wrong with the sealed segment at `path`, in its words: damage
 /// (damaged blocks, bad records, blocks missing) or a sealed segment without its stop marker.
 fn damage(path: &Path, force: bool) -> Option<String> {
-    let mut log =
-        match log::open(path, OpenOptions { force, index: false, writer_alive: Some(crate::lock::held_by_writer) }) {
-            Ok(log) => log,
-            Err(e) => return Some(e.to_string()),
-        };
+    let mut log = match log::open(path, crate::log::options(force, false)) {
+        Ok(log) => log,
+        Err(e) => return Some(e.to_string()),
+    };
     let header = log.header().clone();
     let mut ledger = log.ledger();
     let (blocks, catalog) = log.blocks_and_catalog();

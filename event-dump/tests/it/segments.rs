@@ -349,8 +349,7 @@ fn a_segment_still_open_is_read_when_its_writer_is_gone_or_when_named() {
     let open = write(&d, &Seg { end: None, ..Seg::sealed(1, 1) }, Some("trace.000001.evt.open"));
     // Its writer alive: its lock held.
     let held = std::fs::File::open(&open).unwrap();
-    // SAFETY: `flock` only reads its arguments; the descriptor is open for the call.
-    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) }, 0);
+    held.lock().unwrap();
     let checked = run(&["check", arg(&d)]);
     let text = stdout(&checked);
     assert_eq!(checked.status.code(), Some(0), "{text}");
@@ -434,9 +433,9 @@ fn several_recordings_in_one_directory_are_several_logs() {
 }
 
 /// `follow` goes on across a rotation: the test writes a recording as the recorder does (a
-/// segment grows as `NAME.open`, gets its stop marker of cause 1 and is renamed; the next one
-/// is created open), and `follow DIR`, started while the first one is open, prints every
-/// event of both and ends at the second one's stop (cause 0).
+/// segment grows as `NAME.open` under its writer's lock, gets its stop marker of cause 1 and
+/// is renamed; the next one is created open), and `follow DIR`, started while the first one
+/// is open, prints every event of both and ends at the second one's stop (cause 0).
 #[test]
 fn follow_goes_on_across_a_rotation() {
     use std::io::{BufRead, BufReader, Write};
@@ -447,8 +446,21 @@ fn follow_goes_on_across_a_rotation() {
     let header_len = a.len() - 4 * 4096;
     let open = |i: u64| d.join(format!("trace.{i:06}.evt{}", event_format::log::OPEN_SUFFIX));
     let sealed = |i: u64| d.join(format!("trace.{i:06}.evt"));
+    // A segment created open with its first block, locked as its recorder locks it (a follower
+    // takes a `.open` segment whose lock is free for one whose writer was killed). Made in
+    // another directory and moved, so that the follower never finds it before its lock.
+    let making = d.join("making");
+    std::fs::create_dir(&making).unwrap();
+    let create = |i: u64, bytes: &[u8]| {
+        let made = making.join(i.to_string());
+        let mut f = std::fs::File::create(&made).unwrap();
+        f.lock().unwrap();
+        f.write_all(bytes).unwrap();
+        std::fs::rename(&made, open(i)).unwrap();
+        f
+    };
     // The first segment, open, with its first block.
-    std::fs::write(open(0), &a[..header_len + 4096]).unwrap();
+    let mut f = create(0, &a[..header_len + 4096]);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_event-dump"))
         .args(["follow", arg(&d), "--interval", "5"])
         .stdout(std::process::Stdio::piped())
@@ -461,17 +473,15 @@ fn follow_goes_on_across_a_rotation() {
     while printed.len() < 4 {
         printed.push(lines.next().expect("follow prints the open segment's events").unwrap());
     }
-    // The rest of the first segment, its stop (rotated), sealed by renaming.
-    let mut f = std::fs::OpenOptions::new().append(true).open(open(0)).unwrap();
+    // The rest of the first segment, its stop (rotated), sealed by renaming, then closed.
     f.write_all(&a[header_len + 4096..]).unwrap();
-    drop(f);
     std::fs::rename(open(0), sealed(0)).unwrap();
-    // The next segment: open, written, stopped, sealed.
-    std::fs::write(open(1), &b[..header_len + 4096]).unwrap();
-    let mut f = std::fs::OpenOptions::new().append(true).open(open(1)).unwrap();
-    f.write_all(&b[header_len + 4096..]).unwrap();
     drop(f);
+    // The next segment: open, written, stopped, sealed.
+    let mut f = create(1, &b[..header_len + 4096]);
+    f.write_all(&b[header_len + 4096..]).unwrap();
     std::fs::rename(open(1), sealed(1)).unwrap();
+    drop(f);
     printed.extend(lines.map(Result::unwrap));
     let status = child.wait().unwrap();
     let mut err = String::new();

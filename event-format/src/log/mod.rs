@@ -11,7 +11,8 @@
 //!
 //! A log still being written is followed through the same opener: [`kind`] says what a path
 //! holds, [`open_ring`] opens a ring file to follow, and [`open_growing`] a stream file (a
-//! segment `*.open`, or a stream its writer holds) whose reader waits at its end for more.
+//! segment `*.open`, or a stream its writer holds) whose reader waits at its end for more;
+//! [`liveness`] says whether a log's writer is still at work.
 //!
 //! ```
 //! use event_format::decode::BlockSource;
@@ -33,9 +34,11 @@
 //! ```
 
 mod chain;
+pub mod liveness;
 mod recording;
 mod tail;
 
+pub use liveness::WriterLiveness;
 pub use recording::{FoundSegment, OPEN_SUFFIX, SegmentFile, segment_at, segments_in};
 pub use tail::Growing;
 
@@ -61,8 +64,8 @@ pub struct OpenOptions {
     /// exports). Only a stream in a regular file is indexed, or a recording of segments
     /// (each block's offset then its place in the log: [`Log::segment_starts`]).
     pub index: bool,
-    /// Whether a live writer still writes the segment `*.open` at a path (event-dump asks
-    /// the lock its recorder holds). With it, a directory's or glob's `.open` segments whose
+    /// Whether a live writer still writes the segment `*.open` at a path
+    /// ([`liveness::writer_running`] asks the lock its recorder holds). With it, a directory's or glob's `.open` segments whose
     /// writer is gone (killed) are read as their recording's, and a live writer's first
     /// segment as the stream it is so far; without it (`None`) every `.open` segment a
     /// directory or glob finds is left out (docs/FORMAT.md, "Reading segments").

@@ -446,11 +446,6 @@ impl Header {
             skipped_bytes: (take.rest.len() as u32).saturating_add(skipped_properties),
         })
     }
-
-    /// The encoded header's length in bytes; blocks start at this offset.
-    pub fn encoded_len(&self) -> Result<usize, EncodeError> {
-        self.encode().map(|b| b.len())
-    }
 }
 
 /// Whether a header of `format` has the host name after its sets: 2.0.1 and later of major 2

@@ -60,9 +60,10 @@ pub struct Packing {
 impl Packing {
     /// zstd's level by default: chosen by measurement (BENCHMARKS.md, "Sizes at rest"): on the
     /// tour's blocks in columns, level 3 gives 3.70 bytes an event, level 1 3.76, level 5 3.49
-    /// and level 9 3.53, levels 5 and 9 at two and four times level 3's instructions a block
-    /// on the writer thread.
-    pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+    /// and level 9 3.53; on the service workload (`service_sizes`) level 3 gives 4.00 to 4.03,
+    /// level 5 3.78 to 3.79. Level 5 costs the writer thread about twice level 3's
+    /// instructions a block (level 9 four times), which it spends only while it keeps up.
+    pub const DEFAULT_ZSTD_LEVEL: i32 = 5;
     /// LZ4, the records as they are: what format 1.1 to 2.0 wrote, readable by every reader
     /// since 1.1.
     pub const LZ4: Packing = Packing { codec: Codec::Lz4, columns: false, level: 0 };

@@ -1057,7 +1057,7 @@ fn format_md_zstd_example_is_what_the_packer_writes() {
     let mut image = Vec::new();
     assert!(columns::encode(order, records, &mut image));
     let mut packed = Vec::new();
-    assert!(Packer::new(Packing::ZSTD).pack(order, &block, &mut packed));
+    assert!(Packer::new(Packing { level: 3, ..Packing::ZSTD }).pack(order, &block, &mut packed));
     let doc = format_md();
     let section = doc_section(doc_section(&doc, "## Worked examples"), "### A zstd block in columns");
     let dumps = fenced_bytes(section);

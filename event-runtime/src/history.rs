@@ -54,6 +54,8 @@ pub(crate) struct History {
     keep_ticks: u64,
     /// The latest block start noted.
     newest: u64,
+    /// The entries of the program's threads (not thread 0's): what `keep_blocks` counts.
+    programs: usize,
     /// While this is above 0, nothing leaves the index: triggered snapshots wait for their
     /// `post=` window (`trigger::Triggers::pending_count`).
     hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
@@ -67,7 +69,7 @@ impl History {
         keep_ticks: u64,
         hold: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
     ) -> History {
-        History { entries: VecDeque::new(), keep_blocks: keep_blocks.max(1), keep_ticks, newest: 0, hold }
+        History { entries: VecDeque::new(), keep_blocks: keep_blocks.max(1), keep_ticks, newest: 0, programs: 0, hold }
     }
 
     /// Whether snapshots are waiting for their windows (nothing may leave).
@@ -76,17 +78,21 @@ impl History {
     }
 
     /// Notes a block just written, and lets the oldest go past what it keeps (a block whose
-    /// start is `keep_ticks` before the newest start, beyond the `keep_blocks` newest).
+    /// start is `keep_ticks` before the newest start, beyond the `keep_blocks` newest of the
+    /// program's threads: thread 0's blocks, which each new segment repeats, count for none).
     pub(crate) fn push(&mut self, entry: Entry) {
         self.newest = self.newest.max(entry.base_time);
+        self.programs += usize::from(entry.thread != 0);
         self.entries.push_back(entry);
         if self.held() {
             return;
         }
-        while self.entries.len() > self.keep_blocks
+        while self.programs > self.keep_blocks
             && self.entries.front().is_some_and(|e| e.base_time.saturating_add(self.keep_ticks) < self.newest)
         {
-            self.entries.pop_front();
+            if let Some(gone) = self.entries.pop_front() {
+                self.programs -= usize::from(gone.thread != 0);
+            }
         }
     }
 
@@ -94,6 +100,7 @@ impl History {
     /// read back.
     pub(crate) fn forget_segments(&mut self, segment: u64) {
         self.entries.retain(|e| !matches!(e.place, Place::File { segment: s, .. } if s <= segment));
+        self.programs = self.entries.iter().filter(|e| e.thread != 0).count();
     }
 
     /// The blocks of a snapshot's window, in the order they were written: those that start
@@ -156,6 +163,23 @@ mod tests {
         }
         let kept: Vec<u64> = h.entries.iter().map(|e| e.sequence).collect();
         assert_eq!(kept, [5, 6, 7, 8, 9]);
+    }
+
+    /// Thread 0's blocks (the names, pins and stop blocks each new segment repeats, clock
+    /// syncs) do not count as the buffer's worth: with segments of one block, they once took
+    /// the places of the program's blocks, and a snapshot's window held only the trigger's.
+    #[test]
+    fn the_recorders_own_blocks_take_no_programs_blocks_place() {
+        let mut h = History::new(3, 0, None);
+        for i in 0..10 {
+            h.push(entry(1, i, i * 10));
+            h.push(entry(0, 100 + 2 * i, i * 10 + 1));
+            h.push(entry(0, 101 + 2 * i, i * 10 + 2));
+        }
+        let kept: Vec<u64> = h.entries.iter().filter(|e| e.thread == 1).map(|e| e.sequence).collect();
+        assert_eq!(kept, [7, 8, 9]);
+        let window: Vec<u64> = h.window(None, 95).iter().map(|e| e.sequence).collect();
+        assert_eq!(window, [7, 8, 9]);
     }
 
     #[test]

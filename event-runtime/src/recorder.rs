@@ -1466,19 +1466,6 @@ fn claim(path: &Path, purpose: Purpose) -> Result<Option<files::Claimed>, StartE
     }
 }
 
-/// Starts `recorder` once no other unit test's recording runs (unit tests run in parallel,
-/// and a process runs one recording at a time).
-#[cfg(test)]
-pub(crate) fn start_alone(recorder: Recorder) -> crate::Recording {
-    for _ in 0..1000 {
-        match recorder.clone().start() {
-            Err(StartError::AlreadyRunning) => std::thread::sleep(std::time::Duration::from_millis(10)),
-            started => return started.unwrap(),
-        }
-    }
-    panic!("another test's recording ran for 10 s");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

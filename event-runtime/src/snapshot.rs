@@ -625,15 +625,16 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = crate::recorder::start_alone(
-            Recorder::new()
-                .sets(&[&SET])
-                .policy(Policy::Switch)
-                .wait(std::time::Duration::from_secs(5))
-                .block_size(1024)
-                .buffer_size(16 << 10)
-                .memory(),
-        );
+        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = Recorder::new()
+            .sets(&[&SET])
+            .policy(Policy::Switch)
+            .wait(std::time::Duration::from_secs(5))
+            .block_size(1024)
+            .buffer_size(16 << 10)
+            .memory()
+            .start()
+            .unwrap();
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         for t in 0..3u64 {
             std::thread::scope(|s| {
@@ -671,9 +672,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = crate::recorder::start_alone(
-            Recorder::new().sets(&[&SET]).policy(Policy::Ring).block_size(1024).buffer_size(64 << 10).memory(),
-        );
+        let recording = Recorder::new()
+            .sets(&[&SET])
+            .policy(Policy::Ring)
+            .block_size(1024)
+            .buffer_size(64 << 10)
+            .memory()
+            .start()
+            .unwrap();
         let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             for t in 0..3u64 {

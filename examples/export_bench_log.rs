@@ -23,8 +23,11 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // The environment's settings apply over these (`EVENT_BUFSIZE=512m` keeps the writer
+    // from falling behind, so that every block is packed as a writer that keeps up packs it).
+    let recorder = Recorder::new().file(&path).policy(Policy::Switch).wait(std::time::Duration::from_secs(1));
     let recording =
-        match Recorder::new().file(&path).policy(Policy::Switch).wait(std::time::Duration::from_secs(1)).start() {
+        match recorder.from_env().map_err(|e| e.to_string()).and_then(|r| r.start().map_err(|e| e.to_string())) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("export_bench_log: {e}");

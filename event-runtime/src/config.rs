@@ -179,7 +179,10 @@ pub(crate) fn method_of(variable: &str) -> &'static str {
 pub struct Rotate {
     /// A segment is sealed once it holds this many bytes (or more: a block is never split).
     pub size: Option<u64>,
-    /// A segment is sealed once it has been written this long.
+    /// A segment is sealed once it has been written this long and holds an event of the
+    /// program's: an idle program's segment waits for its first event (the names each new
+    /// segment repeats do not count), so that idle hours do not push its history out of the
+    /// budget.
     pub age: Option<Duration>,
 }
 

@@ -227,6 +227,10 @@ pub(crate) struct Segments {
     skipped: u64,
     /// When the segment being written was opened.
     opened: Instant,
+    /// Whether the segment being written holds a block of the program's threads (not only
+    /// the names, pins and clock syncs of thread 0): an idle program's segment is not sealed
+    /// for its age alone ([`due`](Self::due)).
+    holds_program: bool,
     /// The family's sealed segments on the disk, oldest first: the budget's.
     sealed: VecDeque<Sealed>,
     removed_segments: u64,
@@ -275,6 +279,7 @@ impl Segments {
             index: 0,
             skipped: 0,
             opened: Instant::now(),
+            holds_program: false,
             sealed: VecDeque::new(),
             removed_segments: 0,
             removed_events: 0,
@@ -385,6 +390,7 @@ impl Segments {
         header.properties.earlier = self.earlier();
         let header = header.encode().map_err(io::Error::other)?;
         self.opened = Instant::now();
+        self.holds_program = false;
         self.offset = self.next.clone();
         Ok(Opened { path, file, header })
     }
@@ -565,11 +571,19 @@ impl Segments {
         self.index
     }
 
-    /// Whether the segment being written, `bytes` long, is due to be sealed.
+    /// Whether the segment being written, `bytes` long, is due to be sealed: asked for, its
+    /// size reached, or its age reached once it holds a block of the program's (an idle
+    /// program's segments would otherwise hold only the names each new segment repeats, and
+    /// push its recorded history out of the budget).
     pub(crate) fn due(&self, bytes: u64) -> bool {
         self.requested
             || self.rotate.size.is_some_and(|size| bytes >= size)
-            || self.rotate.age.is_some_and(|age| self.opened.elapsed() >= age)
+            || (self.holds_program && self.rotate.age.is_some_and(|age| self.opened.elapsed() >= age))
+    }
+
+    /// A block of `thread` went into the segment being written.
+    pub(crate) fn wrote_block_of(&mut self, thread: u64) {
+        self.holds_program |= thread != 0;
     }
 
     /// Whether the disk holds less free space than the budget's floor (`Keep::free`) once the

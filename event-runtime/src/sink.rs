@@ -337,6 +337,9 @@ impl Sinks {
         self.last_time = BlockHeader::read(Order::NATIVE, block).base_time.max(self.last_time);
         let (memory_at, file_at) = (self.memory.as_ref().map(|m| m.len() as u64), self.file_len);
         let result = self.emit(block, !hurry, true);
+        if let (Some(segments), Some(Ok(()))) = (&mut self.segments, &result) {
+            segments.wrote_block_of(BlockHeader::read(Order::NATIVE, block).thread);
+        }
         if let Some(history) = &mut self.history
             && !matches!(result, Some(Err(_)))
         {

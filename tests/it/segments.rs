@@ -223,6 +223,29 @@ fn rotation_by_age_seals_a_segment_a_second() {
     assert_eq!(worker, (0..worker.len() as u64).collect::<Vec<_>>(), "the worker's events, once each, in order");
 }
 
+/// An idle program seals no segments for their age alone: after its 100 events, written in
+/// the first segment, it records nothing for 4 s with `EVENT_ROTATE=1s`, and the directory
+/// holds that segment sealed and one open (it sealed a segment of thread names every second).
+#[test]
+fn an_idle_program_seals_no_empty_segments() {
+    let d = dir("idle");
+    let base = d.join("trace.evt");
+    let mut c =
+        start_ready(child(&["go-on-hold", "100"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "1s")]));
+    // Its events reach the file within 2 s (an idle thread's block), then a second more.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !d.join("trace.000000.evt").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let during = listing(&d);
+    c.stdin.take().unwrap().write_all(b"\n").unwrap();
+    assert!(c.wait().unwrap().success());
+    assert_eq!(during, ["trace.000000.evt", "trace.000001.evt.open"], "one sealed, one open");
+    let events: usize = sealed(&d).iter().map(|p| numbers(&read(p), 0).len()).sum();
+    assert_eq!(events, 100, "{:?}", listing(&d));
+}
+
 #[test]
 fn sealed_segments_taken_by_a_shipper_are_said_once_and_recording_goes_on() {
     let d = dir("shipped");

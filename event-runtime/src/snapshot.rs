@@ -173,7 +173,7 @@ fn take_numbered(
     let mut blocks = if shared.streaming {
         stream_blocks(shared, from, cause.trigger_time.unwrap_or(taken_time))?
     } else {
-        with_held(copy_blocks(shared)?, held)
+        newest_runs(with_held(copy_blocks(shared)?, held))
     };
     if let Some(from) = from {
         blocks = from_time(blocks, from);
@@ -329,6 +329,39 @@ fn with_held(blocks: Vec<Box<[u8]>>, held: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
     let mut held: Vec<Box<[u8]>> = kept.into_values().collect();
     held.append(&mut out);
     held
+}
+
+/// `blocks` with each thread's newest run of consecutive blocks only: a ring that its thread
+/// went on writing while the writer copied it may have lost blocks in the middle of the copy
+/// (overwritten between two reads); the blocks older than such a gap go too, as a ring keeps
+/// only its latest, so that every thread's events in the snapshot follow one another.
+fn newest_runs(blocks: Vec<Box<[u8]>>) -> Vec<Box<[u8]>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut sequences: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+    for b in &blocks {
+        let h = BlockHeader::read(Order::NATIVE, b);
+        if h.thread != 0 {
+            sequences.entry(h.thread).or_default().insert(h.sequence);
+        }
+    }
+    // Each thread's first block of the run that ends with its newest.
+    let first: BTreeMap<u64, u64> = sequences
+        .into_iter()
+        .map(|(thread, seqs)| {
+            let mut from = *seqs.last().unwrap_or(&0);
+            while from > 0 && seqs.contains(&(from - 1)) {
+                from -= 1;
+            }
+            (thread, from)
+        })
+        .collect();
+    blocks
+        .into_iter()
+        .filter(|b| {
+            let h = BlockHeader::read(Order::NATIVE, b);
+            h.thread == 0 || first.get(&h.thread).is_none_or(|&from| h.sequence >= from)
+        })
+        .collect()
 }
 
 /// `blocks` without those of a thread that hold only events before `from` (`pre=`): a block
@@ -660,6 +693,27 @@ mod tests {
         assert!(names.len() >= 2, "every thread named: {names:?}");
         assert_eq!(stop.expect("a clean-stop marker").events, taken.events);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A thread's copied ring with a gap in the middle (blocks overwritten while the writer
+    /// copied it): the blocks before the gap go, the newest run stays, thread 0's stay.
+    #[test]
+    fn a_copy_with_a_gap_keeps_each_threads_newest_run() {
+        use event_format::wire::{BlockHeader, BlockWriter, Order};
+        let block = |thread: u64, sequence: u64| -> Box<[u8]> {
+            let header = BlockHeader { thread, sequence, ..BlockHeader::default() };
+            BlockWriter::new(Order::NATIVE, 256, &header).finish().into_boxed_slice()
+        };
+        let blocks =
+            vec![block(2, 10), block(2, 11), block(2, 14), block(2, 15), block(3, 4), block(0, 1), block(2, 16)];
+        let kept: Vec<(u64, u64)> = super::newest_runs(blocks)
+            .iter()
+            .map(|b| {
+                let h = BlockHeader::read(Order::NATIVE, b);
+                (h.thread, h.sequence)
+            })
+            .collect();
+        assert_eq!(kept, [(2, 14), (2, 15), (3, 4), (0, 1), (2, 16)]);
     }
 
     /// A snapshot of heap rings that went round: each thread's latest events, consecutive and

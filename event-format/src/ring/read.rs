@@ -339,40 +339,55 @@ impl<R: ReadAt> RingReader<R> {
                 if seq < first_kept {
                     continue;
                 }
-                let checked = if seq == before.sequence {
-                    self.seal_current(&mut bytes, len, seq, before.thread)
-                } else {
-                    verify_block(self.layout.order, &bytes)
-                        .map_err(|d| d.to_string())
-                        .and_then(|header| in_place(&header, seq, before.thread).map(Some))
-                };
-                match checked {
-                    Ok(None) => {}
-                    // Ring-file slots are never packed (they have a fixed size).
-                    Ok(Some(header)) if header.flags & BLOCK_PACKED != 0 => {
-                        out.damaged.push((u64::from(seq), "a packed block in a ring file".to_owned()));
-                    }
-                    Ok(Some(header)) => {
-                        if seq == before.sequence {
-                            out.partial = Some(u64::from(seq));
-                        }
-                        let used = header.used as usize;
-                        out.blocks.push(Block {
-                            index: u64::from(seq),
-                            segment: 0,
-                            offset: self.layout.block(index, seq % k),
-                            header,
-                            records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
-                            order: self.layout.order,
-                            stored_len: bytes.len() as u64,
-                        });
-                    }
-                    Err(why) => out.damaged.push((u64::from(seq), why)),
-                }
+                self.take_copied(&mut out, &before, seq, &mut bytes, len, self.layout.block(index, seq % k));
             }
             return Ok(out);
         }
         Err(io::Error::other("the slot kept changing owner while it was read"))
+    }
+
+    /// A block of slot `before` copied while it stood (`len` bytes of `bytes`, from
+    /// `offset`), checked and filed in `out`: the block being written sealed as it is so far
+    /// (its sequence is `before`'s), any other verified; damage and a packed block (ring-file
+    /// blocks have a fixed size, never packed) go to `out.damaged`.
+    fn take_copied(
+        &self,
+        out: &mut SlotBlocks,
+        before: &SlotState,
+        seq: u32,
+        bytes: &mut [u8],
+        len: usize,
+        offset: u64,
+    ) {
+        let checked = if seq == before.sequence {
+            self.seal_current(bytes, len, seq, before.thread)
+        } else {
+            verify_block(self.layout.order, bytes)
+                .map_err(|d| d.to_string())
+                .and_then(|header| in_place(&header, seq, before.thread).map(Some))
+        };
+        match checked {
+            Ok(None) => {}
+            Ok(Some(header)) if header.flags & BLOCK_PACKED != 0 => {
+                out.damaged.push((u64::from(seq), "a packed block in a ring file".to_owned()));
+            }
+            Ok(Some(header)) => {
+                if seq == before.sequence {
+                    out.partial = Some(u64::from(seq));
+                }
+                let used = header.used as usize;
+                out.blocks.push(Block {
+                    index: u64::from(seq),
+                    segment: 0,
+                    offset,
+                    header,
+                    records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
+                    order: self.layout.order,
+                    stored_len: bytes.len() as u64,
+                });
+            }
+            Err(why) => out.damaged.push((u64::from(seq), why)),
+        }
     }
 
     /// [`read_slot`](Self::read_slot) of a file whose slots share the data area (layout 1.1
@@ -425,35 +440,7 @@ impl<R: ReadAt> RingReader<R> {
                     continue;
                 }
                 first.get_or_insert(seq);
-                let checked = if seq == before.sequence {
-                    self.seal_current(&mut bytes, len, seq, before.thread)
-                } else {
-                    verify_block(o, &bytes)
-                        .map_err(|d| d.to_string())
-                        .and_then(|header| in_place(&header, seq, before.thread).map(Some))
-                };
-                match checked {
-                    Ok(None) => {}
-                    Ok(Some(header)) if header.flags & BLOCK_PACKED != 0 => {
-                        out.damaged.push((u64::from(seq), "a packed block in a ring file".to_owned()));
-                    }
-                    Ok(Some(header)) => {
-                        if seq == before.sequence {
-                            out.partial = Some(u64::from(seq));
-                        }
-                        let used = header.used as usize;
-                        out.blocks.push(Block {
-                            index: u64::from(seq),
-                            segment: 0,
-                            offset: layout.pool_block(block),
-                            header,
-                            records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
-                            order: o,
-                            stored_len: bytes.len() as u64,
-                        });
-                    }
-                    Err(why) => out.damaged.push((u64::from(seq), why)),
-                }
+                self.take_copied(&mut out, &before, seq, &mut bytes, len, layout.pool_block(block));
             }
             // A ring's blocks run without a gap up to its newest (damaged ones count as there):
             // an older block beyond a gap (its entry not yet renamed when its writer stopped

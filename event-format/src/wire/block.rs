@@ -6,9 +6,7 @@ use super::header::records_stop_cause;
 use super::put::{ArgWriter, put_record_header};
 use super::record::Stop;
 use super::value::{Text, Value, fit_strings, fit_texts, record_len};
-use super::{
-    BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, FORMAT_VERSION, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX,
-};
+use super::{BLOCK_HEADER_LEN, BLOCK_SYNC, FORMAT_VERSION, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX};
 use crate::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
 use crate::schema::Version;
 use std::borrow::Cow;
@@ -191,39 +189,7 @@ pub fn packed_len(used: u32) -> usize {
     (BLOCK_HEADER_LEN + used as usize).next_multiple_of(8)
 }
 
-/// Packs a sealed, unpacked block: appends to `out` the packed block (header with
-/// [`BLOCK_PACKED`] set, `used` and CRC of the compressed records, zero padding to a
-/// multiple of 8) and returns true, when that is smaller than the block; else appends
-/// nothing and returns false. Writers pack blocks only in streams, never in a ring file,
-/// whose slots have a fixed size.
-pub fn pack_block(order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
-    let used = order.u32(&block[at::USED..]) as usize;
-    let records = &block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used];
-    let start = out.len();
-    out.extend_from_slice(&block[..BLOCK_HEADER_LEN]);
-    out.resize(start + BLOCK_HEADER_LEN + lz4_flex::block::get_maximum_output_size(used), 0);
-    let packed = match lz4_flex::block::compress_into(records, &mut out[start + BLOCK_HEADER_LEN..]) {
-        Ok(n) => n,
-        Err(_) => {
-            out.truncate(start);
-            return false;
-        }
-    };
-    let len = packed_len(packed as u32);
-    if len >= block.len() {
-        out.truncate(start);
-        return false;
-    }
-    out.truncate(start + BLOCK_HEADER_LEN + packed);
-    out.resize(start + len, 0);
-    let flags = order.u16(&block[at::FLAGS..]) | BLOCK_PACKED;
-    let packed_block = &mut out[start..];
-    order.put_u16(&mut packed_block[at::FLAGS..], flags);
-    seal_block(order, packed_block, packed as u32);
-    true
-}
-
-/// The records of a verified packed block of LZ4 ([`BLOCK_PACKED`] alone; a reader of any
+/// The records of a verified packed block of LZ4 ([`BLOCK_PACKED`](super::BLOCK_PACKED) alone; a reader of any
 /// packing uses an [`Unpacker`](super::Unpacker)) (`packed` is its compressed records area) in a
 /// stream of blocks of `block_size` bytes: at most `block_size - 48` bytes, or
 /// [`Damage::BadPacking`]. Allocates no more than the compressed bytes can expand to.

@@ -16,7 +16,7 @@ mod sets;
 mod value;
 
 pub use block::{
-    BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, pack_block, packed_len, seal_block,
+    BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, packed_len, seal_block,
     seal_block_in_place, stop_block, stop_block_of, unpack_records, unpack_records_into, verify_block,
 };
 pub use errors::{EncodeError, HeaderError};
@@ -26,6 +26,7 @@ pub use header::{
 };
 pub use pack::{
     BLOCK_COLUMNS, BLOCK_ZSTD, Codec, KNOWN_FLAGS, Packer, Packing, Unpacker, ZSTD_MAGIC, columns, flags_known,
+    pack_block,
 };
 pub use properties::{
     Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, PROPERTY_HEAD, Properties,

@@ -181,6 +181,16 @@ impl Packer {
     }
 }
 
+/// Packs a sealed, unpacked block with LZ4 over its records (what format 1.1 to 2.0 wrote):
+/// appends to `out` the packed block (header with [`BLOCK_PACKED`] set, `used` and CRC of
+/// the compressed records, zero padding to a multiple of 8) and returns true, when that is
+/// smaller than the block; else appends nothing and returns false. Writers pack blocks only
+/// in streams, never in a ring file, whose slots have a fixed size. [`Packer`] packs with
+/// any [`Packing`].
+pub fn pack_block(order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
+    Packer::new(Packing::LZ4).pack(order, block, out)
+}
+
 /// Unpacks the records of packed blocks, whatever their packing; keeps the zstd context and a
 /// buffer from one block to the next.
 #[derive(Default)]

@@ -4,7 +4,10 @@
 //! `registry` (tracing-subscriber's registry alone), `off` (the registry and the bridge, no
 //! recording), `bridge` (recording to a file), `entries` (the bridge with
 //! `with_entries(true)`), `event` (the bridge, and one `event!` inside each entry: what the
-//! `SpanCurrent` marks cost), `fmt` (the `fmt` layer to `io::sink`). The marginal cost per
+//! `SpanCurrent` marks cost), `fmt` (the `fmt` layer to `io::sink`), `fastrace` (a fastrace
+//! root span with the same three properties, set as the local parent twice and dropped, to a
+//! reporter that drops what it gets; run inside the registry's dispatcher so that the same
+//! `--toggle-collect` counts it). The marginal cost per
 //! span is the difference between two runs' counts divided by the difference of their N:
 //!
 //! ```text
@@ -28,7 +31,7 @@ fn main() {
     let mode = args.next().expect("usage: span_probe N MODE");
     let layer = event_runtime::tracing_bridge::EventLayer::new();
     let dispatch = match mode.as_str() {
-        "registry" => tracing::Dispatch::new(tracing_subscriber::registry()),
+        "registry" | "fastrace" => tracing::Dispatch::new(tracing_subscriber::registry()),
         "off" | "bridge" | "event" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
         "entries" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer.with_entries(true))),
         "fmt" => tracing::Dispatch::new(
@@ -41,6 +44,28 @@ fn main() {
     let recording = matches!(mode.as_str(), "bridge" | "entries" | "event")
         .then(|| event_runtime::Recorder::new().file(&path).start().expect("the recording starts"));
     let with_event = mode == "event";
+    if mode == "fastrace" {
+        fastrace::set_reporter(Dropping, fastrace::collector::Config::default());
+        tracing::dispatcher::with_default(&dispatch, || {
+            for i in 0..n {
+                let span =
+                    fastrace::Span::root("request", fastrace::collector::SpanContext::random()).with_properties(|| {
+                        [
+                            ("id", black_box(i).to_string()),
+                            ("method", "GET".to_owned()),
+                            ("route", "/orders/{id}".to_owned()),
+                        ]
+                    });
+                for _ in 0..2 {
+                    let _entered = span.set_local_parent();
+                    black_box(&span);
+                }
+                drop(span);
+            }
+        });
+        fastrace::flush();
+        return;
+    }
     tracing::dispatcher::with_default(&dispatch, || {
         for i in 0..n {
             let span = tracing::info_span!("request", id = black_box(i), method = "GET", route = "/orders/{id}");
@@ -56,5 +81,14 @@ fn main() {
     if let Some(recording) = recording {
         recording.stop().expect("the recording stops");
         let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// A fastrace reporter that drops the spans it gets.
+struct Dropping;
+
+impl fastrace::collector::Reporter for Dropping {
+    fn report(&mut self, spans: Vec<fastrace::prelude::SpanRecord>) {
+        black_box(spans);
     }
 }

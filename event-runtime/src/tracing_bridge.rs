@@ -72,6 +72,11 @@
 //!   Logs of earlier versions of the bridge hold only those, with the span's fields in each
 //!   `SpanEnter`; they read as they always did.
 //!
+//! Names are text in each record, not interned: a `SpanOpen` carries its span's name and
+//! field names, a `TraceEvent` its target. The writer's packing takes nearly all of what
+//! interning them would save (docs/guide/async.md, "What it costs, and how to keep it
+//! down", measures it), and a record read alone needs no table of names.
+//!
 //! Each tracing event becomes a `TraceEvent(level, target, text)`: `level` is 1 (ERROR) to 5
 //! (TRACE), `target` the event's target, `text` its `message` field followed by its other
 //! fields as ` key=value`, as tracing's `fmt` layer writes them, in the grammar of

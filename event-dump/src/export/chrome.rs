@@ -10,7 +10,7 @@ use crate::export::Item;
 use crate::json;
 use crate::log::{DumpError, Log};
 use crate::render::Annotations;
-use event_format::builtin;
+use event_format::builtins::{BuiltinEvent, interned_arg};
 use event_format::decode::{Desc, Event};
 use event_format::ledger::Ledger;
 use event_format::roles::{Flows, IdValue, Pairer, Roles, SpanKey};
@@ -207,7 +207,7 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
         }
         let label = match value {
             Value::Pointer(v) | Value::Address(v) => ann.label(file, v),
-            Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, v),
+            Value::Word(v) if interned_arg(event.desc) == Some(i) => ann.interned(file, v),
             _ => None,
         };
         if let Some(label) = label {
@@ -288,11 +288,9 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
         // Labels, interned strings and thread names are learned from every event, selected
         // or not, as `print` learns them.
         ann.learn(file, &event);
-        if event.desc.code == builtin::THREAD_NAME {
-            let mut values = event.values();
-            if let (Some(Value::Word(thread)), Some(Value::Str(name))) = (values.next(), values.next()) {
-                names.insert((file, thread), String::from_utf8_lossy(name.bytes).into_owned());
-            }
+        let builtin = BuiltinEvent::of(&event);
+        if let Some(BuiltinEvent::ThreadName { thread, name }) = builtin {
+            names.insert((file, thread), name.to_string_lossy().into_owned());
         }
         let ns = timeline.ns(file, event.time);
         let (pid, tid) = (pids[file], event.thread);
@@ -304,11 +302,9 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
         let cat = event.desc.full_kind();
         let cat = cat.as_str();
         let instant = event_name(event.desc);
-        if event.desc.is_builtin() && event.desc.code == builtin::SPAN_CURRENT {
+        if let Some(BuiltinEvent::SpanCurrent { span }) = builtin {
             // No event of its own: the later events of its thread carry its span.
-            if let Some(Value::Word(span)) = event.values().next() {
-                current.insert((file, event.thread), span);
-            }
+            current.insert((file, event.thread), span);
             return Ok(());
         }
         let span = current.get(&(file, event.thread)).copied().unwrap_or(0);

@@ -91,9 +91,8 @@ use crate::log::{DumpError, Log};
 use commit::{Dirs, Lock, Rename, sync_each};
 use encode::{Encoder, Fill};
 use errors::{Result, io_error, parquet_error};
-use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::Desc;
-use event_format::wire::Value;
 use layout::{
     DAY_MICROS, KEY_EVENT, KEY_LOG, day_of, event_meaning, existing_meaning, id_of, logged, one_per_segment, partition,
     read_dataset, table_name,
@@ -514,11 +513,8 @@ fn write_log(
                     file
                 }
             };
-            if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
-                let mut v = event.values();
-                if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                    names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
-                }
+            if let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(&event) {
+                names.insert(thread, name.to_string_lossy().into_owned());
             }
             if files_of.tables[i].other_order(event.order) {
                 files_of.buffered -= files_of.tables[i].bytes;

@@ -42,11 +42,36 @@ macro_rules! field_type {
 /// The next value of `values` as an argument of `letter`; `None` from the enclosing function
 /// when there is none or it is of another letter.
 macro_rules! take {
-    ($values:ident, Address) => { match $values.next() { Some(Value::Address(v)) => v, _ => return None } };
-    ($values:ident, Word) => { match $values.next() { Some(Value::Word(v)) => v, _ => return None } };
-    ($values:ident, Unsigned) => { match $values.next() { Some(Value::Unsigned(v)) => v, _ => return None } };
-    ($values:ident, Signed) => { match $values.next() { Some(Value::Signed(v)) => v, _ => return None } };
-    ($values:ident, String) => { match $values.next() { Some(Value::Str(v)) => v, _ => return None } };
+    ($values:ident, Address) => {
+        match $values.next() {
+            Some(Value::Address(v)) => v,
+            _ => return None,
+        }
+    };
+    ($values:ident, Word) => {
+        match $values.next() {
+            Some(Value::Word(v)) => v,
+            _ => return None,
+        }
+    };
+    ($values:ident, Unsigned) => {
+        match $values.next() {
+            Some(Value::Unsigned(v)) => v,
+            _ => return None,
+        }
+    };
+    ($values:ident, Signed) => {
+        match $values.next() {
+            Some(Value::Signed(v)) => v,
+            _ => return None,
+        }
+    };
+    ($values:ident, String) => {
+        match $values.next() {
+            Some(Value::Str(v)) => v,
+            _ => return None,
+        }
+    };
 }
 
 /// Declares [`BuiltinEvent`], its reading and its layout (for the test against the table)

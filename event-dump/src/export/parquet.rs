@@ -75,7 +75,7 @@
 //! each log's files and committing them. Imports run one way, from here down:
 //! [`commit`] (the lock, the renames and syncs) uses [`layout`] (the dataset's names and
 //! what it holds); [`rows`] (the tables' columns and rows) hands row groups to [`encode`];
-//! [`times`] computes an event's times; every one reports through [`errors`].
+//! an event's times are its log's [`Timebase`]'s; every one reports through [`errors`].
 
 mod commit;
 mod encode;
@@ -83,7 +83,6 @@ mod errors;
 mod layout;
 mod rows;
 mod spans_table;
-mod times;
 
 use super::Said;
 use super::tables::{Imported, walk_chosen};
@@ -93,6 +92,7 @@ use encode::{Encoder, Fill};
 use errors::{Result, io_error, parquet_error};
 use event_format::builtins::BuiltinEvent;
 use event_format::decode::Desc;
+use event_format::wire::Timebase;
 use layout::{
     DAY_MICROS, KEY_EVENT, KEY_LOG, day_of, event_meaning, existing_meaning, id_of, logged, one_per_segment, partition,
     read_dataset, table_name,
@@ -106,7 +106,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use times::{Times, ns_since_start, wall_micros_of};
 
 /// The most bytes the column buffers of all tables hold before the largest is written out.
 const BUFFER_BYTES: usize = 64 << 20;
@@ -450,7 +449,7 @@ fn write_log(
     carried: &mut Option<Carried>,
 ) -> Result<Imported> {
     let header = log.header().clone();
-    let times = Times::new(header.clock);
+    let times = Timebase::new(&header.clock);
     let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
     let mut files_of = LogFiles {
         out,
@@ -479,8 +478,8 @@ fn write_log(
                     Cell::Str(id.to_owned()),
                     count(row.thread),
                     count(event.time),
-                    Cell::I64(ns_since_start(&times, event.time)),
-                    Cell::I64(ns_since_start(&times, row.since)),
+                    Cell::I64(times.nanos_i64(event.time)),
+                    Cell::I64(times.nanos_i64(row.since)),
                     Cell::Str(h.name.clone()),
                     Cell::Str(row.declared.set.clone()),
                     Cell::Str(row.declared.of.clone()),
@@ -492,8 +491,8 @@ fn write_log(
                     count(row.count),
                 ]);
             }
-            let ns = ns_since_start(&times, event.time);
-            let wall = wall_micros_of(&times, event.time, ns);
+            let ns = times.nanos_i64(event.time);
+            let wall = times.wall_micros_at(event.time, ns);
             let slot = &mut last[usize::from(event.desc.wire)];
             let i = match slot {
                 // The day of the last row of its type: no division.

@@ -4,7 +4,7 @@
 //! [`BuiltinEvent::of`] reads a decoded [`Event`] of a built-in code into its variant, as the
 //! typed readers that event-macros generates from events.def read a user's events. The
 //! variants' fields are declared once, below, in the order and with the letters of
-//! [`builtin::ALL`](crate::builtin::ALL), the table the recorder writes them by; a test holds
+//! [`builtin::ALL`], the table the recorder writes them by; a test holds
 //! the two to the same names, codes, letters and parameter names, so that neither changes
 //! alone.
 //!
@@ -84,7 +84,7 @@ macro_rules! builtin_events {
         }
     ),* $(,)?) => {
         /// A built-in event's arguments, by name: one variant per event of
-        /// [`builtin::ALL`](crate::builtin::ALL), whose docs say what each argument means.
+        /// [`builtin::ALL`], whose docs say what each argument means.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum BuiltinEvent<'a> {
             $(
@@ -111,7 +111,7 @@ macro_rules! builtin_events {
                 })
             }
 
-            /// Its name, as [`builtin::ALL`](crate::builtin::ALL) gives it.
+            /// Its name, as [`builtin::ALL`] gives it.
             pub fn name(&self) -> &'static str {
                 match self {
                     $( BuiltinEvent::$name { .. } => stringify!($name), )*
@@ -182,7 +182,7 @@ builtin_events! {
     },
     /// `TraceEvent`: an event of the `tracing` crate.
     TraceEvent = TRACE_EVENT {
-        /// 1 = ERROR .. 5 = TRACE ([`builtin::trace_level_name`](crate::builtin::trace_level_name)).
+        /// 1 = ERROR .. 5 = TRACE ([`builtin::trace_level_name`]).
         level: Unsigned,
         /// The event's target.
         target: String,

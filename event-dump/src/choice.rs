@@ -6,13 +6,14 @@
 use crate::cli::Select;
 use crate::log::DumpError;
 use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::{BlockSource, Catalog};
 use event_format::decode::{Entry, Event};
 use event_format::filter::FilterEvent;
 use event_format::filter::{Filter, FilterError, ValueType};
 use event_format::schema::{BUILTIN_KIND, Schema};
 use event_format::select::{CodeSet, Pattern, Patterns, Word, glob};
-use event_format::wire::{Clock, Header, Value};
+use event_format::wire::{Clock, Header};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -57,12 +58,9 @@ pub(crate) fn thread_names(paths: &[PathBuf], force: bool) -> Result<ThreadNames
             let Ok(block) = block else { continue };
             for entry in block.entries(log.catalog()) {
                 if let Entry::Event(e) = entry
-                    && e.desc.code == builtin::THREAD_NAME
+                    && let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(&e)
                 {
-                    let mut v = e.values();
-                    if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                        names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
-                    }
+                    names.insert(thread, name.to_string_lossy().into_owned());
                 }
             }
         }
@@ -332,16 +330,15 @@ impl Choice {
     /// thread names are those read at the start.)
     pub(crate) fn learn(&mut self, file: usize, event: &Event<'_>) {
         let Some(threads) = &mut self.threads else { return };
-        if threads.wanted.is_empty() || event.desc.code != builtin::THREAD_NAME || !event.desc.is_builtin() {
+        if threads.wanted.is_empty() {
             return;
         }
-        let mut v = event.values();
-        if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-            let name = String::from_utf8_lossy(s.bytes);
+        if let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(event) {
+            let name = name.to_string_lossy();
             if threads.wanted.iter().any(|w| glob::matches(w, &name))
                 && let Some(named) = threads.named.get_mut(file)
             {
-                named.insert(t);
+                named.insert(thread);
             }
         }
     }

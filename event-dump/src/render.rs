@@ -5,6 +5,7 @@
 use crate::color::{Palette, Style};
 use crate::json;
 use event_format::builtin;
+use event_format::builtins::{BuiltinEvent, interned_arg};
 use event_format::decode::{Catalog, Desc, Event};
 use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, write_text, write_value};
 use event_format::wire::Value;
@@ -90,21 +91,9 @@ impl Fact {
     /// What `event` says, if it is an `Intern` or a `Label` event.
     #[inline]
     pub(crate) fn of(event: &Event<'_>) -> Option<Fact> {
-        if !event.desc.is_builtin() {
-            return None;
-        }
-        let mut values = event.values();
-        match event.desc.code {
-            builtin::INTERN => match (values.next(), values.next()) {
-                (Some(Value::Word(id)), Some(Value::Str(text))) => {
-                    Some(Fact::Intern(id, String::from_utf8_lossy(text.bytes).into_owned()))
-                }
-                _ => None,
-            },
-            builtin::LABEL => match (values.next(), values.next()) {
-                (Some(Value::Address(address)), Some(Value::Word(id))) => Some(Fact::Label(address, id)),
-                _ => None,
-            },
+        match BuiltinEvent::of(event)? {
+            BuiltinEvent::Intern { id, text } => Some(Fact::Intern(id, text.to_string_lossy().into_owned())),
+            BuiltinEvent::Label { address, id } => Some(Fact::Label(address, id)),
             _ => None,
         }
     }
@@ -358,7 +347,7 @@ impl Renderer {
         match value {
             Value::Pointer(a) | Value::Address(a) => holes.push(Hole { at, value: *a, param, interned: false }),
             // Label's `id` names an interned string.
-            Value::Word(id) if event.desc.code == builtin::LABEL && index == 1 => {
+            Value::Word(id) if interned_arg(event.desc) == Some(index) => {
                 holes.push(Hole { at, value: *id, param, interned: true });
             }
             _ => {}
@@ -452,7 +441,7 @@ impl Renderer {
                 Value::Pointer(value) | Value::Address(value) if self.labels => {
                     holes.push(Hole { at, value, param, interned: false });
                 }
-                Value::Word(value) if event.desc.code == builtin::LABEL && i == 1 => {
+                Value::Word(value) if interned_arg(event.desc) == Some(i) => {
                     holes.push(Hole { at, value, param, interned: true });
                 }
                 Value::Str(t) if t.truncated => truncated.push(name),
@@ -532,7 +521,7 @@ impl Renderer {
                 Value::Pointer(value) | Value::Address(value) if self.labels => {
                     holes.push(Hole { at, value, param, interned: false });
                 }
-                Value::Word(value) if self.labels && event.desc.code == builtin::LABEL && i == 1 => {
+                Value::Word(value) if self.labels && interned_arg(event.desc) == Some(i) => {
                     holes.push(Hole { at, value, param, interned: true });
                 }
                 _ => {}

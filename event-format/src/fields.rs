@@ -31,8 +31,8 @@
 //! were; a text that is not is shown as it is, with no named fields.
 
 use crate::builtin;
+use crate::builtins::BuiltinEvent;
 use crate::decode::Event;
-use crate::wire::Value;
 use std::borrow::Cow;
 use std::fmt::{self, Write};
 
@@ -195,15 +195,13 @@ fn skip_field(text: &str) -> Option<&str> {
 /// `None` for any other event, for a text without fields, and for one that is not UTF-8 or
 /// not in the grammar (an old log's, see the module docs).
 pub fn of_event<'e>(event: &'e Event<'e>) -> Option<Vec<(&'e str, FieldValue<'e>)>> {
-    if event.desc.kind.is_some() {
-        return None;
-    }
-    let (is_span, at) = match (fields_param(event), event.desc.code) {
-        (Some(at), _) => (true, at),
-        (None, builtin::TRACE_EVENT) => (false, 2),
+    let (is_span, t) = match BuiltinEvent::of(event)? {
+        BuiltinEvent::SpanEnter { fields, .. }
+        | BuiltinEvent::SpanOpen { fields, .. }
+        | BuiltinEvent::SpanRecord { fields, .. } => (true, fields),
+        BuiltinEvent::TraceEvent { text, .. } => (false, text),
         _ => return None,
     };
-    let Some(Value::Str(t)) = event.values().nth(at) else { return None };
     let text = std::str::from_utf8(t.bytes).ok()?;
     let fields = match (is_span, t.truncated) {
         (true, false) => parse(text)?,
@@ -221,9 +219,10 @@ pub fn fields_param(event: &Event<'_>) -> Option<usize> {
         return None;
     }
     match event.desc.code {
-        builtin::SPAN_ENTER => Some(2),
-        builtin::SPAN_OPEN => Some(3),
-        builtin::SPAN_RECORD => Some(1),
+        // Its place by its name in the built-ins' table (a built-in's `params` are the table's).
+        builtin::SPAN_ENTER | builtin::SPAN_OPEN | builtin::SPAN_RECORD => {
+            event.desc.params.iter().position(|p| p == "fields")
+        }
         _ => None,
     }
 }

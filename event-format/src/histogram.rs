@@ -32,9 +32,10 @@
 //! # Ok::<(), String>(())
 //! ```
 
+use crate::builtins::BuiltinEvent;
 use crate::decode::Event;
 use crate::schema::{Buckets, Histogram, HistogramOf};
-use crate::wire::{Header, Value};
+use crate::wire::Header;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -161,17 +162,10 @@ impl Distribution {
     /// The distribution of a `Histogram` record (docs/FORMAT.md, "Histograms") in `buckets`
     /// (its declaration's), with the record's `thread`, `histogram` and `since`.
     pub fn of_record(event: &Event<'_>, buckets: Buckets) -> Result<(RecordFacts, Distribution), String> {
-        let mut v = event.values();
-        let mut word = || match v.next() {
-            Some(Value::Word(w)) => Ok(w),
-            Some(Value::Unsigned(u)) => Ok(u64::from(u)),
-            _ => Err("a Histogram record's arguments are not its format's".to_owned()),
-        };
-        let (thread, histogram, since, count, sum, min, max) =
-            (word()?, word()?, word()?, word()?, word()?, word()?, word()?);
-        let text = match v.next() {
-            Some(Value::Str(t)) => t,
-            _ => return Err("a Histogram record's arguments are not its format's".to_owned()),
+        let Some(BuiltinEvent::Histogram { thread, histogram, since, count, sum, min, max, buckets: text }) =
+            BuiltinEvent::of(event)
+        else {
+            return Err("a Histogram record's arguments are not its format's".to_owned());
         };
         let text = std::str::from_utf8(text.bytes).map_err(|_| "its buckets are not UTF-8".to_owned())?;
         let facts = RecordFacts { thread, histogram: histogram as usize, since, until: event.time };
@@ -474,10 +468,8 @@ impl Histograms {
         if event.desc.code != crate::builtin::HISTOGRAM || !event.desc.is_builtin() {
             return false;
         }
-        let index = match event.values().nth(1) {
-            Some(Value::Unsigned(i)) => i as usize,
-            _ => return true,
-        };
+        let Some(BuiltinEvent::Histogram { histogram, .. }) = BuiltinEvent::of(event) else { return true };
+        let index = histogram as usize;
         let Some(declared) = self.declared.get(file).and_then(|d| d.get(index)).cloned() else {
             self.unreadable
                 .push(format!("a Histogram record names histogram {index}, which its header does not declare"));

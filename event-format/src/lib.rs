@@ -4,6 +4,8 @@
 //! so that a reader needs one dependency.
 //!
 //! - [`def`], [`schema`], [`letter`], [`builtin`]: `event-def`'s, re-exported.
+//! - [`builtins`] reads the built-in events into typed variants ([`builtins::BuiltinEvent`]):
+//!   the one way a reader learns a thread's name, a label or a span from them.
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
 //! - [`log`] opens a log by its path (a stream or a ring file, from a file or a pipe): the one
@@ -59,6 +61,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod builtins;
 pub mod decode;
 pub mod fields;
 pub mod filter;

@@ -9,7 +9,7 @@
 //! than it is stored (the bidirectional overrides, embeddings, isolates and marks) is escaped.
 
 use crate::decode::Event;
-use crate::wire::{Clock, Text, Value};
+use crate::wire::{Clock, Text, Timebase, Value};
 use std::fmt::{self, Write};
 
 /// Whether `c` is a bidirectional formatting character: the embeddings and overrides
@@ -218,7 +218,7 @@ pub fn civil_date(days: i64) -> (i64, i64, i64) {
 /// Writes the time from the clock's start to `ticks` as seconds with 9 decimals, computed
 /// in integers so that equal ticks always print equal text: [`Seconds::push`]'s text.
 pub fn write_seconds<W: Write>(out: &mut W, clock: &Clock, ticks: u64) -> fmt::Result {
-    via_append(out, |sink| Seconds::new(clock).push(sink, ticks))
+    via_append(out, |sink| Timebase::new(clock).push(sink, ticks))
 }
 
 /// `00` to `99`, for the byte writers two digits at a time.
@@ -390,88 +390,32 @@ fn push_double<S: Append>(out: &mut S, v: f64) {
     }
 }
 
-/// A clock's times as [`write_seconds`] writes them, for a writer of many: the divisions by
-/// the clock's rate that each time costs are done as multiplications by its inverse,
-/// computed once here (a division costs tens of cycles, a dump writes millions of times).
-#[derive(Clone, Copy, Debug)]
-pub struct Seconds {
-    clock: Clock,
-    /// `clock.ticks_per_second`, at least 1.
-    rate: u64,
-    /// `u64::MAX / rate`: `n * inverse / 2^64` is `n / rate` or one less ([`Seconds::divide`]).
-    inverse: u64,
-    /// The rate lets a remainder times 10^9 fit in 64 bits (the common case).
-    fits: bool,
-}
+/// A clock's times as [`write_seconds`] writes them, for a writer of many: the log's
+/// [`Timebase`], whose one divider spares each time its divisions by the clock's rate (a
+/// division costs tens of cycles, a dump writes millions of times). Its text is written here,
+/// its numbers there.
+pub type Seconds = Timebase;
 
-impl Seconds {
-    /// The seconds of `clock`.
-    pub fn new(clock: &Clock) -> Seconds {
-        let rate = clock.ticks_per_second.max(1);
-        Seconds { clock: *clock, rate, inverse: u64::MAX / rate, fits: rate <= u64::MAX / 1_000_000_000 }
-    }
-
-    /// The clock they are counted by.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
-    }
-
-    /// `(n / rate, n % rate)`. With `inverse = floor((2^64 - 1) / rate) >= 2^64 / rate - 1`,
-    /// `q = floor(n * inverse / 2^64)` lies in `(n / rate - 1, n / rate]` (as `n < 2^64`): it
-    /// is the quotient or one less, and the remainder tells which.
-    fn divide(&self, n: u64) -> (u64, u64) {
-        let q = ((u128::from(n) * u128::from(self.inverse)) >> 64) as u64;
-        let r = n - q * self.rate;
-        if r >= self.rate { (q + 1, r - self.rate) } else { (q, r) }
-    }
-
-    /// The time from the clock's start to `ticks` in nanoseconds, truncated toward zero: the
-    /// number [`Seconds::push`] writes as seconds (`1.000000001` is 1 000 000 001), so that a
-    /// reader that counts in nanoseconds (an export, a duration) agrees with `print`.
-    ///
-    /// ```
-    /// use event_format::text::Seconds;
-    /// use event_format::wire::{Clock, ClockSource};
-    /// let clock = Clock { source: ClockSource::Tsc, ticks_per_second: 3_000_000_000,
-    ///                     ref_ticks: 0, ref_wall_ns: 0, start_ticks: 3_000 };
-    /// let seconds = Seconds::new(&clock);
-    /// assert_eq!(seconds.nanos(3_000 + 3_000_000_004), 1_000_000_001); // 1 s and 1.33 ns
-    /// assert_eq!(seconds.nanos(0), -1_000);
-    /// ```
-    pub fn nanos(&self, ticks: u64) -> i128 {
-        if !(self.fits && ticks >= self.clock.start_ticks) {
-            let delta = i128::from(ticks) - i128::from(self.clock.start_ticks);
-            let ns = delta.abs() * 1_000_000_000 / i128::from(self.rate);
-            return if delta < 0 { -ns } else { ns };
-        }
-        let (whole, rest) = self.divide(ticks - self.clock.start_ticks);
-        let (nanos, _) = self.divide(rest * 1_000_000_000);
-        i128::from(whole) * 1_000_000_000 + i128::from(nanos)
-    }
-
-    /// Writes the time from the clock's start to `ticks`, as [`Seconds::push`] appends it.
+impl Timebase {
+    /// Writes the time from the clock's start to `ticks`, as [`Timebase::push`] appends it.
     pub fn write<W: Write>(&self, out: &mut W, ticks: u64) -> fmt::Result {
         via_append(out, |sink| self.push(sink, ticks))
     }
 
     /// Appends the time from the clock's start to `ticks` as seconds with 9 decimals, computed
-    /// in integers so that equal ticks always print equal text.
+    /// in integers so that equal ticks always print equal text: [`Timebase::nanos`] as
+    /// `WHOLE.NNNNNNNNN`, with `-` before a time before the start.
     #[inline]
     pub fn push<S: Append>(&self, out: &mut S, ticks: u64) {
-        if !(self.fits && ticks >= self.clock.start_ticks) {
+        let Some((whole, nanos)) = self.split(ticks) else {
             // Before the start, or a rate of 18 GHz or more: in 128 bits.
-            let delta = i128::from(ticks) - i128::from(self.clock.start_ticks);
-            let rate = i128::from(self.rate);
-            let sign = if delta < 0 { "-" } else { "" };
-            let delta = delta.abs();
+            let nanos = self.nanos(ticks).unsigned_abs();
+            let sign = if ticks < self.clock().start_ticks { "-" } else { "" };
             let mut s = String::new();
-            let _ = write!(s, "{sign}{}.{:09}", delta / rate, (delta % rate) * 1_000_000_000 / rate);
+            let _ = write!(s, "{sign}{}.{:09}", nanos / 1_000_000_000, nanos % 1_000_000_000);
             out.put(s.as_bytes());
             return;
-        }
-        let (whole, rest) = self.divide(ticks - self.clock.start_ticks);
-        // rest < rate <= u64::MAX / 10^9: the product fits.
-        let (nanos, _) = self.divide(rest * 1_000_000_000);
+        };
         // `W.nnnnnnnnn`, the whole seconds' last digit first: the first 10 seconds of a log
         // are written at once.
         let mut buf = [b'.'; 11];

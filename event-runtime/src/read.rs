@@ -144,7 +144,7 @@ use event_format::log::{self, Log, OpenError, OpenOptions};
 use event_format::merge::{self, Merge, Source};
 use event_format::ring::{RingError, RingFindings};
 use event_format::schema::{Schema, Version};
-use event_format::wire::{Clock, Header, HeaderError, RecordError, RecordIter, SetEntry, WireCodes};
+use event_format::wire::{Header, HeaderError, RecordError, RecordIter, SetEntry, Timebase, WireCodes};
 use std::fmt;
 use std::io::{self, Read};
 use std::marker::PhantomData;
@@ -637,7 +637,7 @@ pub struct Reader<S: TypedSet, B> {
     /// The blocks, read in the log's order or merged by time.
     reading: Reading<B>,
     catalog: Catalog,
-    clock: Clock,
+    clock: Timebase,
     map: Map,
     /// The block being read, and where in it: the next record's offset and the time its
     /// delta counts from.
@@ -718,7 +718,7 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
         })?;
         let map = check(log, &program, name.is_some_and(|n| n != set.name()))?;
         let catalog = Catalog::new(&header.sets);
-        let clock = header.clock;
+        let clock = Timebase::new(&header.clock);
         let ledger = Ledger::new(header.format);
         Ok(Reader {
             reading: Reading::Blocks(source),
@@ -944,12 +944,12 @@ impl<S: TypedSet, B: Source> Reader<S, B> {
 }
 
 /// The typed item of `event`, an event of the log's sets, counted in `counts`.
-fn typed<'a, S: TypedSet>(map: &Map, counts: &mut Typed, clock: &Clock, event: Event<'a>) -> Item<'a, S> {
+fn typed<'a, S: TypedSet>(map: &Map, counts: &mut Typed, clock: &Timebase, event: Event<'a>) -> Item<'a, S> {
     match map.slot(event.desc.wire) {
         Slot::Known(index) => match S::decode(index, event.values()) {
             Some(typed) => {
                 counts.events += 1;
-                let at = At { thread: event.thread, ticks: event.time, seconds: clock.seconds_since_start(event.time) };
+                let at = At { thread: event.thread, ticks: event.time, seconds: clock.seconds(event.time) };
                 Item::Event(at, typed)
             }
             // The catalog checked the values against the log's format, which `check` found

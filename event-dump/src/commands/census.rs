@@ -6,12 +6,12 @@ use crate::cli::{LogsArgs, Select, StatsArgs};
 use crate::color::{Palette, Style};
 use crate::log::{Log, open_all};
 use crate::progress::Progress;
-use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::{Block, BlockError, Catalog, Entry};
 use event_format::ledger::{Damaged, Ending, Ledger, Marker};
 use event_format::log::WriterLiveness;
 use event_format::ring::{self, STATE_CLOSED};
-use event_format::wire::{Clock, Header, StopCause, Value};
+use event_format::wire::{Clock, Header, StopCause};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -222,11 +222,8 @@ fn count_block(
                 // By wire code: sets may reuse each other's own codes.
                 per_code[usize::from(e.desc.wire)] += 1;
             }
-            if e.desc.code == builtin::THREAD_NAME {
-                let mut v = e.values();
-                if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                    c.names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
-                }
+            if let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(e) {
+                c.names.insert(thread, name.to_string_lossy().into_owned());
             }
         }
         c.ledger.entry(thread, sequence, &entry);

@@ -26,12 +26,12 @@ use super::follow_segments::watch_segments;
 use super::{Choice, Result, thread_names};
 use crate::cli::TopArgs;
 use crate::log::DumpError;
-use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::{Block, BlockError, Catalog, Entry};
 use event_format::ledger::{Findings, Ledger};
 use event_format::ring::{RingFindings, STATE_RECORDING};
 use event_format::roles::{Pairer, Roles};
-use event_format::wire::{Clock, Header, Value};
+use event_format::wire::{Clock, Header};
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -197,11 +197,8 @@ impl Tally {
 
     fn event(&mut self, event: &event_format::decode::Event<'_>) {
         let Some(clock) = self.clock() else { return };
-        if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
-            let mut v = event.values();
-            if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                self.thread_names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
-            }
+        if let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(event) {
+            self.thread_names.insert(thread, name.to_string_lossy().into_owned());
         }
         if let Some(choice) = &mut self.choice {
             choice.learn(0, event);

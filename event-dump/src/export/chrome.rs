@@ -10,10 +10,10 @@ use crate::export::Item;
 use crate::json;
 use crate::log::{DumpError, Log};
 use crate::render::Annotations;
-use event_format::builtin;
+use event_format::builtins::{BuiltinEvent, interned_arg};
 use event_format::decode::{Desc, Event};
 use event_format::ledger::Ledger;
-use event_format::roles::{Flows, IdValue, Pairer, Roles, SpanKey};
+use event_format::roles::{CounterUse, Flows, IdValue, Pairer, Roles, SpanKey, SpanUse};
 use event_format::wire::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -207,7 +207,7 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
         }
         let label = match value {
             Value::Pointer(v) | Value::Address(v) => ann.label(file, v),
-            Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, v),
+            Value::Word(v) if interned_arg(event.desc) == Some(i) => ann.interned(file, v),
             _ => None,
         };
         if let Some(label) = label {
@@ -230,103 +230,161 @@ fn write_args(out: &mut String, ann: &Annotations, file: usize, event: &Event<'_
 
 /// Reads the logs and writes the whole trace of what `window` selects to `out` (a span by
 /// its begin: module docs of `export`); each log's ledger, and notes on the spans that were
-/// not paired.
+/// not paired. The [`Plan`] is made from the headers, then the [`Trace`] is written: its
+/// head, each event, and what the logs left open.
 fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Result<(Vec<Ledger>, Vec<String>)> {
-    let timeline = Timeline::new(logs);
-    let pids = &timeline.pids;
-    let mut events = Events { out, first: true, line: String::new() };
-    events.out.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":")?;
-    let mut text = String::new();
-    json::string(&mut text, &format!("event-dump {}", env!("CARGO_PKG_VERSION")));
-    text.push_str(",\"logs\":[");
-    for (i, log) in logs.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        json::string(&mut text, &log.path().display().to_string());
-    }
-    text.push_str("]},\"traceEvents\":[");
-    events.out.write_all(text.as_bytes())?;
-    let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
-    let names = crate::identity::process_names(&headers);
-    for (f, &pid) in pids.iter().enumerate() {
-        metadata(events.begin(), "process_name", pid, 0, &names[f]);
-        events.end()?;
-        // The recording's labels (`service=api`, ...), as Chrome's own process labels.
-        let labels = &headers[f].properties.labels;
-        if !labels.is_empty() {
-            let text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let line = events.begin();
-            let _ = write!(
-                line,
-                "{{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"labels\":"
-            );
-            json::string(line, &text.join(","));
-            line.push_str("}}");
-            events.end()?;
-        }
-    }
-    drop(headers);
-
-    let roles: Vec<Roles> = logs.iter().map(|l| Roles::new(&l.header().sets)).collect();
-    let mut pairers: Vec<Pairer<Open>> = logs.iter().map(|_| Pairer::new()).collect();
-    let mut flows: Vec<Flows> = logs.iter().map(|_| Flows::new()).collect();
-    let n_logs = logs.len() as u64;
-    let mut ann = Annotations::default();
-    // Each thread's track, by (log, thread): the time of its latest event, in ns.
-    let mut tracks: BTreeMap<(usize, u64), i128> = BTreeMap::new();
-    let mut names: BTreeMap<(usize, u64), String> = BTreeMap::new();
-    // Each thread's current `tracing` span, by (log, thread).
-    let mut current: HashMap<(usize, u64), u64> = HashMap::new();
-    // Each log's latest event, in ns on the trace's time line, and its thread.
-    let mut last: BTreeMap<usize, (i128, u64)> = BTreeMap::new();
-    let mut cut = 0u64;
-    // Ends of spans whose begin the window left out, exported as instants.
-    let mut begun_outside = 0u64;
+    let plan = Plan::new(logs);
+    let mut trace = Trace::new(out, logs.len());
+    trace.head(&plan)?;
     let ledgers = super::merge_all(logs, "exported", |Item { file, event }| {
         let selected = window.keeps(file, &event);
-        // Labels, interned strings and thread names are learned from every event, selected
-        // or not, as `print` learns them.
-        ann.learn(file, &event);
-        if event.desc.code == builtin::THREAD_NAME {
-            let mut values = event.values();
-            if let (Some(Value::Word(thread)), Some(Value::Str(name))) = (values.next(), values.next()) {
-                names.insert((file, thread), String::from_utf8_lossy(name.bytes).into_owned());
+        trace.event(&plan, file, &event, selected)
+    })?;
+    let notes = trace.finish(&plan)?;
+    Ok((ledgers, notes))
+}
+
+/// What the trace holds before any event is read, from the logs' headers: where each log's
+/// events go, its process's name and labels, and what its events mean.
+struct Plan {
+    /// Each log's pid and times.
+    timeline: Timeline,
+    /// The logs' paths, for `otherData`.
+    paths: Vec<String>,
+    /// Each log's process name and its recording's labels (`service=api`, ...).
+    processes: Vec<(String, Vec<String>)>,
+    /// Each log's roles.
+    roles: Vec<Roles>,
+}
+
+impl Plan {
+    fn new(logs: &[Log]) -> Plan {
+        let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
+        let names = crate::identity::process_names(&headers);
+        let processes = names
+            .into_iter()
+            .zip(&headers)
+            .map(|(name, h)| (name, h.properties.labels.iter().map(|(k, v)| format!("{k}={v}")).collect()))
+            .collect();
+        Plan {
+            timeline: Timeline::new(logs),
+            paths: logs.iter().map(|l| l.path().display().to_string()).collect(),
+            processes,
+            roles: headers.iter().map(|h| Roles::new(&h.sets)).collect(),
+        }
+    }
+}
+
+/// The trace as it is written: the lines so far, and what the events read so far left to
+/// pair, to name and to bind.
+struct Trace<W: Write> {
+    events: Events<W>,
+    pairers: Vec<Pairer<Open>>,
+    flows: Vec<Flows>,
+    ann: Annotations,
+    /// Each thread's track, by (log, thread): the time of its latest event, in ns.
+    tracks: BTreeMap<(usize, u64), i128>,
+    /// Each thread's name, by (log, thread).
+    names: BTreeMap<(usize, u64), String>,
+    /// Each thread's current `tracing` span, by (log, thread).
+    current: HashMap<(usize, u64), u64>,
+    /// Each log's latest event, in ns on the trace's time line, and its thread.
+    last: BTreeMap<usize, (i128, u64)>,
+    /// Slices cut by an enclosing end.
+    cut: u64,
+    /// Ends of spans whose begin the window left out, exported as instants.
+    begun_outside: u64,
+}
+
+impl<W: Write> Trace<W> {
+    fn new(out: W, logs: usize) -> Trace<W> {
+        Trace {
+            events: Events { out, first: true, line: String::new() },
+            pairers: (0..logs).map(|_| Pairer::new()).collect(),
+            flows: (0..logs).map(|_| Flows::new()).collect(),
+            ann: Annotations::default(),
+            tracks: BTreeMap::new(),
+            names: BTreeMap::new(),
+            current: HashMap::new(),
+            last: BTreeMap::new(),
+            cut: 0,
+            begun_outside: 0,
+        }
+    }
+
+    /// The file's head, up to the `traceEvents` array, and each process's metadata.
+    fn head(&mut self, plan: &Plan) -> io::Result<()> {
+        let events = &mut self.events;
+        events.out.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":")?;
+        let mut text = String::new();
+        json::string(&mut text, &format!("event-dump {}", env!("CARGO_PKG_VERSION")));
+        text.push_str(",\"logs\":[");
+        for (i, path) in plan.paths.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            json::string(&mut text, path);
+        }
+        text.push_str("]},\"traceEvents\":[");
+        events.out.write_all(text.as_bytes())?;
+        for (&pid, (name, labels)) in plan.timeline.pids.iter().zip(&plan.processes) {
+            metadata(events.begin(), "process_name", pid, 0, name);
+            events.end()?;
+            // The recording's labels, as Chrome's own process labels.
+            if !labels.is_empty() {
+                let line = events.begin();
+                let _ = write!(
+                    line,
+                    "{{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"labels\":"
+                );
+                json::string(line, &labels.join(","));
+                line.push_str("}}");
+                events.end()?;
             }
         }
-        let ns = timeline.ns(file, event.time);
-        let (pid, tid) = (pids[file], event.thread);
+        Ok(())
+    }
+
+    /// The lines of one event of log `file`: its instant, or the begin or end of its span,
+    /// and its counters; of an event the window did not select, only what ends a selected
+    /// begin. Labels, interned strings and thread names are learned from every event,
+    /// selected or not, as `print` learns them.
+    fn event(&mut self, plan: &Plan, file: usize, event: &Event<'_>, selected: bool) -> io::Result<()> {
+        self.ann.learn(file, event);
+        let builtin = BuiltinEvent::of(event);
+        if let Some(BuiltinEvent::ThreadName { thread, name }) = builtin {
+            self.names.insert((file, thread), name.to_string_lossy().into_owned());
+        }
+        let ns = plan.timeline.ns(file, event.time);
         if selected {
-            tracks.insert((file, event.thread), ns);
-            last.insert(file, (ns, event.thread));
+            self.tracks.insert((file, event.thread), ns);
+            self.last.insert(file, (ns, event.thread));
+        }
+        if let Some(BuiltinEvent::SpanCurrent { span }) = builtin {
+            // No event of its own: the later events of its thread carry its span.
+            self.current.insert((file, event.thread), span);
+            return Ok(());
         }
         // `set:Kind` when the log holds more than one set.
         let cat = event.desc.full_kind();
-        let cat = cat.as_str();
         let instant = event_name(event.desc);
-        if event.desc.is_builtin() && event.desc.code == builtin::SPAN_CURRENT {
-            // No event of its own: the later events of its thread carry its span.
-            if let Some(Value::Word(span)) = event.values().next() {
-                current.insert((file, event.thread), span);
-            }
-            return Ok(());
-        }
-        let span = current.get(&(file, event.thread)).copied().unwrap_or(0);
-        let at = At { ns, pid, tid, key: None, flow: None, span };
-        let roles = &roles[file];
+        let span = self.current.get(&(file, event.thread)).copied().unwrap_or(0);
+        let at = At { ns, pid: plan.timeline.pids[file], tid: event.thread, key: None, flow: None, span };
+        let roles = &plan.roles[file];
         let Some(role) = roles.of(event.desc.wire) else {
             return if selected {
-                event_line(&mut events, (&instant, cat, "i"), at, &ann, file, &event)
+                event_line(&mut self.events, (&instant, &cat, "i"), at, &self.ann, file, event)
             } else {
                 Ok(())
             };
         };
         // The flows it takes part in (each piece of work steps on); a Chrome event binds one.
+        let n_logs = plan.roles.len() as u64;
         let links: Vec<(u64, bool, bool)> = role
             .flows
             .iter()
             .filter_map(|f| {
-                let link = flows[file].step(f.flow, IdValue::of(&event.values().nth(f.param)?), f.step)?;
+                let link = self.flows[file].step(f.flow, IdValue::of(&event.values().nth(f.param)?), f.step)?;
                 Some((link.serial * n_logs + file as u64, link.incoming, link.outgoing))
             })
             .collect();
@@ -334,125 +392,161 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
         // step on every event, so that a flow's ids stay those of the whole log.)
         let mut flow = links.first().copied().filter(|_| selected);
         let mut shown = false;
-        if let Some(end) = role.ends
-            && let Some(key) = roles.key(&end, &event)
-            && let Some(ended) = pairers[file].end(event.thread, &key)
-        {
-            // Slices opened inside this one and still open end with it.
-            for inner in ended.cut.iter().filter(|o| o.selected) {
-                cut += 1;
-                unended(&mut events, inner, at)?;
-            }
-            let open = ended.begin;
-            if !open.selected {
-                // Its begin was left out: the span is left out, and this end, when selected,
-                // is an instant.
-                begun_outside += u64::from(selected);
-            } else {
-                tracks.insert((file, event.thread), ns);
-                last.insert(file, (ns, event.thread));
-                let ph = if open.key.is_some() { "e" } else { "E" };
-                // An async end is keyed by its own id, and has its begin's category: Chrome
-                // pairs `b` and `e` within one.
-                let key = match (&open.key, end.pairing) {
-                    (Some(_), event_format::roles::Pairing::Async { param }) => AsyncKey::of(&open.name, &event, param),
-                    _ => None,
-                };
-                event_line(
-                    &mut events,
-                    (&open.name, &open.cat, ph),
-                    At { key: key.as_ref(), ..at },
-                    &ann,
-                    file,
-                    &event,
-                )?;
-                shown = true;
-            }
+        if let Some(end) = role.ends {
+            shown |= self.end(roles, &end, (file, event, selected), at)?;
         }
-        if let Some(begin) = role.begins
-            && let Some(key) = roles.key(&begin, &event)
-        {
-            let name = roles.begin_name(&begin, &event).into_owned();
-            let async_key = match (&key, begin.pairing) {
-                (SpanKey::Async(..), event_format::roles::Pairing::Async { param }) => {
-                    AsyncKey::of(&name, &event, param)
-                }
-                _ => None,
-            };
-            if selected {
-                let ph = if async_key.is_some() { "b" } else { "B" };
-                let at = At { key: async_key.as_ref(), flow: flow.take(), ..at };
-                event_line(&mut events, (&name, cat, ph), at, &ann, file, &event)?;
-                shown = true;
-            }
-            pairers[file].begin(event.thread, key, Open { name, cat: cat.to_owned(), key: async_key, selected });
+        if let Some(begin) = role.begins {
+            shown |= self.begin(roles, &begin, (file, event, selected), &cat, at, &mut flow)?;
         }
         if !selected {
             return Ok(());
         }
         if !shown {
-            event_line(&mut events, (&instant, cat, "i"), At { flow, ..at }, &ann, file, &event)?;
+            event_line(&mut self.events, (&instant, &cat, "i"), At { flow, ..at }, &self.ann, file, event)?;
         }
         if !role.counters.is_empty() {
-            // One counter event of the event's name, a series per counter it samples.
-            let line = events.begin();
-            head(line, &instant, cat, "C", at);
-            line.push('{');
-            for (i, counter) in role.counters.iter().enumerate() {
-                let Some(value) = event.values().nth(counter.param) else { continue };
-                if i > 0 {
-                    line.push(',');
-                }
-                json::string(line, &roles.counters()[counter.counter as usize].name);
-                line.push(':');
-                json::value(line, &value);
-            }
-            line.push_str("}}");
-            events.end()?;
+            self.counters(roles, &role.counters, (&instant, &cat), at, event)?;
         }
         Ok(())
-    })?;
+    }
 
-    let mut unmatched = 0;
-    let mut never = cut;
-    let mut threads: BTreeMap<(usize, u64), Vec<Open>> = BTreeMap::new();
-    let mut asyncs: Vec<(usize, Open)> = Vec::new();
-    for (file, pairer) in pairers.into_iter().enumerate() {
-        unmatched += pairer.unmatched();
-        never += pairer.given_up();
-        let left = pairer.finish();
-        for (thread, open) in left.threads {
-            let open: Vec<Open> = open.into_iter().map(|(_, o)| o).filter(|o| o.selected).collect();
-            never += open.len() as u64;
-            threads.insert((file, thread), open);
+    /// The end of the span `event` ends, if its begin is open: the slices opened inside it
+    /// and still open end with it, and its own end line is written when its begin was
+    /// selected. Whether it wrote that line.
+    fn end(
+        &mut self,
+        roles: &Roles,
+        end: &SpanUse,
+        (file, event, selected): (usize, &Event<'_>, bool),
+        at: At<'_>,
+    ) -> io::Result<bool> {
+        let Some(key) = roles.key(end, event) else { return Ok(false) };
+        let Some(ended) = self.pairers[file].end(event.thread, &key) else { return Ok(false) };
+        for inner in ended.cut.iter().filter(|o| o.selected) {
+            self.cut += 1;
+            unended(&mut self.events, inner, at)?;
         }
-        let opens = left.asyncs.into_iter().flat_map(|(_, opens)| opens.into_iter().filter(|o| o.selected));
-        let before = asyncs.len();
-        asyncs.extend(opens.map(|o| (file, o)));
-        never += (asyncs.len() - before) as u64;
-    }
-    // Async slices never ended end at their log's last event, marked: by log, name and id,
-    // the latest first.
-    asyncs.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
-    for (file, open) in &asyncs {
-        let (ns, thread) = last.get(file).copied().unwrap_or_default();
-        unended(&mut events, open, At { ns, pid: pids[*file], tid: thread, key: None, flow: None, span: 0 })?;
-    }
-    // Slices never ended end at their thread's last event, marked, innermost first.
-    for (&(file, thread), &last_ns) in &tracks {
-        for open in threads.remove(&(file, thread)).unwrap_or_default() {
-            unended(
-                &mut events,
-                &open,
-                At { ns: last_ns, pid: pids[file], tid: thread, key: None, flow: None, span: 0 },
-            )?;
+        let open = ended.begin;
+        if !open.selected {
+            // Its begin was left out: the span is left out, and this end, when selected, is
+            // an instant.
+            self.begun_outside += u64::from(selected);
+            return Ok(false);
         }
-        let name = names.get(&(file, thread)).cloned().unwrap_or_else(|| format!("T{thread}"));
-        metadata(events.begin(), "thread_name", pids[file], thread, &name);
-        events.end()?;
+        self.tracks.insert((file, event.thread), at.ns);
+        self.last.insert(file, (at.ns, event.thread));
+        let ph = if open.key.is_some() { "e" } else { "E" };
+        // An async end is keyed by its own id, and has its begin's category: Chrome pairs `b`
+        // and `e` within one.
+        let key = match (&open.key, end.pairing) {
+            (Some(_), event_format::roles::Pairing::Async { param }) => AsyncKey::of(&open.name, event, param),
+            _ => None,
+        };
+        let at = At { key: key.as_ref(), ..at };
+        event_line(&mut self.events, (&open.name, &open.cat, ph), at, &self.ann, file, event)?;
+        Ok(true)
     }
-    events.out.write_all(b"\n]}\n")?;
-    events.out.flush()?;
+
+    /// The begin of the span `event` begins: paired whether selected or not, its line
+    /// written when selected, binding `flow` (taken). Whether it wrote that line.
+    fn begin(
+        &mut self,
+        roles: &Roles,
+        begin: &SpanUse,
+        (file, event, selected): (usize, &Event<'_>, bool),
+        cat: &str,
+        at: At<'_>,
+        flow: &mut Option<(u64, bool, bool)>,
+    ) -> io::Result<bool> {
+        let Some(key) = roles.key(begin, event) else { return Ok(false) };
+        let name = roles.begin_name(begin, event).into_owned();
+        let async_key = match (&key, begin.pairing) {
+            (SpanKey::Async(..), event_format::roles::Pairing::Async { param }) => AsyncKey::of(&name, event, param),
+            _ => None,
+        };
+        if selected {
+            let ph = if async_key.is_some() { "b" } else { "B" };
+            let at = At { key: async_key.as_ref(), flow: flow.take(), ..at };
+            event_line(&mut self.events, (&name, cat, ph), at, &self.ann, file, event)?;
+        }
+        self.pairers[file].begin(event.thread, key, Open { name, cat: cat.to_owned(), key: async_key, selected });
+        Ok(selected)
+    }
+
+    /// One counter event of the event's name, a series per counter it samples.
+    fn counters(
+        &mut self,
+        roles: &Roles,
+        counters: &[CounterUse],
+        (name, cat): (&str, &str),
+        at: At<'_>,
+        event: &Event<'_>,
+    ) -> io::Result<()> {
+        let line = self.events.begin();
+        head(line, name, cat, "C", at);
+        line.push('{');
+        for (i, counter) in counters.iter().enumerate() {
+            let Some(value) = event.values().nth(counter.param) else { continue };
+            if i > 0 {
+                line.push(',');
+            }
+            json::string(line, &roles.counters()[counter.counter as usize].name);
+            line.push(':');
+            json::value(line, &value);
+        }
+        line.push_str("}}");
+        self.events.end()
+    }
+
+    /// Ends what the logs left open and names the threads, closes the file, and says what
+    /// was not paired.
+    fn finish(mut self, plan: &Plan) -> io::Result<Vec<String>> {
+        let pids = &plan.timeline.pids;
+        let mut unmatched = 0;
+        let mut never = self.cut;
+        let mut threads: BTreeMap<(usize, u64), Vec<Open>> = BTreeMap::new();
+        let mut asyncs: Vec<(usize, Open)> = Vec::new();
+        for (file, pairer) in std::mem::take(&mut self.pairers).into_iter().enumerate() {
+            unmatched += pairer.unmatched();
+            never += pairer.given_up();
+            let left = pairer.finish();
+            for (thread, open) in left.threads {
+                let open: Vec<Open> = open.into_iter().map(|(_, o)| o).filter(|o| o.selected).collect();
+                never += open.len() as u64;
+                threads.insert((file, thread), open);
+            }
+            let opens = left.asyncs.into_iter().flat_map(|(_, opens)| opens.into_iter().filter(|o| o.selected));
+            let before = asyncs.len();
+            asyncs.extend(opens.map(|o| (file, o)));
+            never += (asyncs.len() - before) as u64;
+        }
+        let events = &mut self.events;
+        // Async slices never ended end at their log's last event, marked: by log, name and
+        // id, the latest first.
+        asyncs.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
+        for (file, open) in &asyncs {
+            let (ns, thread) = self.last.get(file).copied().unwrap_or_default();
+            unended(events, open, At { ns, pid: pids[*file], tid: thread, key: None, flow: None, span: 0 })?;
+        }
+        // Slices never ended end at their thread's last event, marked, innermost first.
+        for (&(file, thread), &last_ns) in &self.tracks {
+            let at = At { ns: last_ns, pid: pids[file], tid: thread, key: None, flow: None, span: 0 };
+            for open in threads.remove(&(file, thread)).unwrap_or_default() {
+                unended(events, &open, at)?;
+            }
+            let name = self.names.get(&(file, thread)).cloned().unwrap_or_else(|| format!("T{thread}"));
+            metadata(events.begin(), "thread_name", pids[file], thread, &name);
+            events.end()?;
+        }
+        events.out.write_all(b"\n]}\n")?;
+        events.out.flush()?;
+        Ok(notes(never, self.begun_outside, unmatched))
+    }
+}
+
+/// The notes on the spans that were not paired: `never` ended, `begun_outside` the window
+/// (their ends exported as instants), `unmatched` ends with no open span.
+fn notes(never: u64, begun_outside: u64, unmatched: u64) -> Vec<String> {
     let mut notes = Vec::new();
     if never > 0 {
         notes.push(format!(
@@ -475,7 +569,7 @@ fn write_trace(logs: &mut [Log], out: impl Write, window: &mut Window) -> io::Re
             if unmatched == 1 { "an instant" } else { "instants" }
         ));
     }
-    Ok((ledgers, notes))
+    notes
 }
 
 #[cfg(test)]

@@ -24,11 +24,10 @@
 use super::{Said, Window};
 use crate::export::Item;
 use crate::log::{DumpError, Log};
-use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::ledger::Ledger;
 use event_format::roles::{Pairer, Roles};
 use event_format::text::Seconds;
-use event_format::wire::Value;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
@@ -132,11 +131,8 @@ fn fold(logs: &mut [Log], window: &mut Window, weight: Weight, per_thread: bool)
     let mut names: BTreeMap<(usize, u64), String> = BTreeMap::new();
     let mut counts = Counts::default();
     let ledgers = super::merge_all(logs, "folded", |Item { file, event }| {
-        if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
-            let mut v = event.values();
-            if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                names.insert((file, t), String::from_utf8_lossy(s.bytes).into_owned());
-            }
+        if let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(&event) {
+            names.insert((file, thread), name.to_string_lossy().into_owned());
         }
         let roles = &roles[file];
         let Some(role) = roles.of(event.desc.wire) else { return Ok(()) };

@@ -75,7 +75,7 @@
 //! each log's files and committing them. Imports run one way, from here down:
 //! [`commit`] (the lock, the renames and syncs) uses [`layout`] (the dataset's names and
 //! what it holds); [`rows`] (the tables' columns and rows) hands row groups to [`encode`];
-//! [`times`] computes an event's times; every one reports through [`errors`].
+//! an event's times are its log's [`Timebase`]'s; every one reports through [`errors`].
 
 mod commit;
 mod encode;
@@ -83,7 +83,6 @@ mod errors;
 mod layout;
 mod rows;
 mod spans_table;
-mod times;
 
 use super::Said;
 use super::tables::{Imported, walk_chosen};
@@ -91,9 +90,9 @@ use crate::log::{DumpError, Log};
 use commit::{Dirs, Lock, Rename, sync_each};
 use encode::{Encoder, Fill};
 use errors::{Result, io_error, parquet_error};
-use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::Desc;
-use event_format::wire::Value;
+use event_format::wire::{Header, Timebase};
 use layout::{
     DAY_MICROS, KEY_EVENT, KEY_LOG, day_of, event_meaning, existing_meaning, id_of, logged, one_per_segment, partition,
     read_dataset, table_name,
@@ -107,7 +106,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use times::{Times, ns_since_start, wall_micros_of};
 
 /// The most bytes the column buffers of all tables hold before the largest is written out.
 const BUFFER_BYTES: usize = 64 << 20;
@@ -441,7 +439,9 @@ fn plan(logs: &[Log], out: &Path, dataset: &HashMap<String, PathBuf>) -> Result<
 }
 
 /// Writes one log's events into temporary files, then its `threads` and `logs` files; adds
-/// them to `files` and `logs_files` (renamed last).
+/// them to `files` and `logs_files` (renamed last). The events are written as they are read
+/// ([`write_events`]); what they leave is the plan of the log's own rows ([`LogRows::plan`]),
+/// written after its spans ([`LogRows::write`]). On an error every file of the log goes.
 fn write_log(
     log: &mut Log,
     id: &str,
@@ -451,8 +451,6 @@ fn write_log(
     carried: &mut Option<Carried>,
 ) -> Result<Imported> {
     let header = log.header().clone();
-    let times = Times::new(header.clock);
-    let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
     let mut files_of = LogFiles {
         out,
         name: format!("{id}.parquet"),
@@ -462,13 +460,66 @@ fn write_log(
         created_dirs,
         buffered: 0,
     };
+    let mut read = match write_events(log, id, &header, &mut files_of) {
+        Ok(read) => read,
+        Err(e) => {
+            files_of.abandon();
+            return Err(e);
+        }
+    };
+    let shown = log.path().display().to_string();
+    let rows = LogRows::plan(log, id, &header, &mut read);
+    if rows.high >> 63 != 0 {
+        eprintln!(
+            "event-dump: {shown}: a thread id, tick count or header number is above 2^63 - 1; the signed column holds its bits (a negative number), as docs/OUTPUT.md says"
+        );
+    }
+    if let Err(e) = write_spans(log, &mut files_of, carried).and_then(|()| rows.write(log, &header, &mut files_of)) {
+        files_of.abandon();
+        return Err(e);
+    }
+    let mut mine = Vec::new();
+    files_of.finish(&mut mine)?;
+    // The `logs` file was opened last: it is renamed after every other file of the run.
+    if let Some(logs_file) = mine.pop() {
+        logs_files.push(logs_file);
+    }
+    files.extend(mine);
+    let l = &read.walked.ledger;
+    Ok(Imported {
+        path: shown,
+        log: id.to_owned(),
+        events: l.events(),
+        left_out: 0,
+        said: Said::of([l]),
+        already: false,
+    })
+}
+
+/// What writing a log's events leaves for its own rows.
+struct EventsWritten {
+    /// The walk's ledger and counts.
+    walked: super::tables::Walked,
+    /// Each thread's name, from its `ThreadName` events.
+    names: BTreeMap<u64, String>,
+    /// Every number written to a signed column as a count, or-ed: bit 63 set when one of
+    /// them does not fit.
+    high: u64,
+    /// The `histograms` table's rows: few (one per bucket of each record), kept until the
+    /// end; `None` when the log declares no histogram (and has no such table).
+    histogram_rows: Option<Vec<Vec<Cell>>>,
+}
+
+/// Writes every event of `log` as a row of its table's file of its day, and learns what the
+/// log's own rows need.
+fn write_events(log: &mut Log, id: &str, header: &Header, files_of: &mut LogFiles<'_>) -> Result<EventsWritten> {
+    let times = Timebase::new(&header.clock);
     // Wire code -> the table and day of the last row of that type.
     let mut last: Vec<Option<Last>> = vec![None; 1 << 16];
     let mut names: BTreeMap<u64, String> = BTreeMap::new();
     let mut high =
         header.producer.pid | header.clock.ticks_per_second | header.clock.start_ticks | header.clock.ref_ticks;
-    let declared = event_format::histogram::Declared::new(&header);
-    // The `histograms` table's rows: few (one per bucket of each record), kept until the end.
+    let declared = event_format::histogram::Declared::new(header);
     let mut histogram_rows: Vec<Vec<Cell>> = Vec::new();
     let walked = walk_chosen(
         log,
@@ -480,8 +531,8 @@ fn write_log(
                     Cell::Str(id.to_owned()),
                     count(row.thread),
                     count(event.time),
-                    Cell::I64(ns_since_start(&times, event.time)),
-                    Cell::I64(ns_since_start(&times, row.since)),
+                    Cell::I64(times.nanos_i64(event.time)),
+                    Cell::I64(times.nanos_i64(row.since)),
                     Cell::Str(h.name.clone()),
                     Cell::Str(row.declared.set.clone()),
                     Cell::Str(row.declared.of.clone()),
@@ -493,8 +544,8 @@ fn write_log(
                     count(row.count),
                 ]);
             }
-            let ns = ns_since_start(&times, event.time);
-            let wall = wall_micros_of(&times, event.time, ns);
+            let ns = times.nanos_i64(event.time);
+            let wall = times.wall_micros_at(event.time, ns);
             let slot = &mut last[usize::from(event.desc.wire)];
             let i = match slot {
                 // The day of the last row of its type: no division.
@@ -514,11 +565,8 @@ fn write_log(
                     file
                 }
             };
-            if event.desc.code == builtin::THREAD_NAME && event.desc.is_builtin() {
-                let mut v = event.values();
-                if let (Some(Value::Word(t)), Some(Value::Str(s))) = (v.next(), v.next()) {
-                    names.insert(t, String::from_utf8_lossy(s.bytes).into_owned());
-                }
+            if let Some(BuiltinEvent::ThreadName { thread, name }) = BuiltinEvent::of(event) {
+                names.insert(thread, name.to_string_lossy().into_owned());
             }
             if files_of.tables[i].other_order(event.order) {
                 files_of.buffered -= files_of.tables[i].bytes;
@@ -531,74 +579,82 @@ fn write_log(
             files_of.relieve(i);
             Ok(())
         },
-    );
-    let walked = match walked {
-        Ok(w) => w,
-        Err(e) => {
-            files_of.abandon();
-            return Err(e);
+    )?;
+    let histogram_rows = (!declared.is_empty()).then_some(histogram_rows);
+    Ok(EventsWritten { walked, names, high, histogram_rows })
+}
+
+/// The rows of a log's own tables, planned once its events are written: its `logs` row,
+/// a `threads` row per thread, its histograms' buckets.
+struct LogRows {
+    /// The log's recording id (hex).
+    id: String,
+    log_row: Vec<Cell>,
+    thread_rows: Vec<Vec<Cell>>,
+    histogram_rows: Option<Vec<Vec<Cell>>>,
+    /// [`EventsWritten::high`], with the thread ids.
+    high: u64,
+}
+
+impl LogRows {
+    fn plan(log: &Log, id: &str, header: &Header, read: &mut EventsWritten) -> LogRows {
+        let l = &read.walked.ledger;
+        let id_source = if header.properties.recording.is_some() { "header" } else { "derived" };
+        let log_row = {
+            use Cell::*;
+            vec![
+                Str(id.to_owned()),
+                Str(id_source.to_owned()),
+                count(log.len()),
+                if header.producer.host.is_empty() { Null } else { Str(header.producer.host.clone()) },
+                Str(header.producer.program.clone()),
+                count(header.producer.pid),
+                Str(header.producer.arch.clone()),
+                Str(header.producer.os.clone()),
+                I32(i32::from(header.producer.pointer_width)),
+                I64(header.producer.start_wall_ns.div_euclid(1000)),
+                I64(header.producer.start_wall_ns),
+                Str(header.format.to_string()),
+                Str(super::set_versions(header)),
+                Str(header.clock.source.name().to_owned()),
+                count(header.clock.ticks_per_second),
+                count(header.clock.start_ticks),
+                count(header.clock.ref_ticks),
+                I64(header.clock.ref_wall_ns),
+                I32(bits32(header.block_size)),
+                count(l.events()),
+                count(l.blocks()),
+                count(l.damaged_blocks().len() as u64),
+                count(l.bad_records().len() as u64),
+                count(l.unknown_records()),
+                count(l.lost()),
+                count(l.missing_blocks()),
+                count(l.truncated_strings()),
+                header.properties.label("service").map_or(Null, |s| Str(s.to_owned())),
+                Str(crate::identity::labels_json(header)),
+                Str(log.recording_id().to_hex()),
+                header.properties.segment.map_or(Null, |s| count(s.index)),
+            ]
+        };
+        // Every thread with a block, and every thread a `Dropped` event names.
+        let threads: BTreeSet<u64> = l.threads().map(|(t, _)| t).chain(l.lost_by_thread().keys().copied()).collect();
+        let mut high = read.high;
+        let mut thread_rows = Vec::new();
+        for thread in threads {
+            high |= thread;
+            let name = read.names.get(&thread).map_or(Cell::Null, |n| Cell::Str(n.clone()));
+            let events = read.walked.events_by_thread.get(&thread).copied().unwrap_or(0);
+            let lost = l.lost_by_thread().get(&thread).copied().unwrap_or(0);
+            thread_rows.push(vec![Cell::Str(id.to_owned()), count(thread), name, count(events), count(lost)]);
         }
-    };
-    let l = &walked.ledger;
-    let shown = log.path().display().to_string();
-    let id_source = if header.properties.recording.is_some() { "header" } else { "derived" };
-    let log_row = {
-        use Cell::*;
-        vec![
-            Str(id.to_owned()),
-            Str(id_source.to_owned()),
-            count(log.len()),
-            if header.producer.host.is_empty() { Null } else { Str(header.producer.host.clone()) },
-            Str(header.producer.program.clone()),
-            count(header.producer.pid),
-            Str(header.producer.arch.clone()),
-            Str(header.producer.os.clone()),
-            I32(i32::from(header.producer.pointer_width)),
-            I64(header.producer.start_wall_ns.div_euclid(1000)),
-            I64(header.producer.start_wall_ns),
-            Str(header.format.to_string()),
-            Str(super::set_versions(&header)),
-            Str(header.clock.source.name().to_owned()),
-            count(header.clock.ticks_per_second),
-            count(header.clock.start_ticks),
-            count(header.clock.ref_ticks),
-            I64(header.clock.ref_wall_ns),
-            I32(bits32(header.block_size)),
-            count(l.events()),
-            count(l.blocks()),
-            count(l.damaged_blocks().len() as u64),
-            count(l.bad_records().len() as u64),
-            count(l.unknown_records()),
-            count(l.lost()),
-            count(l.missing_blocks()),
-            count(l.truncated_strings()),
-            header.properties.label("service").map_or(Null, |s| Str(s.to_owned())),
-            Str(crate::identity::labels_json(&header)),
-            Str(log.recording_id().to_hex()),
-            header.properties.segment.map_or(Null, |s| count(s.index)),
-        ]
-    };
-    // Every thread with a block, and every thread a `Dropped` event names.
-    let threads: BTreeSet<u64> = l.threads().map(|(t, _)| t).chain(l.lost_by_thread().keys().copied()).collect();
-    let mut thread_rows = Vec::new();
-    for thread in threads {
-        high |= thread;
-        let name = names.get(&thread).map_or(Cell::Null, |n| Cell::Str(n.clone()));
-        let events = walked.events_by_thread.get(&thread).copied().unwrap_or(0);
-        let lost = l.lost_by_thread().get(&thread).copied().unwrap_or(0);
-        thread_rows.push(vec![Cell::Str(id.to_owned()), count(thread), name, count(events), count(lost)]);
+        LogRows { id: id.to_owned(), log_row, thread_rows, histogram_rows: read.histogram_rows.take(), high }
     }
-    if high >> 63 != 0 {
-        eprintln!(
-            "event-dump: {shown}: a thread id, tick count or header number is above 2^63 - 1; the signed column holds its bits (a negative number), as docs/OUTPUT.md says"
-        );
-    }
-    let spanned = write_spans(log, &mut files_of, carried);
-    if let Err(e) = spanned {
-        files_of.abandon();
-        return Err(e);
-    }
-    let built = (|| {
+
+    /// Writes the rows, each table of the log's first day, after an empty file for every
+    /// event type (and the `spans` table) new to the dataset; the `logs` file last.
+    fn write(self, log: &Log, header: &Header, files_of: &mut LogFiles<'_>) -> Result<()> {
+        let out = files_of.out;
+        let start_day = day_of(header.producer.start_wall_ns.div_euclid(1000));
         // Every event type of the log new to the dataset has a table: an empty file.
         for desc in log.catalog().iter() {
             let Some(name) = table_name(desc) else { continue };
@@ -612,40 +668,21 @@ fn write_log(
         if !spans_written && !out.join(spans_table::SPANS).exists() {
             files_of.spans_table(start_day)?;
         }
-        if !declared.is_empty() {
+        if let Some(rows) = self.histogram_rows {
             let histograms = files_of.open("histograms", start_day, histograms_columns(), Vec::new(), None)?;
-            for row in histogram_rows {
+            for row in rows {
                 files_of.tables[histograms].push_cells(row);
             }
         }
         let threads = files_of.open("threads", start_day, threads_columns(), Vec::new(), None)?;
-        for row in thread_rows {
+        for row in self.thread_rows {
             files_of.tables[threads].push_cells(row);
         }
-        let meta = vec![KeyValue::new(KEY_LOG.to_owned(), format!("{id} {}", log.len()))];
+        let meta = vec![KeyValue::new(KEY_LOG.to_owned(), format!("{} {}", self.id, log.len()))];
         let logs_table = files_of.open("logs", start_day, logs_columns(), meta, None)?;
-        files_of.tables[logs_table].push_cells(log_row);
+        files_of.tables[logs_table].push_cells(self.log_row);
         Ok(())
-    })();
-    if let Err(e) = built {
-        files_of.abandon();
-        return Err(e);
     }
-    let mut mine = Vec::new();
-    files_of.finish(&mut mine)?;
-    // The `logs` file was opened last: it is renamed after every other file of the run.
-    if let Some(logs_file) = mine.pop() {
-        logs_files.push(logs_file);
-    }
-    files.extend(mine);
-    Ok(Imported {
-        path: shown,
-        log: id.to_owned(),
-        events: l.events(),
-        left_out: 0,
-        said: Said::of([l]),
-        already: false,
-    })
 }
 
 /// The `spans` rows of `log` (a whole stream, or one segment: the spans that end in it,

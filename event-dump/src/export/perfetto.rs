@@ -67,7 +67,7 @@ use super::{Said, Window};
 use crate::export::Item;
 use crate::log::{DumpError, Log};
 use crate::render::Annotations;
-use event_format::builtin;
+use event_format::builtins::{BuiltinEvent, interned_arg};
 use event_format::decode::{Catalog, Event};
 use event_format::fields::FieldValue;
 use event_format::ledger::Ledger;
@@ -733,25 +733,23 @@ impl<W: Write> Encoder<W> {
         let Encoder { trace, timeline, roles, processes, ann, max_interned } = self;
         ann.learn(file, event);
         let process = &mut processes[file];
-        if event.desc.code == builtin::THREAD_NAME {
-            let mut values = event.values();
-            if let (Some(Value::Word(thread)), Some(Value::Str(name))) = (values.next(), values.next()) {
-                let name = String::from_utf8_lossy(name.bytes).into_owned();
+        match BuiltinEvent::of(event) {
+            Some(BuiltinEvent::ThreadName { thread, name }) => {
+                let name = name.to_string_lossy().into_owned();
                 if let Some(&uuid) = process.threads.get(&thread) {
                     trace.thread_descriptor(uuid, process.pid, thread, &name);
                 }
                 process.names.insert(thread, name);
             }
-        }
-        if event.desc.is_builtin() && event.desc.code == builtin::SPAN_CURRENT {
-            // No event of its own: the later events of its thread carry its span.
-            if let Some(Value::Word(span)) = event.values().next() {
+            Some(BuiltinEvent::SpanCurrent { span }) => {
+                // No event of its own: the later events of its thread carry its span.
                 match span {
                     0 => process.current.remove(&event.thread),
                     span => process.current.insert(event.thread, span),
                 };
+                return Ok(());
             }
-            return Ok(());
+            _ => {}
         }
         trace.span = process.current.get(&event.thread).copied().unwrap_or(0);
         let Ok(ts) = u64::try_from(timeline.ns(file, event.time)) else {
@@ -1111,7 +1109,7 @@ fn annotations<W: Write>(trace: &mut Trace<W>, event: &Event<'_>, names: &mut Na
         trace.p.end(nested);
         let label = match value {
             Value::Pointer(v) | Value::Address(v) => ann.label(file, v),
-            Value::Word(v) if event.desc.code == builtin::LABEL && i == 1 => ann.interned(file, v),
+            Value::Word(v) if interned_arg(event.desc) == Some(i) => ann.interned(file, v),
             _ => None,
         };
         if let Some(label) = label {

@@ -13,7 +13,7 @@ use crate::log::{DumpError, Log};
 use event_format::decode::Desc;
 use event_format::letter::{self, Letter};
 use event_format::schema::BUILTIN_KIND;
-use event_format::wire::Value;
+use event_format::wire::{Timebase, Value};
 use rusqlite::{Connection, ErrorCode, Statement, Transaction, TransactionBehavior};
 use std::collections::HashMap;
 use std::path::Path;
@@ -795,7 +795,7 @@ fn insert_events(
     serial: i64,
 ) -> rusqlite::Result<Walked> {
     let mut statements: HashMap<u16, Statement<'_>> = HashMap::new();
-    let clock = log.header().clock;
+    let time = Timebase::new(&log.header().clock);
     let declared = event_format::histogram::Declared::new(log.header());
     let mut buckets = tx.prepare(
         "INSERT INTO histogram_bucket (log, time, seconds, thread, since, histogram, event_set, of, unit, layout, \
@@ -808,7 +808,7 @@ fn insert_events(
             buckets.execute((
                 serial,
                 bits(event.time),
-                clock.seconds_since_start(event.time),
+                time.seconds(event.time),
                 bits(row.thread),
                 bits(row.since),
                 &h.name,
@@ -829,7 +829,7 @@ fn insert_events(
         };
         stmt.raw_bind_parameter(1, serial)?;
         stmt.raw_bind_parameter(2, bits(event.time))?;
-        stmt.raw_bind_parameter(3, clock.seconds_since_start(event.time))?;
+        stmt.raw_bind_parameter(3, time.seconds(event.time))?;
         stmt.raw_bind_parameter(4, bits(event.thread))?;
         for (i, value) in event.values().enumerate() {
             let at = FIXED_COLUMNS.len() + 1 + i;

@@ -343,14 +343,12 @@ pub(super) fn histogram_rows<'a>(
     declared: &'a event_format::histogram::Declared,
     event: &Event<'_>,
 ) -> Option<Vec<BucketRow<'a>>> {
-    if !(event.desc.is_builtin() && event.desc.code == event_format::builtin::HISTOGRAM) {
+    let Some(event_format::builtins::BuiltinEvent::Histogram { histogram, .. }) =
+        event_format::builtins::BuiltinEvent::of(event)
+    else {
         return None;
-    }
-    let index = match event.values().nth(1) {
-        Some(event_format::wire::Value::Unsigned(i)) => i as usize,
-        _ => return None,
     };
-    let d = declared.get(index)?;
+    let d = declared.get(histogram as usize)?;
     let (facts, distribution) = event_format::histogram::Distribution::of_record(event, d.histogram.buckets).ok()?;
     let rows = distribution
         .nonempty()

@@ -4,7 +4,7 @@
 //! wall clocks; one log's times are its own, from its start).
 
 use crate::log::Log;
-use event_format::text::Seconds;
+use event_format::wire::Timebase;
 use std::collections::BTreeSet;
 
 /// Where each log's events go on the trace: its process id and its times.
@@ -12,8 +12,8 @@ pub(crate) struct Timeline {
     /// Each log's pid: its header's, unless an earlier log took it (two logs of one process,
     /// or of two machines): then the next number no log has.
     pub(crate) pids: Vec<u64>,
-    /// Each log's clock.
-    seconds: Vec<Seconds>,
+    /// Each log's timebase.
+    times: Vec<Timebase>,
     /// Each log's start on the time line, in nanoseconds from the earliest start.
     offsets: Vec<i128>,
 }
@@ -24,13 +24,13 @@ impl Timeline {
         let starts: Vec<i128> = clocks.iter().map(|c| c.wall_ns(c.start_ticks)).collect();
         let earliest = starts.iter().copied().min().unwrap_or(0);
         let offsets = if logs.len() > 1 { starts.iter().map(|s| s - earliest).collect() } else { vec![0; logs.len()] };
-        Timeline { pids: assign_pids(logs), seconds: clocks.iter().map(Seconds::new).collect(), offsets }
+        Timeline { pids: assign_pids(logs), times: clocks.iter().map(Timebase::new).collect(), offsets }
     }
 
     /// The time of `ticks` of log `file` on the time line, in nanoseconds.
     #[inline]
     pub(crate) fn ns(&self, file: usize, ticks: u64) -> i128 {
-        self.seconds[file].nanos(ticks) + self.offsets[file]
+        self.times[file].nanos(ticks) + self.offsets[file]
     }
 }
 

@@ -600,3 +600,55 @@ fn the_host_and_labels_are_columns_of_the_log() {
         .unwrap();
     assert_eq!(pod, "api \"7f9c\"");
 }
+
+/// A stream of a 3 GHz clock (one tick is a third of a nanosecond) with a `Message` at the
+/// start, one tick after it, and 1 s and 4 ticks after it.
+fn three_ghz_log(d: &Path) -> PathBuf {
+    let mut header = event_format::testing::sample_header(event_format::wire::Order::Little);
+    header.clock = event_format::wire::Clock {
+        source: event_format::wire::ClockSource::Tsc,
+        ticks_per_second: 3_000_000_000,
+        ref_ticks: 3_000,
+        ref_wall_ns: 1_700_000_000_000_000_000,
+        start_ticks: 3_000,
+    };
+    let mut bytes = header.encode().unwrap();
+    let mut block = BlockWriter::new(
+        header.order,
+        header.block_size,
+        &BlockHeader { thread: 1, base_time: 3_000, ..Default::default() },
+    );
+    for ticks in [3_000, 3_001, 3_000 + 3_000_000_004] {
+        let text = event_format::wire::Text::new("tick");
+        block.push(event_format::builtin::MESSAGE, ticks, &[Value::Str(text)]).unwrap();
+    }
+    bytes.extend(block.finish());
+    let path = d.join("three-ghz.evt");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// docs/OUTPUT.md ("Time"): `seconds` is the nanoseconds `print` shows, over 10^9: `print`'s
+/// text read as a number, on a clock whose ticks are not whole nanoseconds too.
+#[test]
+fn seconds_are_prints_seconds() {
+    let d = dir();
+    let log = three_ghz_log(&d);
+    let db_path = fresh_db(&d, "three-ghz.db");
+    let out = export(&db_path, &[&log]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = run(&["print", log.to_str().unwrap()]);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let want: Vec<f64> =
+        common::stdout(&printed).lines().map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(want, [0.0, 0.0, 1.000000001], "print's seconds");
+    let db = Connection::open(&db_path).unwrap();
+    let seconds: Vec<f64> = db
+        .prepare("SELECT seconds FROM EVENT_Message ORDER BY time")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(seconds, want);
+}

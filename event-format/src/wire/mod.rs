@@ -13,6 +13,7 @@ mod properties;
 mod put;
 mod record;
 mod sets;
+mod timebase;
 mod value;
 
 pub use block::{
@@ -36,6 +37,7 @@ pub use properties::{
 pub use put::{ArgWriter, encode_value, put_record_header};
 pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
 pub use sets::{SetEntry, WireCodes};
+pub use timebase::Timebase;
 pub use value::{Text, Value, ValueIter, fit_strings, fit_texts, record_len};
 
 /// Offsets of the record header's fields, for writers ([`put_record_header`]) and readers

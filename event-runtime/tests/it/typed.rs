@@ -131,9 +131,13 @@ fn each_event_carries_its_thread_and_time_and_losses_are_items() {
     assert!(!reader.summary().is_whole());
 }
 
+/// The seconds `event-dump` prints for `ticks`, read as a number: what the typed reader's
+/// `At::seconds` is.
 fn reader_seconds(stream: &[u8], ticks: u64) -> f64 {
     let decoder = event_format::decode::Decoder::new(stream).unwrap();
-    decoder.header().clock.seconds_since_start(ticks)
+    let mut text = String::new();
+    event_format::text::write_seconds(&mut text, &decoder.header().clock, ticks).unwrap();
+    text.parse().unwrap()
 }
 
 #[test]

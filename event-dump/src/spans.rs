@@ -33,6 +33,7 @@
 
 use crate::log::Log;
 use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::Event;
 use event_format::fields::FieldValue;
 use event_format::roles::{FlowLink, Flows, IdValue, Pairer, Pairing, Role, Roles, SpanSource, SpanUse};
@@ -572,53 +573,42 @@ impl SpanModel {
     /// event is a span's event when it was). Each span it ends goes to `emit`.
     pub(crate) fn event(&mut self, event: &Event<'_>, selected: bool, emit: &mut dyn FnMut(Span)) {
         let thread = event.thread;
-        if event.desc.is_builtin() {
-            match event.desc.code {
-                builtin::THREAD_NAME => {
-                    let mut v = event.values();
-                    if let (Some(Value::Word(t)), Some(Value::Str(name))) = (v.next(), v.next()) {
-                        self.thread_names.insert(t, String::from_utf8_lossy(name.bytes).into_owned());
-                    }
-                    return;
-                }
-                builtin::SPAN_CURRENT => {
-                    if let Some(Value::Word(span)) = event.values().next() {
-                        match span {
-                            0 => self.current.remove(&thread),
-                            span => self.current.insert(thread, span),
-                        };
-                    }
-                    return;
-                }
-                builtin::SPAN_RECORD => {
-                    let mut v = event.values();
-                    if let Some(Value::Word(span)) = v.next()
-                        && let Some(&slot) = self.tracing_open.get(&span)
-                        && let Some(fields) = event_format::fields::of_event(event)
-                        && let Some(open) = self.slots.get_mut(slot)
-                    {
-                        for (key, value) in &fields {
-                            open.span.attributes.set(key, Attr::of_field(value));
-                        }
-                    }
-                    return;
-                }
-                builtin::SPAN_FOLLOWS => {
-                    let mut v = event.values();
-                    if let (Some(Value::Word(span)), Some(Value::Word(follows))) = (v.next(), v.next())
-                        && let Some(&slot) = self.tracing_open.get(&span)
-                        && let Some(&to) = self.tracing_ids.get(&follows)
-                        && let Some(open) = self.slots.get_mut(slot)
-                    {
-                        push_link(
-                            &mut open.span,
-                            Link { trace_id: to.trace, span_id: to.span, why: "follows_from", flow: String::new() },
-                        );
-                    }
-                    return;
-                }
-                _ => {}
+        match BuiltinEvent::of(event) {
+            Some(BuiltinEvent::ThreadName { thread: t, name }) => {
+                self.thread_names.insert(t, name.to_string_lossy().into_owned());
+                return;
             }
+            Some(BuiltinEvent::SpanCurrent { span }) => {
+                match span {
+                    0 => self.current.remove(&thread),
+                    span => self.current.insert(thread, span),
+                };
+                return;
+            }
+            Some(BuiltinEvent::SpanRecord { span, .. }) => {
+                if let Some(&slot) = self.tracing_open.get(&span)
+                    && let Some(fields) = event_format::fields::of_event(event)
+                    && let Some(open) = self.slots.get_mut(slot)
+                {
+                    for (key, value) in &fields {
+                        open.span.attributes.set(key, Attr::of_field(value));
+                    }
+                }
+                return;
+            }
+            Some(BuiltinEvent::SpanFollows { span, follows }) => {
+                if let Some(&slot) = self.tracing_open.get(&span)
+                    && let Some(&to) = self.tracing_ids.get(&follows)
+                    && let Some(open) = self.slots.get_mut(slot)
+                {
+                    push_link(
+                        &mut open.span,
+                        Link { trace_id: to.trace, span_id: to.span, why: "follows_from", flow: String::new() },
+                    );
+                }
+                return;
+            }
+            _ => {}
         }
         let roles = std::sync::Arc::clone(&self.roles);
         let Some(role) = roles.of(event.desc.wire) else {
@@ -769,10 +759,7 @@ impl SpanModel {
         let mut name = if desc.qualified { format!("{}:{}", desc.set, desc.name) } else { desc.name.clone() };
         if desc.is_builtin() && desc.code == builtin::TRACE_EVENT {
             // A `tracing` event: named by its message, its level, target and fields beside.
-            let mut v = event.values();
-            if let (Some(Value::Unsigned(level)), Some(Value::Str(target)), Some(Value::Str(text))) =
-                (v.next(), v.next(), v.next())
-            {
+            if let Some(BuiltinEvent::TraceEvent { level, target, text }) = BuiltinEvent::of(event) {
                 let level = match level {
                     1 => "ERROR",
                     2 => "WARN",
@@ -822,8 +809,7 @@ impl SpanModel {
         let mut tracing = None;
         let mut parent_value = 0;
         if tracing_span {
-            let mut v = event.values();
-            if let (Some(Value::Word(span)), Some(Value::Word(parent))) = (v.next(), v.next()) {
+            if let Some(BuiltinEvent::SpanOpen { span, parent, .. }) = BuiltinEvent::of(event) {
                 tracing = Some(span);
                 parent_value = parent;
             }

@@ -7,11 +7,11 @@
 
 use crate::common::{DUMP, Scratch, program};
 use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::histogram::{Distribution, Histograms};
 use event_format::ledger::Ledger;
 use event_format::schema::Buckets;
-use event_format::wire::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -66,14 +66,11 @@ fn read_limited(path: &Path) -> Limited {
         for entry in block.entries(&catalog) {
             ledger.entry(block.header.thread, block.header.sequence, &entry);
             let Entry::Event(e) = entry else { continue };
-            let values: Vec<Value<'_>> = e.values().collect();
             if e.desc.is_builtin() && e.desc.code == builtin::SUPPRESSED {
-                let (Value::Word(thread), Value::Unsigned(code), Value::Word(count)) =
-                    (&values[0], &values[1], &values[2])
-                else {
-                    panic!("{values:?}")
+                let Some(BuiltinEvent::Suppressed { thread, code, count, .. }) = BuiltinEvent::of(&e) else {
+                    panic!("a Suppressed that does not read as one: {:?}", e.values().collect::<Vec<_>>())
                 };
-                *l.suppressed.entry((*code as u16, *thread)).or_default() += count;
+                *l.suppressed.entry((code as u16, thread)).or_default() += count;
             } else if !e.desc.is_builtin() {
                 let s = header.clock.seconds_since_start(e.time);
                 let k = l.kept.entry((e.desc.wire, e.thread)).or_insert((0, s, s));

@@ -611,6 +611,28 @@ pub mod columns {
         result
     }
 
+    /// Why an image whose records run past the bytes it holds for them is refused: the error
+    /// that reading every record's length in order gives (the first length below 8, records
+    /// past a block's `limit`, or arguments more than the image's `args` bytes), as the
+    /// first pass of [`decode_checked`] would have given it. Cold: no image a writer made
+    /// gets here.
+    #[cold]
+    #[inline(never)]
+    fn past_room(order: Order, heads: &[u8], n: usize, args: usize, limit: usize) -> String {
+        let mut total = 0usize;
+        for head in heads.chunks_exact(4) {
+            let len = usize::from(order.u16(&head[2..]));
+            if len < RECORD_HEADER_LEN {
+                return format!("a record of length {len}");
+            }
+            total += len;
+            if total > limit {
+                return format!("its records are more than a block's {limit} bytes");
+            }
+        }
+        format!("its records' arguments are {} bytes, and it holds {args}", total - n * RECORD_HEADER_LEN)
+    }
+
     fn decode_checked(
         order: Order,
         image: &[u8],
@@ -633,14 +655,16 @@ pub mod columns {
         of.resize(n, 0);
         args_at.clear();
         args_at.resize(n, 0);
-        // Sized to the most a block holds first, so that each record's header is written in
-        // the pass that reads it; only grown (every byte below the records' end is written
-        // before it is read, so no block pays for zeroing the buffer it reuses), and cut to
-        // the records' end below. No more than the image was given room for.
-        if records.len() < limit {
-            records.resize(limit, 0);
+        // Sized first to what the image holds records for (the records of a whole image: its
+        // heads and deltas are their headers, and every other byte an argument's), at most a
+        // block, so that each record's header is written in the pass that reads it. Only
+        // grown: every byte below the records' end is written before it is read, so no block
+        // pays for zeroing the buffer it reuses.
+        let room = limit.min(image.len() - 4);
+        if records.len() < room {
+            records.resize(room, 0);
         }
-        let out = &mut records[..limit];
+        let out = &mut records[..room];
         let mut total = 0usize;
         // Members are counted a run at a time: records of one kind come in runs, and a count
         // kept in memory would make each record wait for the one before.
@@ -653,10 +677,10 @@ pub mod columns {
             }
             let at = total;
             total += len;
-            if total > limit {
-                return Err(format!("its records are more than a block's {limit} bytes"));
+            if total > room {
+                return Err(past_room(order, heads, n, args.len(), limit));
             }
-            // In `out`: at + RECORD_HEADER_LEN <= total <= limit.
+            // In `out`: at + RECORD_HEADER_LEN <= total <= room.
             let header = &mut out[at..at + RECORD_HEADER_LEN];
             header[..4].copy_from_slice(head);
             header[4..].copy_from_slice(delta);

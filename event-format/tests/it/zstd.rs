@@ -231,7 +231,8 @@ fn a_column_image_that_does_not_add_up_is_bad_packing() {
 /// Records of every argument length from 0 to 41 bytes (every remainder modulo 8 of a group's
 /// columns) and 1 to 23 records of each (groups shorter and longer than the 8 rows the reader
 /// transposes at a time), interleaved: the column image reads back byte for byte, into a
-/// buffer that held a longer block's records before, and a shorter one's after.
+/// buffer that held a longer block's records before, and a shorter one's after; into a
+/// buffer of its own, it takes no more room than the records.
 #[test]
 fn columns_of_every_length_and_count_read_back() {
     let order = Order::Little;
@@ -262,6 +263,13 @@ fn columns_of_every_length_and_count_read_back() {
         columns::decode(order, &image, (1 << 16) - 48, &mut back).unwrap();
         assert!(back == records, "{} bytes of records read back differently", records.len());
     }
+    // A buffer of its own holds no more than the records, whatever the block's limit.
+    let records = block(0..8);
+    let mut image = Vec::new();
+    assert!(columns::encode(order, &records, &mut image));
+    let mut fresh = Vec::new();
+    columns::decode(order, &image, (1 << 20) - 48, &mut fresh).unwrap();
+    assert!(fresh.capacity() < image.len(), "{} bytes taken for {} of records", fresh.capacity(), records.len());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //!     match $crate::__event_runtime::__private::route(&$crate::events::__BITS, 0) {
 //!         Route::Off => {}
 //!         route => match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
-//!             (a0, a1, a2) => emit_routed(route, &$crate::events::SET, 0, 24, &[], |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
+//!             (a0, a1, a2) => emit_routed(route, &$crate::events::SET, 0, 24, &[], move |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
 //!         },
 //!     }
 //! }
@@ -20,7 +20,9 @@
 //! index, which the recording turns into the record's wire code (docs/EVENT-SETS.md,
 //! decisions 1 and 4).
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
-//! temporaries (e.g. a `format!` string) alive while the record is written. Each conversion
+//! temporaries (e.g. a `format!` string) alive while the record is written. The closure that
+//! writes them takes them by value (`move`: they are `Copy`, a string's `&str` too), so that
+//! they stay in registers rather than on the stack for it to read back. Each conversion
 //! is spanned on its argument, so a type error points at it. Each argument is written by the
 //! method of its letter of event-format's `wire::ArgWriter` (the runtime's `Cursor`): the
 //! bytes of each letter are defined there, once, not here.
@@ -137,7 +139,7 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
                             #index,
                             #fixed,
                             &[#(#strs),*],
-                            |#w: &mut #p::Cursor<'_>| { #(#writes)* },
+                            move |#w: &mut #p::Cursor<'_>| { #(#writes)* },
                         ),
                     }
                 }

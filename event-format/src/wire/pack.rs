@@ -433,29 +433,37 @@ pub mod columns {
     }
 
     /// The inverse of [`gather_columns`]: the `l` columns of `m` bytes of `src` written as the
-    /// rows that start at `rows_at` in `records`. Each square's 8 columns are walked by 8
-    /// iterators of 8-byte chunks, so that its loads need no bounds checks.
+    /// rows that start at `rows_at` in `records`. Squares of 8 columns × 8 rows: the 8 columns
+    /// cut once (of one length, so that one test bounds the reads of all 8), then each square
+    /// read as 8 words, transposed and written as 8 words, one a row. 4 columns left over are
+    /// half squares (4 bytes a row); fewer, and the rows past the last 8, byte by byte.
     fn scatter_columns(src: &[u8], records: &mut [u8], rows_at: &[u32], l: usize) {
         let m = rows_at.len();
         let full = m - m % 8;
         let mut i = 0;
-        while i + 8 <= l {
-            let column = |c: usize| src[(i + c) * m..(i + c) * m + full].chunks_exact(8);
-            let mut cols = [column(0), column(1), column(2), column(3), column(4), column(5), column(6), column(7)];
-            for rows in rows_at[..full].chunks_exact(8) {
+        while i + 4 <= l {
+            let half = i + 8 > l;
+            let column = |c: usize| if half && c >= 4 { &[][..] } else { &src[(i + c) * m..(i + c) * m + full] };
+            let cols = [column(0), column(1), column(2), column(3), column(4), column(5), column(6), column(7)];
+            for (k, rows) in rows_at[..full].chunks_exact(8).enumerate() {
+                let j = 8 * k;
                 let mut w = [0u64; 8];
-                for (w, col) in w.iter_mut().zip(cols.iter_mut()) {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(col.next().unwrap_or(&[0; 8]));
-                    *w = u64::from_le_bytes(b);
+                for (w, col) in w.iter_mut().zip(&cols) {
+                    if let Some(b) = col.get(j..j + 8) {
+                        *w = word(b, 0);
+                    }
                 }
                 transpose8(&mut w);
                 for (w, &at) in w.iter().zip(rows) {
                     let at = at as usize + i;
-                    records[at..at + 8].copy_from_slice(&w.to_le_bytes());
+                    if half {
+                        records[at..at + 4].copy_from_slice(&(*w as u32).to_le_bytes());
+                    } else {
+                        records[at..at + 8].copy_from_slice(&w.to_le_bytes());
+                    }
                 }
             }
-            i += 8;
+            i += if half { 4 } else { 8 };
         }
         // The columns past the last square, then the rows past it.
         for c in i..l {
@@ -603,6 +611,28 @@ pub mod columns {
         result
     }
 
+    /// Why an image whose records run past the bytes it holds for them is refused: the error
+    /// that reading every record's length in order gives (the first length below 8, records
+    /// past a block's `limit`, or arguments more than the image's `args` bytes), as the
+    /// first pass of [`decode_checked`] would have given it. Cold: no image a writer made
+    /// gets here.
+    #[cold]
+    #[inline(never)]
+    fn past_room(order: Order, heads: &[u8], n: usize, args: usize, limit: usize) -> String {
+        let mut total = 0usize;
+        for head in heads.chunks_exact(4) {
+            let len = usize::from(order.u16(&head[2..]));
+            if len < RECORD_HEADER_LEN {
+                return format!("a record of length {len}");
+            }
+            total += len;
+            if total > limit {
+                return format!("its records are more than a block's {limit} bytes");
+            }
+        }
+        format!("its records' arguments are {} bytes, and it holds {args}", total - n * RECORD_HEADER_LEN)
+    }
+
     fn decode_checked(
         order: Order,
         image: &[u8],
@@ -625,20 +655,36 @@ pub mod columns {
         of.resize(n, 0);
         args_at.clear();
         args_at.resize(n, 0);
+        // Sized first to what the image holds records for (the records of a whole image: its
+        // heads and deltas are their headers, and every other byte an argument's), at most a
+        // block, so that each record's header is written in the pass that reads it. Only
+        // grown: every byte below the records' end is written before it is read, so no block
+        // pays for zeroing the buffer it reuses.
+        let room = limit.min(image.len() - 4);
+        if records.len() < room {
+            records.resize(room, 0);
+        }
+        let out = &mut records[..room];
         let mut total = 0usize;
         // Members are counted a run at a time: records of one kind come in runs, and a count
         // kept in memory would make each record wait for the one before.
         let (mut run_group, mut run) = (0u32, 0usize);
-        for ((head, of), args_at) in heads.chunks_exact(4).zip(of.iter_mut()).zip(args_at.iter_mut()) {
+        let records_of = heads.chunks_exact(4).zip(deltas.chunks_exact(4));
+        for (((head, delta), of), args_at) in records_of.zip(of.iter_mut()).zip(args_at.iter_mut()) {
             let len = usize::from(order.u16(&head[2..]));
             if len < RECORD_HEADER_LEN {
                 return Err(format!("a record of length {len}"));
             }
-            *args_at = (total + RECORD_HEADER_LEN) as u32;
+            let at = total;
             total += len;
-            if total > limit {
-                return Err(format!("its records are more than a block's {limit} bytes"));
+            if total > room {
+                return Err(past_room(order, heads, n, args.len(), limit));
             }
+            // In `out`: at + RECORD_HEADER_LEN <= total <= room.
+            let header = &mut out[at..at + RECORD_HEADER_LEN];
+            header[..4].copy_from_slice(head);
+            header[4..].copy_from_slice(delta);
+            *args_at = (at + RECORD_HEADER_LEN) as u32;
             let (group, new) = kinds.group(u32::from_le_bytes([head[0], head[1], head[2], head[3]]));
             if new {
                 sizes.push((len - RECORD_HEADER_LEN, 0));
@@ -662,17 +708,7 @@ pub mod columns {
                 args.len()
             ));
         }
-        // Only grown: every byte is written below before it is read, so no block pays for
-        // zeroing the buffer it reuses.
-        if records.len() < total {
-            records.resize(total, 0);
-        }
         records.truncate(total);
-        for (i, &at) in args_at.iter().enumerate() {
-            let at = at as usize - RECORD_HEADER_LEN;
-            records[at..at + 4].copy_from_slice(&heads[4 * i..4 * i + 4]);
-            records[at + 4..at + 8].copy_from_slice(&deltas[4 * i..4 * i + 4]);
-        }
         by_group_into(of, args_at, sizes, grouped, starts, next);
         let mut off = 0;
         for (g, &(l, m)) in sizes.iter().enumerate() {

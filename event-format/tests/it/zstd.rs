@@ -228,6 +228,50 @@ fn a_column_image_that_does_not_add_up_is_bad_packing() {
     assert!(columns::decode(order, &[1, 2], 4096, &mut back).is_err());
 }
 
+/// Records of every argument length from 0 to 41 bytes (every remainder modulo 8 of a group's
+/// columns) and 1 to 23 records of each (groups shorter and longer than the 8 rows the reader
+/// transposes at a time), interleaved: the column image reads back byte for byte, into a
+/// buffer that held a longer block's records before, and a shorter one's after; into a
+/// buffer of its own, it takes no more room than the records.
+#[test]
+fn columns_of_every_length_and_count_read_back() {
+    let order = Order::Little;
+    let block = |lengths: std::ops::Range<usize>| {
+        let mut kinds: Vec<(usize, usize)> = lengths.map(|l| (l, 1 + l * 7 % 23)).collect();
+        let (mut records, mut x) = (Vec::new(), 0x9E37_79B9_7F4A_7C15u64);
+        while kinds.iter().any(|&(_, m)| m > 0) {
+            for (l, m) in kinds.iter_mut().filter(|(_, m)| *m > 0) {
+                *m -= 1;
+                let mut record = vec![0u8; 8 + *l];
+                order.put_u16(&mut record[..], 0x100 + *l as u16);
+                order.put_u16(&mut record[2..], 8 + *l as u16);
+                for b in &mut record[4..] {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    *b = x as u8;
+                }
+                records.extend_from_slice(&record);
+            }
+        }
+        records
+    };
+    let mut back = Vec::new();
+    for records in [block(0..42), block(0..42), block(40..42), block(0..8)] {
+        let mut image = Vec::new();
+        assert!(columns::encode(order, &records, &mut image));
+        columns::decode(order, &image, (1 << 16) - 48, &mut back).unwrap();
+        assert!(back == records, "{} bytes of records read back differently", records.len());
+    }
+    // A buffer of its own holds no more than the records, whatever the block's limit.
+    let records = block(0..8);
+    let mut image = Vec::new();
+    assert!(columns::encode(order, &records, &mut image));
+    let mut fresh = Vec::new();
+    columns::decode(order, &image, (1 << 20) - 48, &mut fresh).unwrap();
+    assert!(fresh.capacity() < image.len(), "{} bytes taken for {} of records", fresh.capacity(), records.len());
+}
+
 #[test]
 fn zstd_or_columns_without_the_packed_flag_is_a_newer_writers_block() {
     for flags in [BLOCK_ZSTD, BLOCK_COLUMNS, BLOCK_ZSTD | BLOCK_COLUMNS, 0x0008] {

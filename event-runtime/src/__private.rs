@@ -30,7 +30,7 @@ pub enum Route {
     Common,
     /// Recorded by the cold path: its bit is set in the divert word (a capture runs, or a
     /// trigger or a pin watches it, or a `post=` window is open, or it is limited or a
-    /// histogram counts it) and the cold half of the test (`aggregate::admit`) said yes:
+    /// histogram counts it) and the cold half of the test (`admit::admit`) said yes:
     /// recorded, or, when its limit did not keep it and a histogram counts it, only measured
     /// (`aggregate`'s module docs).
     Diverted,
@@ -56,7 +56,7 @@ pub fn route(bits: &[AtomicU64], index: u16) -> Route {
     // A `bool`, as the capture's answer was: a `Route` from out of line would be matched
     // again in `emit_routed`, and the common path pays for the arguments' closure before it
     // (7 instructions an event, callgrind).
-    if crate::aggregate::admit(bits, index) { Route::Diverted } else { Route::Off }
+    if crate::admit::admit(bits, index) { Route::Diverted } else { Route::Off }
 }
 
 /// Records event `index` (its position in `set`) on this thread by the path that `route`
@@ -91,16 +91,16 @@ pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>],
 }
 
 /// An event diverted by its bit in the divert word: into this thread's capture when it has
-/// one (`capture::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
+/// one (`capture_buffer::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
 /// line and cold: the common path keeps its registers (inlined into a caller's loop, the
 /// diverted path held two of them, and the common path spilled: 2 instructions an event).
 ///
 /// An event whose limit did not keep it but that a histogram counts is not recorded: its
-/// arguments go to the histograms (`aggregate::measure_unkept`).
+/// arguments go to the histograms (`Aggregates::measure_unkept`).
 #[cold]
 #[inline(never)]
 fn diverted(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
+    if let Some(fill) = crate::capture_buffer::try_emit(set, index, fixed, strs, fill) {
         crate::buffer::emit_watched(set, index, fixed, strs, fill)
     }
 }

@@ -636,11 +636,13 @@ impl ThreadBuffer {
     }
 
     /// A kept event that a histogram counts: its record, just written, read back and
-    /// counted (`aggregate::measure_kept`); nothing when it was refused.
+    /// counted (`Aggregates::measure_kept`); nothing when it was refused.
     fn measure(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
         let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
         if let Some((bytes, time)) = self.last_record(code, len) {
-            crate::aggregate::measure_kept(&self.shared, self.generation, self.thread, &bytes, time);
+            if let Some(agg) = &self.shared.aggregates {
+                agg.measure_kept(&self.shared.catalog, self.generation, self.thread, &bytes, time);
+            }
         }
     }
 
@@ -1258,11 +1260,21 @@ fn write_in(
         // An event its limit did not keep, let through to be measured only (`aggregate`).
         Some(code) if watch == Watch::Yes && crate::aggregate::unkept_code(code) => {
             let mut fill = Some(fill);
-            crate::aggregate::measure_unkept(buffer, code, fixed, strs, &mut |w| {
-                if let Some(fill) = fill.take() {
-                    fill(w)
-                }
-            });
+            let shared = Arc::clone(&buffer.shared);
+            let Some(agg) = &shared.aggregates else { return };
+            agg.measure_unkept(
+                &shared.catalog,
+                &shared.time,
+                (buffer.generation, buffer.thread),
+                code,
+                fixed,
+                strs,
+                &mut |w| {
+                    if let Some(fill) = fill.take() {
+                        fill(w)
+                    }
+                },
+            );
         }
         Some(code) => {
             buffer.write(code, fixed, strs, fill);

@@ -117,12 +117,14 @@
 // marked with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod admit;
 mod aggregate;
 mod annotate;
 mod buffer;
 #[cfg(unix)]
 mod busguard;
 mod capture;
+mod capture_buffer;
 mod clock;
 mod config;
 pub mod control;
@@ -151,6 +153,7 @@ mod traceback;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
 mod trigger;
+mod write;
 mod writer;
 
 #[doc(hidden)]

@@ -19,6 +19,7 @@ use crate::control;
 use crate::crash;
 use crate::locks::lock;
 use crate::session::{self, Shared};
+use crate::write;
 use crate::writer;
 use std::io;
 use std::sync::Arc;
@@ -155,7 +156,7 @@ impl Recording {
     ///     # std::fs::remove_dir_all(&dir).unwrap();
     /// }
     /// ```
-    pub fn snapshot(&self, path: impl AsRef<std::path::Path>) -> io::Result<crate::SnapshotInfo> {
+    pub fn snapshot(&self, path: impl AsRef<std::path::Path>) -> io::Result<crate::snapshot::SnapshotInfo> {
         if self.shared.is_parents() {
             let adopted = lock(&ADOPTED);
             return match adopted.as_ref() {
@@ -222,7 +223,7 @@ impl Recording {
         // Under `ring`, what the threads counted goes into this thread's ring before the stop
         // takes the rings: a ring file then holds it too (`aggregate::Flush`).
         if !self.shared.streaming {
-            crate::aggregate::flush(&self.shared, crate::aggregate::Flush::IntoRing);
+            crate::admit::flush(&self.shared, crate::aggregate::Flush::IntoRing);
         }
         buffer::detach_this_thread(self.generation);
         // Every thread's committed records, taken before the pool closes: a thread that hands
@@ -249,7 +250,7 @@ impl Recording {
         }
         // What the threads counted since the last period: histograms and suppressions, in
         // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
-        crate::aggregate::flush(shared, crate::aggregate::Flush::Last);
+        crate::admit::flush(shared, crate::aggregate::Flush::Last);
         shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {
@@ -281,7 +282,7 @@ impl Recording {
                 // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
                 // thread without a slot counts its events as unattributed (the file's `lost`).
                 if !lock(&shared.sinks).is_empty()
-                    && let Err(e) = writer::write_ring_file(shared, ring)
+                    && let Err(e) = write::write_ring_file(shared, ring)
                 {
                     let message = format!("copying the ring file to the sinks failed: {e}");
                     eprintln!("event-runtime: {message}");
@@ -293,14 +294,14 @@ impl Recording {
                 // Under `ring` with a ring file cut short, the rings of the threads that
                 // started after the cut (on the heap) are all there is to copy.
                 copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.sinks).is_empty();
-                writer::write_rings(shared);
-                writer::write_reports(shared, unattributed);
+                write::write_rings(shared);
+                write::write_reports(shared, unattributed);
             }
         }
         // The marker is the last block: a stop whose writer thread failed, or whose stream
         // misses the ring file's copy, is not clean.
         if result.is_ok() && !copy_failed {
-            writer::write_stop(shared);
+            write::write_stop(shared);
         }
         if let Some(ring) = &shared.ring_file {
             ring.close();
@@ -322,7 +323,7 @@ impl Recording {
 }
 
 /// Writes what the stop took from the threads' lanes: the partial pool blocks now, the rings
-/// with the others (`writer::write_rings`), and each thread's refusals as a report.
+/// with the others (`write::write_rings`), and each thread's refusals as a report.
 fn write_taken(shared: &Shared, taken: Vec<crate::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {

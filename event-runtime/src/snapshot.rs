@@ -396,7 +396,7 @@ fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result
         live.extend(copy_blocks(shared)?);
     }
     if crate::buffer::is_writer() {
-        crate::writer::write_queued(shared);
+        crate::write::write_queued(shared);
     } else {
         shared.exchange.wait_drained(std::time::Duration::from_secs(1));
     }

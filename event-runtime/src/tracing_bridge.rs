@@ -401,7 +401,7 @@ fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: imp
 /// ([`crate::capture`]), else into the recording.
 #[inline]
 fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut event_format::wire::ArgWriter<'_>)) {
-    if let Some(fill) = crate::capture::try_emit_builtin(code, fixed, strs, fill) {
+    if let Some(fill) = crate::capture_buffer::try_emit_builtin(code, fixed, strs, fill) {
         buffer::emit(code, fixed, strs, fill);
     }
 }

@@ -361,7 +361,7 @@ fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger
 
 /// The wire codes of the events `selection` names (EVENT_CONTROL's grammar).
 fn codes(selection: &str, header: &Header, schemas: &[&Schema]) -> Result<Vec<u16>, String> {
-    let selections = crate::control::from_text(selection, schemas).map_err(|e| e.to_string())?;
+    let selections = event_format::select::from_env_text(selection, schemas).map_err(|e| e.to_string())?;
     let mut codes = Vec::new();
     for (set, selection) in header.sets.iter().zip(&selections) {
         for event in &set.schema.events {

@@ -1,25 +1,22 @@
-//! Off the recording threads' path: the writer thread, which seals the blocks threads hand on
-//! and writes them to the sinks, reports losses, and serves the ring file (heartbeat, control
-//! requests) and the clock (`ClockSync`); and the last writes of a stop (the rings, the ring
-//! file's copy, the final loss report), which are the same kind of work.
+//! Off the recording threads' path: the writer thread, which takes the blocks threads hand
+//! on and writes them (`write`), reports losses, serves the ring file (heartbeat, control
+//! requests, answered by `control`), the incidents (the snapshots triggers queued,
+//! `snapshot::serve`), the limits' and histograms' flushes, and the clock (`ClockSync`).
 //!
-//! It stands on the session (`session::Shared`) and the thread buffers, and is started and
-//! ended by the recording (`recording`); the thread buffers never call it.
+//! Its loop is one [`turn`] after another, each job a step of its own. It stands on the
+//! session (`session::Shared`) and the thread buffers, and is started and ended by the
+//! recording (`recording`); the thread buffers never call it.
 
 use crate::annotate;
 use crate::buffer;
 use crate::control;
-use crate::exchange::{Batch, BlockBuf};
+use crate::exchange::Batch;
 use crate::locks::lock;
 use crate::ringfile::RingFile;
 use crate::session::{self, Shared};
-use crate::sink;
 use crate::snapshot;
-use event_format::builtin;
-use event_format::ring::{ROTATE_REQUEST, RingReader, RingStream};
-use event_format::wire::{Order, seal_block_in_place};
-use event_format::wire::{StopCause, Text, Value, dropped_report};
-use std::io::{self, Read};
+use crate::write;
+use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,15 +36,6 @@ pub(crate) const IDLE_FLUSH_PERIOD: Duration = Duration::from_secs(1);
 /// core packs some 60 MB/s; a writer that falls further behind writes blocks unpacked
 /// (`write_batch`'s `hurry`), then drops (counted), and never makes the program wait.
 const WRITER_NICE: i32 = 10;
-
-/// The writer's one point of yielding, between two blocks it writes (packing included,
-/// whatever the codec): a program's thread that is ready to run on this core runs before the
-/// next block, so that the program waits for at most one block's packing, never for a batch.
-/// `sched_yield` moves the writer behind it (EEVDF: its deadline a slice later); with nothing
-/// else to run it returns at once.
-fn yield_to_host() {
-    std::thread::yield_now();
-}
 
 /// Starts the writer thread of the recording of `generation`; it ends once the exchange is
 /// closed and drained. The thread is detached as it starts: the stop waits for its end
@@ -92,118 +80,87 @@ impl Drop for Ending {
     }
 }
 
-/// The writer thread: writes full blocks to the sinks, reports losses, and serves the ring
-/// file (heartbeat, control requests) and the clock (`ClockSync`).
+/// The writer thread: one [`turn`] after another, until the exchange is closed and drained.
 fn writer_main(shared: &Arc<Shared>, generation: u64) {
     buffer::mark_writer();
     crate::files::lower_this_thread(WRITER_NICE);
-    let mut last_sync = Instant::now();
-    let mut last_idle_flush = Instant::now();
-    let mut last_aggregate = Instant::now();
-    loop {
-        // Threads that ended before this turn: every block they handed on is written by its
-        // end (the batch takes every block queued), and then their names are forgotten.
-        let ended: Vec<u64> = lock(&shared.names).iter().filter(|e| e.2).map(|e| e.0).collect();
-        let batch = shared.exchange.next_batch(SERVICE_PERIOD);
-        let closed = matches!(batch, Batch::Closed);
-        if let Batch::Blocks(blocks) = batch {
-            write_batch(shared, blocks);
-        }
-        if shared.streaming {
-            write_reports(shared, &[]);
-            if last_idle_flush.elapsed() >= IDLE_FLUSH_PERIOD {
-                last_idle_flush = Instant::now();
-                shared.flush_idle_lanes();
-            }
-        }
-        if let Some(ring) = &shared.ring_file {
-            if let Some(line) = ring.loss_to_say(shared.streaming) {
-                eprintln!("event-runtime: {line}");
-            }
-            ring.heartbeat();
-            ring.set_lost(shared.lost_here());
-            if let Some((seq, text)) = ring.request() {
-                // An empty request reads the selection (docs/FORMAT.md, "Control protocol").
-                let answer = match text.trim() {
-                    "" => control::describe().ok_or_else(|| "no recording runs".to_owned()),
-                    ROTATE_REQUEST => match lock(&shared.sinks).request_rotation() {
-                        Some(index) => Ok(format!("segment {index} is being sealed; the next one starts")),
-                        None => Err("this recording writes no segments (EVENT_ROTATE is not set)".to_owned()),
-                    },
-                    t if t.starts_with(event_format::ring::SNAPSHOT_REQUEST.trim_end()) => {
-                        snapshot::requested(shared, t)
-                    }
-                    t if t.starts_with(event_format::ring::LIMIT_REQUEST) => {
-                        let limits = t[event_format::ring::LIMIT_REQUEST.len()..].trim();
-                        if limits.is_empty() {
-                            control::limits().ok_or_else(|| "no recording runs".to_owned())
-                        } else {
-                            control::limit(limits).map_err(|e| e.to_string())
-                        }
-                    }
-                    _ => control::apply(&text).map_err(|e| e.to_string()),
-                };
-                match answer {
-                    Ok(now) => ring.reply(seq, true, &now),
-                    Err(e) => ring.reply(seq, false, &e),
-                }
-            }
-        }
-        rotate_if_due(shared);
-        if let Some(aggregates) = &shared.aggregates
-            && session::is_running()
-            && last_aggregate.elapsed() >= aggregates.period
-        {
-            last_aggregate = Instant::now();
-            crate::aggregate::flush(shared, crate::aggregate::Flush::Period);
-        }
-        if session::is_running() {
-            snapshot::serve(shared);
-        }
-        forget_ended(shared, &ended);
-        if !shared.time.is_deterministic() && session::is_running() && last_sync.elapsed() >= CLOCK_SYNC_PERIOD {
-            last_sync = Instant::now();
-            annotate::clock_sync(&shared.time);
-        }
-        if closed {
-            break;
-        }
-    }
+    let mut last = Last::now();
+    while !turn(shared, &mut last) {}
     // The writer's own block (its ClockSync events) goes to the sinks before it ends.
     buffer::detach_this_thread(generation);
 }
 
-/// On the writer thread, before a snapshot of a stream: writes the blocks queued now, so that
-/// the snapshot finds them in the sinks (those of the trigger's thread up to its trigger among
-/// them).
-pub(crate) fn write_queued(shared: &Shared) {
-    if let Batch::Blocks(blocks) = shared.exchange.next_batch(Duration::ZERO) {
-        write_batch(shared, blocks);
+/// When the writer thread last did each of its periodic jobs.
+struct Last {
+    sync: Instant,
+    idle_flush: Instant,
+    aggregate: Instant,
+}
+
+impl Last {
+    fn now() -> Last {
+        let now = Instant::now();
+        Last { sync: now, idle_flush: now, aggregate: now }
     }
 }
 
-/// Writes a batch of full blocks and gives them back to the pool, a few at a time so
-/// that threads waiting for a block get one early.
-fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
-    const GIVE_BACK_EVERY: usize = 8;
-    let mut written = Vec::with_capacity(GIVE_BACK_EVERY);
-    for mut block in blocks {
-        seal_block_in_place(Order::NATIVE, &mut block);
-        // Packing costs the writer about 0.2 to 0.4 ms per 64 KiB block (zstd over columns at
-        // 150 to 300 MB/s on the tour's trace on a shared 2-core VM; LZ4 0.1 ms): when fewer
-        // than a quarter of the pool's blocks are free, the program is outrunning the writer,
-        // and blocks go as they are, so that no event is dropped for the sake of size.
-        let hurry = shared.exchange.free_hint() < shared.pool_blocks / 4;
-        rotate_if_due(shared);
-        shared.learn_names();
-        lock(&shared.sinks).write_block(&block, hurry);
-        written.push(block);
-        yield_to_host();
-        if written.len() == GIVE_BACK_EVERY {
-            shared.exchange.give_back(std::mem::replace(&mut written, Vec::with_capacity(GIVE_BACK_EVERY)));
+/// One turn of the writer thread, its jobs in this order: the blocks handed on, written; the
+/// reports and idle threads' blocks of a stream; the ring file's service; a rotation due; the
+/// limits' and histograms' flush due; the incidents (snapshots the triggers queued); the
+/// names of threads that ended; the clock. Returns whether this was the last turn (the
+/// exchange is closed and drained).
+fn turn(shared: &Shared, last: &mut Last) -> bool {
+    // Threads that ended before this turn: every block they handed on is written by its
+    // end (the batch takes every block queued), and then their names are forgotten.
+    let ended: Vec<u64> = lock(&shared.names).iter().filter(|e| e.2).map(|e| e.0).collect();
+    let batch = shared.exchange.next_batch(SERVICE_PERIOD);
+    let closed = matches!(batch, Batch::Closed);
+    if let Batch::Blocks(blocks) = batch {
+        write::write_batch(shared, blocks);
+    }
+    if shared.streaming {
+        write::write_reports(shared, &[]);
+        if last.idle_flush.elapsed() >= IDLE_FLUSH_PERIOD {
+            last.idle_flush = Instant::now();
+            shared.flush_idle_lanes();
         }
     }
-    shared.exchange.give_back(written);
+    if let Some(ring) = &shared.ring_file {
+        serve_ring_file(shared, ring);
+    }
+    write::rotate_if_due(shared);
+    if let Some(aggregates) = &shared.aggregates
+        && session::is_running()
+        && last.aggregate.elapsed() >= aggregates.period
+    {
+        last.aggregate = Instant::now();
+        crate::admit::flush(shared, crate::aggregate::Flush::Period);
+    }
+    if session::is_running() {
+        snapshot::serve(shared);
+    }
+    forget_ended(shared, &ended);
+    if !shared.time.is_deterministic() && session::is_running() && last.sync.elapsed() >= CLOCK_SYNC_PERIOD {
+        last.sync = Instant::now();
+        annotate::clock_sync(&shared.time);
+    }
+    closed
+}
+
+/// The ring file's service, once a turn: the losses to say, the heartbeat and the count of
+/// losses a reader shows, and a control request, answered (`control::answer`).
+fn serve_ring_file(shared: &Shared, ring: &RingFile) {
+    if let Some(line) = ring.loss_to_say(shared.streaming) {
+        eprintln!("event-runtime: {line}");
+    }
+    ring.heartbeat();
+    ring.set_lost(shared.lost_here());
+    if let Some((seq, text)) = ring.request() {
+        match control::answer(shared, &text) {
+            Ok(now) => ring.reply(seq, true, &now),
+            Err(e) => ring.reply(seq, false, &e),
+        }
+    }
 }
 
 /// Forgets the names of the threads that had ended before this turn began (`ended`): their
@@ -214,110 +171,4 @@ fn forget_ended(shared: &Shared, ended: &[u64]) {
     }
     lock(&shared.names).retain(|e| !ended.contains(&e.0));
     lock(&shared.sinks).forget_threads(ended);
-}
-
-/// Writes the recorder's reports (`Dropped` events of thread 0), if any, in one block.
-pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
-    let mut reports = std::mem::take(&mut *lock(&shared.reports));
-    reports.extend_from_slice(extra);
-    if reports.is_empty() {
-        return;
-    }
-    let time = shared.time.now();
-    let mut sinks = lock(&shared.sinks);
-    // A segment names the threads whose losses it reports, before the report.
-    sinks.name_threads(reports.iter().map(|&(thread, _)| thread), time);
-    let blocks = dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
-    sinks.advance_recorder_sequence(blocks.len() as u64);
-    for block in &blocks {
-        sinks.write_block(block, false);
-    }
-}
-
-/// The clean-stop marker (docs/FORMAT.md, "The clean stop"): a block of thread 0 whose one
-/// `Stop` record counts the blocks, events and losses written before it. Written last, after
-/// every other block, by a stop that lost nothing it could not count.
-pub(crate) fn write_stop(shared: &Shared) {
-    let time = shared.time.now();
-    lock(&shared.sinks).write_stop(time, StopCause::Stopped);
-}
-
-/// Seals the segment being written and starts the next when it is due (docs/FORMAT.md,
-/// "Segments"); after a full disk, tries again for room. On the writer thread (or at stop):
-/// never on a recording thread.
-fn rotate_if_due(shared: &Shared) {
-    if !lock(&shared.sinks).rotation_due() {
-        return;
-    }
-    // The histograms and suppressions of the segment's last period go into it.
-    crate::aggregate::flush(shared, crate::aggregate::Flush::Period);
-    // Made before the sinks are locked: a thread may hold the table of interned strings while
-    // it hands a block to the sinks.
-    let time = shared.time.now();
-    let names = names_blocks(shared, 0, time);
-    let mut threads: Vec<(u64, String)> =
-        lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
-    // Pinned events (`EVENT_PIN`) are repeated in every new segment, with their threads'
-    // names, also of threads that ended.
-    let pins = shared.triggers.as_ref().map(crate::trigger::Triggers::pinned_now).unwrap_or_default();
-    if let Some(triggers) = &shared.triggers {
-        for (thread, name) in triggers.pinned_names() {
-            if !threads.iter().any(|t| t.0 == thread) {
-                threads.push((thread, name));
-            }
-        }
-    }
-    lock(&shared.sinks).rotate_if_due(time, names, threads, &pins);
-}
-
-/// Blocks of thread 0, numbered from `first`, that repeat in a new segment every interned
-/// string and label of the recording so far, so that the segment reads alone with the names
-/// of the whole recording. Thread names are not among them: the sinks name in each segment
-/// the threads whose blocks it holds (`Sinks::write_block`), so that a segment does not
-/// repeat the name of every thread the program ever ran.
-fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
-    let labels = lock(&shared.labels).clone();
-    let mut interned: Vec<(u64, String)> =
-        lock(&shared.interned).iter().map(|(text, &id)| (id, text.clone())).collect();
-    interned.sort();
-    let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
-    for (id, text) in &interned {
-        records.push((builtin::INTERN, vec![Value::Word(*id), Value::Str(Text::new(text))]));
-    }
-    for (address, id) in &labels {
-        records.push((builtin::LABEL, vec![Value::Address(*address), Value::Word(*id)]));
-    }
-    sink::recorder_blocks(shared.block_size, first, time, &records)
-}
-
-/// Under `ring`: every thread's ring, oldest block first, to the stream sinks.
-pub(crate) fn write_rings(shared: &Shared) {
-    let rings = std::mem::take(&mut *lock(&shared.retired));
-    let mut sinks = lock(&shared.sinks);
-    for ring in rings {
-        for mut block in ring.blocks {
-            seal_block_in_place(Order::NATIVE, &mut block);
-            sinks.write_block(&block, false);
-        }
-    }
-}
-
-/// Under `ring` with a ring file: the file's blocks to the stream sinks.
-pub(crate) fn write_ring_file(shared: &Shared, ring: &RingFile) -> io::Result<()> {
-    // Through our own descriptor: the path may have been removed or replaced meanwhile.
-    let file = ring.reopen()?;
-    let reader = RingReader::open(file, event_format::decode::DecodeOptions::default()).map_err(io::Error::other)?;
-    let skip = reader.header_bytes().len();
-    let mut stream = RingStream::new(reader);
-    let mut header = vec![0u8; skip];
-    stream.read_exact(&mut header)?;
-    let mut block = vec![0u8; shared.block_size as usize];
-    let mut sinks = lock(&shared.sinks);
-    loop {
-        match stream.read_exact(&mut block) {
-            Ok(()) => sinks.write_block(&block, false),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(e),
-        }
-    }
 }

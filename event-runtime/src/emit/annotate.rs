@@ -2,8 +2,8 @@
 //! labels (design.mps.telemetry `.sol.client`, `.sol.intern`). They are recorded whenever a
 //! recording runs, whatever the control mask says, and cost nothing when none runs.
 
-use crate::buffer;
-use crate::session;
+use crate::emit::buffer;
+use crate::emit::session;
 use event_format::builtin;
 use event_format::wire::{Text, body};
 

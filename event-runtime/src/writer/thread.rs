@@ -7,15 +7,15 @@
 //! session (`session::Shared`) and the thread buffers, and is started and ended by the
 //! recording (`recording`); the thread buffers never call it.
 
-use crate::annotate;
-use crate::buffer;
-use crate::control;
-use crate::exchange::Batch;
+use crate::blocks::exchange::Batch;
+use crate::blocks::ringfile::RingFile;
+use crate::emit::annotate;
+use crate::emit::buffer;
+use crate::emit::session::{self, Shared};
 use crate::locks::lock;
-use crate::ringfile::RingFile;
-use crate::session::{self, Shared};
-use crate::snapshot;
-use crate::write;
+use crate::writer::control;
+use crate::writer::snapshot;
+use crate::writer::write;
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -134,7 +134,7 @@ fn turn(shared: &Shared, last: &mut Last) -> bool {
         && last.aggregate.elapsed() >= aggregates.period
     {
         last.aggregate = Instant::now();
-        crate::admit::flush(shared, crate::aggregate::Flush::Period);
+        crate::emit::admit::flush(shared, crate::emit::aggregate::Flush::Period);
     }
     if session::is_running() {
         snapshot::serve(shared);

@@ -24,7 +24,7 @@ thread_local! {
 #[cold]
 #[inline(never)]
 pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
-    if !crate::divert::capturing() {
+    if !crate::emit::divert::capturing() {
         return true;
     }
     crate::event_set::enabled(bits, index) || captures_here()
@@ -46,7 +46,7 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
     strs: &[Text<'_>],
     fill: F,
 ) -> Option<F> {
-    if !crate::divert::capturing() {
+    if !crate::emit::divert::capturing() {
         return Some(fill);
     }
     let mut fill = Some(fill);
@@ -71,7 +71,7 @@ pub(crate) fn try_emit_builtin<F: FnOnce(&mut ArgWriter<'_>)>(
     strs: &[Text<'_>],
     fill: F,
 ) -> Option<F> {
-    if !crate::divert::capturing() {
+    if !crate::emit::divert::capturing() {
         return Some(fill);
     }
     let mut fill = Some(fill);
@@ -89,14 +89,14 @@ pub(crate) fn try_emit_builtin<F: FnOnce(&mut ArgWriter<'_>)>(
 /// Makes `buffer` this thread's capture; returns the one it interrupts (captures nest).
 pub(crate) fn begin(buffer: CaptureBuffer) -> Option<CaptureBuffer> {
     let outer = CAPTURE.with(|s| s.borrow_mut().replace(buffer));
-    crate::divert::capture_started();
+    crate::emit::divert::capture_started();
     outer
 }
 
 /// Ends this thread's capture, `outer` back in its place; returns what it recorded.
 pub(crate) fn end(outer: Option<CaptureBuffer>) -> Option<CaptureBuffer> {
     let buffer = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
-    crate::divert::capture_ended();
+    crate::emit::divert::capture_ended();
     buffer
 }
 
@@ -194,7 +194,7 @@ impl CaptureBuffer {
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         // The thread's current `tracing` span changed since the last mark: a mark first, as
         // the recorder writes one.
-        let span = crate::buffer::current_span();
+        let span = crate::emit::buffer::current_span();
         if span != self.span_written && code != builtin::THREAD_NAME {
             self.span_written = span;
             self.put(builtin::SPAN_CURRENT, builtin::SPAN_CURRENT_FIXED, &[], |w| body::span_current(w, span));

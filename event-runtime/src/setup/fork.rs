@@ -44,10 +44,10 @@
 //! This is one of the crate's modules with `unsafe` code: registering the handlers.
 #![allow(unsafe_code)]
 
-use crate::control;
-use crate::crash;
+use crate::emit::session;
 use crate::files;
-use crate::session;
+use crate::setup::crash;
+use crate::writer::control;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -64,13 +64,13 @@ thread_local! {
 type Held = (session::ForkHold, control::ForkHold, crash::ForkHold, Guard);
 
 #[cfg(unix)]
-type Guard = crate::busguard::ForkHold;
+type Guard = crate::blocks::busguard::ForkHold;
 #[cfg(not(unix))]
 type Guard = ();
 
 #[cfg(unix)]
 fn hold_guard() -> Guard {
-    crate::busguard::hold_for_fork()
+    crate::blocks::busguard::hold_for_fork()
 }
 /// Registers the fork handlers, once per process (at the first start).
 pub(crate) fn install() {
@@ -118,7 +118,7 @@ extern "C" fn child() {
         {
             let records = session.in_child();
             control.in_child(records);
-            crate::divert::unwatch_after_fork();
+            crate::emit::divert::unwatch_after_fork();
             drop((signals, guard));
         }
     });

@@ -163,7 +163,7 @@ struct PinRing {
     memory: std::collections::VecDeque<Pinned>,
     /// Pinned records that left `memory` to make room.
     dropped: u64,
-    file: crate::ringfile::FilePins,
+    file: crate::blocks::ringfile::FilePins,
     /// The names of the threads that pinned events, for the segments that repeat them after
     /// the thread ended (and the recording forgot its name).
     names: std::collections::BTreeMap<u64, String>,
@@ -519,7 +519,7 @@ impl Triggers {
     pub(crate) fn pin(
         &self,
         pinned: Pinned,
-        file: Option<&crate::ringfile::RingFile>,
+        file: Option<&crate::blocks::ringfile::RingFile>,
         name: impl FnOnce() -> Option<Vec<u8>>,
         thread_name: impl FnOnce() -> Option<String>,
     ) {

@@ -14,13 +14,13 @@
 //! (`crate::lost_unattributed`), and, when the thread notices before the stop ends, in the
 //! stream's report too.
 
-use crate::buffer;
-use crate::control;
-use crate::crash;
+use crate::emit::buffer;
+use crate::emit::session::{self, Shared};
 use crate::locks::lock;
-use crate::session::{self, Shared};
-use crate::write;
-use crate::writer;
+use crate::setup::crash;
+use crate::writer::control;
+use crate::writer::thread as writer;
+use crate::writer::write;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,7 +156,7 @@ impl Recording {
     ///     # std::fs::remove_dir_all(&dir).unwrap();
     /// }
     /// ```
-    pub fn snapshot(&self, path: impl AsRef<std::path::Path>) -> io::Result<crate::snapshot::SnapshotInfo> {
+    pub fn snapshot(&self, path: impl AsRef<std::path::Path>) -> io::Result<crate::writer::snapshot::SnapshotInfo> {
         if self.shared.is_parents() {
             let adopted = lock(&ADOPTED);
             return match adopted.as_ref() {
@@ -164,7 +164,7 @@ impl Recording {
                 None => Err(io::Error::other("this child of fork() has recorded nothing; no snapshot taken")),
             };
         }
-        crate::snapshot::take(&self.shared, path.as_ref(), crate::trigger::Cause::on_demand())
+        crate::writer::snapshot::take(&self.shared, path.as_ref(), crate::incident::trigger::Cause::on_demand())
     }
 
     /// Stops recording and returns the memory sink's stream (empty without one). Errors
@@ -214,16 +214,16 @@ impl Recording {
         let never_ran = self.writer.is_none();
         // Triggered snapshots still waiting for their `post` window are taken now, while the
         // rings are whole.
-        crate::snapshot::at_stop(&self.shared);
+        crate::writer::snapshot::at_stop(&self.shared);
         crash::uninstall();
         session::set_running(false);
-        crate::divert::watch(self.generation, None);
-        crate::divert::aggregate(self.generation, None);
+        crate::emit::divert::watch(self.generation, None);
+        crate::emit::divert::aggregate(self.generation, None);
         control::uninstall();
         // Under `ring`, what the threads counted goes into this thread's ring before the stop
         // takes the rings: a ring file then holds it too (`aggregate::Flush`).
         if !self.shared.streaming {
-            crate::admit::flush(&self.shared, crate::aggregate::Flush::IntoRing);
+            crate::emit::admit::flush(&self.shared, crate::emit::aggregate::Flush::IntoRing);
         }
         buffer::detach_this_thread(self.generation);
         // Every thread's committed records, taken before the pool closes: a thread that hands
@@ -250,7 +250,7 @@ impl Recording {
         }
         // What the threads counted since the last period: histograms and suppressions, in
         // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
-        crate::admit::flush(shared, crate::aggregate::Flush::Last);
+        crate::emit::admit::flush(shared, crate::emit::aggregate::Flush::Last);
         shared.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {
@@ -324,7 +324,7 @@ impl Recording {
 
 /// Writes what the stop took from the threads' lanes: the partial pool blocks now, the rings
 /// with the others (`write::write_rings`), and each thread's refusals as a report.
-fn write_taken(shared: &Shared, taken: Vec<crate::lane::LaneTake>) {
+fn write_taken(shared: &Shared, taken: Vec<crate::blocks::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {
         shared.report_dropped(take.thread, take.refused);
@@ -379,9 +379,9 @@ mod tests {
     /// is lost. (Before, the record went into the same block after a `TimeExtend` back.)
     #[test]
     fn a_clock_that_steps_back_past_its_blocks_start_starts_a_new_block() {
-        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = crate::emit::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
-        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+        let emit = |i: u64| crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             s.spawn(|| {
                 (0..10).for_each(emit);
@@ -425,13 +425,13 @@ mod tests {
     /// are kept, in one block, none handed on for it.
     #[test]
     fn a_record_longer_than_a_block_is_refused_and_counted() {
-        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = crate::emit::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().block_size(1024).deterministic_clock().start().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
-                crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(1));
-                crate::buffer::emit_event(&SET, 0, 1024, &[], |_| unreachable!("a refused record is not filled"));
-                crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(2));
+                crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(1));
+                crate::emit::buffer::emit_event(&SET, 0, 1024, &[], |_| unreachable!("a refused record is not filled"));
+                crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(2));
                 crate::flush();
             });
         });

@@ -5,11 +5,11 @@
 //! These are what a snapshot of a stream also asks for on the writer thread (the blocks
 //! queued, [`write_queued`]); the thread's turn that orders them is `writer`'s.
 
-use crate::exchange::{Batch, BlockBuf};
+use crate::blocks::exchange::{Batch, BlockBuf};
+use crate::blocks::ringfile::RingFile;
+use crate::emit::session::Shared;
 use crate::locks::lock;
-use crate::ringfile::RingFile;
-use crate::session::Shared;
-use crate::sink;
+use crate::sinks::sink;
 use event_format::builtin;
 use event_format::ring::{RingReader, RingStream};
 use event_format::wire::{Order, seal_block_in_place};
@@ -93,7 +93,7 @@ pub(crate) fn rotate_if_due(shared: &Shared) {
         return;
     }
     // The histograms and suppressions of the segment's last period go into it.
-    crate::admit::flush(shared, crate::aggregate::Flush::Period);
+    crate::emit::admit::flush(shared, crate::emit::aggregate::Flush::Period);
     // Made before the sinks are locked: a thread may hold the table of interned strings while
     // it hands a block to the sinks.
     let time = shared.time.now();
@@ -102,7 +102,7 @@ pub(crate) fn rotate_if_due(shared: &Shared) {
         lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
     // Pinned events (`EVENT_PIN`) are repeated in every new segment, with their threads'
     // names, also of threads that ended.
-    let pins = shared.triggers.as_ref().map(crate::trigger::Triggers::pinned_now).unwrap_or_default();
+    let pins = shared.triggers.as_ref().map(crate::incident::trigger::Triggers::pinned_now).unwrap_or_default();
     if let Some(triggers) = &shared.triggers {
         for (thread, name) in triggers.pinned_names() {
             if !threads.iter().any(|t| t.0 == thread) {

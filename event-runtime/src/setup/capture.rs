@@ -30,7 +30,7 @@
 //! `intern` and `label` record go to the process's recording as before. Threads that the captured code spawns are not
 //! captured: a capture is this thread's.
 
-use crate::capture_buffer::{self, BLOCK_SIZE, CaptureBuffer, Prepared};
+use crate::emit::capture_buffer::{self, BLOCK_SIZE, CaptureBuffer, Prepared};
 use event_format::decode::{Block, Catalog, Decoder, Entry, Event};
 use event_format::wire::{Clock, Header, Producer, SetEntry, Value};
 use std::fmt;
@@ -130,7 +130,7 @@ fn prepared() -> Option<&'static Prepared> {
     static PREPARED: OnceLock<Option<Prepared>> = OnceLock::new();
     PREPARED
         .get_or_init(|| {
-            let (sets, schemas) = match crate::recorder::Recorder::new().recorded_sets() {
+            let (sets, schemas) = match crate::setup::recorder::Recorder::new().recorded_sets() {
                 Ok(found) => found,
                 Err(e) => {
                     eprintln!("event-runtime: nothing is captured: {e}");

@@ -5,10 +5,10 @@
 //! The counting itself, and the state every thread registers, are `aggregate`'s, which the
 //! session holds; this module stands above the thread buffers, whose records it writes.
 
-use crate::aggregate::{self, Decision, Flush, Said};
-use crate::buffer;
+use crate::emit::aggregate::{self, Decision, Flush, Said};
+use crate::emit::buffer;
+use crate::emit::session::{self, Shared};
 use crate::locks::lock;
-use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{Text, Value, body};
 use std::sync::Arc;
@@ -23,8 +23,8 @@ use std::sync::atomic::AtomicU64;
 #[cold]
 #[inline(never)]
 pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> bool {
-    if crate::divert::capturing() {
-        return crate::capture_buffer::enabled_here(bits, index);
+    if crate::emit::divert::capturing() {
+        return crate::emit::capture_buffer::enabled_here(bits, index);
     }
     buffer::with_event(bits, index, |buffer, wire| {
         // A mark of this event left by an earlier call whose arguments never got to the
@@ -79,7 +79,7 @@ pub(crate) fn flush(shared: &Shared, how: Flush) {
             session::count_lost_unattributed(unsaid);
             return;
         }
-        let blocks = crate::sink::recorder_blocks(shared.block_size, sinks.recorder_sequence(), now, &records);
+        let blocks = crate::sinks::sink::recorder_blocks(shared.block_size, sinks.recorder_sequence(), now, &records);
         sinks.advance_recorder_sequence(blocks.len() as u64);
         for block in &blocks {
             sinks.write_block(block, false);

@@ -8,14 +8,14 @@
 //! generation that tells a stale buffer, the running recording's [`Shared`] state, and the
 //! counters of lost events. Nothing here starts, stops or spawns.
 
+use crate::blocks::exchange::{BlockBuf, Exchange};
+use crate::blocks::lane::{Lane, LaneTake};
+use crate::blocks::ringfile::{RingFile, SlotCopy, SlotTake};
 use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
-use crate::exchange::{BlockBuf, Exchange};
-use crate::lane::{Lane, LaneTake};
 use crate::locks::lock;
-use crate::ringfile::{RingFile, SlotCopy, SlotTake};
-use crate::sink::Sinks;
+use crate::sinks::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::wire::{Order, seal_block_in_place};
 use std::collections::HashMap;
@@ -37,7 +37,7 @@ pub(crate) struct RetiredRing {
 pub(crate) struct HeapRingsCell {
     blocks: u32,
     block_size: usize,
-    made: std::sync::OnceLock<Option<Arc<crate::lane::HeapRings>>>,
+    made: std::sync::OnceLock<Option<Arc<crate::blocks::lane::HeapRings>>>,
 }
 
 impl HeapRingsCell {
@@ -48,10 +48,10 @@ impl HeapRingsCell {
     /// The rings, made now if they were not; `None` when the allocator cannot give their
     /// memory (said once, in one line: the threads that need a ring then record nothing, and
     /// their events are counted).
-    pub(crate) fn get(&self) -> Option<&Arc<crate::lane::HeapRings>> {
+    pub(crate) fn get(&self) -> Option<&Arc<crate::blocks::lane::HeapRings>> {
         self.made
             .get_or_init(|| {
-                let made = crate::lane::HeapRings::new(self.blocks, self.block_size).map(Arc::new);
+                let made = crate::blocks::lane::HeapRings::new(self.blocks, self.block_size).map(Arc::new);
                 if made.is_none() {
                     eprintln!(
                         "event-runtime: cannot allocate the rings' {} bytes: the threads under `ring` record nothing (their events are counted lost); lower EVENT_BUFSIZE",
@@ -111,9 +111,9 @@ pub(crate) struct Shared {
     /// Whether blocks are packed before they reach a file (a snapshot's too).
     pub(crate) pack: Option<event_format::wire::Packing>,
     /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
-    pub(crate) triggers: Option<crate::trigger::Triggers>,
+    pub(crate) triggers: Option<crate::incident::trigger::Triggers>,
     /// The limits and histograms (`aggregate`), if the recording has any.
-    pub(crate) aggregates: Option<crate::aggregate::Aggregates>,
+    pub(crate) aggregates: Option<crate::emit::aggregate::Aggregates>,
     /// Snapshots taken so far (the next one's sequence is this plus one).
     pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// The thread rings the stop took, written to the sinks at stop.

@@ -34,13 +34,13 @@
 //! refuses events and counts them; the count is written as a `Dropped` event at the start
 //! of its next block, or reported by the recorder at stop. Nothing is lost silently.
 
+use crate::blocks::exchange::BlockBuf;
+use crate::blocks::lane::{Lane, LaneWriter};
+use crate::blocks::ringfile::{Slot, SlotCopy};
 use crate::clock::TimeSource;
 use crate::config::Policy;
+use crate::emit::session::{self, Shared};
 use crate::event_set::EventSet;
-use crate::exchange::BlockBuf;
-use crate::lane::{Lane, LaneWriter};
-use crate::ringfile::{Slot, SlotCopy};
-use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
     ArgWriter, BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, STRING_MAX, Text,
@@ -207,7 +207,7 @@ impl ThreadBuffer {
                     (Home::Nowhere, 1)
                 }
             }
-        } else if let Some(rings) = shared.heap_rings.as_ref().and_then(crate::session::HeapRingsCell::get) {
+        } else if let Some(rings) = shared.heap_rings.as_ref().and_then(crate::emit::session::HeapRingsCell::get) {
             let blocks = u64::from(rings.lock().blocks());
             let lane = Arc::new(Lane::ring(thread, Arc::clone(rings)));
             if shared.add_lane(&lane) {
@@ -564,7 +564,7 @@ impl ThreadBuffer {
                 self.post = None;
                 let held = self.end_post_window();
                 triggers.counted(id, self.time, held);
-                crate::divert::post_window(self.generation, false);
+                crate::emit::divert::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
                 self.hold_post_blocks();
@@ -587,7 +587,7 @@ impl ThreadBuffer {
                 Home::Lane(writer) if !writer.is_ring() => writer.lock().map_or(self.sequence, |g| g.sequence()),
                 _ => self.sequence,
             };
-            let pin = crate::trigger::Pinned { sequence, thread, time, record: bytes.clone() };
+            let pin = crate::incident::trigger::Pinned { sequence, thread, time, record: bytes.clone() };
             triggers.pin(pin, shared.ring_file.as_deref(), name, thread_name);
             if !trigger {
                 return;
@@ -629,7 +629,7 @@ impl ThreadBuffer {
                 self.post_from = trigger_block;
                 match older {
                     Some((older, held)) => triggers.counted(older, self.time, held),
-                    None => crate::divert::post_window(self.generation, true),
+                    None => crate::emit::divert::post_window(self.generation, true),
                 }
             }
         }
@@ -639,10 +639,10 @@ impl ThreadBuffer {
     /// counted (`Aggregates::measure_kept`); nothing when it was refused.
     fn measure(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
         let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
-        if let Some((bytes, time)) = self.last_record(code, len) {
-            if let Some(agg) = &self.shared.aggregates {
-                agg.measure_kept(&self.shared.catalog, self.generation, self.thread, &bytes, time);
-            }
+        if let Some((bytes, time)) = self.last_record(code, len)
+            && let Some(agg) = &self.shared.aggregates
+        {
+            agg.measure_kept(&self.shared.catalog, self.generation, self.thread, &bytes, time);
         }
     }
 
@@ -956,7 +956,7 @@ impl ThreadBuffer {
         let handed = copy.hand_on(sequence, || {
             let block = slot.block_mut(index as u32);
             let mut end = end;
-            if !crate::ringfile::block_is_intact(block, thread, sequence) {
+            if !crate::blocks::ringfile::block_is_intact(block, thread, sequence) {
                 // Begun before the ring file was cut short under its mapping: what it held is
                 // gone. The stream gets the block all the same (its sequence number stays in
                 // line), holding one `Dropped` record that counts every record it had.
@@ -1142,7 +1142,7 @@ impl Drop for ThreadBuffer {
             if let Some(triggers) = &self.shared.triggers {
                 triggers.counted(id, self.time, held);
             }
-            crate::divert::post_window(self.generation, false);
+            crate::emit::divert::post_window(self.generation, false);
         }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         let pool = self.is_pool();
@@ -1258,7 +1258,7 @@ fn write_in(
 ) {
     match code.wire(buffer) {
         // An event its limit did not keep, let through to be measured only (`aggregate`).
-        Some(code) if watch == Watch::Yes && crate::aggregate::unkept_code(code) => {
+        Some(code) if watch == Watch::Yes && crate::emit::aggregate::unkept_code(code) => {
             let mut fill = Some(fill);
             let shared = Arc::clone(&buffer.shared);
             let Some(agg) = &shared.aggregates else { return };

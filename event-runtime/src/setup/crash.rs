@@ -4,9 +4,9 @@
 //! needs neither: every committed record is already in it.
 #![allow(unsafe_code)]
 
-use crate::buffer;
-use crate::session::{self, Shared};
-use crate::traceback;
+use crate::emit::buffer;
+use crate::emit::session::{self, Shared};
+use crate::emit::traceback;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -70,7 +70,7 @@ fn on_panic() {
         && let Some(triggers) = &shared.triggers
         && let Some(cause) = triggers.on_panic(shared.time.now())
     {
-        crate::snapshot::triggered(&shared, triggers, cause, Vec::new());
+        crate::writer::snapshot::triggered(&shared, triggers, cause, Vec::new());
     }
     // If the panic ends the process (panic = "abort", or the main thread), what this thread
     // recorded is handed on and written first.
@@ -113,7 +113,7 @@ mod signals {
     //!   block it writes is taken from the thread and the queue, so no stop or writer writes
     //!   it again. Other threads' partial blocks are not reached.
     use super::*;
-    use crate::buffer::SignalTake;
+    use crate::emit::buffer::SignalTake;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -326,7 +326,7 @@ mod signals {
 
     /// This thread's block that could not join the queue.
     enum Left<'a> {
-        Pool(crate::exchange::BlockBuf),
+        Pool(crate::blocks::exchange::BlockBuf),
         /// Sealed, in the ring file's mapping.
         Slot(&'a [u8]),
     }

@@ -27,10 +27,10 @@
 //! returned: the recording goes on.
 
 use crate::clock;
+use crate::emit::session::{self, Shared};
+use crate::incident::trigger::Cause;
 use crate::locks::lock;
-use crate::session::{self, Shared};
-use crate::sink::Sinks;
-use crate::trigger::Cause;
+use crate::sinks::sink::Sinks;
 use event_format::builtin;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, PushError, RecordIter, StopCause, Text, Value,
@@ -112,14 +112,14 @@ pub(crate) fn at_stop(shared: &Shared) {
     if dropped > 0 {
         eprintln!(
             "event-runtime: {dropped} pinned events left the pin ring to make room for newer ones (it keeps the latest {}): snapshots hold the latest only",
-            crate::trigger::PIN_RECORDS
+            crate::incident::trigger::PIN_RECORDS
         );
     }
 }
 
 /// Fires the `lost` trigger when events were lost since the last look: unattributed, or
 /// waiting in the recorder's reports.
-fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
+fn notice_losses(shared: &Shared, triggers: &crate::incident::trigger::Triggers) {
     if !triggers.watches_losses() {
         return;
     }
@@ -131,7 +131,12 @@ fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
 
 /// Takes a triggered snapshot into the next path of the triggers' pattern, with the blocks
 /// its triggering thread `held` (copies of its own ring, `trigger::Pending::held`).
-pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause, held: Vec<Box<[u8]>>) {
+pub(crate) fn triggered(
+    shared: &Shared,
+    triggers: &crate::incident::trigger::Triggers,
+    cause: Cause,
+    held: Vec<Box<[u8]>>,
+) {
     let path = |sequence| triggers.path(sequence).map_err(io::Error::other);
     let taken = take_numbered(shared, path, cause, held);
     if let Err(e) = taken {
@@ -395,8 +400,8 @@ fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result
     if shared.ring_file.is_some() {
         live.extend(copy_blocks(shared)?);
     }
-    if crate::buffer::is_writer() {
-        crate::write::write_queued(shared);
+    if crate::emit::buffer::is_writer() {
+        crate::writer::write::write_queued(shared);
     } else {
         shared.exchange.wait_drained(std::time::Duration::from_secs(1));
     }
@@ -434,9 +439,9 @@ fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result
 fn read_window(
     header: &[u8],
     block_size: u32,
-    window: Vec<(crate::history::Entry, crate::sink::WindowBytes)>,
+    window: Vec<(crate::incident::history::Entry, crate::sinks::sink::WindowBytes)>,
 ) -> Vec<Box<[u8]>> {
-    use crate::sink::WindowBytes;
+    use crate::sinks::sink::WindowBytes;
     let mut out = Vec::new();
     for chunk in window.chunks(64) {
         let mut bytes = header.to_vec();
@@ -539,7 +544,7 @@ fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
             }
         }
     }
-    let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::trigger::Pinned>> =
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::incident::trigger::Pinned>> =
         std::collections::BTreeMap::new();
     for p in &pinned {
         match oldest.get(&p.thread) {
@@ -658,7 +663,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
         let _ = std::fs::remove_file(&path);
-        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = crate::emit::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new()
             .sets(&[&SET])
             .policy(Policy::Switch)
@@ -668,7 +673,7 @@ mod tests {
             .memory()
             .start()
             .unwrap();
-        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+        let emit = |i: u64| crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         for t in 0..3u64 {
             std::thread::scope(|s| {
                 s.spawn(move || {
@@ -721,7 +726,7 @@ mod tests {
     /// the recording goes on and its stop still has every event the rings keep.
     #[test]
     fn a_snapshot_holds_the_latest_events_of_every_thread_and_their_names() {
-        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = crate::emit::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let dir = std::env::temp_dir().join(format!("snapshot-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.evt");
@@ -734,7 +739,7 @@ mod tests {
             .memory()
             .start()
             .unwrap();
-        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+        let emit = |i: u64| crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
         std::thread::scope(|s| {
             for t in 0..3u64 {
                 s.spawn(move || {

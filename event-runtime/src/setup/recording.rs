@@ -465,4 +465,139 @@ mod tests {
         assert_eq!(blocks, 1, "both in one block: none handed on for the long one");
         assert_eq!(lost, 1, "the long one counted");
     }
+
+    /// Snapshots of a running recording ([`Recording::snapshot`](crate::Recording::snapshot);
+    /// `writer::snapshot`), as a program takes them.
+    #[cfg(not(loom))]
+    mod snapshots {
+        use crate::event_set::TEST_SET as SET;
+        use crate::{Policy, Recorder};
+        use event_format::decode::{Catalog, Decoder, Entry};
+        use event_format::wire::Value;
+
+        /// The words of every `E` event of a stream, per thread, in order; and the thread names.
+        fn read(
+            bytes: &[u8],
+        ) -> (std::collections::BTreeMap<u64, Vec<u64>>, Vec<String>, Option<event_format::wire::Stop>) {
+            let mut decoder = Decoder::new(bytes).unwrap();
+            assert!(decoder.header().properties.snapshot.is_some(), "the header says it is a snapshot");
+            let catalog = Catalog::new(&decoder.header().sets);
+            let (mut words, mut names, mut stop) =
+                (std::collections::BTreeMap::<u64, Vec<u64>>::new(), Vec::new(), None);
+            while let Some(block) = decoder.next_block() {
+                let block = block.unwrap();
+                if let Some(s) = block.stop() {
+                    stop = Some(s);
+                }
+                for entry in block.entries(&catalog) {
+                    if let Entry::Event(e) = entry {
+                        let values: Vec<Value<'_>> = e.values().collect();
+                        match (e.desc.name.as_str(), values.as_slice()) {
+                            ("E", [Value::Word(w)]) => words.entry(block.header.thread).or_default().push(*w),
+                            ("ThreadName", [_, Value::Str(s)]) => {
+                                names.push(String::from_utf8_lossy(s.bytes).into_owned())
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            (words, names, stop)
+        }
+
+        /// A snapshot of a streaming recording (`switch`, the memory sink): the window read back
+        /// from what was written, as many blocks as the buffer holds before the snapshot (the
+        /// last thread's latest events, consecutive, ending with its last), then what a thread's
+        /// current block holds and the sinks do not have yet; every thread named.
+        #[test]
+        fn a_snapshot_of_a_stream_reads_its_window_back() {
+            use crate::Policy;
+            let dir = std::env::temp_dir().join(format!("snapshot-stream-unit-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("s.evt");
+            let _ = std::fs::remove_file(&path);
+            let _serial = crate::emit::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+            let recording = Recorder::new()
+                .sets(&[&SET])
+                .policy(Policy::Switch)
+                .wait(std::time::Duration::from_secs(5))
+                .block_size(1024)
+                .buffer_size(16 << 10)
+                .memory()
+                .start()
+                .unwrap();
+            let emit = |i: u64| crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+            for t in 0..3u64 {
+                std::thread::scope(|s| {
+                    s.spawn(move || {
+                        (0..5000).for_each(|i| emit(t * 100_000 + i));
+                        crate::flush();
+                    });
+                });
+            }
+            emit(7);
+            let taken = recording.snapshot(&path).unwrap();
+            recording.stop().unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let (words, names, stop) = read(&bytes);
+            let lists: Vec<&Vec<u64>> = words.values().collect();
+            let last = lists.iter().find(|l| l[0] / 100_000 == 2).expect("the last thread's events");
+            assert_eq!(*last.last().unwrap(), 204_999, "ends with the thread's last event");
+            assert!(last.windows(2).all(|w| w[1] == w[0] + 1), "consecutive, in order");
+            assert!(lists.iter().any(|l| l.as_slice() == [7]), "the live block: {lists:?}");
+            let all: usize = lists.iter().map(|l| l.len()).sum();
+            // 16 blocks of 1 KiB hold 60 events of 16 bytes each, with the live one's.
+            assert!((900..=1100).contains(&all), "as much as the buffer holds, not the whole stream: {all}");
+            assert!(names.len() >= 2, "every thread named: {names:?}");
+            assert_eq!(stop.expect("a clean-stop marker").events, taken.events);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+
+        /// A snapshot of heap rings that went round: each thread's latest events, consecutive and
+        /// ending with its last, every thread named although the rings lost their `ThreadName`;
+        /// the recording goes on and its stop still has every event the rings keep.
+        #[test]
+        fn a_snapshot_holds_the_latest_events_of_every_thread_and_their_names() {
+            let _serial = crate::emit::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+            let dir = std::env::temp_dir().join(format!("snapshot-unit-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("s.evt");
+            let _ = std::fs::remove_file(&path);
+            let recording = Recorder::new()
+                .sets(&[&SET])
+                .policy(Policy::Ring)
+                .block_size(1024)
+                .buffer_size(64 << 10)
+                .memory()
+                .start()
+                .unwrap();
+            let emit = |i: u64| crate::emit::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+            std::thread::scope(|s| {
+                for t in 0..3u64 {
+                    s.spawn(move || {
+                        (0..5000).for_each(|i| emit(t * 100_000 + i));
+                    });
+                }
+            });
+            let taken = recording.snapshot(&path).unwrap();
+            let again = recording.snapshot(&path).unwrap_err();
+            assert!(again.to_string().contains("never writes over"), "{again}");
+            emit(7);
+            recording.stop().unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let (words, names, stop) = read(&bytes);
+            assert_eq!(words.len(), 3, "three threads");
+            for list in words.values() {
+                let t = list[0] / 100_000;
+                assert!(list.len() < 5000, "the ring went round: {}", list.len());
+                assert_eq!(*list.last().unwrap(), t * 100_000 + 4999, "ends with the thread's last event");
+                assert!(list.windows(2).all(|w| w[1] == w[0] + 1), "consecutive, in order");
+            }
+            assert!(names.len() >= 3, "every thread named: {names:?}");
+            let stop = stop.expect("the snapshot ends with the clean-stop marker");
+            assert_eq!(stop.events, taken.events);
+            assert_eq!((taken.threads, taken.sequence), (3, 1));
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
 }

@@ -73,7 +73,7 @@ pub(crate) fn flush(shared: &Shared, how: Flush) {
     }
     if how == Flush::Last || (how == Flush::Period && shared.streaming) {
         let records: Vec<(u16, Vec<Value<'_>>)> = said.iter().map(Said::values).collect();
-        let mut sinks = lock(&shared.sinks);
+        let mut sinks = lock(&shared.writer.sinks);
         if sinks.is_empty() {
             let unsaid = said.iter().map(|s| if let Said::Suppressed { count, .. } = s { *count } else { 0 }).sum();
             session::count_lost_unattributed(unsaid);

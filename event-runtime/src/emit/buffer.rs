@@ -290,8 +290,8 @@ impl ThreadBuffer {
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
         // Kept for the segments to come, which name the threads whose blocks they hold
         // (`Sinks::write_block`), and for snapshots, whose rings may no longer hold this event.
-        crate::locks::lock(&buffer.shared.names).push((thread, name.clone(), false));
-        buffer.shared.names_added.fetch_add(1, Ordering::Release);
+        crate::locks::lock(&buffer.shared.writer.names).push((thread, name.clone(), false));
+        buffer.shared.writer.names_added.fetch_add(1, Ordering::Release);
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer
@@ -580,7 +580,8 @@ impl ThreadBuffer {
         if pinned {
             let thread = self.thread;
             let name = || thread_name_record(&shared, thread);
-            let thread_name = || crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone());
+            let thread_name =
+                || crate::locks::lock(&shared.writer.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone());
             // The number its block will be written with: a pool lane's idle flushes may have
             // moved it on from this buffer's (`Lane::flush_idle`).
             let sequence = match &mut self.home {
@@ -1158,7 +1159,7 @@ impl Drop for ThreadBuffer {
         // what was handed on before it looked (`writer::forget_ended`).
         if pool && matches!(self.home, Home::Lane(_)) {
             let thread = self.thread;
-            if let Some(entry) = crate::locks::lock(&self.shared.names).iter_mut().find(|e| e.0 == thread) {
+            if let Some(entry) = crate::locks::lock(&self.shared.writer.names).iter_mut().find(|e| e.0 == thread) {
                 entry.2 = true;
             }
         }
@@ -1177,7 +1178,7 @@ impl ThreadBuffer {
                 let (shared, thread, lost) = (&self.shared, self.thread, self.lost);
                 let taken = writer.lock().map(|mut guard| {
                     guard.set_refused(0);
-                    shared.report_dropped(thread, lost);
+                    shared.writer.report_dropped(thread, lost);
                 });
                 if let Err(taken) = taken {
                     return self.lane_taken(taken);
@@ -1185,7 +1186,7 @@ impl ThreadBuffer {
                 self.lost = 0;
                 return;
             }
-            self.shared.report_dropped(self.thread, std::mem::take(&mut self.lost));
+            self.shared.writer.report_dropped(self.thread, std::mem::take(&mut self.lost));
         }
         // A ring lane stays with the recording, for the stop to write.
     }
@@ -1304,7 +1305,7 @@ pub(crate) fn emit_watched(
 /// The `ThreadName` record of `thread` as the recording names it, for the ring file's pin
 /// area; `None` when it has no name.
 fn thread_name_record(shared: &Shared, thread: u64) -> Option<Vec<u8>> {
-    let name = crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone())?;
+    let name = crate::locks::lock(&shared.writer.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone())?;
     let mut strs = [Text::new(&name)];
     let max = (shared.block_size as usize - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
     if !fit_texts(&mut strs, RECORD_HEADER_LEN + builtin::THREAD_NAME_FIXED, max) {

@@ -23,7 +23,7 @@ pub(crate) fn install(shared: &std::sync::Arc<Shared>, signals: bool) {
         }));
     });
     #[cfg(unix)]
-    if signals && crate::locks::lock(&shared.sinks).raw_fd().is_some() {
+    if signals && crate::locks::lock(&shared.writer.sinks).raw_fd().is_some() {
         signals::publish(shared);
         signals::install();
     }
@@ -298,7 +298,7 @@ mod signals {
         // under the sinks' lock (the writer may hold it a moment: tried a while).
         let mut sinks = None;
         for _ in 0..PAUSES {
-            if let Ok(s) = shared.sinks.try_lock() {
+            if let Ok(s) = shared.writer.sinks.try_lock() {
                 sinks = Some(s);
                 break;
             }

@@ -21,7 +21,7 @@ use crate::blocks::exchange::Exchange;
 use crate::blocks::ringfile::{self, RingFile};
 use crate::clock::{self, TimeSource};
 use crate::config::{self, BufResize, ConfigError, Keep, Origin, Policy, Rotate, Signals};
-use crate::emit::session::{self, AfterFork, HeapRingsCell, Shared};
+use crate::emit::session::{self, AfterFork, HeapRingsCell, Shared, WriterOwned};
 use crate::event_set::EventSet;
 use crate::files::{self, ClaimError, Purpose};
 use crate::machine;
@@ -1160,26 +1160,28 @@ impl Recorder {
             exchange,
             ring_file,
             heap_rings: (self.policy == Policy::Ring).then_some(heap_rings),
-            sinks: Mutex::new(sinks),
-            interned: Mutex::new(HashMap::new()),
-            names: Mutex::new(Vec::new()),
-            names_added: AtomicU64::new(0),
-            names_learned: AtomicU64::new(0),
-            labels: Mutex::new(HashMap::new()),
             header: plan.header.clone(),
             pack: self.pack,
             triggers: plan.triggers.take(),
             aggregates: plan.aggregates.take(),
             snapshots: std::sync::atomic::AtomicU32::new(0),
-            retired: Mutex::new(Vec::new()),
             lanes: Mutex::default(),
-            reports: Mutex::new(Vec::new()),
-            reports_closed: Default::default(),
             lost_base: session::lost_unattributed(),
             streaming,
             pool_blocks: if pooled { blocks as usize } else { 0 },
             pid: std::process::id(),
             after_fork: self.fork.then(|| self.after_fork()),
+            writer: WriterOwned {
+                sinks: Mutex::new(sinks),
+                interned: Mutex::new(HashMap::new()),
+                names: Mutex::new(Vec::new()),
+                names_added: AtomicU64::new(0),
+                names_learned: AtomicU64::new(0),
+                labels: Mutex::new(HashMap::new()),
+                retired: Mutex::new(Vec::new()),
+                reports: Mutex::new(Vec::new()),
+                reports_closed: Default::default(),
+            },
         })
     }
 }

@@ -87,7 +87,7 @@ impl Recording {
         if self.shared.is_parents() {
             return lock(&ADOPTED).as_ref().map(Recording::bytes).unwrap_or_default();
         }
-        lock(&self.shared.sinks).memory_copy()
+        lock(&self.shared.writer.sinks).memory_copy()
     }
 
     /// The event file this recording writes, its pattern expanded (`EVENT_FILE=trace-%p.evt`
@@ -99,7 +99,7 @@ impl Recording {
         if self.shared.is_parents() {
             return lock(&ADOPTED).as_ref().and_then(Recording::file_path);
         }
-        lock(&self.shared.sinks).file_path()
+        lock(&self.shared.writer.sinks).file_path()
     }
 
     /// Seals the segment being written and starts the next (a recording of segments,
@@ -112,10 +112,10 @@ impl Recording {
         if self.shared.is_parents() {
             return lock(&ADOPTED).as_ref().and_then(Recording::rotate);
         }
-        let before = lock(&self.shared.sinks).request_rotation()?;
+        let before = lock(&self.shared.writer.sinks).request_rotation()?;
         let deadline = std::time::Instant::now() + FLUSH_WAIT;
         loop {
-            let now = lock(&self.shared.sinks).segment_index();
+            let now = lock(&self.shared.writer.sinks).segment_index();
             if now.is_some_and(|n| n > before) || std::time::Instant::now() >= deadline {
                 return now;
             }
@@ -179,7 +179,7 @@ impl Recording {
             return take_adopted().map_or(Ok(Vec::new()), Recording::stop);
         }
         let ended = self.end();
-        let finished = lock(&self.shared.sinks).finish();
+        let finished = lock(&self.shared.writer.sinks).finish();
         ended.and(finished)
     }
 
@@ -246,12 +246,12 @@ impl Recording {
         write_taken(shared, taken);
         // The current blocks of ring-file slots, whose copies no hand-on queued.
         for take in &slots {
-            lock(&shared.sinks).write_block(&take.block, false);
+            lock(&shared.writer.sinks).write_block(&take.block, false);
         }
         // What the threads counted since the last period: histograms and suppressions, in
         // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
         crate::emit::admit::flush(shared, crate::emit::aggregate::Flush::Last);
-        shared.close_reports();
+        shared.writer.close_reports();
         let lost = shared.lost_here();
         if let Some(ring) = &shared.ring_file {
             ring.set_lost(lost);
@@ -267,7 +267,7 @@ impl Recording {
             if let Some(line) = &line {
                 eprintln!("event-runtime: {line}");
             }
-            lock(&shared.sinks).fail(
+            lock(&shared.writer.sinks).fail(
                 line.unwrap_or_else(|| {
                     format!("the ring file {} was truncated while recording", ring.path().display())
                 }),
@@ -281,19 +281,19 @@ impl Recording {
                 // The copy of the ring file carries its own loss report (RingStream's block of
                 // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
                 // thread without a slot counts its events as unattributed (the file's `lost`).
-                if !lock(&shared.sinks).is_empty()
+                if !lock(&shared.writer.sinks).is_empty()
                     && let Err(e) = write::write_ring_file(shared, ring)
                 {
                     let message = format!("copying the ring file to the sinks failed: {e}");
                     eprintln!("event-runtime: {message}");
-                    lock(&shared.sinks).fail(message);
+                    lock(&shared.writer.sinks).fail(message);
                     copy_failed = true;
                 }
             }
             _ => {
                 // Under `ring` with a ring file cut short, the rings of the threads that
                 // started after the cut (on the heap) are all there is to copy.
-                copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.sinks).is_empty();
+                copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.writer.sinks).is_empty();
                 write::write_rings(shared);
                 write::write_reports(shared, unattributed);
             }
@@ -306,7 +306,8 @@ impl Recording {
         if let Some(ring) = &shared.ring_file {
             ring.close();
             if !ring.path_is_ours() {
-                let copy = if lock(&shared.sinks).is_empty() { "" } else { "; the event file or memory holds a copy" };
+                let copy =
+                    if lock(&shared.writer.sinks).is_empty() { "" } else { "; the event file or memory holds a copy" };
                 eprintln!(
                     "event-runtime: the ring file {} was removed or replaced while recording; its events are not there{copy}",
                     ring.path().display()
@@ -314,9 +315,9 @@ impl Recording {
             }
         }
         if never_ran {
-            lock(&shared.sinks).discard_file();
+            lock(&shared.writer.sinks).discard_file();
         } else {
-            lock(&shared.sinks).close_file();
+            lock(&shared.writer.sinks).close_file();
         }
         result
     }
@@ -327,16 +328,16 @@ impl Recording {
 fn write_taken(shared: &Shared, taken: Vec<crate::blocks::lane::LaneTake>) {
     use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
     for mut take in taken {
-        shared.report_dropped(take.thread, take.refused);
+        shared.writer.report_dropped(take.thread, take.refused);
         if !take.ring.is_empty() {
-            lock(&shared.retired).push(session::RetiredRing { blocks: take.ring });
+            lock(&shared.writer.retired).push(session::RetiredRing { blocks: take.ring });
         } else if take.bytes.is_empty() {
             continue;
         } else if take.end > BLOCK_HEADER_LEN {
             let block = &mut take.bytes;
             Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (take.end - BLOCK_HEADER_LEN) as u32);
             seal_block_in_place(Order::NATIVE, block);
-            lock(&shared.sinks).write_block(block, false);
+            lock(&shared.writer.sinks).write_block(block, false);
         }
     }
 }
@@ -363,7 +364,7 @@ pub fn flush() {
     }
     if let Some(shared) = session::current(session::generation()) {
         shared.exchange.wait_drained(FLUSH_WAIT);
-        lock(&shared.sinks).flush_file();
+        lock(&shared.writer.sinks).flush_file();
     }
 }
 

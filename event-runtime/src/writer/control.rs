@@ -273,7 +273,7 @@ pub fn limits() -> Option<String> {
 pub(crate) fn answer(shared: &Shared, text: &str) -> Result<String, String> {
     match text.trim() {
         "" => describe().ok_or_else(|| "no recording runs".to_owned()),
-        ROTATE_REQUEST => match lock(&shared.sinks).request_rotation() {
+        ROTATE_REQUEST => match lock(&shared.writer.sinks).request_rotation() {
             Some(index) => Ok(format!("segment {index} is being sealed; the next one starts")),
             None => Err("this recording writes no segments (EVENT_ROTATE is not set)".to_owned()),
         },

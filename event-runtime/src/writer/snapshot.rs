@@ -123,7 +123,7 @@ fn notice_losses(shared: &Shared, triggers: &crate::incident::trigger::Triggers)
     if !triggers.watches_losses() {
         return;
     }
-    let lost = shared.lost_here().saturating_add(lock(&shared.reports).iter().map(|r| r.1).sum());
+    let lost = shared.lost_here().saturating_add(lock(&shared.writer.reports).iter().map(|r| r.1).sum());
     if lost > triggers.lost_seen.swap(lost, Ordering::Relaxed) {
         triggers.on_lost(shared.time.now());
     }
@@ -406,7 +406,7 @@ fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result
         shared.exchange.wait_drained(std::time::Duration::from_secs(1));
     }
     let (window, newest) = {
-        let sinks = lock(&shared.sinks);
+        let sinks = lock(&shared.writer.sinks);
         let window = sinks.window(from, trigger);
         let threads: BTreeSet<u64> = live.iter().map(|b| BlockHeader::read(Order::NATIVE, b).thread).collect();
         let newest: std::collections::BTreeMap<u64, Option<u64>> =
@@ -578,10 +578,12 @@ fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
 /// Blocks of thread 0 that name every thread, interned string and label the recording
 /// knows, at `time`, numbered from 0.
 fn names_blocks(shared: &Shared, bs: u32, time: u64) -> Vec<Box<[u8]>> {
-    let threads: Vec<(u64, String)> = lock(&shared.names).iter().map(|(t, name, _)| (*t, name.clone())).collect();
-    let mut interned: Vec<(u64, String)> = lock(&shared.interned).iter().map(|(s, &id)| (id, s.clone())).collect();
+    let threads: Vec<(u64, String)> =
+        lock(&shared.writer.names).iter().map(|(t, name, _)| (*t, name.clone())).collect();
+    let mut interned: Vec<(u64, String)> =
+        lock(&shared.writer.interned).iter().map(|(s, &id)| (id, s.clone())).collect();
     interned.sort();
-    let labels: Vec<(u64, u64)> = lock(&shared.labels).iter().map(|(&a, &id)| (a, id)).collect();
+    let labels: Vec<(u64, u64)> = lock(&shared.writer.labels).iter().map(|(&a, &id)| (a, id)).collect();
     let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
     for (thread, name) in &threads {
         records.push((builtin::THREAD_NAME, vec![Value::Word(*thread), Value::Str(Text::new(name))]));

@@ -112,7 +112,7 @@ impl Last {
 fn turn(shared: &Shared, last: &mut Last) -> bool {
     // Threads that ended before this turn: every block they handed on is written by its
     // end (the batch takes every block queued), and then their names are forgotten.
-    let ended: Vec<u64> = lock(&shared.names).iter().filter(|e| e.2).map(|e| e.0).collect();
+    let ended: Vec<u64> = lock(&shared.writer.names).iter().filter(|e| e.2).map(|e| e.0).collect();
     let batch = shared.exchange.next_batch(SERVICE_PERIOD);
     let closed = matches!(batch, Batch::Closed);
     if let Batch::Blocks(blocks) = batch {
@@ -169,6 +169,6 @@ fn forget_ended(shared: &Shared, ended: &[u64]) {
     if ended.is_empty() {
         return;
     }
-    lock(&shared.names).retain(|e| !ended.contains(&e.0));
-    lock(&shared.sinks).forget_threads(ended);
+    lock(&shared.writer.names).retain(|e| !ended.contains(&e.0));
+    lock(&shared.writer.sinks).forget_threads(ended);
 }

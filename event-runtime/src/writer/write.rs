@@ -48,8 +48,8 @@ pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         // and blocks go as they are, so that no event is dropped for the sake of size.
         let hurry = shared.exchange.free_hint() < shared.pool_blocks / 4;
         rotate_if_due(shared);
-        shared.learn_names();
-        lock(&shared.sinks).write_block(&block, hurry);
+        shared.writer.learn_names();
+        lock(&shared.writer.sinks).write_block(&block, hurry);
         written.push(block);
         yield_to_host();
         if written.len() == GIVE_BACK_EVERY {
@@ -61,13 +61,13 @@ pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
 
 /// Writes the recorder's reports (`Dropped` events of thread 0), if any, in one block.
 pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
-    let mut reports = std::mem::take(&mut *lock(&shared.reports));
+    let mut reports = std::mem::take(&mut *lock(&shared.writer.reports));
     reports.extend_from_slice(extra);
     if reports.is_empty() {
         return;
     }
     let time = shared.time.now();
-    let mut sinks = lock(&shared.sinks);
+    let mut sinks = lock(&shared.writer.sinks);
     // A segment names the threads whose losses it reports, before the report.
     sinks.name_threads(reports.iter().map(|&(thread, _)| thread), time);
     let blocks = dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
@@ -82,14 +82,14 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
 /// every other block, by a stop that lost nothing it could not count.
 pub(crate) fn write_stop(shared: &Shared) {
     let time = shared.time.now();
-    lock(&shared.sinks).write_stop(time, StopCause::Stopped);
+    lock(&shared.writer.sinks).write_stop(time, StopCause::Stopped);
 }
 
 /// Seals the segment being written and starts the next when it is due (docs/FORMAT.md,
 /// "Segments"); after a full disk, tries again for room. On the writer thread (or at stop):
 /// never on a recording thread.
 pub(crate) fn rotate_if_due(shared: &Shared) {
-    if !lock(&shared.sinks).rotation_due() {
+    if !lock(&shared.writer.sinks).rotation_due() {
         return;
     }
     // The histograms and suppressions of the segment's last period go into it.
@@ -99,7 +99,7 @@ pub(crate) fn rotate_if_due(shared: &Shared) {
     let time = shared.time.now();
     let names = names_blocks(shared, 0, time);
     let mut threads: Vec<(u64, String)> =
-        lock(&shared.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
+        lock(&shared.writer.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
     // Pinned events (`EVENT_PIN`) are repeated in every new segment, with their threads'
     // names, also of threads that ended.
     let pins = shared.triggers.as_ref().map(crate::incident::trigger::Triggers::pinned_now).unwrap_or_default();
@@ -110,7 +110,7 @@ pub(crate) fn rotate_if_due(shared: &Shared) {
             }
         }
     }
-    lock(&shared.sinks).rotate_if_due(time, names, threads, &pins);
+    lock(&shared.writer.sinks).rotate_if_due(time, names, threads, &pins);
 }
 
 /// Blocks of thread 0, numbered from `first`, that repeat in a new segment every interned
@@ -119,9 +119,9 @@ pub(crate) fn rotate_if_due(shared: &Shared) {
 /// the threads whose blocks it holds (`Sinks::write_block`), so that a segment does not
 /// repeat the name of every thread the program ever ran.
 fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
-    let labels = lock(&shared.labels).clone();
+    let labels = lock(&shared.writer.labels).clone();
     let mut interned: Vec<(u64, String)> =
-        lock(&shared.interned).iter().map(|(text, &id)| (id, text.clone())).collect();
+        lock(&shared.writer.interned).iter().map(|(text, &id)| (id, text.clone())).collect();
     interned.sort();
     let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
     for (id, text) in &interned {
@@ -135,8 +135,8 @@ fn names_blocks(shared: &Shared, first: u64, time: u64) -> Vec<Vec<u8>> {
 
 /// Under `ring`: every thread's ring, oldest block first, to the stream sinks.
 pub(crate) fn write_rings(shared: &Shared) {
-    let rings = std::mem::take(&mut *lock(&shared.retired));
-    let mut sinks = lock(&shared.sinks);
+    let rings = std::mem::take(&mut *lock(&shared.writer.retired));
+    let mut sinks = lock(&shared.writer.sinks);
     for ring in rings {
         for mut block in ring.blocks {
             seal_block_in_place(Order::NATIVE, &mut block);
@@ -155,7 +155,7 @@ pub(crate) fn write_ring_file(shared: &Shared, ring: &RingFile) -> io::Result<()
     let mut header = vec![0u8; skip];
     stream.read_exact(&mut header)?;
     let mut block = vec![0u8; shared.block_size as usize];
-    let mut sinks = lock(&shared.sinks);
+    let mut sinks = lock(&shared.writer.sinks);
     loop {
         match stream.read_exact(&mut block) {
             Ok(()) => sinks.write_block(&block, false),

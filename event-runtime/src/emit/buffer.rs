@@ -553,12 +553,12 @@ impl ThreadBuffer {
         if self.shared.aggregates.as_ref().is_some_and(|a| a.measures(code)) {
             self.measure(code, fixed, strs);
         }
-        let Some(triggers) = &self.shared.triggers else { return };
+        let Some(triggers) = &self.shared.incidents.triggers else { return };
         if self.post.is_none() && !triggers.watches(code) {
             return; // an event that shares a watched one's bit
         }
         let shared = Arc::clone(&self.shared);
-        let Some(triggers) = &shared.triggers else { return };
+        let Some(triggers) = &shared.incidents.triggers else { return };
         if let Some((id, left)) = self.post {
             if left <= 1 {
                 self.post = None;
@@ -1140,7 +1140,7 @@ impl Drop for ThreadBuffer {
         // the snapshot waits no more.
         if let Some((id, _)) = self.post.take() {
             let held = self.end_post_window();
-            if let Some(triggers) = &self.shared.triggers {
+            if let Some(triggers) = &self.shared.incidents.triggers {
                 triggers.counted(id, self.time, held);
             }
             crate::emit::divert::post_window(self.generation, false);

@@ -92,12 +92,11 @@ pub(crate) struct Shared {
     pub(crate) header: event_format::wire::Header,
     /// Whether blocks are packed before they reach a file (a snapshot's too).
     pub(crate) pack: Option<event_format::wire::Packing>,
-    /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
-    pub(crate) triggers: Option<crate::incident::trigger::Triggers>,
+    /// The incident service: the triggers and pins the thread buffers consult on their cold
+    /// path, and the snapshots the writer thread serves once a turn (`writer::snapshot`).
+    pub(crate) incidents: Incidents,
     /// The limits and histograms (`aggregate`), if the recording has any.
     pub(crate) aggregates: Option<crate::emit::aggregate::Aggregates>,
-    /// Snapshots taken so far (the next one's sequence is this plus one).
-    pub(crate) snapshots: std::sync::atomic::AtomicU32,
     /// Every thread's lane (`lane::Lane`), for the stop to take: the pool lanes of
     /// threads alive, and every ring lane. Closed by the stop.
     pub(crate) lanes: Mutex<Lanes>,
@@ -118,6 +117,18 @@ pub(crate) struct Shared {
     /// losses it reports. The hot path reaches it only on its cold paths (a thread's name at
     /// its start, a loss report, a block written directly).
     pub(crate) writer: WriterOwned,
+}
+
+/// A recording's incident service (`Shared::incidents`): the triggers and pins that watch
+/// events (`incident::trigger`; docs/guide/keeping-the-incident.md) and the count of the
+/// snapshots taken, whoever took them (`writer::snapshot`).
+#[derive(Debug)]
+pub(crate) struct Incidents {
+    /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`) and the pins
+    /// (`EVENT_PIN`), if any.
+    pub(crate) triggers: Option<crate::incident::trigger::Triggers>,
+    /// Snapshots taken so far (the next one's sequence is this plus one).
+    pub(crate) snapshots: std::sync::atomic::AtomicU32,
 }
 
 /// What the writer thread owns of a recording (`Shared::writer`): the sinks, the names and

@@ -67,7 +67,7 @@ fn on_panic() {
     // A `panic` trigger: the snapshot is taken here, on the panicking thread, before the
     // panic may end the process (`trigger`).
     if let Some(shared) = session::try_current()
-        && let Some(triggers) = &shared.triggers
+        && let Some(triggers) = &shared.incidents.triggers
         && let Some(cause) = triggers.on_panic(shared.time.now())
     {
         crate::writer::snapshot::triggered(&shared, triggers, cause, Vec::new());

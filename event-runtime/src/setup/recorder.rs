@@ -21,7 +21,7 @@ use crate::blocks::exchange::Exchange;
 use crate::blocks::ringfile::{self, RingFile};
 use crate::clock::{self, TimeSource};
 use crate::config::{self, BufResize, ConfigError, Keep, Origin, Policy, Rotate, Signals};
-use crate::emit::session::{self, AfterFork, HeapRingsCell, Shared, WriterOwned};
+use crate::emit::session::{self, AfterFork, HeapRingsCell, Incidents, Shared, WriterOwned};
 use crate::event_set::EventSet;
 use crate::files::{self, ClaimError, Purpose};
 use crate::machine;
@@ -1162,9 +1162,8 @@ impl Recorder {
             heap_rings: (self.policy == Policy::Ring).then_some(heap_rings),
             header: plan.header.clone(),
             pack: self.pack,
-            triggers: plan.triggers.take(),
+            incidents: Incidents { triggers: plan.triggers.take(), snapshots: std::sync::atomic::AtomicU32::new(0) },
             aggregates: plan.aggregates.take(),
-            snapshots: std::sync::atomic::AtomicU32::new(0),
             lanes: Mutex::default(),
             lost_base: session::lost_unattributed(),
             streaming,
@@ -1194,7 +1193,7 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     control::install(recorded, plan.selections);
     // The events its triggers and pins watch divert to the cold path (`trigger`'s module
     // docs, "Cost"); without any, nothing does.
-    if let Some(triggers) = &shared.triggers {
+    if let Some(triggers) = &shared.incidents.triggers {
         crate::emit::divert::watch(generation, Some(triggers.mask));
     }
     // The events that are limited or that a histogram counts divert too (`aggregate`).

@@ -81,7 +81,7 @@ pub(crate) fn requested(shared: &Shared, request: &str) -> Result<String, String
 /// since the last look (`lost_seen`), and takes the triggered snapshots whose `post` window
 /// is over. A snapshot that cannot be taken is said in one line; the recording goes on.
 pub(crate) fn serve(shared: &Shared) {
-    let Some(triggers) = &shared.triggers else { return };
+    let Some(triggers) = &shared.incidents.triggers else { return };
     // The stop takes what is left while it holds this (`Triggers::serving`).
     let Ok(_serving) = triggers.serving.try_lock() else { return };
     notice_losses(shared, triggers);
@@ -95,7 +95,7 @@ pub(crate) fn serve(shared: &Shared) {
 /// windows end with the recording), and says what the rate policies declined since the last
 /// snapshot each took.
 pub(crate) fn at_stop(shared: &Shared) {
-    let Some(triggers) = &shared.triggers else { return };
+    let Some(triggers) = &shared.incidents.triggers else { return };
     // Waits for the writer thread to finish the snapshots it took out of the list.
     let _serving = crate::locks::lock(&triggers.serving);
     // Losses since the writer thread last looked (it looks about every 20 ms) are noticed
@@ -162,7 +162,7 @@ fn take_numbered(
     }
     let taken_time = shared.time.now();
     let taken_wall_ns = if shared.time.is_deterministic() { 0 } else { clock::wall_ns() };
-    let sequence = shared.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
+    let sequence = shared.incidents.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
     let path = &path(sequence)?;
 
     // The file first: nothing is copied for a path that cannot be written.
@@ -528,7 +528,7 @@ fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
 /// still holds its block 0 (nothing overwritten) has them there already; one without blocks
 /// in the snapshot gets them as its block 0. Sealed.
 fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
-    let Some(triggers) = &shared.triggers else { return Vec::new() };
+    let Some(triggers) = &shared.incidents.triggers else { return Vec::new() };
     let pinned = triggers.pinned_now();
     if pinned.is_empty() {
         return Vec::new();

@@ -102,8 +102,9 @@ pub(crate) fn rotate_if_due(shared: &Shared) {
         lock(&shared.writer.names).iter().map(|(thread, name, _)| (*thread, name.clone())).collect();
     // Pinned events (`EVENT_PIN`) are repeated in every new segment, with their threads'
     // names, also of threads that ended.
-    let pins = shared.triggers.as_ref().map(crate::incident::trigger::Triggers::pinned_now).unwrap_or_default();
-    if let Some(triggers) = &shared.triggers {
+    let pins =
+        shared.incidents.triggers.as_ref().map(crate::incident::trigger::Triggers::pinned_now).unwrap_or_default();
+    if let Some(triggers) = &shared.incidents.triggers {
         for (thread, name) in triggers.pinned_names() {
             if !threads.iter().any(|t| t.0 == thread) {
                 threads.push((thread, name));

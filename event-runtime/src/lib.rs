@@ -118,7 +118,8 @@
 // marked with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// The recorder's floors, from the ground up: each imports only those before it.
+// The recorder's floors, from the ground up: each imports only those before it
+// (tests/it/floors.rs checks it).
 mod clock;
 mod config;
 mod event_set;
@@ -132,14 +133,14 @@ mod incident;
 mod sinks;
 
 mod emit;
+#[cfg(feature = "tracing")]
+pub mod tracing_bridge;
 mod writer;
 
 mod setup;
 
 pub use writer::control;
 pub mod read;
-#[cfg(feature = "tracing")]
-pub mod tracing_bridge;
 
 #[doc(hidden)]
 pub mod __private;

@@ -14,6 +14,7 @@
 //! (`crate::lost_unattributed`), and, when the thread notices before the stop ends, in the
 //! stream's report too.
 
+use crate::blocks::ringfile::SlotTake;
 use crate::emit::buffer;
 use crate::emit::session::{self, Shared};
 use crate::locks::lock;
@@ -212,6 +213,29 @@ impl Recording {
         }
         self.stopped = true;
         let never_ran = self.writer.is_none();
+        self.turn_off();
+        // Every thread's committed records, taken before the pool closes: a thread that hands
+        // a block on before its lane is taken still finds the writer there.
+        let taken = self.shared.take_lanes();
+        let slots = self.shared.take_slots();
+        self.shared.exchange.close();
+        let result = self.wait_for_writer();
+        session::close(self.generation);
+        let shared = &self.shared;
+        let whole = write_the_rest(shared, taken, &slots);
+        // The marker is the last block: a stop whose writer thread failed, or whose stream
+        // misses the ring file's copy, is not clean.
+        if result.is_ok() && whole {
+            write::write_stop(shared);
+        }
+        close_sinks(shared, never_ran);
+        result
+    }
+
+    /// The stop's first step, while the recording still runs: the triggered snapshots still
+    /// waiting for their `post` window are taken, the handlers, the built-in events, the
+    /// divert word and the selection turned off, and this thread's records handed on.
+    fn turn_off(&self) {
         // Triggered snapshots still waiting for their `post` window are taken now, while the
         // rings are whole.
         crate::writer::snapshot::at_stop(&self.shared);
@@ -226,12 +250,10 @@ impl Recording {
             crate::emit::admit::flush(&self.shared, crate::emit::aggregate::Flush::IntoRing);
         }
         buffer::detach_this_thread(self.generation);
-        // Every thread's committed records, taken before the pool closes: a thread that hands
-        // a block on before its lane is taken still finds the writer there.
-        let taken = self.shared.take_lanes();
-        let slots = self.shared.take_slots();
-        self.shared.exchange.close();
-        let mut result = Ok(());
+    }
+
+    /// Waits for the writer thread to end (the exchange closed); an error when it panicked.
+    fn wait_for_writer(&mut self) -> io::Result<()> {
         if let Some(writer) = self.writer.take()
             && !writer.wait()
         {
@@ -239,87 +261,96 @@ impl Recording {
             // had not written are lost, and the stop says so.
             let message = "the event-writer thread ended early; blocks queued after it stopped are lost".to_owned();
             eprintln!("event-runtime: {message}");
-            result = Err(io::Error::other(message));
+            return Err(io::Error::other(message));
         }
-        session::close(self.generation);
-        let shared = &self.shared;
-        write_taken(shared, taken);
-        // The current blocks of ring-file slots, whose copies no hand-on queued.
-        for take in &slots {
-            lock(&shared.writer.sinks).write_block(&take.block, false);
-        }
-        // What the threads counted since the last period: histograms and suppressions, in
-        // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
-        crate::emit::admit::flush(shared, crate::emit::aggregate::Flush::Last);
-        shared.writer.close_reports();
-        let lost = shared.lost_here();
-        if let Some(ring) = &shared.ring_file {
-            ring.set_lost(lost);
-        }
-        let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
-        // A ring file cut short under its mapping (`busguard`): said once (the writer thread
-        // may have said it), and the stop's error.
-        let cut_short = shared.ring_file.as_ref().is_some_and(|ring| ring.cut_short());
-        if let Some(ring) = &shared.ring_file
-            && cut_short
-        {
-            let line = ring.loss_to_say(shared.streaming);
-            if let Some(line) = &line {
-                eprintln!("event-runtime: {line}");
+        Ok(())
+    }
+}
+
+/// The stop's writes once the writer thread has ended, in order: the threads' committed
+/// records and the ring-file slots' current blocks, what the threads counted, the ring file's
+/// copy or the rings, and the last loss report. Returns whether the stream holds all it
+/// should (no copy of the ring file that it misses): then the clean-stop marker follows.
+fn write_the_rest(shared: &Shared, taken: Vec<crate::blocks::lane::LaneTake>, slots: &[SlotTake]) -> bool {
+    write_taken(shared, taken);
+    // The current blocks of ring-file slots, whose copies no hand-on queued.
+    for take in slots {
+        lock(&shared.writer.sinks).write_block(&take.block, false);
+    }
+    // What the threads counted since the last period: histograms and suppressions, in
+    // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
+    crate::emit::admit::flush(shared, crate::emit::aggregate::Flush::Last);
+    shared.writer.close_reports();
+    let lost = shared.lost_here();
+    if let Some(ring) = &shared.ring_file {
+        ring.set_lost(lost);
+    }
+    let unattributed: &[(u64, u64)] = if lost > 0 { &[(0, lost)] } else { &[] };
+    let cut_short = say_cut_short(shared);
+    // Whether the stream misses what it should have copied: then it does not say it
+    // stopped cleanly.
+    let mut copy_failed = false;
+    match &shared.ring_file {
+        Some(ring) if !shared.streaming && !cut_short => {
+            // The copy of the ring file carries its own loss report (RingStream's block of
+            // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
+            // thread without a slot counts its events as unattributed (the file's `lost`).
+            if !lock(&shared.writer.sinks).is_empty()
+                && let Err(e) = write::write_ring_file(shared, ring)
+            {
+                let message = format!("copying the ring file to the sinks failed: {e}");
+                eprintln!("event-runtime: {message}");
+                lock(&shared.writer.sinks).fail(message);
+                copy_failed = true;
             }
-            lock(&shared.writer.sinks).fail(
-                line.unwrap_or_else(|| {
-                    format!("the ring file {} was truncated while recording", ring.path().display())
-                }),
+        }
+        _ => {
+            // Under `ring` with a ring file cut short, the rings of the threads that
+            // started after the cut (on the heap) are all there is to copy.
+            copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.writer.sinks).is_empty();
+            write::write_rings(shared);
+            write::write_reports(shared, unattributed);
+        }
+    }
+    !copy_failed
+}
+
+/// Whether the ring file was cut short under its mapping (`busguard`): then said once (the
+/// writer thread may have said it), and the stop's error.
+fn say_cut_short(shared: &Shared) -> bool {
+    let cut_short = shared.ring_file.as_ref().is_some_and(|ring| ring.cut_short());
+    if let Some(ring) = &shared.ring_file
+        && cut_short
+    {
+        let line = ring.loss_to_say(shared.streaming);
+        if let Some(line) = &line {
+            eprintln!("event-runtime: {line}");
+        }
+        lock(&shared.writer.sinks).fail(
+            line.unwrap_or_else(|| format!("the ring file {} was truncated while recording", ring.path().display())),
+        );
+    }
+    cut_short
+}
+
+/// The stop's last step: the ring file closed (said when it was removed or replaced while
+/// recording), and the event file closed, or removed when the writer thread never ran.
+fn close_sinks(shared: &Shared, never_ran: bool) {
+    if let Some(ring) = &shared.ring_file {
+        ring.close();
+        if !ring.path_is_ours() {
+            let copy =
+                if lock(&shared.writer.sinks).is_empty() { "" } else { "; the event file or memory holds a copy" };
+            eprintln!(
+                "event-runtime: the ring file {} was removed or replaced while recording; its events are not there{copy}",
+                ring.path().display()
             );
         }
-        // Whether the stream misses what it should have copied: then it does not say it
-        // stopped cleanly.
-        let mut copy_failed = false;
-        match &shared.ring_file {
-            Some(ring) if !shared.streaming && !cut_short => {
-                // The copy of the ring file carries its own loss report (RingStream's block of
-                // thread 0). Nothing else reports here: no thread refuses under `ring`, and a
-                // thread without a slot counts its events as unattributed (the file's `lost`).
-                if !lock(&shared.writer.sinks).is_empty()
-                    && let Err(e) = write::write_ring_file(shared, ring)
-                {
-                    let message = format!("copying the ring file to the sinks failed: {e}");
-                    eprintln!("event-runtime: {message}");
-                    lock(&shared.writer.sinks).fail(message);
-                    copy_failed = true;
-                }
-            }
-            _ => {
-                // Under `ring` with a ring file cut short, the rings of the threads that
-                // started after the cut (on the heap) are all there is to copy.
-                copy_failed = shared.ring_file.is_some() && !shared.streaming && !lock(&shared.writer.sinks).is_empty();
-                write::write_rings(shared);
-                write::write_reports(shared, unattributed);
-            }
-        }
-        // The marker is the last block: a stop whose writer thread failed, or whose stream
-        // misses the ring file's copy, is not clean.
-        if result.is_ok() && !copy_failed {
-            write::write_stop(shared);
-        }
-        if let Some(ring) = &shared.ring_file {
-            ring.close();
-            if !ring.path_is_ours() {
-                let copy =
-                    if lock(&shared.writer.sinks).is_empty() { "" } else { "; the event file or memory holds a copy" };
-                eprintln!(
-                    "event-runtime: the ring file {} was removed or replaced while recording; its events are not there{copy}",
-                    ring.path().display()
-                );
-            }
-        }
-        if never_ran {
-            lock(&shared.writer.sinks).discard_file();
-        } else {
-            lock(&shared.writer.sinks).close_file();
-        }
-        result
+    }
+    if never_ran {
+        lock(&shared.writer.sinks).discard_file();
+    } else {
+        lock(&shared.writer.sinks).close_file();
     }
 }
 

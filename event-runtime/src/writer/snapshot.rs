@@ -171,6 +171,18 @@ fn take_numbered(
     // tells whether the path still names our file when it is removed.
     let ours = file.try_clone()?;
 
+    let mut blocks = window(shared, &cause, held, taken_time)?;
+    let pinned = pinned_blocks(shared, &blocks);
+    let (names, recorder_sequence) = renumber(shared, &mut blocks, taken_time);
+    let header = snapshot_header(shared, cause, taken_wall_ns, taken_time, sequence)?;
+    let contents = Contents { header, names, pinned, blocks, recorder_sequence };
+    write_file(shared, path, file, &ours, sequence, taken_time, contents)
+}
+
+/// The blocks of a snapshot's window, unsealed: the stream's (read back) or the rings' (with
+/// the blocks `held` that the triggering thread copied), from the `pre=` window's start and
+/// up to the `post=` window's end when the cause has them.
+fn window(shared: &Shared, cause: &Cause, held: Vec<Box<[u8]>>, taken_time: u64) -> io::Result<Vec<Box<[u8]>>> {
     let from = cause.pre.map(|pre| {
         let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
         cause.trigger_time.unwrap_or(taken_time).saturating_sub(ticks)
@@ -191,14 +203,19 @@ fn take_numbered(
             h.thread == 0 || h.base_time <= until
         });
     }
+    Ok(blocks)
+}
+
+/// Numbers thread 0's blocks of the window anew, after the names blocks made here, and seals
+/// every block; returns the names blocks and the next number of thread 0's blocks.
+fn renumber(shared: &Shared, blocks: &mut [Box<[u8]>], taken_time: u64) -> (Vec<Box<[u8]>>, u64) {
     let bs = shared.block_size;
-    let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
     // ring file's reading wrote, then the clean-stop marker.
     let first_time = blocks.iter().map(|b| BlockHeader::read(Order::NATIVE, b).base_time).min().unwrap_or(taken_time);
     let names = names_blocks(shared, bs, first_time.min(taken_time));
     let mut recorder_sequence = names.len() as u64;
-    for block in &mut blocks {
+    for block in blocks.iter_mut() {
         let mut header = BlockHeader::read(Order::NATIVE, block);
         if header.thread == 0 {
             header.sequence = recorder_sequence;
@@ -207,7 +224,17 @@ fn take_numbered(
         }
         seal_block_in_place(Order::NATIVE, block);
     }
+    (names, recorder_sequence)
+}
 
+/// The snapshot's stream header: the recording's, with the snapshot's properties.
+fn snapshot_header(
+    shared: &Shared,
+    cause: Cause,
+    taken_wall_ns: i64,
+    taken_time: u64,
+    sequence: u32,
+) -> io::Result<Vec<u8>> {
     let mut header = shared.header.clone();
     header.properties.snapshot = Some(event_format::wire::Snapshot {
         taken_wall_ns,
@@ -219,8 +246,35 @@ fn take_numbered(
         trigger_time: cause.trigger_time.unwrap_or(taken_time),
         trigger: cause.trigger,
     });
-    let header_bytes = header.encode().map_err(io::Error::other)?;
+    header.encode().map_err(io::Error::other)
+}
 
+/// What a snapshot file holds, in this order, before its clean-stop marker.
+struct Contents {
+    header: Vec<u8>,
+    /// The names the recording knows, in blocks of thread 0.
+    names: Vec<Box<[u8]>>,
+    /// The pinned events the window does not hold.
+    pinned: Vec<Box<[u8]>>,
+    /// The window's blocks, sealed.
+    blocks: Vec<Box<[u8]>>,
+    /// The next number of thread 0's blocks.
+    recorder_sequence: u64,
+}
+
+/// Writes a snapshot's `contents` into `file` (new, at `path`; `ours` is a second descriptor
+/// of it) and ends it with the clean-stop marker; what it wrote. A file that cannot be
+/// written whole is removed.
+fn write_file(
+    shared: &Shared,
+    path: &Path,
+    file: std::fs::File,
+    ours: &std::fs::File,
+    sequence: u32,
+    taken_time: u64,
+    contents: Contents,
+) -> io::Result<SnapshotInfo> {
+    let Contents { header, names, pinned, blocks, recorder_sequence } = contents;
     let mut info = SnapshotInfo {
         path: path.to_owned(),
         sequence,
@@ -230,8 +284,8 @@ fn take_numbered(
         duration: std::time::Duration::ZERO,
     };
     let mut threads = BTreeSet::new();
-    let mut sinks = Sinks::new(Some((path.to_owned(), file)), false, shared.pack, bs, None);
-    sinks.write(&header_bytes);
+    let mut sinks = Sinks::new(Some((path.to_owned(), file)), false, shared.pack, shared.block_size, None);
+    sinks.write(&header);
     for block in names.iter().chain(&pinned).chain(&blocks) {
         let h = BlockHeader::read(Order::NATIVE, block);
         if h.thread != 0 {
@@ -257,7 +311,7 @@ fn take_numbered(
     if let Err(e) = sinks.finish() {
         // A snapshot cut short is no snapshot: ours, made here, removed (`discard` checks
         // that the path still names our file).
-        sinks.discard_as(path, &ours);
+        sinks.discard_as(path, ours);
         return Err(io::Error::other(format!(
             "the snapshot {} was not written whole and is removed: {e}",
             path.display()

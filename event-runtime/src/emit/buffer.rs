@@ -1156,7 +1156,7 @@ impl Drop for ThreadBuffer {
         // After its last block and report were handed on to the writer (a pool block; a
         // ring-file block is copied by the stop, which may still need the name, as it does
         // a lane the stop took meanwhile): the writer forgets its name once it has written
-        // what was handed on before it looked (`writer::forget_ended`).
+        // what was handed on before it looked (`writer::thread::forget_ended`).
         if pool && matches!(self.home, Home::Lane(_)) {
             let thread = self.thread;
             if let Some(entry) = crate::locks::lock(&self.shared.writer.names).iter_mut().find(|e| e.0 == thread) {

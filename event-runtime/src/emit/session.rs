@@ -7,6 +7,11 @@
 //! on start/stop code, everything a thread buffer needs while recording lives here: the
 //! generation that tells a stale buffer, the running recording's [`Shared`] state, and the
 //! counters of lost events. Nothing here starts, stops or spawns.
+//!
+//! [`Shared`] is cut by owner: the hot path's state first, together; then the incident
+//! service's ([`Incidents`]: triggers, pins, the snapshots' count) and, behind it, what the
+//! writer thread owns ([`WriterOwned`]: the sinks, the names and labels they repeat, the loss
+//! reports, the retired rings), which a thread reaches only on its cold paths.
 
 use crate::blocks::exchange::{BlockBuf, Exchange};
 use crate::blocks::lane::{Lane, LaneTake};
@@ -258,7 +263,7 @@ impl Shared {
 
     /// The writer's idle flush (`Lane::flush_idle`): every pool lane whose thread recorded
     /// nothing since the last call gets its unflushed records written to the stream sinks.
-    /// Called every `writer::IDLE_FLUSH_PERIOD`, so an idle thread's records reach the sinks
+    /// Called every `writer::thread::IDLE_FLUSH_PERIOD`, so an idle thread's records reach the sinks
     /// within two periods of its last one.
     pub(crate) fn flush_idle_lanes(&self) {
         let lanes = {

@@ -34,7 +34,7 @@
 //! ours to free). The hot path gains no load: it sees a new generation, as after any stop.
 //!
 //! Nothing in the recorder joins or signals a thread: the writer thread is detached as it
-//! starts, and the stop waits for its end through a channel (`writer::WriterEnd`). A child
+//! starts, and the stop waits for its end through a channel (`writer::thread::WriterEnd`). A child
 //! of `fork()` gets the parent's threads' stacks back from the C library's cache for its own
 //! new threads (the child's writer among them), and a program's `JoinHandle`s copied from the
 //! parent, dropped in the child (returning from `main`), detach whatever thread now has that

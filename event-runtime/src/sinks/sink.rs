@@ -2,7 +2,7 @@
 //! order (the ring file is not one of them: threads write it in place, `ringfile`).
 //!
 //! A sink is plain I/O with no knowledge of threads or policies, so that the session, the
-//! writer thread and the stop can all write through it under one lock (`Shared::sinks`). A
+//! writer thread and the stop can all write through it under one lock (`WriterOwned::sinks`). A
 //! write error gives the one event file up with one line on stderr and is returned by the
 //! stop; under segments it ends the segment and the recording goes on in a new one (as a full
 //! disk does). It never stops the program.
@@ -271,7 +271,7 @@ impl Sinks {
     }
 
     /// Under segments: learns the names of threads that started since the last rotation
-    /// (`Shared::learn_names`), which the segment being written may have to name.
+    /// (`WriterOwned::learn_names`), which the segment being written may have to name.
     pub(crate) fn learn_names(&mut self, names: Vec<(u64, String)>) {
         if self.segments.is_none() {
             return;

@@ -30,7 +30,7 @@ pub enum Route {
     Common,
     /// Recorded by the cold path: its bit is set in the divert word (a capture runs, or a
     /// trigger or a pin watches it, or a `post=` window is open, or it is limited or a
-    /// histogram counts it) and the cold half of the test (`aggregate::admit`) said yes:
+    /// histogram counts it) and the cold half of the test (`admit::admit`) said yes:
     /// recorded, or, when its limit did not keep it and a histogram counts it, only measured
     /// (`aggregate`'s module docs).
     Diverted,
@@ -50,13 +50,13 @@ pub fn route(bits: &[AtomicU64], index: u16) -> Route {
     if word & bit == 0 {
         return Route::Off;
     }
-    if crate::divert::any() & bit == 0 {
+    if crate::emit::divert::any() & bit == 0 {
         return Route::Common;
     }
     // A `bool`, as the capture's answer was: a `Route` from out of line would be matched
     // again in `emit_routed`, and the common path pays for the arguments' closure before it
     // (7 instructions an event, callgrind).
-    if crate::aggregate::admit(bits, index) { Route::Diverted } else { Route::Off }
+    if crate::emit::admit::admit(bits, index) { Route::Diverted } else { Route::Off }
 }
 
 /// Records event `index` (its position in `set`) on this thread by the path that `route`
@@ -74,7 +74,7 @@ pub fn emit_routed(
     fill: impl FnOnce(&mut Cursor<'_>),
 ) {
     if route == Route::Common {
-        return crate::buffer::emit_event(set, index, fixed, strs, fill);
+        return crate::emit::buffer::emit_event(set, index, fixed, strs, fill);
     }
     // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
     // otherwise the recording writes it and looks at it. One call out of line, so that
@@ -86,22 +86,22 @@ pub fn emit_routed(
 /// word as it is now: for a caller that made no [`route`] test of its own.
 #[inline(always)]
 pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    let route = if crate::divert::any() & (1 << (index & 63)) == 0 { Route::Common } else { Route::Diverted };
+    let route = if crate::emit::divert::any() & (1 << (index & 63)) == 0 { Route::Common } else { Route::Diverted };
     emit_routed(route, set, index, fixed, strs, fill)
 }
 
 /// An event diverted by its bit in the divert word: into this thread's capture when it has
-/// one (`capture::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
+/// one (`capture_buffer::try_emit`); else recorded, then looked at (`buffer::emit_watched`). Out of
 /// line and cold: the common path keeps its registers (inlined into a caller's loop, the
 /// diverted path held two of them, and the common path spilled: 2 instructions an event).
 ///
 /// An event whose limit did not keep it but that a histogram counts is not recorded: its
-/// arguments go to the histograms (`aggregate::measure_unkept`).
+/// arguments go to the histograms (`Aggregates::measure_unkept`).
 #[cold]
 #[inline(never)]
 fn diverted(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    if let Some(fill) = crate::capture::try_emit(set, index, fixed, strs, fill) {
-        crate::buffer::emit_watched(set, index, fixed, strs, fill)
+    if let Some(fill) = crate::emit::capture_buffer::try_emit(set, index, fixed, strs, fill) {
+        crate::emit::buffer::emit_watched(set, index, fixed, strs, fill)
     }
 }
 

@@ -98,15 +98,16 @@
 //! # Unsafe code
 //!
 //! The crate denies `unsafe` except in exactly eight modules, each of which says so with
-//! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `ringfile` (the memory-mapped ring
-//! file), `lane` (the heap lanes that share a thread's blocks with the stop by the ring file's
-//! protocol; the thread buffers reach their blocks only through the safe methods of
-//! `ringfile::Slot` and `lane::LaneWriter`), `clock` (reading the TSC), `crash` (installing signal handlers and the
-//! last `write(2)` of a fatal signal), `busguard` (the ring file's SIGBUS handler, which maps
-//! memory over a ring file cut short under its mapping), `files::sys` (`gethostname`,
-//! and `getpriority`/`setpriority` for the writer thread's nice value), `fork` (registering the `pthread_atfork` handlers that keep a forked
-//! child off its parent's recording) and `space` (`getrlimit` and `fallocate`, the room kept on
-//! the disk for a stop block).
+//! `#![allow(unsafe_code)]` (or `#[allow(unsafe_code)]`): `blocks::ringfile` (the
+//! memory-mapped ring file), `blocks::lane` (the heap lanes that share a thread's blocks with
+//! the stop by the ring file's protocol; the thread buffers reach their blocks only through
+//! the safe methods of `ringfile::Slot` and `lane::LaneWriter`), `clock` (reading the TSC),
+//! `setup::crash` (installing signal handlers and the last `write(2)` of a fatal signal),
+//! `blocks::busguard` (the ring file's SIGBUS handler, which maps memory over a ring file cut
+//! short under its mapping), `files::sys` (`gethostname`, and `getpriority`/`setpriority`
+//! for the writer thread's nice value), `setup::fork` (registering the `pthread_atfork`
+//! handlers that keep a forked child off its parent's recording) and `sinks::space`
+//! (`getrlimit` and `fallocate`, the room kept on the disk for a stop block).
 //! Each block carries a `// SAFETY:` comment; the protocols are checked with loom and Miri
 //! (README, "Contributing").
 #![warn(missing_docs)]
@@ -117,60 +118,48 @@
 // marked with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod aggregate;
-mod annotate;
-mod buffer;
-#[cfg(unix)]
-mod busguard;
-mod capture;
+// The recorder's floors, from the ground up: each imports only those before it
+// (tests/it/floors.rs checks it).
 mod clock;
 mod config;
-pub mod control;
-mod crash;
-mod divert;
 mod event_set;
-mod exchange;
 mod files;
-mod fork;
-mod history;
-mod lane;
 mod locks;
 mod machine;
-pub mod read;
-mod recorder;
-mod recording;
-mod ringfile;
-mod ringpool;
-mod segments;
-mod session;
-mod sink;
-mod snapshot;
-mod space;
 mod sync;
-mod traceback;
+
+mod blocks;
+mod incident;
+mod sinks;
+
+mod emit;
 #[cfg(feature = "tracing")]
 pub mod tracing_bridge;
-mod trigger;
 mod writer;
+
+mod setup;
+
+pub use writer::control;
+pub mod read;
 
 #[doc(hidden)]
 pub mod __private;
 
-pub use annotate::{intern, label, message};
-pub use capture::{Capture, Captured, capture};
 pub use config::{BufResize, ConfigError, Keep, Policy, Rotate, Signals};
+pub use emit::annotate::{intern, label, message};
+pub use emit::session::lost_unattributed;
+pub use emit::traceback::TRACEBACK_EVENTS;
 /// How the writer packs blocks ([`Recorder::packing`], `EVENT_PACK`): re-exported from
 /// `event-format`, whose [`Packing`] docs say what each costs.
 pub use event_format::wire::{Codec, Packing};
 pub use event_macros::include_events;
 pub use event_set::EventSet;
-pub use recorder::{
+pub use setup::capture::{Capture, Captured, capture};
+pub use setup::recorder::{
     DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start, start_or_warn,
 };
-pub use recording::{Recording, flush};
-pub use session::lost_unattributed;
-pub use snapshot::SnapshotInfo;
-pub use traceback::TRACEBACK_EVENTS;
+pub use setup::recording::{Recording, flush};
+pub use writer::snapshot::SnapshotInfo;
 
 /// What a program that reads what it recorded needs of the stream's codec (a memory sink's
 /// stream, [`Recording::bytes`]; a test capture's `bytes()`; the typed reader's blocks): the

@@ -101,9 +101,9 @@
 //! bridge keeps nothing per span. Strings are cut to the format's maximum (1024 bytes) and
 //! flagged as cut, as every string argument is.
 
-use crate::buffer;
+use crate::emit::buffer;
+use crate::emit::session;
 use crate::event_set::EventSet;
-use crate::session;
 use event_format::builtin;
 use event_format::fields;
 use event_format::wire::{STRING_MAX, Text, body};
@@ -406,7 +406,7 @@ fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: imp
 /// ([`crate::capture`]), else into the recording.
 #[inline]
 fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut event_format::wire::ArgWriter<'_>)) {
-    if let Some(fill) = crate::capture::try_emit_builtin(code, fixed, strs, fill) {
+    if let Some(fill) = crate::emit::capture_buffer::try_emit_builtin(code, fixed, strs, fill) {
         buffer::emit(code, fixed, strs, fill);
     }
 }
@@ -415,7 +415,7 @@ fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut event
 /// or two relaxed loads.
 #[inline]
 fn recording() -> bool {
-    session::is_running() || crate::divert::capturing()
+    session::is_running() || crate::emit::divert::capturing()
 }
 
 /// This thread's entered spans, innermost last, as the bridge saw them entered while a

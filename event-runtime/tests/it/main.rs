@@ -12,6 +12,7 @@
 event_runtime::include_events!("../events.def");
 
 mod capture;
+mod floors;
 mod policies;
 mod record;
 mod tracing_bridge;

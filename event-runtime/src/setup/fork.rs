@@ -34,7 +34,7 @@
 //! ours to free). The hot path gains no load: it sees a new generation, as after any stop.
 //!
 //! Nothing in the recorder joins or signals a thread: the writer thread is detached as it
-//! starts, and the stop waits for its end through a channel (`writer::WriterEnd`). A child
+//! starts, and the stop waits for its end through a channel (`writer::thread::WriterEnd`). A child
 //! of `fork()` gets the parent's threads' stacks back from the C library's cache for its own
 //! new threads (the child's writer among them), and a program's `JoinHandle`s copied from the
 //! parent, dropped in the child (returning from `main`), detach whatever thread now has that
@@ -44,10 +44,10 @@
 //! This is one of the crate's modules with `unsafe` code: registering the handlers.
 #![allow(unsafe_code)]
 
-use crate::control;
-use crate::crash;
+use crate::emit::session;
 use crate::files;
-use crate::session;
+use crate::setup::crash;
+use crate::writer::control;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -64,13 +64,13 @@ thread_local! {
 type Held = (session::ForkHold, control::ForkHold, crash::ForkHold, Guard);
 
 #[cfg(unix)]
-type Guard = crate::busguard::ForkHold;
+type Guard = crate::blocks::busguard::ForkHold;
 #[cfg(not(unix))]
 type Guard = ();
 
 #[cfg(unix)]
 fn hold_guard() -> Guard {
-    crate::busguard::hold_for_fork()
+    crate::blocks::busguard::hold_for_fork()
 }
 /// Registers the fork handlers, once per process (at the first start).
 pub(crate) fn install() {
@@ -118,7 +118,7 @@ extern "C" fn child() {
         {
             let records = session.in_child();
             control.in_child(records);
-            crate::divert::unwatch_after_fork();
+            crate::emit::divert::unwatch_after_fork();
             drop((signals, guard));
         }
     });

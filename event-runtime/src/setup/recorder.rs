@@ -17,20 +17,20 @@
 //! 6. the hand-over to the [`Recording`] (`Recording::begin`), which owns the writer thread
 //!    and the stop, and the crash handlers (`crash::install`).
 
+use crate::blocks::exchange::Exchange;
+use crate::blocks::ringfile::{self, RingFile};
 use crate::clock::{self, TimeSource};
 use crate::config::{self, BufResize, ConfigError, Keep, Origin, Policy, Rotate, Signals};
-use crate::control;
-use crate::crash;
+use crate::emit::session::{self, AfterFork, HeapRingsCell, Incidents, Shared, WriterOwned};
 use crate::event_set::EventSet;
-use crate::exchange::Exchange;
 use crate::files::{self, ClaimError, Purpose};
-use crate::fork;
 use crate::machine;
-use crate::recording::{self, Recording};
-use crate::ringfile::{self, RingFile};
-use crate::segments::Segments;
-use crate::session::{self, AfterFork, HeapRingsCell, Shared};
-use crate::sink::Sinks;
+use crate::setup::crash;
+use crate::setup::fork;
+use crate::setup::recording::{self, Recording};
+use crate::sinks::segments::Segments;
+use crate::sinks::sink::Sinks;
+use crate::writer::control;
 use event_format::decode::Catalog;
 use event_format::ring::Layout;
 use event_format::schema::Schema;
@@ -281,7 +281,7 @@ impl Recorder {
             snapshot_pattern: None,
             pin: None,
             limit: None,
-            histogram_period: crate::aggregate::DEFAULT_PERIOD,
+            histogram_period: crate::emit::aggregate::DEFAULT_PERIOD,
             host: None,
             labels: Vec::new(),
             from_env: Vec::new(),
@@ -887,9 +887,9 @@ struct Plan {
     file_path: Option<PathBuf>,
     ring_path: Option<PathBuf>,
     /// The triggers, parsed against the header.
-    triggers: Option<crate::trigger::Triggers>,
+    triggers: Option<crate::incident::trigger::Triggers>,
     /// The limits and histograms, against the header.
-    aggregates: Option<crate::aggregate::Aggregates>,
+    aggregates: Option<crate::emit::aggregate::Aggregates>,
 }
 
 impl Recorder {
@@ -935,16 +935,19 @@ impl Recorder {
         let file_path = expand(&self.file, Purpose::EventFile, &naming)?;
         let ring_path = expand(&self.ring, Purpose::RingFile, &naming)?;
         let triggers = if self.trigger.is_some() || self.pin.is_some() {
-            let pattern =
-                self.snapshot_pattern.clone().unwrap_or_else(|| PathBuf::from(crate::trigger::DEFAULT_SNAPSHOT));
+            let pattern = self
+                .snapshot_pattern
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(crate::incident::trigger::DEFAULT_SNAPSHOT));
             // The recording's own escapes now; the process's when each snapshot is written.
             let pattern = files::pre_expand(&pattern, &naming);
-            Some(crate::trigger::parse(self.trigger.as_deref(), self.pin.as_deref(), &header, pattern)?)
+            Some(crate::incident::trigger::parse(self.trigger.as_deref(), self.pin.as_deref(), &header, pattern)?)
         } else {
             None
         };
-        let limits = crate::aggregate::initial_limits(&header, self.limit.as_deref()).map_err(|e| self.attribute(e))?;
-        let aggregates = crate::aggregate::Aggregates::new(&header, limits, self.histogram_period);
+        let limits =
+            crate::emit::aggregate::initial_limits(&header, self.limit.as_deref()).map_err(|e| self.attribute(e))?;
+        let aggregates = crate::emit::aggregate::Aggregates::new(&header, limits, self.histogram_period);
         let plan = Plan {
             blocks,
             sets,
@@ -1016,11 +1019,11 @@ impl Recorder {
         let sinks = match (&plan.file_path, self.rotate) {
             (Some(base), Some(rotate)) => {
                 let pattern = self.file.as_deref().unwrap_or(base);
-                let family = crate::segments::Family::new(pattern, base, &plan.naming);
+                let family = crate::sinks::segments::Family::new(pattern, base, &plan.naming);
                 let mut segments = Segments::new(base.clone(), family, rotate, self.keep, plan.header.clone());
                 let opened = segments.open(0).map_err(|error| StartError::Io {
                     what: "first segment",
-                    path: crate::segments::segment_path(base, 0),
+                    path: crate::sinks::segments::segment_path(base, 0),
                     error,
                 })?;
                 let mut sinks =
@@ -1064,7 +1067,7 @@ impl Recorder {
             created_ns: clock::wall_ns(),
             // With pinned events (`EVENT_PIN`), the pin area: halves of a block's records, so
             // that a reader puts each thread's pinned records back in one block.
-            pin_half: if plan.triggers.as_ref().is_some_and(crate::trigger::Triggers::pins_any) {
+            pin_half: if plan.triggers.as_ref().is_some_and(crate::incident::trigger::Triggers::pins_any) {
                 self.block_size - event_format::wire::BLOCK_HEADER_LEN as u32
             } else {
                 0
@@ -1129,11 +1132,11 @@ impl Recorder {
         if streaming {
             // Snapshots of a stream read their windows back from what was written (`history`):
             // as much as the buffer holds, and the longest `pre=` a trigger asks for.
-            let pre = plan.triggers.as_ref().and_then(crate::trigger::Triggers::longest_pre);
+            let pre = plan.triggers.as_ref().and_then(crate::incident::trigger::Triggers::longest_pre);
             let tps = u128::from(plan.header.clock.ticks_per_second);
             let pre_ticks = pre.map_or(0, |d| (d.as_nanos() * tps / 1_000_000_000) as u64);
             let hold = plan.triggers.as_ref().map(|t| Arc::clone(&t.pending_count));
-            sinks.keep_history(crate::history::History::new(blocks as usize, pre_ticks, hold.clone()), hold);
+            sinks.keep_history(crate::incident::history::History::new(blocks as usize, pre_ticks, hold.clone()), hold);
         }
         let pooled = streaming; // Pool homes, or copies from ring-file slots.
         let exchange = if pooled {
@@ -1157,26 +1160,27 @@ impl Recorder {
             exchange,
             ring_file,
             heap_rings: (self.policy == Policy::Ring).then_some(heap_rings),
-            sinks: Mutex::new(sinks),
-            interned: Mutex::new(HashMap::new()),
-            names: Mutex::new(Vec::new()),
-            names_added: AtomicU64::new(0),
-            names_learned: AtomicU64::new(0),
-            labels: Mutex::new(HashMap::new()),
             header: plan.header.clone(),
             pack: self.pack,
-            triggers: plan.triggers.take(),
+            incidents: Incidents { triggers: plan.triggers.take(), snapshots: std::sync::atomic::AtomicU32::new(0) },
             aggregates: plan.aggregates.take(),
-            snapshots: std::sync::atomic::AtomicU32::new(0),
-            retired: Mutex::new(Vec::new()),
             lanes: Mutex::default(),
-            reports: Mutex::new(Vec::new()),
-            reports_closed: Default::default(),
             lost_base: session::lost_unattributed(),
             streaming,
             pool_blocks: if pooled { blocks as usize } else { 0 },
             pid: std::process::id(),
             after_fork: self.fork.then(|| self.after_fork()),
+            writer: WriterOwned {
+                sinks: Mutex::new(sinks),
+                interned: Mutex::new(HashMap::new()),
+                names: Mutex::new(Vec::new()),
+                names_added: AtomicU64::new(0),
+                names_learned: AtomicU64::new(0),
+                labels: Mutex::new(HashMap::new()),
+                retired: Mutex::new(Vec::new()),
+                reports: Mutex::new(Vec::new()),
+                reports_closed: Default::default(),
+            },
         })
     }
 }
@@ -1189,12 +1193,12 @@ fn make_current(vacancy: session::Vacancy, shared: &Arc<Shared>, plan: Plan) -> 
     control::install(recorded, plan.selections);
     // The events its triggers and pins watch divert to the cold path (`trigger`'s module
     // docs, "Cost"); without any, nothing does.
-    if let Some(triggers) = &shared.triggers {
-        crate::divert::watch(generation, Some(triggers.mask));
+    if let Some(triggers) = &shared.incidents.triggers {
+        crate::emit::divert::watch(generation, Some(triggers.mask));
     }
     // The events that are limited or that a histogram counts divert too (`aggregate`).
     if let Some(aggregates) = &shared.aggregates {
-        crate::divert::aggregate(generation, Some(aggregates.mask()));
+        crate::emit::divert::aggregate(generation, Some(aggregates.mask()));
     }
     session::set_running(true);
     generation
@@ -1510,7 +1514,7 @@ mod tests {
             None
         });
         assert_eq!(asked.into_inner().unwrap(), read, "with_env asks for the variables of config::VARIABLES");
-        let guide = include_str!("../../docs/guide/configuration.md");
+        let guide = include_str!("../../../docs/guide/configuration.md");
         let rows: std::collections::BTreeSet<String> = guide
             .lines()
             .filter_map(|l| l.strip_prefix("| `EVENT_"))

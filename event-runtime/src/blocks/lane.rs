@@ -454,7 +454,7 @@ pub(crate) struct HeapRings {
     /// pointers only (`lane`'s module docs).
     memory: *mut u8,
     pub(crate) block_size: usize,
-    pub(crate) pool: crate::sync::Mutex<crate::ringpool::BlockPool>,
+    pub(crate) pool: crate::sync::Mutex<crate::blocks::ringpool::BlockPool>,
     blocks: usize,
 }
 
@@ -479,7 +479,7 @@ impl HeapRings {
         if memory.is_null() {
             return None;
         }
-        let pool = crate::sync::Mutex::new(crate::ringpool::BlockPool::new(blocks, true));
+        let pool = crate::sync::Mutex::new(crate::blocks::ringpool::BlockPool::new(blocks, true));
         Some(HeapRings { memory, block_size, pool, blocks: blocks as usize })
     }
 
@@ -492,7 +492,7 @@ impl HeapRings {
     }
 
     /// The pool, locked.
-    pub(crate) fn lock(&self) -> crate::sync::MutexGuard<'_, crate::ringpool::BlockPool> {
+    pub(crate) fn lock(&self) -> crate::sync::MutexGuard<'_, crate::blocks::ringpool::BlockPool> {
         // Every update under the lock is complete before it is released.
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -1188,7 +1188,7 @@ mod loom_tests {
         // closes the exchange and drains it as the writer does: every record is in the stop's
         // take or in a drained block, none refused. (With the block submitted after the lane's
         // lock is let go, the stop could find the lane empty and close the exchange first.)
-        use crate::exchange::{Batch, Exchange};
+        use crate::blocks::exchange::{Batch, Exchange};
         use std::time::Duration;
         const BS: usize = 64;
         const H: usize = 16;

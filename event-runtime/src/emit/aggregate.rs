@@ -9,7 +9,7 @@
 //! or end), is *diverted*: at the start its bit (its index in its set, mod 64) is set in the
 //! divert word that `event!` already tests after the enabled test (`divert`'s module docs), as
 //! triggers' and pins' events are. Only a diverted event reaches this module, on its cold
-//! side ([`admit`], before its arguments are evaluated): an event that is neither limited nor
+//! side (`admit::admit`, before its arguments are evaluated): an event that is neither limited nor
 //! counted costs what it cost before (one load of the divert word, a test and a branch, as
 //! without a trigger; `trigger`'s module docs, "Cost").
 //!
@@ -17,7 +17,7 @@
 //!   event is recorded, after a `Suppressed` record of what the limit suppressed since the
 //!   last one kept (when it suppressed any); not kept, it is counted, and its arguments are
 //!   not evaluated, unless a histogram counts it (they are then evaluated and measured, and
-//!   no record is written: [`measure_unkept`]).
+//!   no record is written: [`Aggregates::measure_unkept`]).
 //! - **A histogram** counts each value on the thread that records it, in that thread's
 //!   [`Distribution`]: a kept event's values are read back from its record (`buffer`'s
 //!   `watched`), an unkept one's from a scratch copy; a span's begin is kept on the thread's
@@ -30,7 +30,7 @@
 //! Every thread's state is registered with the recording ([`Aggregates`]): the writer thread
 //! takes what the threads counted every period ([`Recorder::histogram_period`], 10 s), before
 //! a segment is sealed, and the stop takes what is left, and writes it as `Suppressed` and
-//! `Histogram` records of each thread in blocks of thread 0 ([`flush`]): so a segment holds the
+//! `Histogram` records of each thread in blocks of thread 0 (`admit::flush`): so a segment holds the
 //! distributions of its period, however many of its events the limits suppressed or the disk
 //! budget deleted with older segments. Under `ring`, where nothing reaches the sinks until the
 //! stop, the writer thread records them in its own ring instead, and the stop writes the rest
@@ -41,12 +41,11 @@
 //!
 //! [`Recorder::histogram_period`]: crate::Recorder::histogram_period
 
-use crate::buffer;
+use crate::clock::TimeSource;
 use crate::config::ConfigError;
 use crate::locks::lock;
-use crate::session::{self, Shared};
 use event_format::builtin;
-use event_format::decode::{Entry, Event};
+use event_format::decode::{Catalog, Entry, Event};
 use event_format::histogram::Distribution;
 use event_format::schema::{Buckets, HistogramOf, Rate, Schema};
 use event_format::text::write_value;
@@ -220,12 +219,12 @@ struct Local {
 
 thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
-    /// The wire code of the event [`admit`] let through only to be measured (its limit did
+    /// The wire code of the event `admit::admit` let through only to be measured (its limit did
     /// not keep it), until the thread buffer takes it ([`unkept_code`]).
     static UNKEPT: Cell<Option<u16>> = const { Cell::new(None) };
 }
 
-/// Whether the event of wire code `code` is the one [`admit`] let through on this thread
+/// Whether the event of wire code `code` is the one `admit::admit` let through on this thread
 /// only to be measured; the mark is taken.
 pub(crate) fn unkept_code(code: u16) -> bool {
     UNKEPT
@@ -476,28 +475,24 @@ fn id_text(value: &Value<'_>) -> String {
     text
 }
 
-/// The cold half of `event!`'s test for a diverted event (`__private::route`): whether its
-/// arguments are evaluated, for a record or (its limit did not keep it, a histogram counts
-/// it) for the histograms alone, [`unkept`] then saying so to `__private::diverted`. While a
-/// capture runs, the capture decides (`capture::enabled_here`), and no limit applies; else a
-/// limited event asks its limit on this thread (module docs).
-#[cold]
-#[inline(never)]
-pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> bool {
-    if crate::divert::capturing() {
-        return crate::capture::enabled_here(bits, index);
-    }
-    buffer::with_event(bits, index, |buffer, wire| {
-        // A mark of this event left by an earlier call whose arguments never got to the
-        // buffer (they panicked) is not this call's. Another event's mark stays: an argument
-        // may record an event of its own between this event's test and its record.
-        unkept_code(wire);
-        let shared = Arc::clone(buffer.shared());
-        let Some(agg) = &shared.aggregates else { return true };
-        let (generation, thread) = (buffer.generation(), buffer.thread());
-        let decided = agg.with_local(generation, thread, |state, limits| {
-            let rate = limits.get(usize::from(wire.wrapping_sub(agg.base))).copied().flatten()?;
-            let now = shared.time.now();
+/// What a limited event's limit decided on its thread ([`Aggregates::decide`]).
+pub(crate) enum Decision {
+    /// Kept: recorded, after a `Suppressed` record of what the limit suppressed since the
+    /// last one kept (count, window in nanoseconds), when it suppressed any.
+    Kept(Option<(u64, u64)>),
+    /// Not kept: suppressed and counted, or (`late`: after the stop's flush) lost.
+    Unkept { late: bool },
+}
+
+impl Aggregates {
+    /// Asks the limit of wire code `wire` on `thread` (of the recording of `generation`)
+    /// whether the event it is about to record now (read from `clock` once the event is
+    /// known to be limited) is kept; `None` when the event is not limited (or no state is to
+    /// be had on this thread): it is recorded, and looked at.
+    pub(crate) fn decide(&self, generation: u64, thread: u64, wire: u16, clock: &TimeSource) -> Option<Decision> {
+        let decided = self.with_local(generation, thread, |state, limits| {
+            let rate = limits.get(usize::from(wire.wrapping_sub(self.base))).copied().flatten()?;
+            let now = clock.now();
             let mut state = lock(state);
             let closed = state.closed;
             let limiter = match state.limiters.get_mut(wire) {
@@ -505,7 +500,7 @@ pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> bool {
                 previous => {
                     // A new limit, or another: a fresh bucket, what it suppressed kept.
                     let pending = previous.map(|l| (l.suppressed, l.first));
-                    let mut fresh = Limiter::new(rate, now, agg.period_ticks(rate));
+                    let mut fresh = Limiter::new(rate, now, self.period_ticks(rate));
                     if let Some((suppressed, first)) = pending {
                         (fresh.suppressed, fresh.first) = (suppressed, first);
                     }
@@ -514,94 +509,86 @@ pub(crate) fn admit(bits: &[AtomicU64], index: u16) -> bool {
             };
             if limiter.keep(now) {
                 let said = (limiter.suppressed > 0).then(|| (std::mem::take(&mut limiter.suppressed), limiter.first));
-                Some(Ok(said.map(|(count, first)| (count, agg.nanos(now.saturating_sub(first))))))
+                Some(Decision::Kept(said.map(|(count, first)| (count, self.nanos(now.saturating_sub(first))))))
             } else if closed {
-                Some(Err(true))
+                Some(Decision::Unkept { late: true })
             } else {
                 if limiter.suppressed == 0 {
                     limiter.first = now;
                 }
                 limiter.suppressed += 1;
-                Some(Err(false))
+                Some(Decision::Unkept { late: false })
             }
         });
-        match decided.flatten() {
-            // Not limited (or no state to be had): recorded, and looked at.
-            None => true,
-            Some(Ok(said)) => {
-                if let Some((count, window)) = said
-                    && !buffer.write_suppressed(wire, count, window)
-                {
-                    // Refused for want of room: the count goes back, for the recorder to write.
-                    agg.with_local(generation, thread, |state, _| {
-                        let mut state = lock(state);
-                        if let Some(l) = state.limiters.get_mut(wire) {
-                            l.suppressed += count;
-                        }
-                    });
-                }
-                true
-            }
-            Some(Err(late)) => {
-                if late {
-                    // After the stop's flush: nothing writes it any more, so it is a loss.
-                    session::count_lost_unattributed(1);
-                }
-                let measured = agg.measures(wire);
-                if measured {
-                    let _ = UNKEPT.try_with(|u| u.set(Some(wire)));
-                }
-                measured
-            }
-        }
-    })
-    .unwrap_or(true)
-}
-
-/// A kept event of wire code `wire`, recorded at `time` on `thread` as `record` (its header and
-/// arguments, in the native order): counted into the histograms that count it. Called by the
-/// thread buffer right after it wrote the record (`buffer`'s `watched`).
-pub(crate) fn measure_kept(shared: &Shared, generation: u64, thread: u64, record: &[u8], time: u64) {
-    let Some(agg) = &shared.aggregates else { return };
-    let Some(Ok(mut rec)) = RecordIter::new(record, Order::NATIVE, 0).next() else { return };
-    rec.time = time;
-    let Entry::Event(event) = shared.catalog.entry(rec, thread, Order::NATIVE) else { return };
-    agg.with_local(generation, thread, |state, _| agg.measure(&mut lock(state), &event, time));
-}
-
-/// An event its limit did not keep, but a histogram counts, of wire code `code`: its
-/// arguments (written by `fill`) go to a scratch copy, never to a block, and are counted
-/// (module docs). On the thread buffer's diverted path (`buffer`'s `write_in`).
-#[cold]
-#[inline(never)]
-pub(crate) fn measure_unkept(
-    buffer: &mut buffer::ThreadBuffer,
-    code: u16,
-    fixed: usize,
-    strs: &[Text<'_>],
-    fill: &mut dyn FnMut(&mut ArgWriter<'_>),
-) {
-    let mut cut = strs.to_vec();
-    if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, MAX_RECORD_LEN) {
-        return;
+        decided.flatten()
     }
-    let len = RECORD_HEADER_LEN + fixed + cut.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
-    let mut record = vec![0u8; len];
-    put_record_header(Order::NATIVE, &mut record, 0, code, len as u16, 0);
-    fill(&mut ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], &cut));
-    let shared = Arc::clone(buffer.shared());
-    let time = shared.time.now();
-    measure_kept(&shared, buffer.generation(), buffer.thread(), &record, time);
+
+    /// Gives `count` suppressions of `wire` back to `thread`'s own state: the `Suppressed`
+    /// record that was to say them was refused for want of room.
+    pub(crate) fn unsay(&self, generation: u64, thread: u64, wire: u16, count: u64) {
+        self.with_local(generation, thread, |state, _| {
+            let mut state = lock(state);
+            if let Some(l) = state.limiters.get_mut(wire) {
+                l.suppressed += count;
+            }
+        });
+    }
+}
+
+/// Marks the event of wire code `wire` as let through on this thread only to be measured
+/// (its limit did not keep it): the thread buffer takes the mark ([`unkept_code`]).
+pub(crate) fn mark_unkept(wire: u16) {
+    let _ = UNKEPT.try_with(|u| u.set(Some(wire)));
+}
+
+impl Aggregates {
+    /// A kept event of wire code `wire`, recorded at `time` on `thread` as `record` (its
+    /// header and arguments, in the native order): counted into the histograms that count
+    /// it. Called by the thread buffer right after it wrote the record (`buffer`'s `watched`).
+    pub(crate) fn measure_kept(&self, catalog: &Catalog, generation: u64, thread: u64, record: &[u8], time: u64) {
+        let Some(Ok(mut rec)) = RecordIter::new(record, Order::NATIVE, 0).next() else { return };
+        rec.time = time;
+        let Entry::Event(event) = catalog.entry(rec, thread, Order::NATIVE) else { return };
+        self.with_local(generation, thread, |state, _| self.measure(&mut lock(state), &event, time));
+    }
+
+    /// An event its limit did not keep, but a histogram counts, of wire code `code`: its
+    /// arguments (written by `fill`) go to a scratch copy, never to a block, and are counted
+    /// (module docs). On the thread buffer's diverted path (`buffer`'s `write_in`).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn measure_unkept(
+        &self,
+        catalog: &Catalog,
+        clock: &TimeSource,
+        (generation, thread): (u64, u64),
+        code: u16,
+        fixed: usize,
+        strs: &[Text<'_>],
+        fill: &mut dyn FnMut(&mut ArgWriter<'_>),
+    ) {
+        let mut cut = strs.to_vec();
+        if !fit_texts(&mut cut, RECORD_HEADER_LEN + fixed, MAX_RECORD_LEN) {
+            return;
+        }
+        let len = RECORD_HEADER_LEN + fixed + cut.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
+        let mut record = vec![0u8; len];
+        put_record_header(Order::NATIVE, &mut record, 0, code, len as u16, 0);
+        fill(&mut ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], &cut));
+        let time = clock.now();
+        self.measure_kept(catalog, generation, thread, &record, time);
+    }
 }
 
 /// One record the flushes write: a `Suppressed` or a `Histogram`.
-enum Said {
+pub(crate) enum Said {
     Suppressed { thread: u64, code: u16, count: u64, window: u64 },
     Histogram { head: body::HistogramHead, text: String },
 }
 
 impl Said {
-    fn values(&self) -> (u16, Vec<Value<'_>>) {
+    pub(crate) fn values(&self) -> (u16, Vec<Value<'_>>) {
         match self {
             Said::Suppressed { thread, code, count, window } => (
                 builtin::SUPPRESSED,
@@ -631,8 +618,8 @@ impl Said {
 
 /// Takes what every thread counted since the last flush, at `now`: their `Suppressed` and
 /// `Histogram` records; with `closing` (the stop's), the threads' states are closed, and what
-/// comes later is not counted (a suppression is then counted lost: [`admit`]).
-fn take_all(agg: &Aggregates, now: u64, closing: bool) -> Vec<Said> {
+/// comes later is not counted (a suppression is then counted lost: `admit::admit`).
+pub(crate) fn take_all(agg: &Aggregates, now: u64, closing: bool) -> Vec<Said> {
     if closing {
         agg.closed.store(true, Ordering::Relaxed);
     }
@@ -729,51 +716,8 @@ pub(crate) enum Flush {
     Last,
 }
 
-/// Writes what the threads counted since the last flush, as `Suppressed` and `Histogram`
-/// records ([`Flush`] says where).
-pub(crate) fn flush(shared: &Shared, how: Flush) {
-    let Some(agg) = &shared.aggregates else { return };
-    let now = shared.time.now();
-    let said = take_all(agg, now, how != Flush::Period);
-    if said.is_empty() {
-        return;
-    }
-    if how == Flush::Last || (how == Flush::Period && shared.streaming) {
-        let records: Vec<(u16, Vec<Value<'_>>)> = said.iter().map(Said::values).collect();
-        let mut sinks = lock(&shared.sinks);
-        if sinks.is_empty() {
-            let unsaid = said.iter().map(|s| if let Said::Suppressed { count, .. } = s { *count } else { 0 }).sum();
-            session::count_lost_unattributed(unsaid);
-            return;
-        }
-        let blocks = crate::sink::recorder_blocks(shared.block_size, sinks.recorder_sequence(), now, &records);
-        sinks.advance_recorder_sequence(blocks.len() as u64);
-        for block in &blocks {
-            sinks.write_block(block, false);
-        }
-        return;
-    }
-    for one in said {
-        let written = match &one {
-            Said::Suppressed { thread, code, count, window } => {
-                buffer::emit_checked(builtin::SUPPRESSED, builtin::SUPPRESSED_FIXED, &[], |w| {
-                    body::suppressed(w, *thread, *code, *count, *window)
-                })
-            }
-            Said::Histogram { head, text } => {
-                let strs = [Text::new(text)];
-                buffer::emit_checked(builtin::HISTOGRAM, builtin::HISTOGRAM_FIXED, &strs, |w| body::histogram(w, head))
-            }
-        };
-        if !written && let Said::Suppressed { thread, code, count, .. } = one {
-            // Kept for the stop's last flush, which cannot be refused.
-            put_back(agg, thread, code, count, now);
-        }
-    }
-}
-
 /// Gives `count` suppressions of `code` back to `thread`'s state.
-fn put_back(agg: &Aggregates, thread: u64, code: u16, count: u64, now: u64) {
+pub(crate) fn put_back(agg: &Aggregates, thread: u64, code: u16, count: u64, now: u64) {
     let threads = lock(&agg.threads).clone();
     if let Some(state) = threads.iter().find(|t| lock(t).thread == thread) {
         let mut state = lock(state);
@@ -834,7 +778,8 @@ pub(crate) fn parse_limits(text: &str, header: &Header) -> Result<Vec<(u16, Opti
             "off" | "none" => None,
             _ => Some(Rate::parse(rate_text).map_err(|why| format!("`{entry}`: {why}; {}", Rate::ACCEPTED))?),
         };
-        let selections = crate::control::from_text(selection, &schemas).map_err(|e| format!("`{entry}`: {e}"))?;
+        let selections =
+            event_format::select::from_env_text(selection, &schemas).map_err(|e| format!("`{entry}`: {e}"))?;
         let mut named = 0;
         for (set, chosen) in header.sets.iter().zip(&selections) {
             for event in &set.schema.events {

@@ -2,8 +2,8 @@
 //! labels (design.mps.telemetry `.sol.client`, `.sol.intern`). They are recorded whenever a
 //! recording runs, whatever the control mask says, and cost nothing when none runs.
 
-use crate::buffer;
-use crate::session;
+use crate::emit::buffer;
+use crate::emit::session;
 use event_format::builtin;
 use event_format::wire::{Text, body};
 
@@ -22,7 +22,7 @@ pub fn intern(text: &str) -> u64 {
     let Some(shared) = session::current(session::generation()) else {
         return 0;
     };
-    let mut table = shared.interned.lock().unwrap_or_else(|p| p.into_inner());
+    let mut table = shared.writer.interned.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(&id) = table.get(text) {
         return id;
     }
@@ -39,7 +39,7 @@ pub fn label(address: usize, text: &str) {
     let id = intern(text);
     if id != 0 {
         if let Some(shared) = session::current(session::generation()) {
-            crate::locks::lock(&shared.labels).insert(address as u64, id);
+            crate::locks::lock(&shared.writer.labels).insert(address as u64, id);
         }
         buffer::emit(builtin::LABEL, builtin::LABEL_FIXED, &[], |w| body::label(w, address as u64, id));
     }

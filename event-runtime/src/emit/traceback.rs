@@ -2,7 +2,7 @@
 //! and written as `event-dump print` writes them. The panic hook (`crash`) prints them; the
 //! thread buffers (`buffer`) only lend copies of their latest blocks.
 
-use crate::buffer;
+use crate::emit::buffer;
 use event_format::decode::{Block, Entry};
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order};
 

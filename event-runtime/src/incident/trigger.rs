@@ -163,7 +163,7 @@ struct PinRing {
     memory: std::collections::VecDeque<Pinned>,
     /// Pinned records that left `memory` to make room.
     dropped: u64,
-    file: crate::ringfile::FilePins,
+    file: crate::blocks::ringfile::FilePins,
     /// The names of the threads that pinned events, for the segments that repeat them after
     /// the thread ended (and the recording forgot its name).
     names: std::collections::BTreeMap<u64, String>,
@@ -361,7 +361,7 @@ fn parse_one(text: &str, header: &Header, schemas: &[&Schema]) -> Result<Trigger
 
 /// The wire codes of the events `selection` names (EVENT_CONTROL's grammar).
 fn codes(selection: &str, header: &Header, schemas: &[&Schema]) -> Result<Vec<u16>, String> {
-    let selections = crate::control::from_text(selection, schemas).map_err(|e| e.to_string())?;
+    let selections = event_format::select::from_env_text(selection, schemas).map_err(|e| e.to_string())?;
     let mut codes = Vec::new();
     for (set, selection) in header.sets.iter().zip(&selections) {
         for event in &set.schema.events {
@@ -519,7 +519,7 @@ impl Triggers {
     pub(crate) fn pin(
         &self,
         pinned: Pinned,
-        file: Option<&crate::ringfile::RingFile>,
+        file: Option<&crate::blocks::ringfile::RingFile>,
         name: impl FnOnce() -> Option<Vec<u8>>,
         thread_name: impl FnOnce() -> Option<String>,
     ) {

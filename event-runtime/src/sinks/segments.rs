@@ -335,7 +335,7 @@ impl Segments {
         }
         if let Some(floor) = self.keep.free {
             self.keep_within_budget();
-            if crate::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor) {
+            if crate::sinks::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor) {
                 return Err(io::Error::new(
                     io::ErrorKind::StorageFull,
                     format!(
@@ -590,12 +590,12 @@ impl Segments {
     /// budget deleted what it may: the writer then ends the segment as for a full disk.
     pub(crate) fn below_floor(&mut self) -> bool {
         let Some(floor) = self.keep.free else { return false };
-        let below = || crate::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor);
+        let below = || crate::sinks::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor);
         if !below() {
             return false;
         }
         self.keep_within_budget();
-        crate::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor)
+        crate::sinks::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor)
     }
 
     /// Seals the segment written to `file` at `path`'s `.open` name: synced, renamed to `path`
@@ -671,10 +671,9 @@ impl Segments {
         let mut deleted_any = false;
         loop {
             let total: u64 = self.sealed.iter().map(|s| s.bytes).sum();
-            let below_floor = self
-                .keep
-                .free
-                .is_some_and(|floor| crate::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor));
+            let below_floor = self.keep.free.is_some_and(|floor| {
+                crate::sinks::space::free_bytes(&self.family.dir).is_some_and(|free| free < floor)
+            });
             let over = self.keep.segments.is_some_and(|n| self.sealed.len() as u64 > n)
                 || self.keep.bytes.is_some_and(|b| total > b)
                 || below_floor;

@@ -22,7 +22,10 @@
 //!   recording's only set's, or ([`selection_of`], [`set_selection_of`]) one set's;
 //! - [`is_enabled`] says whether an event is recorded now.
 
+use crate::emit::session::Shared;
 use crate::event_set::EventSet;
+use crate::locks::lock;
+use event_format::ring::{LIMIT_REQUEST, ROTATE_REQUEST, SNAPSHOT_REQUEST};
 use event_format::schema::Schema;
 pub use event_format::select::{SelectError, Selection};
 use std::sync::Mutex;
@@ -247,17 +250,42 @@ impl std::error::Error for LimitError {}
 /// }
 /// ```
 pub fn limit(text: &str) -> Result<String, LimitError> {
-    let generation = crate::session::generation();
-    let shared =
-        crate::session::current(generation).ok_or_else(|| LimitError("no recording runs; start one first".into()))?;
+    let generation = crate::emit::session::generation();
+    let shared = crate::emit::session::current(generation)
+        .ok_or_else(|| LimitError("no recording runs; start one first".into()))?;
     let aggregates = shared.aggregates.as_ref().ok_or_else(|| LimitError("this recording takes no limits".into()))?;
     let now = aggregates.set_limits(&shared.header, text).map_err(LimitError)?;
-    crate::divert::aggregate(generation, Some(aggregates.mask()));
+    crate::emit::divert::aggregate(generation, Some(aggregates.mask()));
     Ok(now)
 }
 
 /// The running recording's limits, as [`limit`] returns them; `None` when no recording runs.
 pub fn limits() -> Option<String> {
-    let shared = crate::session::current(crate::session::generation())?;
+    let shared = crate::emit::session::current(crate::emit::session::generation())?;
     shared.aggregates.as_ref().map(|a| a.describe(&shared.header))
+}
+
+/// The answer to a control request that another process wrote into the ring file's control
+/// page (docs/FORMAT.md, "Control protocol"), on the writer thread: an empty request reads
+/// the selection; `ROTATE`, `SNAPSHOT`, `LIMIT` ask for a rotation, a snapshot and the
+/// limits; any other text is a selection to [`apply`]. `Ok` carries what the request made of
+/// the recording, `Err` why it changed nothing.
+pub(crate) fn answer(shared: &Shared, text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => describe().ok_or_else(|| "no recording runs".to_owned()),
+        ROTATE_REQUEST => match lock(&shared.writer.sinks).request_rotation() {
+            Some(index) => Ok(format!("segment {index} is being sealed; the next one starts")),
+            None => Err("this recording writes no segments (EVENT_ROTATE is not set)".to_owned()),
+        },
+        t if t.starts_with(SNAPSHOT_REQUEST.trim_end()) => crate::writer::snapshot::requested(shared, t),
+        t if t.starts_with(LIMIT_REQUEST) => {
+            let limits = t[LIMIT_REQUEST.len()..].trim();
+            if limits.is_empty() {
+                self::limits().ok_or_else(|| "no recording runs".to_owned())
+            } else {
+                limit(limits).map_err(|e| e.to_string())
+            }
+        }
+        _ => apply(text).map_err(|e| e.to_string()),
+    }
 }

@@ -58,12 +58,12 @@ pub(crate) struct RingFile {
     /// The mapping's guard against SIGBUS (`busguard`): `None` without one (`Signals::None`,
     /// memory in tests, a full guard table). Dropped before the mapping (`Drop`).
     #[cfg(unix)]
-    guard: Option<crate::busguard::Guard>,
+    guard: Option<crate::blocks::busguard::Guard>,
     /// Whether the loss of the file (cut short under the mapping) was said on stderr.
     said: AtomicBool,
     /// Which slot's ring holds which block of the data area (`ringpool`), as this process
     /// hands them out; the block table in the file says the same to readers.
-    pool: std::sync::Mutex<crate::ringpool::BlockPool>,
+    pool: std::sync::Mutex<crate::blocks::ringpool::BlockPool>,
 }
 
 impl Drop for RingFile {
@@ -182,7 +182,7 @@ impl RingFile {
         let mut ring = RingFile::init(Memory::Mapped { map, file }, base, len, layout, header, path);
         #[cfg(unix)]
         if guard {
-            ring.guard = crate::busguard::register(base, len);
+            ring.guard = crate::blocks::busguard::register(base, len);
         }
         #[cfg(not(unix))]
         let _ = guard;
@@ -225,7 +225,7 @@ impl RingFile {
             #[cfg(unix)]
             guard: None,
             said: AtomicBool::new(false),
-            pool: std::sync::Mutex::new(crate::ringpool::BlockPool::new(layout.blocks_per_slot, true)),
+            pool: std::sync::Mutex::new(crate::blocks::ringpool::BlockPool::new(layout.blocks_per_slot, true)),
         };
         ring.heartbeat();
         // Release: a reader that sees RECORDING sees the header written above.
@@ -259,7 +259,7 @@ impl RingFile {
     pub(crate) fn is_lost(&self) -> bool {
         #[cfg(unix)]
         {
-            self.guard.as_ref().is_some_and(crate::busguard::Guard::is_lost)
+            self.guard.as_ref().is_some_and(crate::blocks::busguard::Guard::is_lost)
         }
         #[cfg(not(unix))]
         {
@@ -378,7 +378,7 @@ impl RingFile {
     }
 
     /// The pool of the data area's blocks, locked.
-    fn lock_pool(&self) -> std::sync::MutexGuard<'_, crate::ringpool::BlockPool> {
+    fn lock_pool(&self) -> std::sync::MutexGuard<'_, crate::blocks::ringpool::BlockPool> {
         crate::locks::lock(&self.pool)
     }
 
@@ -826,7 +826,7 @@ impl Slot {
             // block (the pool's lock keeps other rings from taking it), and this thread, its
             // only writer, is here.
             let bytes = unsafe { std::slice::from_raw_parts(self.data.add(block as usize * self.block_size), len) };
-            let mut copy = crate::lane::copied(bytes, self.block_size);
+            let mut copy = crate::blocks::lane::copied(bytes, self.block_size);
             if seq == current {
                 Order::NATIVE.put_u32(&mut copy[event_format::wire::BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
             }

@@ -16,11 +16,11 @@
 //! a test and a branch when the event is off, whether or not a capture runs. While a capture
 //! runs, every set's bits are all ones (the selection that control makes is kept in a shadow
 //! meanwhile: `event_set::force_all`), so every event passes that test; the enabled side sees
-//! [`any`] set and asks the cold path ([`enabled_here`]), which records it when this thread
+//! `divert::any` set and asks the cold path (`capture_buffer::enabled_here`), which records it when this thread
 //! captures, and otherwise only when the selection records it, before any argument is
 //! evaluated. So a capture in one test never makes another thread evaluate arguments or
 //! record what its selection leaves out. The record goes to the capture in `__private::emit_routed`
-//! ([`try_emit`]): the thread buffers of `buffer` are untouched.
+//! (`capture_buffer::try_emit`): the thread buffers of `buffer` are untouched.
 //!
 //! A capture records every event of every set linked into the program (its `events::SET`),
 //! with a deterministic clock (each event one nanosecond after the one before), as thread 1.
@@ -30,90 +30,12 @@
 //! `intern` and `label` record go to the process's recording as before. Threads that the captured code spawns are not
 //! captured: a capture is this thread's.
 
-use crate::event_set::EventSet;
-use event_format::builtin;
+use crate::emit::capture_buffer::{self, BLOCK_SIZE, CaptureBuffer, Prepared};
 use event_format::decode::{Block, Catalog, Decoder, Entry, Event};
-use event_format::wire::{
-    ArgWriter, BlockHeader, BlockWriter, Clock, Header, Order, Producer, SetEntry, Text, Value, body,
-};
-use std::cell::RefCell;
+use event_format::wire::{Clock, Header, Producer, SetEntry, Value};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
-use std::sync::atomic::AtomicU64;
-
-thread_local! {
-    /// This thread's capture, while one runs.
-    static CAPTURE: RefCell<Option<CaptureBuffer>> = const { RefCell::new(None) };
-}
-
-/// The cold half of `event!`'s test for an event diverted (its bit set in the divert word,
-/// `divert::any`): whether it is recorded. Without a capture, the set's bit that `event!` tested is the selection's: yes. While a
-/// capture runs somewhere, by this thread's capture or, failing that, by the selection.
-#[cold]
-#[inline(never)]
-pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
-    if !crate::divert::capturing() {
-        return true;
-    }
-    crate::event_set::enabled(bits, index) || captures_here()
-}
-
-/// Whether this thread captures now.
-fn captures_here() -> bool {
-    CAPTURE.try_with(|s| s.try_borrow().is_ok_and(|s| s.is_some())).unwrap_or(false)
-}
-
-/// Records event `index` of `set` into this thread's capture; gives `fill` back when this
-/// thread does not capture (the caller records it, as a diverted event). Called for a
-/// diverted event only (its bit set in the divert word, `divert::any`: `__private::emit_routed`).
-#[inline]
-pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
-    set: &'static EventSet,
-    index: u16,
-    fixed: usize,
-    strs: &[Text<'_>],
-    fill: F,
-) -> Option<F> {
-    if !crate::divert::capturing() {
-        return Some(fill);
-    }
-    let mut fill = Some(fill);
-    let _ = CAPTURE.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
-            && let Some(buffer) = slot.as_mut()
-            && let Some(fill) = fill.take()
-        {
-            buffer.event(set, index, fixed, strs, fill);
-        }
-    });
-    fill
-}
-
-/// Records a built-in event of the `tracing` bridge into this thread's capture; gives `fill`
-/// back when this thread does not capture (the caller records it as usual).
-#[cfg(feature = "tracing")]
-#[inline]
-pub(crate) fn try_emit_builtin<F: FnOnce(&mut ArgWriter<'_>)>(
-    code: u16,
-    fixed: usize,
-    strs: &[Text<'_>],
-    fill: F,
-) -> Option<F> {
-    if !crate::divert::capturing() {
-        return Some(fill);
-    }
-    let mut fill = Some(fill);
-    let _ = CAPTURE.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
-            && let Some(buffer) = slot.as_mut()
-            && let Some(fill) = fill.take()
-        {
-            buffer.write(code, fixed, strs, fill);
-        }
-    });
-    fill
-}
 
 /// Runs `f` and returns the events that this thread recorded meanwhile, decoded. They go to
 /// the capture alone, whether or not a recording runs; other threads' events never do.
@@ -175,8 +97,7 @@ pub struct Capture {
 impl Capture {
     /// Starts capturing this thread's events.
     pub fn start() -> Capture {
-        let outer = CAPTURE.with(|s| s.borrow_mut().replace(CaptureBuffer::new()));
-        crate::divert::capture_started();
+        let outer = capture_buffer::begin(CaptureBuffer::new(prepared()));
         Capture { outer, finished: false, _thread: PhantomData }
     }
 
@@ -193,9 +114,7 @@ impl Capture {
         }
         self.finished = true;
         let outer = self.outer.take();
-        let buffer = CAPTURE.try_with(|s| std::mem::replace(&mut *s.borrow_mut(), outer)).ok().flatten();
-        crate::divert::capture_ended();
-        buffer
+        capture_buffer::end(outer)
     }
 }
 
@@ -205,24 +124,13 @@ impl Drop for Capture {
     }
 }
 
-/// What every capture shares: the sets linked into the program, their wire codes and the
-/// stream header that names them (computed once).
-struct Prepared {
-    sets: Vec<(&'static EventSet, u16)>,
-    header: Vec<u8>,
-}
-
-/// The size of a capture's blocks.
-const BLOCK_SIZE: usize = 64 << 10;
-
-/// The thread id of a capture's blocks.
-const THREAD: u64 = 1;
-
+/// What every capture shares, computed once: the sets linked into the program, their wire
+/// codes and the stream header that names them.
 fn prepared() -> Option<&'static Prepared> {
     static PREPARED: OnceLock<Option<Prepared>> = OnceLock::new();
     PREPARED
         .get_or_init(|| {
-            let (sets, schemas) = match crate::Recorder::new().recorded_sets() {
+            let (sets, schemas) = match crate::setup::recorder::Recorder::new().recorded_sets() {
                 Ok(found) => found,
                 Err(e) => {
                     eprintln!("event-runtime: nothing is captured: {e}");
@@ -243,114 +151,6 @@ fn prepared() -> Option<&'static Prepared> {
             }
         })
         .as_ref()
-}
-
-/// A capture's buffer: the stream so far and the block being written, by event-format's
-/// [`BlockWriter`] (the one way to append a record outside the hot path).
-struct CaptureBuffer {
-    prepared: Option<&'static Prepared>,
-    /// The header and every finished block.
-    stream: Vec<u8>,
-    /// The block being written, `BLOCK_SIZE` bytes.
-    block: BlockWriter,
-    sequence: u64,
-    /// The last record's time; each record is one tick later.
-    time: u64,
-    /// The span the last `SpanCurrent` written names (0 before any), as the recorder keeps
-    /// it (`buffer`'s `span_written`).
-    span_written: u64,
-}
-
-impl fmt::Debug for CaptureBuffer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CaptureBuffer").field("stream_bytes", &self.stream.len()).finish_non_exhaustive()
-    }
-}
-
-impl CaptureBuffer {
-    fn new() -> CaptureBuffer {
-        let prepared = prepared();
-        let stream = prepared.map(|p| p.header.clone()).unwrap_or_default();
-        let mut buffer = CaptureBuffer {
-            prepared,
-            stream,
-            block: CaptureBuffer::block(0, 1),
-            sequence: 0,
-            time: 0,
-            span_written: 0,
-        };
-        let name = std::thread::current().name().map_or_else(|| "thread-1".to_owned(), str::to_owned);
-        buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &[Text::new(&name)], |w| {
-            body::thread_name(w, THREAD)
-        });
-        buffer
-    }
-
-    /// An empty block of number `sequence` whose first record is at `base_time`.
-    fn block(sequence: u64, base_time: u64) -> BlockWriter {
-        let header = BlockHeader { flags: 0, sequence, thread: THREAD, base_time, lost: 0, used: 0, crc: 0 };
-        BlockWriter::new(Order::NATIVE, BLOCK_SIZE as u32, &header)
-    }
-
-    /// Seals the block being written into the stream (when it holds a record) and starts
-    /// the next, whose first record is at `base_time`.
-    fn finish_block(&mut self, base_time: u64) {
-        let block = std::mem::replace(&mut self.block, CaptureBuffer::block(self.sequence + 1, base_time));
-        if block.is_empty() {
-            self.block = CaptureBuffer::block(self.sequence, base_time);
-        } else {
-            self.stream.extend_from_slice(&block.finish());
-            self.sequence += 1;
-        }
-    }
-
-    /// Records event `index` of `set`; an event of a set that is not registered (none is)
-    /// is not recorded.
-    fn event(
-        &mut self,
-        set: &'static EventSet,
-        index: u16,
-        fixed: usize,
-        strs: &[Text<'_>],
-        fill: impl FnOnce(&mut ArgWriter<'_>),
-    ) {
-        let Some(prepared) = self.prepared else { return };
-        let Some(&(_, first)) = prepared.sets.iter().find(|(s, _)| std::ptr::eq(*s, set)) else { return };
-        self.write(first.wrapping_add(index), fixed, strs, fill);
-    }
-
-    /// Appends a record, one tick after the one before, in a new block when it does not fit
-    /// in this one. A record that no block takes (its fixed arguments alone are too long,
-    /// which no valid events.def allows) is not recorded.
-    fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-        // The thread's current `tracing` span changed since the last mark: a mark first, as
-        // the recorder writes one.
-        let span = crate::buffer::current_span();
-        if span != self.span_written && code != builtin::THREAD_NAME {
-            self.span_written = span;
-            self.put(builtin::SPAN_CURRENT, builtin::SPAN_CURRENT_FIXED, &[], |w| body::span_current(w, span));
-        }
-        self.put(code, fixed, strs, fill);
-    }
-
-    /// Appends a record as [`write`](Self::write) does, without the mark.
-    fn put(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-        let time = self.time + 1;
-        if !self.block.fits(time, fixed, strs) {
-            if self.block.is_empty() {
-                return;
-            }
-            self.finish_block(time);
-        }
-        if self.block.push_with(code, time, fixed, strs, fill).is_ok() {
-            self.time = time;
-        }
-    }
-
-    fn into_stream(mut self) -> Vec<u8> {
-        self.finish_block(self.time + 1);
-        std::mem::take(&mut self.stream)
-    }
 }
 
 /// The events a [`capture`] recorded: a stream, decoded by `event_format`'s decoder.

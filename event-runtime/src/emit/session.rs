@@ -7,15 +7,20 @@
 //! on start/stop code, everything a thread buffer needs while recording lives here: the
 //! generation that tells a stale buffer, the running recording's [`Shared`] state, and the
 //! counters of lost events. Nothing here starts, stops or spawns.
+//!
+//! [`Shared`] is cut by owner: the hot path's state first, together; then the incident
+//! service's ([`Incidents`]: triggers, pins, the snapshots' count) and, behind it, what the
+//! writer thread owns ([`WriterOwned`]: the sinks, the names and labels they repeat, the loss
+//! reports, the retired rings), which a thread reaches only on its cold paths.
 
+use crate::blocks::exchange::{BlockBuf, Exchange};
+use crate::blocks::lane::{Lane, LaneTake};
+use crate::blocks::ringfile::{RingFile, SlotCopy, SlotTake};
 use crate::clock::TimeSource;
 use crate::config::Policy;
 use crate::event_set::EventSet;
-use crate::exchange::{BlockBuf, Exchange};
-use crate::lane::{Lane, LaneTake};
 use crate::locks::lock;
-use crate::ringfile::{RingFile, SlotCopy, SlotTake};
-use crate::sink::Sinks;
+use crate::sinks::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::wire::{Order, seal_block_in_place};
 use std::collections::HashMap;
@@ -37,7 +42,7 @@ pub(crate) struct RetiredRing {
 pub(crate) struct HeapRingsCell {
     blocks: u32,
     block_size: usize,
-    made: std::sync::OnceLock<Option<Arc<crate::lane::HeapRings>>>,
+    made: std::sync::OnceLock<Option<Arc<crate::blocks::lane::HeapRings>>>,
 }
 
 impl HeapRingsCell {
@@ -48,10 +53,10 @@ impl HeapRingsCell {
     /// The rings, made now if they were not; `None` when the allocator cannot give their
     /// memory (said once, in one line: the threads that need a ring then record nothing, and
     /// their events are counted).
-    pub(crate) fn get(&self) -> Option<&Arc<crate::lane::HeapRings>> {
+    pub(crate) fn get(&self) -> Option<&Arc<crate::blocks::lane::HeapRings>> {
         self.made
             .get_or_init(|| {
-                let made = crate::lane::HeapRings::new(self.blocks, self.block_size).map(Arc::new);
+                let made = crate::blocks::lane::HeapRings::new(self.blocks, self.block_size).map(Arc::new);
                 if made.is_none() {
                     eprintln!(
                         "event-runtime: cannot allocate the rings' {} bytes: the threads under `ring` record nothing (their events are counted lost); lower EVENT_BUFSIZE",
@@ -64,7 +69,8 @@ impl HeapRingsCell {
     }
 }
 
-/// What every thread buffer of one recording shares.
+/// What every thread buffer of one recording shares: the state the hot path reads, together,
+/// and behind it what the writer thread owns ([`WriterOwned`], `writer`).
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) block_size: u32,
@@ -87,45 +93,18 @@ pub(crate) struct Shared {
     /// share the whole buffer (`ringpool`), made when a thread first needs one; `None` under
     /// the other policies.
     pub(crate) heap_rings: Option<HeapRingsCell>,
-    pub(crate) sinks: Mutex<Sinks>,
-    /// Interned strings and their ids, per recording.
-    pub(crate) interned: Mutex<HashMap<String, u64>>,
-    /// Each thread's id and name, as its `ThreadName` said, and whether it has ended (its
-    /// last block handed on): given to the sinks at each rotation, which name again in a new
-    /// segment the threads whose blocks it holds. The writer thread forgets an ended thread's
-    /// name once that block is written (`writer::forget_ended`), so the list holds the threads
-    /// alive, not every thread the program ever ran.
-    pub(crate) names: Mutex<Vec<(u64, String, bool)>>,
-    /// How many names were added to `names` so far (a thread's start): the writer thread hands
-    /// the sinks the new ones before it writes a block (`learn_names`), so that a segment can
-    /// name a thread that started after the last rotation even when its own `ThreadName`
-    /// record was refused (a full pool) and its first block does not name it.
-    pub(crate) names_added: AtomicU64,
-    /// `names_added` as the writer thread last handed the names to the sinks.
-    pub(crate) names_learned: AtomicU64,
-    /// Every labelled address and its label's interned id (the latest): repeated in each
-    /// new segment.
-    pub(crate) labels: Mutex<HashMap<u64, u64>>,
     /// The stream's header, which a snapshot's starts from.
     pub(crate) header: event_format::wire::Header,
     /// Whether blocks are packed before they reach a file (a snapshot's too).
     pub(crate) pack: Option<event_format::wire::Packing>,
-    /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`), if any.
-    pub(crate) triggers: Option<crate::trigger::Triggers>,
+    /// The incident service: the triggers and pins the thread buffers consult on their cold
+    /// path, and the snapshots the writer thread serves once a turn (`writer::snapshot`).
+    pub(crate) incidents: Incidents,
     /// The limits and histograms (`aggregate`), if the recording has any.
-    pub(crate) aggregates: Option<crate::aggregate::Aggregates>,
-    /// Snapshots taken so far (the next one's sequence is this plus one).
-    pub(crate) snapshots: std::sync::atomic::AtomicU32,
-    /// The thread rings the stop took, written to the sinks at stop.
-    pub(crate) retired: Mutex<Vec<RetiredRing>>,
+    pub(crate) aggregates: Option<crate::emit::aggregate::Aggregates>,
     /// Every thread's lane (`lane::Lane`), for the stop to take: the pool lanes of
     /// threads alive, and every ring lane. Closed by the stop.
     pub(crate) lanes: Mutex<Lanes>,
-    /// Losses for the recorder to report in its own `Dropped` events: (thread, count).
-    pub(crate) reports: Mutex<Vec<(u64, u64)>>,
-    /// The stop has written its last report: later losses are counted in
-    /// [`lost_unattributed`] only. Set and read under `reports`' lock.
-    pub(crate) reports_closed: AtomicBool,
     /// The unattributed-loss counter when the recording started.
     pub(crate) lost_base: u64,
     /// Whether the stream sinks get blocks as they fill (`switch`, `fill`), not only at stop.
@@ -139,6 +118,58 @@ pub(crate) struct Shared {
     /// Starts the recording of a child of `fork()`; `None` when children record nothing
     /// (`EVENT_FORK=off`).
     pub(crate) after_fork: Option<AfterFork>,
+    /// What the writer thread owns: the sinks and what they repeat in a new segment, and the
+    /// losses it reports. The hot path reaches it only on its cold paths (a thread's name at
+    /// its start, a loss report, a block written directly).
+    pub(crate) writer: WriterOwned,
+}
+
+/// A recording's incident service (`Shared::incidents`): the triggers and pins that watch
+/// events (`incident::trigger`; docs/guide/keeping-the-incident.md) and the count of the
+/// snapshots taken, whoever took them (`writer::snapshot`).
+#[derive(Debug)]
+pub(crate) struct Incidents {
+    /// The triggers that take snapshots by themselves (`EVENT_TRIGGER`) and the pins
+    /// (`EVENT_PIN`), if any.
+    pub(crate) triggers: Option<crate::incident::trigger::Triggers>,
+    /// Snapshots taken so far (the next one's sequence is this plus one).
+    pub(crate) snapshots: std::sync::atomic::AtomicU32,
+}
+
+/// What the writer thread owns of a recording (`Shared::writer`): the sinks, the names and
+/// labels they repeat in every new segment, the recorder's loss reports and the rings the
+/// stop took. The writer thread writes them out; a thread reaches them only on a cold path,
+/// and a stop or a snapshot under their locks.
+#[derive(Debug)]
+pub(crate) struct WriterOwned {
+    /// The sinks every block goes to (`Sinks`): the writer thread's, a stop's and a
+    /// snapshot's under this one lock.
+    pub(crate) sinks: Mutex<Sinks>,
+    /// Interned strings and their ids, per recording.
+    pub(crate) interned: Mutex<HashMap<String, u64>>,
+    /// Each thread's id and name, as its `ThreadName` said, and whether it has ended (its
+    /// last block handed on): given to the sinks at each rotation, which name again in a new
+    /// segment the threads whose blocks it holds. The writer thread forgets an ended thread's
+    /// name once that block is written (`writer::thread::forget_ended`), so the list holds the threads
+    /// alive, not every thread the program ever ran.
+    pub(crate) names: Mutex<Vec<(u64, String, bool)>>,
+    /// How many names were added to `names` so far (a thread's start): the writer thread hands
+    /// the sinks the new ones before it writes a block (`learn_names`), so that a segment can
+    /// name a thread that started after the last rotation even when its own `ThreadName`
+    /// record was refused (a full pool) and its first block does not name it.
+    pub(crate) names_added: AtomicU64,
+    /// `names_added` as the writer thread last handed the names to the sinks.
+    pub(crate) names_learned: AtomicU64,
+    /// Every labelled address and its label's interned id (the latest): repeated in each
+    /// new segment.
+    pub(crate) labels: Mutex<HashMap<u64, u64>>,
+    /// The thread rings the stop took, written to the sinks at stop.
+    pub(crate) retired: Mutex<Vec<RetiredRing>>,
+    /// Losses for the recorder to report in its own `Dropped` events: (thread, count).
+    pub(crate) reports: Mutex<Vec<(u64, u64)>>,
+    /// The stop has written its last report: later losses are counted in
+    /// [`lost_unattributed`] only. Set and read under `reports`' lock.
+    pub(crate) reports_closed: AtomicBool,
 }
 
 /// The lanes of a recording's threads (`Shared::lanes`).
@@ -161,60 +192,7 @@ impl std::fmt::Debug for AfterFork {
     }
 }
 
-impl Shared {
-    /// The wire code of `set`'s first event in this recording; `None` when it does not
-    /// hold `set` (compared by address: one static per set).
-    pub(crate) fn first_of(&self, set: &'static EventSet) -> Option<u16> {
-        self.sets.iter().find(|(s, _)| std::ptr::eq(*s, set)).map(|&(_, first)| first)
-    }
-
-    /// Whether threads with a ring-file slot also queue a copy of each full block for the
-    /// stream sinks.
-    pub(crate) fn streams_copies(&self) -> bool {
-        self.ring_file.is_some() && self.streaming
-    }
-
-    /// Queues a copy of a full block for the stream sinks; when no pool block is free, the
-    /// streams miss it and the recorder reports its `records` events as dropped there.
-    pub(crate) fn copy_to_streams(&self, block: &[u8], thread: u64, records: u64, direct: bool) {
-        if direct {
-            let mut copy = block.to_vec();
-            seal_block_in_place(Order::NATIVE, &mut copy);
-            lock(&self.sinks).write_block(&copy, false);
-            return;
-        }
-        match self.exchange.take(self.wait) {
-            Some(mut copy) => {
-                copy.copy_from_slice(block);
-                if !self.exchange.submit(copy) {
-                    count_lost_unattributed(records);
-                }
-            }
-            None => self.report_dropped(thread, records),
-        }
-    }
-
-    /// The writer's idle flush (`Lane::flush_idle`): every pool lane whose thread recorded
-    /// nothing since the last call gets its unflushed records written to the stream sinks.
-    /// Called every `writer::IDLE_FLUSH_PERIOD`, so an idle thread's records reach the sinks
-    /// within two periods of its last one.
-    pub(crate) fn flush_idle_lanes(&self) {
-        let lanes = {
-            let lanes = lock(&self.lanes);
-            if lanes.closed {
-                return;
-            }
-            lanes.list.clone()
-        };
-        for lane in lanes.iter().filter(|lane| !lane.is_ring()) {
-            // Lock order: the lane's, then the sinks' (as a direct write under the lane's).
-            lane.flush_idle(|block| {
-                self.learn_names();
-                lock(&self.sinks).write_block(block, false);
-            });
-        }
-    }
-
+impl WriterOwned {
     /// On the writer thread, before it writes a block: hands the sinks the names of the threads
     /// that started since it last did (`names_added`), for the segment being written to name
     /// them (`Sinks::learn_names`). The block's thread added its name before it committed a
@@ -227,13 +205,6 @@ impl Shared {
         }
         let names: Vec<(u64, String)> = lock(&self.names).iter().map(|e| (e.0, e.1.clone())).collect();
         lock(&self.sinks).learn_names(names);
-    }
-
-    /// Writes the writer thread's own full block now, and returns it for reuse.
-    pub(crate) fn write_now(&self, mut block: BlockBuf) -> BlockBuf {
-        seal_block_in_place(Order::NATIVE, &mut block);
-        lock(&self.sinks).write_block(&block, false);
-        block
     }
 
     /// `count` events of `thread` were lost where its own blocks cannot say so.
@@ -254,6 +225,68 @@ impl Shared {
         let _reports = lock(&self.reports);
         // Relaxed: read and written under the `reports` lock.
         self.reports_closed.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    /// The wire code of `set`'s first event in this recording; `None` when it does not
+    /// hold `set` (compared by address: one static per set).
+    pub(crate) fn first_of(&self, set: &'static EventSet) -> Option<u16> {
+        self.sets.iter().find(|(s, _)| std::ptr::eq(*s, set)).map(|&(_, first)| first)
+    }
+
+    /// Whether threads with a ring-file slot also queue a copy of each full block for the
+    /// stream sinks.
+    pub(crate) fn streams_copies(&self) -> bool {
+        self.ring_file.is_some() && self.streaming
+    }
+
+    /// Queues a copy of a full block for the stream sinks; when no pool block is free, the
+    /// streams miss it and the recorder reports its `records` events as dropped there.
+    pub(crate) fn copy_to_streams(&self, block: &[u8], thread: u64, records: u64, direct: bool) {
+        if direct {
+            let mut copy = block.to_vec();
+            seal_block_in_place(Order::NATIVE, &mut copy);
+            lock(&self.writer.sinks).write_block(&copy, false);
+            return;
+        }
+        match self.exchange.take(self.wait) {
+            Some(mut copy) => {
+                copy.copy_from_slice(block);
+                if !self.exchange.submit(copy) {
+                    count_lost_unattributed(records);
+                }
+            }
+            None => self.writer.report_dropped(thread, records),
+        }
+    }
+
+    /// The writer's idle flush (`Lane::flush_idle`): every pool lane whose thread recorded
+    /// nothing since the last call gets its unflushed records written to the stream sinks.
+    /// Called every `writer::thread::IDLE_FLUSH_PERIOD`, so an idle thread's records reach the sinks
+    /// within two periods of its last one.
+    pub(crate) fn flush_idle_lanes(&self) {
+        let lanes = {
+            let lanes = lock(&self.lanes);
+            if lanes.closed {
+                return;
+            }
+            lanes.list.clone()
+        };
+        for lane in lanes.iter().filter(|lane| !lane.is_ring()) {
+            // Lock order: the lane's, then the sinks' (as a direct write under the lane's).
+            lane.flush_idle(|block| {
+                self.writer.learn_names();
+                lock(&self.writer.sinks).write_block(block, false);
+            });
+        }
+    }
+
+    /// Writes the writer thread's own full block now, and returns it for reuse.
+    pub(crate) fn write_now(&self, mut block: BlockBuf) -> BlockBuf {
+        seal_block_in_place(Order::NATIVE, &mut block);
+        lock(&self.writer.sinks).write_block(&block, false);
+        block
     }
 
     /// Registers a thread's lane for the stop to take; `false` once the stop took them (the

@@ -2,14 +2,14 @@
 //! order (the ring file is not one of them: threads write it in place, `ringfile`).
 //!
 //! A sink is plain I/O with no knowledge of threads or policies, so that the session, the
-//! writer thread and the stop can all write through it under one lock (`Shared::sinks`). A
+//! writer thread and the stop can all write through it under one lock (`WriterOwned::sinks`). A
 //! write error gives the one event file up with one line on stderr and is returned by the
 //! stop; under segments it ends the segment and the recording goes on in a new one (as a full
 //! disk does). It never stops the program.
 
-use crate::history::{Entry, History, Place};
-use crate::segments::Segments;
-use crate::space::{Room, is_no_space, make_room};
+use crate::incident::history::{Entry, History, Place};
+use crate::sinks::segments::Segments;
+use crate::sinks::space::{Room, is_no_space, make_room};
 use event_format::builtin::{DROPPED, THREAD_NAME};
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, RecordIter, Stop, StopCause, Text, Value};
 use event_format::wire::{Packer, Packing, stop_block};
@@ -120,7 +120,7 @@ impl Sinks {
     /// name it has now (`NAME.open`).
     pub(crate) fn file_path(&self) -> Option<PathBuf> {
         let (path, _) = self.file.as_ref()?;
-        Some(if self.segments.is_some() { crate::segments::open_path(path) } else { path.clone() })
+        Some(if self.segments.is_some() { crate::sinks::segments::open_path(path) } else { path.clone() })
     }
 
     /// Whether there is no sink at all.
@@ -271,7 +271,7 @@ impl Sinks {
     }
 
     /// Under segments: learns the names of threads that started since the last rotation
-    /// (`Shared::learn_names`), which the segment being written may have to name.
+    /// (`WriterOwned::learn_names`), which the segment being written may have to name.
     pub(crate) fn learn_names(&mut self, names: Vec<(u64, String)>) {
         if self.segments.is_none() {
             return;
@@ -417,7 +417,7 @@ impl Sinks {
                 if !std::mem::replace(&mut self.said_write_error, true)
                     && let Some((path, _)) = &self.file
                 {
-                    let open = crate::segments::open_path(path);
+                    let open = crate::sinks::segments::open_path(path);
                     eprintln!(
                         "event-runtime: writing the segment {} failed ({what}: {e}; then {again}): it stays under that name without a stop marker, and the recording goes on in a new segment once one can be written (events until then are counted, not written)",
                         open.display()
@@ -478,7 +478,7 @@ impl Sinks {
     /// and writes its header and `names` (blocks of thread 0 numbered from 0: the names, labels
     /// and strings its events use). `false` when it cannot be made now (no room: tried again
     /// later; a name taken: said).
-    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>, pins: &[crate::trigger::Pinned]) -> bool {
+    fn open_next(&mut self, lost_between: u64, names: Vec<Vec<u8>>, pins: &[crate::incident::trigger::Pinned]) -> bool {
         let Some(segments) = &mut self.segments else { return false };
         let opened = match segments.open(lost_between) {
             Ok(opened) => opened,
@@ -489,7 +489,7 @@ impl Sinks {
                 return false;
             }
         };
-        let open = crate::segments::open_path(&opened.path);
+        let open = crate::sinks::segments::open_path(&opened.path);
         self.file = Some((opened.path, opened.file));
         self.file_len = 0;
         if let Err(e) = self.write_file(&opened.header, true) {
@@ -526,9 +526,9 @@ impl Sinks {
     /// blocks of its own, in time order, numbered just below its first block in the segment
     /// (`Segments::number_below`), so that its blocks follow one another from 0; a thread with
     /// fewer blocks before this segment than they need keeps the newest that fit.
-    fn repeat_pins(&mut self, pins: &[crate::trigger::Pinned]) {
+    fn repeat_pins(&mut self, pins: &[crate::incident::trigger::Pinned]) {
         let Some(segments) = &mut self.segments else { return };
-        let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::trigger::Pinned>> = Default::default();
+        let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::incident::trigger::Pinned>> = Default::default();
         for p in pins {
             if p.sequence < segments.next_of(p.thread) {
                 by_thread.entry(p.thread).or_default().push(p);
@@ -579,7 +579,7 @@ impl Sinks {
         time: u64,
         names: Vec<Vec<u8>>,
         threads: Vec<(u64, String)>,
-        pins: &[crate::trigger::Pinned],
+        pins: &[crate::incident::trigger::Pinned],
     ) {
         if !self.rotation_due() {
             return;
@@ -628,7 +628,7 @@ impl Sinks {
                     return false;
                 }
                 self.name_checked = Some(Instant::now());
-                self.name_gone = !crate::files::names(&crate::segments::open_path(path), file);
+                self.name_gone = !crate::files::names(&crate::sinks::segments::open_path(path), file);
                 self.floor_reached = segments.below_floor();
                 self.name_gone || self.floor_reached
             }

@@ -34,13 +34,13 @@
 //! refuses events and counts them; the count is written as a `Dropped` event at the start
 //! of its next block, or reported by the recorder at stop. Nothing is lost silently.
 
+use crate::blocks::exchange::BlockBuf;
+use crate::blocks::lane::{Lane, LaneWriter};
+use crate::blocks::ringfile::{Slot, SlotCopy};
 use crate::clock::TimeSource;
 use crate::config::Policy;
+use crate::emit::session::{self, Shared};
 use crate::event_set::EventSet;
-use crate::exchange::BlockBuf;
-use crate::lane::{Lane, LaneWriter};
-use crate::ringfile::{Slot, SlotCopy};
-use crate::session::{self, Shared};
 use event_format::builtin;
 use event_format::wire::{
     ArgWriter, BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, STRING_MAX, Text,
@@ -207,7 +207,7 @@ impl ThreadBuffer {
                     (Home::Nowhere, 1)
                 }
             }
-        } else if let Some(rings) = shared.heap_rings.as_ref().and_then(crate::session::HeapRingsCell::get) {
+        } else if let Some(rings) = shared.heap_rings.as_ref().and_then(crate::emit::session::HeapRingsCell::get) {
             let blocks = u64::from(rings.lock().blocks());
             let lane = Arc::new(Lane::ring(thread, Arc::clone(rings)));
             if shared.add_lane(&lane) {
@@ -290,8 +290,8 @@ impl ThreadBuffer {
         let name = current.name().map_or_else(|| format!("thread-{thread}"), str::to_owned);
         // Kept for the segments to come, which name the threads whose blocks they hold
         // (`Sinks::write_block`), and for snapshots, whose rings may no longer hold this event.
-        crate::locks::lock(&buffer.shared.names).push((thread, name.clone(), false));
-        buffer.shared.names_added.fetch_add(1, Ordering::Release);
+        crate::locks::lock(&buffer.shared.writer.names).push((thread, name.clone(), false));
+        buffer.shared.writer.names_added.fetch_add(1, Ordering::Release);
         let strs = [Text::new(&name)];
         buffer.write(builtin::THREAD_NAME, builtin::THREAD_NAME_FIXED, &strs, |w| body::thread_name(w, thread));
         buffer
@@ -553,18 +553,18 @@ impl ThreadBuffer {
         if self.shared.aggregates.as_ref().is_some_and(|a| a.measures(code)) {
             self.measure(code, fixed, strs);
         }
-        let Some(triggers) = &self.shared.triggers else { return };
+        let Some(triggers) = &self.shared.incidents.triggers else { return };
         if self.post.is_none() && !triggers.watches(code) {
             return; // an event that shares a watched one's bit
         }
         let shared = Arc::clone(&self.shared);
-        let Some(triggers) = &shared.triggers else { return };
+        let Some(triggers) = &shared.incidents.triggers else { return };
         if let Some((id, left)) = self.post {
             if left <= 1 {
                 self.post = None;
                 let held = self.end_post_window();
                 triggers.counted(id, self.time, held);
-                crate::divert::post_window(self.generation, false);
+                crate::emit::divert::post_window(self.generation, false);
             } else {
                 self.post = Some((id, left - 1));
                 self.hold_post_blocks();
@@ -580,14 +580,15 @@ impl ThreadBuffer {
         if pinned {
             let thread = self.thread;
             let name = || thread_name_record(&shared, thread);
-            let thread_name = || crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone());
+            let thread_name =
+                || crate::locks::lock(&shared.writer.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone());
             // The number its block will be written with: a pool lane's idle flushes may have
             // moved it on from this buffer's (`Lane::flush_idle`).
             let sequence = match &mut self.home {
                 Home::Lane(writer) if !writer.is_ring() => writer.lock().map_or(self.sequence, |g| g.sequence()),
                 _ => self.sequence,
             };
-            let pin = crate::trigger::Pinned { sequence, thread, time, record: bytes.clone() };
+            let pin = crate::incident::trigger::Pinned { sequence, thread, time, record: bytes.clone() };
             triggers.pin(pin, shared.ring_file.as_deref(), name, thread_name);
             if !trigger {
                 return;
@@ -629,18 +630,20 @@ impl ThreadBuffer {
                 self.post_from = trigger_block;
                 match older {
                     Some((older, held)) => triggers.counted(older, self.time, held),
-                    None => crate::divert::post_window(self.generation, true),
+                    None => crate::emit::divert::post_window(self.generation, true),
                 }
             }
         }
     }
 
     /// A kept event that a histogram counts: its record, just written, read back and
-    /// counted (`aggregate::measure_kept`); nothing when it was refused.
+    /// counted (`Aggregates::measure_kept`); nothing when it was refused.
     fn measure(&mut self, code: u16, fixed: usize, strs: &[Text<'_>]) {
         let len = RECORD_HEADER_LEN + fixed + strs.iter().map(|s| 2 + s.bytes.len()).sum::<usize>();
-        if let Some((bytes, time)) = self.last_record(code, len) {
-            crate::aggregate::measure_kept(&self.shared, self.generation, self.thread, &bytes, time);
+        if let Some((bytes, time)) = self.last_record(code, len)
+            && let Some(agg) = &self.shared.aggregates
+        {
+            agg.measure_kept(&self.shared.catalog, self.generation, self.thread, &bytes, time);
         }
     }
 
@@ -954,7 +957,7 @@ impl ThreadBuffer {
         let handed = copy.hand_on(sequence, || {
             let block = slot.block_mut(index as u32);
             let mut end = end;
-            if !crate::ringfile::block_is_intact(block, thread, sequence) {
+            if !crate::blocks::ringfile::block_is_intact(block, thread, sequence) {
                 // Begun before the ring file was cut short under its mapping: what it held is
                 // gone. The stream gets the block all the same (its sequence number stays in
                 // line), holding one `Dropped` record that counts every record it had.
@@ -1137,10 +1140,10 @@ impl Drop for ThreadBuffer {
         // the snapshot waits no more.
         if let Some((id, _)) = self.post.take() {
             let held = self.end_post_window();
-            if let Some(triggers) = &self.shared.triggers {
+            if let Some(triggers) = &self.shared.incidents.triggers {
                 triggers.counted(id, self.time, held);
             }
-            crate::divert::post_window(self.generation, false);
+            crate::emit::divert::post_window(self.generation, false);
         }
         // Thread exit (or a new recorder): the partial block is handed on, not lost.
         let pool = self.is_pool();
@@ -1153,10 +1156,10 @@ impl Drop for ThreadBuffer {
         // After its last block and report were handed on to the writer (a pool block; a
         // ring-file block is copied by the stop, which may still need the name, as it does
         // a lane the stop took meanwhile): the writer forgets its name once it has written
-        // what was handed on before it looked (`writer::forget_ended`).
+        // what was handed on before it looked (`writer::thread::forget_ended`).
         if pool && matches!(self.home, Home::Lane(_)) {
             let thread = self.thread;
-            if let Some(entry) = crate::locks::lock(&self.shared.names).iter_mut().find(|e| e.0 == thread) {
+            if let Some(entry) = crate::locks::lock(&self.shared.writer.names).iter_mut().find(|e| e.0 == thread) {
                 entry.2 = true;
             }
         }
@@ -1175,7 +1178,7 @@ impl ThreadBuffer {
                 let (shared, thread, lost) = (&self.shared, self.thread, self.lost);
                 let taken = writer.lock().map(|mut guard| {
                     guard.set_refused(0);
-                    shared.report_dropped(thread, lost);
+                    shared.writer.report_dropped(thread, lost);
                 });
                 if let Err(taken) = taken {
                     return self.lane_taken(taken);
@@ -1183,7 +1186,7 @@ impl ThreadBuffer {
                 self.lost = 0;
                 return;
             }
-            self.shared.report_dropped(self.thread, std::mem::take(&mut self.lost));
+            self.shared.writer.report_dropped(self.thread, std::mem::take(&mut self.lost));
         }
         // A ring lane stays with the recording, for the stop to write.
     }
@@ -1256,13 +1259,23 @@ fn write_in(
 ) {
     match code.wire(buffer) {
         // An event its limit did not keep, let through to be measured only (`aggregate`).
-        Some(code) if watch == Watch::Yes && crate::aggregate::unkept_code(code) => {
+        Some(code) if watch == Watch::Yes && crate::emit::aggregate::unkept_code(code) => {
             let mut fill = Some(fill);
-            crate::aggregate::measure_unkept(buffer, code, fixed, strs, &mut |w| {
-                if let Some(fill) = fill.take() {
-                    fill(w)
-                }
-            });
+            let shared = Arc::clone(&buffer.shared);
+            let Some(agg) = &shared.aggregates else { return };
+            agg.measure_unkept(
+                &shared.catalog,
+                &shared.time,
+                (buffer.generation, buffer.thread),
+                code,
+                fixed,
+                strs,
+                &mut |w| {
+                    if let Some(fill) = fill.take() {
+                        fill(w)
+                    }
+                },
+            );
         }
         Some(code) => {
             buffer.write(code, fixed, strs, fill);
@@ -1292,7 +1305,7 @@ pub(crate) fn emit_watched(
 /// The `ThreadName` record of `thread` as the recording names it, for the ring file's pin
 /// area; `None` when it has no name.
 fn thread_name_record(shared: &Shared, thread: u64) -> Option<Vec<u8>> {
-    let name = crate::locks::lock(&shared.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone())?;
+    let name = crate::locks::lock(&shared.writer.names).iter().find(|e| e.0 == thread).map(|e| e.1.clone())?;
     let mut strs = [Text::new(&name)];
     let max = (shared.block_size as usize - BLOCK_HEADER_LEN).min(MAX_RECORD_LEN);
     if !fit_texts(&mut strs, RECORD_HEADER_LEN + builtin::THREAD_NAME_FIXED, max) {

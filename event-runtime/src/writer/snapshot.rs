@@ -27,10 +27,10 @@
 //! returned: the recording goes on.
 
 use crate::clock;
+use crate::emit::session::{self, Shared};
+use crate::incident::trigger::Cause;
 use crate::locks::lock;
-use crate::session::{self, Shared};
-use crate::sink::Sinks;
-use crate::trigger::Cause;
+use crate::sinks::sink::Sinks;
 use event_format::builtin;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, PushError, RecordIter, StopCause, Text, Value,
@@ -81,7 +81,7 @@ pub(crate) fn requested(shared: &Shared, request: &str) -> Result<String, String
 /// since the last look (`lost_seen`), and takes the triggered snapshots whose `post` window
 /// is over. A snapshot that cannot be taken is said in one line; the recording goes on.
 pub(crate) fn serve(shared: &Shared) {
-    let Some(triggers) = &shared.triggers else { return };
+    let Some(triggers) = &shared.incidents.triggers else { return };
     // The stop takes what is left while it holds this (`Triggers::serving`).
     let Ok(_serving) = triggers.serving.try_lock() else { return };
     notice_losses(shared, triggers);
@@ -95,7 +95,7 @@ pub(crate) fn serve(shared: &Shared) {
 /// windows end with the recording), and says what the rate policies declined since the last
 /// snapshot each took.
 pub(crate) fn at_stop(shared: &Shared) {
-    let Some(triggers) = &shared.triggers else { return };
+    let Some(triggers) = &shared.incidents.triggers else { return };
     // Waits for the writer thread to finish the snapshots it took out of the list.
     let _serving = crate::locks::lock(&triggers.serving);
     // Losses since the writer thread last looked (it looks about every 20 ms) are noticed
@@ -112,18 +112,18 @@ pub(crate) fn at_stop(shared: &Shared) {
     if dropped > 0 {
         eprintln!(
             "event-runtime: {dropped} pinned events left the pin ring to make room for newer ones (it keeps the latest {}): snapshots hold the latest only",
-            crate::trigger::PIN_RECORDS
+            crate::incident::trigger::PIN_RECORDS
         );
     }
 }
 
 /// Fires the `lost` trigger when events were lost since the last look: unattributed, or
 /// waiting in the recorder's reports.
-fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
+fn notice_losses(shared: &Shared, triggers: &crate::incident::trigger::Triggers) {
     if !triggers.watches_losses() {
         return;
     }
-    let lost = shared.lost_here().saturating_add(lock(&shared.reports).iter().map(|r| r.1).sum());
+    let lost = shared.lost_here().saturating_add(lock(&shared.writer.reports).iter().map(|r| r.1).sum());
     if lost > triggers.lost_seen.swap(lost, Ordering::Relaxed) {
         triggers.on_lost(shared.time.now());
     }
@@ -131,7 +131,12 @@ fn notice_losses(shared: &Shared, triggers: &crate::trigger::Triggers) {
 
 /// Takes a triggered snapshot into the next path of the triggers' pattern, with the blocks
 /// its triggering thread `held` (copies of its own ring, `trigger::Pending::held`).
-pub(crate) fn triggered(shared: &Shared, triggers: &crate::trigger::Triggers, cause: Cause, held: Vec<Box<[u8]>>) {
+pub(crate) fn triggered(
+    shared: &Shared,
+    triggers: &crate::incident::trigger::Triggers,
+    cause: Cause,
+    held: Vec<Box<[u8]>>,
+) {
     let path = |sequence| triggers.path(sequence).map_err(io::Error::other);
     let taken = take_numbered(shared, path, cause, held);
     if let Err(e) = taken {
@@ -157,7 +162,7 @@ fn take_numbered(
     }
     let taken_time = shared.time.now();
     let taken_wall_ns = if shared.time.is_deterministic() { 0 } else { clock::wall_ns() };
-    let sequence = shared.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
+    let sequence = shared.incidents.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
     let path = &path(sequence)?;
 
     // The file first: nothing is copied for a path that cannot be written.
@@ -166,6 +171,18 @@ fn take_numbered(
     // tells whether the path still names our file when it is removed.
     let ours = file.try_clone()?;
 
+    let mut blocks = window(shared, &cause, held, taken_time)?;
+    let pinned = pinned_blocks(shared, &blocks);
+    let (names, recorder_sequence) = renumber(shared, &mut blocks, taken_time);
+    let header = snapshot_header(shared, cause, taken_wall_ns, taken_time, sequence)?;
+    let contents = Contents { header, names, pinned, blocks, recorder_sequence };
+    write_file(shared, path, file, &ours, sequence, taken_time, contents)
+}
+
+/// The blocks of a snapshot's window, unsealed: the stream's (read back) or the rings' (with
+/// the blocks `held` that the triggering thread copied), from the `pre=` window's start and
+/// up to the `post=` window's end when the cause has them.
+fn window(shared: &Shared, cause: &Cause, held: Vec<Box<[u8]>>, taken_time: u64) -> io::Result<Vec<Box<[u8]>>> {
     let from = cause.pre.map(|pre| {
         let ticks = (pre.as_nanos() * u128::from(shared.clock.ticks_per_second) / 1_000_000_000) as u64;
         cause.trigger_time.unwrap_or(taken_time).saturating_sub(ticks)
@@ -186,14 +203,19 @@ fn take_numbered(
             h.thread == 0 || h.base_time <= until
         });
     }
+    Ok(blocks)
+}
+
+/// Numbers thread 0's blocks of the window anew, after the names blocks made here, and seals
+/// every block; returns the names blocks and the next number of thread 0's blocks.
+fn renumber(shared: &Shared, blocks: &mut [Box<[u8]>], taken_time: u64) -> (Vec<Box<[u8]>>, u64) {
     let bs = shared.block_size;
-    let pinned = pinned_blocks(shared, &blocks);
     // Thread 0's blocks are numbered anew: the names block first, then any loss report the
     // ring file's reading wrote, then the clean-stop marker.
     let first_time = blocks.iter().map(|b| BlockHeader::read(Order::NATIVE, b).base_time).min().unwrap_or(taken_time);
     let names = names_blocks(shared, bs, first_time.min(taken_time));
     let mut recorder_sequence = names.len() as u64;
-    for block in &mut blocks {
+    for block in blocks.iter_mut() {
         let mut header = BlockHeader::read(Order::NATIVE, block);
         if header.thread == 0 {
             header.sequence = recorder_sequence;
@@ -202,7 +224,17 @@ fn take_numbered(
         }
         seal_block_in_place(Order::NATIVE, block);
     }
+    (names, recorder_sequence)
+}
 
+/// The snapshot's stream header: the recording's, with the snapshot's properties.
+fn snapshot_header(
+    shared: &Shared,
+    cause: Cause,
+    taken_wall_ns: i64,
+    taken_time: u64,
+    sequence: u32,
+) -> io::Result<Vec<u8>> {
     let mut header = shared.header.clone();
     header.properties.snapshot = Some(event_format::wire::Snapshot {
         taken_wall_ns,
@@ -214,8 +246,35 @@ fn take_numbered(
         trigger_time: cause.trigger_time.unwrap_or(taken_time),
         trigger: cause.trigger,
     });
-    let header_bytes = header.encode().map_err(io::Error::other)?;
+    header.encode().map_err(io::Error::other)
+}
 
+/// What a snapshot file holds, in this order, before its clean-stop marker.
+struct Contents {
+    header: Vec<u8>,
+    /// The names the recording knows, in blocks of thread 0.
+    names: Vec<Box<[u8]>>,
+    /// The pinned events the window does not hold.
+    pinned: Vec<Box<[u8]>>,
+    /// The window's blocks, sealed.
+    blocks: Vec<Box<[u8]>>,
+    /// The next number of thread 0's blocks.
+    recorder_sequence: u64,
+}
+
+/// Writes a snapshot's `contents` into `file` (new, at `path`; `ours` is a second descriptor
+/// of it) and ends it with the clean-stop marker; what it wrote. A file that cannot be
+/// written whole is removed.
+fn write_file(
+    shared: &Shared,
+    path: &Path,
+    file: std::fs::File,
+    ours: &std::fs::File,
+    sequence: u32,
+    taken_time: u64,
+    contents: Contents,
+) -> io::Result<SnapshotInfo> {
+    let Contents { header, names, pinned, blocks, recorder_sequence } = contents;
     let mut info = SnapshotInfo {
         path: path.to_owned(),
         sequence,
@@ -225,8 +284,8 @@ fn take_numbered(
         duration: std::time::Duration::ZERO,
     };
     let mut threads = BTreeSet::new();
-    let mut sinks = Sinks::new(Some((path.to_owned(), file)), false, shared.pack, bs, None);
-    sinks.write(&header_bytes);
+    let mut sinks = Sinks::new(Some((path.to_owned(), file)), false, shared.pack, shared.block_size, None);
+    sinks.write(&header);
     for block in names.iter().chain(&pinned).chain(&blocks) {
         let h = BlockHeader::read(Order::NATIVE, block);
         if h.thread != 0 {
@@ -252,7 +311,7 @@ fn take_numbered(
     if let Err(e) = sinks.finish() {
         // A snapshot cut short is no snapshot: ours, made here, removed (`discard` checks
         // that the path still names our file).
-        sinks.discard_as(path, &ours);
+        sinks.discard_as(path, ours);
         return Err(io::Error::other(format!(
             "the snapshot {} was not written whole and is removed: {e}",
             path.display()
@@ -395,13 +454,13 @@ fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result
     if shared.ring_file.is_some() {
         live.extend(copy_blocks(shared)?);
     }
-    if crate::buffer::is_writer() {
-        crate::writer::write_queued(shared);
+    if crate::emit::buffer::is_writer() {
+        crate::writer::write::write_queued(shared);
     } else {
         shared.exchange.wait_drained(std::time::Duration::from_secs(1));
     }
     let (window, newest) = {
-        let sinks = lock(&shared.sinks);
+        let sinks = lock(&shared.writer.sinks);
         let window = sinks.window(from, trigger);
         let threads: BTreeSet<u64> = live.iter().map(|b| BlockHeader::read(Order::NATIVE, b).thread).collect();
         let newest: std::collections::BTreeMap<u64, Option<u64>> =
@@ -434,9 +493,9 @@ fn stream_blocks(shared: &Shared, from: Option<u64>, trigger: u64) -> io::Result
 fn read_window(
     header: &[u8],
     block_size: u32,
-    window: Vec<(crate::history::Entry, crate::sink::WindowBytes)>,
+    window: Vec<(crate::incident::history::Entry, crate::sinks::sink::WindowBytes)>,
 ) -> Vec<Box<[u8]>> {
-    use crate::sink::WindowBytes;
+    use crate::sinks::sink::WindowBytes;
     let mut out = Vec::new();
     for chunk in window.chunks(64) {
         let mut bytes = header.to_vec();
@@ -523,7 +582,7 @@ fn copy_blocks(shared: &Shared) -> io::Result<Vec<Box<[u8]>>> {
 /// still holds its block 0 (nothing overwritten) has them there already; one without blocks
 /// in the snapshot gets them as its block 0. Sealed.
 fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
-    let Some(triggers) = &shared.triggers else { return Vec::new() };
+    let Some(triggers) = &shared.incidents.triggers else { return Vec::new() };
     let pinned = triggers.pinned_now();
     if pinned.is_empty() {
         return Vec::new();
@@ -539,7 +598,7 @@ fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
             }
         }
     }
-    let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::trigger::Pinned>> =
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<&crate::incident::trigger::Pinned>> =
         std::collections::BTreeMap::new();
     for p in &pinned {
         match oldest.get(&p.thread) {
@@ -573,10 +632,12 @@ fn pinned_blocks(shared: &Shared, blocks: &[Box<[u8]>]) -> Vec<Box<[u8]>> {
 /// Blocks of thread 0 that name every thread, interned string and label the recording
 /// knows, at `time`, numbered from 0.
 fn names_blocks(shared: &Shared, bs: u32, time: u64) -> Vec<Box<[u8]>> {
-    let threads: Vec<(u64, String)> = lock(&shared.names).iter().map(|(t, name, _)| (*t, name.clone())).collect();
-    let mut interned: Vec<(u64, String)> = lock(&shared.interned).iter().map(|(s, &id)| (id, s.clone())).collect();
+    let threads: Vec<(u64, String)> =
+        lock(&shared.writer.names).iter().map(|(t, name, _)| (*t, name.clone())).collect();
+    let mut interned: Vec<(u64, String)> =
+        lock(&shared.writer.interned).iter().map(|(s, &id)| (id, s.clone())).collect();
     interned.sort();
-    let labels: Vec<(u64, u64)> = lock(&shared.labels).iter().map(|(&a, &id)| (a, id)).collect();
+    let labels: Vec<(u64, u64)> = lock(&shared.writer.labels).iter().map(|(&a, &id)| (a, id)).collect();
     let mut records: Vec<(u16, Vec<Value<'_>>)> = Vec::new();
     for (thread, name) in &threads {
         records.push((builtin::THREAD_NAME, vec![Value::Word(*thread), Value::Str(Text::new(name))]));
@@ -615,86 +676,6 @@ fn names_blocks(shared: &Shared, bs: u32, time: u64) -> Vec<Box<[u8]>> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::event_set::TEST_SET as SET;
-    use crate::{Policy, Recorder};
-    use event_format::decode::{Catalog, Decoder, Entry};
-    use event_format::wire::Value;
-
-    /// The words of every `E` event of a stream, per thread, in order; and the thread names.
-    fn read(
-        bytes: &[u8],
-    ) -> (std::collections::BTreeMap<u64, Vec<u64>>, Vec<String>, Option<event_format::wire::Stop>) {
-        let mut decoder = Decoder::new(bytes).unwrap();
-        assert!(decoder.header().properties.snapshot.is_some(), "the header says it is a snapshot");
-        let catalog = Catalog::new(&decoder.header().sets);
-        let (mut words, mut names, mut stop) = (std::collections::BTreeMap::<u64, Vec<u64>>::new(), Vec::new(), None);
-        while let Some(block) = decoder.next_block() {
-            let block = block.unwrap();
-            if let Some(s) = block.stop() {
-                stop = Some(s);
-            }
-            for entry in block.entries(&catalog) {
-                if let Entry::Event(e) = entry {
-                    let values: Vec<Value<'_>> = e.values().collect();
-                    match (e.desc.name.as_str(), values.as_slice()) {
-                        ("E", [Value::Word(w)]) => words.entry(block.header.thread).or_default().push(*w),
-                        ("ThreadName", [_, Value::Str(s)]) => names.push(String::from_utf8_lossy(s.bytes).into_owned()),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        (words, names, stop)
-    }
-
-    /// A snapshot of a streaming recording (`switch`, the memory sink): the window read back
-    /// from what was written, as many blocks as the buffer holds before the snapshot (the
-    /// last thread's latest events, consecutive, ending with its last), then what a thread's
-    /// current block holds and the sinks do not have yet; every thread named.
-    #[test]
-    fn a_snapshot_of_a_stream_reads_its_window_back() {
-        use crate::Policy;
-        let dir = std::env::temp_dir().join(format!("snapshot-stream-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.evt");
-        let _ = std::fs::remove_file(&path);
-        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
-        let recording = Recorder::new()
-            .sets(&[&SET])
-            .policy(Policy::Switch)
-            .wait(std::time::Duration::from_secs(5))
-            .block_size(1024)
-            .buffer_size(16 << 10)
-            .memory()
-            .start()
-            .unwrap();
-        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
-        for t in 0..3u64 {
-            std::thread::scope(|s| {
-                s.spawn(move || {
-                    (0..5000).for_each(|i| emit(t * 100_000 + i));
-                    crate::flush();
-                });
-            });
-        }
-        emit(7);
-        let taken = recording.snapshot(&path).unwrap();
-        recording.stop().unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let (words, names, stop) = read(&bytes);
-        let lists: Vec<&Vec<u64>> = words.values().collect();
-        let last = lists.iter().find(|l| l[0] / 100_000 == 2).expect("the last thread's events");
-        assert_eq!(*last.last().unwrap(), 204_999, "ends with the thread's last event");
-        assert!(last.windows(2).all(|w| w[1] == w[0] + 1), "consecutive, in order");
-        assert!(lists.iter().any(|l| l.as_slice() == [7]), "the live block: {lists:?}");
-        let all: usize = lists.iter().map(|l| l.len()).sum();
-        // 16 blocks of 1 KiB hold 60 events of 16 bytes each, with the live one's.
-        assert!((900..=1100).contains(&all), "as much as the buffer holds, not the whole stream: {all}");
-        assert!(names.len() >= 2, "every thread named: {names:?}");
-        assert_eq!(stop.expect("a clean-stop marker").events, taken.events);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
     /// A thread's copied ring with a gap in the middle (blocks overwritten while the writer
     /// copied it): the blocks before the gap go, the newest run stays, thread 0's stay.
     #[test]
@@ -714,52 +695,5 @@ mod tests {
             })
             .collect();
         assert_eq!(kept, [(2, 14), (2, 15), (3, 4), (0, 1), (2, 16)]);
-    }
-
-    /// A snapshot of heap rings that went round: each thread's latest events, consecutive and
-    /// ending with its last, every thread named although the rings lost their `ThreadName`;
-    /// the recording goes on and its stop still has every event the rings keep.
-    #[test]
-    fn a_snapshot_holds_the_latest_events_of_every_thread_and_their_names() {
-        let _serial = crate::session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = std::env::temp_dir().join(format!("snapshot-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.evt");
-        let _ = std::fs::remove_file(&path);
-        let recording = Recorder::new()
-            .sets(&[&SET])
-            .policy(Policy::Ring)
-            .block_size(1024)
-            .buffer_size(64 << 10)
-            .memory()
-            .start()
-            .unwrap();
-        let emit = |i: u64| crate::buffer::emit_event(&SET, 0, 8, &[], |w| w.word(i));
-        std::thread::scope(|s| {
-            for t in 0..3u64 {
-                s.spawn(move || {
-                    (0..5000).for_each(|i| emit(t * 100_000 + i));
-                });
-            }
-        });
-        let taken = recording.snapshot(&path).unwrap();
-        let again = recording.snapshot(&path).unwrap_err();
-        assert!(again.to_string().contains("never writes over"), "{again}");
-        emit(7);
-        recording.stop().unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let (words, names, stop) = read(&bytes);
-        assert_eq!(words.len(), 3, "three threads");
-        for list in words.values() {
-            let t = list[0] / 100_000;
-            assert!(list.len() < 5000, "the ring went round: {}", list.len());
-            assert_eq!(*list.last().unwrap(), t * 100_000 + 4999, "ends with the thread's last event");
-            assert!(list.windows(2).all(|w| w[1] == w[0] + 1), "consecutive, in order");
-        }
-        assert!(names.len() >= 3, "every thread named: {names:?}");
-        let stop = stop.expect("the snapshot ends with the clean-stop marker");
-        assert_eq!(stop.events, taken.events);
-        assert_eq!((taken.threads, taken.sequence), (3, 1));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,9 +4,9 @@
 //! needs neither: every committed record is already in it.
 #![allow(unsafe_code)]
 
-use crate::buffer;
-use crate::session::{self, Shared};
-use crate::traceback;
+use crate::emit::buffer;
+use crate::emit::session::{self, Shared};
+use crate::emit::traceback;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ pub(crate) fn install(shared: &std::sync::Arc<Shared>, signals: bool) {
         }));
     });
     #[cfg(unix)]
-    if signals && crate::locks::lock(&shared.sinks).raw_fd().is_some() {
+    if signals && crate::locks::lock(&shared.writer.sinks).raw_fd().is_some() {
         signals::publish(shared);
         signals::install();
     }
@@ -67,10 +67,10 @@ fn on_panic() {
     // A `panic` trigger: the snapshot is taken here, on the panicking thread, before the
     // panic may end the process (`trigger`).
     if let Some(shared) = session::try_current()
-        && let Some(triggers) = &shared.triggers
+        && let Some(triggers) = &shared.incidents.triggers
         && let Some(cause) = triggers.on_panic(shared.time.now())
     {
-        crate::snapshot::triggered(&shared, triggers, cause, Vec::new());
+        crate::writer::snapshot::triggered(&shared, triggers, cause, Vec::new());
     }
     // If the panic ends the process (panic = "abort", or the main thread), what this thread
     // recorded is handed on and written first.
@@ -113,7 +113,7 @@ mod signals {
     //!   block it writes is taken from the thread and the queue, so no stop or writer writes
     //!   it again. Other threads' partial blocks are not reached.
     use super::*;
-    use crate::buffer::SignalTake;
+    use crate::emit::buffer::SignalTake;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -298,7 +298,7 @@ mod signals {
         // under the sinks' lock (the writer may hold it a moment: tried a while).
         let mut sinks = None;
         for _ in 0..PAUSES {
-            if let Ok(s) = shared.sinks.try_lock() {
+            if let Ok(s) = shared.writer.sinks.try_lock() {
                 sinks = Some(s);
                 break;
             }
@@ -326,7 +326,7 @@ mod signals {
 
     /// This thread's block that could not join the queue.
     enum Left<'a> {
-        Pool(crate::exchange::BlockBuf),
+        Pool(crate::blocks::exchange::BlockBuf),
         /// Sealed, in the ring file's mapping.
         Slot(&'a [u8]),
     }

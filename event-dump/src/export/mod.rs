@@ -251,6 +251,10 @@ fn set_versions(header: &event_format::wire::Header) -> String {
         .join(" ")
 }
 
+/// The findings of records a reader could not hand on (the merge leaves them out): what the
+/// exports and `latency` say they skipped.
+pub(crate) const UNREADABLE: [Finding; 3] = [Finding::DamagedBlocks, Finding::BadRecords, Finding::UnknownRecords];
+
 /// What an export says of a log beside what it exported, from the logs' [`Ledger`]s' findings
 /// (the counts of `event-dump stats`, in the words of their one table,
 /// [`event_format::ledger::FINDINGS`]): what it skipped, damaged blocks, bad records and
@@ -280,15 +284,11 @@ impl Said {
             unwritten = unwritten.saturating_add(l.unwritten() - l.unwritten_for_disk_full());
             between = between.saturating_add(l.lost_between());
         }
-        let said = |finding: Finding| {
-            let n = f.count(finding);
-            (n > 0).then(|| finding.declared().count(n))
-        };
         let mut segments = Vec::new();
-        if let Some(removed) = said(Finding::RemovedSegments) {
+        for removed in f.said(&[Finding::RemovedSegments]) {
             segments.push(format!("{removed} ({} events)", f.removed_events));
         }
-        segments.extend(said(Finding::SegmentGaps));
+        segments.extend(f.said(&[Finding::SegmentGaps]));
         if full > 0 {
             segments.push(format!("disk full: {full} events not written"));
         }
@@ -298,9 +298,8 @@ impl Said {
         if between > 0 {
             segments.push(format!("{between} events lost between segments"));
         }
-        let skipped = [Finding::DamagedBlocks, Finding::BadRecords, Finding::UnknownRecords];
         let verdict = (!f.is_whole(false)).then(|| f.verdict(false));
-        Said { skipped: skipped.into_iter().filter_map(said).collect(), segments, verdict }
+        Said { skipped: f.said(&UNREADABLE), segments, verdict }
     }
 
     /// The line of a table export for one log, if anything was skipped or is missing.

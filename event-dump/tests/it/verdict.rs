@@ -2,7 +2,8 @@
 //! (whole, and with a segment missing) and a snapshot of a wrapped ring each get the same
 //! verdict from every reader: `check` (its exit code and last line) and `check --strict`,
 //! `stats`' verdict line, `print`'s closing lines, an export's report, `summary`'s JSON and
-//! the typed reader's summary (its findings, strict and not), in the same words.
+//! the typed reader's summary (its findings, strict and not), in the same words; and
+//! `latency` says what it left out in those words too.
 
 use crate::common::{self, SERIAL, run, stderr, stdout};
 use crate::events;
@@ -146,4 +147,42 @@ fn a_snapshot_gets_one_verdict() {
     let stats = stdout(&run(&["stats", snapshot.to_str().unwrap()]));
     assert!(stats.contains("snapshot"), "{stats}");
     one_verdict(&snapshot, "whole", false);
+}
+
+/// `latency` says what it could not read in the findings' words, as the exports do: a
+/// stream of a sweep (a span) whose second block is damaged and whose third holds a record of
+/// an unknown code.
+#[test]
+fn latency_says_what_it_left_out_in_the_findings_words() {
+    use event_format::wire::{BlockHeader, BlockWriter, Clock, Header, Order, Producer, SetEntry, Value};
+    let d = common::dir("verdict-latency");
+    let log = d.join("sweep.evt");
+    let schema = events::SET.schema().unwrap();
+    let sets = SetEntry::assign([schema.clone()]);
+    let code = |name: &str| sets[0].wire_code(schema.events.iter().position(|e| e.name == name).unwrap()).unwrap();
+    let mut bytes =
+        Header::with_sets(sets.clone(), 1024, Clock::deterministic(), Producer::current(0)).encode().unwrap();
+    let (p, w) = (Value::Pointer(1), Value::Word(2));
+    let records = [
+        vec![(code("SweepBegin"), vec![p, w, Value::Str(event_format::wire::Text::new("full"))])],
+        vec![(code("SweepEnd"), vec![p, w, Value::Bool(true)])],
+        vec![(code("SweepEnd"), vec![p, w, Value::Bool(true)]), (0xFFF0, vec![w])],
+    ];
+    for (sequence, records) in records.iter().enumerate() {
+        let head = BlockHeader { thread: 1, sequence: sequence as u64, base_time: 10, ..Default::default() };
+        let mut block = BlockWriter::new(Order::Little, 1024, &head);
+        for (i, (code, values)) in records.iter().enumerate() {
+            block.push(*code, 10 + i as u64, values).unwrap();
+        }
+        let mut block = block.finish();
+        if sequence == 1 {
+            block[60] ^= 0x40;
+        }
+        bytes.extend(block);
+    }
+    std::fs::write(&log, bytes).unwrap();
+    let out = run(&["latency", log.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = "event-dump: left out what could not be read: 1 damaged block, 1 record of an unknown code;";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
 }

@@ -294,6 +294,13 @@ impl Findings {
         if against.is_empty() { "whole".to_owned() } else { format!("NOT whole: {}", against.join(", ")) }
     }
 
+    /// Each of `findings` counted (above 0), as a count and its words (`1 damaged block`):
+    /// what a reader says of a few findings (what an export or `latency` left out).
+    pub fn said(&self, findings: &[Finding]) -> Vec<String> {
+        let counted = findings.iter().map(|f| (f, self.count(*f))).filter(|(_, n)| *n > 0);
+        counted.map(|(f, n)| f.declared().count(n)).collect()
+    }
+
     /// The one line of what was lost and what is wrong, as `stats` writes it:
     /// `0 events lost, 0 blocks missing (overwritten or dropped), 0 damaged blocks, 0 bad
     /// records, 0 records of unknown codes`.
@@ -330,6 +337,7 @@ mod tests {
             "3 events lost, 0 blocks missing (overwritten or dropped), 0 damaged blocks, 0 bad records, 0 records of unknown codes"
         );
         assert_eq!(a.verdict(false), "NOT whole: 3 events lost");
+        assert_eq!(a.said(&[Finding::DamagedBlocks, Finding::Lost]), ["3 events lost"]);
         assert!(Findings::default().is_whole(true));
         assert_eq!(Findings::default().verdict(true), "whole");
     }

@@ -30,6 +30,7 @@
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
+use event_format::ledger::{Ledger, Tally};
 use event_format::merge::{At, Keys, Order, Place, Tie, Timed, Watermark};
 use event_format::text::Seconds;
 use event_format::wire::{Clock, RecordError};
@@ -103,6 +104,10 @@ pub(crate) struct Rendered {
     bad: Vec<RecordError>,
     /// Records that could not be delimited or timed: reported when the block comes in.
     walk_errors: Vec<RecordError>,
+    /// What its records say to the log's ledger (every record, shown or not), counted here
+    /// and handed on when the block is taken back in the log's order. (Boxed: a piece moves
+    /// through the channels, and rendered blocks are reused, their tallies with them.)
+    tally: Box<Tally>,
     /// The decoded block, handed back to its log for its buffer to hold a later block's
     /// records (a fresh buffer per block costs an allocation and its zeroing).
     block: Option<Box<Block>>,
@@ -178,6 +183,7 @@ impl Context<'_> {
                 r.facts.clear();
                 r.bad.clear();
                 r.walk_errors.clear();
+                r.tally.clear();
                 r
             }
             None => Rendered {
@@ -195,6 +201,7 @@ impl Context<'_> {
                 facts: Vec::new(),
                 bad: Vec::new(),
                 walk_errors: Vec::new(),
+                tally: Box::default(),
                 block: None,
             },
         };
@@ -205,10 +212,12 @@ impl Context<'_> {
         let seconds = Seconds::new(clock);
         let origin = Origin { file, thread: &thread_text, seconds: &seconds };
         let (mut previous, mut backwards) = (0, false);
+        let sequence = block.header.sequence;
         for record in block.records() {
             let record = match record {
                 Ok(record) => record,
                 Err(error) => {
+                    r.tally.entry(thread, sequence, &Entry::Bad(error.clone()));
                     r.walk_errors.push(error);
                     continue;
                 }
@@ -225,7 +234,9 @@ impl Context<'_> {
                 code: record.code,
                 what: 0,
             };
-            match catalog.entry(record, thread, block.order) {
+            let entry = catalog.entry(record, thread, block.order);
+            r.tally.entry(thread, sequence, &entry);
+            match entry {
                 Entry::Event(event) => {
                     if let Some(fact) = Fact::of(&event) {
                         line.what |= LEARN;
@@ -545,141 +556,197 @@ pub(crate) fn default_jobs() -> usize {
 }
 
 /// Reads the blocks of `logs` (from the log furthest behind, by its blocks' start times),
-/// renders them on `jobs` workers (on this thread for 1) and merges them into `w`.
-pub(crate) fn run(logs: &mut [Log], ctx: &Context<'_>, jobs: usize, merge: &mut LineMerge, w: &mut Writer<'_>) {
-    let several = logs.len() > 1;
-    // Every buffer written out is reused: freeing them to allocate others as the next blocks
-    // come would cost the kernel's time, and, freed by one thread after another allocated
-    // them, grow the allocator's heaps with the length of the log.
-    let recycle = |merge: &mut LineMerge| {
-        if let Ok(mut spare) = ctx.spare.lock() {
-            spare.append(merge.spent());
-        }
-        merge.spent().clear();
+/// renders them on `jobs` workers (on this thread for 1) and merges them into `w`, counting
+/// each block in its log's ledger (`ledgers`, one a log) as it is taken back. `true` when
+/// every log was read to its end (not when the output stopped first: `--limit`, a closed
+/// pipe).
+///
+/// The plan ([`Feed`]: which log is read next, where rendered blocks go back to) is the same
+/// for both executions: on workers ([`on_workers`]), or on this thread when `jobs` is 1 or no
+/// worker thread can be made ([`on_this_thread`]).
+pub(crate) fn run(
+    logs: &mut [Log],
+    ledgers: &mut [Ledger],
+    ctx: &Context<'_>,
+    jobs: usize,
+    merge: &mut LineMerge,
+    w: &mut Writer<'_>,
+) -> bool {
+    let mut feed = Feed {
+        several: logs.len() > 1,
+        done: vec![false; logs.len()],
+        last_key: vec![i128::MIN; logs.len()],
+        logs,
+        ledgers,
+        spent: Vec::new(),
     };
-    let mut done = vec![false; logs.len()];
-    let mut last_key = vec![i128::MIN; logs.len()];
-    // `spent`: blocks rendered, whose buffers their logs reuse.
-    let mut read = |spent: &mut Vec<(usize, Block)>| -> Option<(usize, Result<Block, BlockError>)> {
-        for (f, block) in spent.drain(..) {
-            logs[f].recycle(block);
+    if jobs > 1
+        && let Some(whole) = on_workers(&mut feed, ctx, jobs, merge, w)
+    {
+        return whole;
+    }
+    on_this_thread(&mut feed, ctx, merge, w)
+}
+
+/// Which block is read next, and where each block goes once rendered: the plan of [`run`].
+struct Feed<'l> {
+    logs: &'l mut [Log],
+    /// Each log's ledger: every block counted as it is taken back, in the log's order.
+    ledgers: &'l mut [Ledger],
+    several: bool,
+    /// The logs read to their end, and the latest start time (a key of the merge) each
+    /// log's blocks said.
+    done: Vec<bool>,
+    last_key: Vec<i128>,
+    /// Blocks rendered, whose buffers their logs reuse.
+    spent: Vec<(usize, Block)>,
+}
+
+impl Feed<'_> {
+    /// The next block of the log furthest behind, `None` once every log is read.
+    fn read(&mut self, ctx: &Context<'_>) -> Option<(usize, Result<Block, BlockError>)> {
+        for (f, block) in self.spent.drain(..) {
+            self.logs[f].recycle(block);
         }
         loop {
-            let f = (0..logs.len()).filter(|&f| !done[f]).min_by_key(|&f| last_key[f])?;
-            match logs[f].next_block() {
-                None => done[f] = true,
+            let f = (0..self.logs.len()).filter(|&f| !self.done[f]).min_by_key(|&f| self.last_key[f])?;
+            match self.logs[f].next_block() {
+                None => self.done[f] = true,
                 Some(block) => {
                     if let Ok(b) = &block {
                         let time = b.header.base_time;
-                        let key = if several { ctx.clocks[f].wall_ns(time) } else { i128::from(time) };
-                        last_key[f] = last_key[f].max(key);
+                        let key = if self.several { ctx.clocks[f].wall_ns(time) } else { i128::from(time) };
+                        self.last_key[f] = self.last_key[f].max(key);
                     }
                     return Some((f, block));
                 }
             }
         }
-    };
-    // A block rendered: its buffer goes back to its log.
-    let hand_back = |piece: &mut Piece, spent: &mut Vec<(usize, Block)>| {
-        if let Piece::Block(r) = piece
-            && let Some(block) = r.block.take()
-        {
-            spent.push((r.file, *block));
-        }
-    };
-    let mut spent = Vec::new();
-    // Rendered on up to `jobs` worker threads and merged here in sequence; `false` when no
-    // worker thread could be made (a thread limit), before any block was read.
-    let on_workers = jobs > 1 && {
-        // Blocks in flight at most: enough to keep every worker busy while the main thread
-        // merges, few enough that they cost little memory.
-        let ahead = jobs as u64 * 4;
-        let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
-        let job_rx = Mutex::new(job_rx);
-        let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
-        std::thread::scope(|s| {
-            let mut workers = 0;
-            for _ in 0..jobs {
-                let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
-                let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
-                    let mut templates = Templates::default();
-                    loop {
-                        // The lock is held while waiting: the other workers wait on it instead.
-                        let job = match job_rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok((n, f, block)) = job else { return };
-                        if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
-                            return;
-                        }
-                    }
-                });
-                // A thread limit: the workers made so far do the work (none: one thread does).
-                if spawned.is_err() {
-                    break;
-                }
-                workers += 1;
-            }
-            drop(piece_tx);
-            if workers == 0 {
-                return false;
-            }
-            let (mut sent, mut taken) = (0u64, 0u64);
-            let mut reading = true;
-            let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
-            'merge: loop {
-                while reading && sent - taken < ahead {
-                    match read(&mut spent) {
-                        Some((f, block)) => {
-                            if job_tx.send((sent, f, block)).is_err() {
-                                break 'merge;
-                            }
-                            sent += 1;
-                        }
-                        None => reading = false,
-                    }
-                }
-                if taken == sent {
-                    let _ = merge.finish(w);
-                    break;
-                }
-                let mut piece = loop {
-                    if let Some(piece) = waiting.remove(&taken) {
-                        break piece;
-                    }
-                    match piece_rx.recv() {
-                        Ok((n, piece)) => {
-                            waiting.insert(n, piece);
-                        }
-                        // Every worker stopped: none can have panicked without the scope
-                        // saying so, so this is not reached.
-                        Err(_) => break 'merge,
-                    }
-                };
-                taken += 1;
-                hand_back(&mut piece, &mut spent);
-                if merge.insert(piece, w).is_break() {
-                    break;
-                }
-                recycle(merge);
-            }
-            drop(job_tx);
-            true
-        })
-    };
-    if on_workers {
-        return;
     }
-    // One thread: `--jobs 1`, or no worker thread could be made (a thread limit).
+
+    /// A piece taken back, in the order its block was read: counted in its log's ledger (the
+    /// block, then the records its worker counted), its block's buffer kept for its log.
+    fn taken(&mut self, piece: &mut Piece) {
+        match piece {
+            Piece::Block(r) => {
+                if let Some(block) = r.block.take() {
+                    let ledger = &mut self.ledgers[r.file];
+                    ledger.block(&block);
+                    ledger.add(&mut r.tally);
+                    self.spent.push((r.file, *block));
+                }
+            }
+            Piece::Damaged { file, error, .. } => self.ledgers[*file].damaged(error),
+        }
+    }
+}
+
+/// Every buffer written out is reused: freeing them to allocate others as the next blocks
+/// come would cost the kernel's time, and, freed by one thread after another allocated
+/// them, grow the allocator's heaps with the length of the log.
+fn recycle(ctx: &Context<'_>, merge: &mut LineMerge) {
+    if let Ok(mut spare) = ctx.spare.lock() {
+        spare.append(merge.spent());
+    }
+    merge.spent().clear();
+}
+
+/// [`run`] on `jobs` worker threads, merged here in sequence: whether every log was read, or
+/// `None` when no worker thread could be made (a thread limit), before any block was read.
+fn on_workers(
+    feed: &mut Feed<'_>,
+    ctx: &Context<'_>,
+    jobs: usize,
+    merge: &mut LineMerge,
+    w: &mut Writer<'_>,
+) -> Option<bool> {
+    // Blocks in flight at most: enough to keep every worker busy while the main thread
+    // merges, few enough that they cost little memory.
+    let ahead = jobs as u64 * 4;
+    let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
+    let job_rx = Mutex::new(job_rx);
+    let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
+    std::thread::scope(|s| {
+        let mut workers = 0;
+        for _ in 0..jobs {
+            let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
+            let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
+                let mut templates = Templates::default();
+                loop {
+                    // The lock is held while waiting: the other workers wait on it instead.
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((n, f, block)) = job else { return };
+                    if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
+                        return;
+                    }
+                }
+            });
+            // A thread limit: the workers made so far do the work (none: one thread does).
+            if spawned.is_err() {
+                break;
+            }
+            workers += 1;
+        }
+        drop(piece_tx);
+        if workers == 0 {
+            return None;
+        }
+        let (mut sent, mut taken) = (0u64, 0u64);
+        let mut reading = true;
+        let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
+        let whole = 'merge: loop {
+            while reading && sent - taken < ahead {
+                match feed.read(ctx) {
+                    Some((f, block)) => {
+                        if job_tx.send((sent, f, block)).is_err() {
+                            break 'merge false;
+                        }
+                        sent += 1;
+                    }
+                    None => reading = false,
+                }
+            }
+            if taken == sent {
+                break merge.finish(w).is_continue();
+            }
+            let mut piece = loop {
+                if let Some(piece) = waiting.remove(&taken) {
+                    break piece;
+                }
+                match piece_rx.recv() {
+                    Ok((n, piece)) => {
+                        waiting.insert(n, piece);
+                    }
+                    // Every worker stopped: none can have panicked without the scope
+                    // saying so, so this is not reached.
+                    Err(_) => break 'merge false,
+                }
+            };
+            taken += 1;
+            feed.taken(&mut piece);
+            if merge.insert(piece, w).is_break() {
+                break false;
+            }
+            recycle(ctx, merge);
+        };
+        drop(job_tx);
+        Some(whole)
+    })
+}
+
+/// [`run`] on this thread: `--jobs 1`, or no worker thread could be made (a thread limit).
+fn on_this_thread(feed: &mut Feed<'_>, ctx: &Context<'_>, merge: &mut LineMerge, w: &mut Writer<'_>) -> bool {
     let mut templates = Templates::default();
-    while let Some((f, block)) = read(&mut spent) {
+    while let Some((f, block)) = feed.read(ctx) {
         let mut piece = ctx.render(&mut templates, f, block);
-        hand_back(&mut piece, &mut spent);
+        feed.taken(&mut piece);
         if merge.insert(piece, w).is_break() {
-            return;
+            return false;
         }
-        recycle(merge);
+        recycle(ctx, merge);
     }
-    let _ = merge.finish(w);
+    merge.finish(w).is_continue()
 }

@@ -432,6 +432,14 @@ pub trait BlockSource {
     fn recycle(&mut self, block: Block) {
         drop(block);
     }
+
+    /// Whether its writer is still at work, for its ledger's findings (a log without its stop
+    /// marker whose writer is alive is still recording: [`Ledger::findings`](crate::ledger::Ledger::findings)).
+    /// By default `false`: bytes handed to a reader have no writer it can ask; a
+    /// [`Log`](crate::log::Log) asks its file ([`Log::writer_alive`](crate::log::Log::writer_alive)).
+    fn writer_alive(&self) -> bool {
+        false
+    }
 }
 
 impl<R: Read> BlockSource for Decoder<R> {
@@ -462,6 +470,10 @@ impl<S: BlockSource + ?Sized> BlockSource for &mut S {
     fn recycle(&mut self, block: Block) {
         (**self).recycle(block);
     }
+
+    fn writer_alive(&self) -> bool {
+        (**self).writer_alive()
+    }
 }
 
 impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
@@ -475,6 +487,10 @@ impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
 
     fn recycle(&mut self, block: Block) {
         (**self).recycle(block);
+    }
+
+    fn writer_alive(&self) -> bool {
+        (**self).writer_alive()
     }
 }
 

@@ -132,14 +132,15 @@
 //! damaged blocks ([`Item::Damaged`]), records that break the format ([`Item::Bad`]), codes
 //! that no set describes ([`Item::UnknownCode`], such as a newer writer's built-in events)
 //! are items, and [`Reader::summary`] counts each, by event-format's one [`Ledger`] (the rules
-//! and counts of `event-dump stats` and `check`). A ring file's blocks that fail their checks
+//! and counts of `event-dump stats` and `check`), and gives the verdict every reader gives
+//! ([`Summary::is_whole`], [`Summary::findings`]). A ring file's blocks that fail their checks
 //! are left out by the ring reader and listed in [`FileBlocks::ring_findings`]; a reader made
 //! by [`Reader::open`] counts them as damaged blocks once the log is read.
 
 use crate::event_set::EventSet;
 use event_format::builtin;
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, Decoder, Entry, Event};
-use event_format::ledger::{Ledger, Step};
+use event_format::ledger::{Findings, Ledger, Step};
 use event_format::log::{self, Log, OpenError, OpenOptions};
 use event_format::merge::{self, Merge, Source};
 use event_format::ring::{RingError, RingFindings};
@@ -306,21 +307,22 @@ pub struct Summary {
     pub removed_events: u64,
     /// Segments missing that the budget did not remove (deleted, moved): gaps.
     pub missing_segments: u64,
+    /// What the log lost and what is wrong with it, as every reader of event-format's ledger
+    /// says it (`event-dump check`, `stats`, the exports): the counts above and how the log
+    /// ended, with the one verdict ([`Findings::is_whole`], [`Findings::verdict`]).
+    pub findings: Findings,
 }
 
 impl Summary {
-    /// Whether the log was read whole: nothing lost, missing, damaged or broken, no block
-    /// repeated or out of order. Events and codes this reader does not know
-    /// ([`unknown`](Summary::unknown), [`unknown_codes`](Summary::unknown_codes)) are a newer
-    /// writer's, not damage, and cut strings are the writer's choice.
+    /// Whether the log was read whole, by the one rule of every reader
+    /// ([`Findings::is_whole`], not strict): nothing lost, missing, damaged or broken, no
+    /// record of an unknown code, no block repeated or out of order, a log that stopped
+    /// cleanly (or whose writer is still at work). A ring's overwritten blocks are what a
+    /// ring keeps (`findings.is_whole(true)` counts them, as `event-dump check --strict`);
+    /// events of the set this reader does not know ([`unknown`](Summary::unknown)) are a
+    /// newer program's, and cut strings the writer's choice.
     pub fn is_whole(&self) -> bool {
-        self.lost == 0
-            && self.missing_blocks == 0
-            && self.missing_segments == 0
-            && self.damaged_blocks == 0
-            && self.bad_records == 0
-            && self.repeated_blocks == 0
-            && self.late_blocks == 0
+        self.findings.is_whole(false)
     }
 }
 
@@ -356,7 +358,7 @@ impl fmt::Display for Summary {
         if self.missing_segments > 0 {
             write!(f, ", {} segments missing", self.missing_segments)?;
         }
-        Ok(())
+        write!(f, "; {}", self.findings.verdict(false))
     }
 }
 
@@ -751,9 +753,15 @@ impl<S: TypedSet, B: BlockSource> Reader<S, B> {
 
     /// What was handed out so far: a view of [`ledger`](Reader::ledger) and of the typed
     /// reading's own counts. (Before the ledger it was a field, returned by reference.)
+    ///
+    /// Its [`findings`](Summary::findings) judge how the log ended as `event-dump check`
+    /// does: a log without its stop marker was not stopped cleanly unless its writer is
+    /// still at work (a file's lock or a ring file's heartbeat, [`BlockSource::writer_alive`]; a
+    /// stream handed in as bytes has no writer to ask).
     pub fn summary(&self) -> Summary {
         let l = self.ledger();
         Summary {
+            findings: l.findings(|| self.source().writer_alive()),
             blocks: l.blocks(),
             events: self.typed.events,
             unknown: self.typed.unknown,
@@ -1057,6 +1065,10 @@ impl BlockSource for FileBlocks {
 
     fn recycle(&mut self, block: Block) {
         self.0.recycle(block);
+    }
+
+    fn writer_alive(&self) -> bool {
+        self.0.writer_alive()
     }
 }
 

@@ -158,7 +158,9 @@ fn a_newer_minor_is_read_and_its_unknown_record_skipped_and_counted() {
     assert_eq!(
         text(&print.stderr),
         format!(
-            "event-dump: {path}: 1 records of unknown code {UNKNOWN_CODE:#06x} skipped (a newer event set or format wrote them)\n"
+            "event-dump: {path}: 1 records of unknown code {UNKNOWN_CODE:#06x} skipped (a newer event set or format wrote them)\n\
+             event-dump: {path}: NOT whole: 16 events lost, 1 record of an unknown code, 1 recording or segment not \
+             stopped cleanly; `event-dump check {path}` tells more\n"
         )
     );
     // Every event of the base log, then the two known events around the unknown record.

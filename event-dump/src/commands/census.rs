@@ -1,5 +1,7 @@
 //! `stats` and `check`: one pass over each log that counts what it holds (a census) and
-//! what is wrong with it, then one report per log.
+//! what is wrong with it, then one report per log, planned and then written. Whether a log
+//! is whole is its ledger's findings' one verdict (`Findings::is_whole`), which `stats` says
+//! last of its findings and `check`'s problems detail, line by line.
 
 use super::{Choice, Colors, Result, thread_names, write_all};
 use crate::cli::{LogsArgs, Select, StatsArgs};
@@ -8,8 +10,7 @@ use crate::log::{Log, open_all};
 use crate::progress::Progress;
 use event_format::builtins::BuiltinEvent;
 use event_format::decode::{Block, BlockError, Catalog, Entry};
-use event_format::ledger::{Damaged, Ending, Ledger, Marker};
-use event_format::log::WriterLiveness;
+use event_format::ledger::{Damaged, Ending, Ledger, Marker, describe_suppressed};
 use event_format::ring::{self, STATE_CLOSED};
 use event_format::wire::{Clock, Header, StopCause};
 use std::collections::BTreeMap;
@@ -52,14 +53,9 @@ struct Census {
 }
 
 /// How the recording of `log` ended (docs/FORMAT.md, "The clean stop"), by its ledger. A log
-/// without its stop marker may have a writer still at work, by the one rule of
-/// `event_format::log::liveness`: the lock its recorder holds on the file it writes (a ring
-/// file, a stream, a recording's last segment), else a ring file's heartbeat.
+/// without its stop marker may have a writer still at work ([`Log::writer_alive`]).
 pub(crate) fn ending(ledger: &Ledger, log: &Log) -> Ending {
-    ledger.ending(|| {
-        let heartbeat = log.ring_findings().map(|ring| ring.heartbeat_ns);
-        log.files().last().is_some_and(|path| WriterLiveness::of_path(path, heartbeat).is_running())
-    })
+    ledger.ending(|| log.writer_alive())
 }
 
 /// The census of `log`, the `file`th of the command line, counting the events `choice`
@@ -253,7 +249,9 @@ fn padded(palette: Palette, style: Style, text: &str, width: usize) -> String {
     format!("{}{}", palette.paint(style, text), " ".repeat(pad))
 }
 
-/// `stats`: what each log holds; with a choice, its counts are of the events selected.
+/// `stats`: what each log holds; with a choice, its counts are of the events selected. For
+/// each log, the census is taken and its report planned, section by section ([`about`],
+/// [`counts`], [`findings`], [`tables`]), then written.
 pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
@@ -261,157 +259,162 @@ pub(crate) fn stats(args: &StatsArgs, colors: Colors) -> Result<ExitCode> {
     let palette = colors.out;
     let mut text = String::new();
     for (i, log) in logs.iter_mut().enumerate() {
+        let c = census(log, i, &choice);
+        let sections = [about(log), counts(&c, log, &choice), findings(&c, log, palette), tables(&c, palette)];
         if i > 0 {
             text.push('\n');
         }
-        let c = census(log, i, &choice);
-        let h = log.header().clone();
-        let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
         let _ = writeln!(text, "log {}", log.path().display());
-        let service = crate::identity::service(&h);
-        let program =
-            if service == h.producer.program { String::new() } else { format!(", program {}", h.producer.program) };
-        let _ = writeln!(
-            text,
-            "  format {}, {}, blocks of {} bytes; {service}{} (pid {}{program}, {} {}); clock {} at {} ticks/s",
-            h.format,
-            h.order.name(),
-            h.block_size,
-            host_part(&h),
-            h.producer.pid,
-            h.producer.arch,
-            h.producer.os,
-            h.clock.source.name(),
-            h.clock.ticks_per_second
-        );
-        if let Some(labels) = crate::identity::labels_text(&h) {
-            let _ = writeln!(text, "  labels: {labels}");
-        }
-        if let Some(line) = event_format::ledger::describe_snapshot(&h) {
-            let _ = writeln!(text, "  {line}");
-        }
-        for set in &h.sets {
-            let s = &set.schema;
-            // A one-set stream reads as before; several sets are named, with their counts.
-            let (name, counted) = if h.sets.len() > 1 {
-                let n = c.per_set.get(&s.name).copied().unwrap_or(0);
-                (format!("{} ", s.name), format!(", {n} recorded"))
-            } else {
-                (String::new(), String::new())
-            };
-            let _ = writeln!(
-                text,
-                "  event set {name}{}: {} kinds, {} events{counted}",
-                s.version,
-                s.kinds.len(),
-                s.events.len()
-            );
-        }
-        let (events, blocks) = (c.ledger.events(), c.ledger.blocks());
-        let rate = if span > 0.0 { format!("{:.0} events/s", events as f64 / span) } else { "no time span".to_owned() };
-        let _ = writeln!(text, "  {events} events in {blocks} blocks over {span:.9} s ({rate})");
-        if !choice.is_everything() {
-            let span = c.selected_first.map_or(0.0, |f| seconds(&h.clock, f, c.selected_last));
-            let rate = if span > 0.0 {
-                format!("{:.0} events/s", c.selected as f64 / span)
-            } else {
-                "no time span".to_owned()
-            };
-            let _ = writeln!(
-                text,
-                "  selected: {} of these events, over {span:.9} s ({rate}); the counts below are of these",
-                c.selected
-            );
-        }
-        let per_event_bytes = if events > 0 { c.record_bytes as f64 / events as f64 } else { 0.0 };
-        let file_bytes = if events > 0 { c.stored_bytes as f64 / events as f64 } else { 0.0 };
-        let _ = writeln!(
-            text,
-            "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {blocks} blocks packed)",
-            c.packed
-        );
-        let l = &c.ledger;
-        let findings = l.findings();
-        let losses = findings.losses_line();
-        let whole = findings.is_whole();
-        let losses = if whole { losses } else { palette.paint(Style::Warning, &losses) };
-        let _ = writeln!(text, "  {losses}");
-        // What limits suppressed: counted, never a loss (docs/FORMAT.md, "Limits").
-        for line in event_format::ledger::describe_suppressed(l, log.catalog()) {
-            let _ = writeln!(text, "  {line}");
-        }
-        if let Some(line) = segments_line(l) {
-            let _ = writeln!(text, "  {line}");
-        }
-        if let Some(line) = left_open_line(log) {
-            let _ = writeln!(text, "  {line}");
-        }
-        if let Some(line) = earlier_line(log) {
-            let _ = writeln!(text, "  {line}");
-        }
-        for line in unwritten_lines(l) {
-            let _ = writeln!(text, "  {}", palette.paint(Style::Warning, &line));
-        }
-        let (repeats, late) = (l.repeated_blocks(), l.late_blocks());
-        if repeats + late > 0 {
-            let _ = writeln!(
-                text,
-                "  {repeats} blocks repeated, {late} blocks out of order (a thread's block numbered as an earlier one, or lower than one before it)"
-            );
-        }
-        if let Some(note) = ring_note(&c, log) {
-            let _ = writeln!(text, "  {note}");
-        }
-        if let Some(findings) = log.ring_findings() {
-            let state = match findings.state {
-                ring::STATE_RECORDING => "recording (or its program died)",
-                STATE_CLOSED => "closed",
-                _ => "unknown",
-            };
-            let _ = writeln!(
-                text,
-                "  ring file: {state}; {} threads, {} overwritten blocks, {} threads without a slot, {} slots reused ({} events discarded with them, counted lost)",
-                findings.threads,
-                findings.overwritten_blocks,
-                findings.threads_without_slot,
-                findings.slots_reused,
-                findings.discarded
-            );
-            if let Some(line) = pin_line(log, findings, true) {
-                let _ = writeln!(text, "  {line}");
-            }
-        }
-        let ending = ending(&c.ledger, log);
-        let ended = of_last_segment(&c.ledger, ending_line(&ending, &h));
-        let ended = if matches!(ending, Ending::Killed { .. }) { palette.paint(Style::Warning, &ended) } else { ended };
-        let _ = writeln!(text, "  {ended}");
-        // Names qualified by their sets may be longer than the usual column.
-        let width = c.per_event.keys().chain(c.per_kind.keys()).map(|n| n.chars().count()).max().unwrap_or(0).max(24);
-        let _ = writeln!(text, "  per kind:");
-        for (k, n) in &c.per_kind {
-            let _ = writeln!(text, "    {k:<width$} {n:>12}");
-        }
-        let _ = writeln!(text, "  per event:");
-        let mut events: Vec<_> = c.per_event.iter().collect();
-        events.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        for (e, n) in events {
-            let _ = writeln!(text, "    {} {n:>12}", padded(palette, Style::Event, e, width));
-        }
-        let _ = writeln!(text, "  per thread:");
-        for (t, n) in &c.per_thread {
-            let name = c.names.get(t).map(|n| format!(" ({n})")).unwrap_or_default();
-            let lost = c.ledger.lost_by_thread().get(t).map(|l| format!(", {l} lost")).unwrap_or_default();
-            let _ = writeln!(text, "    {}{name:<20} {n:>12}{lost}", palette.paint(Style::Thread, &format!("T{t}")));
-        }
-        for (t, l) in c.ledger.lost_by_thread() {
-            if !c.per_thread.contains_key(t) {
-                let who = if *t == 0 { "no thread".to_owned() } else { format!("T{t}") };
-                let _ = writeln!(text, "    {who}: {l} lost");
-            }
+        for line in sections.iter().flatten() {
+            let _ = writeln!(text, "{line}");
         }
     }
     write_all(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `stats`' lines of what the log is: its format, producer and clock, labels, what a
+/// snapshot is, its event sets.
+fn about(log: &Log) -> Vec<String> {
+    let h = log.header();
+    let mut lines = Vec::new();
+    let service = crate::identity::service(h);
+    let program =
+        if service == h.producer.program { String::new() } else { format!(", program {}", h.producer.program) };
+    lines.push(format!(
+        "  format {}, {}, blocks of {} bytes; {service}{} (pid {}{program}, {} {}); clock {} at {} ticks/s",
+        h.format,
+        h.order.name(),
+        h.block_size,
+        host_part(h),
+        h.producer.pid,
+        h.producer.arch,
+        h.producer.os,
+        h.clock.source.name(),
+        h.clock.ticks_per_second
+    ));
+    if let Some(labels) = crate::identity::labels_text(h) {
+        lines.push(format!("  labels: {labels}"));
+    }
+    if let Some(line) = event_format::ledger::describe_snapshot(h) {
+        lines.push(format!("  {line}"));
+    }
+    lines
+}
+
+/// `stats`' lines of what the log holds: its event sets (with their counts, for several),
+/// events and blocks over its time span, the events the choice keeps, bytes per event.
+fn counts(c: &Census, log: &Log, choice: &Choice) -> Vec<String> {
+    let h = log.header();
+    let mut lines = Vec::new();
+    for set in &h.sets {
+        let s = &set.schema;
+        // A one-set stream reads as before; several sets are named, with their counts.
+        let (name, counted) = if h.sets.len() > 1 {
+            let n = c.per_set.get(&s.name).copied().unwrap_or(0);
+            (format!("{} ", s.name), format!(", {n} recorded"))
+        } else {
+            (String::new(), String::new())
+        };
+        lines.push(format!(
+            "  event set {name}{}: {} kinds, {} events{counted}",
+            s.version,
+            s.kinds.len(),
+            s.events.len()
+        ));
+    }
+    let rate = |events: u64, span: f64| {
+        if span > 0.0 { format!("{:.0} events/s", events as f64 / span) } else { "no time span".to_owned() }
+    };
+    let (events, blocks) = (c.ledger.events(), c.ledger.blocks());
+    let span = c.first.map_or(0.0, |f| seconds(&h.clock, f, c.last));
+    lines.push(format!("  {events} events in {blocks} blocks over {span:.9} s ({})", rate(events, span)));
+    if !choice.is_everything() {
+        let span = c.selected_first.map_or(0.0, |f| seconds(&h.clock, f, c.selected_last));
+        lines.push(format!(
+            "  selected: {} of these events, over {span:.9} s ({}); the counts below are of these",
+            c.selected,
+            rate(c.selected, span)
+        ));
+    }
+    let per_event_bytes = if events > 0 { c.record_bytes as f64 / events as f64 } else { 0.0 };
+    let file_bytes = if events > 0 { c.stored_bytes as f64 / events as f64 } else { 0.0 };
+    lines.push(format!(
+        "  {per_event_bytes:.1} bytes per event in records, {file_bytes:.1} in blocks ({} of {blocks} blocks packed)",
+        c.packed
+    ));
+    lines
+}
+
+/// `stats`' lines of what the log lost and what is wrong with it: the ledger's findings,
+/// what limits suppressed, its segments, its ring file and its pin area, how it ended, and
+/// last the verdict every reader gives ([`Findings::verdict`](event_format::ledger::Findings::verdict)).
+fn findings(c: &Census, log: &Log, palette: Palette) -> Vec<String> {
+    let (l, h) = (&c.ledger, log.header());
+    let warn = |whole: bool, line: String| if whole { line } else { palette.paint(Style::Warning, &line) };
+    let ending = ending(l, log);
+    let found = l.findings(|| log.writer_alive());
+    let whole = found.is_whole(false);
+    let mut lines = vec![format!("  {}", warn(whole, found.losses_line()))];
+    // What limits suppressed: counted, never a loss (docs/FORMAT.md, "Limits").
+    let notes = [segments_line(l), left_open_line(log), earlier_line(log)];
+    lines.extend(
+        describe_suppressed(l, log.catalog()).into_iter().chain(notes.into_iter().flatten()).map(|n| format!("  {n}")),
+    );
+    lines.extend(unwritten_lines(l).iter().map(|line| format!("  {}", palette.paint(Style::Warning, line))));
+    let (repeats, late) = (l.repeated_blocks(), l.late_blocks());
+    if repeats + late > 0 {
+        lines.push(format!(
+            "  {repeats} blocks repeated, {late} blocks out of order (a thread's block numbered as an earlier one, or lower than one before it)"
+        ));
+    }
+    lines.extend(ring_note(c, log).map(|note| format!("  {note}")));
+    if let Some(findings) = log.ring_findings() {
+        let state = match findings.state {
+            ring::STATE_RECORDING => "recording (or its program died)",
+            STATE_CLOSED => "closed",
+            _ => "unknown",
+        };
+        lines.push(format!(
+            "  ring file: {state}; {} threads, {} overwritten blocks, {} threads without a slot, {} slots reused ({} events discarded with them, counted lost)",
+            findings.threads,
+            findings.overwritten_blocks,
+            findings.threads_without_slot,
+            findings.slots_reused,
+            findings.discarded
+        ));
+        lines.extend(pin_line(log, findings, true).map(|line| format!("  {line}")));
+    }
+    let ended = of_last_segment(l, ending_line(&ending, h));
+    lines.push(format!("  {}", warn(!matches!(ending, Ending::Killed { .. }), ended)));
+    lines.push(format!("  {}", warn(whole, found.verdict(false))));
+    lines
+}
+
+/// `stats`' tables: the events counted per kind, per event and per thread (with each
+/// thread's losses).
+fn tables(c: &Census, palette: Palette) -> Vec<String> {
+    let mut lines = Vec::new();
+    // Names qualified by their sets may be longer than the usual column.
+    let width = c.per_event.keys().chain(c.per_kind.keys()).map(|n| n.chars().count()).max().unwrap_or(0).max(24);
+    lines.push("  per kind:".to_owned());
+    lines.extend(c.per_kind.iter().map(|(k, n)| format!("    {k:<width$} {n:>12}")));
+    lines.push("  per event:".to_owned());
+    let mut events: Vec<_> = c.per_event.iter().collect();
+    events.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    lines.extend(events.into_iter().map(|(e, n)| format!("    {} {n:>12}", padded(palette, Style::Event, e, width))));
+    lines.push("  per thread:".to_owned());
+    let lost = c.ledger.lost_by_thread();
+    for (t, n) in &c.per_thread {
+        let name = c.names.get(t).map(|n| format!(" ({n})")).unwrap_or_default();
+        let lost = lost.get(t).map(|l| format!(", {l} lost")).unwrap_or_default();
+        lines.push(format!("    {}{name:<20} {n:>12}{lost}", palette.paint(Style::Thread, &format!("T{t}"))));
+    }
+    for (t, l) in lost.iter().filter(|(t, _)| !c.per_thread.contains_key(t)) {
+        let who = if *t == 0 { "no thread".to_owned() } else { format!("T{t}") };
+        lines.push(format!("    {who}: {l} lost"));
+    }
+    lines
 }
 
 /// How long a ring file's rings held, when one overwrote blocks: the time that the events
@@ -615,7 +618,8 @@ pub(crate) fn ending_line(ending: &Ending, h: &Header) -> String {
     }
 }
 
-/// `check`: what is wrong with each log; exit code 1 unless every log is whole.
+/// `check`: what is wrong with each log; exit code 1 unless every log is whole. For each log,
+/// the census is taken and its report planned ([`CheckReport::of`]), then written.
 pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
@@ -624,28 +628,94 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     let mut whole = true;
     for (i, log) in logs.iter_mut().enumerate() {
         let c = census(log, i, &everything);
-        let l = &c.ledger;
-        let mut problems = Vec::new();
-        let mut notes = Vec::new();
+        let report = CheckReport::of(&c.ledger, log, args.strict);
+        report.write(&mut text);
+        whole &= report.whole;
+    }
+    write_all(&text)?;
+    Ok(if whole { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// What `check` says of one log: its notes (what is no problem), its problems one by one
+/// (what makes it not whole, each where it is), and the verdict of its findings.
+struct CheckReport {
+    /// `PATH: N blocks, N events`, and for a recording of segments what its segments are.
+    title: String,
+    segments: Option<String>,
+    notes: Vec<String>,
+    problems: Vec<String>,
+    /// The one verdict ([`Findings::is_whole`](event_format::ledger::Findings::is_whole)),
+    /// which the problems listed detail.
+    whole: bool,
+}
+
+impl CheckReport {
+    /// The plan of `check`'s report of `log`, whose ledger `l` counted it; `strict`: a ring's
+    /// overwritten blocks are a problem.
+    fn of(l: &Ledger, log: &Log, strict: bool) -> CheckReport {
+        let mut r = CheckReport {
+            title: format!("{}: {} blocks, {} events", log.path().display(), l.blocks(), l.events()),
+            segments: segments_line(l),
+            // What a snapshot is comes first (docs/FORMAT.md, "Snapshot").
+            notes: event_format::ledger::describe_snapshot(log.header()).into_iter().collect(),
+            problems: Vec::new(),
+            whole: l.findings(|| log.writer_alive()).is_whole(strict),
+        };
+        r.damage(l, log);
+        r.sequences(l, strict);
+        r.segments(l, log);
+        r.problems.extend(unwritten_lines(l));
+        for (t, n) in l.lost_by_thread() {
+            let who = if *t == 0 { "no thread".to_owned() } else { format!("thread {t}") };
+            r.problems.push(format!("lost: {who}: {n} events"));
+        }
+        for (code, n) in l.unknown_codes() {
+            r.problems.push(format!(
+                "unknown code {code:#06x}: {n} records skipped (a newer event set or format wrote them)"
+            ));
+        }
+        r.ending(l, log);
+        let overwritten: Vec<(u64, u64)> = l.overwritten().collect();
+        if !overwritten.is_empty() && !strict {
+            let blocks = overwritten.iter().map(|o| o.1).fold(0, u64::saturating_add);
+            r.notes.push(format!(
+                "overwritten: {blocks} blocks of {} threads, the oldest, as a ring keeps only the latest (--strict makes this a problem)",
+                overwritten.len()
+            ));
+        }
+        r.notes.extend(left_open_line(log));
+        // What limits suppressed is a note, not a problem: the program asked for it.
+        r.notes.extend(describe_suppressed(l, log.catalog()));
+        r.notes.extend(earlier_line(log));
+        // The problems listed are the findings' details: one rule decides, both agree.
+        debug_assert_eq!(r.whole, r.problems.is_empty(), "{:?}", r.problems);
+        r
+    }
+
+    /// Damaged blocks, bad records and a ring file's damaged pin area (with what it held).
+    fn damage(&mut self, l: &Ledger, log: &Log) {
         for d in l.damaged_blocks() {
             let of = match d {
                 Damaged::Block(e) => l.segment_name(e.segment).map(|n| format!("segment {n}: ")),
                 Damaged::Slot { .. } => None,
             };
-            problems.push(format!("damaged: {}{d}", of.unwrap_or_default()));
+            self.problems.push(format!("damaged: {}{d}", of.unwrap_or_default()));
         }
         for b in l.bad_records() {
-            problems.push(format!("bad record: {b}"));
+            self.problems.push(format!("bad record: {b}"));
         }
         if let Some(findings) = log.ring_findings() {
             if let Some(why) = &findings.pin_damage {
-                problems.push(format!("damaged: the ring file's pin area: {why}"));
+                self.problems.push(format!("damaged: the ring file's pin area: {why}"));
             }
-            if let Some(line) = pin_line(log, findings, false) {
-                notes.push(line);
-            }
+            self.notes.extend(pin_line(log, findings, false));
         }
-        let segments = l.segments();
+    }
+
+    /// Each segment's threads' gaps, repeats and late blocks, and each segment but the last's
+    /// own stop marker (the last one's is the log's: [`ending`](CheckReport::ending)).
+    fn sequences(&mut self, l: &Ledger, strict: bool) {
+        let problems = &mut self.problems;
         for part in l.parts() {
             let of = part.name.map(|n| format!("segment {n}: ")).unwrap_or_default();
             for (t, seqs) in part.threads {
@@ -655,7 +725,7 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
                     // A thread's oldest blocks are what a ring overwrites: normal unless --strict.
                     // The recorder's own (thread 0) are never overwritten.
                     let overwritten = first == 0 && *t != 0;
-                    if overwritten && !args.strict {
+                    if overwritten && !strict {
                         continue;
                     }
                     let why = match (overwritten, *t) {
@@ -673,13 +743,11 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
                     problems.push(format!("backwards: {of}thread {t}: block {n} comes after block {highest}"));
                 }
             }
-            // Each segment but the last ends with its own marker, which its blocks must agree
-            // with; the last one's is the log's (below).
             if part.last {
                 continue;
             }
             match part.marker {
-                Some(m) => marker_problems(&m, &of, &mut problems),
+                Some(m) => marker_problems(&m, &of, problems),
                 None if part.after_marker > 0 => problems
                     .push(format!("{of}not stopped cleanly: {} blocks come after its stop marker", part.after_marker)),
                 None => {
@@ -687,101 +755,74 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
                 }
             }
         }
-        if let Some(segments) = segments {
-            let span = |first: u64, n: u64| {
-                if n == 1 { format!("{first}") } else { format!("{first}..{}", first + n - 1) }
-            };
-            let removed: Vec<String> =
-                segments.missing().iter().filter(|m| m.removed > 0).map(|m| span(m.first, m.removed)).collect();
-            let (count, events) = segments.removed();
-            if count > 0 {
-                let last = segments.present().last().map_or("?", |e| e.name.as_str());
-                let s = if count == 1 { "" } else { "s" };
-                let by = if log.removed_by_later().0 > 0 { " and later recordings' segments count" } else { " counts" };
-                notes.push(format!(
-                    "removed by the disk budget: segment{s} {}, {events} events (as {last}{by} them)",
-                    removed.join(", ")
-                ));
-            }
-            for m in segments.missing().iter().filter(|m| m.gaps() > 0) {
-                let next = segments.present().get(m.before).map_or("?", |e| e.name.as_str());
-                let s = if m.gaps() == 1 { "" } else { "s" };
-                problems.push(format!(
-                    "gap: segment{s} {} missing before {next} (deleted, moved or not given; not removed by the disk budget)",
-                    span(m.first_gap(), m.gaps())
-                ));
-            }
-        }
-        problems.extend(unwritten_lines(l));
-        for (t, n) in l.lost_by_thread() {
-            let who = if *t == 0 { "no thread".to_owned() } else { format!("thread {t}") };
-            problems.push(format!("lost: {who}: {n} events"));
-        }
-        for (code, n) in l.unknown_codes() {
-            problems.push(format!(
-                "unknown code {code:#06x}: {n} records skipped (a newer event set or format wrote them)"
+    }
+
+    /// For a recording of segments, the segments the disk budget removed (a note) and those
+    /// missing for another reason (a problem).
+    fn segments(&mut self, l: &Ledger, log: &Log) {
+        let Some(segments) = l.segments() else { return };
+        let span = |first: u64, n: u64| if n == 1 { format!("{first}") } else { format!("{first}..{}", first + n - 1) };
+        let removed: Vec<String> =
+            segments.missing().iter().filter(|m| m.removed > 0).map(|m| span(m.first, m.removed)).collect();
+        let (count, events) = segments.removed();
+        if count > 0 {
+            let last = segments.present().last().map_or("?", |e| e.name.as_str());
+            let s = if count == 1 { "" } else { "s" };
+            let by = if log.removed_by_later().0 > 0 { " and later recordings' segments count" } else { " counts" };
+            self.notes.push(format!(
+                "removed by the disk budget: segment{s} {}, {events} events (as {last}{by} them)",
+                removed.join(", ")
             ));
         }
-        let header = log.header().clone();
+        for m in segments.missing().iter().filter(|m| m.gaps() > 0) {
+            let next = segments.present().get(m.before).map_or("?", |e| e.name.as_str());
+            let s = if m.gaps() == 1 { "" } else { "s" };
+            self.problems.push(format!(
+                "gap: segment{s} {} missing before {next} (deleted, moved or not given; not removed by the disk budget)",
+                span(m.first_gap(), m.gaps())
+            ));
+        }
+    }
+
+    /// How the recording ended: killed (a problem), its marker against what is here (its
+    /// disagreements are problems), or still recording, rotated, unrecorded (notes).
+    fn ending(&mut self, l: &Ledger, log: &Log) {
+        let header = log.header();
         let ending = ending(l, log);
-        // What a snapshot is comes first (docs/FORMAT.md, "Snapshot").
-        notes.splice(0..0, event_format::ledger::describe_snapshot(&header));
         match &ending {
-            Ending::Killed { .. } => problems.push(of_last_segment(l, ending_line(&ending, &header))),
+            Ending::Killed { .. } => self.problems.push(of_last_segment(l, ending_line(&ending, header))),
             Ending::Clean(Some(stop)) => {
                 // What the writer wrote before its marker, against what is here: the records
                 // every walk yields (an event, a record of an unknown code, or one with bad
                 // arguments), the marker's block not counted (docs/FORMAT.md, "The clean stop").
-                // (A full disk or a write error is a problem above, with its count.)
+                // (A full disk or a write error is a problem of its own, with its count.)
                 if let Some(m) = l.marker() {
                     let of =
                         l.parts().last().and_then(|p| p.name).map(|n| format!("segment {n}: ")).unwrap_or_default();
-                    marker_problems(&m, &of, &mut problems);
+                    marker_problems(&m, &of, &mut self.problems);
                 }
-                match stop.cause {
-                    StopCause::Rotated | StopCause::Other(_) => notes.push(ending_line(&ending, &header)),
-                    _ => {}
+                if let StopCause::Rotated | StopCause::Other(_) = stop.cause {
+                    self.notes.push(ending_line(&ending, header));
                 }
             }
             Ending::Clean(None) => {}
-            Ending::Running | Ending::Unrecorded => notes.push(ending_line(&ending, &header)),
+            Ending::Running | Ending::Unrecorded => self.notes.push(ending_line(&ending, header)),
         }
-        let overwritten: Vec<(u64, u64)> = l.overwritten().collect();
-        if !overwritten.is_empty() && !args.strict {
-            let blocks = overwritten.iter().map(|o| o.1).fold(0, u64::saturating_add);
-            notes.push(format!(
-                "overwritten: {blocks} blocks of {} threads, the oldest, as a ring keeps only the latest (--strict makes this a problem)",
-                overwritten.len()
-            ));
-        }
-        let _ = writeln!(text, "{}: {} blocks, {} events", log.path().display(), l.blocks(), l.events());
-        if let Some(line) = segments_line(l) {
+    }
+
+    /// Writes the report: its title, notes, problems and verdict.
+    fn write(&self, text: &mut String) {
+        let _ = writeln!(text, "{}", self.title);
+        for line in self.segments.iter().chain(&self.notes).chain(&self.problems) {
             let _ = writeln!(text, "  {line}");
         }
-        if let Some(line) = left_open_line(log) {
-            notes.push(line);
-        }
-        // What limits suppressed is a note, not a problem: the program asked for it.
-        notes.extend(event_format::ledger::describe_suppressed(l, log.catalog()));
-        if let Some(line) = earlier_line(log) {
-            notes.push(line);
-        }
-        for n in &notes {
-            let _ = writeln!(text, "  {n}");
-        }
-        for p in &problems {
-            let _ = writeln!(text, "  {p}");
-        }
-        if problems.is_empty() {
+        if self.whole {
             let _ = writeln!(text, "  whole");
         } else {
-            whole = false;
-            let n = problems.len();
+            let n = self.problems.len();
             let _ = writeln!(text, "  NOT whole: {n} problem{}", if n == 1 { "" } else { "s" });
         }
     }
-    write_all(&text)?;
-    Ok(if whole { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// What a ring file's pin area (docs/FORMAT.md, "Pin area") held, for `stats` and `check`:

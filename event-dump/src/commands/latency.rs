@@ -307,15 +307,17 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     };
     write_all(&text)?;
     super::hist::say_unreadable(&histograms);
-    // What the merge could not hand on: the logs' damaged blocks, bad records, unknown codes.
-    let unreadable: u64 = ledgers
-        .iter()
-        .map(|l| (l.damaged_blocks().len() + l.bad_records().len()) as u64 + l.unknown_records())
-        .fold(0, u64::saturating_add);
-    if unreadable > 0 {
+    // What the merge could not hand on: the logs' damaged blocks, bad records, unknown codes,
+    // in the ledger's words.
+    let mut found = event_format::ledger::Findings::default();
+    for l in &ledgers {
+        found.add(&l.findings(|| true));
+    }
+    let left_out = found.said(&crate::export::UNREADABLE);
+    if !left_out.is_empty() {
         eprintln!(
-            "event-dump: {unreadable} records could not be read (damaged blocks, bad records or unknown codes) and \
-             were left out; `event-dump check LOG` tells more"
+            "event-dump: left out what could not be read: {}; `event-dump check LOG` tells more",
+            left_out.join(", ")
         );
     }
     Ok(ExitCode::SUCCESS)

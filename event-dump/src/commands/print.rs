@@ -1,7 +1,9 @@
 //! `print`: one line per event, threads (and logs) merged by time, in text, JSON or CSV;
 //! what could not be shown (damaged blocks, bad records, unknown codes, events the merge
-//! window could not put in order) goes to stderr. The work is done by the `pipeline`: blocks
-//! rendered on `--jobs` workers, merged and written in order.
+//! window could not put in order) goes to stderr, and last, for each log read to its end that
+//! is not whole, the verdict every reader gives (the ledger's findings, counted as the blocks
+//! are read). The work is done by the `pipeline`: blocks rendered on `--jobs` workers, merged
+//! and written in order.
 
 use super::{Choice, Colors, Result, thread_names};
 use crate::cli::PrintArgs;
@@ -11,6 +13,7 @@ use crate::pipeline::{self, Context, DEFAULT_WINDOW_MIB, LineMerge, Writer, defa
 use crate::progress::Progress;
 use crate::render::{CsvColumns, Format, Renderer};
 use event_format::decode::{Catalog, Event};
+use event_format::ledger::{Finding, Ledger};
 use event_format::merge::Watermark;
 use event_format::wire::{Clock, Header};
 use std::process::ExitCode;
@@ -35,27 +38,9 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let total: u64 = logs.iter().map(|l| l.len()).sum();
     let mut progress = Progress::new("reading", total);
     let paths: Vec<String> = logs.iter().map(|l| l.path().display().to_string()).collect();
-    // What a recording of segments misses, by its segments' properties (`check` says more).
-    let mut missing_segments: Vec<String> = Vec::new();
-    for (log, path) in logs.iter().zip(&paths) {
-        let ledger = log.ledger();
-        let (removed, events) = ledger.removed();
-        let (gaps, between) = (ledger.segment_gaps(), ledger.lost_between());
-        let mut said = Vec::new();
-        let plural = |n: u64| if n == 1 { "segment" } else { "segments" };
-        if removed > 0 {
-            said.push(format!("{removed} {} removed by the disk budget ({events} events)", plural(removed)));
-        }
-        if gaps > 0 {
-            said.push(format!("{gaps} {} missing (deleted, moved or not given)", plural(gaps)));
-        }
-        if between > 0 {
-            said.push(format!("{between} events lost between segments"));
-        }
-        if !said.is_empty() {
-            missing_segments.push(format!("{path}: {}; `event-dump check {path}` tells more", said.join("; ")));
-        }
-    }
+    // Each log's ledger, which the pipeline counts every block in: what `print` says of the
+    // log at the end, in the findings' words.
+    let mut ledgers: Vec<Ledger> = logs.iter().map(|l| l.ledger()).collect();
     let catalogs: Vec<Catalog> = logs.iter().map(|l| l.catalog().clone()).collect();
     let keeps = |file: usize, event: &Event<'_>, clock: &Clock| choice.keeps(file, event, clock);
     let ctx = Context {
@@ -76,7 +61,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
     let mark = Watermark::new(logs.iter_mut().map(|l| l.take_index()).collect(), wall.clone());
     let mut merge = LineMerge::new(window, wall, mark);
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
-    pipeline::run(&mut logs, &ctx, jobs, &mut merge, &mut w);
+    let read_whole = pipeline::run(&mut logs, &mut ledgers, &ctx, jobs, &mut merge, &mut w);
     if w.failure.is_none() {
         let _ = w.flush();
     }
@@ -111,9 +96,46 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
             )
         });
     }
-    problems.extend(missing_segments);
+    problems.extend(missing_segments(&ledgers, &paths));
+    // The verdict of the logs read to their end (not when `--limit` or a closed pipe stopped
+    // the output first): `check`'s, in the same words.
+    if read_whole {
+        for ((log, ledger), path) in logs.iter().zip(&mut ledgers).zip(&paths) {
+            if let Some(findings) = log.ring_findings() {
+                ledger.ring_file(findings);
+            }
+            let found = ledger.findings(|| log.writer_alive());
+            if !found.is_whole(false) {
+                problems.push(format!("{path}: {}; `event-dump check {path}` tells more", found.verdict(false)));
+            }
+        }
+    }
     for p in &problems {
         eprintln!("event-dump: {}", colors.err.paint(Style::Warning, p));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What each recording of segments misses, by its segments' properties (`check` says more):
+/// segments the disk budget removed or missing otherwise, events lost between segments.
+fn missing_segments(ledgers: &[Ledger], paths: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (ledger, path) in ledgers.iter().zip(paths) {
+        let (removed, events) = ledger.removed();
+        let (gaps, between) = (ledger.segment_gaps(), ledger.lost_between());
+        let mut said = Vec::new();
+        if removed > 0 {
+            said.push(format!("{} ({events} events)", Finding::RemovedSegments.declared().count(removed)));
+        }
+        if gaps > 0 {
+            said.push(format!("{} (deleted, moved or not given)", Finding::SegmentGaps.declared().count(gaps)));
+        }
+        if between > 0 {
+            said.push(format!("{between} events lost between segments"));
+        }
+        if !said.is_empty() {
+            lines.push(format!("{path}: {}; `event-dump check {path}` tells more", said.join("; ")));
+        }
+    }
+    lines
 }

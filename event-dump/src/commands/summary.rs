@@ -18,7 +18,7 @@ use crate::export::Item;
 use crate::json::{string, unsigned};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
 use event_format::histogram::{Histograms, Merged};
-use event_format::ledger::{Ending, Findings, Ledger, describe_suppressed};
+use event_format::ledger::{Ending, FINDINGS, Findings, Ledger, describe_suppressed};
 use event_format::wire::Header;
 #[cfg(test)]
 use event_format::wire::StopCause;
@@ -29,8 +29,11 @@ use std::process::ExitCode;
 /// The summary's version (docs/OUTPUT.md, "summary"): major.median.minor as the output's
 /// versions go: a key removed or retyped is a major, a value written otherwise a median, a
 /// key added a minor. 1.1.0: `logs[].service`, `logs[].suppressed`, and the elements of
-/// `suppressed` and `histograms` (empty arrays in 1.0.0).
-pub(crate) const VERSION: &str = "1.1.0";
+/// `suppressed` and `histograms` (empty arrays in 1.0.0). 1.2.0: `findings.whole` is the one
+/// verdict of every reader (a ring's overwritten blocks are whole; blocks repeated or out of
+/// order, a recording not stopped cleanly, a disagreeing stop marker or a damaged pin area
+/// are not), and `findings` gains the ledger's other findings under their keys.
+pub(crate) const VERSION: &str = "1.2.0";
 
 /// The percentiles of spans without `--percentiles`.
 const PERCENTILES: &str = "50,90,99,99.9";
@@ -132,7 +135,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
             }
         }
     }
-    let findings: Vec<Findings> = ledgers.iter().map(|l| l.findings()).collect();
+    let findings: Vec<Findings> = ledgers.iter().zip(&logs).map(|(l, log)| l.findings(|| log.writer_alive())).collect();
     let endings: Vec<Ending> = ledgers.iter().zip(&logs).map(|(l, log)| super::census::ending(l, log)).collect();
     let kept = Kept {
         suppressed: ledgers.iter().zip(&logs).map(|(l, log)| suppressed_of(l, log)).collect(),
@@ -323,7 +326,7 @@ fn findings_json(out: &mut String, f: &Findings) {
     let _ = write!(
         out,
         "{{\"whole\":{},\"blocks\":{},\"events\":{},\"lost\":{},\"lost_by_thread\":{{",
-        f.is_whole(),
+        f.is_whole(false),
         f.blocks,
         f.events,
         f.lost
@@ -333,7 +336,7 @@ fn findings_json(out: &mut String, f: &Findings) {
         out,
         "}},\"missing_blocks\":{},\"overwritten_blocks\":{},\"damaged_blocks\":{},\"bad_records\":{},\
          \"unknown_records\":{},\"truncated_strings\":{},\"removed_segments\":{},\"removed_events\":{},\
-         \"segment_gaps\":{}}}",
+         \"segment_gaps\":{}",
         f.missing_blocks,
         f.overwritten_blocks,
         f.damaged_blocks,
@@ -344,7 +347,24 @@ fn findings_json(out: &mut String, f: &Findings) {
         f.removed_events,
         f.segment_gaps
     );
+    // The findings of the ledger's table that 1.1.0 did not write, under their keys.
+    for d in FINDINGS.iter().filter(|d| !BEFORE_1_2.contains(&d.key)) {
+        let _ = write!(out, ",\"{}\":{}", d.key, f.count(d.finding));
+    }
+    out.push('}');
 }
+
+/// The keys of [`FINDINGS`] that `findings` has had since 1.0.0.
+const BEFORE_1_2: [&str; 8] = [
+    "lost",
+    "overwritten_blocks",
+    "damaged_blocks",
+    "bad_records",
+    "unknown_records",
+    "truncated_strings",
+    "removed_segments",
+    "segment_gaps",
+];
 
 fn text(
     logs: &[Log],
@@ -372,7 +392,7 @@ fn text(
         );
         let _ = writeln!(out, "  {}", super::census::ending_line(&endings[i], h));
         let f = &findings[i];
-        let _ = writeln!(out, "  {}{}", f.losses_line(), if f.is_whole() { "" } else { " (NOT whole)" });
+        let _ = writeln!(out, "  {}{}", f.losses_line(), if f.is_whole(false) { "" } else { " (NOT whole)" });
         if f.removed_segments > 0 {
             let _ = writeln!(
                 out,

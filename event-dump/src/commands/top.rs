@@ -190,7 +190,8 @@ impl Tally {
     fn findings(&self) -> Findings {
         let mut f = self.done.clone();
         if let Some(l) = &self.ledger {
-            f.add(&l.findings());
+            // The file being read is the one a live recording writes.
+            f.add(&l.findings(|| true));
         }
         f
     }
@@ -272,7 +273,7 @@ impl Watch for Collector {
         }
         // A segment's blocks restart their numbers: a ledger of its own.
         if let Some(done) = t.ledger.take() {
-            let f = done.findings();
+            let f = done.findings(|| false);
             t.done.add(&f);
             for (&key, &n) in done.suppressed() {
                 let s = t.suppressed_before.entry(key).or_default();

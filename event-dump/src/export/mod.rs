@@ -21,7 +21,8 @@
 //! their `logs` tables (losses, sequence gaps), which the merge does not hand on: they read
 //! each log block by block through [`walk`], one block in memory at a time. Every export keeps
 //! each log's [`Ledger`] (the counts of `event-dump stats`), and says in one line on stderr
-//! what it could not carry over (damaged blocks, bad records, unknown codes: [`Said`]); the
+//! what it could not carry over (damaged blocks, bad records, unknown codes: [`Said`]) and,
+//! for logs not whole, the verdict every reader gives, in the findings' words; the
 //! export still completes and exits 0, as `print` does (`event-dump check` tells the
 //! details).
 //!
@@ -59,7 +60,7 @@ use crate::cli::{ExportArgs, Target};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
 use crate::progress::Progress;
 use event_format::decode::Event;
-use event_format::ledger::Ledger;
+use event_format::ledger::{Finding, Findings, Ledger};
 use event_format::merge::{self, Merge};
 use event_format::wire::Clock;
 use std::io;
@@ -250,45 +251,44 @@ fn set_versions(header: &event_format::wire::Header) -> String {
         .join(" ")
 }
 
-/// What an export says of a log beside what it exported, from the log's [`Ledger`] (the
-/// counts of `event-dump stats`): what it skipped, damaged blocks, bad records and records of
-/// unknown codes. (What the log lost is in the table exports' `logs` tables, and in every
-/// viewer as the `Dropped` events; a ring's overwritten blocks are no damage.)
+/// The findings of records a reader could not hand on (the merge leaves them out): what the
+/// exports and `latency` say they skipped.
+pub(crate) const UNREADABLE: [Finding; 3] = [Finding::DamagedBlocks, Finding::BadRecords, Finding::UnknownRecords];
+
+/// What an export says of a log beside what it exported, from the logs' [`Ledger`]s' findings
+/// (the counts of `event-dump stats`, in the words of their one table,
+/// [`event_format::ledger::FINDINGS`]): what it skipped, damaged blocks, bad records and
+/// records of unknown codes, and the verdict every reader gives. (What the log lost is in
+/// the table exports' `logs` tables, and in every viewer as the `Dropped` events; a ring's
+/// overwritten blocks are no damage.)
 #[derive(Debug, Default)]
 struct Said {
     skipped: Vec<String>,
     /// What a recording of segments misses that no export can carry: segments the disk budget
     /// removed or that are missing, events the recorder could not write.
     segments: Vec<String>,
+    /// The verdict of the logs' findings together, when they are not whole.
+    verdict: Option<String>,
 }
 
 impl Said {
-    /// What the ledgers of `logs` say together, as the parts of one line.
+    /// What the ledgers of `logs` say together, as the parts of one line. A log without its
+    /// stop marker is taken as still being written: whether its writer is alive is
+    /// `event-dump check`'s to ask.
     fn of<'a>(ledgers: impl IntoIterator<Item = &'a Ledger>) -> Said {
-        let (mut damaged, mut bad, mut unknown) = (0u64, 0u64, 0u64);
-        let (mut removed, mut removed_events, mut gaps, mut full, mut unwritten, mut between) =
-            (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut f = Findings::default();
+        let (mut full, mut unwritten, mut between) = (0u64, 0u64, 0u64);
         for l in ledgers {
-            damaged += l.damaged_blocks().len() as u64;
-            bad += l.bad_records().len() as u64;
-            unknown = unknown.saturating_add(l.unknown_records());
-            let (r, e) = l.removed();
-            removed += r;
-            removed_events = removed_events.saturating_add(e);
-            gaps += l.segment_gaps();
+            f.add(&l.findings(|| true));
             full = full.saturating_add(l.unwritten_for_disk_full());
             unwritten = unwritten.saturating_add(l.unwritten() - l.unwritten_for_disk_full());
             between = between.saturating_add(l.lost_between());
         }
         let mut segments = Vec::new();
-        if removed > 0 {
-            let s = if removed == 1 { "" } else { "s" };
-            segments.push(format!("{removed} segment{s} removed by the disk budget ({removed_events} events)"));
+        for removed in f.said(&[Finding::RemovedSegments]) {
+            segments.push(format!("{removed} ({} events)", f.removed_events));
         }
-        if gaps > 0 {
-            let s = if gaps == 1 { "" } else { "s" };
-            segments.push(format!("{gaps} segment{s} missing"));
-        }
+        segments.extend(f.said(&[Finding::SegmentGaps]));
         if full > 0 {
             segments.push(format!("disk full: {full} events not written"));
         }
@@ -298,16 +298,8 @@ impl Said {
         if between > 0 {
             segments.push(format!("{between} events lost between segments"));
         }
-        let mut skipped = Vec::new();
-        let mut count = |n: u64, one: &str, many: &str| {
-            if n > 0 {
-                skipped.push(format!("{n} {}", if n == 1 { one } else { many }));
-            }
-        };
-        count(damaged, "damaged block", "damaged blocks");
-        count(bad, "bad record", "bad records");
-        count(unknown, "record of an unknown code", "records of unknown codes");
-        Said { skipped, segments }
+        let verdict = (!f.is_whole(false)).then(|| f.verdict(false));
+        Said { skipped: f.said(&UNREADABLE), segments, verdict }
     }
 
     /// The line of a table export for one log, if anything was skipped or is missing.
@@ -328,6 +320,7 @@ impl Said {
             .chain(self.segments.iter().cloned())
             .chain(extra.iter().cloned())
             .chain(left_out)
+            .chain(self.verdict.clone())
             .collect();
         if !all.is_empty() {
             eprintln!(

@@ -477,7 +477,7 @@ fn damage(path: &Path, force: bool) -> Option<String> {
             Err(e) => ledger.damaged(&e),
         }
     }
-    let findings = ledger.findings();
+    let findings = ledger.findings(|| false);
     let missing = findings.missing_blocks.saturating_sub(findings.overwritten_blocks);
     if findings.damaged_blocks + findings.bad_records + missing > 0 {
         return Some(findings.losses_line());

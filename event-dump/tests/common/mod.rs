@@ -433,14 +433,15 @@ pub(crate) fn backwards_log(path: &Path, later_ns: i64) {
 /// start) and holds a `Message` at 50 (between ones at 200 and 210): a block whose records
 /// start before its `base_time`, which a reader merging by the blocks' indexes learns only
 /// once it has written thread 1's lines before 200 (at 100, 110, 120; thread 1 goes on at 300).
-/// Each message says `at T`.
+/// Each message says `at T`. Each thread's blocks are numbered from 0 (a whole log, but for
+/// its block's early record).
 pub(crate) fn early_record_log(path: &Path) {
     let (schema, _, _) = handmade_schema();
     let header = Header::with_sets(wire_is_own(schema), 1024, handmade_clock(), handmade_producer());
     let mut bytes = header.encode().unwrap();
     let t0 = handmade_clock().start_ticks;
-    let block = |thread: u64, base: u64, times: &[u64]| {
-        let header = BlockHeader { thread, sequence: 0, base_time: t0 + base, ..Default::default() };
+    let block = |thread: u64, sequence: u64, base: u64, times: &[u64]| {
+        let header = BlockHeader { thread, sequence, base_time: t0 + base, ..Default::default() };
         let mut w = BlockWriter::new(Order::Little, 1024, &header);
         for &t in times {
             let text = format!("at {t}");
@@ -448,7 +449,7 @@ pub(crate) fn early_record_log(path: &Path) {
         }
         w.finish()
     };
-    for b in [block(1, 100, &[100, 110, 120]), block(2, 200, &[200, 50, 210]), block(1, 300, &[300])] {
+    for b in [block(1, 0, 100, &[100, 110, 120]), block(2, 0, 200, &[200, 50, 210]), block(1, 1, 300, &[300])] {
         bytes.extend(b);
     }
     std::fs::write(path, bytes).unwrap();

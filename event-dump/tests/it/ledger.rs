@@ -58,7 +58,7 @@ const EXPECTED: Counted = Counted {
 /// - the stop marker, whose counts are what the writer wrote (the damaged block included).
 ///
 /// Events: 3 + 1 + 1 + 1 + 3 = 9; blocks read: 7; lost: 3 + 2.
-fn damaged_log(path: &Path) {
+pub(crate) fn damaged_log(path: &Path) {
     let order = Order::Little;
     let schema = events::SET.schema().unwrap();
     let code = |name: &str| {

@@ -32,3 +32,4 @@ mod sets;
 #[cfg(feature = "s3")]
 mod ship;
 mod summary;
+mod verdict;

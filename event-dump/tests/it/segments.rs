@@ -129,7 +129,7 @@ fn arg(p: &Path) -> &str {
 }
 
 /// Three sealed segments and a last one stopped cleanly: the events of all four.
-fn four_segments(dir: &Path) -> u64 {
+pub(crate) fn four_segments(dir: &Path) -> u64 {
     let mut segs = [Seg::sealed(0, 2), Seg::sealed(1, 3), Seg::sealed(2, 1), Seg::sealed(3, 2)];
     segs[3].end = Some((StopCause::Stopped, 0));
     segs.iter().map(|s| write(dir, s, None)).for_each(drop);

@@ -29,6 +29,10 @@
 //!   or at a stop for a full disk ([`Ledger::lost_between`], [`Ledger::unwritten`]), which
 //!   are losses. The last segment's marker says how the recording ended.
 //!
+//! What it found comes out as [`Findings`]: counts under the names of one table of every
+//! finding, each with its severity and its words ([`FINDINGS`]), and the one rule of whether
+//! a log is whole ([`Findings::is_whole`]) that every reader gives as its verdict.
+//!
 //! It is pure: no I/O, no clock, no threads. Whether a writer is still alive is the caller's
 //! to find out ([`Ledger::ending`] asks only when it matters).
 //!
@@ -57,6 +61,13 @@
 //! // unless it is still writing, which only the caller can find out.
 //! assert_eq!(ledger.ending(|| false), Ending::Killed { after_marker: 0 });
 //! assert_eq!(ledger.ending(|| true), Ending::Running);
+//! // Its findings say so in the one verdict every reader gives (beside the sample's
+//! // `Dropped` events).
+//! assert_eq!(
+//!     ledger.findings(|| false).verdict(false),
+//!     "NOT whole: 6 events lost, 1 recording or segment not stopped cleanly"
+//! );
+//! assert_eq!(ledger.findings(|| true).verdict(true), "NOT whole: 6 events lost");
 //! # Ok(()) }
 //! ```
 
@@ -65,19 +76,21 @@ mod segments;
 mod sequences;
 mod snapshot;
 mod suppressed;
+mod tally;
 
-pub use findings::Findings;
+pub use findings::{Declared, FINDINGS, Finding, Findings, Severity};
 pub use segments::{Missing, SegmentEntry, Segments};
 pub use sequences::{Sequences, Step};
 pub use snapshot::describe_snapshot;
 pub use suppressed::describe_suppressed;
+pub use tally::Tally;
 
-use crate::builtin::{DROPPED, STOP, SUPPRESSED, TIME_EXTEND};
+use crate::builtin::DROPPED;
 use crate::decode::{Block, BlockError, Entry, Event};
 use crate::letter::Letter;
 use crate::ring::{RingFindings, STATE_CLOSED};
 use crate::schema::Version;
-use crate::wire::{RecordError, STRING_TRUNCATED, Stop, StopCause, Value, records_stop};
+use crate::wire::{RecordError, STRING_TRUNCATED, Stop, StopCause, records_stop};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -161,6 +174,12 @@ impl Marker {
     pub fn agrees(&self) -> bool {
         self.written.same_counts(&self.read)
     }
+
+    /// How many of the counts (`blocks`, `events`, `lost`) the two disagree in.
+    pub fn disagreements(&self) -> u64 {
+        let (w, r) = (&self.written, &self.read);
+        u64::from(w.blocks != r.blocks) + u64::from(w.events != r.events) + u64::from(w.lost != r.lost)
+    }
 }
 
 /// A stop block met: thread 0, ending with a `Stop` record, in a stream that has markers.
@@ -176,6 +195,8 @@ struct StopBlock {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct RingEnd {
     state: u32,
+    /// Whether its pin area failed its checks.
+    pin_damaged: bool,
 }
 
 /// What a log holds that is wrong or lost, counted once; see the [module docs](self).
@@ -190,17 +211,9 @@ pub struct Ledger {
     segments: Option<Segments>,
     /// Verified blocks, stop blocks included.
     blocks: u64,
-    /// Records the walk yields (events, unknown codes, bad arguments), stop blocks' included.
-    records: u64,
-    events: u64,
-    unknown: BTreeMap<u16, u64>,
-    bad: Vec<BadRecord>,
+    /// What its records say, and the losses its blocks report ([`Tally`]).
+    tally: Tally,
     damaged: Vec<Damaged>,
-    /// Thread (0: of no thread) -> events lost.
-    lost: BTreeMap<u64, u64>,
-    /// (wire code, thread) -> events its limit suppressed (`Suppressed` events).
-    suppressed: BTreeMap<(u16, u64), u64>,
-    truncated_strings: u64,
     ring: Option<RingEnd>,
 }
 
@@ -265,14 +278,8 @@ impl Ledger {
             parts: vec![Part::new(0, Counts::default())],
             segments: None,
             blocks: 0,
-            records: 0,
-            events: 0,
-            unknown: BTreeMap::new(),
-            bad: Vec::new(),
+            tally: Tally::default(),
             damaged: Vec::new(),
-            lost: BTreeMap::new(),
-            suppressed: BTreeMap::new(),
-            truncated_strings: 0,
             ring: None,
         }
     }
@@ -290,7 +297,7 @@ impl Ledger {
     }
 
     fn counts(&self) -> Counts {
-        Counts { blocks: self.blocks, records: self.records, lost: self.recorded_lost() }
+        Counts { blocks: self.blocks, records: self.tally.records, lost: self.recorded_lost() }
     }
 
     /// The part of segment `segment`: a new one when the log has gone on to it.
@@ -329,7 +336,7 @@ impl Ledger {
         }
         let step = part.threads.entry(header.thread).or_default().add(header.sequence);
         self.blocks += 1;
-        self.add_lost(header.thread, header.lost);
+        self.tally.add_lost(header.thread, header.lost);
         step
     }
 
@@ -345,49 +352,15 @@ impl Ledger {
     /// in any order (a reader that merges by time hands them on in time order).
     #[inline]
     pub fn entry(&mut self, thread: u64, sequence: u64, entry: &Entry<'_>) {
-        match entry {
-            Entry::Event(event) => self.event(event),
-            Entry::Unknown { code, .. } => {
-                self.records += 1;
-                *self.unknown.entry(*code).or_default() += 1;
-            }
-            Entry::Bad(error) => {
-                // A record with bad arguments is a record its writer wrote (and counted);
-                // a TimeExtend or Stop without its arguments, or bytes that delimit no
-                // record, are not.
-                if let RecordError::BadArguments { code, .. } = error
-                    && *code != TIME_EXTEND
-                    && *code != STOP
-                {
-                    self.records += 1;
-                }
-                self.bad.push(BadRecord { thread, sequence, error: error.clone() });
-            }
-        }
+        self.tally.entry(thread, sequence, entry);
     }
 
-    #[inline]
-    fn event(&mut self, event: &Event<'_>) {
-        self.records += 1;
-        self.events += 1;
-        let desc = event.desc;
-        if desc.code == DROPPED && desc.is_builtin() {
-            let mut v = event.values();
-            if let (Some(Value::Word(thread)), Some(Value::Word(count))) = (v.next(), v.next()) {
-                self.add_lost(thread, count);
-            }
-        } else if desc.code == SUPPRESSED && desc.is_builtin() {
-            let mut v = event.values();
-            if let (Some(Value::Word(thread)), Some(Value::Unsigned(code)), Some(Value::Word(count))) =
-                (v.next(), v.next(), v.next())
-                && count > 0
-            {
-                let n = self.suppressed.entry((code as u16, thread)).or_default();
-                *n = n.saturating_add(count);
-            }
-        } else if desc.format.contains(&Letter::String) {
-            self.truncated_strings += truncated_strings(event);
-        }
+    /// Counts the records of a block that a reader counted apart ([`Tally::entry`], on a
+    /// thread of its own), handed on after [`block`](Ledger::block) of that block, in the
+    /// log's order; `tally` is left empty, for the next block's.
+    pub fn add(&mut self, tally: &mut Tally) {
+        self.tally.add(tally);
+        tally.clear();
     }
 
     /// Counts what a ring file's reader found once every block was read: the blocks it left
@@ -396,16 +369,7 @@ impl Ledger {
         for (slot, sequence, why) in &findings.damaged {
             self.damaged.push(Damaged::Slot { slot: *slot, sequence: *sequence, why: why.clone() });
         }
-        self.ring = Some(RingEnd { state: findings.state });
-    }
-
-    /// Adds `n` lost events to `thread`'s count. Counts come from the log, which may lie: they
-    /// saturate rather than wrap.
-    fn add_lost(&mut self, thread: u64, n: u64) {
-        if n > 0 {
-            let count = self.lost.entry(thread).or_default();
-            *count = count.saturating_add(n);
-        }
+        self.ring = Some(RingEnd { state: findings.state, pin_damaged: findings.pin_damage.is_some() });
     }
 
     /// The stop block that ends the log, when the last verified block (of its last segment)
@@ -416,7 +380,7 @@ impl Ledger {
 
     /// Events lost as the blocks report them: `lost` fields and `Dropped` counts.
     fn recorded_lost(&self) -> u64 {
-        saturating_sum(self.lost.values().copied())
+        saturating_sum(self.tally.lost.values().copied())
     }
 
     /// Whether the last verified block so far is a stop block: the log's stop marker, if
@@ -435,22 +399,22 @@ impl Ledger {
 
     /// Events: records whose code the catalog knows and whose arguments match their format.
     pub fn events(&self) -> u64 {
-        self.events
+        self.tally.events
     }
 
     /// Records of codes nothing describes, by wire code.
     pub fn unknown_codes(&self) -> &BTreeMap<u16, u64> {
-        &self.unknown
+        &self.tally.unknown
     }
 
     /// Records of unknown codes, all codes together.
     pub fn unknown_records(&self) -> u64 {
-        saturating_sum(self.unknown.values().copied())
+        saturating_sum(self.tally.unknown.values().copied())
     }
 
     /// Records that break the format, in the order they were counted.
     pub fn bad_records(&self) -> &[BadRecord] {
-        &self.bad
+        &self.tally.bad
     }
 
     /// Blocks that failed their checks: the stream's, then (once counted) the ring file's.
@@ -460,20 +424,20 @@ impl Ledger {
 
     /// Events lost per thread (0: of no thread): `lost` fields and `Dropped` counts.
     pub fn lost_by_thread(&self) -> &BTreeMap<u64, u64> {
-        &self.lost
+        &self.tally.lost
     }
 
     /// Events that their limits suppressed (events.def's `limit=`, `EVENT_LIMIT`), per (wire
     /// code, thread), as the log's `Suppressed` events count them: not losses, the program
     /// asked for them (docs/FORMAT.md, "Limits").
     pub fn suppressed(&self) -> &BTreeMap<(u16, u64), u64> {
-        &self.suppressed
+        &self.tally.suppressed
     }
 
     /// Events that their limits suppressed, per wire code, all threads together.
     pub fn suppressed_by_code(&self) -> BTreeMap<u16, u64> {
         let mut by_code = BTreeMap::new();
-        for (&(code, _), &n) in &self.suppressed {
+        for (&(code, _), &n) in &self.tally.suppressed {
             let total: &mut u64 = by_code.entry(code).or_default();
             *total = total.saturating_add(n);
         }
@@ -545,13 +509,31 @@ impl Ledger {
 
     /// Strings their writer cut, in events.
     pub fn truncated_strings(&self) -> u64 {
-        self.truncated_strings
+        self.tally.truncated_strings
     }
 
     /// What it found, as counts with stable names ([`Findings`]): what every reader that
-    /// reports losses and damage says, in its one voice.
-    pub fn findings(&self) -> Findings {
+    /// reports losses and damage says, in its one voice, and judges by its one rule
+    /// ([`Findings::is_whole`]). `alive` is asked, as [`ending`](Ledger::ending) asks it,
+    /// whether the writer of a log without its stop marker is still alive: a recording that
+    /// is still being written is no recording killed.
+    pub fn findings(&self, alive: impl FnOnce() -> bool) -> Findings {
         let (removed_segments, removed_events) = self.removed();
+        let (mut not_stopped, mut marker_disagreements) = (0u64, 0u64);
+        // Each segment but the last ends with its own marker, which its blocks must agree
+        // with; the last one's is the log's, and how the log ended.
+        let count = self.parts.len();
+        for part in &self.parts[..count.saturating_sub(1)] {
+            match self.part_marker(part) {
+                Some(m) => marker_disagreements += m.disagreements(),
+                None => not_stopped += 1,
+            }
+        }
+        match self.ending(alive) {
+            Ending::Killed { .. } => not_stopped += 1,
+            Ending::Clean(Some(_)) => marker_disagreements += self.marker().map_or(0, |m| m.disagreements()),
+            Ending::Clean(None) | Ending::Running | Ending::Unrecorded => {}
+        }
         Findings {
             events: self.events(),
             blocks: self.blocks(),
@@ -566,6 +548,11 @@ impl Ledger {
             removed_segments,
             removed_events,
             segment_gaps: self.segment_gaps(),
+            repeated_blocks: self.repeated_blocks(),
+            late_blocks: self.late_blocks(),
+            not_stopped,
+            marker_disagreements,
+            damaged_pin_areas: u64::from(self.ring.is_some_and(|r| r.pin_damaged)),
         }
     }
 
@@ -683,7 +670,7 @@ fn truncated_strings(event: &Event<'_>) -> u64 {
 mod tests {
     use super::*;
     use crate::decode::Desc;
-    use crate::wire::{Order, Text, encode_value};
+    use crate::wire::{Order, Text, Value, encode_value};
 
     #[test]
     fn cut_strings_are_those_the_values_say() {

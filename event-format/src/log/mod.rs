@@ -346,6 +346,15 @@ impl Log {
         }
     }
 
+    /// Whether its writer is still at work, by the one rule of [`liveness`]: the lock its
+    /// recorder holds on the file it writes (a ring file, a stream, a recording's last
+    /// segment), else a ring file's heartbeat. What a ledger asks of a log without its stop
+    /// marker ([`Ledger::findings`], [`Ledger::ending`](crate::ledger::Ledger::ending)).
+    pub fn writer_alive(&self) -> bool {
+        let heartbeat = self.ring_findings().map(|ring| ring.heartbeat_ns);
+        self.files().last().is_some_and(|path| liveness::WriterLiveness::of_path(path, heartbeat).is_running())
+    }
+
     /// For a ring file, its geometry (slots, blocks per slot, block size): what a reader
     /// needs to say how long its rings hold at the rate it recorded. `None` for a stream.
     pub fn ring_layout(&self) -> Option<&ring::Layout> {
@@ -383,6 +392,9 @@ impl BlockSource for Log {
             Source::Ring(ring) => ring.recycle(block),
             Source::Segments(chain) => chain.recycle(block),
         }
+    }
+    fn writer_alive(&self) -> bool {
+        Log::writer_alive(self)
     }
 }
 

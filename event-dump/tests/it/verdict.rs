@@ -1,0 +1,188 @@
+//! One verdict (issue 45): a damaged stream, a ring that wrapped, a recording of segments
+//! (whole, and with a segment missing) and a snapshot of a wrapped ring each get the same
+//! verdict from every reader: `check` (its exit code and last line) and `check --strict`,
+//! `stats`' verdict line, `print`'s closing lines, an export's report, `summary`'s JSON and
+//! the typed reader's summary (its findings, strict and not), in the same words; and
+//! `latency` says what it left out in those words too.
+
+use crate::common::{self, SERIAL, run, stderr, stdout};
+use crate::events;
+use event_runtime::{Policy, Recorder};
+use std::path::Path;
+
+/// What each reader said of one log: its verdict in words (`whole`, `NOT whole: ...`), or
+/// whether it found the log whole where it says only that.
+#[derive(Debug)]
+struct Said {
+    check: bool,
+    check_strict: bool,
+    stats: String,
+    print: String,
+    export: String,
+    summary_json: bool,
+    typed: String,
+    typed_strict: bool,
+}
+
+/// `NOT whole: ...` from `text` up to the next `;` (or the line's end), `whole` when `text`
+/// says no such thing: how `print` and the exports give the verdict.
+fn verdict_in(text: &str) -> String {
+    let Some(at) = text.find("NOT whole: ") else { return "whole".to_owned() };
+    let rest = &text[at..];
+    rest[..rest.find([';', '\n']).unwrap_or(rest.len())].to_owned()
+}
+
+/// `check`'s (and `--strict`'s) verdict: its exit code, which its last line must agree with.
+fn checked(log: &str, strict: bool) -> bool {
+    let args: &[&str] = if strict { &["check", "--strict", log] } else { &["check", log] };
+    let out = run(args);
+    let text = stdout(&out);
+    let last = text.lines().last().unwrap_or_default().trim().to_owned();
+    let whole = out.status.code() == Some(0);
+    assert_eq!(last == "whole", whole, "{args:?}: exit {:?}\n{text}", out.status.code());
+    assert!(whole || last.starts_with("NOT whole: "), "{text}");
+    whole
+}
+
+fn said(log: &Path) -> Said {
+    let path = log.to_str().unwrap();
+    let stats = stdout(&run(&["stats", path]));
+    // Its verdict is the last line of its findings, before its tables.
+    let stats_verdict = stats
+        .lines()
+        .map(str::trim)
+        .rfind(|l| *l == "whole" || l.starts_with("NOT whole: "))
+        .unwrap_or_else(|| panic!("stats gives no verdict:\n{stats}"))
+        .to_owned();
+    let print = run(&["print", path]);
+    assert!(print.status.success(), "{}", stderr(&print));
+    let out = log.with_extension("verdict.json");
+    let export = run(&["export", "--to", "chrome", path, "-o", out.to_str().unwrap()]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let summary: serde_json::Value =
+        serde_json::from_str(&stdout(&run(&["summary", path, "--format", "json"]))).unwrap();
+    let mut reader = events::read(log).unwrap();
+    while reader.next_item().is_some() {}
+    let typed = reader.summary();
+    Said {
+        check: checked(path, false),
+        check_strict: checked(path, true),
+        stats: stats_verdict,
+        print: verdict_in(&stderr(&print)),
+        export: verdict_in(&stderr(&export)),
+        summary_json: summary["findings"]["whole"].as_bool().unwrap(),
+        typed: typed.findings.verdict(false),
+        typed_strict: typed.findings.is_whole(true),
+    }
+}
+
+/// Every reader of `log` says `verdict` (`whole` or `NOT whole: ...`), and strict ones
+/// (`check --strict`, the typed reader's findings strict) find it whole when `strict_whole`.
+fn one_verdict(log: &Path, verdict: &str, strict_whole: bool) {
+    let s = said(log);
+    let whole = verdict == "whole";
+    assert_eq!((s.check, s.summary_json, s.typed.as_str()), (whole, whole, verdict), "{s:#?}");
+    assert_eq!((s.stats.as_str(), s.print.as_str(), s.export.as_str()), (verdict, verdict, verdict), "{s:#?}");
+    assert_eq!((s.check_strict, s.typed_strict), (strict_whole, strict_whole), "{s:#?}");
+}
+
+#[test]
+fn a_damaged_stream_is_not_whole_to_any_reader() {
+    let d = common::dir("verdict-damaged");
+    let log = d.join("damaged.evt");
+    crate::ledger::damaged_log(&log);
+    // Its stop marker counts the damaged block and its event, which no reader can.
+    let verdict = "NOT whole: 5 events lost, 2 blocks missing (dropped or damaged), 1 damaged block, 1 bad record, \
+                   1 record of an unknown code, 1 block repeated, 1 block out of order, \
+                   2 counts that disagree with their stop markers";
+    one_verdict(&log, verdict, false);
+}
+
+/// A ring that overwrote its oldest blocks is whole, as a ring keeps only the latest: to
+/// every reader (the typed reader and `stats` called it not whole), unless strict.
+#[test]
+fn a_wrapped_ring_is_whole_to_every_reader_unless_strict() {
+    let d = common::dir("verdict-ring");
+    let ring = d.join("ring.evt");
+    common::tiny_ring(&ring);
+    let check = stdout(&run(&["check", ring.to_str().unwrap()]));
+    assert!(check.contains("overwritten: "), "the ring wrapped: {check}");
+    one_verdict(&ring, "whole", false);
+}
+
+#[test]
+fn a_recording_of_segments_is_whole_and_a_missing_segment_is_not() {
+    let d = common::dir("verdict-segments");
+    let dir = d.join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    crate::segments::four_segments(&dir);
+    one_verdict(&dir, "whole", true);
+    std::fs::remove_file(dir.join("trace.000001.evt")).unwrap();
+    one_verdict(&dir, "NOT whole: 1 segment missing", false);
+}
+
+/// A snapshot of a ring that wrapped, taken while it records: whole, its oldest blocks
+/// overwritten (a problem only when strict).
+#[test]
+fn a_snapshot_gets_one_verdict() {
+    let d = common::dir("verdict-snapshot");
+    let (ring, snapshot) = (d.join("ring.evt"), d.join("snapshot.evt"));
+    {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = Recorder::new()
+            .ring_file(&ring)
+            .policy(Policy::Ring)
+            .block_size(1024)
+            .buffer_size(8 * 1024)
+            .ring_threads(2)
+            .deterministic_clock()
+            .start()
+            .unwrap();
+        for i in 0..400u64 {
+            event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
+        }
+        recording.snapshot(&snapshot).unwrap();
+        recording.stop().unwrap();
+    }
+    let stats = stdout(&run(&["stats", snapshot.to_str().unwrap()]));
+    assert!(stats.contains("snapshot"), "{stats}");
+    one_verdict(&snapshot, "whole", false);
+}
+
+/// `latency` says what it could not read in the findings' words, as the exports do: a
+/// stream of a sweep (a span) whose second block is damaged and whose third holds a record of
+/// an unknown code.
+#[test]
+fn latency_says_what_it_left_out_in_the_findings_words() {
+    use event_format::wire::{BlockHeader, BlockWriter, Clock, Header, Order, Producer, SetEntry, Value};
+    let d = common::dir("verdict-latency");
+    let log = d.join("sweep.evt");
+    let schema = events::SET.schema().unwrap();
+    let sets = SetEntry::assign([schema.clone()]);
+    let code = |name: &str| sets[0].wire_code(schema.events.iter().position(|e| e.name == name).unwrap()).unwrap();
+    let mut bytes =
+        Header::with_sets(sets.clone(), 1024, Clock::deterministic(), Producer::current(0)).encode().unwrap();
+    let (p, w) = (Value::Pointer(1), Value::Word(2));
+    let records = [
+        vec![(code("SweepBegin"), vec![p, w, Value::Str(event_format::wire::Text::new("full"))])],
+        vec![(code("SweepEnd"), vec![p, w, Value::Bool(true)])],
+        vec![(code("SweepEnd"), vec![p, w, Value::Bool(true)]), (0xFFF0, vec![w])],
+    ];
+    for (sequence, records) in records.iter().enumerate() {
+        let head = BlockHeader { thread: 1, sequence: sequence as u64, base_time: 10, ..Default::default() };
+        let mut block = BlockWriter::new(Order::Little, 1024, &head);
+        for (i, (code, values)) in records.iter().enumerate() {
+            block.push(*code, 10 + i as u64, values).unwrap();
+        }
+        let mut block = block.finish();
+        if sequence == 1 {
+            block[60] ^= 0x40;
+        }
+        bytes.extend(block);
+    }
+    std::fs::write(&log, bytes).unwrap();
+    let out = run(&["latency", log.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = "event-dump: left out what could not be read: 1 damaged block, 1 record of an unknown code;";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
+}

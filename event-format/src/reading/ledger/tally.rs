@@ -12,7 +12,9 @@ use crate::letter::Letter;
 use crate::wire::{RecordError, Value};
 use std::collections::BTreeMap;
 
-/// The counts of records (and of the losses blocks report); see the [module docs](self).
+/// The counts of records (and of the losses blocks report), apart from the blocks they come
+/// in: a [`Ledger`](super::Ledger) keeps one, and a reader that classifies records on threads
+/// of its own keeps one a block and hands it on with [`Ledger::add`](super::Ledger::add).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
     /// Records the walk yields (events, unknown codes, bad arguments), stop blocks' included.

@@ -917,7 +917,8 @@ fn a_ring_file_reports_only_the_losses_it_has() {
 /// other blocks of the slot are read.
 #[test]
 fn a_packed_block_in_a_ring_file_is_damage() {
-    use event_format::wire::{Order, pack_block};
+    use event_format::raw::pack_block;
+    use event_format::wire::Order;
     let d = dir();
     for order in [Order::Little, Order::Big] {
         let words: Vec<(u64, String)> = (0..20).map(|i| (i, "the same text again".to_owned())).collect();
@@ -1270,6 +1271,7 @@ fn control_without_changes_shows_the_selection_and_a_dead_program_is_known_at_on
 
 /// A ring file as [`handmade_ring`] makes it, but still "recording", by process `pid`.
 fn dead_ring(path: &Path, pid: u64) {
+    use event_format::raw;
     use event_format::ring::{self, Layout};
     use event_format::wire::{Header, Order};
     let order = Order::Little;
@@ -1290,8 +1292,8 @@ fn dead_ring(path: &Path, pid: u64) {
         pin_half: 0,
     };
     let mut file = std::fs::read(path).unwrap();
-    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
-    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_RECORDING);
+    file[..raw::at::CRC + 4].copy_from_slice(&layout.encode());
+    order.put_u32(&mut file[raw::at::STATE..], ring::STATE_RECORDING);
     std::fs::write(path, file).unwrap();
 }
 
@@ -1311,7 +1313,7 @@ fn a_ring_files_writer_runs_while_it_holds_its_lock_whatever_its_heartbeat() {
     let free = d.join("free.ring");
     dead_ring(&free, this);
     let mut bytes = std::fs::read(&free).unwrap();
-    event_format::wire::Order::Little.put_u64(&mut bytes[event_format::ring::at::HEARTBEAT_NS..], now);
+    event_format::wire::Order::Little.put_u64(&mut bytes[event_format::raw::at::HEARTBEAT_NS..], now);
     std::fs::write(&free, bytes).unwrap();
     let f = free.to_str().unwrap();
     let check = run(&["check", f]);

@@ -10,7 +10,8 @@
 //! exact, speeds are what this run saw.
 
 use event_format::decode::Decoder;
-use event_format::wire::{BLOCK_HEADER_LEN, Codec, Packer, Packing, RecordIter, Unpacker, seal_block};
+use event_format::raw::seal_block;
+use event_format::wire::{BLOCK_HEADER_LEN, Codec, Packer, Packing, RecordIter, Unpacker};
 use std::time::Instant;
 
 fn main() {

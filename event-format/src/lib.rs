@@ -4,15 +4,27 @@
 //! so that a reader needs one dependency.
 //!
 //! - [`def`], [`schema`], [`letter`], [`builtin`]: `event-def`'s, re-exported.
-//! - [`builtins`] reads the built-in events into typed variants ([`builtins::BuiltinEvent`]):
-//!   the one way a reader learns a thread's name, a label or a span from them.
+//!
+//! Two layers, one folder each, the second standing on the first:
+//!
+//! **The codec** (`src/codec/`): the stream's bytes, as docs/FORMAT.md specifies them.
+//!
 //! - [`wire`] encodes and decodes the parts of a stream: header, blocks, records.
 //! - [`decode`] reads a whole stream from untrusted input, block by block.
+//! - [`ring`] reads a ring file, post mortem or live.
+//! - [`builtins`] reads the built-in events by their arguments' names.
+//! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
+//!   tracing events' text, written by the runtime's bridge and read by every reader.
+//! - [`read_at`] reads a file at an offset, the one way the decoders touch a file.
+//!
+//! **The reading policy** (`src/reading/`): what a reader makes of a log.
+//!
 //! - [`log`] opens a log by its path (a stream or a ring file, from a file or a pipe): the one
 //!   way every reader starts.
-//! - [`ring`] reads a ring file, post mortem or live.
 //! - [`ledger`] counts what a log lost and what is wrong with it, by one set of rules for
-//!   every reader: gaps, repeats, losses, damage, bad records, unknown codes, the clean stop.
+//!   every reader, and words it in one table of findings: gaps, repeats, losses, damage, bad
+//!   records, unknown codes, the clean stop.
+//! - [`merge`] orders the events of many threads, segments and logs by time.
 //! - [`roles`] tells what a log's events mean beyond their parameters (the spans they begin and
 //!   end, the counters they sample, the flows they take part in), and pairs spans' ends with
 //!   their begins: the one rule every reader uses.
@@ -21,12 +33,14 @@
 //! - [`text`] renders decoded events as text.
 //! - [`filter`] is ftrace's filter language (`size >= 512 && name ~ "Object*"`): event-dump's
 //!   `--filter`, and a recorder's trigger conditions.
-//! - [`fields`] is the grammar of `tracing` fields (`id=7 user="ada"`) in the built-in
-//!   tracing events' text, written by the runtime's bridge and read by every reader.
 //! - [`select`] is the one language that chooses events (`EVENT_CONTROL`, a monitor's
 //!   `event-dump control`, event-dump's `--kind` and `--event`): a text of kinds, events and
 //!   globs, read into a [`select::Selection`] or [`select::Patterns`] and compiled per schema
 //!   to a [`select::CodeSet`], one bit per event code.
+//!
+//! What only a writer needs (sealing a block in place, a record's header, a stop block) and the
+//! ring file's byte offsets are in [`raw`], hidden from these docs: the recorder's, not a
+//! reader's, and it may change in any release.
 //!
 //! docs/FORMAT.md in the repository is the normative description of the stream format.
 //!
@@ -61,26 +75,19 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod builtins;
-pub mod decode;
-pub mod fields;
-pub mod filter;
+mod codec;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod histogram;
-pub mod ledger;
-pub mod log;
-pub mod merge;
-pub mod read_at;
-pub mod ring;
-pub mod roles;
-pub mod select;
+#[doc(hidden)]
+pub mod raw;
+mod reading;
 /// Sample data for this workspace's tests and examples: not part of the API (hidden from the
 /// docs, as the fuzz bodies are), and it may change in any release.
 #[doc(hidden)]
 pub mod testing;
-pub mod text;
-pub mod wire;
+
+pub use codec::{builtins, decode, fields, read_at, ring, wire};
+pub use reading::{filter, histogram, ledger, log, merge, roles, select, text};
 
 pub use event_def::{EventType, Kind, Letter, Retired, Schema, Version};
 pub use event_def::{builtin, def, letter, schema};

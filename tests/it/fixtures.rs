@@ -14,9 +14,10 @@
 
 use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::raw::stop_block;
 use event_format::wire::{
     BlockHeader, BlockWriter, Clock, ClockSource, Earlier, EarlierRemoval, FORMAT_VERSION, Header, Order, Packer,
-    Packing, Producer, RecordingId, Segment, Stop, Text, Value, stop_block,
+    Packing, Producer, RecordingId, Segment, Stop, Text, Value,
 };
 use event_format::{def, text};
 use std::path::PathBuf;

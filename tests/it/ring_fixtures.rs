@@ -24,6 +24,7 @@
 use crate::common::DUMP;
 use event_format::builtin;
 use event_format::decode::{BlockSource, Catalog, DecodeOptions, Entry};
+use event_format::raw;
 use event_format::ring::{self, Layout, RingBlocks, RingReader};
 use event_format::text;
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Header, Order, Text, Value};
@@ -93,10 +94,10 @@ fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
     };
     assert!(["1.0.2", "1.1.0"].contains(&version.to_string().as_str()), "a new layout gets a new directory");
     let mut file = vec![0u8; layout.file_len() as usize];
-    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
-    file[ring::at::PIN_HALF..ring::at::PIN_HALF + 4].copy_from_slice(&layout.encode_pin_half());
-    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
-    order.put_u64(&mut file[ring::at::HEARTBEAT_NS..], 1_763_700_001_000_000_000);
+    file[..raw::at::CRC + 4].copy_from_slice(&layout.encode());
+    file[raw::at::PIN_HALF..raw::at::PIN_HALF + 4].copy_from_slice(&layout.encode_pin_half());
+    order.put_u32(&mut file[raw::at::STATE..], ring::STATE_CLOSED);
+    order.put_u64(&mut file[raw::at::HEARTBEAT_NS..], 1_763_700_001_000_000_000);
     let at = layout.stream_header() as usize;
     file[at..at + header_bytes.len()].copy_from_slice(&header_bytes);
 
@@ -116,7 +117,7 @@ fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
         let used = BlockHeader::read(order, &block).used;
         let b = if pooled {
             let at = pooled_place(slot, sequence);
-            order.put_u64(&mut file[layout.tag_at(at) as usize..], ring::tag(slot, sequence));
+            order.put_u64(&mut file[layout.tag_at(at) as usize..], raw::tag(slot, sequence));
             layout.pool_block(at) as usize
         } else {
             layout.block(slot, (sequence % u64::from(K)) as u32) as usize
@@ -139,8 +140,8 @@ fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
     write_block(&mut file, 0, 1, 3, &polls(5000));
     let used = write_block(&mut file, 0, 1, 4, &polls(6000));
     let s = layout.slot(0) as usize;
-    order.put_u64(&mut file[s + ring::slot_at::THREAD..], 1);
-    order.put_u64(&mut file[s + ring::slot_at::POSITION..], ring::position(4, BLOCK_HEADER_LEN as u32 + used));
+    order.put_u64(&mut file[s + raw::slot_at::THREAD..], 1);
+    order.put_u64(&mut file[s + raw::slot_at::POSITION..], raw::position(4, BLOCK_HEADER_LEN as u32 + used));
     // Slot 1, thread 2: its block 0, with its name and its pinned ClientMark.
     let used = write_block(
         &mut file,
@@ -154,15 +155,15 @@ fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
         ],
     );
     let s = layout.slot(1) as usize;
-    order.put_u64(&mut file[s + ring::slot_at::THREAD..], 2);
-    order.put_u64(&mut file[s + ring::slot_at::POSITION..], ring::position(0, BLOCK_HEADER_LEN as u32 + used));
+    order.put_u64(&mut file[s + raw::slot_at::THREAD..], 2);
+    order.put_u64(&mut file[s + raw::slot_at::POSITION..], raw::position(0, BLOCK_HEADER_LEN as u32 + used));
 
     // The pin area. Epoch 0 (half 0) held, in pin order: thread 1's ClientCheck, name and
     // config phase, thread 2's name and mark, thread 3's name; then thread 3's phase did not
     // fit, the oldest entry (the ClientCheck) left, counted dropped, and the rest with it
     // went to half 1, epoch 1; then thread 1's second phase was appended there.
     let entry = |thread, time, code, values: &[Value<'_>]| {
-        ring::pin_entry(order, thread, time, &record(order, code, time, values))
+        raw::pin_entry(order, thread, time, &record(order, code, time, values))
     };
     let detail = "x".repeat(90);
     let check = vec![Value::Bool(true), Value::Str(Text::new("startup")), Value::Str(Text::new(&detail))];
@@ -192,8 +193,8 @@ fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
     let kept: Vec<&Vec<u8>> = epoch0[1..].iter().chain(later.iter()).collect();
     let end1 = put(&mut file, 1, &kept);
     assert!(end1 <= half);
-    order.put_u64(&mut file[ring::at::PIN_POSITION..], ring::position(1, end1 as u32));
-    order.put_u64(&mut file[ring::at::PINS_DROPPED..], 1);
+    order.put_u64(&mut file[raw::at::PIN_POSITION..], raw::position(1, end1 as u32));
+    order.put_u64(&mut file[raw::at::PINS_DROPPED..], 1);
     file
 }
 
@@ -279,7 +280,7 @@ fn a_block_left_behind_a_gap_is_not_its_old_rings() {
     let block = w.finish();
     let at = layout.pool_block(1) as usize;
     bytes[at..at + BLOCK as usize].copy_from_slice(&block);
-    order.put_u64(&mut bytes[layout.tag_at(1) as usize..], ring::tag(0, 1));
+    order.put_u64(&mut bytes[layout.tag_at(1) as usize..], raw::tag(0, 1));
     assert_eq!(blocks_and_events(&bytes), blocks_and_events(&good), "the block beyond the gap is left out");
 }
 
@@ -344,7 +345,7 @@ fn a_damaged_pin_area_size_costs_the_pins_not_the_rings() {
     let dir = crate::common::dir("ring_fixtures", "pin-half");
     for garbage in [[0x11, 0x22, 0x33, 0x44], [0xd1, 0x03, 0x00, 0x00], [0x08, 0x00, 0x00, 0x00]] {
         let mut bad = good.clone();
-        bad[ring::at::PIN_HALF..ring::at::PIN_HALF + 4].copy_from_slice(&garbage);
+        bad[raw::at::PIN_HALF..raw::at::PIN_HALF + 4].copy_from_slice(&garbage);
         let (blocks, findings) = blocks_and_events(&bad);
         // Every ring block, none of the pinned ones.
         let rings: Vec<_> = good_blocks.iter().filter(|b| !matches!((b.0, b.1), (1, 2) | (3, 0))).cloned().collect();

@@ -477,15 +477,15 @@ fn ring_note(c: &Census, log: &Log) -> Option<String> {
     );
     if held > 0.0 && held < RING_TARGET_S {
         let per_slot = (f64::from(layout.blocks_per_slot) * RING_TARGET_S / held).ceil();
-        if per_slot <= f64::from(event_format::ring::MAX_BLOCKS_PER_SLOT) {
+        if per_slot <= f64::from(event_format::raw::MAX_BLOCKS_PER_SLOT) {
             let wanted = u64::from(layout.slots) * per_slot as u64 * block;
             let _ = write!(note, "; EVENT_BUFSIZE={} would hold about {RING_TARGET_S:.0} s", size_text(wanted));
         } else {
-            let most = held * f64::from(event_format::ring::MAX_BLOCKS_PER_SLOT) / f64::from(layout.blocks_per_slot);
+            let most = held * f64::from(event_format::raw::MAX_BLOCKS_PER_SLOT) / f64::from(layout.blocks_per_slot);
             let _ = write!(
                 note,
                 "; at the most a ring holds ({} blocks a thread) about {most:.1} s",
-                event_format::ring::MAX_BLOCKS_PER_SLOT
+                event_format::raw::MAX_BLOCKS_PER_SLOT
             );
         }
     }

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use event_format::raw;
 use event_format::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, Text, Value};
 use event_runtime::{Policy, Recorder};
 use std::path::Path;
@@ -497,7 +498,7 @@ pub(crate) fn damaged_records_block(order: Order, sequence: u64) -> Vec<u8> {
     // The `Every` record is the fourth: its bool follows P, A, W (8 each), U (4), I, D (8 each).
     block[records + 3 * 8 + 8 + 44] = 2;
     let used = BlockHeader::read(order, &block).used;
-    event_format::wire::seal_block(order, &mut block, used);
+    event_format::raw::seal_block(order, &mut block, used);
     block
 }
 
@@ -559,17 +560,17 @@ pub(crate) fn handmade_ring(path: &Path, order: Order, blocks: &[&[u8]], refused
         pin_half: 0,
     };
     let mut file = vec![0u8; layout.file_len() as usize];
-    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
-    order.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
-    order.put_u64(&mut file[ring::at::LOST..], lost);
+    file[..raw::at::CRC + 4].copy_from_slice(&layout.encode());
+    order.put_u32(&mut file[raw::at::STATE..], ring::STATE_CLOSED);
+    order.put_u64(&mut file[raw::at::LOST..], lost);
     let at = layout.stream_header() as usize;
     file[at..at + header.len()].copy_from_slice(&header);
     let slot = layout.slot(0) as usize;
-    order.put_u64(&mut file[slot + ring::slot_at::THREAD..], 1);
-    order.put_u64(&mut file[slot + ring::slot_at::REFUSED..], refused);
+    order.put_u64(&mut file[slot + raw::slot_at::THREAD..], 1);
+    order.put_u64(&mut file[slot + raw::slot_at::REFUSED..], refused);
     let (last, current) = (blocks.len() - 1, blocks[blocks.len() - 1]);
     let end = event_format::wire::BLOCK_HEADER_LEN as u32 + BlockHeader::read(order, current).used;
-    order.put_u64(&mut file[slot + ring::slot_at::POSITION..], ring::position(last as u64, end));
+    order.put_u64(&mut file[slot + raw::slot_at::POSITION..], raw::position(last as u64, end));
     for (seq, block) in blocks.iter().enumerate() {
         let b = layout.block(0, seq as u32) as usize;
         file[b..b + block.len()].copy_from_slice(block);
@@ -672,7 +673,8 @@ pub(crate) enum Counting {
 /// [`end_with_stop`], the marker's `events` counted as `counting` says.
 pub(crate) fn end_with_stop_counting(bytes: &mut Vec<u8>, counting: Counting) {
     use event_format::decode::{Catalog, Decoder, Entry};
-    use event_format::wire::{Stop, Value, stop_block_of};
+    use event_format::raw::stop_block_of;
+    use event_format::wire::{Stop, Value};
     let mut decoder = Decoder::new(&bytes[..]).unwrap();
     let header = decoder.header().clone();
     let catalog = Catalog::new(&header.sets);

@@ -151,7 +151,7 @@ fn labelled_stream(segment: Option<(u64, bool)>, keep: impl Fn(u64) -> bool, lab
     match segment {
         Some((_, true)) => {
             let stop = Stop { cause: StopCause::Rotated, ..Stop::default() };
-            bytes.extend(event_format::wire::stop_block(Order::Little, 1024, 0, 1000, &stop));
+            bytes.extend(event_format::raw::stop_block(Order::Little, 1024, 0, 1000, &stop));
         }
         _ => end_with_stop(&mut bytes),
     }

@@ -11,8 +11,10 @@
 use crate::common::{self, DUMP};
 use crate::events;
 use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::raw;
+use event_format::raw::{BLOCK_USED_AT, seal_block};
 use event_format::ring;
-use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, BlockHeader, BlockWriter, Order, Value, seal_block};
+use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -665,9 +667,9 @@ fn a_schema_of_65535_events() {
 /// `ring` with page 0's fixed part changed by `edit` and its CRC resealed.
 fn edit_page0(ring: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     let mut bytes = ring.to_vec();
-    edit(&mut bytes[..ring::at::CRC]);
-    let crc = crc32fast::hash(&bytes[..ring::at::CRC]);
-    Order::NATIVE.put_u32(&mut bytes[ring::at::CRC..], crc);
+    edit(&mut bytes[..raw::at::CRC]);
+    let crc = crc32fast::hash(&bytes[..raw::at::CRC]);
+    Order::NATIVE.put_u32(&mut bytes[raw::at::CRC..], crc);
     bytes
 }
 
@@ -683,12 +685,12 @@ fn ring_files_with_lying_counts_and_positions() {
 
     let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
     for (name, at, value) in [
-        ("slots", ring::at::SLOTS, ring::MAX_SLOTS),
-        ("slots-0", ring::at::SLOTS, 0),
-        ("blocks-per-slot", ring::at::BLOCKS_PER_SLOT, ring::MAX_BLOCKS_PER_SLOT),
-        ("header-len", ring::at::HEADER_LEN, 1 << 24),
-        ("header-len-small", ring::at::HEADER_LEN, 100),
-        ("block-size", ring::at::BLOCK_SIZE, 1 << 31),
+        ("slots", raw::at::SLOTS, ring::MAX_SLOTS),
+        ("slots-0", raw::at::SLOTS, 0),
+        ("blocks-per-slot", raw::at::BLOCKS_PER_SLOT, raw::MAX_BLOCKS_PER_SLOT),
+        ("header-len", raw::at::HEADER_LEN, 1 << 24),
+        ("header-len-small", raw::at::HEADER_LEN, 100),
+        ("block-size", raw::at::BLOCK_SIZE, 1 << 31),
     ] {
         cases.push((name.to_owned(), edit_page0(&good, |b| o.put_u32(&mut b[at..], value))));
     }
@@ -697,28 +699,28 @@ fn ring_files_with_lying_counts_and_positions() {
     let slot = |i: u32| layout.slot(i) as usize;
     for (name, position) in [
         ("pos-max", u64::MAX),
-        ("pos-seq-max", ring::position(u64::from(u32::MAX), 48 + 16)),
-        ("pos-end-past", ring::position(3, layout.block_size + 1)),
-        ("pos-end-small", ring::position(3, 20)),
+        ("pos-seq-max", raw::position(u64::from(u32::MAX), 48 + 16)),
+        ("pos-end-past", raw::position(3, layout.block_size + 1)),
+        ("pos-end-small", raw::position(3, 20)),
         ("pos-zero", 0),
     ] {
         let mut bytes = good.clone();
         for i in 0..layout.slots {
-            o.put_u64(&mut bytes[slot(i) + ring::slot_at::POSITION..], position);
+            o.put_u64(&mut bytes[slot(i) + raw::slot_at::POSITION..], position);
         }
         cases.push((name.to_owned(), bytes));
     }
     let mut bytes = good.clone();
     for i in 0..layout.slots {
-        o.put_u64(&mut bytes[slot(i)..], ring::RECLAIMING);
-        o.put_u64(&mut bytes[slot(i) + ring::slot_at::REFUSED..], u64::MAX);
+        o.put_u64(&mut bytes[slot(i)..], raw::RECLAIMING);
+        o.put_u64(&mut bytes[slot(i) + raw::slot_at::REFUSED..], u64::MAX);
     }
     cases.push(("reclaiming".to_owned(), bytes));
     let mut bytes = good.clone();
     for i in 0..layout.slots {
-        o.put_u64(&mut bytes[slot(i) + ring::slot_at::REFUSED..], u64::MAX);
+        o.put_u64(&mut bytes[slot(i) + raw::slot_at::REFUSED..], u64::MAX);
     }
-    o.put_u64(&mut bytes[ring::at::LOST..], u64::MAX);
+    o.put_u64(&mut bytes[raw::at::LOST..], u64::MAX);
     cases.push(("refused-max".to_owned(), bytes));
     // The file cut short of its layout.
     cases.push(("cut".to_owned(), good[..good.len() - 1].to_vec()));

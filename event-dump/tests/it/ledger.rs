@@ -109,7 +109,7 @@ pub(crate) fn damaged_log(path: &Path) {
         written.events += [3, 1, 3, 1, 1, 1, 1, 1][i];
         bytes.extend_from_slice(b);
     }
-    bytes.extend(event_format::wire::stop_block(order, 4096, 0, 1000, &written));
+    bytes.extend(event_format::raw::stop_block(order, 4096, 0, 1000, &written));
     std::fs::write(path, bytes).unwrap();
 }
 

@@ -113,7 +113,7 @@ fn encode(seg: &Seg) -> Vec<u8> {
     }
     if let Some((cause, unwritten)) = seg.end {
         let stop = Stop { cause, unwritten, ..stop };
-        bytes.extend(event_format::wire::stop_block(order, 4096, 0, start + 100_000, &stop));
+        bytes.extend(event_format::raw::stop_block(order, 4096, 0, start + 100_000, &stop));
     }
     bytes
 }

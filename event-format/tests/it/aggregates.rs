@@ -5,9 +5,10 @@ use event_format::builtin;
 use event_format::decode::{Catalog, Decoder, Entry};
 use event_format::histogram::{Distribution, Histograms};
 use event_format::ledger::{Ledger, describe_suppressed};
+use event_format::raw::{TAG_HISTOGRAMS, TAG_LIMITS};
 use event_format::schema::{Buckets, Rate, Version};
 use event_format::testing::sample_header;
-use event_format::wire::{BlockHeader, BlockWriter, Header, Order, SetEntry, TAG_HISTOGRAMS, TAG_LIMITS, Text, Value};
+use event_format::wire::{BlockHeader, BlockWriter, Header, Order, SetEntry, Text, Value};
 
 fn declaring_header(order: Order) -> Header {
     let app =

@@ -426,7 +426,7 @@ fn a_bad_record_length_ends_the_block_and_keeps_what_came_before() {
     let mut raw = block.finish();
     // Make the second record's length 4 (below the 8-byte header), then re-seal so the CRC holds.
     raw[BLOCK_HEADER_LEN + 8 + 2] = 4;
-    event_format::wire::seal_block(Order::Little, &mut raw, 16);
+    event_format::raw::seal_block(Order::Little, &mut raw, 16);
     bytes.extend(raw);
     let text = dump(&bytes, DecodeOptions::default()).unwrap();
     assert_eq!(

@@ -4,10 +4,11 @@
 
 use event_format::Letter;
 use event_format::builtin;
+use event_format::raw::put_record_header;
 use event_format::schema::{EventType, Kind, Retired, Schema, Version};
 use event_format::wire::{
     ArgWriter, BlockHeader, BlockWriter, Clock, ClockSource, Header, Order, Producer, RecordingId, STRING_MAX, Text,
-    Value, ValueIter, body, put_record_header,
+    Value, ValueIter, body,
 };
 
 /// Integers in a chosen byte order, written the plain way, independent of the crate's code.
@@ -645,7 +646,7 @@ fn format_md_meanings_example_is_what_the_encoder_writes() {
 /// 5 blocks holding 76 events of which 2 were counted lost, written because the disk was full,
 /// with 300 events its writer could not write (since 2.0.3).
 fn stop_example(order: Order) -> Vec<u8> {
-    event_format::wire::stop_block(order, 1024, 1, 500, &example_stop())
+    event_format::raw::stop_block(order, 1024, 1, 500, &example_stop())
 }
 
 fn example_stop() -> event_format::wire::Stop {
@@ -734,7 +735,8 @@ fn format_md_segment_example_is_what_the_encoder_writes() {
 /// byte orders; a key given twice, an empty key or a short value is malformed.
 #[test]
 fn format_md_labels_example_is_what_the_encoder_writes() {
-    use event_format::wire::{Earlier, EarlierRemoval, HeaderError, RecordingId, TAG_LABELS};
+    use event_format::raw::TAG_LABELS;
+    use event_format::wire::{Earlier, EarlierRemoval, HeaderError, RecordingId};
     let doc = format_md();
     let examples = doc_section(&doc, "## Worked examples");
     let section = doc_section(examples, "### Labels and earlier recordings");
@@ -800,7 +802,8 @@ fn format_md_labels_example_is_what_the_encoder_writes() {
 /// one or a second one makes the header malformed.
 #[test]
 fn the_segment_property_reads_back_and_its_damage_is_malformed() {
-    use event_format::wire::{HeaderError, TAG_SEGMENT};
+    use event_format::raw::TAG_SEGMENT;
+    use event_format::wire::HeaderError;
     for order in [Order::Little, Order::Big] {
         let mut header = tiny_header(order);
         header.properties.segment = Some(segment_example());
@@ -967,7 +970,7 @@ fn format_md_span_example_is_what_the_encoder_writes() {
     block.push(builtin::SPAN_CLOSE, t + 0x40, &[Value::Word(7)]).expect("fits");
     let bytes = block.finish();
     let used = u32::from_le_bytes(
-        bytes[event_format::wire::BLOCK_USED_AT..event_format::wire::BLOCK_USED_AT + 4].try_into().unwrap(),
+        bytes[event_format::raw::BLOCK_USED_AT..event_format::raw::BLOCK_USED_AT + 4].try_into().unwrap(),
     ) as usize;
     let records = &bytes[event_format::wire::BLOCK_HEADER_LEN..event_format::wire::BLOCK_HEADER_LEN + used];
     assert_eq!(blocks.first().map(Vec::as_slice), Some(records), "the encoder writes\n{}", hex_dump(records));
@@ -1026,7 +1029,7 @@ fn format_md_aggregate_records_example_is_what_the_encoder_writes() {
     ];
     w.push(builtin::HISTOGRAM, 110, &values).unwrap();
     let block = w.finish();
-    let used = Order::Little.u32(&block[event_format::wire::BLOCK_USED_AT..]) as usize;
+    let used = Order::Little.u32(&block[event_format::raw::BLOCK_USED_AT..]) as usize;
     let records = &block[48..48 + used];
     assert_eq!(fenced_bytes(section), [records.to_vec()], "the records; the encoder writes\n{}", hex_dump(records));
     assert_eq!(assert_rows(section, records, "aggregate records"), 18, "the table is read");
@@ -1049,7 +1052,8 @@ fn zstd_example_block(order: Order) -> Vec<u8> {
 /// packer (libzstd 1.5.7 at level 3) write today, and the block reads back.
 #[test]
 fn format_md_zstd_example_is_what_the_packer_writes() {
-    use event_format::wire::{Packer, Packing, Unpacker, columns};
+    use event_format::raw::columns;
+    use event_format::wire::{Packer, Packing, Unpacker};
     let order = Order::Little;
     let block = zstd_example_block(order);
     let used = order.u32(&block[40..]) as usize;

@@ -4,8 +4,9 @@
 //! for the next one) gives no index.
 
 use event_format::decode::{BlockStart, Decoder, index_blocks};
+use event_format::raw::pack_block;
 use event_format::testing::sample_stream;
-use event_format::wire::{Order, pack_block};
+use event_format::wire::Order;
 
 /// The blocks the decoder finds in `bytes`: (offset, base_time) of each good one, and the
 /// offset of each damaged one.

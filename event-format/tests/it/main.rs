@@ -9,6 +9,7 @@ mod decode;
 mod encode;
 mod fuzz_corpus;
 mod index;
+mod layers;
 mod packed;
 mod regressions;
 mod segments;

@@ -3,11 +3,10 @@
 //! block only: the decoder finds the next block by its sync word.
 
 use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::raw::{pack_block, packed_len, seal_block};
 use event_format::testing::sample_stream;
 use event_format::text;
-use event_format::wire::{
-    BLOCK_HEADER_LEN, BLOCK_PACKED, BlockHeader, BlockWriter, Damage, Order, Value, pack_block, packed_len, seal_block,
-};
+use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_PACKED, BlockHeader, BlockWriter, Damage, Order, Value};
 
 /// The sample stream's header bytes and its blocks.
 fn sample(order: Order) -> (Vec<u8>, Vec<Vec<u8>>, u32) {

@@ -2,6 +2,7 @@
 //! builds the smallest input that broke a reader and checks what it does now.
 
 use event_format::decode::DecodeOptions;
+use event_format::raw;
 use event_format::ring::{self, FollowItem, Follower, Layout, RingReader, RingStream};
 use event_format::testing::sample_header;
 use event_format::wire::{BlockHeader, BlockWriter, Order, Value};
@@ -27,16 +28,16 @@ fn ring_file(slots: u32, sequences: &[u64], position: u64, refused: u64, lost: u
         pin_half: 0,
     };
     let mut file = vec![0u8; layout.file_len() as usize];
-    file[..ring::at::CRC + 4].copy_from_slice(&layout.encode());
-    o.put_u32(&mut file[ring::at::STATE..], ring::STATE_CLOSED);
-    o.put_u64(&mut file[ring::at::LOST..], lost);
+    file[..raw::at::CRC + 4].copy_from_slice(&layout.encode());
+    o.put_u32(&mut file[raw::at::STATE..], ring::STATE_CLOSED);
+    o.put_u64(&mut file[raw::at::LOST..], lost);
     let at = layout.stream_header() as usize;
     file[at..at + header.len()].copy_from_slice(&header);
     for slot in 0..slots {
         let s = layout.slot(slot) as usize;
-        o.put_u64(&mut file[s + ring::slot_at::THREAD..], u64::from(slot) + 1);
-        o.put_u64(&mut file[s + ring::slot_at::POSITION..], position);
-        o.put_u64(&mut file[s + ring::slot_at::REFUSED..], refused);
+        o.put_u64(&mut file[s + raw::slot_at::THREAD..], u64::from(slot) + 1);
+        o.put_u64(&mut file[s + raw::slot_at::POSITION..], position);
+        o.put_u64(&mut file[s + raw::slot_at::REFUSED..], refused);
         for &sequence in sequences {
             let mut w = BlockWriter::new(
                 o,
@@ -59,7 +60,7 @@ fn ring_file(slots: u32, sequences: &[u64], position: u64, refused: u64, lost: u
 fn a_follower_at_the_last_sequence_neither_wraps_nor_repeats() {
     let last = u64::from(u32::MAX);
     // Block 2^32 − 2 is sealed at ring index 0; index 1 holds block 1, not 2^32 − 1.
-    let file = ring_file(1, &[last - 1, 1], ring::position(last, 48 + 8), 0, 0);
+    let file = ring_file(1, &[last - 1, 1], raw::position(last, 48 + 8), 0, 0);
     let mut follower = Follower::new(RingReader::open(&file[..], DecodeOptions::default()).unwrap());
     let first = follower.poll().unwrap();
     let records = first.iter().filter(|i| matches!(i, FollowItem::Records { .. })).count();
@@ -79,7 +80,7 @@ fn a_follower_at_the_last_sequence_neither_wraps_nor_repeats() {
 /// them in 64 bits (a panic in debug builds, a small wrong number in release builds).
 #[test]
 fn lying_refused_counts_saturate() {
-    let file = ring_file(2, &[0], ring::position(0, 48 + 8), u64::MAX, u64::MAX);
+    let file = ring_file(2, &[0], raw::position(0, 48 + 8), u64::MAX, u64::MAX);
     let mut stream = RingStream::new(RingReader::open(&file[..], DecodeOptions::default()).unwrap());
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).unwrap();
@@ -93,7 +94,8 @@ fn lying_refused_counts_saturate() {
 #[test]
 fn a_bad_record_is_skipped_once_and_not_repeated_when_resuming() {
     use event_format::decode::{Catalog, Decoder, Entry};
-    use event_format::wire::{BLOCK_HEADER_LEN, seal_block};
+    use event_format::raw::seal_block;
+    use event_format::wire::BLOCK_HEADER_LEN;
     for o in [Order::Little, Order::Big] {
         let header = sample_header(o);
         let mut stream = header.encode().unwrap();

@@ -7,8 +7,9 @@
 use event_format::decode::BlockSource;
 use event_format::ledger::{Ending, Ledger};
 use event_format::log::{self, Log, OpenOptions};
+use event_format::raw::stop_block;
 use event_format::testing::sample_header;
-use event_format::wire::{BlockHeader, BlockWriter, Order, RecordingId, Segment, Stop, StopCause, stop_block};
+use event_format::wire::{BlockHeader, BlockWriter, Order, RecordingId, Segment, Stop, StopCause};
 use std::path::Path;
 
 fn fresh(name: &str) -> crate::Scratch {

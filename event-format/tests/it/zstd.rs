@@ -5,11 +5,12 @@
 //! `EVENT_REQUIRE_ZSTANDARD=1`, as CI sets it).
 
 use event_format::decode::{Catalog, Decoder, Entry};
+use event_format::raw::{columns, packed_len, seal_block};
 use event_format::testing::sample_stream;
 use event_format::text;
 use event_format::wire::{
     BLOCK_COLUMNS, BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_ZSTD, BlockHeader, Codec, Damage, Order, Packer, Packing,
-    Unpacker, columns, packed_len, seal_block,
+    Unpacker,
 };
 use std::io::Write;
 use std::process::{Command, Stdio};

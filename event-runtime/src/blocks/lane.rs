@@ -220,7 +220,8 @@ impl Lane {
     /// idle flush reads it: under the lock, below the committed end). `None` for a ring, a
     /// lane without a block or records, or one the stop took.
     pub(crate) fn peek(&self) -> Option<Box<[u8]>> {
-        use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order};
+        use event_format::raw::BLOCK_USED_AT;
+        use event_format::wire::{BLOCK_HEADER_LEN, Order};
         let s = self.lock();
         if self.rings.is_some() || s.taken.is_some() || s.memory.is_null() {
             return None;
@@ -246,7 +247,8 @@ impl Lane {
     /// `used` set, when it is that block; `None` when it is not started yet (handed to the
     /// ring and not begun), or the current block holds no record.
     fn copy_one(&self, rings: &HeapRings, s: &LaneState, seq: u64, block: u32, end: usize) -> Option<Box<[u8]>> {
-        use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order};
+        use event_format::raw::BLOCK_USED_AT;
+        use event_format::wire::{BLOCK_HEADER_LEN, Order};
         let bs = self.block_size;
         let current = seq == s.sequence && s.ring_block == Some(block);
         if seq > s.sequence || (seq == s.sequence && !current) {
@@ -364,9 +366,8 @@ impl Lane {
     /// than 16 bytes (the smallest `TimeExtend`) at the block's start is left as it is.
     pub(crate) fn flush_idle(&self, write: impl FnOnce(&mut [u8])) -> bool {
         use event_format::builtin::TIME_EXTEND;
-        use event_format::wire::{
-            BLOCK_HEADER_LEN, BlockHeader, Order, RECORD_HEADER_LEN, RecordIter, put_record_header, seal_block,
-        };
+        use event_format::raw::{put_record_header, seal_block};
+        use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RECORD_HEADER_LEN, RecordIter};
         let mut s = self.lock();
         if s.taken.is_some() || s.memory.is_null() || self.blocks != 1 {
             return false;
@@ -823,9 +824,8 @@ mod tests {
 
     #[test]
     fn an_idle_flush_writes_the_committed_records_once_and_the_block_goes_on_numbered_after() {
-        use event_format::wire::{
-            BLOCK_HEADER_LEN as H, BLOCK_USED_AT, BlockHeader, Order, RecordIter, put_record_header,
-        };
+        use event_format::raw::{BLOCK_USED_AT, put_record_header};
+        use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order, RecordIter};
         const BS: usize = 512;
         let lane = Arc::new(Lane::new(4, 1, BS, false));
         let mut writer = LaneWriter::new(Arc::clone(&lane));
@@ -897,7 +897,7 @@ mod tests {
             r.fill(0xAA);
             writer.commit(H + REC, 1);
             let mut g = writer.lock().unwrap();
-            let used = &mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..];
+            let used = &mut g.block_mut(index).unwrap()[event_format::raw::BLOCK_USED_AT..];
             event_format::wire::Order::NATIVE.put_u32(used, REC as u32);
         }
         let take = lane.take().unwrap();
@@ -950,7 +950,7 @@ mod copy_tests {
             // A finished block says how much it holds (as the thread buffer's `finish_block`).
             let mut g = writer.lock().unwrap();
             Order::NATIVE
-                .put_u32(&mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..], (end - H) as u32);
+                .put_u32(&mut g.block_mut(index).unwrap()[event_format::raw::BLOCK_USED_AT..], (end - H) as u32);
         }
     }
 
@@ -1098,7 +1098,7 @@ mod loom_tests {
                     writer.record_mut(H, 8).unwrap().fill(seq as u8 + 1);
                     writer.commit(H + 8, 1);
                     let mut g = writer.lock().unwrap();
-                    Order::NATIVE.put_u32(&mut g.block_mut(index).unwrap()[event_format::wire::BLOCK_USED_AT..], 8);
+                    Order::NATIVE.put_u32(&mut g.block_mut(index).unwrap()[event_format::raw::BLOCK_USED_AT..], 8);
                 }
             });
             let copy = lane.copy_ring(0, u64::MAX);
@@ -1123,7 +1123,8 @@ mod loom_tests {
         // path (a full block: it finishes the block under the lock). Every record is in the
         // flushed block or the thread's block, once, and the blocks are numbered one after
         // the other: the thread reads the number the flush gave its block.
-        use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order, RecordIter, put_record_header};
+        use event_format::raw::put_record_header;
+        use event_format::wire::{BLOCK_HEADER_LEN as H, BlockHeader, Order, RecordIter};
         const BS: usize = 256;
         loom::model(|| {
             let lane = Arc::new(Lane::new(1, 1, BS, false));
@@ -1159,7 +1160,7 @@ mod loom_tests {
                 let mut g = writer.lock().unwrap();
                 let sequence = g.sequence();
                 let block = g.block_mut(0).unwrap();
-                Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], (end - H) as u32);
+                Order::NATIVE.put_u32(&mut block[event_format::raw::BLOCK_USED_AT..], (end - H) as u32);
                 (sequence, g.take_block().unwrap().to_vec())
             };
             let flushed = flusher.join().unwrap();

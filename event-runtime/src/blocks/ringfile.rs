@@ -31,10 +31,10 @@
 #![allow(unsafe_code)]
 
 use crate::files;
-use event_format::ring::{
-    Layout, PIN_ENTRY_HEADER, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING, at,
-    control_at, pin_at, pin_entry, position, slot_at, split_position, tag,
+use event_format::raw::{
+    PIN_ENTRY_HEADER, RECLAIMING, at, control_at, pin_at, pin_entry, position, slot_at, split_position, tag,
 };
+use event_format::ring::{Layout, REPLY_MAX, REQUEST_MAX, RING_VERSION, STATE_CLOSED, STATE_RECORDING};
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, RecordIter, verify_block};
 use memmap2::MmapMut;
 use std::fs::File;
@@ -828,7 +828,7 @@ impl Slot {
             let bytes = unsafe { std::slice::from_raw_parts(self.data.add(block as usize * self.block_size), len) };
             let mut copy = crate::blocks::lane::copied(bytes, self.block_size);
             if seq == current {
-                Order::NATIVE.put_u32(&mut copy[event_format::wire::BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
+                Order::NATIVE.put_u32(&mut copy[event_format::raw::BLOCK_USED_AT..], (len - BLOCK_HEADER_LEN) as u32);
             }
             out.push(copy);
         }
@@ -1032,7 +1032,7 @@ impl SlotCopy {
         }
         let records = RecordIter::new(&block[BLOCK_HEADER_LEN..end], Order::NATIVE, 0).count() as u64;
         state.taken = Some(records);
-        event_format::wire::seal_block(Order::NATIVE, &mut block, (end - BLOCK_HEADER_LEN) as u32);
+        event_format::raw::seal_block(Order::NATIVE, &mut block, (end - BLOCK_HEADER_LEN) as u32);
         Some(SlotTake { block })
     }
 }
@@ -1098,7 +1098,7 @@ mod tests {
                             i += 1;
                         }
                         let bytes = writer.finish();
-                        let used = Order::NATIVE.u32(&bytes[event_format::wire::BLOCK_USED_AT..]) as usize;
+                        let used = Order::NATIVE.u32(&bytes[event_format::raw::BLOCK_USED_AT..]) as usize;
                         let block = slot.block_mut(index);
                         block.copy_from_slice(&bytes);
                         slot.commit_end(BLOCK_HEADER_LEN + used);
@@ -1158,7 +1158,7 @@ mod loom_tests {
     //! atomics), and the commit protocol (the writer's order of stores against the reader's
     //! copy-and-validate, on a model of one slot whose bytes are loom atomics).
     use super::*;
-    use event_format::ring::split_position;
+    use event_format::raw::split_position;
     use loom::sync::Arc;
     use loom::sync::atomic::{AtomicU32 as LoomU32, AtomicU64 as LoomU64, fence};
     use loom::thread;
@@ -1391,7 +1391,7 @@ mod loom_pin_tests {
     //! ([`pin_into`]) on a model area whose bytes are loom atomics (one per 8 bytes), against
     //! the reader's copy-and-recheck as `RingReader::read_pins` does it.
     use super::*;
-    use event_format::ring::split_position;
+    use event_format::raw::split_position;
     use loom::sync::Arc;
     use loom::sync::atomic::{AtomicU64 as LoomU64, fence};
     use loom::thread;
@@ -1465,7 +1465,7 @@ mod loom_pin_tests {
             let ids: Vec<u64> = copy
                 .chunks(32)
                 .map(|e| {
-                    let id = Order::NATIVE.u64(&e[event_format::ring::pin_at::THREAD..]);
+                    let id = Order::NATIVE.u64(&e[event_format::raw::pin_at::THREAD..]);
                     assert_eq!(e, &entry(id)[..], "entry of id {id} is the one pinned, whole");
                     id
                 })

@@ -47,12 +47,10 @@ use crate::locks::lock;
 use event_format::builtin;
 use event_format::decode::{Catalog, Entry, Event};
 use event_format::histogram::Distribution;
+use event_format::raw::{fit_texts, put_record_header};
 use event_format::schema::{Buckets, HistogramOf, Rate, Schema};
 use event_format::text::write_value;
-use event_format::wire::{
-    ArgWriter, Header, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, Text, Value, body, fit_texts,
-    put_record_header,
-};
+use event_format::wire::{ArgWriter, Header, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, Text, Value, body};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

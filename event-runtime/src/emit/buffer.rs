@@ -42,9 +42,10 @@ use crate::config::Policy;
 use crate::emit::session::{self, Shared};
 use crate::event_set::EventSet;
 use event_format::builtin;
+use event_format::raw::{fit_texts, put_record_header, seal_block};
 use event_format::wire::{
     ArgWriter, BLOCK_HEADER_LEN, BlockHeader, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, RecordIter, STRING_MAX, Text,
-    body, fit_texts, put_record_header, seal_block,
+    body,
 };
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -1086,7 +1087,7 @@ impl ThreadBuffer {
         };
         ring.into_iter()
             .map(|b| {
-                let used = Order::NATIVE.u32(&b[event_format::wire::BLOCK_USED_AT..]) as usize;
+                let used = Order::NATIVE.u32(&b[event_format::raw::BLOCK_USED_AT..]) as usize;
                 b[..(BLOCK_HEADER_LEN + used).min(b.len())].to_vec()
             })
             .collect()
@@ -1116,7 +1117,7 @@ fn finish_block(block: &mut [u8], end: usize, in_file: bool) {
         seal_block(Order::NATIVE, block, used);
     } else {
         // The writer (or the stop) computes the CRC, off this thread's path.
-        Order::NATIVE.put_u32(&mut block[event_format::wire::BLOCK_USED_AT..], used);
+        Order::NATIVE.put_u32(&mut block[event_format::raw::BLOCK_USED_AT..], used);
     }
 }
 

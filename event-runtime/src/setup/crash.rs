@@ -307,14 +307,14 @@ mod signals {
         let Some(sinks) = sinks else { return };
         let Some(fd) = sinks.raw_fd() else { return };
         while let Some(mut block) = shared.exchange.try_pop() {
-            event_format::wire::seal_block_in_place(event_format::wire::Order::NATIVE, &mut block);
+            event_format::raw::seal_block_in_place(event_format::wire::Order::NATIVE, &mut block);
             write_all(fd, &block);
             // Leaked on purpose: the process is going down, and freeing is not signal-safe.
             std::mem::forget(block);
         }
         match left {
             Some(Left::Pool(mut block)) => {
-                event_format::wire::seal_block_in_place(event_format::wire::Order::NATIVE, &mut block);
+                event_format::raw::seal_block_in_place(event_format::wire::Order::NATIVE, &mut block);
                 write_all(fd, &block);
                 std::mem::forget(block);
             }

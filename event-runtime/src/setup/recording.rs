@@ -357,7 +357,8 @@ fn close_sinks(shared: &Shared, never_ran: bool) {
 /// Writes what the stop took from the threads' lanes: the partial pool blocks now, the rings
 /// with the others (`write::write_rings`), and each thread's refusals as a report.
 fn write_taken(shared: &Shared, taken: Vec<crate::blocks::lane::LaneTake>) {
-    use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_USED_AT, Order, seal_block_in_place};
+    use event_format::raw::{BLOCK_USED_AT, seal_block_in_place};
+    use event_format::wire::{BLOCK_HEADER_LEN, Order};
     for mut take in taken {
         shared.writer.report_dropped(take.thread, take.refused);
         if !take.ring.is_empty() {

@@ -34,9 +34,8 @@ use crate::config::{Keep, Rotate};
 use crate::files;
 use event_format::decode::{Catalog, DecodeOptions, Decoder, index_blocks};
 use event_format::ledger::Ledger;
-use event_format::wire::{
-    BlockHeader, Earlier, EarlierRemoval, Header, Order, RecordingId, Segment, seal_block_in_place,
-};
+use event_format::raw::seal_block_in_place;
+use event_format::wire::{BlockHeader, Earlier, EarlierRemoval, Header, Order, RecordingId, Segment};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, Read};

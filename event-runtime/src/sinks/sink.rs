@@ -11,8 +11,9 @@ use crate::incident::history::{Entry, History, Place};
 use crate::sinks::segments::Segments;
 use crate::sinks::space::{Room, is_no_space, make_room};
 use event_format::builtin::{DROPPED, THREAD_NAME};
+use event_format::raw::stop_block;
 use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, RecordIter, Stop, StopCause, Text, Value};
-use event_format::wire::{Packer, Packing, stop_block};
+use event_format::wire::{Packer, Packing};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
@@ -564,7 +565,7 @@ impl Sinks {
             for (i, block) in blocks.iter_mut().enumerate() {
                 let header = BlockHeader { sequence: first + i as u64, ..BlockHeader::read(Order::NATIVE, block) };
                 header.write(Order::NATIVE, block);
-                event_format::wire::seal_block_in_place(Order::NATIVE, block);
+                event_format::raw::seal_block_in_place(Order::NATIVE, block);
                 self.write_block(block, false);
             }
         }

@@ -32,9 +32,9 @@ use crate::incident::trigger::Cause;
 use crate::locks::lock;
 use crate::sinks::sink::Sinks;
 use event_format::builtin;
+use event_format::raw::seal_block_in_place;
 use event_format::wire::{
     BLOCK_HEADER_LEN, BlockHeader, BlockWriter, Order, PushError, RecordIter, StopCause, Text, Value,
-    seal_block_in_place,
 };
 use std::collections::BTreeSet;
 use std::io::{self, Read};
@@ -523,7 +523,7 @@ fn read_window(
             let len = block.records.len().min(raw.len() - BLOCK_HEADER_LEN);
             let header = BlockHeader { flags: 0, sequence: entry.sequence, used: len as u32, crc: 0, ..block.header };
             header.write(Order::NATIVE, &mut raw);
-            Order::NATIVE.put_u32(&mut raw[event_format::wire::BLOCK_USED_AT..], len as u32);
+            Order::NATIVE.put_u32(&mut raw[event_format::raw::BLOCK_USED_AT..], len as u32);
             raw[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + len].copy_from_slice(&block.records[..len]);
             out.push(raw);
         }

@@ -11,9 +11,11 @@ use crate::emit::session::Shared;
 use crate::locks::lock;
 use crate::sinks::sink;
 use event_format::builtin;
+use event_format::raw::dropped_report;
+use event_format::raw::seal_block_in_place;
 use event_format::ring::{RingReader, RingStream};
-use event_format::wire::{Order, seal_block_in_place};
-use event_format::wire::{StopCause, Text, Value, dropped_report};
+use event_format::wire::Order;
+use event_format::wire::{StopCause, Text, Value};
 use std::io::{self, Read};
 use std::time::Duration;
 

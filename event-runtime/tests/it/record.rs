@@ -350,7 +350,7 @@ fn assert_blocks_are_the_reference_encoders(
         assert_eq!(block.header.flags, 0, "a whole block, not packed");
         if let Some(stop) = block.stop() {
             // The clean-stop marker's block (format 2.0.1), the last: the reference's own.
-            let reference = event_format::wire::stop_block(
+            let reference = event_format::raw::stop_block(
                 block.order,
                 block_size,
                 block.header.sequence,

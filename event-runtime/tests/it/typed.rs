@@ -392,7 +392,7 @@ fn log_of_blocks(blocks: &[(u64, Vec<Record<'_>>)]) -> Vec<u8> {
     // The stop marker a recorder that stopped writes: a whole log, stopped cleanly.
     let events = blocks.iter().map(|(_, records)| records.len() as u64).sum();
     let stop = event_format::wire::Stop { blocks: blocks.len() as u64, events, ..Default::default() };
-    stream.extend(event_format::wire::stop_block(Order::NATIVE, 4096, 0, 1000, &stop));
+    stream.extend(event_format::raw::stop_block(Order::NATIVE, 4096, 0, 1000, &stop));
     stream
 }
 

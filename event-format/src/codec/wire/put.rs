@@ -143,7 +143,7 @@ impl<'a> ArgWriter<'a> {
 }
 
 /// Appends `value`'s wire encoding ([`ArgWriter::value`]) to `out`. Strings must already be
-/// cut by [`fit_strings`](super::fit_strings) (at most [`STRING_MAX`] bytes); longer ones are cut here to keep the
+/// cut by `fit_strings` (at most [`STRING_MAX`] bytes); longer ones are cut here to keep the
 /// prefix valid.
 pub fn encode_value(value: &Value<'_>, order: Order, out: &mut Vec<u8>) {
     let value = match *value {

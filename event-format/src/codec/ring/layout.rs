@@ -104,7 +104,7 @@ pub mod at {
     /// file, whose writer left the word reserved.
     pub const DISCARDED: usize = 104;
     /// `u64`, atomic (since layout 1.0.2, with a pin area): the pin area's
-    /// [`position`](crate::ring::position): its epoch (which half holds the entries, `epoch`
+    /// `position`: its epoch (which half holds the entries, `epoch`
     /// mod 2) in the high 32 bits, the end of its committed entries in that half in the low 32.
     pub const PIN_POSITION: usize = 112;
     /// `u64`, atomic (since layout 1.0.2, with a pin area): pinned records that left the pin
@@ -173,9 +173,9 @@ pub const RECLAIMING: u64 = u64::MAX;
 /// Byte offsets in a slot.
 pub mod slot_at {
     /// `u64`, atomic: the id of the thread that owns the slot; 0 while never used,
-    /// [`RECLAIMING`](crate::ring::RECLAIMING) while changing owner.
+    /// `RECLAIMING` while changing owner.
     pub const THREAD: usize = 0;
-    /// `u64`, atomic: [`position`](crate::ring::position) of the block being written.
+    /// `u64`, atomic: `position` of the block being written.
     pub const POSITION: usize = 8;
     /// `u32`, atomic: 1 while the owning thread runs.
     pub const LIVE: usize = 16;

@@ -4,44 +4,38 @@
 //! multi-byte integer is in the byte order the header's byte-order mark gives: a writer
 //! writes its own order ([`Order::NATIVE`]), a reader reads either.
 
-mod block;
+pub(crate) mod block;
 pub mod body;
 mod errors;
 mod header;
-mod pack;
-mod properties;
-mod put;
+pub(crate) mod pack;
+pub(crate) mod properties;
+pub(crate) mod put;
 mod record;
 mod sets;
 mod timebase;
-mod value;
+pub(crate) mod value;
 
-pub use block::{
-    BLOCK_USED_AT, BlockHeader, BlockWriter, Damage, PushError, dropped_report, packed_len, seal_block,
-    seal_block_in_place, stop_block, stop_block_of, unpack_records, unpack_records_into, verify_block,
-};
+pub use block::{BlockHeader, BlockWriter, Damage, PushError, unpack_records, unpack_records_into, verify_block};
+// What only a writer needs is public in `crate::raw`.
+pub(crate) use block::{BLOCK_USED_AT, dropped_report, packed_len, seal_block};
 pub use errors::{EncodeError, HeaderError};
 pub use header::{
     Clock, ClockSource, Header, Producer, records_histograms, records_host, records_properties, records_stop,
     records_stop_cause,
 };
-pub use pack::{
-    BLOCK_COLUMNS, BLOCK_ZSTD, Codec, KNOWN_FLAGS, Packer, Packing, Unpacker, ZSTD_MAGIC, columns, flags_known,
-    pack_block,
-};
+pub(crate) use pack::columns;
+pub use pack::{BLOCK_COLUMNS, BLOCK_ZSTD, Codec, Packer, Packing, Unpacker, flags_known};
 pub use properties::{
-    Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, PROPERTY_HEAD, Properties,
-    RecordingId, SEGMENT_LEN, Segment, Snapshot, SnapshotCause, TAG_EARLIER, TAG_HISTOGRAMS, TAG_LABELS, TAG_LIMITS,
-    TAG_MEANINGS, TAG_RECORDING, TAG_SEGMENT, TAG_SNAPSHOT, valid_label_key,
+    Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, Properties, RecordingId, Segment,
+    Snapshot, SnapshotCause, valid_label_key,
 };
-pub use put::{ArgWriter, encode_value, put_record_header};
+pub use put::ArgWriter;
 pub use record::{RawRecord, RecordError, RecordIter, Stop, StopCause, validate_args};
 pub use sets::{SetEntry, WireCodes};
 pub use timebase::Timebase;
-pub use value::{Text, Value, ValueIter, fit_strings, fit_texts, record_len};
+pub use value::{Text, Value, ValueIter};
 
-/// Offsets of the record header's fields, for writers ([`put_record_header`]) and readers
-/// ([`RecordIter`]) alike.
 pub(crate) mod field {
     /// The event code, 16 bits.
     pub(crate) const CODE: usize = 0;
@@ -90,7 +84,7 @@ use byteorder::{BigEndian, ByteOrder, LittleEndian};
 /// `Suppressed` and `Histogram`, the header's labels ([`Properties::labels`], tag 5: `service`,
 /// `version`, ... of the recording), earlier recordings ([`Earlier`], tag 6: what a
 /// directory's budget removed of them), and declared histograms and limits
-/// ([`TAG_HISTOGRAMS`], [`TAG_LIMITS`]): new built-in codes and properties, which a 2.0 reader
+/// (`TAG_HISTOGRAMS`, `TAG_LIMITS`): new built-in codes and properties, which a 2.0 reader
 /// skips by their length.
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).

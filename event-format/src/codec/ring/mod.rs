@@ -82,16 +82,16 @@
 //! `request_seq` from its mapping with acquire ordering.
 
 mod follow;
-mod layout;
+pub(crate) mod layout;
 mod read;
 
 pub use follow::{FollowItem, Follower};
 pub use layout::{
-    LIMIT_REQUEST, Layout, MAX_BLOCKS_PER_SLOT, MAX_PIN_HALF, MAX_POOL_BLOCKS, MAX_SLOTS, PAGE, PIN_ENTRY_HEADER,
-    POOLED_VERSION, RECLAIMING, REPLY_MAX, REQUEST_MAX, RING_MAGIC, RING_VERSION, ROTATE_REQUEST, RingError, SLOT_LEN,
-    SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, TAG_LEN, at, control_at, is_ring, pin_at,
-    pin_entry, position, slot_at, split_position, split_tag, tag,
+    LIMIT_REQUEST, Layout, MAX_POOL_BLOCKS, MAX_SLOTS, POOLED_VERSION, REPLY_MAX, REQUEST_MAX, RING_MAGIC,
+    RING_VERSION, ROTATE_REQUEST, RingError, SNAPSHOT_REQUEST, STATE_CLOSED, STATE_CREATING, STATE_RECORDING, is_ring,
 };
+// The file's byte offsets are public in `crate::raw`.
+pub(crate) use layout::at;
 pub use read::{
     PinArea, PinnedRecord, ReadAt, RingBlocks, RingFindings, RingReader, RingStream, SlotBlocks, SlotState, Status,
 };

@@ -670,7 +670,8 @@ fn truncated_strings(event: &Event<'_>) -> u64 {
 mod tests {
     use super::*;
     use crate::decode::Desc;
-    use crate::wire::{Order, Text, Value, encode_value};
+    use crate::raw::encode_value;
+    use crate::wire::{Order, Text, Value};
 
     #[test]
     fn cut_strings_are_those_the_values_say() {

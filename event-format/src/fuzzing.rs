@@ -6,10 +6,10 @@
 //! broken (a round trip that does not hold, a count that disagrees); anything a hostile
 //! input can cause must end in an error value instead.
 
-use crate::decode::{BlockSource, Catalog, DecodeOptions, Decoder, Entry};
-use crate::ledger::{Ledger, Step};
-use crate::ring::{self, Follower, RingBlocks, RingReader, RingStream};
-use crate::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
+use crate::codec::decode::{BlockSource, Catalog, DecodeOptions, Decoder, Entry};
+use crate::codec::ring::{self, Follower, RingBlocks, RingReader, RingStream};
+use crate::codec::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
+use crate::reading::ledger::{Ledger, Step};
 use std::io::{self, Read};
 
 mod filter;
@@ -27,11 +27,11 @@ pub fn fuzz_def(data: &[u8]) {
 }
 
 fn def_round_trip(text: &str) {
-    match crate::def::parse(text, "fuzz.def") {
+    match event_def::def::parse(text, "fuzz.def") {
         Ok(schema) => {
             assert!(schema.check().is_ok(), "the parser returned a schema that breaks the rules");
-            let rendered = crate::def::render(&schema);
-            match crate::def::parse(&rendered, "rendered.def") {
+            let rendered = event_def::def::render(&schema);
+            match event_def::def::parse(&rendered, "rendered.def") {
                 Ok(again) => assert_eq!(again, schema, "render then parse changed the schema:\n{rendered}"),
                 Err(e) => panic!("a rendered schema does not parse: {e}\n{rendered}"),
             }
@@ -66,7 +66,7 @@ pub fn fuzz_decode(data: &[u8]) {
 /// image and the records are one-to-one); and the bytes as a zstd frame, which unpacks within
 /// a block or is refused.
 fn column_image(data: &[u8]) {
-    use crate::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD, Unpacker, columns};
+    use crate::codec::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD, Unpacker, columns};
     let limit = 4096 - BLOCK_HEADER_LEN;
     for order in [Order::Little, Order::Big] {
         let mut records = Vec::new();
@@ -100,11 +100,11 @@ fn decode_both(data: &[u8]) {
 /// A stream without damage is indexed, and its index is the blocks the decoder finds.
 fn index_agrees(data: &[u8]) {
     let Ok(mut decoder) = Decoder::new(data) else { return };
-    let index = crate::decode::index_blocks(data, decoder.header(), decoder.header_len(), data.len() as u64);
+    let index = crate::codec::decode::index_blocks(data, decoder.header(), decoder.header_len(), data.len() as u64);
     let mut found = Vec::new();
     while let Some(block) = decoder.next_block() {
         match block {
-            Ok(b) => found.push(crate::decode::BlockStart { offset: b.offset, base_time: b.header.base_time }),
+            Ok(b) => found.push(crate::codec::decode::BlockStart { offset: b.offset, base_time: b.header.base_time }),
             // With damage the decoder looks for sync words, which the index does not.
             Err(_) => return,
         }
@@ -178,7 +178,7 @@ fn tally_blocks<S: BlockSource>(source: &mut S) -> Tally {
         if let Step::Ahead { skipped: n } = ledger.block(&block) {
             skipped += u128::from(n);
         }
-        if block.header.flags & crate::wire::BLOCK_PACKED == 0 {
+        if block.header.flags & crate::codec::wire::BLOCK_PACKED == 0 {
             assert_eq!(block.records.len(), block.header.used as usize, "a whole block's records are not `used` bytes");
         } else {
             assert!(
@@ -191,7 +191,7 @@ fn tally_blocks<S: BlockSource>(source: &mut S) -> Tally {
                 assert_eq!(event.values().count(), event.desc.format.len(), "a checked event lacks values");
                 line.clear();
                 // Writing to a String cannot fail.
-                let _ = crate::text::write_event(&mut line, &header.clock, event);
+                let _ = crate::reading::text::write_event(&mut line, &header.clock, event);
                 let _ = header.clock.wall_ns(event.time);
                 let _ = header.clock.seconds_since_start(event.time);
                 text_len += line.len();
@@ -306,9 +306,9 @@ fn repair_blocks(data: &mut [u8], order: Order, block_size: usize) {
             at += 8;
             continue;
         }
-        let used = order.u32(&data[at + crate::wire::BLOCK_USED_AT..]);
-        let packed = order.u16(&data[at + 4..]) & crate::wire::BLOCK_PACKED != 0;
-        let len = if packed { crate::wire::packed_len(used) } else { block_size };
+        let used = order.u32(&data[at + crate::codec::wire::BLOCK_USED_AT..]);
+        let packed = order.u16(&data[at + 4..]) & crate::codec::wire::BLOCK_PACKED != 0;
+        let len = if packed { crate::codec::wire::packed_len(used) } else { block_size };
         if used as usize > block_size - BLOCK_HEADER_LEN || at + len > data.len() {
             at += 8;
             continue;

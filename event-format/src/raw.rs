@@ -20,7 +20,7 @@ pub use crate::codec::ring::layout::{
 pub use crate::codec::wire::block::{
     BLOCK_USED_AT, dropped_report, packed_len, seal_block, seal_block_in_place, stop_block, stop_block_of,
 };
-pub use crate::codec::wire::pack::{KNOWN_FLAGS, ZSTD_MAGIC, columns, pack_block};
+pub use crate::codec::wire::pack::{ZSTD_MAGIC, columns, pack_block};
 pub use crate::codec::wire::properties::{
     PROPERTY_HEAD, SEGMENT_LEN, TAG_EARLIER, TAG_HISTOGRAMS, TAG_LABELS, TAG_LIMITS, TAG_MEANINGS, TAG_RECORDING,
     TAG_SEGMENT, TAG_SNAPSHOT,

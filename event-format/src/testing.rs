@@ -2,9 +2,11 @@
 //! uses every format letter, and a stream of it with several threads, blocks, built-in events
 //! and a time extension. Not meant for production use.
 
-use crate::builtin;
-use crate::schema::Schema;
-use crate::wire::{BlockHeader, BlockWriter, Clock, ClockSource, Header, MIN_BLOCK_SIZE, Order, Producer, Text, Value};
+use crate::codec::wire::{
+    BlockHeader, BlockWriter, Clock, ClockSource, Header, MIN_BLOCK_SIZE, Order, Producer, Text, Value,
+};
+use event_def::builtin;
+use event_def::schema::Schema;
 
 /// The sample's events.def text.
 pub const SAMPLE_DEF: &str = r#"VERSION(1, 2, 3)
@@ -19,7 +21,7 @@ RETIRED(OldPoll, 0x0005)
 
 /// The sample's schema.
 pub fn sample_schema() -> Schema {
-    match crate::def::parse(SAMPLE_DEF, "sample.def") {
+    match event_def::def::parse(SAMPLE_DEF, "sample.def") {
         Ok(schema) => schema,
         Err(errors) => unreachable!("the sample events.def is valid: {errors}"),
     }

@@ -26,9 +26,9 @@
 //! assert_eq!(names, [(1, "main".to_owned())]);
 //! ```
 
-use crate::builtin;
-use crate::decode::{Desc, Event};
-use crate::wire::{Text, Value};
+use crate::codec::decode::{Desc, Event};
+use crate::codec::wire::{Text, Value};
+use event_def::builtin;
 
 /// The Rust type of an argument of `letter`, in a variant of lifetime `$a`.
 macro_rules! field_type {
@@ -121,11 +121,11 @@ macro_rules! builtin_events {
 
         /// Each variant's name, code, letters and argument names, in declaration order.
         #[cfg(test)]
-        const LAYOUT: &[(&str, u16, &[crate::Letter], &[&str])] = &[
+        const LAYOUT: &[(&str, u16, &[event_def::Letter], &[&str])] = &[
             $( (
                 stringify!($name),
                 builtin::$code,
-                &[$(crate::Letter::$letter),*],
+                &[$(event_def::Letter::$letter),*],
                 &[$(stringify!($field)),*],
             ), )*
         ];
@@ -286,8 +286,8 @@ const LABEL_ID: usize = 1;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Catalog, Decoder, Entry};
-    use crate::wire::{BlockHeader, BlockWriter, Clock, Header, Order, Producer};
+    use crate::codec::decode::{Catalog, Decoder, Entry};
+    use crate::codec::wire::{BlockHeader, BlockWriter, Clock, Header, Order, Producer};
 
     /// The typed view and the table the recorder writes by agree on every built-in: names,
     /// codes, letters and argument names, in the table's order.
@@ -306,7 +306,7 @@ mod tests {
     /// arguments; an event of a set with a built-in's code is not one.
     #[test]
     fn every_builtin_reads_back() {
-        let schema = crate::def::parse(
+        let schema = event_def::def::parse(
             "VERSION(1, 0, 0)\nKIND(Pool, \"pools\")\nRELATION(Init, 0x0001, TRUE, Pool, WS, pool, class)\n",
             "events.def",
         )
@@ -322,11 +322,11 @@ mod tests {
                 .format
                 .iter()
                 .map(|letter| match letter {
-                    crate::Letter::Address => Value::Address(n),
-                    crate::Letter::Word => Value::Word(n),
-                    crate::Letter::Unsigned => Value::Unsigned(n as u32),
-                    crate::Letter::Signed => Value::Signed(-(n as i64)),
-                    crate::Letter::String => Value::Str(Text::new(b.name)),
+                    event_def::Letter::Address => Value::Address(n),
+                    event_def::Letter::Word => Value::Word(n),
+                    event_def::Letter::Unsigned => Value::Unsigned(n as u32),
+                    event_def::Letter::Signed => Value::Signed(-(n as i64)),
+                    event_def::Letter::String => Value::Str(Text::new(b.name)),
                     other => panic!("{} has a {other:?}: the view has no type for it", b.name),
                 })
                 .collect();

@@ -25,15 +25,15 @@
 //! # Ok(()) }
 //! ```
 
-use crate::builtin;
-use crate::letter::Letter;
-use crate::read_at::ReadAt;
-use crate::schema::BUILTIN_KIND;
-use crate::wire::{
+use crate::codec::read_at::ReadAt;
+use crate::codec::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, Damage, Header, HeaderError, Order, PREFIX_LEN,
     RECORD_HEADER_LEN, RawRecord, RecordError, RecordIter, SetEntry, Stop, Unpacker, ValueIter, packed_len,
     validate_args, verify_block,
 };
+use event_def::builtin;
+use event_def::letter::Letter;
+use event_def::schema::BUILTIN_KIND;
 use std::fmt;
 use std::io::{self, Read};
 

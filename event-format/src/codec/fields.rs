@@ -30,9 +30,9 @@
 //! the same wherever their text is in it, which integers, floats, booleans and strings always
 //! were; a text that is not is shown as it is, with no named fields.
 
-use crate::builtin;
-use crate::builtins::BuiltinEvent;
-use crate::decode::Event;
+use crate::codec::builtins::BuiltinEvent;
+use crate::codec::decode::Event;
+use event_def::builtin;
 use std::borrow::Cow;
 use std::fmt::{self, Write};
 

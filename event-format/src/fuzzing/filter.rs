@@ -1,6 +1,6 @@
 //! `filter_parse`: the filter language on arbitrary text.
 
-use crate::filter::{FieldValue, Filter, Filterable, ValueType};
+use crate::reading::filter::{FieldValue, Filter, Filterable, ValueType};
 use std::borrow::Cow;
 
 /// The parameter names the fuzzed filters may use, beside the built-in names, with their

@@ -32,10 +32,10 @@
 //! # Ok::<(), String>(())
 //! ```
 
-use crate::builtins::BuiltinEvent;
-use crate::decode::Event;
-use crate::schema::{Buckets, Histogram, HistogramOf};
-use crate::wire::Header;
+use crate::codec::builtins::BuiltinEvent;
+use crate::codec::decode::Event;
+use crate::codec::wire::Header;
+use event_def::schema::{Buckets, Histogram, HistogramOf};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -465,7 +465,7 @@ impl Histograms {
     /// declaration has, buckets that break its rules) is counted among the
     /// [`unreadable`](Histograms::unreadable) ones.
     pub fn take(&mut self, file: usize, event: &Event<'_>) -> bool {
-        if event.desc.code != crate::builtin::HISTOGRAM || !event.desc.is_builtin() {
+        if event.desc.code != event_def::builtin::HISTOGRAM || !event.desc.is_builtin() {
             return false;
         }
         let Some(BuiltinEvent::Histogram { histogram, .. }) = BuiltinEvent::of(event) else { return true };

@@ -8,8 +8,8 @@
 //! showing (control characters, so terminal escape sequences) or make a line read otherwise
 //! than it is stored (the bidirectional overrides, embeddings, isolates and marks) is escaped.
 
-use crate::decode::Event;
-use crate::wire::{Clock, Text, Timebase, Value};
+use crate::codec::decode::Event;
+use crate::codec::wire::{Clock, Text, Timebase, Value};
 use std::fmt::{self, Write};
 
 /// Whether `c` is a bidirectional formatting character: the embeddings and overrides
@@ -451,7 +451,7 @@ pub fn write_event<W: Write>(out: &mut W, clock: &Clock, event: &Event<'_>) -> f
 #[cfg(test)]
 mod tests {
     use super::write_seconds;
-    use crate::wire::{Clock, ClockSource};
+    use crate::codec::wire::{Clock, ClockSource};
 
     fn seconds(rate: u64, start: u64, ticks: u64) -> String {
         let clock = Clock {
@@ -468,7 +468,7 @@ mod tests {
 
     #[test]
     fn numbers_are_written_as_format_writes_them() {
-        use crate::wire::Value;
+        use crate::codec::wire::Value;
         let write = |value: Value<'_>| {
             let mut s = String::new();
             super::write_value(&mut s, &value).unwrap();
@@ -501,7 +501,7 @@ mod tests {
         }
         for v in [0i64, -1, 1, i64::MIN, i64::MAX, -720] {
             let mut s = String::new();
-            super::write_value(&mut s, &crate::wire::Value::Signed(v)).unwrap();
+            super::write_value(&mut s, &crate::codec::wire::Value::Signed(v)).unwrap();
             assert_eq!(s, format!("{v}"));
         }
     }
@@ -509,7 +509,7 @@ mod tests {
     /// docs/FORMAT.md ("Text rendering"): each rule of a value's text, pinned.
     #[test]
     fn values_are_written_as_format_md_says() {
-        use crate::wire::{Text, Value};
+        use crate::codec::wire::{Text, Value};
         let text = |v: Value<'_>| {
             let mut s = String::new();
             super::write_value(&mut s, &v).unwrap();
@@ -555,7 +555,7 @@ mod tests {
     fn doubles_are_written_as_debug_writes_them() {
         let check = |v: f64| {
             let mut s = String::new();
-            super::write_value(&mut s, &crate::wire::Value::Double(v)).unwrap();
+            super::write_value(&mut s, &crate::codec::wire::Value::Double(v)).unwrap();
             assert_eq!(s, format!("{v:?}"), "{:#x}", v.to_bits());
         };
         let mut edges = vec![0.0, -0.0, f64::MIN_POSITIVE, f64::MAX, f64::MIN, f64::EPSILON, 5e-324, 1e-4, 1e-5, 1e16];

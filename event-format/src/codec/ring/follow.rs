@@ -2,8 +2,8 @@
 //! file"): each poll yields what was committed since the last, once.
 
 use super::read::{PinnedRecord, ReadAt, RingReader, pins_by_thread, put_back};
-use crate::decode::Block;
-use crate::wire::BLOCK_HEADER_LEN;
+use crate::codec::decode::Block;
+use crate::codec::wire::BLOCK_HEADER_LEN;
 use std::io;
 
 /// What [`Follower::poll`] found.

@@ -2,8 +2,8 @@
 //! page, the slot table and the data area (docs/FORMAT.md, "Ring layout"), and the checks
 //! a reader makes before it trusts a file's geometry.
 
-use crate::schema::Version;
-use crate::wire::{HeaderError, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order};
+use crate::codec::wire::{HeaderError, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order};
+use event_def::schema::Version;
 use std::fmt;
 use std::io;
 

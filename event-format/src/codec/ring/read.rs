@@ -5,16 +5,16 @@
 use super::layout::{
     Layout, PIN_ENTRY_HEADER, RECLAIMING, RingError, STATE_CREATING, at, pin_at, slot_at, split_position, tag,
 };
-use crate::builtin::TIME_EXTEND;
-use crate::decode::{Block, BlockError, BlockSource, DecodeOptions};
-use crate::schema::Version;
-use crate::wire::{
+use crate::codec::decode::{Block, BlockError, BlockSource, DecodeOptions};
+use crate::codec::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, BlockWriter, Damage, Header, Order, PushError,
     RECORD_HEADER_LEN, seal_block, verify_block,
 };
+use event_def::builtin::TIME_EXTEND;
+use event_def::schema::Version;
 use std::io;
 
-pub use crate::read_at::ReadAt;
+pub use crate::codec::read_at::ReadAt;
 
 /// One slot as read at one instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -674,9 +674,10 @@ pub(crate) fn put_back(
         let first = sealed.remove(0);
         let h = BlockHeader::read(layout.order, &first);
         let records = &first[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + h.used as usize];
-        left_out +=
-            crate::wire::RecordIter::new(records, layout.order, 0).flatten().filter(|r| r.code != TIME_EXTEND).count()
-                as u64;
+        left_out += crate::codec::wire::RecordIter::new(records, layout.order, 0)
+            .flatten()
+            .filter(|r| r.code != TIME_EXTEND)
+            .count() as u64;
     }
     let first_number = if oldest.is_some() { below - sealed.len() as u64 } else { 0 };
     let mut blocks = Vec::new();
@@ -788,7 +789,8 @@ impl<R: ReadAt> RingBlocks<R> {
             if status.discarded > 0 {
                 self.drops.push((0, status.discarded));
             }
-            let report = crate::wire::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops);
+            let report =
+                crate::codec::wire::dropped_report(layout.order, layout.block_size, 0, self.last_time, &self.drops);
             for bytes in report {
                 // Blocks this module just wrote: they pass their checks.
                 if let Ok(header) = verify_block(layout.order, &bytes) {

@@ -7,8 +7,8 @@ use super::put::{ArgWriter, put_record_header};
 use super::record::Stop;
 use super::value::{Text, Value, fit_strings, fit_texts, record_len};
 use super::{BLOCK_HEADER_LEN, BLOCK_SYNC, FORMAT_VERSION, MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX};
-use crate::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
-use crate::schema::Version;
+use event_def::builtin::{DROPPED, STOP, TIME_EXTEND, TIME_EXTEND_FIXED};
+use event_def::schema::Version;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -177,7 +177,7 @@ pub fn verify_block(order: Order, block: &[u8]) -> Result<BlockHeader, Damage> {
     }
     // Flags are covered by the CRC: checked after it, an unknown flag is a newer writer's,
     // not a flipped bit. Bits 1 and 2 (zstd, columns) mean nothing without bit 0.
-    if !super::pack::flags_known(header.flags) {
+    if !super::flags_known(header.flags) {
         return Err(Damage::UnknownFlags(header.flags));
     }
     Ok(header)

@@ -1,7 +1,7 @@
 //! Why a header could not be encoded ([`EncodeError`]) or was refused ([`HeaderError`]).
 
 use super::{FIXED_LEN, FORMAT_VERSION, LAST_V1, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE};
-use crate::schema::{Problem, Version};
+use event_def::schema::{Problem, Version};
 use std::fmt;
 use std::io;
 

@@ -8,7 +8,7 @@ use super::{
     FIXED_LEN, FORMAT_VERSION, LAST_V1, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER_LEN, MIN_BLOCK_SIZE, Order, PREFIX_LEN, Put,
     Take,
 };
-use crate::schema::{Schema, Version};
+use event_def::schema::{Schema, Version};
 
 /// The pointer widths, in bytes, a header may give.
 const POINTER_WIDTHS: [u8; 4] = [2, 4, 8, 16];

@@ -25,7 +25,7 @@ pub use header::{
     records_stop_cause,
 };
 pub(crate) use pack::columns;
-pub use pack::{BLOCK_COLUMNS, BLOCK_ZSTD, Codec, Packer, Packing, Unpacker, flags_known};
+pub use pack::{Codec, Packer, Packing, Unpacker};
 pub use properties::{
     Earlier, EarlierRemoval, MAX_EARLIER, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, Properties, RecordingId, Segment,
     Snapshot, SnapshotCause, valid_label_key,
@@ -45,8 +45,8 @@ pub(crate) mod field {
     pub(crate) const DELTA: usize = 4;
 }
 
-use crate::schema::Version;
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
+use event_def::schema::Version;
 
 /// The format version this crate writes, and the newest it reads without `force`.
 ///
@@ -105,6 +105,20 @@ pub const BLOCK_SYNC: u32 = 0xEB10_C4ED;
 /// rounded up to a multiple of 8 in the stream, not the whole block size (docs/FORMAT.md,
 /// "Packed blocks").
 pub const BLOCK_PACKED: u16 = 0x0001;
+/// Block flag (since 2.1): with [`BLOCK_PACKED`], the packed bytes are one zstd frame
+/// (RFC 8878) instead of an LZ4 block (docs/FORMAT.md, "Packed blocks").
+pub const BLOCK_ZSTD: u16 = 0x0002;
+/// Block flag (since 2.1): with [`BLOCK_PACKED`], the unpacked bytes are the block's records
+/// in columns ([`columns`](pack::columns); docs/FORMAT.md, "Columns").
+pub const BLOCK_COLUMNS: u16 = 0x0004;
+/// Every block flag this version knows.
+pub const KNOWN_FLAGS: u16 = BLOCK_PACKED | BLOCK_ZSTD | BLOCK_COLUMNS;
+/// Whether `flags` (a verified block's) are a combination this version reads: bits 1 and 2
+/// mean nothing without bit 0.
+pub fn flags_known(flags: u16) -> bool {
+    flags & !KNOWN_FLAGS == 0 && (flags & BLOCK_PACKED != 0 || flags & (BLOCK_ZSTD | BLOCK_COLUMNS) == 0)
+}
+
 /// Size of a block header in bytes.
 pub const BLOCK_HEADER_LEN: usize = 48;
 /// Size of a record header (code, length, time delta) in bytes.

@@ -14,28 +14,13 @@
 //! from block to block), a reader unpacks through an [`Unpacker`] (one per reader, likewise).
 
 use super::block::{Damage, packed_len, seal_block};
-use super::{BLOCK_HEADER_LEN, BLOCK_PACKED, Order};
+use super::{BLOCK_COLUMNS, BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_ZSTD, Order};
 use std::fmt;
 use zstd::zstd_safe;
-
-/// Block flag (since 2.1): with [`BLOCK_PACKED`], the packed bytes are one zstd frame
-/// (RFC 8878) instead of an LZ4 block (docs/FORMAT.md, "Packed blocks").
-pub const BLOCK_ZSTD: u16 = 0x0002;
-/// Block flag (since 2.1): with [`BLOCK_PACKED`], the unpacked bytes are the block's records
-/// in columns ([`columns`]; docs/FORMAT.md, "Columns").
-pub const BLOCK_COLUMNS: u16 = 0x0004;
-/// Every block flag this version knows.
-pub const KNOWN_FLAGS: u16 = BLOCK_PACKED | BLOCK_ZSTD | BLOCK_COLUMNS;
 
 /// The first four bytes of every zstd frame (RFC 8878, "Zstandard Frames"), as they are in
 /// the stream.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
-
-/// Whether `flags` (a verified block's) are a combination this version reads: bits 1 and 2
-/// mean nothing without bit 0.
-pub fn flags_known(flags: u16) -> bool {
-    flags & !KNOWN_FLAGS == 0 && (flags & BLOCK_PACKED != 0 || flags & (BLOCK_ZSTD | BLOCK_COLUMNS) == 0)
-}
 
 /// The compressor a [`Packing`] uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

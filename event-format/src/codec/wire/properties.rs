@@ -13,7 +13,7 @@
 use super::errors::{EncodeError, HeaderError};
 use super::sets::{SetEntry, put_str, take_str};
 use super::{Put, Take};
-use crate::schema::{Buckets, Counter, Flow, FlowStep, Histogram, HistogramOf, Limit, Rate, Span};
+use event_def::schema::{Buckets, Counter, Flow, FlowStep, Histogram, HistogramOf, Limit, Rate, Span};
 use std::fmt;
 
 /// Tag of [`Properties::recording`].
@@ -757,7 +757,7 @@ fn for_each_set(
     take: &mut Take<'_>,
     sets: &mut [SetEntry],
     what: &str,
-    mut each: impl FnMut(&mut Take<'_>, &mut crate::schema::Schema) -> Result<(), HeaderError>,
+    mut each: impl FnMut(&mut Take<'_>, &mut event_def::schema::Schema) -> Result<(), HeaderError>,
 ) -> Result<(), HeaderError> {
     let short = || HeaderError::Malformed(format!("the sets' {what} run past the end of their property"));
     let n = take.u16().ok_or_else(short)?;

@@ -2,11 +2,11 @@
 //! by format letter (docs/FORMAT.md, "Records").
 
 use super::{Order, RECORD_HEADER_LEN, STRING_TRUNCATED, Take, field};
-use crate::builtin::{
+use event_def::builtin::{
     STOP, STOP_ARGS, STOP_DISK_FULL, STOP_FIXED, STOP_ROTATED, STOP_STOPPED, STOP_WRITE_ERROR, TIME_EXTEND,
     TIME_EXTEND_FIXED,
 };
-use crate::letter::Letter;
+use event_def::letter::Letter;
 use std::fmt;
 
 /// Why a record could not be decoded. The block it is in passed its CRC, so these mean the

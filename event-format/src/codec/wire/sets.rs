@@ -4,8 +4,8 @@
 
 use super::errors::{EncodeError, HeaderError};
 use super::{LAST_V1, Put, Take};
-use crate::letter::Letter;
-use crate::schema::{EventType, Kind, LAST_USER_CODE, Retired, Rules, Schema, Version, set_name_problem};
+use event_def::letter::Letter;
+use event_def::schema::{EventType, Kind, LAST_USER_CODE, Retired, Rules, Schema, Version, set_name_problem};
 
 /// Bit 0 of an event's flags byte in the embedded schema: the `always` flag.
 const EVENT_ALWAYS: u8 = 1;

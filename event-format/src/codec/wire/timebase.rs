@@ -167,7 +167,7 @@ fn clamp(v: i128) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ClockSource;
+    use crate::codec::wire::ClockSource;
 
     fn clock(rate: u64, start: u64) -> Clock {
         Clock {
@@ -251,7 +251,7 @@ mod tests {
                 continue;
             }
             let mut text = String::new();
-            crate::text::write_seconds(&mut text, &c, ticks).unwrap();
+            crate::reading::text::write_seconds(&mut text, &c, ticks).unwrap();
             assert_eq!(time.seconds(ticks), text.parse::<f64>().unwrap(), "{text}");
         }
     }

@@ -3,7 +3,7 @@
 //! record ([`fit_strings`]).
 
 use super::{MAX_RECORD_LEN, Order, RECORD_HEADER_LEN, STRING_MAX, STRING_TRUNCATED, Take};
-use crate::letter::Letter;
+use event_def::letter::Letter;
 
 /// A string argument as it is on the wire: bytes (UTF-8 from a well-behaved writer, but a
 /// reader must not assume it) and whether the writer cut it.

@@ -203,5 +203,5 @@ pub(super) fn compare_strings(op: Op, got: &str, value: &str) -> bool {
 /// Whether all of `text` matches `pattern`: `*` matches any run of characters, `?` exactly
 /// one, anything else itself: the selection language's glob ([`crate::select::glob`]).
 pub(super) fn glob_matches(pattern: &str, text: &str) -> bool {
-    crate::select::glob::matches(pattern, text)
+    crate::reading::select::glob::matches(pattern, text)
 }

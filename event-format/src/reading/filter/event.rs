@@ -2,8 +2,8 @@
 //! fields, through [`Filterable`].
 
 use super::{FieldValue, Filterable};
-use crate::decode::Event;
-use crate::wire::{Clock, Value as WireValue};
+use crate::codec::decode::Event;
+use crate::codec::wire::{Clock, Value as WireValue};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -67,7 +67,7 @@ impl Filterable for FilterEvent<'_> {
     }
 
     fn tracing_field(&self, name: &str) -> Option<FieldValue<'_>> {
-        let fields = crate::fields::of_event(self.event)?;
+        let fields = crate::codec::fields::of_event(self.event)?;
         fields.into_iter().find(|(k, _)| *k == name).map(|(_, value)| value)
     }
 

@@ -113,7 +113,7 @@ pub struct Filter {
 /// values of tracing fields, of parameters and of the built-ins are one type (integers of every letter as
 /// `Int`, `time` as `Float`, booleans compare with `true`/`false` and as 0 and 1 with
 /// numbers, text for `name`, `kind` and string parameters).
-pub use crate::fields::FieldValue;
+pub use crate::codec::fields::FieldValue;
 
 /// The type of a name's values (a parameter's, or a built-in's), as [`Filter::parse_typed`]
 /// checks a comparison against it.
@@ -135,8 +135,8 @@ pub enum ValueType {
 
 impl ValueType {
     /// The type of the values of a format letter.
-    pub fn of_letter(letter: crate::letter::Letter) -> ValueType {
-        use crate::letter::Letter;
+    pub fn of_letter(letter: event_def::letter::Letter) -> ValueType {
+        use event_def::letter::Letter;
         match letter {
             Letter::Pointer | Letter::Address | Letter::Word | Letter::Unsigned | Letter::Signed => ValueType::Int,
             Letter::Double => ValueType::Float,

@@ -276,7 +276,7 @@ impl<'a, 'f> Parser<'a, 'f> {
     /// The message for an unknown parameter after `args.`.
     pub(super) fn unknown_param(&self, word: &str) -> String {
         let params: Vec<&str> = self.types.keys().copied().collect();
-        let hint = crate::def::closest(word, params.iter().copied())
+        let hint = event_def::def::closest(word, params.iter().copied())
             .map(|near| format!("did you mean `args.{}`? ", near.escape_debug()))
             .unwrap_or_default();
         let all: Vec<String> = params.iter().map(|f| f.escape_debug().to_string()).collect();
@@ -288,7 +288,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         let mut builtins = BUILTIN_NAMES;
         builtins.sort_unstable();
         let all: Vec<&str> = builtins.iter().copied().chain(self.params.iter().copied()).collect();
-        let hint = match (crate::def::closest(word, all.iter().copied()), word) {
+        let hint = match (event_def::def::closest(word, all.iter().copied()), word) {
             (Some(near), _) => format!("did you mean `{}`?", near.escape_debug()),
             (None, "not" | "NOT") => "to negate a condition, write `!`;".to_owned(),
             (None, _) => String::new(),

@@ -85,12 +85,12 @@ pub use snapshot::describe_snapshot;
 pub use suppressed::describe_suppressed;
 pub use tally::Tally;
 
-use crate::builtin::DROPPED;
-use crate::decode::{Block, BlockError, Entry, Event};
-use crate::letter::Letter;
-use crate::ring::{RingFindings, STATE_CLOSED};
-use crate::schema::Version;
-use crate::wire::{RecordError, STRING_TRUNCATED, Stop, StopCause, records_stop};
+use crate::codec::decode::{Block, BlockError, Entry, Event};
+use crate::codec::ring::{RingFindings, STATE_CLOSED};
+use crate::codec::wire::{RecordError, STRING_TRUNCATED, Stop, StopCause, records_stop};
+use event_def::builtin::DROPPED;
+use event_def::letter::Letter;
+use event_def::schema::Version;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -669,9 +669,9 @@ fn truncated_strings(event: &Event<'_>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::Desc;
+    use crate::codec::decode::Desc;
+    use crate::codec::wire::{Order, Text, Value};
     use crate::raw::encode_value;
-    use crate::wire::{Order, Text, Value};
 
     #[test]
     fn cut_strings_are_those_the_values_say() {

@@ -6,7 +6,7 @@
 //! Pure: it is given the present segments' properties, in order of their index, and reads
 //! nothing.
 
-use crate::wire::Segment;
+use crate::codec::wire::Segment;
 
 /// One segment of a recording, as the log's opener found it: its file's name (for messages)
 /// and its header's segment property.

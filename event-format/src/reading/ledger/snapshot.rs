@@ -6,8 +6,8 @@
 //! A snapshot is judged as a ring is (its threads' oldest blocks were overwritten before the
 //! window, which is normal); this line is what tells a reader that it is one.
 
-use crate::decode::Catalog;
-use crate::wire::{Header, SnapshotCause};
+use crate::codec::decode::Catalog;
+use crate::codec::wire::{Header, SnapshotCause};
 
 /// The line that says what `header`'s stream is when it is a snapshot; `None` otherwise.
 ///
@@ -77,7 +77,7 @@ fn utc(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let millis = ns.rem_euclid(1_000_000_000) / 1_000_000;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = crate::text::civil_date(days);
+    let (year, month, day) = crate::reading::text::civil_date(days);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{millis:03} UTC", rem / 3600, rem / 60 % 60, rem % 60)
 }
 

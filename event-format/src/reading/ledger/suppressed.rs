@@ -3,7 +3,7 @@
 //! the program asked for it.
 
 use super::Ledger;
-use crate::decode::Catalog;
+use crate::codec::decode::Catalog;
 
 /// One line per event whose limit suppressed some of it: `suppressed by its limit: NAME, N
 /// events (T1 n1, T2 n2)`, the busiest threads first (the first five; the others summed),

@@ -6,10 +6,10 @@
 //! so that its records are counted once, where they are read.
 
 use super::{BadRecord, truncated_strings};
-use crate::builtin::{DROPPED, STOP, SUPPRESSED, TIME_EXTEND};
-use crate::decode::{Entry, Event};
-use crate::letter::Letter;
-use crate::wire::{RecordError, Value};
+use crate::codec::decode::{Entry, Event};
+use crate::codec::wire::{RecordError, Value};
+use event_def::builtin::{DROPPED, STOP, SUPPRESSED, TIME_EXTEND};
+use event_def::letter::Letter;
 use std::collections::BTreeMap;
 
 /// The counts of records (and of the losses blocks report), apart from the blocks they come
@@ -121,9 +121,9 @@ impl Tally {
 
 #[cfg(test)]
 mod tests {
-    use crate::decode::{Catalog, Decoder};
-    use crate::ledger::{Ledger, Tally};
-    use crate::wire::Order;
+    use crate::codec::decode::{Catalog, Decoder};
+    use crate::codec::wire::Order;
+    use crate::reading::ledger::{Ledger, Tally};
 
     /// A ledger handed each block's tally counts what one that counts the records itself does.
     #[test]

@@ -3,8 +3,8 @@
 //! segments), since every segment restarts its threads' block numbers.
 
 use super::SegmentFile;
-use crate::decode::{Block, BlockError, BlockSource, BlockStart, DecodeOptions, Decoder, index_blocks};
-use crate::wire::{Damage, Header};
+use crate::codec::decode::{Block, BlockError, BlockSource, BlockStart, DecodeOptions, Decoder, index_blocks};
+use crate::codec::wire::{Damage, Header};
 
 use std::fs::File;
 use std::io::{BufReader, Read, Take};

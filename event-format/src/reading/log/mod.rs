@@ -42,10 +42,10 @@ pub use liveness::WriterLiveness;
 pub use recording::{FoundSegment, OPEN_SUFFIX, SegmentFile, segment_at, segments_in};
 pub use tail::Growing;
 
-use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
-use crate::ledger::{Ledger, SegmentEntry};
-use crate::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
-use crate::wire::{Header, HeaderError, RecordingId};
+use crate::codec::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
+use crate::codec::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
+use crate::codec::wire::{Header, HeaderError, RecordingId};
+use crate::reading::ledger::{Ledger, SegmentEntry};
 use chain::Chain;
 use recording::Plan;
 use std::fmt;
@@ -579,7 +579,7 @@ pub fn kind(path: &Path) -> Result<Kind, OpenError> {
 fn kind_of(magic: &[u8]) -> Kind {
     if ring::is_ring(magic) {
         Kind::Ring
-    } else if magic == crate::wire::MAGIC {
+    } else if magic == crate::codec::wire::MAGIC {
         Kind::Stream
     } else {
         Kind::Other

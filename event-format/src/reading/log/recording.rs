@@ -16,9 +16,9 @@
 //! read as one, as several files are.
 
 use super::{Kind, OpenError};
-use crate::decode::{DecodeOptions, Decoder};
-use crate::select::glob;
-use crate::wire::{Header, HeaderError, RecordingId, Segment};
+use crate::codec::decode::{DecodeOptions, Decoder};
+use crate::codec::wire::{Header, HeaderError, RecordingId, Segment};
+use crate::reading::select::glob;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read};

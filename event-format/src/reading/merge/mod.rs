@@ -50,12 +50,12 @@ mod watermark;
 pub use order::{At, Keys, Order, Place, Tie, Timed};
 pub use watermark::Watermark;
 
-use crate::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, Decoder, Entry, Event};
-use crate::ledger::{Ledger, Step};
-use crate::log::Log;
-use crate::read_at::ReadAt;
-use crate::ring::{RingBlocks, RingFindings};
-use crate::wire::{Clock, RecordError, RecordIter};
+use crate::codec::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, Decoder, Entry, Event};
+use crate::codec::read_at::ReadAt;
+use crate::codec::ring::{RingBlocks, RingFindings};
+use crate::codec::wire::{Clock, RecordError, RecordIter};
+use crate::reading::ledger::{Ledger, Step};
+use crate::reading::log::Log;
 use std::collections::VecDeque;
 
 /// The most record bytes the merge holds.
@@ -522,8 +522,8 @@ fn place(starts: &[u64], segment: u32, offset: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::wire::{BlockHeader, BlockWriter, Order};
     use crate::testing::sample_header;
-    use crate::wire::{BlockHeader, BlockWriter, Order};
 
     /// A stream whose blocks are out of time order in the file, one block of which goes back
     /// in time (a clock stepped back: a `TimeExtend` back) and one that jumps ahead past 2^32

@@ -19,7 +19,7 @@
 //! holds (each piece says what it counts, [`Timed::bytes`]).
 
 use super::Watermark;
-use crate::wire::Clock;
+use crate::codec::wire::Clock;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::ops::ControlFlow;

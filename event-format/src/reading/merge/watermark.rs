@@ -18,8 +18,8 @@
 //!
 //! [`index_blocks`]: crate::decode::index_blocks
 
-use crate::decode::BlockStart;
-use crate::wire::Clock;
+use crate::codec::decode::BlockStart;
+use crate::codec::wire::Clock;
 
 /// One log's index and how far its merge has come.
 #[derive(Debug)]

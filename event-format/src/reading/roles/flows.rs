@@ -9,7 +9,7 @@
 //! oldest is forgotten (its later steps start a new piece).
 
 use super::{IdValue, MAX_OPEN};
-use crate::schema::FlowStep;
+use event_def::schema::FlowStep;
 use std::collections::{BTreeMap, HashMap};
 
 /// How one event takes part in a piece of work.

@@ -48,11 +48,11 @@ mod pairer;
 pub use flows::{FlowLink, Flows};
 pub use pairer::{Ended, MAX_DEPTH, MAX_OPEN, Pairer, Unended};
 
-use crate::builtin;
-use crate::decode::Event;
-use crate::letter::Letter;
-use crate::schema::FlowStep;
-use crate::wire::{SetEntry, Value};
+use crate::codec::decode::Event;
+use crate::codec::wire::{SetEntry, Value};
+use event_def::builtin;
+use event_def::letter::Letter;
+use event_def::schema::FlowStep;
 use std::borrow::Cow;
 use std::collections::HashMap;
 

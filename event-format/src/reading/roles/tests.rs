@@ -1,8 +1,8 @@
 use super::*;
-use crate::wire::{SetEntry, Text};
+use crate::codec::wire::{SetEntry, Text};
 
 fn sets(defs: &[&str]) -> Vec<SetEntry> {
-    SetEntry::assign(defs.iter().map(|d| crate::def::parse(d, "events.def").expect("a good events.def")))
+    SetEntry::assign(defs.iter().map(|d| event_def::def::parse(d, "events.def").expect("a good events.def")))
 }
 
 const CONVENTION: &str = "VERSION(1, 0, 0)\nKIND(K, \"k\")\n\

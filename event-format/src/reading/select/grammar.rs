@@ -6,9 +6,9 @@
 //! of a running selection, which [`Selection`](super::Selection) keeps.
 
 use super::glob::{is_glob, name_matches};
-use crate::builtin;
-use crate::def::closest;
-use crate::schema::{BUILTIN_KIND, EventType, MAX_KINDS, MAX_NAME_LEN, Schema};
+use event_def::builtin;
+use event_def::def::closest;
+use event_def::schema::{BUILTIN_KIND, EventType, MAX_KINDS, MAX_NAME_LEN, Schema};
 use std::fmt;
 
 /// One item of a control text, resolved against a schema by [`parse`].

@@ -4,7 +4,7 @@
 
 use super::codes::CodeSet;
 use super::grammar::{Action, Item, SelectError, declared_mask, kind_bit, parse};
-use crate::schema::{EventType, Schema};
+use event_def::schema::{EventType, Schema};
 use std::collections::BTreeMap;
 
 /// Which events are recorded: a kind mask plus per-event overrides.

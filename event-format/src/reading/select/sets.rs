@@ -23,8 +23,8 @@
 use super::glob::{is_glob, name_matches};
 use super::grammar::{Action, Item, SelectError, Token, declared_mask, kind_bit, list, quoted, read_body};
 use super::selection::{Selection, describe_one, from_env_text_one};
-use crate::def::closest;
-use crate::schema::Schema;
+use event_def::def::closest;
+use event_def::schema::Schema;
 
 /// One item read against every set: its reading in each set, `None` where it names nothing.
 type PerSet = Vec<Option<Item>>;

@@ -4,7 +4,7 @@ use super::grammar::{Action, Item, MAX_ITEM_LEN, declared_mask, parse};
 // The one-set core that the list functions delegate to with one set.
 use super::selection::{describe_one as describe, from_env_text_one as from_env_text};
 use super::*;
-use crate::schema::{Kind, Schema};
+use event_def::schema::{Kind, Schema};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -40,7 +40,7 @@ const EMPTY: u64 = 64;
 const ALL: u64 = 127;
 
 fn schema() -> Schema {
-    crate::def::parse(DEF, "test.def").unwrap()
+    event_def::def::parse(DEF, "test.def").unwrap()
 }
 
 fn env(text: &str) -> Selection {
@@ -409,7 +409,7 @@ mod errors {
             message("-5"),
             "\"-5\" at column 1: a mask cannot be removed; write the mask to record, such as 5, or remove kinds by name, such as \"-Kind\""
         );
-        let one = crate::def::parse("VERSION(1, 0, 0)\nKIND(Arena)\n", "one.def").unwrap();
+        let one = event_def::def::parse("VERSION(1, 0, 0)\nKIND(Arena)\n", "one.def").unwrap();
         assert_eq!(
             from_env_text("2", &one).unwrap_err().message,
             "mask \"2\" at column 1 sets bit 1, but there is only 1 kind (Arena); write a mask of at most 0x1"
@@ -539,7 +539,7 @@ mod errors {
         for i in 0..20 {
             def.push_str(&format!("KIND(K{i})\n"));
         }
-        let many = crate::def::parse(&def, "many.def").unwrap();
+        let many = event_def::def::parse(&def, "many.def").unwrap();
         assert_eq!(
             from_env_text("Nope", &many).unwrap_err().message,
             "unknown kind or event \"Nope\" at column 1; kinds are K0, K1, K2, K3, K4, K5, K6, K7, K8, K9, K10, K11, K12, K13, K14, K15, and 4 more, and one event is named as Kind:Event"
@@ -574,7 +574,7 @@ mod describing {
 
     #[test]
     fn kinds_named_like_keywords_are_written_as_a_mask() {
-        let schema = crate::def::parse(
+        let schema = event_def::def::parse(
             "VERSION(1, 0, 0)\nKIND(all)\nKIND(none)\nKIND(Pool)\nRELATION(PoolInit, 1, TRUE, Pool, 0)\n",
             "keywords.def",
         )
@@ -597,13 +597,13 @@ fn schemas() -> Vec<Schema> {
     vec![
         schema(),
         crate::testing::sample_schema(),
-        crate::def::parse("VERSION(1, 0, 0)\n", "empty.def").unwrap(),
-        crate::def::parse(
+        event_def::def::parse("VERSION(1, 0, 0)\n", "empty.def").unwrap(),
+        event_def::def::parse(
             "VERSION(1, 0, 0)\nKIND(all)\nKIND(none)\nKIND(Pool)\nRELATION(PoolInit, 1, TRUE, Pool, 0)\nRELATION(All, 2, TRUE, all, 0)\n",
             "keywords.def",
         )
         .unwrap(),
-        crate::def::parse(&format!("VERSION(1, 0, 0)\n{many}{many_events}"), "many.def").unwrap(),
+        event_def::def::parse(&format!("VERSION(1, 0, 0)\n{many}{many_events}"), "many.def").unwrap(),
     ]
 }
 

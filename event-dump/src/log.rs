@@ -1,6 +1,7 @@
 //! What goes wrong, as the one line the user sees ([`DumpError`]), and the logs of a command
 //! line opened through event-format's one opener (`event_format::log`).
 
+use event_format::ledger::{Findings, Ledger};
 pub(crate) use event_format::log::Log;
 use event_format::log::OpenOptions;
 use std::fmt;
@@ -67,4 +68,35 @@ pub(crate) fn local(path: &Path) -> Result<(), DumpError> {
         )));
     }
     Ok(())
+}
+
+/// Reads `log` to its end through its ledger (every block counted, every record classified,
+/// a ring file's own findings added): what `check` judges it by.
+pub(crate) fn ledger_of(log: &mut Log) -> Ledger {
+    let mut ledger = log.ledger();
+    let (blocks, catalog) = log.blocks_and_catalog();
+    while let Some(block) = blocks.next_block() {
+        match block {
+            Ok(block) => {
+                ledger.block(&block);
+                for entry in block.entries(catalog) {
+                    ledger.entry(block.header.thread, block.header.sequence, &entry);
+                }
+                blocks.recycle(block);
+            }
+            Err(e) => ledger.damaged(&e),
+        }
+    }
+    if let Some(findings) = log.ring_findings() {
+        ledger.ring_file(findings);
+    }
+    ledger
+}
+
+/// The line every reader but `check` closes with for a log that is not whole: its verdict
+/// (the ledger's findings' one rule and words, [`Findings::verdict`]) and where to learn more;
+/// `None` for a whole log.
+pub(crate) fn not_whole_line(shown: &str, found: &Findings) -> Option<String> {
+    (!found.is_whole(false))
+        .then(|| format!("{shown}: {}; `event-dump check {shown}` tells more", found.verdict(false)))
 }

@@ -235,6 +235,14 @@ pub(crate) fn watch_ring(
                     "the program (pid {pid}) ended without closing its ring file; everything it committed was shown"
                 ));
             }
+            // The ring file's verdict, as every reader gives it (`check`'s, in `print`'s
+            // words): read whole once its program is done with it.
+            if let Ok(mut log) = event_format::log::open(path, crate::log::options(false, false)) {
+                let found = crate::log::ledger_of(&mut log).findings(|| log.writer_alive());
+                if let Some(line) = crate::log::not_whole_line(&shown, &found) {
+                    watch.note(line);
+                }
+            }
             return Ok(());
         }
         std::thread::sleep(interval);

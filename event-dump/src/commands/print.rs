@@ -105,9 +105,7 @@ pub(crate) fn print(args: &PrintArgs, colors: Colors) -> Result<ExitCode> {
                 ledger.ring_file(findings);
             }
             let found = ledger.findings(|| log.writer_alive());
-            if !found.is_whole(false) {
-                problems.push(format!("{path}: {}; `event-dump check {path}` tells more", found.verdict(false)));
-            }
+            problems.extend(crate::log::not_whole_line(path, &found));
         }
     }
     for p in &problems {

@@ -463,20 +463,7 @@ fn damage(path: &Path, force: bool) -> Option<String> {
         Err(e) => return Some(e.to_string()),
     };
     let header = log.header().clone();
-    let mut ledger = log.ledger();
-    let (blocks, catalog) = log.blocks_and_catalog();
-    while let Some(block) = blocks.next_block() {
-        match block {
-            Ok(block) => {
-                ledger.block(&block);
-                for entry in block.entries(catalog) {
-                    ledger.entry(block.header.thread, block.header.sequence, &entry);
-                }
-                blocks.recycle(block);
-            }
-            Err(e) => ledger.damaged(&e),
-        }
-    }
+    let ledger = crate::log::ledger_of(&mut log);
     let findings = ledger.findings(|| false);
     let missing = findings.missing_blocks.saturating_sub(findings.overwritten_blocks);
     if findings.damaged_blocks + findings.bad_records + missing > 0 {

@@ -186,3 +186,26 @@ fn latency_says_what_it_left_out_in_the_findings_words() {
     let said = "event-dump: left out what could not be read: 1 damaged block, 1 record of an unknown code;";
     assert!(stderr(&out).contains(said), "{}", stderr(&out));
 }
+
+/// `follow` of a ring file its program is done with closes with the verdict every reader
+/// gives, in `print`'s words; a whole ring adds no verdict line.
+#[test]
+fn follow_closes_with_the_verdict_of_the_ring_it_followed() {
+    let d = common::dir("verdict-follow");
+    let damaged = d.join("damaged.evt");
+    common::damaged_records_ring(&damaged, event_format::wire::Order::Little);
+    let path = damaged.to_str().unwrap();
+    let follow = run(&["follow", path, "--interval", "1"]);
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    let print = run(&["print", path]);
+    let verdict = verdict_in(&stderr(&print));
+    assert!(verdict.starts_with("NOT whole: "), "{}", stderr(&print));
+    assert_eq!(verdict_in(&stderr(&follow)), verdict, "{}", stderr(&follow));
+    assert!(stderr(&follow).contains(&format!("{path}: {verdict}; `event-dump check {path}` tells more")));
+
+    let ring = d.join("ring.evt");
+    common::tiny_ring(&ring);
+    let follow = run(&["follow", ring.to_str().unwrap(), "--interval", "1"]);
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    assert!(!stderr(&follow).contains("whole"), "{}", stderr(&follow));
+}

@@ -139,6 +139,7 @@
 
 use crate::event_set::EventSet;
 use event_format::builtin;
+use event_format::builtins::BuiltinEvent;
 use event_format::decode::{Block, BlockError, BlockSource, Catalog, Decoder, Entry, Event};
 use event_format::ledger::{Findings, Ledger, Step};
 use event_format::log::{self, Log, OpenError, OpenOptions};
@@ -972,8 +973,7 @@ fn typed<'a, S: TypedSet>(map: &Map, counts: &mut Typed, clock: &Timebase, event
             Item::Unknown(event)
         }
         Slot::Absent if event.desc.is_builtin() && event.desc.code == builtin::DROPPED => {
-            let mut values = event.values();
-            let (Some(Value::Word(thread)), Some(Value::Word(count))) = (values.next(), values.next()) else {
+            let Some(BuiltinEvent::Dropped { thread, count }) = BuiltinEvent::of(&event) else {
                 counts.other += 1;
                 return Item::Other(event);
             };

@@ -24,7 +24,7 @@ use event_format::decode::Entry;
 use event_format::log::{
     self, FoundSegment, Growing, OPEN_SUFFIX, OpenOptions, WriterLiveness, segment_at, segments_in,
 };
-use event_format::wire::StopCause;
+use event_format::wire::{RecordingId, StopCause};
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -137,6 +137,8 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
             if stop.is_none() {
                 watch.note(format!("{shown}: its writer stopped holding it without a stop marker (killed or aborted)"));
             }
+            drop(log);
+            say_verdict(&path, None, watch);
             return Ok(());
         };
         match stop.map(|s| (s.cause, s.unwritten)) {
@@ -146,11 +148,15 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
                     "{shown}: the recorder stopped writing it: {cause}: {unwritten} events not written; waiting for it to resume"
                 ));
             }
-            Some(_) => return Ok(()),
+            Some(_) => {
+                say_verdict(&dir, Some(current.recording), watch);
+                return Ok(());
+            }
             None => {
                 watch.note(format!(
                     "{shown}: the program (pid {pid}) ended without sealing it; everything it wrote was shown"
                 ));
+                say_verdict(&dir, Some(current.recording), watch);
                 return Ok(());
             }
         }
@@ -174,9 +180,27 @@ pub(crate) fn watch_segments(ring: &Path, from_now: bool, interval: Duration, wa
             // segment just followed, on this machine).
             if pid != 0 && WriterLiveness::of_process(pid) == WriterLiveness::Gone {
                 watch.note(format!("the program (pid {pid}) ended after {shown}; no next segment"));
+                say_verdict(&dir, Some(current.recording), watch);
                 return Ok(());
             }
             std::thread::sleep(interval);
+        }
+    }
+}
+
+/// Once the followed recording ended: its verdict as `check` gives it for `path` (the
+/// recording `recording` among the logs of its directory, or the stream followed alone), in
+/// `print`'s words, where it is not whole.
+fn say_verdict(path: &Path, recording: Option<RecordingId>, watch: &mut impl Watch) {
+    let Ok(logs) = log::open_all(&[path.to_owned()], crate::log::options(false, false)) else { return };
+    let shown = path.display().to_string();
+    for mut log in logs {
+        if recording.is_some_and(|r| log.header().properties.recording != Some(r)) {
+            continue;
+        }
+        let found = crate::log::ledger_of(&mut log).findings(|| log.writer_alive());
+        if let Some(line) = crate::log::not_whole_line(&shown, &found) {
+            watch.note(line);
         }
     }
 }

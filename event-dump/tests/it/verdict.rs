@@ -209,3 +209,28 @@ fn follow_closes_with_the_verdict_of_the_ring_it_followed() {
     assert!(follow.status.success(), "{}", stderr(&follow));
     assert!(!stderr(&follow).contains("whole"), "{}", stderr(&follow));
 }
+
+/// `follow` of a recording of segments closes, once its recording ended, with the verdict
+/// every reader gives it: none for a whole one, `print`'s line for one missing a segment.
+#[test]
+fn follow_closes_with_the_verdict_of_the_recording_it_followed() {
+    let d = common::dir("verdict-follow-segments");
+    let dir = d.join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    crate::segments::four_segments(&dir);
+    let path = dir.to_str().unwrap();
+    let follow = run(&["follow", path, "--interval", "1"]);
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    assert!(!stderr(&follow).contains("whole"), "{}", stderr(&follow));
+
+    std::fs::remove_file(dir.join("trace.000001.evt")).unwrap();
+    let verdict = verdict_in(&stderr(&run(&["print", path])));
+    assert_eq!(verdict, "NOT whole: 1 segment missing");
+    let follow = run(&["follow", path, "--interval", "1"]);
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    assert!(
+        stderr(&follow).contains(&format!("{path}: {verdict}; `event-dump check {path}` tells more")),
+        "{}",
+        stderr(&follow)
+    );
+}

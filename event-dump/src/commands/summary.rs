@@ -13,7 +13,7 @@
 
 use super::latency::{self, Counted, Points, Spans};
 use super::{Choice, Result, thread_names, write_all};
-use crate::cli::SummaryArgs;
+use crate::cli::{SummaryArgs, SummaryFormat};
 use crate::export::Item;
 use crate::json::{string, unsigned};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
@@ -37,15 +37,6 @@ pub(crate) const VERSION: &str = "1.2.0";
 
 /// The percentiles of spans without `--percentiles`.
 const PERCENTILES: &str = "50,90,99,99.9";
-
-/// `summary`'s output formats.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SummaryFormat {
-    /// For people: the same numbers, in lines.
-    Text,
-    /// One JSON document (docs/OUTPUT.md, "summary").
-    Json,
-}
 
 /// What one event's limit suppressed in one log, as the ledger counts its `Suppressed`
 /// records.

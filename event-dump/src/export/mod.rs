@@ -66,8 +66,6 @@ use event_format::wire::Clock;
 use std::io;
 use std::process::ExitCode;
 
-pub(crate) use folded::Weight;
-
 /// An event of log `file`, as the merge hands it on to an export. (What is not an event, the
 /// logs' ledgers count.)
 pub(crate) struct Item<'a> {

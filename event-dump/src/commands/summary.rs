@@ -138,7 +138,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
         SummaryFormat::Text => text(&logs, &counts, &findings, &endings, &counted, &points, &kept),
     };
     write_all(&text)?;
-    super::hist::say_unreadable(&histograms);
+    super::distributions::say_unreadable(&histograms);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -263,7 +263,7 @@ fn json(
     out.push_str("],\"histograms\":[");
     for (i, m) in merged(kept.histograms).iter().enumerate() {
         out.push_str(if i > 0 { ",\n" } else { "\n" });
-        super::hist::json_one(&mut out, m, kept.histograms.qualified());
+        super::distributions::json_one(&mut out, m, kept.histograms.qualified());
     }
     out.push_str(if kept.histograms.is_empty() { "" } else { "\n" });
     out.push_str("],\"percentile_points\":[");
@@ -431,7 +431,7 @@ fn text(
     let histograms = merged(kept.histograms);
     if !histograms.is_empty() {
         out.push_str("Kept by the recorder (events.def's HISTOGRAM; `event-dump hist` shows them alone):\n");
-        out.push_str(&super::hist::text(&histograms, kept.histograms.qualified(), false));
+        out.push_str(&super::distributions::text(&histograms, kept.histograms.qualified(), false));
     }
     out
 }

@@ -2,6 +2,9 @@
 //! and the one check clap cannot make: a first word that is neither a subcommand nor a log
 //! but a subcommand mistyped ([`mistyped_subcommand`]). Nothing here reads a log;
 //! [`crate::run`] hands each parsed command to its module.
+//!
+//! The values the options take (`--format`, `--sort`, `--weight`, `--to`) are defined here
+//! too, and the commands import them: the command line imports no command.
 
 use crate::color::ColorChoice;
 use crate::render::Format;
@@ -363,11 +366,22 @@ pub(crate) struct ExportArgs {
     /// `folded`: each stack's weight, in nanoseconds: `self`, a span's time less that of the
     /// spans it encloses (what a flame graph draws), or `total`, its whole duration.
     #[arg(long, value_enum, value_name = "WEIGHT")]
-    pub(crate) weight: Option<crate::export::Weight>,
+    pub(crate) weight: Option<Weight>,
     /// `folded`: a stack per thread, under a frame naming it (`T3 (worker-1)`), instead of
     /// the threads' stacks merged.
     #[arg(long)]
     pub(crate) per_thread: bool,
+}
+
+/// What a folded stack's weight is (`export --to folded --weight`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Weight {
+    /// A span's duration less that of the spans it encloses: what a flame graph draws.
+    #[default]
+    #[value(name = "self")]
+    Own,
+    /// A span's whole duration (a flame graph of these counts nested time twice).
+    Total,
 }
 
 #[derive(Args, Debug)]
@@ -456,14 +470,46 @@ pub(crate) struct TopArgs {
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub(crate) interval: u64,
     /// What the rows are sorted by, the most first (names in order).
-    #[arg(long, value_enum, default_value_t = crate::commands::top::SortKey::Rate)]
-    pub(crate) sort: crate::commands::top::SortKey,
+    #[arg(long, value_enum, default_value_t = SortKey::Rate)]
+    pub(crate) sort: SortKey,
     /// The other way round.
     #[arg(long)]
     pub(crate) reverse: bool,
     /// Print one view, after one interval, as plain text, and exit (for scripts).
     #[arg(long)]
     pub(crate) once: bool,
+}
+
+/// What the rows are sorted by (`s` cycles through them, `r` reverses).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum SortKey {
+    /// Events per second over the last interval, the most first.
+    #[default]
+    Rate,
+    /// Events read since `top` started, the most first.
+    Total,
+    /// Names, in order.
+    Name,
+}
+
+impl SortKey {
+    /// The key after this one, as `s` cycles through them.
+    pub(crate) fn next(self) -> SortKey {
+        match self {
+            SortKey::Rate => SortKey::Total,
+            SortKey::Total => SortKey::Name,
+            SortKey::Name => SortKey::Rate,
+        }
+    }
+
+    /// The key's name, as the view says what it is sorted by.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            SortKey::Rate => "rate",
+            SortKey::Total => "total",
+            SortKey::Name => "name",
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -480,14 +526,23 @@ pub(crate) struct SummaryArgs {
     #[arg(long, value_name = "LIST")]
     pub(crate) percentiles: Option<String>,
     /// Output format; the JSON shape is documented in docs/OUTPUT.md ("summary").
-    #[arg(long, value_enum, default_value_t = crate::commands::summary::SummaryFormat::Text)]
-    pub(crate) format: crate::commands::summary::SummaryFormat,
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
+    pub(crate) format: SummaryFormat,
     /// Read a log whose median version is newer than this reader's.
     #[arg(long)]
     pub(crate) force: bool,
     /// Merge by the window alone, without first reading where each block starts (as `print`).
     #[arg(long)]
     pub(crate) window_only: bool,
+}
+
+/// `summary`'s output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SummaryFormat {
+    /// For people: the same numbers, in lines.
+    Text,
+    /// One JSON document (docs/OUTPUT.md, "summary").
+    Json,
 }
 
 #[derive(Args, Debug)]

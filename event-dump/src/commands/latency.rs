@@ -21,6 +21,7 @@
 //!   that closes nothing is counted too. A span whose end is timed before its begin (a
 //!   clock that stepped back) is counted and left out.
 
+use super::distributions::{self, BAR, human, power};
 use super::{Choice, Result, thread_names, write_all};
 use crate::cli::LatencyArgs;
 use crate::export::Item;
@@ -36,9 +37,6 @@ use std::process::ExitCode;
 
 /// The percentiles shown without `--percentiles`.
 const PERCENTILES: &str = "50,90,99";
-
-/// The width of a histogram's bar, as bpftrace draws it.
-pub(super) const BAR: usize = 52;
 
 /// A span begun: what its end needs to be counted.
 struct Begun {
@@ -287,7 +285,7 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
             let mut out = text(&groups, &slowest, &args.by, &points);
             if !kept.is_empty() {
                 out.push_str("Kept by the recorder (events.def's HISTOGRAM; `event-dump hist` shows them alone):\n");
-                out.push_str(&super::hist::text(&kept, histograms.qualified(), false));
+                out.push_str(&distributions::text(&kept, histograms.qualified(), false));
             }
             out
         }
@@ -299,14 +297,14 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
             out.push_str(",\"histograms\":[");
             for (i, m) in kept.iter().enumerate() {
                 out.push_str(if i > 0 { ",\n" } else { "\n" });
-                super::hist::json_one(&mut out, m, histograms.qualified());
+                distributions::json_one(&mut out, m, histograms.qualified());
             }
             out.push_str("\n]}\n");
             out
         }
     };
     write_all(&text)?;
-    super::hist::say_unreadable(&histograms);
+    distributions::say_unreadable(&histograms);
     // What the merge could not hand on: the logs' damaged blocks, bad records, unknown codes,
     // in the ledger's words.
     let mut found = event_format::ledger::Findings::default();
@@ -470,18 +468,6 @@ fn bucket_bounds(b: usize) -> (u64, u128) {
     }
 }
 
-/// A power of two as bpftrace writes it: `512`, `1K`, `2M`, `4G`...
-pub(super) fn power(v: u128) -> String {
-    const SUFFIXES: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
-    let mut v = v;
-    let mut i = 0;
-    while v >= 1024 && v.is_multiple_of(1024) && i + 1 < SUFFIXES.len() {
-        v /= 1024;
-        i += 1;
-    }
-    format!("{v}{}", SUFFIXES[i])
-}
-
 /// The histogram's buckets from the first that holds a duration to the last: (bucket, count).
 fn histogram(sorted: &[u64]) -> Vec<(usize, u64)> {
     let mut counts = [0u64; 65];
@@ -493,16 +479,6 @@ fn histogram(sorted: &[u64]) -> Vec<(usize, u64)> {
     match (first, last) {
         (Some(f), Some(l)) => (f..=l).map(|b| (b, counts[b])).collect(),
         _ => Vec::new(),
-    }
-}
-
-/// A duration for people: `850 ns`, `12.345 µs`, `3.210 ms`, `1.500000 s`.
-pub(super) fn human(ns: u64) -> String {
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{}.{:03} µs", ns / 1_000, ns % 1_000),
-        1_000_000..1_000_000_000 => format!("{}.{:03} ms", ns / 1_000_000, ns / 1_000 % 1_000),
-        _ => format!("{}.{:06} s", ns / 1_000_000_000, ns / 1_000 % 1_000_000),
     }
 }
 

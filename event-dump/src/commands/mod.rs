@@ -9,10 +9,12 @@
 //! - [`summary`]: a stable summary of logs for scripts.
 //! - [`top`]: a live view of a running recording.
 //! - [`hist`]: the histograms the recorder kept.
+//! - [`distributions`]: how `hist`, `latency` and `summary` show a distribution.
 //! - [`control`]: a request to a running program through its ring file.
 
 pub(crate) mod census;
 pub(crate) mod control;
+mod distributions;
 mod follow;
 #[cfg(feature = "otlp")]
 mod follow_otlp;

@@ -13,7 +13,7 @@
 
 use super::latency::{self, Counted, Points, Spans};
 use super::{Choice, Result, thread_names, write_all};
-use crate::cli::SummaryArgs;
+use crate::cli::{SummaryArgs, SummaryFormat};
 use crate::export::Item;
 use crate::json::{string, unsigned};
 use crate::log::{DumpError, Log, open_all, open_all_indexed};
@@ -37,15 +37,6 @@ pub(crate) const VERSION: &str = "1.2.0";
 
 /// The percentiles of spans without `--percentiles`.
 const PERCENTILES: &str = "50,90,99,99.9";
-
-/// `summary`'s output formats.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SummaryFormat {
-    /// For people: the same numbers, in lines.
-    Text,
-    /// One JSON document (docs/OUTPUT.md, "summary").
-    Json,
-}
 
 /// What one event's limit suppressed in one log, as the ledger counts its `Suppressed`
 /// records.
@@ -147,7 +138,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
         SummaryFormat::Text => text(&logs, &counts, &findings, &endings, &counted, &points, &kept),
     };
     write_all(&text)?;
-    super::hist::say_unreadable(&histograms);
+    super::distributions::say_unreadable(&histograms);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -272,7 +263,7 @@ fn json(
     out.push_str("],\"histograms\":[");
     for (i, m) in merged(kept.histograms).iter().enumerate() {
         out.push_str(if i > 0 { ",\n" } else { "\n" });
-        super::hist::json_one(&mut out, m, kept.histograms.qualified());
+        super::distributions::json_one(&mut out, m, kept.histograms.qualified());
     }
     out.push_str(if kept.histograms.is_empty() { "" } else { "\n" });
     out.push_str("],\"percentile_points\":[");
@@ -440,7 +431,7 @@ fn text(
     let histograms = merged(kept.histograms);
     if !histograms.is_empty() {
         out.push_str("Kept by the recorder (events.def's HISTOGRAM; `event-dump hist` shows them alone):\n");
-        out.push_str(&super::hist::text(&histograms, kept.histograms.qualified(), false));
+        out.push_str(&super::distributions::text(&histograms, kept.histograms.qualified(), false));
     }
     out
 }

@@ -24,7 +24,7 @@
 use super::follow::{Watch, watch_ring};
 use super::follow_segments::watch_segments;
 use super::{Choice, Result, thread_names};
-use crate::cli::TopArgs;
+use crate::cli::{SortKey, TopArgs};
 use crate::log::DumpError;
 use event_format::builtins::BuiltinEvent;
 use event_format::decode::{Block, BlockError, Catalog, Entry};
@@ -53,36 +53,6 @@ const MAX_DURATIONS: usize = 1 << 20;
 
 /// How often the reading thread looks for new events.
 const POLL: Duration = Duration::from_millis(50);
-
-/// What the rows are sorted by (`s` cycles through them, `r` reverses).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) enum SortKey {
-    /// Events per second over the last interval, the most first.
-    #[default]
-    Rate,
-    /// Events read since `top` started, the most first.
-    Total,
-    /// Names, in order.
-    Name,
-}
-
-impl SortKey {
-    fn next(self) -> SortKey {
-        match self {
-            SortKey::Rate => SortKey::Total,
-            SortKey::Total => SortKey::Name,
-            SortKey::Name => SortKey::Rate,
-        }
-    }
-
-    fn word(self) -> &'static str {
-        match self {
-            SortKey::Rate => "rate",
-            SortKey::Total => "total",
-            SortKey::Name => "name",
-        }
-    }
-}
 
 /// Events counted per bucket of their time, and in all.
 #[derive(Default)]

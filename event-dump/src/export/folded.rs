@@ -22,6 +22,7 @@
 //! a line break in a span's name is written `_` (a frame holds neither).
 
 use super::{Said, Window};
+use crate::cli::Weight;
 use crate::export::Item;
 use crate::log::{DumpError, Log};
 use event_format::builtins::BuiltinEvent;
@@ -32,17 +33,6 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
-
-/// What a folded stack's weight is.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) enum Weight {
-    /// A span's duration less that of the spans it encloses: what a flame graph draws.
-    #[default]
-    #[value(name = "self")]
-    Own,
-    /// A span's whole duration (a flame graph of these counts nested time twice).
-    Total,
-}
 
 /// A span begun and not yet ended.
 struct Open {

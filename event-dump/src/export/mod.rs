@@ -66,8 +66,6 @@ use event_format::wire::Clock;
 use std::io;
 use std::process::ExitCode;
 
-pub(crate) use folded::Weight;
-
 /// An event of log `file`, as the merge hands it on to an export. (What is not an event, the
 /// logs' ledgers count.)
 pub(crate) struct Item<'a> {
@@ -161,7 +159,14 @@ pub(crate) fn export(args: &ExportArgs) -> Result<ExitCode, DumpError> {
         Target::Folded => {
             folded::export(&mut logs, &out(), &mut window, args.weight.unwrap_or_default(), args.per_thread)
         }
-        Target::Otlp => otlp::export(&mut logs, args.out.as_deref(), &args.header, &mut window),
+        // A file is written by `otlp`; an endpoint is sent to by `otlp_http`, which stands on it.
+        Target::Otlp => match args.out.as_deref() {
+            Some(file) if otlp::endpoint(file).is_none() => otlp::export(&mut logs, file, &mut window),
+            #[cfg(feature = "otlp")]
+            out => otlp_http::export(&mut logs, out.and_then(otlp::endpoint), &args.header, &mut window),
+            #[cfg(not(feature = "otlp"))]
+            _ => Err(without("otlp")),
+        },
         Target::Parquet if window.choice.is_some() => Err(DumpError::new(
             "the Parquet export takes no --kind, --event, --thread, --since, --until or --filter: a dataset holds \
              whole logs, so that a log exported anywhere gives the same files and rows; select in the query \

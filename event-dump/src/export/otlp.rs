@@ -871,72 +871,38 @@ pub(crate) fn send_logs<S: Sink>(
     Ok((ledgers, unpaired))
 }
 
-/// Where `export --to otlp` sends: a file (by `-o`) or an endpoint (`-o http://...`, or none).
-pub(crate) fn export(
-    logs: &mut [Log],
-    out: Option<&Path>,
-    headers: &[String],
-    window: &mut Window,
-) -> Result<ExitCode, DumpError> {
-    let (service, extra) = environment_resource();
-    let sources: Vec<Source> = logs.iter().map(|l| Source::new(l, service.as_deref(), &extra)).collect();
-    let url = out.and_then(|o| o.to_str()).filter(|o| o.starts_with("http://") || o.starts_with("https://"));
-    if let (Some(out), None) = (out, url) {
-        let json = out.extension().is_some_and(|e| e == "json" || e == "jsonl");
-        let encoding = if json { Encoding::Json } else { Encoding::Proto };
-        let mut batcher = Batcher::new(sources, FileSink::new(out)?, encoding);
-        let sent = send_logs(logs, &mut batcher, window).and_then(|r| Ok((r, batcher.finish()?)));
-        let ((ledgers, unpaired), counts) = match sent {
-            Ok(s) => s,
-            Err(e) => {
-                batcher.sink.abandon();
-                return Err(DumpError::new(format!("{}: cannot write: {e}", out.display())));
-            }
-        };
-        let files: Vec<String> = batcher.sink.written().iter().map(|p| p.display().to_string()).collect();
-        println!("{} spans and {} data points written to {}", counts.spans, counts.points, files.join(" and "));
-        report(&ledgers, unpaired, window);
-        return Ok(ExitCode::SUCCESS);
-    }
-    send_http(logs, sources, url, headers, window)
+/// The OTLP/HTTP endpoint that `-o` names (`http://HOST:PORT`, `https://...`), if it names
+/// one rather than a file.
+pub(crate) fn endpoint(out: &Path) -> Option<&str> {
+    out.to_str().filter(|o| o.starts_with("http://") || o.starts_with("https://"))
 }
 
-#[cfg(feature = "otlp")]
-fn send_http(
-    logs: &mut [Log],
-    sources: Vec<Source>,
-    url: Option<&str>,
-    headers: &[String],
-    window: &mut Window,
-) -> Result<ExitCode, DumpError> {
-    let sink = super::otlp_http::HttpSink::from_environment(url, headers)?;
-    let shown = sink.shown();
-    let mut batcher = Batcher::new(sources, sink, Encoding::Proto);
+/// What each of `logs` brings to every request, with the service name and resource
+/// attributes of the environment ([`environment_resource`]).
+pub(crate) fn sources(logs: &[Log]) -> Vec<Source> {
+    let (service, extra) = environment_resource();
+    logs.iter().map(|l| Source::new(l, service.as_deref(), &extra)).collect()
+}
+
+/// `export --to otlp -o FILE`: protobuf, or OTLP JSON for a name ending in `.json` or
+/// `.jsonl`. (To an endpoint, `otlp_http` sends.)
+pub(crate) fn export(logs: &mut [Log], out: &Path, window: &mut Window) -> Result<ExitCode, DumpError> {
+    let sources = sources(logs);
+    let json = out.extension().is_some_and(|e| e == "json" || e == "jsonl");
+    let encoding = if json { Encoding::Json } else { Encoding::Proto };
+    let mut batcher = Batcher::new(sources, FileSink::new(out)?, encoding);
     let sent = send_logs(logs, &mut batcher, window).and_then(|r| Ok((r, batcher.finish()?)));
     let ((ledgers, unpaired), counts) = match sent {
         Ok(s) => s,
         Err(e) => {
-            let c = batcher.counts;
-            return Err(DumpError::new(format!(
-                "{shown}: {e}; {} spans and {} data points were sent before (run again to send the rest: the spans' ids are the same)",
-                c.spans, c.points
-            )));
+            batcher.sink.abandon();
+            return Err(DumpError::new(format!("{}: cannot write: {e}", out.display())));
         }
     };
-    say_counts(&shown, counts);
+    let files: Vec<String> = batcher.sink.written().iter().map(|p| p.display().to_string()).collect();
+    println!("{} spans and {} data points written to {}", counts.spans, counts.points, files.join(" and "));
     report(&ledgers, unpaired, window);
-    Ok(if counts.spans_refused + counts.points_refused > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-}
-
-#[cfg(not(feature = "otlp"))]
-fn send_http(
-    _logs: &mut [Log],
-    _sources: Vec<Source>,
-    _url: Option<&str>,
-    _headers: &[String],
-    _window: &mut Window,
-) -> Result<ExitCode, DumpError> {
-    Err(super::without("otlp"))
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The line that says what was sent to `shown` and refused.
@@ -951,7 +917,7 @@ pub(crate) fn say_counts(shown: &str, counts: Counts) {
 }
 
 /// Says on stderr what the logs lacked and what could not be paired.
-fn report(ledgers: &[event_format::ledger::Ledger], unpaired: crate::spans::Unpaired, window: &Window) {
+pub(crate) fn report(ledgers: &[event_format::ledger::Ledger], unpaired: crate::spans::Unpaired, window: &Window) {
     let mut notes = Vec::new();
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     if unpaired.unended > 0 {

@@ -20,10 +20,15 @@
 //! an error. Any other answer that is not a success refuses the batch: it is counted as
 //! refused and the export goes on. A success that is a partial one (`partial_success` with
 //! `rejected_spans` or `rejected_data_points`) counts those as refused.
+//!
+//! [`export`] is `export --to otlp` to an endpoint. This module stands on `otlp` (the
+//! messages, their batches, the [`Sink`] it implements), which names nothing of it.
 
-use super::otlp::{Body, Signal, Sink, key_value_list};
-use crate::log::DumpError;
+use super::Window;
+use super::otlp::{self, Batcher, Body, Encoding, Signal, Sink, key_value_list, report, say_counts, send_logs};
+use crate::log::{DumpError, Log};
 use std::io::{self, Write};
+use std::process::ExitCode;
 use std::time::Duration;
 
 /// Retries of one request before the export gives up.
@@ -302,6 +307,35 @@ impl Sink for HttpSink {
     fn finish(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// `export --to otlp` to an endpoint: `-o http://HOST:PORT`, or without `-o` the endpoint
+/// of the environment ([`HttpSink::from_environment`]). What was sent and refused is said on
+/// stdout; exit 1 when anything was refused.
+pub(crate) fn export(
+    logs: &mut [Log],
+    url: Option<&str>,
+    headers: &[String],
+    window: &mut Window,
+) -> Result<ExitCode, DumpError> {
+    let sources = otlp::sources(logs);
+    let sink = HttpSink::from_environment(url, headers)?;
+    let shown = sink.shown();
+    let mut batcher = Batcher::new(sources, sink, Encoding::Proto);
+    let sent = send_logs(logs, &mut batcher, window).and_then(|r| Ok((r, batcher.finish()?)));
+    let ((ledgers, unpaired), counts) = match sent {
+        Ok(s) => s,
+        Err(e) => {
+            let c = batcher.counts;
+            return Err(DumpError::new(format!(
+                "{shown}: {e}; {} spans and {} data points were sent before (run again to send the rest: the spans' ids are the same)",
+                c.spans, c.points
+            )));
+        }
+    };
+    say_counts(&shown, counts);
+    report(&ledgers, unpaired, window);
+    Ok(if counts.spans_refused + counts.points_refused > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 #[cfg(test)]

@@ -137,6 +137,7 @@ pub fn is_enabled(code: u16) -> bool {
 /// The running selection of the recording's only set (of its first, when it holds several:
 /// see [`selection_of`]): kind mask (bit `i` records kind `i` of events.def) and per-event
 /// overrides. The empty selection when no recording ran.
+#[deprecated(note = "reads the first set only when a program records several: use `selection_of(&events::SET)`")]
 pub fn selection() -> Selection {
     state().selections.first().cloned().unwrap_or_default()
 }
@@ -156,6 +157,9 @@ pub fn selection_of(set: &EventSet) -> Option<Selection> {
 ///
 /// Kind masks are data here: `set_selection(Selection { kinds: mask, ..selection() })`
 /// records the kinds of `mask` and keeps the per-event overrides.
+#[deprecated(
+    note = "replaces the first set's only when a program records several: use `set_selection_of(&events::SET, ..)`"
+)]
 pub fn set_selection(selection: Selection) -> Selection {
     let mut s = state();
     let old = match s.selections.first_mut() {

@@ -162,18 +162,19 @@ fn control_reads_back_what_was_set() {
     let recording = Recorder::new().kinds(0).start().unwrap();
     use event_runtime::control::{self, Selection};
     use events::Kind;
-    assert_eq!(control::selection().kinds, 0);
+    let selection = || control::selection_of(&events::SET).expect("the recording holds the set");
+    assert_eq!(selection().kinds, 0);
     assert_eq!(control::describe().as_deref(), Some("none"));
     assert!(!control::is_enabled(events::code::SegAlloc));
     // A program that computes kind masks sets them as data.
     let mask = Kind::Seg.mask() | Kind::Pool.mask();
-    control::set_selection(Selection { kinds: control::selection().kinds | mask, ..control::selection() });
-    assert_eq!(control::selection().kinds, Kind::Seg.mask() | Kind::Pool.mask());
+    control::set_selection_of(&events::SET, Selection { kinds: selection().kinds | mask, ..selection() });
+    assert_eq!(selection().kinds, Kind::Seg.mask() | Kind::Pool.mask());
     assert!(control::is_enabled(events::code::SegAlloc));
     assert!(!control::is_enabled(events::code::ArenaCreate));
     assert_eq!(control::apply("-Pool").unwrap(), "Seg");
     let all = Selection { kinds: u64::MAX, ..Selection::none() };
-    assert_eq!(control::set_selection(all).kinds, Kind::Seg.mask());
+    assert_eq!(control::set_selection_of(&events::SET, all).unwrap().kinds, Kind::Seg.mask());
     assert!(control::is_enabled(events::code::ArenaCreate));
     assert_eq!(control::describe().as_deref(), Some("all"));
     drop(recording);

@@ -3,6 +3,8 @@
 //! workspace tests' `event_tests`): made empty when a test starts, removed when it passes
 //! (some tests write a gigabyte of ring files a run), kept when it fails.
 
+pub mod imports;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

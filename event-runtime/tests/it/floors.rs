@@ -2,7 +2,8 @@
 //! modules, a folder by role, or the crate root's faces) and imports only from its own floor
 //! and the floors below it (README, "Contributing").
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use test_scratch::imports::{code_lines, crate_names, sources};
 
 /// The floors, from the ground up, each named by the first segment of its modules' paths
 /// (`crate::emit::buffer` stands on `emit`). The crate root's own items (`crate::Recorder`,
@@ -26,64 +27,10 @@ fn floor_of(name: &str) -> usize {
     FLOORS.iter().position(|floor| floor.contains(&name)).unwrap_or(FLOORS.len() - 1)
 }
 
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("the source folder reads") {
-        let path = entry.expect("a folder entry").path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The first segments of the `crate::` paths that `code` names (one line, comments cut off):
-/// `crate::emit::session` gives `emit`, `crate::{Policy, Recorder}` gives both names.
-fn crate_names(code: &str) -> Vec<String> {
-    let ident = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
-    let mut names = Vec::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let inner = &group[..group.find('}').unwrap_or(group.len())];
-            names.extend(inner.split(',').map(|n| ident(n.trim())).filter(|n| !n.is_empty()));
-        } else {
-            names.push(ident(rest));
-        }
-    }
-    names
-}
-
-/// The code lines of a source file, without comments and without its unit tests (a test may
-/// start a recording through the crate's face from any floor): the `mod tests` that a
-/// `#[cfg(...test...)]` opens ends the file's code.
-fn code_lines(text: &str) -> Vec<(usize, &str)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut code = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("#[cfg(") && trimmed.contains("test") {
-            let next = lines.get(i + 1).map_or("", |l| l.trim_start());
-            if next.starts_with("mod tests") {
-                break;
-            }
-        }
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        code.push((i + 1, line.split(" // ").next().unwrap_or(line)));
-    }
-    code
-}
-
 #[test]
 fn every_runtime_module_imports_only_its_own_floor_and_those_below() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    files.sort();
+    let files = sources(&src);
     assert!(files.len() > 30, "the sources were found: {files:?}");
     let mut wrong = Vec::new();
     for file in &files {

@@ -283,6 +283,11 @@ pub(crate) fn two_threads_log(path: &Path, packed: bool) {
 /// The ring file of hostile's tests: a small one whose program has stopped (state closed),
 /// with overwritten blocks.
 pub(crate) fn tiny_ring(path: &Path) {
+    tiny_ring_and_snapshot(path, None);
+}
+
+/// [`tiny_ring`], and a snapshot of it to `snapshot` taken before its stop.
+pub(crate) fn tiny_ring_and_snapshot(path: &Path, snapshot: Option<&Path>) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let recording = Recorder::new()
         .ring_file(path)
@@ -296,6 +301,9 @@ pub(crate) fn tiny_ring(path: &Path) {
     // 400 events of 32 bytes: more than the 8 KiB the threads' rings share (layout 1.1).
     for i in 0..400u64 {
         event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
+    }
+    if let Some(snapshot) = snapshot {
+        recording.snapshot(snapshot).unwrap();
     }
     recording.stop().unwrap();
 }

@@ -5,9 +5,8 @@
 //! the typed reader's summary (its findings, strict and not), in the same words; and
 //! `latency` says what it left out in those words too.
 
-use crate::common::{self, SERIAL, run, stderr, stdout};
+use crate::common::{self, run, stderr, stdout};
 use crate::events;
-use event_runtime::{Policy, Recorder};
 use std::path::Path;
 
 /// What each reader said of one log: its verdict in words (`whole`, `NOT whole: ...`), or
@@ -127,23 +126,7 @@ fn a_recording_of_segments_is_whole_and_a_missing_segment_is_not() {
 fn a_snapshot_gets_one_verdict() {
     let d = common::dir("verdict-snapshot");
     let (ring, snapshot) = (d.join("ring.evt"), d.join("snapshot.evt"));
-    {
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let recording = Recorder::new()
-            .ring_file(&ring)
-            .policy(Policy::Ring)
-            .block_size(1024)
-            .buffer_size(8 * 1024)
-            .ring_threads(2)
-            .deterministic_clock()
-            .start()
-            .unwrap();
-        for i in 0..400u64 {
-            event!(ObjectFree, 0x1000usize, 0x2000 + i as usize, i);
-        }
-        recording.snapshot(&snapshot).unwrap();
-        recording.stop().unwrap();
-    }
+    common::tiny_ring_and_snapshot(&ring, Some(&snapshot));
     let stats = stdout(&run(&["stats", snapshot.to_str().unwrap()]));
     assert!(stats.contains("snapshot"), "{stats}");
     one_verdict(&snapshot, "whole", false);

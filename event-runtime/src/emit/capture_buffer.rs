@@ -46,19 +46,7 @@ pub(crate) fn try_emit<F: FnOnce(&mut ArgWriter<'_>)>(
     strs: &[Text<'_>],
     fill: F,
 ) -> Option<F> {
-    if !crate::emit::divert::capturing() {
-        return Some(fill);
-    }
-    let mut fill = Some(fill);
-    let _ = CAPTURE.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
-            && let Some(buffer) = slot.as_mut()
-            && let Some(fill) = fill.take()
-        {
-            buffer.event(set, index, fixed, strs, fill);
-        }
-    });
-    fill
+    into_capture(fill, |buffer, fill| buffer.event(set, index, fixed, strs, fill))
 }
 
 /// Records a built-in event of the `tracing` bridge into this thread's capture; gives `fill`
@@ -71,6 +59,13 @@ pub(crate) fn try_emit_builtin<F: FnOnce(&mut ArgWriter<'_>)>(
     strs: &[Text<'_>],
     fill: F,
 ) -> Option<F> {
+    into_capture(fill, |buffer, fill| buffer.write(code, fixed, strs, fill))
+}
+
+/// Hands `fill` to `record` with this thread's capture, while this thread captures; gives it
+/// back otherwise (no capture runs, this thread's is busy or gone with the thread).
+#[inline]
+fn into_capture<F>(fill: F, record: impl FnOnce(&mut CaptureBuffer, F)) -> Option<F> {
     if !crate::emit::divert::capturing() {
         return Some(fill);
     }
@@ -80,7 +75,7 @@ pub(crate) fn try_emit_builtin<F: FnOnce(&mut ArgWriter<'_>)>(
             && let Some(buffer) = slot.as_mut()
             && let Some(fill) = fill.take()
         {
-            buffer.write(code, fixed, strs, fill);
+            record(buffer, fill);
         }
     });
     fill

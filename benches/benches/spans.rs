@@ -10,12 +10,13 @@
 //! - `fmt`: the registry and tracing-subscriber's `fmt` layer writing to `io::sink` (its
 //!   formatting, without a file);
 //! - `fastrace`: a fastrace root span with the same properties, set as the thread's local
-//!   parent twice (its two polls) and dropped, to a reporter that drops what it gets. (A
-//!   `LocalSpan` under one root held for the whole run, as this bench had it before, measures
-//!   a no-op after the first 10 240 spans: fastrace stops collecting a thread's local spans
-//!   there until the root ends.)
+//!   parent twice (its two polls) and dropped, to a reporter that drops what it gets
+//!   (`shared/fastrace_request.rs`, which the callgrind probe `examples/span_probe.rs` runs too).
 //!
 //! `cargo bench -p event-benches --bench spans`
+
+#[path = "shared/fastrace_request.rs"]
+mod fastrace_request;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -56,35 +57,10 @@ fn bench(c: &mut Criterion) {
             .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink).with_ansi(false)),
     );
     group.bench_function("fmt", |b| tracing::dispatcher::with_default(&fmt, || b.iter(one_span)));
-    fastrace::set_reporter(Dropping, fastrace::collector::Config::default());
-    group.bench_function("fastrace", |b| {
-        b.iter(|| {
-            let span =
-                fastrace::Span::root("request", fastrace::collector::SpanContext::random()).with_properties(|| {
-                    [
-                        ("id", black_box(7u64).to_string()),
-                        ("method", "GET".to_owned()),
-                        ("route", "/orders/{id}".to_owned()),
-                    ]
-                });
-            for _ in 0..2 {
-                let _entered = span.set_local_parent();
-                black_box(&span);
-            }
-            drop(span);
-        });
-    });
+    fastrace::set_reporter(fastrace_request::Dropping, fastrace::collector::Config::default());
+    group.bench_function("fastrace", |b| b.iter(|| fastrace_request::request(7)));
     group.finish();
     fastrace::flush();
-}
-
-/// A fastrace reporter that drops the spans it gets.
-struct Dropping;
-
-impl fastrace::collector::Reporter for Dropping {
-    fn report(&mut self, spans: Vec<fastrace::prelude::SpanRecord>) {
-        black_box(spans);
-    }
 }
 
 criterion_group!(benches, bench);

@@ -22,6 +22,9 @@
 
 event_runtime::include_events!("bench.def");
 
+#[path = "../benches/shared/fastrace_request.rs"]
+mod fastrace_request;
+
 use std::hint::black_box;
 use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -45,22 +48,10 @@ fn main() {
         .then(|| event_runtime::Recorder::new().file(&path).start().expect("the recording starts"));
     let with_event = mode == "event";
     if mode == "fastrace" {
-        fastrace::set_reporter(Dropping, fastrace::collector::Config::default());
+        fastrace::set_reporter(fastrace_request::Dropping, fastrace::collector::Config::default());
         tracing::dispatcher::with_default(&dispatch, || {
             for i in 0..n {
-                let span =
-                    fastrace::Span::root("request", fastrace::collector::SpanContext::random()).with_properties(|| {
-                        [
-                            ("id", black_box(i).to_string()),
-                            ("method", "GET".to_owned()),
-                            ("route", "/orders/{id}".to_owned()),
-                        ]
-                    });
-                for _ in 0..2 {
-                    let _entered = span.set_local_parent();
-                    black_box(&span);
-                }
-                drop(span);
+                fastrace_request::request(i);
             }
         });
         fastrace::flush();
@@ -81,14 +72,5 @@ fn main() {
     if let Some(recording) = recording {
         recording.stop().expect("the recording stops");
         let _ = std::fs::remove_file(&path);
-    }
-}
-
-/// A fastrace reporter that drops the spans it gets.
-struct Dropping;
-
-impl fastrace::collector::Reporter for Dropping {
-    fn report(&mut self, spans: Vec<fastrace::prelude::SpanRecord>) {
-        black_box(spans);
     }
 }

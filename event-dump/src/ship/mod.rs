@@ -12,8 +12,9 @@
 //!
 //! A segment is taken only once sealed: a file whose name ends in `.open` is still being
 //! written (or was left by a killed writer) and is never taken. Before a segment is uploaded
-//! it is read through the one opener and the ledger, which say in their words what is
-//! damaged in it (it is shipped all the same: the bucket then holds what the disk held).
+//! it is read through the one opener and the ledger: a segment that is not whole gets the
+//! verdict line every reader gives it (it is shipped all the same: the bucket then holds
+//! what the disk held).
 //! With `--delete`, the local file is removed only once the store holds an object of the same
 //! size and SHA-256. With `--watch`, the directory is looked at again every `--interval`
 //! until SIGTERM or Ctrl-C, which stop it after the segment being uploaded (a second one at
@@ -25,9 +26,7 @@
 mod store;
 
 use crate::cli::ShipArgs;
-use crate::commands::census::ending_line;
 use crate::log::DumpError;
-use event_format::ledger::Ending;
 use event_format::log::{self, Kind, OPEN_SUFFIX};
 use event_format::wire::RecordingId;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -334,8 +333,8 @@ impl Shipper<'_> {
         let mut created = false;
         if there.is_none() {
             // What the ledger finds wrong in it is said; it is shipped all the same.
-            if let Some(line) = damage(&f.path, self.args.force) {
-                eprintln!("event-dump: {}: {line}", f.name);
+            if let Some(line) = verdict(&f.path, self.args.force) {
+                eprintln!("event-dump: {line}");
             }
             match self.store.put_new(key, bytes::Bytes::from(bytes), &sha256)? {
                 Put::Created => created = true,
@@ -455,24 +454,17 @@ impl Shipper<'_> {
     }
 }
 
-/// What the ledger finds wrong with the sealed segment at `path`, in its words: damage
-/// (damaged blocks, bad records, blocks missing) or a sealed segment without its stop marker.
-fn damage(path: &Path, force: bool) -> Option<String> {
+/// The line every reader closes with for the sealed segment at `path` when it is not whole
+/// (the ledger's one verdict, [`crate::log::not_whole_line`]), or the one line of why it
+/// cannot be read; `None` for a whole segment.
+fn verdict(path: &Path, force: bool) -> Option<String> {
+    let shown = path.display().to_string();
     let mut log = match log::open(path, crate::log::options(force, false)) {
         Ok(log) => log,
-        Err(e) => return Some(e.to_string()),
+        Err(e) => return Some(format!("{shown}: {e}")),
     };
-    let header = log.header().clone();
-    let ledger = crate::log::ledger_of(&mut log);
-    let findings = ledger.findings(|| false);
-    let missing = findings.missing_blocks.saturating_sub(findings.overwritten_blocks);
-    if findings.damaged_blocks + findings.bad_records + missing > 0 {
-        return Some(findings.losses_line());
-    }
-    match ledger.ending(|| false) {
-        ending @ Ending::Killed { .. } => Some(ending_line(&ending, &header)),
-        _ => None,
-    }
+    let findings = crate::log::ledger_of(&mut log).findings(|| false);
+    crate::log::not_whole_line(&shown, &findings)
 }
 
 /// The SHA-256 of `bytes`, in hex.

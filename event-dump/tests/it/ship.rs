@@ -6,7 +6,7 @@
 //! again; a shipper killed mid-run (a real child process, SIGKILL) is resumed by the next run,
 //! which deletes here only what the store holds; `--watch` ships segments as a running
 //! recording seals them, waits out a store it cannot reach, and stops cleanly on SIGTERM; a
-//! damaged segment is said in the ledger's words; each error a user meets is one line; and a
+//! damaged segment gets the verdict line `print` gives it; each error a user meets is one line; and a
 //! reader given an `s3://` log (an export an `s3://` destination) says the one command that
 //! fetches it (copies it) instead.
 //!
@@ -491,7 +491,7 @@ fn watch_waits_out_a_store_it_cannot_reach() {
 }
 
 #[test]
-fn a_damaged_segment_is_said_in_the_ledgers_words_and_shipped() {
+fn a_damaged_segment_gets_prints_verdict_and_is_shipped() {
     if !have_moto() {
         return;
     }
@@ -508,8 +508,14 @@ fn a_damaged_segment_is_said_in_the_ledgers_words_and_shipped() {
     let first = sealed(&scratch, "d").into_values().next().unwrap().0;
     damaged_copy(&first, &damaged.join("trace.000000.evt"), 1);
     let out = ship_ok(&store.url(), &[damaged.to_str().unwrap(), "s3://fleet/d"]);
+    // The one verdict: the line `print` closes with for the same file, word for word.
+    let segment = damaged.join("trace.000000.evt");
+    let printed = Command::new(DUMP).arg("print").arg(&segment).output().unwrap();
+    let verdict = stderr(&printed).lines().find(|l| l.contains("NOT whole")).map(str::to_owned);
+    let verdict = verdict.unwrap_or_else(|| panic!("print gives no verdict: {}", stderr(&printed)));
+    assert!(verdict.contains(": NOT whole: ") && verdict.contains("1 damaged block"), "{verdict}");
     let err = stderr(&out);
-    assert!(err.contains("trace.000000.evt: ") && err.contains("1 damaged blocks"), "{err}");
+    assert!(err.lines().any(|l| l == verdict), "ship does not say print's verdict {verdict:?}: {err}");
     assert_eq!(summary(&out), "1 shipped, 0 already there, 0 still being written (not taken), 0 failed");
     holds_exactly(&store, "fleet", "d", &sealed(&damaged, "d"));
 }

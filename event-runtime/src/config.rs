@@ -464,8 +464,37 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(100);
 
 /// Reads the variables through `get` (the process environment, or a test's table).
 pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, ConfigError> {
-    let text = |variable: &'static str| -> Result<Option<String>, ConfigError> {
-        match get(variable) {
+    let vars = Vars(get);
+    Ok(Env {
+        file: vars.path("EVENT_FILE")?,
+        ring: vars.path("EVENT_RING")?,
+        control: vars.text("EVENT_CONTROL")?,
+        trigger: vars.text("EVENT_TRIGGER")?,
+        snapshot: vars.path("EVENT_SNAPSHOT")?,
+        pin: vars.text("EVENT_PIN")?,
+        limit: vars.text("EVENT_LIMIT")?,
+        host: vars.parsed("EVENT_HOST", |v| check_host(v.trim()).map(|()| v.trim().to_owned()))?,
+        labels: vars.parsed("EVENT_LABELS", parse_labels)?,
+        policy: vars.parsed("EVENT_POLICY", parse_policy)?,
+        bufsize: vars.parsed("EVENT_BUFSIZE", parse_size)?,
+        pack: vars.parsed("EVENT_PACK", parse_pack)?,
+        fork: vars.parsed("EVENT_FORK", parse_on_off)?,
+        bufresize: vars.parsed("EVENT_BUFRESIZE", parse_bufresize)?,
+        signals: vars.parsed("EVENT_SIGNALS", parse_signals)?,
+        rotate: vars.parsed("EVENT_ROTATE", parse_rotate)?,
+        ring_threads: vars.parsed("EVENT_RING_THREADS", parse_ring_threads)?,
+        keep: vars.parsed("EVENT_KEEP", parse_keep)?,
+    })
+}
+
+/// The variables, read through a lookup (the process environment, or a test's table); an
+/// error names the variable, its value and what to write instead.
+struct Vars<G>(G);
+
+impl<G: Fn(&str) -> Option<OsString>> Vars<G> {
+    /// A variable's text: `None` when it is unset, an error when it is empty or not UTF-8.
+    fn text(&self, variable: &'static str) -> Result<Option<String>, ConfigError> {
+        match (self.0)(variable) {
             None => Ok(None),
             Some(v) => match v.into_string() {
                 Ok(s) if s.trim().is_empty() => {
@@ -475,95 +504,63 @@ pub(crate) fn read_env(get: impl Fn(&str) -> Option<OsString>) -> Result<Env, Co
                 Err(v) => Err(ConfigError::env(variable, v.to_string_lossy(), "is not valid UTF-8")),
             },
         }
-    };
-    let path = |variable: &'static str| -> Result<Option<PathBuf>, ConfigError> {
-        match get(variable) {
+    }
+
+    /// A variable that names a file: any bytes but none.
+    fn path(&self, variable: &'static str) -> Result<Option<PathBuf>, ConfigError> {
+        match (self.0)(variable) {
             Some(v) if v.is_empty() => {
                 Err(ConfigError::env(variable, String::new(), "is empty; set it to a file path or unset it"))
             }
             v => Ok(v.map(PathBuf::from)),
         }
-    };
-    let mut env = Env {
-        file: path("EVENT_FILE")?,
-        ring: path("EVENT_RING")?,
-        control: text("EVENT_CONTROL")?,
-        trigger: text("EVENT_TRIGGER")?,
-        snapshot: path("EVENT_SNAPSHOT")?,
-        pin: text("EVENT_PIN")?,
-        limit: text("EVENT_LIMIT")?,
-        ..Env::default()
-    };
-    if let Some(v) = text("EVENT_HOST")? {
-        check_host(v.trim()).map_err(|message| ConfigError::env("EVENT_HOST", v.clone(), message))?;
-        env.host = Some(v.trim().to_owned());
     }
-    if let Some(v) = text("EVENT_LABELS")? {
-        env.labels = Some(parse_labels(&v).map_err(|message| ConfigError::env("EVENT_LABELS", v.clone(), message))?);
+
+    /// A variable's text read by `parse`, whose error message says what to write.
+    fn parsed<T>(
+        &self,
+        variable: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, ConfigError> {
+        let Some(v) = self.text(variable)? else { return Ok(None) };
+        parse(&v).map(Some).map_err(|message| ConfigError::env(variable, v, message))
     }
-    if let Some(v) = text("EVENT_POLICY")? {
-        env.policy = Some(parse_policy(&v).map_err(|message| ConfigError::env("EVENT_POLICY", v.clone(), message))?);
+}
+
+/// `on` or `off` (`1`/`0`, `yes`/`no`).
+fn parse_on_off(v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "1" | "yes" => Ok(true),
+        "off" | "0" | "no" => Ok(false),
+        _ => Err("not a choice; write on or off".to_owned()),
     }
-    if let Some(v) = text("EVENT_BUFSIZE")? {
-        env.bufsize = Some(parse_size(&v).map_err(|message| ConfigError::env("EVENT_BUFSIZE", v.clone(), message))?);
+}
+
+/// `EVENT_BUFRESIZE`: `auto` or `manual`.
+fn parse_bufresize(v: &str) -> Result<BufResize, String> {
+    match v {
+        "auto" => Ok(BufResize::Auto),
+        "manual" => Ok(BufResize::Manual),
+        _ => Err("not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)".to_owned()),
     }
-    let on_off = |variable: &'static str| -> Result<Option<bool>, ConfigError> {
-        let Some(v) = text(variable)? else { return Ok(None) };
-        match v.as_str() {
-            "on" | "1" | "yes" => Ok(Some(true)),
-            "off" | "0" | "no" => Ok(Some(false)),
-            _ => Err(ConfigError::env(variable, v.clone(), "not a choice; write on or off")),
-        }
-    };
-    if let Some(v) = text("EVENT_PACK")? {
-        env.pack = Some(parse_pack(&v).map_err(|message| ConfigError::env("EVENT_PACK", v.clone(), message))?);
+}
+
+/// `EVENT_SIGNALS`: `default` or `none`.
+fn parse_signals(v: &str) -> Result<Signals, String> {
+    match v {
+        "default" => Ok(Signals::Default),
+        "none" => Ok(Signals::None),
+        _ => Err("not a choice; write default (flush the event file on SIGABRT, SIGILL and SIGFPE left to their default action; guard the ring file against SIGBUS) or none (install no signal handler)".to_owned()),
     }
-    env.fork = on_off("EVENT_FORK")?;
-    if let Some(v) = text("EVENT_BUFRESIZE")? {
-        env.bufresize = Some(match v.as_str() {
-            "auto" => BufResize::Auto,
-            "manual" => BufResize::Manual,
-            _ => {
-                return Err(ConfigError::env(
-                    "EVENT_BUFRESIZE",
-                    v.clone(),
-                    "not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)",
-                ));
-            }
-        });
-    }
-    if let Some(v) = text("EVENT_SIGNALS")? {
-        env.signals = Some(match v.as_str() {
-            "default" => Signals::Default,
-            "none" => Signals::None,
-            _ => {
-                return Err(ConfigError::env(
-                    "EVENT_SIGNALS",
-                    v.clone(),
-                    "not a choice; write default (flush the event file on SIGABRT, SIGILL and SIGFPE left to their default action; guard the ring file against SIGBUS) or none (install no signal handler)",
-                ));
-            }
-        });
-    }
-    if let Some(v) = text("EVENT_ROTATE")? {
-        env.rotate = Some(parse_rotate(&v).map_err(|message| ConfigError::env("EVENT_ROTATE", v.clone(), message))?);
-    }
-    if let Some(v) = text("EVENT_RING_THREADS")? {
-        let n = v.trim().parse::<u32>().ok().filter(|n| (1..=MAX_RING_THREADS).contains(n));
-        env.ring_threads = Some(n.ok_or_else(|| {
-            ConfigError::env(
-                "EVENT_RING_THREADS",
-                v.clone(),
-                format!(
-                    "not a number of threads; write how many threads may hold a slot of the ring file at once, 1..={MAX_RING_THREADS} (the rings share EVENT_BUFSIZE whatever it is)"
-                ),
-            )
-        })?);
-    }
-    if let Some(v) = text("EVENT_KEEP")? {
-        env.keep = Some(parse_keep(&v).map_err(|message| ConfigError::env("EVENT_KEEP", v.clone(), message))?);
-    }
-    Ok(env)
+}
+
+/// `EVENT_RING_THREADS`: 1 to [`MAX_RING_THREADS`].
+fn parse_ring_threads(v: &str) -> Result<u32, String> {
+    v.trim().parse::<u32>().ok().filter(|n| (1..=MAX_RING_THREADS).contains(n)).ok_or_else(|| {
+        format!(
+            "not a number of threads; write how many threads may hold a slot of the ring file at once, 1..={MAX_RING_THREADS} (the rings share EVENT_BUFSIZE whatever it is)"
+        )
+    })
 }
 
 // The buffer's limits, stated once: docs/guide/configuration.md, the rustdoc of
@@ -843,8 +840,32 @@ mod tests {
         assert_eq!(env(&[("EVENT_FORK", "off")]).unwrap().fork, Some(false));
         assert_eq!(env(&[("EVENT_BUFRESIZE", "manual")]).unwrap().bufresize, Some(BufResize::Manual));
         assert_eq!(env(&[("EVENT_BUFRESIZE", "auto")]).unwrap().bufresize, Some(BufResize::Auto));
-        assert_eq!(env(&[("EVENT_BUFRESIZE", "grow")]).unwrap_err().variable, "EVENT_BUFRESIZE");
-        assert_eq!(env(&[("EVENT_FORK", "maybe")]).unwrap_err().variable, "EVENT_FORK");
+        assert_eq!(
+            env(&[("EVENT_BUFRESIZE", "grow")]).unwrap_err().to_string(),
+            "EVENT_BUFRESIZE=\"grow\": not a choice; write auto (lower the buffers to what fits) or manual (refuse to start)"
+        );
+        assert_eq!(
+            env(&[("EVENT_FORK", "maybe")]).unwrap_err().to_string(),
+            "EVENT_FORK=\"maybe\": not a choice; write on or off"
+        );
+        assert_eq!(env(&[("EVENT_FORK", "yes")]).unwrap().fork, Some(true));
+        assert_eq!(env(&[("EVENT_RING_THREADS", " 8 ")]).unwrap().ring_threads, Some(8));
+        assert_eq!(
+            env(&[("EVENT_RING_THREADS", "0")]).unwrap_err().to_string(),
+            format!(
+                "EVENT_RING_THREADS=\"0\": not a number of threads; write how many threads may hold a slot of the ring \
+                 file at once, 1..={MAX_RING_THREADS} (the rings share EVENT_BUFSIZE whatever it is)"
+            )
+        );
+        assert_eq!(env(&[("EVENT_HOST", " host-a ")]).unwrap().host.as_deref(), Some("host-a"));
+        assert_eq!(
+            env(&[("EVENT_FILE", "")]).unwrap_err().to_string(),
+            "EVENT_FILE=\"\": is empty; set it to a file path or unset it"
+        );
+        assert_eq!(
+            env(&[("EVENT_CONTROL", " ")]).unwrap_err().to_string(),
+            "EVENT_CONTROL=\" \": is empty; set it to a value or unset it"
+        );
         assert_eq!(env(&[("EVENT_SIGNALS", "none")]).unwrap().signals, Some(Signals::None));
         assert_eq!(env(&[("EVENT_SIGNALS", "default")]).unwrap().signals, Some(Signals::Default));
         assert_eq!(

@@ -155,10 +155,10 @@ pub use event_format::wire::{Codec, Packing};
 pub use event_macros::include_events;
 pub use event_set::EventSet;
 pub use setup::capture::{Capture, Captured, capture};
-pub use setup::recorder::{
-    DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder, StartError, start, start_or_warn,
-};
+pub use setup::recorder::{DEFAULT_BLOCK_SIZE, DEFAULT_BUFFER_SIZE, DEFAULT_RING_THREADS, Recorder};
 pub use setup::recording::{Recording, flush};
+pub use setup::start::{start, start_or_warn};
+pub use setup::start_error::StartError;
 pub use writer::snapshot::SnapshotInfo;
 
 /// What a program that reads what it recorded needs of the stream's codec (a memory sink's

@@ -1,4 +1,5 @@
-//! Starting and stopping: the recorder's settings and its start (`recorder`), the running
+//! Starting and stopping: the recorder's settings (`recorder`), its start (`start`) and why
+//! one fails (`start_error`), the running
 //! recording and its stop (`recording`), a test's capture (`capture`), and what a recording
 //! installs in its process: the crash and panic handlers (`crash`) and the `fork()` handlers
 //! (`fork`).
@@ -11,3 +12,5 @@ pub(crate) mod crash;
 pub(crate) mod fork;
 pub(crate) mod recorder;
 pub(crate) mod recording;
+pub(crate) mod start;
+pub(crate) mod start_error;

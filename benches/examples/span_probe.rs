@@ -4,7 +4,8 @@
 //! `registry` (tracing-subscriber's registry alone), `off` (the registry and the bridge, no
 //! recording), `bridge` (recording to a file), `entries` (the bridge with
 //! `with_entries(true)`), `event` (the bridge, and one `event!` inside each entry: what the
-//! `SpanCurrent` marks cost), `fmt` (the `fmt` layer to `io::sink`), `fastrace` (a fastrace
+//! `SpanCurrent` marks cost), `trace` (the bridge, and one `tracing::info!` with two fields
+//! inside each entry: what a `tracing` event costs), `fmt` (the `fmt` layer to `io::sink`), `fastrace` (a fastrace
 //! root span with the same three properties, set as the local parent twice and dropped, to a
 //! reporter that drops what it gets; run inside the registry's dispatcher so that the same
 //! `--toggle-collect` counts it). The marginal cost per
@@ -35,7 +36,7 @@ fn main() {
     let layer = event_runtime::tracing_bridge::EventLayer::new();
     let dispatch = match mode.as_str() {
         "registry" | "fastrace" => tracing::Dispatch::new(tracing_subscriber::registry()),
-        "off" | "bridge" | "event" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
+        "off" | "bridge" | "event" | "trace" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
         "entries" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer.with_entries(true))),
         "fmt" => tracing::Dispatch::new(
             tracing_subscriber::registry()
@@ -44,9 +45,10 @@ fn main() {
         other => panic!("mode {other}"),
     };
     let path = std::env::temp_dir().join(format!("span-probe-{}.evt", std::process::id()));
-    let recording = matches!(mode.as_str(), "bridge" | "entries" | "event")
+    let recording = matches!(mode.as_str(), "bridge" | "entries" | "event" | "trace")
         .then(|| event_runtime::Recorder::new().file(&path).start().expect("the recording starts"));
     let with_event = mode == "event";
+    let with_trace = mode == "trace";
     if mode == "fastrace" {
         fastrace::set_reporter(fastrace_request::Dropping, fastrace::collector::Config::default());
         tracing::dispatcher::with_default(&dispatch, || {
@@ -64,6 +66,9 @@ fn main() {
                 let _entered = span.enter();
                 if with_event {
                     event!(Word1, i);
+                }
+                if with_trace {
+                    tracing::info!(id = black_box(i), cached = true, "step");
                 }
             }
             drop(span);

@@ -288,12 +288,36 @@ struct FieldWriter<'a> {
     fields: Bounded<'a>,
     /// A value's `Debug` text while it is formatted.
     value: &'a mut String,
+    /// Every key written is one the grammar reads as a key ([`is_key`]); kept for an
+    /// event's fields only (with a `message`), for [`event_text`].
+    keys: bool,
 }
 
-impl FieldWriter<'_> {
+impl<'a> FieldWriter<'a> {
+    /// A writer of a span's fields into `fields`.
+    fn span(fields: Bounded<'a>, value: &'a mut String) -> Self {
+        FieldWriter { message: None, fields, value, keys: true }
+    }
+
+    /// A writer of an event's message into `message` and its other fields into `fields`.
+    fn event(message: Bounded<'a>, fields: Bounded<'a>, value: &'a mut String) -> Self {
+        FieldWriter { message: Some(message), fields, value, keys: true }
+    }
+
+    /// A field's name, noting for an event's fields whether the grammar reads it as a key.
+    #[inline]
+    fn name(&mut self, field: &Field) -> &'static str {
+        let name = field.name();
+        if self.message.is_some() && !is_key(name) {
+            self.keys = false;
+        }
+        name
+    }
+
     /// Starts a field, `key=`, whose value the caller writes after it.
     fn key(&mut self, field: &Field) {
-        self.fields.field(field.name(), 0, |_| {});
+        let name = self.name(field);
+        self.fields.field(name, 0, |_| {});
     }
 
     /// A field whose value is an integer, written without `core::fmt` (a third of a span's
@@ -313,7 +337,8 @@ impl FieldWriter<'_> {
             }
         }
         let digits = &digits[at..];
-        self.fields.field(field.name(), usize::from(negative) + digits.len(), |out| {
+        let name = self.name(field);
+        self.fields.field(name, usize::from(negative) + digits.len(), |out| {
             if negative {
                 out.push('-');
             }
@@ -332,25 +357,27 @@ impl FieldWriter<'_> {
 }
 
 /// Whether `s` is its own `Debug` text between the quotes: printable ASCII without `"` and
-/// `\`, which `Debug` escapes. Eight bytes at a time: a byte below 0x20, one above 0x7e, a
-/// `"` or a `\` in the word sets a high bit in one of the four tests (each exact as to
-/// whether there is one, not which).
+/// `\`, which `Debug` escapes. Eight bytes at a time where there are eight: a byte below
+/// 0x20, one above 0x7e, a `"` or a `\` in the word sets a high bit in one of the four tests
+/// (each exact as to whether there is one, not which).
 #[inline]
 fn is_plain(s: &str) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let mut words = s.as_bytes().chunks_exact(8);
-    for word in &mut words {
+    let plain = |word: &[u8]| {
         let Ok(word) = <[u8; 8]>::try_from(word) else { return false };
         let w = u64::from_ne_bytes(word);
         let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
         let above = (w.wrapping_add(ONES) | w) & HIGH;
-        if below | above | has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\'))) != 0 {
-            return false;
-        }
+        below | above | has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\'))) == 0
+    };
+    let bytes = s.as_bytes();
+    if bytes.len() < 8 {
+        return bytes.iter().all(|&b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');
     }
-    words.remainder().iter().all(|&b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+    // The words, then the last eight bytes (which may overlap the last word) for the rest.
+    bytes.chunks_exact(8).all(plain) && plain(&bytes[bytes.len() - 8..])
 }
 
 /// Appends `s` quoted and escaped as `Debug` escapes a `str` (`\"`, `\\`, `\n`, `\r`, `\t`,
@@ -389,6 +416,33 @@ fn escape_ascii(s: &str, out: &mut String) -> bool {
     true
 }
 
+/// Whether the grammar reads `name` (`r#` stripped, as it is written) as a key: not empty,
+/// without a space, `=` or `"`. Every Rust identifier is one.
+#[inline]
+fn is_key(name: &str) -> bool {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    !name.is_empty() && !name.bytes().any(|b| matches!(b, b' ' | b'=' | b'"'))
+}
+
+/// Writes a `TraceEvent`'s text as [`fields::write_event_text`] writes it, into `out`
+/// (empty): `whole` says that `fields` is all whole fields of the grammar (none cut, every
+/// key a key), as the bridge's writer makes them. Then a message without `=` cannot read as
+/// ending in fields (a field needs its `=`), so the message, a space and the fields are the
+/// text, and the reader's split (which costs a scan of the text from each of its spaces) is
+/// not needed to know it; else `write_event_text` decides.
+fn event_text(out: &mut String, message: &str, fields: &str, whole: bool) {
+    if whole && !message.as_bytes().contains(&b'=') {
+        out.reserve(message.len() + 1 + fields.len());
+        out.push_str(message);
+        if !message.is_empty() && !fields.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(fields);
+    } else {
+        fields::write_event_text(out, message, fields);
+    }
+}
+
 impl Visit for FieldWriter<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         match &mut self.message {
@@ -412,7 +466,8 @@ impl Visit for FieldWriter<'_> {
             let _ = message.write_str(value);
         } else if is_plain(value) {
             // Its own `Debug` text between quotes: copied as it is.
-            self.fields.field(field.name(), value.len() + 2, |out| {
+            let name = self.name(field);
+            self.fields.field(name, value.len() + 2, |out| {
                 out.push('"');
                 out.push_str(value);
                 out.push('"');
@@ -422,8 +477,9 @@ impl Visit for FieldWriter<'_> {
             if !escape_ascii(value, self.value) {
                 let _ = write!(self.value, "{value:?}");
             }
+            let name = self.name(field);
             let text = self.value.as_str();
-            self.fields.field(field.name(), text.len(), |out| out.push_str(text));
+            self.fields.field(name, text.len(), |out| out.push_str(text));
         }
     }
 
@@ -454,7 +510,8 @@ impl Visit for FieldWriter<'_> {
 
     fn record_bool(&mut self, field: &Field, value: bool) {
         let text = if value { "true" } else { "false" };
-        self.fields.field(field.name(), text.len(), |out| out.push_str(text));
+        let name = self.name(field);
+        self.fields.field(name, text.len(), |out| out.push_str(text));
     }
 }
 
@@ -476,7 +533,7 @@ fn level_code(level: Level) -> u32 {
 /// Formats `record`'s fields as `key=value` into `out` (after what it holds), with `value`
 /// as the buffer of one value's text.
 fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: impl FnOnce(&mut dyn Visit)) {
-    let mut writer = FieldWriter { message: None, fields: Bounded { out, cut }, value };
+    let mut writer = FieldWriter::span(Bounded { out, cut }, value);
     record(&mut writer);
 }
 
@@ -533,6 +590,32 @@ fn pop_entered(id: u64) {
             buffer::set_current_span(e.stack.last().copied().unwrap_or(0));
         }
     });
+}
+
+/// Formats an event's message and fields (`record` visits them) into `scratch` and gives its
+/// text, cut at [`STRING_MAX`]: the message, then the fields, so that a reader splits them
+/// apart again.
+fn event_fields<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit)) -> Text<'s> {
+    let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
+    let mut writer = FieldWriter::event(
+        Bounded { out: &mut *text, cut: &mut *text_cut },
+        Bounded { out: &mut *fields, cut: &mut *fields_cut },
+        &mut *value,
+    );
+    record(&mut writer);
+    let whole = writer.keys && !*fields_cut;
+    value.clear();
+    event_text(value, text, fields, whole);
+    let mut text = value.as_str();
+    if text.len() > STRING_MAX {
+        let mut n = STRING_MAX;
+        while !text.is_char_boundary(n) {
+            n -= 1;
+        }
+        text = &text[..n];
+        *text_cut = true;
+    }
+    Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }
 }
 
 /// Formats fields into the thread's scratch `fields` buffer and calls `f` with them (and
@@ -610,25 +693,8 @@ where
         };
         let current = span.map(buffer::set_current_span);
         with_scratch(|scratch| {
-            let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
-            event.record(&mut FieldWriter {
-                message: Some(Bounded { out: &mut *text, cut: &mut *text_cut }),
-                fields: Bounded { out: &mut *fields, cut: &mut *fields_cut },
-                value: &mut *value,
-            });
-            // The message, then the fields, so that a reader splits them apart again.
-            value.clear();
-            fields::write_event_text(value, text, fields);
-            let mut text = value.as_str();
-            if text.len() > STRING_MAX {
-                let mut n = STRING_MAX;
-                while !text.is_char_boundary(n) {
-                    n -= 1;
-                }
-                text = &text[..n];
-                *text_cut = true;
-            }
-            let strs = [Text::new(meta.target()), Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }];
+            let text = event_fields(scratch, |v| event.record(v));
+            let strs = [Text::new(meta.target()), text];
             emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));
         });
         if let Some(current) = current {
@@ -801,6 +867,70 @@ mod tests {
             let _ = tracing::info_span!("s", id = 12345u64);
         });
         assert_eq!((got.as_str(), cut), (" id=12345", false));
+    }
+
+    #[test]
+    fn an_events_text_is_what_the_grammars_writer_writes() {
+        let messages = ["", "step", "step ", " step", "a=b", "x =", "say \"hi\"", "two  spaces", "q=\"1\" and", "é=1"];
+        let fields = ["", "id=7", "id=7 ok=true", r#"s="a b=c" n=-1"#, "f=1e-7 c='x'", "x=\"=\""];
+        for message in messages {
+            for f in fields {
+                let mut expected = String::new();
+                fields::write_event_text(&mut expected, message, f);
+                for whole in [true, false] {
+                    let mut got = String::new();
+                    event_text(&mut got, message, f, whole);
+                    assert_eq!(got, expected, "{message:?} {f:?} whole={whole}");
+                }
+            }
+        }
+        assert!(is_key("id") && is_key("r#type") && is_key("a.b") && is_key("é"));
+        assert!(!is_key("") && !is_key("r#") && !is_key("a b") && !is_key("a=b") && !is_key("a\"b"));
+    }
+
+    /// A layer that formats each event's text as the bridge does, into `got`.
+    struct Texts(std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>);
+
+    impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Texts {
+        fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+            let mut scratch = Scratch::new();
+            let text = event_fields(&mut scratch, |v| event.record(v));
+            let got = (String::from_utf8(text.bytes.to_vec()).expect("UTF-8"), text.truncated);
+            self.0.lock().expect("not poisoned").push(got);
+        }
+    }
+
+    #[test]
+    fn events_are_written_in_the_grammar() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let got = std::sync::Arc::default();
+        let layer = Texts(std::sync::Arc::clone(&got));
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            tracing::info!(id = 7, ok = true, "step");
+            tracing::info!(id = 7, "a message with x=1 in it");
+            tracing::info!(id = 7, "it ends in x=1");
+            tracing::info!(user = "ada \"l\"", "");
+            tracing::info!("only a message");
+            tracing::info!(message = "as a field", n = -1);
+            tracing::info!(r#type = 2, "raw");
+            tracing::info!(ratio = 0.5, dbg = ?Some(1), "{} of {}", 1, 2);
+        });
+        let got = got.lock().expect("not poisoned");
+        let texts: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "step id=7 ok=true",
+                "a message with x=1 in it id=7",
+                "message=\"it ends in x=1\" id=7",
+                "user=\"ada \\\"l\\\"\"",
+                "only a message",
+                "as a field n=-1",
+                "raw type=2",
+                "1 of 2 ratio=0.5 dbg=\"Some(1)\"",
+            ]
+        );
+        assert!(got.iter().all(|(_, cut)| !cut));
     }
 
     #[test]

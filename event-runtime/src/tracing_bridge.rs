@@ -627,6 +627,27 @@ fn with_fields(record: impl FnOnce(&mut dyn Visit), f: impl FnOnce(Text<'_>)) {
     });
 }
 
+/// Records a `SpanEnter` of `id` ([`EventLayer::with_entries`]): out of line, so that an
+/// entry without it (the default) costs only the current-span word.
+#[inline(never)]
+fn record_entry(id: &Id, meta: Option<&'static tracing_core::Metadata<'static>>) {
+    if let Some(meta) = meta {
+        // The fields are the `SpanOpen`'s: not repeated on every entry.
+        let strs = [Text::new(meta.name()), Text::new("")];
+        emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
+    }
+}
+
+/// Records a `SpanExit` of `id` ([`EventLayer::with_entries`]), out of line as
+/// [`record_entry`].
+#[inline(never)]
+fn record_exit(id: &Id, meta: Option<&'static tracing_core::Metadata<'static>>) {
+    if let Some(meta) = meta {
+        let strs = [Text::new(meta.name())];
+        emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
+    }
+}
+
 impl<S> Layer<S> for EventLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -707,24 +728,17 @@ where
             return;
         }
         push_entered(id.into_u64());
-        if self.entries
-            && let Some(meta) = ctx.metadata(id)
-        {
-            // The fields are the `SpanOpen`'s: not repeated on every entry.
-            let strs = [Text::new(meta.name()), Text::new("")];
-            emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
+        if self.entries {
+            record_entry(id, ctx.metadata(id));
         }
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         // Also without a recording: a span entered while one ran is current no more.
         pop_entered(id.into_u64());
-        if !self.entries || !recording() {
-            return;
+        if self.entries && recording() {
+            record_exit(id, ctx.metadata(id));
         }
-        let Some(name) = ctx.metadata(id).map(|m| m.name()) else { return };
-        let strs = [Text::new(name)];
-        emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {

@@ -11,8 +11,15 @@
 //! | `fmt` | tracing-subscriber's `fmt` layer into tracing-appender's non-blocking file writer (the events as `tracing::info!`) |
 //!
 //! For each mode it prints the median over the rounds of: throughput against `off` of the
-//! same round, the 99.9th percentile of the requests' latencies (closed loop), and the bytes
-//! the mode wrote per request. `--cores one` runs the service (its one tokio worker and the
+//! same round, the 99.9th percentile of the requests' latencies (closed loop), the bytes
+//! the mode wrote per request, and the CPU time a request costs: the service thread's (the
+//! one tokio worker's thread CPU clock) and the whole service process's (the recorder's
+//! writer thread included), each also against `off` of the same round. The CPU times are
+//! read by the service itself (`GET /cpu`) just before and just after the measured load, and
+//! divided by the requests it served in between; on a shared machine they vary far less
+//! than a closed loop's throughput, which counts every stall of the load generator too.
+//! Below the table, each mode's per-round ratios against `off`, so that the spread the
+//! medians hide is seen. `--cores one` runs the service (its one tokio worker and the
 //! recorder's writer thread) on CPU 0 and the load on CPU 1 (what `taskset -c 0` does);
 //! `--cores two` lets the service have both CPUs, the load unpinned.
 //!
@@ -24,6 +31,12 @@
 //! The service is this program run as a child (`--serve MODE --port N`), so that each mode
 //! has a process of its own (one recording, one global subscriber), started afresh each
 //! round.
+//!
+//! Each round runs the modes in the order `off`, `bridge`, `event`, `fmt`, and the next round
+//! in the reverse order, and so on: `off` and `bridge` are adjacent in every round, and a
+//! drift of the machine over a round (a neighbour's build starting) weighs on both alike
+//! across two rounds. The table lists the modes in the order of `--modes` (by default `off`,
+//! `event`, `bridge`, `fmt`).
 
 event_runtime::include_events!("service.def");
 
@@ -34,6 +47,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MODES: [&str; 4] = ["off", "event", "bridge", "fmt"];
+
+/// The order of the modes in a round (every other round reversed): `off` and `bridge`, whose
+/// ratio issue 42 bounds, next to each other.
+const SCHEDULE: [&str; 4] = ["off", "bridge", "event", "fmt"];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -62,50 +79,114 @@ fn main() {
         "{rounds} rounds of {} modes, {seconds} s each, {connections} connections, service on CPUs {service_cpus}",
         modes.len()
     );
+    // The modes of SCHEDULE first, in its order, then any others as given.
+    let mut order: Vec<usize> = SCHEDULE.iter().filter_map(|m| modes.iter().position(|x| x == m)).collect();
+    let rest: Vec<usize> = (0..modes.len()).filter(|i| !order.contains(i)).collect();
+    order.extend(rest);
     for round in 0..rounds {
-        // The order turns each round, so that no mode always follows the same one.
-        for k in 0..modes.len() {
-            let i = (k + round) % modes.len();
+        let this_round: Vec<usize> = if round % 2 == 0 { order.clone() } else { order.iter().rev().copied().collect() };
+        for i in this_round {
             let dir = scratch.join(format!("{}-{round}", modes[i]));
             std::fs::create_dir_all(&dir).expect("the scratch directory");
             let run = measure(&modes[i], service_cpus, load_cpus, &dir, seconds, connections);
             eprintln!(
-                "round {round} {:>6}: {:>8.0} req/s  p99.9 {:>7.3} ms  {:>6.1} B/req",
+                "round {round} {:>6}: {:>8.0} req/s  p99.9 {:>7.3} ms  {:>6.1} B/req  CPU {:>6.2} us/req thread, {:>6.2} process",
                 modes[i],
                 run.throughput,
                 run.p999_ms,
-                run.bytes as f64 / run.requests as f64
+                run.bytes as f64 / run.requests as f64,
+                run.thread_us,
+                run.process_us
             );
             results[i].1.push(run);
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    let off: Option<Vec<f64>> =
-        results.iter().find(|(m, _)| m == "off").map(|(_, runs)| runs.iter().map(|r| r.throughput).collect());
-    println!("| mode | throughput vs off | p99.9 (closed loop) | bytes per request | req/s |");
-    println!("|---|---|---|---|---|");
+    let off: Option<&Vec<Run>> = results.iter().find(|(m, _)| m == "off").map(|(_, runs)| runs);
+    // A mode's per-round ratios of `value` against `off`'s in the same round.
+    let against_off = |runs: &[Run], value: fn(&Run) -> f64| -> Option<Vec<f64>> {
+        off.map(|off| runs.iter().zip(off).map(|(r, o)| value(r) / value(o)).collect())
+    };
+    let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}"));
+    println!(
+        "| mode | throughput vs off | p99.9 (closed loop) | bytes per request | req/s | CPU a request, service thread | vs off | CPU a request, process | vs off |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (mode, runs) in &results {
-        let ratio = off.as_ref().map(|off| median(runs.iter().zip(off).map(|(r, o)| r.throughput / o).collect()));
+        let ratio = against_off(runs, |r| r.throughput).map(median);
         let p999 = median(runs.iter().map(|r| r.p999_ms).collect());
         let bytes = median(runs.iter().map(|r| r.bytes as f64 / r.requests as f64).collect());
         let rps = median(runs.iter().map(|r| r.throughput).collect());
         let spread = runs.iter().map(|r| r.p999_ms).fold((f64::MAX, 0f64), |(lo, hi), p| (lo.min(p), hi.max(p)));
+        let thread = median(runs.iter().map(|r| r.thread_us).collect());
+        let process = median(runs.iter().map(|r| r.process_us).collect());
         println!(
-            "| {mode} | {} | {p999:.3} ms ({:.3} to {:.3}) | {bytes:.0} | {rps:.0} |",
-            ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
+            "| {mode} | {} | {p999:.3} ms ({:.3} to {:.3}) | {bytes:.0} | {rps:.0} | {thread:.2} us | {} | {process:.2} us | {} |",
+            show(ratio),
             spread.0,
-            spread.1
+            spread.1,
+            show(against_off(runs, |r| r.thread_us).map(median)),
+            show(against_off(runs, |r| r.process_us).map(median)),
+        );
+    }
+    println!();
+    for (mode, runs) in results.iter().filter(|(m, _)| m != "off") {
+        let rounds =
+            |v: Option<Vec<f64>>| v.unwrap_or_default().iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ");
+        println!(
+            "{mode} against off, per round: throughput {}; CPU a request, service thread {}; process {}",
+            rounds(against_off(runs, |r| r.throughput)),
+            rounds(against_off(runs, |r| r.thread_us)),
+            rounds(against_off(runs, |r| r.process_us)),
         );
     }
 }
 
-/// One mode's run: its throughput, tail and bytes.
+/// One mode's run: its throughput, tail, bytes and CPU time.
 struct Run {
     throughput: f64,
     p999_ms: f64,
     requests: u64,
     bytes: u64,
+    /// The service thread's CPU time a request of the measured load, in microseconds.
+    thread_us: f64,
+    /// The service process's CPU time a request of the measured load (all its threads).
+    process_us: f64,
+}
+
+/// The service's counters at one moment (`GET /cpu`): requests served, its thread's and its
+/// process's CPU time in nanoseconds.
+#[derive(Clone, Copy)]
+struct Cpu {
+    served: u64,
+    thread_ns: u64,
+    process_ns: u64,
+}
+
+impl Cpu {
+    /// Asks the service at `addr`.
+    fn read(addr: SocketAddr) -> Cpu {
+        let mut buf = Vec::new();
+        get(&mut TcpStream::connect(addr).expect("connects"), "/cpu", &mut buf).expect("a reply");
+        let body = buf.windows(4).position(|w| w == b"\r\n\r\n").map_or(&buf[..], |at| &buf[at + 4..]);
+        let numbers: Vec<u64> =
+            std::str::from_utf8(body).unwrap_or("").split_whitespace().filter_map(|n| n.parse().ok()).collect();
+        match numbers[..] {
+            [served, thread_ns, process_ns] => Cpu { served, thread_ns, process_ns },
+            _ => panic!("`/cpu` replied {:?}", String::from_utf8_lossy(body)),
+        }
+    }
+}
+
+/// A CPU clock's time (`CLOCK_THREAD_CPUTIME_ID`, `CLOCK_PROCESS_CPUTIME_ID`), in
+/// nanoseconds.
+fn cpu_clock(clock: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid timespec to write; the clock ids are the two CPU clocks every
+    // Linux has.
+    let ok = unsafe { libc::clock_gettime(clock, &mut t) } == 0;
+    if ok { t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64 } else { 0 }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -130,7 +211,11 @@ fn measure(mode: &str, cpus: &str, load_cpu: Option<usize>, dir: &Path, seconds:
     }
     // Warm-up: the allocator, the connections, the first blocks.
     load(addr, connections, Duration::from_millis(500));
+    let before = Cpu::read(addr);
     let (requests, latencies, took) = load(addr, connections, Duration::from_secs_f64(seconds));
+    let after = Cpu::read(addr);
+    let served_now = after.served.saturating_sub(before.served).max(1) as f64;
+    let per_request = |ns: fn(&Cpu) -> u64| ns(&after).saturating_sub(ns(&before)) as f64 / served_now / 1e3;
     if load_cpu.is_some() {
         pin("0,1");
     }
@@ -151,6 +236,8 @@ fn measure(mode: &str, cpus: &str, load_cpu: Option<usize>, dir: &Path, seconds:
         p999_ms: p999 as f64 / 1e6,
         requests: served.max(1),
         bytes: dir_bytes(dir),
+        thread_us: per_request(|c| c.thread_ns),
+        process_us: per_request(|c| c.process_ns),
     }
 }
 
@@ -298,6 +385,21 @@ fn serve(mode: &str, port: u16, cpus: &str, dir: PathBuf) {
                     move |axum::extract::Path(id): axum::extract::Path<u64>| {
                         served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         order(id, fmt)
+                    }
+                }),
+            )
+            .route(
+                "/cpu",
+                axum::routing::get({
+                    let served = served.clone();
+                    // On the one worker thread: its CPU clock is the service thread's.
+                    move || async move {
+                        format!(
+                            "{} {} {}",
+                            served.load(std::sync::atomic::Ordering::Relaxed),
+                            cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID),
+                            cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+                        )
                     }
                 }),
             )

@@ -225,20 +225,38 @@ struct Bounded<'a> {
 }
 
 impl Bounded<'_> {
-    /// Appends `parts` one after the other: with one test of the room and one reservation
-    /// when they all fit (the common case: a field of a span), else part by part, cut.
+    /// Appends a field, ` key=value` (no space before the first), whose value is `len`
+    /// bytes that `value` pushes onto the string: with one test of the room and one
+    /// reservation when it all fits (the common case), else through [`Bounded::write_str`],
+    /// cut. A raw identifier's `r#` (`r#type`) is left out of the key, as `fmt` does.
     #[inline]
-    fn parts(&mut self, parts: &[&str]) {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
+    fn field(&mut self, name: &str, len: usize, value: impl FnOnce(&mut String)) {
+        let name = name.strip_prefix("r#").unwrap_or(name);
+        let space = !self.out.is_empty();
+        let total = usize::from(space) + name.len() + 1 + len;
         if self.out.len() + total <= STRING_MAX {
             self.out.reserve(total);
-            for p in parts {
-                self.out.push_str(p);
+            if space {
+                self.out.push(' ');
             }
+            self.out.push_str(name);
+            self.out.push('=');
+            let start = self.out.len();
+            value(self.out);
+            debug_assert_eq!(self.out.len() - start, len, "the value of `{name}` is as long as it said");
         } else {
-            for p in parts {
-                let _ = fmt::Write::write_str(self, p);
-            }
+            self.field_cut(space, name, len, value);
+        }
+    }
+
+    /// [`Bounded::field`] where the field does not fit whole: part by part, cut.
+    #[cold]
+    #[inline(never)]
+    fn field_cut(&mut self, space: bool, name: &str, len: usize, value: impl FnOnce(&mut String)) {
+        let mut text = String::with_capacity(len);
+        value(&mut text);
+        for part in [if space { " " } else { "" }, name, "=", &text] {
+            let _ = fmt::Write::write_str(self, part);
         }
     }
 }
@@ -270,50 +288,158 @@ struct FieldWriter<'a> {
     fields: Bounded<'a>,
     /// A value's `Debug` text while it is formatted.
     value: &'a mut String,
+    /// Every key written is one the grammar reads as a key ([`is_key`]); kept for an
+    /// event's fields only (with a `message`), for [`event_text`].
+    keys: bool,
 }
 
-impl FieldWriter<'_> {
-    /// Starts a field: the separator and `key=`.
-    fn key(&mut self, field: &Field) {
-        self.key_then(field, "");
+impl<'a> FieldWriter<'a> {
+    /// A writer of a span's fields into `fields`.
+    fn span(fields: Bounded<'a>, value: &'a mut String) -> Self {
+        FieldWriter { message: None, fields, value, keys: true }
     }
 
-    /// Starts a field, `key=`, and writes `then` after it (in one append).
+    /// A writer of an event's message into `message` and its other fields into `fields`.
+    fn event(message: Bounded<'a>, fields: Bounded<'a>, value: &'a mut String) -> Self {
+        FieldWriter { message: Some(message), fields, value, keys: true }
+    }
+
+    /// A field's name, noting for an event's fields whether the grammar reads it as a key.
     #[inline]
-    fn key_then(&mut self, field: &Field, then: &str) {
+    fn name(&mut self, field: &Field) -> &'static str {
         let name = field.name();
-        // A raw identifier (`r#type`) is shown without its `r#`, as `fmt` does.
-        let name = name.strip_prefix("r#").unwrap_or(name);
-        let space = if self.fields.out.is_empty() { "" } else { " " };
-        self.fields.parts(&[space, name, "=", then]);
+        if self.message.is_some() && !is_key(name) {
+            self.keys = false;
+        }
+        name
+    }
+
+    /// Starts a field, `key=`, whose value the caller writes after it.
+    fn key(&mut self, field: &Field) {
+        let name = self.name(field);
+        self.fields.field(name, 0, |_| {});
     }
 
     /// A field whose value is an integer, written without `core::fmt` (a third of a span's
     /// cost, when it went through it).
+    #[inline]
     fn integer(&mut self, field: &Field, negative: bool, magnitude: u64) {
-        let mut digits = [0u8; 21];
+        // The digits' values, most significant first from `at`.
+        let mut digits = [0u8; 20];
         let mut at = digits.len();
         let mut n = magnitude;
         loop {
             at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
+            digits[at] = (n % 10) as u8;
             n /= 10;
             if n == 0 {
                 break;
             }
         }
-        if negative {
-            at -= 1;
-            digits[at] = b'-';
-        }
-        // Only ASCII digits and '-' were written.
-        self.key_then(field, std::str::from_utf8(&digits[at..]).unwrap_or_default());
+        let digits = &digits[at..];
+        let name = self.name(field);
+        self.fields.field(name, usize::from(negative) + digits.len(), |out| {
+            if negative {
+                out.push('-');
+            }
+            // `& 0xf` tells the compiler what it is: an ASCII character, one byte to push.
+            for &d in digits {
+                out.push(char::from(b'0' | (d & 0xf)));
+            }
+        });
     }
 
     /// A field whose value is written as it is: a token of the grammar.
     fn token(&mut self, field: &Field, value: impl fmt::Display) {
         self.key(field);
         let _ = write!(self.fields, "{value}");
+    }
+}
+
+/// Whether `s` is its own `Debug` text between the quotes: printable ASCII without `"` and
+/// `\`, which `Debug` escapes. Eight bytes at a time where there are eight: a byte below
+/// 0x20, one above 0x7e, a `"` or a `\` in the word sets a high bit in one of the four tests
+/// (each exact as to whether there is one, not which).
+#[inline]
+fn is_plain(s: &str) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let plain = |word: &[u8]| {
+        let Ok(word) = <[u8; 8]>::try_from(word) else { return false };
+        let w = u64::from_ne_bytes(word);
+        let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let above = (w.wrapping_add(ONES) | w) & HIGH;
+        below | above | has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\'))) == 0
+    };
+    let bytes = s.as_bytes();
+    if bytes.len() < 8 {
+        return bytes.iter().all(|&b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');
+    }
+    // The words, then the last eight bytes (which may overlap the last word) for the rest.
+    bytes.chunks_exact(8).all(plain) && plain(&bytes[bytes.len() - 8..])
+}
+
+/// Appends `s` quoted and escaped as `Debug` escapes a `str` (`\"`, `\\`, `\n`, `\r`, `\t`,
+/// `\0`, `\u{1b}`), without `core::fmt`, when it is ASCII; returns false, having
+/// appended nothing, when it is not (`Debug` then decides which characters it shows as they
+/// are, by Unicode's tables).
+fn escape_ascii(s: &str, out: &mut String) -> bool {
+    if !s.is_ascii() {
+        return false;
+    }
+    out.reserve(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            ' '..='~' => out.push(c),
+            _ => {
+                // The other controls and DEL, as `\u{hex}` without leading zeros.
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let b = c as u8;
+                out.push_str("\\u{");
+                if b >= 0x10 {
+                    out.push(char::from(HEX[usize::from(b >> 4)]));
+                }
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
+                out.push('}');
+            }
+        }
+    }
+    out.push('"');
+    true
+}
+
+/// Whether the grammar reads `name` (`r#` stripped, as it is written) as a key: not empty,
+/// without a space, `=` or `"`. Every Rust identifier is one.
+#[inline]
+fn is_key(name: &str) -> bool {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    !name.is_empty() && !name.bytes().any(|b| matches!(b, b' ' | b'=' | b'"'))
+}
+
+/// Writes a `TraceEvent`'s text as [`fields::write_event_text`] writes it, into `out`
+/// (empty): `whole` says that `fields` is all whole fields of the grammar (none cut, every
+/// key a key), as the bridge's writer makes them. Then a message without `=` cannot read as
+/// ending in fields (a field needs its `=`), so the message, a space and the fields are the
+/// text, and the reader's split (which costs a scan of the text from each of its spaces) is
+/// not needed to know it; else `write_event_text` decides.
+fn event_text(out: &mut String, message: &str, fields: &str, whole: bool) {
+    if whole && !message.as_bytes().contains(&b'=') {
+        out.reserve(message.len() + 1 + fields.len());
+        out.push_str(message);
+        if !message.is_empty() && !fields.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(fields);
+    } else {
+        fields::write_event_text(out, message, fields);
     }
 }
 
@@ -334,19 +460,26 @@ impl Visit for FieldWriter<'_> {
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        match &mut self.message {
-            Some(message) if field.name() == "message" => {
-                let _ = message.write_str(value);
+        if let Some(message) = &mut self.message
+            && field.name() == "message"
+        {
+            let _ = message.write_str(value);
+        } else if is_plain(value) {
+            // Its own `Debug` text between quotes: copied as it is.
+            let name = self.name(field);
+            self.fields.field(name, value.len() + 2, |out| {
+                out.push('"');
+                out.push_str(value);
+                out.push('"');
+            });
+        } else {
+            self.value.clear();
+            if !escape_ascii(value, self.value) {
+                let _ = write!(self.value, "{value:?}");
             }
-            // Printable ASCII but `"` and `\\` is its own `Debug` text between quotes: copied
-            // as it is, without `core::fmt`.
-            _ if value.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') => {
-                let name = field.name();
-                let name = name.strip_prefix("r#").unwrap_or(name);
-                let space = if self.fields.out.is_empty() { "" } else { " " };
-                self.fields.parts(&[space, name, "=\"", value, "\""]);
-            }
-            _ => self.token(field, format_args!("{value:?}")),
+            let name = self.name(field);
+            let text = self.value.as_str();
+            self.fields.field(name, text.len(), |out| out.push_str(text));
         }
     }
 
@@ -376,7 +509,9 @@ impl Visit for FieldWriter<'_> {
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.token(field, value);
+        let text = if value { "true" } else { "false" };
+        let name = self.name(field);
+        self.fields.field(name, text.len(), |out| out.push_str(text));
     }
 }
 
@@ -398,7 +533,7 @@ fn level_code(level: Level) -> u32 {
 /// Formats `record`'s fields as `key=value` into `out` (after what it holds), with `value`
 /// as the buffer of one value's text.
 fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: impl FnOnce(&mut dyn Visit)) {
-    let mut writer = FieldWriter { message: None, fields: Bounded { out, cut }, value };
+    let mut writer = FieldWriter::span(Bounded { out, cut }, value);
     record(&mut writer);
 }
 
@@ -443,13 +578,44 @@ fn push_entered(id: u64) {
 /// innermost unless guards were dropped out of order) is current again.
 fn pop_entered(id: u64) {
     let _ = ENTERED.try_with(|e| {
-        if let Ok(mut e) = e.try_borrow_mut()
-            && let Some(at) = e.stack.iter().rposition(|&s| s == id)
-        {
-            e.stack.remove(at);
+        if let Ok(mut e) = e.try_borrow_mut() {
+            // Nearly always the innermost: popped without a search or a move.
+            if e.stack.last() == Some(&id) {
+                e.stack.pop();
+            } else if let Some(at) = e.stack.iter().rposition(|&s| s == id) {
+                e.stack.remove(at);
+            } else {
+                return;
+            }
             buffer::set_current_span(e.stack.last().copied().unwrap_or(0));
         }
     });
+}
+
+/// Formats an event's message and fields (`record` visits them) into `scratch` and gives its
+/// text, cut at [`STRING_MAX`]: the message, then the fields, so that a reader splits them
+/// apart again.
+fn event_fields<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit)) -> Text<'s> {
+    let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
+    let mut writer = FieldWriter::event(
+        Bounded { out: &mut *text, cut: &mut *text_cut },
+        Bounded { out: &mut *fields, cut: &mut *fields_cut },
+        &mut *value,
+    );
+    record(&mut writer);
+    let whole = writer.keys && !*fields_cut;
+    value.clear();
+    event_text(value, text, fields, whole);
+    let mut text = value.as_str();
+    if text.len() > STRING_MAX {
+        let mut n = STRING_MAX;
+        while !text.is_char_boundary(n) {
+            n -= 1;
+        }
+        text = &text[..n];
+        *text_cut = true;
+    }
+    Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }
 }
 
 /// Formats fields into the thread's scratch `fields` buffer and calls `f` with them (and
@@ -459,6 +625,27 @@ fn with_fields(record: impl FnOnce(&mut dyn Visit), f: impl FnOnce(Text<'_>)) {
         span_fields(&mut scratch.fields, &mut scratch.fields_cut, &mut scratch.value, record);
         f(Text { bytes: scratch.fields.as_bytes(), truncated: scratch.fields_cut });
     });
+}
+
+/// Records a `SpanEnter` of `id` ([`EventLayer::with_entries`]): out of line, so that an
+/// entry without it (the default) costs only the current-span word.
+#[inline(never)]
+fn record_entry(id: &Id, meta: Option<&'static tracing_core::Metadata<'static>>) {
+    if let Some(meta) = meta {
+        // The fields are the `SpanOpen`'s: not repeated on every entry.
+        let strs = [Text::new(meta.name()), Text::new("")];
+        emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
+    }
+}
+
+/// Records a `SpanExit` of `id` ([`EventLayer::with_entries`]), out of line as
+/// [`record_entry`].
+#[inline(never)]
+fn record_exit(id: &Id, meta: Option<&'static tracing_core::Metadata<'static>>) {
+    if let Some(meta) = meta {
+        let strs = [Text::new(meta.name())];
+        emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
+    }
 }
 
 impl<S> Layer<S> for EventLayer
@@ -527,25 +714,8 @@ where
         };
         let current = span.map(buffer::set_current_span);
         with_scratch(|scratch| {
-            let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
-            event.record(&mut FieldWriter {
-                message: Some(Bounded { out: &mut *text, cut: &mut *text_cut }),
-                fields: Bounded { out: &mut *fields, cut: &mut *fields_cut },
-                value: &mut *value,
-            });
-            // The message, then the fields, so that a reader splits them apart again.
-            value.clear();
-            fields::write_event_text(value, text, fields);
-            let mut text = value.as_str();
-            if text.len() > STRING_MAX {
-                let mut n = STRING_MAX;
-                while !text.is_char_boundary(n) {
-                    n -= 1;
-                }
-                text = &text[..n];
-                *text_cut = true;
-            }
-            let strs = [Text::new(meta.target()), Text { bytes: text.as_bytes(), truncated: *text_cut || *fields_cut }];
+            let text = event_fields(scratch, |v| event.record(v));
+            let strs = [Text::new(meta.target()), text];
             emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));
         });
         if let Some(current) = current {
@@ -558,24 +728,17 @@ where
             return;
         }
         push_entered(id.into_u64());
-        if self.entries
-            && let Some(meta) = ctx.metadata(id)
-        {
-            // The fields are the `SpanOpen`'s: not repeated on every entry.
-            let strs = [Text::new(meta.name()), Text::new("")];
-            emit(builtin::SPAN_ENTER, builtin::SPAN_ENTER_FIXED, &strs, |w| body::span_enter(w, id.into_u64()));
+        if self.entries {
+            record_entry(id, ctx.metadata(id));
         }
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         // Also without a recording: a span entered while one ran is current no more.
         pop_entered(id.into_u64());
-        if !self.entries || !recording() {
-            return;
+        if self.entries && recording() {
+            record_exit(id, ctx.metadata(id));
         }
-        let Some(name) = ctx.metadata(id).map(|m| m.name()) else { return };
-        let strs = [Text::new(name)];
-        emit(builtin::SPAN_EXIT, builtin::SPAN_EXIT_FIXED, &strs, |w| body::span_exit(w, id.into_u64()));
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
@@ -596,6 +759,192 @@ mod tests {
         let schema = EVENTS.schema().expect("EVENTS parses");
         assert!(schema.events.is_empty() && schema.kinds.is_empty());
         assert_eq!(event_format::def::render(&schema), EVENTS.def());
+    }
+
+    /// What `is_plain` must say: every byte printable ASCII, none `"` or `\\`.
+    fn plain_by_bytes(s: &str) -> bool {
+        s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+    }
+
+    #[test]
+    fn is_plain_agrees_with_a_test_of_each_byte_at_every_position() {
+        // Each interesting character at each position of strings from 0 to 19 bytes, so
+        // that it falls in a word of eight and in the rest after the words.
+        let odd = ['"', '\\', '\n', '\0', '\x1f', ' ', '~', '\x7f', 'é', '\u{301}', '!', '#', '[', ']'];
+        for len in 0..20 {
+            for at in 0..len {
+                for c in odd {
+                    let s: String = (0..len).map(|i| if i == at { c } else { 'a' }).collect();
+                    assert_eq!(is_plain(&s), plain_by_bytes(&s), "{s:?}");
+                }
+            }
+        }
+        for b in 0..=0x7fu8 {
+            let s = format!("abcdefg{}hijklmn", char::from(b));
+            assert_eq!(is_plain(&s), plain_by_bytes(&s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn escape_ascii_writes_what_debug_writes() {
+        for b in 0..=0x7fu8 {
+            let c = char::from(b);
+            for s in [c.to_string(), format!("a{c}b{c}"), format!("{c}{c}\"q\"")] {
+                let mut out = String::new();
+                assert!(escape_ascii(&s, &mut out));
+                assert_eq!(out, format!("{s:?}"), "{s:?}");
+            }
+        }
+        let mut out = String::new();
+        assert!(!escape_ascii("caf\u{e9} \"x\"", &mut out), "not ASCII: left to `Debug`");
+        assert!(out.is_empty());
+    }
+
+    /// A layer that formats each new span's fields as the bridge does, into `got`, after
+    /// `before` bytes of another field (so the first of them is written after a space).
+    struct Fields {
+        got: std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>,
+        /// Bytes already in the buffer before the fields, to reach the maximum.
+        before: usize,
+    }
+
+    impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Fields {
+        fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
+            let (mut out, mut cut, mut value) = ("x".repeat(self.before), false, String::new());
+            span_fields(&mut out, &mut cut, &mut value, |v| attrs.record(v));
+            self.got.lock().expect("not poisoned").push((out.split_off(self.before), cut));
+        }
+    }
+
+    /// The fields the bridge writes for the span that `make` creates, after `before` bytes.
+    fn fields_of(before: usize, make: impl FnOnce()) -> (String, bool) {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let got = std::sync::Arc::default();
+        let layer = Fields { got: std::sync::Arc::clone(&got), before };
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), make);
+        let got = got.lock().expect("not poisoned");
+        got.first().cloned().expect("one span")
+    }
+
+    #[test]
+    fn every_kind_of_field_is_written_in_the_grammar() {
+        let quoted = "say \"hi\"\tto C:\\ \u{1b}[0m\u{7f}";
+        let unicode = "caf\u{e9} \u{301}\u{200b} \"ok\"";
+        let (got, cut) = fields_of(0, || {
+            let _ = tracing::info_span!(
+                "s",
+                min = i64::MIN,
+                max = u64::MAX,
+                zero = 0u64,
+                minus = -1i64,
+                yes = true,
+                no = false,
+                plain = "GET /orders/{id}",
+                empty = "",
+                quoted,
+                unicode,
+                half = 0.5,
+                tiny = 1e-7,
+                nan = f64::NAN,
+                big = u128::MAX,
+                r#type = ?'x',
+                dbg = ?Some(3),
+            );
+        });
+        let expected = format!(
+            "min={} max={} zero=0 minus=-1 yes=true no=false plain=\"GET /orders/{{id}}\" empty=\"\" quoted={quoted:?} \
+             unicode={unicode:?} half=0.5 tiny=1e-7 nan=NaN big=\"{}\" type='x' dbg=\"Some(3)\"",
+            i64::MIN,
+            u64::MAX,
+            u128::MAX
+        );
+        assert_eq!((got.as_str(), cut), (expected.as_str(), false));
+        assert_eq!(fields::parse(&got).expect("reads back whole").len(), 16);
+    }
+
+    #[test]
+    fn a_field_that_does_not_fit_is_cut_at_the_maximum() {
+        // Room for ` id=12` of ` id=12345`, after a first field.
+        let (got, cut) = fields_of(STRING_MAX - 10, || {
+            let _ = tracing::info_span!("s", a = 1u64, id = 12345u64);
+        });
+        assert_eq!((got.as_str(), cut), (" a=1 id=12", true));
+        // A string value longer than the maximum.
+        let long = "ab".repeat(STRING_MAX);
+        let (got, cut) = fields_of(0, || {
+            let _ = tracing::info_span!("s", long = long.as_str(), after = true);
+        });
+        assert_eq!(got.len(), STRING_MAX);
+        assert_eq!((&got[..7], cut), ("long=\"a", true));
+        // A field that fits exactly is not cut.
+        let (got, cut) = fields_of(STRING_MAX - 9, || {
+            let _ = tracing::info_span!("s", id = 12345u64);
+        });
+        assert_eq!((got.as_str(), cut), (" id=12345", false));
+    }
+
+    #[test]
+    fn an_events_text_is_what_the_grammars_writer_writes() {
+        let messages = ["", "step", "step ", " step", "a=b", "x =", "say \"hi\"", "two  spaces", "q=\"1\" and", "é=1"];
+        let fields = ["", "id=7", "id=7 ok=true", r#"s="a b=c" n=-1"#, "f=1e-7 c='x'", "x=\"=\""];
+        for message in messages {
+            for f in fields {
+                let mut expected = String::new();
+                fields::write_event_text(&mut expected, message, f);
+                for whole in [true, false] {
+                    let mut got = String::new();
+                    event_text(&mut got, message, f, whole);
+                    assert_eq!(got, expected, "{message:?} {f:?} whole={whole}");
+                }
+            }
+        }
+        assert!(is_key("id") && is_key("r#type") && is_key("a.b") && is_key("é"));
+        assert!(!is_key("") && !is_key("r#") && !is_key("a b") && !is_key("a=b") && !is_key("a\"b"));
+    }
+
+    /// A layer that formats each event's text as the bridge does, into `got`.
+    struct Texts(std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>);
+
+    impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Texts {
+        fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+            let mut scratch = Scratch::new();
+            let text = event_fields(&mut scratch, |v| event.record(v));
+            let got = (String::from_utf8(text.bytes.to_vec()).expect("UTF-8"), text.truncated);
+            self.0.lock().expect("not poisoned").push(got);
+        }
+    }
+
+    #[test]
+    fn events_are_written_in_the_grammar() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let got = std::sync::Arc::default();
+        let layer = Texts(std::sync::Arc::clone(&got));
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            tracing::info!(id = 7, ok = true, "step");
+            tracing::info!(id = 7, "a message with x=1 in it");
+            tracing::info!(id = 7, "it ends in x=1");
+            tracing::info!(user = "ada \"l\"", "");
+            tracing::info!("only a message");
+            tracing::info!(message = "as a field", n = -1);
+            tracing::info!(r#type = 2, "raw");
+            tracing::info!(ratio = 0.5, dbg = ?Some(1), "{} of {}", 1, 2);
+        });
+        let got = got.lock().expect("not poisoned");
+        let texts: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "step id=7 ok=true",
+                "a message with x=1 in it id=7",
+                "message=\"it ends in x=1\" id=7",
+                "user=\"ada \\\"l\\\"\"",
+                "only a message",
+                "as a field n=-1",
+                "raw type=2",
+                "1 of 2 ratio=0.5 dbg=\"Some(1)\"",
+            ]
+        );
+        assert!(got.iter().all(|(_, cut)| !cut));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! than it is stored (the bidirectional overrides, embeddings, isolates and marks) is escaped.
 
 use crate::codec::decode::Event;
-use crate::codec::wire::{Clock, Text, Timebase, Value};
+use crate::codec::wire::{Clock, STRING_TRUNCATED, Take, Text, Timebase, Value};
+use event_def::letter::Letter;
 use std::fmt::{self, Write};
 
 /// Whether `c` is a bidirectional formatting character: the embeddings and overrides
@@ -417,6 +418,92 @@ pub fn push_value<S: Append>(out: &mut S, value: &Value<'_>) {
     }
 }
 
+/// Appends `event`'s values as [`push_value`] writes them, each after what `name` appends for
+/// its entry of `names` (one a value, in order; the values stop where they or the names do),
+/// and hands each value and its place to `written` once it is written (where a reader notes
+/// what a value needs besides its text: a label after an address).
+///
+/// The values are read as [`Event::values`] reads them, but each is written where it is read:
+/// one branch on its letter reads and writes it, where reading the values first and writing
+/// them after branched twice and passed each through the stack (`print` writes millions).
+///
+/// ```
+/// use event_format::decode::{Catalog, Decoder, Entry};
+/// use event_format::text::{push_value, push_values};
+/// # let bytes = event_format::testing::sample_stream(event_format::wire::Order::Little);
+/// let mut decoder = Decoder::new(&bytes[..]).unwrap();
+/// let catalog = Catalog::new(&decoder.header().sets);
+/// let block = decoder.next_block().unwrap().unwrap();
+/// for entry in block.entries(&catalog) {
+///     let Entry::Event(event) = entry else { continue };
+///     let (mut at_once, mut one_by_one) = (Vec::new(), Vec::new());
+///     let name = |out: &mut Vec<u8>, name: &String| out.extend(format!(" {name}=").bytes());
+///     push_values(&mut at_once, &event, &event.desc.params, name, |_, _, _| {});
+///     for (name, value) in event.desc.params.iter().zip(event.values()) {
+///         one_by_one.extend(format!(" {name}=").bytes());
+///         push_value(&mut one_by_one, &value);
+///     }
+///     assert_eq!(at_once, one_by_one);
+/// }
+/// ```
+#[inline(always)]
+pub fn push_values<'a, S: Append, N>(
+    out: &mut S,
+    event: &Event<'a>,
+    names: &[N],
+    mut name: impl FnMut(&mut S, &N),
+    mut written: impl FnMut(&mut S, usize, Value<'a>),
+) {
+    let mut take = Take { rest: event.args, order: event.order };
+    for (i, (letter, n)) in event.desc.format.iter().zip(names).enumerate() {
+        // Each arm reads its value, then writes the name and the value of a known type (a
+        // macro, not a closure: a closure called from eight arms was not inlined in them).
+        macro_rules! put {
+            ($value:expr) => {{
+                let value = $value;
+                name(out, n);
+                push_value(out, &value);
+                written(out, i, value);
+            }};
+        }
+        match letter {
+            Letter::Pointer => match take.u64() {
+                Some(v) => put!(Value::Pointer(v)),
+                None => break,
+            },
+            Letter::Address => match take.u64() {
+                Some(v) => put!(Value::Address(v)),
+                None => break,
+            },
+            Letter::Word => match take.u64() {
+                Some(v) => put!(Value::Word(v)),
+                None => break,
+            },
+            Letter::Unsigned => match take.u32() {
+                Some(v) => put!(Value::Unsigned(v)),
+                None => break,
+            },
+            Letter::Signed => match take.u64() {
+                Some(v) => put!(Value::Signed(v as i64)),
+                None => break,
+            },
+            Letter::Double => match take.u64() {
+                Some(v) => put!(Value::Double(f64::from_bits(v))),
+                None => break,
+            },
+            Letter::Bool => match take.u8() {
+                Some(v) => put!(Value::Bool(v != 0)),
+                None => break,
+            },
+            Letter::String => {
+                let Some(prefix) = take.u16() else { break };
+                let Some(bytes) = take.bytes(usize::from(prefix & !STRING_TRUNCATED)) else { break };
+                put!(Value::Str(Text { bytes, truncated: prefix & STRING_TRUNCATED != 0 }));
+            }
+        }
+    }
+}
+
 /// Appends `v` as `{v:?}` writes it (the shortest digits that read back as `v`; an exponent
 /// below 1e-4 and from 1e16).
 fn push_double<S: Append>(out: &mut S, v: f64) {
@@ -640,6 +727,50 @@ mod tests {
                 _ => (x % 1000) as f64 * 2f64.powi((x >> 32) as i32 % 200 - 100),
             });
         }
+    }
+
+    /// `push_values` writes what `values` and `push_value` write, name by name, and hands on
+    /// each value read, in both byte orders; cut arguments stop both at the same place.
+    #[test]
+    fn values_written_where_read_are_those_read_first() {
+        use crate::codec::decode::{Catalog, Decoder, Entry, Event};
+        use crate::codec::wire::{Order, Value};
+        fn one_by_one<'a>(event: &Event<'a>) -> (Vec<u8>, Vec<Value<'a>>) {
+            let mut out = Vec::new();
+            for (name, value) in event.desc.params.iter().zip(event.values()) {
+                out.extend(format!(" {name}=").bytes());
+                super::push_value(&mut out, &value);
+            }
+            (out, event.values().collect())
+        }
+        fn at_once<'a>(event: &Event<'a>) -> (Vec<u8>, Vec<Value<'a>>) {
+            let (mut out, mut seen) = (Vec::new(), Vec::new());
+            let name = |out: &mut Vec<u8>, name: &String| out.extend(format!(" {name}=").bytes());
+            super::push_values(&mut out, event, &event.desc.params, name, |_, i, value| seen.push((i, value)));
+            assert!(seen.iter().enumerate().all(|(n, (i, _))| n == *i));
+            (out, seen.into_iter().map(|(_, v)| v).collect())
+        }
+        let mut events = 0;
+        for order in [Order::Little, Order::Big] {
+            let bytes = crate::testing::sample_stream(order);
+            let mut decoder = Decoder::new(&bytes[..]).unwrap();
+            let catalog = Catalog::new(&decoder.header().sets);
+            while let Some(block) = decoder.next_block() {
+                let block = block.unwrap();
+                for entry in block.entries(&catalog) {
+                    let Entry::Event(event) = entry else { continue };
+                    events += 1;
+                    assert_eq!(at_once(&event), one_by_one(&event), "{}", event.desc.name);
+                    // Arguments cut short (which the catalog refuses, but the writers must
+                    // not read past): both stop at the same value.
+                    for len in 0..event.args.len() {
+                        let cut = Event { args: &event.args[..len], ..event };
+                        assert_eq!(at_once(&cut), one_by_one(&cut), "{} cut at {len}", event.desc.name);
+                    }
+                }
+            }
+        }
+        assert!(events > 10);
     }
 
     /// The word-at-a-time test of plain bytes is the byte-by-byte one.

@@ -350,13 +350,22 @@ impl Renderer {
         }
     }
 
-    /// The hole after a value just written, where its label or interned string may go.
+    /// The hole after a value just written, where its label or interned string may go: at
+    /// its offset in the line, which starts at `out[start]`.
     #[inline(always)]
-    fn hole(&self, out: &[u8], holes: &mut Vec<Hole>, event: &Event<'_>, index: usize, value: &Value<'_>) {
+    fn hole(
+        &self,
+        out: &[u8],
+        start: usize,
+        holes: &mut Vec<Hole>,
+        event: &Event<'_>,
+        index: usize,
+        value: &Value<'_>,
+    ) {
         if !self.labels {
             return;
         }
-        let at = out.len() as u32;
+        let at = (out.len() - start) as u32;
         let param = index as u16;
         match value {
             Value::Pointer(a) | Value::Address(a) => holes.push(Hole { at, value: *a, param, interned: false }),
@@ -369,7 +378,8 @@ impl Renderer {
     }
 
     /// Writes `event` of `origin` as one line, without the newline and without its labels:
-    /// appends to `holes` where they may go (offsets in `out`), for [`Renderer::fill`].
+    /// appends to `holes` where they may go (offsets in the line, which starts at the end of
+    /// `out` as it is given), for [`Renderer::fill`].
     /// `template` is its type's (made here when not given).
     pub(crate) fn line(
         &self,
@@ -386,17 +396,15 @@ impl Renderer {
             // written straight as bytes (it is what a dump mostly writes).
             SCRATCH.with_borrow_mut(|text| {
                 text.clear();
-                let first = holes.len();
                 match self.format {
                     Format::Csv => self.csv_line(text, holes, file, thread_text, seconds, event),
                     _ => self.json_line(text, holes, thread_text, seconds, event),
                 }
-                let base = out.len() as u32;
-                holes[first..].iter_mut().for_each(|h| h.at += base);
                 out.extend_from_slice(text.as_bytes());
             });
             return;
         }
+        let start = out.len();
         if self.raw_ticks {
             push_decimal(out, event.time);
         } else {
@@ -418,7 +426,7 @@ impl Renderer {
             event,
             &template.params,
             |out, name| name.push(out),
-            |out, i, value| self.hole(out, holes, event, i, &value),
+            |out, i, value| self.hole(out, start, holes, event, i, &value),
         );
     }
 

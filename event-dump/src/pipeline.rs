@@ -248,13 +248,9 @@ impl Context<'_> {
                         line.start = r.text.len() as u32;
                         line.holes = r.holes.len() as u32;
                         let start = r.text.len();
-                        let holes = r.holes.len();
                         let template = templates.get(self.renderer, file, event.desc);
+                        // Its holes are offsets in the line.
                         self.renderer.line(&mut r.text, &mut r.holes, &origin, template, &event);
-                        // Holes are kept as offsets in their line.
-                        for h in &mut r.holes[holes..] {
-                            h.at -= start as u32;
-                        }
                         line.len = (r.text.len() - start) as u32;
                         line.holes_end = r.holes.len() as u32;
                         r.text.push(b'\n');

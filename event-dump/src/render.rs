@@ -7,7 +7,7 @@ use crate::json;
 use event_format::builtin;
 use event_format::builtins::{BuiltinEvent, interned_arg};
 use event_format::decode::{Catalog, Desc, Event};
-use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, write_text, write_value};
+use event_format::text::{Seconds, is_bidi_control, push_decimal, push_value, push_values, write_text, write_value};
 use event_format::wire::Value;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -91,6 +91,11 @@ impl Fact {
     /// What `event` says, if it is an `Intern` or a `Label` event.
     #[inline]
     pub(crate) fn of(event: &Event<'_>) -> Option<Fact> {
+        // Asked of every event a worker renders: an event of a set (nearly all of them) is
+        // told here, without a call.
+        if !event.desc.is_builtin() {
+            return None;
+        }
         match BuiltinEvent::of(event)? {
             BuiltinEvent::Intern { id, text } => Some(Fact::Intern(id, text.to_string_lossy().into_owned())),
             BuiltinEvent::Label { address, id } => Some(Fact::Label(address, id)),
@@ -246,6 +251,9 @@ impl Default for Templates {
 
 impl Templates {
     /// The template of `desc` of log `file`, when `renderer` writes text lines.
+    // Inlined in the render loop, which asks for every line: the last looked up of its slot
+    // is a compare away; the others are found (or made) out of line.
+    #[inline]
     pub(crate) fn get(&mut self, renderer: &Renderer, file: usize, desc: &Desc) -> Option<&Template> {
         if renderer.format != Format::Text {
             return None;
@@ -256,6 +264,12 @@ impl Templates {
         if recent == key {
             return self.list.get(at);
         }
+        self.find(renderer, desc, key, slot)
+    }
+
+    /// [`get`](Templates::get) of a key not in its recent slot.
+    #[inline(never)]
+    fn find(&mut self, renderer: &Renderer, desc: &Desc, key: u64, slot: usize) -> Option<&Template> {
         let list = &mut self.list;
         let at = *self.index.entry(key).or_insert_with(|| {
             list.push(renderer.template(desc));
@@ -336,13 +350,22 @@ impl Renderer {
         }
     }
 
-    /// One value as text, and a hole after it where its label or interned string may go.
-    fn value(&self, out: &mut Vec<u8>, holes: &mut Vec<Hole>, event: &Event<'_>, index: usize, value: &Value<'_>) {
-        push_value(out, value);
+    /// The hole after a value just written, where its label or interned string may go: at
+    /// its offset in the line, which starts at `out[start]`.
+    #[inline(always)]
+    fn hole(
+        &self,
+        out: &[u8],
+        start: usize,
+        holes: &mut Vec<Hole>,
+        event: &Event<'_>,
+        index: usize,
+        value: &Value<'_>,
+    ) {
         if !self.labels {
             return;
         }
-        let at = out.len() as u32;
+        let at = (out.len() - start) as u32;
         let param = index as u16;
         match value {
             Value::Pointer(a) | Value::Address(a) => holes.push(Hole { at, value: *a, param, interned: false }),
@@ -355,7 +378,8 @@ impl Renderer {
     }
 
     /// Writes `event` of `origin` as one line, without the newline and without its labels:
-    /// appends to `holes` where they may go (offsets in `out`), for [`Renderer::fill`].
+    /// appends to `holes` where they may go (offsets in the line, which starts at the end of
+    /// `out` as it is given), for [`Renderer::fill`].
     /// `template` is its type's (made here when not given).
     pub(crate) fn line(
         &self,
@@ -372,17 +396,15 @@ impl Renderer {
             // written straight as bytes (it is what a dump mostly writes).
             SCRATCH.with_borrow_mut(|text| {
                 text.clear();
-                let first = holes.len();
                 match self.format {
                     Format::Csv => self.csv_line(text, holes, file, thread_text, seconds, event),
                     _ => self.json_line(text, holes, thread_text, seconds, event),
                 }
-                let base = out.len() as u32;
-                holes[first..].iter_mut().for_each(|h| h.at += base);
                 out.extend_from_slice(text.as_bytes());
             });
             return;
         }
+        let start = out.len();
         if self.raw_ticks {
             push_decimal(out, event.time);
         } else {
@@ -398,10 +420,14 @@ impl Renderer {
             }
         };
         template.head.push(out);
-        for (i, (name, value)) in template.params.iter().zip(event.values()).enumerate() {
-            name.push(out);
-            self.value(out, holes, event, i, &value);
-        }
+        // Each value written where it is read, its name before it, its hole after it.
+        push_values(
+            out,
+            event,
+            &template.params,
+            |out, name| name.push(out),
+            |out, i, value| self.hole(out, start, holes, event, i, &value),
+        );
     }
 
     /// One JSON object (docs/OUTPUT.md, "JSON"); its holes are where the `labels` object goes.

@@ -458,6 +458,7 @@ mod tests {
             kind: Some(0),
             format: vec![],
             params: vec![],
+            strings: false,
         };
         let mut trace = Trace {
             dir: dir.clone(),

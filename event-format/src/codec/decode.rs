@@ -527,10 +527,15 @@ pub struct Desc {
     pub format: Vec<Letter>,
     /// Its parameters' names.
     pub params: Vec<String>,
+    /// Whether `format` has a string (`S`): kept beside it, so that a reader that looks at
+    /// every record's strings (the ledger counts the cut ones) tests one flag for the events
+    /// that have none instead of scanning their letters. [`Catalog::new`] sets it from `format`.
+    pub strings: bool,
 }
 
 impl Desc {
     /// Whether this is one of the runtime's built-in events.
+    #[inline]
     pub fn is_builtin(&self) -> bool {
         self.kind.is_none()
     }
@@ -609,6 +614,7 @@ impl Catalog {
                         kind: Some(e.kind),
                         format: e.format.clone(),
                         params: e.params.clone(),
+                        strings: e.format.contains(&Letter::String),
                     })
                 })
             })
@@ -622,6 +628,7 @@ impl Catalog {
                 kind: None,
                 format: b.format.to_vec(),
                 params: b.params.iter().map(|p| (*p).to_owned()).collect(),
+                strings: b.format.contains(&Letter::String),
             }))
             .collect();
         // Stable: of two descs with one wire code (no checked header has them), the first set's wins.

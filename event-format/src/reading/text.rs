@@ -9,7 +9,8 @@
 //! than it is stored (the bidirectional overrides, embeddings, isolates and marks) is escaped.
 
 use crate::codec::decode::Event;
-use crate::codec::wire::{Clock, Text, Timebase, Value};
+use crate::codec::wire::{Clock, STRING_TRUNCATED, Take, Text, Timebase, Value};
+use event_def::letter::Letter;
 use std::fmt::{self, Write};
 
 /// Whether `c` is a bidirectional formatting character: the embeddings and overrides
@@ -157,19 +158,23 @@ fn may_tie(v: f64, text: &str) -> bool {
     if biased != 0 && lowest_bit + 1 < (((biased - 1023) * 78913) >> 18) - 18 {
         return false;
     }
-    last_digit_power(text.trim_start_matches('-')) == Some(lowest_bit + 1)
+    last_digit_power(text.strip_prefix('-').unwrap_or(text)) == Some(lowest_bit + 1)
 }
 
 /// The power of ten of the last digit of zmij's text (without a sign): `-2` for `12.25`, `3`
-/// for `1000.0` and `1.5e+16`, `-7` for `1.25e-5`.
+/// for `1000.0` and `1.5e+16`, `-7` for `1.25e-5`. (Its at most 24 bytes are searched byte by
+/// byte: a search for a `char` costs more set up than such a text.)
 fn last_digit_power(text: &str) -> Option<i32> {
-    let (digits, exponent) = match text.split_once('e') {
-        Some((digits, exponent)) => (digits, exponent.parse::<i32>().ok()?),
-        None => (text, 0),
+    let bytes = text.as_bytes();
+    let (digits, exponent) = match bytes.iter().position(|&b| b == b'e') {
+        Some(at) => (&bytes[..at], text.get(at + 1..)?.parse::<i32>().ok()?),
+        None => (bytes, 0),
     };
-    Some(match digits.split_once('.') {
-        Some((whole, "0")) if exponent == 0 => (whole.len() - whole.trim_end_matches('0').len()) as i32,
-        Some((_, fraction)) => exponent - fraction.len() as i32,
+    Some(match digits.iter().position(|&b| b == b'.') {
+        Some(at) if exponent == 0 && &digits[at + 1..] == b"0" => {
+            digits[..at].iter().rev().take_while(|&&b| b == b'0').count() as i32
+        }
+        Some(at) => exponent - (digits.len() - at - 1) as i32,
         None => exponent,
     })
 }
@@ -233,6 +238,14 @@ fn pair(v: u64) -> [u8; 2] {
 /// Appends `v` in decimal, as `{v}` writes it: [`write_value`]'s text of a word, as bytes.
 #[inline]
 pub fn push_decimal<S: Append>(out: &mut S, mut v: u64) {
+    if v < 100_000_000 {
+        // What logs mostly hold: eight digits at once, the leading zeros shifted out.
+        let digits = decimal8(v as u32);
+        let zeros = (digits.trailing_zeros() / 8).min(7);
+        let ascii = (digits >> (8 * zeros)) + 0x3030_3030_3030_3030;
+        out.put_prefix(&ascii.to_le_bytes(), 8 - zeros as usize);
+        return;
+    }
     let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
     let mut buf = [b'0'; 20];
     let mut at = digits;
@@ -247,6 +260,18 @@ pub fn push_decimal<S: Append>(out: &mut S, mut v: u64) {
         buf[0] = b'0' + v as u8;
     }
     out.put_prefix(&buf, digits);
+}
+
+/// The eight decimal digits of `v` (below 10^8) as byte values 0 to 9, the most significant
+/// in the lowest byte (the first in memory): the two halves of four digits, each halved into
+/// two of two, each into its digits, all lanes at once (a division by 100 as a multiplication
+/// by 5243 and a shift by 19, exact below 43699; by 10 as 103 and 10, exact below 179).
+fn decimal8(v: u32) -> u64 {
+    let x = u64::from(v / 10_000) | u64::from(v % 10_000) << 32;
+    let hundreds = ((x * 5243) >> 19) & 0x0000_007f_0000_007f;
+    let x = hundreds | (x - hundreds * 100) << 16;
+    let tens = ((x * 103) >> 10) & 0x000f_000f_000f_000f;
+    tens | (x - tens * 10) << 8
 }
 
 /// Appends `v` in hex, as `{v:#x}` writes it: all sixteen digits at once, the first one
@@ -341,15 +366,34 @@ fn is_plain(bytes: &[u8]) -> bool {
         let above_tilde = (x.wrapping_add(ONES) | x) & HIGHS;
         below_space | above_tilde | has_zero(x ^ (ONES * b'"' as u64)) | has_zero(x ^ (ONES * b'\\' as u64))
     };
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
+    let word = |chunk: &[u8]| {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
-        if special(u64::from_le_bytes(word)) != 0 {
+        u64::from_le_bytes(word)
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        if special(word(chunk)) != 0 {
             return false;
         }
     }
-    chunks.remainder().iter().all(|b| (b' '..=b'~').contains(b) && *b != b'"' && *b != b'\\')
+    // The rest in one more word, of bytes tested already or plain: the last eight bytes
+    // when there are eight; else two overlapping halves, or the first, middle and last
+    // byte (which are all of one to three), among plain `a`s. (Byte by byte, a string of
+    // seven cost more than one of sixteen.)
+    let rest = chunks.remainder();
+    let n = rest.len();
+    let last = if n == 0 {
+        return true;
+    } else if bytes.len() >= 8 {
+        word(&bytes[bytes.len() - 8..])
+    } else if n >= 4 {
+        let half = |at: usize| u64::from(u32::from_le_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]]));
+        half(0) | half(n - 4) << 32
+    } else {
+        u64::from_le_bytes([rest[0], rest[n / 2], rest[n - 1], b'a', b'a', b'a', b'a', b'a'])
+    };
+    special(last) == 0
 }
 
 /// Appends `value` as [`write_value`] writes it.
@@ -367,9 +411,96 @@ pub fn push_value<S: Append>(out: &mut S, value: &Value<'_>) {
             }
             push_decimal(out, v.unsigned_abs());
         }
-        Value::Bool(v) => out.put(if *v { b"true" } else { b"false" }),
+        // Of a known length (a copy of a variable one calls `memcpy`).
+        Value::Bool(v) => out.put_prefix(if *v { b"true " } else { b"false" }, if *v { 4 } else { 5 }),
         Value::Str(t) => push_text(out, t),
         Value::Double(v) => push_double(out, *v),
+    }
+}
+
+/// Appends `event`'s values as [`push_value`] writes them, each after what `name` appends for
+/// its entry of `names` (one a value, in order; the values stop where they or the names do),
+/// and hands each value and its place to `written` once it is written (where a reader notes
+/// what a value needs besides its text: a label after an address).
+///
+/// The values are read as [`Event::values`] reads them, but each is written where it is read:
+/// one branch on its letter reads and writes it, where reading the values first and writing
+/// them after branched twice and passed each through the stack (`print` writes millions).
+///
+/// ```
+/// use event_format::decode::{Catalog, Decoder, Entry};
+/// use event_format::text::{push_value, push_values};
+/// # let bytes = event_format::testing::sample_stream(event_format::wire::Order::Little);
+/// let mut decoder = Decoder::new(&bytes[..]).unwrap();
+/// let catalog = Catalog::new(&decoder.header().sets);
+/// let block = decoder.next_block().unwrap().unwrap();
+/// for entry in block.entries(&catalog) {
+///     let Entry::Event(event) = entry else { continue };
+///     let (mut at_once, mut one_by_one) = (Vec::new(), Vec::new());
+///     let name = |out: &mut Vec<u8>, name: &String| out.extend(format!(" {name}=").bytes());
+///     push_values(&mut at_once, &event, &event.desc.params, name, |_, _, _| {});
+///     for (name, value) in event.desc.params.iter().zip(event.values()) {
+///         one_by_one.extend(format!(" {name}=").bytes());
+///         push_value(&mut one_by_one, &value);
+///     }
+///     assert_eq!(at_once, one_by_one);
+/// }
+/// ```
+#[inline(always)]
+pub fn push_values<'a, S: Append, N>(
+    out: &mut S,
+    event: &Event<'a>,
+    names: &[N],
+    mut name: impl FnMut(&mut S, &N),
+    mut written: impl FnMut(&mut S, usize, Value<'a>),
+) {
+    let mut take = Take { rest: event.args, order: event.order };
+    for (i, (letter, n)) in event.desc.format.iter().zip(names).enumerate() {
+        // Each arm reads its value, then writes the name and the value of a known type (a
+        // macro, not a closure: a closure called from eight arms was not inlined in them).
+        macro_rules! put {
+            ($value:expr) => {{
+                let value = $value;
+                name(out, n);
+                push_value(out, &value);
+                written(out, i, value);
+            }};
+        }
+        match letter {
+            Letter::Pointer => match take.u64() {
+                Some(v) => put!(Value::Pointer(v)),
+                None => break,
+            },
+            Letter::Address => match take.u64() {
+                Some(v) => put!(Value::Address(v)),
+                None => break,
+            },
+            Letter::Word => match take.u64() {
+                Some(v) => put!(Value::Word(v)),
+                None => break,
+            },
+            Letter::Unsigned => match take.u32() {
+                Some(v) => put!(Value::Unsigned(v)),
+                None => break,
+            },
+            Letter::Signed => match take.u64() {
+                Some(v) => put!(Value::Signed(v as i64)),
+                None => break,
+            },
+            Letter::Double => match take.u64() {
+                Some(v) => put!(Value::Double(f64::from_bits(v))),
+                None => break,
+            },
+            Letter::Bool => match take.u8() {
+                Some(v) => put!(Value::Bool(v != 0)),
+                None => break,
+            },
+            Letter::String => {
+                let Some(prefix) = take.u16() else { break };
+                let Some(bytes) = take.bytes(usize::from(prefix & !STRING_TRUNCATED)) else { break };
+                put!(Value::Str(Text { bytes, truncated: prefix & STRING_TRUNCATED != 0 }));
+            }
+        }
     }
 }
 
@@ -499,6 +630,13 @@ mod tests {
             assert_eq!(write_decimal(v), format!("{v}"));
             assert_eq!(write(Value::Unsigned(v as u32)), format!("{}", v as u32));
         }
+        // Below 10^8 (eight digits at once), as text and as bytes: densely, then every
+        // 97th up to the bound.
+        for v in (0..1_000_000u64).chain((1_000_000..100_000_001).step_by(97)) {
+            let mut bytes = Vec::new();
+            super::push_decimal(&mut bytes, v);
+            assert_eq!((write_decimal(v), bytes), (format!("{v}"), format!("{v}").into_bytes()));
+        }
         for v in [0i64, -1, 1, i64::MIN, i64::MAX, -720] {
             let mut s = String::new();
             super::write_value(&mut s, &crate::codec::wire::Value::Signed(v)).unwrap();
@@ -589,6 +727,50 @@ mod tests {
                 _ => (x % 1000) as f64 * 2f64.powi((x >> 32) as i32 % 200 - 100),
             });
         }
+    }
+
+    /// `push_values` writes what `values` and `push_value` write, name by name, and hands on
+    /// each value read, in both byte orders; cut arguments stop both at the same place.
+    #[test]
+    fn values_written_where_read_are_those_read_first() {
+        use crate::codec::decode::{Catalog, Decoder, Entry, Event};
+        use crate::codec::wire::{Order, Value};
+        fn one_by_one<'a>(event: &Event<'a>) -> (Vec<u8>, Vec<Value<'a>>) {
+            let mut out = Vec::new();
+            for (name, value) in event.desc.params.iter().zip(event.values()) {
+                out.extend(format!(" {name}=").bytes());
+                super::push_value(&mut out, &value);
+            }
+            (out, event.values().collect())
+        }
+        fn at_once<'a>(event: &Event<'a>) -> (Vec<u8>, Vec<Value<'a>>) {
+            let (mut out, mut seen) = (Vec::new(), Vec::new());
+            let name = |out: &mut Vec<u8>, name: &String| out.extend(format!(" {name}=").bytes());
+            super::push_values(&mut out, event, &event.desc.params, name, |_, i, value| seen.push((i, value)));
+            assert!(seen.iter().enumerate().all(|(n, (i, _))| n == *i));
+            (out, seen.into_iter().map(|(_, v)| v).collect())
+        }
+        let mut events = 0;
+        for order in [Order::Little, Order::Big] {
+            let bytes = crate::testing::sample_stream(order);
+            let mut decoder = Decoder::new(&bytes[..]).unwrap();
+            let catalog = Catalog::new(&decoder.header().sets);
+            while let Some(block) = decoder.next_block() {
+                let block = block.unwrap();
+                for entry in block.entries(&catalog) {
+                    let Entry::Event(event) = entry else { continue };
+                    events += 1;
+                    assert_eq!(at_once(&event), one_by_one(&event), "{}", event.desc.name);
+                    // Arguments cut short (which the catalog refuses, but the writers must
+                    // not read past): both stop at the same value.
+                    for len in 0..event.args.len() {
+                        let cut = Event { args: &event.args[..len], ..event };
+                        assert_eq!(at_once(&cut), one_by_one(&cut), "{} cut at {len}", event.desc.name);
+                    }
+                }
+            }
+        }
+        assert!(events > 10);
     }
 
     /// The word-at-a-time test of plain bytes is the byte-by-byte one.

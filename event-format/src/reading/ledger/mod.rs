@@ -698,6 +698,7 @@ mod tests {
                     kind: Some(0),
                     format: values.iter().map(Value::letter).collect(),
                     params: values.iter().map(|_| "p".into()).collect(),
+                    strings: values.iter().any(|v| matches!(v, Value::Str(_))),
                 };
                 let event = Event { desc: &desc, time: 0, thread: 1, args: &args, order };
                 let want = event.values().filter(|v| matches!(v, Value::Str(t) if t.truncated)).count() as u64;

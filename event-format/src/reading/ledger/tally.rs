@@ -9,7 +9,6 @@ use super::{BadRecord, truncated_strings};
 use crate::codec::decode::{Entry, Event};
 use crate::codec::wire::{RecordError, Value};
 use event_def::builtin::{DROPPED, STOP, SUPPRESSED, TIME_EXTEND};
-use event_def::letter::Letter;
 use std::collections::BTreeMap;
 
 /// The counts of records (and of the losses blocks report), apart from the blocks they come
@@ -32,10 +31,31 @@ pub struct Tally {
 impl Tally {
     /// Counts one record of the block of `thread` numbered `sequence`, as the catalog
     /// classified it: see [`Ledger::entry`](super::Ledger::entry).
+    ///
+    /// A reader calls it for every record, so the common record (an event of a set without a
+    /// string: nothing to count but itself) costs two additions here, inlined in the reader's
+    /// loop; what needs the record's arguments is looked at out of line.
     #[inline]
     pub fn entry(&mut self, thread: u64, sequence: u64, entry: &Entry<'_>) {
         match entry {
-            Entry::Event(event) => self.event(event),
+            Entry::Event(event) => {
+                self.records += 1;
+                self.events += 1;
+                // Built-in events (`Dropped`, `Suppressed`) and events with strings (cut
+                // strings) say more than that they happened.
+                let desc = event.desc;
+                if desc.is_builtin() || desc.strings {
+                    self.event_args(event);
+                }
+            }
+            _ => self.not_event(thread, sequence, entry),
+        }
+    }
+
+    /// Counts a record that is not an event: an unknown code or a bad record.
+    fn not_event(&mut self, thread: u64, sequence: u64, entry: &Entry<'_>) {
+        match entry {
+            Entry::Event(_) => {}
             Entry::Unknown { code, .. } => {
                 self.records += 1;
                 *self.unknown.entry(*code).or_default() += 1;
@@ -55,10 +75,10 @@ impl Tally {
         }
     }
 
-    #[inline]
-    fn event(&mut self, event: &Event<'_>) {
-        self.records += 1;
-        self.events += 1;
+    /// Counts what an event's arguments say: a `Dropped` event's lost events, a `Suppressed`
+    /// event's suppressed ones, an event's cut strings (the event itself is counted by
+    /// [`entry`](Tally::entry)).
+    fn event_args(&mut self, event: &Event<'_>) {
         let desc = event.desc;
         if desc.code == DROPPED && desc.is_builtin() {
             let mut v = event.values();
@@ -74,7 +94,7 @@ impl Tally {
                 let n = self.suppressed.entry((code as u16, thread)).or_default();
                 *n = n.saturating_add(count);
             }
-        } else if desc.format.contains(&Letter::String) {
+        } else if desc.strings {
             self.truncated_strings += truncated_strings(event);
         }
     }
@@ -121,9 +141,35 @@ impl Tally {
 
 #[cfg(test)]
 mod tests {
-    use crate::codec::decode::{Catalog, Decoder};
-    use crate::codec::wire::Order;
+    use crate::codec::decode::{Catalog, Decoder, Entry};
+    use crate::codec::wire::{Order, RawRecord, STRING_TRUNCATED};
     use crate::reading::ledger::{Ledger, Tally};
+    use event_def::letter::Letter;
+
+    /// The catalog says which events have strings as their formats do, and the tally, which
+    /// looks at the arguments of those alone, counts a cut string of an event of a set.
+    #[test]
+    fn events_with_strings_are_told_by_their_flag() {
+        let header = crate::testing::sample_header(Order::Little);
+        let catalog = Catalog::new(&header.sets);
+        for desc in catalog.iter() {
+            assert_eq!(desc.strings, desc.format.contains(&Letter::String), "{}", desc.name);
+        }
+        let pool_init = catalog.iter().find(|d| d.name == "PoolInit").unwrap();
+        assert!(pool_init.strings && !pool_init.is_builtin());
+        // PoolInit(pool, arena, class, align): `class` cut ("AM" of a longer name).
+        let mut args = Vec::new();
+        args.extend([0x7u64.to_le_bytes(), 0x8u64.to_le_bytes()].concat());
+        args.extend((2 | STRING_TRUNCATED).to_le_bytes());
+        args.extend(b"AM");
+        args.extend(8u32.to_le_bytes());
+        let record = RawRecord { code: pool_init.wire, time: 5, args: &args, offset: 0 };
+        let entry = catalog.entry(record, 1, Order::Little);
+        assert!(matches!(entry, Entry::Event(_)), "{entry:?}");
+        let mut tally = Tally::default();
+        tally.entry(1, 0, &entry);
+        assert_eq!((tally.records, tally.events, tally.truncated_strings), (1, 1, 1));
+    }
 
     /// A ledger handed each block's tally counts what one that counts the records itself does.
     #[test]

@@ -144,19 +144,47 @@ const WRITABLE: u8 = 1;
 /// [`ThreadBuffer`]'s `state`: the recording's clock is the TSC.
 const TSC: u8 = 2;
 
-thread_local! {
-    static BUFFER: RefCell<Option<ThreadBuffer>> = const { RefCell::new(None) };
+/// What the hot path reaches of this thread: its buffer and its current `tracing` span, in
+/// one thread-local.
+struct Local {
+    /// This thread's buffer (`None` before its first event in a recording).
+    buffer: RefCell<Option<ThreadBuffer>>,
     /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records
     /// of the thread are preceded by a `SpanCurrent` whenever it differs from the last one
-    /// written (docs/FORMAT.md, "Built-in events"). A `Cell<u64>` without a destructor: one
-    /// load on the hot path.
-    static SPAN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// written (docs/FORMAT.md, "Built-in events").
+    span: std::cell::Cell<u64>,
+}
+
+thread_local! {
+    /// Without a destructor (`ManuallyDrop`): reaching it is one address, with no state to
+    /// test on every event and nothing registered on its first use (a fatal signal's flush
+    /// may reach it, `take_for_signal`). The buffer is dropped at the thread's exit by
+    /// [`RETIRE`]'s destructor, registered when the thread gets its buffer (`attach`).
+    static LOCAL: std::mem::ManuallyDrop<Local> = const {
+        std::mem::ManuallyDrop::new(Local { buffer: RefCell::new(None), span: std::cell::Cell::new(0) })
+    };
+    /// Drops this thread's buffer (flushing it) when the thread ends ([`Retire`]).
+    static RETIRE: Retire = const { Retire };
     /// Set on the writer thread.
     static IS_WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Set once this thread has used `BUFFER` (and so registered its destructor): a fatal
-    /// signal's flush reaches `BUFFER` only then (`take_for_signal`). A `Cell<bool>` has no
-    /// destructor: reaching it never registers one.
-    static ATTACHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The destructor of this thread's buffer, a thread-local of its own: at the thread's exit it
+/// drops the buffer, which hands its partial block on (`ThreadBuffer`'s `Drop`). Once it has
+/// run, the thread gets no buffer again (`attach` finds it gone): what the thread records
+/// later in its exit (another thread-local's destructor) is counted as lost.
+struct Retire;
+
+impl Drop for Retire {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|local| {
+            // Dropped while borrowed: an event recorded by the drop itself is counted as
+            // lost, never written into the buffer being dropped.
+            if let Ok(mut slot) = local.buffer.try_borrow_mut() {
+                *slot = None;
+            }
+        });
+    }
 }
 
 /// Makes `span` this thread's current `tracing` span (0: none) and returns the one before:
@@ -165,13 +193,13 @@ thread_local! {
 #[cfg(feature = "tracing")]
 #[inline]
 pub(crate) fn set_current_span(span: u64) -> u64 {
-    SPAN.try_with(|s| s.replace(span)).unwrap_or(0)
+    LOCAL.try_with(|local| local.span.replace(span)).unwrap_or(0)
 }
 
 /// This thread's current `tracing` span (0: none).
 #[inline]
 pub(crate) fn current_span() -> u64 {
-    SPAN.try_with(std::cell::Cell::get).unwrap_or(0)
+    LOCAL.try_with(|local| local.span.get()).unwrap_or(0)
 }
 
 /// Marks this thread as the recorder's writer thread.
@@ -319,17 +347,6 @@ impl ThreadBuffer {
         }
     }
 
-    /// `len` bytes at `at` of the current block, above its committed end, to write a record
-    /// into; `None` when there is no such room.
-    #[inline(always)]
-    fn tail(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
-        match &mut self.home {
-            Home::Lane(writer) => writer.record_mut(at, len),
-            Home::File(slot) => slot.record_mut(at, len),
-            Home::Nowhere => None,
-        }
-    }
-
     /// Whether the home is a pool lane (one block at a time from the exchange).
     fn is_pool(&self) -> bool {
         matches!(self.home, Home::Lane(_)) && self.ring_blocks == 1
@@ -382,7 +399,7 @@ impl ThreadBuffer {
         };
         // The thread's current `tracing` span changed since the last `SpanCurrent`: one
         // before this record (cold; one load and a compare here).
-        let span = SPAN.with(std::cell::Cell::get);
+        let span = LOCAL.try_with(|local| local.span.get()).unwrap_or(0);
         if span != self.span_written {
             self.mark_span(now, span, len);
         }
@@ -395,21 +412,46 @@ impl ThreadBuffer {
     #[inline(always)]
     fn put(&mut self, now: u64, code: u16, len: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let mut delta = now.wrapping_sub(self.time);
-        // One test on the hot path: a delta that fits the record's 32 bits, and room for the
-        // record. Anything else is `make_room`'s.
-        if now < self.time || delta > u64::from(u32::MAX) || self.end + len > self.block_size {
+        // One test on the hot path for the time: a delta that fits the record's 32 bits.
+        // Anything else is `make_room`'s. The room is the home's one test (`try_put`).
+        if now < self.time || delta > u64::from(u32::MAX) {
             match self.make_room(now, len) {
                 Some(d) => delta = d,
                 None => return self.refuse(),
             }
         }
+        if let Err(fill) = self.try_put(now, delta, code, len, strs, fill) {
+            // No room behind the block's end (or no block): the next block, and the record
+            // there. Only the room's making is out of line: a cold call that took `fill`
+            // would have the arguments stored on the stack on the hot path too.
+            let Some(delta) = self.make_room(now, len) else { return self.refuse() };
+            if self.try_put(now, delta, code, len, strs, fill).is_err() {
+                self.refuse();
+            }
+        }
+    }
+
+    /// Writes a record of `len` bytes at `now`, `delta` after the last, behind the current
+    /// block's end, and commits it; gives `fill` back when it does not fit (or there is no
+    /// block), having written nothing.
+    #[inline(always)]
+    fn try_put<F: FnOnce(&mut ArgWriter<'_>)>(
+        &mut self,
+        now: u64,
+        delta: u64,
+        code: u16,
+        len: usize,
+        strs: &[Text<'_>],
+        fill: F,
+    ) -> Result<(), F> {
+        // `write` refused longer records (`MAX_RECORD_LEN` is `u16::MAX`).
+        let Ok(len16) = u16::try_from(len) else { return Err(fill) };
         let (at, records) = (self.end, self.records + 1);
         // The record written, and the buffer's own fields stored, before the commit: stored
         // after it, the same instructions took 17.1 ns an event against 14.9 (emit_probe's
         // `steady` under `ring`, thread CPU time, interleaved runs on the 2-core Intel VM).
-        let put = |record: &mut [u8]| {
-            // len <= MAX_RECORD_LEN = u16::MAX (checked above).
-            put_record_header(Order::NATIVE, record, 0, code, len as u16, delta as u32);
+        let mut put = |record: &mut [u8], fill: F| {
+            put_record_header(Order::NATIVE, record, 0, code, len16, delta as u32);
             let mut args = ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], strs);
             fill(&mut args);
             debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
@@ -417,30 +459,30 @@ impl ThreadBuffer {
             self.time = now;
             self.records = records;
         };
-        // The room for the record and its commit (one release store, which makes the record
-        // visible to the stop, for a lane, or to ring-file readers, for a slot) under one
-        // match of the home, not one for each.
-        let written = match &mut self.home {
-            Home::Lane(writer) => match writer.record_mut(at, len) {
-                Some(record) => {
-                    put(record);
-                    writer.commit(at + len, records);
-                    true
+        // The room for the record (one test, the home's) and its commit (one release store,
+        // which makes the record visible to the stop, for a lane, or to ring-file readers,
+        // for a slot) under one match of the home, not one for each.
+        match &mut self.home {
+            Home::Lane(writer) => {
+                debug_assert_eq!(writer.end(), at, "the lane's committed end is the buffer's");
+                match writer.reserve(len16) {
+                    Some(record) => {
+                        put(record, fill);
+                        writer.commit(at + len, records);
+                        Ok(())
+                    }
+                    None => Err(fill),
                 }
-                None => false,
-            },
+            }
             Home::File(slot) => match slot.record_mut(at, len) {
                 Some(record) => {
-                    put(record);
+                    put(record, fill);
                     slot.commit_end(at + len);
-                    true
+                    Ok(())
                 }
-                None => false,
+                None => Err(fill),
             },
-            Home::Nowhere => false,
-        };
-        if !written {
-            self.refuse();
+            Home::Nowhere => Err(fill),
         }
     }
 
@@ -498,13 +540,27 @@ impl ThreadBuffer {
             return Some(0);
         }
         if extend > 0 {
-            let at = self.end;
-            // `writable` means a current block; were it missing, the event is refused, not a panic.
-            let record = self.tail(at, TIME_EXTEND_LEN)?;
-            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
-            let args = &mut record[RECORD_HEADER_LEN..];
-            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
-            self.end += TIME_EXTEND_LEN;
+            // A `TimeExtend` record, committed as a record is (the home writes each record at
+            // its committed end), not counted among the records. `writable` means a current
+            // block; were it missing, the event is refused, not a panic.
+            let (at, records) = (self.end, self.records);
+            let time_extend = |record: &mut [u8]| {
+                put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+                let args = &mut record[RECORD_HEADER_LEN..];
+                body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
+            };
+            match &mut self.home {
+                Home::Lane(writer) => {
+                    time_extend(writer.reserve(TIME_EXTEND_LEN as u16)?);
+                    writer.commit(at + TIME_EXTEND_LEN, records);
+                }
+                Home::File(slot) => {
+                    time_extend(slot.record_mut(at, TIME_EXTEND_LEN)?);
+                    slot.commit_end(at + TIME_EXTEND_LEN);
+                }
+                Home::Nowhere => return None,
+            }
+            self.end = at + TIME_EXTEND_LEN;
             return Some(0);
         }
         Some(delta)
@@ -1321,25 +1377,28 @@ fn thread_name_record(shared: &Shared, thread: u64) -> Option<Vec<u8>> {
 
 #[inline]
 fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>), watch: Watch) {
-    let done = BUFFER.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
+    // `LOCAL` has no destructor: always there (`try_with` tests nothing; `with` would not be
+    // inlined, for its panic).
+    let _ = LOCAL.try_with(|local| {
+        let Ok(mut slot) = local.buffer.try_borrow_mut() else {
             session::count_lost_unattributed(1);
             return;
         };
         let current = session::generation();
         // The cold path takes neither the code nor the arguments: passed to a function that
-        // is not inlined, they would live on the stack on the hot path too.
-        if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
+        // is not inlined, they would live on the stack on the hot path too. Its test is the
+        // buffer's generation first, then whether there is one: a buffer's generation is
+        // never 0 (`session`'s first is 1), and no buffer reads as generation 0, so that the
+        // hot path is one comparison with the recording's, then one of the buffer's tag.
+        let generation = slot.as_ref().map_or(0, |buffer| buffer.generation);
+        if (generation != current || slot.is_none()) && !attach(&mut slot, current) {
+            // No recording runs, or the thread is exiting and its buffer is gone.
             return session::count_lost_unattributed(1);
         }
         if let Some(buffer) = slot.as_mut() {
             write_in(buffer, code, fixed, strs, fill, watch);
         }
     });
-    if done.is_err() {
-        // The thread is exiting and its buffer is gone.
-        session::count_lost_unattributed(1);
-    }
 }
 
 /// Records a built-in event on this thread, as [`emit`] does; `false` when it was refused (no
@@ -1351,9 +1410,9 @@ pub(crate) fn emit_checked(code: u16, fixed: usize, strs: &[Text<'_>], fill: imp
 /// This thread's buffer in the running recording (made on first use), given to `f`; `None`
 /// when no recording runs or the thread is recording an event now.
 fn with_buffer<R>(f: impl FnOnce(&mut ThreadBuffer) -> R) -> Option<R> {
-    BUFFER
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
+    LOCAL
+        .try_with(|local| {
+            let mut slot = local.buffer.try_borrow_mut().ok()?;
             let current = session::generation();
             if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
                 return None;
@@ -1380,12 +1439,17 @@ pub(crate) fn with_event<R>(
 }
 
 /// Gives this thread a buffer in the recording of `generation` (dropping, and so flushing,
-/// one of an older recording first); `false` when no recording runs.
+/// one of an older recording first); `false` when no recording runs, or the thread is
+/// exiting and its buffer was dropped already ([`Retire`]).
 #[cold]
 #[inline(never)]
 fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
-    ATTACHED.with(|a| a.set(true));
     *slot = None;
+    // The buffer's destructor registered (on the first attach), or gone: a buffer made now
+    // would never be dropped, nor its block handed on.
+    if RETIRE.try_with(|_| ()).is_err() {
+        return false;
+    }
     // In a child of `fork()`, its own recording starts here, on its first event.
     let found = session::current(generation).map(|shared| (generation, shared)).or_else(session::start_after_fork);
     *slot = found.map(|(generation, shared)| ThreadBuffer::new(shared, generation));
@@ -1394,8 +1458,8 @@ fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
 
 /// Hands this thread's partial block on.
 pub(crate) fn flush_this_thread() {
-    let _ = BUFFER.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut slot) = local.buffer.try_borrow_mut()
             && let Some(buffer) = slot.as_mut()
             && !buffer.shared.is_parents()
         {
@@ -1406,8 +1470,8 @@ pub(crate) fn flush_this_thread() {
 
 /// Drops this thread's buffer (flushing it) if it belongs to `generation`.
 pub(crate) fn detach_this_thread(generation: u64) {
-    let _ = BUFFER.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut slot) = local.buffer.try_borrow_mut()
             && slot.as_ref().is_some_and(|b| b.generation == generation)
         {
             *slot = None;
@@ -1419,9 +1483,9 @@ pub(crate) fn detach_this_thread(generation: u64) {
 /// the recording's shared state to decode them by; `None` when it has recorded nothing in it
 /// or is recording an event now.
 pub(crate) fn recent_blocks_of_this_thread() -> Option<(Arc<Shared>, Vec<Vec<u8>>)> {
-    BUFFER
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
+    LOCAL
+        .try_with(|local| {
+            let mut slot = local.buffer.try_borrow_mut().ok()?;
             let buffer = slot.as_mut().filter(|b| b.generation == session::generation())?;
             Some((Arc::clone(&buffer.shared), buffer.recent_blocks()))
         })
@@ -1446,16 +1510,13 @@ pub(crate) enum SignalTake {
 /// nothing more into it. `None` when it has none, is recording now, or never recorded.
 ///
 /// Async-signal-safe: no allocation, no lock waited for (the lane's and the slot's are tried),
-/// and `BUFFER` is reached only once this thread has used it (`ATTACHED`), so that the
-/// thread-local's first use, which may allocate to register its destructor, never happens here.
+/// and the thread-local reached (`LOCAL`) has no destructor, so that reaching it never
+/// registers one (which may allocate).
 #[cfg(unix)]
 pub(crate) fn take_for_signal() -> Option<SignalTake> {
-    if !ATTACHED.with(std::cell::Cell::get) {
-        return None;
-    }
-    BUFFER
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
+    LOCAL
+        .try_with(|local| {
+            let mut slot = local.buffer.try_borrow_mut().ok()?;
             let buffer = slot.as_mut()?;
             if !buffer.writable() || buffer.end <= BLOCK_HEADER_LEN {
                 return None;
@@ -1483,4 +1544,106 @@ pub(crate) fn take_for_signal() -> Option<SignalTake> {
         })
         .ok()
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Recorder;
+    use crate::emit::session;
+    use crate::event_set::TEST_SET as SET;
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::Value;
+
+    /// Every `E` event of a stream: its word and its time, in order.
+    fn words(bytes: &[u8]) -> Vec<(u64, u64)> {
+        let mut decoder = Decoder::new(bytes).unwrap();
+        let catalog = Catalog::new(&decoder.header().sets);
+        let mut out = Vec::new();
+        while let Some(block) = decoder.next_block() {
+            let block = block.unwrap();
+            for record in block.records() {
+                let record = record.unwrap();
+                let time = record.time;
+                if let Entry::Event(e) = catalog.entry(record, block.header.thread, block.order)
+                    && e.desc.name == "E"
+                    && let Some(Value::Word(w)) = e.values().next()
+                {
+                    out.push((w, time));
+                }
+            }
+        }
+        out
+    }
+
+    /// A gap too long for a record's 32-bit delta is bridged by a `TimeExtend` record, which
+    /// is committed as a record is: the records after it go behind it (the lane writes each
+    /// record at its committed end), in the same block, at their times.
+    #[test]
+    fn a_time_extend_is_committed_and_the_records_after_it_keep_their_times() {
+        let _serial = session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
+        let emit = |i: u64| super::emit_event(&SET, 0, 8, &[], |w| w.word(i));
+        const GAP: u64 = 1 << 33;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                (0..5).for_each(emit);
+                session::current(session::generation()).expect("the recording runs").time.set_next(GAP);
+                (5..10).for_each(emit);
+                crate::flush();
+            });
+        });
+        let events = words(&recording.stop().unwrap());
+        assert_eq!(events.iter().map(|e| e.0).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>(), "every event");
+        assert!(events[..5].iter().all(|e| e.1 < GAP), "before the gap: {events:?}");
+        // The deterministic clock reads once an event, from `GAP` on.
+        for (k, e) in events[5..].iter().enumerate() {
+            assert_eq!(e.1, GAP + k as u64, "after the gap: {events:?}");
+        }
+    }
+
+    thread_local! {
+        /// Records an event when the thread ends, from a thread-local destructor.
+        static AT_EXIT: RecordsAtExit = const { RecordsAtExit };
+    }
+
+    struct RecordsAtExit;
+
+    impl Drop for RecordsAtExit {
+        fn drop(&mut self) {
+            super::emit_event(&SET, 0, 8, &[], |w| w.word(99));
+        }
+    }
+
+    /// An event recorded by another thread-local's destructor at the thread's exit: recorded
+    /// when that destructor runs before the buffer's ([`super::Retire`]), counted as lost
+    /// when it runs after; never a panic (which would abort the process in a destructor),
+    /// never a buffer made again after the thread's was dropped (whose lane the stop would
+    /// take: the second exit's event would be written too).
+    #[test]
+    fn events_recorded_by_thread_local_destructors_are_recorded_or_counted() {
+        let _serial = session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
+        let lost = crate::lost_unattributed();
+        // Registered after the buffer's destructor: runs before it (destructors run in the
+        // reverse order of their registration), and its event is recorded.
+        std::thread::spawn(|| {
+            super::emit_event(&SET, 0, 8, &[], |w| w.word(1));
+            AT_EXIT.with(|_| ());
+        })
+        .join()
+        .unwrap();
+        // Registered before it: runs after, when the thread has no buffer any more.
+        std::thread::spawn(|| {
+            AT_EXIT.with(|_| ());
+            super::emit_event(&SET, 0, 8, &[], |w| w.word(2));
+        })
+        .join()
+        .unwrap();
+        let events: Vec<u64> = words(&recording.stop().unwrap()).into_iter().map(|e| e.0).collect();
+        // The count is the process's: other tests may add to it, never take from it.
+        let counted = crate::lost_unattributed() - lost;
+        assert!(events.contains(&1) && events.contains(&2), "the threads' own events: {events:?}");
+        assert_eq!(events.iter().filter(|&&w| w == 99).count(), 1, "the first exit's event recorded: {events:?}");
+        assert!(counted >= 1, "the second exit's event counted as lost");
+    }
 }

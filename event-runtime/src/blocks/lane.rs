@@ -208,7 +208,7 @@ impl Lane {
             // SAFETY: `memory` holds `blocks * block_size` bytes (`new`, `install`) and we
             // hold the lock. The blocks other than the current one change only under the
             // lock; the current one's bytes below `end` are committed and never written
-            // again by the thread, which writes above `end` only (`LaneWriter::reserve`).
+            // again by the thread, which writes above `end` only (`LaneWriter::record_mut`).
             let from = unsafe { std::slice::from_raw_parts(s.memory.add(index * bs), len) };
             bytes[index * bs..index * bs + len].copy_from_slice(from);
         }
@@ -234,7 +234,7 @@ impl Lane {
         let mut copy = vec![0u8; self.block_size].into_boxed_slice();
         // SAFETY: `memory` holds one block of `block_size` bytes (a pool lane), we hold the
         // lock, and the bytes below the committed end are never written again by the thread,
-        // which writes above it only (`LaneWriter::reserve`): as in `take`.
+        // which writes above it only (`LaneWriter::record_mut`): as in `take`.
         let from = unsafe { std::slice::from_raw_parts(s.memory, end) };
         copy[..end].copy_from_slice(from);
         Order::NATIVE.put_u32(&mut copy[BLOCK_USED_AT..], (end - BLOCK_HEADER_LEN) as u32);
@@ -263,7 +263,7 @@ impl Lane {
         // lock its thread neither starts nor finishes a block. A block behind the current one
         // was finished before the thread moved on and is not written again while the ring
         // holds it; the current one's bytes below the committed end are never written again
-        // (`LaneWriter::reserve` writes above it only).
+        // (`LaneWriter::record_mut` writes above it only).
         let from = unsafe { std::slice::from_raw_parts(rings.block_ptr(block), len) };
         let mut copy = copied(from, bs);
         if current {
@@ -519,23 +519,18 @@ pub(crate) fn copied(from: &[u8], block_size: usize) -> Box<[u8]> {
 }
 
 /// The owning thread's handle on its lane: the only writer of its bytes.
-///
-/// The hot path ([`reserve`](Self::reserve) and [`commit`](Self::commit)) is one test of the
-/// room and one store: the block's first byte is never null (no test of it), and `end` and
-/// `limit` are 32-bit, so that `end + len` of a 16-bit length cannot wrap (no test of that
-/// either). Block sizes are below 2^32, as the commit word's low half says.
 #[derive(Debug)]
 pub(crate) struct LaneWriter {
     lane: std::sync::Arc<Lane>,
     /// The current block's first byte; valid while the lane holds its memory, which only this
-    /// writer replaces. Without a block it is dangling and `limit` is 0: only an empty slice
-    /// can be made from it, which a dangling pointer allows.
-    block: std::ptr::NonNull<u8>,
+    /// writer replaces. Without a block it is dangling (never null) and `limit` is 0: only an
+    /// empty slice can be made from it, which a dangling pointer allows.
+    block: *mut u8,
     /// The committed end of the current block: the writer writes at or above it only.
-    end: u32,
+    end: usize,
     /// Where a record must end: `block_size` with a current block, 0 without (so that the
     /// hot path needs one comparison, not a null check too).
-    limit: u32,
+    limit: usize,
 }
 
 // SAFETY: the writer is one thread's at a time; moving it (a buffer dropped on another thread)
@@ -545,7 +540,7 @@ unsafe impl Send for LaneWriter {}
 impl LaneWriter {
     /// The writer of `lane`, which this thread alone writes.
     pub(crate) fn new(lane: std::sync::Arc<Lane>) -> LaneWriter {
-        LaneWriter { lane, block: std::ptr::NonNull::dangling(), end: 0, limit: 0 }
+        LaneWriter { lane, block: std::ptr::NonNull::dangling().as_ptr(), end: 0, limit: 0 }
     }
 
     /// Whether the lane holds memory (a pool lane may hold no block; a ring always may).
@@ -585,39 +580,26 @@ impl LaneWriter {
         self.lane.copy_ring(from, until)
     }
 
-    /// The committed end of the current block: where the next record goes (0 without a
-    /// block).
+    /// `len` bytes at `at` of the current block, to write a record into; `None` without a
+    /// block, below the committed end, or past the block's end.
     #[inline(always)]
-    pub(crate) fn end(&self) -> usize {
-        self.end as usize
-    }
-
-    /// `len` bytes at the committed end of the current block, to write a record into; `None`
-    /// without a block or past the block's end. The thread buffer's only test of the room
-    /// on its hot path (one comparison: `end + len` of 32 and 16 bits cannot wrap).
-    #[inline(always)]
-    pub(crate) fn reserve(&mut self, len: u16) -> Option<&mut [u8]> {
-        let (at, len) = (self.end as usize, usize::from(len));
-        if at + len > self.limit as usize {
+    pub(crate) fn record_mut(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
+        if at < self.end || at.checked_add(len)? > self.limit {
             return None;
         }
         // SAFETY: with `limit` non-zero, `self.block` is the current block's first byte, and
-        // the block holds `limit` (`block_size`) bytes: `at..at + len` is in bounds, checked
-        // above. With `limit` 0 it is dangling and `at + len` is 0: an empty slice. The stop
-        // reads only below the committed end (`at`), and `&mut self` keeps this the only
-        // slice above it.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.block.as_ptr().add(at), len) })
+        // the block holds `limit` (`block_size`) bytes: in bounds, checked above (the add
+        // cannot wrap). With `limit` 0 it is dangling and `len` is 0: an empty slice. The
+        // stop reads only below the committed end (`self.end`), and `&mut self` keeps this
+        // the only slice above it.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.block.add(at), len) })
     }
 
     /// Commits the current block's records up to `end`, `records` of them.
     #[inline(always)]
     pub(crate) fn commit(&mut self, end: usize, records: u64) {
-        debug_assert!(
-            end >= self.end as usize && end <= self.lane.block_size,
-            "a commit moves forward within the block"
-        );
-        // `end` is at most `block_size`, below 2^32: the commit word's low half.
-        self.end = end as u32;
+        debug_assert!(end >= self.end && end <= self.lane.block_size, "a commit moves forward within the block");
+        self.end = end;
         // Release: the stop, loading this with acquire, sees every byte below `end`.
         self.lane.committed.store(records << 32 | end as u64, Ordering::Release);
     }
@@ -678,9 +660,9 @@ impl LaneWriter {
 #[derive(Debug)]
 pub(crate) struct LaneGuard<'a> {
     state: crate::sync::MutexGuard<'a, LaneState>,
-    block: &'a mut std::ptr::NonNull<u8>,
-    end: &'a mut u32,
-    limit: &'a mut u32,
+    block: &'a mut *mut u8,
+    end: &'a mut usize,
+    limit: &'a mut usize,
     lane: &'a Lane,
 }
 
@@ -704,7 +686,7 @@ impl LaneGuard<'_> {
         }
         let bs = self.lane.block_size;
         // SAFETY: in bounds (checked above), and the lock is held: the stop does not read,
-        // and the writer's only other slices (`reserve`) need `&mut` of the writer, which
+        // and the writer's only other slices (`record_mut`) need `&mut` of the writer, which
         // this guard borrows.
         Some(unsafe { std::slice::from_raw_parts_mut(self.state.memory.add(index * bs), bs) })
     }
@@ -717,23 +699,20 @@ impl LaneGuard<'_> {
         self.state.sequence = sequence;
         self.state.flushed = 0;
         self.state.seen = None;
-        let block = if let Some(rings) = &self.lane.rings {
+        *self.end = end;
+        if let Some(rings) = &self.lane.rings {
             // The block the pool just gave this ring (`LaneWriter::next_ring_block`).
             self.state.ring_block = Some(index as u32);
-            std::ptr::NonNull::new(rings.block_ptr(index as u32))
+            *self.block = rings.block_ptr(index as u32);
+            *self.limit = self.lane.block_size;
         } else if self.state.memory.is_null() {
-            None
+            *self.block = std::ptr::NonNull::dangling().as_ptr();
+            *self.limit = 0;
         } else {
             // In bounds: `index` is below `blocks`; `wrapping_add` keeps this safe code.
-            std::ptr::NonNull::new(self.state.memory.wrapping_add(index * self.lane.block_size))
-        };
-        // A block in the lane's memory is never at address 0; without one, nothing can be
-        // written (`limit` 0).
-        (*self.block, *self.limit) = match block {
-            Some(block) => (block, self.lane.block_size as u32),
-            None => (std::ptr::NonNull::dangling(), 0),
-        };
-        *self.end = end as u32;
+            *self.block = self.state.memory.wrapping_add(index * self.lane.block_size);
+            *self.limit = self.lane.block_size;
+        }
         // Release: as `commit`'s; under the lock, so the stop sees it with the rest.
         self.lane.committed.store(end as u64, Ordering::Release);
     }
@@ -741,7 +720,7 @@ impl LaneGuard<'_> {
     /// Commits the current block's records up to `end`, `records` of them (as
     /// `LaneWriter::commit`, for records written under the lock).
     pub(crate) fn commit(&mut self, end: usize, records: u64) {
-        *self.end = end as u32;
+        *self.end = end;
         // Release: see `LaneWriter::commit`.
         self.lane.committed.store(records << 32 | end as u64, Ordering::Release);
     }
@@ -763,7 +742,7 @@ impl LaneGuard<'_> {
             return None;
         }
         let memory = std::mem::replace(&mut self.state.memory, std::ptr::null_mut());
-        *self.block = std::ptr::NonNull::dangling();
+        *self.block = std::ptr::NonNull::dangling().as_ptr();
         *self.limit = 0;
         *self.end = 0;
         self.lane.committed.store(0, Ordering::Release);
@@ -807,7 +786,7 @@ mod tests {
                     Ok(_) => (i, i),
                 };
             }
-            let record = writer.reserve(REC as u16).expect("room above the committed end");
+            let record = writer.record_mut(end, REC).expect("room above the committed end");
             record.fill(i as u8 + 1);
             end += REC;
             writer.commit(end, i + 1);
@@ -816,30 +795,6 @@ mod tests {
             Err((taken, _)) => (taken, n),
             Ok(_) => (n, n),
         }
-    }
-
-    /// The hot path's one test of the room: nothing without a block (not even at the end a
-    /// start gave it), and with one exactly up to the block's end, from the committed end.
-    #[test]
-    fn a_writer_reserves_from_its_committed_end_up_to_its_blocks_end() {
-        let lane = Arc::new(Lane::new(7, 1, BS, false));
-        let mut writer = LaneWriter::new(Arc::clone(&lane));
-        assert!(writer.reserve(1).is_none(), "no block yet");
-        assert_eq!(writer.reserve(0).map(|r| r.len()), Some(0), "an empty record fits anywhere");
-        writer.lock().unwrap().start(0, 0, H);
-        assert!(writer.reserve(1).is_none(), "a start without memory gives no room");
-        writer.lock().unwrap().install(vec![0u8; BS].into_boxed_slice()).unwrap();
-        writer.lock().unwrap().start(0, 0, H);
-        assert_eq!(writer.reserve((BS - H) as u16).map(|r| r.len()), Some(BS - H), "the whole block after its header");
-        assert!(writer.reserve((BS - H + 1) as u16).is_none(), "not a byte past its end");
-        writer.reserve(REC as u16).unwrap().fill(0xAB);
-        writer.commit(H + REC, 1);
-        assert!(writer.reserve((BS - H - REC + 1) as u16).is_none(), "the room counts from the committed end");
-        writer.reserve((BS - H - REC) as u16).unwrap().fill(0xCD);
-        writer.commit(BS, 2);
-        let block = writer.lock().unwrap().take_block().unwrap();
-        assert!(block[H..H + REC].iter().all(|&b| b == 0xAB) && block[H + REC..].iter().all(|&b| b == 0xCD));
-        assert!(writer.reserve(1).is_none(), "none once the block is taken out");
     }
 
     #[test]
@@ -883,7 +838,7 @@ mod tests {
         }
         let mut end = H;
         let mut record = |writer: &mut LaneWriter, value: u64, n: u64| {
-            let r = writer.reserve(16).unwrap();
+            let r = writer.record_mut(end, 16).unwrap();
             put_record_header(Order::NATIVE, r, 0, 0x0030, 16, 5);
             Order::NATIVE.put_u64(&mut r[8..], value);
             end += 16;
@@ -938,7 +893,7 @@ mod tests {
             let header = event_format::wire::BlockHeader { sequence: seq, thread: 1, ..Default::default() };
             header.write(event_format::wire::Order::NATIVE, g.block_mut(index).unwrap());
             drop(g);
-            let r = writer.reserve(REC as u16).unwrap();
+            let r = writer.record_mut(H, REC).unwrap();
             r.fill(0xAA);
             writer.commit(H + REC, 1);
             let mut g = writer.lock().unwrap();
@@ -988,7 +943,7 @@ mod copy_tests {
             drop(g);
             let mut end = H;
             while end + REC <= BS {
-                writer.reserve(REC as u16).unwrap().fill(mark(thread, seq));
+                writer.record_mut(end, REC).unwrap().fill(mark(thread, seq));
                 end += REC;
                 writer.commit(end, ((end - H) / REC) as u64);
             }
@@ -1092,7 +1047,7 @@ mod loom_tests {
             let thread = thread::spawn(move || {
                 let mut end = H;
                 for i in 0..2u64 {
-                    writer.reserve(8).unwrap().fill(i as u8 + 1);
+                    writer.record_mut(end, 8).unwrap().fill(i as u8 + 1);
                     end += 8;
                     writer.commit(end, i + 1);
                 }
@@ -1140,7 +1095,7 @@ mod loom_tests {
                     let header = BlockHeader { sequence: seq, thread: 1, ..Default::default() };
                     header.write(Order::NATIVE, g.block_mut(index).unwrap());
                     drop(g);
-                    writer.reserve(8).unwrap().fill(seq as u8 + 1);
+                    writer.record_mut(H, 8).unwrap().fill(seq as u8 + 1);
                     writer.commit(H + 8, 1);
                     let mut g = writer.lock().unwrap();
                     Order::NATIVE.put_u32(&mut g.block_mut(index).unwrap()[event_format::raw::BLOCK_USED_AT..], 8);
@@ -1193,7 +1148,7 @@ mod loom_tests {
             };
             let mut end = H;
             for i in 0..2u64 {
-                let record = writer.reserve(16).unwrap();
+                let record = writer.record_mut(end, 16).unwrap();
                 put_record_header(Order::NATIVE, record, 0, 0x0030, 16, 1);
                 Order::NATIVE.put_u64(&mut record[8..], i + 1);
                 end += 16;
@@ -1246,7 +1201,7 @@ mod loom_tests {
             writer.lock().unwrap().install(block).unwrap();
             writer.lock().unwrap().start(0, 0, H);
             for i in 0..2u64 {
-                writer.reserve(8).unwrap().fill(i as u8 + 1);
+                writer.record_mut(H + 8 * i as usize, 8).unwrap().fill(i as u8 + 1);
                 writer.commit(H + 8 * (i as usize + 1), i + 1);
             }
             let ex = Arc::clone(&exchange);

@@ -344,6 +344,17 @@ impl ThreadBuffer {
         }
     }
 
+    /// `len` bytes at `at` of the current block, above its committed end, to write a record
+    /// into; `None` when there is no such room.
+    #[inline(always)]
+    fn tail(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
+        match &mut self.home {
+            Home::Lane(writer) => writer.record_mut(at, len),
+            Home::File(slot) => slot.record_mut(at, len),
+            Home::Nowhere => None,
+        }
+    }
+
     /// Whether the home is a pool lane (one block at a time from the exchange).
     fn is_pool(&self) -> bool {
         matches!(self.home, Home::Lane(_)) && self.ring_blocks == 1
@@ -409,46 +420,21 @@ impl ThreadBuffer {
     #[inline(always)]
     fn put(&mut self, now: u64, code: u16, len: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         let mut delta = now.wrapping_sub(self.time);
-        // One test on the hot path for the time: a delta that fits the record's 32 bits.
-        // Anything else is `make_room`'s. The room is the home's one test (`try_put`).
-        if now < self.time || delta > u64::from(u32::MAX) {
+        // One test on the hot path: a delta that fits the record's 32 bits, and room for the
+        // record. Anything else is `make_room`'s.
+        if now < self.time || delta > u64::from(u32::MAX) || self.end + len > self.block_size {
             match self.make_room(now, len) {
                 Some(d) => delta = d,
                 None => return self.refuse(),
             }
         }
-        if let Err(fill) = self.try_put(now, delta, code, len, strs, fill) {
-            // No room behind the block's end (or no block): the next block, and the record
-            // there. Only the room's making is out of line: a cold call that took `fill`
-            // would have the arguments stored on the stack on the hot path too.
-            let Some(delta) = self.make_room(now, len) else { return self.refuse() };
-            if self.try_put(now, delta, code, len, strs, fill).is_err() {
-                self.refuse();
-            }
-        }
-    }
-
-    /// Writes a record of `len` bytes at `now`, `delta` after the last, behind the current
-    /// block's end, and commits it; gives `fill` back when it does not fit (or there is no
-    /// block), having written nothing.
-    #[inline(always)]
-    fn try_put<F: FnOnce(&mut ArgWriter<'_>)>(
-        &mut self,
-        now: u64,
-        delta: u64,
-        code: u16,
-        len: usize,
-        strs: &[Text<'_>],
-        fill: F,
-    ) -> Result<(), F> {
-        // `write` refused longer records (`MAX_RECORD_LEN` is `u16::MAX`).
-        let Ok(len16) = u16::try_from(len) else { return Err(fill) };
         let (at, records) = (self.end, self.records + 1);
         // The record written, and the buffer's own fields stored, before the commit: stored
         // after it, the same instructions took 17.1 ns an event against 14.9 (emit_probe's
         // `steady` under `ring`, thread CPU time, interleaved runs on the 2-core Intel VM).
-        let mut put = |record: &mut [u8], fill: F| {
-            put_record_header(Order::NATIVE, record, 0, code, len16, delta as u32);
+        let put = |record: &mut [u8]| {
+            // len <= MAX_RECORD_LEN = u16::MAX (checked above).
+            put_record_header(Order::NATIVE, record, 0, code, len as u16, delta as u32);
             let mut args = ArgWriter::new(Order::NATIVE, &mut record[RECORD_HEADER_LEN..], strs);
             fill(&mut args);
             debug_assert_eq!(args.written(), len - RECORD_HEADER_LEN, "the fill wrote what the length says");
@@ -456,30 +442,30 @@ impl ThreadBuffer {
             self.time = now;
             self.records = records;
         };
-        // The room for the record (one test, the home's) and its commit (one release store,
-        // which makes the record visible to the stop, for a lane, or to ring-file readers,
-        // for a slot) under one match of the home, not one for each.
-        match &mut self.home {
-            Home::Lane(writer) => {
-                debug_assert_eq!(writer.end(), at, "the lane's committed end is the buffer's");
-                match writer.reserve(len16) {
-                    Some(record) => {
-                        put(record, fill);
-                        writer.commit(at + len, records);
-                        Ok(())
-                    }
-                    None => Err(fill),
+        // The room for the record and its commit (one release store, which makes the record
+        // visible to the stop, for a lane, or to ring-file readers, for a slot) under one
+        // match of the home, not one for each.
+        let written = match &mut self.home {
+            Home::Lane(writer) => match writer.record_mut(at, len) {
+                Some(record) => {
+                    put(record);
+                    writer.commit(at + len, records);
+                    true
                 }
-            }
+                None => false,
+            },
             Home::File(slot) => match slot.record_mut(at, len) {
                 Some(record) => {
-                    put(record, fill);
+                    put(record);
                     slot.commit_end(at + len);
-                    Ok(())
+                    true
                 }
-                None => Err(fill),
+                None => false,
             },
-            Home::Nowhere => Err(fill),
+            Home::Nowhere => false,
+        };
+        if !written {
+            self.refuse();
         }
     }
 
@@ -537,27 +523,13 @@ impl ThreadBuffer {
             return Some(0);
         }
         if extend > 0 {
-            // A `TimeExtend` record, committed as a record is (the home writes each record at
-            // its committed end), not counted among the records. `writable` means a current
-            // block; were it missing, the event is refused, not a panic.
-            let (at, records) = (self.end, self.records);
-            let time_extend = |record: &mut [u8]| {
-                put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
-                let args = &mut record[RECORD_HEADER_LEN..];
-                body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
-            };
-            match &mut self.home {
-                Home::Lane(writer) => {
-                    time_extend(writer.reserve(TIME_EXTEND_LEN as u16)?);
-                    writer.commit(at + TIME_EXTEND_LEN, records);
-                }
-                Home::File(slot) => {
-                    time_extend(slot.record_mut(at, TIME_EXTEND_LEN)?);
-                    slot.commit_end(at + TIME_EXTEND_LEN);
-                }
-                Home::Nowhere => return None,
-            }
-            self.end = at + TIME_EXTEND_LEN;
+            let at = self.end;
+            // `writable` means a current block; were it missing, the event is refused, not a panic.
+            let record = self.tail(at, TIME_EXTEND_LEN)?;
+            put_record_header(Order::NATIVE, record, 0, builtin::TIME_EXTEND, TIME_EXTEND_LEN as u16, 0);
+            let args = &mut record[RECORD_HEADER_LEN..];
+            body::time_extend(&mut ArgWriter::new(Order::NATIVE, args, &[]), now);
+            self.end += TIME_EXTEND_LEN;
             return Some(0);
         }
         Some(delta)
@@ -1572,9 +1544,9 @@ mod tests {
         out
     }
 
-    /// A gap too long for a record's 32-bit delta is bridged by a `TimeExtend` record, which
-    /// is committed as a record is: the records after it go behind it (the lane writes each
-    /// record at its committed end), in the same block, at their times.
+    /// A gap too long for a record's 32-bit delta is bridged by a `TimeExtend` record (the
+    /// hot path's one test of the time and the room, then `make_room`): the records after it
+    /// go behind it, in the same block, at their times.
     #[test]
     fn a_time_extend_is_committed_and_the_records_after_it_keep_their_times() {
         let _serial = session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());

@@ -7,8 +7,9 @@
 //! with `--features rash`, only the compiled-out case and its baseline. `-- --streaming-floor`
 //! measures only the floor, the streaming floor and the default configuration (and the same
 //! packed with LZ4 and not packed: what the writer's packing on the other core costs the
-//! recording thread), in one run (issue 43: how far the default is from what streaming costs
-//! at the least).
+//! recording thread; and the floor with its state in memory: what keeping a thread's state
+//! between events costs), in one run (issue 43: how far the default is from what streaming
+//! costs at the least).
 
 event_runtime::include_events!("bench.def");
 
@@ -313,6 +314,7 @@ fn configurations(plan: &Plan, only_default: bool) {
     // The default and its two other packings (the first three).
     let configs = if only_default { &configs[..3] } else { &configs[..] };
     let mut floor = Vec::new();
+    let mut floor_mem = Vec::new();
     let mut stream_floor = Vec::new();
     let mut pages = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];
@@ -320,6 +322,9 @@ fn configurations(plan: &Plan, only_default: bool) {
     let path = out_dir().join("config.evt");
     for _ in 0..plan.rounds {
         floor.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
+        if only_default {
+            floor_mem.push(common::floor_in_memory(nf).as_nanos() as f64 / nf as f64);
+        }
         pages.push(fresh_page());
         // The streaming floor, sampled as the default configuration is (bursts the writer keeps
         // up with, after a pool's worth): its writer thread started unpinned, as the recorder's.
@@ -388,6 +393,13 @@ fn configurations(plan: &Plan, only_default: bool) {
     println!("| configuration | ns/event (median) | ratio to the floor | share refused (counted lost) |");
     println!("|---|---:|---:|---:|");
     println!("| floor: cycle counter + store, 3 words | {floor:.2} | 1.00 | |");
+    if only_default {
+        let m = median(&mut floor_mem);
+        println!(
+            "| the floor with its state in memory (position, last time, record count, commit word: loaded and stored each event) | {m:.2} | {:.2} | |",
+            m / floor
+        );
+    }
     println!(
         "| streaming floor: the same into 64 KiB blocks of a 16 MiB pool, another thread writing them to a file, bursts of 12 MiB | {stream_floor:.2} | {:.2} | |",
         stream_floor / floor

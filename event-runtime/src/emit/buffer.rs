@@ -1548,7 +1548,7 @@ mod tests {
     /// hot path's one test of the time and the room, then `make_room`): the records after it
     /// go behind it, in the same block, at their times.
     #[test]
-    fn a_time_extend_is_committed_and_the_records_after_it_keep_their_times() {
+    fn a_time_extend_keeps_the_times_of_the_records_after_it() {
         let _serial = session::TEST_RECORDING.lock().unwrap_or_else(|p| p.into_inner());
         let recording = Recorder::new().sets(&[&SET]).memory().deterministic_clock().start().unwrap();
         let emit = |i: u64| super::emit_event(&SET, 0, 8, &[], |w| w.word(i));
@@ -1612,7 +1612,11 @@ mod tests {
         // The count is the process's: other tests may add to it, never take from it.
         let counted = crate::lost_unattributed() - lost;
         assert!(events.contains(&1) && events.contains(&2), "the threads' own events: {events:?}");
-        assert_eq!(events.iter().filter(|&&w| w == 99).count(), 1, "the first exit's event recorded: {events:?}");
+        assert_eq!(
+            events.iter().filter(|&&w| w == 99).count(),
+            1,
+            "the first exit's event recorded, the second's not: {events:?}"
+        );
         assert!(counted >= 1, "the second exit's event counted as lost");
     }
 }

@@ -5,8 +5,11 @@
 //!
 //! `cargo bench -p event-benches --bench compare -- [--quick] [--skip-stream] [--skip-dump]`;
 //! with `--features rash`, only the compiled-out case and its baseline. `-- --streaming-floor`
-//! measures only the floor, the streaming floor and the default configuration, in one run
-//! (issue 43: how far the default is from what streaming costs at the least).
+//! measures only the floor, the streaming floor and the default configuration (and the same
+//! packed with LZ4 and not packed: what the writer's packing on the other core costs the
+//! recording thread; and the floor with its state in memory: what keeping a thread's state
+//! between events costs), in one run (issue 43: how far the default is from what streaming
+//! costs at the least).
 
 event_runtime::include_events!("bench.def");
 
@@ -233,13 +236,24 @@ fn configurations(plan: &Plan, only_default: bool) {
     const DEFAULT_ROUND: u64 = (16 << 20) / EVENT;
     const BIG_ROUND: u64 = (256 << 20) / EVENT;
     // (name, writes a file, sample, make)
-    let configs: [(&str, bool, Sample, Make); 11] = [
+    let configs: [(&str, bool, Sample, Make); 13] = [
         (
             "**`switch` to a file, the defaults (16 MiB buffer, packed), bursts of 12 MiB: the writer keeps up**",
             true,
             Sample::Bursts(DEFAULT_ROUND, (12 << 20) / EVENT),
             |p| Recorder::new().file(p),
         ),
+        // The same with the writer packing less (LZ4) or not at all: what the writer's
+        // packing on the other core costs the recording thread (issue 43).
+        (
+            "the same, packed with LZ4 (`EVENT_PACK=lz4`)",
+            true,
+            Sample::Bursts(DEFAULT_ROUND, (12 << 20) / EVENT),
+            |p| Recorder::new().file(p).packing(event_runtime::Packing::LZ4),
+        ),
+        ("the same, not packed (`EVENT_PACK=off`)", true, Sample::Bursts(DEFAULT_ROUND, (12 << 20) / EVENT), |p| {
+            Recorder::new().file(p).pack(false)
+        }),
         (
             "**the same, rotating: segments of 4 MiB (`EVENT_ROTATE=4m`), 4 kept (`EVENT_KEEP=4`)**",
             false,
@@ -297,8 +311,10 @@ fn configurations(plan: &Plan, only_default: bool) {
         calibrate(common::word3, plan)
     };
     let nf = calibrate(common::floor::<3>, plan);
-    let configs = if only_default { &configs[..1] } else { &configs[..] };
+    // The default and its two other packings (the first three).
+    let configs = if only_default { &configs[..3] } else { &configs[..] };
     let mut floor = Vec::new();
+    let mut floor_mem = Vec::new();
     let mut stream_floor = Vec::new();
     let mut pages = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];
@@ -306,6 +322,9 @@ fn configurations(plan: &Plan, only_default: bool) {
     let path = out_dir().join("config.evt");
     for _ in 0..plan.rounds {
         floor.push(common::floor::<3>(nf).as_nanos() as f64 / nf as f64);
+        if only_default {
+            floor_mem.push(common::floor_in_memory(nf).as_nanos() as f64 / nf as f64);
+        }
         pages.push(fresh_page());
         // The streaming floor, sampled as the default configuration is (bursts the writer keeps
         // up with, after a pool's worth): its writer thread started unpinned, as the recorder's.
@@ -374,11 +393,18 @@ fn configurations(plan: &Plan, only_default: bool) {
     println!("| configuration | ns/event (median) | ratio to the floor | share refused (counted lost) |");
     println!("|---|---:|---:|---:|");
     println!("| floor: cycle counter + store, 3 words | {floor:.2} | 1.00 | |");
+    if only_default {
+        let m = median(&mut floor_mem);
+        println!(
+            "| the floor with its state in memory (position, last time, record count, commit word: loaded and stored each event) | {m:.2} | {:.2} | |",
+            m / floor
+        );
+    }
     println!(
         "| streaming floor: the same into 64 KiB blocks of a 16 MiB pool, another thread writing them to a file, bursts of 12 MiB | {stream_floor:.2} | {:.2} | |",
         stream_floor / floor
     );
-    let mut default_time = 0.0;
+    let mut medians = Vec::new();
     for (i, (name, file, _, _)) in configs.iter().enumerate() {
         let m = median(&mut times[i]);
         let share = if *file {
@@ -387,14 +413,17 @@ fn configurations(plan: &Plan, only_default: bool) {
             String::new()
         };
         println!("| {name} | {m:.2} | {:.2} | {share} |", m / floor);
-        if i == 0 {
-            default_time = m;
-        }
+        medians.push(m);
     }
     println!(
         "\nThe default configuration / the streaming floor: **{:.2}** (target ≤ 1.2); the streaming floor / the floor: {:.2}.",
-        default_time / stream_floor,
+        medians[0] / stream_floor,
         stream_floor / floor
+    );
+    println!(
+        "The same packed with LZ4 / the streaming floor: {:.2}; not packed / the streaming floor: {:.2}.",
+        medians[1] / stream_floor,
+        medians[2] / stream_floor
     );
     let page = median(&mut pages);
     println!(

@@ -140,6 +140,53 @@ pub fn floor<const WORDS: usize>(n: u64) -> Duration {
     start.elapsed()
 }
 
+/// What a thread buffer keeps between two events, in memory: where the next record goes,
+/// the last time, the records of the block, and the word that commits them.
+#[derive(Default)]
+pub struct FloorState {
+    at: usize,
+    last: u64,
+    records: u64,
+    committed: u64,
+}
+
+/// The floor (as [`floor`]`::<3>`) with its state in memory (a [`FloorState`] that the
+/// compiler must load and store each event, as a recorder's thread buffer is): the position,
+/// the last time and a record count read and written each event, and a commit word stored.
+/// What keeping a thread's state between events costs beside the cycle counter and the
+/// record's stores (issue 43: where the default's time goes, beside its instructions).
+pub fn floor_in_memory(n: u64) -> Duration {
+    const LEN: usize = 32;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut state = FloorState { last: ticks(), ..FloorState::default() };
+    let start = Instant::now();
+    for i in 0..n {
+        // Reached through an opaque reference, as a thread-local is: loaded and stored each
+        // event, never kept in registers across events.
+        let state = black_box(&mut state);
+        let now = ticks();
+        let mut at = state.at;
+        if at + LEN > buf.len() {
+            at = 0;
+            black_box(&mut buf);
+        }
+        let record = &mut buf[at..at + LEN];
+        record[..2].copy_from_slice(&3u16.to_ne_bytes());
+        record[2..4].copy_from_slice(&(LEN as u16).to_ne_bytes());
+        record[4..8].copy_from_slice(&(now.wrapping_sub(state.last) as u32).to_ne_bytes());
+        for w in 0..3 {
+            record[8 + 8 * w..16 + 8 * w].copy_from_slice(&(i + w as u64).to_ne_bytes());
+        }
+        state.at = at + LEN;
+        state.last = now;
+        state.records += 1;
+        state.committed = state.records << 32 | state.at as u64;
+    }
+    black_box(&buf);
+    black_box(&state);
+    start.elapsed()
+}
+
 /// The streaming floor (issue 43): what streaming events to a file costs the recording thread
 /// at the least. The thread reads the cycle counter and stores a 32-byte record (as
 /// [`floor`]`::<3>`) into a block of a fixed pool (256 blocks of 64 KiB: the default's 16 MiB);

@@ -525,7 +525,7 @@ pub(crate) struct LaneWriter {
     /// The current block's first byte; valid while the lane holds its memory, which only this
     /// writer replaces. Without a block it is dangling (never null) and `limit` is 0: only an
     /// empty slice can be made from it, which a dangling pointer allows.
-    block: *mut u8,
+    block: std::ptr::NonNull<u8>,
     /// The committed end of the current block: the writer writes at or above it only.
     end: usize,
     /// Where a record must end: `block_size` with a current block, 0 without (so that the
@@ -540,7 +540,7 @@ unsafe impl Send for LaneWriter {}
 impl LaneWriter {
     /// The writer of `lane`, which this thread alone writes.
     pub(crate) fn new(lane: std::sync::Arc<Lane>) -> LaneWriter {
-        LaneWriter { lane, block: std::ptr::NonNull::dangling().as_ptr(), end: 0, limit: 0 }
+        LaneWriter { lane, block: std::ptr::NonNull::dangling(), end: 0, limit: 0 }
     }
 
     /// Whether the lane holds memory (a pool lane may hold no block; a ring always may).
@@ -592,7 +592,7 @@ impl LaneWriter {
         // cannot wrap). With `limit` 0 it is dangling and `len` is 0: an empty slice. The
         // stop reads only below the committed end (`self.end`), and `&mut self` keeps this
         // the only slice above it.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.block.add(at), len) })
+        Some(unsafe { std::slice::from_raw_parts_mut(self.block.as_ptr().add(at), len) })
     }
 
     /// Commits the current block's records up to `end`, `records` of them.
@@ -660,7 +660,7 @@ impl LaneWriter {
 #[derive(Debug)]
 pub(crate) struct LaneGuard<'a> {
     state: crate::sync::MutexGuard<'a, LaneState>,
-    block: &'a mut *mut u8,
+    block: &'a mut std::ptr::NonNull<u8>,
     end: &'a mut usize,
     limit: &'a mut usize,
     lane: &'a Lane,
@@ -703,15 +703,18 @@ impl LaneGuard<'_> {
         if let Some(rings) = &self.lane.rings {
             // The block the pool just gave this ring (`LaneWriter::next_ring_block`).
             self.state.ring_block = Some(index as u32);
-            *self.block = rings.block_ptr(index as u32);
-            *self.limit = self.lane.block_size;
+            let block = std::ptr::NonNull::new(rings.block_ptr(index as u32));
+            (*self.block, *self.limit) =
+                block.map_or((std::ptr::NonNull::dangling(), 0), |b| (b, self.lane.block_size));
         } else if self.state.memory.is_null() {
-            *self.block = std::ptr::NonNull::dangling().as_ptr();
+            *self.block = std::ptr::NonNull::dangling();
             *self.limit = 0;
         } else {
-            // In bounds: `index` is below `blocks`; `wrapping_add` keeps this safe code.
-            *self.block = self.state.memory.wrapping_add(index * self.lane.block_size);
-            *self.limit = self.lane.block_size;
+            // In bounds: `index` is below `blocks`; `wrapping_add` keeps this safe code. A block
+            // of the lane's memory is never at address 0.
+            let block = std::ptr::NonNull::new(self.state.memory.wrapping_add(index * self.lane.block_size));
+            (*self.block, *self.limit) =
+                block.map_or((std::ptr::NonNull::dangling(), 0), |b| (b, self.lane.block_size));
         }
         // Release: as `commit`'s; under the lock, so the stop sees it with the rest.
         self.lane.committed.store(end as u64, Ordering::Release);
@@ -742,7 +745,7 @@ impl LaneGuard<'_> {
             return None;
         }
         let memory = std::mem::replace(&mut self.state.memory, std::ptr::null_mut());
-        *self.block = std::ptr::NonNull::dangling().as_ptr();
+        *self.block = std::ptr::NonNull::dangling();
         *self.limit = 0;
         *self.end = 0;
         self.lane.committed.store(0, Ordering::Release);

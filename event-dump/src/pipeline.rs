@@ -657,8 +657,11 @@ fn on_workers(
     w: &mut Writer<'_>,
 ) -> Option<bool> {
     // Blocks in flight at most: enough to keep every worker busy while the main thread
-    // merges, few enough that they cost little memory.
-    let ahead = jobs as u64 * 4;
+    // merges, few enough that they cost little memory. 16 a worker: with 4, a block that
+    // renders slowly held the next ones back and a core idled (`print` of the benchmark's
+    // zstd log used 1.65 of 2 cores, 1.78 with 16, 6 % faster; 64 was no faster and held
+    // 28 MB more; BENCHMARKS.md).
+    let ahead = jobs as u64 * 16;
     let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
     let job_rx = Mutex::new(job_rx);
     let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();

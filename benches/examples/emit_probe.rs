@@ -24,6 +24,13 @@
 //! time another thread took its core): a steady state to compare configurations in, e.g.
 //! `EVENT_FILE=/tmp/p.evt EVENT_BUFSIZE=256m emit_probe 7000000 steady 8388608` against the
 //! same under `taskset -c 0` (the writer thread confined to the recording thread's core).
+//!
+//! `emit_probe N cold KB` asks what an event costs in a service, where the program's own work
+//! between two requests has pushed the recorder's state out of the caches: N times, it writes
+//! to every cache line of KB KiB of its own, then times five events (`Word3`, enabled) with the
+//! cycle counter, and alternately five of the disabled `OffWord3` after the same sweep; it
+//! prints both per event and their difference (what an enabled event costs after the sweep),
+//! and the same without the sweep.
 
 event_runtime::include_events!("bench.def");
 
@@ -36,6 +43,24 @@ fn main() {
     if mode.as_deref() == Some("floor") {
         let path = args.next().expect("usage: emit_probe N floor PATH");
         floor(n, std::path::Path::new(&path));
+        return;
+    }
+    if mode.as_deref() == Some("cold") {
+        let kb: usize = args.next().and_then(|a| a.parse().ok()).expect("usage: emit_probe N cold KB");
+        let recording = event_runtime::Recorder::new()
+            .control("all -Off")
+            .from_env()
+            .expect("the EVENT_* settings")
+            .start()
+            .expect("the probe's recording starts");
+        for sweep in [kb, 0] {
+            let (on, off) = cold(n, sweep << 10);
+            eprintln!(
+                "sweep {sweep} KiB: enabled {on:.1}, disabled {off:.1}, difference {:.1} ticks an event",
+                on - off
+            );
+        }
+        recording.stop().expect("the probe's recording stops");
         return;
     }
     let off = mode.as_deref() == Some("off");
@@ -129,6 +154,33 @@ fn ticks() -> u64 {
     {
         std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64)
     }
+}
+
+/// `n` rounds of a sweep over `bytes` of the program's own memory, then five events timed by
+/// the cycle counter, enabled and disabled in turn: ticks an event of each, on average.
+#[inline(never)]
+fn cold(n: u64, bytes: usize) -> (f64, f64) {
+    let mut memory = vec![0u8; bytes.max(64)];
+    let (mut on, mut off) = (0u64, 0u64);
+    for i in 0..2 * n {
+        for line in memory.chunks_mut(64) {
+            line[0] = line[0].wrapping_add(1);
+        }
+        black_box(&mut memory);
+        let start = ticks();
+        if i % 2 == 0 {
+            for k in 0..5u64 {
+                event!(Word3, black_box(i), k, i + 2);
+            }
+            on += ticks() - start;
+        } else {
+            for k in 0..5u64 {
+                event!(OffWord3, black_box(i), k, i + 2);
+            }
+            off += ticks() - start;
+        }
+    }
+    (on as f64 / (5 * n) as f64, off as f64 / (5 * n) as f64)
 }
 
 /// `n` events `OffWord3` (a disabled kind).

@@ -47,12 +47,7 @@ fn main() {
     }
     if mode.as_deref() == Some("cold") {
         let kb: usize = args.next().and_then(|a| a.parse().ok()).expect("usage: emit_probe N cold KB");
-        let recording = event_runtime::Recorder::new()
-            .control("all -Off")
-            .from_env()
-            .expect("the EVENT_* settings")
-            .start()
-            .expect("the probe's recording starts");
+        let recording = start();
         for sweep in [kb, 0] {
             let (on, off) = cold(n, sweep << 10);
             eprintln!(
@@ -66,12 +61,7 @@ fn main() {
     let off = mode.as_deref() == Some("off");
     let steady: Option<u64> =
         if mode.as_deref() == Some("steady") { args.next().and_then(|a| a.parse().ok()) } else { None };
-    let recording = event_runtime::Recorder::new()
-        .control("all -Off")
-        .from_env()
-        .expect("the EVENT_* settings")
-        .start()
-        .expect("the probe's recording starts");
+    let recording = start();
     if off {
         word3_off(n);
     } else if let Some(w) = steady {
@@ -87,6 +77,16 @@ fn main() {
         word3(n);
     }
     recording.stop().expect("the probe's recording stops");
+}
+
+/// The probe's recording: every kind but `Off`, configured by the `EVENT_*` variables.
+fn start() -> event_runtime::Recording {
+    event_runtime::Recorder::new()
+        .control("all -Off")
+        .from_env()
+        .expect("the EVENT_* settings")
+        .start()
+        .expect("the probe's recording starts")
 }
 
 // Each loop is a function of its own, never inlined: what the compiler makes of a loop does

@@ -358,6 +358,25 @@ impl Choice {
             && self.filter.is_none()
     }
 
+    /// Whether `event`, of log `file`, counts in the histograms the recorder kept (`summary`,
+    /// `latency`): every event but a `Histogram` record does (the caller takes it or not);
+    /// a `Histogram` record does when `--thread` chooses the thread whose values it counted
+    /// (its `thread`, not the writer's thread that wrote it) and its period, from its `since`
+    /// to its time, overlaps `--since`/`--until` (it counts whole: a histogram cannot be cut
+    /// within its period). `--kind`, `--event` and `--filter` choose events, not these
+    /// periods, and leave them all.
+    pub(crate) fn keeps_period(&self, file: usize, event: &Event<'_>, clock: &Clock) -> bool {
+        let Some(BuiltinEvent::Histogram { thread, since, .. }) = BuiltinEvent::of(event) else { return true };
+        if let Some(threads) = &self.threads
+            && !threads.ids.contains(&thread)
+            && !threads.named[file].contains(&thread)
+        {
+            return false;
+        }
+        let (from, to) = (clock.seconds_since_start(since), clock.seconds_since_start(event.time));
+        !(self.until.is_some_and(|u| from >= u) || self.since.is_some_and(|s| to < s))
+    }
+
     /// Whether `event`, of log `file`, is shown.
     pub(crate) fn keeps(&self, file: usize, event: &Event<'_>, clock: &Clock) -> bool {
         if let Some(codes) = &self.codes

@@ -260,8 +260,10 @@ pub(crate) fn latency(args: &LatencyArgs) -> Result<ExitCode> {
     for (file, log) in logs.iter().enumerate() {
         histograms.add_log(file, log.header());
     }
+    let clocks: Vec<_> = logs.iter().map(|l| l.header().clock).collect();
     let ledgers = crate::export::merge_all(&mut logs, "paired", |Item { file, event }| {
-        if histograms.take(file, &event) {
+        // The histograms take the `Histogram` records of the threads and times chosen.
+        if !choice.keeps_period(file, &event, &clocks[file]) || histograms.take(file, &event) {
             return Ok(());
         }
         spans.event(file, &event);

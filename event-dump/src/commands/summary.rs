@@ -32,8 +32,10 @@ use std::process::ExitCode;
 /// `suppressed` and `histograms` (empty arrays in 1.0.0). 1.2.0: `findings.whole` is the one
 /// verdict of every reader (a ring's overwritten blocks are whole; blocks repeated or out of
 /// order, a recording not stopped cleanly, a disagreeing stop marker or a damaged pin area
-/// are not), and `findings` gains the ledger's other findings under their keys.
-pub(crate) const VERSION: &str = "1.2.0";
+/// are not), and `findings` gains the ledger's other findings under their keys. 1.3.0:
+/// `histograms` merges only the `Histogram` records of the threads `--thread` chooses and of
+/// the periods that overlap `--since`/`--until` (it merged them all).
+pub(crate) const VERSION: &str = "1.3.0";
 
 /// The percentiles of spans without `--percentiles`.
 const PERCENTILES: &str = "50,90,99,99.9";
@@ -107,7 +109,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<ExitCode> {
         if choice.keeps(file, &event, &clocks[file]) {
             per_code[file][usize::from(event.desc.wire)] += 1;
         }
-        // A `Histogram` record is an event like any other for the counts above.
+        // A `Histogram` record is an event like any other for the counts above; the
+        // histograms take those of the threads and times chosen.
+        if !choice.keeps_period(file, &event, &clocks[file]) {
+            return Ok(());
+        }
         if !histograms.take(file, &event) {
             spans.event(file, &event);
         }

@@ -172,3 +172,54 @@ fn hist_merges_the_records_and_the_tables_hold_their_buckets() {
     let req = rows.iter().find(|r| r["histogram"] == "req_ns").unwrap();
     assert_eq!((req["low"].as_str(), req["high"].as_str(), req["thread"].as_str()), ("2048", "4095", "1"));
 }
+
+/// `summary` and `latency` merge the `Histogram` records of the threads `--thread` chooses
+/// (the thread that counted the values, not the writer's thread 0 that wrote the record) and
+/// of the periods that overlap `--since`/`--until`, each whole; `--event` chooses events, not
+/// periods, and leaves them all.
+#[test]
+fn a_selection_chooses_the_histograms_by_thread_and_period() {
+    let d = common::dir("aggregates-hist-select");
+    let log = d.join("h.evt");
+    // sizes: thread 1 counted 4 values, thread 2 counted 2; req_ns: thread 1 one value. Every
+    // period runs from tick 1000 to tick 5000 or 6000: about 2 s before the log's start.
+    histogram_log(&log, &[], &[]);
+    let l = log.to_str().unwrap();
+    // (count, records) of each histogram, by `summary` and by `latency`, which agree.
+    let kept = |select: &[&str]| -> BTreeMap<String, (u64, u64)> {
+        let mut seen = Vec::new();
+        for command in ["summary", "latency"] {
+            let mut args = vec![command, l, "--format", "json"];
+            args.extend_from_slice(select);
+            let out = run(&args);
+            assert!(out.status.success(), "{command} {select:?}: {}", stderr(&out));
+            let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            let counts: BTreeMap<String, (u64, u64)> = doc["histograms"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| {
+                    (
+                        h["name"].as_str().unwrap().to_owned(),
+                        (h["count"].as_u64().unwrap(), h["records"].as_u64().unwrap()),
+                    )
+                })
+                .collect();
+            seen.push(counts);
+        }
+        assert_eq!(seen[0], seen[1], "summary and latency, {select:?}");
+        seen.remove(0)
+    };
+    let all = kept(&[]);
+    assert_eq!((all["sizes"], all["req_ns"]), ((6, 2), (1, 1)));
+    let two = kept(&["--thread", "2"]);
+    assert_eq!((two["sizes"], two["req_ns"]), ((2, 1), (0, 0)), "thread 2's period only");
+    let one = kept(&["--thread", "T1"]);
+    assert_eq!((one["sizes"], one["req_ns"]), ((4, 1), (1, 1)), "thread 1's periods");
+    assert_eq!(kept(&["--since=-3", "--until=-1"]), all, "a window around every period");
+    let after = kept(&["--since=-1"]);
+    assert_eq!((after["sizes"], after["req_ns"]), ((0, 0), (0, 0)), "every period ended before -1 s");
+    let before = kept(&["--until=-3"]);
+    assert_eq!((before["sizes"], before["req_ns"]), ((0, 0), (0, 0)), "every period began after -3 s");
+    assert_eq!(kept(&["--event", "Size"]), all, "--event leaves the periods");
+}

@@ -25,7 +25,7 @@ fn two_reads_give_the_same_bytes_and_the_numbers_are_stats_and_latencys() {
     let (json, first) = summary_json(&[&log], &[]);
     let (_, second) = summary_json(&[&log], &[]);
     assert_eq!(first, second, "two reads of one log");
-    assert_eq!(json["summary_version"], "1.2.0");
+    assert_eq!(json["summary_version"], "1.3.0");
     assert_eq!(
         (json["suppressed"].as_array().map(Vec::len), json["histograms"].as_array().map(Vec::len)),
         (Some(0), Some(0))

@@ -34,6 +34,10 @@
 
 event_runtime::include_events!("bench.def");
 
+#[path = "../benches/shared/cpu_clock.rs"]
+mod cpu_clock;
+
+use cpu_clock::cpu_clock;
 use std::hint::black_box;
 
 fn main() {
@@ -67,11 +71,11 @@ fn main() {
     } else if let Some(w) = steady {
         word3(w);
         event_runtime::flush();
-        let cpu = thread_cpu();
+        let cpu = cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID);
         let t = std::time::Instant::now();
         word3(n);
         let ns = t.elapsed().as_nanos() as f64 / n as f64;
-        let cpu_ns = (thread_cpu() - cpu) as f64 / n as f64;
+        let cpu_ns = (cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID) - cpu) as f64 / n as f64;
         eprintln!("{ns:.2} ns/event wall, {cpu_ns:.2} ns/event on the thread's CPU time");
     } else {
         word3(n);
@@ -189,13 +193,4 @@ fn word3_off(n: u64) {
     for i in 0..n {
         event!(OffWord3, black_box(i), i + 1, i + 2);
     }
-}
-
-/// This thread's CPU time, in nanoseconds.
-fn thread_cpu() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for the call to fill; the clock id is a constant that
-    // Linux supports (on failure `ts` stays zero, and the figure is wrong, not unsafe).
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

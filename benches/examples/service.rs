@@ -40,6 +40,10 @@
 
 event_runtime::include_events!("service.def");
 
+#[path = "../benches/shared/cpu_clock.rs"]
+mod cpu_clock;
+
+use cpu_clock::cpu_clock;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -177,16 +181,6 @@ impl Cpu {
             _ => panic!("`/cpu` replied {:?}", String::from_utf8_lossy(body)),
         }
     }
-}
-
-/// A CPU clock's time (`CLOCK_THREAD_CPUTIME_ID`, `CLOCK_PROCESS_CPUTIME_ID`), in
-/// nanoseconds.
-fn cpu_clock(clock: libc::clockid_t) -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a valid timespec to write; the clock ids are the two CPU clocks every
-    // Linux has.
-    let ok = unsafe { libc::clock_gettime(clock, &mut t) } == 0;
-    if ok { t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64 } else { 0 }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

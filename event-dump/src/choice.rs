@@ -367,14 +367,16 @@ impl Choice {
     /// periods, and leave them all.
     pub(crate) fn keeps_period(&self, file: usize, event: &Event<'_>, clock: &Clock) -> bool {
         let Some(BuiltinEvent::Histogram { thread, since, .. }) = BuiltinEvent::of(event) else { return true };
-        if let Some(threads) = &self.threads
-            && !threads.ids.contains(&thread)
-            && !threads.named[file].contains(&thread)
-        {
+        if !self.chooses_thread(file, thread) {
             return false;
         }
         let (from, to) = (clock.seconds_since_start(since), clock.seconds_since_start(event.time));
         !(self.until.is_some_and(|u| from >= u) || self.since.is_some_and(|s| to < s))
+    }
+
+    /// Whether `--thread` chooses thread `thread` of log `file` (every thread without it).
+    fn chooses_thread(&self, file: usize, thread: u64) -> bool {
+        self.threads.as_ref().is_none_or(|t| t.ids.contains(&thread) || t.named[file].contains(&thread))
     }
 
     /// Whether `event`, of log `file`, is shown.
@@ -384,10 +386,7 @@ impl Choice {
         {
             return false;
         }
-        if let Some(threads) = &self.threads
-            && !threads.ids.contains(&event.thread)
-            && !threads.named[file].contains(&event.thread)
-        {
+        if !self.chooses_thread(file, event.thread) {
             return false;
         }
         if self.since.is_some() || self.until.is_some() {

@@ -106,6 +106,7 @@ use crate::emit::session;
 use crate::event_set::EventSet;
 use event_format::builtin;
 use event_format::fields;
+use event_format::text;
 use event_format::wire::{STRING_MAX, Text, body};
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -356,30 +357,6 @@ impl<'a> FieldWriter<'a> {
     }
 }
 
-/// Whether `s` is its own `Debug` text between the quotes: printable ASCII without `"` and
-/// `\`, which `Debug` escapes. Eight bytes at a time where there are eight: a byte below
-/// 0x20, one above 0x7e, a `"` or a `\` in the word sets a high bit in one of the four tests
-/// (each exact as to whether there is one, not which).
-#[inline]
-fn is_plain(s: &str) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let plain = |word: &[u8]| {
-        let Ok(word) = <[u8; 8]>::try_from(word) else { return false };
-        let w = u64::from_ne_bytes(word);
-        let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-        let above = (w.wrapping_add(ONES) | w) & HIGH;
-        below | above | has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\'))) == 0
-    };
-    let bytes = s.as_bytes();
-    if bytes.len() < 8 {
-        return bytes.iter().all(|&b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');
-    }
-    // The words, then the last eight bytes (which may overlap the last word) for the rest.
-    bytes.chunks_exact(8).all(plain) && plain(&bytes[bytes.len() - 8..])
-}
-
 /// Appends `s` quoted and escaped as `Debug` escapes a `str` (`\"`, `\\`, `\n`, `\r`, `\t`,
 /// `\0`, `\u{1b}`), without `core::fmt`, when it is ASCII; returns false, having
 /// appended nothing, when it is not (`Debug` then decides which characters it shows as they
@@ -464,7 +441,7 @@ impl Visit for FieldWriter<'_> {
             && field.name() == "message"
         {
             let _ = message.write_str(value);
-        } else if is_plain(value) {
+        } else if text::is_plain(value.as_bytes()) {
             // Its own `Debug` text between quotes: copied as it is.
             let name = self.name(field);
             self.fields.field(name, value.len() + 2, |out| {
@@ -761,7 +738,8 @@ mod tests {
         assert_eq!(event_format::def::render(&schema), EVENTS.def());
     }
 
-    /// What `is_plain` must say: every byte printable ASCII, none `"` or `\\`.
+    /// What `text::is_plain` must say for the bridge's strings to be their own `Debug` text
+    /// between the quotes: every byte printable ASCII, none `"` or `\\`.
     fn plain_by_bytes(s: &str) -> bool {
         s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
     }
@@ -775,13 +753,13 @@ mod tests {
             for at in 0..len {
                 for c in odd {
                     let s: String = (0..len).map(|i| if i == at { c } else { 'a' }).collect();
-                    assert_eq!(is_plain(&s), plain_by_bytes(&s), "{s:?}");
+                    assert_eq!(text::is_plain(s.as_bytes()), plain_by_bytes(&s), "{s:?}");
                 }
             }
         }
         for b in 0..=0x7fu8 {
             let s = format!("abcdefg{}hijklmn", char::from(b));
-            assert_eq!(is_plain(&s), plain_by_bytes(&s), "{s:?}");
+            assert_eq!(text::is_plain(s.as_bytes()), plain_by_bytes(&s), "{s:?}");
         }
     }
 

@@ -353,11 +353,19 @@ pub fn push_text<S: Append>(out: &mut S, text: &Text<'_>) {
 /// The hex digits, for a byte that is not UTF-8 (`\xNN`).
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
-/// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: shown as it is.
-/// Eight bytes at a time, with the classic tests on a word's bytes ("has a byte below n",
-/// "above n", "a zero byte"), each nonzero exactly when some byte is one it looks for.
+/// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: shown as it is
+/// (and its own `Debug` text between the quotes, as the `tracing` bridge writes a string that
+/// needs no escape). Eight bytes at a time, with the classic tests on a word's bytes ("has a
+/// byte below n", "above n", "a zero byte"), each nonzero exactly when some byte is one it
+/// looks for.
+///
+/// ```
+/// use event_format::text::is_plain;
+/// assert!(is_plain(b"GET /users/7"));
+/// assert!(!is_plain(b"say \"hi\"") && !is_plain(b"tab\there") && !is_plain("caf\u{e9}".as_bytes()));
+/// ```
 #[inline]
-fn is_plain(bytes: &[u8]) -> bool {
+pub fn is_plain(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;

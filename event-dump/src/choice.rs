@@ -316,12 +316,12 @@ impl Choice {
                 Some(filter)
             }
         };
-        let threads = match &select.thread {
+        let threads = match &select.scope.thread {
             None => None,
             Some(value) => Some(threads(value, headers.len(), &mut thread_names)?),
         };
         let filter_names = filter.as_ref().is_some_and(Filter::uses_thread_names).then(|| read.unwrap_or_default());
-        Ok(Choice { codes, threads, since: select.since, until: select.until, filter, filter_names })
+        Ok(Choice { codes, threads, since: select.scope.since, until: select.scope.until, filter, filter_names })
     }
 
     /// Learns the name a `ThreadName` event gives its thread, for `--thread`'s names and

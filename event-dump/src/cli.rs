@@ -178,6 +178,23 @@ pub(crate) struct Select {
     /// before one leaves it out (`-Object:*`).
     #[arg(long, value_name = "GLOBS", allow_hyphen_values = true)]
     pub(crate) event: Option<String>,
+    #[command(flatten)]
+    pub(crate) scope: Scope,
+    /// Only events the expression selects (ftrace's filter language:
+    /// `name op value`, `&&`, `||`, `!`, parentheses; names `time`, `thread`, `code`, `name`,
+    /// `kind`, `set` and the parameters; `args.NAME` is always parameter NAME, as a span's
+    /// `args.name`, and `fields.NAME` a tracing field, as `fields.id == 7`). Values as print
+    /// shows them: `ok == true`, `thread == T6` or `thread == compactor`, hex, quoted strings
+    /// with print's escapes; a comparison its types never let match is an error.
+    #[arg(long, value_name = "EXPR")]
+    pub(crate) filter: Option<String>,
+}
+
+/// The threads and the times a reader keeps: `Select`'s part that also chooses the
+/// histograms the recorder kept (`hist`, `summary`, `latency`), which `--kind`, `--event` and
+/// `--filter` leave whole.
+#[derive(Args, Clone, Debug, Default)]
+pub(crate) struct Scope {
     /// Only these threads, comma-separated: ids (`3` or `T3`), names (`compactor`, as the
     /// program named the thread; a name several threads share, as tokio names its workers,
     /// chooses all of them) or globs of names (`'worker-*'`).
@@ -189,14 +206,6 @@ pub(crate) struct Select {
     /// Only events before this time (seconds since the start).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) until: Option<f64>,
-    /// Only events the expression selects (ftrace's filter language:
-    /// `name op value`, `&&`, `||`, `!`, parentheses; names `time`, `thread`, `code`, `name`,
-    /// `kind`, `set` and the parameters; `args.NAME` is always parameter NAME, as a span's
-    /// `args.name`, and `fields.NAME` a tracing field, as `fields.id == 7`). Values as print
-    /// shows them: `ok == true`, `thread == T6` or `thread == compactor`, hex, quoted strings
-    /// with print's escapes; a comparison its types never let match is an error.
-    #[arg(long, value_name = "EXPR")]
-    pub(crate) filter: Option<String>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -427,6 +436,10 @@ pub(crate) struct HistArgs {
     /// Only the histograms of these names (comma-separated, globs: `req*,sizes`).
     #[arg(long, value_name = "NAMES")]
     pub(crate) name: Option<String>,
+    /// The histograms of these threads (the threads that counted the values) and of the
+    /// periods that overlap these times, each period whole, as `summary` and `latency` keep them.
+    #[command(flatten)]
+    pub(crate) scope: Scope,
     /// Each thread's distribution too, under the merged one.
     #[arg(long)]
     pub(crate) per_thread: bool,

@@ -8,12 +8,15 @@
 //!   and its largest value is shown (within the smallest and largest counted): exact below
 //!   2^precision, else at most one bucket's width above
 //!   ([`Distribution::percentile`](event_format::histogram::Distribution::percentile)).
+//! - **Chosen as `summary` and `latency` choose them**: `--thread` keeps the records of the
+//!   threads that counted the values, `--since`/`--until` those whose period overlaps the
+//!   window, each period whole ([`Choice::keeps_period`]).
 //! - **Nothing guessed.** A record that does not read (an index its header does not declare,
 //!   buckets that break their rules) is left out and said on stderr.
 
 use super::distributions::{json_one, say_unreadable, text};
-use super::{Result, write_all};
-use crate::cli::{HistArgs, HistFormat};
+use super::{Choice, Result, thread_names, write_all};
+use crate::cli::{HistArgs, HistFormat, Select};
 use crate::export::Item;
 use crate::log::{DumpError, open_all};
 use event_format::histogram::{Histograms, Merged};
@@ -23,6 +26,11 @@ use std::process::ExitCode;
 /// `hist`: every declared histogram of the logs, merged.
 pub(crate) fn hist(args: &HistArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
+    let headers: Vec<_> = logs.iter().map(|l| l.header()).collect();
+    let select = Select { scope: args.scope.clone(), ..Select::default() };
+    let choice = Choice::new(&select, &headers, || thread_names(&args.logs, args.force))?;
+    let clocks: Vec<_> = headers.iter().map(|h| h.clock).collect();
+    drop(headers);
     let mut histograms = Histograms::new();
     for (file, log) in logs.iter().enumerate() {
         histograms.add_log(file, log.header());
@@ -33,7 +41,9 @@ pub(crate) fn hist(args: &HistArgs) -> Result<ExitCode> {
         ));
     }
     crate::export::merge_all(&mut logs, "read", |Item { file, event }| {
-        histograms.take(file, &event);
+        if choice.keeps_period(file, &event, &clocks[file]) {
+            histograms.take(file, &event);
+        }
         Ok(())
     })
     .map_err(|e| DumpError::new(format!("cannot read the logs: {e}")))?;

@@ -173,10 +173,10 @@ fn hist_merges_the_records_and_the_tables_hold_their_buckets() {
     assert_eq!((req["low"].as_str(), req["high"].as_str(), req["thread"].as_str()), ("2048", "4095", "1"));
 }
 
-/// `summary` and `latency` merge the `Histogram` records of the threads `--thread` chooses
-/// (the thread that counted the values, not the writer's thread 0 that wrote the record) and
-/// of the periods that overlap `--since`/`--until`, each whole; `--event` chooses events, not
-/// periods, and leaves them all.
+/// `summary`, `latency` and `hist` merge the `Histogram` records of the threads `--thread`
+/// chooses (the thread that counted the values, not the writer's thread 0 that wrote the
+/// record) and of the periods that overlap `--since`/`--until`, each whole; `--event` (which
+/// `hist` does not take) chooses events, not periods, and leaves them all.
 #[test]
 fn a_selection_chooses_the_histograms_by_thread_and_period() {
     let d = common::dir("aggregates-hist-select");
@@ -188,7 +188,8 @@ fn a_selection_chooses_the_histograms_by_thread_and_period() {
     // (count, records) of each histogram, by `summary` and by `latency`, which agree.
     let kept = |select: &[&str]| -> BTreeMap<String, (u64, u64)> {
         let mut seen = Vec::new();
-        for command in ["summary", "latency"] {
+        let hist = !select.contains(&"--event");
+        for command in ["summary", "latency", "hist"].into_iter().filter(|c| hist || *c != "hist") {
             let mut args = vec![command, l, "--format", "json"];
             args.extend_from_slice(select);
             let out = run(&args);
@@ -208,6 +209,9 @@ fn a_selection_chooses_the_histograms_by_thread_and_period() {
             seen.push(counts);
         }
         assert_eq!(seen[0], seen[1], "summary and latency, {select:?}");
+        if hist {
+            assert_eq!(seen[0], seen[2], "summary and hist, {select:?}");
+        }
         seen.remove(0)
     };
     let all = kept(&[]);

@@ -152,6 +152,18 @@ fn restarts_into_one_segment_name_number_on_and_seal_what_a_kill_left() {
         assert!(line.contains(&format!("trace.{n:06}.evt")), "{line}");
     }
     assert_eq!(out.matches("  whole").count(), 2, "the two clean runs: {out}");
+    // Each run's report is titled by the directory and its recording id (the paths read the
+    // same), and names the segments it holds: the first run's are trace.000000 and 000001.
+    let titles: Vec<&str> = out.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(titles.len(), 5, "{out}");
+    let mut ids: Vec<RecordingId> = recordings.clone();
+    ids.dedup();
+    for (title, id) in titles.iter().zip(&ids) {
+        let hex = id.to_hex();
+        assert!(title.starts_with(&format!("{} (recording {}): ", d.display(), &hex[..8])), "{title}");
+    }
+    assert!(out.contains("recording of segments: 2 here; trace.000000.evt to trace.000001.evt"), "{out}");
+    assert!(out.contains("recording of segments: 1 here; trace.000002.evt"), "{out}");
 }
 
 /// `check DIR` after a SIGKILL, before any restart: the killed run's `.open` segment is read

@@ -525,6 +525,16 @@ fn segments_line(l: &Ledger) -> Option<String> {
     if gaps > 0 {
         let _ = write!(line, ", {gaps} missing (deleted, moved or not given)");
     }
+    // Which files: a directory of several runs holds a recording for each.
+    match segments.present() {
+        [] => {}
+        [one] => {
+            let _ = write!(line, "; {}", one.name);
+        }
+        [first, .., last] => {
+            let _ = write!(line, "; {} to {}", first.name, last.name);
+        }
+    }
     Some(line)
 }
 
@@ -624,11 +634,24 @@ pub(crate) fn check(args: &LogsArgs) -> Result<ExitCode> {
     let mut logs = open_all(&args.logs, args.force)?;
     let headers: Vec<&event_format::wire::Header> = logs.iter().map(|l| l.header()).collect();
     let everything = Choice::new(&Select::default(), &headers, || Ok(Vec::new()))?;
+    // A directory of several runs is one log a run, each shown by the directory's path: the
+    // recording id tells them apart where two paths read the same.
+    let paths: Vec<String> = logs.iter().map(|l| l.path().display().to_string()).collect();
+    let names: Vec<String> = logs
+        .iter()
+        .zip(&paths)
+        .map(|(log, path)| match log.header().properties.recording {
+            Some(id) if paths.iter().filter(|p| *p == path).count() > 1 => {
+                format!("{path} (recording {})", &id.to_hex()[..8])
+            }
+            _ => path.clone(),
+        })
+        .collect();
     let mut text = String::new();
     let mut whole = true;
-    for (i, log) in logs.iter_mut().enumerate() {
+    for (i, (log, name)) in logs.iter_mut().zip(&names).enumerate() {
         let c = census(log, i, &everything);
-        let report = CheckReport::of(&c.ledger, log, args.strict);
+        let report = CheckReport::of(&c.ledger, log, name, args.strict);
         report.write(&mut text);
         whole &= report.whole;
     }
@@ -650,11 +673,11 @@ struct CheckReport {
 }
 
 impl CheckReport {
-    /// The plan of `check`'s report of `log`, whose ledger `l` counted it; `strict`: a ring's
-    /// overwritten blocks are a problem.
-    fn of(l: &Ledger, log: &Log, strict: bool) -> CheckReport {
+    /// The plan of `check`'s report of `log`, shown as `name`, whose ledger `l` counted it;
+    /// `strict`: a ring's overwritten blocks are a problem.
+    fn of(l: &Ledger, log: &Log, name: &str, strict: bool) -> CheckReport {
         let mut r = CheckReport {
-            title: format!("{}: {} blocks, {} events", log.path().display(), l.blocks(), l.events()),
+            title: format!("{name}: {} blocks, {} events", l.blocks(), l.events()),
             segments: segments_line(l),
             // What a snapshot is comes first (docs/FORMAT.md, "Snapshot").
             notes: event_format::ledger::describe_snapshot(log.header()).into_iter().collect(),

@@ -125,6 +125,25 @@ pub const SUPPRESSED: u16 = 0xFF10;
 /// "Histograms"). The recorder writes them in blocks of thread 0 every period, at a
 /// rotation and at the stop; records of one histogram merge by adding their buckets.
 pub const HISTOGRAM: u16 = 0xFF11;
+/// `Callsite(id W, level U, name S, target S, fields S)` (since format 2.1.1): in the block
+/// that holds it, callsite `id` of the `tracing` bridge is the span or event `name` of
+/// `target` at `level` (1 = ERROR .. 5 = TRACE), whose fields are named, by their index from
+/// 0, by `fields`: the names separated by one space. A definition holds for its own block
+/// only, before or after the records that name it: every block that names a callsite holds
+/// its definition, so that a block read alone (a ring's, a snapshot's) names it
+/// (docs/FORMAT.md, "Callsites").
+pub const CALLSITE: u16 = 0xFF12;
+/// `SpanOpenAt(span W, parent W, callsite W, values S)` (since format 2.1.1): a `SpanOpen`
+/// whose name is callsite `callsite`'s and whose fields are `values` with each key the
+/// field's index in the callsite's `fields`. A reader reads it as that `SpanOpen`.
+pub const SPAN_OPEN_AT: u16 = 0xFF13;
+/// `SpanRecordAt(span W, callsite W, values S)` (since format 2.1.1): a `SpanRecord` whose
+/// fields' keys are indexes in callsite `callsite`'s `fields` (the span's own callsite).
+pub const SPAN_RECORD_AT: u16 = 0xFF14;
+/// `TraceEventAt(callsite W, message S, values S)` (since format 2.1.1): a `TraceEvent` of
+/// callsite `callsite`'s level and target, whose text is `message` and `values` (keys as
+/// indexes in the callsite's `fields`) joined as the fields grammar joins them.
+pub const TRACE_EVENT_AT: u16 = 0xFF15;
 
 use Letter::{Address, Signed, String as Str, Unsigned, Word};
 
@@ -139,6 +158,31 @@ const HISTOGRAM_TYPE: Builtin = Builtin {
     code: HISTOGRAM,
     format: &[Word, Unsigned, Word, Word, Word, Word, Word, Str],
     params: &["thread", "histogram", "since", "count", "sum", "min", "max", "buckets"],
+};
+
+const CALLSITE_TYPE: Builtin = Builtin {
+    name: "Callsite",
+    code: CALLSITE,
+    format: &[Word, Unsigned, Str, Str, Str],
+    params: &["id", "level", "name", "target", "fields"],
+};
+const SPAN_OPEN_AT_TYPE: Builtin = Builtin {
+    name: "SpanOpenAt",
+    code: SPAN_OPEN_AT,
+    format: &[Word, Word, Word, Str],
+    params: &["span", "parent", "callsite", "values"],
+};
+const SPAN_RECORD_AT_TYPE: Builtin = Builtin {
+    name: "SpanRecordAt",
+    code: SPAN_RECORD_AT,
+    format: &[Word, Word, Str],
+    params: &["span", "callsite", "values"],
+};
+const TRACE_EVENT_AT_TYPE: Builtin = Builtin {
+    name: "TraceEventAt",
+    code: TRACE_EVENT_AT,
+    format: &[Word, Str, Str],
+    params: &["callsite", "message", "values"],
 };
 
 const INTERN_TYPE: Builtin = Builtin { name: "Intern", code: INTERN, format: &[Word, Str], params: &["id", "text"] };
@@ -195,6 +239,10 @@ pub const ALL: &[Builtin] = &[
     SPAN_CURRENT_TYPE,
     SUPPRESSED_TYPE,
     HISTOGRAM_TYPE,
+    CALLSITE_TYPE,
+    SPAN_OPEN_AT_TYPE,
+    SPAN_RECORD_AT_TYPE,
+    TRACE_EVENT_AT_TYPE,
 ];
 
 // The bytes of each built-in's fixed-size arguments (every argument but its strings), derived
@@ -235,6 +283,14 @@ pub const SPAN_CURRENT_FIXED: usize = SPAN_CURRENT_TYPE.fixed_len();
 pub const SUPPRESSED_FIXED: usize = SUPPRESSED_TYPE.fixed_len();
 /// Bytes of `Histogram`'s fixed-size arguments (all but `buckets`).
 pub const HISTOGRAM_FIXED: usize = HISTOGRAM_TYPE.fixed_len();
+/// Bytes of `Callsite`'s fixed-size arguments (`id`, `level`).
+pub const CALLSITE_FIXED: usize = CALLSITE_TYPE.fixed_len();
+/// Bytes of `SpanOpenAt`'s fixed-size arguments (`span`, `parent`, `callsite`).
+pub const SPAN_OPEN_AT_FIXED: usize = SPAN_OPEN_AT_TYPE.fixed_len();
+/// Bytes of `SpanRecordAt`'s fixed-size arguments (`span`, `callsite`).
+pub const SPAN_RECORD_AT_FIXED: usize = SPAN_RECORD_AT_TYPE.fixed_len();
+/// Bytes of `TraceEventAt`'s fixed-size arguments (`callsite`).
+pub const TRACE_EVENT_AT_FIXED: usize = TRACE_EVENT_AT_TYPE.fixed_len();
 
 impl Builtin {
     /// The bytes its fixed-size arguments take on the wire: every argument but its strings,

@@ -86,7 +86,7 @@ mod reading;
 #[doc(hidden)]
 pub mod testing;
 
-pub use codec::{builtins, decode, fields, read_at, ring, wire};
+pub use codec::{builtins, callsites, decode, fields, read_at, ring, wire};
 pub use reading::{filter, histogram, ledger, log, merge, roles, select, text};
 
 pub use event_def::{EventType, Kind, Letter, Retired, Schema, Version};

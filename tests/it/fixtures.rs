@@ -8,7 +8,9 @@
 //! ending with the clean-stop marker's block; since 2.0.2, with a recording id; since 2.0.3,
 //! with a segment property and a stop marker of five arguments; since 2.1.0, with labels and
 //! an earlier property, and the packed blocks cycle through LZ4, zstd over columns and zstd
-//! over rows). Run with `UPDATE_FIXTURES=1` to write
+//! over rows). Since 2.1.1 a second pair, `tracing-le.evt` and `tracing-be.evt`, holds the
+//! `tracing` bridge's spans and events by callsite (docs/FORMAT.md, "Callsites"), which read
+//! expanded. Run with `UPDATE_FIXTURES=1` to write
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 
@@ -27,7 +29,7 @@ const BLOCK_SIZE: u32 = 1024;
 const DAMAGED_BLOCK: usize = 1;
 
 /// Older released versions: their streams are read, never written again.
-const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0", "v2.0.1", "v2.0.2", "v2.0.3"];
+const OLDER: &[&str] = &["v1.0.0", "v1.1.0", "v2.0.0", "v2.0.1", "v2.0.2", "v2.0.3", "v2.1.0"];
 
 /// The current version's directory.
 fn current() -> String {
@@ -403,4 +405,73 @@ fn the_damaged_copy_loses_exactly_its_damaged_block() {
         let name = format!("{}_damaged_text", version.replace('.', "_"));
         insta::assert_snapshot!(name, dump(&bad));
     }
+}
+
+/// The `tracing` fixture of 2.1.1 (`tracing-le.evt`, `tracing-be.evt`): in one block of thread
+/// 1 and one of thread 2 (the second packed with zstd), a span by callsite opened, given a
+/// field later, an event by callsite inside it, the span closed; a callsite defined after the
+/// record that names it; and one record whose callsite its block does not define.
+fn generate_tracing(order: Order) -> Vec<u8> {
+    let mut header = frozen_header(&data("events.def"), "tracing-fixture", BLOCK_SIZE, order);
+    header.properties.recording = Some(RecordingId(*b"fixture-tracing1"));
+    let mut out = header.encode().unwrap();
+    let site = |id, level, name, target, fields| {
+        vec![
+            Value::Word(id),
+            Value::Unsigned(level),
+            Value::Str(Text::new(name)),
+            Value::Str(Text::new(target)),
+            Value::Str(Text::new(fields)),
+        ]
+    };
+    let at = |values: &'static str| Value::Str(Text::new(values));
+    let one: Vec<(u64, u16, Vec<Value<'static>>)> = vec![
+        (0, builtin::THREAD_NAME, vec![Value::Word(1), Value::Str(Text::new("main"))]),
+        (10, builtin::CALLSITE, site(1, 3, "request", "app::http", "id method route")),
+        (10, builtin::SPAN_OPEN_AT, vec![Value::Word(7), Value::Word(0), Value::Word(1), at(r#"0=42 1="GET""#)]),
+        (20, builtin::SPAN_CURRENT, vec![Value::Word(7)]),
+        (20, builtin::TRACE_EVENT_AT, vec![Value::Word(2), at("cache miss"), at("0=3 1=true")]),
+        (25, builtin::CALLSITE, site(2, 4, "event src/http.rs:40", "app::cache", "attempt cached")),
+        (30, builtin::SPAN_RECORD_AT, vec![Value::Word(7), Value::Word(1), at(r#"2="/users""#)]),
+        (40, builtin::SPAN_CURRENT, vec![Value::Word(0)]),
+        (40, builtin::SPAN_CLOSE, vec![Value::Word(7)]),
+        (50, builtin::TRACE_EVENT_AT, vec![Value::Word(9), at("no callsite"), at("0=1")]),
+    ];
+    let two: Vec<(u64, u16, Vec<Value<'static>>)> = vec![
+        (5, builtin::THREAD_NAME, vec![Value::Word(2), Value::Str(Text::new("worker-1"))]),
+        (15, builtin::CALLSITE, site(1, 2, "event src/db.rs:9", "app::db", "rows")),
+        (15, builtin::TRACE_EVENT_AT, vec![Value::Word(1), at("slow query"), at("0=1200")]),
+        (35, builtin::TRACE_EVENT_AT, vec![Value::Word(1), at("slow query"), at("0=30")]),
+    ];
+    let mut blocks = Vec::new();
+    for (thread, events) in [(1u64, one), (2, two)] {
+        let mut writer =
+            BlockWriter::new(order, BLOCK_SIZE, &BlockHeader { thread, base_time: events[0].0, ..Default::default() });
+        for (time, code, values) in &events {
+            writer.push(*code, *time, values).expect("fits the block");
+        }
+        blocks.push(writer.finish());
+    }
+    out.extend(blocks.remove(0));
+    assert!(Packer::new(Packing { level: 3, ..Packing::ZSTD }).pack(order, &blocks[0], &mut out), "worth packing");
+    let stop = written(&out);
+    out.extend(stop_block(order, BLOCK_SIZE, 0, 50, &stop));
+    out
+}
+
+/// Since 2.1.1: the `tracing` fixture of both byte orders reads as the same text, every
+/// record by callsite expanded where its block defines its callsite, and the encoder still
+/// writes its bytes.
+#[test]
+fn the_tracing_fixture_reads_its_records_by_callsite_expanded() {
+    if FORMAT_VERSION < event_format::Version::new(2, 1, 1) {
+        return;
+    }
+    let le = read("tracing-le.evt", || generate_tracing(Order::Little));
+    let be = read("tracing-be.evt", || generate_tracing(Order::Big));
+    assert_eq!(le, generate_tracing(Order::Little));
+    assert_eq!(be, generate_tracing(Order::Big));
+    let text = dump(&le);
+    assert_eq!(text, dump(&be));
+    insta::assert_snapshot!("v2_1_1_tracing_text", text);
 }

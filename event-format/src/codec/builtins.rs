@@ -271,6 +271,53 @@ builtin_events! {
         /// The non-empty buckets, `INDEX:COUNT` pairs separated by one space.
         buckets: String,
     },
+    /// `Callsite`: in its block, callsite `id` of the `tracing` bridge is `name` of `target`.
+    /// Consumed as a block's records are delimited, as a `TimeExtend` is: a reader meets it
+    /// only in a block's bytes; the records that name it it sees expanded
+    /// ([`callsites`](crate::callsites)).
+    Callsite = CALLSITE {
+        /// The id the block's records name it by.
+        id: Word,
+        /// 1 = ERROR .. 5 = TRACE.
+        level: Unsigned,
+        /// The span's or event's name.
+        name: String,
+        /// Its target.
+        target: String,
+        /// Its field names, by index, separated by one space.
+        fields: String,
+    },
+    /// `SpanOpenAt`: a `SpanOpen` by callsite, as a block holds it. A reader sees it as
+    /// the `SpanOpen` it stands for; it meets one only when its block does not define its
+    /// callsite.
+    SpanOpenAt = SPAN_OPEN_AT {
+        /// The span's id.
+        span: Word,
+        /// Its parent's id; 0 for a root span.
+        parent: Word,
+        /// Its callsite.
+        callsite: Word,
+        /// The fields given at its creation, each keyed by its index.
+        values: String,
+    },
+    /// `SpanRecordAt`: a `SpanRecord` by callsite (see `SpanOpenAt`).
+    SpanRecordAt = SPAN_RECORD_AT {
+        /// The span's id.
+        span: Word,
+        /// The span's callsite.
+        callsite: Word,
+        /// The fields recorded, each keyed by its index.
+        values: String,
+    },
+    /// `TraceEventAt`: a `TraceEvent` by callsite (see `SpanOpenAt`).
+    TraceEventAt = TRACE_EVENT_AT {
+        /// Its callsite.
+        callsite: Word,
+        /// Its message.
+        message: String,
+        /// Its other fields, each keyed by its index.
+        values: String,
+    },
 }
 
 /// The place of the argument of an event of `desc` that is the id of an interned string
@@ -314,8 +361,11 @@ mod tests {
         let header = Header::new(schema, 4096, Clock::deterministic(), Producer::current(0));
         let mut stream = header.encode().unwrap();
         let mut block = BlockWriter::new(Order::NATIVE, 4096, &BlockHeader { thread: 1, ..BlockHeader::default() });
-        // A TimeExtend is consumed as records are delimited: never an event, left out here.
-        let written: Vec<_> = builtin::ALL.iter().filter(|b| b.code != builtin::TIME_EXTEND).collect();
+        // A TimeExtend and a Callsite are consumed as records are delimited: never events,
+        // left out here. (The records by callsite name callsite `n`, which no `Callsite` of
+        // the block defines: they read as they are.)
+        let written: Vec<_> =
+            builtin::ALL.iter().filter(|b| b.code != builtin::TIME_EXTEND && b.code != builtin::CALLSITE).collect();
         for (n, b) in written.iter().enumerate() {
             let n = n as u64 + 1;
             let values: Vec<Value<'_>> = b

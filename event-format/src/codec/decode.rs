@@ -338,6 +338,7 @@ impl<R: Read> Decoder<R> {
             records.extend_from_slice(body);
         }
         self.consume(len);
+        crate::codec::callsites::expand_in_place(order, &mut records, self.header.block_size);
         Ok(Some(Ok(Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 })))
     }
 }

@@ -361,6 +361,43 @@ pub fn write_text_value<W: Write>(out: &mut W, text: &str) -> fmt::Result {
     if whole { out.write_str(text) } else { write!(out, "{text:?}") }
 }
 
+/// Writes `values`, fields whose keys are indexes (`0=42 1="GET"`: decimal, without leading
+/// zeros), into `out` with each key replaced by the name of that index in `names`
+/// (`id=42 method="GET"`), each value as it is: the fields of a record that names a callsite
+/// ([`callsites`](crate::callsites)). `false`, with `out` left to be discarded, when `values`
+/// is not whole fields of the grammar or a key is not an index of `names`.
+///
+/// ```
+/// let mut out = String::new();
+/// assert!(event_format::fields::name_fields(r#"0=42 1="GET x""#, &["id", "method"], &mut out));
+/// assert_eq!(out, r#"id=42 method="GET x""#);
+/// assert!(!event_format::fields::name_fields("2=1", &["id", "method"], &mut String::new()));
+/// ```
+pub fn name_fields(values: &str, names: &[&str], out: &mut String) -> bool {
+    let mut rest = values;
+    while !rest.is_empty() {
+        let Some(after) = skip_field(rest) else { return false };
+        let eq = rest.find('=').unwrap_or(0);
+        let key = &rest[..eq];
+        let canonical = key == "0" || (!key.starts_with('0') && key.bytes().all(|b| b.is_ascii_digit()));
+        let Some(name) = key.parse::<usize>().ok().filter(|_| canonical).and_then(|i| names.get(i)) else {
+            return false;
+        };
+        out.push_str(name);
+        out.push_str(&rest[eq..rest.len() - after.len()]);
+        rest = match after.strip_prefix(' ') {
+            Some(next) if !next.is_empty() => {
+                out.push(' ');
+                next
+            }
+            Some(_) => return false,
+            None if after.is_empty() => after,
+            None => return false,
+        };
+    }
+    true
+}
+
 /// Writes a `TraceEvent`'s text: `message`, a space and `fields` (already written as
 /// fields); the message as the field `message="..."` when [`split_message`] would not give it
 /// back whole. `out` must be empty. Allocates nothing once `out` has grown.

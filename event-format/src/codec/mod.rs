@@ -3,6 +3,7 @@
 //! policy (`crate::reading`) stands on it, never the other way.
 
 pub mod builtins;
+pub mod callsites;
 pub mod decode;
 pub mod fields;
 pub mod read_at;

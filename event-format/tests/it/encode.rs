@@ -106,7 +106,7 @@ fn expected_header(order: Order) -> Vec<u8> {
         .raw(&bom)
         .u16(2)
         .u16(1)
-        .u16(0) // format 2.1.0
+        .u16(1) // format 2.1.1
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -162,7 +162,7 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x01, 0x00, 0x00, 0x00, // format 2.1.0
+            0x02, 0x00, 0x01, 0x00, 0x01, 0x00, // format 2.1.1
             0xB6, 0x00, 0x00, 0x00, // header length 182
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]
@@ -385,7 +385,7 @@ fn a_record_header_is_byte_exact_in_both_orders() {
 fn each_builtin_body_writes_its_format_and_fixed_size() {
     type Body = fn(&mut ArgWriter<'_>);
     // (code, its fixed size as docs/FORMAT.md gives it, how many strings, the body)
-    let cases: [(u16, usize, usize, Body); 17] = [
+    let cases: [(u16, usize, usize, Body); 21] = [
         (builtin::INTERN, 8, 1, |w| body::intern(w, 1)),
         (builtin::LABEL, 16, 0, |w| body::label(w, 0x7000, 1)),
         (builtin::THREAD_NAME, 8, 1, |w| body::thread_name(w, 2)),
@@ -405,6 +405,10 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         (builtin::HISTOGRAM, 52, 1, |w| {
             body::histogram(w, &body::HistogramHead { thread: 2, histogram: 1, count: 3, ..Default::default() })
         }),
+        (builtin::CALLSITE, 12, 3, |w| body::callsite(w, 1, 3)),
+        (builtin::SPAN_OPEN_AT, 24, 1, |w| body::span_open_at(w, 7, 3, 1)),
+        (builtin::SPAN_RECORD_AT, 16, 1, |w| body::span_record_at(w, 7, 1)),
+        (builtin::TRACE_EVENT_AT, 8, 2, |w| body::trace_event_at(w, 1)),
     ];
     let fixed = [
         builtin::INTERN_FIXED,
@@ -424,9 +428,13 @@ fn each_builtin_body_writes_its_format_and_fixed_size() {
         builtin::SPAN_CURRENT_FIXED,
         builtin::SUPPRESSED_FIXED,
         builtin::HISTOGRAM_FIXED,
+        builtin::CALLSITE_FIXED,
+        builtin::SPAN_OPEN_AT_FIXED,
+        builtin::SPAN_RECORD_AT_FIXED,
+        builtin::TRACE_EVENT_AT_FIXED,
     ];
     assert_eq!(cases.len(), builtin::ALL.len(), "every built-in");
-    let strs = [Text::new("first"), Text { bytes: b"second", truncated: true }];
+    let strs = [Text::new("first"), Text { bytes: b"second", truncated: true }, Text::new("third")];
     for ((code, size, n_strs, write), fixed) in cases.into_iter().zip(fixed) {
         let b = builtin::by_code(code).expect("a built-in");
         assert_eq!((fixed, b.fixed_len()), (size, size), "{}'s fixed size", b.name);
@@ -1085,4 +1093,51 @@ fn format_md_zstd_example_is_what_the_packer_writes() {
     assert_eq!(raw.len(), 89);
     Unpacker::new().unpack_into(order, 0x0007, &raw, 1024, &mut back).unwrap();
     assert_eq!(back, records);
+}
+
+/// docs/FORMAT.md's worked example of records by callsite ("A span by callsite"): a block's
+/// `Callsite` and `SpanOpenAt` records are the bytes the encoder writes, and a reader expands
+/// the `SpanOpenAt` into exactly the `SpanOpen` written without callsites.
+#[test]
+fn format_md_callsite_example_is_what_the_encoder_and_the_reader_write() {
+    let order = Order::Little;
+    let header = BlockHeader { thread: 1, base_time: 100, ..BlockHeader::default() };
+    let mut w = BlockWriter::new(order, 1024, &header);
+    let site = [
+        Value::Word(1),
+        Value::Unsigned(3),
+        Value::Str(Text::new("request")),
+        Value::Str(Text::new("app")),
+        Value::Str(Text::new("id method")),
+    ];
+    w.push(builtin::CALLSITE, 100, &site).unwrap();
+    let open = [Value::Word(7), Value::Word(0), Value::Word(1), Value::Str(Text::new("0=42 1=\"GET\""))];
+    w.push(builtin::SPAN_OPEN_AT, 105, &open).unwrap();
+    let block = w.finish();
+    let used = order.u32(&block[event_format::raw::BLOCK_USED_AT..]) as usize;
+    let records = block[48..48 + used].to_vec();
+    let expanded = event_format::callsites::expand(order, &records, 1024).expect("a record by callsite");
+    // What the bridge writes without callsites: the same `Callsite`, then the `SpanOpen`.
+    let mut w = BlockWriter::new(order, 1024, &header);
+    w.push(builtin::CALLSITE, 100, &site).unwrap();
+    let plain = [
+        Value::Word(7),
+        Value::Word(0),
+        Value::Str(Text::new("request")),
+        Value::Str(Text::new("id=42 method=\"GET\"")),
+    ];
+    w.push(builtin::SPAN_OPEN, 105, &plain).unwrap();
+    let block = w.finish();
+    let used = order.u32(&block[event_format::raw::BLOCK_USED_AT..]) as usize;
+    assert_eq!(expanded, block[48..48 + used], "expanded, the records written without callsites");
+    let doc = format_md();
+    let section = doc_section(doc_section(&doc, "## Worked examples"), "### A span by callsite");
+    assert_eq!(
+        fenced_bytes(section),
+        [records.clone(), expanded.clone()],
+        "the records, then as a reader reads them; the encoder writes\n{}\nexpanded\n{}",
+        hex_dump(&records),
+        hex_dump(&expanded)
+    );
+    assert_eq!(assert_rows(section, &records, "callsite records"), 15, "the table is read");
 }

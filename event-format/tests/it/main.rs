@@ -5,6 +5,7 @@
 //! allocator, which must see no other test's allocations.
 
 mod aggregates;
+mod callsites;
 mod decode;
 mod encode;
 mod fuzz_corpus;

@@ -20,7 +20,11 @@ pub(crate) fn last_events_of_this_thread(n: usize) -> Option<Vec<String>> {
             segment: 0,
             offset: 0,
             header: BlockHeader::read(Order::NATIVE, b),
-            records: b[BLOCK_HEADER_LEN..].to_vec(),
+            records: {
+                let mut records = b[BLOCK_HEADER_LEN..].to_vec();
+                event_format::callsites::expand_in_place(Order::NATIVE, &mut records, shared.block_size);
+                records
+            },
             order: Order::NATIVE,
             stored_len: b.len() as u64,
         };

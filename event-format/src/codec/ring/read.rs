@@ -376,12 +376,14 @@ impl<R: ReadAt> RingReader<R> {
                     out.partial = Some(u64::from(seq));
                 }
                 let used = header.used as usize;
+                let mut records = bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
+                crate::codec::callsites::expand_in_place(self.layout.order, &mut records, self.layout.block_size);
                 out.blocks.push(Block {
                     index: u64::from(seq),
                     segment: 0,
                     offset,
                     header,
-                    records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
+                    records,
                     order: self.layout.order,
                     stored_len: bytes.len() as u64,
                 });
@@ -689,12 +691,14 @@ pub(crate) fn put_back(
         // Blocks just built here: they pass their checks.
         if let Ok(header) = verify_block(layout.order, &bytes) {
             let used = header.used as usize;
+            let mut records = bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
+            crate::codec::callsites::expand_in_place(layout.order, &mut records, layout.block_size);
             blocks.push(Block {
                 index: header.sequence,
                 segment: 0,
                 offset: layout.pin_area(),
                 header,
-                records: bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec(),
+                records,
                 order: layout.order,
                 stored_len: bytes.len() as u64,
             });

@@ -172,3 +172,46 @@ pub fn histogram(w: &mut ArgWriter<'_>, head: &HistogramHead) {
     w.word(head.max);
     w.str(0);
 }
+
+/// `Callsite(id W, level U, name S, target S, fields S)`: `id`, `level`, then the writer's
+/// strings 0 (name), 1 (target) and 2 (the field names, separated by one space)
+/// ([`CALLSITE_FIXED`](crate::builtin::CALLSITE_FIXED) bytes and the strings).
+#[inline(always)]
+pub fn callsite(w: &mut ArgWriter<'_>, id: u64, level: u32) {
+    w.word(id);
+    w.unsigned(level);
+    w.str(0);
+    w.str(1);
+    w.str(2);
+}
+
+/// `SpanOpenAt(span W, parent W, callsite W, values S)`: `span`, `parent`, `callsite`, then
+/// the writer's string 0 (the values, keyed by field index)
+/// ([`SPAN_OPEN_AT_FIXED`](crate::builtin::SPAN_OPEN_AT_FIXED) bytes and the string).
+#[inline(always)]
+pub fn span_open_at(w: &mut ArgWriter<'_>, span: u64, parent: u64, callsite: u64) {
+    w.word(span);
+    w.word(parent);
+    w.word(callsite);
+    w.str(0);
+}
+
+/// `SpanRecordAt(span W, callsite W, values S)`: `span`, `callsite`, then the writer's
+/// string 0 (the values, keyed by field index)
+/// ([`SPAN_RECORD_AT_FIXED`](crate::builtin::SPAN_RECORD_AT_FIXED) bytes and the string).
+#[inline(always)]
+pub fn span_record_at(w: &mut ArgWriter<'_>, span: u64, callsite: u64) {
+    w.word(span);
+    w.word(callsite);
+    w.str(0);
+}
+
+/// `TraceEventAt(callsite W, message S, values S)`: `callsite`, then the writer's strings 0
+/// (the message) and 1 (the values, keyed by field index)
+/// ([`TRACE_EVENT_AT_FIXED`](crate::builtin::TRACE_EVENT_AT_FIXED) bytes and the strings).
+#[inline(always)]
+pub fn trace_event_at(w: &mut ArgWriter<'_>, callsite: u64) {
+    w.word(callsite);
+    w.str(0);
+    w.str(1);
+}

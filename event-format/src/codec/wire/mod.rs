@@ -88,7 +88,7 @@ use event_def::schema::Version;
 /// skips by their length.
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 1, 0);
+pub const FORMAT_VERSION: Version = Version::new(2, 1, 1);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

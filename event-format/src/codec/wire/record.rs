@@ -3,7 +3,7 @@
 
 use super::{Order, RECORD_HEADER_LEN, STRING_TRUNCATED, Take, field};
 use event_def::builtin::{
-    STOP, STOP_ARGS, STOP_DISK_FULL, STOP_FIXED, STOP_ROTATED, STOP_STOPPED, STOP_WRITE_ERROR, TIME_EXTEND,
+    CALLSITE, STOP, STOP_ARGS, STOP_DISK_FULL, STOP_FIXED, STOP_ROTATED, STOP_STOPPED, STOP_WRITE_ERROR, TIME_EXTEND,
     TIME_EXTEND_FIXED,
 };
 use event_def::letter::Letter;
@@ -258,6 +258,11 @@ impl<'a> Iterator for RecordIter<'a> {
                     }));
                 }
                 self.time = self.order.u64(args);
+                continue;
+            }
+            if code == CALLSITE {
+                // A definition the block's records by callsite were expanded with
+                // (`callsites`): no event of its own.
                 continue;
             }
             if code == STOP {

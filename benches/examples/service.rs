@@ -9,6 +9,7 @@
 //! | `event` | `event!` only: the registry without the bridge, a recording of segments |
 //! | `bridge` | the registry and the bridge, a recording of segments: the spans and the events |
 //! | `fmt` | tracing-subscriber's `fmt` layer into tracing-appender's non-blocking file writer (the events as `tracing::info!`) |
+//! | `bridge-2.1.0` | as `bridge`, the bridge without callsites (`EventLayer::with_callsites(false)`: format 2.1.0's records); not run unless `--modes` names it |
 //!
 //! For each mode it prints the median over the rounds of: throughput against `off` of the
 //! same round, the 99.9th percentile of the requests' latencies (closed loop), the bytes
@@ -346,10 +347,10 @@ fn serve(mode: &str, port: u16, cpus: &str, dir: PathBuf) {
     }
     let mut guard = None;
     let recording = match mode {
-        "off" | "bridge" => {
-            let layer = event_runtime::tracing_bridge::EventLayer::new();
+        "off" | "bridge" | "bridge-2.1.0" => {
+            let layer = event_runtime::tracing_bridge::EventLayer::new().with_callsites(mode != "bridge-2.1.0");
             tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).expect("subscriber");
-            (mode == "bridge").then(|| record(&dir))
+            (mode != "off").then(|| record(&dir))
         }
         "event" => {
             tracing::subscriber::set_global_default(tracing_subscriber::registry()).expect("subscriber");

@@ -1,22 +1,21 @@
 //! Bytes a request of the service benchmark's requests through the `tracing` bridge, at rest,
-//! and what interning span and field names could save of them (issue 42).
+//! written by callsite (the default: docs/FORMAT.md, "Callsites") and without (issue 42).
 //!
 //! One thread serves requests as examples/service.rs's handler does, without the network: an
 //! `info_span!("request", id, method, route)` around a future polled twice (it yields once),
 //! five `event!`s inside it. Each is recorded to an event file unpacked, then its blocks are
-//! packed as the writer packs them (zstd, the default, and LZ4), in three variants:
+//! packed as the writer packs them (zstd, the default, and LZ4), in these variants:
 //!
 //! - `event!` only: no span (the registry without the bridge);
-//! - the bridge, the names as the service writes them: `SpanOpen` carries `request` and
-//!   `id=.. method="GET" route="/orders/{id}"`;
-//! - the bridge, one-letter names: the span is `r`, its fields `a`, `b` and `c`. Its bytes
-//!   stand for those of an interned layout, in which a `SpanOpen` would carry an 8-byte id of
-//!   its callsite for the name and the field values alone: that saves 17 bytes of a record
-//!   (a 9-byte name for an 8-byte id, 16 bytes of `key=`), one-letter names save 19;
+//! - the bridge, by callsite (the default): a `Callsite` a block for `request` and its field
+//!   names, and a `SpanOpenAt` a request with the ids and `0=.. 1="GET" 2="/orders/{id}"`;
+//! - the bridge without callsites (`EventLayer::with_callsites(false)`, format 2.1.0's
+//!   records): `SpanOpen` carries `request` and `id=.. method="GET" route="/orders/{id}"`;
+//! - the same with one-letter names (the span `r`, its fields `a`, `b` and `c`): what the
+//!   names cost, at most;
 //! - the bridge with the five steps as `tracing::info!(id, step, "step")` (`TraceEvent`s, as
-//!   the service's `fmt` mode records them), with the names as they are and one-letter ones
-//!   (the target `t`, the fields `a` and `b`; an interned target and field names would save
-//!   a few bytes less).
+//!   the service's `fmt` mode records them), by callsite, without, and without with one-letter
+//!   names (the target `t`, the fields `a` and `b`).
 //!
 //! `cargo run --release -p event-benches --example service_span_sizes [-- REQUESTS]` (100 000 by
 //! default). Sizes are exact up to the events' times (a few percent between runs); no time is
@@ -44,7 +43,7 @@ enum Variant {
     Events,
     /// The service's span and field names.
     Names,
-    /// One-letter names, standing for interned ones.
+    /// One-letter names.
     Short,
     /// The service's span, and its five steps as `tracing::info!`s (as the service's `fmt`
     /// mode records them) instead of `event!`s.
@@ -124,7 +123,9 @@ fn serve(requests: u64, variant: Variant) {
     event_runtime::flush();
 }
 
-/// The bytes of the stream at `path` (written unpacked) as it is, and with each of its blocks
+/// The bytes of the stream at `path` (written unpacked): its header and each block's header
+/// and records (`used`: what a block holds, where the file holds whole blocks, partly empty
+/// when the writer handed one on before it was full), and the stream with each of its blocks
 /// packed by `packing` where that makes it smaller, as the writer packs when it keeps up:
 /// exact, where the bytes of a recording packed on the fly depend on how often its writer
 /// fell behind and wrote blocks whole.
@@ -134,7 +135,9 @@ fn sizes(path: &Path, packings: &[Packing]) -> Vec<u64> {
     let decoder = event_format::decode::Decoder::new(&bytes[..]).expect("a stream");
     let (order, block_size) = (decoder.header().order, decoder.header().block_size as usize);
     let header_len = decoder.header_len() as usize;
-    let mut out = vec![bytes.len() as u64];
+    let used = |block: &[u8]| order.u32(&block[event_format::raw::BLOCK_USED_AT..]) as u64;
+    let records: u64 = bytes[header_len..].chunks(block_size).map(|b| 48 + used(b)).sum();
+    let mut out = vec![header_len as u64 + records];
     for &packing in packings {
         let mut packer = Packer::new(packing);
         let mut total = header_len as u64;
@@ -153,26 +156,43 @@ fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench/service-span-sizes");
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).expect("a scratch directory");
-    let bridge =
-        tracing::Dispatch::new(tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new()));
+    let layer = event_runtime::tracing_bridge::EventLayer::new();
+    let by_callsite = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let without = tracing::Dispatch::new(tracing_subscriber::registry().with(layer.with_callsites(false)));
     let plain = tracing::Dispatch::new(tracing_subscriber::registry());
     let packings = [Packing::ZSTD, Packing::LZ4];
     let mut columns = Vec::new();
-    let variants = [Variant::Events, Variant::Names, Variant::Short, Variant::Traced, Variant::TracedShort];
-    for variant in variants {
+    let runs = [
+        (Variant::Events, &plain),
+        (Variant::Names, &by_callsite),
+        (Variant::Names, &without),
+        (Variant::Short, &without),
+        (Variant::Traced, &by_callsite),
+        (Variant::Traced, &without),
+        (Variant::TracedShort, &without),
+    ];
+    for (variant, dispatch) in runs {
         let path = root.join("service.evt");
         let _ = std::fs::remove_file(&path);
-        let recording = Recorder::new().file(&path).pack(false).start().expect("the recording starts");
-        let dispatch = if variant == Variant::Events { &plain } else { &bridge };
+        // A buffer that holds the whole run: a writer slowed by the machine's load never
+        // drops an event, which would make the bytes smaller.
+        let recording =
+            Recorder::new().file(&path).pack(false).buffer_size(1 << 28).start().expect("the recording starts");
         tracing::dispatcher::with_default(dispatch, || serve(requests, variant));
         recording.stop().expect("the stream is written");
+        let lost = event_format::decode::Decoder::new(&std::fs::read(&path).expect("the stream")[..])
+            .expect("a stream")
+            .filter_map(Result::ok)
+            .map(|b| b.header.lost)
+            .sum::<u64>();
+        assert_eq!(lost, 0, "the recording lost events: its bytes would not be a request's");
         columns.push(sizes(&path, &packings));
     }
     println!(
-        "| packing | `event!` only | the bridge, the service's names | the bridge, one-letter names \
-         | the bridge, `info!` steps | the bridge, `info!` steps, one-letter names |"
+        "| packing | `event!` only | the bridge, by callsite | without callsites | without, one-letter names \
+         | `info!` steps, by callsite | without callsites | without, one-letter names |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (row, name) in ["off (records)", "zstd (default)", "lz4"].iter().enumerate() {
         let cells: Vec<String> = columns.iter().map(|c| format!("{:.1}", c[row] as f64 / requests as f64)).collect();
         println!("| {name} | {} |", cells.join(" | "));

@@ -19,7 +19,9 @@
 //! ```
 //!
 //! `--toggle-collect` counts the recording thread's loop only, not the writer thread's
-//! packing (whose share depends on when it runs).
+//! packing (whose share depends on when it runs). `CALLSITES=off` in the environment records
+//! through `EventLayer::with_callsites(false)` (format 2.1.0's records) instead of the
+//! default, by callsite.
 //!
 //! The modes `request-off`, `request-event` and `request-bridge` count, instead of a span, the
 //! service benchmark's request without the network (examples/service.rs's handler): an
@@ -39,6 +41,12 @@ mod fastrace_request;
 use std::hint::black_box;
 use tracing_subscriber::layer::SubscriberExt as _;
 
+/// The bridge's layer: by callsite unless `CALLSITES=off`.
+fn bridge_layer() -> event_runtime::tracing_bridge::EventLayer {
+    let callsites = std::env::var("CALLSITES").map_or(true, |v| v != "off");
+    event_runtime::tracing_bridge::EventLayer::new().with_callsites(callsites)
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().and_then(|a| a.parse().ok()).expect("usage: span_probe N MODE");
@@ -46,7 +54,7 @@ fn main() {
     if let Some(service_mode) = mode.strip_prefix("request-") {
         return requests(n, service_mode);
     }
-    let layer = event_runtime::tracing_bridge::EventLayer::new();
+    let layer = bridge_layer();
     let dispatch = match mode.as_str() {
         "registry" | "fastrace" => tracing::Dispatch::new(tracing_subscriber::registry()),
         "off" | "bridge" | "event" | "trace" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
@@ -95,7 +103,7 @@ fn main() {
 
 /// `n` of the service's requests, without the network, in the service's mode `mode`.
 fn requests(n: u64, mode: &str) {
-    let layer = event_runtime::tracing_bridge::EventLayer::new();
+    let layer = bridge_layer();
     let dispatch = match mode {
         "off" | "bridge" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
         "event" => tracing::Dispatch::new(tracing_subscriber::registry()),

@@ -25,7 +25,8 @@
 //!     // The stream holds the span's SpanOpen (span "request", fields `id=7`, no parent), a
 //!     // SpanCurrent naming it before the TraceEvent recorded inside it (level 2, text `slow
 //!     // reply user="ada"`), a SpanCurrent(0) once the thread is outside it, and its
-//!     // SpanClose; `event-dump print` shows them, `event-dump latency` the span's duration.
+//!     // SpanClose (the first and the third written by callsite, and read as themselves);
+//!     // `event-dump print` shows them, `event-dump latency` the span's duration.
 //!     use event_runtime::format::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..])?;
 //!     let catalog = Catalog::new(&decoder.header().sets);
@@ -72,10 +73,18 @@
 //!   Logs of earlier versions of the bridge hold only those, with the span's fields in each
 //!   `SpanEnter`; they read as they always did.
 //!
-//! Names are text in each record, not interned: a `SpanOpen` carries its span's name and
-//! field names, a `TraceEvent` its target. The writer's packing takes nearly all of what
-//! interning them would save (docs/guide/async.md, "What it costs, and how to keep it
-//! down", measures it), and a record read alone needs no table of names.
+//! - **Names once a block, by callsite.** A span's or an event's name, target, level and
+//!   field names (what `tracing` knows of its callsite before it happens) are written once
+//!   in each block that uses them, in a `Callsite` record, and its `SpanOpen`, `SpanRecord`
+//!   and `TraceEvent` are written as `SpanOpenAt`, `SpanRecordAt` and `TraceEventAt`, which
+//!   name the callsite by a number and key each field by its index (docs/FORMAT.md,
+//!   "Callsites"). Every reader expands them as it reads a block, into exactly the records
+//!   written without callsites, so nothing downstream changes; because each block that names
+//!   a callsite defines it, a ring's latest blocks and a snapshot read alone. A record that
+//!   would be cut, or whose text would read otherwise, is written without its callsite.
+//!   [`EventLayer::with_callsites`]`(false)` writes every record as format 2.1.0 did, for
+//!   readers older than 2.1.1. docs/guide/async.md, "What it costs, and how to keep it down",
+//!   measures what callsites save.
 //!
 //! Each tracing event becomes a `TraceEvent(level, target, text)`: `level` is 1 (ERROR) to 5
 //! (TRACE), `target` the event's target, `text` its `message` field followed by its other
@@ -101,9 +110,12 @@
 //! bridge keeps nothing per span. Strings are cut to the format's maximum (1024 bytes) and
 //! flagged as cut, as every string argument is.
 
+mod callsites;
+
 use crate::emit::buffer;
 use crate::emit::session;
 use crate::event_set::EventSet;
+use callsites::INDEXES;
 use event_format::builtin;
 use event_format::fields;
 use event_format::text;
@@ -140,12 +152,30 @@ static NO_BITS: [std::sync::atomic::AtomicU64; 1] = [const { std::sync::atomic::
 pub struct EventLayer {
     /// Each entry and exit of a span is recorded too (`SpanEnter`, `SpanExit`).
     entries: bool,
+    /// Spans and events are written by callsite (the default).
+    no_callsites: bool,
 }
 
 impl EventLayer {
     /// The layer: it records each span's open, fields and close, and `tracing` events.
     pub const fn new() -> EventLayer {
-        EventLayer { entries: false }
+        EventLayer { entries: false, no_callsites: false }
+    }
+
+    /// Whether spans and events are written by callsite (on by default; docs/FORMAT.md,
+    /// "Callsites"): a span's or an event's name, target, level and field names once in each
+    /// block, in a `Callsite` record, and each `SpanOpen`, `SpanRecord` and `TraceEvent` as a
+    /// record that names its callsite and keys its fields by their index. Readers show the
+    /// same spans and events either way; by callsite a span costs fewer bytes. Off, the
+    /// records are those of format 2.1.0, which readers older than 2.1.1 read (they skip
+    /// records by callsite as a newer format's, and count them).
+    ///
+    /// ```
+    /// let layer = event_runtime::tracing_bridge::EventLayer::new().with_callsites(false);
+    /// # let _ = layer;
+    /// ```
+    pub const fn with_callsites(self, callsites: bool) -> EventLayer {
+        EventLayer { no_callsites: !callsites, ..self }
     }
 
     /// Also records each entry and exit of a span, `SpanEnter` and `SpanExit` (off by
@@ -157,7 +187,7 @@ impl EventLayer {
     /// # let _ = layer;
     /// ```
     pub const fn with_entries(self, entries: bool) -> EventLayer {
-        EventLayer { entries }
+        EventLayer { entries, ..self }
     }
 }
 
@@ -292,24 +322,39 @@ struct FieldWriter<'a> {
     /// Every key written is one the grammar reads as a key ([`is_key`]); kept for an
     /// event's fields only (with a `message`), for [`event_text`].
     keys: bool,
+    /// Keys are the fields' indexes ([`INDEXES`]), for a record by callsite.
+    indexed: bool,
+    /// With `indexed`: the bytes the fields' names take beyond their indexes, what the
+    /// fields will take once a reader names them (`extra` can be negative).
+    extra: isize,
 }
 
 impl<'a> FieldWriter<'a> {
     /// A writer of a span's fields into `fields`.
-    fn span(fields: Bounded<'a>, value: &'a mut String) -> Self {
-        FieldWriter { message: None, fields, value, keys: true }
+    fn span(fields: Bounded<'a>, value: &'a mut String, indexed: bool) -> Self {
+        FieldWriter { message: None, fields, value, keys: true, indexed, extra: 0 }
     }
 
     /// A writer of an event's message into `message` and its other fields into `fields`.
-    fn event(message: Bounded<'a>, fields: Bounded<'a>, value: &'a mut String) -> Self {
-        FieldWriter { message: Some(message), fields, value, keys: true }
+    fn event(message: Bounded<'a>, fields: Bounded<'a>, value: &'a mut String, indexed: bool) -> Self {
+        FieldWriter { message: Some(message), fields, value, keys: true, indexed, extra: 0 }
     }
 
-    /// A field's name, noting for an event's fields whether the grammar reads it as a key.
+    /// A field's key: its name (noting for an event's fields whether the grammar reads it as
+    /// a key), or with `indexed` its index.
     #[inline]
     fn name(&mut self, field: &Field) -> &'static str {
         let name = field.name();
         if self.message.is_some() && !is_key(name) {
+            self.keys = false;
+        }
+        if self.indexed {
+            // tracing gives a callsite at most 32 fields; a key beyond is never an index.
+            if let Some(index) = INDEXES.get(field.index()) {
+                let named = name.strip_prefix("r#").unwrap_or(name).len();
+                self.extra += named as isize - index.len() as isize;
+                return index;
+            }
             self.keys = false;
         }
         name
@@ -510,7 +555,7 @@ fn level_code(level: Level) -> u32 {
 /// Formats `record`'s fields as `key=value` into `out` (after what it holds), with `value`
 /// as the buffer of one value's text.
 fn span_fields(out: &mut String, cut: &mut bool, value: &mut String, record: impl FnOnce(&mut dyn Visit)) {
-    let mut writer = FieldWriter::span(Bounded { out, cut }, value);
+    let mut writer = FieldWriter::span(Bounded { out, cut }, value, false);
     record(&mut writer);
 }
 
@@ -578,6 +623,7 @@ fn event_fields<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit
         Bounded { out: &mut *text, cut: &mut *text_cut },
         Bounded { out: &mut *fields, cut: &mut *fields_cut },
         &mut *value,
+        false,
     );
     record(&mut writer);
     let whole = writer.keys && !*fields_cut;
@@ -602,6 +648,50 @@ fn with_fields(record: impl FnOnce(&mut dyn Visit), f: impl FnOnce(Text<'_>)) {
         span_fields(&mut scratch.fields, &mut scratch.fields_cut, &mut scratch.value, record);
         f(Text { bytes: scratch.fields.as_bytes(), truncated: scratch.fields_cut });
     });
+}
+
+/// Formats a span's fields keyed by their indexes into the thread's scratch `fields` buffer
+/// and calls `f` with them; `false`, without calling `f`, when named they would not be
+/// written whole (cut at [`STRING_MAX`]): a reader that names them must get back exactly the
+/// fields written without callsites. `f`'s answer otherwise.
+fn with_values(record: impl FnOnce(&mut dyn Visit), f: impl FnOnce(Text<'_>) -> bool) -> bool {
+    let mut done = false;
+    with_scratch(|scratch| {
+        let mut writer = FieldWriter::span(
+            Bounded { out: &mut scratch.fields, cut: &mut scratch.fields_cut },
+            &mut scratch.value,
+            true,
+        );
+        record(&mut writer);
+        let (keys, extra) = (writer.keys, writer.extra);
+        let named = scratch.fields.len() as isize + extra;
+        if keys && !scratch.fields_cut && named <= STRING_MAX as isize {
+            done = f(Text::new(&scratch.fields));
+        }
+    });
+    done
+}
+
+/// Formats an event's message and its other fields keyed by their indexes into `scratch`:
+/// the message and the values of a `TraceEventAt`. `None` when a reader that names them
+/// would not get back exactly the text written without callsites: a message or fields cut
+/// at [`STRING_MAX`], a text that named would be longer, a message with `=` (which the fields
+/// grammar may write as the field `message="..."`, [`fields::write_event_text`]), or a key
+/// that is not an index.
+fn event_values<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit)) -> Option<(Text<'s>, Text<'s>)> {
+    let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
+    let mut writer = FieldWriter::event(
+        Bounded { out: &mut *text, cut: &mut *text_cut },
+        Bounded { out: &mut *fields, cut: &mut *fields_cut },
+        &mut *value,
+        true,
+    );
+    record(&mut writer);
+    let (keys, extra) = (writer.keys, writer.extra);
+    let space = isize::from(!text.is_empty() && !fields.is_empty());
+    let named = text.len() as isize + space + fields.len() as isize + extra;
+    let whole = keys && !*text_cut && !*fields_cut && !text.contains('=') && named <= STRING_MAX as isize;
+    whole.then(|| (Text::new(text), Text::new(fields)))
 }
 
 /// Records a `SpanEnter` of `id` ([`EventLayer::with_entries`]): out of line, so that an
@@ -640,20 +730,51 @@ where
             None if attrs.is_root() => 0,
             None => buffer::current_span(),
         };
-        let name = attrs.metadata().name();
+        let meta = attrs.metadata();
+        let span = id.into_u64();
+        if !self.no_callsites
+            && callsites::with_site(meta, |site| {
+                with_values(
+                    |v| attrs.record(v),
+                    |values| {
+                        site.emit(builtin::SPAN_OPEN_AT, builtin::SPAN_OPEN_AT_FIXED, &[values], |w, id| {
+                            body::span_open_at(w, span, parent, id)
+                        })
+                    },
+                )
+            }) == Some(true)
+        {
+            return;
+        }
         with_fields(
             |v| attrs.record(v),
             |fields| {
-                let strs = [Text::new(name), fields];
-                emit(builtin::SPAN_OPEN, builtin::SPAN_OPEN_FIXED, &strs, |w| {
-                    body::span_open(w, id.into_u64(), parent)
-                });
+                let strs = [Text::new(meta.name()), fields];
+                emit(builtin::SPAN_OPEN, builtin::SPAN_OPEN_FIXED, &strs, |w| body::span_open(w, span, parent));
             },
         );
     }
 
-    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         if !recording() || values.is_empty() {
+            return;
+        }
+        let span = id.into_u64();
+        // By the span's callsite, whose field indexes the values' keys are.
+        if !self.no_callsites
+            && let Some(meta) = ctx.metadata(id)
+            && callsites::with_site(meta, |site| {
+                with_values(
+                    |v| values.record(v),
+                    |fields| {
+                        fields.bytes.is_empty()
+                            || site.emit(builtin::SPAN_RECORD_AT, builtin::SPAN_RECORD_AT_FIXED, &[fields], |w, id| {
+                                body::span_record_at(w, span, id)
+                            })
+                    },
+                )
+            }) == Some(true)
+        {
             return;
         }
         with_fields(
@@ -691,6 +812,22 @@ where
         };
         let current = span.map(buffer::set_current_span);
         with_scratch(|scratch| {
+            if !self.no_callsites {
+                let by_site = callsites::with_site(meta, |site| match event_values(scratch, |v| event.record(v)) {
+                    Some((message, values)) => site.emit(
+                        builtin::TRACE_EVENT_AT,
+                        builtin::TRACE_EVENT_AT_FIXED,
+                        &[message, values],
+                        body::trace_event_at,
+                    ),
+                    None => false,
+                });
+                match by_site {
+                    Some(true) => return,
+                    Some(false) => scratch.clear(),
+                    None => {}
+                }
+            }
             let text = event_fields(scratch, |v| event.record(v));
             let strs = [Text::new(meta.target()), text];
             emit(builtin::TRACE_EVENT, builtin::TRACE_EVENT_FIXED, &strs, |w| body::trace_event(w, level));

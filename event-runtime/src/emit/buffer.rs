@@ -164,6 +164,8 @@ thread_local! {
     static RETIRE: Retire = const { Retire };
     /// Set on the writer thread.
     static IS_WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The blocks this thread started ([`block_now`]).
+    static BLOCKS_STARTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// The destructor of this thread's buffer, a thread-local of its own: at the thread's exit it
@@ -197,6 +199,17 @@ pub(crate) fn set_current_span(span: u64) -> u64 {
 #[inline]
 pub(crate) fn current_span() -> u64 {
     SPAN.try_with(std::cell::Cell::get).unwrap_or(0)
+}
+
+/// The block this thread writes its records into now, told apart from every other block it
+/// started: a count of the blocks it started ([`ThreadBuffer::start_block`]), in any
+/// recording. A record written after this call is in this block unless the block changed
+/// meanwhile, which the next call tells: what the bridge needs to define a callsite in every
+/// block that names it (`tracing_bridge`, docs/FORMAT.md, "Callsites"). One load.
+#[cfg(feature = "tracing")]
+#[inline]
+pub(crate) fn block_now() -> u64 {
+    BLOCKS_STARTED.try_with(std::cell::Cell::get).unwrap_or(0)
 }
 
 /// Marks this thread as the recorder's writer thread.
@@ -817,6 +830,7 @@ impl ThreadBuffer {
     /// Starts the current block at `now`: its header, and a `Dropped` record when events
     /// were refused since the last one.
     fn start_block(&mut self, now: u64) {
+        let _ = BLOCKS_STARTED.try_with(|n| n.set(n.get() + 1));
         if self.span_marks {
             self.span_written = SPAN_UNKNOWN;
         }

@@ -76,6 +76,8 @@ fn decode(stream: &[u8]) -> (Vec<(u64, Seen)>, Vec<String>) {
                 builtin::SPAN_RECORD => Seen::Record { span: w(0), fields: s(1) },
                 builtin::SPAN_FOLLOWS => Seen::Follows { span: w(0), follows: w(1) },
                 builtin::SPAN_CURRENT => Seen::Current { span: w(0) },
+                // Records by callsite read expanded (docs/FORMAT.md, "Callsites"); one left
+                // as it is would fail below.
                 builtin::THREAD_NAME => continue,
                 other => panic!("unexpected event {other:#x} {}", event.desc.name),
             };
@@ -163,6 +165,102 @@ fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
     spans.sort_unstable();
     spans.dedup();
     assert_eq!(spans.len(), 4, "spans alive at once have distinct ids");
+}
+
+/// The codes of a block's records as they lie in it, `Callsite`s included (which a reader
+/// consumes, as it does `TimeExtend`): a walk of the record headers.
+fn raw_codes(block: &event_format::decode::Block) -> Vec<u16> {
+    let (records, order) = (&block.records, block.order);
+    let mut codes = Vec::new();
+    let mut at = 0;
+    while records.len().saturating_sub(at) >= 8 {
+        codes.push(order.u16(&records[at..]));
+        at += usize::from(order.u16(&records[at + 2..])).max(8);
+    }
+    codes
+}
+
+/// The codes of every record of `stream` as they lie in its blocks ([`raw_codes`]).
+fn codes(stream: &[u8]) -> Vec<u16> {
+    let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
+    let mut codes = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        codes.extend(raw_codes(&block.expect("no damaged block")));
+    }
+    codes
+}
+
+/// Spans and events written by callsite (the default) read back as exactly the records the
+/// bridge writes without callsites: the same names, targets, levels and fields, byte for
+/// byte, with one `Callsite` a callsite and block; every record that names one is expanded.
+#[test]
+fn records_by_callsite_read_as_the_records_without_them() {
+    let _serial = serial();
+    let record = |layer: EventLayer| {
+        let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
+        let recording = Recorder::new().sets(&[&EVENTS]).deterministic_clock().memory().start().expect("starts");
+        let one = Barrier::new(1);
+        tracing::dispatcher::with_default(&dispatch, || {
+            for n in 1..=3 {
+                work(n, &one);
+            }
+        });
+        recording.stop().expect("stops")
+    };
+    let by_callsite = record(EventLayer::new());
+    let without = record(EventLayer::new().with_callsites(false));
+    let strip = |seen: Vec<(u64, Seen)>| seen.into_iter().map(|(_, s)| s).collect::<Vec<_>>();
+    let (with_seen, with_cut) = decode(&by_callsite);
+    let (without_seen, without_cut) = decode(&without);
+    assert!(with_cut.is_empty() && without_cut.is_empty());
+    assert_eq!(with_seen.len(), 3 * 14, "{with_seen:?}");
+    assert_eq!(strip(with_seen), strip(without_seen));
+    // outer, inner, and the five events' callsites, each defined once in the one block.
+    let callsites = |stream: &[u8]| codes(stream).iter().filter(|&&c| c == builtin::CALLSITE).count();
+    assert_eq!(callsites(&by_callsite), 7);
+    assert_eq!(callsites(&without), 0);
+}
+
+/// Over many blocks, every block that holds a record by callsite defines that callsite, also
+/// where the record itself opened the block and the block ends before the callsite's next
+/// record: no record is left unexpanded, so a ring's or a snapshot's blocks read alone. Each
+/// round is a 1 KiB event and a block's worth of `event!`s of another size each round, so
+/// that the boundary falls between a definition and its event in some rounds.
+#[test]
+fn every_block_defines_the_callsites_it_names() {
+    let _serial = serial();
+    let dispatch = dispatch();
+    let recording =
+        Recorder::new().deterministic_clock().block_size(4096).buffer_size(1 << 22).memory().start().expect("starts");
+    let long = "x".repeat(900);
+    tracing::dispatcher::with_default(&dispatch, || {
+        for n in 0..300u64 {
+            tracing::info!(n, "{long}");
+            for _ in 0..(180 + n % 41) {
+                event!(ArenaDestroy, 0x10usize, n);
+            }
+        }
+    });
+    let stream = recording.stop().expect("stops");
+    let mut decoder = Decoder::new(&stream[..]).expect("a header");
+    let (mut events, mut blocks, mut alone) = (0, 0, 0);
+    while let Some(block) = decoder.next_block() {
+        let block = block.expect("no damaged block");
+        blocks += 1;
+        let codes = raw_codes(&block);
+        for at in [builtin::SPAN_OPEN_AT, builtin::SPAN_RECORD_AT, builtin::TRACE_EVENT_AT] {
+            assert!(!codes.contains(&at), "block {}: a record by callsite left as it is", block.index);
+        }
+        let here = codes.iter().filter(|&&c| c == builtin::TRACE_EVENT).count();
+        events += here;
+        // The event opened the block: its definition comes after it.
+        let first = codes.iter().position(|&c| c == builtin::TRACE_EVENT);
+        let defined = codes.iter().position(|&c| c == builtin::CALLSITE);
+        alone += usize::from(matches!((first, defined), (Some(f), Some(d)) if d > f));
+    }
+    assert_eq!(events, 300);
+    assert!(blocks > 300, "{blocks} blocks");
+    assert!(alone > 0, "no round put the boundary between a definition and its event");
 }
 
 /// A span entered many times (a future polled again and again) has its fields recorded once,
@@ -394,5 +492,6 @@ fn the_bridge_and_the_programs_event_set_record_together() {
             }
         }
     }
+    // The event's callsite's definition is consumed as the block is read, as a `TimeExtend`.
     assert_eq!(names, ["ArenaDestroy", "TraceEvent"]);
 }

@@ -43,11 +43,11 @@ pub enum Route {
 /// reads next (the divert word and the recorder's generation, `emit::line`).
 ///
 /// The address is always that one line's. It is kept here because generated code that read
-/// the runtime's static itself would load its address from the global offset table first,
-/// in a program built as a position-independent executable (the default), rustc treating a
-/// static of another crate as possibly another library's: one more cache line that an event
-/// misses on after the program's own work emptied the caches (BENCHMARKS.md, "the cache lines
-/// an enabled event reads"). Read from here, it comes with the control word, on its line.
+/// the runtime's static itself loaded its address from the global offset table first, in a
+/// program built as a position-independent executable (the default): one more cache line
+/// that an event misses on after the program's own work emptied the caches (BENCHMARKS.md,
+/// "the cache lines an enabled event reads"). Read from here, it comes with the control word,
+/// on its line.
 #[repr(C, align(64))]
 #[derive(Debug)]
 pub struct Bits<const N: usize> {

@@ -5,7 +5,7 @@
 //!     match $crate::__event_runtime::__private::route(&$crate::events::__BITS, 0) {
 //!         Route::Off => {}
 //!         route => match (ArgP::arg_p(arena), ArgA::arg_a(base), ArgW::arg_w(size)) {
-//!             (a0, a1, a2) => emit_routed(route, &$crate::events::SET, 0, 24, &[], move |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
+//!             (a0, a1, a2) => emit_routed(route, &$crate::events::__BITS, &$crate::events::SET, 0, 24, &[], move |w| { w.pointer(a0); w.address(a1); w.word(a2); }),
 //!         },
 //!     }
 //! }
@@ -18,7 +18,9 @@
 //! word (`Route::Common` or `Route::Diverted`, the cold path's); `emit_routed` takes that
 //! answer on, so that the divert word is loaded once an event, and passes the set and the
 //! index, which the recording turns into the record's wire code (docs/EVENT-SETS.md,
-//! decisions 1 and 4).
+//! decisions 1 and 4). Both are given the control bits (`__private::Bits`), which keep,
+//! on their cache line, the address of the recorder's words that an enabled event reads:
+//! reached from there, not through the global offset table.
 //! The arguments are evaluated only inside the `if`, once each, in order; the `match` keeps
 //! temporaries (e.g. a `format!` string) alive while the record is written. The closure that
 //! writes them takes them by value (`move`: they are `Copy`, a string's `&str` too), so that
@@ -135,6 +137,7 @@ pub(crate) fn emit(input: &Emit) -> syn::Result<TokenStream> {
                     match (#(#convs,)*) {
                         (#(#binds,)*) => #p::emit_routed(
                             #route,
+                            &#krate::events::__BITS,
                             &#krate::events::SET,
                             #index,
                             #fixed,

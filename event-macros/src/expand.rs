@@ -109,15 +109,15 @@ fn module(schema: &Schema, path: &str, written: &str, package_version: &str) -> 
             // Makes cargo rebuild this crate when events.def changes.
             const _: &[u8] = ::core::include_bytes!(#path);
 
-            /// The control bits of the set, one per event by index. Not an API: the
+            /// The control bits of the set, one per event by index, on the cache line
+            /// that `event!` reaches the recorder's own words from. Not an API: the
             /// recorder sets them, `event!` tests them.
             #[doc(hidden)]
-            pub static __BITS: [::event_runtime::__private::AtomicU64; #words] =
-                [const { ::event_runtime::__private::AtomicU64::new(0) }; #words];
+            pub static __BITS: ::event_runtime::__private::Bits<#words> = ::event_runtime::__private::Bits::new();
 
             #[doc = #set_doc]
             pub static SET: ::event_runtime::__private::EventSet =
-                ::event_runtime::__private::EventSet::__new(#def, #written, #set_name, #package_version, &__BITS);
+                ::event_runtime::__private::EventSet::__new(#def, #written, #set_name, #package_version, &__BITS.words);
 
             // Registers the set with every set linked into the program.
             #[::event_runtime::__private::linkme::distributed_slice(::event_runtime::__private::SETS)]

@@ -1,6 +1,7 @@
 //! The bridge that generated code calls. **Not a stable API**: only `include_events!` and
 //! `event!` may use it, and it changes without notice.
 
+use crate::emit::line::{LINE, Line};
 pub use crate::event_set::{EventSet, SETS};
 pub use event_format::schema::Version;
 /// The writer of a record's arguments that generated code fills, one method per format letter.
@@ -36,6 +37,33 @@ pub enum Route {
     Diverted,
 }
 
+/// A set's control bits as `include_events!` generates them (its `events::__BITS`): bit
+/// `j % 64` of word `j / 64` is event `j`'s (`EventSet`'s docs), and before them, on the
+/// same cache line, the address of the line of process-wide words that an enabled event
+/// reads next (the divert word and the recorder's generation, `emit::line`).
+///
+/// The address is always that one line's. It is kept here because generated code that read
+/// the runtime's static itself loaded its address from the global offset table first, in a
+/// program built as a position-independent executable (the default): one more cache line
+/// that an event misses on after the program's own work emptied the caches (BENCHMARKS.md,
+/// "the cache lines an enabled event reads"). Read from here, it comes with the control word,
+/// on its line.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct Bits<const N: usize> {
+    line: &'static Line,
+    /// The control bits, one per event by index (`EventSet`'s, which the recorder sets).
+    pub words: [AtomicU64; N],
+}
+
+impl<const N: usize> Bits<N> {
+    /// Every bit clear: the recorder sets them.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Bits<N> {
+        Bits { line: &LINE, words: [const { AtomicU64::new(0) }; N] }
+    }
+}
+
 /// Whether event `index` of the set whose control bits are `bits` (its `events::__BITS`)
 /// is recorded now, and by which path ([`Route`]). Off: one load, a test and a branch. On:
 /// the divert word's bit of the event tested too (one load, a test and a branch), set while
@@ -43,30 +71,33 @@ pub enum Route {
 /// cold path decides, before any argument is evaluated) and for the events a trigger or a
 /// pin watches (`trigger`'s module docs, "Cost").
 #[inline(always)]
-pub fn route(bits: &[AtomicU64], index: u16) -> Route {
+pub fn route<const N: usize>(bits: &'static Bits<N>, index: u16) -> Route {
     // Relaxed: see `control`'s module docs.
-    let word = bits.get(usize::from(index >> 6)).map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
+    let word = bits.words.get(usize::from(index >> 6)).map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
     let bit = 1 << (index & 63);
     if word & bit == 0 {
         return Route::Off;
     }
-    if crate::emit::divert::any() & bit == 0 {
+    if crate::emit::divert::any_at(bits.line) & bit == 0 {
         return Route::Common;
     }
     // A `bool`, as the capture's answer was: a `Route` from out of line would be matched
     // again in `emit_routed`, and the common path pays for the arguments' closure before it
     // (7 instructions an event, callgrind).
-    if crate::emit::admit::admit(bits, index) { Route::Diverted } else { Route::Off }
+    if crate::emit::admit::admit(&bits.words, index) { Route::Diverted } else { Route::Off }
 }
 
-/// Records event `index` (its position in `set`) on this thread by the path that `route`
-/// (what [`route`] said, never [`Route::Off`]) names: `fixed` bytes of fixed-size arguments
-/// and the string arguments `strs`, all written by `fill`. The recording writes it with its
-/// wire code, the first of the range it gave `set` plus `index`; a set that it does not hold
-/// has its event refused and counted. What `event!` calls.
+/// Records event `index` (its position in `set`, whose control bits are `bits`) on this
+/// thread by the path that `route` (what [`route`] said, never [`Route::Off`]) names:
+/// `fixed` bytes of fixed-size arguments and the string arguments `strs`, all written by
+/// `fill`. The recording writes it with its wire code, the first of the range it gave `set`
+/// plus `index`; a set that it does not hold has its event refused and counted. What
+/// `event!` calls.
 #[inline(always)]
-pub fn emit_routed(
+#[allow(clippy::too_many_arguments)]
+pub fn emit_routed<const N: usize>(
     route: Route,
+    bits: &'static Bits<N>,
     set: &'static EventSet,
     index: u16,
     fixed: usize,
@@ -74,7 +105,7 @@ pub fn emit_routed(
     fill: impl FnOnce(&mut Cursor<'_>),
 ) {
     if route == Route::Common {
-        return crate::emit::buffer::emit_event(set, index, fixed, strs, fill);
+        return crate::emit::buffer::emit_event_at(bits.line, set, index, fixed, strs, fill);
     }
     // Diverted: a test's capture takes this thread's events (`capture`'s module docs);
     // otherwise the recording writes it and looks at it. One call out of line, so that
@@ -86,8 +117,10 @@ pub fn emit_routed(
 /// word as it is now: for a caller that made no [`route`] test of its own.
 #[inline(always)]
 pub fn emit(set: &'static EventSet, index: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut Cursor<'_>)) {
-    let route = if crate::emit::divert::any() & (1 << (index & 63)) == 0 { Route::Common } else { Route::Diverted };
-    emit_routed(route, set, index, fixed, strs, fill)
+    if crate::emit::divert::any() & (1 << (index & 63)) == 0 {
+        return crate::emit::buffer::emit_event(set, index, fixed, strs, fill);
+    }
+    diverted(set, index, fixed, strs, fill)
 }
 
 /// An event diverted by its bit in the divert word: into this thread's capture when it has
@@ -330,5 +363,22 @@ pub mod value {
         "`D`" d: Double -> f64;
         "`B`" b: Bool -> bool;
         "`S`" s: Str -> Text<'_>;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A set's control bits start a cache line, and keep on it the address of the recorder's
+    /// own words that an enabled event reads next.
+    #[test]
+    fn the_control_bits_keep_the_recorders_line_on_theirs() {
+        static BITS: Bits<2> = Bits::new();
+        assert!(std::ptr::eq(BITS.line, &LINE));
+        let base = &BITS as *const Bits<2> as usize;
+        assert_eq!(base % 64, 0);
+        assert_eq!(&BITS.words[0] as *const AtomicU64 as usize / 64, base / 64);
+        assert_eq!(&BITS.line as *const &Line as usize / 64, base / 64);
     }
 }

@@ -717,27 +717,31 @@ const NO_BLOCK: u32 = u32::MAX;
 
 /// One thread's slot: its ring of blocks in the file's shared data area. Owned by that thread
 /// alone.
+///
+/// `repr(C)`, the fields that a record's write and commit read first: with the rest of what
+/// an event reads they stay on the thread's first two cache lines (`buffer::ThreadBuffer`).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Slot {
-    /// The data area's first byte; `blocks * block_size` bytes, which the slots share.
-    data: *mut u8,
-    block_size: usize,
-    /// Blocks of the data area.
-    blocks: usize,
-    index: u32,
-    /// The slot's `position` word, found once at claim: a commit is one store through it.
-    position: *const AtomicU64,
     /// The current block's first byte ([`start`](Slot::start)): a record's bytes are found
     /// from it with one bounds test, no index arithmetic per event.
     current: *mut u8,
+    /// The slot's `position` word, found once at claim: a commit is one store through it.
+    position: *const AtomicU64,
+    /// The current block's position with its end left zero (`position(sequence, 0)`), for
+    /// [`commit_end`](Slot::commit_end).
+    started: u64,
+    block_size: usize,
+    /// The data area's first byte; `blocks * block_size` bytes, which the slots share.
+    data: *mut u8,
+    /// Blocks of the data area.
+    blocks: usize,
+    index: u32,
     /// The block the slot's ring writes, its index in the data area ([`next_block`]
     /// (Slot::next_block)): the ring's newest, which no other ring takes; [`NO_BLOCK`] before
     /// the first. Not an `Option`: its niche would become the thread's home's tag, and the
     /// hot path's match of the home would cost three instructions more (callgrind).
     current_block: u32,
-    /// The current block's position with its end left zero (`position(sequence, 0)`), for
-    /// [`commit_end`](Slot::commit_end).
-    started: u64,
     /// The thread that claimed it.
     thread: u64,
     file: Arc<RingFile>,

@@ -39,6 +39,7 @@ use crate::blocks::lane::{Lane, LaneWriter};
 use crate::blocks::ringfile::{Slot, SlotCopy};
 use crate::clock::TimeSource;
 use crate::config::Policy;
+use crate::emit::line::{LINE, Line};
 use crate::emit::session::{self, Shared};
 use crate::event_set::EventSet;
 use event_format::builtin;
@@ -65,21 +66,41 @@ enum Home {
 }
 
 /// A thread's current block and what it knows of its history.
+///
+/// `repr(C)`, the fields an enabled event reads and writes first, in the order the hot path
+/// takes them: with the span word and the borrow flag before them ([`Local`]), they fill
+/// the thread-local's first two cache lines and nothing else does, so that an event whose
+/// caches the program's own work emptied misses on two lines of its thread's state, not on
+/// every line of the buffer (BENCHMARKS.md, "the cache lines an enabled event reads").
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct ThreadBuffer {
-    shared: Arc<Shared>,
+    /// The recorder generation this buffer belongs to.
+    generation: u64,
     /// The set this buffer resolved last (null before the first): its events are written
     /// as `first + j` with one pointer compare and an add on the hot path.
     set: *const EventSet,
+    /// The time of the last record: the next delta counts from it.
+    time: u64,
+    /// End of the records in the current block, in `BLOCK_HEADER_LEN..=block_size`.
+    end: usize,
+    /// Records in the current block.
+    records: u64,
+    /// The `tracing` span the last `SpanCurrent` this thread wrote names (0 before any: what
+    /// a reader assumes), or [`SPAN_UNKNOWN`] at the start of each block once it has written
+    /// one: a record finds [`Local::span`] different and writes a `SpanCurrent` before it
+    /// ([`ThreadBuffer::mark_span`]).
+    span_written: u64,
+    block_size: usize,
     /// The wire code of `set`'s event 0 in this buffer's recording (`shared.sets`).
     first: u16,
-    /// The recorder generation this buffer belongs to.
-    generation: u64,
     /// Whether there is a current block to write into ([`WRITABLE`]) and whether the
     /// recording's clock is the TSC ([`TSC`], `TimeSource::is_tsc`: read with one
     /// instruction, without matching on the source per event), in one byte: the hot path
     /// tests both with one compare ([`writable`](Self::writable) reads the first).
     state: u8,
+    home: Home,
+    shared: Arc<Shared>,
     thread: u64,
     /// The current block's sequence number.
     sequence: u64,
@@ -88,9 +109,6 @@ pub(crate) struct ThreadBuffer {
     lost: u64,
     /// Events refused in all, for the ring file's slot word.
     refused: u64,
-    /// Records in the current block.
-    records: u64,
-    home: Home,
     /// With a `File` home whose blocks the stream sinks get copies of: the stop's handle on
     /// the current block (`ringfile::SlotCopy`), under whose lock each block is copied.
     copy: Option<Arc<SlotCopy>>,
@@ -99,7 +117,6 @@ pub(crate) struct ThreadBuffer {
     /// The current block's place in the home ring: `sequence % ring_blocks`, kept so that
     /// the emit path does no division.
     index: usize,
-    block_size: usize,
     /// The longest record a block holds: `block_size - BLOCK_HEADER_LEN`, at most
     /// `MAX_RECORD_LEN`; kept so that the emit path does not compute it per event.
     max_record: usize,
@@ -111,20 +128,15 @@ pub(crate) struct ThreadBuffer {
     /// lane. It records nothing, and counts what it refuses as unattributed (the file's
     /// `lost` word, the recording's report of thread 0, or [`session::lost_unattributed`]).
     slotless: bool,
-    /// End of the records in the current block, in `BLOCK_HEADER_LEN..=block_size`.
-    end: usize,
     /// The current block's base time.
     base_time: u64,
-    /// The time of the last record: the next delta counts from it.
-    time: u64,
     /// The pending snapshot whose `post=N` events this thread counts, and how many are left.
-    /// While it does, every event is diverted to `watched` (`divert::post_window`).
-    post: Option<(u64, u64)>,
-    /// The `tracing` span the last `SpanCurrent` this thread wrote names (0 before any: what
-    /// a reader assumes), or [`SPAN_UNKNOWN`] at the start of each block once it has written
-    /// one: a record finds [`SPAN`] different and writes a `SpanCurrent` before it
-    /// ([`ThreadBuffer::mark_span`]).
-    span_written: u64,
+    /// While it does, every event is diverted to `watched` (`divert::post_window`). The
+    /// count is never 0 (a window ends at its last event), and its `NonZeroU64` keeps the
+    /// `Option`'s tag out of the layout: a tag is a niche, which `Option<ThreadBuffer>`
+    /// would take for its own and test on every event, on a cold line (the home's tag,
+    /// on the second hot line, is the niche it takes instead).
+    post: Option<(u64, std::num::NonZeroU64)>,
     /// This thread has written a `SpanCurrent` in this recording: each of its blocks then
     /// starts with one, so that a reader of any block alone (a ring's, a segment's) knows.
     span_marks: bool,
@@ -144,22 +156,30 @@ const WRITABLE: u8 = 1;
 /// [`ThreadBuffer`]'s `state`: the recording's clock is the TSC.
 const TSC: u8 = 2;
 
-thread_local! {
-    /// This thread's buffer (`None` before its first event in a recording). Without a
-    /// destructor (`ManuallyDrop`): reaching it is one address, with no state to test on
-    /// every event and nothing registered on its first use (a fatal signal's flush may reach
-    /// it, `take_for_signal`). The buffer is dropped at the thread's exit by [`RETIRE`]'s
-    /// destructor, registered when the thread gets its buffer (`attach`).
-    static BUFFER: std::mem::ManuallyDrop<RefCell<Option<ThreadBuffer>>> =
-        const { std::mem::ManuallyDrop::new(RefCell::new(None)) };
+/// What a thread keeps for the recorder, in one thread-local aligned to a cache line: its
+/// current `tracing` span, then its buffer, whose hot fields come first ([`ThreadBuffer`]).
+/// An enabled event reads the span word, the borrow flag and those fields: two lines.
+#[repr(C, align(64))]
+struct Local {
     /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records
     /// of the thread are preceded by a `SpanCurrent` whenever it differs from the last one
-    /// written (docs/FORMAT.md, "Built-in events"). A `Cell<u64>` without a destructor: one
-    /// load on the hot path. A thread-local of its own: kept beside the buffer (a field of
-    /// one thread-local with it), the same instructions took 13.0 ns an event against 12.3
-    /// (emit_probe's `steady` under `ring`, thread CPU time, 12 interleaved runs on the
-    /// 2-core Intel VM).
-    static SPAN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// written (docs/FORMAT.md, "Built-in events").
+    span: std::cell::Cell<u64>,
+    /// This thread's buffer (`None` before its first event in a recording).
+    buffer: RefCell<Option<ThreadBuffer>>,
+}
+
+thread_local! {
+    /// This thread's span word and buffer ([`Local`]). Without a destructor
+    /// (`ManuallyDrop`): reaching it is one address, with no state to test on every event
+    /// and nothing registered on its first use (a fatal signal's flush may reach it,
+    /// `take_for_signal`). The buffer is dropped at the thread's exit by [`RETIRE`]'s
+    /// destructor, registered when the thread gets its buffer (`attach`). The span word was
+    /// a thread-local of its own until the cache lines were counted: beside the buffer, an
+    /// event after a sweep of the caches misses on one line fewer (BENCHMARKS.md).
+    static LOCAL: std::mem::ManuallyDrop<Local> = const {
+        std::mem::ManuallyDrop::new(Local { span: std::cell::Cell::new(0), buffer: RefCell::new(None) })
+    };
     /// Drops this thread's buffer (flushing it) when the thread ends ([`Retire`]).
     static RETIRE: Retire = const { Retire };
     /// Set on the writer thread.
@@ -176,7 +196,8 @@ struct Retire;
 
 impl Drop for Retire {
     fn drop(&mut self) {
-        let _ = BUFFER.try_with(|cell| {
+        let _ = LOCAL.try_with(|local| {
+            let cell = &local.buffer;
             // Dropped while borrowed: an event recorded by the drop itself is counted as
             // lost, never written into the buffer being dropped.
             if let Ok(mut slot) = cell.try_borrow_mut() {
@@ -192,13 +213,13 @@ impl Drop for Retire {
 #[cfg(feature = "tracing")]
 #[inline]
 pub(crate) fn set_current_span(span: u64) -> u64 {
-    SPAN.try_with(|s| s.replace(span)).unwrap_or(0)
+    LOCAL.try_with(|local| local.span.replace(span)).unwrap_or(0)
 }
 
 /// This thread's current `tracing` span (0: none).
 #[inline]
 pub(crate) fn current_span() -> u64 {
-    SPAN.try_with(std::cell::Cell::get).unwrap_or(0)
+    LOCAL.try_with(|local| local.span.get()).unwrap_or(0)
 }
 
 /// The block this thread writes its records into now, told apart from every other block it
@@ -420,7 +441,7 @@ impl ThreadBuffer {
         };
         // The thread's current `tracing` span changed since the last `SpanCurrent`: one
         // before this record (cold; one load and a compare here).
-        let span = SPAN.with(std::cell::Cell::get);
+        let span = LOCAL.with(|local| local.span.get());
         if span != self.span_written {
             self.mark_span(now, span, len);
         }
@@ -599,13 +620,13 @@ impl ThreadBuffer {
         let shared = Arc::clone(&self.shared);
         let Some(triggers) = &shared.incidents.triggers else { return };
         if let Some((id, left)) = self.post {
-            if left <= 1 {
+            if left.get() <= 1 {
                 self.post = None;
                 let held = self.end_post_window();
                 triggers.counted(id, self.time, held);
                 crate::emit::divert::post_window(self.generation, false);
             } else {
-                self.post = Some((id, left - 1));
+                self.post = std::num::NonZeroU64::new(left.get() - 1).map(|left| (id, left));
                 self.hold_post_blocks();
             }
         }
@@ -660,7 +681,7 @@ impl ThreadBuffer {
             let post = admitted.post_events();
             let tps = shared.clock.ticks_per_second;
             let id = triggers.push_admitted(admitted, held, tps, || shared.exchange.wake_writer());
-            if let Some(n) = post {
+            if let Some(n) = post.and_then(std::num::NonZeroU64::new) {
                 // A trigger while counting another's post window: the older one is taken now
                 // (with what this thread recorded since its trigger), and this thread's
                 // window goes on.
@@ -1236,13 +1257,13 @@ impl ThreadBuffer {
 /// strings; `strs` are the string arguments, written by [`ArgWriter::str`] in `fill`.
 #[inline]
 pub(crate) fn emit(code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
-    emit_as(Code::Wire(code), fixed, strs, fill, Watch::WhileCounting)
+    emit_as(&LINE, Code::Wire(code), fixed, strs, fill, Watch::WhileCounting)
 }
 
 /// Records event `index` (its position in `set`) with its arguments: its wire code is the
 /// first of the range that the buffer's recording gave `set`, plus `index`
 /// (docs/EVENT-SETS.md, decision 1). A set that the recording does not hold has the event
-/// refused and counted. What the generated code calls.
+/// refused and counted.
 #[inline]
 pub(crate) fn emit_event(
     set: &'static EventSet,
@@ -1251,7 +1272,22 @@ pub(crate) fn emit_event(
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
-    emit_as(Code::Event(set, index), fixed, strs, fill, Watch::No)
+    emit_event_at(&LINE, set, index, fixed, strs, fill)
+}
+
+/// Records event `index` of `set` as [`emit_event`] does, reading the recorder's generation
+/// through `line`, the address of the process-wide words (`line::LINE`) that the set's
+/// control bits keep (`__private::Bits`). What the generated code calls.
+#[inline]
+pub(crate) fn emit_event_at(
+    line: &Line,
+    set: &'static EventSet,
+    index: u16,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut ArgWriter<'_>),
+) {
+    emit_as(line, Code::Event(set, index), fixed, strs, fill, Watch::No)
 }
 
 /// What a record's code is given as.
@@ -1339,7 +1375,7 @@ pub(crate) fn emit_watched(
     strs: &[Text<'_>],
     fill: impl FnOnce(&mut ArgWriter<'_>),
 ) {
-    emit_as(Code::Event(set, index), fixed, strs, fill, Watch::Yes)
+    emit_as(&LINE, Code::Event(set, index), fixed, strs, fill, Watch::Yes)
 }
 
 /// The `ThreadName` record of `thread` as the recording names it, for the ring file's pin
@@ -1358,16 +1394,27 @@ fn thread_name_record(shared: &Shared, thread: u64) -> Option<Vec<u8>> {
     Some(record)
 }
 
+/// Records a record of `code` in this thread's buffer (attached first when it has none of
+/// the running recording, whose generation it reads through `line`), then looks at it as
+/// `watch` says.
 #[inline]
-fn emit_as(code: Code, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>), watch: Watch) {
-    // `BUFFER` has no destructor: always there (`try_with` tests nothing; `with` would not be
+fn emit_as(
+    line: &Line,
+    code: Code,
+    fixed: usize,
+    strs: &[Text<'_>],
+    fill: impl FnOnce(&mut ArgWriter<'_>),
+    watch: Watch,
+) {
+    // `LOCAL` has no destructor: always there (`try_with` tests nothing; `with` would not be
     // inlined, for its panic).
-    let _ = BUFFER.try_with(|cell| {
+    let _ = LOCAL.try_with(|local| {
+        let cell = &local.buffer;
         let Ok(mut slot) = cell.try_borrow_mut() else {
             session::count_lost_unattributed(1);
             return;
         };
-        let current = session::generation();
+        let current = session::generation_at(line);
         // The cold path takes neither the code nor the arguments: passed to a function that
         // is not inlined, they would live on the stack on the hot path too. Its test is the
         // buffer's generation first, then whether there is one: a buffer's generation is
@@ -1393,9 +1440,9 @@ pub(crate) fn emit_checked(code: u16, fixed: usize, strs: &[Text<'_>], fill: imp
 /// This thread's buffer in the running recording (made on first use), given to `f`; `None`
 /// when no recording runs or the thread is recording an event now.
 fn with_buffer<R>(f: impl FnOnce(&mut ThreadBuffer) -> R) -> Option<R> {
-    BUFFER
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
+    LOCAL
+        .try_with(|local| {
+            let mut slot = local.buffer.try_borrow_mut().ok()?;
             let current = session::generation();
             if slot.as_ref().is_none_or(|buffer| buffer.generation != current) && !attach(&mut slot, current) {
                 return None;
@@ -1441,8 +1488,8 @@ fn attach(slot: &mut Option<ThreadBuffer>, generation: u64) -> bool {
 
 /// Hands this thread's partial block on.
 pub(crate) fn flush_this_thread() {
-    let _ = BUFFER.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut slot) = local.buffer.try_borrow_mut()
             && let Some(buffer) = slot.as_mut()
             && !buffer.shared.is_parents()
         {
@@ -1453,8 +1500,8 @@ pub(crate) fn flush_this_thread() {
 
 /// Drops this thread's buffer (flushing it) if it belongs to `generation`.
 pub(crate) fn detach_this_thread(generation: u64) {
-    let _ = BUFFER.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut()
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut slot) = local.buffer.try_borrow_mut()
             && slot.as_ref().is_some_and(|b| b.generation == generation)
         {
             *slot = None;
@@ -1466,9 +1513,9 @@ pub(crate) fn detach_this_thread(generation: u64) {
 /// the recording's shared state to decode them by; `None` when it has recorded nothing in it
 /// or is recording an event now.
 pub(crate) fn recent_blocks_of_this_thread() -> Option<(Arc<Shared>, Vec<Vec<u8>>)> {
-    BUFFER
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
+    LOCAL
+        .try_with(|local| {
+            let mut slot = local.buffer.try_borrow_mut().ok()?;
             let buffer = slot.as_mut().filter(|b| b.generation == session::generation())?;
             Some((Arc::clone(&buffer.shared), buffer.recent_blocks()))
         })
@@ -1493,13 +1540,13 @@ pub(crate) enum SignalTake {
 /// nothing more into it. `None` when it has none, is recording now, or never recorded.
 ///
 /// Async-signal-safe: no allocation, no lock waited for (the lane's and the slot's are tried),
-/// and the thread-local reached (`BUFFER`) has no destructor, so that reaching it never
+/// and the thread-local reached (`LOCAL`) has no destructor, so that reaching it never
 /// registers one (which may allocate).
 #[cfg(unix)]
 pub(crate) fn take_for_signal() -> Option<SignalTake> {
-    BUFFER
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
+    LOCAL
+        .try_with(|local| {
+            let mut slot = local.buffer.try_borrow_mut().ok()?;
             let buffer = slot.as_mut()?;
             if !buffer.writable() || buffer.end <= BLOCK_HEADER_LEN {
                 return None;
@@ -1632,5 +1679,49 @@ mod tests {
             "the first exit's event recorded, the second's not: {events:?}"
         );
         assert!(counted >= 1, "the second exit's event counted as lost");
+    }
+
+    /// What an enabled event reads of its thread's state lies on the thread-local's first
+    /// two cache lines: the span word, the borrow flag, the buffer's hot fields up to its
+    /// home's, and the home's lane writer (its tag, the lane, the block, its end and limit).
+    /// A field moved behind them, or the thread-local no longer aligned, fails here.
+    #[test]
+    fn an_events_thread_state_lies_on_two_cache_lines() {
+        use super::{Home, LOCAL, Local, ThreadBuffer};
+        use crate::blocks::lane::{Lane, LaneWriter};
+        use std::mem::{offset_of, size_of};
+        assert_eq!(std::mem::align_of::<Local>(), 64);
+        assert_eq!(offset_of!(Local, span), 0);
+        let local = LOCAL.with(|local| &**local as *const Local as usize);
+        assert_eq!(local % 64, 0, "the thread-local starts a cache line");
+        // The buffer in its `RefCell` (whose borrow flag is the rest of the first 16 bytes),
+        // its `Option` taking a niche, not a tag in front of it.
+        let buffer = LOCAL.with(|local| local.buffer.as_ptr() as usize) - local;
+        assert!(buffer <= 16, "the buffer starts at {buffer}");
+        assert_eq!(size_of::<Option<ThreadBuffer>>(), size_of::<ThreadBuffer>());
+        let home = buffer + offset_of!(ThreadBuffer, home);
+        for hot in [
+            offset_of!(ThreadBuffer, generation),
+            offset_of!(ThreadBuffer, set),
+            offset_of!(ThreadBuffer, time),
+            offset_of!(ThreadBuffer, end),
+            offset_of!(ThreadBuffer, records),
+            offset_of!(ThreadBuffer, span_written),
+            offset_of!(ThreadBuffer, block_size),
+            offset_of!(ThreadBuffer, first),
+            offset_of!(ThreadBuffer, state),
+        ] {
+            assert!(buffer + hot < home, "a hot field behind the home");
+        }
+        // The lane writer's bytes within the home, from a home of its variant.
+        let lane = std::sync::Arc::new(Lane::new(1, 1, 4096, false));
+        let writer_home = Home::Lane(LaneWriter::new(lane));
+        let Home::Lane(writer) = &writer_home else { unreachable!() };
+        let at = writer as *const LaneWriter as usize - &writer_home as *const Home as usize;
+        let end = home + at + size_of::<LaneWriter>();
+        assert!(end <= 128, "the lane writer ends at byte {end} of the thread-local");
+        // The home's tag (the `Option`'s niche too, which the hot path tests) in front of its
+        // writer, on the same line.
+        assert!(at > 0, "the home's tag is in front of its writer");
     }
 }

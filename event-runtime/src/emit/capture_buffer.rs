@@ -19,14 +19,12 @@ thread_local! {
 }
 
 /// The cold half of `event!`'s test for an event diverted (its bit set in the divert word,
-/// `divert::any`): whether it is recorded. Without a capture, the set's bit that `event!` tested is the selection's: yes. While a
-/// capture runs somewhere, by this thread's capture or, failing that, by the selection.
+/// `divert::any`) while a capture runs somewhere, as `admit` found before it called this
+/// (and does not ask again): whether it is recorded, by this thread's capture or, failing
+/// that, by the selection (which, if the capture has ended since, is the set's bits again).
 #[cold]
 #[inline(never)]
 pub(crate) fn enabled_here(bits: &[AtomicU64], index: u16) -> bool {
-    if !crate::emit::divert::capturing() {
-        return true;
-    }
     crate::event_set::enabled(bits, index) || captures_here()
 }
 

@@ -5,19 +5,19 @@
 //! below both: the capture and the thread buffers each change it, and neither imports the
 //! other for it.
 
+use crate::emit::line::{LINE, Line};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-/// The divert word: an enabled event whose bit (its index in its set, mod 64) is set here
-/// takes the cold path. All ones while any capture runs in the process (the sets' bits are
-/// then forced on) or while a thread counts a trigger's `post=N` events; else the watched
-/// events' bits of the running recording (its triggers and pins, `trigger`'s module docs,
-/// "Cost"); zero without either, as before triggers existed.
-static ANY: AtomicU64 = AtomicU64::new(0);
-/// Whether a capture runs: the cold path of `event!`'s test asks the selection only then.
-static CAPTURING: AtomicBool = AtomicBool::new(false);
-/// What `ANY` is made of; it is written under this lock, so that a capture that ends never
-/// clears it under one that starts, nor a recording's stop under a capture.
+// The divert word (`line::Line::divert`, on the line the recorder's generation shares: an
+// enabled event reads both): an enabled event whose bit (its index in its set, mod 64) is
+// set there takes the cold path. All ones while any capture runs in the process (the sets'
+// bits are then forced on) or while a thread counts a trigger's `post=N` events; else the
+// watched events' bits of the running recording (its triggers and pins, `trigger`'s module
+// docs, "Cost"); zero without either, as before triggers existed.
+
+/// What the divert word is made of; it is written under this lock, so that a capture that
+/// ends never clears it under one that starts, nor a recording's stop under a capture.
 static DIVERT: Mutex<Divert> = Mutex::new(Divert { captures: 0, watch: None, aggregate: None });
 
 /// What the divert word is made of.
@@ -43,7 +43,7 @@ impl Divert {
             None => 0,
         } | self.aggregate.map_or(0, |(_, mask)| mask);
         // Relaxed: see `any`.
-        ANY.store(word, Ordering::Relaxed);
+        LINE.divert.store(word, Ordering::Relaxed);
     }
 }
 
@@ -91,8 +91,8 @@ pub(crate) fn unwatch_after_fork() {
         divert.watch = None;
         divert.aggregate = None;
         divert.publish();
-    } else if !CAPTURING.load(Ordering::Relaxed) {
-        ANY.store(0, Ordering::Relaxed);
+    } else if !LINE.capturing.load(Ordering::Relaxed) {
+        LINE.divert.store(0, Ordering::Relaxed);
     }
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn capture_started() {
     let mut divert = crate::locks::lock(&DIVERT);
     divert.captures += 1;
     // Relaxed: the lock orders the stores; see `any`.
-    CAPTURING.store(true, Ordering::Relaxed);
+    LINE.capturing.store(true, Ordering::Relaxed);
     divert.publish();
     crate::event_set::force_all(true);
 }
@@ -115,22 +115,30 @@ pub(crate) fn capture_ended() {
     divert.captures = divert.captures.saturating_sub(1);
     if divert.captures == 0 {
         crate::event_set::force_all(false);
-        CAPTURING.store(false, Ordering::Relaxed);
+        LINE.capturing.store(false, Ordering::Relaxed);
         divert.publish();
     }
 }
 
-/// Whether a capture runs: the cold path of `event!`'s test asks the selection only then.
+/// Whether a capture runs: the cold path of `event!`'s test asks the selection only then
+/// (`line::Line::capturing`, on the line an enabled event reads anyway).
 #[inline]
 pub(crate) fn capturing() -> bool {
-    // Relaxed: set before the bits are forced on (`capture_started`), as `ANY` is.
-    CAPTURING.load(Ordering::Relaxed)
+    // Relaxed: set before the bits are forced on (`capture_started`), as the divert word is.
+    LINE.capturing.load(Ordering::Relaxed)
 }
 
-/// The divert word that `event!` tests an enabled event's bit in ([`ANY`]).
+/// The divert word that `event!` tests an enabled event's bit in (`line::Line::divert`).
 #[inline(always)]
 pub(crate) fn any() -> u64 {
+    any_at(&LINE)
+}
+
+/// The divert word, read through `line`, the address of [`LINE`] that a set's control bits
+/// keep (`__private::Bits`: generated code reaches it without the global offset table).
+#[inline(always)]
+pub(crate) fn any_at(line: &Line) -> u64 {
     // Relaxed: the capturing thread itself stored it (program order); another thread that
     // sees it late or early only takes the cold path for nothing, or not at all.
-    ANY.load(Ordering::Relaxed)
+    line.divert.load(Ordering::Relaxed)
 }

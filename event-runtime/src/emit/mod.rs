@@ -1,6 +1,7 @@
 //! The hot path and the state it reads: the recording session every thread buffer shares
 //! (`session`), the per-thread buffers (`buffer`), the divert word and the cold paths it
-//! opens (`divert`; `admit` for limits, `capture_buffer` for a test's capture), the limits
+//! opens (`divert`; `admit` for limits, `capture_buffer` for a test's capture), the one cache
+//! line that holds the process-wide words every enabled event reads (`line`), the limits
 //! and histograms a thread counts (`aggregate`), and the built-in events (`annotate`,
 //! `traceback`).
 //!
@@ -14,5 +15,6 @@ pub(crate) mod annotate;
 pub(crate) mod buffer;
 pub(crate) mod capture_buffer;
 pub(crate) mod divert;
+pub(crate) mod line;
 pub(crate) mod session;
 pub(crate) mod traceback;

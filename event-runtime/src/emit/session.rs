@@ -18,6 +18,7 @@ use crate::blocks::lane::{Lane, LaneTake};
 use crate::blocks::ringfile::{RingFile, SlotCopy, SlotTake};
 use crate::clock::TimeSource;
 use crate::config::Policy;
+use crate::emit::line::{LINE, Line};
 use crate::event_set::EventSet;
 use crate::locks::lock;
 use crate::sinks::sink::Sinks;
@@ -375,10 +376,10 @@ impl Shared {
 #[cfg(test)]
 pub(crate) static TEST_RECORDING: Mutex<()> = Mutex::new(());
 
-/// Bumped at every start and stop: a thread buffer of another generation is stale.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-/// Whether a recording runs: the built-in events of `annotate` test it first.
-static RUNNING: AtomicBool = AtomicBool::new(false);
+// The recorder's generation (`line::Line::generation`, on the line the divert word shares:
+// an enabled event reads both): bumped at every start and stop; a thread buffer of another
+// generation is stale.
+
 /// The process's recorder: the running recording and its generation, and in a child of
 /// `fork()` the parent's recording whose settings the child's own starts from.
 #[derive(Debug)]
@@ -397,9 +398,17 @@ static LOST_UNATTRIBUTED: AtomicU64 = AtomicU64::new(0);
 
 #[inline(always)]
 pub(crate) fn generation() -> u64 {
+    generation_at(&LINE)
+}
+
+/// The recorder's generation, read through `line`, the address of [`LINE`] that a set's
+/// control bits keep (`__private::Bits`: generated code reaches it without the global
+/// offset table).
+#[inline(always)]
+pub(crate) fn generation_at(line: &Line) -> u64 {
     // Relaxed: a thread that sees a stale generation for a moment records into the previous
     // recording's buffer, which is flushed when it notices; nothing else is ordered by it.
-    GENERATION.load(Ordering::Relaxed)
+    line.generation.load(Ordering::Relaxed)
 }
 
 /// The shared state of the recording of `generation`, if it is the running one.
@@ -458,7 +467,7 @@ impl ForkHold {
         } else {
             records = self.0.forked.as_ref().is_some_and(|p| p.after_fork.is_some());
         }
-        GENERATION.fetch_add(1, Ordering::Relaxed);
+        LINE.generation.fetch_add(1, Ordering::Relaxed);
         if !records {
             set_running(false);
         }
@@ -472,16 +481,18 @@ pub(crate) fn try_current() -> Option<Arc<Shared>> {
     CURRENT.try_lock().ok()?.running.as_ref().map(|(_, s)| Arc::clone(s))
 }
 
+/// Whether a recording runs: the built-in events of `annotate` and the `tracing` bridge test
+/// it first (`line::Line::running`, on the line an enabled event reads anyway).
 #[inline]
 pub(crate) fn is_running() -> bool {
     // Relaxed: as for the enable bits, a late view records or skips an event or two.
-    RUNNING.load(Ordering::Relaxed)
+    LINE.running.load(Ordering::Relaxed)
 }
 
 /// Turns the built-in events on (a recording has started) or off (it is stopping).
 pub(crate) fn set_running(on: bool) {
     // Relaxed: see `is_running`.
-    RUNNING.store(on, Ordering::Relaxed);
+    LINE.running.store(on, Ordering::Relaxed);
 }
 
 #[cold]
@@ -517,7 +528,7 @@ pub(crate) fn claim() -> Option<Vacancy> {
 impl Vacancy {
     /// Makes `shared` the running recording, of a new generation, and returns the generation.
     pub(crate) fn fill(mut self, shared: &Arc<Shared>) -> u64 {
-        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+        let generation = LINE.generation.fetch_add(1, Ordering::Relaxed) + 1;
         self.0.running = Some((generation, Arc::clone(shared)));
         generation
     }
@@ -530,5 +541,5 @@ pub(crate) fn close(generation: u64) {
     if current.running.as_ref().is_some_and(|(g, _)| *g == generation) {
         current.running = None;
     }
-    GENERATION.fetch_add(1, Ordering::Relaxed);
+    LINE.generation.fetch_add(1, Ordering::Relaxed);
 }

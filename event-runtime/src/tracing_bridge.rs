@@ -614,19 +614,29 @@ fn pop_entered(id: u64) {
     });
 }
 
-/// Formats an event's message and fields (`record` visits them) into `scratch` and gives its
-/// text, cut at [`STRING_MAX`]: the message, then the fields, so that a reader splits them
-/// apart again.
-fn event_fields<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit)) -> Text<'s> {
+/// Visits an event's fields (`record`) into `scratch`: its message into `text`, the others
+/// into `fields`, keyed by their names, or with `indexed` by their indexes. Gives whether
+/// every key is one the grammar reads as a key, and with `indexed` the bytes the names take
+/// beyond the indexes ([`FieldWriter::extra`]).
+fn record_event(scratch: &mut Scratch, indexed: bool, record: impl FnOnce(&mut dyn Visit)) -> (bool, isize) {
     let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
     let mut writer = FieldWriter::event(
         Bounded { out: &mut *text, cut: &mut *text_cut },
         Bounded { out: &mut *fields, cut: &mut *fields_cut },
         &mut *value,
-        false,
+        indexed,
     );
     record(&mut writer);
-    let whole = writer.keys && !*fields_cut;
+    (writer.keys, writer.extra)
+}
+
+/// Formats an event's message and fields (`record` visits them) into `scratch` and gives its
+/// text, cut at [`STRING_MAX`]: the message, then the fields, so that a reader splits them
+/// apart again.
+fn event_fields<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit)) -> Text<'s> {
+    let (keys, _) = record_event(scratch, false, record);
+    let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
+    let whole = keys && !*fields_cut;
     value.clear();
     event_text(value, text, fields, whole);
     let mut text = value.as_str();
@@ -679,15 +689,8 @@ fn with_values(record: impl FnOnce(&mut dyn Visit), f: impl FnOnce(Text<'_>) -> 
 /// grammar may write as the field `message="..."`, [`fields::write_event_text`]), or a key
 /// that is not an index.
 fn event_values<'s>(scratch: &'s mut Scratch, record: impl FnOnce(&mut dyn Visit)) -> Option<(Text<'s>, Text<'s>)> {
-    let Scratch { text, fields, value, text_cut, fields_cut } = scratch;
-    let mut writer = FieldWriter::event(
-        Bounded { out: &mut *text, cut: &mut *text_cut },
-        Bounded { out: &mut *fields, cut: &mut *fields_cut },
-        &mut *value,
-        true,
-    );
-    record(&mut writer);
-    let (keys, extra) = (writer.keys, writer.extra);
+    let (keys, extra) = record_event(scratch, true, record);
+    let Scratch { text, fields, text_cut, fields_cut, .. } = scratch;
     let space = isize::from(!text.is_empty() && !fields.is_empty());
     let named = text.len() as isize + space + fields.len() as isize + extra;
     let whole = keys && !*text_cut && !*fields_cut && !text.contains('=') && named <= STRING_MAX as isize;

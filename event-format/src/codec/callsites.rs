@@ -16,7 +16,7 @@ use crate::builtin::{
     self, CALLSITE, SPAN_OPEN, SPAN_OPEN_AT, SPAN_OPEN_FIXED, SPAN_RECORD, SPAN_RECORD_AT, SPAN_RECORD_FIXED,
     TRACE_EVENT, TRACE_EVENT_AT, TRACE_EVENT_FIXED,
 };
-use crate::codec::fields;
+use crate::codec::fields::grammar::{name_fields, write_event_text};
 use crate::codec::wire::put::put_record_header;
 use crate::codec::wire::value::fit_texts;
 use crate::codec::wire::{
@@ -213,7 +213,7 @@ fn expand_one(
     match code {
         SPAN_OPEN_AT | SPAN_RECORD_AT => {
             let Some(values) = strs() else { return false };
-            if !fields::name_fields(values, &site.fields, text) {
+            if !name_fields(values, &site.fields, text) {
                 return false;
             }
             if code == SPAN_OPEN_AT {
@@ -231,10 +231,10 @@ fn expand_one(
         _ => {
             let (Some(message), Some(values)) = (strs(), strs()) else { return false };
             let mut named = String::new();
-            if !fields::name_fields(values, &site.fields, &mut named) {
+            if !name_fields(values, &site.fields, &mut named) {
                 return false;
             }
-            fields::write_event_text(text, message, &named);
+            write_event_text(text, message, &named);
             let mut texts = [Text { bytes: site.target, truncated: false }, Text::new(text)];
             put(order, out, TRACE_EVENT, delta, TRACE_EVENT_FIXED, &mut texts, max_len, |w| {
                 body::trace_event(w, site.level)

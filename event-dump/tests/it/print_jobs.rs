@@ -1,8 +1,9 @@
 //! `print`'s pipeline: the output is the same, byte for byte, with any number of workers
 //! (`--jobs`) and any merge window, and with or without the block index (`--window-only`),
-//! on every fixture, merges of several logs and damaged logs, in every format; and `print`
-//! warns when, and only when, a log's disorder is more than its merge window holds, or a
-//! block's records start before its header says.
+//! on every fixture, merges of several logs and damaged logs (a packed block that does not
+//! unpack among them: its workers unpack), in every format; and `print` warns when, and only
+//! when, a log's disorder is more than its merge window holds, or a block's records start
+//! before its header says.
 
 use crate::common::{self, dir, run, stderr, stdout};
 use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value};
@@ -88,6 +89,8 @@ fn merges_and_damaged_logs_print_the_same_with_any_number_of_workers() {
     common::damaged_copy(&many, &damaged, 3);
     let awkward = d.join("awkward.evt");
     common::awkward_log(&awkward, 3);
+    let unpackable = d.join("unpackable.evt");
+    common::unpackable_block_log(&unpackable);
     let s = |p: &Path| p.to_str().unwrap().to_owned();
     let sets: Vec<Vec<String>> = vec![
         vec![s(&sample)],
@@ -95,6 +98,7 @@ fn merges_and_damaged_logs_print_the_same_with_any_number_of_workers() {
         vec![s(&many), s(&two)],
         vec![s(&damaged)],
         vec![s(&awkward)],
+        vec![s(&unpackable), s(&two)],
         vec![fixture("v2.0.0/tour-le.evt"), fixture("v2.0.0/tour-be.evt"), fixture("v1.0.0/tour-le-damaged.evt")],
         vec![fixture("damaged/bad-records-le.evt"), fixture("damaged/bad-records-be.evt"), s(&sample)],
         vec![fixture("sets/two-sets-le.evt"), s(&many)],

@@ -45,7 +45,8 @@ pub struct DecodeOptions {
 }
 
 /// A block that could not be decoded, and why. Decoding goes on with the next block found
-/// (the next sync word), except after [`Damage::Unreadable`], which ends the stream.
+/// (the next sync word; after a verified block whose records do not unpack, the block after
+/// it), except after [`Damage::Unreadable`], which ends the stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockError {
     /// The block's index in the stream, from 0.
@@ -262,17 +263,29 @@ impl<R: Read> Decoder<R> {
     /// The next block, `Some(Err)` for a damaged one (skipped), `None` at the end.
     ///
     /// A damaged block is skipped by looking for the next sync word, so that one damaged
-    /// block costs that block, whether blocks are whole or packed.
+    /// block costs that block, whether blocks are whole or packed; a verified block whose
+    /// packed records do not unpack is skipped by its length, which its CRC vouches for
+    /// (docs/FORMAT.md, "Reading a block").
     pub fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        // Unpacked here, the block is never left packed.
+        self.next(true).map(|block| block.map(|pending| pending.block))
+    }
+
+    /// The next block as [`next_block`](Decoder::next_block) gives it, except that a packed
+    /// block comes with its records still packed, for the reader to unpack where it likes
+    /// ([`PendingBlock::unpack`], on another thread): the blocks, and the damaged blocks
+    /// among them, are the same either way, as are the places they are found at.
+    pub fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        self.next(false)
+    }
+
+    /// The next block, its records unpacked here when `unpack`.
+    fn next(&mut self, unpack: bool) -> Option<Result<PendingBlock, BlockError>> {
         if self.done {
             return None;
         }
-        match self.read_block() {
-            Ok(Some(Ok(block))) => Some(Ok(block)),
-            Ok(Some(Err(error))) => {
-                self.resync = true;
-                Some(Err(error))
-            }
+        match self.read_block(unpack) {
+            Ok(Some(block)) => Some(block),
             Ok(None) => {
                 self.done = true;
                 None
@@ -289,7 +302,10 @@ impl<R: Read> Decoder<R> {
         }
     }
 
-    fn read_block(&mut self) -> io::Result<Option<Result<Block, BlockError>>> {
+    /// Reads the next block, checks it and, when `unpack`, unpacks its records. A block that
+    /// fails a check before its CRC vouches for its length leaves the decoder looking for the
+    /// next sync word; one whose records do not unpack is consumed whole.
+    fn read_block(&mut self, unpack: bool) -> io::Result<Option<Result<PendingBlock, BlockError>>> {
         let size = self.header.block_size as usize;
         let order = self.header.order;
         if self.resync {
@@ -310,6 +326,8 @@ impl<R: Read> Decoder<R> {
         }
         self.next_index += 1;
         let damaged = |damage| Ok(Some(Err(BlockError { index, segment: 0, offset, damage })));
+        // Until its CRC checks, nothing of the block is trusted, its length included.
+        self.resync = true;
         if have < BLOCK_HEADER_LEN {
             return damaged(Damage::Truncated { have, need: size });
         }
@@ -324,21 +342,86 @@ impl<R: Read> Decoder<R> {
             Ok(header) => header,
             Err(damage) => return damaged(damage),
         };
+        // Verified: the block ends where its length says, whatever its records turn out to be.
+        self.resync = false;
         let body = &self.buf[self.pos + BLOCK_HEADER_LEN..self.pos + BLOCK_HEADER_LEN + header.used as usize];
         let mut records = std::mem::take(&mut self.spare);
-        if packed {
-            if let Err(damage) =
-                self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
-            {
-                self.spare = records;
-                return damaged(damage);
-            }
+        let unpacked = if packed && unpack {
+            self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
         } else {
             records.clear();
             records.extend_from_slice(body);
-        }
+            Ok(())
+        };
         self.consume(len);
-        Ok(Some(Ok(Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 })))
+        if let Err(damage) = unpacked {
+            self.spare = records;
+            return damaged(damage);
+        }
+        let block = Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 };
+        let packed = (packed && !unpack).then_some(self.header.block_size);
+        Ok(Some(Ok(PendingBlock { block, packed })))
+    }
+}
+
+/// A block that passed its checks, whose records may still be packed: what
+/// [`BlockSource::next_pending`] gives, for a reader that unpacks blocks on other threads than
+/// the one that reads them. [`unpack`](PendingBlock::unpack) makes it a [`Block`], or finds
+/// it damaged ([`Damage::BadPacking`]), as [`BlockSource::next_block`] would have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingBlock {
+    /// The block; its `records` are its packed bytes (`header.used` of them) while `packed`
+    /// is `Some`.
+    pub(crate) block: Block,
+    /// The stream's block size, while the records are still packed (they unpack to at most
+    /// this less the block header); `None` once they are the records.
+    pub(crate) packed: Option<u32>,
+}
+
+impl PendingBlock {
+    /// A block whose records are unpacked already.
+    pub fn ready(block: Block) -> PendingBlock {
+        PendingBlock { block, packed: None }
+    }
+
+    /// Its header, verified.
+    pub fn header(&self) -> &BlockHeader {
+        &self.block.header
+    }
+
+    /// Whether its records are still packed.
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
+    }
+
+    /// The block's index in the stream, as [`Block::index`].
+    pub fn index(&self) -> u64 {
+        self.block.index
+    }
+
+    /// The block's segment, as [`Block::segment`].
+    pub fn segment(&self) -> u32 {
+        self.block.segment
+    }
+
+    /// The block's byte offset in the stream, as [`Block::offset`].
+    pub fn offset(&self) -> u64 {
+        self.block.offset
+    }
+
+    /// The block with its records unpacked by `unpacker` into `spare` (a buffer the caller
+    /// reuses from block to block: it gets the packed bytes' buffer back), or the damage that
+    /// [`BlockSource::next_block`] would have reported for it, at its place.
+    pub fn unpack(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
+        let PendingBlock { mut block, packed } = self;
+        let Some(block_size) = packed else { return Ok(block) };
+        match unpacker.unpack_into(block.order, block.header.flags, &block.records, block_size, spare) {
+            Ok(()) => {
+                std::mem::swap(&mut block.records, spare);
+                Ok(block)
+            }
+            Err(damage) => Err(BlockError { index: block.index, segment: block.segment, offset: block.offset, damage }),
+        }
     }
 }
 
@@ -426,6 +509,13 @@ pub trait BlockSource {
     /// come), `None` at the end.
     fn next_block(&mut self) -> Option<Result<Block, BlockError>>;
 
+    /// The next block as [`next_block`](BlockSource::next_block) gives it, or still packed
+    /// where the source can hand it on so ([`Decoder::next_pending`]): a reader that unpacks
+    /// blocks on threads of its own ([`PendingBlock::unpack`]). By default, unpacked.
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        self.next_block().map(|block| block.map(PendingBlock::ready))
+    }
+
     /// Gives back a block this source read, done with, for its buffer to hold a later block's
     /// records: a reader that walks millions of blocks then allocates and zero-fills once.
     /// Optional; by default the block is dropped.
@@ -451,6 +541,10 @@ impl<R: Read> BlockSource for Decoder<R> {
         Decoder::next_block(self)
     }
 
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        Decoder::next_pending(self)
+    }
+
     fn recycle(&mut self, block: Block) {
         if block.records.capacity() > self.spare.capacity() {
             self.spare = block.records;
@@ -465,6 +559,10 @@ impl<S: BlockSource + ?Sized> BlockSource for &mut S {
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         (**self).next_block()
+    }
+
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        (**self).next_pending()
     }
 
     fn recycle(&mut self, block: Block) {
@@ -483,6 +581,10 @@ impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         (**self).next_block()
+    }
+
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        (**self).next_pending()
     }
 
     fn recycle(&mut self, block: Block) {

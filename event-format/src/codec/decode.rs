@@ -346,11 +346,20 @@ impl<R: Read> Decoder<R> {
         self.resync = false;
         let body = &self.buf[self.pos + BLOCK_HEADER_LEN..self.pos + BLOCK_HEADER_LEN + header.used as usize];
         let mut records = std::mem::take(&mut self.spare);
-        let unpacked = if packed && unpack {
-            self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
-        } else {
+        let unpacked = if !packed {
             records.clear();
             records.extend_from_slice(body);
+            Ok(())
+        } else if unpack {
+            self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
+        } else {
+            // The packed bytes at the buffer's start, its length kept (the bytes after them
+            // are an earlier block's): the buffer these records are unpacked into is this one
+            // once it has gone round, and an unpacker zero-fills a buffer only where it grows.
+            if records.len() < body.len() {
+                records.resize(body.len(), 0);
+            }
+            records[..body.len()].copy_from_slice(body);
             Ok(())
         };
         self.consume(len);
@@ -368,10 +377,10 @@ impl<R: Read> Decoder<R> {
 /// [`BlockSource::next_pending`] gives, for a reader that unpacks blocks on other threads than
 /// the one that reads them. [`unpack`](PendingBlock::unpack) makes it a [`Block`], or finds
 /// it damaged ([`Damage::BadPacking`]), as [`BlockSource::next_block`] would have.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct PendingBlock {
-    /// The block; its `records` are its packed bytes (`header.used` of them) while `packed`
-    /// is `Some`.
+    /// The block; while `packed` is `Some`, its `records` start with its packed bytes
+    /// (`header.used` of them), and what follows them is an earlier block's.
     pub(crate) block: Block,
     /// The stream's block size, while the records are still packed (they unpack to at most
     /// this less the block header); `None` once they are the records.
@@ -415,7 +424,8 @@ impl PendingBlock {
     pub fn unpack(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
         let PendingBlock { mut block, packed } = self;
         let Some(block_size) = packed else { return Ok(block) };
-        match unpacker.unpack_into(block.order, block.header.flags, &block.records, block_size, spare) {
+        let bytes = &block.records[..block.header.used as usize];
+        match unpacker.unpack_into(block.order, block.header.flags, bytes, block_size, spare) {
             Ok(()) => {
                 std::mem::swap(&mut block.records, spare);
                 Ok(block)

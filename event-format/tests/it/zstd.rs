@@ -181,11 +181,14 @@ fn a_damaged_zstd_frame_costs_that_block_only() {
     costs_the_block_only(|b| b.truncate(b.len() - 3), "damaged zstd frame");
 }
 
+/// A block found: its index, offset and records; or a damaged one: its index, offset and damage.
+type Found = Result<(u64, u64, Vec<u8>), (u64, u64, Damage)>;
+
 /// What a decoder finds, block by block: each block's place and records, or its damage at
 /// its place; read with every block unpacked as it is read (`next_block`), or with packed
 /// blocks handed on packed and unpacked after (`next_pending`, then `PendingBlock::unpack`,
 /// as `print`'s workers do).
-fn found(stream: &[u8], pending: bool) -> Vec<Result<(u64, u64, Vec<u8>), (u64, u64, Damage)>> {
+fn found(stream: &[u8], pending: bool) -> Vec<Found> {
     let mut decoder = Decoder::new(stream).unwrap();
     let (mut unpacker, mut spare) = (Unpacker::new(), Vec::new());
     let mut found = Vec::new();

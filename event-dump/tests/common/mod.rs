@@ -480,11 +480,18 @@ pub(crate) fn damaged_copy(from: &Path, to: &Path, block: usize) {
 /// block's length is trusted, so that copy is not read). Returns block 1's offset and the
 /// events of the good log's block 1.
 pub(crate) fn unpackable_block_log(path: &Path) -> (u64, usize) {
+    two_threads_log(path, true);
+    let (bytes, offset, lost) = unpackable_block(&std::fs::read(path).unwrap());
+    std::fs::write(path, bytes).unwrap();
+    (offset, lost)
+}
+
+/// The packed log `good` with its block 1 made as [`unpackable_block_log`] makes it: the bytes,
+/// block 1's offset and its events in `good`.
+pub(crate) fn unpackable_block(good: &[u8]) -> (Vec<u8>, u64, usize) {
     use event_format::decode::{Catalog, Decoder, Entry};
     use event_format::wire::BLOCK_HEADER_LEN;
-    two_threads_log(path, true);
-    let good = std::fs::read(path).unwrap();
-    let decoder = Decoder::new(&good[..]).unwrap();
+    let decoder = Decoder::new(good).unwrap();
     let (order, catalog) = (decoder.header().order, Catalog::new(&decoder.header().sets));
     let blocks: Vec<_> = decoder.map(Result::unwrap).collect();
     assert!(blocks.len() > 3 && blocks.iter().all(|b| b.stored_len < 1024), "packed blocks");
@@ -500,8 +507,7 @@ pub(crate) fn unpackable_block_log(path: &Path) -> (u64, usize) {
     let mut bytes = good[..start].to_vec();
     bytes.extend_from_slice(&block);
     bytes.extend_from_slice(&good[end..]);
-    std::fs::write(path, bytes).unwrap();
-    (one.offset, lost)
+    (bytes, one.offset, lost)
 }
 
 /// The thread 1 block of [`damaged_records_log`] and [`damaged_records_ring`], in `order`:

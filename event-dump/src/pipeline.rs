@@ -16,7 +16,11 @@
 //! The main thread reads the logs' blocks, hands them out in sequence and takes the rendered
 //! blocks back in that same sequence, whichever worker finished first: what it does depends
 //! only on the blocks, so the output is the same, byte for byte, with any number of workers,
-//! and with none (`--jobs 1` renders on the main thread).
+//! and with none (`--jobs 1` renders on the main thread). While the block it needs next is
+//! not back, the main thread renders a block no worker has taken yet instead of waiting, so
+//! that `--jobs N` is N threads that render, the main one among them: with a thread more than
+//! the cores, the main thread was woken for each block back and took a core from a worker
+//! each time (2 400 context switches on the benchmark's zstd log, 60 now; BENCHMARKS.md).
 //!
 //! The merge ([`LineMerge`]) is the workspace's one merge by time
 //! ([`Order`](event_format::merge::Order), which [`Merge`](event_format::merge::Merge) of the
@@ -666,8 +670,9 @@ fn recycle(ctx: &Context<'_>, merge: &mut LineMerge) {
     merge.spent().clear();
 }
 
-/// [`run`] on `jobs` worker threads, merged here in sequence: whether every log was read, or
-/// `None` when no worker thread could be made (a thread limit), before any block was read.
+/// [`run`] on `jobs` threads (`jobs - 1` workers and this one, which renders while the block
+/// it needs next is not back), merged here in sequence: whether every log was read, or `None`
+/// when no worker thread could be made (a thread limit), before any block was read.
 fn on_workers(
     feed: &mut Feed<'_>,
     ctx: &Context<'_>,
@@ -686,7 +691,9 @@ fn on_workers(
     let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
     std::thread::scope(|s| {
         let mut workers = 0;
-        for _ in 0..jobs {
+        // This thread renders too, while the block it needs next is not back: `jobs` threads
+        // render in all.
+        for _ in 1..jobs {
             let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
             let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
                 let mut bench = Bench::default();
@@ -713,6 +720,7 @@ fn on_workers(
             return None;
         }
         let (mut sent, mut taken) = (0u64, 0u64);
+        let mut bench = Bench::default();
         let mut reading = true;
         let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
         let whole = 'merge: loop {
@@ -733,6 +741,21 @@ fn on_workers(
             let mut piece = loop {
                 if let Some(piece) = waiting.remove(&taken) {
                     break piece;
+                }
+                match piece_rx.try_recv() {
+                    Ok((n, piece)) => {
+                        waiting.insert(n, piece);
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => break 'merge false,
+                    Err(mpsc::TryRecvError::Empty) => {}
+                }
+                // Nothing is back: a block no worker has taken yet is rendered here rather
+                // than waited for (a worker waiting for one holds the lock: there is none).
+                let job = job_rx.try_lock().ok().and_then(|rx| rx.try_recv().ok());
+                if let Some((n, f, block)) = job {
+                    waiting.insert(n, ctx.render(&mut bench, f, block));
+                    continue;
                 }
                 match piece_rx.recv() {
                     Ok((n, piece)) => {

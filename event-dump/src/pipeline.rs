@@ -8,10 +8,19 @@
 //! it, in time order), so a line leaves [`Hole`]s where they go and the main thread fills
 //! them as it writes the line, after learning every `Intern` and `Label` before it.
 //!
+//! A packed block is unpacked by the worker that renders it, not by the main thread, which
+//! only reads, checks and merges ([`PendingBlock`]); a block whose records do not unpack
+//! comes back as a damaged one, at its place in the sequence, as the decoder would have said
+//! it.
+//!
 //! The main thread reads the logs' blocks, hands them out in sequence and takes the rendered
 //! blocks back in that same sequence, whichever worker finished first: what it does depends
 //! only on the blocks, so the output is the same, byte for byte, with any number of workers,
-//! and with none (`--jobs 1` renders on the main thread).
+//! and with none (`--jobs 1` renders on the main thread). While the block it needs next is
+//! not back, the main thread renders a block no worker has taken yet instead of waiting, so
+//! that `--jobs N` is N threads that render, the main one among them: with a thread more than
+//! the cores, the main thread was woken for each block back and took a core from a worker
+//! each time (2 400 context switches on the benchmark's zstd log, 60 now; BENCHMARKS.md).
 //!
 //! The merge ([`LineMerge`]) is the workspace's one merge by time
 //! ([`Order`](event_format::merge::Order), which [`Merge`](event_format::merge::Merge) of the
@@ -29,11 +38,11 @@
 
 use crate::log::{DumpError, Log};
 use crate::render::{Annotations, Fact, Hole, Origin, Renderer, Templates};
-use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event};
+use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry, Event, PendingBlock};
 use event_format::ledger::{Ledger, Tally};
 use event_format::merge::{At, Keys, Order, Place, Tie, Timed, Watermark};
 use event_format::text::Seconds;
-use event_format::wire::{Clock, RecordError};
+use event_format::wire::{Clock, RecordError, Unpacker};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -137,6 +146,17 @@ pub(crate) enum Piece {
     Block(Rendered),
 }
 
+/// What a thread that renders blocks keeps from one block to the next: the templates it made,
+/// and what unpacks packed blocks (a zstd context, and a buffer the records go to).
+#[derive(Default)]
+pub(crate) struct Bench {
+    templates: Templates,
+    unpacker: Unpacker,
+    /// The buffer the next packed block's records are unpacked into; it then holds the
+    /// buffer of that block's packed bytes.
+    records: Vec<u8>,
+}
+
 /// Whether an event of log `file` is shown, read by the log's clock.
 pub(crate) type Keeps<'a> = dyn Fn(usize, &Event<'_>, &Clock) -> bool + Sync + 'a;
 
@@ -160,9 +180,11 @@ impl Context<'_> {
         self.starts.get(file).and_then(|s| s.get(segment as usize)).copied().unwrap_or(0)
     }
 
-    /// Decodes, selects and renders `block` of log `file`, with the templates the calling
-    /// thread made so far.
-    pub(crate) fn render(&self, templates: &mut Templates, file: usize, block: Result<Block, BlockError>) -> Piece {
+    /// Unpacks, decodes, selects and renders `block` of log `file`, with what the calling
+    /// thread kept from the blocks before (`bench`).
+    pub(crate) fn render(&self, bench: &mut Bench, file: usize, block: Result<PendingBlock, BlockError>) -> Piece {
+        let block = block.and_then(|block| block.unpack(&mut bench.unpacker, &mut bench.records));
+        let templates = &mut bench.templates;
         let block = match block {
             Ok(block) => block,
             Err(error) => {
@@ -600,17 +622,18 @@ struct Feed<'l> {
 
 impl Feed<'_> {
     /// The next block of the log furthest behind, `None` once every log is read.
-    fn read(&mut self, ctx: &Context<'_>) -> Option<(usize, Result<Block, BlockError>)> {
+    /// Its records may still be packed: the worker that renders it unpacks them.
+    fn read(&mut self, ctx: &Context<'_>) -> Option<(usize, Result<PendingBlock, BlockError>)> {
         for (f, block) in self.spent.drain(..) {
             self.logs[f].recycle(block);
         }
         loop {
             let f = (0..self.logs.len()).filter(|&f| !self.done[f]).min_by_key(|&f| self.last_key[f])?;
-            match self.logs[f].next_block() {
+            match self.logs[f].next_pending() {
                 None => self.done[f] = true,
                 Some(block) => {
                     if let Ok(b) = &block {
-                        let time = b.header.base_time;
+                        let time = b.header().base_time;
                         let key = if self.several { ctx.clocks[f].wall_ns(time) } else { i128::from(time) };
                         self.last_key[f] = self.last_key[f].max(key);
                     }
@@ -647,8 +670,9 @@ fn recycle(ctx: &Context<'_>, merge: &mut LineMerge) {
     merge.spent().clear();
 }
 
-/// [`run`] on `jobs` worker threads, merged here in sequence: whether every log was read, or
-/// `None` when no worker thread could be made (a thread limit), before any block was read.
+/// [`run`] on `jobs` threads (`jobs - 1` workers and this one, which renders while the block
+/// it needs next is not back), merged here in sequence: whether every log was read, or `None`
+/// when no worker thread could be made (a thread limit), before any block was read.
 fn on_workers(
     feed: &mut Feed<'_>,
     ctx: &Context<'_>,
@@ -662,15 +686,17 @@ fn on_workers(
     // zstd log used 1.65 of 2 cores, 1.78 with 16, 6 % faster; 64 was no faster and held
     // 28 MB more; BENCHMARKS.md).
     let ahead = jobs as u64 * 16;
-    let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<Block, BlockError>)>();
+    let (job_tx, job_rx) = mpsc::channel::<(u64, usize, Result<PendingBlock, BlockError>)>();
     let job_rx = Mutex::new(job_rx);
     let (piece_tx, piece_rx) = mpsc::channel::<(u64, Piece)>();
     std::thread::scope(|s| {
         let mut workers = 0;
-        for _ in 0..jobs {
+        // This thread renders too, while the block it needs next is not back: `jobs` threads
+        // render in all.
+        for _ in 1..jobs {
             let (job_rx, piece_tx) = (&job_rx, piece_tx.clone());
             let spawned = std::thread::Builder::new().name("event-dump-render".into()).spawn_scoped(s, move || {
-                let mut templates = Templates::default();
+                let mut bench = Bench::default();
                 loop {
                     // The lock is held while waiting: the other workers wait on it instead.
                     let job = match job_rx.lock() {
@@ -678,7 +704,7 @@ fn on_workers(
                         Err(_) => return,
                     };
                     let Ok((n, f, block)) = job else { return };
-                    if piece_tx.send((n, ctx.render(&mut templates, f, block))).is_err() {
+                    if piece_tx.send((n, ctx.render(&mut bench, f, block))).is_err() {
                         return;
                     }
                 }
@@ -694,6 +720,7 @@ fn on_workers(
             return None;
         }
         let (mut sent, mut taken) = (0u64, 0u64);
+        let mut bench = Bench::default();
         let mut reading = true;
         let mut waiting: BTreeMap<u64, Piece> = BTreeMap::new();
         let whole = 'merge: loop {
@@ -714,6 +741,21 @@ fn on_workers(
             let mut piece = loop {
                 if let Some(piece) = waiting.remove(&taken) {
                     break piece;
+                }
+                match piece_rx.try_recv() {
+                    Ok((n, piece)) => {
+                        waiting.insert(n, piece);
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => break 'merge false,
+                    Err(mpsc::TryRecvError::Empty) => {}
+                }
+                // Nothing is back: a block no worker has taken yet is rendered here rather
+                // than waited for (a worker waiting for one holds the lock: there is none).
+                let job = job_rx.try_lock().ok().and_then(|rx| rx.try_recv().ok());
+                if let Some((n, f, block)) = job {
+                    waiting.insert(n, ctx.render(&mut bench, f, block));
+                    continue;
                 }
                 match piece_rx.recv() {
                     Ok((n, piece)) => {
@@ -738,9 +780,9 @@ fn on_workers(
 
 /// [`run`] on this thread: `--jobs 1`, or no worker thread could be made (a thread limit).
 fn on_this_thread(feed: &mut Feed<'_>, ctx: &Context<'_>, merge: &mut LineMerge, w: &mut Writer<'_>) -> bool {
-    let mut templates = Templates::default();
+    let mut bench = Bench::default();
     while let Some((f, block)) = feed.read(ctx) {
-        let mut piece = ctx.render(&mut templates, f, block);
+        let mut piece = ctx.render(&mut bench, f, block);
         feed.taken(&mut piece);
         if merge.insert(piece, w).is_break() {
             return false;

@@ -6,9 +6,9 @@
 //! broken (a round trip that does not hold, a count that disagrees); anything a hostile
 //! input can cause must end in an error value instead.
 
-use crate::codec::decode::{BlockSource, Catalog, DecodeOptions, Decoder, Entry};
+use crate::codec::decode::{Block, BlockError, BlockSource, Catalog, DecodeOptions, Decoder, Entry};
 use crate::codec::ring::{self, Follower, RingBlocks, RingReader, RingStream};
-use crate::codec::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, seal_block};
+use crate::codec::wire::{BLOCK_HEADER_LEN, BLOCK_SYNC, Header, MAGIC, Order, Unpacker, seal_block};
 use crate::reading::ledger::{Ledger, Step};
 use std::io::{self, Read};
 
@@ -66,7 +66,7 @@ pub fn fuzz_decode(data: &[u8]) {
 /// image and the records are one-to-one); and the bytes as a zstd frame, which unpacks within
 /// a block or is refused.
 fn column_image(data: &[u8]) {
-    use crate::codec::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD, Unpacker, columns};
+    use crate::codec::wire::{BLOCK_COLUMNS, BLOCK_PACKED, BLOCK_ZSTD, columns};
     let limit = 4096 - BLOCK_HEADER_LEN;
     for order in [Order::Little, Order::Big] {
         let mut records = Vec::new();
@@ -92,6 +92,12 @@ fn decode_both(data: &[u8]) {
     let step = data.first().map_or(1, |b| usize::from(b % 8) + 1);
     let chunked = decode_stream(Chunked { data, step }, DecodeOptions::default());
     assert_eq!(whole, chunked, "short reads changed what was decoded");
+    // Packed blocks handed on packed and unpacked after (as `print`'s workers do) must give
+    // the same blocks, damage and records.
+    if let Ok(decoder) = Decoder::new(data) {
+        let mut after = UnpackedAfter { source: decoder, unpacker: Unpacker::new(), spare: Vec::new() };
+        assert_eq!(whole, tally_blocks(&mut after), "unpacking after reading changed what was decoded");
+    }
     decode_stream(data, DecodeOptions { force: true });
     index_agrees(data);
     decode_ring(data);
@@ -133,6 +139,24 @@ pub struct Tally {
 /// checks it on the way): what a test compares with what other readers count.
 pub fn tally_stream(data: &[u8]) -> Tally {
     decode_stream(data, DecodeOptions::default())
+}
+
+/// A source read with [`BlockSource::next_pending`], each block unpacked once it is read.
+struct UnpackedAfter<S> {
+    source: S,
+    unpacker: Unpacker,
+    spare: Vec<u8>,
+}
+
+impl<S: BlockSource> BlockSource for UnpackedAfter<S> {
+    fn header(&self) -> &Header {
+        self.source.header()
+    }
+
+    fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        let block = self.source.next_pending()?;
+        Some(block.and_then(|block| block.unpack(&mut self.unpacker, &mut self.spare)))
+    }
 }
 
 /// A reader that hands out at most `step` bytes per call.

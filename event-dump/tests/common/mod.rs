@@ -473,6 +473,43 @@ pub(crate) fn damaged_copy(from: &Path, to: &Path, block: usize) {
     std::fs::write(to, bytes).unwrap();
 }
 
+/// [`two_threads_log`] packed (zstd), with its block 1's packed bytes replaced by eight bytes
+/// that are no zstd frame and then a copy of its block 2, and the block resealed: its CRC
+/// holds, its records do not unpack, and its bytes hold a sync word at an aligned offset, the
+/// start of what looks like a whole block (docs/FORMAT.md, "Reading a block": a CRC-checked
+/// block's length is trusted, so that copy is not read). Returns block 1's offset and the
+/// events of the good log's block 1.
+pub(crate) fn unpackable_block_log(path: &Path) -> (u64, usize) {
+    two_threads_log(path, true);
+    let (bytes, offset, lost) = unpackable_block(&std::fs::read(path).unwrap());
+    std::fs::write(path, bytes).unwrap();
+    (offset, lost)
+}
+
+/// The packed log `good` with its block 1 made as [`unpackable_block_log`] makes it: the bytes,
+/// block 1's offset and its events in `good`.
+pub(crate) fn unpackable_block(good: &[u8]) -> (Vec<u8>, u64, usize) {
+    use event_format::decode::{Catalog, Decoder, Entry};
+    use event_format::wire::BLOCK_HEADER_LEN;
+    let decoder = Decoder::new(good).unwrap();
+    let (order, catalog) = (decoder.header().order, Catalog::new(&decoder.header().sets));
+    let blocks: Vec<_> = decoder.map(Result::unwrap).collect();
+    assert!(blocks.len() > 3 && blocks.iter().all(|b| b.stored_len < 1024), "packed blocks");
+    let (one, two) = (&blocks[1], &blocks[2]);
+    let lost = one.entries(&catalog).filter(|e| matches!(e, Entry::Event(_))).count();
+    let (start, end) = (one.offset as usize, (one.offset + one.stored_len) as usize);
+    let mut block = good[start..start + BLOCK_HEADER_LEN].to_vec();
+    block.extend_from_slice(b"not zstd");
+    block.extend_from_slice(&good[two.offset as usize..(two.offset + two.stored_len) as usize]);
+    let used = (block.len() - BLOCK_HEADER_LEN) as u32;
+    block.resize(raw::packed_len(used), 0);
+    raw::seal_block(order, &mut block, used);
+    let mut bytes = good[..start].to_vec();
+    bytes.extend_from_slice(&block);
+    bytes.extend_from_slice(&good[end..]);
+    (bytes, one.offset, lost)
+}
+
 /// The thread 1 block of [`damaged_records_log`] and [`damaged_records_ring`], in `order`:
 /// `Poll` at t0 + 1, then a `TimeExtend` with no argument bytes (delta 1, so the running time
 /// is t0 + 2), `Poll` at t0 + 3, an `Every` whose bool byte is 2 (t0 + 4), and `Poll` at t0 + 5

@@ -1,11 +1,11 @@
 //! event-dump on hostile logs: random bytes, truncations at every block boundary and inside
-//! records, bit flips, lying lengths and counts (a record length of 0xFFFF, a block size of
-//! 2^31, a header length of 2^24, a schema of 65535 events, a string past its record) and
-//! ring files with lying geometry, slots and positions. Every subcommand must exit 0 or 1
-//! (never panic), say what is wrong in one-line messages, keep showing the undamaged blocks,
-//! and use no more memory than the input backs: each child's peak RSS (wait4's ru_maxrss)
-//! stays within 4 × the input + 64 × its stream header + 8 MiB of the same subcommand's on
-//! a tiny log.
+//! records, bit flips, a packed block that does not unpack, lying lengths and counts (a record
+//! length of 0xFFFF, a block size of 2^31, a header length of 2^24, a schema of 65535 events, a
+//! string past its record) and ring files with lying geometry, slots and positions. Every
+//! subcommand must exit 0 or 1 (never panic), say what is wrong in one-line messages, keep
+//! showing the undamaged blocks, and use no more memory than the input backs: each child's
+//! peak RSS (wait4's ru_maxrss) stays within 4 × the input + 64 × its stream header + 8 MiB of
+//! the same subcommand's on a tiny log.
 #![cfg(target_os = "linux")]
 
 use crate::common::{self, DUMP};
@@ -434,6 +434,32 @@ fn a_bit_flip_costs_its_block_only() {
             }
         }
         assert!(flipped_blocks >= s.events.len(), "flips in headers and records damage blocks");
+    }
+}
+
+/// A packed block whose CRC holds over bytes that do not unpack, with a copy of the next block
+/// inside them ([`common::unpackable_block`]): every command reads on at its end (`print` on
+/// its workers, the others as they read), none reads the copy, and it costs its own events
+/// only, named once by `print`.
+#[test]
+fn a_packed_block_that_does_not_unpack_costs_its_events_only() {
+    let good = sample_log(true);
+    let whole = whole_lines(&good);
+    let total: usize = shape(&good).events.iter().sum();
+    let (bytes, offset, lost) = common::unpackable_block(&good);
+    let runs = every_command("unpackable.evt", &bytes);
+    let printed = printed_subset("a block that does not unpack", &runs, &whole);
+    assert_eq!(printed, total - lost, "its {lost} events of {total}, no more and no fewer");
+    for name in ["print json", "print csv"] {
+        assert_eq!(runs[name].stderr, runs["print text"].stderr, "{name}");
+    }
+    let said = &runs["print text"].stderr;
+    assert_eq!(said.lines().filter(|l| l.contains(" skipped: ")).count(), 1, "{said}");
+    assert!(said.contains(&format!("block 1 at offset {offset} skipped: ")), "{said}");
+    assert_eq!(runs["check"].code, Some(1));
+    // Nor does any other command read the copy (a block repeated).
+    for (name, r) in &runs {
+        assert!(!r.stdout.contains("repeated") && !r.stderr.contains("repeated"), "{name}: {}{}", r.stdout, r.stderr);
     }
 }
 

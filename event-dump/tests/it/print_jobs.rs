@@ -1,8 +1,9 @@
 //! `print`'s pipeline: the output is the same, byte for byte, with any number of workers
 //! (`--jobs`) and any merge window, and with or without the block index (`--window-only`),
-//! on every fixture, merges of several logs and damaged logs, in every format; and `print`
-//! warns when, and only when, a log's disorder is more than its merge window holds, or a
-//! block's records start before its header says.
+//! on every fixture, merges of several logs and damaged logs (a packed block that does not
+//! unpack among them: its workers unpack), in every format; and `print` warns when, and only
+//! when, a log's disorder is more than its merge window holds, or a block's records start
+//! before its header says.
 
 use crate::common::{self, dir, run, stderr, stdout};
 use event_format::wire::{BlockHeader, BlockWriter, Header, Order, Text, Value};
@@ -88,6 +89,8 @@ fn merges_and_damaged_logs_print_the_same_with_any_number_of_workers() {
     common::damaged_copy(&many, &damaged, 3);
     let awkward = d.join("awkward.evt");
     common::awkward_log(&awkward, 3);
+    let unpackable = d.join("unpackable.evt");
+    common::unpackable_block_log(&unpackable);
     let s = |p: &Path| p.to_str().unwrap().to_owned();
     let sets: Vec<Vec<String>> = vec![
         vec![s(&sample)],
@@ -95,6 +98,7 @@ fn merges_and_damaged_logs_print_the_same_with_any_number_of_workers() {
         vec![s(&many), s(&two)],
         vec![s(&damaged)],
         vec![s(&awkward)],
+        vec![s(&unpackable), s(&two)],
         vec![fixture("v2.0.0/tour-le.evt"), fixture("v2.0.0/tour-be.evt"), fixture("v1.0.0/tour-le-damaged.evt")],
         vec![fixture("damaged/bad-records-le.evt"), fixture("damaged/bad-records-be.evt"), s(&sample)],
         vec![fixture("sets/two-sets-le.evt"), s(&many)],
@@ -340,5 +344,29 @@ fn with_no_thread_to_be_had_print_check_and_stats_work_on_one_thread() {
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         assert_eq!(stdout(&out), stdout(&normal), "{args:?}");
         assert_eq!(stderr(&out), stderr(&normal), "{args:?}");
+    }
+}
+
+/// Records by callsite (stream format 2.1.1) read expanded whichever thread unpacks their
+/// block: the tracing fixture's packed block (thread 2) is unpacked and expanded by a worker,
+/// its whole block (thread 1) by the same code on the reading side; one record whose block
+/// does not define its callsite is shown as it is.
+#[test]
+fn records_by_callsite_print_expanded_with_any_number_of_workers() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/v2.1.1/tracing-le.evt");
+    let log = log.to_str().unwrap();
+    for jobs in ["1", "2", "3"] {
+        let out = run(&["print", "--jobs", jobs, log]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        for line in [
+            r#"T1 Builtin.SpanOpen span=7 parent=0 name="request" fields="id=42 method=\"GET\"""#,
+            r#"T2 Builtin.TraceEvent level=2 target="app::db" text="slow query rows=1200""#,
+            r#"T1 Builtin.TraceEventAt callsite=9 message="no callsite" values="0=1""#,
+        ] {
+            assert!(text.contains(line), "--jobs {jobs}: {line}\n{text}");
+        }
+        assert_eq!(text.matches("TraceEventAt").count(), 1, "--jobs {jobs}: {text}");
+        assert!(!text.contains("Callsite "), "definitions are consumed: {text}");
     }
 }

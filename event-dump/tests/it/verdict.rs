@@ -97,6 +97,40 @@ fn a_damaged_stream_is_not_whole_to_any_reader() {
     one_verdict(&log, verdict, false);
 }
 
+/// A packed block whose CRC holds and whose records do not unpack is one damaged block to
+/// every reader, which go on at its end ([`common::unpackable_block_log`]): `print` (which
+/// unpacks on its workers, after reading on) with any number of workers, `check`, `stats`,
+/// the exports and the typed reader (which unpack as they read) say one verdict, and `print`
+/// shows every event but the block's.
+#[test]
+fn a_packed_block_that_does_not_unpack_costs_that_block_only_to_every_reader() {
+    let d = common::dir("verdict-unpackable");
+    let (good, log) = (d.join("good.evt"), d.join("unpackable.evt"));
+    common::two_threads_log(&good, true);
+    let (offset, lost) = common::unpackable_block_log(&log);
+    let path = log.to_str().unwrap();
+    // Its stop marker counts the block's events, which no reader can; the copy inside it is
+    // read by none (it would be a block repeated).
+    let verdict = "NOT whole: 1 block missing (dropped or damaged), 1 damaged block, \
+                   2 counts that disagree with their stop markers";
+    one_verdict(&log, verdict, false);
+
+    let whole = stdout(&run(&["print", good.to_str().unwrap()]));
+    let one = run(&["print", "--jobs", "1", path]);
+    let shown = stdout(&one);
+    assert_eq!(shown.lines().count(), whole.lines().count() - lost, "the block's {lost} events, no more");
+    assert!(shown.lines().all(|l| whole.contains(l)));
+    let said = stderr(&one);
+    let skipped: Vec<&str> = said.lines().filter(|l| l.contains("skipped")).collect();
+    assert_eq!(skipped.len(), 1, "{said}");
+    assert!(skipped[0].contains(&format!("block 1 at offset {offset} skipped: ")), "{}", skipped[0]);
+    assert!(skipped[0].contains("not a zstd frame"), "{}", skipped[0]);
+    for jobs in ["2", "4"] {
+        let many = run(&["print", "--jobs", jobs, path]);
+        assert_eq!((stdout(&many), stderr(&many)), (shown.clone(), said.clone()), "--jobs {jobs}");
+    }
+}
+
 /// A ring that overwrote its oldest blocks is whole, as a ring keeps only the latest: to
 /// every reader (the typed reader and `stats` called it not whole), unless strict.
 #[test]

@@ -45,7 +45,8 @@ pub struct DecodeOptions {
 }
 
 /// A block that could not be decoded, and why. Decoding goes on with the next block found
-/// (the next sync word), except after [`Damage::Unreadable`], which ends the stream.
+/// (the next sync word; after a verified block whose records do not unpack, the block after
+/// it), except after [`Damage::Unreadable`], which ends the stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockError {
     /// The block's index in the stream, from 0.
@@ -262,17 +263,29 @@ impl<R: Read> Decoder<R> {
     /// The next block, `Some(Err)` for a damaged one (skipped), `None` at the end.
     ///
     /// A damaged block is skipped by looking for the next sync word, so that one damaged
-    /// block costs that block, whether blocks are whole or packed.
+    /// block costs that block, whether blocks are whole or packed; a verified block whose
+    /// packed records do not unpack is skipped by its length, which its CRC vouches for
+    /// (docs/FORMAT.md, "Reading a block").
     pub fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        // Unpacked here, the block is never left packed.
+        self.next(true).map(|block| block.map(|pending| pending.block))
+    }
+
+    /// The next block as [`next_block`](Decoder::next_block) gives it, except that a packed
+    /// block comes with its records still packed, for the reader to unpack where it likes
+    /// ([`PendingBlock::unpack`], on another thread): the blocks, and the damaged blocks
+    /// among them, are the same either way, as are the places they are found at.
+    pub fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        self.next(false)
+    }
+
+    /// The next block, its records unpacked here when `unpack`.
+    fn next(&mut self, unpack: bool) -> Option<Result<PendingBlock, BlockError>> {
         if self.done {
             return None;
         }
-        match self.read_block() {
-            Ok(Some(Ok(block))) => Some(Ok(block)),
-            Ok(Some(Err(error))) => {
-                self.resync = true;
-                Some(Err(error))
-            }
+        match self.read_block(unpack) {
+            Ok(Some(block)) => Some(block),
             Ok(None) => {
                 self.done = true;
                 None
@@ -289,7 +302,10 @@ impl<R: Read> Decoder<R> {
         }
     }
 
-    fn read_block(&mut self) -> io::Result<Option<Result<Block, BlockError>>> {
+    /// Reads the next block, checks it and, when `unpack`, unpacks its records. A block that
+    /// fails a check before its CRC vouches for its length leaves the decoder looking for the
+    /// next sync word; one whose records do not unpack is consumed whole.
+    fn read_block(&mut self, unpack: bool) -> io::Result<Option<Result<PendingBlock, BlockError>>> {
         let size = self.header.block_size as usize;
         let order = self.header.order;
         if self.resync {
@@ -310,6 +326,8 @@ impl<R: Read> Decoder<R> {
         }
         self.next_index += 1;
         let damaged = |damage| Ok(Some(Err(BlockError { index, segment: 0, offset, damage })));
+        // Until its CRC checks, nothing of the block is trusted, its length included.
+        self.resync = true;
         if have < BLOCK_HEADER_LEN {
             return damaged(Damage::Truncated { have, need: size });
         }
@@ -324,22 +342,108 @@ impl<R: Read> Decoder<R> {
             Ok(header) => header,
             Err(damage) => return damaged(damage),
         };
+        // Verified: the block ends where its length says, whatever its records turn out to be.
+        self.resync = false;
         let body = &self.buf[self.pos + BLOCK_HEADER_LEN..self.pos + BLOCK_HEADER_LEN + header.used as usize];
         let mut records = std::mem::take(&mut self.spare);
-        if packed {
-            if let Err(damage) =
-                self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
-            {
-                self.spare = records;
-                return damaged(damage);
-            }
-        } else {
+        let unpacked = if !packed {
             records.clear();
             records.extend_from_slice(body);
-        }
+            Ok(())
+        } else if unpack {
+            self.unpacker.unpack_into(order, header.flags, body, self.header.block_size, &mut records)
+        } else {
+            // The packed bytes at the buffer's start, its length kept (the bytes after them
+            // are an earlier block's): the buffer these records are unpacked into is this one
+            // once it has gone round, and an unpacker zero-fills a buffer only where it grows.
+            if records.len() < body.len() {
+                records.resize(body.len(), 0);
+            }
+            records[..body.len()].copy_from_slice(body);
+            Ok(())
+        };
         self.consume(len);
-        crate::codec::callsites::expand_in_place(order, &mut records, self.header.block_size);
-        Ok(Some(Ok(Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 })))
+        if let Err(damage) = unpacked {
+            self.spare = records;
+            return damaged(damage);
+        }
+        let block_size = self.header.block_size;
+        // Records by callsite expanded where the records are final: here when unpacked here,
+        // else by `PendingBlock::unpack`, on the thread that unpacks.
+        if unpack {
+            crate::codec::callsites::expand_in_place(order, &mut records, block_size);
+        }
+        let block = Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 };
+        let packed = (packed && !unpack).then_some(block_size);
+        let expand = (!unpack).then_some(block_size);
+        Ok(Some(Ok(PendingBlock { block, packed, expand })))
+    }
+}
+
+/// A block that passed its checks, whose records may still be packed: what
+/// [`BlockSource::next_pending`] gives, for a reader that unpacks blocks on other threads than
+/// the one that reads them. [`unpack`](PendingBlock::unpack) makes it a [`Block`], or finds
+/// it damaged ([`Damage::BadPacking`]), as [`BlockSource::next_block`] would have.
+#[derive(Clone, Debug)]
+pub struct PendingBlock {
+    /// The block; while `packed` is `Some`, its `records` start with its packed bytes
+    /// (`header.used` of them), and what follows them is an earlier block's.
+    pub(crate) block: Block,
+    /// The stream's block size, while the records are still packed (they unpack to at most
+    /// this less the block header); `None` once they are the records.
+    pub(crate) packed: Option<u32>,
+    /// The stream's block size, while the records by callsite are still to be expanded
+    /// ([`callsites`](crate::callsites)); `None` once they are.
+    pub(crate) expand: Option<u32>,
+}
+
+impl PendingBlock {
+    /// A block whose records are unpacked (and their records by callsite expanded) already.
+    pub fn ready(block: Block) -> PendingBlock {
+        PendingBlock { block, packed: None, expand: None }
+    }
+
+    /// Its header, verified.
+    pub fn header(&self) -> &BlockHeader {
+        &self.block.header
+    }
+
+    /// Whether its records are still packed.
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
+    }
+
+    /// The block's index in the stream, as [`Block::index`].
+    pub fn index(&self) -> u64 {
+        self.block.index
+    }
+
+    /// The block's segment, as [`Block::segment`].
+    pub fn segment(&self) -> u32 {
+        self.block.segment
+    }
+
+    /// The block's byte offset in the stream, as [`Block::offset`].
+    pub fn offset(&self) -> u64 {
+        self.block.offset
+    }
+
+    /// The block with its records unpacked by `unpacker` into `spare` (a buffer the caller
+    /// reuses from block to block: it gets the packed bytes' buffer back), or the damage that
+    /// [`BlockSource::next_block`] would have reported for it, at its place.
+    pub fn unpack(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
+        let PendingBlock { mut block, packed, expand } = self;
+        if let Some(block_size) = packed {
+            let bytes = &block.records[..block.header.used as usize];
+            if let Err(damage) = unpacker.unpack_into(block.order, block.header.flags, bytes, block_size, spare) {
+                return Err(BlockError { index: block.index, segment: block.segment, offset: block.offset, damage });
+            }
+            std::mem::swap(&mut block.records, spare);
+        }
+        if let Some(block_size) = expand {
+            crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
+        }
+        Ok(block)
     }
 }
 
@@ -427,6 +531,13 @@ pub trait BlockSource {
     /// come), `None` at the end.
     fn next_block(&mut self) -> Option<Result<Block, BlockError>>;
 
+    /// The next block as [`next_block`](BlockSource::next_block) gives it, or still packed
+    /// where the source can hand it on so ([`Decoder::next_pending`]): a reader that unpacks
+    /// blocks on threads of its own ([`PendingBlock::unpack`]). By default, unpacked.
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        self.next_block().map(|block| block.map(PendingBlock::ready))
+    }
+
     /// Gives back a block this source read, done with, for its buffer to hold a later block's
     /// records: a reader that walks millions of blocks then allocates and zero-fills once.
     /// Optional; by default the block is dropped.
@@ -452,6 +563,10 @@ impl<R: Read> BlockSource for Decoder<R> {
         Decoder::next_block(self)
     }
 
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        Decoder::next_pending(self)
+    }
+
     fn recycle(&mut self, block: Block) {
         if block.records.capacity() > self.spare.capacity() {
             self.spare = block.records;
@@ -466,6 +581,10 @@ impl<S: BlockSource + ?Sized> BlockSource for &mut S {
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         (**self).next_block()
+    }
+
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        (**self).next_pending()
     }
 
     fn recycle(&mut self, block: Block) {
@@ -484,6 +603,10 @@ impl<S: BlockSource + ?Sized> BlockSource for Box<S> {
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         (**self).next_block()
+    }
+
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        (**self).next_pending()
     }
 
     fn recycle(&mut self, block: Block) {

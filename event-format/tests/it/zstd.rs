@@ -106,6 +106,12 @@ fn zstd_packs_smaller_than_lz4() {
 /// `damage` (the block then resealed, so that its CRC holds and the damage is the codec's to
 /// find): the lines, and the events of the damaged block in the good stream.
 fn with_damage(i: usize, damage: impl Fn(&mut Vec<u8>)) -> (Vec<String>, usize) {
+    let (stream, lost) = damaged_stream(i, damage);
+    (lines(&stream), lost)
+}
+
+/// The stream of [`with_damage`], and the events of the damaged block in the good stream.
+fn damaged_stream(i: usize, damage: impl Fn(&mut Vec<u8>)) -> (Vec<u8>, usize) {
     let order = Order::Little;
     let (head, blocks) = sample(order);
     let mut packer = Packer::new(Packing::ZSTD);
@@ -128,7 +134,7 @@ fn with_damage(i: usize, damage: impl Fn(&mut Vec<u8>)) -> (Vec<String>, usize) 
         }
         out.extend_from_slice(&one);
     }
-    (lines(&out), lost)
+    (out, lost)
 }
 
 /// Asserts that `damage` to block 1 costs block 1's events and nothing else, reported as bad
@@ -173,6 +179,94 @@ fn a_damaged_zstd_frame_costs_that_block_only() {
     );
     // Cut short.
     costs_the_block_only(|b| b.truncate(b.len() - 3), "damaged zstd frame");
+}
+
+/// A block found: its index, offset and records; or a damaged one: its index, offset and damage.
+type Found = Result<(u64, u64, Vec<u8>), (u64, u64, Damage)>;
+
+/// What a decoder finds, block by block: each block's place and records, or its damage at
+/// its place; read with every block unpacked as it is read (`next_block`), or with packed
+/// blocks handed on packed and unpacked after (`next_pending`, then `PendingBlock::unpack`,
+/// as `print`'s workers do).
+fn found(stream: &[u8], pending: bool) -> Vec<Found> {
+    let mut decoder = Decoder::new(stream).unwrap();
+    let (mut unpacker, mut spare) = (Unpacker::new(), Vec::new());
+    let mut found = Vec::new();
+    loop {
+        let block = if pending {
+            match decoder.next_pending() {
+                None => break,
+                Some(block) => block.and_then(|b| b.unpack(&mut unpacker, &mut spare)),
+            }
+        } else {
+            match decoder.next_block() {
+                None => break,
+                Some(block) => block,
+            }
+        };
+        found.push(block.map(|b| (b.index, b.offset, b.records)).map_err(|e| (e.index, e.offset, e.damage)));
+    }
+    found
+}
+
+/// A block whose CRC holds over packed bytes that do not unpack is skipped by its length
+/// (docs/FORMAT.md, "Reading a block": a CRC-checked block's length is trusted), even where
+/// those bytes hold, at an aligned offset, the sync word of what looks like a block (here a
+/// whole copy of the next block): that is not read as a block. Unpacked as it is read or
+/// after, on another thread, every block and every damaged one is the same, at the same place.
+#[test]
+fn a_sync_word_inside_a_block_that_does_not_unpack_is_not_a_block() {
+    let good = packed_stream(Order::Little, Packing::ZSTD);
+    let blocks: Vec<_> = Decoder::new(&good[..]).unwrap().map(Result::unwrap).collect();
+    let next = &blocks[2];
+    let copy = good[next.offset as usize..(next.offset + next.stored_len) as usize].to_vec();
+    // Eight bytes that are no zstd frame, then the copy: its sync word at an aligned offset.
+    let (stream, lost) = damaged_stream(1, |body| {
+        body.clear();
+        body.extend_from_slice(b"not zstd");
+        body.extend_from_slice(&copy);
+    });
+    let inside = blocks[1].offset + BLOCK_HEADER_LEN as u64 + 8;
+    assert_eq!(&stream[inside as usize..inside as usize + copy.len()], &copy[..], "the copy is at an aligned offset");
+    assert_eq!((inside - blocks[1].offset) % 8, 0);
+
+    let eager = found(&stream, false);
+    assert_eq!(eager, found(&stream, true), "unpacked as read, or after");
+    let damaged: Vec<_> = eager.iter().filter_map(|b| b.as_ref().err()).collect();
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    let (index, offset, damage) = damaged[0];
+    assert_eq!((*index, *offset), (1, blocks[1].offset));
+    assert!(matches!(damage, Damage::BadPacking(why) if why.contains("not a zstd frame")), "{damage:?}");
+    // Every other block, at its place: none found inside the damaged one.
+    let offsets: Vec<u64> = eager.iter().filter_map(|b| b.as_ref().ok()).map(|b| b.1).collect();
+    let after = stream.len() - good.len();
+    let expected: Vec<u64> = blocks
+        .iter()
+        .filter(|b| b.index != 1)
+        .map(|b| if b.index > 1 { b.offset + after as u64 } else { b.offset })
+        .collect();
+    assert_eq!(offsets, expected);
+    let whole = lines(&sample_stream(Order::Little));
+    let got = lines(&stream);
+    assert_eq!(got.len() - 1, whole.len() - lost, "the damaged block's {lost} events, no more");
+}
+
+/// A block handed on packed and unpacked after is the block `next_block` gives, for every
+/// packing and both byte orders, and a whole block is handed on unpacked.
+#[test]
+fn a_block_unpacked_after_it_is_read_is_the_block_read_unpacked() {
+    for order in [Order::Little, Order::Big] {
+        for packing in PACKINGS {
+            let stream = packed_stream(order, packing);
+            let mut decoder = Decoder::new(&stream[..]).unwrap();
+            assert!(decoder.next_pending().unwrap().unwrap().is_packed(), "{packing:?}");
+            assert_eq!(found(&stream, true), found(&stream, false), "{packing:?} {order:?}");
+        }
+        let whole = sample_stream(order);
+        let mut decoder = Decoder::new(&whole[..]).unwrap();
+        assert!(!decoder.next_pending().unwrap().unwrap().is_packed());
+        assert_eq!(found(&whole, true), found(&whole, false));
+    }
 }
 
 #[test]

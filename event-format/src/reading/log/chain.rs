@@ -3,7 +3,9 @@
 //! segments), since every segment restarts its threads' block numbers.
 
 use super::SegmentFile;
-use crate::codec::decode::{Block, BlockError, BlockSource, BlockStart, DecodeOptions, Decoder, index_blocks};
+use crate::codec::decode::{
+    Block, BlockError, BlockSource, BlockStart, DecodeOptions, Decoder, PendingBlock, index_blocks,
+};
 use crate::codec::wire::{Damage, Header};
 
 use std::fs::File;
@@ -86,11 +88,35 @@ impl BlockSource for Chain {
     }
 
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        // Unpacked by the decoder, the block is never left packed.
+        self.next(true).map(|block| block.map(|pending| pending.block))
+    }
+
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        self.next(false)
+    }
+
+    fn recycle(&mut self, block: Block) {
+        if let Some((decoder, _)) = &mut self.current {
+            decoder.recycle(block);
+        }
+    }
+}
+
+impl Chain {
+    /// The next block of the segment being read, or of the next one, its records unpacked
+    /// when `unpack` ([`Decoder::next_block`], [`Decoder::next_pending`]).
+    fn next(&mut self, unpack: bool) -> Option<Result<PendingBlock, BlockError>> {
         loop {
             if let Some((decoder, segment)) = &mut self.current {
-                match decoder.next_block() {
+                let next = if unpack {
+                    decoder.next_block().map(|b| b.map(PendingBlock::ready))
+                } else {
+                    decoder.next_pending()
+                };
+                match next {
                     Some(Ok(mut block)) => {
-                        block.segment = *segment;
+                        block.block.segment = *segment;
                         return Some(Ok(block));
                     }
                     Some(Err(mut error)) => {
@@ -103,12 +129,6 @@ impl BlockSource for Chain {
             if let Err(e) = self.open_next()? {
                 return Some(Err(e));
             }
-        }
-    }
-
-    fn recycle(&mut self, block: Block) {
-        if let Some((decoder, _)) = &mut self.current {
-            decoder.recycle(block);
         }
     }
 }

@@ -42,7 +42,9 @@ pub use liveness::WriterLiveness;
 pub use recording::{FoundSegment, OPEN_SUFFIX, SegmentFile, segment_at, segments_in};
 pub use tail::Growing;
 
-use crate::codec::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, index_blocks};
+use crate::codec::decode::{
+    Block, BlockError, BlockSource, BlockStart, Catalog, DecodeOptions, Decoder, PendingBlock, index_blocks,
+};
 use crate::codec::ring::{self, RingBlocks, RingError, RingFindings, RingReader};
 use crate::codec::wire::{Header, HeaderError, RecordingId};
 use crate::reading::ledger::{Ledger, SegmentEntry};
@@ -383,6 +385,14 @@ impl BlockSource for Log {
             Source::Stream(decoder) => decoder.next_block(),
             Source::Ring(ring) => ring.next_block(),
             Source::Segments(chain) => chain.next_block(),
+        }
+    }
+
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        match &mut self.source {
+            Source::Stream(decoder) => decoder.next_pending(),
+            Source::Ring(ring) => ring.next_pending(),
+            Source::Segments(chain) => chain.next_pending(),
         }
     }
 

@@ -394,3 +394,32 @@ fn the_floor_of_free_space_deletes_the_oldest_and_never_fills_the_disk() {
         "at most the 8 MiB less the 3 MiB floor, and a segment's growth: {used} KiB\n{stdout}"
     );
 }
+
+/// A run that sealed a segment and stopped: every reader judges its recording whole, the
+/// merge by time of `summary` and the exports as `check` and `stats` do. The merge reads a
+/// segment's next blocks before it has handed on the records of the one before, and held a
+/// segment's stop marker to what it had handed on by then: `summary` said NOT whole (two
+/// counts that disagree with their markers) and the exports said so on stderr.
+#[test]
+fn a_recording_of_segments_is_whole_to_every_reader() {
+    let d = dir("whole-to-every-reader");
+    let out = run(child(&["rotate", "200", "1"], &[("EVENT_FILE", "trace.evt"), ("EVENT_ROTATE", "1h")]), &d);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(listing(&d), ["trace.000000.evt", "trace.000001.evt"]);
+    let at = d.to_str().unwrap();
+    let (code, check) = dump(&["check", at]);
+    assert_eq!(code, 0, "{check}");
+    let out = Command::new(DUMP).args(["summary", "--format", "json", at]).output().unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary's JSON");
+    let findings = &summary["logs"][0]["findings"];
+    assert_eq!(
+        (findings["whole"].as_bool(), findings["marker_disagreements"].as_u64()),
+        (Some(true), Some(0)),
+        "{findings}"
+    );
+    let chrome = d.join("out.json");
+    let out =
+        Command::new(DUMP).args(["export", "--to", "chrome", at, "-o", chrome.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("NOT whole"), "{}", stderr(&out));
+}

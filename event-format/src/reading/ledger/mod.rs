@@ -215,6 +215,8 @@ pub struct Ledger {
     tally: Tally,
     damaged: Vec<Damaged>,
     ring: Option<RingEnd>,
+    /// Its parts' markers are held to the counts [`block_counts`](Ledger::block_counts) gave.
+    by_block: bool,
 }
 
 /// The ledger's counts at a point of the log: where a segment starts or ends.
@@ -239,11 +241,16 @@ struct Part {
     /// The counts when it started, and when the next one did (`None` while it is the last).
     start: Counts,
     end: Option<Counts>,
+    /// Its own blocks, records and losses, counted block by block as each was read
+    /// ([`Ledger::block_counts`]): for a reader that counts a block's records after it has
+    /// read later blocks (a merge by time), whose `start` and `end` would miss some.
+    own: Counts,
 }
 
 impl Part {
     fn new(segment: u32, start: Counts) -> Part {
-        Part { segment, threads: BTreeMap::new(), stop_block: None, after_stop_block: 0, start, end: None }
+        let own = Counts { blocks: 0, records: 0, lost: 0 };
+        Part { segment, threads: BTreeMap::new(), stop_block: None, after_stop_block: 0, start, end: None, own }
     }
 
     /// Its stop marker's block: its last stop block when no verified block follows it.
@@ -281,6 +288,7 @@ impl Ledger {
             tally: Tally::default(),
             damaged: Vec::new(),
             ring: None,
+            by_block: false,
         }
     }
 
@@ -338,6 +346,21 @@ impl Ledger {
         self.blocks += 1;
         self.tally.add_lost(header.thread, header.lost);
         step
+    }
+
+    /// Counts what a verified block holds, as its block was read: `records` (every record the
+    /// walk of docs/FORMAT.md yields but `TimeExtend`, `Stop` and `Callsite`) and `lost` (its
+    /// `lost` field and its `Dropped` counts), into its segment's part. A reader that counts
+    /// a block's records ([`entry`](Ledger::entry)) only after reading later blocks, as a
+    /// merge by time hands them on, calls it with [`block`](Ledger::block): each segment's
+    /// marker is then held to the counts of its own blocks, whenever their records are handed
+    /// on. One that counts each block's records before it reads the next needs not.
+    pub fn block_counts(&mut self, segment: u32, records: u64, lost: u64) {
+        self.by_block = true;
+        let part = self.part(segment);
+        part.own.blocks += 1;
+        part.own.records = part.own.records.saturating_add(records);
+        part.own.lost = part.own.lost.saturating_add(lost);
     }
 
     /// Counts a block that failed its checks.
@@ -594,12 +617,21 @@ impl Ledger {
     /// `part`'s marker's counts beside what was read of the part before it.
     fn part_marker(&self, part: &Part) -> Option<Marker> {
         let block = part.marker_block()?;
-        let end = part.end.unwrap_or_else(|| self.counts());
+        let own = if self.by_block {
+            part.own
+        } else {
+            let end = part.end.unwrap_or_else(|| self.counts());
+            Counts {
+                blocks: end.blocks - part.start.blocks,
+                records: end.records - part.start.records,
+                lost: end.lost.saturating_sub(part.start.lost),
+            }
+        };
         let read = Stop {
             // The marker's own block is no block of the counts.
-            blocks: (end.blocks - part.start.blocks).saturating_sub(1),
-            events: (end.records - part.start.records).saturating_sub(block.records),
-            lost: end.lost.saturating_sub(part.start.lost).saturating_sub(block.lost),
+            blocks: own.blocks.saturating_sub(1),
+            events: own.records.saturating_sub(block.records),
+            lost: own.lost.saturating_sub(block.lost),
             cause: block.stop.cause,
             unwritten: block.stop.unwritten,
         };

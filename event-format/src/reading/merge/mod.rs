@@ -56,6 +56,7 @@ use crate::codec::ring::{RingBlocks, RingFindings};
 use crate::codec::wire::{Clock, RecordError, RecordIter};
 use crate::reading::ledger::{Ledger, Step};
 use crate::reading::log::Log;
+use event_def::builtin::DROPPED;
 use std::collections::VecDeque;
 
 /// The most record bytes the merge holds.
@@ -454,9 +455,16 @@ impl<S: BlockSource> Merge<S> {
                 }
                 let (mut first, mut last) = (None::<At>, (0, 0));
                 let (mut backwards, mut earliest) = (false, None::<u64>);
+                // What the block holds, for its segment's marker: its records are counted
+                // as they are handed on, after later blocks are read.
+                let (mut records, mut lost) = (0u64, block.header.lost);
                 for record in block.records() {
                     match record {
                         Ok(record) => {
+                            records += 1;
+                            if record.code == DROPPED && record.args.len() >= 16 {
+                                lost = lost.saturating_add(block.order.u64(&record.args[8..]));
+                            }
                             let key = self.order.keys().key(f, record.time);
                             self.last_key[f] = self.last_key[f].max(key);
                             backwards |= first.is_some() && record.time < last.1;
@@ -472,6 +480,7 @@ impl<S: BlockSource> Merge<S> {
                         }
                     }
                 }
+                ledger.block_counts(block.segment, records, lost);
                 let at = place(&self.starts[f], block.segment, block.offset);
                 self.order.merged(f, at, Some((block.header.base_time, earliest)));
                 let Some(mut first) = first else { return };

@@ -68,10 +68,10 @@ enum Home {
 /// A thread's current block and what it knows of its history.
 ///
 /// `repr(C)`, the fields an enabled event reads and writes first, in the order the hot path
-/// takes them: with the span word and the borrow flag before them ([`Local`]), they fill
-/// the thread-local's first two cache lines and nothing else does, so that an event whose
-/// caches the program's own work emptied misses on two lines of its thread's state, not on
-/// every line of the buffer (BENCHMARKS.md, "the cache lines an enabled event reads").
+/// takes them: with the borrow flag before them ([`Local`]), they fill the thread-local's
+/// first two cache lines and nothing else does, so that an event whose caches the program's
+/// own work emptied misses on two lines of its buffer, not on every line of it (BENCHMARKS.md,
+/// "the cache lines an enabled event reads"), and on the span word's own (`SPAN`).
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct ThreadBuffer {
@@ -157,29 +157,30 @@ const WRITABLE: u8 = 1;
 const TSC: u8 = 2;
 
 /// What a thread keeps for the recorder, in one thread-local aligned to a cache line: its
-/// current `tracing` span, then its buffer, whose hot fields come first ([`ThreadBuffer`]).
-/// An enabled event reads the span word, the borrow flag and those fields: two lines.
+/// buffer, whose hot fields come first ([`ThreadBuffer`]). An enabled event reads the borrow
+/// flag and those fields: two lines.
 #[repr(C, align(64))]
 struct Local {
-    /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records
-    /// of the thread are preceded by a `SpanCurrent` whenever it differs from the last one
-    /// written (docs/FORMAT.md, "Built-in events").
-    span: std::cell::Cell<u64>,
     /// This thread's buffer (`None` before its first event in a recording).
     buffer: RefCell<Option<ThreadBuffer>>,
 }
 
 thread_local! {
-    /// This thread's span word and buffer ([`Local`]). Without a destructor
-    /// (`ManuallyDrop`): reaching it is one address, with no state to test on every event
-    /// and nothing registered on its first use (a fatal signal's flush may reach it,
-    /// `take_for_signal`). The buffer is dropped at the thread's exit by [`RETIRE`]'s
-    /// destructor, registered when the thread gets its buffer (`attach`). The span word was
-    /// a thread-local of its own until the cache lines were counted: beside the buffer, an
-    /// event after a sweep of the caches misses on one line fewer (BENCHMARKS.md).
+    /// This thread's buffer ([`Local`]). Without a destructor (`ManuallyDrop`): reaching it
+    /// is one address, with no state to test on every event and nothing registered on its
+    /// first use (a fatal signal's flush may reach it, `take_for_signal`). The buffer is
+    /// dropped at the thread's exit by [`RETIRE`]'s destructor, registered when the thread
+    /// gets its buffer (`attach`).
     static LOCAL: std::mem::ManuallyDrop<Local> = const {
-        std::mem::ManuallyDrop::new(Local { span: std::cell::Cell::new(0), buffer: RefCell::new(None) })
+        std::mem::ManuallyDrop::new(Local { buffer: RefCell::new(None) })
     };
+    /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records of
+    /// the thread are preceded by a `SpanCurrent` whenever it differs from the last one
+    /// written (docs/FORMAT.md, "Built-in events"). A thread-local of its own: beside the
+    /// buffer in `LOCAL` it saved one cache line after a sweep of the caches, and cost the
+    /// benchmark's warm loop 8 % (BENCHMARKS.md, the lead's night run), with no difference an
+    /// event after a sweep measured in time.
+    static SPAN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Drops this thread's buffer (flushing it) when the thread ends ([`Retire`]).
     static RETIRE: Retire = const { Retire };
     /// Set on the writer thread.
@@ -213,13 +214,13 @@ impl Drop for Retire {
 #[cfg(feature = "tracing")]
 #[inline]
 pub(crate) fn set_current_span(span: u64) -> u64 {
-    LOCAL.try_with(|local| local.span.replace(span)).unwrap_or(0)
+    SPAN.try_with(|s| s.replace(span)).unwrap_or(0)
 }
 
 /// This thread's current `tracing` span (0: none).
 #[inline]
 pub(crate) fn current_span() -> u64 {
-    LOCAL.try_with(|local| local.span.get()).unwrap_or(0)
+    SPAN.try_with(std::cell::Cell::get).unwrap_or(0)
 }
 
 /// The block this thread writes its records into now, told apart from every other block it
@@ -441,7 +442,7 @@ impl ThreadBuffer {
         };
         // The thread's current `tracing` span changed since the last `SpanCurrent`: one
         // before this record (cold; one load and a compare here).
-        let span = LOCAL.with(|local| local.span.get());
+        let span = SPAN.with(std::cell::Cell::get);
         if span != self.span_written {
             self.mark_span(now, span, len);
         }
@@ -1681,17 +1682,17 @@ mod tests {
         assert!(counted >= 1, "the second exit's event counted as lost");
     }
 
-    /// What an enabled event reads of its thread's state lies on the thread-local's first
-    /// two cache lines: the span word, the borrow flag, the buffer's hot fields up to its
-    /// home's, and the home's lane writer (its tag, the lane, the block, its end and limit).
-    /// A field moved behind them, or the thread-local no longer aligned, fails here.
+    /// What an enabled event reads of its thread's buffer lies on the thread-local's first
+    /// two cache lines: the borrow flag, the buffer's hot fields up to its home's, and the
+    /// home's lane writer (its tag, the lane, the block, its end and limit). A field moved
+    /// behind them, or the thread-local no longer aligned, fails here. (The span word is a
+    /// thread-local of its own: `SPAN`.)
     #[test]
     fn an_events_thread_state_lies_on_two_cache_lines() {
         use super::{Home, LOCAL, Local, ThreadBuffer};
         use crate::blocks::lane::{Lane, LaneWriter};
         use std::mem::{offset_of, size_of};
         assert_eq!(std::mem::align_of::<Local>(), 64);
-        assert_eq!(offset_of!(Local, span), 0);
         let local = LOCAL.with(|local| &**local as *const Local as usize);
         assert_eq!(local % 64, 0, "the thread-local starts a cache line");
         // The buffer in its `RefCell` (whose borrow flag is the rest of the first 16 bytes),

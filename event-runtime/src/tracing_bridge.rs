@@ -341,13 +341,11 @@ impl<'a> FieldWriter<'a> {
     }
 
     /// A field's key: its name (noting for an event's fields whether the grammar reads it as
-    /// a key), or with `indexed` its index.
+    /// a key), or with `indexed` its index (the callsite's names are all keys: `callsites`
+    /// lists only such a callsite).
     #[inline]
     fn name(&mut self, field: &Field) -> &'static str {
         let name = field.name();
-        if self.message.is_some() && !is_key(name) {
-            self.keys = false;
-        }
         if self.indexed {
             // tracing gives a callsite at most 32 fields; a key beyond is never an index.
             if let Some(index) = INDEXES.get(field.index()) {
@@ -355,6 +353,8 @@ impl<'a> FieldWriter<'a> {
                 self.extra += named as isize - index.len() as isize;
                 return index;
             }
+            self.keys = false;
+        } else if self.message.is_some() && !is_key(name) {
             self.keys = false;
         }
         name

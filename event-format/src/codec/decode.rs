@@ -374,9 +374,7 @@ impl<R: Read> Decoder<R> {
             crate::codec::callsites::expand_in_place(order, &mut records, block_size);
         }
         let block = Block { index, segment: 0, offset, header, records, order, stored_len: len as u64 };
-        let packed = (packed && !unpack).then_some(block_size);
-        let expand = (!unpack).then_some(block_size);
-        Ok(Some(Ok(PendingBlock { block, packed, expand })))
+        Ok(Some(Ok(PendingBlock { block, pending: (!unpack).then_some(block_size) })))
     }
 }
 
@@ -386,21 +384,19 @@ impl<R: Read> Decoder<R> {
 /// it damaged ([`Damage::BadPacking`]), as [`BlockSource::next_block`] would have.
 #[derive(Clone, Debug)]
 pub struct PendingBlock {
-    /// The block; while `packed` is `Some`, its `records` start with its packed bytes
+    /// The block; while it is pending and packed, its `records` start with its packed bytes
     /// (`header.used` of them), and what follows them is an earlier block's.
     pub(crate) block: Block,
-    /// The stream's block size, while the records are still packed (they unpack to at most
-    /// this less the block header); `None` once they are the records.
-    pub(crate) packed: Option<u32>,
-    /// The stream's block size, while the records by callsite are still to be expanded
-    /// ([`callsites`](crate::callsites)); `None` once they are.
-    pub(crate) expand: Option<u32>,
+    /// The stream's block size while the records are not yet final: still packed (they
+    /// unpack to at most this less the block header), and their records by callsite still to
+    /// be expanded ([`callsites`](crate::callsites)); `None` once they are the records.
+    pub(crate) pending: Option<u32>,
 }
 
 impl PendingBlock {
     /// A block whose records are unpacked (and their records by callsite expanded) already.
     pub fn ready(block: Block) -> PendingBlock {
-        PendingBlock { block, packed: None, expand: None }
+        PendingBlock { block, pending: None }
     }
 
     /// Its header, verified.
@@ -410,7 +406,7 @@ impl PendingBlock {
 
     /// Whether its records are still packed.
     pub fn is_packed(&self) -> bool {
-        self.packed.is_some()
+        self.pending.is_some() && self.block.header.flags & BLOCK_PACKED != 0
     }
 
     /// The block's index in the stream, as [`Block::index`].
@@ -432,17 +428,16 @@ impl PendingBlock {
     /// reuses from block to block: it gets the packed bytes' buffer back), or the damage that
     /// [`BlockSource::next_block`] would have reported for it, at its place.
     pub fn unpack(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
-        let PendingBlock { mut block, packed, expand } = self;
-        if let Some(block_size) = packed {
+        let PendingBlock { mut block, pending } = self;
+        let Some(block_size) = pending else { return Ok(block) };
+        if block.header.flags & BLOCK_PACKED != 0 {
             let bytes = &block.records[..block.header.used as usize];
             if let Err(damage) = unpacker.unpack_into(block.order, block.header.flags, bytes, block_size, spare) {
                 return Err(BlockError { index: block.index, segment: block.segment, offset: block.offset, damage });
             }
             std::mem::swap(&mut block.records, spare);
         }
-        if let Some(block_size) = expand {
-            crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
-        }
+        crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
         Ok(block)
     }
 }

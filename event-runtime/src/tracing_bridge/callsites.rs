@@ -111,10 +111,14 @@ fn define(meta: &'static Metadata<'static>, id: u64, names: &str) -> bool {
     buffer::emit_checked(builtin::CALLSITE, builtin::CALLSITE_FIXED, &strs, |w| body::callsite(w, id, level))
 }
 
-/// One callsite of this thread, while [`with_site`] lends it.
+/// One callsite of this thread whose names can be listed, while [`with_site`] lends it.
 pub(super) struct SiteRef<'s> {
     meta: &'static Metadata<'static>,
-    site: &'s mut Site,
+    id: u64,
+    /// Its `Callsite`'s field names.
+    names: &'s str,
+    /// The block it was last defined in ([`Site::defined`]).
+    defined: &'s mut u64,
 }
 
 impl SiteRef<'_> {
@@ -128,23 +132,21 @@ impl SiteRef<'_> {
         strs: &[Text<'_>],
         fill: impl FnOnce(&mut ArgWriter<'_>, u64),
     ) -> bool {
-        let (meta, site) = (self.meta, &mut *self.site);
-        // `with_site` lends only a site whose names can be listed.
-        let Some(names) = site.names.as_deref() else { return false };
+        let (meta, id, names) = (self.meta, self.id, self.names);
+        // 0: this thread has started no block yet, and whatever it defined was in none.
         let now = buffer::block_now();
-        if now == 0 || site.defined != now {
-            if !define(meta, site.id, names) {
+        if now == 0 || *self.defined != now {
+            if !define(meta, id, names) {
                 return false;
             }
-            site.defined = buffer::block_now();
+            *self.defined = buffer::block_now();
         }
-        let id = site.id;
         buffer::emit(code, fixed, strs, |w| fill(w, id));
-        if buffer::block_now() != site.defined {
+        if buffer::block_now() != *self.defined {
             // The record opened a block: defined there too, after it. Refused (no room left
             // for it, which a block just opened has), the record reads as it is.
             define(meta, id, names);
-            site.defined = buffer::block_now();
+            *self.defined = buffer::block_now();
         }
         true
     }
@@ -163,9 +165,8 @@ pub(super) fn with_site<R>(meta: &'static Metadata<'static>, f: impl FnOnce(&mut
     SITES
         .try_with(|cell| {
             let mut sites = cell.try_borrow_mut().ok()?;
-            let site = site(&mut sites, meta);
-            site.names.as_ref()?;
-            Some(f(&mut SiteRef { meta, site }))
+            let Site { id, names, defined } = site(&mut sites, meta);
+            Some(f(&mut SiteRef { meta, id: *id, names: names.as_deref()?, defined }))
         })
         .ok()
         .flatten()

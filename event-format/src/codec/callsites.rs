@@ -119,6 +119,37 @@ pub fn expand_in_place(order: Order, records: &mut Vec<u8>, block_size: u32) {
     }
 }
 
+/// [`expand_in_place`] of a block that a reader has shown up to `from` bytes of its records
+/// as written (a record boundary, or the start of what does not delimit): returns where the
+/// same place is in the expansion. Expanding maps each record to one record, so the place is
+/// found by counting records; a record shown before its block's definition was read stays
+/// shown as it was.
+pub fn expand_in_place_from(order: Order, records: &mut Vec<u8>, from: usize, block_size: u32) -> usize {
+    let (count, into) = records_before(order, records, from);
+    let Some(expanded) = expand(order, records, block_size) else { return from };
+    *records = expanded;
+    let mut at = 0;
+    for _ in 0..count {
+        at += usize::from(order.u16(&records[at + 2..]));
+    }
+    at + into
+}
+
+/// How many whole records `records` holds before byte `from`, walked by their headers, and
+/// how far `from` lies past the last of them (into what does not delimit).
+fn records_before(order: Order, records: &[u8], from: usize) -> (usize, usize) {
+    let (mut count, mut at) = (0, 0);
+    while at < from && records.len() - at >= RECORD_HEADER_LEN {
+        let len = usize::from(order.u16(&records[at + 2..]));
+        if len < RECORD_HEADER_LEN || len > records.len() - at || at + len > from {
+            break;
+        }
+        count += 1;
+        at += len;
+    }
+    (count, from.saturating_sub(at))
+}
+
 /// Whether `records` (a records area, walked by its record headers) holds a `Callsite`:
 /// whether [`expand`] may have made it longer than its block's `used` bytes.
 pub fn defines_any(order: Order, records: &[u8]) -> bool {

@@ -181,3 +181,50 @@ fn a_damaged_block_by_callsite_costs_what_it_damages() {
         fuzz_decode(&bytes);
     }
 }
+
+/// A follower's place in a block counts records as written: `expand_in_place_from` finds the
+/// same record in the expansion, before and after records that grew, and past what does
+/// not delimit.
+#[test]
+fn a_place_in_the_records_as_written_is_the_same_record_expanded() {
+    use event_format::callsites::expand_in_place_from;
+    use event_format::wire::{BLOCK_HEADER_LEN, RecordIter};
+    for order in [Order::Little, Order::Big] {
+        let at = |n: u64| {
+            vec![
+                Value::Word(1),
+                Value::Str(Text::new("slow")),
+                Value::Str(Text::new(if n.is_multiple_of(2) { "0=3" } else { "0=4 1=x" })),
+            ]
+        };
+        let mut records = vec![(builtin::CALLSITE, 1000, site(1, "event app/db.rs:7", "attempt reason"))];
+        records.extend((0..5).map(|n| (builtin::TRACE_EVENT_AT, 1001 + n, at(n))));
+        let bytes = stream(order, &records);
+        let header_len = Decoder::new(&bytes[..]).unwrap().header_len() as usize;
+        let block = &bytes[header_len..];
+        let used = order.u32(&block[40..]) as usize;
+        let written = block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
+        let ends: Vec<usize> =
+            RecordIter::new(&written, order, 1000).map(|r| r.unwrap()).map(|r| r.offset + 8 + r.args.len()).collect();
+        let all = {
+            let mut r = written.clone();
+            assert_eq!(expand_in_place_from(order, &mut r, 0, 4096), 0);
+            r
+        };
+        assert!(all.len() > written.len());
+        let expanded_ends: Vec<usize> =
+            RecordIter::new(&all, order, 1000).map(|r| r.unwrap()).map(|r| r.offset + 8 + r.args.len()).collect();
+        assert_eq!(ends.len(), 5);
+        for (end, expanded_end) in ends.iter().zip(&expanded_ends) {
+            let mut r = written.clone();
+            let from = expand_in_place_from(order, &mut r, *end, 4096);
+            assert_eq!(r, all);
+            assert_eq!(from, *expanded_end, "{order:?}, after {end} bytes");
+        }
+        // Past the records, into bytes that do not delimit: the same distance past them.
+        let mut tail = written.clone();
+        tail.extend_from_slice(&[0xFF; 5]);
+        let from = expand_in_place_from(order, &mut tail, written.len() + 3, 4096);
+        assert_eq!(from, all.len() + 3);
+    }
+}

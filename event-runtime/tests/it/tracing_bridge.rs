@@ -495,3 +495,89 @@ fn the_bridge_and_the_programs_event_set_record_together() {
     // The event's callsite's definition is consumed as the block is read, as a `TimeExtend`.
     assert_eq!(names, ["ArenaDestroy", "TraceEvent"]);
 }
+
+/// Under `ring` with a ring file, a stop copies the file's blocks to the stream sinks (and a
+/// snapshot copies them to its file): blocks of `tracing::info!`s by callsite, whose records
+/// of format 2.1.0 would not fit a block, are copied as they were written, and read back
+/// whole. Before, the copy expanded them and overran the block (a panic in the program).
+#[test]
+fn a_ring_files_blocks_by_callsite_are_copied_as_written() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("event-bridge-ring-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.ring");
+    let dispatch = dispatch();
+    let recording = Recorder::new()
+        .sets(&[&EVENTS])
+        .ring_file(&path)
+        .policy(event_runtime::Policy::Ring)
+        .block_size(4096)
+        .memory()
+        .start()
+        .expect("starts");
+    tracing::dispatcher::with_default(&dispatch, || {
+        for n in 0..2_000u64 {
+            tracing::info!(a_rather_long_field_name = n, another_long_field_name = true, "step");
+        }
+    });
+    let snapshot = dir.join("snap.evt");
+    recording.snapshot(&snapshot).expect("a snapshot");
+    let stream = recording.stop().expect("stops");
+    for bytes in [std::fs::read(&snapshot).expect("the snapshot"), stream] {
+        let (seen, cut) = decode(&bytes);
+        assert!(cut.is_empty());
+        assert_eq!(seen.len(), 2_000, "every event, expanded");
+        assert!(seen.iter().all(|(_, s)| matches!(s, Seen::Event { .. })));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A follower of a live ring file shows each `tracing::info!` by callsite once, expanded, at
+/// the poll after it was recorded: its place in the block being written is counted in the
+/// records as written. Before, it was counted in the expanded records, longer than the
+/// file's, and the events of the next polls waited until the block grew past that length.
+#[test]
+fn a_follower_shows_events_by_callsite_as_they_are_recorded() {
+    use event_format::ring::{FollowItem, Follower, RingReader};
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("event-bridge-follow-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.ring");
+    let dispatch = dispatch();
+    let recording =
+        Recorder::new().sets(&[&EVENTS]).ring_file(&path).policy(event_runtime::Policy::Ring).start().expect("starts");
+    let reader = RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).expect("a ring file");
+    let catalog = Catalog::new(&reader.header().sets);
+    let mut follower = Follower::new(reader);
+    let mut shown = Vec::new();
+    tracing::dispatcher::with_default(&dispatch, || {
+        for poll in 0..10u64 {
+            for n in 0..3 {
+                tracing::info!(a_rather_long_field_name = poll * 3 + n, another_long_field_name = true, "step");
+            }
+            let mut now = Vec::new();
+            for item in follower.poll().expect("the ring file reads") {
+                if let FollowItem::Records { block, from, .. } = item {
+                    for entry in block.entries_from(&catalog, from) {
+                        let Entry::Event(event) = entry else { panic!("unexpected {entry:?}") };
+                        assert_ne!(event.desc.wire, builtin::TRACE_EVENT_AT, "expanded");
+                        if event.desc.wire != builtin::TRACE_EVENT {
+                            continue; // the thread's name
+                        }
+                        let Some(Value::Str(text)) = event.values().nth(2) else { panic!("no text") };
+                        now.push(String::from_utf8_lossy(text.bytes).into_owned());
+                    }
+                }
+            }
+            assert_eq!(now.len(), 3, "poll {poll}: the three events just recorded, each once: {now:?}");
+            shown.extend(now);
+        }
+    });
+    recording.stop().expect("stops");
+    for (i, text) in shown.iter().enumerate() {
+        assert!(text.contains(&format!("a_rather_long_field_name={i} ")), "{i}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -169,7 +169,9 @@ impl<R: ReadAt> Follower<R> {
             {
                 let oldest = found.blocks.first().map(|b| (b.header.sequence, b.header.base_time));
                 let oldest = oldest.or((found.first_sequence > 0).then_some((found.first_sequence, u64::MAX)));
-                for block in put_back(self.reader.layout(), now.thread, &records, oldest).0 {
+                for mut block in put_back(self.reader.layout(), now.thread, &records, oldest).0 {
+                    let block_size = self.reader.layout().block_size;
+                    crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
                     out.push(FollowItem::Records { slot: index, block, from: 0 });
                 }
             }
@@ -211,6 +213,16 @@ impl<R: ReadAt> Follower<R> {
                     cursor.shown = 0;
                 }
                 if len > from {
+                    // The cursor counts the records as written; the reader gets them
+                    // expanded, from the same record on.
+                    let mut block = block;
+                    let block_size = self.reader.layout().block_size;
+                    let from = crate::codec::callsites::expand_in_place_from(
+                        block.order,
+                        &mut block.records,
+                        from,
+                        block_size,
+                    );
                     out.push(FollowItem::Records { slot: index, block, from });
                 }
             }

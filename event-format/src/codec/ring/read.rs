@@ -57,7 +57,10 @@ pub struct SlotBlocks {
     /// The slot as read.
     pub slot: Option<SlotState>,
     /// The blocks still in the ring, oldest first, each sealed and checked; the block being
-    /// written is sealed by the reader at its committed end (and left out when empty).
+    /// written is sealed by the reader at its committed end (and left out when empty). Their
+    /// records are as the file holds them: records by callsite are not expanded (a reader
+    /// expands them with [`callsites::expand_in_place`](crate::callsites::expand_in_place),
+    /// as [`RingBlocks`] does; a copy keeps them, and fits its blocks).
     pub blocks: Vec<Block>,
     /// Blocks of this thread overwritten before they could be read: the first sequence
     /// number still there. Sequences below it (from the reader's starting point) are gone.
@@ -376,8 +379,9 @@ impl<R: ReadAt> RingReader<R> {
                     out.partial = Some(u64::from(seq));
                 }
                 let used = header.used as usize;
-                let mut records = bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
-                crate::codec::callsites::expand_in_place(self.layout.order, &mut records, self.layout.block_size);
+                // As written: a block source expands records by callsite where it hands the
+                // block on (`RingBlocks`, the follower); a copy keeps them as they are.
+                let records = bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
                 out.blocks.push(Block {
                     index: u64::from(seq),
                     segment: 0,
@@ -655,7 +659,8 @@ pub(crate) fn pins_by_thread(area: PinArea) -> std::collections::BTreeMap<u64, V
 /// "Reading a ring file as a stream", step 2): those older than `oldest`, the
 /// (sequence, base time) of the oldest block its slot still holds (`None`: no block), in
 /// blocks numbered up to just below it; none when the ring still holds its block 0. Returns
-/// the blocks, checked, and the records that did not fit below the oldest block's number.
+/// the blocks, checked (their records as put back: records by callsite not expanded), and
+/// the records that did not fit below the oldest block's number.
 pub(crate) fn put_back(
     layout: &Layout,
     thread: u64,
@@ -691,8 +696,7 @@ pub(crate) fn put_back(
         // Blocks just built here: they pass their checks.
         if let Ok(header) = verify_block(layout.order, &bytes) {
             let used = header.used as usize;
-            let mut records = bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
-            crate::codec::callsites::expand_in_place(layout.order, &mut records, layout.block_size);
+            let records = bytes[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used].to_vec();
             blocks.push(Block {
                 index: header.sequence,
                 segment: 0,
@@ -846,10 +850,18 @@ impl<R: ReadAt> BlockSource for RingBlocks<R> {
         self.reader.header()
     }
 
-    /// The next block. A read error ends the blocks, as it ends a stream.
+    /// The next block, its records by callsite expanded. A read error ends the blocks, as it
+    /// ends a stream.
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
         match self.next_read() {
-            Ok(block) => block.map(Ok),
+            Ok(block) => block.map(|mut block| {
+                crate::codec::callsites::expand_in_place(
+                    block.order,
+                    &mut block.records,
+                    self.reader.layout.block_size,
+                );
+                Ok(block)
+            }),
             Err(e) => {
                 self.finished = true;
                 self.pending.clear();

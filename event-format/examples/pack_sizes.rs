@@ -11,7 +11,7 @@
 
 use event_format::decode::Decoder;
 use event_format::raw::seal_block;
-use event_format::wire::{BLOCK_HEADER_LEN, BLOCK_PACKED, Codec, Packer, Packing, RecordIter, Unpacker};
+use event_format::wire::{BLOCK_HEADER_LEN, Codec, Packer, Packing, RecordIter, Unpacker};
 use std::time::Instant;
 
 fn main() {
@@ -40,24 +40,14 @@ fn main() {
         let header_len = decoder.header_len() as usize;
         let (order, block_size) = (decoder.header().order, decoder.header().block_size);
         // Each block again whole: its header and its (unpacked) records as the writer wrote
-        // them, read from the stream's bytes at the block's place (the decoder's records are
-        // final: records by callsite expanded, which may not fit a block).
+        // them (records by callsite not expanded: expanded, they may not fit a block).
         let mut blocks: Vec<Vec<u8>> = Vec::new();
         let mut events = 0u64;
         let mut records_bytes = 0u64;
-        let mut unpacker = Unpacker::new();
-        while let Some(block) = decoder.next_block() {
-            let Ok(block) = block else { continue };
-            let at = block.offset as usize + BLOCK_HEADER_LEN;
-            let stored = &bytes[at..at + block.header.used as usize];
-            let mut records = Vec::new();
-            if block.header.flags & BLOCK_PACKED != 0 {
-                unpacker
-                    .unpack_into(order, block.header.flags, stored, block_size, &mut records)
-                    .expect("it unpacked once");
-            } else {
-                records.extend_from_slice(stored);
-            }
+        let (mut unpacker, mut spare) = (Unpacker::new(), Vec::new());
+        while let Some(block) = decoder.next_pending() {
+            let Ok(block) = block.and_then(|b| b.unpack_as_written(&mut unpacker, &mut spare)) else { continue };
+            let records = block.records;
             let mut whole = vec![0u8; block_size as usize];
             let mut header = block.header;
             header.flags = 0;

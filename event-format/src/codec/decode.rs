@@ -428,6 +428,21 @@ impl PendingBlock {
     /// reuses from block to block: it gets the packed bytes' buffer back), or the damage that
     /// [`BlockSource::next_block`] would have reported for it, at its place.
     pub fn unpack(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
+        let pending = self.pending;
+        let mut block = self.unpack_as_written(unpacker, spare)?;
+        if let Some(block_size) = pending {
+            crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
+        }
+        Ok(block)
+    }
+
+    /// The block with its records unpacked as [`unpack`](PendingBlock::unpack) unpacks them,
+    /// but as the writer wrote them: records by callsite not expanded, so that they fit the
+    /// block (docs/FORMAT.md, "Callsites"). What a program that copies blocks into blocks of
+    /// the stream's size needs (a snapshot, a tool that packs them again); a reader reads
+    /// [`unpack`](PendingBlock::unpack)'s. A block made [`ready`](PendingBlock::ready) is
+    /// given back as it was made.
+    pub fn unpack_as_written(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
         let PendingBlock { mut block, pending } = self;
         let Some(block_size) = pending else { return Ok(block) };
         if block.header.flags & BLOCK_PACKED != 0 {
@@ -437,7 +452,6 @@ impl PendingBlock {
             }
             std::mem::swap(&mut block.records, spare);
         }
-        crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
         Ok(block)
     }
 }

@@ -515,8 +515,10 @@ fn read_window(
             starts.push((at as u64, *entry));
         }
         let Ok(mut decoder) = event_format::decode::Decoder::new(&bytes[..]) else { continue };
-        while let Some(block) = decoder.next_block() {
-            let Ok(block) = block else { continue };
+        let (mut unpacker, mut spare) = (event_format::wire::Unpacker::new(), Vec::new());
+        // The records as written (records by callsite not expanded): they fit the block.
+        while let Some(block) = decoder.next_pending() {
+            let Ok(block) = block.and_then(|b| b.unpack_as_written(&mut unpacker, &mut spare)) else { continue };
             let Ok(i) = starts.binary_search_by_key(&block.offset, |s| s.0) else { continue };
             let entry = starts[i].1;
             let mut raw = vec![0u8; block_size as usize].into_boxed_slice();

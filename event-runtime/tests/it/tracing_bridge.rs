@@ -581,3 +581,50 @@ fn a_follower_shows_events_by_callsite_as_they_are_recorded() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A snapshot of a streaming recording reads its window back from the event file and copies
+/// each block: blocks of `tracing::info!`s by callsite, whose records of format 2.1.0 would not
+/// fit a block, are copied as written. Before, the copy took the expanded records and cut
+/// them at the block's size: the snapshot's blocks ended in the middle of a record.
+#[test]
+fn a_streams_snapshot_copies_blocks_by_callsite_as_written() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("event-bridge-snap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dispatch = dispatch();
+    let recording = Recorder::new()
+        .sets(&[&EVENTS])
+        .file(dir.join("trace.evt"))
+        .block_size(4096)
+        .buffer_size(1 << 20)
+        .start()
+        .expect("starts");
+    tracing::dispatcher::with_default(&dispatch, || {
+        for n in 0..2_000u64 {
+            tracing::info!(a_rather_long_field_name = n, another_long_field_name = true, "step");
+        }
+    });
+    let snapshot = dir.join("snap.evt");
+    let taken = recording.snapshot(&snapshot).expect("a snapshot");
+    recording.stop().expect("stops");
+    let bytes = std::fs::read(&snapshot).expect("the snapshot");
+    let (seen, cut) = decode(&bytes);
+    assert!(cut.is_empty());
+    let mut decoder = Decoder::new(&bytes[..]).expect("a header");
+    let catalog = Catalog::new(&decoder.header().sets);
+    let mut events = 0;
+    while let Some(block) = decoder.next_block() {
+        for entry in block.expect("no damaged block").entries(&catalog) {
+            assert!(matches!(entry, Entry::Event(_)), "{entry:?}");
+            events += 1;
+        }
+    }
+    assert_eq!(events, taken.events, "every event the snapshot counts reads");
+    assert_eq!(seen.len(), 2_000, "the buffer's worth holds them all");
+    for (i, (_, s)) in seen.iter().enumerate() {
+        let Seen::Event { text, .. } = s else { panic!("{s:?}") };
+        assert!(text.starts_with(&format!("step a_rather_long_field_name={i} ")), "{i}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

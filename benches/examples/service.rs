@@ -13,7 +13,9 @@
 //!
 //! For each mode it prints the median over the rounds of: throughput against `off` of the
 //! same round, the 99.9th percentile of the requests' latencies (closed loop), the bytes
-//! the mode wrote per request, and the CPU time a request costs: the service thread's (the
+//! the mode wrote per request, the largest share of its events a round's recording lost
+//! (a writer that falls behind under `switch` loses events, and a recording that loses
+//! events costs less: a throughput is read beside it), and the CPU time a request costs: the service thread's (the
 //! one tokio worker's thread CPU clock) and the whole service process's (the recorder's
 //! writer thread included), each also against `off` of the same round. The CPU times are
 //! read by the service itself (`GET /cpu`) just before and just after the measured load, and
@@ -28,6 +30,10 @@
 //! cargo run --release -p event-benches --example service -- --cores one
 //! cargo run --release -p event-benches --example service -- --cores two --rounds 5 --seconds 3
 //! ```
+//!
+//! The recordings take their configuration from the environment before their own (the file
+//! and 64 MiB segments), as a service's: `EVENT_PACK=zstd:1` measures the writer's packing at
+//! zstd's level 1.
 //!
 //! The service is this program run as a child (`--serve MODE --port N`), so that each mode
 //! has a process of its own (one recording, one global subscriber), started afresh each
@@ -95,13 +101,14 @@ fn main() {
             std::fs::create_dir_all(&dir).expect("the scratch directory");
             let run = measure(&modes[i], service_cpus, load_cpus, &dir, seconds, connections);
             eprintln!(
-                "round {round} {:>6}: {:>8.0} req/s  p99.9 {:>7.3} ms  {:>6.1} B/req  CPU {:>6.2} us/req thread, {:>6.2} process",
+                "round {round} {:>6}: {:>8.0} req/s  p99.9 {:>7.3} ms  {:>6.1} B/req  CPU {:>6.2} us/req thread, {:>6.2} process  lost {:.1} %",
                 modes[i],
                 run.throughput,
                 run.p999_ms,
                 run.bytes as f64 / run.requests as f64,
                 run.thread_us,
-                run.process_us
+                run.process_us,
+                run.lost * 100.0
             );
             results[i].1.push(run);
             let _ = std::fs::remove_dir_all(&dir);
@@ -115,9 +122,9 @@ fn main() {
     };
     let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}"));
     println!(
-        "| mode | throughput vs off | p99.9 (closed loop) | bytes per request | req/s | CPU a request, service thread | vs off | CPU a request, process | vs off |"
+        "| mode | throughput vs off | p99.9 (closed loop) | bytes per request | events lost | req/s | CPU a request, service thread | vs off | CPU a request, process | vs off |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (mode, runs) in &results {
         let ratio = against_off(runs, |r| r.throughput).map(median);
         let p999 = median(runs.iter().map(|r| r.p999_ms).collect());
@@ -126,11 +133,13 @@ fn main() {
         let spread = runs.iter().map(|r| r.p999_ms).fold((f64::MAX, 0f64), |(lo, hi), p| (lo.min(p), hi.max(p)));
         let thread = median(runs.iter().map(|r| r.thread_us).collect());
         let process = median(runs.iter().map(|r| r.process_us).collect());
+        let lost = runs.iter().map(|r| r.lost).fold(0f64, f64::max);
         println!(
-            "| {mode} | {} | {p999:.3} ms ({:.3} to {:.3}) | {bytes:.0} | {rps:.0} | {thread:.2} us | {} | {process:.2} us | {} |",
+            "| {mode} | {} | {p999:.3} ms ({:.3} to {:.3}) | {bytes:.0} | {} | {rps:.0} | {thread:.2} us | {} | {process:.2} us | {} |",
             show(ratio),
             spread.0,
             spread.1,
+            if lost > 0.0 { format!("up to {:.1} %", lost * 100.0) } else { "0".to_owned() },
             show(against_off(runs, |r| r.thread_us).map(median)),
             show(against_off(runs, |r| r.process_us).map(median)),
         );
@@ -158,6 +167,9 @@ struct Run {
     thread_us: f64,
     /// The service process's CPU time a request of the measured load (all its threads).
     process_us: f64,
+    /// The share of its events the recording lost (counted in its blocks; 0 without one):
+    /// a writer that cannot keep up loses events under `switch`, and costs less.
+    lost: f64,
 }
 
 /// The service's counters at one moment (`GET /cpu`): requests served, its thread's and its
@@ -233,7 +245,34 @@ fn measure(mode: &str, cpus: &str, load_cpu: Option<usize>, dir: &Path, seconds:
         bytes: dir_bytes(dir),
         thread_us: per_request(|c| c.thread_ns),
         process_us: per_request(|c| c.process_ns),
+        lost: lost_share(dir),
     }
+}
+
+/// The share of the events recorded under `dir` that the recording lost: the losses its
+/// blocks count against the events they hold and the losses (0 for the `fmt` mode's log).
+fn lost_share(dir: &Path) -> f64 {
+    let (mut events, mut lost) = (0u64, 0u64);
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0.0 };
+    for entry in entries.flatten() {
+        if entry.path().extension().is_none_or(|e| e != "evt") {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(entry.path()) else { continue };
+        let Ok(mut decoder) = event_format::decode::Decoder::new(&bytes[..]) else { continue };
+        let catalog = event_format::decode::Catalog::new(&decoder.header().sets);
+        let mut ledger = event_format::ledger::Ledger::new(decoder.header().format);
+        while let Some(block) = decoder.next_block() {
+            let Ok(block) = block else { continue };
+            ledger.block(&block);
+            for entry in block.entries(&catalog) {
+                events += u64::from(matches!(entry, event_format::decode::Entry::Event(_)));
+                ledger.entry(block.header.thread, block.header.sequence, &entry);
+            }
+        }
+        lost += ledger.lost();
+    }
+    lost as f64 / (events + lost).max(1) as f64
 }
 
 /// A port free now on the loopback.
@@ -422,9 +461,12 @@ fn serve(mode: &str, port: u16, cpus: &str, dir: PathBuf) {
     println!("{}", served.load(std::sync::atomic::Ordering::Relaxed));
 }
 
-/// A recording of 64 MiB segments in `dir`, as a service records.
+/// A recording of 64 MiB segments in `dir`, as a service records, configured from the
+/// environment as a service is (`EVENT_PACK=zstd:1`: the writer's packing).
 fn record(dir: &Path) -> event_runtime::Recording {
     event_runtime::Recorder::new()
+        .from_env()
+        .expect("the EVENT_* variables")
         .file(dir.join("service.evt"))
         .rotate(event_runtime::Rotate { size: Some(64 << 20), age: None })
         .start()

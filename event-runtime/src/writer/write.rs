@@ -19,9 +19,10 @@ use event_format::wire::{StopCause, Text, Value};
 use std::io::{self, Read};
 use std::time::Duration;
 
-/// The writer's one point of yielding, between two blocks it writes (packing included,
-/// whatever the codec): a program's thread that is ready to run on this core runs before the
-/// next block, so that the program waits for at most one block's packing, never for a batch.
+/// The writer's one point of yielding, after each block it packs (whatever the codec) and
+/// after each [`WHOLE_BETWEEN_YIELDS`] blocks it writes whole: a program's thread that is
+/// ready to run on this core runs before the next, so that the program waits for at most
+/// about one block's packing, never for a batch.
 /// `sched_yield` moves the writer behind it (EEVDF: its deadline a slice later); with nothing
 /// else to run it returns at once.
 fn yield_to_host() {
@@ -37,11 +38,21 @@ pub(crate) fn write_queued(shared: &Shared) {
     }
 }
 
+/// How many blocks written whole the writer writes between two yields. A block packed costs
+/// 0.1 to 0.3 ms, and the writer yields after each; a block written whole (the writer behind)
+/// costs its CRC and a `write`, some 10 to 20 us, and yielding after each held a writer of nice
+/// 10 to a block or so a scheduling period on a core the program kept busy, so that it fell
+/// further behind until the threads lost events (the service benchmark on one core lost 20
+/// to 34 % of its events with the `tracing` bridge: BENCHMARKS.md). Eight keep the program's
+/// wait for the writer under a block's packing.
+const WHOLE_BETWEEN_YIELDS: usize = 8;
+
 /// Writes a batch of full blocks and gives them back to the pool, a few at a time so
 /// that threads waiting for a block get one early.
 pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
     const GIVE_BACK_EVERY: usize = 8;
     let mut written = Vec::with_capacity(GIVE_BACK_EVERY);
+    let mut whole_since_yield = 0;
     for mut block in blocks {
         seal_block_in_place(Order::NATIVE, &mut block);
         // Packing costs the writer about 0.2 to 0.4 ms per 64 KiB block (zstd over columns at
@@ -53,7 +64,11 @@ pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         shared.writer.learn_names();
         lock(&shared.writer.sinks).write_block(&block, hurry);
         written.push(block);
-        yield_to_host();
+        whole_since_yield = if hurry { whole_since_yield + 1 } else { WHOLE_BETWEEN_YIELDS };
+        if whole_since_yield == WHOLE_BETWEEN_YIELDS {
+            whole_since_yield = 0;
+            yield_to_host();
+        }
         if written.len() == GIVE_BACK_EVERY {
             shared.exchange.give_back(std::mem::replace(&mut written, Vec::with_capacity(GIVE_BACK_EVERY)));
         }

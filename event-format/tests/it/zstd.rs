@@ -94,6 +94,42 @@ fn every_packing_reads_back_the_same_records_in_both_orders() {
     }
 }
 
+/// A writer behind its threads packs with `pack_fast`: for zstd above level 1, the bytes of a
+/// packer at level 1 (the same packing but for the level, which the format does not record);
+/// otherwise the bytes of `pack`. Every block reads back the same.
+#[test]
+fn packing_fast_is_the_packing_at_level_one() {
+    for order in [Order::Little, Order::Big] {
+        let (_, blocks) = sample(order);
+        for packing in PACKINGS {
+            let fast = Packing { level: packing.level.min(Packing::FAST_ZSTD_LEVEL), ..packing };
+            let (mut packer, mut at_fast) = (Packer::new(packing), Packer::new(fast));
+            let mut differs = false;
+            for block in &blocks {
+                let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+                assert!(packer.pack_fast(order, block, &mut a));
+                assert!(at_fast.pack(order, block, &mut b));
+                assert!(packer.pack(order, block, &mut c));
+                assert_eq!(a, b, "{order:?} {packing:?}");
+                differs |= a != c;
+                let used = order.u32(&a[40..]) as usize;
+                let flags = order.u16(&a[4..]);
+                let mut records = Vec::new();
+                Unpacker::new()
+                    .unpack_into(order, flags, &a[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used], 1 << 16, &mut records)
+                    .expect("unpacks");
+                let whole_used = order.u32(&block[40..]) as usize;
+                assert_eq!(records, block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + whole_used]);
+            }
+            let slower = packing.codec == Codec::Zstd && packing.level > Packing::FAST_ZSTD_LEVEL;
+            assert_eq!(
+                differs, slower,
+                "{order:?} {packing:?}: the level changes the bytes exactly when it is lowered"
+            );
+        }
+    }
+}
+
 #[test]
 fn zstd_packs_smaller_than_lz4() {
     let size = |packing| packed_stream(Order::Little, packing).len();

@@ -9,6 +9,7 @@ use crate::emit::aggregate::{self, Decision, Flush, Said};
 use crate::emit::buffer;
 use crate::emit::session::{self, Shared};
 use crate::locks::lock;
+use crate::sinks::sink::Pace;
 use event_format::builtin;
 use event_format::wire::{Text, Value, body};
 use std::sync::Arc;
@@ -82,7 +83,7 @@ pub(crate) fn flush(shared: &Shared, how: Flush) {
         let blocks = crate::sinks::sink::recorder_blocks(shared.block_size, sinks.recorder_sequence(), now, &records);
         sinks.advance_recorder_sequence(blocks.len() as u64);
         for block in &blocks {
-            sinks.write_block(block, false);
+            sinks.write_block(block, Pace::Keep);
         }
         return;
     }

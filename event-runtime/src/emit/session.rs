@@ -21,6 +21,7 @@ use crate::config::Policy;
 use crate::emit::line::{LINE, Line};
 use crate::event_set::EventSet;
 use crate::locks::lock;
+use crate::sinks::sink::Pace;
 use crate::sinks::sink::Sinks;
 use event_format::decode::Catalog;
 use event_format::raw::seal_block_in_place;
@@ -249,7 +250,7 @@ impl Shared {
         if direct {
             let mut copy = block.to_vec();
             seal_block_in_place(Order::NATIVE, &mut copy);
-            lock(&self.writer.sinks).write_block(&copy, false);
+            lock(&self.writer.sinks).write_block(&copy, Pace::Keep);
             return;
         }
         match self.exchange.take(self.wait) {
@@ -279,7 +280,7 @@ impl Shared {
             // Lock order: the lane's, then the sinks' (as a direct write under the lane's).
             lane.flush_idle(|block| {
                 self.writer.learn_names();
-                lock(&self.writer.sinks).write_block(block, false);
+                lock(&self.writer.sinks).write_block(block, Pace::Keep);
             });
         }
     }
@@ -287,7 +288,7 @@ impl Shared {
     /// Writes the writer thread's own full block now, and returns it for reuse.
     pub(crate) fn write_now(&self, mut block: BlockBuf) -> BlockBuf {
         seal_block_in_place(Order::NATIVE, &mut block);
-        lock(&self.writer.sinks).write_block(&block, false);
+        lock(&self.writer.sinks).write_block(&block, Pace::Keep);
         block
     }
 

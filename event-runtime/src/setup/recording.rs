@@ -19,6 +19,7 @@ use crate::emit::buffer;
 use crate::emit::session::{self, Shared};
 use crate::locks::lock;
 use crate::setup::crash;
+use crate::sinks::sink::Pace;
 use crate::writer::control;
 use crate::writer::thread as writer;
 use crate::writer::write;
@@ -275,7 +276,7 @@ fn write_the_rest(shared: &Shared, taken: Vec<crate::blocks::lane::LaneTake>, sl
     write_taken(shared, taken);
     // The current blocks of ring-file slots, whose copies no hand-on queued.
     for take in slots {
-        lock(&shared.writer.sinks).write_block(&take.block, false);
+        lock(&shared.writer.sinks).write_block(&take.block, Pace::Keep);
     }
     // What the threads counted since the last period: histograms and suppressions, in
     // blocks of thread 0; what a thread counts after this is a loss (`aggregate`).
@@ -369,7 +370,7 @@ fn write_taken(shared: &Shared, taken: Vec<crate::blocks::lane::LaneTake>) {
             let block = &mut take.bytes;
             Order::NATIVE.put_u32(&mut block[BLOCK_USED_AT..], (take.end - BLOCK_HEADER_LEN) as u32);
             seal_block_in_place(Order::NATIVE, block);
-            lock(&shared.writer.sinks).write_block(block, false);
+            lock(&shared.writer.sinks).write_block(block, Pace::Keep);
         }
     }
 }

@@ -41,6 +41,21 @@ enum Writable {
     Waiting { lost_between: u64, tried: Instant },
 }
 
+/// How the writer stands against the threads that hand it blocks, which decides how a block
+/// is packed (`write::write_batch` judges it by the pool's free blocks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// Keeping up (or not the writer's turn): the packing as configured.
+    Keep,
+    /// Behind (fewer than half the pool's blocks free): zstd at its fast level
+    /// ([`event_format::wire::Packer::pack_fast`]), about half level 5's time a block, so
+    /// that a writer short of time packs twice the blocks before it has to write them whole.
+    Behind,
+    /// Far behind (fewer than a quarter free): written whole, so that no event is dropped for
+    /// the sake of size.
+    Hurry,
+}
+
 /// The stream sinks: where sealed blocks are written, in order.
 #[derive(Debug, Default)]
 pub(crate) struct Sinks {
@@ -231,10 +246,16 @@ impl Sinks {
         self.history.as_ref()?.newest(thread)
     }
 
-    /// Writes one sealed block to every sink: packed when `pack` is on, the block is worth
-    /// packing, and the writer is keeping up (`hurry` false). Under segments, the block gets
-    /// its thread's number in the segment first.
-    pub(crate) fn write_block(&mut self, block: &[u8], hurry: bool) {
+    /// Whether the blocks are packed (`pack` on): the writer's turn counts a block written
+    /// whole as little work.
+    pub(crate) fn packs(&self) -> bool {
+        self.packer.is_some()
+    }
+
+    /// Writes one sealed block to every sink: packed when `pack` is on and the block is worth
+    /// packing, as `pace` says (the writer's standing against its threads). Under segments,
+    /// the block gets its thread's number in the segment first.
+    pub(crate) fn write_block(&mut self, block: &[u8], pace: Pace) {
         let sequence = BlockHeader::read(Order::NATIVE, block).sequence;
         if self.segments.is_some() {
             let thread = BlockHeader::read(Order::NATIVE, block).thread;
@@ -245,13 +266,13 @@ impl Sinks {
             if segments.renumbers(thread) {
                 let mut copy = block.to_vec();
                 segments.renumber(&mut copy);
-                return self.put_numbered(&copy, hurry, sequence);
+                return self.put_numbered(&copy, pace, sequence);
             }
             let mut header = [0u8; BLOCK_HEADER_LEN];
             header.copy_from_slice(&block[..BLOCK_HEADER_LEN]);
             segments.renumber(&mut header);
         }
-        self.put_numbered(block, hurry, sequence);
+        self.put_numbered(block, pace, sequence);
     }
 
     /// Under segments, before a block of `thread` goes into the segment being written: names
@@ -311,18 +332,18 @@ impl Sinks {
         let blocks = recorder_blocks(self.reserve as u32, self.recorder_sequence, time, &names);
         self.recorder_sequence += blocks.len() as u64;
         for block in &blocks {
-            self.put_block(block, false);
+            self.put_block(block, Pace::Keep);
         }
     }
 
-    fn put_block(&mut self, block: &[u8], hurry: bool) {
+    fn put_block(&mut self, block: &[u8], pace: Pace) {
         let sequence = BlockHeader::read(Order::NATIVE, block).sequence;
-        self.put_numbered(block, hurry, sequence);
+        self.put_numbered(block, pace, sequence);
     }
 
     /// [`put_block`](Self::put_block) of a block whose number in the recording is `sequence`
     /// (a segment may have given it another), noted in the history.
-    fn put_numbered(&mut self, block: &[u8], hurry: bool, sequence: u64) {
+    fn put_numbered(&mut self, block: &[u8], pace: Pace, sequence: u64) {
         let counts = block_counts(block);
         match &mut self.writable {
             Writable::Yes => {}
@@ -337,7 +358,7 @@ impl Sinks {
         }
         self.last_time = BlockHeader::read(Order::NATIVE, block).base_time.max(self.last_time);
         let (memory_at, file_at) = (self.memory.as_ref().map(|m| m.len() as u64), self.file_len);
-        let result = self.emit(block, !hurry, true);
+        let result = self.emit(block, pace, true);
         if let (Some(segments), Some(Ok(()))) = (&mut self.segments, &result) {
             segments.wrote_block_of(BlockHeader::read(Order::NATIVE, block).thread);
         }
@@ -381,14 +402,18 @@ impl Sinks {
         self.add(counts);
     }
 
-    /// Writes `block` to every sink, packed when packing is on, `pack` (the writer is not in a
-    /// hurry) and it is worth it, with room kept after it for a stop block when `reserve`; the
-    /// file's result (`None` without a file). Counts nothing.
-    fn emit(&mut self, block: &[u8], pack: bool, reserve: bool) -> Option<io::Result<()>> {
+    /// Writes `block` to every sink, packed when packing is on, `pace` is not
+    /// [`Pace::Hurry`] and it is worth it, with room kept after it for a stop block when
+    /// `reserve`; the file's result (`None` without a file). Counts nothing.
+    fn emit(&mut self, block: &[u8], pace: Pace, reserve: bool) -> Option<io::Result<()>> {
         // Taken out and put back: `write_file` borrows the whole of `self`.
         let mut packed = std::mem::take(&mut self.packed);
         packed.clear();
-        let is_packed = pack && self.packer.as_mut().is_some_and(|p| p.pack(Order::NATIVE, block, &mut packed));
+        let is_packed = self.packer.as_mut().is_some_and(|p| match pace {
+            Pace::Keep => p.pack(Order::NATIVE, block, &mut packed),
+            Pace::Behind => p.pack_fast(Order::NATIVE, block, &mut packed),
+            Pace::Hurry => false,
+        });
         let bytes: &[u8] = if is_packed { &packed } else { block };
         if let Some(memory) = &mut self.memory {
             memory.extend_from_slice(bytes);
@@ -515,7 +540,7 @@ impl Sinks {
         self.writable = Writable::Yes;
         self.recorder_sequence = names.len() as u64;
         for block in &names {
-            self.put_block(block, false);
+            self.put_block(block, Pace::Keep);
         }
         self.repeat_pins(pins);
         true
@@ -566,7 +591,7 @@ impl Sinks {
                 let header = BlockHeader { sequence: first + i as u64, ..BlockHeader::read(Order::NATIVE, block) };
                 header.write(Order::NATIVE, block);
                 event_format::raw::seal_block_in_place(Order::NATIVE, block);
-                self.write_block(block, false);
+                self.write_block(block, Pace::Keep);
             }
         }
     }
@@ -676,7 +701,7 @@ impl Sinks {
         let stop = Stop { cause, unwritten: self.unwritten_events, ..self.written };
         let block = stop_block(Order::NATIVE, self.reserve as u32, self.recorder_sequence, time, &stop);
         self.recorder_sequence += 1;
-        if let Some(Err(e)) = self.emit(&block, true, false) {
+        if let Some(Err(e)) = self.emit(&block, Pace::Keep, false) {
             self.give_up(&e);
         }
     }

@@ -30,6 +30,7 @@ use crate::clock;
 use crate::emit::session::{self, Shared};
 use crate::incident::trigger::Cause;
 use crate::locks::lock;
+use crate::sinks::sink::Pace;
 use crate::sinks::sink::Sinks;
 use event_format::builtin;
 use event_format::raw::seal_block_in_place;
@@ -296,7 +297,7 @@ fn write_file(
                 info.span = Some((a.min(record.time), b.max(record.time)));
             }
         }
-        sinks.write_block(block, false);
+        sinks.write_block(block, Pace::Keep);
     }
     sinks.advance_recorder_sequence(recorder_sequence);
     sinks.write_stop(taken_time, StopCause::Stopped);

@@ -33,9 +33,9 @@ pub(crate) const IDLE_FLUSH_PERIOD: Duration = Duration::from_secs(1);
 /// the core whenever both want it, and the writer the time the program leaves (EEVDF, as
 /// CFS before it, gives a thread of nice 10 about a tenth of a contended core, and never lets
 /// it preempt the program on waking). Packing a block costs about 0.1 ms, so a tenth of a
-/// core packs some 60 MB/s; a writer that falls further behind writes blocks unpacked
-/// (`write_batch`'s `hurry`, eight between two yields), then drops (counted), and never
-/// makes the program wait.
+/// core packs some 60 MB/s; a writer that falls behind packs at zstd's fast level, then
+/// writes blocks unpacked (`write_batch`'s pace, more blocks a turn), then drops (counted),
+/// and never makes the program wait.
 const WRITER_NICE: i32 = 10;
 
 /// Starts the writer thread of the recording of `generation`; it ends once the exchange is

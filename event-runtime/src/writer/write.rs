@@ -10,6 +10,7 @@ use crate::blocks::ringfile::RingFile;
 use crate::emit::session::Shared;
 use crate::locks::lock;
 use crate::sinks::sink;
+use crate::sinks::sink::Pace;
 use event_format::builtin;
 use event_format::raw::dropped_report;
 use event_format::raw::seal_block_in_place;
@@ -19,10 +20,9 @@ use event_format::wire::{StopCause, Text, Value};
 use std::io::{self, Read};
 use std::time::Duration;
 
-/// The writer's one point of yielding, after each block it packs (whatever the codec) and
-/// after each [`WHOLE_BETWEEN_YIELDS`] blocks it writes whole: a program's thread that is
-/// ready to run on this core runs before the next, so that the program waits for at most
-/// about one block's packing, never for a batch.
+/// The writer's one point of yielding, after each turn's work ([`BETWEEN_YIELDS`]): a
+/// program's thread that is ready to run on this core runs before the next, so that the
+/// program waits for at most about one block's packing, never for a batch.
 /// `sched_yield` moves the writer behind it (EEVDF: its deadline a slice later); with nothing
 /// else to run it returns at once.
 fn yield_to_host() {
@@ -38,35 +38,54 @@ pub(crate) fn write_queued(shared: &Shared) {
     }
 }
 
-/// How many blocks written whole the writer writes between two yields. A block packed costs
-/// 0.1 to 0.3 ms, and the writer yields after each; a block written whole (the writer behind)
-/// costs its CRC and a `write`, some 10 to 20 us, and yielding after each held a writer of nice
-/// 10 to a block or so a scheduling period on a core the program kept busy, so that it fell
-/// further behind until the threads lost events (the service benchmark on one core lost 20
-/// to 34 % of its events with the `tracing` bridge: BENCHMARKS.md). Eight keep the program's
-/// wait for the writer under a block's packing.
-const WHOLE_BETWEEN_YIELDS: usize = 8;
+/// The writer's work between two yields, in eighths: a block packed as configured (8), a block
+/// packed at zstd's fast level (4: two a turn), a block written whole (1: eight a turn). A
+/// block packed costs 0.1 to 0.3 ms; a block written whole (the writer far behind) its CRC and
+/// a `write`, some 10 to 20 us. Yielding after each block held a writer of nice 10 to a block
+/// or so a scheduling period on a core the program kept busy, whatever the block cost, so that
+/// it fell further behind until the threads lost events (the service benchmark on one core
+/// lost 20 to 34 % of its events with the `tracing` bridge: BENCHMARKS.md). A turn stays under
+/// a block's packing at the configured level, which bounds the program's wait for the writer.
+const BETWEEN_YIELDS: usize = 8;
 
 /// Writes a batch of full blocks and gives them back to the pool, a few at a time so
 /// that threads waiting for a block get one early.
 pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
     const GIVE_BACK_EVERY: usize = 8;
     let mut written = Vec::with_capacity(GIVE_BACK_EVERY);
-    let mut whole_since_yield = 0;
+    let mut since_yield = 0;
     for mut block in blocks {
         seal_block_in_place(Order::NATIVE, &mut block);
-        // Packing costs the writer about 0.2 to 0.4 ms per 64 KiB block (zstd over columns at
-        // 150 to 300 MB/s on the tour's trace on a shared 2-core VM; LZ4 0.1 ms): when fewer
-        // than a quarter of the pool's blocks are free, the program is outrunning the writer,
-        // and blocks go as they are, so that no event is dropped for the sake of size.
-        let hurry = shared.exchange.free_hint() < shared.pool_blocks / 4;
+        // Packing costs the writer about 0.15 to 0.4 ms per 64 KiB block (zstd level 5 over
+        // columns at 150 to 450 MB/s on a shared 2-core VM; level 1 about twice as fast): when
+        // fewer than half the pool's blocks are free, the program is outrunning the writer,
+        // which packs at zstd's fast level; under a quarter, blocks go as they are, so that
+        // no event is dropped for the sake of size.
+        let free = shared.exchange.free_hint();
+        let pace = if free < shared.pool_blocks / 4 {
+            Pace::Hurry
+        } else if free < shared.pool_blocks / 2 {
+            Pace::Behind
+        } else {
+            Pace::Keep
+        };
         rotate_if_due(shared);
         shared.writer.learn_names();
-        lock(&shared.writer.sinks).write_block(&block, hurry);
+        let packs = {
+            let mut sinks = lock(&shared.writer.sinks);
+            sinks.write_block(&block, pace);
+            sinks.packs()
+        };
         written.push(block);
-        whole_since_yield = if hurry { whole_since_yield + 1 } else { WHOLE_BETWEEN_YIELDS };
-        if whole_since_yield == WHOLE_BETWEEN_YIELDS {
-            whole_since_yield = 0;
+        // A turn's work between two yields: a block packed as configured, two at the fast
+        // level, or eight whole.
+        since_yield += match pace {
+            Pace::Keep if packs => BETWEEN_YIELDS,
+            Pace::Behind if packs => BETWEEN_YIELDS / 2,
+            _ => 1,
+        };
+        if since_yield >= BETWEEN_YIELDS {
+            since_yield = 0;
             yield_to_host();
         }
         if written.len() == GIVE_BACK_EVERY {
@@ -90,7 +109,7 @@ pub(crate) fn write_reports(shared: &Shared, extra: &[(u64, u64)]) {
     let blocks = dropped_report(Order::NATIVE, shared.block_size, sinks.recorder_sequence(), time, &reports);
     sinks.advance_recorder_sequence(blocks.len() as u64);
     for block in &blocks {
-        sinks.write_block(block, false);
+        sinks.write_block(block, Pace::Keep);
     }
 }
 
@@ -158,7 +177,7 @@ pub(crate) fn write_rings(shared: &Shared) {
     for ring in rings {
         for mut block in ring.blocks {
             seal_block_in_place(Order::NATIVE, &mut block);
-            sinks.write_block(&block, false);
+            sinks.write_block(&block, Pace::Keep);
         }
     }
 }
@@ -176,7 +195,7 @@ pub(crate) fn write_ring_file(shared: &Shared, ring: &RingFile) -> io::Result<()
     let mut sinks = lock(&shared.writer.sinks);
     loop {
         match stream.read_exact(&mut block) {
-            Ok(()) => sinks.write_block(&block, false),
+            Ok(()) => sinks.write_block(&block, Pace::Keep),
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(e),
         }

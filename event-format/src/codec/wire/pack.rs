@@ -49,6 +49,10 @@ impl Packing {
     /// level 5 3.78 to 3.79. Level 5 costs the writer thread about twice level 3's
     /// instructions a block (level 9 four times), which it spends only while it keeps up.
     pub const DEFAULT_ZSTD_LEVEL: i32 = 5;
+    /// zstd's level for a writer behind its threads ([`Packer::pack_fast`]): on the service
+    /// workload's blocks in columns level 1 packs about twice as fast as level 5, for 3.99
+    /// bytes an event instead of 3.76 (BENCHMARKS.md).
+    pub const FAST_ZSTD_LEVEL: i32 = 1;
     /// LZ4, the records as they are: what format 1.1 to 2.0 wrote, readable by every reader
     /// since 1.1.
     pub const LZ4: Packing = Packing { codec: Codec::Lz4, columns: false, level: 0 };
@@ -114,6 +118,18 @@ impl Packer {
     /// appends nothing and returns false. Writers pack blocks only in streams, never in a ring
     /// file, whose slots have a fixed size.
     pub fn pack(&mut self, order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
+        self.pack_at(order, block, out, self.packing.level)
+    }
+
+    /// [`pack`](Packer::pack) at zstd's level [`Packing::FAST_ZSTD_LEVEL`] when the packing's
+    /// is higher: what a writer that has fallen behind its threads packs at, for about half
+    /// of level 5's time a block (BENCHMARKS.md). The same packing otherwise; a reader sees
+    /// no difference but the size.
+    pub fn pack_fast(&mut self, order: Order, block: &[u8], out: &mut Vec<u8>) -> bool {
+        self.pack_at(order, block, out, self.packing.level.min(Packing::FAST_ZSTD_LEVEL))
+    }
+
+    fn pack_at(&mut self, order: Order, block: &[u8], out: &mut Vec<u8>, level: i32) -> bool {
         let used = order.u32(&block[super::BLOCK_USED_AT..]) as usize;
         let Some(records) = block.get(BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used) else { return false };
         let mut flags = BLOCK_PACKED;
@@ -132,7 +148,6 @@ impl Packer {
             }
             Codec::Zstd => {
                 flags |= BLOCK_ZSTD;
-                let level = self.packing.level;
                 let cctx = self.cctx.get_or_insert_with(|| {
                     let mut cctx = zstd_safe::CCtx::create();
                     // The frame says its content size (a reader sizes nothing by it, but

@@ -128,11 +128,16 @@ pub fn expand_in_place_from(order: Order, records: &mut Vec<u8>, from: usize, bl
     let (count, into) = records_before(order, records, from);
     let Some(expanded) = expand(order, records, block_size) else { return from };
     *records = expanded;
+    // Each of the `count` records delimits in the expansion too (one record each); the walk
+    // stops at the end all the same, so that no input makes it read past the records.
     let mut at = 0;
     for _ in 0..count {
-        at += usize::from(order.u16(&records[at + 2..]));
+        if records.len().saturating_sub(at) < RECORD_HEADER_LEN {
+            break;
+        }
+        at += usize::from(order.u16(&records[at + 2..])).max(RECORD_HEADER_LEN);
     }
-    at + into
+    (at + into).min(records.len())
 }
 
 /// How many whole records `records` holds before byte `from`, walked by their headers, and

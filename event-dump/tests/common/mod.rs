@@ -464,12 +464,20 @@ pub(crate) fn early_record_log(path: &Path) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// A copy of the log at `from` with a byte of its block `block` (0 first) flipped.
+/// A copy of the log at `from` with a byte of its block `block` (0 first) flipped: the 13th
+/// byte of its records (or its last), which its CRC covers, whether the writer packed the
+/// block or wrote it whole. (A byte at a block size's multiple missed the block it meant
+/// where blocks were packed, and could fall in a packed block's padding, which no CRC
+/// covers, as the writer's load decided.)
 pub(crate) fn damaged_copy(from: &Path, to: &Path, block: usize) {
     let mut bytes = std::fs::read(from).unwrap();
-    let header_len = event_format::decode::Decoder::new(&bytes[..]).unwrap().header_len() as usize;
-    let block_size = 1024;
-    bytes[header_len + block * block_size + 60] ^= 0x40;
+    let (offset, used) = {
+        let mut decoder = event_format::decode::Decoder::new(&bytes[..]).unwrap();
+        let b = decoder.nth(block).expect("the log has the block").expect("an undamaged block");
+        (b.offset as usize, b.header.used as usize)
+    };
+    assert!(used > 0, "block {block} holds records");
+    bytes[offset + event_format::wire::BLOCK_HEADER_LEN + 12.min(used - 1)] ^= 0x40;
     std::fs::write(to, bytes).unwrap();
 }
 

@@ -9,10 +9,10 @@ use crate::color::{Palette, Style};
 use crate::log::{Log, open_all};
 use crate::progress::Progress;
 use event_format::builtins::BuiltinEvent;
-use event_format::decode::{Block, BlockError, Catalog, Entry};
+use event_format::decode::{Block, BlockError, BlockSource, Catalog, Entry};
 use event_format::ledger::{Damaged, Ending, Ledger, Marker, describe_suppressed};
 use event_format::ring::{self, STATE_CLOSED};
-use event_format::wire::{Clock, Header, StopCause};
+use event_format::wire::{Clock, Header, StopCause, Unpacker};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -90,17 +90,18 @@ fn census(log: &mut Log, file: usize, choice: &Choice) -> Census {
     let starts = log.segment_starts();
     let (source, catalog) = log.blocks_and_catalog();
     let how = Counting { catalog, file, choice, clock, starts: &starts };
-    let (block_tx, blocks) = mpsc::sync_channel::<std::result::Result<Block, BlockError>>(4);
+    let (block_tx, blocks) = mpsc::sync_channel::<Read>(4);
     let (spent, spent_rx) = mpsc::channel::<Block>();
     let read_apart = std::thread::scope(|s| {
         let reader = &mut *source;
         let spawned = std::thread::Builder::new().name("event-dump-reader".into()).spawn_scoped(s, move || {
+            let mut unpacking = Unpacking::default();
             loop {
                 // A block counted gives its buffer to the next one read.
                 if let Ok(block) = spent_rx.try_recv() {
                     reader.recycle(block);
                 }
-                let Some(block) = reader.next_block() else { return };
+                let Some(block) = unpacking.next(reader) else { return };
                 if block_tx.send(block).is_err() {
                     return;
                 }
@@ -119,7 +120,8 @@ fn census(log: &mut Log, file: usize, choice: &Choice) -> Census {
         true
     });
     if !read_apart {
-        while let Some(block) = source.next_block() {
+        let mut unpacking = Unpacking::default();
+        while let Some(block) = unpacking.next(source) {
             count_block(&mut c, &mut per_code, &mut progress, &how, block);
             if let Some(block) = c.spare.take() {
                 source.recycle(block);
@@ -145,6 +147,30 @@ fn census(log: &mut Log, file: usize, choice: &Choice) -> Census {
     c
 }
 
+/// A block read, with the bytes of its records as the writer wrote them (records by
+/// callsite not expanded: what they take in a block, `stats`' bytes per event in records).
+type Read = std::result::Result<(Block, u64), BlockError>;
+
+/// Reads a source's blocks as [`BlockSource::next_block`] does, measuring each one's records
+/// as written before expanding them.
+#[derive(Default)]
+struct Unpacking {
+    unpacker: Unpacker,
+    spare: Vec<u8>,
+}
+
+impl Unpacking {
+    fn next(&mut self, source: &mut (impl BlockSource + ?Sized)) -> Option<Read> {
+        let block_size = source.header().block_size;
+        let pending = source.next_pending()?;
+        Some(pending.and_then(|p| p.unpack_as_written(&mut self.unpacker, &mut self.spare)).map(|mut block| {
+            let written = block.records.len() as u64;
+            event_format::callsites::expand_in_place(block.order, &mut block.records, block_size);
+            (block, written)
+        }))
+    }
+}
+
 /// What the events of a log are counted by.
 struct Counting<'a> {
     catalog: &'a Catalog,
@@ -158,15 +184,9 @@ struct Counting<'a> {
 
 /// Counts `block` into `c` (events by wire code into `per_code`); leaves the block in
 /// `c.spare`, for its buffer to be reused.
-fn count_block(
-    c: &mut Census,
-    per_code: &mut [u64],
-    progress: &mut Progress,
-    how: &Counting<'_>,
-    block: std::result::Result<Block, BlockError>,
-) {
+fn count_block(c: &mut Census, per_code: &mut [u64], progress: &mut Progress, how: &Counting<'_>, block: Read) {
     let Counting { catalog, file, choice, ref clock, starts } = *how;
-    let block = match block {
+    let (block, written) = match block {
         Ok(b) => b,
         Err(e) => {
             c.ledger.damaged(&e);
@@ -187,11 +207,7 @@ fn count_block(
         c.stored_bytes += stored;
         c.record_bytes += records;
     }
-    let own = (
-        u64::from(block.header.flags & event_format::wire::BLOCK_PACKED != 0),
-        block.stored_len,
-        block.records.len() as u64,
-    );
+    let own = (u64::from(block.header.flags & event_format::wire::BLOCK_PACKED != 0), block.stored_len, written);
     if c.ledger.ends_with_marker() {
         c.held = Some((block.segment, own));
     } else {

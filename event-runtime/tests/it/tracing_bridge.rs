@@ -530,6 +530,28 @@ fn a_ring_files_blocks_by_callsite_are_copied_as_written() {
         assert_eq!(seen.len(), 2_000, "every event, expanded");
         assert!(seen.iter().all(|(_, s)| matches!(s, Seen::Event { .. })));
     }
+    // The ring file itself, read block by block and pending (as `print` reads it): every
+    // event expanded either way, and its records as written fit their blocks.
+    use event_format::decode::BlockSource as _;
+    use event_format::ring::{RingBlocks, RingReader};
+    let open = || RingBlocks::new(RingReader::open(std::fs::File::open(&path).unwrap(), Default::default()).unwrap());
+    let traced = |block: &event_format::decode::Block| {
+        block.records().flatten().filter(|r| r.code == builtin::TRACE_EVENT).count()
+    };
+    let mut blocks = open();
+    let (mut read, mut pending) = (0, 0);
+    while let Some(block) = blocks.next_block() {
+        read += traced(&block.expect("no damaged block"));
+    }
+    let mut blocks = open();
+    let (mut unpacker, mut spare) = (event_format::wire::Unpacker::new(), Vec::new());
+    while let Some(block) = blocks.next_pending() {
+        let block = block.expect("no damaged block");
+        let written = block.clone().unpack_as_written(&mut unpacker, &mut spare).unwrap();
+        assert!(written.records.len() <= 4096 - 48, "as written, the records fit their block");
+        pending += traced(&block.unpack(&mut unpacker, &mut spare).unwrap());
+    }
+    assert_eq!((read, pending), (2_000, 2_000));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

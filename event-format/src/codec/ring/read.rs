@@ -5,7 +5,7 @@
 use super::layout::{
     Layout, PIN_ENTRY_HEADER, RECLAIMING, RingError, STATE_CREATING, at, pin_at, slot_at, split_position, tag,
 };
-use crate::codec::decode::{Block, BlockError, BlockSource, DecodeOptions};
+use crate::codec::decode::{Block, BlockError, BlockSource, DecodeOptions, PendingBlock};
 use crate::codec::wire::{
     BLOCK_HEADER_LEN, BLOCK_PACKED, BLOCK_SYNC, BlockHeader, BlockWriter, Damage, Header, Order, PushError,
     RECORD_HEADER_LEN, seal_block, verify_block,
@@ -853,15 +853,30 @@ impl<R: ReadAt> BlockSource for RingBlocks<R> {
     /// The next block, its records by callsite expanded. A read error ends the blocks, as it
     /// ends a stream.
     fn next_block(&mut self) -> Option<Result<Block, BlockError>> {
+        let block_size = self.reader.layout.block_size;
+        self.next_as_read().map(|block| {
+            block.map(|mut block| {
+                crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
+                block
+            })
+        })
+    }
+
+    /// The next block with its records as the file holds them, for
+    /// [`PendingBlock::unpack`] to expand (or [`PendingBlock::unpack_as_written`] to keep):
+    /// a ring file's blocks are never packed.
+    fn next_pending(&mut self) -> Option<Result<PendingBlock, BlockError>> {
+        let block_size = self.reader.layout.block_size;
+        self.next_as_read().map(|block| block.map(|block| PendingBlock { block, pending: Some(block_size) }))
+    }
+}
+
+impl<R: ReadAt> RingBlocks<R> {
+    /// The next block as read, its records as the file holds them. A read error ends the
+    /// blocks, as it ends a stream.
+    fn next_as_read(&mut self) -> Option<Result<Block, BlockError>> {
         match self.next_read() {
-            Ok(block) => block.map(|mut block| {
-                crate::codec::callsites::expand_in_place(
-                    block.order,
-                    &mut block.records,
-                    self.reader.layout.block_size,
-                );
-                Ok(block)
-            }),
+            Ok(block) => block.map(Ok),
             Err(e) => {
                 self.finished = true;
                 self.pending.clear();

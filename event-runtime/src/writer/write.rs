@@ -44,7 +44,7 @@ pub(crate) fn write_queued(shared: &Shared) {
 /// a `write`, some 10 to 20 us. Yielding after each block held a writer of nice 10 to a block
 /// or so a scheduling period on a core the program kept busy, whatever the block cost, so that
 /// it fell further behind until the threads lost events (the service benchmark on one core
-/// lost 20 to 34 % of its events with the `tracing` bridge: BENCHMARKS.md). A turn stays under
+/// lost 17 to 34 % of its events with the `tracing` bridge: BENCHMARKS.md). A turn stays under
 /// a block's packing at the configured level, which bounds the program's wait for the writer.
 const BETWEEN_YIELDS: usize = 8;
 

@@ -58,13 +58,14 @@ pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         seal_block_in_place(Order::NATIVE, &mut block);
         // Packing costs the writer about 0.15 to 0.4 ms per 64 KiB block (zstd level 5 over
         // columns at 150 to 450 MB/s on a shared 2-core VM; level 1 about twice as fast): when
-        // fewer than half the pool's blocks are free, the program is outrunning the writer,
-        // which packs at zstd's fast level; under a quarter, blocks go as they are, so that
-        // no event is dropped for the sake of size.
+        // fewer than a quarter of the pool's blocks are free, the program is outrunning the
+        // writer, which packs at zstd's fast level; under an eighth, blocks go as they are,
+        // so that no event is dropped for the sake of size. (Under half, the fast level cost a
+        // service-like workload 2 % of its size where level 5 kept up: BENCHMARKS.md.)
         let free = shared.exchange.free_hint();
-        let pace = if free < shared.pool_blocks / 4 {
+        let pace = if free < shared.pool_blocks / 8 {
             Pace::Hurry
-        } else if free < shared.pool_blocks / 2 {
+        } else if free < shared.pool_blocks / 4 {
             Pace::Behind
         } else {
             Pace::Keep

@@ -62,10 +62,11 @@ pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         // writer, which packs at zstd's fast level; under an eighth, blocks go as they are,
         // so that no event is dropped for the sake of size. (Under half, the fast level cost a
         // service-like workload 2 % of its size where level 5 kept up: BENCHMARKS.md.)
+        // (A pool of a few blocks: whole with none free, level 1 with one.)
         let free = shared.exchange.free_hint();
-        let pace = if free < shared.pool_blocks / 8 {
+        let pace = if free < (shared.pool_blocks / 8).max(1) {
             Pace::Hurry
-        } else if free < shared.pool_blocks / 4 {
+        } else if free < (shared.pool_blocks / 4).max(2) {
             Pace::Behind
         } else {
             Pace::Keep

@@ -152,7 +152,7 @@ fn census(log: &mut Log, file: usize, choice: &Choice) -> Census {
 type Read = std::result::Result<(Block, u64), BlockError>;
 
 /// Reads a source's blocks as [`BlockSource::next_block`] does, measuring each one's records
-/// as written before expanding them.
+/// as written ([`PendingBlock::unpack_measured`](event_format::decode::PendingBlock::unpack_measured)).
 #[derive(Default)]
 struct Unpacking {
     unpacker: Unpacker,
@@ -161,13 +161,12 @@ struct Unpacking {
 
 impl Unpacking {
     fn next(&mut self, source: &mut (impl BlockSource + ?Sized)) -> Option<Read> {
-        let block_size = source.header().block_size;
         let pending = source.next_pending()?;
-        Some(pending.and_then(|p| p.unpack_as_written(&mut self.unpacker, &mut self.spare)).map(|mut block| {
-            let written = block.records.len() as u64;
-            event_format::callsites::expand_in_place(block.order, &mut block.records, block_size);
-            (block, written)
-        }))
+        Some(
+            pending
+                .and_then(|p| p.unpack_measured(&mut self.unpacker, &mut self.spare))
+                .map(|(block, written)| (block, written as u64)),
+        )
     }
 }
 

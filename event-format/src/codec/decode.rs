@@ -428,12 +428,21 @@ impl PendingBlock {
     /// reuses from block to block: it gets the packed bytes' buffer back), or the damage that
     /// [`BlockSource::next_block`] would have reported for it, at its place.
     pub fn unpack(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<Block, BlockError> {
+        self.unpack_measured(unpacker, spare).map(|(block, _)| block)
+    }
+
+    /// [`unpack`](PendingBlock::unpack), and the length of the block's records as the writer
+    /// wrote them, before its records by callsite were expanded: what they take in their
+    /// block (`stats`' bytes per event in records). For a block made
+    /// [`ready`](PendingBlock::ready), the length of its records as they were given.
+    pub fn unpack_measured(self, unpacker: &mut Unpacker, spare: &mut Vec<u8>) -> Result<(Block, usize), BlockError> {
         let pending = self.pending;
         let mut block = self.unpack_as_written(unpacker, spare)?;
+        let written = block.records.len();
         if let Some(block_size) = pending {
             crate::codec::callsites::expand_in_place(block.order, &mut block.records, block_size);
         }
-        Ok(block)
+        Ok((block, written))
     }
 
     /// The block with its records unpacked as [`unpack`](PendingBlock::unpack) unpacks them,

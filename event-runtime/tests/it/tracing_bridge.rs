@@ -496,6 +496,23 @@ fn the_bridge_and_the_programs_event_set_record_together() {
     assert_eq!(names, ["ArenaDestroy", "TraceEvent"]);
 }
 
+/// A fresh scratch directory of this process's, `name` telling the test's apart.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("event-bridge-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// A `tracing::info!` for each of `numbers`, whose long field names make its record by
+/// callsite about a third as long as the record it stands for: a block of them expands past
+/// the block.
+fn long_infos(numbers: std::ops::Range<u64>) {
+    for n in numbers {
+        tracing::info!(a_rather_long_field_name = n, another_long_field_name = true, "step");
+    }
+}
+
 /// Under `ring` with a ring file, a stop copies the file's blocks to the stream sinks (and a
 /// snapshot copies them to its file): blocks of `tracing::info!`s by callsite, whose records
 /// of format 2.1.0 would not fit a block, are copied as they were written, and read back
@@ -503,9 +520,7 @@ fn the_bridge_and_the_programs_event_set_record_together() {
 #[test]
 fn a_ring_files_blocks_by_callsite_are_copied_as_written() {
     let _serial = serial();
-    let dir = std::env::temp_dir().join(format!("event-bridge-ring-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("ring");
     let path = dir.join("trace.ring");
     let dispatch = dispatch();
     let recording = Recorder::new()
@@ -516,11 +531,7 @@ fn a_ring_files_blocks_by_callsite_are_copied_as_written() {
         .memory()
         .start()
         .expect("starts");
-    tracing::dispatcher::with_default(&dispatch, || {
-        for n in 0..2_000u64 {
-            tracing::info!(a_rather_long_field_name = n, another_long_field_name = true, "step");
-        }
-    });
+    tracing::dispatcher::with_default(&dispatch, || long_infos(0..2_000));
     let snapshot = dir.join("snap.evt");
     recording.snapshot(&snapshot).expect("a snapshot");
     let stream = recording.stop().expect("stops");
@@ -563,9 +574,7 @@ fn a_ring_files_blocks_by_callsite_are_copied_as_written() {
 fn a_follower_shows_events_by_callsite_as_they_are_recorded() {
     use event_format::ring::{FollowItem, Follower, RingReader};
     let _serial = serial();
-    let dir = std::env::temp_dir().join(format!("event-bridge-follow-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("follow");
     let path = dir.join("trace.ring");
     let dispatch = dispatch();
     let recording =
@@ -576,9 +585,7 @@ fn a_follower_shows_events_by_callsite_as_they_are_recorded() {
     let mut shown = Vec::new();
     tracing::dispatcher::with_default(&dispatch, || {
         for poll in 0..10u64 {
-            for n in 0..3 {
-                tracing::info!(a_rather_long_field_name = poll * 3 + n, another_long_field_name = true, "step");
-            }
+            long_infos(poll * 3..poll * 3 + 3);
             let mut now = Vec::new();
             for item in follower.poll().expect("the ring file reads") {
                 if let FollowItem::Records { block, from, .. } = item {
@@ -611,9 +618,7 @@ fn a_follower_shows_events_by_callsite_as_they_are_recorded() {
 #[test]
 fn a_streams_snapshot_copies_blocks_by_callsite_as_written() {
     let _serial = serial();
-    let dir = std::env::temp_dir().join(format!("event-bridge-snap-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("snap");
     let dispatch = dispatch();
     let recording = Recorder::new()
         .sets(&[&EVENTS])
@@ -622,11 +627,7 @@ fn a_streams_snapshot_copies_blocks_by_callsite_as_written() {
         .buffer_size(1 << 20)
         .start()
         .expect("starts");
-    tracing::dispatcher::with_default(&dispatch, || {
-        for n in 0..2_000u64 {
-            tracing::info!(a_rather_long_field_name = n, another_long_field_name = true, "step");
-        }
-    });
+    tracing::dispatcher::with_default(&dispatch, || long_infos(0..2_000));
     let snapshot = dir.join("snap.evt");
     let taken = recording.snapshot(&snapshot).expect("a snapshot");
     recording.stop().expect("stops");

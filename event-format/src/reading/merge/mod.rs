@@ -50,6 +50,7 @@ mod watermark;
 pub use order::{At, Keys, Order, Place, Tie, Timed};
 pub use watermark::Watermark;
 
+use crate::codec::builtins::BuiltinEvent;
 use crate::codec::decode::{Block, BlockError, BlockSource, BlockStart, Catalog, Decoder, Entry, Event};
 use crate::codec::read_at::ReadAt;
 use crate::codec::ring::{RingBlocks, RingFindings};
@@ -462,8 +463,11 @@ impl<S: BlockSource> Merge<S> {
                     match record {
                         Ok(record) => {
                             records += 1;
-                            if record.code == DROPPED && record.args.len() >= 16 {
-                                lost = lost.saturating_add(block.order.u64(&record.args[8..]));
+                            if record.code == DROPPED
+                                && let Entry::Event(event) = self.catalogs[f].entry(record, thread, block.order)
+                                && let Some(BuiltinEvent::Dropped { count, .. }) = BuiltinEvent::of(&event)
+                            {
+                                lost = lost.saturating_add(count);
                             }
                             let key = self.order.keys().key(f, record.time);
                             self.last_key[f] = self.last_key[f].max(key);

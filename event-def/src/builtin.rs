@@ -145,6 +145,25 @@ pub const SPAN_RECORD_AT: u16 = 0xFF14;
 /// indexes in the callsite's `fields`) joined as the fields grammar joins them.
 pub const TRACE_EVENT_AT: u16 = 0xFF15;
 
+/// Whether the built-in event of wire code `code` is a span record: one that names its
+/// `tracing` span itself (`span` is its first argument): `SpanEnter`, `SpanExit`,
+/// `SpanOpen`, `SpanClose`, `SpanRecord`, `SpanFollows`, `SpanOpenAt`, `SpanRecordAt`. Since
+/// format 2.1.2 a span record belongs to no current span: a writer writes no `SpanCurrent`
+/// for it, and a reader attributes it to none (docs/FORMAT.md, "Built-in events").
+///
+/// ```
+/// use event_def::builtin;
+/// assert!(builtin::is_span_record(builtin::SPAN_CLOSE));
+/// assert!(!builtin::is_span_record(builtin::SPAN_CURRENT));
+/// assert!(!builtin::is_span_record(builtin::TRACE_EVENT_AT));
+/// ```
+pub const fn is_span_record(code: u16) -> bool {
+    matches!(
+        code,
+        SPAN_ENTER | SPAN_EXIT | SPAN_OPEN | SPAN_CLOSE | SPAN_RECORD | SPAN_FOLLOWS | SPAN_OPEN_AT | SPAN_RECORD_AT
+    )
+}
+
 use Letter::{Address, Signed, String as Str, Unsigned, Word};
 
 const SUPPRESSED_TYPE: Builtin = Builtin {

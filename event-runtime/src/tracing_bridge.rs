@@ -24,8 +24,8 @@
 //!     let stream = recording.stop()?;
 //!     // The stream holds the span's SpanOpen (span "request", fields `id=7`, no parent), a
 //!     // SpanCurrent naming it before the TraceEvent recorded inside it (level 2, text `slow
-//!     // reply user="ada"`), a SpanCurrent(0) once the thread is outside it, and its
-//!     // SpanClose (the first and the third written by callsite, and read as themselves);
+//!     // reply user="ada"`), and its SpanClose, which names its span and so takes no
+//!     // SpanCurrent (the first and the third written by callsite, and read as themselves);
 //!     // `event-dump print` shows them, `event-dump latency` the span's duration.
 //!     use event_runtime::format::{Catalog, Decoder, Entry};
 //!     let mut decoder = Decoder::new(&stream[..])?;
@@ -39,7 +39,7 @@
 //!         }
 //!     }
 //!     names.retain(|n| n != "ThreadName");
-//!     assert_eq!(names, ["SpanOpen", "SpanCurrent", "TraceEvent", "SpanCurrent", "SpanClose"]);
+//!     assert_eq!(names, ["SpanOpen", "SpanCurrent", "TraceEvent", "SpanClose"]);
 //!     Ok(())
 //! }
 //! ```
@@ -64,9 +64,12 @@
 //!   of each block of a thread that has written one. So every event the thread records, a
 //!   `tracing` event's `TraceEvent` and an `event!` of any set alike, belongs to the span the
 //!   latest `SpanCurrent` of its thread names (0: none): readers group a request's events by
-//!   it. A `tracing` event with an explicit parent is written under that span. The cost is
-//!   paid only where the current span changes between two records of a thread: one 16-byte
-//!   record; an `event!` outside the bridge pays one load and a compare.
+//!   it. A `tracing` event with an explicit parent is written under that span. The span
+//!   records themselves (`SpanOpen`, `SpanClose`, ...) name their span and take no
+//!   `SpanCurrent` (format 2.1.2): a request's span opened and closed outside every span costs
+//!   no mark of its own. The cost is paid only where the current span changes between two
+//!   other records of a thread: one 16-byte record; an `event!` outside the bridge pays one
+//!   load and a compare.
 //! - **Entries and exits, on request.** [`EventLayer::with_entries`] also records
 //!   `SpanEnter(span, name, "")` and `SpanExit(span, name)` at each entry and exit (each poll
 //!   of an instrumented future), which the readers show as slices of the thread that polled.

@@ -77,9 +77,8 @@ fn a_tracing_only_program_gets_a_log_that_event_dump_prints() {
         r#"T1 Builtin.SpanOpen span=S2 parent=S1 name="query" fields="table=\"users\"""#,
         r#"T1 Builtin.SpanCurrent span=S2"#,
         r#"T1 Builtin.TraceEvent level=5 target="tracing_only" text="rows=1""#,
-        r#"T1 Builtin.SpanCurrent span=S1"#,
+        // Span records name their span and take no `SpanCurrent` (format 2.1.2).
         r#"T1 Builtin.SpanClose span=S2"#,
-        r#"T1 Builtin.SpanCurrent span=0"#,
         r#"T1 Builtin.SpanClose span=S1"#,
         r#"T1 Builtin.SpanOpen span=S3 parent=0 name="request" fields="id=2""#,
         r#"T1 Builtin.SpanRecord span=S3 fields="user=\"ada\"""#,
@@ -89,10 +88,10 @@ fn a_tracing_only_program_gets_a_log_that_event_dump_prints() {
         r#"T1 Builtin.SpanOpen span=S4 parent=S3 name="query" fields="table=\"users\"""#,
         r#"T1 Builtin.SpanCurrent span=S4"#,
         r#"T1 Builtin.TraceEvent level=5 target="tracing_only" text="rows=2""#,
-        r#"T1 Builtin.SpanCurrent span=S3"#,
         r#"T1 Builtin.SpanClose span=S4"#,
-        r#"T1 Builtin.SpanCurrent span=0"#,
         r#"T1 Builtin.SpanClose span=S3"#,
+        // The next record outside every span is marked.
+        r#"T1 Builtin.SpanCurrent span=0"#,
         r#"T1 Builtin.TraceEvent level=1 target="tracing_only" text="giving up code=503 reason=\"overloaded\"""#,
     ];
     assert_eq!(got, expected);

@@ -106,7 +106,7 @@ fn expected_header(order: Order) -> Vec<u8> {
         .raw(&bom)
         .u16(2)
         .u16(1)
-        .u16(1) // format 2.1.1
+        .u16(2) // format 2.1.2
         .u32(0) // header length, patched below
         .u32(4096) // block size
         .u16(0)
@@ -162,7 +162,7 @@ fn little_endian_header_starts_as_documented() {
         &[
             0x89, 0x45, 0x56, 0x54, 0x0D, 0x0A, 0x1A, 0x0A, // magic
             0xFF, 0xFE, // byte-order mark, little-endian
-            0x02, 0x00, 0x01, 0x00, 0x01, 0x00, // format 2.1.1
+            0x02, 0x00, 0x01, 0x00, 0x02, 0x00, // format 2.1.2
             0xB6, 0x00, 0x00, 0x00, // header length 182
             0x00, 0x10, 0x00, 0x00, // block size 4096
         ]

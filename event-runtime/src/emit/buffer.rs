@@ -441,10 +441,10 @@ impl ThreadBuffer {
             }
         };
         // The thread's current `tracing` span changed since the last `SpanCurrent`: one
-        // before this record (cold; one load and a compare here).
+        // before this record, unless it is a span record (cold; one load and a compare here).
         let span = SPAN.with(std::cell::Cell::get);
         if span != self.span_written {
-            self.mark_span(now, span, len);
+            self.mark_span(now, span, code, len);
         }
         self.put(now, code, len, strs, fill);
     }
@@ -504,13 +504,15 @@ impl ThreadBuffer {
         }
     }
 
-    /// Writes a `SpanCurrent(span)` at `now`, before a record of `len` bytes, with room for
-    /// both in one block: the record is never separated from the mark that names its span
-    /// by a block boundary (docs/FORMAT.md, "Built-in events").
+    /// Writes a `SpanCurrent(span)` at `now`, before a record of code `code` and `len` bytes,
+    /// with room for both in one block: the record is never separated from the mark that
+    /// names its span by a block boundary (docs/FORMAT.md, "Built-in events"). None before a
+    /// span record (`SpanOpen`, `SpanClose`, ...), which names its span itself and belongs to
+    /// no current span (format 2.1.2): the next other record of the thread gets the mark.
     #[cold]
     #[inline(never)]
-    fn mark_span(&mut self, now: u64, span: u64, len: usize) {
-        if SPAN_CURRENT_LEN + len > self.max_record {
+    fn mark_span(&mut self, now: u64, span: u64, code: u16, len: usize) {
+        if builtin::is_span_record(code) || SPAN_CURRENT_LEN + len > self.max_record {
             // A record that fills a block alone goes without its mark.
             return;
         }

@@ -151,12 +151,13 @@ fn events_and_spans_on_two_threads_are_recorded_with_their_nesting() {
             Seen::Current { span: inner },
             event(2, "slow path=\"/tmp/a b\" ok=true"),
             event(5, &format!("n={n} ratio=0.5")),
-            // Left, then dropped: closed while `outer` is current again.
-            Seen::Current { span: outer },
+            // Left, then dropped: a span record names its span and takes no mark (format
+            // 2.1.2); the next event is marked with `outer`, current again.
             Seen::Close { span: inner },
+            Seen::Current { span: outer },
             event(3, "done"),
             event(4, "quoted \"text\" stays as written"),
-            Seen::Current { span: 0 },
+            // Closed outside every span: no `SpanCurrent(0)` before it, no record after it.
             Seen::Close { span: outer },
         ];
         assert_eq!(got, expected, "thread {thread}");
@@ -213,7 +214,7 @@ fn records_by_callsite_read_as_the_records_without_them() {
     let (with_seen, with_cut) = decode(&by_callsite);
     let (without_seen, without_cut) = decode(&without);
     assert!(with_cut.is_empty() && without_cut.is_empty());
-    assert_eq!(with_seen.len(), 3 * 14, "{with_seen:?}");
+    assert_eq!(with_seen.len(), 3 * 13, "{with_seen:?}");
     assert_eq!(strip(with_seen), strip(without_seen));
     // outer, inner, and the five events' callsites, each defined once in the one block.
     let callsites = |stream: &[u8]| codes(stream).iter().filter(|&&c| c == builtin::CALLSITE).count();
@@ -321,6 +322,9 @@ fn a_spans_fields_are_recorded_once_however_often_it_is_entered() {
                 _ => {}
             }
         }
+        // One mark, before the first event: the `SpanRecord` and `SpanClose` made outside the
+        // span name it themselves and take none (format 2.1.2), as in a recording.
+        assert_eq!(names.iter().filter(|n| **n == "SpanCurrent").count(), 1, "{names:?}");
     });
 }
 
@@ -340,10 +344,9 @@ fn entries_and_exits_are_recorded_only_when_asked_for() {
         drop(span);
         let (seen, _) = decode(&recording.stop().expect("stops"));
         let got: Vec<Seen> = seen.into_iter().map(|(_, s)| s).collect();
+        // Span records name their span: no `SpanCurrent` around them (format 2.1.2).
         let entry = [
-            Seen::Current { span: id },
             Seen::Enter { span: id, name: "poll".into(), fields: String::new() },
-            Seen::Current { span: 0 },
             Seen::Exit { span: id, name: "poll".into() },
         ];
         let mut expected = vec![Seen::Open { span: id, parent: 0, name: "poll".into(), fields: "n=1".into() }];
@@ -382,8 +385,9 @@ fn follows_from_and_explicit_parents_are_recorded() {
                 event(3, "about the effect"),
             ]
         );
-        assert_eq!(got[6], Seen::Current { span: 0 });
-        assert_eq!(got.iter().filter(|s| matches!(s, Seen::Close { .. })).count(), 3);
+        // The closes follow, without a `SpanCurrent(0)` before them: span records take none.
+        assert!(got[6..].iter().all(|s| matches!(s, Seen::Close { .. })), "{got:?}");
+        assert_eq!(got.len(), 9, "{got:?}");
     });
 }
 

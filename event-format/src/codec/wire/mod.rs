@@ -85,10 +85,14 @@ use event_def::schema::Version;
 /// `version`, ... of the recording), earlier recordings ([`Earlier`], tag 6: what a
 /// directory's budget removed of them), and declared histograms and limits
 /// (`TAG_HISTOGRAMS`, `TAG_LIMITS`): new built-in codes and properties, which a 2.0 reader
-/// skips by their length.
+/// skips by their length; 2.1.1 the `tracing` bridge's records by callsite
+/// ([`crate::builtin::CALLSITE`] ..= [`crate::builtin::TRACE_EVENT_AT`]; minor: a 2.1.0
+/// reader skips them by their length, and counts them); 2.1.2 no `SpanCurrent` before a span
+/// record ([`crate::builtin::is_span_record`]; minor: the reference readers never
+/// attributed one to the current span).
 ///
 /// A reader of this version reads majors 2 and 1 ([`LAST_V1`]).
-pub const FORMAT_VERSION: Version = Version::new(2, 1, 1);
+pub const FORMAT_VERSION: Version = Version::new(2, 1, 2);
 
 /// The newest 1.x format this reader knows: it reads 1.x streams up to this median without
 /// `force`, as one unnamed set whose wire codes are its events' own codes.

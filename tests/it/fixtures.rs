@@ -11,7 +11,7 @@
 //! over rows). Since 2.1.1 a second pair, `tracing-le.evt` and `tracing-be.evt`, holds the
 //! `tracing` bridge's spans and events by callsite (docs/FORMAT.md, "Callsites"), which read
 //! expanded; since 2.1.2 its span records take no `SpanCurrent`. Run with `UPDATE_FIXTURES=1
-//! cargo test --test it fixtures::` (the `::`: `ring_fixtures` would write its streams too) to write
+//! cargo test --test it fixtures::` (then `versions::` for tests/data/skew) to write
 //! them, once, when a new format version is released, into a new directory: the streams of
 //! older versions stay as they are.
 

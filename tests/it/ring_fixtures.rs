@@ -19,7 +19,7 @@
 //!   the entries of epoch 0, which no reader reads.
 //!
 //! Run with `UPDATE_FIXTURES=1` to write them, once, when a new ring layout is released,
-//! into a new directory: the files of older layouts stay as they are.
+//! into a new directory: files already there, and every older layout's, stay as they are.
 
 use crate::common::DUMP;
 use event_format::builtin;
@@ -199,10 +199,16 @@ fn generate(order: Order, version: event_format::schema::Version) -> Vec<u8> {
 }
 
 /// The checked-in file `name` of the directory `layout`; written first by `make` when
-/// `UPDATE_FIXTURES` is set.
+/// `UPDATE_FIXTURES` is set, `layout` is the current ring layout's (`ring-X.Y.Z` of
+/// `ring::RING_VERSION`) and the file is not there yet: a released file is never written
+/// again. (Before, a stream format's release, which sets the variable for its own fixtures,
+/// wrote every layout's files again with its new header.)
 fn read(layout: &str, name: &str, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(layout).join(name);
-    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+    if std::env::var_os("UPDATE_FIXTURES").is_some()
+        && layout == format!("ring-{}", ring::RING_VERSION)
+        && !path.exists()
+    {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, make()).unwrap();
     }

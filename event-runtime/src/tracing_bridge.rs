@@ -60,8 +60,9 @@
 //!   its span's fields once.
 //! - **Events name their span.** Entering and leaving spans keeps the thread's current span
 //!   (a word of the thread); the recorder writes a `SpanCurrent(span)` before the next
-//!   record of the thread whenever it changed since the last one it wrote, and at the start
-//!   of each block of a thread that has written one. So every event the thread records, a
+//!   record of the thread that belongs to a span whenever it changed since the last one it
+//!   wrote, and in each block of a thread that has written one before its first such
+//!   record. So every event the thread records, a
 //!   `tracing` event's `TraceEvent` and an `event!` of any set alike, belongs to the span the
 //!   latest `SpanCurrent` of its thread names (0: none): readers group a request's events by
 //!   it. A `tracing` event with an explicit parent is written under that span. The span

@@ -138,7 +138,9 @@ pub(crate) struct ThreadBuffer {
     /// on the second hot line, is the niche it takes instead).
     post: Option<(u64, std::num::NonZeroU64)>,
     /// This thread has written a `SpanCurrent` in this recording: each of its blocks then
-    /// starts with one, so that a reader of any block alone (a ring's, a segment's) knows.
+    /// holds one before its first record that belongs to a span (any but span records and
+    /// `Callsite`s; a `Dropped` opens a block before it), so that a reader of any block
+    /// alone (a ring's, a segment's) knows.
     span_marks: bool,
     /// The next block of the `post` window to copy (`hold_post_blocks`): at first the block
     /// that held the trigger event.
@@ -148,8 +150,17 @@ pub(crate) struct ThreadBuffer {
 }
 
 /// [`ThreadBuffer::span_written`] at the start of a block of a thread that names spans: no
-/// span id (`tracing`'s are small counters), so that the block's first record writes one.
+/// span id (`tracing`'s are small counters), so that the block's first record that belongs
+/// to a span writes one.
 const SPAN_UNKNOWN: u64 = u64::MAX;
+
+/// Whether a record of wire code `code` takes no `SpanCurrent` before it (docs/FORMAT.md,
+/// "Built-in events", format 2.1.2): a span record, which names its span itself, and a
+/// `Callsite`, a definition that readers consume as they delimit records (the record by
+/// callsite after it takes the mark).
+pub(crate) fn takes_no_mark(code: u16) -> bool {
+    builtin::is_span_record(code) || code == builtin::CALLSITE
+}
 
 /// [`ThreadBuffer`]'s `state`: there is a current block to write into.
 const WRITABLE: u8 = 1;
@@ -175,8 +186,8 @@ thread_local! {
         std::mem::ManuallyDrop::new(Local { buffer: RefCell::new(None) })
     };
     /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records of
-    /// the thread are preceded by a `SpanCurrent` whenever it differs from the last one
-    /// written (docs/FORMAT.md, "Built-in events"). A thread-local of its own: beside the
+    /// the thread (but span records and `Callsite`s) are preceded by a `SpanCurrent` whenever
+    /// it differs from the last one written (docs/FORMAT.md, "Built-in events"). A thread-local of its own: beside the
     /// buffer in `LOCAL` it saved one cache line after a sweep of the caches, and cost the
     /// benchmark's warm loop 8 % (BENCHMARKS.md, the lead's night run), with no difference an
     /// event after a sweep measured in time.
@@ -209,8 +220,8 @@ impl Drop for Retire {
 }
 
 /// Makes `span` this thread's current `tracing` span (0: none) and returns the one before:
-/// the thread's next record is preceded by a `SpanCurrent` when it differs from the last
-/// one written. What the bridge calls on each entry and exit of a span.
+/// the thread's next record that belongs to a span (not a span record) is preceded by a
+/// `SpanCurrent` when it differs from the last one written. What the bridge calls on each entry and exit of a span.
 #[cfg(feature = "tracing")]
 #[inline]
 pub(crate) fn set_current_span(span: u64) -> u64 {
@@ -458,7 +469,7 @@ impl ThreadBuffer {
         // One test on the hot path: a delta that fits the record's 32 bits, and room for the
         // record. Anything else is `make_room`'s.
         if now < self.time || delta > u64::from(u32::MAX) || self.end + len > self.block_size {
-            match self.make_room(now, len) {
+            match self.make_room_marked(now, code, len) {
                 Some(d) => delta = d,
                 None => return self.refuse(),
             }
@@ -512,7 +523,7 @@ impl ThreadBuffer {
     #[cold]
     #[inline(never)]
     fn mark_span(&mut self, now: u64, span: u64, code: u16, len: usize) {
-        if builtin::is_span_record(code) || SPAN_CURRENT_LEN + len > self.max_record {
+        if takes_no_mark(code) || SPAN_CURRENT_LEN + len > self.max_record {
             // A record that fills a block alone goes without its mark.
             return;
         }
@@ -528,6 +539,27 @@ impl ThreadBuffer {
         self.span_written = span;
         self.span_marks = true;
         self.put(now, builtin::SPAN_CURRENT, SPAN_CURRENT_LEN, &[], |w| body::span_current(w, span));
+    }
+
+    /// [`make_room`](Self::make_room) for a record of code `code` about to be written: when
+    /// the record opens a block of a thread that names spans, the block's `SpanCurrent` goes
+    /// before it ([`mark_span`](Self::mark_span), which writes none before a span record):
+    /// each block of such a thread names its span before its first record that belongs to
+    /// one, so that a block read alone (a ring's, a segment's) knows it (docs/FORMAT.md,
+    /// "Built-in events"). Before, a record that filled a block opened the next unmarked,
+    /// and its span was known only from the blocks before. Returns the record's delta.
+    #[cold]
+    #[inline(never)]
+    fn make_room_marked(&mut self, now: u64, code: u16, len: usize) -> Option<u64> {
+        let delta = self.make_room(now, len)?;
+        // A block just started by a thread that names spans has `SPAN_UNKNOWN` as its mark.
+        if self.span_written != SPAN_UNKNOWN || code == builtin::SPAN_CURRENT {
+            return Some(delta);
+        }
+        let span = SPAN.with(std::cell::Cell::get);
+        self.mark_span(now, span, code, len);
+        // The mark, when written, is the record's predecessor at `now`.
+        Some(now.wrapping_sub(self.time))
     }
 
     /// Makes room for a record of `len` bytes at `now` in the current block: the next block

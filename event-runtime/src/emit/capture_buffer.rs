@@ -186,9 +186,10 @@ impl CaptureBuffer {
     /// which no valid events.def allows) is not recorded.
     fn write(&mut self, code: u16, fixed: usize, strs: &[Text<'_>], fill: impl FnOnce(&mut ArgWriter<'_>)) {
         // The thread's current `tracing` span changed since the last mark: a mark first, as
-        // the recorder writes one (none before a span record, which names its span).
+        // the recorder writes one (none before a span record, which names its span, nor a
+        // `Callsite`).
         let span = crate::emit::buffer::current_span();
-        if span != self.span_written && code != builtin::THREAD_NAME && !builtin::is_span_record(code) {
+        if span != self.span_written && code != builtin::THREAD_NAME && !crate::emit::buffer::takes_no_mark(code) {
             self.span_written = span;
             self.put(builtin::SPAN_CURRENT, builtin::SPAN_CURRENT_FIXED, &[], |w| body::span_current(w, span));
         }

@@ -26,7 +26,10 @@
 //! with a deterministic clock (each event one nanosecond after the one before), as thread 1.
 //! The `tracing` bridge's records (its spans' `SpanOpen`, `SpanClose`, ..., its
 //! `TraceEvent`s) go to the capture too, and so do the `SpanCurrent` marks that name the span
-//! each record was made in, as the recorder writes them; the built-in events that `message`,
+//! each record was made in: before a record whose thread's current span changed since the
+//! last mark, none before a span record, a `Callsite` or a `ThreadName` (a capture's blocks
+//! are read together, so none opens a block, and the mark is one tick before its record);
+//! the built-in events that `message`,
 //! `intern` and `label` record go to the process's recording as before. Threads that the captured code spawns are not
 //! captured: a capture is this thread's.
 

@@ -191,6 +191,75 @@ fn codes(stream: &[u8]) -> Vec<u16> {
     codes
 }
 
+/// The raw codes of each block of `stream`, with the block's thread.
+fn blocks_codes(stream: &[u8]) -> Vec<(u64, Vec<u16>)> {
+    let mut decoder = Decoder::new(stream).expect("the recorder writes a valid header");
+    let mut blocks = Vec::new();
+    while let Some(block) = decoder.next_block() {
+        let block = block.expect("no damaged block");
+        blocks.push((block.header.thread, raw_codes(&block)));
+    }
+    blocks
+}
+
+/// Whether a record of `code` belongs to a span by the `SpanCurrent` before it: not a span
+/// record, nor one a reader consumes or the recorder writes to open a block.
+fn takes_a_mark(code: u16) -> bool {
+    !builtin::is_span_record(code)
+        && !matches!(code, builtin::CALLSITE | builtin::SPAN_CURRENT | builtin::TIME_EXTEND | builtin::DROPPED)
+}
+
+/// Every block of a thread that names spans names its span before its first record that
+/// belongs to one, also when that record is the one that filled the block before (a block
+/// read alone, a ring's or a segment's, knows its span); and no `SpanCurrent` stands right
+/// before a span record or a `Callsite`, which take none (format 2.1.2). Small blocks, a
+/// span with many events in it, by callsite and without.
+#[test]
+fn every_block_names_its_span_before_its_first_record_in_one() {
+    let _serial = serial();
+    for layer in [EventLayer::new(), EventLayer::new().with_callsites(false)] {
+        let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
+        let recording = Recorder::new()
+            .sets(&[&EVENTS])
+            .deterministic_clock()
+            .block_size(4096)
+            .buffer_size(4 << 20)
+            .memory()
+            .start()
+            .expect("starts");
+        tracing::dispatcher::with_default(&dispatch, || {
+            for round in 0..3u64 {
+                let span = tracing::info_span!("request", round);
+                let _entered = span.enter();
+                for n in 0..700u64 {
+                    tracing::info!(n, round, "a step with some text to fill blocks");
+                }
+            }
+        });
+        let blocks = blocks_codes(&recording.stop().expect("stops"));
+        let mine: Vec<&Vec<u16>> = blocks.iter().filter(|(t, _)| *t == 1).map(|(_, c)| c).collect();
+        assert!(mine.len() > 10, "the events fill many blocks: {}", mine.len());
+        let mut marked = false;
+        for (i, codes) in mine.iter().enumerate() {
+            if marked && let Some(first) = codes.iter().position(|&c| takes_a_mark(c)) {
+                assert!(
+                    codes[..first].contains(&builtin::SPAN_CURRENT),
+                    "block {i} of thread 1: its first record in a span comes before its mark: {codes:x?}"
+                );
+            }
+            marked |= codes.contains(&builtin::SPAN_CURRENT);
+            for pair in codes.windows(2) {
+                assert!(
+                    pair[0] != builtin::SPAN_CURRENT || takes_a_mark(pair[1]),
+                    "block {i}: a SpanCurrent before {:#x}, which takes none: {codes:x?}",
+                    pair[1]
+                );
+            }
+        }
+        assert!(marked, "the span was named");
+    }
+}
+
 /// Spans and events written by callsite (the default) read back as exactly the records the
 /// bridge writes without callsites: the same names, targets, levels and fields, byte for
 /// byte, with one `Callsite` a callsite and block; every record that names one is expanded.

@@ -548,24 +548,25 @@ impl SpanModel {
         u64::try_from(self.clock.wall_ns(ticks).max(0)).unwrap_or(u64::MAX)
     }
 
-    /// Whether an event of this wire code can matter to the spans (begins, ends or links
-    /// one, or is recorded in one): every event but the bookkeeping built-ins.
+    /// Whether an event of this wire code can be recorded in a span (an event of the span
+    /// its thread's latest `SpanCurrent` names): every event but the bookkeeping built-ins
+    /// and the span records, which name their span themselves and belong to none
+    /// (docs/FORMAT.md, "Built-in events"): a `SpanClose` that pairs with nothing, or a
+    /// `SpanOpenAt` or `SpanRecordAt` left as it is (its callsite undefined in its block),
+    /// is no event of the thread's current span.
     fn is_span_event(event: &Event<'_>) -> bool {
         !(event.desc.is_builtin()
-            && matches!(
-                event.desc.code,
-                builtin::INTERN
-                    | builtin::LABEL
-                    | builtin::THREAD_NAME
-                    | builtin::CLOCK_SYNC
-                    | builtin::DROPPED
-                    | builtin::STOP
-                    | builtin::SPAN_CURRENT
-                    | builtin::SPAN_RECORD
-                    | builtin::SPAN_FOLLOWS
-                    | builtin::SPAN_ENTER
-                    | builtin::SPAN_EXIT
-            ))
+            && (builtin::is_span_record(event.desc.code)
+                || matches!(
+                    event.desc.code,
+                    builtin::INTERN
+                        | builtin::LABEL
+                        | builtin::THREAD_NAME
+                        | builtin::CLOCK_SYNC
+                        | builtin::DROPPED
+                        | builtin::STOP
+                        | builtin::SPAN_CURRENT
+                )))
     }
 
     /// The next event of the log, in time order (each thread's in its order); `selected`:

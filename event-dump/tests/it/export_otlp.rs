@@ -112,6 +112,9 @@ fn service_rows() -> Rows {
                 (SPAN_CURRENT, 440, vec![Value::Word(6)]),
                 (TRACE_EVENT, 450, vec![Value::Unsigned(3), s("db"), s("done rows=3")]),
                 (SPAN_CURRENT, 460, vec![Value::Word(5)]),
+                // A record by callsite whose callsite its block does not define: left as it
+                // is, and still a span record, of no span (the `conn` span has no events).
+                (SPAN_RECORD_AT, 465, vec![Value::Word(6), Value::Word(42), s("0=1")]),
                 (SPAN_CLOSE, 470, vec![Value::Word(6)]),
                 (SPAN_OPEN, 480, vec![Value::Word(8), Value::Word(0), s("retry"), s("")]),
                 (SPAN_FOLLOWS, 490, vec![Value::Word(8), Value::Word(6)]),

@@ -147,9 +147,10 @@ pub const TRACE_EVENT_AT: u16 = 0xFF15;
 
 /// Whether the built-in event of wire code `code` is a span record: one that names its
 /// `tracing` span itself (`span` is its first argument): `SpanEnter`, `SpanExit`,
-/// `SpanOpen`, `SpanClose`, `SpanRecord`, `SpanFollows`, `SpanOpenAt`, `SpanRecordAt`. Since
-/// format 2.1.2 a span record belongs to no current span: a writer writes no `SpanCurrent`
-/// for it, and a reader attributes it to none (docs/FORMAT.md, "Built-in events").
+/// `SpanOpen`, `SpanClose`, `SpanRecord`, `SpanFollows`, `SpanOpenAt`, `SpanRecordAt`. A span
+/// record belongs to no current span, in streams of every version: a reader attributes it
+/// to none, and since format 2.1.2 a writer writes no `SpanCurrent` for it (docs/FORMAT.md,
+/// "Built-in events").
 ///
 /// ```
 /// use event_def::builtin;

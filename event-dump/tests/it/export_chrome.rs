@@ -477,3 +477,20 @@ fn an_async_slice_never_ended_is_marked_and_an_unbegun_end_is_an_instant() {
     let instant = all.iter().find(|e| e["ph"] == "i" && e["name"] == "JobEnd").expect("an instant");
     assert_eq!(instant["args"]["id"], 6);
 }
+
+/// The `tracing` fixtures of format 2.1.1 and 2.1.2 (tests/data) hold the same span and
+/// events; 2.1.1's writer put a `SpanCurrent(0)` before the span's `SpanClose`, 2.1.2's puts
+/// it before the event after it (span records take no mark). The export reads both alike:
+/// the same slices and events, the same `span` arguments, on every track.
+#[test]
+fn the_tracing_fixtures_of_2_1_1_and_2_1_2_export_alike() {
+    let d = dir("chrome-tracing-versions");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data");
+    let traces: Vec<Value> = ["v2.1.1", "v2.1.2"]
+        .iter()
+        .map(|v| export(&[&format!("{data}/{v}/tracing-le.evt")], &d.join(format!("{v}.json"))))
+        .collect();
+    let (old, new) = (tracks(&traces[0]), tracks(&traces[1]));
+    assert!(old.values().map(Vec::len).sum::<usize>() >= 5, "the fixture's events are exported: {old:?}");
+    assert_eq!(old, new);
+}

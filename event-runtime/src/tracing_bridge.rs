@@ -263,10 +263,10 @@ impl Bounded<'_> {
     /// Appends a field, ` key=value` (no space before the first), whose value is `len`
     /// bytes that `value` pushes onto the string: with one test of the room and one
     /// reservation when it all fits (the common case), else through [`Bounded::write_str`],
-    /// cut. A raw identifier's `r#` (`r#type`) is left out of the key, as `fmt` does.
+    /// cut. `name` is the key as written ([`FieldWriter::name`]: a raw identifier's `r#`
+    /// already left out).
     #[inline]
     fn field(&mut self, name: &str, len: usize, value: impl FnOnce(&mut String)) {
-        let name = name.strip_prefix("r#").unwrap_or(name);
         let space = !self.out.is_empty();
         let total = usize::from(space) + name.len() + 1 + len;
         if self.out.len() + total <= STRING_MAX {
@@ -274,7 +274,16 @@ impl Bounded<'_> {
             if space {
                 self.out.push(' ');
             }
-            self.out.push_str(name);
+            // A field's index, by callsite, is one or two digits: pushed, not copied (a copy's
+            // call cost more than the key).
+            match *name.as_bytes() {
+                [a] if a.is_ascii() => self.out.push(char::from(a)),
+                [a, b] if a.is_ascii() && b.is_ascii() => {
+                    self.out.push(char::from(a));
+                    self.out.push(char::from(b));
+                }
+                _ => self.out.push_str(name),
+            }
             self.out.push('=');
             let start = self.out.len();
             value(self.out);
@@ -361,7 +370,8 @@ impl<'a> FieldWriter<'a> {
         } else if self.message.is_some() && !is_key(name) {
             self.keys = false;
         }
-        name
+        // A raw identifier's `r#` (`r#type`) is left out of the key, as `fmt` does.
+        name.strip_prefix("r#").unwrap_or(name)
     }
 
     /// Starts a field, `key=`, whose value the caller writes after it.
@@ -374,17 +384,25 @@ impl<'a> FieldWriter<'a> {
     /// cost, when it went through it).
     #[inline]
     fn integer(&mut self, field: &Field, negative: bool, magnitude: u64) {
-        // The digits' values, most significant first from `at`.
+        // The digits' values, most significant first from `at`, two at a time (a 10-digit
+        // request id in five divisions, not ten).
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         let mut n = magnitude;
-        loop {
+        while n >= 100 {
+            let pair = (n % 100) as usize;
+            n /= 100;
+            at -= 2;
+            digits[at] = (pair / 10) as u8;
+            digits[at + 1] = (pair % 10) as u8;
+        }
+        if n >= 10 {
+            at -= 2;
+            digits[at] = (n / 10) as u8;
+            digits[at + 1] = (n % 10) as u8;
+        } else {
             at -= 1;
-            digits[at] = (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+            digits[at] = n as u8;
         }
         let digits = &digits[at..];
         let name = self.name(field);
@@ -982,6 +1000,39 @@ mod tests {
         );
         assert_eq!((got.as_str(), cut), (expected.as_str(), false));
         assert_eq!(fields::parse(&got).expect("reads back whole").len(), 16);
+    }
+
+    /// Integers are written two digits at a time: every count of digits, odd and even, and
+    /// the values at each power of ten's edge read as `Display` writes them.
+    #[test]
+    fn integers_of_every_length_are_their_decimal_text() {
+        let mut values: Vec<u64> = vec![0, 1, 9, u64::MAX, u64::MAX - 1];
+        let mut p = 1u64;
+        while let Some(next) = p.checked_mul(10) {
+            p = next;
+            values.extend([p - 1, p, p + 1, p + p / 2 + 7]);
+        }
+        for v in values {
+            let (got, _) = fields_of(0, || {
+                let _ = tracing::info_span!("s", u = v);
+            });
+            assert_eq!(got, format!("u={v}"));
+            let signed = i64::try_from(v).map_or(i64::MIN, |v| -v);
+            let (got, _) = fields_of(0, || {
+                let _ = tracing::info_span!("s", i = signed);
+            });
+            assert_eq!(got, format!("i={signed}"));
+        }
+    }
+
+    /// Keys of one and two bytes are pushed byte by byte when ASCII, copied otherwise: a raw
+    /// identifier's `r#` left out, a two-byte character whole.
+    #[test]
+    fn short_keys_are_written_whole() {
+        let (got, cut) = fields_of(0, || {
+            let _ = tracing::info_span!("s", r#in = 1u64, x = 2u64, é = 3u64, ab = "c");
+        });
+        assert_eq!((got.as_str(), cut), ("in=1 x=2 é=3 ab=\"c\"", false));
     }
 
     #[test]

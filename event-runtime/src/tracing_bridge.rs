@@ -62,10 +62,9 @@
 //!   (a word of the thread); the recorder writes a `SpanCurrent(span)` before the next
 //!   record of the thread that belongs to a span whenever it changed since the last one it
 //!   wrote, and in each block of a thread that has written one before its first such
-//!   record. So every event the thread records, a
-//!   `tracing` event's `TraceEvent` and an `event!` of any set alike, belongs to the span the
-//!   latest `SpanCurrent` of its thread names (0: none): readers group a request's events by
-//!   it. A `tracing` event with an explicit parent is written under that span. The span
+//!   record. So every event the thread records, a `tracing` event's `TraceEvent` and an
+//!   `event!` of any set alike, belongs to the span the latest `SpanCurrent` of its thread
+//!   names (0: none): readers group a request's events by it. A `tracing` event with an explicit parent is written under that span. The span
 //!   records themselves (`SpanOpen`, `SpanClose`, ...) name their span and take no
 //!   `SpanCurrent` (format 2.1.2): a request's span opened and closed outside every span costs
 //!   no mark of its own. The cost is paid only where the current span changes between two

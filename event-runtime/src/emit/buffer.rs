@@ -187,10 +187,10 @@ thread_local! {
     };
     /// This thread's current `tracing` span, as the bridge keeps it (0: none): the records of
     /// the thread (but span records and `Callsite`s) are preceded by a `SpanCurrent` whenever
-    /// it differs from the last one written (docs/FORMAT.md, "Built-in events"). A thread-local of its own: beside the
-    /// buffer in `LOCAL` it saved one cache line after a sweep of the caches, and cost the
-    /// benchmark's warm loop 8 % (BENCHMARKS.md, the lead's night run), with no difference an
-    /// event after a sweep measured in time.
+    /// it differs from the last one written (docs/FORMAT.md, "Built-in events"). A
+    /// thread-local of its own: beside the buffer in `LOCAL` it saved one cache line after a
+    /// sweep of the caches, and cost the benchmark's warm loop 8 % (BENCHMARKS.md, the lead's
+    /// night run), with no difference an event after a sweep measured in time.
     static SPAN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Drops this thread's buffer (flushing it) when the thread ends ([`Retire`]).
     static RETIRE: Retire = const { Retire };
@@ -221,7 +221,8 @@ impl Drop for Retire {
 
 /// Makes `span` this thread's current `tracing` span (0: none) and returns the one before:
 /// the thread's next record that belongs to a span (not a span record) is preceded by a
-/// `SpanCurrent` when it differs from the last one written. What the bridge calls on each entry and exit of a span.
+/// `SpanCurrent` when it differs from the last one written. What the bridge calls on each
+/// entry and exit of a span.
 #[cfg(feature = "tracing")]
 #[inline]
 pub(crate) fn set_current_span(span: u64) -> u64 {
@@ -452,7 +453,8 @@ impl ThreadBuffer {
             }
         };
         // The thread's current `tracing` span changed since the last `SpanCurrent`: one
-        // before this record, unless it is a span record (cold; one load and a compare here).
+        // before this record, unless it takes none (`takes_no_mark`: a span record or a
+        // `Callsite`; cold; one load and a compare here).
         let span = SPAN.with(std::cell::Cell::get);
         if span != self.span_written {
             self.mark_span(now, span, code, len);
@@ -518,8 +520,8 @@ impl ThreadBuffer {
     /// Writes a `SpanCurrent(span)` at `now`, before a record of code `code` and `len` bytes,
     /// with room for both in one block: the record is never separated from the mark that
     /// names its span by a block boundary (docs/FORMAT.md, "Built-in events"). None before a
-    /// span record (`SpanOpen`, `SpanClose`, ...), which names its span itself and belongs to
-    /// no current span (format 2.1.2): the next other record of the thread gets the mark.
+    /// record that takes none ([`takes_no_mark`]: a span record, which names its span itself,
+    /// or a `Callsite`; format 2.1.2): the thread's next other record gets the mark.
     #[cold]
     #[inline(never)]
     fn mark_span(&mut self, now: u64, span: u64, code: u16, len: usize) {

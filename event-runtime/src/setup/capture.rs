@@ -29,9 +29,9 @@
 //! each record was made in: before a record whose thread's current span changed since the
 //! last mark, none before a span record, a `Callsite` or a `ThreadName` (a capture's blocks
 //! are read together, so none opens a block, and the mark is one tick before its record);
-//! the built-in events that `message`,
-//! `intern` and `label` record go to the process's recording as before. Threads that the captured code spawns are not
-//! captured: a capture is this thread's.
+//! the built-in events that `message`, `intern` and `label` record go to the process's
+//! recording as before. Threads that the captured code spawns are not captured: a capture is
+//! this thread's.
 
 use crate::emit::capture_buffer::{self, BLOCK_SIZE, CaptureBuffer, Prepared};
 use event_format::decode::{Block, Catalog, Decoder, Entry, Event};

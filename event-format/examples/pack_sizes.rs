@@ -26,6 +26,8 @@ fn main() {
         Packing { codec: Codec::Zstd, columns: false, level: 3 },
         Packing { codec: Codec::Zstd, columns: false, level: 9 },
         Packing { codec: Codec::Lz4, columns: true, level: 0 },
+        Packing { codec: Codec::Zstd, columns: true, level: -5 },
+        Packing { codec: Codec::Zstd, columns: true, level: -1 },
         Packing { codec: Codec::Zstd, columns: true, level: 1 },
         Packing { codec: Codec::Zstd, columns: true, level: 2 },
         Packing { codec: Codec::Zstd, columns: true, level: 3 },

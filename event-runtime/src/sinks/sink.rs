@@ -47,9 +47,11 @@ enum Writable {
 pub(crate) enum Pace {
     /// Keeping up (or not the writer's turn): the packing as configured.
     Keep,
-    /// Behind (fewer than a quarter of the pool's blocks free): zstd at its fast level
-    /// ([`event_format::wire::Packer::pack_fast`]), about half level 5's time a block, so
-    /// that a writer short of time packs twice the blocks before it has to write them whole.
+    /// Behind (fewer than a quarter of the pool's blocks free), or on a CPU its program keeps
+    /// busy (`writer::contention`): zstd at its fast level
+    /// ([`event_format::wire::Packer::pack_fast`]), less than half level 5's time a block, so
+    /// that a writer short of time packs twice the blocks before it has to write them whole,
+    /// and one that shares its program's CPU takes half the time from it.
     Behind,
     /// Far behind (fewer than an eighth free): written whole, so that no event is dropped for
     /// the sake of size.

@@ -11,6 +11,7 @@ use crate::emit::session::Shared;
 use crate::locks::lock;
 use crate::sinks::sink;
 use crate::sinks::sink::Pace;
+use crate::writer::contention;
 use event_format::builtin;
 use event_format::raw::dropped_report;
 use event_format::raw::seal_block_in_place;
@@ -62,11 +63,13 @@ pub(crate) fn write_batch(shared: &Shared, blocks: Vec<BlockBuf>) {
         // writer, which packs at zstd's fast level; under an eighth, blocks go as they are,
         // so that no event is dropped for the sake of size. (Under half, the fast level cost a
         // service-like workload 2 % of its size where level 5 kept up: BENCHMARKS.md.)
-        // (A pool of a few blocks: whole with none free, level 1 with one.)
+        // (A pool of a few blocks: whole with none free, level 1 with one.) A writer that
+        // shares a busy CPU with its program packs at the fast level too: the time it packs
+        // is the program's there (`contention`).
         let free = shared.exchange.free_hint();
         let pace = if free < (shared.pool_blocks / 8).max(1) {
             Pace::Hurry
-        } else if free < (shared.pool_blocks / 4).max(2) {
+        } else if free < (shared.pool_blocks / 4).max(2) || contention::this_thread_shares_busy_cpu() {
             Pace::Behind
         } else {
             Pace::Keep

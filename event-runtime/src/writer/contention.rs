@@ -22,7 +22,7 @@ use std::fs::File;
 use std::time::{Duration, Instant};
 
 /// How long each verdict stands: the counts are read once a window, when the writer has a
-/// block to write (a read of a few microseconds, ten a second at most).
+/// block to write (a file opened and read, a few microseconds, ten times a second at most).
 const WINDOW: Duration = Duration::from_millis(100);
 
 /// The least time waited for a CPU over a window (nanoseconds: a hundredth of the window) that
@@ -41,9 +41,8 @@ pub(crate) struct Sample {
 
 /// The writer thread's verdict and what it was drawn from.
 struct Contention {
-    /// `/proc/thread-self/schedstat`, opened by the thread it describes; `None` where it
-    /// cannot be.
-    file: Option<File>,
+    /// Whether the counts can be read here: not after a first read failed.
+    readable: bool,
     /// The counts at the start of the window.
     last: Option<Sample>,
     /// When the window started.
@@ -83,7 +82,8 @@ pub(crate) fn shares_busy_cpu(before: Sample, after: Sample) -> bool {
     waited >= LEAST_WAIT && waited > ran
 }
 
-/// The counts in the text of a `schedstat` file: its first two numbers.
+/// The counts in the text of a `schedstat` file: its first two numbers (the third, the
+/// times it was given a CPU, is not needed).
 pub(crate) fn parse(text: &[u8]) -> Option<Sample> {
     let text = std::str::from_utf8(text).ok()?;
     let mut numbers = text.split_ascii_whitespace().map(str::parse::<u64>);
@@ -94,30 +94,29 @@ pub(crate) fn parse(text: &[u8]) -> Option<Sample> {
 
 impl Contention {
     fn of_this_thread() -> Contention {
-        let file = if cfg!(all(target_os = "linux", not(miri))) {
-            File::open("/proc/thread-self/schedstat").ok()
-        } else {
-            None
+        let mut c = Contention {
+            readable: cfg!(all(target_os = "linux", not(miri))),
+            last: None,
+            since: Instant::now(),
+            busy: false,
         };
-        let mut c = Contention { file, last: None, since: Instant::now(), busy: false };
         c.last = c.read();
         c
     }
 
-    /// The thread's counts now; `None` when they cannot be read.
-    fn read(&self) -> Option<Sample> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileExt as _;
-            let mut buf = [0u8; 96];
-            // Read afresh from the start each time: the kernel writes the text at each read.
-            let n = self.file.as_ref()?.read_at(&mut buf, 0).ok()?;
-            parse(&buf[..n])
+    /// The calling thread's counts now; `None` when they cannot be read. The file is opened
+    /// for each read (three system calls, ten times a second at most), so that no descriptor
+    /// is held: a child of `fork()` inherits none that names its parent's thread.
+    fn read(&mut self) -> Option<Sample> {
+        use std::io::Read as _;
+        if !self.readable {
+            return None;
         }
-        #[cfg(not(unix))]
-        {
-            None
-        }
+        let mut buf = [0u8; 96];
+        let read = File::open("/proc/thread-self/schedstat").and_then(|mut f| f.read(&mut buf));
+        let sample = read.ok().and_then(|n| parse(&buf[..n]));
+        self.readable = sample.is_some();
+        sample
     }
 }
 
@@ -162,7 +161,16 @@ mod tests {
             eprintln!("skipped: no /proc/thread-self/schedstat here");
             return;
         }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Every CPU this thread may run on, spinning: `available_parallelism` is lower than
+        // that under a cgroup's quota.
+        let allowed = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let mask = s.lines().find_map(|l| l.strip_prefix("Cpus_allowed:"))?.trim().to_owned();
+                Some(mask.chars().filter_map(|c| c.to_digit(16)).map(u32::count_ones).sum::<u32>() as usize)
+            })
+            .unwrap_or(0);
+        let cpus = allowed.max(std::thread::available_parallelism().map_or(1, |n| n.get()));
         let stop = Arc::new(AtomicBool::new(false));
         let spinning: Vec<_> = (0..cpus)
             .map(|_| {

@@ -64,10 +64,10 @@
 //!   wrote, and in each block of a thread that has written one before its first such
 //!   record. So every event the thread records, a `tracing` event's `TraceEvent` and an
 //!   `event!` of any set alike, belongs to the span the latest `SpanCurrent` of its thread
-//!   names (0: none): readers group a request's events by it. A `tracing` event with an explicit parent is written under that span. The span
-//!   records themselves (`SpanOpen`, `SpanClose`, ...) name their span and take no
-//!   `SpanCurrent` (format 2.1.2): a request's span opened and closed outside every span costs
-//!   no mark of its own. The cost is paid only where the current span changes between two
+//!   names (0: none): readers group a request's events by it. A `tracing` event with an
+//!   explicit parent is written under that span. The span records themselves (`SpanOpen`,
+//!   `SpanClose`, ...) name their span and take no `SpanCurrent` (format 2.1.2): a request's
+//!   span opened and closed outside every span costs no mark of its own. The cost is paid only where the current span changes between two
 //!   other records of a thread: one 16-byte record; an `event!` outside the bridge pays one
 //!   load and a compare.
 //! - **Entries and exits, on request.** [`EventLayer::with_entries`] also records

@@ -15,7 +15,8 @@
 //! configured.
 //!
 //! Where the file cannot be opened or read (not Linux, no `/proc`), the writer is never
-//! found sharing a busy CPU, and packs as configured.
+//! found sharing a busy CPU, and packs as configured; after a read that fails, none is tried
+//! again.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -41,9 +42,8 @@ struct Sample {
 
 /// The writer thread's verdict and what it was drawn from.
 struct Contention {
-    /// Whether the counts can be read here: not after a first read failed.
-    readable: bool,
-    /// The counts at the start of the window.
+    /// The counts at the start of the window; `None` once they could not be read (or where
+    /// they are not read at all), and then for good: no read is tried again.
     last: Option<Sample>,
     /// When the window started.
     since: Instant,
@@ -63,10 +63,12 @@ pub(crate) fn this_thread_shares_busy_cpu() -> bool {
         .try_with(|c| {
             let mut c = c.borrow_mut();
             let c = c.get_or_insert_with(Contention::of_this_thread);
-            if c.since.elapsed() >= WINDOW {
+            if let Some(before) = c.last
+                && c.since.elapsed() >= WINDOW
+            {
                 c.since = Instant::now();
-                let now = c.read();
-                c.busy = matches!((c.last, now), (Some(before), Some(after)) if shares_busy_cpu(before, after));
+                let now = read();
+                c.busy = now.is_some_and(|after| shares_busy_cpu(before, after));
                 c.last = now;
             }
             c.busy
@@ -94,30 +96,19 @@ fn parse(text: &[u8]) -> Option<Sample> {
 
 impl Contention {
     fn of_this_thread() -> Contention {
-        let mut c = Contention {
-            readable: cfg!(all(target_os = "linux", not(miri))),
-            last: None,
-            since: Instant::now(),
-            busy: false,
-        };
-        c.last = c.read();
-        c
+        let last = if cfg!(all(target_os = "linux", not(miri))) { read() } else { None };
+        Contention { last, since: Instant::now(), busy: false }
     }
+}
 
-    /// The calling thread's counts now; `None` when they cannot be read. The file is opened
-    /// for each read (three system calls, ten times a second at most), so that no descriptor
-    /// is held: a child of `fork()` inherits none that names its parent's thread.
-    fn read(&mut self) -> Option<Sample> {
-        use std::io::Read as _;
-        if !self.readable {
-            return None;
-        }
-        let mut buf = [0u8; 96];
-        let read = File::open("/proc/thread-self/schedstat").and_then(|mut f| f.read(&mut buf));
-        let sample = read.ok().and_then(|n| parse(&buf[..n]));
-        self.readable = sample.is_some();
-        sample
-    }
+/// The calling thread's counts now; `None` when they cannot be read. The file is opened for
+/// each read (three system calls, ten times a second at most), so that no descriptor is held:
+/// a child of `fork()` inherits none that names its parent's thread.
+fn read() -> Option<Sample> {
+    use std::io::Read as _;
+    let mut buf = [0u8; 96];
+    let read = File::open("/proc/thread-self/schedstat").and_then(|mut f| f.read(&mut buf));
+    read.ok().and_then(|n| parse(&buf[..n]))
 }
 
 #[cfg(test)]

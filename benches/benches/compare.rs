@@ -7,8 +7,9 @@
 //! with `--features rash`, only the compiled-out case and its baseline. `-- --streaming-floor`
 //! measures only the floor, the streaming floor and the default configuration (and the same
 //! packed with LZ4 and not packed: what the writer's packing on the other core costs the
-//! recording thread; and the floor with its state in memory: what keeping a thread's state
-//! between events costs), in one run (issue 43: how far the default is from what streaming
+//! recording thread; the floor with its state in memory: what keeping a thread's state
+//! between events costs; and the streaming floor whose writer packs each block as the
+//! default's does: what a writer that slow costs a thread without the recorder), in one run (issue 43: how far the default is from what streaming
 //! costs at the least).
 
 event_runtime::include_events!("bench.def");
@@ -316,6 +317,7 @@ fn configurations(plan: &Plan, only_default: bool) {
     let mut floor = Vec::new();
     let mut floor_mem = Vec::new();
     let mut stream_floor = Vec::new();
+    let mut stream_floor_packed = Vec::new();
     let mut pages = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];
     let mut lost = vec![(0u64, 0u64); configs.len()];
@@ -328,10 +330,16 @@ fn configurations(plan: &Plan, only_default: bool) {
         pages.push(fresh_page());
         // The streaming floor, sampled as the default configuration is (bursts the writer keeps
         // up with, after a pool's worth): its writer thread started unpinned, as the recorder's.
-        {
+        // With `--streaming-floor`, the same with a writer that packs as the default's does.
+        let floors: &[fn(&Path) -> common::StreamFloor] = if only_default {
+            &[common::StreamFloor::new, common::StreamFloor::packing]
+        } else {
+            &[common::StreamFloor::new]
+        };
+        for (k, make_floor) in floors.iter().enumerate() {
             common::unpin();
             let floor_path = path.with_extension("floor");
-            let mut s = common::StreamFloor::new(&floor_path);
+            let mut s = make_floor(&floor_path);
             common::pin(0);
             s.run(DEFAULT_ROUND);
             s.drain();
@@ -343,7 +351,8 @@ fn configurations(plan: &Plan, only_default: bool) {
             }
             drop(s);
             let _ = std::fs::remove_file(&floor_path);
-            stream_floor.push(t.as_nanos() as f64 / timed as f64);
+            let ns = t.as_nanos() as f64 / timed as f64;
+            if k == 0 { stream_floor.push(ns) } else { stream_floor_packed.push(ns) }
         }
         for (i, (_, file, sample, make)) in configs.iter().enumerate() {
             let _ = std::fs::remove_file(&path);
@@ -404,6 +413,13 @@ fn configurations(plan: &Plan, only_default: bool) {
         "| streaming floor: the same into 64 KiB blocks of a 16 MiB pool, another thread writing them to a file, bursts of 12 MiB | {stream_floor:.2} | {:.2} | |",
         stream_floor / floor
     );
+    let packed_floor = (!stream_floor_packed.is_empty()).then(|| median(&mut stream_floor_packed));
+    if let Some(p) = packed_floor {
+        println!(
+            "| the streaming floor, its writer packing each block as the default's does (columns, zstd) | {p:.2} | {:.2} | |",
+            p / floor
+        );
+    }
     let mut medians = Vec::new();
     for (i, (name, file, _, _)) in configs.iter().enumerate() {
         let m = median(&mut times[i]);
@@ -425,6 +441,13 @@ fn configurations(plan: &Plan, only_default: bool) {
         medians[1] / stream_floor,
         medians[2] / stream_floor
     );
+    if let Some(p) = packed_floor {
+        println!(
+            "The streaming floor whose writer packs / the streaming floor: {:.2}; the default / the streaming floor whose writer packs: {:.2}.",
+            p / stream_floor,
+            medians[0] / p
+        );
+    }
     let page = median(&mut pages);
     println!(
         "\nFresh memory on this machine: {page:.0} ns to touch a 4 KiB page the program never used \

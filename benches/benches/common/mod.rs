@@ -194,14 +194,23 @@ pub fn floor_in_memory(n: u64) -> Duration {
 /// thread takes the next free block. No lock on the record's path, one hand-off a block, the
 /// file written as it is: the physical limit that any streaming recorder pays, against which
 /// the default configuration (`switch` to a file) is compared in the same run.
+///
+/// [`StreamFloor::packing`] is the same with a writer that packs each block as the recorder's
+/// writer does by default (a block header, then [`event_format::wire::Packer`] with the
+/// default packing: columns and zstd) before it writes it: what a writer as slow as the
+/// default's costs the recording thread, without the recorder (issue 43's "where the rest
+/// goes").
 pub struct StreamFloor {
-    full: Option<std::sync::mpsc::Sender<Box<[u8]>>>,
+    /// Full blocks and the end of their records.
+    full: Option<std::sync::mpsc::Sender<(Box<[u8]>, usize)>>,
     /// Blocks the writer gave back.
     free: std::sync::mpsc::Receiver<Box<[u8]>>,
     /// Free blocks at hand, taken back from `free`.
     spare: Vec<Box<[u8]>>,
     writer: Option<std::thread::JoinHandle<()>>,
     block: Box<[u8]>,
+    /// Where the block's records start: 0, or after the block header a packing writer fills.
+    first: usize,
     at: usize,
     last: u64,
 }
@@ -213,25 +222,58 @@ impl StreamFloor {
 
     /// A pool whose writer thread writes full blocks to `path` (created, truncated).
     pub fn new(path: &std::path::Path) -> StreamFloor {
+        StreamFloor::start(path, false)
+    }
+
+    /// The same, its writer packing each block as the recorder's default does before writing
+    /// it (a block whose packing is not smaller is written whole, as the recorder's).
+    pub fn packing(path: &std::path::Path) -> StreamFloor {
+        StreamFloor::start(path, true)
+    }
+
+    fn start(path: &std::path::Path, packs: bool) -> StreamFloor {
+        use event_format::raw::seal_block;
+        use event_format::wire::{BLOCK_HEADER_LEN, BlockHeader, Order, Packer, Packing};
         use std::io::Write;
-        let (full, to_write) = std::sync::mpsc::channel::<Box<[u8]>>();
+        let (full, to_write) = std::sync::mpsc::channel::<(Box<[u8]>, usize)>();
         let (give_back, free) = std::sync::mpsc::channel::<Box<[u8]>>();
         let mut file = std::fs::File::create(path).expect("the floor's file can be created");
         let writer = std::thread::spawn(move || {
-            for block in to_write {
-                file.write_all(&block).expect("the floor's file is written");
+            let mut packer = Packer::new(Packing::default());
+            let mut out = Vec::new();
+            for (sequence, (mut block, end)) in to_write.into_iter().enumerate() {
+                if packs {
+                    let header = BlockHeader {
+                        flags: 0,
+                        sequence: sequence as u64,
+                        thread: 1,
+                        base_time: 0,
+                        lost: 0,
+                        used: 0,
+                        crc: 0,
+                    };
+                    header.write(Order::NATIVE, &mut block);
+                    seal_block(Order::NATIVE, &mut block, (end - BLOCK_HEADER_LEN) as u32);
+                    out.clear();
+                    let packed = packer.pack(Order::NATIVE, &block, &mut out);
+                    file.write_all(if packed { &out } else { &block }).expect("the floor's file is written");
+                } else {
+                    file.write_all(&block).expect("the floor's file is written");
+                }
                 if give_back.send(block).is_err() {
                     break;
                 }
             }
         });
+        let first = if packs { BLOCK_HEADER_LEN } else { 0 };
         StreamFloor {
             full: Some(full),
             free,
             spare: (0..Self::BLOCKS - 1).map(|_| vec![0u8; Self::BLOCK].into_boxed_slice()).collect(),
             writer: Some(writer),
             block: vec![0u8; Self::BLOCK].into_boxed_slice(),
-            at: 0,
+            first,
+            at: first,
             last: ticks(),
         }
     }
@@ -269,14 +311,14 @@ impl StreamFloor {
             None => self.free.recv().expect("the floor's writer runs"),
         };
         let full = std::mem::replace(&mut self.block, next);
-        self.full.as_ref().expect("not stopped").send(full).expect("the floor's writer runs");
-        self.at = 0;
+        self.full.as_ref().expect("not stopped").send((full, self.at)).expect("the floor's writer runs");
+        self.at = self.first;
     }
 
     /// Hands on the current block and waits until the writer has written every block (untimed,
     /// as the recorder's `flush`).
     pub fn drain(&mut self) {
-        if self.at > 0 {
+        if self.at > self.first {
             self.hand_on();
         }
         while self.spare.len() + 1 < Self::BLOCKS {

@@ -363,7 +363,9 @@ fn a_column_image_that_does_not_add_up_is_bad_packing() {
 /// columns) and 1 to 23 records of each (groups shorter and longer than the 8 rows the reader
 /// transposes at a time), interleaved: the column image reads back byte for byte, into a
 /// buffer that held a longer block's records before, and a shorter one's after; into a
-/// buffer of its own, it takes no more room than the records.
+/// buffer of its own, it takes no more room than the records. Laid out with an image and a
+/// scratch kept from block to block (as a writer's `Packer` keeps them), each image is the
+/// one a fresh encode makes.
 #[test]
 fn columns_of_every_length_and_count_read_back() {
     let order = Order::Little;
@@ -393,6 +395,16 @@ fn columns_of_every_length_and_count_read_back() {
         assert!(columns::encode(order, &records, &mut image));
         columns::decode(order, &image, (1 << 16) - 48, &mut back).unwrap();
         assert!(back == records, "{} bytes of records read back differently", records.len());
+    }
+    // A writer's image and scratch, kept from block to block (longer, shorter, of other
+    // kinds, and an image that starts as garbage): each image is the one a fresh encode
+    // makes, byte for byte.
+    let (mut kept, mut scratch) = (vec![0xA5u8; 3 << 16], columns::Scratch::default());
+    for records in [block(0..42), block(40..42), block(0..42), block(0..8), block(3..5)] {
+        let mut fresh = Vec::new();
+        assert!(columns::encode(order, &records, &mut fresh));
+        assert!(columns::encode_with(order, &records, &mut kept, &mut scratch));
+        assert!(kept == fresh, "{} bytes of records laid out differently with a kept image", records.len());
     }
     // A buffer of its own holds no more than the records, whatever the block's limit.
     let records = block(0..8);

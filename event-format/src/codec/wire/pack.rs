@@ -93,6 +93,8 @@ pub struct Packer {
     cctx: Option<zstd_safe::CCtx<'static>>,
     /// The records in columns, reused.
     image: Vec<u8>,
+    /// What laying them out needs, reused.
+    columns: columns::Scratch,
 }
 
 impl fmt::Debug for Packer {
@@ -104,7 +106,7 @@ impl fmt::Debug for Packer {
 impl Packer {
     /// A packer of `packing`.
     pub fn new(packing: Packing) -> Packer {
-        Packer { packing, cctx: None, image: Vec::new() }
+        Packer { packing, cctx: None, image: Vec::new(), columns: columns::Scratch::default() }
     }
 
     /// Its packing.
@@ -133,12 +135,13 @@ impl Packer {
         let used = order.u32(&block[super::BLOCK_USED_AT..]) as usize;
         let Some(records) = block.get(BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + used) else { return false };
         let mut flags = BLOCK_PACKED;
-        let body: &[u8] = if self.packing.columns && columns::encode(order, records, &mut self.image) {
-            flags |= BLOCK_COLUMNS;
-            &self.image
-        } else {
-            records
-        };
+        let body: &[u8] =
+            if self.packing.columns && columns::encode_with(order, records, &mut self.image, &mut self.columns) {
+                flags |= BLOCK_COLUMNS;
+                &self.image
+            } else {
+                records
+            };
         let start = out.len();
         out.extend_from_slice(&block[..BLOCK_HEADER_LEN]);
         let packed = match self.packing.codec {
@@ -480,15 +483,9 @@ pub mod columns {
     }
 
     /// Each group's members' argument offsets, grouped: `of[i]` is record `i`'s group and
-    /// `args_at[i]` where its arguments start; returns the offsets ordered by group (each
-    /// group's in record order) and where each group's start in that list.
-    fn by_group(of: &[u32], args_at: &[u32], sizes: &[(usize, usize)]) -> (Vec<u32>, Vec<usize>) {
-        let (mut grouped, mut starts, mut next) = (Vec::new(), Vec::new(), Vec::new());
-        by_group_into(of, args_at, sizes, &mut grouped, &mut starts, &mut next);
-        (grouped, starts)
-    }
-
-    /// [`by_group`] into buffers the caller keeps (`next` a working one).
+    /// `args_at[i]` where its arguments start; into `grouped`, the offsets ordered by group
+    /// (each group's in record order), and into `starts` where each group's start in it
+    /// (`next` a working buffer; all three the caller's, kept from block to block).
     fn by_group_into(
         of: &[u32],
         args_at: &[u32],
@@ -514,9 +511,10 @@ pub mod columns {
         }
     }
 
-    /// What [`decode_with`] needs besides the image and the records, kept by a reader from one
-    /// block to the next so that turning an image back allocates nothing once they have grown.
-    pub(crate) struct Scratch {
+    /// What [`encode_with`] and [`decode_with`] need besides the records and the image, kept
+    /// by a writer or a reader from one block to the next so that laying out records or
+    /// turning an image back allocates nothing once they have grown.
+    pub struct Scratch {
         kinds: Kinds,
         sizes: Vec<(usize, usize)>,
         of: Vec<u32>,
@@ -524,6 +522,12 @@ pub mod columns {
         grouped: Vec<u32>,
         starts: Vec<usize>,
         next: Vec<usize>,
+    }
+
+    impl std::fmt::Debug for Scratch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Scratch").finish_non_exhaustive()
+        }
     }
 
     impl Default for Scratch {
@@ -544,11 +548,24 @@ pub mod columns {
     /// replaced; `false` (and `image` unspecified) when the records cannot be delimited to
     /// their end (no writer writes such a block; it is packed as it is).
     pub fn encode(order: Order, records: &[u8], image: &mut Vec<u8>) -> bool {
-        let mut kinds = Kinds::new();
-        // Per group: (argument bytes a record, records); per record: its group and start.
-        let mut sizes: Vec<(usize, usize)> = Vec::new();
-        let mut of: Vec<u32> = Vec::new();
-        let mut starts: Vec<u32> = Vec::new();
+        encode_with(order, records, image, &mut Scratch::default())
+    }
+
+    /// [`encode`] with buffers the caller keeps from one block to the next (a writer's
+    /// [`Packer`](super::Packer) does): once they have grown, a block allocates nothing, and
+    /// a reused image is not cleared first, since every one of its `4 + records.len()` bytes
+    /// is written (the count, each record's head and delta, and each record's arguments in
+    /// its group's columns).
+    pub fn encode_with(order: Order, records: &[u8], image: &mut Vec<u8>, scratch: &mut Scratch) -> bool {
+        let Scratch { kinds, sizes, of, args_at, grouped, starts, next } = scratch;
+        kinds.clear();
+        // Per group: (argument bytes a record, records); per record: its group and where its
+        // arguments start.
+        sizes.clear();
+        of.clear();
+        args_at.clear();
+        // Members are counted a run at a time, as `decode_checked` counts them.
+        let (mut run_group, mut run) = (0u32, 0usize);
         let mut at = 0;
         while at < records.len() {
             let rest = &records[at..];
@@ -563,28 +580,41 @@ pub mod columns {
             if new {
                 sizes.push((len - RECORD_HEADER_LEN, 0));
             }
-            sizes[group as usize].1 += 1;
+            if group != run_group {
+                if let Some(size) = sizes.get_mut(run_group as usize) {
+                    size.1 += run;
+                }
+                (run_group, run) = (group, 0);
+            }
+            run += 1;
             of.push(group);
-            starts.push(at as u32);
+            args_at.push((at + RECORD_HEADER_LEN) as u32);
             at += len;
         }
+        if let Some(size) = sizes.get_mut(run_group as usize) {
+            size.1 += run;
+        }
         let n = of.len();
-        image.clear();
-        image.resize(records.len() + 4, 0);
+        let need = records.len() + 4;
+        if image.len() < need {
+            image.resize(need, 0);
+        } else {
+            image.truncate(need);
+        }
         order.put_u32(&mut image[..4], n as u32);
         let (heads, rest) = image[4..].split_at_mut(4 * n);
         let (deltas, args) = rest.split_at_mut(4 * n);
-        for (i, &start) in starts.iter().enumerate() {
-            let start = start as usize;
-            heads[4 * i..4 * i + 4].copy_from_slice(&records[start..start + 4]);
-            deltas[4 * i..4 * i + 4].copy_from_slice(&records[start + 4..start + 8]);
+        let headers = heads.chunks_exact_mut(4).zip(deltas.chunks_exact_mut(4));
+        for ((head, delta), &a) in headers.zip(args_at.iter()) {
+            let start = a as usize - RECORD_HEADER_LEN;
+            let header = &records[start..start + RECORD_HEADER_LEN];
+            head.copy_from_slice(&header[..4]);
+            delta.copy_from_slice(&header[4..]);
         }
-        let args_at: Vec<u32> = starts.iter().map(|&s| s + RECORD_HEADER_LEN as u32).collect();
-        let (grouped, group_starts) = by_group(&of, &args_at, &sizes);
+        by_group_into(of, args_at, sizes, grouped, starts, next);
         let mut off = 0;
         for (g, &(l, m)) in sizes.iter().enumerate() {
-            let rows = &grouped[group_starts[g]..group_starts[g + 1]];
-            gather_columns(records, rows, &mut args[off..off + l * m], l);
+            gather_columns(records, &grouped[starts[g]..starts[g + 1]], &mut args[off..off + l * m], l);
             off += l * m;
         }
         true
@@ -597,7 +627,7 @@ pub mod columns {
     }
 
     /// [`decode`] with buffers the caller keeps from one block to the next.
-    pub(crate) fn decode_with(
+    pub fn decode_with(
         order: Order,
         image: &[u8],
         limit: usize,

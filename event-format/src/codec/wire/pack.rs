@@ -25,7 +25,9 @@ pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// The compressor a [`Packing`] uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
-    /// The LZ4 block format (format 1.1 and later): fast, about 9 bytes an event on the tour.
+    /// The LZ4 block format (format 1.1 and later): about 9 bytes an event on the tour, and
+    /// twice as fast as zstd to unpack; to pack, it saves a writer little over zstd's level 1
+    /// (about a third of its time on the tour's blocks, nothing on a service's: BENCHMARKS.md).
     Lz4,
     /// zstd (format 2.1 and later): about twice as small as LZ4, packed on the writer thread.
     Zstd,

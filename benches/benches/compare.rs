@@ -9,8 +9,8 @@
 //! packed with LZ4 and not packed: what the writer's packing on the other core costs the
 //! recording thread; the floor with its state in memory: what keeping a thread's state
 //! between events costs; and the streaming floor whose writer packs each block as the
-//! default's does: what a writer that slow costs a thread without the recorder), in one run (issue 43: how far the default is from what streaming
-//! costs at the least).
+//! default's does: what a writer that slow costs a thread without the recorder), in one run
+//! (issue 43: how far the default is from what streaming costs at the least).
 
 event_runtime::include_events!("bench.def");
 

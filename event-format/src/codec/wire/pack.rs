@@ -566,8 +566,6 @@ pub mod columns {
         sizes.clear();
         of.clear();
         args_at.clear();
-        // Members are counted a run at a time, as `decode_checked` counts them.
-        let (mut run_group, mut run) = (0u32, 0usize);
         let mut at = 0;
         while at < records.len() {
             let rest = &records[at..];
@@ -582,19 +580,10 @@ pub mod columns {
             if new {
                 sizes.push((len - RECORD_HEADER_LEN, 0));
             }
-            if group != run_group {
-                if let Some(size) = sizes.get_mut(run_group as usize) {
-                    size.1 += run;
-                }
-                (run_group, run) = (group, 0);
-            }
-            run += 1;
+            sizes[group as usize].1 += 1;
             of.push(group);
             args_at.push((at + RECORD_HEADER_LEN) as u32);
             at += len;
-        }
-        if let Some(size) = sizes.get_mut(run_group as usize) {
-            size.1 += run;
         }
         let n = of.len();
         let need = records.len() + 4;

@@ -22,7 +22,7 @@ fn dir() -> common::Scratch {
 fn clean(text: &str, log: &str) -> String {
     let pid = std::process::id().to_string();
     let program = std::env::current_exe().unwrap().file_stem().unwrap().to_string_lossy().into_owned();
-    let text = text.replace(log, "LOG").replace(&program, "[program]").replace(&pid, "[pid]");
+    let text = replace_number(&text.replace(log, "LOG").replace(&program, "[program]"), &pid, "[pid]");
     // The host this runs on (format 2.0.1 records it): `[program] on HOST (pid [pid], ...`.
     let mut out = String::new();
     for line in text.split_inclusive('\n') {
@@ -54,6 +54,40 @@ fn clean(text: &str, log: &str) -> String {
         out = shifted;
     }
     out
+}
+
+/// `text` with every `number` that is not part of a longer number (no digit before or after
+/// it) replaced by `with`.
+fn replace_number(text: &str, number: &str, with: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(number) {
+        let (head, tail) = rest.split_at(at);
+        let after = &tail[number.len()..];
+        out.push_str(head);
+        // What comes before is all in `out` (a number kept whole just before, too).
+        let alone = !out.ends_with(|c: char| c.is_ascii_digit()) && !after.starts_with(|c: char| c.is_ascii_digit());
+        out.push_str(if alone { with } else { number });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The pid is replaced where it stands as a number of its own, never inside another: a
+/// figure such as `239520958 events/s` stays as it is when the pid is 3952.
+#[test]
+fn clean_replaces_the_pid_only_as_a_whole_number() {
+    let pid = std::process::id();
+    let text = format!(
+        "over 0.5 s (2{pid}9 events/s, {pid}0 and 7{pid}, {pid}{pid}); [program] on h (pid {pid}, x86_64 linux)\n"
+    );
+    assert_eq!(
+        clean(&text, "/no/such/log"),
+        format!(
+            "over 0.5 s (2{pid}9 events/s, {pid}0 and 7{pid}, {pid}{pid}); [program] on [host] (pid [pid], x86_64 linux)\n"
+        )
+    );
 }
 
 /// [`common::two_workers_log`] in the test's directory `d`.

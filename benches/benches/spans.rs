@@ -1,7 +1,8 @@
 //! One span's cost, side by side in one run: a `tracing` span with three fields, created,
 //! entered and left twice (an instrumented future polled twice) and closed, through
 //!
-//! - `registry`: tracing-subscriber's registry alone (what any layer costs on top of);
+//! - `registry`: tracing-subscriber's registry under a layer that does nothing
+//!   (`shared/tracing_only.rs`: what any layer costs on top of);
 //! - `bridge-off`: the registry and the bridge, no recording running;
 //! - `bridge`: the registry and the bridge recording to a file (`switch`): `SpanOpen`,
 //!   `SpanClose`;
@@ -17,6 +18,8 @@
 
 #[path = "shared/fastrace_request.rs"]
 mod fastrace_request;
+#[path = "shared/tracing_only.rs"]
+mod tracing_only;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -35,7 +38,7 @@ fn one_span() {
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("span");
-    let registry = Dispatch::new(tracing_subscriber::registry());
+    let registry = Dispatch::new(tracing_only::registry());
     group.bench_function("registry", |b| tracing::dispatcher::with_default(&registry, || b.iter(one_span)));
     let bridge = Dispatch::new(tracing_subscriber::registry().with(event_runtime::tracing_bridge::EventLayer::new()));
     group.bench_function("bridge-off", |b| tracing::dispatcher::with_default(&bridge, || b.iter(one_span)));

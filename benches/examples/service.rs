@@ -6,7 +6,7 @@
 //! | mode | what runs |
 //! |---|---|
 //! | `off` | the registry and the bridge (`EventLayer`) installed, no recording |
-//! | `event` | `event!` only: the registry without the bridge, a recording of segments |
+//! | `event` | `event!` only: the registry under a layer that does nothing, without the bridge (`shared/tracing_only.rs`), a recording of segments |
 //! | `bridge` | the registry and the bridge, a recording of segments: the spans and the events |
 //! | `fmt` | tracing-subscriber's `fmt` layer into tracing-appender's non-blocking file writer (the events as `tracing::info!`) |
 //! | `bridge-2.1.0` | as `bridge`, the bridge without callsites (`EventLayer::with_callsites(false)`: format 2.1.0's records); not run unless `--modes` names it |
@@ -49,6 +49,8 @@ event_runtime::include_events!("service.def");
 
 #[path = "../benches/shared/cpu_clock.rs"]
 mod cpu_clock;
+#[path = "../benches/shared/tracing_only.rs"]
+mod tracing_only;
 
 use cpu_clock::cpu_clock;
 use std::io::{Read, Write};
@@ -392,7 +394,7 @@ fn serve(mode: &str, port: u16, cpus: &str, dir: PathBuf) {
             (mode != "off").then(|| record(&dir))
         }
         "event" => {
-            tracing::subscriber::set_global_default(tracing_subscriber::registry()).expect("subscriber");
+            tracing::subscriber::set_global_default(tracing_only::registry()).expect("subscriber");
             Some(record(&dir))
         }
         "fmt" => {

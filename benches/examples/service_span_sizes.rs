@@ -6,7 +6,8 @@
 //! five `event!`s inside it. Each is recorded to an event file unpacked, then its blocks are
 //! packed as the writer packs them (zstd, the default, and LZ4), in these variants:
 //!
-//! - `event!` only: no span (the registry without the bridge);
+//! - `event!` only: no span (the registry under a layer that does nothing, without the
+//!   bridge: `shared/tracing_only.rs`);
 //! - the bridge, by callsite (the default): a `Callsite` a block for `request` and its field
 //!   names, and a `SpanOpenAt` a request with the ids and `0=.. 1="GET" 2="/orders/{id}"`;
 //! - the bridge without callsites (`EventLayer::with_callsites(false)`, format 2.1.0's
@@ -22,6 +23,9 @@
 //! measured.
 
 event_runtime::include_events!("service.def");
+
+#[path = "../benches/shared/tracing_only.rs"]
+mod tracing_only;
 
 use event_runtime::{Packing, Recorder};
 use std::path::{Path, PathBuf};
@@ -159,7 +163,7 @@ fn main() {
     let layer = event_runtime::tracing_bridge::EventLayer::new();
     let by_callsite = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     let without = tracing::Dispatch::new(tracing_subscriber::registry().with(layer.with_callsites(false)));
-    let plain = tracing::Dispatch::new(tracing_subscriber::registry());
+    let plain = tracing::Dispatch::new(tracing_only::registry());
     let packings = [Packing::ZSTD, Packing::LZ4];
     let mut columns = Vec::new();
     let runs = [

@@ -1,7 +1,8 @@
 //! A probe for instruction counts per `tracing` span (callgrind, deterministic where the
 //! machine is shared): N spans with three fields, each entered and left twice (an
 //! instrumented future polled twice) and closed, through the configuration MODE:
-//! `registry` (tracing-subscriber's registry alone), `off` (the registry and the bridge, no
+//! `registry` (tracing-subscriber's registry under a layer that does nothing:
+//! `shared/tracing_only.rs`), `off` (the registry and the bridge, no
 //! recording), `bridge` (recording to a file), `entries` (the bridge with
 //! `with_entries(true)`), `event` (the bridge, and one `event!` inside each entry: what the
 //! `SpanCurrent` marks cost), `trace` (the bridge, and one `tracing::info!` with two fields
@@ -27,7 +28,7 @@
 //! service benchmark's request without the network (examples/service.rs's handler): an
 //! `info_span!("request", id, method, route)` instrumenting a future that records five
 //! `event!`s and yields once, polled until it is ready, under the service's `off` (the
-//! registry and the bridge, no recording), `event` (the registry alone, a recording) and
+//! registry and the bridge, no recording), `event` (the registry under a layer that does nothing, a recording) and
 //! `bridge` (the registry and the bridge, a recording) modes. What the bridge adds to a
 //! request's instructions is exact here, where the service's own figures (a closed loop's
 //! throughput, CPU time) move with the machine's load; the network's share of a request,
@@ -37,6 +38,8 @@ event_runtime::include_events!("bench.def");
 
 #[path = "../benches/shared/fastrace_request.rs"]
 mod fastrace_request;
+#[path = "../benches/shared/tracing_only.rs"]
+mod tracing_only;
 
 use std::hint::black_box;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -56,7 +59,7 @@ fn main() {
     }
     let layer = bridge_layer();
     let dispatch = match mode.as_str() {
-        "registry" | "fastrace" => tracing::Dispatch::new(tracing_subscriber::registry()),
+        "registry" | "fastrace" => tracing::Dispatch::new(tracing_only::registry()),
         "off" | "bridge" | "event" | "trace" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
         "entries" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer.with_entries(true))),
         "fmt" => tracing::Dispatch::new(
@@ -106,7 +109,7 @@ fn requests(n: u64, mode: &str) {
     let layer = bridge_layer();
     let dispatch = match mode {
         "off" | "bridge" => tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
-        "event" => tracing::Dispatch::new(tracing_subscriber::registry()),
+        "event" => tracing::Dispatch::new(tracing_only::registry()),
         other => panic!("mode request-{other}"),
     };
     let path = std::env::temp_dir().join(format!("span-probe-{}.evt", std::process::id()));

@@ -241,6 +241,36 @@ fn a_full_disk_costs_the_rest_of_the_trace_not_the_program() {
     assert!(whole >= 2 && last.is_some(), "what was written before the fault is there: {whole} blocks");
 }
 
+/// The room the writer takes on the disk before its writes (`fallocate`, the files' sizes
+/// unchanged), a block further ahead than a write needs, ends at most two blocks past each
+/// file's end once the recording has stopped: an event file and every sealed segment (the
+/// disk budget counts files' lengths, not the room taken after them).
+#[test]
+fn the_room_taken_ahead_of_the_writes_ends_two_blocks_past_each_file() {
+    use std::os::unix::fs::MetadataExt;
+    let d = dir("room-ahead");
+    let path = d.join("trace.evt");
+    let out = run(child(&["go-on", "400000"], &[("EVENT_FILE", path.to_str().unwrap())]));
+    assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let segments = d.join("segments");
+    std::fs::create_dir_all(&segments).unwrap();
+    let base = segments.join("trace.evt");
+    let out = run(child(&["go-on", "400000"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "128k")]));
+    assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let mut files = vec![path];
+    files.extend(std::fs::read_dir(&segments).unwrap().map(|e| e.unwrap().path()));
+    assert!(files.len() > 3, "several segments: {files:?}");
+    for file in &files {
+        let meta = std::fs::metadata(file).unwrap();
+        // The blocks the file system holds for the file, its last one whole.
+        let taken = meta.blocks() * 512;
+        let bound = meta.len().next_multiple_of(4096) + 2 * 65536;
+        assert!(taken <= bound, "{}: {taken} bytes taken on the disk for {} in the file", file.display(), meta.len());
+    }
+    // Each decodes whole.
+    assert_eq!(events_in(&files[0]).numbered_events(), 400_000);
+}
+
 #[test]
 fn a_ring_files_directory_removed_while_recording_is_said_and_the_copy_kept() {
     let d = dir("rmdir");

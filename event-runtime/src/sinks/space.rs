@@ -7,7 +7,8 @@
 //! file's size does not change, so a reader sees nothing of it), and the process's file size
 //! limit (`RLIMIT_FSIZE`) is honoured as a disk that ends there: a write past it would raise
 //! SIGXFSZ, which the recorder never causes. Where the file system cannot allocate ahead
-//! (`EOPNOTSUPP`), the write goes on without a reserve, as before.
+//! (`EOPNOTSUPP`), the write goes on without a reserve, as before. The sinks ask for a block
+//! more than a write needs and ask again only when a write needs more (`Sinks::write_file`).
 //!
 //! The budget's floor of free space (`EVENT_KEEP`'s `free=`) asks the file system how much
 //! is free (`statvfs`).

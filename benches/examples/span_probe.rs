@@ -28,11 +28,11 @@
 //! service benchmark's request without the network (examples/service.rs's handler): an
 //! `info_span!("request", id, method, route)` instrumenting a future that records five
 //! `event!`s and yields once, polled until it is ready, under the service's `off` (the
-//! registry and the bridge, no recording), `event` (the registry under a layer that does nothing, a recording) and
-//! `bridge` (the registry and the bridge, a recording) modes. What the bridge adds to a
-//! request's instructions is exact here, where the service's own figures (a closed loop's
-//! throughput, CPU time) move with the machine's load; the network's share of a request,
-//! the kernel's work above all, is not counted.
+//! registry and the bridge, no recording), `event` (the registry under a layer that does
+//! nothing, a recording) and `bridge` (the registry and the bridge, a recording) modes. What
+//! the bridge adds to a request's instructions is exact here, where the service's own figures
+//! (a closed loop's throughput, CPU time) move with the machine's load; the network's share of
+//! a request, the kernel's work above all, is not counted.
 
 event_runtime::include_events!("bench.def");
 

@@ -8,8 +8,8 @@
 //! slab, on pages the kernel zeroes first. A service always has a layer on its registry, so
 //! the benchmarks put one that does nothing there (`Identity`), and a span's slot is reused
 //! as in the service. With the registry alone, the service benchmark's `event!`-only mode
-//! paid for that growth on its thread and counted it as `event!`'s (BENCHMARKS.md,
-//! "the registry alone").
+//! paid for that growth on its thread and counted it as `event!`'s (BENCHMARKS.md, "the
+//! `event!`-only baseline without the registry's leak").
 
 use tracing_subscriber::layer::{Identity, Layered, SubscriberExt};
 

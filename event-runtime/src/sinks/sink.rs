@@ -169,11 +169,12 @@ impl Sinks {
     /// `reserve` (the stop block itself needs none: its room was kept).
     ///
     /// The room is taken on the disk a block further ahead than the write needs, and again
-    /// only once a write needs more: a packed block is a few KiB, and an `fallocate` before
-    /// each took the writer about a twelfth of its time on a service's busy CPU
-    /// (BENCHMARKS.md, "where the writer's time goes"). Where the room ahead cannot be had
-    /// (a disk nearly full, the file size limit), the write takes what it needs alone, as
-    /// before; so the file's end after its stop block holds at most two blocks of taken room.
+    /// only once a write needs more: a packed block is a few KiB, and an `fallocate` (and the
+    /// file size limit's `getrlimit`) before each took the writer 7 to 8 % of its time on a
+    /// service's busy CPU (BENCHMARKS.md, "where the writer's time goes"). Where the room
+    /// ahead cannot be had (a disk nearly full, the file size limit), the write takes what it
+    /// needs alone, as before; so the file's end after its stop block holds at most two blocks
+    /// of taken room.
     fn write_file(&mut self, bytes: &[u8], reserve: bool) -> io::Result<()> {
         let Some((_, file)) = &mut self.file else { return Ok(()) };
         let extra = if reserve { self.reserve } else { 0 };
@@ -194,8 +195,8 @@ impl Sinks {
                 Ok(())
             }
             Err(e) => {
-                // Whatever part was written goes: the file ends at its last whole block, and
-                // so does the room taken after it (ext4 frees it with the cut).
+                // Whatever part was written goes: the file ends at its last whole block. The
+                // room is asked for again before the next write (the cut may have freed it).
                 let _ = file.set_len(self.file_len);
                 let _ = std::io::Seek::seek(file, std::io::SeekFrom::Start(self.file_len));
                 self.reserved_to = 0;

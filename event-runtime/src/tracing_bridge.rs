@@ -67,9 +67,9 @@
 //!   names (0: none): readers group a request's events by it. A `tracing` event with an
 //!   explicit parent is written under that span. The span records themselves (`SpanOpen`,
 //!   `SpanClose`, ...) name their span and take no `SpanCurrent` (format 2.1.2): a request's
-//!   span opened and closed outside every span costs no mark of its own. The cost is paid only where the current span changes between two
-//!   other records of a thread: one 16-byte record; an `event!` outside the bridge pays one
-//!   load and a compare.
+//!   span opened and closed outside every span costs no mark of its own. The cost is paid
+//!   only where the current span changes between two other records of a thread: one 16-byte
+//!   record; an `event!` outside the bridge pays one load and a compare.
 //! - **Entries and exits, on request.** [`EventLayer::with_entries`] also records
 //!   `SpanEnter(span, name, "")` and `SpanExit(span, name)` at each entry and exit (each poll
 //!   of an instrumented future), which the readers show as slices of the thread that polled.

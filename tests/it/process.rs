@@ -242,11 +242,12 @@ fn a_full_disk_costs_the_rest_of_the_trace_not_the_program() {
 }
 
 /// The room the writer takes on the disk before its writes (`fallocate`, the files' sizes
-/// unchanged), a block further ahead than a write needs, ends at most two blocks past each
-/// file's end once the recording has stopped: an event file and every sealed segment (the
-/// disk budget counts files' lengths, not the room taken after them).
+/// unchanged), a block further ahead than a write needs, is given back when each file is
+/// closed: an event file and every sealed segment take on the disk no more than their bytes
+/// (the disk budget counts files' lengths). Where the file system keeps room past a file's end
+/// through a cut at its length, at most the two blocks taken while it was written stay.
 #[test]
-fn the_room_taken_ahead_of_the_writes_ends_two_blocks_past_each_file() {
+fn the_room_taken_ahead_of_the_writes_is_given_back_when_a_file_closes() {
     use std::os::unix::fs::MetadataExt;
     let d = dir("room-ahead");
     let path = d.join("trace.evt");
@@ -260,15 +261,40 @@ fn the_room_taken_ahead_of_the_writes_ends_two_blocks_past_each_file() {
     let mut files = vec![path];
     files.extend(std::fs::read_dir(&segments).unwrap().map(|e| e.unwrap().path()));
     assert!(files.len() > 3, "several segments: {files:?}");
+    let frees = frees_room_on_a_cut(&d);
+    if !frees {
+        eprintln!("this file system keeps room past a file's end through a cut: the looser bound");
+    }
     for file in &files {
         let meta = std::fs::metadata(file).unwrap();
-        // The blocks the file system holds for the file, its last one whole.
+        // The blocks the file system holds for the file, its last one whole, and one of its
+        // own (ext4 counts a block of the file's extent index when the room taken ahead has
+        // split the file into more extents than its inode holds).
         let taken = meta.blocks() * 512;
-        let bound = meta.len().next_multiple_of(4096) + 2 * 65536;
+        let bound = meta.len().next_multiple_of(4096) + 4096 + if frees { 0 } else { 2 * 65536 };
         assert!(taken <= bound, "{}: {taken} bytes taken on the disk for {} in the file", file.display(), meta.len());
     }
     // Each decodes whole.
     assert_eq!(events_in(&files[0]).numbered_events(), 400_000);
+}
+
+/// Whether the file system under `dir` frees room taken past a file's end (util-linux's
+/// `fallocate --keep-size`) when the file is cut at its own length, as ext4 and tmpfs do;
+/// `false` where it does not, or where the tool cannot take the room.
+fn frees_room_on_a_cut(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.join("probe");
+    std::fs::write(&probe, [1u8; 5000]).unwrap();
+    let took = Command::new("fallocate")
+        .args(["--keep-size", "--offset", "5000", "--length", "200000"])
+        .arg(&probe)
+        .status()
+        .is_ok_and(|s| s.success());
+    let before = std::fs::metadata(&probe).unwrap().blocks() * 512;
+    std::fs::OpenOptions::new().write(true).open(&probe).unwrap().set_len(5000).unwrap();
+    let after = std::fs::metadata(&probe).unwrap().blocks() * 512;
+    std::fs::remove_file(&probe).unwrap();
+    took && before >= 200000 && after <= 8192
 }
 
 #[test]

@@ -173,8 +173,8 @@ impl Sinks {
     /// file size limit's `getrlimit`) before each took the writer 7 to 8 % of its time on a
     /// service's busy CPU (BENCHMARKS.md, "where the writer's time goes"). Where the room
     /// ahead cannot be had (a disk nearly full, the file size limit), the write takes what it
-    /// needs alone, as before; so the file's end after its stop block holds at most two blocks
-    /// of taken room.
+    /// needs alone, as before. While the file is written, at most two blocks of room past its
+    /// end are taken; [`give_back_room`](Self::give_back_room) returns them when it is closed.
     fn write_file(&mut self, bytes: &[u8], reserve: bool) -> io::Result<()> {
         let Some((_, file)) = &mut self.file else { return Ok(()) };
         let extra = if reserve { self.reserve } else { 0 };
@@ -516,6 +516,7 @@ impl Sinks {
             .saturating_add(self.unwritten_events)
             .saturating_add(self.lost_between);
         self.name_gone = false;
+        self.give_back_room();
         if let (Some(segments), Some((path, file))) = (&mut self.segments, self.file.take()) {
             segments.seal(&path, &file, accounted, more);
             if let (Some(upto), Some(history)) = (segments.take_removed(), &mut self.history) {
@@ -806,7 +807,22 @@ impl Sinks {
         if self.segments.is_some() {
             self.seal(false);
         }
+        self.give_back_room();
         self.file = None;
+    }
+
+    /// Gives back the room taken on the disk past the file's end (`write_file` takes it a
+    /// block ahead), before the file is let go: a cut at the file's own length frees it where
+    /// the file system keeps it (ext4 and tmpfs do), so that the disk budget, which counts
+    /// files' lengths, sees what a closed file takes. Nothing of the file's bytes changes.
+    fn give_back_room(&mut self) {
+        if let Some((_, file)) = &self.file
+            && self.reserved_to > 0
+            && let Ok(meta) = file.metadata()
+        {
+            let _ = file.set_len(meta.len());
+        }
+        self.reserved_to = 0;
     }
 
     /// Closes the event file of a recording that never ran (its writer thread could not

@@ -9,8 +9,10 @@
 //! packed with LZ4 and not packed: what the writer's packing on the other core costs the
 //! recording thread; the floor with its state in memory: what keeping a thread's state
 //! between events costs; and the streaming floor whose writer packs each block as the
-//! default's does: what a writer that slow costs a thread without the recorder), in one run
-//! (issue 43: how far the default is from what streaming costs at the least).
+//! default's does: what a writer that slow costs a thread without the recorder; and the
+//! streaming floor by steps towards a recorder: its state in a thread-local, a commit word,
+//! the tests a recorder with this one's guarantees makes), in one run (issue 43: how far the
+//! default is from what streaming costs at the least, and where the rest goes).
 
 event_runtime::include_events!("bench.def");
 
@@ -318,6 +320,8 @@ fn configurations(plan: &Plan, only_default: bool) {
     let mut floor_mem = Vec::new();
     let mut stream_floor = Vec::new();
     let mut stream_floor_packed = Vec::new();
+    // The streaming floor's steps towards a recorder (`--streaming-floor` only).
+    let mut steps: [Vec<f64>; 3] = Default::default();
     let mut pages = Vec::new();
     let mut times = vec![Vec::new(); configs.len()];
     let mut lost = vec![(0u64, 0u64); configs.len()];
@@ -331,28 +335,41 @@ fn configurations(plan: &Plan, only_default: bool) {
         // The streaming floor, sampled as the default configuration is (bursts the writer keeps
         // up with, after a pool's worth): its writer thread started unpinned, as the recorder's.
         // With `--streaming-floor`, the same with a writer that packs as the default's does.
-        let floors: &[fn(&Path) -> common::StreamFloor] = if only_default {
-            &[common::StreamFloor::new, common::StreamFloor::packing]
+        // And the streaming floor with its state in a thread-local, then a commit word, then
+        // a recorder's tests (`StreamFloor::run_thread_local`).
+        type Floor = (fn(&Path) -> common::StreamFloor, fn(&mut common::StreamFloor, u64) -> Duration);
+        let floors: &[Floor] = if only_default {
+            &[
+                (common::StreamFloor::new, common::StreamFloor::run),
+                (common::StreamFloor::packing, common::StreamFloor::run),
+                (common::StreamFloor::new, common::StreamFloor::run_thread_local::<false, false>),
+                (common::StreamFloor::new, common::StreamFloor::run_thread_local::<true, false>),
+                (common::StreamFloor::new, common::StreamFloor::run_thread_local::<true, true>),
+            ]
         } else {
-            &[common::StreamFloor::new]
+            &[(common::StreamFloor::new, common::StreamFloor::run)]
         };
-        for (k, make_floor) in floors.iter().enumerate() {
+        for (k, (make_floor, run)) in floors.iter().enumerate() {
             common::unpin();
             let floor_path = path.with_extension("floor");
             let mut s = make_floor(&floor_path);
             common::pin(0);
-            s.run(DEFAULT_ROUND);
+            run(&mut s, DEFAULT_ROUND);
             s.drain();
             let (mut t, mut timed) = (Duration::ZERO, 0);
             while timed < n {
-                t += s.run((12 << 20) / EVENT);
+                t += run(&mut s, (12 << 20) / EVENT);
                 timed += (12 << 20) / EVENT;
                 s.drain();
             }
             drop(s);
             let _ = std::fs::remove_file(&floor_path);
             let ns = t.as_nanos() as f64 / timed as f64;
-            if k == 0 { stream_floor.push(ns) } else { stream_floor_packed.push(ns) }
+            match k {
+                0 => stream_floor.push(ns),
+                1 => stream_floor_packed.push(ns),
+                _ => steps[k - 2].push(ns),
+            }
         }
         for (i, (_, file, sample, make)) in configs.iter().enumerate() {
             let _ = std::fs::remove_file(&path);
@@ -420,6 +437,16 @@ fn configurations(plan: &Plan, only_default: bool) {
             p / floor
         );
     }
+    const STEPS: [&str; 3] = [
+        "the streaming floor, its state in a thread-local (loaded and stored each event)",
+        "the same and a commit word (a release store, for a reader of the block being written)",
+        "**the same and a recorder's tests** (the event's bit, a flag against a record inside another, the generation, the delta's 32 bits)",
+    ];
+    let steps: Vec<f64> = steps.iter_mut().filter(|s| !s.is_empty()).map(|s| median(s)).collect();
+    for (name, m) in STEPS.iter().zip(&steps) {
+        println!("| {name} | {m:.2} | {:.2} | |", m / floor);
+    }
+    let guarded_floor = steps.last().copied();
     let mut medians = Vec::new();
     for (i, (name, file, _, _)) in configs.iter().enumerate() {
         let m = median(&mut times[i]);
@@ -446,6 +473,16 @@ fn configurations(plan: &Plan, only_default: bool) {
             "The streaming floor whose writer packs / the streaming floor: {:.2}; the default / the streaming floor whose writer packs: {:.2}.",
             p / stream_floor,
             medians[0] / p
+        );
+    }
+    if let Some(g) = guarded_floor {
+        println!(
+            "The streaming floor's steps / the streaming floor: its state in a thread-local {:.2}, and a commit word {:.2}, and a recorder's tests **{:.2}**; the default / the last: {:.2}; not packed / the last: {:.2}.",
+            steps[0] / stream_floor,
+            steps[1] / stream_floor,
+            g / stream_floor,
+            medians[0] / g,
+            medians[2] / g
         );
     }
     let page = median(&mut pages);

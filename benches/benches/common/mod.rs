@@ -213,7 +213,42 @@ pub struct StreamFloor {
     first: usize,
     at: usize,
     last: u64,
+    /// The commit word [`run_thread_local`](Self::run_thread_local) stores.
+    committed: Box<AtomicU64>,
 }
+
+/// What [`StreamFloor::run_thread_local`]'s thread keeps between events.
+pub struct Guard {
+    busy: std::cell::Cell<bool>,
+    generation: std::cell::Cell<u64>,
+    at: std::cell::Cell<usize>,
+    limit: std::cell::Cell<usize>,
+    block: std::cell::Cell<*mut u8>,
+    last: std::cell::Cell<u64>,
+    records: std::cell::Cell<u64>,
+    lane: std::cell::Cell<*const AtomicU64>,
+}
+
+thread_local! {
+    /// [`StreamFloor::run_thread_local`]'s thread state: without a destructor, as the recorder's.
+    static GUARD: Guard = const {
+        Guard {
+            busy: std::cell::Cell::new(false),
+            generation: std::cell::Cell::new(0),
+            at: std::cell::Cell::new(0),
+            limit: std::cell::Cell::new(0),
+            block: std::cell::Cell::new(std::ptr::null_mut()),
+            last: std::cell::Cell::new(0),
+            records: std::cell::Cell::new(0),
+            lane: std::cell::Cell::new(std::ptr::null()),
+        }
+    };
+}
+
+/// [`StreamFloor::run_thread_local`]'s control word (the event's bit set) and recording
+/// generation.
+static GUARD_BITS: AtomicU64 = AtomicU64::new(1);
+static GUARD_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 impl StreamFloor {
     /// Block size and count: the recorder's defaults.
@@ -275,6 +310,7 @@ impl StreamFloor {
             first,
             at: first,
             last: ticks(),
+            committed: Box::new(AtomicU64::new(0)),
         }
     }
 
@@ -313,6 +349,113 @@ impl StreamFloor {
         let full = std::mem::replace(&mut self.block, next);
         self.full.as_ref().expect("not stopped").send((full, self.at)).expect("the floor's writer runs");
         self.at = self.first;
+    }
+
+    /// Records `n` events as [`run`](Self::run) does, its state kept between events in a
+    /// thread-local ([`GUARD`]: loaded and stored each event, as any recorder's must be, where
+    /// [`run`](Self::run)'s loop keeps it in registers), and, by steps:
+    ///
+    /// - `COMMIT`: a commit word stored with release for a reader of the block being written
+    ///   (a stop's, a ring file's reader);
+    /// - `TESTS`: the tests that a recorder keeping this one's guarantees makes on each event,
+    ///   and nothing else of it: the event's bit in a control word, a flag against a record
+    ///   begun inside another (a signal handler's), the recording's generation against the
+    ///   thread's, and a delta that fits the record's 32 bits and does not run backwards.
+    ///
+    /// With both, what is left of the default's distance from the streaming floor above this
+    /// loop is the recorder's own (issue 43; BENCHMARKS.md, "a recorder's tests").
+    pub fn run_thread_local<const COMMIT: bool, const TESTS: bool>(&mut self, n: u64) -> Duration {
+        // Their addresses escape: the compiler cannot take the words for constants.
+        black_box(&GUARD_BITS);
+        black_box(&GUARD_GENERATION);
+        let lane: *const AtomicU64 = &*self.committed;
+        let _ = GUARD.try_with(|g| {
+            g.block.set(self.block.as_mut_ptr());
+            g.at.set(self.at);
+            g.limit.set(self.block.len());
+            g.last.set(self.last);
+            g.records.set(0);
+            g.lane.set(lane);
+            g.generation.set(GUARD_GENERATION.load(Ordering::Relaxed));
+        });
+        let start = Instant::now();
+        for i in 0..n {
+            if !TESTS || GUARD_BITS.load(Ordering::Relaxed) & 1 != 0 {
+                self.guarded_event::<COMMIT, TESTS>(i);
+            }
+        }
+        let elapsed = start.elapsed();
+        let _ = GUARD.try_with(|g| {
+            self.at = g.at.get();
+            self.last = g.last.get();
+        });
+        elapsed
+    }
+
+    /// One event of [`run_thread_local`](Self::run_thread_local).
+    #[inline(always)]
+    fn guarded_event<const COMMIT: bool, const TESTS: bool>(&mut self, i: u64) {
+        const LEN: usize = 32;
+        let _ = GUARD.try_with(|g| {
+            // Loaded and stored each event without an opaque reference (as `floor_in_memory`
+            // needs): the cold side's call, which takes `g`, keeps the compiler from holding
+            // the state in registers across events, as a recorder's calls do.
+            if TESTS {
+                if g.busy.get() {
+                    return;
+                }
+                g.busy.set(true);
+                if g.generation.get() != GUARD_GENERATION.load(Ordering::Relaxed) {
+                    g.busy.set(false);
+                    return;
+                }
+            }
+            let now = ticks();
+            let last = g.last.get();
+            let mut delta = now.wrapping_sub(last);
+            let backwards = TESTS && (now < last || delta > u64::from(u32::MAX));
+            if backwards || g.at.get() + LEN > g.limit.get() {
+                self.guarded_room(g);
+                delta = 0;
+            }
+            let at = g.at.get();
+            // SAFETY: `block` is the current block's first byte, of `limit` bytes, and `at +
+            // LEN <= limit` (tested above, or made so by `guarded_room`): in bounds. The block
+            // is this `StreamFloor`'s, borrowed mutably for the call, and no other slice of it
+            // lives.
+            let record = unsafe { std::slice::from_raw_parts_mut(g.block.get().add(at), LEN) };
+            record[..2].copy_from_slice(&3u16.to_ne_bytes());
+            record[2..4].copy_from_slice(&(LEN as u16).to_ne_bytes());
+            record[4..8].copy_from_slice(&(delta as u32).to_ne_bytes());
+            for w in 0..3 {
+                record[8 + 8 * w..16 + 8 * w].copy_from_slice(&(i + w as u64).to_ne_bytes());
+            }
+            let records = g.records.get() + 1;
+            g.at.set(at + LEN);
+            g.last.set(now);
+            g.records.set(records);
+            if COMMIT {
+                // SAFETY: `lane` is `self.committed`'s address, set by `run_thread_local`,
+                // which holds `self` borrowed for the whole loop.
+                unsafe { &*g.lane.get() }.store(records << 32 | (at + LEN) as u64, Ordering::Release);
+            }
+            if TESTS {
+                g.busy.set(false);
+            }
+        });
+    }
+
+    /// [`guarded_event`](Self::guarded_event)'s cold side: the next block when this one is
+    /// full (a time that ran backwards or a delta too long for 32 bits starts one too, as
+    /// the recorder's `TimeExtend` would, for the same test).
+    #[cold]
+    #[inline(never)]
+    fn guarded_room(&mut self, g: &Guard) {
+        self.at = g.at.get();
+        self.hand_on();
+        g.block.set(self.block.as_mut_ptr());
+        g.at.set(self.at);
+        g.records.set(0);
     }
 
     /// Hands on the current block and waits until the writer has written every block (untimed,

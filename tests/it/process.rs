@@ -256,7 +256,7 @@ fn the_room_taken_ahead_of_the_writes_is_given_back_when_a_file_closes() {
     let segments = d.join("segments");
     std::fs::create_dir_all(&segments).unwrap();
     let base = segments.join("trace.evt");
-    let out = run(child(&["go-on", "400000"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "128k")]));
+    let out = run(child(&["go-on", "400000"], &[("EVENT_FILE", base.to_str().unwrap()), ("EVENT_ROTATE", "32k")]));
     assert!(out.status.success(), "exit 0: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
     let mut files = vec![path];
     files.extend(std::fs::read_dir(&segments).unwrap().map(|e| e.unwrap().path()));
@@ -274,7 +274,7 @@ fn the_room_taken_ahead_of_the_writes_is_given_back_when_a_file_closes() {
         let bound = meta.len().next_multiple_of(4096) + 4096 + if frees { 0 } else { 2 * 65536 };
         assert!(taken <= bound, "{}: {taken} bytes taken on the disk for {} in the file", file.display(), meta.len());
     }
-    // Each decodes whole.
+    // The event file holds every event.
     assert_eq!(events_in(&files[0]).numbered_events(), 400_000);
 }
 

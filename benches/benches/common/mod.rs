@@ -218,7 +218,7 @@ pub struct StreamFloor {
 }
 
 /// What [`StreamFloor::run_thread_local`]'s thread keeps between events.
-pub struct Guard {
+struct Guard {
     busy: std::cell::Cell<bool>,
     generation: std::cell::Cell<u64>,
     at: std::cell::Cell<usize>,
@@ -245,9 +245,9 @@ thread_local! {
     };
 }
 
-/// [`StreamFloor::run_thread_local`]'s control word (the event's bit set) and recording
-/// generation.
+/// [`StreamFloor::run_thread_local`]'s control word: the event's bit, set.
 static GUARD_BITS: AtomicU64 = AtomicU64::new(1);
+/// [`StreamFloor::run_thread_local`]'s recording generation, which its thread's must match.
 static GUARD_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 impl StreamFloor {
@@ -363,7 +363,8 @@ impl StreamFloor {
     ///   thread's, and a delta that fits the record's 32 bits and does not run backwards.
     ///
     /// With both, what is left of the default's distance from the streaming floor above this
-    /// loop is the recorder's own (issue 43; BENCHMARKS.md, "a recorder's tests").
+    /// loop is the recorder's own (issue 43; BENCHMARKS.md, "the streaming floor by steps towards
+    /// a recorder").
     pub fn run_thread_local<const COMMIT: bool, const TESTS: bool>(&mut self, n: u64) -> Duration {
         // Their addresses escape: the compiler cannot take the words for constants.
         black_box(&GUARD_BITS);
